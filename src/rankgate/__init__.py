@@ -1,0 +1,62 @@
+"""rankgate: evaluate the retrieval half of RAG systems against a gold set, and gate releases on it.
+
+Public API::
+
+    rankgate.evaluate(gold, run, metrics=["recall@5", "mrr", "ndcg@10"]) -> EvaluationResult
+    rankgate.load_gold(path), rankgate.load_run(path)
+    rankgate.parse_metric("ndcg(gain=exp)@10")
+
+Heavy libraries (numpy, pyarrow) load on first use, so ``import rankgate`` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EvaluationResult",
+    "Metric",
+    "MetricDefinition",
+    "__version__",
+    "evaluate",
+    "load_gold",
+    "load_run",
+    "parse_metric",
+    "register_metric",
+]
+
+_LAZY = {
+    "evaluate": ("rankgate.engine", "evaluate"),
+    "EvaluationResult": ("rankgate.results", "EvaluationResult"),
+    "load_gold": ("rankgate.data", "load_gold"),
+    "load_run": ("rankgate.data", "load_run"),
+    "Metric": ("rankgate.metrics.spec", "Metric"),
+    "MetricDefinition": ("rankgate.metrics.registry", "MetricDefinition"),
+    "parse_metric": ("rankgate.metrics.spec", "parse_metric"),
+    "register_metric": ("rankgate.metrics.registry", "register"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .data import load_gold, load_run
+    from .engine import evaluate
+    from .metrics.registry import MetricDefinition
+    from .metrics.registry import register as register_metric
+    from .metrics.spec import Metric, parse_metric
+    from .results import EvaluationResult
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'rankgate' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,361 @@
+"""JSONL gold sets and runs, in every shape DESIGN §2 accepts, validated line by line.
+
+Gold lines: ``relevant_chunks`` (list of ``{"chunk_id", "grade", "note"}`` or of ids), or
+``relevant`` / ``expected_output`` (a list of ids, or an ``{id: gain}`` map); plus the optional
+per-query fields of DESIGN §2. Run lines: ``topk`` / ``retrieved`` / ``results`` / ``hits``: a list
+of item objects (``chunk_id``/``id``/``doc_id``, ``score``, ``rank``, ``doc_version``, ``text``) or
+of bare ids in rank order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterable, Iterator
+
+from ..errors import InputError
+from .models import Gold, Run
+
+QUERY_ID_KEYS = ("query_id", "qid", "id", "_id", "query-id")
+ITEM_ID_KEYS = ("chunk_id", "doc_id", "id", "docid", "_id", "corpus_id", "corpus-id", "docno")
+RELEVANT_KEYS = ("relevant_chunks", "relevant", "expected_output", "relevant_docs", "qrels")
+RUN_LIST_KEYS = ("topk", "retrieved", "results", "hits", "ranking", "docs", "chunks", "retrieved_chunks")
+GRADE_KEYS = ("grade", "relevance", "rel", "gain", "label")
+_HANDLED = frozenset(QUERY_ID_KEYS + RELEVANT_KEYS) | {
+    "no_answer", "metadata", "k", "tags", "query", "question", "text", "input", "intent", "segment",
+    "source_of_query", "created", "corpus_version", "as_of", "expected_answer", "must_not_retrieve", "entities",
+}
+
+
+def iter_json_lines(lines: Iterable[str], path: str) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, parsed object) for each non-blank line; malformed JSON is an InputError."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"is not valid JSON: {exc.msg} at column {exc.colno}",
+                path=path,
+                line=lineno,
+                hint="each line must be one JSON object",
+            ) from None
+        yield lineno, obj
+
+
+def _query_id(obj: Any, path: str, lineno: int) -> str:
+    if not isinstance(obj, dict):
+        raise InputError(
+            f"must be a JSON object; got {type(obj).__name__}",
+            path=path,
+            line=lineno,
+            hint='e.g. {"query_id": "q1", ...}',
+        )
+    for key in QUERY_ID_KEYS:
+        if key in obj:
+            value = obj[key]
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+                raise InputError(
+                    f"must be a non-empty string; got {value!r}", path=path, line=lineno, field=key
+                )
+            return str(value)
+    raise InputError(
+        "is missing",
+        path=path,
+        line=lineno,
+        field="query_id",
+        hint=f"every line needs a query id (one of: {', '.join(QUERY_ID_KEYS)})",
+    )
+
+
+def _grade(value: Any, path: str, lineno: int, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise InputError(
+            f"must be an integer grade; got {value!r}",
+            path=path,
+            line=lineno,
+            field=field,
+            hint="grades are integers; a negative or 0 grade means judged not relevant",
+        )
+    return value
+
+
+def _item_id(item: dict[str, Any], path: str, lineno: int, field: str) -> str:
+    for key in ITEM_ID_KEYS:
+        if key in item:
+            value = item[key]
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+                raise InputError(f"must be a non-empty string; got {value!r}", path=path, line=lineno, field=f"{field}.{key}")
+            return str(value)
+    raise InputError(
+        f"item {json.dumps(item)[:80]} has no id",
+        path=path,
+        line=lineno,
+        field=field,
+        hint=f"give each item one of: {', '.join(ITEM_ID_KEYS[:4])}",
+    )
+
+
+def _judgements(obj: dict[str, Any], path: str, lineno: int) -> tuple[list[tuple[str, int, str | None]], str | None]:
+    key = next((k for k in RELEVANT_KEYS if k in obj), None)
+    if key is None:
+        return [], None
+    value = obj[key]
+    out: list[tuple[str, int, str | None]] = []
+    if isinstance(value, dict):
+        for doc, gain in value.items():
+            out.append((str(doc), _grade(gain, path, lineno, f"{key}.{doc}"), None))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, (str, int)) and not isinstance(item, bool):
+                out.append((str(item), 1, None))
+            elif isinstance(item, dict):
+                doc = _item_id(item, path, lineno, f"{key}[{i}]")
+                gk = next((g for g in GRADE_KEYS if g in item), None)
+                grade = 1 if gk is None else _grade(item[gk], path, lineno, f"{key}[{i}].{gk}")
+                note = item.get("note")
+                out.append((doc, grade, None if note is None else str(note)))
+            else:
+                raise InputError(
+                    f"items must be ids or objects; item {i} is {item!r}", path=path, line=lineno, field=key
+                )
+    elif value is None:
+        return [], key
+    else:
+        raise InputError(
+            f"must be a list of ids, a list of objects or an {{id: grade}} map; got {type(value).__name__}",
+            path=path,
+            line=lineno,
+            field=key,
+        )
+    seen: set[str] = set()
+    for doc, _, _ in out:
+        if doc in seen:
+            raise InputError(f"lists {doc!r} twice", path=path, line=lineno, field=key, hint="judge each id once")
+        seen.add(doc)
+    return out, key
+
+
+def _str_list(value: Any, path: str, lineno: int, field: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        raise InputError(f"must be a list of strings; got {value!r}"[:200], path=path, line=lineno, field=field)
+    return [str(v) for v in value]
+
+
+def _opt_str(value: Any, path: str, lineno: int, field: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)):
+        raise InputError(f"must be a string; got {json.dumps(value)[:60]}", path=path, line=lineno, field=field)
+    return str(value)
+
+
+def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
+    """Build a :class:`Gold` from (line, object) pairs, validating each field."""
+    import numpy as np
+    import pyarrow as pa
+
+    qids: list[str] = []
+    index: dict[str, int] = {}
+    jq: list[int] = []
+    jd: list[str] = []
+    jg: list[int] = []
+    notes: list[str | None] = []
+    fields: dict[str, list[Any]] = {}
+
+    def put(name: str, qi: int, value: Any) -> None:
+        col = fields.get(name)
+        if col is None:
+            col = fields[name] = [None] * len(qids)
+        col[qi] = value
+
+    for lineno, obj in records:
+        qid = _query_id(obj, path, lineno)
+        if qid in index:
+            raise InputError(
+                f"repeats query id {qid!r} (first on an earlier line)",
+                path=path,
+                line=lineno,
+                field="query_id",
+                hint="each query appears once; merge its judgements into one line",
+            )
+        qi = index[qid] = len(qids)
+        qids.append(qid)
+        for col in fields.values():
+            col.append(None)
+        judged, rel_key = _judgements(obj, path, lineno)
+        no_answer = obj.get("no_answer", False)
+        if not isinstance(no_answer, bool):
+            raise InputError(f"must be true or false; got {no_answer!r}", path=path, line=lineno, field="no_answer")
+        has_relevant = any(g >= 1 for _, g, _ in judged)
+        if no_answer and has_relevant:
+            raise InputError(
+                "is true but the query lists relevant items", path=path, line=lineno, field="no_answer",
+                hint="a no-answer query has no item with grade >= 1",
+            )
+        if not has_relevant and not no_answer:
+            got = "nothing" if rel_key is None else json.dumps(obj[rel_key])[:60]
+            raise InputError(
+                f"must list at least one relevant item; got {got}",
+                path=path,
+                line=lineno,
+                field=rel_key or "relevant_chunks",
+                hint='a query with no relevant chunk is a no-answer item: set "no_answer": true',
+            )
+        for doc, grade, note in judged:
+            jq.append(qi)
+            jd.append(doc)
+            jg.append(grade)
+            notes.append(note)
+        if no_answer:
+            put("no_answer", qi, True)
+        meta = obj.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise InputError(f"must be an object; got {meta!r}"[:120], path=path, line=lineno, field="metadata")
+        k = obj.get("k", (meta or {}).get("k"))
+        if k is not None:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise InputError(f"must be a positive integer; got {k!r}", path=path, line=lineno, field="k")
+            put("k", qi, k)
+        for name in ("query", "question", "text", "input"):
+            if name in obj and name not in RELEVANT_KEYS:
+                put("query", qi, _opt_str(obj[name], path, lineno, name))
+                break
+        for name in ("intent", "segment", "source_of_query", "created", "corpus_version", "as_of", "expected_answer"):
+            if name in obj:
+                put(name, qi, _opt_str(obj[name], path, lineno, name))
+        for name in ("must_not_retrieve", "entities"):
+            if name in obj:
+                put(name, qi, _str_list(obj[name], path, lineno, name))
+        tags = obj.get("tags")
+        if tags is not None:
+            if not isinstance(tags, dict) or any(isinstance(v, (dict, list)) for v in tags.values()):
+                raise InputError(
+                    f"must be an object of scalar values; got {json.dumps(tags)[:80]}", path=path, line=lineno, field="tags"
+                )
+            put("tags", qi, {str(k2): (None if v is None else str(v)) for k2, v in tags.items()})
+        for name, value in (meta or {}).items():
+            if name != "k" and isinstance(value, (str, int, float, bool)):
+                put(f"metadata.{name}", qi, str(value))
+        for name, value in obj.items():
+            # Other scalar fields (difficulty, owner, …) are kept so they can be used as segments.
+            if name not in _HANDLED and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                put(name, qi, str(value))
+    if not qids:
+        raise InputError("has no queries", path=path, hint="a gold set needs at least one JSON line")
+    return Gold(
+        query_ids=qids,
+        j_query=np.asarray(jq, dtype=np.int64),
+        j_doc=pa.array(jd, type=pa.string()),
+        j_grade=np.asarray(jg, dtype=np.int64),
+        fields=fields,
+        notes=notes if any(n is not None for n in notes) else None,
+        source=path,
+    )
+
+
+def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
+    """Build a :class:`Run` from (line, object) pairs."""
+    import numpy as np
+    import pyarrow as pa
+
+    qids: list[str] = []
+    index: dict[str, int] = {}
+    rq: list[int] = []
+    rd: list[str] = []
+    scores: list[float] = []
+    orders: list[float] = []
+    versions: list[Any] = []
+    texts: list[Any] = []
+    sources: list[Any] = []
+    has_score: bool | None = None
+    fields: dict[str, list[Any]] = {}
+
+    for lineno, obj in records:
+        qid = _query_id(obj, path, lineno)
+        if qid in index:
+            raise InputError(
+                f"repeats query id {qid!r}", path=path, line=lineno, field="query_id",
+                hint="give each query's whole ranking on one line",
+            )
+        qi = index[qid] = len(qids)
+        qids.append(qid)
+        for col in fields.values():
+            col.append(None)
+        key = next((k for k in RUN_LIST_KEYS if k in obj), None)
+        if key is None:
+            raise InputError(
+                "has no ranking",
+                path=path,
+                line=lineno,
+                field="topk",
+                hint=f"give the retrieved items as one of: {', '.join(RUN_LIST_KEYS[:3])}",
+            )
+        items = obj[key]
+        if not isinstance(items, list):
+            raise InputError(f"must be a list; got {type(items).__name__}", path=path, line=lineno, field=key)
+        for pos, item in enumerate(items, start=1):
+            if isinstance(item, dict):
+                doc = _item_id(item, path, lineno, f"{key}[{pos - 1}]")
+                s = item.get("score")
+                if s is not None and (isinstance(s, bool) or not isinstance(s, (int, float)) or math.isnan(s)):
+                    raise InputError(f"must be a number; got {s!r}", path=path, line=lineno, field=f"{key}[{pos - 1}].score")
+                r = item.get("rank")
+                if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))):
+                    raise InputError(f"must be a number; got {r!r}", path=path, line=lineno, field=f"{key}[{pos - 1}].rank")
+                version = item.get("doc_version", item.get("version"))
+                text = item.get("text", item.get("content"))
+                source = item.get("source")
+            elif isinstance(item, (str, int)) and not isinstance(item, bool):
+                doc, s, r, version, text, source = str(item), None, None, None, None, None
+            else:
+                raise InputError(
+                    f"items must be objects or ids; item {pos - 1} is {item!r}"[:160], path=path, line=lineno, field=key
+                )
+            this_has = s is not None
+            if has_score is None:
+                has_score = this_has
+            elif has_score != this_has:
+                raise InputError(
+                    f"item {pos - 1} {'has' if this_has else 'lacks'} a score while earlier items "
+                    f"{'do not' if this_has else 'have one'}",
+                    path=path,
+                    line=lineno,
+                    field=f"{key}[{pos - 1}].score",
+                    hint="give every item a score (ranked by score) or none (ranked by rank or list order)",
+                )
+            rq.append(qi)
+            rd.append(doc)
+            scores.append(float(s) if s is not None else 0.0)
+            orders.append(float(r) if r is not None else float(pos))
+            versions.append(None if version is None else str(version))
+            texts.append(None if text is None else str(text))
+            sources.append(None if source is None else str(source))
+        for name, value in obj.items():
+            if name in RUN_LIST_KEYS or name in QUERY_ID_KEYS:
+                continue
+            col = fields.get(name)
+            if col is None:
+                col = fields[name] = [None] * len(qids)
+            col[qi] = value
+    if not qids:
+        raise InputError("has no queries", path=path, hint="a run needs at least one JSON line")
+    items_cols: dict[str, list[Any]] = {}
+    for name, col in (("doc_version", versions), ("text", texts), ("source", sources)):
+        if any(v is not None for v in col):
+            items_cols[name] = col
+    return Run(
+        query_ids=qids,
+        r_query=np.asarray(rq, dtype=np.int64),
+        r_doc=pa.array(rd, type=pa.string()),
+        r_score=np.asarray(scores, dtype=np.float64) if has_score else None,
+        r_order=None if has_score else np.asarray(orders, dtype=np.float64),
+        items=items_cols,
+        fields=fields,
+        source=path,
+    )

@@ -1,0 +1,88 @@
+"""In-memory gold sets and runs: columnar, so ten million rows stay cheap.
+
+Every loader (JSONL, TREC, BEIR, Parquet, Python objects) produces one of these two types; nothing
+downstream knows which format the data came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["Gold", "Run", "GOLD_FIELDS"]
+
+# Per-query gold fields with a fixed meaning (DESIGN §2). Other scalar fields are kept as segments.
+GOLD_FIELDS = (
+    "query",
+    "intent",
+    "segment",
+    "source_of_query",
+    "created",
+    "corpus_version",
+    "as_of",
+    "k",
+    "expected_answer",
+    "entities",
+    "must_not_retrieve",
+    "no_answer",
+    "tags",
+)
+
+
+@dataclass
+class Gold:
+    """A gold set: queries, their judgements and descriptive fields.
+
+    ``query_ids`` keeps the order of the input. Judgements are a long table: ``j_query`` (index into
+    ``query_ids``), ``j_doc`` (chunk or document id) and ``j_grade`` (integer; <= 0 judged not
+    relevant). ``fields`` maps a gold field name to one value per query (None when absent);
+    ``tags`` is a list of dicts. ``notes`` holds the annotator note of each judgement, if any.
+    """
+
+    query_ids: list[str]
+    j_query: np.ndarray
+    j_doc: pa.Array
+    j_grade: np.ndarray
+    fields: dict[str, list[Any]] = field(default_factory=dict)
+    notes: list[str | None] | None = None
+    source: str = "<gold>"
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def field(self, name: str) -> list[Any]:
+        return self.fields.get(name) or [None] * len(self.query_ids)
+
+    def judgements(self) -> dict[str, dict[str, int]]:
+        """``{query_id: {doc_id: grade}}`` (the pytrec_eval shape)."""
+        out: dict[str, dict[str, int]] = {q: {} for q in self.query_ids}
+        for qi, d, g in zip(self.j_query.tolist(), self.j_doc.to_pylist(), self.j_grade.tolist()):
+            out[self.query_ids[qi]][d] = g
+        return out
+
+
+@dataclass
+class Run:
+    """A run: for each query, the retrieved items, with scores or in a given order.
+
+    Rows are a long table: ``r_query`` (index into ``query_ids``), ``r_doc``, and either
+    ``r_score`` (float64; ranked by :func:`rankgate.data.ranking.rank_rows`) or ``r_order`` (the
+    given position: JSONL ``rank`` or list position; kept as given). ``items`` holds optional
+    per-row columns (``doc_version``, ``text``, ``source``); ``fields`` optional per-query values
+    (``system``, ``k_raw``, ``latency_ms``, ``index_version``, ``chunker`` …).
+    """
+
+    query_ids: list[str]
+    r_query: np.ndarray
+    r_doc: pa.Array
+    r_score: np.ndarray | None = None
+    r_order: np.ndarray | None = None
+    items: dict[str, list[Any]] = field(default_factory=dict)
+    fields: dict[str, list[Any]] = field(default_factory=dict)
+    source: str = "<run>"
+
+    def __len__(self) -> int:
+        return len(self.r_doc)

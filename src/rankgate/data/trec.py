@@ -1,0 +1,249 @@
+"""TREC qrels and run files, and BEIR ``qrels/*.tsv``.
+
+Run lines are ``qid Q0 docno rank score tag`` (columns past the sixth are ignored and the rank column
+is not used, as trec_eval does); qrels lines are ``qid iter docno grade``. Large, regular files
+(one delimiter, no comments) go through pyarrow's multi-threaded CSV reader; anything else takes the
+line-by-line path, which accepts any whitespace and ``#`` comment lines and reports bad lines by
+number.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InputError
+from .models import Gold, Run
+from .source import open_text
+
+
+def _first_data_line(path: str) -> str | None:
+    with open_text(path) as fh:
+        for line in fh:
+            if line.strip():
+                return line
+    return None
+
+
+def _fast_table(path: str, names: list[str], types: dict[str, Any], include: list[str]) -> pa.Table | None:
+    """Read a regular, single-delimiter file with pyarrow; None when the file is not that regular."""
+    first = _first_data_line(path)
+    if first is None or first.lstrip().startswith("#"):
+        return None
+    delim = "\t" if "\t" in first else " "
+    parts = first.rstrip("\r\n").split(delim)
+    if len(parts) != len(names) or any(p == "" or p != p.strip() for p in parts):
+        return None
+    import pyarrow.csv as pacsv
+
+    try:
+        table = pacsv.read_csv(
+            path,
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 26),
+            parse_options=pacsv.ParseOptions(delimiter=delim, quote_char=False, escape_char=False, ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(column_types=types, include_columns=include, strings_can_be_null=False),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+        return None  # irregular somewhere: the line-by-line path finds and names the bad line
+    for name in include:
+        if table.column(name).null_count:
+            return None
+    return table
+
+
+def _lines(path: str) -> Iterator[tuple[int, list[str]]]:
+    with open_text(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            parts = line.split()
+            if not parts or parts[0].startswith("#"):
+                continue
+            yield lineno, parts
+
+
+def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    enc = pc.dictionary_encode(column)
+    return enc.dictionary.to_pylist(), np.asarray(enc.indices, dtype=np.int64)
+
+
+def _combine(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def read_trec_run(path: str) -> Run:
+    table = _fast_table(
+        path,
+        ["q", "it", "d", "r", "s", "t"],
+        {"q": pa.string(), "d": pa.string(), "s": pa.float64()},
+        ["q", "d", "s"],
+    )
+    if table is not None:
+        if table.num_rows == 0:
+            raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
+        qids, codes = _codes(table.column("q"))
+        scores = table.column("s").to_numpy()
+        if np.isnan(scores).any():
+            bad = int(np.flatnonzero(np.isnan(scores))[0])
+            raise InputError("must be a number; got nan", path=path, line=bad + 1, field="score (column 5)")
+        return Run(query_ids=qids, r_query=codes, r_doc=_combine(table.column("d")), r_score=scores, source=path)
+    qids: list[str] = []
+    index: dict[str, int] = {}
+    rq: list[int] = []
+    rd: list[str] = []
+    rs: list[float] = []
+    for lineno, parts in _lines(path):
+        if len(parts) < 6:
+            raise InputError(
+                f"has {len(parts)} columns; expected 6 (qid Q0 docno rank score tag)",
+                path=path,
+                line=lineno,
+                hint="is this a qrels file passed as --run?" if len(parts) == 4 else None,
+            )
+        q = parts[0]
+        qi = index.get(q)
+        if qi is None:
+            qi = index[q] = len(qids)
+            qids.append(q)
+        try:
+            score = float(parts[4])
+        except ValueError:
+            raise InputError(f"must be a number; got {parts[4]!r}", path=path, line=lineno, field="score (column 5)") from None
+        if math.isnan(score):
+            raise InputError("must be a number; got nan", path=path, line=lineno, field="score (column 5)")
+        rq.append(qi)
+        rd.append(parts[2])
+        rs.append(score)
+    if not rq:
+        raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
+    return Run(
+        query_ids=qids,
+        r_query=np.asarray(rq, dtype=np.int64),
+        r_doc=pa.array(rd, type=pa.string()),
+        r_score=np.asarray(rs, dtype=np.float64),
+        source=path,
+    )
+
+
+def read_trec_qrels(path: str) -> Gold:
+    table = _fast_table(
+        path,
+        ["q", "it", "d", "g"],
+        {"q": pa.string(), "d": pa.string(), "g": pa.int64()},
+        ["q", "d", "g"],
+    )
+    if table is not None:
+        if table.num_rows == 0:
+            raise InputError("is empty", path=path, hint="TREC qrels have lines 'qid iter docno grade'")
+        qids, codes = _codes(table.column("q"))
+        gold = Gold(
+            query_ids=qids,
+            j_query=codes,
+            j_doc=_combine(table.column("d")),
+            j_grade=table.column("g").to_numpy().astype(np.int64),
+            source=path,
+        )
+        check_unique_judgements(gold)
+        return gold
+    return _gold_from_rows(path, _qrels_rows(path), "TREC qrels have lines 'qid iter docno grade'")
+
+
+def _qrels_rows(path: str) -> Iterator[tuple[int, str, str, str]]:
+    for lineno, parts in _lines(path):
+        if len(parts) != 4:
+            raise InputError(
+                f"has {len(parts)} columns; expected 4 (qid iter docno grade)",
+                path=path,
+                line=lineno,
+                hint="is this a run file passed as --gold?" if len(parts) >= 6 else None,
+            )
+        yield lineno, parts[0], parts[2], parts[3]
+
+
+def read_beir_qrels(path: str) -> Gold:
+    """BEIR ``qrels/*.tsv``: a header line, then ``query-id<TAB>corpus-id<TAB>score``."""
+
+    def rows() -> Iterator[tuple[int, str, str, str]]:
+        with open_text(path) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                parts = line.rstrip("\r\n").split("\t")
+                if lineno == 1 and not parts[-1].strip().lstrip("-").isdigit():
+                    continue  # header
+                if len(parts) != 3:
+                    raise InputError(
+                        f"has {len(parts)} tab-separated columns; expected 3 (query-id corpus-id score)",
+                        path=path,
+                        line=lineno,
+                    )
+                yield lineno, parts[0].strip(), parts[1].strip(), parts[2].strip()
+
+    return _gold_from_rows(path, rows(), "BEIR qrels have a header, then 'query-id<TAB>corpus-id<TAB>score'")
+
+
+def _gold_from_rows(path: str, rows: Iterator[tuple[int, str, str, str]], hint: str) -> Gold:
+    qids: list[str] = []
+    index: dict[str, int] = {}
+    jq: list[int] = []
+    jd: list[str] = []
+    jg: list[int] = []
+    seen: dict[tuple[int, str], int] = {}
+    for lineno, q, d, g in rows:
+        try:
+            grade = int(g)
+        except ValueError:
+            raise InputError(
+                f"must be an integer grade; got {g!r}", path=path, line=lineno, field="grade",
+                hint="grades are integers; 0 or negative means judged not relevant",
+            ) from None
+        qi = index.get(q)
+        if qi is None:
+            qi = index[q] = len(qids)
+            qids.append(q)
+        if (qi, d) in seen:
+            raise InputError(
+                f"judges {d!r} for query {q!r} again (first on line {seen[(qi, d)]})",
+                path=path,
+                line=lineno,
+                hint="keep one judgement per query and document",
+            )
+        seen[(qi, d)] = lineno
+        jq.append(qi)
+        jd.append(d)
+        jg.append(grade)
+    if not jq:
+        raise InputError("is empty", path=path, hint=hint)
+    return Gold(
+        query_ids=qids,
+        j_query=np.asarray(jq, dtype=np.int64),
+        j_doc=pa.array(jd, type=pa.string()),
+        j_grade=np.asarray(jg, dtype=np.int64),
+        source=path,
+    )
+
+
+def check_unique_judgements(gold: Gold) -> None:
+    """Raise if a (query, doc) pair is judged twice (fast path: checked on integer codes)."""
+    import pyarrow.compute as pc
+
+    if len(gold.j_doc) == 0:
+        return
+    enc = pc.dictionary_encode(gold.j_doc)
+    codes = np.asarray(enc.indices, dtype=np.int64)
+    keys = gold.j_query * (len(enc.dictionary) + 1) + codes
+    order = np.argsort(keys, kind="stable")
+    dup = np.flatnonzero(np.diff(keys[order]) == 0)
+    if dup.size:
+        row = int(order[dup[0] + 1])
+        q = gold.query_ids[int(gold.j_query[row])]
+        d = gold.j_doc[row].as_py()
+        raise InputError(
+            f"judges {d!r} for query {q!r} twice", path=gold.source, line=row + 1,
+            hint="keep one judgement per query and document",
+        )

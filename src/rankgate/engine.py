@@ -1,0 +1,400 @@
+"""evaluate(gold, run, metrics) -> EvaluationResult.
+
+The pipeline, each step once: load → rank (the one ranking rule) → align run queries to gold queries
+→ drop rows deeper than any requested cutoff → look up each row's grade with one hash join on
+integer codes → run every metric's vectorised kernel.
+
+Query set (default): every gold query counts; a query missing from the run scores 0 and is listed in
+``missing_from_run`` (trec_eval ``-c``); run queries absent from the gold set are ignored and listed
+in ``not_in_gold``; queries with no relevant item are no-answer items, NaN for ranking metrics.
+``trec=True`` reproduces trec_eval v10: only queries in both files (all gold queries with
+``complete=True``, i.e. ``-c``), and queries whose judgements are all non-relevant score 0.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .data import Gold, Run, load_gold, load_run
+from .data.ranking import rank_rows
+from .data.source import sha256_file
+from .errors import InputError, UsageError
+from .metrics import Metric, parse_metrics
+from .metrics.context import NO_CUTOFF, EvalContext
+from .results import EvaluationResult
+
+__all__ = ["evaluate", "DEFAULT_K"]
+
+DEFAULT_K = 5
+SEGMENT_FIELDS = ("intent", "segment", "source_of_query", "corpus_version", "as_of", "created")
+
+
+def evaluate(
+    gold: Any,
+    run: Any,
+    metrics: str | Sequence[str | Metric] = ("recall@5", "mrr", "ndcg@10"),
+    *,
+    k: int | None = None,
+    trec: bool = False,
+    complete: bool = False,
+    level: str = "chunk",
+    doc_sep: str = "#",
+    doc_map: dict[str, str] | None = None,
+    dedupe: str = "error",
+    gold_format: str | None = None,
+    run_format: str | None = None,
+) -> EvaluationResult:
+    """Score ``run`` against ``gold`` and return per-query values and means.
+
+    Args:
+        gold: a path (JSONL, TREC qrels, BEIR tsv/folder, Parquet), a :class:`~rankgate.data.Gold`,
+            a ``{query_id: {doc_id: grade}}`` dict, or a list of gold records.
+        run: a path (JSONL, TREC, Parquet), a :class:`~rankgate.data.Run`, a
+            ``{query_id: {doc_id: score}}`` or ``{query_id: [doc_id, ...]}`` dict, or run records.
+        metrics: specs such as ``"recall@5"``, ``"ndcg(gain=exp)@10"`` (a list or one comma string).
+        k: cutoff for metrics written without ``@k`` that need one (per-query ``k`` wins); default 5.
+        trec: trec_eval v10 semantics (see module docs); ``complete`` adds ``-c``.
+        level: ``"chunk"`` (ids as given) or ``"doc"`` (map ids to parent documents; a document
+            counts once, at its best rank; its grade is the best grade of its chunks).
+        doc_sep: separator between document id and chunk suffix (``doc_123#p6``) for ``level="doc"``.
+        doc_map: explicit chunk id -> document id mapping (overrides ``doc_sep``).
+        dedupe: ``"error"`` (a duplicate id within one query's ranking is an input error) or
+            ``"first"`` (keep its best-ranked occurrence; the count dropped is in ``info``).
+    """
+    metric_list = parse_metrics(metrics if isinstance(metrics, str) else list(metrics))
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise UsageError(f"k must be a positive integer; got {k!r}")
+    if level not in ("chunk", "doc"):
+        raise UsageError(f"level must be 'chunk' or 'doc'; got {level!r}")
+    if dedupe not in ("error", "first"):
+        raise UsageError(f"dedupe must be 'error' or 'first'; got {dedupe!r}")
+
+    inputs: dict[str, Any] = {}
+    hashes: dict[str, Any] = {}
+    with ThreadPoolExecutor(max_workers=2) as pool:  # hashing overlaps parsing (hashlib frees the GIL)
+        for name, src in (("gold", gold), ("run", run)):
+            if isinstance(src, (str, os.PathLike)) and os.path.isfile(src):
+                hashes[name] = pool.submit(sha256_file, os.fspath(src))
+        g = load_gold(gold, format=gold_format)
+        r = load_run(run, format=run_format)
+        for name, src, obj in (("gold", gold, g), ("run", run, r)):
+            entry: dict[str, Any] = {"path": obj.source}
+            if name in hashes:
+                entry["sha256"] = hashes[name].result()
+            inputs[name] = entry
+
+    doc_of = _doc_mapper(doc_sep, doc_map)
+    if level == "doc":
+        g = _gold_to_docs(g, doc_of)
+    return _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
+                            level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs)
+
+
+def _doc_mapper(sep: str, mapping: dict[str, str] | None) -> Callable[[str], str]:
+    if mapping is not None:
+        return lambda chunk: mapping.get(chunk, chunk)
+    if not sep:
+        return lambda chunk: chunk
+    return lambda chunk: chunk.split(sep, 1)[0]
+
+
+def _map_array(arr: pa.Array, doc_of: Callable[[str], str]) -> pa.Array:
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(arr)
+    mapped = pa.array([doc_of(x) for x in enc.dictionary.to_pylist()], type=pa.string())
+    return mapped.take(enc.indices)
+
+
+def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
+    """Document-level gold: each (query, document) keeps the best grade of its chunks."""
+    import pyarrow.compute as pc
+
+    docs = _map_array(g.j_doc, doc_of)
+    enc = pc.dictionary_encode(docs)
+    codes = np.asarray(enc.indices, dtype=np.int64)
+    keys = g.j_query * (len(enc.dictionary) + 1) + codes
+    order = np.lexsort((-g.j_grade, keys))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = keys[order][1:] != keys[order][:-1]
+    keep = np.sort(order[first])
+    fields = dict(g.fields)
+    if "must_not_retrieve" in fields:
+        fields["must_not_retrieve"] = [None if v is None else sorted({doc_of(x) for x in v}) for v in fields["must_not_retrieve"]]
+    return Gold(g.query_ids, g.j_query[keep], docs.take(pa.array(keep)), g.j_grade[keep], fields, None, g.source)
+
+
+def _evaluate_loaded(
+    g: Gold, r: Run, metric_list: list[Metric], *, k: int, trec: bool, complete: bool, level: str,
+    doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any],
+) -> EvaluationResult:
+    gold_index = {q: i for i, q in enumerate(g.query_ids)}
+    run_to_gold = np.fromiter((gold_index.get(q, -1) for q in r.query_ids), dtype=np.int64, count=len(r.query_ids))
+    not_in_gold = tuple(q for q, gi in zip(r.query_ids, run_to_gold.tolist()) if gi < 0)
+    in_run = np.zeros(len(g.query_ids), dtype=bool)
+    in_run[run_to_gold[run_to_gold >= 0]] = True
+
+    # The queries evaluated, in gold order.
+    if trec and not complete:
+        evaluated = np.flatnonzero(in_run)
+    else:
+        evaluated = np.arange(len(g.query_ids), dtype=np.int64)
+    if evaluated.size == 0:
+        raise InputError(
+            "shares no query id with the gold set", path=r.source,
+            hint=f"gold ids look like {g.query_ids[0]!r}, run ids like {r.query_ids[0]!r}",
+        )
+    eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
+    eval_pos[evaluated] = np.arange(evaluated.size)
+    missing = tuple(g.query_ids[i] for i in evaluated.tolist() if not in_run[i])
+
+    # Rank, then lay rows out query by query in evaluation order, cut at the deepest cutoff needed.
+    perm = rank_rows(r.r_query, r.r_doc, r.r_score, r.r_order)
+    rq = r.r_query[perm]
+    counts = np.bincount(rq, minlength=len(r.query_ids))
+    run_start = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    doc_sorted = r.r_doc.take(pa.array(perm)) if not _is_identity(perm) else r.r_doc
+
+    dropped_dupes = 0
+    if level == "doc":
+        doc_sorted = _map_array(doc_sorted, doc_of)
+    keep_rows, dropped_dupes = _first_occurrences(rq, doc_sorted, level == "doc" or dedupe == "first", r)
+    if keep_rows is not None:
+        perm = perm[keep_rows]
+        rq = rq[keep_rows]
+        doc_sorted = doc_sorted.take(pa.array(keep_rows))
+        counts = np.bincount(rq, minlength=len(r.query_ids))
+        run_start = np.concatenate(([0], np.cumsum(counts)))[:-1]
+
+    query_k = np.zeros(evaluated.size, dtype=np.int64)
+    kcol = g.field("k")
+    if any(v is not None for v in kcol):
+        query_k = np.array([kcol[i] or 0 for i in evaluated.tolist()], dtype=np.int64)
+    depth = _max_depth(metric_list, query_k, k)
+
+    seg_start = np.zeros(evaluated.size, dtype=np.int64)
+    seg_len = np.zeros(evaluated.size, dtype=np.int64)
+    hit = run_to_gold >= 0
+    rq_codes = np.flatnonzero(hit)
+    pos = eval_pos[run_to_gold[hit]]
+    ok = pos >= 0
+    seg_start[pos[ok]] = run_start[rq_codes[ok]]
+    seg_len[pos[ok]] = np.minimum(counts[rq_codes[ok]], depth)
+    offsets = np.concatenate(([0], np.cumsum(seg_len))).astype(np.int64)
+    total = int(offsets[-1])
+    rank = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], seg_len) + 1
+    rows = np.repeat(seg_start, seg_len) + rank - 1  # positions in the ranked order
+    contiguous = total == len(doc_sorted) and bool((rows == np.arange(total)).all()) if total else False
+    docs = doc_sorted if contiguous else doc_sorted.take(pa.array(rows))
+    src_rows = perm if contiguous else perm[rows]  # original row of each evaluated row
+
+    grade = _lookup_grades(g, evaluated, eval_pos, np.repeat(np.arange(evaluated.size), seg_len), docs)
+
+    # Gold judgements per evaluated query (CSR).
+    jpos = eval_pos[g.j_query]
+    jm = jpos >= 0
+    jorder = np.argsort(jpos[jm], kind="stable")
+    judged_grade = g.j_grade[jm][jorder]
+    judged_offsets = np.concatenate(([0], np.cumsum(np.bincount(jpos[jm], minlength=evaluated.size)))).astype(np.int64)
+    cs = np.concatenate(([0], np.cumsum(judged_grade >= 1)))
+    num_rel1 = cs[judged_offsets[1:]] - cs[judged_offsets[:-1]]
+    answerable = num_rel1 > 0
+
+    def items(name: str) -> Callable[[], list[Any]]:
+        col = r.items[name]
+        return lambda: [col[i] for i in src_rows.tolist()]
+
+    sel = evaluated.tolist()
+    queries = {
+        name: [g.field(name)[i] for i in sel]
+        for name in ("must_not_retrieve", "as_of", "expected_answer", "entities")
+        if name in g.fields
+    }
+    ctx = EvalContext(
+        offsets=offsets,
+        rank=rank,
+        grade=grade,
+        judged_offsets=judged_offsets,
+        judged_grade=judged_grade,
+        query_k=query_k,
+        default_k=k,
+        answerable=answerable,
+        trec=trec,
+        score=r.r_score[src_rows] if r.r_score is not None else None,
+        docs=lambda: docs.to_pylist(),
+        items={name: items(name) for name in r.items},
+        queries=queries,
+        doc_of=doc_of,
+    )
+    values: dict[str, np.ndarray] = {}
+    definitions: dict[str, str] = {}
+    for metric in metric_list:
+        name = str(metric)
+        definition = metric.definition
+        values[name] = definition.compute(ctx, metric, ctx.k_for(metric))
+        definitions[name] = definition.describe(metric)
+
+    big = np.iinfo(np.int64).max
+    first_rel = ctx.seg_min(np.where(ctx.is_rel(1), rank, big), big)
+    first_rel = np.where(first_rel == big, 0, first_rel)
+    qids = tuple(g.query_ids[i] for i in sel)
+    info: dict[str, Any] = {
+        "level": level,
+        "trec": trec,
+        "complete": complete or not trec,
+        "default_k": k,
+        "duplicates_dropped": dropped_dupes,
+        "run": _run_facts(r),
+        "gold": _gold_facts(g),
+    }
+    lat = _latency(r, run_to_gold, eval_pos, evaluated.size)
+    if lat:
+        info["latency_ms"] = lat
+    return EvaluationResult(
+        query_ids=qids,
+        metric_names=tuple(str(m) for m in metric_list),
+        values=values,
+        fields=_segments(g, sel),
+        first_relevant_rank=first_rel,
+        missing_from_run=missing,
+        not_in_gold=not_in_gold,
+        no_answer=tuple(q for q, a in zip(qids, answerable.tolist()) if not a),
+        definitions=definitions,
+        inputs=inputs,
+        info=info,
+    )
+
+
+def _is_identity(perm: np.ndarray) -> bool:
+    return bool((perm == np.arange(perm.size)).all())
+
+
+def _max_depth(metrics: list[Metric], query_k: np.ndarray, k: int) -> int:
+    depth = 0
+    for m in metrics:
+        d = m.definition
+        if m.k is not None:
+            depth = max(depth, m.k)
+        elif d.cutoff == "query_k":
+            depth = max(depth, k, int(query_k.max()) if query_k.size else 0)
+        else:
+            return int(NO_CUTOFF)  # needs the whole ranking (map, ndcg, mrr without @k, rprec)
+    return depth
+
+
+def _first_occurrences(rq: np.ndarray, docs: pa.Array, drop: bool, r: Run) -> tuple[np.ndarray | None, int]:
+    """Find repeated ids within a query. Error, or keep the best-ranked occurrence when ``drop``."""
+    import pyarrow.compute as pc
+
+    if len(docs) == 0:
+        return None, 0
+    enc = pc.dictionary_encode(docs)
+    codes = np.asarray(enc.indices, dtype=np.int64)
+    keys = rq * (len(enc.dictionary) + 1) + codes
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    dup_sorted = np.flatnonzero(sk[1:] == sk[:-1]) + 1
+    if dup_sorted.size == 0:
+        return None, 0
+    if not drop:
+        row = int(order[dup_sorted[0]])
+        q = r.query_ids[int(rq[row])]
+        raise InputError(
+            f"lists {docs[row].as_py()!r} more than once for query {q!r} ({dup_sorted.size} repeated ids in all)",
+            path=r.source,
+            hint="trec_eval refuses this too; fix the retriever, or pass --dedupe first to keep each id's best rank",
+        )
+    keep = np.ones(keys.size, dtype=bool)
+    keep[order[dup_sorted]] = False  # stable sort: the first (best-ranked) occurrence comes first
+    return np.flatnonzero(keep), int(dup_sorted.size)
+
+
+def _lookup_grades(g: Gold, evaluated: np.ndarray, eval_pos: np.ndarray, row_query: np.ndarray, docs: pa.Array) -> np.ndarray:
+    """Grade of each row (NaN if unjudged): one hash pass over ids, then integer search."""
+    import pyarrow.compute as pc
+
+    grade = np.full(len(docs), np.nan)
+    if len(docs) == 0 or len(g.j_doc) == 0:
+        return grade
+    jpos = eval_pos[g.j_query]
+    jm = jpos >= 0
+    genc = pc.dictionary_encode(g.j_doc)
+    gdict = genc.dictionary
+    gcodes = np.asarray(genc.indices, dtype=np.int64)
+    width = len(gdict) + 1
+    gkeys = jpos[jm] * width + gcodes[jm]
+    ggrades = g.j_grade[jm]
+    order = np.argsort(gkeys, kind="stable")
+    gkeys, ggrades = gkeys[order], ggrades[order]
+    rcodes = pc.index_in(docs, value_set=gdict)
+    known = np.asarray(rcodes.is_valid())
+    rc = np.asarray(rcodes.fill_null(0), dtype=np.int64)
+    rkeys = row_query * width + rc
+    idx = np.searchsorted(gkeys, rkeys)
+    idx_c = np.minimum(idx, gkeys.size - 1)
+    match = known & (gkeys[idx_c] == rkeys)
+    grade[match] = ggrades[idx_c[match]]
+    return grade
+
+
+def _segments(g: Gold, sel: list[int]) -> dict[str, tuple[str | None, ...]]:
+    out: dict[str, tuple[str | None, ...]] = {}
+    for name in SEGMENT_FIELDS:
+        if name in g.fields:
+            out[name] = tuple(g.fields[name][i] for i in sel)
+    tags = g.fields.get("tags")
+    if tags:
+        names = sorted({t for d in tags if d for t in d})
+        for t in names:
+            out[f"tags.{t}"] = tuple((tags[i] or {}).get(t) for i in sel)
+    for name, col in g.fields.items():
+        if name not in out and name not in ("tags", "query", "k", "expected_answer", "entities", "must_not_retrieve", "no_answer"):
+            if name not in SEGMENT_FIELDS:
+                out[name] = tuple(None if col[i] is None else str(col[i]) for i in sel)
+    return out
+
+
+def _distinct(values: list[Any]) -> list[Any]:
+    import json
+
+    seen: dict[str, Any] = {}
+    for v in values:
+        if v is not None:
+            seen.setdefault(json.dumps(v, sort_keys=True), v)
+    return [seen[k] for k in sorted(seen)]
+
+
+def _run_facts(r: Run) -> dict[str, Any]:
+    facts: dict[str, Any] = {"queries": len(r.query_ids), "rows": len(r)}
+    for name in ("system", "index_version", "chunker", "embedding_model", "reranker", "corpus_version"):
+        if name in r.fields:
+            facts[name] = _distinct(r.fields[name])
+    return facts
+
+
+def _gold_facts(g: Gold) -> dict[str, Any]:
+    facts: dict[str, Any] = {"queries": len(g.query_ids), "judgements": len(g.j_doc)}
+    if "corpus_version" in g.fields:
+        facts["corpus_version"] = _distinct(g.fields["corpus_version"])
+    return facts
+
+
+def _latency(r: Run, run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> dict[str, list[float | None]]:
+    col = r.fields.get("latency_ms")
+    if not col:
+        return {}
+    out: dict[str, list[float | None]] = {}
+    for ri, value in enumerate(col):
+        gi = int(run_to_gold[ri])
+        if gi < 0 or value is None or eval_pos[gi] < 0:
+            continue
+        parts = value if isinstance(value, dict) else {"total": value}
+        for stage, ms in parts.items():
+            if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+                out.setdefault(str(stage), [None] * n)[int(eval_pos[gi])] = float(ms)
+    return out

@@ -1,0 +1,75 @@
+"""Exceptions raised by rankgate.
+
+Every error a user can cause is a :class:`RankgateError`; the CLI turns it into a one-line message
+on stderr and exit code 2. Anything else escaping is a bug in rankgate.
+
+::
+
+    RankgateError                 base class; never raised itself
+    ├── UsageError                bad arguments or API use (unknown option value, conflicting flags)
+    │   └── MetricSpecError       a metric spec that does not parse, or an unknown metric name
+    └── InputError                bad content in a file or in-memory record: knows path, line, field
+        └── ConfigError           bad gate/config file: knows path, line, key
+
+Messages follow one shape: *where* (``path:line``), *what* (the field and what was given),
+*expected* (what would have been accepted) and, when there is one, a *hint* saying what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = ["RankgateError", "UsageError", "MetricSpecError", "InputError", "ConfigError"]
+
+
+class RankgateError(Exception):
+    """Base class of every error a user of rankgate can cause."""
+
+
+class UsageError(RankgateError):
+    """Arguments or API use that cannot work (e.g. an unknown format name)."""
+
+
+class MetricSpecError(UsageError):
+    """A metric spec that does not parse, or names no known metric."""
+
+
+class InputError(RankgateError):
+    """Bad input content. Carries where it was found so the message can point at it.
+
+    ``path`` is the file (or a label such as ``<gold>`` for in-memory data), ``line`` is 1-based
+    (``None`` when the format has no lines), ``field`` is the offending field or column.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.hint = hint
+        self.detail = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = str(self.path)
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        text = where
+        if self.field is not None:
+            text += f"field '{self.field}' "
+        text += self.detail
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class ConfigError(InputError):
+    """Bad configuration file (gate criteria). ``field`` holds the dotted key path."""

@@ -1,0 +1,189 @@
+"""What metric kernels read: the ranked, judged rows of every evaluated query.
+
+Rows are grouped by query (CSR: query ``i`` owns rows ``offsets[i]:offsets[i+1]``) and already in
+ranking order (see :mod:`rankgate.data.ranking`); kernels never sort. ``grade`` is NaN for items that
+have no judgement. Per-query helpers sum in a fixed order so results are byte-identical run to run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .spec import Metric
+
+__all__ = ["EvalContext", "QueryView"]
+
+NO_CUTOFF = np.iinfo(np.int64).max // 4
+
+
+@dataclass
+class EvalContext:
+    offsets: np.ndarray  # int64, len nq + 1
+    rank: np.ndarray  # int64 per row, 1-based
+    grade: np.ndarray  # float64 per row, NaN = unjudged
+    judged_offsets: np.ndarray  # int64, len nq + 1: CSR over judged_grade
+    judged_grade: np.ndarray  # int64: every judgement of each query
+    query_k: np.ndarray  # int64 per query, 0 = the gold set gives none
+    default_k: int
+    answerable: np.ndarray  # bool per query: has at least one item with grade >= 1
+    trec: bool = False
+    score: np.ndarray | None = None
+    docs: Callable[[], list[str]] | None = None  # doc id per row, materialised on demand
+    items: dict[str, Callable[[], list[Any]]] = field(default_factory=dict)  # doc_version, text per row
+    queries: dict[str, list[Any]] = field(default_factory=dict)  # per-query gold fields
+    doc_of: Callable[[str], str] = lambda chunk: chunk
+    cache: dict[Any, Any] = field(default_factory=dict)
+
+    # -- shapes ---------------------------------------------------------------------------------
+    @property
+    def nq(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def qrow(self) -> np.ndarray:
+        """Query index of every row."""
+        if "qrow" not in self.cache:
+            self.cache["qrow"] = np.repeat(np.arange(self.nq, dtype=np.int64), np.diff(self.offsets))
+        return self.cache["qrow"]
+
+    @property
+    def n_retrieved(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def has_item(self, name: str) -> bool:
+        return name in self.items
+
+    def item(self, name: str) -> list[Any]:
+        key = ("item", name)
+        if key not in self.cache:
+            self.cache[key] = self.items[name]()
+        return self.cache[key]
+
+    def doc_ids(self) -> list[str]:
+        if "docs" not in self.cache:
+            assert self.docs is not None
+            self.cache["docs"] = self.docs()
+        return self.cache["docs"]
+
+    # -- cutoffs --------------------------------------------------------------------------------
+    def k_for(self, metric: Metric) -> np.ndarray:
+        """Cutoff per query: ``@k`` if given; else per-query k / default k, or no cutoff."""
+        nq = self.nq
+        if metric.k is not None:
+            return np.full(nq, metric.k, dtype=np.int64)
+        if metric.definition.cutoff == "query_k":
+            return np.where(self.query_k > 0, self.query_k, self.default_k).astype(np.int64)
+        return np.full(nq, NO_CUTOFF, dtype=np.int64)
+
+    def within(self, k: np.ndarray) -> np.ndarray:
+        """Row mask: rank <= k of the row's query."""
+        if k.size and (k == k[0]).all():
+            return self.rank <= k[0]
+        return self.rank <= k[self.qrow]
+
+    # -- per-query reductions (fixed order: deterministic) -------------------------------------
+    def seg_sum(self, x: np.ndarray) -> np.ndarray:
+        """Sum of a per-row array within each query (0 for queries with no rows)."""
+        if x.dtype == np.bool_:
+            x = x.astype(np.int64)
+        out = np.zeros(self.nq, dtype=x.dtype if x.dtype.kind in "if" else np.float64)
+        starts = self.offsets[:-1]
+        nonempty = self.offsets[1:] > starts
+        if x.size:
+            out[nonempty] = np.add.reduceat(x, starts[nonempty])
+        return out
+
+    def seg_min(self, x: np.ndarray, empty: Any) -> np.ndarray:
+        out = np.full(self.nq, empty, dtype=x.dtype)
+        starts = self.offsets[:-1]
+        nonempty = self.offsets[1:] > starts
+        if x.size:
+            out[nonempty] = np.minimum.reduceat(x, starts[nonempty])
+        return out
+
+    # -- relevance --------------------------------------------------------------------------------
+    def is_rel(self, rel: int) -> np.ndarray:
+        key = ("is_rel", rel)
+        if key not in self.cache:
+            with np.errstate(invalid="ignore"):
+                self.cache[key] = self.grade >= rel  # NaN compares False: unjudged is not relevant
+        return self.cache[key]
+
+    def num_rel(self, rel: int) -> np.ndarray:
+        key = ("num_rel", rel)
+        if key not in self.cache:
+            hit = (self.judged_grade >= rel).astype(np.int64)
+            cs = np.concatenate(([0], np.cumsum(hit)))
+            self.cache[key] = cs[self.judged_offsets[1:]] - cs[self.judged_offsets[:-1]]
+        return self.cache[key]
+
+    def rel_gain_total(self, rel: int) -> np.ndarray:
+        """Sum of grades of relevant judgements per query (grade >= rel)."""
+        key = ("gain_total", rel)
+        if key not in self.cache:
+            g = np.where(self.judged_grade >= rel, self.judged_grade, 0).astype(np.int64)
+            cs = np.concatenate(([0], np.cumsum(g)))
+            self.cache[key] = cs[self.judged_offsets[1:]] - cs[self.judged_offsets[:-1]]
+        return self.cache[key]
+
+    def running_rel(self, rel: int) -> np.ndarray:
+        """Per row: number of relevant items at or above this row within its query (exact ints)."""
+        key = ("running_rel", rel)
+        if key not in self.cache:
+            cs = np.cumsum(self.is_rel(rel).astype(np.int64))
+            before = np.concatenate(([0], cs))[self.offsets[:-1]]
+            self.cache[key] = cs - np.repeat(before, np.diff(self.offsets))
+        return self.cache[key]
+
+    # -- applicability --------------------------------------------------------------------------
+    def finish(self, values: np.ndarray, metric: Metric, applicable: np.ndarray | None = None) -> np.ndarray:
+        """Apply the metric's scope: NaN where it does not apply (0 in trec mode for answerable-only)."""
+        values = np.asarray(values, dtype=np.float64)
+        scope = metric.definition.applies
+        if scope == "answerable":
+            rel = metric.param("rel") if "rel" in metric.definition.params else 1
+            ok = self.num_rel(rel) > 0
+            if self.trec:
+                values = np.where(ok, values, 0.0)
+            else:
+                values = np.where(ok & self.answerable, values, np.nan)
+        elif scope == "no_answer":
+            values = np.where(~self.answerable, values, np.nan)
+        if applicable is not None:
+            values = np.where(applicable, values, np.nan)
+        return values
+
+
+@dataclass
+class QueryView:
+    """One query, spelled out for reference implementations (plain Python)."""
+
+    ranking: list[str]  # ids in ranked order, rank 1 first
+    judgements: dict[str, int]
+    k: int  # this query's k when a metric is written without @k (per-query, else default)
+    scores: list[float] | None = None
+    doc_versions: list[str | None] | None = None
+    texts: list[str | None] | None = None
+    must_not_retrieve: list[str] | None = None
+    as_of: str | None = None
+    expected_answer: str | None = None
+    entities: list[str] | None = None
+    answerable: bool = True
+    trec: bool = False
+    doc_of: Callable[[str], str] = lambda chunk: chunk
+
+    def cutoff(self, metric: Metric, k: int | None) -> int | None:
+        if k is not None:
+            return k
+        if metric.definition.cutoff == "query_k":
+            return self.k
+        return None
+
+    def top(self, k: int | None) -> list[str]:
+        return self.ranking if k is None else self.ranking[:k]
+
+    def relevant(self, rel: int) -> set[str]:
+        return {d for d, g in self.judgements.items() if g >= rel}

@@ -1,0 +1,262 @@
+"""Ranking metrics over graded judgements: hit, recall, precision, mrr, ndcg, map, rprec, wrecall, judged.
+
+Notation: ``D_k`` is the top k of the ranking (the ranking rule of :mod:`rankgate.data.ranking`),
+``G`` the relevant set (judged grade >= ``rel``, default 1), ``g(d)`` the judged grade of ``d``.
+Unjudged items are not relevant. Where a name matches a trec_eval measure the value equals
+trec_eval v10's (tested against its own test suite and pytrec_eval).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .context import EvalContext, QueryView
+from .registry import MetricDefinition, Param, register
+from .spec import Metric
+
+REL = Param("rel", int, 1, minimum=1, help="minimum grade that counts as relevant")
+GAIN = Param("gain", str, "linear", choices=("linear", "exp"), help="gain of a grade g: g, or 2^g - 1")
+
+
+def _rel(metric: Metric) -> int:
+    return int(metric.param("rel"))
+
+
+@register
+class Hit(MetricDefinition):
+    name = "hit"
+    aliases = ("success", "hit_rate", "hitrate")
+    params = {"rel": REL}
+    summary = "1 if any relevant item is in the top k, else 0."
+    formula = "hit@k = 1[|D_k ∩ G| > 0]  (trec_eval success_k; some texts call this 'recall@k')"
+    trec_name = "success_{k}"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        found = ctx.seg_sum(ctx.is_rel(_rel(metric)) & ctx.within(k))
+        return ctx.finish((found > 0).astype(np.float64), metric)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        G = q.relevant(_rel(metric))
+        return 1.0 if any(d in G for d in q.top(k)) else 0.0
+
+
+@register
+class Recall(MetricDefinition):
+    name = "recall"
+    aliases = ("r",)
+    params = {"rel": REL}
+    summary = "Share of the relevant items found in the top k."
+    formula = "recall@k = |D_k ∩ G| / |G|  (trec_eval recall_k)"
+    trec_name = "recall_{k}"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        rel = _rel(metric)
+        found = ctx.seg_sum(ctx.is_rel(rel) & ctx.within(k))
+        n = ctx.num_rel(rel)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ctx.finish(np.where(n > 0, found / np.maximum(n, 1), 0.0), metric)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        G = q.relevant(_rel(metric))
+        return sum(1 for d in q.top(k) if d in G) / len(G) if G else 0.0
+
+
+@register
+class Precision(MetricDefinition):
+    name = "precision"
+    aliases = ("p", "prec")
+    params = {"rel": REL}
+    summary = "Share of the top k that is relevant; the denominator is k even if fewer were returned."
+    formula = "precision@k = |D_k ∩ G| / k  (trec_eval P_k)"
+    trec_name = "P_{k}"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        found = ctx.seg_sum(ctx.is_rel(_rel(metric)) & ctx.within(k))
+        return ctx.finish(found / k, metric)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        assert k is not None
+        G = q.relevant(_rel(metric))
+        return sum(1 for d in q.top(k) if d in G) / k
+
+
+@register
+class MRR(MetricDefinition):
+    name = "mrr"
+    aliases = ("recip_rank", "rr", "reciprocal_rank")
+    params = {"rel": REL}
+    cutoff = "optional"
+    summary = "Reciprocal rank of the first relevant item (0 if none within k)."
+    formula = "mrr@k = 1 / min{i <= k : d_i ∈ G}  (trec_eval recip_rank has no cutoff)"
+    trec_name = "recip_rank"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        big = np.iinfo(np.int64).max
+        ranks = np.where(ctx.is_rel(_rel(metric)) & ctx.within(k), ctx.rank, big)
+        first = ctx.seg_min(ranks, big)
+        return ctx.finish(np.where(first < big, 1.0 / np.minimum(first, big - 1), 0.0), metric)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        G = q.relevant(_rel(metric))
+        for i, d in enumerate(q.top(k), start=1):
+            if d in G:
+                return 1.0 / i
+        return 0.0
+
+
+def _gain(grades: np.ndarray, kind: str) -> np.ndarray:
+    g = np.where(np.isnan(grades), 0.0, grades) if grades.dtype.kind == "f" else grades.astype(np.float64)
+    g = np.maximum(g, 0.0)  # negative grades (judged not relevant) gain nothing, as trec_eval
+    return np.exp2(g) - 1.0 if kind == "exp" else g
+
+
+def _gain1(grade: int, kind: str) -> float:
+    g = max(grade, 0)
+    return float(2**g - 1) if kind == "exp" else float(g)
+
+
+@register
+class NDCG(MetricDefinition):
+    name = "ndcg"
+    aliases = ("ndcg_cut",)
+    params = {"gain": GAIN}
+    cutoff = "optional"
+    summary = "Discounted cumulative gain of the top k over that of the ideal ranking of all judged items."
+    formula = (
+        "ndcg@k = DCG@k / IDCG@k, DCG@k = Σ_{i<=k} gain(g(d_i)) / log2(i+1); IDCG from all judged grades > 0 "
+        "sorted descending, cut at k; gain linear g or exp 2^g-1; negative and unjudged gain 0 "
+        "(trec_eval ndcg_cut_k; bare ndcg = trec_eval ndcg)"
+    )
+    trec_name = "ndcg_cut_{k}"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        kind = metric.param("gain")
+        disc = 1.0 / np.log2(ctx.rank + 1.0)
+        dcg = ctx.seg_sum(np.where(ctx.within(k), _gain(ctx.grade, kind) * disc, 0.0))
+        idcg = self._ideal(ctx, kind, k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ctx.finish(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), metric)
+
+    @staticmethod
+    def _ideal(ctx: EvalContext, kind: str, k: np.ndarray) -> np.ndarray:
+        key = ("ideal_sorted", kind)
+        if key not in ctx.cache:
+            off = ctx.judged_offsets
+            q = np.repeat(np.arange(ctx.nq, dtype=np.int64), np.diff(off))
+            gains = _gain(ctx.judged_grade, kind)
+            order = np.lexsort((-gains, q))  # by query, gain descending
+            gains = gains[order]
+            pos = np.arange(gains.size, dtype=np.int64) - np.repeat(off[:-1], np.diff(off)) + 1
+            ctx.cache[key] = (gains, pos, q)
+        gains, pos, q = ctx.cache[key]
+        keep = pos <= (k[q] if gains.size else pos)
+        vals = np.where(keep, gains / np.log2(pos + 1.0), 0.0)
+        out = np.zeros(ctx.nq)
+        off = ctx.judged_offsets
+        nonempty = off[1:] > off[:-1]
+        if vals.size:
+            out[nonempty] = np.add.reduceat(vals, off[:-1][nonempty])
+        return out
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        kind = metric.param("gain")
+        top = q.top(k)
+        dcg = sum(_gain1(q.judgements.get(d, 0), kind) / math.log2(i + 1) for i, d in enumerate(top, 1))
+        ideal = sorted((_gain1(g, kind) for g in q.judgements.values()), reverse=True)
+        ideal = ideal if k is None else ideal[:k]
+        idcg = sum(g / math.log2(i + 1) for i, g in enumerate(ideal, 1))
+        return dcg / idcg if idcg > 0 else 0.0
+
+
+@register
+class MAP(MetricDefinition):
+    name = "map"
+    aliases = ("ap", "map_cut")
+    params = {"rel": REL}
+    cutoff = "optional"
+    summary = "Average precision: precision at each relevant item's rank within k, summed, over |G|."
+    formula = "map@k = Σ_{i<=k, d_i ∈ G} P@i / |G|  (trec_eval map_cut_k; bare map = trec_eval map)"
+    trec_name = "map_cut_{k}"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        rel = _rel(metric)
+        hit = ctx.is_rel(rel) & ctx.within(k)
+        prec = np.where(hit, ctx.running_rel(rel) / ctx.rank, 0.0)
+        n = ctx.num_rel(rel)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ctx.finish(np.where(n > 0, ctx.seg_sum(prec) / np.maximum(n, 1), 0.0), metric)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        G = q.relevant(_rel(metric))
+        if not G:
+            return 0.0
+        found, total = 0, 0.0
+        for i, d in enumerate(q.top(k), start=1):
+            if d in G:
+                found += 1
+                total += found / i
+        return total / len(G)
+
+
+@register
+class RPrec(MetricDefinition):
+    name = "rprec"
+    aliases = ("r_prec", "r-precision")
+    params = {"rel": REL}
+    cutoff = "never"
+    summary = "Precision at rank |G| (the number of relevant items)."
+    formula = "rprec = |D_|G| ∩ G| / |G|  (trec_eval Rprec)"
+    trec_name = "Rprec"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        rel = _rel(metric)
+        n = ctx.num_rel(rel)
+        found = ctx.seg_sum(ctx.is_rel(rel) & ctx.within(n))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ctx.finish(np.where(n > 0, found / np.maximum(n, 1), 0.0), metric)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        G = q.relevant(_rel(metric))
+        return sum(1 for d in q.top(len(G)) if d in G) / len(G) if G else 0.0
+
+
+@register
+class WRecall(MetricDefinition):
+    name = "wrecall"
+    aliases = ("graded_recall",)
+    params = {"rel": REL}
+    summary = "Graded recall: the grades of the relevant items found in the top k over all relevant grades."
+    formula = "wrecall@k = Σ_{d ∈ D_k ∩ G} g(d) / Σ_{d ∈ G} g(d)"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        rel = _rel(metric)
+        got = ctx.seg_sum(np.where(ctx.is_rel(rel) & ctx.within(k), ctx.grade, 0.0))
+        total = ctx.rel_gain_total(rel)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ctx.finish(np.where(total > 0, got / np.maximum(total, 1), 0.0), metric)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        rel = _rel(metric)
+        total = sum(g for g in q.judgements.values() if g >= rel)
+        got = sum(q.judgements[d] for d in q.top(k) if q.judgements.get(d, -(10**9)) >= rel)
+        return got / total if total else 0.0
+
+
+@register
+class Judged(MetricDefinition):
+    name = "judged"
+    applies = "all"
+    summary = "Share of the retrieved top-k items that have a judgement (any grade); NaN if nothing was retrieved."
+    formula = "judged@k = |{d ∈ D_k : d judged}| / min(k, |ranking|)  (low values: the gold set is going stale)"
+
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        judged = ctx.seg_sum(~np.isnan(ctx.grade) & ctx.within(k))
+        denom = np.minimum(k, ctx.n_retrieved)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return ctx.finish(judged / denom, metric, applicable=denom > 0)
+
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
+        top = q.top(k)
+        return sum(1 for d in top if d in q.judgements) / len(top) if top else math.nan

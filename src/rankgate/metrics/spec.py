@@ -1,0 +1,157 @@
+"""Metric specs: values like ``ndcg(gain=exp)@10`` that print and parse back.
+
+Grammar (case-insensitive names, no spaces needed)::
+
+    spec    := name [ "(" param { "," param } ")" ] [ "@" k ]
+    param   := key "=" value
+    k       := positive integer
+
+``str(spec)`` is canonical: the registered name, parameters that differ from their defaults in
+alphabetical order, then ``@k``. ``parse_metric(str(m)) == m`` holds for every spec.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import MetricSpecError
+
+__all__ = ["Metric", "parse_metric", "parse_metrics"]
+
+_SPEC = re.compile(
+    r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.]*?)\s*
+        (?:\((?P<params>[^()]*)\))?\s*
+        (?:@\s*(?P<k>[^\s]+))?\s*$""",
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True, order=True)
+class Metric:
+    """A metric with its parameters and cutoff. Create with :func:`parse_metric`."""
+
+    name: str
+    k: int | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __str__(self) -> str:
+        text = self.name
+        if self.params:
+            text += "(" + ",".join(f"{key}={_fmt(v)}" for key, v in self.params) + ")"
+        if self.k is not None:
+            text += f"@{self.k}"
+        return text
+
+    def param(self, key: str) -> Any:
+        """The parameter's value, or its registered default."""
+        for name, value in self.params:
+            if name == key:
+                return value
+        from .registry import get_metric
+
+        return get_metric(self.name).params[key].default
+
+    @property
+    def definition(self):  # -> MetricDefinition
+        from .registry import get_metric
+
+        return get_metric(self.name)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def parse_metric(text: str | Metric) -> Metric:
+    """Parse one metric spec such as ``recall@5``, ``mrr``, ``ndcg(gain=exp)@10``, ``P@10``.
+
+    Raises :class:`MetricSpecError` naming the problem and, for unknown names, the nearest match.
+    """
+    if isinstance(text, Metric):
+        return text
+    from .registry import resolve_name, get_metric
+
+    if not isinstance(text, str) or not text.strip():
+        raise MetricSpecError(f"empty metric spec {text!r}; expected e.g. 'recall@5' or 'ndcg@10'")
+    m = _SPEC.match(text)
+    if m is None:
+        raise MetricSpecError(
+            f"cannot parse metric spec {text!r}; expected NAME[(key=value,...)][@k], e.g. 'ndcg(gain=exp)@10'"
+        )
+    raw_name = m.group("name")
+    k_text = m.group("k")
+    # trec_eval style names: P_10, ndcg_cut_10, recall_100, success_5, map_cut_100
+    trec = re.match(r"^(?P<base>[A-Za-z_]+?)_(?:cut_)?(?P<k>\d+)$", raw_name)
+    if trec and k_text is None and resolve_name(trec.group("base")) is not None:
+        raw_name, k_text = trec.group("base"), trec.group("k")
+    name = resolve_name(raw_name)
+    if name is None:
+        from .registry import suggest
+
+        hint = suggest(raw_name)
+        msg = f"unknown metric {raw_name!r} in {text!r}"
+        if hint:
+            msg += f"; did you mean {text.strip().replace(raw_name, hint, 1)!r}?"
+        else:
+            msg += "; run 'rankgate metrics' for the list"
+        raise MetricSpecError(msg)
+    definition = get_metric(name)
+
+    k: int | None = None
+    if k_text is not None:
+        try:
+            k = int(k_text)
+        except ValueError:
+            k = -1
+        if k < 1:
+            raise MetricSpecError(f"cutoff in {text!r} must be a positive integer; got {k_text!r}")
+        if definition.cutoff == "never":
+            raise MetricSpecError(f"metric {name!r} takes no cutoff; write it as {name!r}")
+
+    params: dict[str, Any] = {}
+    if m.group("params") is not None and m.group("params").strip():
+        for part in m.group("params").split(","):
+            if "=" not in part:
+                raise MetricSpecError(f"parameter {part.strip()!r} in {text!r} must be key=value")
+            key, value = (s.strip() for s in part.split("=", 1))
+            if key not in definition.params:
+                known = ", ".join(sorted(definition.params)) or "none"
+                raise MetricSpecError(f"metric {name!r} has no parameter {key!r}; its parameters: {known}")
+            if key in params:
+                raise MetricSpecError(f"parameter {key!r} given twice in {text!r}")
+            params[key] = definition.params[key].convert(value, spec=text)
+    canonical = tuple(
+        sorted((key, v) for key, v in params.items() if v != definition.params[key].default)
+    )
+    return Metric(name, k, canonical)
+
+
+def parse_metrics(texts: str | list[str] | tuple[str, ...]) -> list[Metric]:
+    """Parse a comma-separated string (commas inside parentheses are kept) or a list of specs."""
+    if isinstance(texts, str):
+        parts: list[str] = []
+        depth, current = 0, ""
+        for ch in texts:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+            if ch == "," and depth == 0:
+                parts.append(current)
+                current = ""
+            else:
+                current += ch
+        parts.append(current)
+        texts = [p for p in parts if p.strip()]
+    out: list[Metric] = []
+    for t in texts:
+        metric = parse_metric(t)
+        if metric not in out:
+            out.append(metric)
+    if not out:
+        raise MetricSpecError("no metrics given; expected e.g. 'recall@5,mrr,ndcg@10'")
+    return out

@@ -1,0 +1,154 @@
+"""The result of an evaluation: per-query values, means, and what was evaluated.
+
+A result knows nothing about how it is shown; renderers in :mod:`rankgate.report` format it.
+
+Per-query values are ``float64`` arrays aligned with :attr:`EvaluationResult.query_ids`. A value of
+``NaN`` means *not applicable* for that query (for example a ranking metric on a no-answer query, or
+``containment@k`` on a query without an expected answer); means, counts and statistics use only the
+queries where the metric applies, and ``n`` says how many those are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from .errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+__all__ = ["EvaluationResult", "MetricSummary"]
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """Mean of one metric over the queries where it applies."""
+
+    name: str
+    mean: float
+    n: int
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Per-query metric values for one run against one gold set.
+
+    Attributes:
+        query_ids: evaluated queries, in gold-set order.
+        metric_names: canonical metric names, in the order requested.
+        values: canonical metric name -> ``float64`` array aligned with ``query_ids`` (NaN = n/a).
+        fields: per-query descriptive fields usable as segments: ``intent``, ``segment``,
+            ``source_of_query``, ``corpus_version``, ``tags.<name>`` … -> one label (or None) per query.
+        first_relevant_rank: rank (1-based) of the first relevant item per query, 0 when none was
+            retrieved (relevance threshold 1). Used to explain what changed between two runs.
+        missing_from_run: gold queries with no ranking in the run (they score 0).
+        not_in_gold: run queries absent from the gold set (ignored).
+        no_answer: gold queries with no relevant item (ranking metrics do not apply to them).
+        definitions: canonical metric name -> the exact definition used.
+        inputs: what was evaluated (paths and sha256 of the files, or labels for in-memory data).
+        info: extra facts for reports (run systems, index versions, corpus versions, options used).
+    """
+
+    query_ids: tuple[str, ...]
+    metric_names: tuple[str, ...]
+    values: Mapping[str, "np.ndarray"]
+    fields: Mapping[str, tuple[str | None, ...]] = field(default_factory=dict)
+    first_relevant_rank: "np.ndarray | None" = None
+    missing_from_run: tuple[str, ...] = ()
+    not_in_gold: tuple[str, ...] = ()
+    no_answer: tuple[str, ...] = ()
+    definitions: Mapping[str, str] = field(default_factory=dict)
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    # -- access ---------------------------------------------------------------------------------
+    def __getitem__(self, metric: str) -> "np.ndarray":
+        return self.values[self._name(metric)]
+
+    def _name(self, metric: str) -> str:
+        if metric in self.values:
+            return metric
+        from .metrics import parse_metric
+
+        name = str(parse_metric(metric))
+        if name not in self.values:
+            raise UsageError(
+                f"metric '{metric}' was not evaluated; evaluated: {', '.join(self.metric_names)}"
+            )
+        return name
+
+    def summary(self, metric: str) -> MetricSummary:
+        """Mean and count of ``metric`` over the queries where it applies."""
+        import numpy as np
+
+        name = self._name(metric)
+        v = self.values[name]
+        ok = ~np.isnan(v)
+        n = int(ok.sum())
+        # math.fsum: exact, order-independent sum, so means are byte-identical run to run.
+        mean = math.fsum(v[ok].tolist()) / n if n else float("nan")
+        return MetricSummary(name, mean, n)
+
+    @property
+    def means(self) -> dict[str, float]:
+        """Canonical metric name -> mean over the queries where it applies (NaN if none)."""
+        return {m: self.summary(m).mean for m in self.metric_names}
+
+    def segment(self, field_name: str) -> tuple[str | None, ...]:
+        """Per-query labels of a gold field or tag (``intent``, ``tags.lang`` or just ``lang``)."""
+        if field_name in self.fields:
+            return self.fields[field_name]
+        tagged = f"tags.{field_name}"
+        if tagged in self.fields:
+            return self.fields[tagged]
+        known = ", ".join(sorted(self.fields)) or "none"
+        raise UsageError(f"no field or tag '{field_name}' in the gold set; available: {known}")
+
+    def subset(self, mask: "np.ndarray") -> "EvaluationResult":
+        """The same result restricted to the queries where ``mask`` is true."""
+        import numpy as np
+
+        idx = np.flatnonzero(mask)
+        kept = [self.query_ids[i] for i in idx]
+        missing, no_answer = set(self.missing_from_run), set(self.no_answer)
+        return EvaluationResult(
+            query_ids=tuple(kept),
+            metric_names=self.metric_names,
+            values={k: v[idx] for k, v in self.values.items()},
+            fields={k: tuple(v[i] for i in idx) for k, v in self.fields.items()},
+            first_relevant_rank=None if self.first_relevant_rank is None else self.first_relevant_rank[idx],
+            missing_from_run=tuple(q for q in kept if q in missing),
+            not_in_gold=(),
+            no_answer=tuple(q for q in kept if q in no_answer),
+            definitions=self.definitions,
+            inputs=self.inputs,
+            info=self.info,
+        )
+
+    def query_index(self) -> dict[str, int]:
+        return {q: i for i, q in enumerate(self.query_ids)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Summary as plain JSON-able data (no per-query values)."""
+        return {
+            "metrics": {m: {"mean": _clean(s.mean), "n": s.n} for m in self.metric_names for s in [self.summary(m)]},
+            "queries": {
+                "evaluated": len(self.query_ids),
+                "missing_from_run": list(self.missing_from_run),
+                "not_in_gold": list(self.not_in_gold),
+                "no_answer": list(self.no_answer),
+            },
+            "definitions": dict(self.definitions),
+            "inputs": dict(self.inputs),
+        }
+
+
+def _clean(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def labels_or_missing(labels: Sequence[str | None]) -> list[str]:
+    """Segment labels with ``None`` shown as ``(none)``."""
+    return ["(none)" if v is None else v for v in labels]
