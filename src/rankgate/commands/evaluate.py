@@ -1,0 +1,183 @@
+"""``rankgate evaluate``: score a run against a gold set."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+HELP = "score a run against a gold set: terminal table, metrics.csv, summary.json"
+DEFAULT_METRICS = "hit@5,recall@5,precision@5,mrr,ndcg@10"
+
+
+def add_input_options(p: argparse.ArgumentParser, *, run: bool = True) -> None:
+    """Options shared by every command that reads a gold set (and runs)."""
+    p.add_argument("--gold", required=True, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet")
+    p.add_argument("--gold-format", choices=("jsonl", "trec", "beir", "parquet"), help="override format detection")
+    if run:
+        p.add_argument("--run-format", choices=("jsonl", "trec", "parquet"), help="override format detection")
+    p.add_argument("--metrics", "-m", default=DEFAULT_METRICS, metavar="SPECS",
+                   help=f"comma-separated metric specs (default: {DEFAULT_METRICS}); see 'rankgate metrics'")
+    p.add_argument("--k", type=int, default=None, metavar="K",
+                   help="cutoff for metrics written without @k that need one, unless the gold query sets its own k (default 5)")
+    p.add_argument("--level", choices=("chunk", "doc"), default="chunk",
+                   help="evaluate chunk ids as given, or map them to parent documents (a document counts once, at its best rank)")
+    p.add_argument("--doc-sep", default="#", metavar="SEP", help="separator between document id and chunk part (default '#')")
+    p.add_argument("--doc-map", metavar="PATH", help="chunk→document mapping file (TSV 'chunk_id<TAB>doc_id' or JSON object); overrides --doc-sep")
+    p.add_argument("--dedupe", choices=("error", "first"), default="error",
+                   help="a repeated id in one query's ranking: error (default), or keep its best rank and report the count")
+    p.add_argument("--trec", action="store_true", help="trec_eval v10 semantics: queries in both files; all-non-relevant queries score 0")
+    p.add_argument("-c", "--complete", action="store_true", help="with --trec: average over all gold queries (trec_eval -c)")
+
+
+def add_stats_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000; 0 turns CIs off)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of intervals (default 0.95)")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("evaluate", help=HELP, description=HELP + ".")
+    add_input_options(p)
+    p.add_argument("--run", required=True, metavar="PATH", help="run: JSONL, TREC run file, Parquet")
+    p.add_argument("--out", "-o", metavar="DIR", help="write metrics.csv and summary.json into DIR")
+    p.add_argument("--by", action="append", default=[], metavar="FIELD",
+                   help="also break means down by a gold field or tag (intent, lang, tags.tier…); repeatable")
+    p.add_argument("--sweep", metavar="METRICS", help="k-sweep of these metrics (e.g. recall,ndcg) over --ks")
+    p.add_argument("--ks", default="1,3,5,10,20", metavar="KS", help="cutoffs for --sweep (default 1,3,5,10,20)")
+    add_stats_options(p)
+    p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
+    p.add_argument("--markdown", action="store_true", help="print the table as markdown")
+
+
+def load_doc_map(path: str | None) -> dict[str, str] | None:
+    if path is None:
+        return None
+    import json
+
+    from ..data.source import check_file, open_text
+    from ..errors import InputError
+
+    check_file(path, "doc map")
+    with open_text(path) as fh:
+        text = fh.read()
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        return {str(k): str(v) for k, v in data.items()}
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 2:
+            raise InputError(f"has {len(parts)} tab-separated columns; expected 2 (chunk_id, doc_id)", path=path, line=lineno)
+        out[parts[0]] = parts[1]
+    return out
+
+
+def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
+    from ..engine import evaluate
+
+    if args.k is not None and args.k < 1:
+        from ..errors import UsageError
+
+        raise UsageError(f"--k must be a positive integer; got {args.k}")
+    return evaluate(
+        gold if gold is not None else args.gold,
+        run,
+        args.metrics,
+        k=args.k,
+        trec=args.trec,
+        complete=args.complete,
+        level=args.level,
+        doc_sep=args.doc_sep,
+        doc_map=load_doc_map(args.doc_map),
+        dedupe=args.dedupe,
+        gold_format=args.gold_format,
+        run_format=args.run_format,
+    )
+
+
+def check_stats_args(args: argparse.Namespace) -> None:
+    from ..errors import UsageError
+
+    if args.resamples < 0:
+        raise UsageError(f"--resamples must be >= 0; got {args.resamples}")
+    if not 0.0 < args.confidence < 1.0:
+        raise UsageError(f"--confidence must be between 0 and 1; got {args.confidence}")
+
+
+def run(args: argparse.Namespace) -> int:
+    check_stats_args(args)
+    result = evaluate_from_args(args, args.run)
+    cis = None
+    if args.resamples:
+        from ..stats import metric_cis
+
+        cis = metric_cis(result, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence)
+
+    from ..report.exports import metrics_csv, summary_dict, summary_json
+
+    extra: dict[str, Any] = {"statistics": {"seed": args.seed, "resamples": args.resamples, "confidence": args.confidence}}
+    segments = sweep = None
+    if args.by:
+        from ..segments import segment_summary
+
+        segments = segment_summary(result, args.by, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence)
+        extra["segments"] = segments.to_dict()
+    if args.sweep:
+        from ..sweep import k_sweep
+
+        sweep = k_sweep(args.gold, args.run, args.sweep, args.ks, evaluate_kwargs=_sweep_kwargs(args))
+        extra["sweep"] = sweep.to_dict()
+    summary = summary_dict(result, cis=cis, extra=extra)
+
+    if args.out:
+        from ..atomic import write_text
+
+        csv_text = metrics_csv(result)
+        json_text = summary_json(summary)
+        write_text(os.path.join(args.out, "metrics.csv"), csv_text)
+        write_text(os.path.join(args.out, "summary.json"), json_text)
+
+    if args.json:
+        sys.stdout.write(summary_json(summary))
+        return 0
+    if args.markdown:
+        from ..report.markdown import evaluation_markdown
+
+        sys.stdout.write(evaluation_markdown(result, cis, args.confidence, segments=segments, sweep=sweep))
+        return 0
+    from rich.console import Console
+
+    from ..report.terminal import print_evaluation
+
+    console = Console()
+    print_evaluation(result, cis, args.confidence, console=console)
+    if segments is not None:
+        console.print()
+        console.print(segments.table())
+    if sweep is not None:
+        console.print()
+        console.print(sweep.table())
+    if args.out:
+        console.print(f"wrote {os.path.join(args.out, 'metrics.csv')} and {os.path.join(args.out, 'summary.json')}",
+                      highlight=False, markup=False)
+    return 0
+
+
+def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "trec": args.trec,
+        "complete": args.complete,
+        "level": args.level,
+        "doc_sep": args.doc_sep,
+        "doc_map": load_doc_map(args.doc_map),
+        "dedupe": args.dedupe,
+        "gold_format": args.gold_format,
+        "run_format": args.run_format,
+    }
