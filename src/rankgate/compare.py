@@ -1,0 +1,334 @@
+"""Paired comparison of two runs scored on the same gold set: what changed, and is it real.
+
+:func:`compare` pairs queries by ``query_id``. For each metric, over all queries and over each
+segment of the ``by`` fields, it reports the baseline and candidate means over the queries where the
+metric applies in both runs, the change, a paired bootstrap interval of the change, a paired
+randomisation p-value, and that p-value Holm-corrected across the whole table (every metric and
+segment row), so a table of many rows does not produce "significant" changes by chance.
+
+Nothing is dropped silently: queries present in only one of the two results are listed (and left
+out of the paired numbers); gold queries a run did not answer score 0 there, as in any evaluation,
+and are listed per run.
+
+A row's *verdict* is ``better`` or ``worse`` when its Holm-corrected p-value is below
+``1 − confidence``, else ``within noise`` (when p-values are off, the interval decides).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import RankgateError, UsageError
+from .results import EvaluationResult
+from .segments import _split_by, ordered_labels, segment_labels
+from .stats import holm, paired_bootstrap_ci, randomization_test
+
+__all__ = ["Comparison", "DeltaRow", "QueryChange", "compare", "higher_is_better", "is_share"]
+
+# Metrics whose mean is a rate of something bad: lower is better.
+LOWER_IS_BETTER = frozenset({"forbidden", "redundancy", "false_evidence"})
+# Metrics whose values are shares of something (shown as percentages); others are scores or counts.
+SHARES = frozenset({
+    "hit", "recall", "precision", "rprec", "wrecall", "judged", "forbidden", "fresh", "containment",
+    "coverage_entities", "redundancy", "novelty", "false_evidence",
+})
+
+
+def metric_family(metric: str) -> str:
+    """The registered metric name of a spec (``ndcg(gain=exp)@10`` -> ``ndcg``)."""
+    try:
+        from .metrics import parse_metric
+
+        return parse_metric(metric).name
+    except RankgateError:  # an unregistered name still has a family for display purposes
+        return metric.split("(", 1)[0].split("@", 1)[0].strip().lower()
+
+
+def higher_is_better(metric: str) -> bool:
+    """False for rates of something bad (``forbidden@k``, ``redundancy@k``, ``false_evidence``)."""
+    try:
+        from .metrics import get_metric
+
+        declared = getattr(get_metric(metric_family(metric)), "higher_is_better", None)
+        if isinstance(declared, bool):
+            return declared
+    except RankgateError:  # not registered: fall back to the known families
+        pass
+    return metric_family(metric) not in LOWER_IS_BETTER
+
+
+def is_share(metric: str) -> bool:
+    """True when the metric's values are shares in [0, 1] best read as percentages."""
+    return metric_family(metric) in SHARES
+
+
+@dataclass(frozen=True)
+class DeltaRow:
+    """One metric, over all queries (``field is None``) or one segment."""
+
+    metric: str
+    field: str | None
+    segment: str | None
+    n: int
+    baseline: float
+    candidate: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_holm: float
+    higher_is_better: bool = True
+
+    def verdict(self, confidence: float = 0.95) -> str:
+        """``better``, ``worse``, ``within noise``, or ``n/a`` when no query applies."""
+        if self.n == 0 or math.isnan(self.delta):
+            return "n/a"
+        if not math.isnan(self.p_holm):
+            real = self.p_holm < 1.0 - confidence
+        else:
+            real = not math.isnan(self.ci_low) and (self.ci_low > 0 or self.ci_high < 0)
+        if not real or self.delta == 0:
+            return "within noise"
+        return "better" if (self.delta > 0) == self.higher_is_better else "worse"
+
+
+@dataclass(frozen=True)
+class QueryChange:
+    """How one query's value of the primary metric changed; ranks are the first relevant item's."""
+
+    query_id: str
+    metric: str
+    baseline: float
+    candidate: float
+    delta: float
+    baseline_rank: int | None  # 0: no relevant item retrieved; None: unknown
+    candidate_rank: int | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`; render with :meth:`table`, :meth:`markdown`, :meth:`to_dict`."""
+
+    metrics: tuple[str, ...]
+    by: tuple[str, ...]
+    rows: tuple[DeltaRow, ...]
+    primary: str
+    regressions: tuple[QueryChange, ...]
+    improvements: tuple[QueryChange, ...]
+    changed: int
+    paired: int
+    only_in_baseline: tuple[str, ...] = ()
+    only_in_candidate: tuple[str, ...] = ()
+    missing_from_baseline_run: tuple[str, ...] = ()
+    missing_from_candidate_run: tuple[str, ...] = ()
+    not_compared: tuple[str, ...] = ()
+    baseline_label: str = "baseline"
+    candidate_label: str = "candidate"
+    seed: int = 0
+    n_resamples: int = 2000
+    n_permutations: int = 10000
+    confidence: float = 0.95
+    notes: tuple[str, ...] = field(default=())
+
+    def row(self, metric: str, field: str | None = None, segment: str | None = None) -> DeltaRow | None:
+        for r in self.rows:
+            if r.metric == metric and r.field == field and r.segment == segment:
+                return r
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        from .report.compare import comparison_dict
+
+        return comparison_dict(self)
+
+    def table(self):
+        from .report.compare import comparison_renderable
+
+        return comparison_renderable(self)
+
+    def markdown(self) -> str:
+        from .report.compare import comparison_markdown
+
+        return comparison_markdown(self)
+
+
+def _label(result: EvaluationResult, given: str | None, default: str) -> str:
+    if given:
+        return given
+    run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
+    path = run.get("path") if hasattr(run, "get") else None
+    return os.path.basename(str(path)) if path else default
+
+
+def _mean(x: np.ndarray) -> float:
+    return math.fsum(x.tolist()) / x.size if x.size else math.nan
+
+
+def compare(
+    base: EvaluationResult,
+    cand: EvaluationResult,
+    *,
+    metrics: Sequence[str] | None = None,
+    by: str | Iterable[str] = (),
+    seed: int = 0,
+    n_resamples: int = 2000,
+    n_permutations: int = 10000,
+    confidence: float = 0.95,
+    primary: str | None = None,
+    top: int = 10,
+    baseline_label: str | None = None,
+    candidate_label: str | None = None,
+) -> Comparison:
+    """Compare ``cand`` to ``base`` query by query (see the module docs for every number).
+
+    Args:
+        metrics: metrics to compare (default: those evaluated in both results, in ``base``'s order).
+        by: segment fields (``"intent"``, ``["intent", "lang"]``, ``"intent+lang"``).
+        seed: seed of the bootstrap and the randomisation test; every row uses a fresh generator
+            seeded with it, so a row's numbers do not depend on the rest of the table.
+        n_resamples: bootstrap resamples (0 turns intervals off).
+        n_permutations: sign flips of the randomisation test (0 turns p-values off).
+        primary: metric whose per-query changes are listed (default: the first metric).
+        top: how many most-regressed and most-improved queries to keep.
+    """
+    if not isinstance(base, EvaluationResult) or not isinstance(cand, EvaluationResult):
+        raise UsageError("compare() takes two EvaluationResult objects (from rankgate.evaluate)")
+    if metrics is None:
+        names = [m for m in base.metric_names if m in cand.values]
+        not_compared = tuple(m for m in (*base.metric_names, *cand.metric_names) if not (m in base.values and m in cand.values))
+    else:
+        names = [base._name(m) for m in metrics]
+        for m in names:
+            cand._name(m)
+        not_compared = ()
+    if not names:
+        raise UsageError("the two results share no metric; evaluate both runs with the same metrics")
+    prim = names[0] if primary is None else base._name(primary)
+    if prim not in names:
+        names.append(prim)
+
+    cidx = cand.query_index()
+    pairs = [(i, cidx[q]) for i, q in enumerate(base.query_ids) if q in cidx]
+    bi = np.array([p[0] for p in pairs], dtype=np.int64)
+    ci = np.array([p[1] for p in pairs], dtype=np.int64)
+    paired_ids = [base.query_ids[i] for i in bi.tolist()]
+    bset = set(base.query_ids)
+    only_base = tuple(q for q in base.query_ids if q not in cidx)
+    only_cand = tuple(q for q in cand.query_ids if q not in bset)
+
+    scopes: list[tuple[str | None, str | None, np.ndarray]] = [(None, None, np.arange(bi.size))]
+    keys: list[str] = []
+    for name in _split_by(by):
+        source = base
+        try:
+            key, labels = segment_labels(base, name)
+        except UsageError:
+            source = cand
+            key, labels = segment_labels(cand, name)
+        if key in keys:
+            continue
+        keys.append(key)
+        sel = bi if source is base else ci
+        paired_labels = [labels[i] for i in sel.tolist()]
+        groups: dict[str, list[int]] = {}
+        for j, label in enumerate(paired_labels):
+            groups.setdefault(label, []).append(j)
+        for label in ordered_labels(paired_labels):
+            scopes.append((key, label, np.asarray(groups[label], dtype=np.int64)))
+
+    raw: list[DeltaRow] = []
+    for m in names:
+        vb_all = base.values[m][bi]
+        vc_all = cand.values[m][ci]
+        hib = higher_is_better(m)
+        for key, label, idx in scopes:
+            vb, vc = vb_all[idx], vc_all[idx]
+            ok = ~(np.isnan(vb) | np.isnan(vc))
+            b, c = vb[ok], vc[ok]
+            mb, mc = _mean(b), _mean(c)
+            low, high = paired_bootstrap_ci(b, c, rng=seed, n_resamples=n_resamples, confidence=confidence)
+            p = randomization_test(b, c, rng=seed, n_resamples=n_permutations)
+            raw.append(DeltaRow(m, key, label, int(ok.sum()), mb, mc, mc - mb, low, high, p, math.nan, hib))
+    adjusted = holm([r.p_value for r in raw])
+    rows = tuple(
+        DeltaRow(r.metric, r.field, r.segment, r.n, r.baseline, r.candidate, r.delta, r.ci_low, r.ci_high,
+                 r.p_value, float(a), r.higher_is_better)
+        for r, a in zip(raw, adjusted.tolist())
+    )
+
+    regressions, improvements, changed = _query_changes(base, cand, bi, ci, paired_ids, prim, top)
+    bmiss, cmiss = set(base.missing_from_run), set(cand.missing_from_run)
+    return Comparison(
+        metrics=tuple(names),
+        by=tuple(keys),
+        rows=rows,
+        primary=prim,
+        regressions=regressions,
+        improvements=improvements,
+        changed=changed,
+        paired=int(bi.size),
+        only_in_baseline=only_base,
+        only_in_candidate=only_cand,
+        missing_from_baseline_run=tuple(q for q in paired_ids if q in bmiss),
+        missing_from_candidate_run=tuple(q for q in paired_ids if q in cmiss),
+        not_compared=tuple(dict.fromkeys(not_compared)),
+        baseline_label=_label(base, baseline_label, "baseline"),
+        candidate_label=_label(cand, candidate_label, "candidate"),
+        seed=seed,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        confidence=confidence,
+    )
+
+
+def _query_changes(
+    base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray,
+    paired_ids: list[str], metric: str, top: int,
+) -> tuple[tuple[QueryChange, ...], tuple[QueryChange, ...], int]:
+    vb = base.values[metric][bi]
+    vc = cand.values[metric][ci]
+    ok = ~(np.isnan(vb) | np.isnan(vc))
+    delta = np.where(ok, vc - vb, 0.0)
+    sign = 1.0 if higher_is_better(metric) else -1.0
+    gain = sign * delta  # > 0: the query got better
+    rb = base.first_relevant_rank[bi] if base.first_relevant_rank is not None else None
+    rc = cand.first_relevant_rank[ci] if cand.first_relevant_rank is not None else None
+    bmiss, cmiss = set(base.missing_from_run), set(cand.missing_from_run)
+
+    def rank_loss(j: int) -> int:
+        # a relevant item moving down (or out: rank 0) breaks ties between equal metric changes
+        if rb is None or rc is None:
+            return 0
+        before = int(rb[j]) or 10**9
+        after = int(rc[j]) or 10**9
+        return after - before
+
+    def change(j: int) -> QueryChange:
+        q = paired_ids[j]
+        notes = []
+        if q in cmiss:
+            notes.append("missing from candidate run")
+        if q in bmiss:
+            notes.append("missing from baseline run")
+        return QueryChange(
+            q, metric, float(vb[j]), float(vc[j]), float(delta[j]),
+            None if rb is None else int(rb[j]), None if rc is None else int(rc[j]), "; ".join(notes),
+        )
+
+    worse = np.flatnonzero(gain < 0).tolist()
+    better = np.flatnonzero(gain > 0).tolist()
+    worse.sort(key=lambda j: (float(gain[j]), -rank_loss(j), paired_ids[j]))
+    better.sort(key=lambda j: (-float(gain[j]), rank_loss(j), paired_ids[j]))
+    top = max(0, int(top))
+    return (
+        tuple(change(j) for j in worse[:top]),
+        tuple(change(j) for j in better[:top]),
+        len(worse) + len(better),
+    )

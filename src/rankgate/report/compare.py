@@ -1,0 +1,202 @@
+"""Renderers of a :class:`rankgate.compare.Comparison`: terminal (rich), markdown, JSON-able dict.
+
+Run it to see it: ``python -m rankgate.report.compare gold.jsonl base_run.jsonl cand_run.jsonl``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..compare import Comparison, DeltaRow, QueryChange
+from ..segments import display_field
+from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
+
+__all__ = ["comparison_dict", "comparison_markdown", "comparison_renderable"]
+
+
+def _clean(x: float) -> float | None:
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+def _scope(r: DeltaRow) -> str:
+    return "all queries" if r.field is None else f"{display_field(r.field)} = {r.segment}"
+
+
+def _change_dict(c: QueryChange) -> dict[str, Any]:
+    return {
+        "query_id": c.query_id,
+        "metric": c.metric,
+        "baseline": _clean(c.baseline),
+        "candidate": _clean(c.candidate),
+        "delta": _clean(c.delta),
+        "first_relevant_rank": {"baseline": c.baseline_rank, "candidate": c.candidate_rank},
+        "note": c.note,
+    }
+
+
+def comparison_dict(cmp: Comparison) -> dict[str, Any]:
+    """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
+    return {
+        "baseline": cmp.baseline_label,
+        "candidate": cmp.candidate_label,
+        "metrics": list(cmp.metrics),
+        "by": list(cmp.by),
+        "rows": [
+            {
+                "metric": r.metric,
+                "field": r.field,
+                "segment": r.segment,
+                "n": r.n,
+                "baseline": _clean(r.baseline),
+                "candidate": _clean(r.candidate),
+                "delta": _clean(r.delta),
+                "ci_low": _clean(r.ci_low),
+                "ci_high": _clean(r.ci_high),
+                "p_value": _clean(r.p_value),
+                "p_holm": _clean(r.p_holm),
+                "higher_is_better": r.higher_is_better,
+                "verdict": r.verdict(cmp.confidence),
+            }
+            for r in cmp.rows
+        ],
+        "queries": {
+            "paired": cmp.paired,
+            "changed": cmp.changed,
+            "only_in_baseline": list(cmp.only_in_baseline),
+            "only_in_candidate": list(cmp.only_in_candidate),
+            "missing_from_baseline_run": list(cmp.missing_from_baseline_run),
+            "missing_from_candidate_run": list(cmp.missing_from_candidate_run),
+        },
+        "primary": cmp.primary,
+        "most_regressed": [_change_dict(c) for c in cmp.regressions],
+        "most_improved": [_change_dict(c) for c in cmp.improvements],
+        "not_compared": list(cmp.not_compared),
+        "statistics": {
+            "seed": cmp.seed,
+            "resamples": cmp.n_resamples,
+            "permutations": cmp.n_permutations,
+            "confidence": cmp.confidence,
+            "interval": "paired percentile bootstrap of the mean change over queries",
+            "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
+            "correction": "Holm across every row of the table",
+        },
+    }
+
+
+def _queries(n: int) -> str:
+    return f"{n} query" if n == 1 else f"{n} queries"
+
+
+def _coverage(cmp: Comparison, limit: int = 5) -> list[str]:
+    def ids(qs: tuple[str, ...]) -> str:
+        return ", ".join(shorten(q, 40) for q in qs[:limit]) + (" …" if len(qs) > limit else "")
+
+    lines = [f"{_queries(cmp.paired)} paired by query id; {cmp.changed} changed on {cmp.primary}."]
+    if cmp.missing_from_baseline_run:
+        lines.append(f"{_queries(len(cmp.missing_from_baseline_run))} missing from the baseline run (scored 0 there): {ids(cmp.missing_from_baseline_run)}")
+    if cmp.missing_from_candidate_run:
+        lines.append(f"{_queries(len(cmp.missing_from_candidate_run))} missing from the candidate run (scored 0 there): {ids(cmp.missing_from_candidate_run)}")
+    if cmp.only_in_baseline:
+        lines.append(f"{_queries(len(cmp.only_in_baseline))} only in the baseline result, not compared: {ids(cmp.only_in_baseline)}")
+    if cmp.only_in_candidate:
+        lines.append(f"{_queries(len(cmp.only_in_candidate))} only in the candidate result, not compared: {ids(cmp.only_in_candidate)}")
+    if cmp.not_compared:
+        lines.append(f"metrics evaluated in one result only, not compared: {', '.join(cmp.not_compared)}")
+    return lines
+
+
+def _method(cmp: Comparison) -> str:
+    ci = f"{cmp.confidence:.0%} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
+    p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across {len(cmp.rows)} rows"
+    return f"{ci}; {p}."
+
+
+def comparison_renderable(cmp: Comparison):
+    """A ``rich`` renderable: the delta table, the most-changed queries, coverage notes."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = [Text(f"{cmp.candidate_label} (candidate) vs {cmp.baseline_label} (baseline)", style="bold")]
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    table.add_column("metric / segment", overflow="fold")
+    for name in ("n", "baseline", "candidate", "change", f"{cmp.confidence:.0%} CI", "Holm p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    current = None
+    for r in cmp.rows:
+        if current is not None and r.metric != current:
+            table.add_section()
+        current = r.metric
+        label = r.metric if r.field is None else f"  {shorten(_scope(r), 40)}"
+        verdict = r.verdict(cmp.confidence)
+        style = {"worse": "red", "better": "green"}.get(verdict)
+        table.add_row(
+            label, str(r.n), fmt_value(r.metric, r.baseline), fmt_value(r.metric, r.candidate),
+            fmt_delta(r.metric, r.delta), fmt_delta_ci(r.metric, r.ci_low, r.ci_high), fmt_p(r.p_holm),
+            Text(verdict, style=style or ""),
+        )
+    parts.append(table)
+    for title, changes in (("Most regressed", cmp.regressions), ("Most improved", cmp.improvements)):
+        if not changes:
+            continue
+        q = Table(title=f"{title} queries on {cmp.primary}", title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+        q.add_column("query_id", overflow="fold")
+        for name in ("baseline", "candidate", "change", "first relevant rank"):
+            q.add_column(name, justify="right", no_wrap=True)
+        q.add_column("note")
+        for c in changes:
+            q.add_row(shorten(c.query_id, 40), fmt_value(c.metric, c.baseline), fmt_value(c.metric, c.candidate),
+                      fmt_delta(c.metric, c.delta), f"{fmt_rank(c.baseline_rank)} → {fmt_rank(c.candidate_rank)}", c.note)
+        parts.extend([Text(""), q])
+    parts.append(Text(""))
+    parts.extend(Text(line) for line in _coverage(cmp))
+    parts.append(Text(_method(cmp), style="dim"))
+    return Group(*parts)
+
+
+def comparison_markdown(cmp: Comparison) -> str:
+    """GitHub-flavoured markdown with the same content as the terminal table."""
+    ci = f"{cmp.confidence:.0%} CI"
+    out = [f"**{md_escape(cmp.candidate_label)}** (candidate) vs **{md_escape(cmp.baseline_label)}** (baseline)", ""]
+    out.append(f"| metric / segment | n | baseline | candidate | change | {ci} | Holm p | verdict |")
+    out.append("|:--|--:|--:|--:|--:|--:|--:|:--|")
+    for r in cmp.rows:
+        label = md_escape(r.metric) if r.field is None else "↳ " + md_escape(_scope(r))
+        out.append(
+            f"| {label} | {r.n} | {fmt_value(r.metric, r.baseline)} | {fmt_value(r.metric, r.candidate)} | "
+            f"{fmt_delta(r.metric, r.delta)} | {fmt_delta_ci(r.metric, r.ci_low, r.ci_high)} | {fmt_p(r.p_holm)} | "
+            f"{r.verdict(cmp.confidence)} |"
+        )
+    for title, changes in (("Most regressed", cmp.regressions), ("Most improved", cmp.improvements)):
+        if not changes:
+            continue
+        out += ["", f"**{title} queries on {md_escape(cmp.primary)}**", ""]
+        out.append("| query_id | baseline | candidate | change | first relevant rank | note |")
+        out.append("|:--|--:|--:|--:|--:|:--|")
+        for c in changes:
+            out.append(
+                f"| {md_escape(c.query_id)} | {fmt_value(c.metric, c.baseline)} | {fmt_value(c.metric, c.candidate)} | "
+                f"{fmt_delta(c.metric, c.delta)} | {fmt_rank(c.baseline_rank)} → {fmt_rank(c.candidate_rank)} | {md_escape(c.note)} |"
+            )
+    out.append("")
+    out.extend(f"- {md_escape(line, 400)}" for line in _coverage(cmp))
+    out += ["", f"<sub>{md_escape(_method(cmp), 400)}</sub>", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    from rich.console import Console
+
+    from ..compare import compare
+    from ..data import load_gold
+    from ..engine import evaluate
+
+    gold = load_gold(sys.argv[1])
+    specs = sys.argv[4] if len(sys.argv) > 4 else "recall@5,mrr,ndcg@10"
+    Console().print(compare(evaluate(gold, sys.argv[2], specs), evaluate(gold, sys.argv[3], specs)).table())

@@ -1,0 +1,251 @@
+"""Bootstrap confidence intervals, paired tests and multiple-comparison correction.
+
+Everything here works on per-query values (``float64``, NaN = the metric does not apply to that
+query) and uses only the queries where the metric applies; paired functions use the queries where
+it applies in *both* runs.
+
+Methods
+-------
+Confidence interval of a mean (:func:`bootstrap_ci`)
+    Percentile bootstrap over queries: draw ``n`` queries with replacement from the ``n`` that apply,
+    take the mean, repeat ``n_resamples`` times; the interval is the ``(1 - c)/2`` and
+    ``(1 + c)/2`` quantiles of those means (numpy's default linear interpolation).
+Confidence interval of a paired change (:func:`paired_bootstrap_ci`)
+    The same, on the per-query differences ``candidate − baseline``: the resampled unit is the query,
+    so both runs move together and query difficulty cancels out.
+p-value of a paired change (:func:`randomization_test`)
+    Two-sided sign-flip test: under "no difference" each query's difference is as likely to have the
+    opposite sign. Flip signs at random ``n_resamples`` times and count the ``b`` flips whose
+    ``|mean|`` is at least the observed one; ``p = (b + 1) / (n_resamples + 1)``, never 0.
+Several comparisons at once (:func:`holm`)
+    Holm's step-down correction, which controls the chance of any false "changed" in the table.
+
+Degenerate inputs: with no applicable query the mean, the interval and the p-value are NaN; with one
+query the interval is NaN too (one query says nothing about spread); when every value is equal the
+interval is that value (the data show no spread); when every paired difference is 0, ``p = 1``.
+
+Reproducibility: randomness comes only from the ``rng`` given (a :class:`numpy.random.Generator`,
+or an integer seed for a fresh one). Resamples are drawn in blocks whose size depends only on the
+number of queries, and means are plain numpy sums, so the same values and seed give the same floats.
+Blocks keep memory modest (about 32 MB of indices at a time), so 100k queries × 2,000 resamples fits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .errors import UsageError
+
+__all__ = [
+    "CI_METHOD",
+    "bootstrap_ci",
+    "holm",
+    "metric_cis",
+    "paired_bootstrap_ci",
+    "paired_values",
+    "randomization_test",
+]
+
+RandomSource = np.random.Generator | int
+
+CI_METHOD = "percentile bootstrap of the mean over queries (resampling queries with replacement)"
+
+_BLOCK_ELEMENTS = 1 << 22  # draws per block: ~32 MB of int64 indices
+
+
+def _generator(rng: RandomSource) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise UsageError(f"rng must be a numpy.random.Generator or an integer seed; got {rng!r}")
+
+
+def _check(n_resamples: int, confidence: float | None = None) -> None:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
+        raise UsageError(f"n_resamples must be a non-negative integer; got {n_resamples!r}")
+    if confidence is not None and not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
+        raise UsageError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence!r}")
+
+
+def _applicable(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    x = np.asarray(values, dtype=np.float64).ravel()
+    return x[~np.isnan(x)]
+
+
+def paired_values(base: Sequence[float] | np.ndarray, cand: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs where both values apply (neither is NaN), as two aligned arrays."""
+    b = np.asarray(base, dtype=np.float64).ravel()
+    c = np.asarray(cand, dtype=np.float64).ravel()
+    if b.shape != c.shape:
+        raise UsageError(f"paired values must have the same length; got {b.size} and {c.size}")
+    ok = ~(np.isnan(b) | np.isnan(c))
+    return b[ok], c[ok]
+
+
+def _block_rows(n: int) -> int:
+    return max(1, _BLOCK_ELEMENTS // max(n, 1))
+
+
+def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_resamples: int) -> list[np.ndarray]:
+    """Bootstrap means of each column, all columns resampled with the same query indices."""
+    n = columns[0].size
+    out = [np.empty(n_resamples) for _ in columns]
+    rows = _block_rows(n)
+    for start in range(0, n_resamples, rows):
+        stop = min(start + rows, n_resamples)
+        idx = gen.integers(0, n, size=(stop - start, n))
+        for col, dest in zip(columns, out):
+            dest[start:stop] = col[idx].sum(axis=1) / n
+    return out
+
+
+def _interval(x: np.ndarray, means: np.ndarray | None, confidence: float) -> tuple[float, float]:
+    if x.size < 2 or means is None:
+        return (math.nan, math.nan)
+    first = float(x[0])
+    if bool((x == first).all()):
+        return (first, first)
+    alpha = 1.0 - confidence
+    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
+    # Sums of resampled values can stray an ulp outside the data's range; clamp to it.
+    lo, hi = float(x.min()), float(x.max())
+    return (min(max(float(low), lo), hi), min(max(float(high), lo), hi))
+
+
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray,
+    *,
+    rng: RandomSource,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval ``(low, high)`` of the mean of ``values`` (NaN entries skipped).
+
+    ``n_resamples=0`` turns the interval off (NaN, NaN). See the module docs for the method.
+    """
+    _check(n_resamples, confidence)
+    x = _applicable(values)
+    if x.size < 2 or n_resamples == 0:
+        return (math.nan, math.nan)
+    (means,) = _resampled_means([x], _generator(rng), n_resamples)
+    return _interval(x, means, confidence)
+
+
+def paired_bootstrap_ci(
+    base: Sequence[float] | np.ndarray,
+    cand: Sequence[float] | np.ndarray,
+    *,
+    rng: RandomSource,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the mean change ``cand − base`` over paired queries.
+
+    Only queries where both values apply count. Queries are resampled as pairs.
+    """
+    b, c = paired_values(base, cand)
+    return bootstrap_ci(c - b, rng=rng, n_resamples=n_resamples, confidence=confidence)
+
+
+def randomization_test(
+    base: Sequence[float] | np.ndarray,
+    cand: Sequence[float] | np.ndarray,
+    *,
+    rng: RandomSource,
+    n_resamples: int = 10000,
+) -> float:
+    """Two-sided paired sign-flip randomisation test of "no change in the mean"; returns p.
+
+    ``p = (b + 1) / (n_resamples + 1)`` where ``b`` counts sign flips whose ``|mean difference|``
+    reaches the observed one. NaN when no query applies in both runs (or ``n_resamples=0``);
+    1.0 when no query changed.
+    """
+    _check(n_resamples)
+    b, c = paired_values(base, cand)
+    if b.size == 0 or n_resamples == 0:
+        return math.nan
+    d = c - b
+    d = d[d != 0.0]  # unchanged queries add nothing to either side of the comparison
+    if d.size == 0:
+        return 1.0
+    gen = _generator(rng)
+    n = d.size
+    total = float(d.sum())
+    observed = abs(total)
+    # Sums equal in exact arithmetic can differ in the last bits; count those as reaching it.
+    tol = 1e-9 * float(np.abs(d).sum())
+    nbytes = (n + 7) // 8
+    rows = _block_rows(n)
+    reached = 0
+    for start in range(0, n_resamples, rows):
+        stop = min(start + rows, n_resamples)
+        raw = gen.integers(0, 256, size=(stop - start, nbytes), dtype=np.uint8)
+        keep = np.unpackbits(raw, axis=1, count=n).astype(np.float64)
+        # With signs s = 2·keep − 1: Σ s·d = 2·Σ keep·d − Σ d.
+        flipped = 2.0 * (keep * d).sum(axis=1) - total
+        reached += int((np.abs(flipped) >= observed - tol).sum())
+    return (reached + 1) / (n_resamples + 1)
+
+
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm step-down adjusted p-values, in the input order. NaN entries stay NaN and do not count.
+
+    With ``m`` p-values sorted ascending ``p(1) ≤ … ≤ p(m)``:
+    ``adj(i) = max_{j ≤ i} min(1, (m − j + 1) · p(j))``.
+    """
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    if m == 0:
+        return out
+    if ((p[ok] < 0) | (p[ok] > 1)).any():
+        raise UsageError("p-values must be between 0 and 1")
+    order = ok[np.argsort(p[ok], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
+def metric_cis(
+    result,  # EvaluationResult (not imported: keeps this module free of the result type's imports)
+    *,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    metrics: Sequence[str] | None = None,
+) -> dict[str, tuple[float, float]]:
+    """Bootstrap interval of every metric's mean in ``result``: canonical name -> ``(low, high)``.
+
+    Each metric is resampled over the queries where it applies, from a generator seeded with
+    ``seed``; so a metric's interval does not depend on which other metrics were evaluated, and
+    metrics that apply to the same queries (e.g. all ranking metrics) share the same resampled query
+    sets. ``n_resamples=0`` gives NaN intervals.
+    """
+    _check(n_resamples, confidence)
+    names = list(result.metric_names) if metrics is None else [result._name(m) for m in metrics]
+    return _cis_for({name: result.values[name] for name in names}, seed, n_resamples, confidence)
+
+
+def _cis_for(
+    values: Mapping[str, np.ndarray], seed: int, n_resamples: int, confidence: float
+) -> dict[str, tuple[float, float]]:
+    out: dict[str, tuple[float, float]] = {}
+    groups: dict[bytes, list[str]] = {}
+    for name, v in values.items():
+        mask = ~np.isnan(np.asarray(v, dtype=np.float64))
+        groups.setdefault(np.packbits(mask).tobytes() + mask.size.to_bytes(8, "little"), []).append(name)
+    for names in groups.values():
+        cols = [_applicable(values[name]) for name in names]
+        if cols[0].size < 2 or n_resamples == 0:
+            for name in names:
+                out[name] = (math.nan, math.nan)
+            continue
+        means = _resampled_means(cols, np.random.default_rng(seed), n_resamples)
+        for name, x, m in zip(names, cols, means):
+            out[name] = _interval(x, m, confidence)
+    return {name: out[name] for name in values}
