@@ -11,11 +11,13 @@ out of the paired numbers); gold queries a run did not answer score 0 there, as 
 and are listed per run.
 
 A row's *verdict* is ``better`` or ``worse`` when its Holm-corrected p-value is below
-``1 − confidence``, else ``within noise`` (when p-values are off, the interval decides).
+``1 − confidence``, else ``within noise`` (when p-values are off, the interval decides), or
+``unchanged`` when no query's value changed.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -40,6 +42,7 @@ SHARES = frozenset({
 })
 
 
+@functools.lru_cache(maxsize=1024)
 def metric_family(metric: str) -> str:
     """The registered metric name of a spec (``ndcg(gain=exp)@10`` -> ``ndcg``)."""
     try:
@@ -50,6 +53,7 @@ def metric_family(metric: str) -> str:
         return metric.split("(", 1)[0].split("@", 1)[0].strip().lower()
 
 
+@functools.lru_cache(maxsize=1024)
 def higher_is_better(metric: str) -> bool:
     """False for rates of something bad (``forbidden@k``, ``redundancy@k``, ``false_evidence``)."""
     try:
@@ -86,9 +90,12 @@ class DeltaRow:
     higher_is_better: bool = True
 
     def verdict(self, confidence: float = 0.95) -> str:
-        """``better``, ``worse``, ``within noise``, or ``n/a`` when no query applies."""
+        """``better``, ``worse``, ``within noise``, ``unchanged`` (no query changed; known when
+        intervals are on), or ``n/a`` when no query applies."""
         if self.n == 0 or math.isnan(self.delta):
             return "n/a"
+        if self.delta == 0 and self.ci_low == 0 and self.ci_high == 0:
+            return "unchanged"
         if not math.isnan(self.p_holm):
             real = self.p_holm < 1.0 - confidence
         else:

@@ -1,0 +1,81 @@
+"""``rankgate gate``: check ship criteria; exit 0 (all blocking gates pass), 1 (one failed), 2 (bad input).
+
+Writes the PR comment (``--comment``) and the machine-readable outcome (``--json``) atomically, and
+appends the comment to ``$GITHUB_STEP_SUMMARY`` when that is set (GitHub Actions' job summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+HELP = "check ship criteria (YAML) on a candidate run, optionally against a baseline; exit 1 if a blocking gate fails"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("gate", help=HELP, description=HELP + ". Exit codes: 0 pass, 1 a blocking gate failed, 2 usage or input error.")
+    p.add_argument("--config", required=True, metavar="YAML", help="ship criteria: gates with thresholds and regression limits (see docs/gating.md)")
+    p.add_argument("--gold", required=True, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR, Parquet")
+    p.add_argument("--candidate", required=True, metavar="RUN", help="the run being proposed")
+    p.add_argument("--baseline", metavar="RUN|SUMMARY",
+                   help="a baseline run (paired comparison) or a summary.json of one (means only)")
+    p.add_argument("--gold-format", choices=("jsonl", "trec", "beir", "parquet"), help="override format detection")
+    p.add_argument("--run-format", choices=("jsonl", "trec", "parquet"), help="override format detection of the runs")
+    p.add_argument("--comment", metavar="PATH", help="write the PR comment (markdown) to PATH")
+    p.add_argument("--json", metavar="PATH", help="write the outcome as JSON to PATH (usable later as --baseline)")
+    p.add_argument("--candidate-label", metavar="TEXT", help="how the comment names the candidate (default: file name)")
+    p.add_argument("--baseline-label", metavar="TEXT", help="how the comment names the baseline (default: file name)")
+    p.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY even when set")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..gates import gate, load_config
+
+    config = load_config(args.config)
+    kwargs: dict[str, Any] = {}
+    if args.gold_format:
+        kwargs["gold_format"] = args.gold_format
+    if args.run_format:
+        kwargs["run_format"] = args.run_format
+    outcome = gate(config, args.gold, args.candidate, args.baseline, baseline_label=args.baseline_label,
+                   candidate_label=args.candidate_label, **kwargs)
+    markdown = outcome.markdown()
+    data = outcome.to_json()
+
+    from ..atomic import write_text
+
+    if args.comment:
+        write_text(args.comment, markdown)
+    if args.json:
+        write_text(args.json, data)
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path and not args.no_step_summary:
+        with open(summary_path, "a", encoding="utf-8") as fh:  # the runner collects appended sections
+            fh.write(markdown + "\n")
+    _print(outcome)
+    return outcome.exit_code
+
+
+def _print(outcome: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..report.comment import gate_sentences
+
+    tty = sys.stdout.isatty()
+    console = Console(width=None if tty else 100, color_system="auto" if tty else None, highlight=False)
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("result", "gate", "metric", "checks failed"):
+        table.add_column(name)
+    style = {"pass": "green", "fail": "red", "warn": "yellow"}
+    for r in outcome.results:
+        failed = len(r.failures)
+        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name, r.gate.metric,
+                      f"{failed} of {len(r.checks)}")
+    console.print(table)
+    for line in gate_sentences(outcome, markdown=False):
+        console.print(line, markup=False)
+    verdict = "PASS: every blocking gate passed" if outcome.passed else "FAIL: a blocking gate failed"
+    console.print(f"[bold]{verdict}[/] (exit {outcome.exit_code})")

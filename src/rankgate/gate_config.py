@@ -1,0 +1,329 @@
+"""The gate config file (``ship-criteria.yaml``): its model, and a loader whose errors point at
+``file:line`` and the key.
+
+::
+
+    gates:
+      - name: retrieval_recall_at_5   # optional; defaults to the metric
+        metric: recall@5
+        threshold: 0.85               # floor: mean (or CI lower bound) must be >= 0.85; "85%" works too
+        regression_max: 0.03          # may not drop more than 0.03 (3 pp) below the baseline
+        severity: error               # error blocks the merge (exit 1); warning only comments
+        on: mean                      # mean | ci_lower (with threshold) | ci_upper (with max)
+        segments: [lang]              # also check each segment of these fields
+        min_queries: 20               # segments with fewer applicable queries are shown, not gated
+        label: answers found in the top 5   # optional wording for the PR comment
+      - metric: forbidden@5
+        max: 0                        # ceiling, for lower-is-better metrics (forbidden, redundancy, false_evidence)
+    defaults: {seed: 0, resamples: 2000, confidence: 0.95}
+    evaluate: {k: 5, level: chunk, doc_sep: "#"}   # how to score the runs (optional)
+
+See ``docs/gating.md`` for what each check means.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError, RankgateError
+
+__all__ = ["Gate", "GateConfig", "config_from_dict", "load_config", "parse_config"]
+
+TOP_KEYS = ("gates", "defaults", "evaluate")
+GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label")
+DEFAULT_KEYS = ("seed", "resamples", "confidence")
+EVALUATE_KEYS = ("k", "level", "doc_sep")
+SEVERITIES = ("error", "warning")
+ON = ("mean", "ci_lower", "ci_upper")
+UNBOUNDED = frozenset({"distinct_docs"})  # every other built-in metric lies in [0, 1]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One ship criterion. ``threshold`` is a floor, ``max`` a ceiling, ``regression_max`` the
+    largest allowed worsening from the baseline, in the metric's units (0.03 = 3 pp for shares)."""
+
+    name: str
+    metric: str
+    threshold: float | None = None
+    max: float | None = None
+    regression_max: float | None = None
+    severity: str = "error"
+    on: str = "mean"
+    segments: tuple[str, ...] = ()
+    min_queries: int = 1
+    label: str | None = None
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def title(self) -> str:
+        """How the PR comment names the gate's metric: the label, else ``retrieval <metric>``."""
+        return self.label or f"retrieval {self.metric}"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    gates: tuple[Gate, ...]
+    seed: int = 0
+    resamples: int = 2000
+    confidence: float = 0.95
+    evaluate: Mapping[str, Any] = field(default_factory=dict)
+    path: str | None = None
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric a gate needs, once, in config order."""
+        return tuple(dict.fromkeys(g.metric for g in self.gates))
+
+    @property
+    def segment_fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f for g in self.gates for f in g.segments))
+
+
+# -- a parsed tree that remembers lines ---------------------------------------------------------
+@dataclass
+class _Item:
+    value: Any  # dict[str, _Item] | list[_Item] | scalar
+    line: int | None
+
+
+def _from_yaml(node: Any, path: str) -> _Item:
+    import yaml
+
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, _Item] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if not isinstance(key, str):
+                raise ConfigError("has a key that is not a plain name", path=path, line=key_node.start_mark.line + 1)
+            if key in out:
+                raise ConfigError(f"key '{key}' appears twice in the same block", path=path,
+                                  line=key_node.start_mark.line + 1, hint="keep one")
+            item = _from_yaml(value_node, path)
+            item.line = key_node.start_mark.line + 1  # errors point at the key's line
+            out[key] = item
+        return _Item(out, line)
+    if isinstance(node, yaml.SequenceNode):
+        return _Item([_from_yaml(n, path) for n in node.value], line)
+    return _Item(yaml.constructor.SafeConstructor().construct_object(node), line)
+
+
+def _from_plain(value: Any) -> _Item:
+    if isinstance(value, Mapping):
+        return _Item({str(k): _from_plain(v) for k, v in value.items()}, None)
+    if isinstance(value, (list, tuple)):
+        return _Item([_from_plain(v) for v in value], None)
+    return _Item(value, None)
+
+
+# -- validation ---------------------------------------------------------------------------------
+class _Reader:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, key: str, line: int | None, message: str, hint: str | None = None) -> ConfigError:
+        return ConfigError(message, path=self.path, line=line, field=key, hint=hint)
+
+    def mapping(self, item: _Item, key: str, known: tuple[str, ...]) -> dict[str, _Item]:
+        if not isinstance(item.value, dict):
+            raise self.fail(key, item.line, f"must be a mapping of {', '.join(known)}; got {_show(item.value)}")
+        for name, sub in item.value.items():
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
+                raise self.fail(f"{key}.{name}" if key else name, sub.line, "is not a known key", hint)
+        return item.value
+
+    def number(self, item: _Item, key: str, *, share: bool, pp: bool = False) -> float:
+        v = item.value
+        if isinstance(v, str):
+            text = v.strip().lower().replace(" ", "")
+            suffix = "pp" if pp else "%"
+            m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)" + re.escape(suffix), text)
+            if m and share:
+                return float(m.group(1)) / 100.0
+            example = "3pp" if pp else "85%"
+            raise self.fail(key, item.line, f"must be a number; got {_show(v)}",
+                            f"write 0.85 or '{example}'" if share else "write a plain number")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise self.fail(key, item.line, f"must be a number; got {_show(v)}")
+        return float(v)
+
+    def integer(self, item: _Item, key: str, minimum: int) -> int:
+        v = item.value
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            raise self.fail(key, item.line, f"must be an integer >= {minimum}; got {_show(v)}")
+        return v
+
+    def choice(self, item: _Item, key: str, choices: tuple[str, ...]) -> str:
+        v = item.value
+        if v not in choices:
+            close = difflib.get_close_matches(str(v), choices, n=1, cutoff=0.5)
+            hint = f"did you mean '{close[0]}'?" if close else None
+            raise self.fail(key, item.line, f"must be one of {'|'.join(choices)}; got {_show(v)}", hint)
+        return v
+
+    def text(self, item: _Item, key: str) -> str:
+        if not isinstance(item.value, str) or not item.value.strip():
+            raise self.fail(key, item.line, f"must be a non-empty string; got {_show(item.value)}")
+        return item.value.strip()
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, dict):
+        return "a mapping"
+    if isinstance(v, list):
+        return "a list"
+    if v is None:
+        return "nothing (null)"
+    return f"{v!r} ({type(v).__name__})" if not isinstance(v, str) else repr(v)
+
+
+def _build(root: _Item, path: str) -> GateConfig:
+    from .compare import higher_is_better, metric_family
+    from .metrics import parse_metric
+
+    r = _Reader(path)
+    if root.value is None:
+        raise r.fail("gates", 1, "is required: the config has no gates", "start with 'gates:' and a list of gates")
+    top = r.mapping(root, "", TOP_KEYS)
+    if "gates" not in top:
+        raise r.fail("gates", root.line, "is required", "add 'gates:' with a list of gates")
+    gates_item = top["gates"]
+    if not isinstance(gates_item.value, list):
+        raise r.fail("gates", gates_item.line, f"must be a list of gates; got {_show(gates_item.value)}",
+                     "each gate starts with '- metric: …'")
+    if not gates_item.value:
+        raise r.fail("gates", gates_item.line, "must list at least one gate")
+
+    gates: list[Gate] = []
+    names: dict[str, int] = {}
+    for i, item in enumerate(gates_item.value):
+        at = f"gates[{i}]"
+        g = r.mapping(item, at, GATE_KEYS)
+        lines = {k: v.line for k, v in g.items() if v.line is not None}
+        if item.line is not None:
+            lines.setdefault("", item.line)
+        if "metric" not in g:
+            raise r.fail(f"{at}.metric", item.line, "is required", "e.g. metric: recall@5")
+        spec = r.text(g["metric"], f"{at}.metric")
+        try:
+            metric = str(parse_metric(spec))
+        except RankgateError as exc:
+            raise r.fail(f"{at}.metric", g["metric"].line, str(exc)) from None
+        bounded = metric_family(metric) not in UNBOUNDED
+        from .compare import is_share
+
+        share = is_share(metric)
+        name = r.text(g["name"], f"{at}.name") if "name" in g else metric
+        if name in names:
+            raise r.fail(f"{at}.name", lines.get("name", item.line), f"repeats the name {name!r} of gates[{names[name]}]",
+                         "give each gate its own name")
+        names[name] = i
+
+        values: dict[str, float | None] = {"threshold": None, "max": None, "regression_max": None}
+        for key in values:
+            if key in g:
+                v = r.number(g[key], f"{at}.{key}", share=share, pp=key == "regression_max")
+                low, high = (0.0, 1.0) if bounded else (0.0, math.inf)
+                if not low <= v <= high:
+                    raise r.fail(f"{at}.{key}", g[key].line, f"must be between 0 and 1 for {metric}; got {v!r}",
+                                 "shares are fractions: write 0.85 (or '85%') for 85%" if share else None)
+                values[key] = v
+        if values["threshold"] is not None and values["max"] is not None:
+            raise r.fail(f"{at}.max", g["max"].line, "cannot be combined with threshold in one gate",
+                         "threshold is a floor, max a ceiling; write two gates if you need both")
+        if all(v is None for v in values.values()):
+            raise r.fail(f"{at}", item.line, f"checks nothing for {metric}", "give threshold, max or regression_max")
+        hib = higher_is_better(metric)
+        if values["threshold"] is not None and not hib:
+            raise r.fail(f"{at}.threshold", g["threshold"].line, f"is a floor, but lower is better for {metric}",
+                         "use max: to set a ceiling (e.g. max: 0 demands it never happens)")
+        if values["max"] is not None and hib:
+            raise r.fail(f"{at}.max", g["max"].line, f"is a ceiling, but higher is better for {metric}",
+                         "use threshold: to set a floor")
+
+        severity = r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error"
+        on = r.choice(g["on"], f"{at}.on", ON) if "on" in g else "mean"
+        if on == "ci_lower" and values["max"] is not None:
+            raise r.fail(f"{at}.on", g["on"].line, "ci_lower goes with threshold (a floor)",
+                         "a ceiling (max) is checked against the upper bound: write on: ci_upper")
+        if on == "ci_upper" and values["threshold"] is not None:
+            raise r.fail(f"{at}.on", g["on"].line, "ci_upper goes with max (a ceiling)",
+                         "a floor (threshold) is checked against the lower bound: write on: ci_lower")
+        segments: tuple[str, ...] = ()
+        if "segments" in g:
+            s = g["segments"]
+            raw = [s] if isinstance(s.value, str) else s.value
+            if not isinstance(raw, list) or not all(isinstance(x, (str, _Item)) for x in raw):
+                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {_show(s.value)}")
+            segments = tuple(dict.fromkeys(
+                r.text(x if isinstance(x, _Item) else _Item(x, s.line), f"{at}.segments") for x in raw
+            ))
+        min_queries = r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1
+        label = r.text(g["label"], f"{at}.label") if "label" in g else None
+        gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
+                          segments, min_queries, label, lines))
+
+    seed, resamples, confidence = 0, 2000, 0.95
+    if "defaults" in top:
+        d = r.mapping(top["defaults"], "defaults", DEFAULT_KEYS)
+        if "seed" in d:
+            seed = r.integer(d["seed"], "defaults.seed", 0)
+        if "resamples" in d:
+            resamples = r.integer(d["resamples"], "defaults.resamples", 100)
+        if "confidence" in d:
+            confidence = r.number(d["confidence"], "defaults.confidence", share=True)
+            if not 0.5 <= confidence < 1.0:
+                raise r.fail("defaults.confidence", d["confidence"].line, f"must be at least 0.5 and below 1; got {confidence!r}",
+                             "e.g. 0.95 for 95% intervals")
+    evaluate: dict[str, Any] = {}
+    if "evaluate" in top:
+        e = r.mapping(top["evaluate"], "evaluate", EVALUATE_KEYS)
+        if "k" in e:
+            evaluate["k"] = r.integer(e["k"], "evaluate.k", 1)
+        if "level" in e:
+            evaluate["level"] = r.choice(e["level"], "evaluate.level", ("chunk", "doc"))
+        if "doc_sep" in e:
+            evaluate["doc_sep"] = r.text(e["doc_sep"], "evaluate.doc_sep")
+    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path)
+
+
+def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
+    """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise ConfigError(f"is not valid YAML: {exc.problem or exc.context}", path=path,
+                          line=None if mark is None else mark.line + 1) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"is not valid YAML: {exc}", path=path) from None
+    return _build(_Item(None, 1) if root is None else _from_yaml(root, path), path)
+
+
+def load_config(path: str) -> GateConfig:
+    """Read and validate a gate config file (YAML)."""
+    import os
+
+    try:
+        with open(os.fspath(path), encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise ConfigError("does not exist", path=str(path), hint="pass the gate config with --config") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot be read: {exc}", path=str(path)) from None
+    return parse_config(text, path=str(path))
+
+
+def config_from_dict(data: Mapping[str, Any], *, path: str = "<config>") -> GateConfig:
+    """Validate a config given as plain Python data (same rules, no line numbers)."""
+    return _build(_from_plain(data), path)

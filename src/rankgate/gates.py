@@ -1,0 +1,478 @@
+"""Release gates: a pure decision from ship criteria, the candidate's result and a baseline.
+
+:func:`decide` checks every gate of a :class:`~rankgate.gate_config.GateConfig` over all queries and
+over each segment the gate names, and returns a :class:`GateOutcome` (exit code 0 when every
+error-severity gate passes, 1 otherwise; warning-severity gates never change it). :func:`gate` is the
+Python entry that loads files, evaluates the runs and calls :func:`decide`.
+
+The checks of one gate (each over all queries, then each segment of its ``segments`` fields):
+
+``threshold`` (floor)
+    pass when the candidate's mean (``on: mean``) or the lower bound of its bootstrap interval
+    (``on: ci_lower``) is at least ``threshold``.
+``max`` (ceiling, for lower-is-better metrics such as ``forbidden@k``)
+    pass when the mean (``on: mean``) or the interval's upper bound (``on: ci_upper``) is at most ``max``.
+``regression_max`` against a baseline *run* (paired)
+    **fail only when the candidate is worse than the baseline by more than ``regression_max`` AND the
+    paired bootstrap interval of the change excludes zero.** A drop beyond the limit whose interval
+    still includes zero passes with a note ("within noise").
+``regression_max`` against a baseline *summary* (``summary.json``)
+    per-query values are not available, so no paired interval: fail when the mean dropped by more
+    than ``regression_max``. The outcome says so.
+
+Segments with fewer than ``min_queries`` applicable queries are reported but not gated. A value that
+cannot be computed (the metric applies to no query; an interval from fewer than 2 queries) fails the
+check when it is over all queries, and skips it for a segment, saying why. Comparisons allow 1e-9 of
+floating-point slack, so 0.85 meets a 0.85 floor however the mean was summed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .baseline import BaselineSummary, is_summary_file, load_baseline_summary
+from .compare import Comparison, QueryChange, compare, higher_is_better
+from .errors import ConfigError, UsageError
+from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
+from .results import EvaluationResult
+from .segments import SegmentSummary, display_field, field_key, segment_summary
+from .stats import metric_cis
+
+__all__ = [
+    "BaselineSummary",
+    "Check",
+    "Gate",
+    "GateConfig",
+    "GateOutcome",
+    "GateResult",
+    "SegmentMove",
+    "config_from_dict",
+    "decide",
+    "gate",
+    "load_baseline_summary",
+    "load_config",
+    "parse_config",
+    "worst_queries",
+]
+
+EPS = 1e-9
+NAN = math.nan
+
+
+def _clean(x: Any) -> Any:
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+# -- outcome ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    """One comparison of one gate, over all queries (``field is None``) or one segment.
+
+    ``value`` is what was compared to ``limit``: the mean or an interval bound (``threshold``,
+    ``max``), or the change from the baseline (``regression``; ``ci_low``/``ci_high`` are then the
+    change's interval, and ``limit`` the largest allowed worsening).
+    """
+
+    gate: str
+    kind: str  # threshold | max | regression
+    status: str  # pass | fail | skipped
+    metric: str
+    field: str | None = None
+    segment: str | None = None
+    n: int = 0
+    value: float = NAN
+    limit: float = NAN
+    mean: float = NAN
+    ci_low: float = NAN
+    ci_high: float = NAN
+    baseline: float = NAN
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class GateResult:
+    gate: Gate
+    status: str  # pass | fail (error severity) | warn (warning severity)
+    checks: tuple[Check, ...]
+
+    @property
+    def failures(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.status == "fail")
+
+
+@dataclass(frozen=True)
+class SegmentMove:
+    metric: str
+    field: str
+    segment: str
+    n: int
+    baseline: float
+    current: float
+    delta: float
+    ci_low: float = NAN
+    ci_high: float = NAN
+    verdict: str = ""
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """Everything the gate decided, and what a reviewer needs to see why. ``to_dict`` is the JSON."""
+
+    passed: bool
+    results: tuple[GateResult, ...]
+    baseline_kind: str  # run | summary | none
+    baseline_label: str
+    candidate_label: str
+    seed: int
+    n_resamples: int
+    confidence: float
+    summary: Mapping[str, Any]
+    movers: tuple[SegmentMove, ...] = ()
+    queries: tuple[QueryChange, ...] = ()
+    queries_kind: str = "regressed"  # regressed (vs a baseline run) | lowest (no per-query baseline)
+    notes: tuple[str, ...] = ()
+    counts: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (NaN as null). Its ``metrics`` and ``segments`` have the shape of
+        ``summary.json``, so a saved outcome serves as the next run's baseline summary."""
+        return {
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "baseline": {"kind": self.baseline_kind, "label": self.baseline_label},
+            "candidate": self.candidate_label,
+            "statistics": {"seed": self.seed, "resamples": self.n_resamples, "confidence": self.confidence},
+            "gates": [
+                {
+                    "name": r.gate.name,
+                    "metric": r.gate.metric,
+                    "title": r.gate.title,
+                    "severity": r.gate.severity,
+                    "on": r.gate.on,
+                    "threshold": r.gate.threshold,
+                    "max": r.gate.max,
+                    "regression_max": r.gate.regression_max,
+                    "segments": list(r.gate.segments),
+                    "status": r.status,
+                    "checks": [{k: _clean(v) for k, v in vars(c).items() if k != "gate"} for c in r.checks],
+                }
+                for r in self.results
+            ],
+            "metrics": self.summary.get("metrics", {}),
+            "segments": self.summary.get("segments", {}),
+            "segments_moved": [{k: _clean(v) for k, v in vars(m).items()} for m in self.movers],
+            "queries": {"kind": self.queries_kind, "items": [{k: _clean(v) for k, v in vars(q).items()} for q in self.queries]},
+            "notes": list(self.notes),
+            "counts": dict(self.counts),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+    def markdown(self) -> str:
+        """The PR comment (see :mod:`rankgate.report.comment`)."""
+        from .report.comment import comment_markdown
+
+        return comment_markdown(self)
+
+
+# -- decide -------------------------------------------------------------------------------------
+def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationResult | BaselineSummary | None = None,
+           *, baseline_label: str | None = None, candidate_label: str | None = None) -> GateOutcome:
+    """Check every gate of ``config`` on ``current`` (pure: no I/O, same inputs ⇒ same outcome)."""
+    if not isinstance(config, GateConfig):
+        raise UsageError("decide() needs a GateConfig (from rankgate.gates.load_config)")
+    if not isinstance(current, EvaluationResult):
+        raise UsageError("decide() needs the candidate's EvaluationResult (from rankgate.evaluate)")
+    for m in config.metrics:
+        if m not in current.values:
+            raise UsageError(f"the candidate result has no {m}; evaluate it with every metric of the gate config")
+    fields = {f: _field(config, current, f) for f in config.segment_fields}
+    seed, B, conf = config.seed, config.resamples, config.confidence
+    cis = metric_cis(current, seed=seed, n_resamples=B, confidence=conf, metrics=config.metrics)
+    segs = (segment_summary(current, list(dict.fromkeys(fields.values())), metrics=config.metrics, seed=seed,
+                            n_resamples=B, confidence=conf) if fields else None)
+    cmp: Comparison | None = None
+    notes: list[str] = []
+    if isinstance(baseline, EvaluationResult):
+        cmp = compare(baseline, current, metrics=config.metrics, by=list(dict.fromkeys(fields.values())), seed=seed,
+                      n_resamples=B, n_permutations=0, confidence=conf, primary=_primary_metric(config, None),
+                      baseline_label=baseline_label, candidate_label=candidate_label)
+        kind, blabel = "run", cmp.baseline_label
+        if cmp.only_in_baseline or cmp.only_in_candidate:
+            notes.append(f"{len(cmp.only_in_baseline)} queries only in the baseline and {len(cmp.only_in_candidate)} "
+                         "only in the candidate were left out of the paired comparison")
+    elif isinstance(baseline, BaselineSummary):
+        kind, blabel = "summary", baseline_label or os.path.basename(baseline.source)
+        notes.append("The baseline is a summary (means only): regressions are judged on the change in means, "
+                     "without a paired confidence interval.")
+    elif baseline is None:
+        kind, blabel = "none", ""
+        if any(g.regression_max is not None for g in config.gates):
+            notes.append("No baseline given: regression limits were not checked.")
+    else:
+        raise UsageError(f"baseline must be an EvaluationResult, a BaselineSummary or None; got {type(baseline).__name__}")
+
+    results = []
+    for g in config.gates:
+        checks = _checks_for(g, config, current, cis, segs, fields, cmp, baseline if kind == "summary" else None)
+        failed = any(c.status == "fail" for c in checks)
+        status = "pass" if not failed else ("fail" if g.severity == "error" else "warn")
+        results.append(GateResult(g, status, tuple(checks)))
+    passed = not any(r.status == "fail" for r in results)
+    primary = _primary_metric(config, results)
+    summary = _summary(current, config.metrics, cis, segs)
+    movers = _movers(config, current, cmp, segs, baseline if kind == "summary" else None, summary)
+    if cmp is not None:
+        queries, qkind = cmp.regressions, "regressed"
+        if primary != cmp.primary:  # list the queries of the metric that failed
+            queries = compare(baseline, current, metrics=[primary], n_resamples=0, n_permutations=0).regressions
+    else:
+        queries, qkind = worst_queries(current, primary), "lowest"
+    counts = {
+        "evaluated": len(current.query_ids),
+        "missing_from_run": list(current.missing_from_run),
+        "not_in_gold": len(current.not_in_gold),
+        "no_answer": len(current.no_answer),
+    }
+    return GateOutcome(passed, tuple(results), kind, blabel, _run_label(current, candidate_label), seed, B, conf,
+                       summary, movers, tuple(queries[:10]), qkind, tuple(notes), counts)
+
+
+def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:
+    try:
+        return field_key(current, name)
+    except UsageError as exc:
+        g = next(g for g in config.gates if name in g.segments)
+        i = config.gates.index(g)
+        raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"), field=f"gates[{i}].segments") from None
+
+
+def _run_label(result: EvaluationResult, given: str | None) -> str:
+    if given:
+        return given
+    run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
+    return os.path.basename(str(run["path"])) if isinstance(run, Mapping) and run.get("path") else "candidate"
+
+
+def _scopes(g: Gate, fields: Mapping[str, str], segs: SegmentSummary | None):
+    yield None, None
+    if segs is None:
+        return
+    for name in g.segments:
+        key = fields[name]
+        for row in segs.rows:
+            if row.field == key and row.metric == g.metric:
+                yield key, row.label
+
+
+def _checks_for(g: Gate, config: GateConfig, current: EvaluationResult, cis, segs, fields, cmp, summary) -> list[Check]:
+    out: list[Check] = []
+    hib = higher_is_better(g.metric)
+    conf = f"{config.confidence:.0%} CI"
+    for key, label in _scopes(g, fields, segs):
+        if key is None:
+            s = current.summary(g.metric)
+            mean, n, (lo, hi) = s.mean, s.n, cis[g.metric]
+        else:
+            row = segs.get(key, label, g.metric)
+            mean, n, lo, hi = row.mean, row.n, row.ci_low, row.ci_high
+        base = Check(g.name, "", "pass", g.metric, key, label, n, mean=mean, ci_low=lo, ci_high=hi)
+        small = key is not None and n < g.min_queries
+        for kind, limit in (("threshold", g.threshold), ("max", g.max)):
+            if limit is None:
+                continue
+            value = mean if g.on == "mean" else (lo if g.on == "ci_lower" else hi)
+            c = {"kind": kind, "limit": limit, "value": value}
+            if small:
+                out.append(_with(base, status="skipped", note=f"only {n} queries (min_queries {g.min_queries}): not gated", **c))
+            elif math.isnan(value):
+                why = ("the metric applies to no query" if n == 0 else
+                       f"no {conf}: needs at least 2 queries and resamples > 0")
+                out.append(_with(base, status="fail" if key is None else "skipped", note=why, **c))
+            else:
+                ok = value >= limit - EPS if kind == "threshold" else value <= limit + EPS
+                out.append(_with(base, status="pass" if ok else "fail", **c))
+        if g.regression_max is not None:
+            out.append(_regression(g, base, hib, small, cmp, summary, conf))
+    return out
+
+
+def _with(check: Check, **changes: Any) -> Check:
+    from dataclasses import replace
+
+    return replace(check, **changes)
+
+
+def _regression(g: Gate, base: Check, hib: bool, small: bool, cmp: Comparison | None,
+                summary: BaselineSummary | None, conf: str) -> Check:
+    limit = g.regression_max
+    c = _with(base, kind="regression", limit=limit, ci_low=NAN, ci_high=NAN)
+    if small:
+        return _with(c, status="skipped", note=f"only {base.n} queries (min_queries {g.min_queries}): not gated")
+    if cmp is not None:
+        row = cmp.row(g.metric, base.field, base.segment)
+        if row is None or row.n == 0:
+            return _with(c, status="skipped", note="no query where the metric applies in both runs")
+        worse = -row.delta if hib else row.delta
+        c = _with(c, n=row.n, mean=row.candidate, baseline=row.baseline, value=row.delta, ci_low=row.ci_low, ci_high=row.ci_high)
+        if worse <= limit + EPS:
+            return c
+        if math.isnan(row.ci_low):
+            return _with(c, note=f"beyond the limit, but too few queries for a {conf}: not established")
+        real = row.ci_high < 0 if hib else row.ci_low > 0
+        if real:
+            return _with(c, status="fail")
+        return _with(c, note=f"beyond the limit but within noise: the {conf} of the change includes 0")
+    if summary is not None:
+        st = summary.lookup(g.metric, base.field, base.segment)
+        if st is None or math.isnan(st.mean):
+            where = "" if base.field is None else f" for {display_field(base.field)} = {base.segment}"
+            return _with(c, status="skipped", note=f"the baseline summary has no {g.metric}{where}")
+        if math.isnan(base.mean):
+            return _with(c, status="fail" if base.field is None else "skipped", note="the metric applies to no query")
+        delta = base.mean - st.mean
+        worse = -delta if hib else delta
+        c = _with(c, baseline=st.mean, value=delta, note="baseline summary: change in means, no paired test")
+        return _with(c, status="fail" if worse > limit + EPS else "pass")
+    return _with(c, status="skipped", note="no baseline given")
+
+
+def _primary_metric(config: GateConfig, results) -> str:
+    if results:
+        for wanted in ("fail", "warn"):
+            for r in results:
+                if r.status == wanted:
+                    return r.gate.metric
+    return config.gates[0].metric
+
+
+def worst_queries(current: EvaluationResult, metric: str, top: int = 10) -> tuple[QueryChange, ...]:
+    """The worst-scoring queries (no per-query baseline to compare with); perfect ones are left out."""
+    from .compare import metric_family
+    from .gate_config import UNBOUNDED
+
+    v = current.values[metric]
+    hib = higher_is_better(metric)
+    bounded = metric_family(metric) not in UNBOUNDED
+    idx = [i for i in np.flatnonzero(~np.isnan(v)).tolist()
+           if not (hib and bounded and v[i] >= 1.0) and not (not hib and v[i] <= 0.0)]
+    idx.sort(key=lambda i: ((1.0 if hib else -1.0) * float(v[i]), current.query_ids[i]))
+    ranks = current.first_relevant_rank
+    missing = set(current.missing_from_run)
+    return tuple(
+        QueryChange(current.query_ids[i], metric, NAN, float(v[i]), NAN, None,
+                    None if ranks is None else int(ranks[i]),
+                    "missing from the run" if current.query_ids[i] in missing else "")
+        for i in idx[:top]
+    )
+
+
+def _summary(current: EvaluationResult, metrics, cis, segs: SegmentSummary | None) -> dict[str, Any]:
+    def clean(x: float) -> float | None:
+        return None if math.isnan(x) else x
+
+    out: dict[str, Any] = {"metrics": {}}
+    for m in metrics:
+        s = current.summary(m)
+        out["metrics"][m] = {"mean": clean(s.mean), "n": s.n, "ci_low": clean(cis[m][0]), "ci_high": clean(cis[m][1])}
+    out["segments"] = segs.to_dict() if segs is not None else {}
+    return out
+
+
+def _movers(config: GateConfig, current: EvaluationResult, cmp, segs, summary, cur_summary, top: int = 5):
+    moves: list[SegmentMove] = []
+    if cmp is not None:
+        for r in cmp.rows:
+            if r.field is not None and r.n > 0:
+                moves.append(SegmentMove(r.metric, r.field, r.segment, r.n, r.baseline, r.candidate, r.delta,
+                                         r.ci_low, r.ci_high, r.verdict(config.confidence)))
+    elif segs is not None:
+        gated = {(g.metric, field_key(current, f)) for g in config.gates for f in g.segments}
+        for r in segs.rows:
+            if r.n == 0 or (r.metric, r.field) not in gated:
+                continue
+            if summary is not None:
+                st = summary.lookup(r.metric, r.field, r.label)
+                b = NAN if st is None else st.mean
+            else:
+                b = cur_summary["metrics"][r.metric]["mean"]
+                b = NAN if b is None else b
+            moves.append(SegmentMove(r.metric, r.field, r.label, r.n, b, r.mean, r.mean - b))
+    moves = [m for m in moves if not math.isnan(m.delta)]
+
+    def badness(m: SegmentMove) -> tuple:
+        worse = -m.delta if higher_is_better(m.metric) else m.delta
+        return (-abs(m.delta) if cmp is not None or summary is not None else -worse, -worse, m.metric, m.field, m.segment)
+
+    moves.sort(key=badness)
+    return tuple(moves[:top])
+
+
+# -- the Python entry ---------------------------------------------------------------------------
+def gate(
+    config: Any,
+    gold: Any,
+    candidate: Any,
+    baseline: Any = None,
+    *,
+    baseline_label: str | None = None,
+    candidate_label: str | None = None,
+    **evaluate_kwargs: Any,
+) -> GateOutcome:
+    """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate.
+
+    Args:
+        config: a path to the YAML config, a :class:`GateConfig`, or the same content as a dict.
+        gold: a path or a loaded gold set (as :func:`rankgate.evaluate` takes).
+        candidate: a run (path or loaded) or an :class:`EvaluationResult`.
+        baseline: ``None``; a run (path or loaded) or an :class:`EvaluationResult` for a paired
+            comparison; or a ``summary.json`` path, a :class:`BaselineSummary`, or its dict.
+        baseline_label, candidate_label: how the comment names the two (default: file names).
+        evaluate_kwargs: override the config's ``evaluate`` options (``k``, ``level``, ``doc_sep``,
+            ``gold_format``, ``run_format``…), passed on to :func:`rankgate.evaluate`.
+    """
+    from .data import load_gold
+    from .engine import evaluate
+
+    if isinstance(config, GateConfig):
+        cfg = config
+    elif isinstance(config, Mapping):
+        cfg = config_from_dict(config)
+    elif isinstance(config, (str, os.PathLike)):
+        cfg = load_config(os.fspath(config))
+    else:
+        raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")
+    options = {**cfg.evaluate, **evaluate_kwargs}
+    gold_format = options.pop("gold_format", None)
+    loaded_gold = None
+
+    def result_of(run: Any) -> EvaluationResult:
+        nonlocal loaded_gold
+        if isinstance(run, EvaluationResult):
+            return run
+        if loaded_gold is None:
+            loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(os.fspath(gold), format=gold_format)
+        return evaluate(loaded_gold, run, list(cfg.metrics), **options)
+
+    base_obj: EvaluationResult | BaselineSummary | None
+    if baseline is None or isinstance(baseline, (EvaluationResult, BaselineSummary)):
+        base_obj = baseline
+    elif isinstance(baseline, Mapping) and isinstance(baseline.get("metrics"), Mapping):
+        base_obj = BaselineSummary.from_dict(baseline)
+    elif isinstance(baseline, (str, os.PathLike)) and is_summary_file(os.fspath(baseline)):
+        base_obj = load_baseline_summary(os.fspath(baseline))
+    else:
+        base_obj = result_of(baseline)
+    return decide(cfg, result_of(candidate), base_obj, baseline_label=baseline_label, candidate_label=candidate_label)

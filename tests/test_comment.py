@@ -1,0 +1,157 @@
+"""The PR comment: wording, golden output, escaping, and the size limit."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from rankgate.gates import decide, parse_config
+from rankgate.report.comment import MARKER, MAX_BYTES, comment_markdown, gate_sentences
+from rankgate.results import EvaluationResult
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("RANKGATE_UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == text, f"{name} differs; rerun with RANKGATE_UPDATE_GOLDEN=1 and review the diff"
+
+
+def check(**over):
+    base = {"kind": "regression", "status": "fail", "metric": "recall@5", "field": None, "segment": None, "n": 200,
+            "value": -0.06, "limit": 0.03, "mean": 0.81, "ci_low": -0.081, "ci_high": -0.039, "baseline": 0.87, "note": ""}
+    return {**base, **over}
+
+
+def outcome(gates, kind="run"):
+    return {
+        "passed": not any(g["status"] == "fail" for g in gates),
+        "exit_code": 1 if any(g["status"] == "fail" for g in gates) else 0,
+        "baseline": {"kind": kind, "label": "main"},
+        "candidate": "feature-branch",
+        "statistics": {"seed": 0, "resamples": 2000, "confidence": 0.95},
+        "gates": gates,
+        "metrics": {"recall@5": {"mean": 0.81, "n": 200, "ci_low": 0.755, "ci_high": 0.865}},
+        "segments": {},
+        "segments_moved": [],
+        "queries": {"kind": "regressed", "items": []},
+        "notes": [],
+        "counts": {"evaluated": 210, "missing_from_run": [], "no_answer": 10, "not_in_gold": 0},
+    }
+
+
+def gate_dict(checks, status="fail", **over):
+    g = {"name": "retrieval_recall_at_5", "metric": "recall@5", "title": "retrieval recall@5", "severity": "error",
+         "on": "mean", "threshold": None, "max": None, "regression_max": 0.03, "segments": [], "status": status,
+         "checks": checks}
+    return {**g, **over}
+
+
+def test_the_headline_sentence_a_reviewer_reads():
+    o = outcome([gate_dict([check()])])
+    assert gate_sentences(o) == [
+        "❌ retrieval recall@5 dropped from 87.0% to 81.0% (−6.0 pp, 95% CI −8.1 to −3.9 pp; limit −3 pp)."]
+    md = comment_markdown(o)
+    assert md.startswith(MARKER + "\n## ❌ Retrieval gate failed: 1 of 1 blocking gates\n")
+    assert "excludes zero" in md  # the regression rule is stated in the comment
+
+
+def test_sentences_for_floors_ceilings_warnings_segments_and_noise():
+    floor = gate_dict([check(kind="threshold", value=0.81, limit=0.85, ci_low=0.755, ci_high=0.865)],
+                      threshold=0.85, regression_max=None)
+    ci_floor = gate_dict([check(kind="threshold", value=0.755, limit=0.85, ci_low=0.755, ci_high=0.865)],
+                         threshold=0.85, regression_max=None, on="ci_lower", name="ci", title="answers in the top 5")
+    ceiling = gate_dict([check(kind="max", metric="forbidden@5", value=0.02, mean=0.02, limit=0.0, ci_low=0.005, ci_high=0.04)],
+                        metric="forbidden@5", title="retrieval forbidden@5", max=0.0, regression_max=None,
+                        severity="warning", status="warn", name="forbidden")
+    segment = gate_dict([check(status="pass", value=0.01, ci_low=-0.01, ci_high=0.03),
+                         check(field="tags.lang", segment="de", value=-0.125, mean=0.75, baseline=0.875,
+                               ci_low=-0.2, ci_high=-0.05)], name="seg")
+    noise = gate_dict([check(status="pass", value=-0.05, mean=0.82, ci_low=-0.1, ci_high=0.01,
+                             note="beyond the limit but within noise: the 95% CI of the change includes 0")],
+                      status="pass", name="noisy", title="retrieval hit@5", metric="hit@5")
+    s = gate_sentences(outcome([floor, ci_floor, ceiling, segment, noise]), markdown=False)
+    assert s == [
+        "❌ retrieval recall@5 (gate retrieval_recall_at_5) is 81.0% (95% CI 75.5% to 86.5%), below the 85% floor.",
+        "❌ answers in the top 5: the lower end of its 95% CI is 75.5%, below the 85% floor (mean 81.0%, 95% CI 75.5% to 86.5%).",
+        "❌ retrieval recall@5 (gate seg) for lang = de dropped from 87.5% to 75.0% (−12.5 pp, 95% CI −20.0 to −5.0 pp; limit −3 pp).",
+        "⚠️ retrieval forbidden@5 is 2.0% (95% CI 0.5% to 4.0%), above the 0% ceiling. (warning: does not block)",
+        ("ℹ️ retrieval hit@5 dropped from 87.0% to 82.0% (−5.0 pp, 95% CI −10.0 to +1.0 pp; limit −3 pp): beyond the "
+         "limit, but the 95% CI of the change includes 0, so it is within noise and does not fail."),
+    ]
+
+
+def test_summary_baselines_say_no_paired_interval_was_used():
+    c = check(ci_low=None, ci_high=None, note="baseline summary: change in means, no paired test")
+    md = comment_markdown(outcome([gate_dict([c])], kind="summary"))
+    assert "(−6.0 pp; limit −3 pp; compared with the baseline's mean)" in md
+    assert "there is no paired confidence interval" in md
+
+
+def test_user_text_is_escaped():
+    o = outcome([gate_dict([check()], name="a|b <script>", title="recall | <b>top</b>")])
+    o["queries"]["items"] = [{"query_id": "q|1 <img src=x>", "metric": "recall@5", "baseline": 1.0, "candidate": 0.0,
+                              "delta": -1.0, "baseline_rank": 1, "candidate_rank": 0, "note": ""}]
+    md = comment_markdown(o)
+    assert "<script>" not in md and "<img" not in md and "<b>" not in md
+    assert "a\\|b &lt;script&gt;" in md and "q\\|1 &lt;img src=x&gt;" in md
+
+
+def test_the_comment_stays_under_the_size_limit_whatever_the_input():
+    checks = [check(field="intent", segment=f"segment-{i:05d}-" + "x" * 60) for i in range(3000)]
+    gates = [gate_dict(copy.deepcopy(checks[:300]), name=f"gate_{j:04d}" + "y" * 50) for j in range(200)]
+    o = outcome(gates)
+    o["segments_moved"] = [{"metric": "recall@5", "field": "intent", "segment": f"s{i}", "n": 5, "baseline": 0.9,
+                            "current": 0.5, "delta": -0.4, "ci_low": None, "ci_high": None, "verdict": "worse"}
+                           for i in range(5000)]
+    md = comment_markdown(o)
+    assert len(md.encode("utf-8")) <= MAX_BYTES
+    assert md.startswith(MARKER)
+    assert "more rows not shown" in md and "more (see the table" in md
+
+
+def make_results():
+    rng = np.random.default_rng(42)
+    n = 120
+    lang = tuple("de" if i % 4 == 0 else "en" for i in range(n))
+    base = (rng.random(n) < 0.88).astype(float)
+    cand = base.copy()
+    cand[[i for i in range(n) if lang[i] == "de"][:8]] = 0.0
+    ranks_b = np.where(base > 0, 1 + (np.arange(n) % 3), 0)
+    ranks_c = np.where(cand > 0, ranks_b, 0)
+    ids = tuple(f"q{i:03d}" for i in range(n))
+    b = EvaluationResult(ids, ("recall@5",), {"recall@5": base}, {"tags.lang": lang}, ranks_b,
+                         inputs={"run": {"path": "runs/main.jsonl"}})
+    c = EvaluationResult(ids, ("recall@5",), {"recall@5": cand}, {"tags.lang": lang}, ranks_c,
+                         missing_from_run=("q004",), inputs={"run": {"path": "runs/pr-1234.jsonl"}})
+    return b, c
+
+
+CONFIG = """\
+gates:
+  - name: retrieval_recall_at_5
+    metric: recall@5
+    threshold: 0.80
+    regression_max: 0.03
+    segments: [lang]
+  - name: recall_floor_ci
+    metric: recall@5
+    threshold: 0.70
+    on: ci_lower
+    severity: warning
+defaults: {seed: 0, resamples: 1000}
+"""
+
+
+def test_golden_comment_against_a_baseline_run():
+    base, cand = make_results()
+    out = decide(parse_config(CONFIG, path="ship-criteria.yaml"), cand, base)
+    md = out.markdown()
+    check_golden("gate_comment.md", md)
+    assert comment_markdown(json.loads(out.to_json())) == md  # re-rendered from the --json file: same text
