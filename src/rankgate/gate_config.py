@@ -244,7 +244,7 @@ def _build(root: _Item, path: str) -> GateConfig:
         hib = higher_is_better(metric)
         if values["threshold"] is not None and not hib:
             raise r.fail(f"{at}.threshold", g["threshold"].line, f"is a floor, but lower is better for {metric}",
-                         "use max: to set a ceiling (e.g. max: 0 demands it never happens)")
+                         "use max: to set a ceiling; max: 0 demands it never happens")
         if values["max"] is not None and hib:
             raise r.fail(f"{at}.max", g["max"].line, f"is a ceiling, but higher is better for {metric}",
                          "use threshold: to set a floor")
