@@ -248,15 +248,13 @@ class WRecall(MetricDefinition):
 class Judged(MetricDefinition):
     name = "judged"
     applies = "all"
-    summary = "Share of the retrieved top-k items that have a judgement (any grade); NaN if nothing was retrieved."
-    formula = "judged@k = |{d ∈ D_k : d judged}| / min(k, |ranking|)  (low values: the gold set is going stale)"
+    summary = "Share of the top k that has a judgement (any grade); a short ranking counts its empty slots as unjudged."
+    formula = "judged@k = |{d ∈ D_k : d judged}| / k  (as ir_measures Judged@k; trec_eval unj_k counts the rest)"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
         judged = ctx.seg_sum(~np.isnan(ctx.grade) & ctx.within(k))
-        denom = np.minimum(k, ctx.n_retrieved)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return ctx.finish(judged / denom, metric, applicable=denom > 0)
+        return ctx.finish(judged / k, metric)
 
     def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
-        top = q.top(k)
-        return sum(1 for d in top if d in q.judgements) / len(top) if top else math.nan
+        assert k is not None
+        return sum(1 for d in q.top(k) if d in q.judgements) / k
