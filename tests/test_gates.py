@@ -324,6 +324,12 @@ def test_gate_command_exit_codes_files_and_step_summary(tmp_path, monkeypatch, c
     text = step.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n") and text.count("<!-- rankgate:gate -->") == 2
 
+    again = tmp_path / "again.json"  # same inputs and seed: byte-identical outcome, intervals included
+    main(common + ["--candidate", str(DATA / "cand.jsonl"), "--baseline", str(tmp_path / "baseline.json"),
+                   "--json", str(again), "--no-step-summary"])
+    capsys.readouterr()
+    assert again.read_bytes() == outcome.read_bytes()
+
     bad = tmp_path / "bad.yaml"
     bad.write_text("gates:\n  - metric: recall@5\n    treshold: 0.8\n", encoding="utf-8")
     assert main(["gate", "--config", str(bad), "--gold", str(DATA / "gold.jsonl"), "--candidate", str(DATA / "cand.jsonl")]) == 2
