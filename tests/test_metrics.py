@@ -1,0 +1,234 @@
+"""Every metric: the fast kernel equals the readable reference; properties a metric must have."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rankgate
+from rankgate.metrics import all_metrics, parse_metric
+from rankgate.metrics.context import QueryView
+
+SPECS = [
+    "hit@3", "recall@5", "recall(rel=2)@5", "precision@3", "mrr", "mrr@3", "ndcg", "ndcg@5", "ndcg(gain=exp)@5",
+    "map", "map@4", "rprec", "wrecall@5", "judged@4", "forbidden@3", "fresh@3", "containment@3",
+    "coverage_entities@5", "distinct_docs@4", "redundancy@4", "novelty@4", "novelty(overlap=0.3)@4",
+    "false_evidence@3", "false_evidence(min_score=1.0)@3", "recall", "precision", "hit",
+]
+WORDS = ["export", "free", "plan", "csv", "refund", "invoice", "api", "key", "rate", "limit"]
+DOCS = [f"doc{d}#c{c}" for d in range(4) for c in range(3)]
+
+
+@st.composite
+def queries(draw):
+    """Gold and run records for a few queries, with text, versions and the RAG fields."""
+    gold, run = [], []
+    for q in range(draw(st.integers(1, 5))):
+        qid = f"q{q}"
+        no_answer = draw(st.integers(0, 4)) == 0
+        judged = {} if no_answer else draw(st.dictionaries(st.sampled_from(DOCS), st.integers(1, 3), min_size=1, max_size=4))
+        extra_neg = draw(st.dictionaries(st.sampled_from(DOCS), st.integers(-1, 0), max_size=2))
+        for d, g in extra_neg.items():
+            judged.setdefault(d, g)
+        rec = {"query_id": qid, "relevant_chunks": [{"chunk_id": d, "grade": g} for d, g in judged.items()]}
+        if no_answer:
+            rec["no_answer"] = True
+        if draw(st.booleans()):
+            rec["must_not_retrieve"] = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=2, unique=True))
+        if draw(st.booleans()):
+            rec["as_of"] = "2026-03-01"
+        if draw(st.booleans()):
+            rec["expected_answer"] = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=2)))
+        if draw(st.booleans()):
+            rec["entities"] = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3, unique=True))
+        if draw(st.booleans()):
+            rec["k"] = draw(st.integers(1, 6))
+        gold.append(rec)
+        if draw(st.integers(0, 5)) > 0:
+            ids = draw(st.lists(st.sampled_from(DOCS), unique=True, max_size=8))
+            items = []
+            for d in ids:
+                items.append({
+                    "chunk_id": d,
+                    "score": draw(st.integers(0, 6)) / 2,
+                    "doc_version": draw(st.sampled_from(["2025-12-01", "2026-03-01", "2026-06-01"])),
+                    "text": " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6))),
+                })
+            run.append({"query_id": qid, "topk": items})
+    if not run:
+        run.append({"query_id": "not-in-gold", "topk": []})
+    return gold, run
+
+
+def ranked(items):
+    # The ranking rule, spelled out: score descending, then id descending.
+    return sorted(items, key=lambda it: (-it["score"], tuple(-b for b in it["chunk_id"].encode())))
+
+
+def view(gold_rec, run_rec, default_k, run_has_items=True):
+    items = ranked(run_rec["topk"]) if run_rec else []
+    judged = {j["chunk_id"]: j["grade"] for j in gold_rec["relevant_chunks"]}
+    return QueryView(
+        ranking=[it["chunk_id"] for it in items],
+        judgements=judged,
+        k=gold_rec.get("k", default_k),
+        scores=[it["score"] for it in items],
+        # A run with no item at all has no text or version column: those metrics are n/a.
+        doc_versions=[it["doc_version"] for it in items] if run_has_items else None,
+        texts=[it["text"] for it in items] if run_has_items else None,
+        must_not_retrieve=gold_rec.get("must_not_retrieve"),
+        as_of=gold_rec.get("as_of"),
+        expected_answer=gold_rec.get("expected_answer"),
+        entities=gold_rec.get("entities"),
+        answerable=any(g >= 1 for g in judged.values()),
+        doc_of=lambda c: c.split("#")[0],
+    )
+
+
+def reference_value(spec, q: QueryView) -> float:
+    metric = parse_metric(spec)
+    d = metric.definition
+    k = q.cutoff(metric, metric.k)
+    value = d.reference(q, metric, k)
+    if d.applies == "answerable":
+        rel = metric.param("rel") if "rel" in d.params else 1
+        if not q.relevant(rel) or not q.answerable:
+            return math.nan
+    if d.applies == "no_answer" and q.answerable:
+        return math.nan
+    return value
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries())
+def test_kernel_equals_reference(data):
+    gold, run = data
+    result = rankgate.evaluate(gold, run, SPECS, k=3)
+    runs = {r["query_id"]: r for r in run}
+    has_items = any(r["topk"] for r in run)
+    for i, g in enumerate(gold):
+        q = view(g, runs.get(g["query_id"]), 3, has_items)
+        for spec in SPECS:
+            got = result[spec][i]
+            want = reference_value(spec, q)
+            if math.isnan(want):
+                assert math.isnan(got), (spec, g["query_id"], got)
+            else:
+                assert got == pytest.approx(want, abs=1e-12), (spec, g["query_id"], got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(queries(), st.randoms(use_true_random=False))
+def test_bounded_and_invariant_to_input_order(data, rnd):
+    gold, run = data
+    specs = [s for s in SPECS if not s.startswith("distinct_docs")]
+    a = rankgate.evaluate(gold, run, specs)
+    shuffled_run = [dict(r, topk=rnd.sample(r["topk"], len(r["topk"]))) for r in run]
+    rnd.shuffle(shuffled_run)
+    b = rankgate.evaluate(gold, shuffled_run, specs)
+    for spec in specs:
+        va, vb = a[spec], b[spec]
+        assert np.array_equal(va, vb, equal_nan=True), spec
+        ok = ~np.isnan(va)
+        assert ((va[ok] >= 0) & (va[ok] <= 1)).all(), spec
+
+
+@settings(max_examples=100, deadline=None)
+@given(queries())
+def test_monotone_in_k(data):
+    gold, run = data
+    for name in ("hit", "recall", "wrecall", "mrr", "map"):
+        specs = [f"{name}@{k}" for k in range(1, 9)]
+        res = rankgate.evaluate(gold, run, specs)
+        stack = np.vstack([res[s] for s in specs])
+        ok = ~np.isnan(stack[0])
+        assert (np.diff(stack[:, ok], axis=0) >= -1e-15).all(), name
+
+
+def test_seed_worked_example():
+    gold = [{"query_id": "q", "relevant": ["doc-3", "doc-9"]}]
+    run = [{"query_id": "q", "retrieved": ["doc-7", "doc-3", "doc-1", "doc-9", "doc-2"]}]
+    r = rankgate.evaluate(gold, run, ["hit@5", "recall@5", "mrr", "ndcg@5"])
+    assert r.means["hit@5"] == 1.0
+    assert r.means["recall@5"] == 1.0
+    assert r.means["mrr"] == 0.5
+    assert r.means["ndcg@5"] == pytest.approx(0.65, abs=0.005)
+
+
+def test_every_metric_has_definition_and_reference():
+    for d in all_metrics():
+        assert d.summary and d.formula, d.name
+        assert type(d).reference is not rankgate.MetricDefinition.reference, d.name
+
+
+@pytest.mark.parametrize("text", ["recall@5", "mrr", "ndcg@10", "ndcg(gain=exp)@10", "recall(rel=2)@10",
+                                  "novelty(overlap=0.25)@5", "false_evidence(min_score=0.5)@3", "rprec", "map"])
+def test_spec_round_trip(text):
+    m = parse_metric(text)
+    assert str(m) == text
+    assert parse_metric(str(m)) == m
+
+
+@pytest.mark.parametrize("alias,canonical", [("P@10", "precision@10"), ("P_10", "precision@10"), ("ndcg_cut_10", "ndcg@10"),
+                                             ("success@5", "hit@5"), ("recip_rank", "mrr"), ("nDCG@3", "ndcg@3"),
+                                             ("ndcg(gain=linear)@3", "ndcg@3")])
+def test_aliases_print_canonical(alias, canonical):
+    assert str(parse_metric(alias)) == canonical
+
+
+@pytest.mark.parametrize("bad,message", [
+    ("ndgc@10", "did you mean 'ndcg@10'"), ("recall@0", "positive integer"), ("rprec@5", "takes no cutoff"),
+    ("ndcg(gain=foo)@3", "linear|exp"), ("recall(x=1)@3", "no parameter 'x'"), ("recall(rel=0)@3", ">= 1"),
+    ("recall@", "cannot parse"),
+])
+def test_bad_specs(bad, message):
+    with pytest.raises(rankgate.errors.MetricSpecError, match=message.replace("|", r"\|").replace("(", r"\(")):
+        parse_metric(bad)
+
+
+def test_per_query_k_overrides_command_k():
+    gold = [{"query_id": "a", "relevant": ["x"], "k": 1}, {"query_id": "b", "relevant": ["x"]}]
+    run = [{"query_id": "a", "retrieved": ["y", "x"]}, {"query_id": "b", "retrieved": ["y", "x"]}]
+    r = rankgate.evaluate(gold, run, ["recall", "recall@2"], k=2)
+    assert r["recall"].tolist() == [0.0, 1.0]  # a uses its own k=1; b uses the command's k=2
+    assert r["recall@2"].tolist() == [1.0, 1.0]  # an explicit @k wins over both
+
+
+def test_user_metric_plugs_in():
+    from rankgate.metrics import MetricDefinition, register
+
+    class FirstScore(MetricDefinition):
+        name = "top_score_is_two"
+        applies = "all"
+        cutoff = "never"
+        summary = "test metric"
+        formula = "1 if the top score is 2"
+
+        def compute(self, ctx, metric, k):
+            out = np.zeros(ctx.nq)
+            for i in range(ctx.nq):
+                if ctx.offsets[i + 1] > ctx.offsets[i]:
+                    out[i] = float(ctx.score[ctx.offsets[i]] == 2.0)
+            return out
+
+        def reference(self, q, metric, k):
+            return float(bool(q.scores) and q.scores[0] == 2.0)
+
+    register(FirstScore)
+    r = rankgate.evaluate({"a": {"x": 1}}, {"a": {"x": 2.0, "y": 1.0}}, ["top_score_is_two"])
+    assert r.means["top_score_is_two"] == 1.0
+
+
+def test_doc_level_counts_a_document_once_at_its_best_rank():
+    gold = [{"query_id": "a", "relevant_chunks": [{"chunk_id": "d1#c1", "grade": 1}, {"chunk_id": "d1#c2", "grade": 3}]}]
+    run = [{"query_id": "a", "retrieved": ["d2#c1", "d1#c5", "d1#c1", "d3#c1"]}]
+    chunk = rankgate.evaluate(gold, run, ["recall@3", "mrr", "precision@3"])
+    doc = rankgate.evaluate(gold, run, ["recall@3", "mrr", "precision@3", "ndcg@3"], level="doc")
+    assert chunk.means["recall@3"] == 0.5 and chunk.means["mrr"] == pytest.approx(1 / 3)
+    assert doc.means["recall@3"] == 1.0 and doc.means["mrr"] == 0.5
+    assert doc.means["precision@3"] == pytest.approx(1 / 3)  # d2, d1, d3: one relevant document
+    assert doc.means["ndcg@3"] == pytest.approx((3 / math.log2(3)) / 3)  # d1 carries its best grade, 3
