@@ -3,6 +3,7 @@
 Public API::
 
     rankgate.evaluate(gold, run, metrics=["recall@5", "mrr", "ndcg@10"]) -> EvaluationResult
+    rankgate.gate(config, gold, candidate, baseline) -> GateOutcome
     rankgate.load_gold(path), rankgate.load_run(path)
     rankgate.parse_metric("ndcg(gain=exp)@10")
 
@@ -21,6 +22,7 @@ __all__ = [
     "MetricDefinition",
     "__version__",
     "evaluate",
+    "gate",
     "load_gold",
     "load_run",
     "parse_metric",
@@ -29,6 +31,7 @@ __all__ = [
 
 _LAZY = {
     "evaluate": ("rankgate.engine", "evaluate"),
+    "gate": ("rankgate.gates", "gate"),
     "EvaluationResult": ("rankgate.results", "EvaluationResult"),
     "load_gold": ("rankgate.data", "load_gold"),
     "load_run": ("rankgate.data", "load_run"),
@@ -41,6 +44,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from .data import load_gold, load_run
     from .engine import evaluate
+    from .gates import gate
     from .metrics.registry import MetricDefinition
     from .metrics.registry import register as register_metric
     from .metrics.spec import Metric, parse_metric

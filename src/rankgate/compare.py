@@ -33,15 +33,6 @@ from .stats import holm, paired_bootstrap_ci, randomization_test
 
 __all__ = ["Comparison", "DeltaRow", "QueryChange", "compare", "higher_is_better", "is_share"]
 
-# Metrics whose mean is a rate of something bad: lower is better.
-LOWER_IS_BETTER = frozenset({"forbidden", "redundancy", "false_evidence"})
-# Metrics whose values are shares of something (shown as percentages); others are scores or counts.
-SHARES = frozenset({
-    "hit", "recall", "precision", "rprec", "wrecall", "judged", "forbidden", "fresh", "containment",
-    "coverage_entities", "redundancy", "novelty", "false_evidence",
-})
-
-
 @functools.lru_cache(maxsize=1024)
 def metric_family(metric: str) -> str:
     """The registered metric name of a spec (``ndcg(gain=exp)@10`` -> ``ndcg``)."""
@@ -56,20 +47,22 @@ def metric_family(metric: str) -> str:
 @functools.lru_cache(maxsize=1024)
 def higher_is_better(metric: str) -> bool:
     """False for rates of something bad (``forbidden@k``, ``redundancy@k``, ``false_evidence``)."""
-    try:
-        from .metrics import get_metric
-
-        declared = getattr(get_metric(metric_family(metric)), "higher_is_better", None)
-        if isinstance(declared, bool):
-            return declared
-    except RankgateError:  # not registered: fall back to the known families
-        pass
-    return metric_family(metric) not in LOWER_IS_BETTER
+    return bool(_declared(metric, "higher_is_better", True))
 
 
 def is_share(metric: str) -> bool:
     """True when the metric's values are shares in [0, 1] best read as percentages."""
-    return metric_family(metric) in SHARES
+    return _declared(metric, "unit", "share") == "share"
+
+
+def _declared(metric: str, attribute: str, default: Any) -> Any:
+    """An attribute of the metric's registered definition (its default for unknown metrics)."""
+    try:
+        from .metrics import get_metric
+
+        return getattr(get_metric(metric_family(metric)), attribute, default)
+    except RankgateError:
+        return default
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ class Forbidden(MetricDefinition):
     name = "forbidden"
     aliases = ("must_not_retrieve",)
     applies = "all"
+    higher_is_better = False
     summary = "1 if any must_not_retrieve id of the query is in the top k; the mean is the violation rate."
     formula = "forbidden@k = 1[D_k ∩ F ≠ ∅], F = must_not_retrieve (NaN for queries without F; gate it with max: 0)"
 
@@ -175,6 +176,7 @@ class DistinctDocs(MetricDefinition):
     name = "distinct_docs"
     aliases = ("distinct",)
     applies = "all"
+    unit = "count"
     summary = "Number of distinct parent documents among the top-k chunks."
     formula = "distinct_docs@k = |{doc(d) : d ∈ D_k}| (doc(d): the chunk's parent via the doc separator or mapping)"
 
@@ -190,6 +192,7 @@ class DistinctDocs(MetricDefinition):
 class Redundancy(MetricDefinition):
     name = "redundancy"
     applies = "all"
+    higher_is_better = False
     summary = "Share of the retrieved top k that repeats a parent document already seen; NaN if nothing was retrieved."
     formula = "redundancy@k = 1 - distinct_docs@k / min(k, |ranking|)"
 
@@ -256,6 +259,7 @@ class FalseEvidence(MetricDefinition):
     aliases = ("false_evidence_rate",)
     params = {"min_score": Param("min_score", float, float("-inf"), help="confidence line: items scored below it are ignored")}
     applies = "no_answer"
+    higher_is_better = False
     summary = "On no-answer queries: 1 if retrieval returned any item in the top k scored at or above the confidence line."
     formula = "false_evidence@k = 1[∃ d ∈ D_k : score(d) >= min_score] on queries with no relevant item (NaN on others)"
 

@@ -84,6 +84,7 @@ class Precision(MetricDefinition):
 
 @register
 class MRR(MetricDefinition):
+    unit = "score"
     name = "mrr"
     aliases = ("recip_rank", "rr", "reciprocal_rank")
     params = {"rel": REL}
@@ -119,6 +120,7 @@ def _gain1(grade: int, kind: str) -> float:
 
 @register
 class NDCG(MetricDefinition):
+    unit = "score"
     name = "ndcg"
     aliases = ("ndcg_cut",)
     params = {"gain": GAIN}
@@ -172,6 +174,7 @@ class NDCG(MetricDefinition):
 
 @register
 class MAP(MetricDefinition):
+    unit = "score"
     name = "map"
     aliases = ("ap", "map_cut")
     params = {"rel": REL}

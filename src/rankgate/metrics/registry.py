@@ -62,6 +62,8 @@ class MetricDefinition:
     ``"query_k"`` (bare name means each query's ``k`` from the gold set, else the command's k).
     ``applies``: ``"answerable"`` (NaN on queries with no relevant item, 0 in trec mode),
     ``"no_answer"`` (only no-answer queries) or ``"all"``.
+    ``higher_is_better`` is False for rates of something bad (forbidden, redundancy); ``unit`` is
+    ``"share"`` for values in [0, 1] (shown as percentages) or ``"score"`` / ``"count"``.
     """
 
     name: ClassVar[str]
@@ -73,6 +75,8 @@ class MetricDefinition:
     summary: ClassVar[str] = ""
     formula: ClassVar[str] = ""
     trec_name: ClassVar[str | None] = None
+    higher_is_better: ClassVar[bool] = True
+    unit: ClassVar[str] = "share"
 
     def compute(self, ctx: "EvalContext", metric: "Metric", k: "np.ndarray") -> "np.ndarray":
         """Per-query values (float64, NaN = not applicable) for all queries in ``ctx``."""

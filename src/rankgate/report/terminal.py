@@ -49,7 +49,7 @@ def coverage_lines(result: EvaluationResult) -> list[str]:
         )
     if result.missing_from_run:
         shown = ", ".join(result.missing_from_run[:5]) + (" …" if len(result.missing_from_run) > 5 else "")
-        lines.append(f"{len(result.missing_from_run)} gold queries missing from the run scored 0: {shown}")
+        lines.append(f"{len(result.missing_from_run)} gold queries missing from the run (counted as retrieving nothing): {shown}")
     if result.not_in_gold:
         shown = ", ".join(result.not_in_gold[:5]) + (" …" if len(result.not_in_gold) > 5 else "")
         lines.append(f"{len(result.not_in_gold)} run queries not in the gold set were ignored: {shown}")
