@@ -1,0 +1,475 @@
+"""The demo pipeline: the whole rankgate loop on the built-in corpus, as one function.
+
+:func:`run_demo` copies the built-in data into an output folder, indexes the corpus with the two
+demo retriever configurations (:func:`rankgate.retrieval.demo_configs`: the baseline
+``bm25-multilingual`` and the "pull request" ``bm25-english``), runs every gold query through both,
+evaluates both runs, compares them query by query, checks the demo's ship criteria
+(``data/ship-criteria.yaml``) and writes every output. It prints nothing: it returns a
+:class:`DemoResult` with the numbers and the list of files written; :mod:`rankgate.demo.story`
+turns that into the terminal text of ``rankgate demo``.
+
+Output folder (paths relative to it)::
+
+    data/corpus.jsonl, data/gold.jsonl, data/ship-criteria.yaml   copies of the built-in data
+    runs/baseline.jsonl, runs/candidate.jsonl                     top-100 hits per gold query
+    baseline/metrics.csv, baseline/summary.json                   as `rankgate evaluate --by lang --out`
+    candidate/metrics.csv, candidate/summary.json
+    compare.md                                                    as `rankgate compare --by lang --markdown`
+    pr-comment.md, gate.json                                      as `rankgate gate --comment --json`
+    report.html                                                   the HTML report (when the build has it)
+
+Determinism: the retrievers are exhaustive and round their scores, run files carry no latency, every
+statistic is seeded with ``seed``, and the files name their inputs by paths relative to the output
+folder. The same ``seed`` therefore gives byte-identical files, wherever the folder is.
+
+Safety: the folder is created if needed; an existing folder is written into only when it is empty or
+was written by an earlier demo (it then holds the marker file ``.rankgate-demo``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..compare import Comparison
+    from ..data import Gold
+    from ..gates import GateConfig, GateOutcome
+    from ..results import EvaluationResult
+    from ..retrieval import Chunk, RetrieverConfig
+    from ..segments import SegmentSummary
+
+__all__ = [
+    "DEMO_METRICS",
+    "DEPTH",
+    "MARKER",
+    "SEGMENT_FIELD",
+    "DemoResult",
+    "ForbiddenHits",
+    "Output",
+    "SystemRun",
+    "run_demo",
+]
+
+#: Metrics evaluated for both runs (the gate config's metrics are added if it names others).
+DEMO_METRICS = ("recall@5", "ndcg@10", "hit@5", "mrr", "precision@5", "forbidden@5")
+#: Hits kept per query, as ``rankgate retrieve`` keeps by default.
+DEPTH = 100
+#: The gold tag the demo breaks results down by: the reader's language.
+SEGMENT_FIELD = "lang"
+#: Marks a folder written by the demo, so a second run may overwrite it.
+MARKER = ".rankgate-demo"
+#: How the comparison, the PR comment and the gate name the two runs.
+LABELS = {"baseline": "bm25-multilingual (main)", "candidate": "bm25-english (pull request)"}
+ROLES = ("baseline", "candidate")
+
+_DATA = ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml")
+_MARKER_TEXT = (
+    "This folder was written by `rankgate demo`. Running the demo again with the same --out\n"
+    "overwrites the files it wrote here (see docs/demo.md for the list).\n"
+)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One file the demo wrote: ``key`` (e.g. ``"run:baseline"``), its path, and what is in it."""
+
+    key: str
+    path: Path
+    relative: str  # the path inside the demo folder, with ``/`` separators
+    what: str
+
+
+@dataclass(frozen=True)
+class ForbiddenHits:
+    """Why ``forbidden@5`` is what it is: the queries shown a chunk listed in ``must_not_retrieve``.
+
+    ``stale``: the forbidden chunk is a superseded or deprecated page (an old price list, a retired
+    API); ``other_tenant``: it is another customer workspace's internal document. A query can be in
+    both. ``checked`` counts the queries that list any forbidden chunk.
+    """
+
+    checked: int
+    queries: tuple[str, ...]
+    stale: tuple[str, ...]
+    other_tenant: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SystemRun:
+    """One retriever configuration: what it is, its run file, and how it scored."""
+
+    role: str  # baseline | candidate
+    config: RetrieverConfig
+    run_path: Path
+    result: EvaluationResult
+    cis: Mapping[str, tuple[float, float]]
+    segments: SegmentSummary
+    forbidden: ForbiddenHits
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.role]
+
+    def mean(self, metric: str, segment: str | None = None) -> float:
+        """Mean of ``metric`` over all queries, or over one language (``segment="de"``)."""
+        if segment is None:
+            return self.result.summary(metric).mean
+        row = self.segments.get(_segment_key(), segment, self.result._name(metric))
+        return math.nan if row is None else row.mean
+
+    def ci(self, metric: str, segment: str | None = None) -> tuple[float, float]:
+        """95% bootstrap interval of the mean (over all queries, or one language)."""
+        name = self.result._name(metric)
+        if segment is None:
+            return self.cis[name]
+        row = self.segments.get(_segment_key(), segment, name)
+        return (math.nan, math.nan) if row is None else (row.ci_low, row.ci_high)
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """Everything :func:`run_demo` computed and wrote."""
+
+    out_dir: Path
+    seed: int
+    corpus: Mapping[str, Any]  # chunks, documents, languages {lang: chunks}, tenants {tenant: chunks}
+    gold: Mapping[str, Any]  # queries, answerable, no_answer, judgements, languages, with_forbidden
+    baseline: SystemRun
+    candidate: SystemRun
+    changes: Mapping[str, tuple[Any, Any]]  # retriever option -> (baseline value, candidate value)
+    comparison: Comparison
+    gate: GateOutcome
+    gate_overall_only: GateOutcome  # the same criteria without their `segments`
+    config: GateConfig
+    outputs: tuple[Output, ...]
+    queries: Mapping[str, str] = field(default_factory=dict)  # query id -> query text
+    notes: tuple[str, ...] = ()  # what the demo could not do, and why
+
+    @property
+    def runs(self) -> tuple[SystemRun, SystemRun]:
+        return (self.baseline, self.candidate)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The gold set's languages, most queries first."""
+        langs = self.gold["languages"]
+        return tuple(sorted(langs, key=lambda k: (-langs[k], k)))
+
+    def output(self, key: str) -> Path:
+        for o in self.outputs:
+            if o.key == key:
+                return o.path
+        raise KeyError(key)
+
+    def change(self, metric: str, segment: str | None = None):
+        """The comparison row (:class:`rankgate.compare.DeltaRow`) of ``metric``, overall or per language."""
+        field_key = None if segment is None else _segment_key()
+        row = self.comparison.row(self.baseline.result._name(metric), field_key, segment)
+        if row is None:
+            raise KeyError((metric, segment))
+        return row
+
+    def failed_checks(self):
+        """Every failing check of a blocking (error-severity) gate."""
+        return tuple(c for r in self.gate.results if r.status == "fail" for c in r.failures)
+
+    def key_numbers(self) -> dict[str, Any]:
+        """The headline numbers as plain data: means and intervals, changes, the gate's verdict."""
+        out: dict[str, Any] = {"seed": self.seed, "metrics": list(self.baseline.result.metric_names)}
+        for run in self.runs:
+            per: dict[str, Any] = {}
+            for m in run.result.metric_names:
+                low, high = run.ci(m)
+                per[m] = {"mean": run.mean(m), "ci": [low, high], "n": run.result.summary(m).n}
+                per[m]["by_lang"] = {lang: run.mean(m, lang) for lang in self.languages}
+            out[run.role] = {"name": run.config.name, "metrics": per,
+                             "forbidden": {"queries": len(run.forbidden.queries), "checked": run.forbidden.checked,
+                                           "stale": len(run.forbidden.stale),
+                                           "other_tenant": len(run.forbidden.other_tenant)}}
+        out["changes"] = {
+            (m if r.field is None else f"{m} lang={r.segment}"): {
+                "delta": r.delta, "ci": [r.ci_low, r.ci_high], "p_holm": r.p_holm, "n": r.n,
+            }
+            for r in self.comparison.rows for m in [r.metric]
+        }
+        out["gate"] = {
+            "passed": self.gate.passed,
+            "exit_code": self.gate.exit_code,
+            "status": {r.gate.name: r.status for r in self.gate.results},
+            "failed": [f"{c.gate}: {c.kind} on {c.metric}" + ("" if c.field is None else f" for lang = {c.segment}")
+                       for c in self.failed_checks()],
+            "passed_without_segments": self.gate_overall_only.passed,
+        }
+        return out
+
+
+def _segment_key() -> str:
+    return f"tags.{SEGMENT_FIELD}"
+
+
+# -- the pipeline --------------------------------------------------------------------------------
+def run_demo(out_dir: str | os.PathLike[str], *, seed: int = 0) -> DemoResult:
+    """Run the whole loop on the built-in data and write every output into ``out_dir``.
+
+    Args:
+        out_dir: the folder to write; created if missing. An existing folder must be empty or hold
+            an earlier demo's output (raises :class:`~rankgate.errors.UsageError` otherwise).
+        seed: seed of every bootstrap interval and randomisation test (the retrievers are
+            deterministic and need none). The same seed gives byte-identical files.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UsageError(f"seed must be a non-negative integer; got {seed!r}")
+    out = _prepare(Path(out_dir))
+    outputs: list[Output] = []
+
+    def wrote(key: str, rel: str, what: str) -> Path:
+        path = out / rel
+        outputs.append(Output(key, path, rel, what))
+        return path
+
+    # 1. The built-in data, copied so every file the demo mentions can be opened and reused.
+    from ..atomic import write_bytes
+
+    what = {
+        "corpus.jsonl": "the built-in corpus (copy)",
+        "gold.jsonl": "the built-in gold set (copy)",
+        "ship-criteria.yaml": "the ship criteria the gate checked",
+    }
+    for name in _DATA:
+        write_bytes(str(wrote(f"data:{name}", f"data/{name}", what[name])), _packaged(name))
+
+    from ..data import load_gold
+    from ..gates import load_config
+    from ..retrieval import demo_configs, load_corpus, load_gold_queries
+
+    chunks = load_corpus(out / "data/corpus.jsonl")
+    queries = load_gold_queries(out / "data/gold.jsonl")
+    gold = load_gold(str(out / "data/gold.jsonl"))
+    config = load_config(str(out / "data/ship-criteria.yaml"))
+    config = replace(config, seed=seed)
+    metrics = tuple(dict.fromkeys((*DEMO_METRICS, *config.metrics)))
+    configs = demo_configs()
+
+    # 2. Index and retrieve with both configurations.
+    run_paths: dict[str, Path] = {}
+    for role in ROLES:
+        path = wrote(f"run:{role}", f"runs/{role}.jsonl",
+                     f"{configs[role].name}: top {DEPTH} chunks per gold query")
+        _retrieve(configs[role], chunks, queries, path)
+        run_paths[role] = path
+
+    # 3. Evaluate both, with intervals and per-language segments; write metrics.csv and summary.json.
+    runs: dict[str, SystemRun] = {}
+    for role in ROLES:
+        result = _evaluate(gold, out, run_paths[role], metrics)
+        csv_path = wrote(f"metrics:{role}", f"{role}/metrics.csv",
+                         "every metric for every query, with its language and tags")
+        summary_path = wrote(f"summary:{role}", f"{role}/summary.json",
+                             "means, 95% CIs, per-language means, definitions, input hashes")
+        cis, segments = _write_evaluation(result, seed, csv_path, summary_path)
+        runs[role] = SystemRun(role, configs[role], run_paths[role], result, cis, segments,
+                               _forbidden_hits(gold, result, run_paths[role], chunks))
+
+    # 4. The gate, as a pull request's CI job would run it; and the same criteria without segments.
+    from ..compare import compare
+    from ..gates import decide
+
+    blabel, clabel = LABELS["baseline"], LABELS["candidate"]
+    base_result, cand_result = runs["baseline"].result, runs["candidate"].result
+    outcome = decide(config, cand_result, base_result, baseline_label=blabel, candidate_label=clabel)
+    overall_only = replace(config, gates=tuple(replace(g, segments=()) for g in config.gates))
+    outcome_overall = decide(overall_only, cand_result, base_result, baseline_label=blabel, candidate_label=clabel)
+
+    # 5. Compare query by query, listing the queries that moved most on the metric the gate failed.
+    comparison = compare(base_result, cand_result, by=[SEGMENT_FIELD], seed=seed, primary=_primary(outcome),
+                         baseline_label=blabel, candidate_label=clabel)
+    write_bytes(str(wrote("compare", "compare.md",
+                          "changes per metric and language (paired CIs, p-values), top queries")),
+                comparison.markdown().encode("utf-8"))
+    write_bytes(str(wrote("comment", "pr-comment.md", "the pull-request comment a CI job would post")),
+                outcome.markdown().encode("utf-8"))
+    write_bytes(str(wrote("gate", "gate.json",
+                          "every check of every gate; reusable as a --baseline summary")),
+                outcome.to_json().encode("utf-8"))
+
+    # 6. The HTML report, when this build of rankgate has it.
+    notes: list[str] = []
+    if _has_module("rankgate.report.html"):
+        missing = _write_report(out / "report.html", out, config)
+        if missing is None:
+            wrote("report", "report.html", "one offline HTML page: gate, k-sweep curves, languages, misses, diagnosis")
+        else:
+            notes.append(f"report.html was not written: the HTML report needs {missing}, which is not installed "
+                         f"(pip install {missing}).")
+
+    base = runs["baseline"]
+    changes = {k: (base.config.options.get(k), runs["candidate"].config.options.get(k))
+               for k in sorted(set(base.config.options) | set(runs["candidate"].config.options))
+               if base.config.options.get(k) != runs["candidate"].config.options.get(k)}
+    return DemoResult(
+        out_dir=out,
+        seed=seed,
+        corpus=_corpus_facts(chunks),
+        gold=_gold_facts(gold, runs["baseline"].result),
+        baseline=runs["baseline"],
+        candidate=runs["candidate"],
+        changes=changes,
+        comparison=comparison,
+        gate=outcome,
+        gate_overall_only=outcome_overall,
+        config=config,
+        outputs=tuple(outputs),
+        queries=dict(zip(gold.query_ids, gold.field("query"))),
+        notes=tuple(notes),
+    )
+
+
+def _packaged(name: str) -> bytes:
+    from importlib.resources import files
+
+    return files("rankgate.demo").joinpath("data", name).read_bytes()
+
+
+def _prepare(out: Path) -> Path:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder; choose a folder for the demo's output")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise UsageError(
+            f"{out} is not empty and was not written by rankgate demo; "
+            "choose a new or empty folder with --out, so none of your files is overwritten"
+        )
+    from ..atomic import write_text
+
+    write_text(str(out / MARKER), _MARKER_TEXT)
+    return out
+
+
+def _retrieve(config: RetrieverConfig, chunks: Sequence[Chunk], queries, path: Path) -> None:
+    from ..retrieval import retrieve, write_run
+
+    records = retrieve(chunks, queries, config.build(), k=DEPTH, latency=False)
+    write_run(records, path)
+
+
+def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str]) -> EvaluationResult:
+    """Score the run file as `rankgate evaluate` does, naming inputs relative to the demo folder."""
+    from ..data.source import sha256_file
+    from ..engine import evaluate
+
+    result = evaluate(gold, str(run_path), list(metrics))
+    inputs = {
+        "gold": {"path": "data/gold.jsonl", "sha256": sha256_file(str(out / "data/gold.jsonl"))},
+        "run": {"path": f"runs/{run_path.name}", "sha256": dict(result.inputs["run"])["sha256"]},
+    }
+    return replace(result, inputs=inputs)
+
+
+def _write_evaluation(result: EvaluationResult, seed: int, csv_path: Path, summary_path: Path):
+    """metrics.csv and summary.json exactly as ``rankgate evaluate --by lang --out DIR`` writes them."""
+    from ..atomic import write_text
+    from ..report.exports import metrics_csv, summary_dict, summary_json
+    from ..segments import segment_summary
+    from ..stats import metric_cis
+
+    resamples, confidence = 2000, 0.95  # `rankgate evaluate`'s defaults
+    cis = metric_cis(result, seed=seed, n_resamples=resamples, confidence=confidence)
+    segments = segment_summary(result, [SEGMENT_FIELD], seed=seed, n_resamples=resamples, confidence=confidence)
+    extra = {"statistics": {"seed": seed, "resamples": resamples, "confidence": confidence},
+             "segments": segments.to_dict()}
+    write_text(str(csv_path), metrics_csv(result))
+    write_text(str(summary_path), summary_json(summary_dict(result, cis=cis, extra=extra)))
+    return cis, segments
+
+
+def _has_module(name: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _write_report(path: Path, out: Path, config: GateConfig) -> str | None:
+    """report.html for the candidate against the baseline, naming inputs relative to the demo folder.
+
+    Returns None when written, or the name of a missing third-party package the report needs (then
+    no report.html is left in the folder). A missing rankgate module is a bug and is raised.
+    """
+    from ..data import load_gold, load_run
+
+    try:
+        from ..report.html import write_report
+
+        gold = replace(load_gold(str(out / "data/gold.jsonl")), source="data/gold.jsonl")
+        runs = {role: replace(load_run(str(out / f"runs/{role}.jsonl")), source=f"runs/{role}.jsonl") for role in ROLES}
+        write_report(str(path), gold, runs["candidate"], baseline=runs["baseline"], by=[SEGMENT_FIELD], config=config,
+                     seed=config.seed, title=f"rankgate demo: {LABELS['candidate']} against {LABELS['baseline']}")
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.split(".")[0] == "rankgate":
+            raise
+        path.unlink(missing_ok=True)  # never leave an earlier demo's report beside newer numbers
+        return exc.name.split(".")[0]
+    return None
+
+
+def _primary(outcome: GateOutcome) -> str:
+    """The metric whose per-query changes the comparison lists: the first failing gate's, else the first gate's."""
+    for r in outcome.results:
+        if r.status == "fail":
+            return r.gate.metric
+    return outcome.results[0].gate.metric
+
+
+def _forbidden_hits(gold: Gold, result: EvaluationResult, run_path: Path, chunks: Sequence[Chunk]) -> ForbiddenHits:
+    import json
+
+    meta = {c.chunk_id: c.metadata for c in chunks}
+    forbidden = dict(zip(gold.query_ids, gold.field("must_not_retrieve")))
+    values = dict(zip(result.query_ids, result["forbidden@5"].tolist()))
+    hit, stale, tenant = [], [], []
+    with open(run_path, encoding="utf-8") as fh:
+        for line in fh:
+            record = json.loads(line)
+            q = record["query_id"]
+            if values.get(q) != 1.0:
+                continue
+            hit.append(q)
+            bad = set(forbidden.get(q) or ())
+            shown = [h["chunk_id"] for h in record["topk"][:5] if h["chunk_id"] in bad]
+            if any(meta.get(c, {}).get("status") in ("superseded", "deprecated") for c in shown):
+                stale.append(q)
+            if any(meta.get(c, {}).get("tenant") not in (None, "shared") for c in shown):
+                tenant.append(q)
+    checked = sum(1 for v in values.values() if not math.isnan(v))
+    return ForbiddenHits(checked, tuple(hit), tuple(stale), tuple(tenant))
+
+
+def _corpus_facts(chunks: Sequence[Chunk]) -> dict[str, Any]:
+    docs = {c.metadata.get("doc_id", c.chunk_id.split("#", 1)[0]) for c in chunks}
+    return {
+        "chunks": len(chunks),
+        "documents": len(docs),
+        "languages": dict(Counter(str(c.metadata.get("lang")) for c in chunks).most_common()),
+        "tenants": dict(Counter(str(c.metadata.get("tenant", "shared")) for c in chunks).most_common()),
+    }
+
+
+def _gold_facts(gold: Gold, result: EvaluationResult) -> dict[str, Any]:
+    langs = Counter(str((t or {}).get(SEGMENT_FIELD)) for t in gold.field("tags"))
+    return {
+        "queries": len(gold.query_ids),
+        "answerable": len(result.query_ids) - len(result.no_answer),
+        "no_answer": len(result.no_answer),
+        "judgements": len(gold.j_doc),
+        "languages": dict(langs.most_common()),
+        "with_forbidden": sum(1 for v in gold.field("must_not_retrieve") if v),
+    }
