@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from .data import Gold, Run, load_gold, load_run
+from .data.ids import item_codes, segment_duplicates
 from .data.ranking import rank_rows
 from .data.source import sha256_file
 from .errors import InputError, UsageError
@@ -153,23 +154,36 @@ def _evaluate_loaded(
     eval_pos[evaluated] = np.arange(evaluated.size)
     missing = tuple(g.query_ids[i] for i in evaluated.tolist() if not in_run[i])
 
-    # Rank, then lay rows out query by query in evaluation order, cut at the deepest cutoff needed.
-    perm = rank_rows(r.r_query, r.r_doc, r.r_score, r.r_order)
-    rq = r.r_query[perm]
-    counts = np.bincount(rq, minlength=len(r.query_ids))
-    run_start = np.concatenate(([0], np.cumsum(counts)))[:-1]
-    doc_sorted = r.r_doc.take(pa.array(perm)) if not _is_identity(perm) else r.r_doc
+    # One pass over the id strings; integer codes from here on.
+    run_docs = _map_array(r.r_doc, doc_of) if level == "doc" else r.r_doc
+    codes, gold_codes = item_codes(run_docs, g.j_doc)
 
+    # Rank, then lay rows out query by query in evaluation order, cut at the deepest cutoff needed.
+    perm = rank_rows(r.r_query, run_docs, r.r_score, r.r_order)
+    if _is_identity(perm):
+        rq, codes_sorted = r.r_query, codes
+    else:
+        rq, codes_sorted = r.r_query[perm], codes[perm]
+    counts = np.bincount(rq, minlength=len(r.query_ids))
+    run_off = np.concatenate(([0], np.cumsum(counts)))
     dropped_dupes = 0
-    if level == "doc":
-        doc_sorted = _map_array(doc_sorted, doc_of)
-    keep_rows, dropped_dupes = _first_occurrences(rq, doc_sorted, level == "doc" or dedupe == "first", r)
-    if keep_rows is not None:
-        perm = perm[keep_rows]
-        rq = rq[keep_rows]
-        doc_sorted = doc_sorted.take(pa.array(keep_rows))
+    dupes = segment_duplicates(codes_sorted, run_off)
+    if dupes.size:
+        if level != "doc" and dedupe != "first":
+            row = int(perm[dupes[0]])
+            raise InputError(
+                f"lists {run_docs[row].as_py()!r} more than once for query {r.query_ids[int(r.r_query[row])]!r} "
+                f"({dupes.size} repeated ids in all)",
+                path=r.source,
+                hint="trec_eval refuses this too; fix the retriever, or pass --dedupe first to keep each id's best rank",
+            )
+        keep = np.ones(codes_sorted.size, dtype=bool)
+        keep[dupes] = False  # a repeat comes after the first, best-ranked occurrence
+        perm, rq, codes_sorted = perm[keep], rq[keep], codes_sorted[keep]
+        dropped_dupes = 0 if level == "doc" else int(dupes.size)
         counts = np.bincount(rq, minlength=len(r.query_ids))
-        run_start = np.concatenate(([0], np.cumsum(counts)))[:-1]
+        run_off = np.concatenate(([0], np.cumsum(counts)))
+    run_start = run_off[:-1]
 
     query_k = np.zeros(evaluated.size, dtype=np.int64)
     kcol = g.field("k")
@@ -189,11 +203,14 @@ def _evaluate_loaded(
     total = int(offsets[-1])
     rank = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], seg_len) + 1
     rows = np.repeat(seg_start, seg_len) + rank - 1  # positions in the ranked order
-    contiguous = total == len(doc_sorted) and bool((rows == np.arange(total)).all()) if total else False
-    docs = doc_sorted if contiguous else doc_sorted.take(pa.array(rows))
+    contiguous = total == codes_sorted.size and bool((rows == np.arange(total)).all()) if total else False
     src_rows = perm if contiguous else perm[rows]  # original row of each evaluated row
+    row_codes = codes_sorted if contiguous else codes_sorted[rows]
+    row_query = np.repeat(np.arange(evaluated.size, dtype=np.int64), seg_len)
+    grade = _lookup_grades(g, eval_pos, gold_codes, row_query, row_codes)
 
-    grade = _lookup_grades(g, evaluated, eval_pos, np.repeat(np.arange(evaluated.size), seg_len), docs)
+    def doc_list() -> list[str]:
+        return run_docs.take(pa.array(src_rows)).to_pylist()
 
     # Gold judgements per evaluated query (CSR).
     jpos = eval_pos[g.j_query]
@@ -226,7 +243,7 @@ def _evaluate_loaded(
         answerable=answerable,
         trec=trec,
         score=r.r_score[src_rows] if r.r_score is not None else None,
-        docs=lambda: docs.to_pylist(),
+        docs=doc_list,
         items={name: items(name) for name in r.items},
         queries=queries,
         doc_of=doc_of,
@@ -287,58 +304,29 @@ def _max_depth(metrics: list[Metric], query_k: np.ndarray, k: int) -> int:
     return depth
 
 
-def _first_occurrences(rq: np.ndarray, docs: pa.Array, drop: bool, r: Run) -> tuple[np.ndarray | None, int]:
-    """Find repeated ids within a query. Error, or keep the best-ranked occurrence when ``drop``."""
-    import pyarrow.compute as pc
-
-    if len(docs) == 0:
-        return None, 0
-    enc = pc.dictionary_encode(docs)
-    codes = np.asarray(enc.indices, dtype=np.int64)
-    keys = rq * (len(enc.dictionary) + 1) + codes
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    dup_sorted = np.flatnonzero(sk[1:] == sk[:-1]) + 1
-    if dup_sorted.size == 0:
-        return None, 0
-    if not drop:
-        row = int(order[dup_sorted[0]])
-        q = r.query_ids[int(rq[row])]
-        raise InputError(
-            f"lists {docs[row].as_py()!r} more than once for query {q!r} ({dup_sorted.size} repeated ids in all)",
-            path=r.source,
-            hint="trec_eval refuses this too; fix the retriever, or pass --dedupe first to keep each id's best rank",
-        )
-    keep = np.ones(keys.size, dtype=bool)
-    keep[order[dup_sorted]] = False  # stable sort: the first (best-ranked) occurrence comes first
-    return np.flatnonzero(keep), int(dup_sorted.size)
-
-
-def _lookup_grades(g: Gold, evaluated: np.ndarray, eval_pos: np.ndarray, row_query: np.ndarray, docs: pa.Array) -> np.ndarray:
-    """Grade of each row (NaN if unjudged): one hash pass over ids, then integer search."""
-    import pyarrow.compute as pc
-
-    grade = np.full(len(docs), np.nan)
-    if len(docs) == 0 or len(g.j_doc) == 0:
-        return grade
+def _lookup_grades(g: Gold, eval_pos: np.ndarray, gold_codes: np.ndarray, row_query: np.ndarray,
+                   row_codes: np.ndarray) -> np.ndarray:
+    """Grade of each evaluated row (NaN if unjudged): integer keys (query, item code), one search."""
+    grade = np.full(row_codes.size, np.nan)
     jpos = eval_pos[g.j_query]
-    jm = jpos >= 0
-    genc = pc.dictionary_encode(g.j_doc)
-    gdict = genc.dictionary
-    gcodes = np.asarray(genc.indices, dtype=np.int64)
-    width = len(gdict) + 1
-    gkeys = jpos[jm] * width + gcodes[jm]
+    jm = (jpos >= 0) & (gold_codes >= 0)
+    if row_codes.size == 0 or not jm.any():
+        return grade
+    width = int(max(row_codes.max(initial=0), gold_codes.max(initial=0))) + 1
+    if width * (int(eval_pos.max()) + 1) >= 2**62:  # keys would overflow: compact the codes first
+        uniq, inv = np.unique(np.concatenate((row_codes, gold_codes[jm])), return_inverse=True)
+        row_codes, gcodes = inv[: row_codes.size], inv[row_codes.size:]
+        width = uniq.size
+    else:
+        gcodes = gold_codes[jm]
+    gkeys = jpos[jm] * width + gcodes
     ggrades = g.j_grade[jm]
     order = np.argsort(gkeys, kind="stable")
     gkeys, ggrades = gkeys[order], ggrades[order]
-    rcodes = pc.index_in(docs, value_set=gdict)
-    known = np.asarray(rcodes.is_valid())
-    rc = np.asarray(rcodes.fill_null(0), dtype=np.int64)
-    rkeys = row_query * width + rc
-    idx = np.searchsorted(gkeys, rkeys)
-    idx_c = np.minimum(idx, gkeys.size - 1)
-    match = known & (gkeys[idx_c] == rkeys)
-    grade[match] = ggrades[idx_c[match]]
+    rkeys = row_query * width + row_codes
+    idx = np.minimum(np.searchsorted(gkeys, rkeys), gkeys.size - 1)
+    match = gkeys[idx] == rkeys
+    grade[match] = ggrades[idx[match]]
     return grade
 
 

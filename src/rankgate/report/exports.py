@@ -6,8 +6,6 @@ an empty CSV cell and ``null`` in JSON. Same result ⇒ byte-identical files.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from typing import Any, Mapping
@@ -15,28 +13,34 @@ from typing import Any, Mapping
 from ..results import EvaluationResult
 
 
-def _num(x: float) -> str:
-    return "" if math.isnan(x) else repr(float(x))
+def _cell(text: str) -> str:
+    """CSV quoting (RFC 4180) for one text cell."""
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _float_column(values: Any) -> list[str]:
+    """Shortest round-trip text of each float; empty for NaN (metric not applicable)."""
+    return ["" if t == "nan" else t for t in map(repr, values.tolist())]
+
+
+def _text_column(values: Any) -> list[str]:
+    return ["" if v is None else _cell(str(v)) for v in values]
 
 
 def metrics_csv(result: EvaluationResult) -> str:
     """One row per evaluated query: query_id, every metric, segment fields, latency columns."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
     fields = list(result.fields)
     latency: Mapping[str, list[float | None]] = result.info.get("latency_ms", {})
     header = ["query_id", *result.metric_names, *fields, *(f"latency_ms.{s}" for s in latency)]
-    writer.writerow(header)
-    cols = [result.values[m].tolist() for m in result.metric_names]
-    seg_cols = [result.fields[f] for f in fields]
-    lat_cols = list(latency.values())
-    for i, q in enumerate(result.query_ids):
-        row: list[Any] = [q]
-        row.extend(_num(c[i]) for c in cols)
-        row.extend("" if c[i] is None else c[i] for c in seg_cols)
-        row.extend("" if c[i] is None else repr(c[i]) for c in lat_cols)
-        writer.writerow(row)
-    return buf.getvalue()
+    columns = [_text_column(result.query_ids)]
+    columns += [_float_column(result.values[m]) for m in result.metric_names]
+    columns += [_text_column(result.fields[f]) for f in fields]
+    columns += [["" if v is None else repr(float(v)) for v in col] for col in latency.values()]
+    lines = [",".join(_cell(h) for h in header)]
+    lines.extend(map(",".join, zip(*columns)))
+    return "\n".join(lines) + "\n"
 
 
 def summary_dict(

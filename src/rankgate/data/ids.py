@@ -1,0 +1,168 @@
+"""Item ids as integers: one pass over the strings, integer work afterwards.
+
+Two ways to get codes, both exact (equal codes ⇔ equal strings):
+
+* ids that are all a shared prefix plus digits, either all of one width (``doc_000123``) or
+  canonical numbers without leading zeros (``d123456``, ``184``, ``msmarco_passage_7``), are parsed
+  to that number — no hashing at all;
+* anything else is dictionary-encoded (one hash pass over the run's ids).
+
+Gold ids are then mapped into the run's code space; a gold id that cannot occur in the run gets -1.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["item_codes", "segment_duplicates"]
+
+
+def _numeric_prefix(arr: pa.Array) -> tuple[str, np.ndarray] | None:
+    """(prefix, numbers) when every id is one shared prefix + a canonical decimal number, else None.
+
+    Canonical means the number prints back to exactly the same text (no sign, no leading zeros, no
+    spaces), so the mapping id <-> number is one-to-one.
+    """
+    import pyarrow.compute as pc
+
+    if len(arr) == 0 or arr.null_count:
+        return None
+    first = arr[0].as_py()
+    cut = len(first)
+    while cut > 0 and "0" <= first[cut - 1] <= "9":
+        cut -= 1
+    prefix = first[:cut]
+    if cut == len(first) or len(first) - cut > 18:
+        return None
+    if prefix and not pc.all(pc.starts_with(arr, prefix)).as_py():
+        return None
+    rest = pc.utf8_slice_codeunits(arr, len(prefix)) if prefix else arr
+    try:
+        numbers = pc.cast(rest, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if numbers.null_count or not pc.all(pc.equal(pc.cast(numbers, pa.string()), rest)).as_py():
+        return None
+    values = np.asarray(numbers, dtype=np.int64)
+    if values.size and values.min() < 0:
+        return None
+    return prefix, values
+
+
+def _canonical_numbers(ids: pa.Array, prefix: str) -> np.ndarray:
+    """The number of each id that is ``prefix`` + a canonical decimal number; -1 for any other id."""
+    import pyarrow.compute as pc
+
+    out = np.full(len(ids), -1, dtype=np.int64)
+    if len(ids) == 0:
+        return out
+    shaped = pc.match_substring_regex(ids, "^" + re.escape(prefix) + r"(0|[1-9][0-9]{0,17})$")
+    mask = np.asarray(shaped.fill_null(False), dtype=bool)
+    if mask.any():
+        rest = ids.filter(pa.array(mask))
+        rest = pc.utf8_slice_codeunits(rest, len(prefix)) if prefix else rest
+        out[mask] = np.asarray(pc.cast(rest, pa.int64()), dtype=np.int64)
+    return out
+
+
+def _fixed_width(arr: pa.Array) -> tuple[bytes, int, np.ndarray] | None:
+    """(prefix, width, numbers) when every id has the same length and is prefix + digits
+    (zero-padded ids such as ``doc_000123``): then id <-> number is one-to-one. Pure numpy."""
+    if len(arr) == 0 or arr.null_count or arr.type != pa.string():
+        return None
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+    width = int(offsets[1] - offsets[0])
+    if width == 0 or not (np.diff(offsets) == width).all():
+        return None
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, width)
+    first = data[0]
+    cut = width
+    while cut > 0 and 48 <= first[cut - 1] <= 57:
+        cut -= 1
+    digits = width - cut
+    if digits == 0 or digits > 18:
+        return None
+    if cut and not (data[:, :cut] == first[:cut]).all():
+        return None
+    value = np.zeros(n, dtype=np.int64)
+    for j in range(cut, width):  # column by column: no n x width int64 temporary
+        col = data[:, j]
+        if col.min() < 48 or col.max() > 57:
+            return None
+        value *= 10
+        value += col
+        value -= 48
+    return first[:cut].tobytes(), width, value
+
+
+def _fixed_width_gold(ids: pa.Array, prefix: bytes, width: int) -> np.ndarray:
+    """Numbers of the gold ids that have the run's fixed-width shape; -1 for any other id."""
+    import pyarrow.compute as pc
+
+    out = np.full(len(ids), -1, dtype=np.int64)
+    if len(ids) == 0:
+        return out
+    mask = pc.and_(pc.equal(pc.binary_length(ids), width), pc.starts_with(ids, prefix.decode()))
+    idx = np.flatnonzero(np.asarray(mask.fill_null(False), dtype=bool))
+    if idx.size == 0:
+        return out
+    sub = ids.take(pa.array(idx))
+    found = _fixed_width(sub)
+    if found is not None and found[0] == prefix:
+        out[idx] = found[2]
+        return out
+    for i, text in zip(idx.tolist(), sub.to_pylist()):  # some candidates are not all digits
+        tail = text.encode()[len(prefix):]
+        if tail.isascii() and tail.isdigit():
+            out[i] = int(tail)
+    return out
+
+
+def item_codes(run_ids: pa.Array, gold_ids: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(run codes, gold codes): int64, equal ⇔ same id; gold ids absent from the run's space get -1."""
+    import pyarrow.compute as pc
+
+    fixed = _fixed_width(run_ids)
+    if fixed is not None:
+        prefix, width, run_codes = fixed
+        return run_codes, _fixed_width_gold(gold_ids, prefix, width)
+    numeric = _numeric_prefix(run_ids)
+    if numeric is not None:
+        prefix_text, run_codes = numeric
+        return run_codes, _canonical_numbers(gold_ids, prefix_text)
+    enc = pc.dictionary_encode(run_ids)
+    run_codes = np.asarray(enc.indices, dtype=np.int64)
+    found = pc.index_in(gold_ids, value_set=enc.dictionary)
+    return run_codes, np.asarray(found.fill_null(-1), dtype=np.int64)
+
+
+def segment_duplicates(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Rows (positions in ``codes``) that repeat an earlier code of the same segment.
+
+    Segments are ``offsets[i]:offsets[i+1]``. Short, similar-length segments are sorted row-wise in
+    one padded 2-D array; otherwise one sort of (segment, code) keys.
+    """
+    n = codes.size
+    lengths = np.diff(offsets)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    width = int(lengths.max())
+    nseg = lengths.size
+    if width * nseg <= 2 * n + 1024:
+        pos = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+        seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)
+        grid = np.full((nseg, width), -1, dtype=np.int64)
+        # Padding gets unique negative values so it never looks like a repeat.
+        grid -= np.arange(width, dtype=np.int64)[None, :] + 1
+        grid[seg, pos] = codes
+        grid.sort(axis=1)
+        if not (grid[:, 1:] == grid[:, :-1]).any():
+            return np.zeros(0, dtype=np.int64)
+    seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)
+    order = np.lexsort((np.arange(n), codes, seg))
+    same = (codes[order][1:] == codes[order][:-1]) & (seg[order][1:] == seg[order][:-1])
+    return np.sort(order[1:][same])

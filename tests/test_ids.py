@@ -1,0 +1,60 @@
+"""Item ids become integer codes exactly: equal codes if and only if equal strings."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankgate.data.ids import item_codes, segment_duplicates
+
+import numpy as np
+
+
+def check(run, gold):
+    rc, gc = item_codes(pa.array(run, pa.string()), pa.array(gold, pa.string()))
+    for i, a in enumerate(run):
+        for j, b in enumerate(run):
+            assert (rc[i] == rc[j]) == (a == b), (a, b)
+        for j, b in enumerate(gold):
+            assert (rc[i] == gc[j]) == (a == b), (a, b)
+    for j, b in enumerate(gold):
+        if b not in run:
+            assert gc[j] not in set(rc.tolist()) or gc[j] == -1
+
+
+def test_numeric_ids_with_leading_zeros_and_signs_are_not_confused():
+    check(["d7", "d10", "d123"], ["d007", "d7", "d+7", "d 7", "x7", "d-7", "d10", "7"])
+    check(["184", "29", "0"], ["0184", "184", "00", "0", "+29"])
+    check(["d7", "d007"], ["d7", "d007"])  # not canonical: falls back to dictionary codes
+    check(["a#1", "b#2"], ["a#1", "b#1"])
+    check(["d062", "d007", "d100"], ["d62", "d062", "d7", "d0007", "d+07", "d 07", "x007", "d100"])  # fixed width
+    check(["0062", "0007"], ["62", "0062", "7", "+007", "0007"])
+    many = [f"doc_{i:06d}" for i in range(5000)]
+    check(many[:40], many[20:60] + ["doc_00001", "doc_0000001", "doc_+00001", "doc_00001x"] * 1100)
+
+
+ids = st.text(alphabet="d0179#-+ ", min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ids, min_size=1, max_size=8), st.lists(ids, max_size=8))
+def test_codes_are_exact(run, gold):
+    check(run, gold)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 6), max_size=7), min_size=1, max_size=6))
+def test_segment_duplicates(segments):
+    codes = np.array([c for s in segments for c in s], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in segments])))
+    want = []
+    pos = 0
+    for s in segments:
+        seen = set()
+        for c in s:
+            if c in seen:
+                want.append(pos)
+            seen.add(c)
+            pos += 1
+    assert segment_duplicates(codes, offsets).tolist() == want
