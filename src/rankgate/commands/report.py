@@ -1,0 +1,96 @@
+"""``rankgate report``: one self-contained HTML file that says what to fix.
+
+::
+
+    rankgate report --gold gold.jsonl --run run.jsonl [--baseline base.jsonl] [--by intent] \\
+        [--config ship-criteria.yaml] [--compare-bm25 bm25_run.jsonl] -o report.html
+
+Nothing heavy is imported at module level: the CLI builds its parser on every start.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+HELP = "write a self-contained HTML report: retrieval panel, k-sweep, segments, top misses, diagnosis"
+EPILOG = """\
+The file opens from disk with no network: charts are inline SVG. Same inputs and seed give a
+byte-identical file. See docs/report.md for every section and the diagnosis rules.
+"""
+
+
+def add_parser(sub: Any) -> None:
+    from .evaluate import add_input_options, add_stats_options
+
+    p = sub.add_parser("report", help=HELP, description=HELP + ".", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_input_options(p)
+    p.add_argument("--run", required=True, metavar="PATH", help="the run to report on: JSONL, TREC run file, Parquet")
+    p.add_argument("--baseline", metavar="RUN|SUMMARY",
+                   help="a baseline run (deltas with paired CIs, both k-sweep curves) or a summary.json (means only)")
+    p.add_argument("--by", action="append", default=None, metavar="FIELD",
+                   help="segment field or tag (intent, lang, tags.tier…; a+b crosses); repeatable. "
+                        "Default: intent, source_of_query and tags with 2–20 labels")
+    p.add_argument("--config", metavar="YAML", help="ship criteria: adds the gate verdict and flags segments below its floors")
+    p.add_argument("--compare-bm25", dest="lexical", metavar="RUN",
+                   help="a lexical baseline run (e.g. BM25): its top 10 is shown beside each miss")
+    p.add_argument("--min-score", type=float, default=None, metavar="X",
+                   help="confidence line for false_evidence on no-answer queries (default: any returned item counts)")
+    p.add_argument("--top-misses", type=int, default=50, metavar="N", help="misses (and offending queries) listed (default 50)")
+    p.add_argument("--title", metavar="TEXT", help="report title (default: 'Retrieval report: <run file>')")
+    p.add_argument("--generated-at", metavar="TEXT",
+                   help="a date or build id to print in the header (none by default, so the file is reproducible)")
+    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the HTML file to write")
+    add_stats_options(p)
+    for action in p._actions:  # the shared option means "extra metrics" here
+        if action.dest == "metrics":
+            action.help = "extra metric specs for the panel, comma-separated (the panel's own set is always shown)"
+    # None = not given, so the --config file's 'evaluate' options can apply (as in 'rankgate gate').
+    p.set_defaults(metrics=None, level=None, doc_sep=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the report; exit 0 even when the gate fails (``rankgate gate`` is the one that blocks)."""
+    from ..errors import UsageError
+    from ..report.build import build_report
+    from ..report.html import render_html
+    from .evaluate import check_stats_args, evaluate_from_args, load_doc_map
+
+    check_stats_args(args)
+    if args.top_misses < 0:
+        raise UsageError(f"--top-misses must be >= 0; got {args.top_misses}")
+    config = None
+    level, doc_sep, k = args.level, args.doc_sep, args.k
+    if args.config:
+        from ..gate_config import load_config
+
+        config = load_config(args.config)
+        level = level or config.evaluate.get("level")
+        doc_sep = doc_sep if doc_sep is not None else config.evaluate.get("doc_sep")
+        k = k if k is not None else config.evaluate.get("k")
+    level = level or "chunk"
+    doc_sep = "#" if doc_sep is None else doc_sep
+
+    def evaluator(gold: Any, run: Any, metrics: list[str], lvl: str):
+        # Every evaluation goes through the same path as 'rankgate evaluate', with the report's metrics.
+        ns = argparse.Namespace(**{**vars(args), "metrics": metrics, "level": lvl, "doc_sep": doc_sep, "k": k})
+        return evaluate_from_args(ns, run, gold)
+
+    extra = [m.strip() for m in (args.metrics or "").split(",") if m.strip()]
+    report = build_report(
+        args.gold, args.run, baseline=args.baseline, lexical=args.lexical, by=args.by, config=config,
+        k=k, level=level, doc_sep=doc_sep, doc_map=load_doc_map(args.doc_map), min_score=args.min_score, metrics=extra,
+        top_misses=args.top_misses, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence,
+        title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
+        evaluator=evaluator,
+    )
+    from ..atomic import write_text
+
+    write_text(args.output, render_html(report))
+    gate = "" if report.gate is None else f"; gate {'passed' if report.gate.passed else 'failed'}"
+    print(f"wrote {args.output}: {len(report.findings)} findings, {report.misses_total} queries with no relevant "
+          f"chunk in the top 10{gate}")
+    return 0

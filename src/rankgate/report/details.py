@@ -1,0 +1,308 @@
+"""Per-query details for the report: the lists behind the numbers (misses, offending items, stages).
+
+Lists are read in the one ranking order (:func:`rankgate.data.ranking.rank_rows`); nothing here sorts
+a run. Only the queries a section shows are materialised, so a 10k-query run stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..data import Gold, Run
+from ..data.ranking import rank_rows
+from ..results import EvaluationResult
+from .model import Item, Judgement, Miss, NoAnswer, Offence, SourceRow
+
+__all__ = ["GoldIndex", "RankedLists", "misses", "no_answer_items", "offences", "raw_run", "source_rows"]
+
+SNIPPET_WORDS = 24
+
+
+def snippet(text: str | None, words: int = SNIPPET_WORDS) -> str | None:
+    if not text:
+        return None
+    parts = str(text).split()
+    out = " ".join(parts[:words])
+    return out + (" …" if len(parts) > words else "")
+
+
+class GoldIndex:
+    """Judgements per query, with grades looked up at the level evaluated (chunk or document)."""
+
+    def __init__(self, gold: Gold, level: str, doc_of: Callable[[str], str]) -> None:
+        self.gold = gold
+        self.level = level
+        self.doc_of = doc_of
+        self.index = {q: i for i, q in enumerate(gold.query_ids)}
+        self.judged: list[list[Judgement]] = [[] for _ in gold.query_ids]
+        notes = gold.notes or [None] * len(gold.j_doc)
+        for qi, d, g, note in zip(gold.j_query.tolist(), gold.j_doc.to_pylist(), gold.j_grade.tolist(), notes):
+            self.judged[qi].append(Judgement(d, int(g), note))
+        self._grades: list[dict[str, int] | None] = [None] * len(gold.query_ids)
+
+    def field(self, name: str, qid: str) -> Any:
+        col = self.gold.fields.get(name)
+        return None if col is None else col[self.index[qid]]
+
+    def grades(self, qid: str) -> dict[str, int]:
+        """Id -> grade of one query, keyed at the evaluated level (a document keeps its best chunk's grade)."""
+        i = self.index[qid]
+        got = self._grades[i]
+        if got is None:
+            got = {}
+            for j in self.judged[i]:
+                key = j.chunk_id if self.level == "chunk" else self.doc_of(j.chunk_id)
+                got[key] = max(got.get(key, j.grade), j.grade)
+            self._grades[i] = got
+        return got
+
+    def grade(self, qid: str, chunk_id: str) -> int | None:
+        key = chunk_id if self.level == "chunk" else self.doc_of(chunk_id)
+        return self.grades(qid).get(key)
+
+    def relevant_count(self, qid: str) -> int:
+        return sum(1 for g in self.grades(qid).values() if g >= 1)
+
+
+class RankedLists:
+    """Each query's ranking of a run, in ranking order."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order)
+        counts = np.bincount(run.r_query, minlength=len(run.query_ids))
+        self.count = counts
+        self.start = np.concatenate(([0], np.cumsum(counts)))[:-1]
+        self.index = {q: i for i, q in enumerate(run.query_ids)}
+
+    @property
+    def depth(self) -> int:
+        return int(self.count.max()) if self.count.size else 0
+
+    def rows(self, qid: str, depth: int | None = None) -> list[int]:
+        i = self.index.get(qid)
+        if i is None:
+            return []
+        n = int(self.count[i]) if depth is None else min(int(self.count[i]), depth)
+        s = int(self.start[i])
+        return self.perm[s:s + n].tolist()
+
+    def ids(self, qid: str, depth: int | None = None) -> list[str]:
+        rows = self.rows(qid, depth)
+        return self.run.r_doc.take(rows).to_pylist() if rows else []
+
+    def items(self, qid: str, depth: int | None, gold: GoldIndex | None) -> list[Item]:
+        rows = self.rows(qid, depth)
+        if not rows:
+            return []
+        ids = self.run.r_doc.take(rows).to_pylist()
+        items = self.run.items
+        out, seen = [], set()
+        for row, d in zip(rows, ids):
+            if d in seen:  # a repeated id keeps its best rank (as --dedupe first)
+                continue
+            seen.add(d)
+            score = None if self.run.r_score is None else float(self.run.r_score[row])
+            out.append(Item(
+                rank=len(out) + 1, chunk_id=d, score=score,
+                version=items["doc_version"][row] if "doc_version" in items else None,
+                snippet=snippet(items["text"][row]) if "text" in items else None,
+                grade=None if gold is None else gold.grade(qid, d),
+                source=items["source"][row] if "source" in items else None,
+            ))
+        return out
+
+    def top_scores(self) -> dict[str, float]:
+        """Score of rank 1 of each query with a non-empty list (scored runs only)."""
+        if self.run.r_score is None:
+            return {}
+        out = {}
+        for i, q in enumerate(self.run.query_ids):
+            if self.count[i]:
+                out[q] = float(self.run.r_score[self.perm[int(self.start[i])]])
+        return out
+
+
+def _labels(result: EvaluationResult, i: int, fields: list[str]) -> dict[str, str]:
+    out = {}
+    for key in fields:
+        value = result.fields[key][i]
+        if value is not None:
+            out[key.removeprefix("tags.")] = str(value)
+    return out
+
+
+def misses(result: EvaluationResult, lists: RankedLists, gold: GoldIndex, *, limit: int, fields: list[str],
+           lexical: tuple[EvaluationResult, RankedLists] | None = None) -> tuple[list[Miss], int, int | None]:
+    """Answerable queries with no relevant item in the top 10: (shown, total, rescued by the lexical run)."""
+    hit = result.values["hit@10"]
+    idx = [i for i in range(len(result.query_ids)) if hit[i] == 0.0]
+    rescued = None
+    lex_hit: dict[str, float] = {}
+    lex_rank: dict[str, int] = {}
+    if lexical is not None:
+        lres, _ = lexical
+        li = lres.query_index()
+        lhit = lres.values["hit@10"]
+        for i in idx:
+            j = li.get(result.query_ids[i])
+            if j is not None:
+                lex_hit[result.query_ids[i]] = float(lhit[j])
+                lex_rank[result.query_ids[i]] = int(lres.first_relevant_rank[j])
+        rescued = sum(1 for v in lex_hit.values() if v == 1.0)
+    missing = set(result.missing_from_run)
+    out = []
+    for i in idx[:limit]:
+        q = result.query_ids[i]
+        ids = lists.ids(q)
+        pos = {}
+        for r, d in enumerate(ids, start=1):
+            pos.setdefault(d if gold.level == "chunk" else gold.doc_of(d), r)
+        judged = []
+        for j in gold.judged[gold.index[q]]:
+            key = j.chunk_id if gold.level == "chunk" else gold.doc_of(j.chunk_id)
+            judged.append(Judgement(j.chunk_id, j.grade, j.note, pos.get(key, 0)))
+        judged.sort(key=lambda j: (-j.grade, j.chunk_id))
+        lex_items = None
+        if lexical is not None:
+            lex_items = tuple(lexical[1].items(q, 10, gold))
+        out.append(Miss(
+            query_id=q, query=gold.field("query", q), labels=_labels(result, i, fields), gold=tuple(judged),
+            retrieved=tuple(lists.items(q, 10, gold)), first_relevant_rank=int(result.first_relevant_rank[i]),
+            depth=len(ids), missing_from_run=q in missing, lexical=lex_items, lexical_rank=lex_rank.get(q),
+        ))
+    return out, len(idx), rescued
+
+
+def _query_k(gold: GoldIndex, qid: str, default_k: int) -> int:
+    k = gold.field("k", qid)
+    return int(k) if k else default_k
+
+
+def offences(result: EvaluationResult, lists: RankedLists, gold: GoldIndex, default_k: int,
+             limit: int) -> tuple[list[Offence], list[Offence], int, int, int, int]:
+    """Queries whose top k holds must_not_retrieve items / items newer than as_of (up to ``limit`` each),
+    then how many there are in all, and how many queries could be checked for each."""
+    forb, stale = [], []
+    ftotal = stotal = 0
+    fvals = result.values.get("forbidden")
+    svals = result.values.get("fresh")
+    fchecked = 0 if fvals is None else int((~np.isnan(fvals)).sum())
+    schecked = 0 if svals is None else int((~np.isnan(svals)).sum())
+    for i, q in enumerate(result.query_ids):
+        bad_f = fvals is not None and fvals[i] == 1.0
+        bad_s = svals is not None and not math.isnan(svals[i]) and svals[i] < 1.0
+        ftotal += bad_f
+        stotal += bad_s
+        if not ((bad_f and len(forb) < limit) or (bad_s and len(stale) < limit)):
+            continue
+        k = _query_k(gold, q, default_k)
+        items = lists.items(q, k, gold)
+        text = gold.field("query", q)
+        if bad_f and len(forb) < limit:
+            banned = set(gold.field("must_not_retrieve", q) or ())
+            if gold.level == "doc":
+                banned |= {gold.doc_of(b) for b in banned}
+            hits = [_flag(it, "must not retrieve") for it in items
+                    if it.chunk_id in banned or (gold.level == "doc" and gold.doc_of(it.chunk_id) in banned)]
+            forb.append(Offence(q, text, k, gold.field("as_of", q), tuple(hits)))
+        if bad_s and len(stale) < limit:
+            as_of = str(gold.field("as_of", q))
+            hits = [_flag(it, f"newer than as_of {as_of}") for it in items if it.version and str(it.version) > as_of]
+            stale.append(Offence(q, text, k, as_of, tuple(hits)))
+    return forb, stale, ftotal, stotal, fchecked, schecked
+
+
+def _flag(item: Item, why: str) -> Item:
+    from dataclasses import replace
+
+    return replace(item, flag=why)
+
+
+def no_answer_items(result: EvaluationResult, lists: RankedLists, gold: GoldIndex, metric: str | None,
+                    limit: int) -> list[NoAnswer]:
+    vals = result.values.get(metric) if metric else None
+    idx = result.query_index()
+    out = []
+    for q in result.no_answer[:limit]:
+        flagged = vals is not None and vals[idx[q]] == 1.0
+        out.append(NoAnswer(q, gold.field("query", q), flagged, tuple(lists.items(q, 3, gold))))
+    out.sort(key=lambda x: not x.flagged)
+    return out
+
+
+def raw_run(run: Run) -> Run | None:
+    """The raw candidate lists (``raw_topk`` beside ``topk``) as a run of their own, or None."""
+    col = run.fields.get("raw_topk")
+    if not col or not any(col):
+        return None
+    from ..data import load_run
+
+    records = [{"query_id": q, "topk": v} for q, v in zip(run.query_ids, col) if v]
+    return load_run(records, label=f"{run.source} (raw_topk)")
+
+
+def k_raw(run: Run, raw: Run) -> int:
+    """The raw list's cutoff: the most common ``k_raw`` of the records with a raw list, else its depth."""
+    col = run.fields.get("k_raw") or []
+    raws = run.fields.get("raw_topk") or []
+    values = [v for v, r in zip(col, raws) if r and isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    if values:
+        counts = Counter(values)
+        return max(counts, key=lambda v: (counts[v], v))
+    return int(np.bincount(raw.r_query).max())
+
+
+def source_rows(lists: RankedLists, gold: GoldIndex, result: EvaluationResult) -> list[SourceRow]:
+    """Per-source contribution over the whole lists: slots, relevant items found, recall via the source."""
+    run = lists.run
+    if "source" not in run.items:
+        return []
+    sources = run.items["source"]
+    answerable = set(result.query_ids) - set(result.no_answer)
+    slots: Counter[str] = Counter()
+    found: Counter[str] = Counter()
+    recall: dict[str, float] = {}
+    only: Counter[str] = Counter()
+    for q in run.query_ids:
+        if q not in gold.index:
+            continue
+        rows = lists.rows(q)
+        ids = run.r_doc.take(rows).to_pylist() if rows else []
+        n_rel = gold.relevant_count(q)
+        seen: set[str] = set()
+        via: Counter[str] = Counter()
+        for row, d in zip(rows, ids):
+            src = sources[row] or "(none)"
+            slots[src] += 1
+            key = d if gold.level == "chunk" else gold.doc_of(d)
+            if key in seen:
+                continue
+            seen.add(key)
+            g = gold.grade(q, d)
+            if g is not None and g >= 1:
+                found[src] += 1
+                via[src] += 1
+        if q in answerable and n_rel:
+            for src, c in via.items():
+                recall[src] = recall.get(src, 0.0) + c / n_rel
+            if len(via) == 1:
+                only[next(iter(via))] += 1
+    total_slots = sum(slots.values()) or 1
+    total_found = sum(found.values())
+    n_ans = len(answerable) or 1
+    return [
+        SourceRow(src, slots[src], slots[src] / total_slots, found[src],
+                  found[src] / total_found if total_found else math.nan, recall.get(src, 0.0) / n_ans, only[src])
+        for src in sorted(slots)
+    ]
+
+
+def median(values: Mapping[str, float] | list[float]) -> float:
+    xs = list(values.values()) if isinstance(values, Mapping) else list(values)
+    return float(np.median(np.asarray(xs, dtype=np.float64))) if xs else math.nan

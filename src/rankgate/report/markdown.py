@@ -1,0 +1,81 @@
+"""An evaluation as GitHub-flavoured markdown: the retrieval panel, latency, coverage, segments, k-sweep.
+
+Numbers are written as in the PR comment (:mod:`rankgate.report.numbers`): shares as percentages,
+scores with three decimals. Same inputs ⇒ the same text, so it can be pasted into a PR or diffed.
+
+Run it to see it: ``python -m rankgate.report.markdown gold.jsonl run.jsonl``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..results import EvaluationResult
+from .numbers import fmt_value, fmt_value_ci, md_escape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..segments import SegmentSummary
+    from ..sweep import KSweep
+
+__all__ = ["evaluation_markdown", "latency_lines"]
+
+
+def latency_lines(result: EvaluationResult) -> list[str]:
+    """``stage: median X ms, p90 Y ms (n queries)`` for each latency stage the run reports."""
+    import numpy as np
+
+    out = []
+    for stage, values in (result.info.get("latency_ms") or {}).items():
+        x = np.asarray([v for v in values if v is not None], dtype=np.float64)
+        if x.size:
+            out.append(f"{stage}: median {np.percentile(x, 50):.1f} ms, p90 {np.percentile(x, 90):.1f} ms ({x.size} queries)")
+    return out
+
+
+def evaluation_markdown(
+    result: EvaluationResult,
+    cis: Mapping[str, tuple[float, float]] | None,
+    confidence: float = 0.95,
+    segments: "SegmentSummary | None" = None,
+    sweep: "KSweep | None" = None,
+) -> str:
+    """The evaluation as markdown: a table of every metric (mean, interval, n), then latency, what was
+    (not) evaluated, and the segment and k-sweep tables when given."""
+    from .terminal import coverage_lines
+
+    conf = f"{confidence:.0%} CI"
+    lines = ["## Retrieval", ""]
+    if cis:
+        lines += [f"| metric | mean | {conf} | n |", "|:--|--:|--:|--:|"]
+    else:
+        lines += ["| metric | mean | n |", "|:--|--:|--:|"]
+    for name in result.metric_names:
+        s = result.summary(name)
+        # a metric name is plain text from the registry's grammar: safe in a code span
+        cells = [f"`{name}`" if not set(name) & set("`|<>") else md_escape(name), fmt_value(name, s.mean)]
+        if cis:
+            low, high = cis.get(name, (math.nan, math.nan))
+            cells.append(fmt_value_ci(name, low, high))
+        cells.append(str(s.n))
+        lines.append("| " + " | ".join(cells) + " |")
+    lat = latency_lines(result)
+    if lat:
+        lines += ["", "**Latency** " + "; ".join(lat)]
+    lines += [""] + [f"- {md_escape(line, 300)}" for line in coverage_lines(result)]
+    if segments is not None:
+        lines += ["", "### Segments", "", segments.markdown().rstrip("\n")]
+    if sweep is not None:
+        lines += ["", "### k-sweep", "", sweep.markdown().rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    from ..engine import evaluate
+    from ..stats import metric_cis
+
+    res = evaluate(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "recall@5,precision@5,ndcg@5,mrr")
+    sys.stdout.write(evaluation_markdown(res, metric_cis(res)))
