@@ -305,7 +305,7 @@ def run_demo(out_dir: str | os.PathLike[str], *, seed: int = 0) -> DemoResult:
     if _has_module("rankgate.report.html"):
         missing = _write_report(out / "report.html", out, config)
         if missing is None:
-            wrote("report", "report.html", "one offline HTML page: gate, k-sweep curves, languages, misses, diagnosis")
+            wrote("report", "report.html", "HTML report, offline: gate, curves, languages, misses, diagnosis")
         else:
             notes.append(f"report.html was not written: the HTML report needs {missing}, which is not installed "
                          f"(pip install {missing}).")

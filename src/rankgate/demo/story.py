@@ -250,7 +250,8 @@ def _next(r: DemoResult, strict: bool) -> list[str]:
         "       --baseline main.jsonl --candidate pr.jsonl --comment pr-comment.md",
     ]
     if _has_command("report"):
-        out.append("     rankgate report --gold gold.jsonl --run pr.jsonl --baseline main.jsonl -o report.html")
+        out.append("     rankgate report --gold gold.jsonl --run pr.jsonl --baseline main.jsonl --by lang \\")
+        out.append("       --config ship-criteria.yaml -o report.html")
     out.append("   Plug in your own retriever with --retriever package.module:YourClass (rankgate retrieve --help).")
     return out
 
