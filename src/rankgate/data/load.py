@@ -124,7 +124,10 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
         check_file(path, "run")
         fmt = format or _detect(path, RUN_FORMATS, "run")
         if fmt == "jsonl":
-            return parse_run_records(_json_records(path), path)
+            from .jsonl_fast import read_run_fast
+
+            fast = read_run_fast(path)
+            return fast if fast is not None else parse_run_records(_json_records(path), path)
         if fmt == "trec":
             from .trec import read_trec_run
 

@@ -1,0 +1,63 @@
+"""The DuckDB fast path for large JSONL runs gives exactly what the validating parser gives."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rankgate.data import jsonl_fast
+from rankgate.data.jsonl import iter_json_lines, parse_run_records
+from rankgate.data.load import load_run
+from rankgate.errors import InputError
+
+CASES = {
+    "scores": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 2.5, "text": "x", "doc_version": "2026"}, {"chunk_id": "b", "score": 1}]},
+               {"query_id": "q2", "topk": []}, {"query_id": 7, "topk": [{"chunk_id": 12, "score": 0.5}]}],
+    "ranks": [{"query_id": "q1", "retrieved": [{"id": "a", "rank": 2}, {"id": "b", "rank": 1}]}],
+    "bare ids": [{"qid": "q1", "retrieved": ["a", "b", "c"]}, {"qid": "q2", "retrieved": ["c"]}],
+    "per-query fields": [{"query_id": "q1", "system": "bm25", "latency_ms": {"retrieve": 3}, "topk": [{"chunk_id": "a", "score": 1.0}]}],
+}
+BROKEN = {
+    "missing id later": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1}]}, {"topk": [{"chunk_id": "b", "score": 1}]}],
+    "repeated query": [{"query_id": "q1", "topk": ["a"]}, {"query_id": "q1", "topk": ["b"]}],
+    "mixed scores": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1}]}, {"query_id": "q2", "topk": [{"chunk_id": "b"}]}],
+    "item without id": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1}]}, {"query_id": "q2", "topk": [{"score": 1}]}],
+}
+
+
+@pytest.fixture(autouse=True)
+def small_files_take_the_fast_path(monkeypatch):
+    monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
+
+
+def write(tmp_path, rows):
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_run_as_the_validating_parser(case, tmp_path):
+    path = write(tmp_path, CASES[case])
+    fast = jsonl_fast.read_run_fast(path)
+    assert fast is not None, "expected the fast path to take this file"
+    slow = parse_run_records(iter_json_lines(open(path).read().splitlines(), path), path)
+    assert fast.query_ids == slow.query_ids
+    assert fast.r_query.tolist() == slow.r_query.tolist()
+    assert fast.r_doc.to_pylist() == slow.r_doc.to_pylist()
+    for a, b in ((fast.r_score, slow.r_score), (fast.r_order, slow.r_order)):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert np.array_equal(a, b)
+    assert {k: v for k, v in fast.items.items()} == {k: v for k, v in slow.items.items()}
+    assert fast.fields == slow.fields
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_irregular_files_fall_back_to_the_precise_error(case, tmp_path):
+    path = write(tmp_path, BROKEN[case])
+    assert jsonl_fast.read_run_fast(path) is None
+    with pytest.raises(InputError, match=r"run.jsonl:2"):
+        load_run(path)
