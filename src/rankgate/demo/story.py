@@ -248,18 +248,11 @@ def _next(r: DemoResult, strict: bool) -> list[str]:
         "     rankgate compare --gold gold.jsonl main.jsonl pr.jsonl --by lang",
         "     rankgate gate --config ship-criteria.yaml --gold gold.jsonl \\",
         "       --baseline main.jsonl --candidate pr.jsonl --comment pr-comment.md",
+        "     rankgate report --gold gold.jsonl --run pr.jsonl --baseline main.jsonl --by lang \\",
+        "       --config ship-criteria.yaml -o report.html",
+        "   Plug in your own retriever with --retriever package.module:YourClass (rankgate retrieve --help).",
     ]
-    if _has_command("report"):
-        out.append("     rankgate report --gold gold.jsonl --run pr.jsonl --baseline main.jsonl --by lang \\")
-        out.append("       --config ship-criteria.yaml -o report.html")
-    out.append("   Plug in your own retriever with --retriever package.module:YourClass (rankgate retrieve --help).")
     return out
-
-
-def _has_command(name: str) -> bool:
-    from importlib.util import find_spec
-
-    return find_spec(f"rankgate.commands.{name}") is not None
 
 
 if __name__ == "__main__":  # pragma: no cover
