@@ -81,7 +81,7 @@ def test_charts_render(page):
 
 def test_segment_table_sorts_on_click(page):
     table = page.locator('#segments table.sortable[data-field="intent"]')
-    labels = lambda: table.locator("tbody tr td:first-child").all_inner_texts()  # noqa: E731
+    labels = lambda: table.locator("tbody tr td:first-child").all_inner_texts()
     recall = table.locator("thead th").nth(2)  # recall@5
     recall.click()
     up = [float(v) for v in table.locator("tbody tr td:nth-child(3)").evaluate_all("els => els.map(e => e.dataset.v)")]

@@ -13,8 +13,8 @@ from rankgate.report.build import build_report, sweep_ks
 from rankgate.report.html import render_html
 
 DATA = Path(__file__).parent / "data" / "report"
-ARGS = dict(baseline=str(DATA / "base.jsonl"), lexical=str(DATA / "bm25.jsonl"), by=["lang", "intent"],
-            config=str(DATA / "ship-criteria.yaml"), n_resamples=300)
+ARGS = {"baseline": str(DATA / "base.jsonl"), "lexical": str(DATA / "bm25.jsonl"), "by": ["lang", "intent"],
+        "config": str(DATA / "ship-criteria.yaml"), "n_resamples": 300}
 
 
 @pytest.fixture(scope="module")

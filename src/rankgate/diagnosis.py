@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from .report.numbers import fmt_delta, fmt_value
 
-__all__ = ["Finding", "RULES", "SegmentSignal", "Signals", "SourceSignal", "Thresholds", "diagnose"]
+__all__ = ["RULES", "Finding", "SegmentSignal", "Signals", "SourceSignal", "Thresholds", "diagnose"]
 
 SEVERITIES = ("problem", "warning", "info")
 

@@ -20,7 +20,7 @@ from ..segments import display_field
 from . import charts
 from .assets import CSP, CSS, JS
 from .model import Item, Miss, Offence, Report
-from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_value, fmt_value_ci
+from .numbers import fmt_delta, fmt_delta_ci, fmt_value, fmt_value_ci
 
 __all__ = ["render_html", "write_report"]
 
@@ -112,8 +112,8 @@ def _gate(rep: Report) -> str:
 
 def _diagnosis(rep: Report) -> str:
     out = ['<section id="diagnosis"><h2>Diagnosis</h2>',
-           '<p class="lead">What the numbers below suggest fixing, most serious first. Each finding quotes the numbers '
-           "that triggered it.</p>"]
+           ('<p class="lead">What the numbers below suggest fixing, most serious first. Each finding quotes the numbers '
+            "that triggered it.</p>")]
     if not rep.findings:
         out.append('<p class="ok">No rule fired: nothing in these numbers points at a specific fix.</p>')
     out.append('<div class="cards">')
@@ -168,8 +168,8 @@ def _panel(rep: Report) -> str:
 def _sweep(rep: Report) -> str:
     label = rep.inputs[1][1].rsplit("/", 1)[-1]
     out = ['<section id="sweep"><h2>k-sweep</h2>',
-           '<p class="lead">How recall and nDCG grow with the number of chunks k. The knee is where each extra chunk '
-           "starts to add less than the average over k = 1…20: past it, a larger k buys little.</p>",
+           ('<p class="lead">How recall and nDCG grow with the number of chunks k. The knee is where each extra chunk '
+            "starts to add less than the average over k = 1…20: past it, a larger k buys little.</p>"),
            charts.sweep_svg(rep.curves, rep.baseline_curves, run_label=label, baseline_label=rep.baseline_label or "baseline",
                             confidence=rep.confidence)]
     show = [k for k in (1, 3, 5, 10, 20, 50, rep.depth) if k in rep.curves[0].ks]
@@ -267,9 +267,9 @@ def _miss(m: Miss, rep: Report, open_: bool) -> str:
              f"first relevant at rank {m.first_relevant_rank}" if m.first_relevant_rank else
              f"no relevant chunk in all {m.depth} retrieved")
     tags = "".join(f'<span class="tag">{e(k)}={e(v)}</span>' for k, v in m.labels.items())
-    out = [f'<details class="miss" data-query-id="{e(m.query_id)}"{" open" if open_ else ""}><summary>'
-           f'<code>{e(m.query_id)}</code> <span class="q">{e(m.query or "")}</span> {tags}'
-           f'<span class="tag {"bad" if not m.first_relevant_rank else ""}">{e(where)}</span></summary><div class="body">']
+    out = [(f'<details class="miss" data-query-id="{e(m.query_id)}"{" open" if open_ else ""}><summary>'
+            f'<code>{e(m.query_id)}</code> <span class="q">{e(m.query or "")}</span> {tags}'
+            f'<span class="tag {"bad" if not m.first_relevant_rank else ""}">{e(where)}</span></summary><div class="body">')]
     out.append('<h4>Gold</h4><table class="compact"><thead><tr><th>chunk</th><th class="n">grade</th><th>note</th><th class="n">rank in run</th></tr></thead><tbody>')
     for j in m.gold:
         out.append(f'<tr><td class="id">{e(j.chunk_id)}</td><td class="n grade">{j.grade}</td><td>{e(j.note or "")}</td>'
@@ -326,8 +326,8 @@ def _offences(title: str, offences: Sequence[Offence], total: int, checked: int,
 def _forbidden(rep: Report) -> str:
     return "\n".join([
         '<section id="forbidden"><h2>Forbidden and stale</h2>',
-        '<p class="lead">Items a query must not get (<code>must_not_retrieve</code>: retired versions, other tenants), '
-        "and items newer than the date the query was labelled (<code>as_of</code>), within each query's top k.</p>",
+        ('<p class="lead">Items a query must not get (<code>must_not_retrieve</code>: retired versions, other tenants), '
+         "and items newer than the date the query was labelled (<code>as_of</code>), within each query's top k.</p>"),
         _offences("Forbidden items retrieved", rep.offences_forbidden, rep.forbidden_total, rep.forbidden_checked,
                   "no query has a must_not_retrieve list", "with a must_not_retrieve list"),
         _offences("Items newer than as_of", rep.offences_stale, rep.stale_total, rep.stale_checked,

@@ -38,8 +38,8 @@ def evaluation_markdown(
     result: EvaluationResult,
     cis: Mapping[str, tuple[float, float]] | None,
     confidence: float = 0.95,
-    segments: "SegmentSummary | None" = None,
-    sweep: "KSweep | None" = None,
+    segments: SegmentSummary | None = None,
+    sweep: KSweep | None = None,
 ) -> str:
     """The evaluation as markdown: a table of every metric (mean, interval, n), then latency, what was
     (not) evaluated, and the segment and k-sweep tables when given."""

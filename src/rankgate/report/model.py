@@ -5,8 +5,9 @@ renderer (:mod:`rankgate.report.html`) shows. Plain frozen dataclasses; no rende
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..diagnosis import Finding
@@ -165,7 +166,7 @@ class Report:
     depth: int = 0
     rank_histogram: tuple[tuple[str, int], ...] = ()
     baseline_rank_histogram: tuple[tuple[str, int], ...] = ()
-    segments: "SegmentSummary | None" = None
+    segments: SegmentSummary | None = None
     segment_deltas: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
     floors: Mapping[str, float] = field(default_factory=dict)
     segments_auto: bool = False
@@ -184,6 +185,6 @@ class Report:
     false_evidence_metric: str = ""
     false_evidence_rate: float = NAN
     doc_level: Mapping[str, float] = field(default_factory=dict)  # chunk vs doc recall@10
-    gate: "GateOutcome | None" = None
-    findings: "tuple[Finding, ...]" = ()
+    gate: GateOutcome | None = None
+    findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()

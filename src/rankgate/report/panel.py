@@ -58,7 +58,7 @@ def retrieval_panel(
     cis: Mapping[str, tuple[float, float]] | None = None,
     confidence: float = 0.95,
     *,
-    comparison: "Comparison | None" = None,
+    comparison: Comparison | None = None,
     metrics: Sequence[str] | None = None,
     title: str | None = "Retrieval",
 ):
@@ -107,7 +107,7 @@ def retrieval_panel(
 
 
 def print_panel(result: EvaluationResult, cis: Mapping[str, tuple[float, float]] | None = None,
-                confidence: float = 0.95, *, comparison: "Comparison | None" = None, console: Any = None,
+                confidence: float = 0.95, *, comparison: Comparison | None = None, console: Any = None,
                 metrics: Sequence[str] | None = None) -> None:
     """Print :func:`retrieval_panel` to ``console`` (default: a new rich Console on stdout)."""
     from rich.console import Console
