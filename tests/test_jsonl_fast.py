@@ -61,3 +61,44 @@ def test_irregular_files_fall_back_to_the_precise_error(case, tmp_path):
     assert jsonl_fast.read_run_fast(path) is None
     with pytest.raises(InputError, match=r"run.jsonl:2"):
         load_run(path)
+
+
+GOLDS = {
+    "graded": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 2}, {"chunk_id": "b", "grade": 0}]},
+               {"query_id": 5, "relevant_chunks": [{"chunk_id": 9, "grade": 1}]}],
+}
+BROKEN_GOLDS = {
+    "non-integer grade": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]},
+                          {"query_id": "q2", "relevant_chunks": [{"chunk_id": "a", "grade": 1.5}]}],
+    "no relevant": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]},
+                    {"query_id": "q2", "relevant_chunks": [{"chunk_id": "a", "grade": 0}]}],
+    "empty list": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]},
+                   {"query_id": "q2", "relevant_chunks": []}],
+    "duplicate item": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]},
+                       {"query_id": "q2", "relevant_chunks": [{"chunk_id": "a", "grade": 1}, {"chunk_id": "a", "grade": 2}]}],
+    "repeated query": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]},
+                       {"query_id": "q1", "relevant_chunks": [{"chunk_id": "b", "grade": 1}]}],
+}
+
+
+def test_gold_fast_path_matches(tmp_path):
+    from rankgate.data.jsonl import parse_gold_records
+
+    path = write(tmp_path, GOLDS["graded"])
+    fast = jsonl_fast.read_gold_fast(path)
+    assert fast is not None
+    slow = parse_gold_records(iter_json_lines(open(path).read().splitlines(), path), path)
+    assert fast.query_ids == slow.query_ids
+    assert fast.j_query.tolist() == slow.j_query.tolist()
+    assert fast.j_doc.to_pylist() == slow.j_doc.to_pylist()
+    assert fast.j_grade.tolist() == slow.j_grade.tolist()
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_GOLDS))
+def test_irregular_gold_falls_back_to_the_precise_error(case, tmp_path):
+    from rankgate.data.load import load_gold
+
+    path = write(tmp_path, BROKEN_GOLDS[case])
+    assert jsonl_fast.read_gold_fast(path) is None
+    with pytest.raises(InputError, match=r"run.jsonl:2"):
+        load_gold(path)

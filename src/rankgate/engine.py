@@ -32,6 +32,7 @@ from .results import EvaluationResult
 __all__ = ["evaluate", "DEFAULT_K"]
 
 DEFAULT_K = 5
+FULL_DEPTH_ROWS = 2_000_000  # runs up to this many rows are never cut at the deepest cutoff
 SEGMENT_FIELDS = ("intent", "segment", "source_of_query", "corpus_version", "as_of", "created")
 
 
@@ -190,6 +191,9 @@ def _evaluate_loaded(
     if any(v is not None for v in kcol):
         query_k = np.array([kcol[i] or 0 for i in evaluated.tolist()], dtype=np.int64)
     depth = _max_depth(metric_list, query_k, k)
+    if codes_sorted.size <= FULL_DEPTH_ROWS:
+        # Small runs keep every row, so first-relevant ranks (shown when comparing runs) are exact.
+        depth = int(NO_CUTOFF)
 
     seg_start = np.zeros(evaluated.size, dtype=np.int64)
     seg_len = np.zeros(evaluated.size, dtype=np.int64)
@@ -265,6 +269,7 @@ def _evaluate_loaded(
         "trec": trec,
         "complete": complete or not trec,
         "default_k": k,
+        "evaluated_depth": None if depth >= NO_CUTOFF else depth,
         "duplicates_dropped": dropped_dupes,
         "run": _run_facts(r),
         "gold": _gold_facts(g),

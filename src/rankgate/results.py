@@ -42,7 +42,9 @@ class EvaluationResult:
         fields: per-query descriptive fields usable as segments: ``intent``, ``segment``,
             ``source_of_query``, ``corpus_version``, ``tags.<name>`` … -> one label (or None) per query.
         first_relevant_rank: rank (1-based) of the first relevant item per query, 0 when none was
-            retrieved (relevance threshold 1). Used to explain what changed between two runs.
+            retrieved (relevance threshold 1). Used to explain what changed between two runs. Runs
+            of more than 2M rows are cut at the deepest cutoff the metrics need
+            (``info["evaluated_depth"]``); then 0 means none within that depth.
         missing_from_run: gold queries with no ranking in the run (they score 0).
         not_in_gold: run queries absent from the gold set (ignored).
         no_answer: gold queries with no relevant item (ranking metrics do not apply to them).

@@ -1,7 +1,7 @@
-"""Large JSONL runs through DuckDB's JSON reader: one parallel pass, columnar result.
+"""Large JSONL runs and gold sets through DuckDB's JSON reader: one parallel pass, columnar result.
 
 Used for files of at least :data:`MIN_BYTES` whose first lines have one regular shape (a query id,
-one list of item objects or of ids). The shape and types are taken from the first
+one list of item objects or of ids; for gold sets, only a query id and a list of graded items). The shape and types are taken from the first
 :data:`SAMPLE_LINES` lines; anything irregular — a missing id, a mixed score column, a repeated
 query, a parse error — returns ``None`` and the caller re-reads the file with the validating
 line-by-line parser, which then names the offending line. So the fast path never changes a result
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .jsonl import ITEM_ID_KEYS, QUERY_ID_KEYS, RUN_LIST_KEYS
-from .models import Run
+from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
+from .models import Gold, Run
 from .source import open_text
 
 MIN_BYTES = 8 << 20
@@ -156,3 +156,60 @@ def _to_run(table: pa.Table, path: str, qkey: str, lkey: str, ikey: str | None, 
         values = table.column(name).to_pylist()
         run.fields[name] = [None if v is None else json.loads(v) for v in values]
     return run
+
+
+def read_gold_fast(path: str) -> Gold | None:
+    """A plain graded gold set (query id + list of {id, grade}), or None for anything richer."""
+    try:
+        if os.path.getsize(path) < MIN_BYTES:
+            return None
+    except OSError:
+        return None
+    sample = _sample(path)
+    if sample is None:
+        return None
+    qkey, lkey = _common(QUERY_ID_KEYS, sample), _common(RELEVANT_KEYS, sample)
+    if qkey is None or lkey is None or any(set(o) - {qkey, lkey} for o in sample):
+        return None  # other fields (no_answer, tags, k …) take the validating parser
+    items = [it for o in sample for it in (o[lkey] if isinstance(o[lkey], list) else [None])]
+    if not items or not all(isinstance(it, dict) for it in items):
+        return None
+    ikey, gkey = _common(ITEM_ID_KEYS, items), _common(GRADE_KEYS, items)
+    if ikey is None or gkey is None or any(set(it) - {ikey, gkey} for it in items):
+        return None
+    columns = {qkey: "VARCHAR", lkey: f'STRUCT("{ikey}" VARCHAR, "{gkey}" DOUBLE)[]'}
+    try:
+        table = _read(path, columns)
+    except Exception:  # the validating parser explains whatever went wrong
+        return None
+    import pyarrow.compute as pc
+
+    from .ids import item_codes, segment_duplicates
+
+    qcol = table.column(qkey).combine_chunks()
+    lists = table.column(lkey).combine_chunks()
+    if qcol.null_count or lists.null_count or len(pc.unique(qcol)) != len(qcol):
+        return None
+    lengths = np.asarray(pc.list_value_length(lists), dtype=np.int64)
+    flat = lists.flatten()
+    docs, grades = flat.field(ikey), flat.field(gkey)
+    if docs.null_count or grades.null_count:
+        return None
+    g = np.asarray(grades, dtype=np.float64)
+    if not np.array_equal(g, np.round(g)):
+        return None  # a non-integer grade: reported with its line by the validating parser
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    if (lengths == 0).any():
+        return None  # a query with no relevant item must say "no_answer": true
+    if (np.add.reduceat((g >= 1).astype(np.int64), offsets[:-1]) == 0).any():
+        return None
+    codes, _ = item_codes(docs, pa.array([], pa.string()))
+    if segment_duplicates(codes, offsets).size:
+        return None
+    return Gold(
+        query_ids=qcol.to_pylist(),
+        j_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
+        j_doc=docs,
+        j_grade=g.astype(np.int64),
+        source=path,
+    )

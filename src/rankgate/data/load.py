@@ -95,7 +95,10 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
         check_file(path, "gold")
         fmt = format or _detect(path, GOLD_FORMATS, "gold")
         if fmt == "jsonl":
-            return parse_gold_records(_json_records(path), path)
+            from .jsonl_fast import read_gold_fast
+
+            fast = read_gold_fast(path)
+            return fast if fast is not None else parse_gold_records(_json_records(path), path)
         if fmt == "trec":
             from .trec import read_trec_qrels
 
