@@ -151,3 +151,8 @@ def test_report_command_imports_nothing_heavy():
             "print(','.join(m for m in ('matplotlib', 'numpy', 'pyarrow', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert "matplotlib" not in out
+
+
+def test_trec_mode_does_not_list_no_answer_queries_as_misses():
+    rep = build_report(str(DATA / "gold.jsonl"), str(DATA / "run.jsonl"), trec=True, n_resamples=0)
+    assert [m.query_id for m in rep.misses] == ["q03", "q09", "q10"]

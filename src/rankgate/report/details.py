@@ -141,7 +141,8 @@ def misses(result: EvaluationResult, lists: RankedLists, gold: GoldIndex, *, lim
            lexical: tuple[EvaluationResult, RankedLists] | None = None) -> tuple[list[Miss], int, int | None]:
     """Answerable queries with no relevant item in the top 10: (shown, total, rescued by the lexical run)."""
     hit = result.values["hit@10"]
-    idx = [i for i in range(len(result.query_ids)) if hit[i] == 0.0]
+    no_answer = set(result.no_answer)  # in trec mode they score 0 rather than n/a; they are not misses
+    idx = [i for i, q in enumerate(result.query_ids) if hit[i] == 0.0 and q not in no_answer]
     rescued = None
     lex_hit: dict[str, float] = {}
     lex_rank: dict[str, int] = {}
