@@ -227,3 +227,15 @@ def test_knee():
     assert knee(ks, [min(1.0, k / 5) for k in ks]) == 5
     assert knee(ks, [0.5] * 20) is None
     assert knee([1, 2], [0.1, 0.2]) is None
+
+
+def test_weak_segment_groups_metrics_and_needs_a_real_gap_for_a_floor():
+    from rankgate.diagnosis import SegmentSignal
+
+    segs = (SegmentSignal("lang", "de", "recall@5", 40, 0.70, 0.60, 0.80),
+            SegmentSignal("lang", "de", "hit@5", 40, 0.72, 0.62, 0.82),
+            SegmentSignal("lang", "en", "recall@5", 80, 0.79, 0.70, 0.88))  # 1 pp below: noise
+    s = Signals(k=5, means={"recall@5": 0.80, "hit@5": 0.82}, segments=segs, floors={"recall@5": 0.75, "hit@5": 0.80})
+    got = [f for f in diagnose(s) if f.rule == "weak_segment"]
+    assert [f.title for f in got] == ["Weak segment: lang=de"]
+    assert "recall@5 70.0% vs 80.0% overall" in got[0].evidence and "hit@5 72.0% vs 82.0%" in got[0].evidence

@@ -128,6 +128,7 @@ class Thresholds:
     reranker_loss: float = 0.02  # final ndcg@k below raw by more than this
     segment_gap: float = 0.10  # segment mean below all queries by at least this …
     segment_min_queries: int = 5  # … over at least this many queries
+    segment_floor_gap: float = 0.05  # below a gate floor counts when at least this far below all queries
     segment_max_findings: int = 5
     lexical_rescue_share: float = 0.25  # the lexical baseline finds at least this share of the misses …
     lexical_rescue_min: int = 2  # … and at least this many
@@ -237,7 +238,8 @@ def reranker_hurts(s: Signals, t: Thresholds) -> Finding | None:
 
 
 def weak_segment(s: Signals, t: Thresholds) -> list[Finding]:
-    found: list[tuple[float, Finding]] = []
+    """One finding per segment (all its weak metrics together), the widest gaps first."""
+    weak: dict[tuple[str, str], list[tuple[float, SegmentSignal, float, bool]]] = {}
     for seg in s.segments:
         overall = s.means.get(seg.metric)
         if not _ok(overall) or not _ok(seg.mean) or seg.n < t.segment_min_queries:
@@ -245,24 +247,32 @@ def weak_segment(s: Signals, t: Thresholds) -> list[Finding]:
         gap = overall - seg.mean
         floor = s.floors.get(seg.metric)
         clear = gap >= t.segment_gap and _ok(seg.ci_high) and seg.ci_high < overall
-        # a gate floor flags a segment that is worse than all queries and whose CI reaches below the floor
-        below_floor = floor is not None and gap > 0 and _ok(seg.ci_low) and seg.ci_low < floor <= overall
-        if not (clear or below_floor):
-            continue
-        m = seg.metric
-        ci = "" if not _ok(seg.ci_low) else f", 95% CI {fmt_value(m, seg.ci_low)} to {fmt_value(m, seg.ci_high)}"
-        evidence = f"segment {seg.field}={seg.label} {m} {fmt_value(m, seg.mean)} vs {fmt_value(m, overall)} overall ({seg.n} queries{ci})"
-        if below_floor:
-            evidence += f"; its CI lower bound is below the gate floor of {fmt_value(m, floor)}"
+        # a gate floor flags a segment clearly worse than all queries whose CI reaches below the floor
+        below_floor = (floor is not None and gap >= t.segment_floor_gap and _ok(seg.ci_low)
+                       and seg.ci_low < floor <= overall)
+        if clear or below_floor:
+            weak.setdefault((seg.field, seg.label), []).append((gap, seg, overall, below_floor))
+    found = []
+    for (fld, label), rows in weak.items():
+        parts, numbers = [], {}
+        for gap, seg, overall, below_floor in rows:
+            m = seg.metric
+            ci = "" if not _ok(seg.ci_low) else f", 95% CI {fmt_value(m, seg.ci_low)} to {fmt_value(m, seg.ci_high)}"
+            part = f"{m} {fmt_value(m, seg.mean)} vs {fmt_value(m, overall)} overall ({seg.n} queries{ci})"
+            if below_floor:
+                part += f", its CI lower bound below the gate floor of {fmt_value(m, s.floors[m])}"
+            parts.append(part)
+            numbers[m] = seg.mean
+            numbers[f"{m} overall"] = overall
         advice = "Read this segment's misses below."
-        if "lang" in seg.field.lower():
+        if "lang" in fld.lower():
             advice += (" For a language: check the analyzer/stemmer and the embedding model cover it, and that its "
                        "documents exist in that language (or cross-lingual retrieval is on).")
         else:
             advice += " Look for vocabulary, document types or tenants this segment needs that the index handles poorly."
-        found.append((gap, Finding("weak_segment", "warning", f"Weak segment: {seg.field}={seg.label}", evidence + ".", advice,
-                                   {"mean": seg.mean, "overall": overall, "ci_low": seg.ci_low, "ci_high": seg.ci_high,
-                                    "n": seg.n})))
+        widest = max(r[0] for r in rows)
+        found.append((widest, Finding("weak_segment", "warning", f"Weak segment: {fld}={label}",
+                                      f"segment {fld}={label} " + "; ".join(parts) + ".", advice, numbers)))
     found.sort(key=lambda x: -x[0])
     return [f for _, f in found[: t.segment_max_findings]]
 
