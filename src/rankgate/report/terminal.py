@@ -1,43 +1,11 @@
-"""The terminal table for an evaluation: metric, mean, 95% CI, n; then what was (not) evaluated.
+"""The terminal view of an evaluation: the retrieval panel, then what was (not) evaluated.
 
 Run it to see it: ``python -m rankgate.report.terminal gold.jsonl run.jsonl``.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Mapping
-
 from ..results import EvaluationResult
-
-
-def fmt(x: float | None, digits: int = 4) -> str:
-    return "—" if x is None or math.isnan(x) else f"{x:.{digits}f}"
-
-
-def evaluation_table(
-    result: EvaluationResult,
-    cis: Mapping[str, tuple[float, float]] | None = None,
-    confidence: float = 0.95,
-    title: str | None = None,
-):
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("metric", no_wrap=True)
-    table.add_column("mean", justify="right")
-    if cis:
-        table.add_column(f"{confidence:.0%} CI", justify="right", no_wrap=True)
-    table.add_column("n", justify="right")
-    for name in result.metric_names:
-        s = result.summary(name)
-        row = [name, fmt(s.mean)]
-        if cis:
-            low, high = cis.get(name, (math.nan, math.nan))
-            row.append("—" if math.isnan(low) else f"{fmt(low)} – {fmt(high)}")
-        row.append(str(s.n))
-        table.add_row(*row)
-    return table
 
 
 def coverage_lines(result: EvaluationResult) -> list[str]:
@@ -60,10 +28,13 @@ def coverage_lines(result: EvaluationResult) -> list[str]:
 
 
 def print_evaluation(result: EvaluationResult, cis=None, confidence: float = 0.95, console=None) -> None:
+    """The retrieval panel with every requested metric, then what was (not) evaluated."""
     from rich.console import Console
 
+    from .panel import retrieval_panel
+
     console = console or Console()
-    console.print(evaluation_table(result, cis, confidence))
+    console.print(retrieval_panel(result, cis, confidence, metrics=list(result.metric_names), title=None))
     console.print()
     for line in coverage_lines(result):
         console.print(line, highlight=False, markup=False)
