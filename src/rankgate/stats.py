@@ -91,16 +91,26 @@ def _block_rows(n: int) -> int:
 
 
 def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_resamples: int) -> list[np.ndarray]:
-    """Bootstrap means of each column, all columns resampled with the same query indices."""
+    """Bootstrap means of each column, all columns resampled with the same query indices.
+
+    Each resample's indices become per-query draw counts (``bincount``); a matrix-vector product per
+    column then gives its resampled sums — the same draws as indexing the values directly, several
+    times faster, and each column's sums do not depend on which other columns are resampled with it.
+    """
     n = columns[0].size
-    out = [np.empty(n_resamples) for _ in columns]
+    stack = np.column_stack(columns)
+    out = np.empty((n_resamples, stack.shape[1]))
     rows = _block_rows(n)
+    counts = np.empty((min(rows, n_resamples), n))
     for start in range(0, n_resamples, rows):
         stop = min(start + rows, n_resamples)
         idx = gen.integers(0, n, size=(stop - start, n))
-        for col, dest in zip(columns, out):
-            dest[start:stop] = col[idx].sum(axis=1) / n
-    return out
+        for r in range(stop - start):
+            counts[r] = np.bincount(idx[r], minlength=n)
+        for j in range(stack.shape[1]):
+            out[start:stop, j] = counts[: stop - start] @ stack[:, j]
+    out /= n
+    return [out[:, j].copy() for j in range(stack.shape[1])]
 
 
 def _interval(x: np.ndarray, means: np.ndarray | None, confidence: float) -> tuple[float, float]:
