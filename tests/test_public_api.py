@@ -8,6 +8,8 @@ import sys
 
 import rankgate
 
+from .conftest import ROOT
+
 HEAVY = ["numpy", "pyarrow", "duckdb", "pandas", "scipy", "matplotlib", "pyspark", "rich", "yaml", "bm25s", "torch"]
 
 
@@ -21,7 +23,7 @@ def test_all_is_pinned():
 
 
 def _modules_after(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"], cwd=ROOT,
                          capture_output=True, text=True, check=True)
     return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -35,3 +37,12 @@ def test_import_and_help_load_nothing_heavy():
         loaded = _modules_after(code)
         heavy = sorted(m for m in HEAVY if m in loaded)
         assert not heavy, f"{code!r} imported {heavy}"
+
+
+def test_evaluate_keeps_pandas_out():
+    # pyarrow imports pandas (when installed) on many conversions; rankgate's own paths avoid them.
+    code = ("import rankgate\n"
+            "rankgate.evaluate('examples/gold.jsonl', 'examples/run.jsonl', ['ndcg@10', 'fresh@5', 'forbidden@3'])\n"
+            "rankgate.evaluate('examples/gold.jsonl', 'examples/run.jsonl', ['mrr'], level='doc')\n")
+    loaded = _modules_after(code)
+    assert "pandas" not in loaded and "scipy" not in loaded

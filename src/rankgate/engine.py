@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from .data import Gold, Run, load_gold, load_run
+from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes, segment_duplicates
 from .data.ranking import rank_rows
 from .data.source import sha256_file
@@ -109,7 +110,7 @@ def _map_array(arr: pa.Array, doc_of: Callable[[str], str]) -> pa.Array:
     import pyarrow.compute as pc
 
     enc = pc.dictionary_encode(arr)
-    mapped = pa.array([doc_of(x) for x in enc.dictionary.to_pylist()], type=pa.string())
+    mapped = strings_of([doc_of(x) for x in enc.dictionary.to_pylist()])
     return mapped.take(enc.indices)
 
 
@@ -119,7 +120,7 @@ def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
 
     docs = _map_array(g.j_doc, doc_of)
     enc = pc.dictionary_encode(docs)
-    codes = np.asarray(enc.indices, dtype=np.int64)
+    codes = np_of(enc.indices, np.int64)
     keys = g.j_query * (len(enc.dictionary) + 1) + codes
     order = np.lexsort((-g.j_grade, keys))
     first = np.ones(order.size, dtype=bool)
@@ -128,7 +129,7 @@ def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
     fields = dict(g.fields)
     if "must_not_retrieve" in fields:
         fields["must_not_retrieve"] = [None if v is None else sorted({doc_of(x) for x in v}) for v in fields["must_not_retrieve"]]
-    return Gold(g.query_ids, g.j_query[keep], docs.take(pa.array(keep)), g.j_grade[keep], fields, None, g.source)
+    return Gold(g.query_ids, g.j_query[keep], docs.take(arrow_of(keep)), g.j_grade[keep], fields, None, g.source)
 
 
 def _evaluate_loaded(
@@ -214,7 +215,7 @@ def _evaluate_loaded(
     grade = _lookup_grades(g, eval_pos, gold_codes, row_query, row_codes)
 
     def doc_list() -> list[str]:
-        return run_docs.take(pa.array(src_rows)).to_pylist()
+        return run_docs.take(arrow_of(src_rows)).to_pylist()
 
     # Gold judgements per evaluated query (CSR).
     jpos = eval_pos[g.j_query]
@@ -329,10 +330,23 @@ def _lookup_grades(g: Gold, eval_pos: np.ndarray, gold_codes: np.ndarray, row_qu
     order = np.argsort(gkeys, kind="stable")
     gkeys, ggrades = gkeys[order], ggrades[order]
     rkeys = row_query * width + row_codes
-    idx = np.minimum(np.searchsorted(gkeys, rkeys), gkeys.size - 1)
-    match = gkeys[idx] == rkeys
-    grade[match] = ggrades[idx[match]]
+    # Cheap filter first: a bit table over a hash of the judged keys; only rows whose bit is set
+    # (the judged ones, plus a few collisions) are looked up exactly.
+    bits = 1 << max(16, min(26, int(gkeys.size * 8).bit_length()))
+    table = np.zeros(bits, dtype=bool)
+    table[_mix(gkeys) & (bits - 1)] = True
+    cand = np.flatnonzero(table[_mix(rkeys) & (bits - 1)])
+    keys = rkeys[cand]
+    idx = np.minimum(np.searchsorted(gkeys, keys), gkeys.size - 1)
+    match = gkeys[idx] == keys
+    grade[cand[match]] = ggrades[idx[match]]
     return grade
+
+
+def _mix(keys: np.ndarray) -> np.ndarray:
+    """A cheap 64-bit mix (multiply-xorshift) of non-negative int64 keys, as uint64."""
+    x = keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return x ^ (x >> np.uint64(29))
 
 
 def _segments(g: Gold, sel: list[int]) -> dict[str, tuple[str | None, ...]]:

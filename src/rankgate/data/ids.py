@@ -17,6 +17,8 @@ import re
 import numpy as np
 import pyarrow as pa
 
+from .arrow import arrow_of, np_of
+
 __all__ = ["item_codes", "segment_duplicates"]
 
 
@@ -46,7 +48,7 @@ def _numeric_prefix(arr: pa.Array) -> tuple[str, np.ndarray] | None:
         return None
     if numbers.null_count or not pc.all(pc.equal(pc.cast(numbers, pa.string()), rest)).as_py():
         return None
-    values = np.asarray(numbers, dtype=np.int64)
+    values = np_of(numbers, np.int64)
     if values.size and values.min() < 0:
         return None
     return prefix, values
@@ -60,11 +62,11 @@ def _canonical_numbers(ids: pa.Array, prefix: str) -> np.ndarray:
     if len(ids) == 0:
         return out
     shaped = pc.match_substring_regex(ids, "^" + re.escape(prefix) + r"(0|[1-9][0-9]{0,17})$")
-    mask = np.asarray(shaped.fill_null(False), dtype=bool)
+    mask = np_of(shaped, fill=False)
     if mask.any():
-        rest = ids.filter(pa.array(mask))
+        rest = ids.filter(arrow_of(mask))
         rest = pc.utf8_slice_codeunits(rest, len(prefix)) if prefix else rest
-        out[mask] = np.asarray(pc.cast(rest, pa.int64()), dtype=np.int64)
+        out[mask] = np_of(pc.cast(rest, pa.int64()), np.int64)
     return out
 
 
@@ -106,11 +108,13 @@ def _fixed_width_gold(ids: pa.Array, prefix: bytes, width: int) -> np.ndarray:
     out = np.full(len(ids), -1, dtype=np.int64)
     if len(ids) == 0:
         return out
-    mask = pc.and_(pc.equal(pc.binary_length(ids), width), pc.starts_with(ids, prefix.decode()))
-    idx = np.flatnonzero(np.asarray(mask.fill_null(False), dtype=bool))
+    lengths = np_of(pc.binary_length(ids), np.int64, fill=-1)
+    mask = arrow_of(lengths == width)
+    mask = pc.and_(mask, pc.starts_with(ids, prefix.decode()))
+    idx = np.flatnonzero(np_of(mask, fill=False))
     if idx.size == 0:
         return out
-    sub = ids.take(pa.array(idx))
+    sub = ids.take(arrow_of(idx))
     found = _fixed_width(sub)
     if found is not None and found[0] == prefix:
         out[idx] = found[2]
@@ -135,9 +139,9 @@ def item_codes(run_ids: pa.Array, gold_ids: pa.Array) -> tuple[np.ndarray, np.nd
         prefix_text, run_codes = numeric
         return run_codes, _canonical_numbers(gold_ids, prefix_text)
     enc = pc.dictionary_encode(run_ids)
-    run_codes = np.asarray(enc.indices, dtype=np.int64)
+    run_codes = np_of(enc.indices, np.int64)
     found = pc.index_in(gold_ids, value_set=enc.dictionary)
-    return run_codes, np.asarray(found.fill_null(-1), dtype=np.int64)
+    return run_codes, np_of(found, np.int64, fill=-1)
 
 
 def segment_duplicates(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -152,17 +156,26 @@ def segment_duplicates(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     width = int(lengths.max())
     nseg = lengths.size
-    if width * nseg <= 2 * n + 1024:
-        pos = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-        seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)
-        grid = np.full((nseg, width), -1, dtype=np.int64)
-        # Padding gets unique negative values so it never looks like a repeat.
-        grid -= np.arange(width, dtype=np.int64)[None, :] + 1
-        grid[seg, pos] = codes
+    rows = np.arange(n, dtype=np.int64)
+    if width * nseg <= 2 * n + 1024:  # codes are >= 0, so negative padding never collides
+        dtype = np.int32 if codes.max() < 2**31 - 1 else np.int64
+        if (lengths == width).all():  # every segment equally long: a plain reshape, no scatter
+            grid = codes.astype(dtype).reshape(nseg, width)
+        else:
+            pos = rows - np.repeat(offsets[:-1], lengths)
+            seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)
+            # Padding gets distinct negative values so it never looks like a repeat.
+            grid = np.empty((nseg, width), dtype=dtype)
+            grid[:] = -(np.arange(width, dtype=dtype) + 1)
+            grid[seg, pos] = codes
         grid.sort(axis=1)
-        if not (grid[:, 1:] == grid[:, :-1]).any():
+        bad = np.flatnonzero((grid[:, 1:] == grid[:, :-1]).any(axis=1))
+        if bad.size == 0:
             return np.zeros(0, dtype=np.int64)
-    seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)
-    order = np.lexsort((np.arange(n), codes, seg))
-    same = (codes[order][1:] == codes[order][:-1]) & (seg[order][1:] == seg[order][:-1])
-    return np.sort(order[1:][same])
+        # Only the segments with a repeat need the exact pass below.
+        rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in bad.tolist()])
+    seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)[rows]
+    sub = codes[rows]
+    order = np.lexsort((rows, sub, seg))
+    same = (sub[order][1:] == sub[order][:-1]) & (seg[order][1:] == seg[order][:-1])
+    return np.sort(rows[order[1:][same]])

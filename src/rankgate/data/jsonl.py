@@ -14,6 +14,7 @@ import math
 from typing import Any, Iterable, Iterator
 
 from ..errors import InputError
+from .arrow import strings_of
 from .models import Gold, Run
 
 QUERY_ID_KEYS = ("query_id", "qid", "id", "_id", "query-id")
@@ -251,7 +252,7 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
     return Gold(
         query_ids=qids,
         j_query=np.asarray(jq, dtype=np.int64),
-        j_doc=pa.array(jd, type=pa.string()),
+        j_doc=strings_of(jd),
         j_grade=np.asarray(jg, dtype=np.int64),
         fields=fields,
         notes=notes if any(n is not None for n in notes) else None,
@@ -352,7 +353,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
     return Run(
         query_ids=qids,
         r_query=np.asarray(rq, dtype=np.int64),
-        r_doc=pa.array(rd, type=pa.string()),
+        r_doc=strings_of(rd),
         r_score=np.asarray(scores, dtype=np.float64) if has_score else None,
         r_order=None if has_score else np.asarray(orders, dtype=np.float64),
         items=items_cols,

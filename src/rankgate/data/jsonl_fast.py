@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
+from .arrow import np_of, strings_of
 from .models import Gold, Run
 from .source import open_text
 
@@ -124,7 +125,7 @@ def _to_run(table: pa.Table, path: str, qkey: str, lkey: str, ikey: str | None, 
     enc = pc.dictionary_encode(qcol)
     if len(enc.dictionary) != len(qcol):
         return None  # a query on two lines
-    lengths = np.asarray(pc.list_value_length(lists), dtype=np.int64)
+    lengths = np_of(pc.list_value_length(lists), np.int64)
     flat = lists.flatten()
     r_query = np.repeat(np.arange(len(qcol), dtype=np.int64), lengths)
     run = Run(query_ids=qcol.to_pylist(), r_query=r_query, r_doc=flat if ikey is None else flat.field(ikey), source=path)
@@ -136,7 +137,7 @@ def _to_run(table: pa.Table, path: str, qkey: str, lkey: str, ikey: str | None, 
         if score is not None and 0 < score.null_count < len(score):
             return None  # some items scored, others not
         if score is not None and score.null_count == 0:
-            run.r_score = np.asarray(score, dtype=np.float64)
+            run.r_score = np_of(score, np.float64)
             if np.isnan(run.r_score).any():
                 return None
         else:
@@ -144,7 +145,7 @@ def _to_run(table: pa.Table, path: str, qkey: str, lkey: str, ikey: str | None, 
             pos = np.arange(len(flat), dtype=np.float64) - np.repeat(np.concatenate(([0], np.cumsum(lengths)))[:-1], lengths) + 1
             if rank is not None and rank.null_count not in (0, len(rank)):
                 return None
-            run.r_order = np.asarray(rank, dtype=np.float64) if rank is not None and rank.null_count == 0 else pos
+            run.r_order = np_of(rank, np.float64) if rank is not None and rank.null_count == 0 else pos
         for name, alias in (("doc_version", "version"), ("text", "content"), ("source", None)):
             col = name if name in names else alias if alias in names else None
             if col is not None:
@@ -190,12 +191,12 @@ def read_gold_fast(path: str) -> Gold | None:
     lists = table.column(lkey).combine_chunks()
     if qcol.null_count or lists.null_count or len(pc.unique(qcol)) != len(qcol):
         return None
-    lengths = np.asarray(pc.list_value_length(lists), dtype=np.int64)
+    lengths = np_of(pc.list_value_length(lists), np.int64)
     flat = lists.flatten()
     docs, grades = flat.field(ikey), flat.field(gkey)
     if docs.null_count or grades.null_count:
         return None
-    g = np.asarray(grades, dtype=np.float64)
+    g = np_of(grades, np.float64)
     if not np.array_equal(g, np.round(g)):
         return None  # a non-integer grade: reported with its line by the validating parser
     offsets = np.concatenate(([0], np.cumsum(lengths)))
@@ -203,7 +204,7 @@ def read_gold_fast(path: str) -> Gold | None:
         return None  # a query with no relevant item must say "no_answer": true
     if (np.add.reduceat((g >= 1).astype(np.int64), offsets[:-1]) == 0).any():
         return None
-    codes, _ = item_codes(docs, pa.array([], pa.string()))
+    codes, _ = item_codes(docs, strings_of([]))
     if segment_duplicates(codes, offsets).size:
         return None
     return Gold(

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from .arrow import np_of
 from .models import Gold, Run
 from .trec import _codes, _combine, check_unique_judgements
 
@@ -59,7 +60,7 @@ def read_parquet_gold(path: str) -> Gold:
     if not pa.types.is_integer(grades.type) or grades.null_count:
         raise InputError(f"must hold integer grades; has type {grades.type}", path=path, field=g)
     qids, codes = _codes(_strings(t, q, path))
-    gold = Gold(qids, codes, _strings(t, d, path), grades.to_numpy().astype(np.int64), source=path)
+    gold = Gold(qids, codes, _strings(t, d, path), np_of(grades, np.int64), source=path)
     check_unique_judgements(gold)
     return gold
 
@@ -81,7 +82,7 @@ def read_parquet_run(path: str) -> Run:
     col = _combine(t.column(key))
     if col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
         raise InputError(f"must hold numbers with no gaps; has type {col.type}", path=path, field=key)
-    values = col.to_numpy().astype(np.float64)
+    values = np_of(col, np.float64)
     if np.isnan(values).any():
         raise InputError("holds NaN", path=path, field=key)
     if s is not None:

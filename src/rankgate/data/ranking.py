@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .arrow import arrow_of, np_of
+
 __all__ = ["rank_rows"]
 
 
@@ -46,9 +48,9 @@ def rank_rows(query: np.ndarray, doc: pa.Array, score: np.ndarray | None, order:
 def _full_sort(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.ndarray:
     import pyarrow.compute as pc
 
-    table = pa.table({"q": query, "s": score, "d": doc})
+    table = pa.table({"q": arrow_of(query), "s": arrow_of(score), "d": doc})
     idx = pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")])
-    return np.asarray(idx, dtype=np.int64)
+    return np_of(idx, np.int64)
 
 
 def _fix_ties(doc: pa.Array, tie: np.ndarray) -> np.ndarray:
@@ -65,8 +67,8 @@ def _fix_ties(doc: pa.Array, tie: np.ndarray) -> np.ndarray:
     starts = np.ones(rows.size, dtype=bool)
     starts[1:] = ~tie[rows[1:] - 1]
     run_id = np.cumsum(starts)
-    sub = pa.table({"r": run_id, "d": doc.take(pa.array(rows))})
-    idx = np.asarray(pc.sort_indices(sub, sort_keys=[("r", "ascending"), ("d", "descending")]), dtype=np.int64)
+    sub = pa.table({"r": arrow_of(run_id), "d": doc.take(arrow_of(rows))})
+    idx = np_of(pc.sort_indices(sub, sort_keys=[("r", "ascending"), ("d", "descending")]), np.int64)
     perm = np.arange(n, dtype=np.int64)
     perm[rows] = rows[idx]
     return perm

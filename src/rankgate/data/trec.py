@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from .arrow import np_of, strings_of
 from .models import Gold, Run
 from .source import open_text
 
@@ -69,7 +70,7 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     enc = pc.dictionary_encode(column)
-    return enc.dictionary.to_pylist(), np.asarray(enc.indices, dtype=np.int64)
+    return enc.dictionary.to_pylist(), np_of(enc.indices, np.int64)
 
 
 def _combine(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -87,7 +88,7 @@ def read_trec_run(path: str) -> Run:
         if table.num_rows == 0:
             raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
         qids, codes = _codes(table.column("q"))
-        scores = table.column("s").to_numpy()
+        scores = np_of(table.column("s"))
         if np.isnan(scores).any():
             bad = int(np.flatnonzero(np.isnan(scores))[0])
             raise InputError("must be a number; got nan", path=path, line=bad + 1, field="score (column 5)")
@@ -124,7 +125,7 @@ def read_trec_run(path: str) -> Run:
     return Run(
         query_ids=qids,
         r_query=np.asarray(rq, dtype=np.int64),
-        r_doc=pa.array(rd, type=pa.string()),
+        r_doc=strings_of(rd),
         r_score=np.asarray(rs, dtype=np.float64),
         source=path,
     )
@@ -145,7 +146,7 @@ def read_trec_qrels(path: str) -> Gold:
             query_ids=qids,
             j_query=codes,
             j_doc=_combine(table.column("d")),
-            j_grade=table.column("g").to_numpy().astype(np.int64),
+            j_grade=np_of(table.column("g"), np.int64),
             source=path,
         )
         check_unique_judgements(gold)
@@ -222,7 +223,7 @@ def _gold_from_rows(path: str, rows: Iterator[tuple[int, str, str, str]], hint: 
     return Gold(
         query_ids=qids,
         j_query=np.asarray(jq, dtype=np.int64),
-        j_doc=pa.array(jd, type=pa.string()),
+        j_doc=strings_of(jd),
         j_grade=np.asarray(jg, dtype=np.int64),
         source=path,
     )
@@ -235,7 +236,7 @@ def check_unique_judgements(gold: Gold) -> None:
     if len(gold.j_doc) == 0:
         return
     enc = pc.dictionary_encode(gold.j_doc)
-    codes = np.asarray(enc.indices, dtype=np.int64)
+    codes = np_of(enc.indices, np.int64)
     keys = gold.j_query * (len(enc.dictionary) + 1) + codes
     order = np.argsort(keys, kind="stable")
     dup = np.flatnonzero(np.diff(keys[order]) == 0)
