@@ -329,13 +329,14 @@ def _lookup_grades(g: Gold, eval_pos: np.ndarray, gold_codes: np.ndarray, row_qu
     ggrades = g.j_grade[jm]
     order = np.argsort(gkeys, kind="stable")
     gkeys, ggrades = gkeys[order], ggrades[order]
-    rkeys = row_query * width + row_codes
+    rkeys = row_query * width
+    rkeys += row_codes
     # Cheap filter first: a bit table over a hash of the judged keys; only rows whose bit is set
     # (the judged ones, plus a few collisions) are looked up exactly.
     bits = 1 << max(16, min(26, int(gkeys.size * 8).bit_length()))
     table = np.zeros(bits, dtype=bool)
-    table[_mix(gkeys) & (bits - 1)] = True
-    cand = np.flatnonzero(table[_mix(rkeys) & (bits - 1)])
+    table[_fold(gkeys.copy(), bits)] = True
+    cand = np.flatnonzero(table[_fold(rkeys.copy(), bits)])
     keys = rkeys[cand]
     idx = np.minimum(np.searchsorted(gkeys, keys), gkeys.size - 1)
     match = gkeys[idx] == keys
@@ -343,10 +344,12 @@ def _lookup_grades(g: Gold, eval_pos: np.ndarray, gold_codes: np.ndarray, row_qu
     return grade
 
 
-def _mix(keys: np.ndarray) -> np.ndarray:
-    """A cheap 64-bit mix (multiply-xorshift) of non-negative int64 keys, as uint64."""
-    x = keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return x ^ (x >> np.uint64(29))
+def _fold(keys: np.ndarray, bits: int) -> np.ndarray:
+    """Fold non-negative int64 keys into [0, bits) in place (xor of the high part into the low)."""
+    keys ^= keys >> 23
+    keys ^= keys >> 41
+    keys &= bits - 1
+    return keys
 
 
 def _segments(g: Gold, sel: list[int]) -> dict[str, tuple[str | None, ...]]:
