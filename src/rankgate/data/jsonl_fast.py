@@ -28,6 +28,16 @@ _ITEM_FIELDS = {"score": "DOUBLE", "rank": "DOUBLE", "doc_version": "VARCHAR", "
                 "text": "VARCHAR", "content": "VARCHAR", "source": "VARCHAR"}
 
 
+def _large_file_sample(path: str) -> list[Any] | None:
+    """The first lines of a file big enough for the fast path, parsed; None otherwise."""
+    try:
+        if os.path.getsize(path) < MIN_BYTES:
+            return None
+    except OSError:
+        return None
+    return _sample(path)
+
+
 def _sample(path: str) -> list[Any] | None:
     out = []
     with open_text(path) as fh:
@@ -58,12 +68,7 @@ def _is_id(v: Any) -> bool:
 
 def read_run_fast(path: str) -> Run | None:
     """The run, or None when the file is small or not regular enough for the fast path."""
-    try:
-        if os.path.getsize(path) < MIN_BYTES:
-            return None
-    except OSError:
-        return None
-    sample = _sample(path)
+    sample = _large_file_sample(path)
     if sample is None:
         return None
     qkey, lkey = _common(QUERY_ID_KEYS, sample), _common(RUN_LIST_KEYS, sample)
@@ -161,12 +166,7 @@ def _to_run(table: pa.Table, path: str, qkey: str, lkey: str, ikey: str | None, 
 
 def read_gold_fast(path: str) -> Gold | None:
     """A plain graded gold set (query id + list of {id, grade}), or None for anything richer."""
-    try:
-        if os.path.getsize(path) < MIN_BYTES:
-            return None
-    except OSError:
-        return None
-    sample = _sample(path)
+    sample = _large_file_sample(path)
     if sample is None:
         return None
     qkey, lkey = _common(QUERY_ID_KEYS, sample), _common(RELEVANT_KEYS, sample)
