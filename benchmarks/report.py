@@ -221,13 +221,16 @@ def render(info: dict, cases, cold: dict | None, controls=()) -> str:
         if cold["error"]:
             out.append(f"Failed: {cold['error']}")
         else:
-            line = f"One run on {cold['size']} {cold['format']}: {cold['wall']:.1f} s"
+            line = f"One run on {cold['size']} {cold['format']}: {cold['wall']:.1f} s, {cold['rss'] / 2**20:,.0f} MB peak"
             if warm and warm.runs:
                 line += (
                     f", against {_median(warm):.1f} s with a warm cache: about "
                     f"{cold['wall'] - _median(warm):.0f} s of compilation, paid once per fresh environment"
                 )
-            out.append(line + ". All other ranx times above use a warm cache.")
+            out.append(
+                line + ". All other ranx times above use a warm cache. Data of another shape (e.g. msmarco) "
+                "makes ranx compile further kernels on first contact: a fresh environment pays that again."
+            )
         out.append("")
 
     out += [
