@@ -328,7 +328,7 @@ def stale(s: Signals, t: Thresholds) -> Finding | None:
         f"{s.stale_queries} of {s.stale_checked} queries with an as_of date retrieve items whose doc_version is newer"
         f"{_examples(s.stale_examples)}.",
         "The corpus moved on since these queries were labelled: the labels may miss the newer documents. Re-judge "
-        "these queries against the current corpus ('rankgate gold stale' lists them); if the index should not hold "
+        "these queries against the current corpus (the report's stale table lists them); if the index should not hold "
         "those versions yet, filter by version.",
         {"queries": s.stale_queries, "checked": s.stale_checked},
     )
@@ -394,7 +394,7 @@ def low_judged(s: Signals, t: Thresholds) -> Finding | None:
         f"only {fmt_value('judged@10', s.judged10)} of the top 10 has a judgement (judged@10), where the gold set's "
         f"judgements would allow {fmt_value('judged@10', s.judged_ceiling)}; unjudged items count as not relevant, "
         "so these scores may understate the system.",
-        "Judge the unjudged items that this system ranks high (pool them: 'rankgate gold pool'), especially after a "
+        "Judge the unjudged items that this system ranks high (the top-k items without a grade), especially after a "
         "corpus or index change.",
         {"judged@10": s.judged10, "ceiling": s.judged_ceiling},
     )
