@@ -25,7 +25,7 @@ from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes, segment_duplicates
 from .data.ranking import rank_rows
 from .data.source import sha256_file
-from .errors import InputError, UsageError
+from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext
 from .results import EvaluationResult
@@ -79,12 +79,20 @@ def evaluate(
 
     inputs: dict[str, Any] = {}
     hashes: dict[str, Any] = {}
-    with ThreadPoolExecutor(max_workers=2) as pool:  # hashing overlaps parsing (hashlib frees the GIL)
+    # Hashing and the gold set's parsing overlap the run's parsing (hashlib and pyarrow free the GIL).
+    with ThreadPoolExecutor(max_workers=3) as pool:
         for name, src in (("gold", gold), ("run", run)):
             if isinstance(src, (str, os.PathLike)) and os.path.isfile(src):
                 hashes[name] = pool.submit(sha256_file, os.fspath(src))
-        g = load_gold(gold, format=gold_format)
-        r = load_run(run, format=run_format)
+        gold_future = pool.submit(load_gold, gold, format=gold_format)
+        try:
+            r = load_run(run, format=run_format)
+            run_error: RankgateError | None = None
+        except RankgateError as exc:
+            run_error = exc
+        g = gold_future.result()  # a gold error is reported first, as if read first
+        if run_error is not None:
+            raise run_error
         for name, src, obj in (("gold", gold, g), ("run", run, r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
