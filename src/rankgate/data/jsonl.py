@@ -159,7 +159,6 @@ def _opt_str(value: Any, path: str, lineno: int, field: str) -> str | None:
 def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
     """Build a :class:`Gold` from (line, object) pairs, validating each field."""
     import numpy as np
-    import pyarrow as pa
 
     qids: list[str] = []
     index: dict[str, int] = {}
@@ -263,7 +262,6 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
 def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
     """Build a :class:`Run` from (line, object) pairs."""
     import numpy as np
-    import pyarrow as pa
 
     qids: list[str] = []
     index: dict[str, int] = {}

@@ -13,7 +13,7 @@ from ..errors import InputError
 
 def check_file(path: str, what: str) -> None:
     if not os.path.exists(path):
-        raise InputError(f"does not exist", path=path, hint=f"check the {what} path")
+        raise InputError("does not exist", path=path, hint=f"check the {what} path")
     if os.path.isdir(path):
         return
     if os.path.getsize(path) == 0:

@@ -44,26 +44,18 @@ class BeirCollection:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; bad JSON is an InputError."""
+    """Yield (line number, object) for each non-blank line (``.gz`` too); bad JSON is an InputError."""
+    from ..data.jsonl import iter_json_lines
+    from ..data.source import open_text
+
     if not path.is_file():
         raise InputError(
             "file not found" if not path.exists() else "is not a file",
             path=str(path),
             hint="check the path",
         )
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(
-                    f"is not valid JSON ({error.msg} at column {error.colno})",
-                    path=str(path),
-                    line=number,
-                    hint="each line must be one JSON object",
-                ) from None
+    with open_text(str(path)) as handle:
+        for number, value in iter_json_lines(handle, str(path)):
             if not isinstance(value, dict):
                 raise InputError(
                     f"must be a JSON object; got {type(value).__name__}", path=str(path), line=number
