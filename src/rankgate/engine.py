@@ -14,8 +14,9 @@ in ``not_in_gold``; queries with no relevant item are no-answer items, NaN for r
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +31,7 @@ from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext
 from .results import EvaluationResult
 
-__all__ = ["evaluate", "DEFAULT_K"]
+__all__ = ["DEFAULT_K", "evaluate"]
 
 DEFAULT_K = 5
 FULL_DEPTH_ROWS = 2_000_000  # runs up to this many rows are never cut at the deepest cutoff

@@ -17,7 +17,7 @@ Messages follow one shape: *where* (``path:line``), *what* (the field and what w
 
 from __future__ import annotations
 
-__all__ = ["RankgateError", "UsageError", "MetricSpecError", "InputError", "ConfigError"]
+__all__ = ["ConfigError", "InputError", "MetricSpecError", "RankgateError", "UsageError"]
 
 
 class RankgateError(Exception):

@@ -11,8 +11,9 @@ queries where the metric applies, and ``n`` says how many those are.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
 
@@ -55,9 +56,9 @@ class EvaluationResult:
 
     query_ids: tuple[str, ...]
     metric_names: tuple[str, ...]
-    values: Mapping[str, "np.ndarray"]
+    values: Mapping[str, np.ndarray]
     fields: Mapping[str, tuple[str | None, ...]] = field(default_factory=dict)
-    first_relevant_rank: "np.ndarray | None" = None
+    first_relevant_rank: np.ndarray | None = None
     missing_from_run: tuple[str, ...] = ()
     not_in_gold: tuple[str, ...] = ()
     no_answer: tuple[str, ...] = ()
@@ -66,7 +67,7 @@ class EvaluationResult:
     info: Mapping[str, Any] = field(default_factory=dict)
 
     # -- access ---------------------------------------------------------------------------------
-    def __getitem__(self, metric: str) -> "np.ndarray":
+    def __getitem__(self, metric: str) -> np.ndarray:
         return self.values[self._name(metric)]
 
     def _name(self, metric: str) -> str:
@@ -108,7 +109,7 @@ class EvaluationResult:
         known = ", ".join(sorted(self.fields)) or "none"
         raise UsageError(f"no field or tag '{field_name}' in the gold set; available: {known}")
 
-    def subset(self, mask: "np.ndarray") -> "EvaluationResult":
+    def subset(self, mask: np.ndarray) -> EvaluationResult:
         """The same result restricted to the queries where ``mask`` is true."""
         import numpy as np
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import InputError, UsageError
 from .jsonl import iter_json_lines, parse_gold_records, parse_run_records
@@ -25,7 +26,7 @@ RunLike = Any  # path, Run, {qid: {doc: score}} / {qid: [ids]}, or an iterable o
 
 
 def _detect(path: str, allowed: tuple[str, ...], what: str) -> str:
-    p = path[:-3] if path.endswith(".gz") else path
+    p = path.removesuffix(".gz")
     ext = os.path.splitext(p)[1].lower()
     if os.path.isdir(path):
         if what == "gold" and (Path(path, "qrels").is_dir() or Path(path, "qrels.tsv").exists()):

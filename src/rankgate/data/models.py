@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["Gold", "Run", "GOLD_FIELDS"]
+__all__ = ["GOLD_FIELDS", "Gold", "Run"]
 
 # Per-query gold fields with a fixed meaning (DESIGN §2). Other scalar fields are kept as segments.
 GOLD_FIELDS = (

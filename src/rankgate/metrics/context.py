@@ -7,8 +7,9 @@ have no judgement. Per-query helpers sum in a fixed order so results are byte-id
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

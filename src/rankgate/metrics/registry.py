@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import EvalContext, QueryView
     from .spec import Metric
 
-__all__ = ["Param", "MetricDefinition", "register", "get_metric", "all_metrics", "resolve_name", "suggest"]
+__all__ = ["MetricDefinition", "Param", "all_metrics", "get_metric", "register", "resolve_name", "suggest"]
 
 
 @dataclass(frozen=True)
@@ -78,15 +78,15 @@ class MetricDefinition:
     higher_is_better: ClassVar[bool] = True
     unit: ClassVar[str] = "share"
 
-    def compute(self, ctx: "EvalContext", metric: "Metric", k: "np.ndarray") -> "np.ndarray":
+    def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
         """Per-query values (float64, NaN = not applicable) for all queries in ``ctx``."""
         raise NotImplementedError
 
-    def reference(self, q: "QueryView", metric: "Metric", k: int | None) -> float:
+    def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
         """The formula, spelled out for one query (slow; for tests and readers)."""
         raise NotImplementedError
 
-    def describe(self, metric: "Metric") -> str:
+    def describe(self, metric: Metric) -> str:
         """The exact definition used for ``metric``, for summary.json and reports."""
         text = f"{self.summary} {self.formula}".strip()
         params = ", ".join(f"{p}={metric.param(p)}" for p in sorted(self.params))
@@ -130,7 +130,7 @@ def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDef
 
 def _load_builtin() -> None:
     if "recall" not in _REGISTRY:
-        from . import ranking, rag  # noqa: F401  (registers on import)
+        from . import rag, ranking  # noqa: F401  (registers on import)
 
 
 def _load_entry_points() -> None:

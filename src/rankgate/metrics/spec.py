@@ -73,7 +73,7 @@ def parse_metric(text: str | Metric) -> Metric:
     """
     if isinstance(text, Metric):
         return text
-    from .registry import resolve_name, get_metric
+    from .registry import get_metric, resolve_name
 
     if not isinstance(text, str) or not text.strip():
         raise MetricSpecError(f"empty metric spec {text!r}; expected e.g. 'recall@5' or 'ndcg@10'")
