@@ -58,3 +58,13 @@ def test_segment_duplicates(segments):
             seen.add(c)
             pos += 1
     assert segment_duplicates(codes, offsets).tolist() == want
+
+
+def test_query_codes_grouped_and_not():
+    from rankgate.data.trec import _codes
+
+    assert _codes(pa.array(["q1", "q1", "q2", "q2", "q2"]))[0] == ["q1", "q2"]
+    assert _codes(pa.array(["q1", "q1", "q2", "q2", "q2"]))[1].tolist() == [0, 0, 1, 1, 1]
+    assert _codes(pa.array(["a", "a", "b", "a"]))[0] == ["a", "b"]
+    assert _codes(pa.array(["a", "a", "b", "a"]))[1].tolist() == [0, 0, 1, 0]
+    assert _codes(pa.array(["x"]))[1].tolist() == [0]

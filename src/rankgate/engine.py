@@ -215,11 +215,16 @@ def _evaluate_loaded(
     seg_len[pos[ok]] = np.minimum(counts[rq_codes[ok]], depth)
     offsets = np.concatenate(([0], np.cumsum(seg_len))).astype(np.int64)
     total = int(offsets[-1])
-    rank = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1], seg_len) + 1
-    rows = np.repeat(seg_start, seg_len) + rank - 1  # positions in the ranked order
-    contiguous = total == codes_sorted.size and bool((rows == np.arange(total)).all()) if total else False
-    src_rows = perm if contiguous else perm[rows]  # original row of each evaluated row
-    row_codes = codes_sorted if contiguous else codes_sorted[rows]
+    rank = np.arange(total, dtype=np.int64)
+    rank -= np.repeat(offsets[:-1], seg_len)
+    rank += 1
+    # Usually every run row is evaluated, in run order: then the ranked rows are used as they are.
+    contiguous = total == codes_sorted.size and np.array_equal(seg_start, offsets[:-1])
+    if contiguous:
+        src_rows, row_codes = perm, codes_sorted
+    else:
+        rows = np.repeat(seg_start - offsets[:-1], seg_len) + np.arange(total, dtype=np.int64)
+        src_rows, row_codes = perm[rows], codes_sorted[rows]  # original row / code of each evaluated row
     row_query = np.repeat(np.arange(evaluated.size, dtype=np.int64), seg_len)
     grade = _lookup_grades(g, eval_pos, gold_codes, row_query, row_codes)
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from .arrow import np_of, strings_of
+from .arrow import arrow_of, np_of, strings_of
 from .models import Gold, Run
 from .source import open_text
 
@@ -66,10 +66,19 @@ def _lines(path: str) -> Iterator[tuple[int, list[str]]]:
 
 
 def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
+    """(distinct values in order of first appearance, code of each row)."""
     import pyarrow.compute as pc
 
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    n = len(column)
+    if n > 1:
+        # Files are usually grouped by query: find the blocks with one comparison of neighbours.
+        change = np_of(pc.not_equal(column.slice(1), column.slice(0, n - 1)), fill=True)
+        starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+        heads = column.take(arrow_of(starts)).to_pylist()
+        if len(set(heads)) == len(heads):  # each value in one block: the blocks are the codes
+            return heads, np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, n)))
     enc = pc.dictionary_encode(column)
     return enc.dictionary.to_pylist(), np_of(enc.indices, np.int64)
 
