@@ -79,6 +79,37 @@ class EvalContext:
             return np.where(self.query_k > 0, self.query_k, self.default_k).astype(np.int64)
         return np.full(nq, NO_CUTOFF, dtype=np.int64)
 
+    def cut(self, k: np.ndarray) -> EvalContext:
+        """The same queries with only their top-k rows, for kernels that read nothing past k.
+
+        Returns ``self`` when no query has more than k rows. Row data is sliced (grade, rank, score);
+        per-query judgement caches are shared; item columns are not carried (ranking kernels only).
+        """
+        lengths = np.diff(self.offsets)
+        keep = np.minimum(lengths, k)
+        if np.array_equal(keep, lengths):
+            return self
+        key = ("cut", k.tobytes() if k.size and not (k == k[0]).all() else int(k[0]))
+        sub = self.cache.get(key)
+        if sub is None:
+            rows = self.within(k)
+            shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted")}
+            sub = EvalContext(
+                offsets=np.concatenate(([0], np.cumsum(keep))).astype(np.int64),
+                rank=self.rank[rows],
+                grade=self.grade[rows],
+                judged_offsets=self.judged_offsets,
+                judged_grade=self.judged_grade,
+                query_k=self.query_k,
+                default_k=self.default_k,
+                answerable=self.answerable,
+                trec=self.trec,
+                score=None if self.score is None else self.score[rows],
+                cache=shared,
+            )
+            self.cache[key] = sub
+        return sub
+
     def within(self, k: np.ndarray) -> np.ndarray:
         """Row mask: rank <= k of the row's query."""
         if k.size and (k == k[0]).all():

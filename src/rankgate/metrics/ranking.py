@@ -34,6 +34,7 @@ class Hit(MetricDefinition):
     trec_name = "success_{k}"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         found = ctx.seg_sum(ctx.is_rel(_rel(metric)) & ctx.within(k))
         return ctx.finish((found > 0).astype(np.float64), metric)
 
@@ -52,6 +53,7 @@ class Recall(MetricDefinition):
     trec_name = "recall_{k}"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         rel = _rel(metric)
         found = ctx.seg_sum(ctx.is_rel(rel) & ctx.within(k))
         n = ctx.num_rel(rel)
@@ -73,6 +75,7 @@ class Precision(MetricDefinition):
     trec_name = "P_{k}"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         found = ctx.seg_sum(ctx.is_rel(_rel(metric)) & ctx.within(k))
         return ctx.finish(found / k, metric)
 
@@ -94,6 +97,7 @@ class MRR(MetricDefinition):
     trec_name = "recip_rank"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         big = np.iinfo(np.int64).max
         ranks = np.where(ctx.is_rel(_rel(metric)) & ctx.within(k), ctx.rank, big)
         first = ctx.seg_min(ranks, big)
@@ -134,6 +138,7 @@ class NDCG(MetricDefinition):
     trec_name = "ndcg_cut_{k}"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         kind = metric.param("gain")
         disc = 1.0 / np.log2(ctx.rank + 1.0)
         dcg = ctx.seg_sum(np.where(ctx.within(k), _gain(ctx.grade, kind) * disc, 0.0))
@@ -184,6 +189,7 @@ class MAP(MetricDefinition):
     trec_name = "map_cut_{k}"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         rel = _rel(metric)
         hit = ctx.is_rel(rel) & ctx.within(k)
         prec = np.where(hit, ctx.running_rel(rel) / ctx.rank, 0.0)
@@ -214,6 +220,7 @@ class RPrec(MetricDefinition):
     trec_name = "Rprec"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         rel = _rel(metric)
         n = ctx.num_rel(rel)
         found = ctx.seg_sum(ctx.is_rel(rel) & ctx.within(n))
@@ -234,6 +241,7 @@ class WRecall(MetricDefinition):
     formula = "wrecall@k = Σ_{d ∈ D_k ∩ G} g(d) / Σ_{d ∈ G} g(d)"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         rel = _rel(metric)
         got = ctx.seg_sum(np.where(ctx.is_rel(rel) & ctx.within(k), ctx.grade, 0.0))
         total = ctx.rel_gain_total(rel)
@@ -255,6 +263,7 @@ class Judged(MetricDefinition):
     formula = "judged@k = |{d ∈ D_k : d judged}| / k  (as ir_measures Judged@k; trec_eval unj_k counts the rest)"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        ctx = ctx.cut(k)  # nothing past k is read
         judged = ctx.seg_sum(~np.isnan(ctx.grade) & ctx.within(k))
         return ctx.finish(judged / k, metric)
 
