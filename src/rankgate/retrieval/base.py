@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -120,3 +121,33 @@ def content_version(prefix: str, config: Mapping[str, Any], chunks: Sequence[Chu
             digest.update(part.encode("utf-8"))
             digest.update(b"\x00")
     return f"{prefix}-{digest.hexdigest()[:12]}"
+
+
+def search_records(
+    retriever_name: str,
+    index_version: str,
+    queries: Sequence[Query],
+    k: int,
+    search_one: Callable[[Query, int], list[tuple[Chunk, float]]],
+    *,
+    latency: bool = True,
+) -> list[dict[str, Any]]:
+    """Run ``search_one`` for each query, timing it, and build one run record per query.
+
+    Shared by the built-in retrievers; ``latency=False`` leaves ``latency_ms`` out so records are
+    byte-identical across runs.
+    """
+    from ..errors import UsageError
+
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise UsageError(f"k must be an int >= 1; got {k!r}")
+    records = []
+    for query in queries:
+        start = time.perf_counter()
+        hits = search_one(query, k)
+        elapsed = (time.perf_counter() - start) * 1000.0
+        records.append(
+            run_record(query.query_id, retriever_name, hits, index_version=index_version, k_raw=k,
+                       latency_ms=elapsed if latency else None)
+        )
+    return records

@@ -14,13 +14,12 @@ bm25s and PyStemmer are imported when a retriever is built, never by ``import ra
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from rankgate.errors import UsageError
 from rankgate.retrieval.analysis import Analyzer
-from rankgate.retrieval.base import SCORE_DECIMALS, Chunk, Query, content_version, run_record, top_k
+from rankgate.retrieval.base import SCORE_DECIMALS, Chunk, Query, content_version, search_records, top_k
 
 __all__ = ["BM25Retriever"]
 
@@ -145,21 +144,4 @@ class BM25Retriever:
         """
         if self._model is None or self.index_version is None:
             raise UsageError("BM25Retriever.search() called before index()")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise UsageError(f"k must be an int >= 1; got {k!r}")
-        records = []
-        for query in queries:
-            start = time.perf_counter()
-            hits = self._search_one(query, k)
-            elapsed = (time.perf_counter() - start) * 1000.0
-            records.append(
-                run_record(
-                    query.query_id,
-                    self.name,
-                    hits,
-                    index_version=self.index_version,
-                    k_raw=k,
-                    latency_ms=elapsed if latency else None,
-                )
-            )
-        return records
+        return search_records(self.name, self.index_version, queries, k, self._search_one, latency=latency)

@@ -18,12 +18,11 @@ unlike BM25's, since matrix arithmetic may differ across CPUs and library versio
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from rankgate.errors import UsageError
-from rankgate.retrieval.base import SCORE_DECIMALS, Chunk, Query, content_version, run_record, top_k
+from rankgate.retrieval.base import SCORE_DECIMALS, Chunk, Query, content_version, search_records, top_k
 
 __all__ = ["DenseRetriever", "bundled_model_path"]
 
@@ -99,33 +98,20 @@ class DenseRetriever:
 
     def search(self, queries: Sequence[Query], k: int, *, latency: bool = True) -> list[dict[str, Any]]:
         """Return one run record per query; ``latency=False`` leaves ``latency_ms`` out."""
-        import numpy as np
 
         if self.index_version is None:
             raise UsageError("DenseRetriever.search() called before index()")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise UsageError(f"k must be an int >= 1; got {k!r}")
-        records = []
-        for query in queries:
-            start = time.perf_counter()
-            hits: list[tuple[Chunk, float]] = []
-            if self._matrix is not None:
-                scores = np.round(self._matrix @ self._embed([query.text])[0], SCORE_DECIMALS)
-                candidates = np.arange(scores.size)
-                if scores.size > k:
-                    # Keep every chunk tied with the k-th score; the ranking rule decides among them.
-                    kth = np.partition(scores, scores.size - k)[scores.size - k]
-                    candidates = np.flatnonzero(scores >= kth)
-                hits = top_k([(self._chunks[i], float(scores[i])) for i in candidates], k)
-            elapsed = (time.perf_counter() - start) * 1000.0
-            records.append(
-                run_record(
-                    query.query_id,
-                    self.name,
-                    hits,
-                    index_version=self.index_version,
-                    k_raw=k,
-                    latency_ms=elapsed if latency else None,
-                )
-            )
-        return records
+        return search_records(self.name, self.index_version, queries, k, self._search_one, latency=latency)
+
+    def _search_one(self, query: Query, k: int) -> list[tuple[Chunk, float]]:
+        import numpy as np
+
+        if self._matrix is None:
+            return []
+        scores = np.round(self._matrix @ self._embed([query.text])[0], SCORE_DECIMALS)
+        candidates = np.arange(scores.size)
+        if scores.size > k:
+            # Keep every chunk tied with the k-th score; the ranking rule decides among them.
+            kth = np.partition(scores, scores.size - k)[scores.size - k]
+            candidates = np.flatnonzero(scores >= kth)
+        return top_k([(self._chunks[i], float(scores[i])) for i in candidates], k)
