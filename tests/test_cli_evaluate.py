@@ -131,6 +131,8 @@ BAD_CASES = {
                              "lists 'a' more than once for query 'q1'"),
     "run item without id": (None, '{"query_id": "q1", "topk": [{"score": 2}]}\n', "run.jsonl:1: field 'topk[0]' item"),
     "run with no ranking": (None, '{"query_id": "q1"}\n', "run.jsonl:1: field 'topk' has no ranking"),
+    "no shared query id": (None, '{"query_id": "1", "topk": ["a"]}\n',
+                           "run.jsonl: shares no query id with the gold set (gold ids look like 'q1', run ids like '1')"),
 }
 
 

@@ -60,7 +60,7 @@ def queries(draw):
                 })
             run.append({"query_id": qid, "topk": items})
     if not run:
-        run.append({"query_id": "not-in-gold", "topk": []})
+        run.append({"query_id": gold[0]["query_id"], "topk": []})  # in the run, with nothing retrieved
     return gold, run
 
 

@@ -156,7 +156,7 @@ def _evaluate_loaded(
         evaluated = np.flatnonzero(in_run)
     else:
         evaluated = np.arange(len(g.query_ids), dtype=np.int64)
-    if evaluated.size == 0:
+    if not in_run.any():  # every gold query "missing": almost surely ids in two different shapes
         raise InputError(
             "shares no query id with the gold set", path=r.source,
             hint=f"gold ids look like {g.query_ids[0]!r}, run ids like {r.query_ids[0]!r}",
@@ -376,10 +376,10 @@ def _segments(g: Gold, sel: list[int]) -> dict[str, tuple[str | None, ...]]:
         names = sorted({t for d in tags if d for t in d})
         for t in names:
             out[f"tags.{t}"] = tuple((tags[i] or {}).get(t) for i in sel)
-    for name, col in g.fields.items():
-        if name not in out and name not in ("tags", "query", "k", "expected_answer", "entities", "must_not_retrieve", "no_answer"):
-            if name not in SEGMENT_FIELDS:
-                out[name] = tuple(None if col[i] is None else str(col[i]) for i in sel)
+    not_segments = {"tags", "query", "k", "expected_answer", "entities", "must_not_retrieve", "no_answer"}
+    for name, col in g.fields.items():  # other scalar fields the gold set carries (difficulty, owner …)
+        if name not in out and name not in not_segments:
+            out[name] = tuple(None if col[i] is None else str(col[i]) for i in sel)
     return out
 
 

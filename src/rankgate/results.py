@@ -11,7 +11,7 @@ queries where the metric applies, and ``n`` says how many those are.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -151,7 +151,3 @@ class EvaluationResult:
 def _clean(x: float) -> float | None:
     return None if math.isnan(x) else x
 
-
-def labels_or_missing(labels: Sequence[str | None]) -> list[str]:
-    """Segment labels with ``None`` shown as ``(none)``."""
-    return ["(none)" if v is None else v for v in labels]
