@@ -52,8 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
+    from ._memory import keep_freed_memory
     from .errors import RankgateError
 
+    keep_freed_memory()
     try:
         module = importlib.import_module(f"rankgate.commands.{args.command}")
         return int(module.run(args))

@@ -24,7 +24,7 @@ import pyarrow as pa
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes, segment_duplicates
-from .data.ranking import rank_rows
+from .data.ranking import Reorder, rank_order
 from .data.source import sha256_file
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
@@ -170,16 +170,16 @@ def _evaluate_loaded(
     codes, gold_codes = item_codes(run_docs, g.j_doc)
 
     # Rank, then lay rows out query by query in evaluation order, cut at the deepest cutoff needed.
-    perm = rank_rows(r.r_query, run_docs, r.r_score, r.r_order)
-    if _is_identity(perm):
-        rq, codes_sorted = r.r_query, codes
-    else:
-        rq, codes_sorted = r.r_query[perm], codes[perm]
-    counts = np.bincount(rq, minlength=len(r.query_ids))
+    # Most runs are already ranked, or only runs of tied scores move: then nothing is gathered and the
+    # full permutation is built only if something asks for input rows (ids, texts, scores).
+    order = rank_order(r.r_query, run_docs, r.r_score, r.r_order)
+    codes_sorted = order.apply(codes)
+    counts = np.bincount(r.r_query, minlength=len(r.query_ids))  # the same in any order
     run_off = np.concatenate(([0], np.cumsum(counts)))
     dropped_dupes = 0
     dupes = segment_duplicates(codes_sorted, run_off)
     if dupes.size:
+        perm = order.full(codes.size)
         if level != "doc" and dedupe != "first":
             row = int(perm[dupes[0]])
             raise InputError(
@@ -190,9 +190,10 @@ def _evaluate_loaded(
             )
         keep = np.ones(codes_sorted.size, dtype=bool)
         keep[dupes] = False  # a repeat comes after the first, best-ranked occurrence
-        perm, rq, codes_sorted = perm[keep], rq[keep], codes_sorted[keep]
+        perm, codes_sorted = perm[keep], codes_sorted[keep]
+        order = Reorder(perm=perm)
         dropped_dupes = 0 if level == "doc" else int(dupes.size)
-        counts = np.bincount(rq, minlength=len(r.query_ids))
+        counts = np.bincount(r.r_query[perm], minlength=len(r.query_ids))
         run_off = np.concatenate(([0], np.cumsum(counts)))
     run_start = run_off[:-1]
 
@@ -215,35 +216,43 @@ def _evaluate_loaded(
     seg_len[pos[ok]] = np.minimum(counts[rq_codes[ok]], depth)
     offsets = np.concatenate(([0], np.cumsum(seg_len))).astype(np.int64)
     total = int(offsets[-1])
-    rank = np.arange(total, dtype=np.int64)
-    rank -= np.repeat(offsets[:-1], seg_len)
-    rank += 1
+    rank = _ranks(seg_len, total)
     # Usually every run row is evaluated, in run order: then the ranked rows are used as they are.
     contiguous = total == codes_sorted.size and np.array_equal(seg_start, offsets[:-1])
     if contiguous:
-        src_rows, row_codes = perm, codes_sorted
+        picked, row_codes = None, codes_sorted
     else:
-        rows = np.repeat(seg_start - offsets[:-1], seg_len) + np.arange(total, dtype=np.int64)
-        src_rows, row_codes = perm[rows], codes_sorted[rows]  # original row / code of each evaluated row
-    row_query = np.repeat(np.arange(evaluated.size, dtype=np.int64), seg_len)
-    grade = _lookup_grades(g, eval_pos, gold_codes, row_query, row_codes)
+        picked = np.repeat(seg_start - offsets[:-1], seg_len) + np.arange(total, dtype=np.int64)
+        row_codes = codes_sorted[picked]
+    memo: dict[str, np.ndarray] = {}
+
+    def src_rows() -> np.ndarray:
+        """Input row of each evaluated row (built on first use)."""
+        if "rows" not in memo:
+            perm = order.full(codes.size)
+            memo["rows"] = perm if picked is None else perm[picked]
+        return memo["rows"]
 
     def doc_list() -> list[str]:
-        return run_docs.take(arrow_of(src_rows)).to_pylist()
+        return run_docs.take(arrow_of(src_rows())).to_pylist()
 
-    # Gold judgements per evaluated query (CSR).
+    # Gold judgements per evaluated query (CSR), then each ranked row's grade.
     jpos = eval_pos[g.j_query]
     jm = jpos >= 0
-    jorder = np.argsort(jpos[jm], kind="stable")
-    judged_grade = g.j_grade[jm][jorder]
-    judged_offsets = np.concatenate(([0], np.cumsum(np.bincount(jpos[jm], minlength=evaluated.size)))).astype(np.int64)
+    jsel = jpos[jm]
+    judged_grade, judged_codes = g.j_grade[jm], gold_codes[jm]
+    if not bool((jsel[1:] >= jsel[:-1]).all()):  # usually the gold set is already in evaluation order
+        jorder = np.argsort(jsel, kind="stable")
+        judged_grade, judged_codes = judged_grade[jorder], judged_codes[jorder]
+    judged_offsets = np.concatenate(([0], np.cumsum(np.bincount(jsel, minlength=evaluated.size)))).astype(np.int64)
+    grade = _join_grades(offsets, row_codes, judged_offsets, judged_codes, judged_grade)
     cs = np.concatenate(([0], np.cumsum(judged_grade >= 1)))
     num_rel1 = cs[judged_offsets[1:]] - cs[judged_offsets[:-1]]
     answerable = num_rel1 > 0
 
     def items(name: str) -> Callable[[], list[Any]]:
         col = r.items[name]
-        return lambda: [col[i] for i in src_rows.tolist()]
+        return lambda: [col[i] for i in src_rows().tolist()]
 
     sel = evaluated.tolist()
     queries = {
@@ -261,7 +270,7 @@ def _evaluate_loaded(
         default_k=k,
         answerable=answerable,
         trec=trec,
-        score=r.r_score[src_rows] if r.r_score is not None else None,
+        score_source=(lambda: r.r_score[src_rows()]) if r.r_score is not None else None,
         docs=doc_list,
         items={name: items(name) for name in r.items},
         queries=queries,
@@ -275,9 +284,9 @@ def _evaluate_loaded(
         values[name] = definition.compute(ctx, metric, ctx.k_for(metric))
         definitions[name] = definition.describe(metric)
 
-    big = np.iinfo(np.int64).max
-    first_rel = ctx.seg_min(np.where(ctx.is_rel(1), rank, big), big)
-    first_rel = np.where(first_rel == big, 0, first_rel)
+    rel_rows, rel_query, nth = ctx.hits(ctx.is_rel(1))
+    first_rel = np.zeros(evaluated.size, dtype=np.int64)  # 0: nothing relevant retrieved
+    first_rel[rel_query[nth == 1]] = rank[rel_rows[nth == 1]]
     qids = tuple(g.query_ids[i] for i in sel)
     info: dict[str, Any] = {
         "level": level,
@@ -307,8 +316,13 @@ def _evaluate_loaded(
     )
 
 
-def _is_identity(perm: np.ndarray) -> bool:
-    return bool((perm == np.arange(perm.size)).all())
+def _ranks(seg_len: np.ndarray, total: int) -> np.ndarray:
+    """1, 2, … within each segment, in one array: ones, a step back at each segment start, cumsum."""
+    rank = np.ones(total, dtype=np.int64)
+    lens = seg_len[seg_len > 0]
+    if lens.size > 1:
+        rank[np.cumsum(lens)[:-1]] = 1 - lens[:-1]
+    return np.cumsum(rank, out=rank)
 
 
 def _max_depth(metrics: list[Metric], query_k: np.ndarray, k: int) -> int:
@@ -324,23 +338,41 @@ def _max_depth(metrics: list[Metric], query_k: np.ndarray, k: int) -> int:
     return depth
 
 
-def _lookup_grades(g: Gold, eval_pos: np.ndarray, gold_codes: np.ndarray, row_query: np.ndarray,
-                   row_codes: np.ndarray) -> np.ndarray:
-    """Grade of each evaluated row (NaN if unjudged): integer keys (query, item code), one search."""
+def _join_grades(offsets: np.ndarray, row_codes: np.ndarray, judged_offsets: np.ndarray,
+                 judged_codes: np.ndarray, judged_grade: np.ndarray) -> np.ndarray:
+    """Grade of every ranked row (NaN if unjudged). Rows and judgements are CSR by evaluated query;
+    a judged code of -1 (an id the run never has) matches nothing."""
+    from ._accel import kernels
+
+    def i64(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a, dtype=np.int64)
+
+    if kernels is None:
+        return _join_grades_numpy(offsets, row_codes, judged_offsets, judged_codes, judged_grade)
+    grade = np.empty(row_codes.size)
+    kernels.join_grades(i64(offsets), i64(row_codes), i64(judged_offsets), i64(judged_codes), i64(judged_grade), grade)
+    return grade
+
+
+def _join_grades_numpy(offsets: np.ndarray, row_codes: np.ndarray, judged_offsets: np.ndarray,
+                       judged_codes: np.ndarray, judged_grade: np.ndarray) -> np.ndarray:
+    """The same join without the compiled kernels: integer keys (query, code), one sorted search
+    behind a bit-table filter."""
     grade = np.full(row_codes.size, np.nan)
-    jpos = eval_pos[g.j_query]
-    jm = (jpos >= 0) & (gold_codes >= 0)
-    if row_codes.size == 0 or not jm.any():
+    nq = offsets.size - 1
+    ok = judged_codes >= 0
+    if row_codes.size == 0 or not ok.any():
         return grade
-    width = int(max(row_codes.max(initial=0), gold_codes.max(initial=0))) + 1
-    if width * (int(eval_pos.max()) + 1) >= 2**62:  # keys would overflow: compact the codes first
-        uniq, inv = np.unique(np.concatenate((row_codes, gold_codes[jm])), return_inverse=True)
+    row_query = np.repeat(np.arange(nq, dtype=np.int64), np.diff(offsets))
+    jq = np.repeat(np.arange(nq, dtype=np.int64), np.diff(judged_offsets))[ok]
+    gcodes = judged_codes[ok]
+    width = int(max(row_codes.max(initial=0), gcodes.max(initial=0))) + 1
+    if width * (nq + 1) >= 2**62:  # keys would overflow: compact the codes first
+        uniq, inv = np.unique(np.concatenate((row_codes, gcodes)), return_inverse=True)
         row_codes, gcodes = inv[: row_codes.size], inv[row_codes.size:]
         width = uniq.size
-    else:
-        gcodes = gold_codes[jm]
-    gkeys = jpos[jm] * width + gcodes
-    ggrades = g.j_grade[jm]
+    gkeys = jq * width + gcodes
+    ggrades = judged_grade[ok]
     order = np.argsort(gkeys, kind="stable")
     gkeys, ggrades = gkeys[order], ggrades[order]
     rkeys = row_query * width

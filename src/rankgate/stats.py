@@ -25,14 +25,20 @@ query the interval is NaN too (one query says nothing about spread); when every 
 interval is that value (the data show no spread); when every paired difference is 0, ``p = 1``.
 
 Reproducibility: randomness comes only from the ``rng`` given (a :class:`numpy.random.Generator`,
-or an integer seed for a fresh one). Resamples are drawn in blocks whose size depends only on the
-number of queries, and means are plain numpy sums, so the same values and seed give the same floats.
-Blocks keep memory modest (about 32 MB of indices at a time), so 100k queries × 2,000 resamples fits.
+or an integer seed for a fresh ``default_rng(seed)``). The bootstrap takes four words from it to seed
+a :class:`numpy.random.SeedSequence`, which spawns one SFC64 stream per chunk of 250 resamples (so
+chunks can run on both cores without changing a number). Each stream's 64-bit words give two 32-bit
+values, low half first; a value ``x`` picks query ``(x · n) >> 32``, and is skipped when
+``(x · n) mod 2³² < 2³² mod n`` (Lemire's rejection), so every query is exactly equally likely.
+The compiled kernels (``rankgate._kernels``) and the numpy fallback draw the same queries; the
+kernels sum each metric in query order without fused multiply-add, so the same values and seed
+give the same floats on every machine (the fallback's BLAS sums can differ in the last bit).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -53,7 +59,9 @@ RandomSource = np.random.Generator | int
 
 CI_METHOD = "percentile bootstrap of the mean over queries (resampling queries with replacement)"
 
-_BLOCK_ELEMENTS = 1 << 22  # draws per block: ~32 MB of int64 indices
+_BLOCK_ELEMENTS = 1 << 22  # draws per block in the numpy paths: ~32 MB of indices
+_STREAM_RESAMPLES = 250  # resamples per random stream (a chunk); fixed, so threads change no number
+_PARALLEL_DRAWS = 1 << 21  # below this many draws, one thread does all chunks
 
 
 def _generator(rng: RandomSource) -> np.random.Generator:
@@ -93,24 +101,81 @@ def _block_rows(n: int) -> int:
 def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_resamples: int) -> list[np.ndarray]:
     """Bootstrap means of each column, all columns resampled with the same query indices.
 
-    Each resample's indices become per-query draw counts (``bincount``); a matrix-vector product per
-    column then gives its resampled sums — the same draws as indexing the values directly, several
-    times faster, and each column's sums do not depend on which other columns are resampled with it.
+    Each resample's indices become per-query draw counts; each column's resampled sum is the
+    count-weighted sum of its values (see the module docs for the streams). A column's sums do not
+    depend on which other columns are resampled with it.
     """
     n = columns[0].size
-    stack = np.column_stack(columns)
-    out = np.empty((n_resamples, stack.shape[1]))
-    rows = _block_rows(n)
-    counts = np.empty((min(rows, n_resamples), n))
-    for start in range(0, n_resamples, rows):
-        stop = min(start + rows, n_resamples)
-        idx = gen.integers(0, n, size=(stop - start, n))
+    stack = np.ascontiguousarray(np.column_stack(columns), dtype=np.float64)
+    m = stack.shape[1]
+    out = np.empty((n_resamples, m))
+    entropy = [int(w) for w in gen.integers(0, 2**63, size=4, dtype=np.int64)]
+    starts = list(range(0, n_resamples, _STREAM_RESAMPLES))
+    seeds = np.random.SeedSequence(entropy).spawn(len(starts))
+
+    from ._accel import kernels
+
+    def chunk(i: int) -> None:
+        start = starts[i]
+        stop = min(start + _STREAM_RESAMPLES, n_resamples)
+        state = np.asarray(np.random.SFC64(seeds[i]).state["state"]["state"], dtype=np.uint64)
+        if kernels is not None and n < 2**32:
+            kernels.bootstrap_sums(state, stack, m, stop - start, out[start:stop])
+        else:
+            _numpy_sums(state, stack, stop - start, out[start:stop])
+
+    if len(starts) > 1 and n * n_resamples >= _PARALLEL_DRAWS and kernels is not None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1, 4)) as pool:
+            list(pool.map(chunk, range(len(starts))))
+    else:
+        for i in range(len(starts)):
+            chunk(i)
+    out /= n
+    return [out[:, j].copy() for j in range(m)]
+
+
+class _Stream:
+    """One stream's query indices, drawn as the compiled kernel draws them (numpy's own SFC64)."""
+
+    def __init__(self, state: np.ndarray, n: int):
+        self.bits = np.random.SFC64()
+        self.bits.state = {"bit_generator": "SFC64", "state": {"state": state.copy()}, "has_uint32": 0, "uinteger": 0}
+        self.n = n
+        self.threshold = np.uint64((2**32 - n) % n)
+        self.left = np.zeros(0, dtype=np.int64)  # accepted indices not handed out yet
+
+    def take(self, count: int) -> np.ndarray:
+        parts, have = [self.left], self.left.size
+        lo32 = np.uint64(0xFFFFFFFF)
+        while have < count:
+            words = self.bits.random_raw(max(1, (count - have + 1) // 2))
+            halves = np.empty(words.size * 2, dtype=np.uint64)
+            halves[0::2] = words & lo32  # low half first, on any byte order
+            halves[1::2] = words >> np.uint64(32)
+            halves *= np.uint64(self.n)
+            idx = (halves[(halves & lo32) >= self.threshold] >> np.uint64(32)).astype(np.int64)
+            parts.append(idx)
+            have += idx.size
+        drawn = np.concatenate(parts)
+        self.left = drawn[count:]
+        return drawn[:count]
+
+
+def _numpy_sums(state: np.ndarray, stack: np.ndarray, rows: int, out: np.ndarray) -> None:
+    """Fallback of the compiled ``bootstrap_sums``: the same draws; sums by BLAS (last bits may differ)."""
+    n = stack.shape[0]
+    stream = _Stream(state, n)
+    block = _block_rows(n)
+    counts = np.empty((min(block, rows), n))
+    for start in range(0, rows, block):
+        stop = min(start + block, rows)
+        idx = stream.take((stop - start) * n).reshape(stop - start, n)
         for r in range(stop - start):
             counts[r] = np.bincount(idx[r], minlength=n)
         for j in range(stack.shape[1]):
             out[start:stop, j] = counts[: stop - start] @ stack[:, j]
-    out /= n
-    return [out[:, j].copy() for j in range(stack.shape[1])]
 
 
 def _interval(x: np.ndarray, means: np.ndarray | None, confidence: float) -> tuple[float, float]:

@@ -14,34 +14,75 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from dataclasses import dataclass
+
 from .arrow import arrow_of, np_of
 
-__all__ = ["rank_rows"]
+__all__ = ["Reorder", "rank_order", "rank_rows"]
+
+
+@dataclass(frozen=True)
+class Reorder:
+    """The ranking permutation, kept small in the usual cases.
+
+    ``perm`` is set when rows move between queries' positions (a full sort); otherwise rows stay in
+    place except ``rows``, which take the row at ``src`` (a few runs of tied scores), or nothing
+    moves at all (both None).
+    """
+
+    perm: np.ndarray | None = None
+    rows: np.ndarray | None = None
+    src: np.ndarray | None = None
+
+    @property
+    def identity(self) -> bool:
+        return self.perm is None and self.rows is None
+
+    def full(self, n: int) -> np.ndarray:
+        """The whole permutation (row i of the ranked run is input row ``full(n)[i]``)."""
+        if self.perm is not None:
+            return self.perm
+        perm = np.arange(n, dtype=np.int64)
+        if self.rows is not None:
+            perm[self.rows] = self.src
+        return perm
+
+    def apply(self, values: np.ndarray) -> np.ndarray:
+        """``values`` in ranked order; a within-query fix reorders a writable array in place."""
+        if self.perm is not None:
+            return values[self.perm]
+        if self.rows is not None:
+            if not values.flags.writeable:
+                values = values.copy()
+            values[self.rows] = values[self.src]
+        return values
 
 
 def rank_rows(query: np.ndarray, doc: pa.Array, score: np.ndarray | None, order: np.ndarray | None) -> np.ndarray:
     """Permutation that groups rows by query code (ascending) and orders each query by the rule."""
+    return rank_order(query, doc, score, order).full(query.size)
+
+
+def rank_order(query: np.ndarray, doc: pa.Array, score: np.ndarray | None, order: np.ndarray | None) -> Reorder:
+    """:func:`rank_rows` as a :class:`Reorder`, without a full permutation unless rows really move."""
     n = query.size
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return Reorder()
+    grouped = not bool((query[1:] < query[:-1]).any())
     if score is None:
         key = order if order is not None else np.arange(n, dtype=np.float64)
-        grouped = bool((np.diff(query) >= 0).all())
-        if grouped and bool(((np.diff(key) > 0) | (np.diff(query) > 0)).all()):
-            return np.arange(n, dtype=np.int64)
-        return np.lexsort((np.arange(n), key, query)).astype(np.int64)
-
-    dq = np.diff(query)
-    if (dq < 0).any():
-        return _full_sort(query, doc, score)
-    same_q = dq == 0
-    ds = np.diff(score)
-    if (same_q & (ds > 0)).any():
-        return _full_sort(query, doc, score)
+        if grouped and bool(((key[1:] > key[:-1]) | (query[1:] > query[:-1])).all()):
+            return Reorder()
+        return Reorder(perm=np.lexsort((np.arange(n), key, query)).astype(np.int64))
+    if not grouped:
+        return Reorder(perm=_full_sort(query, doc, score))
+    same_q = query[1:] == query[:-1]
+    if (same_q & (score[1:] > score[:-1])).any():
+        return Reorder(perm=_full_sort(query, doc, score))
     # Grouped and score-descending: only runs of tied scores may still need the id-descending rule.
-    tie = same_q & (ds == 0)
+    tie = same_q & (score[1:] == score[:-1])
     if not tie.any():
-        return np.arange(n, dtype=np.int64)
+        return Reorder()
     return _fix_ties(doc, tie)
 
 
@@ -53,7 +94,7 @@ def _full_sort(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.ndarra
     return np_of(idx, np.int64)
 
 
-def _fix_ties(doc: pa.Array, tie: np.ndarray) -> np.ndarray:
+def _fix_ties(doc: pa.Array, tie: np.ndarray) -> Reorder:
     """Order each run of equal scores (within a query) by id descending; the rest stays in place."""
     import pyarrow.compute as pc
 
@@ -69,6 +110,5 @@ def _fix_ties(doc: pa.Array, tie: np.ndarray) -> np.ndarray:
     run_id = np.cumsum(starts)
     sub = pa.table({"r": arrow_of(run_id), "d": doc.take(arrow_of(rows))})
     idx = np_of(pc.sort_indices(sub, sort_keys=[("r", "ascending"), ("d", "descending")]), np.int64)
-    perm = np.arange(n, dtype=np.int64)
-    perm[rows] = rows[idx]
-    return perm
+    moved = rows[idx] != rows
+    return Reorder(rows=rows[moved], src=rows[idx][moved]) if moved.any() else Reorder()

@@ -31,7 +31,8 @@ class EvalContext:
     default_k: int
     answerable: np.ndarray  # bool per query: has at least one item with grade >= 1
     trec: bool = False
-    score: np.ndarray | None = None
+    # Score per row: an array, or a callable that makes it when a kernel first reads ``score``.
+    score_source: np.ndarray | Callable[[], np.ndarray] | None = None
     docs: Callable[[], list[str]] | None = None  # doc id per row, materialised on demand
     items: dict[str, Callable[[], list[Any]]] = field(default_factory=dict)  # doc_version, text per row
     queries: dict[str, list[Any]] = field(default_factory=dict)  # per-query gold fields
@@ -53,6 +54,13 @@ class EvalContext:
     @property
     def n_retrieved(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+    @property
+    def score(self) -> np.ndarray | None:
+        """Score of every row; None when the run has no scores."""
+        if callable(self.score_source):
+            self.score_source = self.score_source()
+        return self.score_source
 
     def has_item(self, name: str) -> bool:
         return name in self.items
@@ -104,7 +112,7 @@ class EvalContext:
                 default_k=self.default_k,
                 answerable=self.answerable,
                 trec=self.trec,
-                score=None if self.score is None else self.score[rows],
+                score_source=None if self.score_source is None else (lambda: self.score[rows]),
                 cache=shared,
             )
             self.cache[key] = sub
@@ -119,13 +127,13 @@ class EvalContext:
     # -- per-query reductions (fixed order: deterministic) -------------------------------------
     def seg_sum(self, x: np.ndarray) -> np.ndarray:
         """Sum of a per-row array within each query (0 for queries with no rows)."""
-        if x.dtype == np.bool_:
-            x = x.astype(np.int64)
-        out = np.zeros(self.nq, dtype=x.dtype if x.dtype.kind in "if" else np.float64)
+        kind = np.int64 if x.dtype == np.bool_ else (x.dtype if x.dtype.kind in "if" else np.float64)
+        out = np.zeros(self.nq, dtype=kind)
         starts = self.offsets[:-1]
         nonempty = self.offsets[1:] > starts
         if x.size:
-            out[nonempty] = np.add.reduceat(x, starts[nonempty])
+            # dtype= counts booleans as integers chunk by chunk, without a full-size int64 copy
+            out[nonempty] = np.add.reduceat(x, starts[nonempty], dtype=kind)
         return out
 
     def seg_min(self, x: np.ndarray, empty: Any) -> np.ndarray:
@@ -161,14 +169,30 @@ class EvalContext:
             self.cache[key] = cs[self.judged_offsets[1:]] - cs[self.judged_offsets[:-1]]
         return self.cache[key]
 
-    def running_rel(self, rel: int) -> np.ndarray:
-        """Per row: number of relevant items at or above this row within its query (exact ints)."""
-        key = ("running_rel", rel)
-        if key not in self.cache:
-            cs = np.cumsum(self.is_rel(rel).astype(np.int64))
-            before = np.concatenate(([0], cs))[self.offsets[:-1]]
-            self.cache[key] = cs - np.repeat(before, np.diff(self.offsets))
-        return self.cache[key]
+    def hits(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows where ``mask`` holds, sparse: (rows, query of each, 1-based position of each
+        among its query's such rows). Relevant rows are a small share of a run, so per-row work
+        on them is far cheaper than on every row."""
+        rows = np.flatnonzero(mask)
+        per_query = self.seg_sum(mask)
+        first = np.concatenate(([0], np.cumsum(per_query)[:-1]))
+        query = np.repeat(np.arange(self.nq, dtype=np.int64), per_query)
+        position = np.arange(1, rows.size + 1, dtype=np.int64) - np.repeat(first, per_query)
+        return rows, query, position
+
+    def sparse_sum(self, values: np.ndarray, query: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """Per-query sums of sparse values, added one at a time in rank order, as trec_eval adds
+        them: ``((v1 + v2) + v3) + …``. ``position`` is each value's 1-based place in its query
+        (from :meth:`hits`); one vector addition per place, over the queries that have one."""
+        out = np.zeros(self.nq)
+        if values.size == 0:
+            return out
+        order = np.argsort(position, kind="stable")
+        bounds = np.searchsorted(position[order], np.arange(1, int(position.max()) + 2))
+        for p in range(bounds.size - 1):
+            at = order[bounds[p]:bounds[p + 1]]
+            out[query[at]] += values[at]  # one value per query at each place
+        return out
 
     # -- applicability --------------------------------------------------------------------------
     def finish(self, values: np.ndarray, metric: Metric, applicable: np.ndarray | None = None) -> np.ndarray:

@@ -117,6 +117,14 @@ def _gain(grades: np.ndarray, kind: str) -> np.ndarray:
     return np.exp2(g) - 1.0 if kind == "exp" else g
 
 
+def _log2(x: np.ndarray) -> np.ndarray:
+    """log2 of positive integers with the C library's log2 (as trec_eval), one call per distinct value."""
+    if x.size == 0:
+        return np.zeros(0)
+    values, inverse = np.unique(x, return_inverse=True)
+    return np.array([math.log2(v) for v in values.tolist()])[inverse]
+
+
 def _gain1(grade: int, kind: str) -> float:
     g = max(grade, 0)
     return float(2**g - 1) if kind == "exp" else float(g)
@@ -138,10 +146,15 @@ class NDCG(MetricDefinition):
     trec_name = "ndcg_cut_{k}"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
+        # As trec_eval computes it, operation for operation: each item with a gain adds
+        # gain / log2(rank + 1), in rank order; the ideal list likewise. Only items with a gain add
+        # anything, so the sums run over those rows alone.
         ctx = ctx.cut(k)  # nothing past k is read
         kind = metric.param("gain")
-        disc = 1.0 / np.log2(ctx.rank + 1.0)
-        dcg = ctx.seg_sum(np.where(ctx.within(k), _gain(ctx.grade, kind) * disc, 0.0))
+        gain = _gain(ctx.grade, kind)
+        rows, query, place = ctx.hits((gain > 0) & ctx.within(k))
+        rank = ctx.rank[rows]
+        dcg = ctx.sparse_sum(gain[rows] / _log2(rank + 1), query, place)
         idcg = self._ideal(ctx, kind, k)
         with np.errstate(invalid="ignore", divide="ignore"):
             return ctx.finish(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), metric)
@@ -158,14 +171,8 @@ class NDCG(MetricDefinition):
             pos = np.arange(gains.size, dtype=np.int64) - np.repeat(off[:-1], np.diff(off)) + 1
             ctx.cache[key] = (gains, pos, q)
         gains, pos, q = ctx.cache[key]
-        keep = pos <= (k[q] if gains.size else pos)
-        vals = np.where(keep, gains / np.log2(pos + 1.0), 0.0)
-        out = np.zeros(ctx.nq)
-        off = ctx.judged_offsets
-        nonempty = off[1:] > off[:-1]
-        if vals.size:
-            out[nonempty] = np.add.reduceat(vals, off[:-1][nonempty])
-        return out
+        keep = (gains > 0) & (pos <= (k[q] if gains.size else pos))  # positive gains come first
+        return ctx.sparse_sum(gains[keep] / _log2(pos[keep] + 1), q[keep], pos[keep])
 
     def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
         kind = metric.param("gain")
@@ -191,11 +198,12 @@ class MAP(MetricDefinition):
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
         ctx = ctx.cut(k)  # nothing past k is read
         rel = _rel(metric)
-        hit = ctx.is_rel(rel) & ctx.within(k)
-        prec = np.where(hit, ctx.running_rel(rel) / ctx.rank, 0.0)
+        # Only relevant rows add to the sum: the i-th relevant item of a query, at rank r, adds i / r.
+        rows, query, found = ctx.hits(ctx.is_rel(rel) & ctx.within(k))
+        total = ctx.sparse_sum(found / ctx.rank[rows], query, found)
         n = ctx.num_rel(rel)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return ctx.finish(np.where(n > 0, ctx.seg_sum(prec) / np.maximum(n, 1), 0.0), metric)
+            return ctx.finish(np.where(n > 0, total / np.maximum(n, 1), 0.0), metric)
 
     def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
         G = q.relevant(_rel(metric))

@@ -1,0 +1,28 @@
+"""Build step for the optional compiled kernels (metadata lives in pyproject.toml).
+
+``rankgate._kernels`` is plain C against the Python API (no numpy headers). It is optional: where no C
+compiler is available the build skips it with a warning and rankgate runs its numpy fallbacks, which
+give the same numbers (see docs/architecture.md).
+"""
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class BuildExt(build_ext):
+    def build_extensions(self):
+        # No fused multiply-add and no reassociation: every sum is the same IEEE operations in the
+        # same order on every machine.
+        if self.compiler.compiler_type == "msvc":
+            flags = ["/O2", "/fp:precise"]
+        else:
+            flags = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
+        for ext in self.extensions:
+            ext.extra_compile_args = flags
+        super().build_extensions()
+
+
+setup(
+    ext_modules=[Extension("rankgate._kernels", ["src/rankgate/_kernels.c"], optional=True)],
+    cmdclass={"build_ext": BuildExt},
+)

@@ -1,0 +1,374 @@
+/*
+ * rankgate._kernels: the two inner loops that numpy cannot express without many full-size temporaries.
+ *
+ *   join_grades      the grade of every ranked row, one query at a time (a tiny per-query hash of
+ *                    its judgements, which stays in L1 cache), NaN for rows without a judgement;
+ *   bootstrap_sums   percentile-bootstrap resample sums of several columns at once: query indices
+ *                    from an SFC64 stream (below) become per-query counts, and each column is summed
+ *                    in query order.
+ *
+ * Both work on caller-allocated buffers (buffer protocol; no numpy C API, so nothing beyond a C
+ * compiler is needed to build) and release the GIL while they run. Python fallbacks with the same
+ * results live in rankgate.engine and rankgate.stats (see rankgate/_accel.py); the tests compare them.
+ *
+ * Floating point: compiled with -ffp-contract=off (no fused multiply-add), so every product and sum
+ * is one IEEE operation in a fixed order and the results do not depend on the machine.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, Py_ssize_t itemsize, int writable) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) {
+        return -1;
+    }
+    if (view->itemsize != itemsize || view->len % itemsize != 0) {
+        PyErr_Format(PyExc_TypeError, "%s: expected items of %zd bytes", name, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched */
+
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static PyObject *join_grades(PyObject *self, PyObject *args) {
+    PyObject *o_roff, *o_rcode, *o_joff, *o_jcode, *o_jgrade, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &o_roff, &o_rcode, &o_joff, &o_jcode, &o_jgrade, &o_out)) {
+        return NULL;
+    }
+    Py_buffer roff, rcode, joff, jcode, jgrade, out;
+    int got = 0;
+    if (get_buffer(o_roff, &roff, "row_offsets", 8, 0) < 0) goto fail;
+    got = 1;
+    if (get_buffer(o_rcode, &rcode, "row_codes", 8, 0) < 0) goto fail;
+    got = 2;
+    if (get_buffer(o_joff, &joff, "judged_offsets", 8, 0) < 0) goto fail;
+    got = 3;
+    if (get_buffer(o_jcode, &jcode, "judged_codes", 8, 0) < 0) goto fail;
+    got = 4;
+    if (get_buffer(o_jgrade, &jgrade, "judged_grades", 8, 0) < 0) goto fail;
+    got = 5;
+    if (get_buffer(o_out, &out, "out", 8, 1) < 0) goto fail;
+    got = 6;
+
+    const Py_ssize_t nq = roff.len / 8 - 1;
+    const Py_ssize_t nrows = rcode.len / 8, nj = jcode.len / 8;
+    const int64_t *ro = (const int64_t *)roff.buf, *rc = (const int64_t *)rcode.buf;
+    const int64_t *jo = (const int64_t *)joff.buf, *jc = (const int64_t *)jcode.buf;
+    const int64_t *jg = (const int64_t *)jgrade.buf;
+    double *g = (double *)out.buf;
+    if (nq < 0 || joff.len / 8 != nq + 1 || jgrade.len != jcode.len || out.len != rcode.len) {
+        PyErr_SetString(PyExc_ValueError, "join_grades: inconsistent lengths");
+        goto fail;
+    }
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        if (ro[q] < 0 || ro[q] > ro[q + 1] || ro[q + 1] > nrows || jo[q] < 0 || jo[q] > jo[q + 1] || jo[q + 1] > nj) {
+            PyErr_SetString(PyExc_ValueError, "join_grades: offsets out of range");
+            goto fail;
+        }
+    }
+
+    /* Largest judgement list decides the scratch table: a power of two >= 2 * judgements. */
+    Py_ssize_t most = 0;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        if (jo[q + 1] - jo[q] > most) most = jo[q + 1] - jo[q];
+    }
+    size_t cap = 8;
+    while (cap < (size_t)most * 2) cap <<= 1;
+    int64_t *keys = (int64_t *)malloc(cap * sizeof(int64_t));
+    int64_t *vals = (int64_t *)malloc(cap * sizeof(int64_t));
+    uint32_t *stamp = (uint32_t *)calloc(cap, sizeof(uint32_t));
+    if (!keys || !vals || !stamp) {
+        free(keys);
+        free(vals);
+        free(stamp);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    Py_ssize_t matched = 0;
+    const double nan = NAN;
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t gen = 0;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t a = jo[q], b = jo[q + 1];
+        const int64_t r0 = ro[q], r1 = ro[q + 1];
+        if (a == b) {
+            for (int64_t r = r0; r < r1; r++) g[r] = nan;
+            continue;
+        }
+        if (b - a <= 4) { /* a handful of judgements: compare directly */
+            for (int64_t r = r0; r < r1; r++) {
+                double v = nan;
+                const int64_t c = rc[r];
+                for (int64_t j = a; j < b; j++) {
+                    if (jc[j] == c) {
+                        v = (double)jg[j];
+                        matched++;
+                        break;
+                    }
+                }
+                g[r] = v;
+            }
+            continue;
+        }
+        size_t mask = 8;
+        while (mask < (size_t)(b - a) * 2) mask <<= 1;
+        mask -= 1;
+        if (++gen == 0) { /* stamps wrapped: clear once every 2^32 queries */
+            memset(stamp, 0, cap * sizeof(uint32_t));
+            gen = 1;
+        }
+        for (int64_t j = a; j < b; j++) {
+            const int64_t c = jc[j];
+            if (c < 0) continue; /* judged id that never occurs in the run */
+            size_t h = (size_t)mix64((uint64_t)c) & mask;
+            while (stamp[h] == gen && keys[h] != c) h = (h + 1) & mask;
+            stamp[h] = gen; /* a repeated judgement (rejected upstream) would keep the last grade */
+            keys[h] = c;
+            vals[h] = jg[j];
+        }
+        for (int64_t r = r0; r < r1; r++) {
+            const int64_t c = rc[r];
+            size_t h = (size_t)mix64((uint64_t)c) & mask;
+            double v = nan;
+            while (stamp[h] == gen) {
+                if (keys[h] == c) {
+                    v = (double)vals[h];
+                    matched++;
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+            g[r] = v;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(keys);
+    free(vals);
+    free(stamp);
+    for (int i = got - 1; i >= 0; i--) {
+        Py_buffer *views[6] = {&roff, &rcode, &joff, &jcode, &jgrade, &out};
+        PyBuffer_Release(views[i]);
+    }
+    return PyLong_FromSsize_t(matched);
+
+fail : {
+    Py_buffer *views[6] = {&roff, &rcode, &joff, &jcode, &jgrade, &out};
+    for (int i = got - 1; i >= 0; i--) PyBuffer_Release(views[i]);
+    return NULL;
+}
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Resampling draws: SFC64 (the generator numpy ships as numpy.random.SFC64, same state layout
+ * [a, b, c, counter]); each 64-bit output gives two 32-bit values, low half first; a value x maps to
+ * the query index (x * n) >> 32, rejected (and skipped) when (x * n) mod 2^32 < 2^32 mod n, which
+ * makes every index exactly equally likely (Lemire's method). rankgate.stats reproduces this stream
+ * with numpy's own SFC64 when the kernels are not compiled. */
+
+static inline uint64_t rotl64(uint64_t x, unsigned r) { return (x << r) | (x >> ((64 - r) & 63)); }
+
+typedef struct {
+    uint64_t s[4];
+    uint32_t pending; /* the high half of the last word, not used yet */
+    int has_pending;
+    uint32_t n, threshold;
+} draws_t;
+
+/* Run `f` (which reads idx_) for each of the next k indices of the stream. The loop keeps the state in
+ * locals (Python builds extensions with -fno-strict-aliasing, so a store through any pointer would
+ * otherwise force the state back to memory) and takes one 64-bit word per turn, both halves; a half
+ * left over at the end waits in d->pending for the next call. */
+#define FOR_EACH_DRAW(d, k, f)                                                            \
+    do {                                                                                   \
+        uint64_t s0_ = (d)->s[0], s1_ = (d)->s[1], s2_ = (d)->s[2], s3_ = (d)->s[3];       \
+        const uint64_t n_ = (d)->n;                                                        \
+        const uint32_t thr_ = (d)->threshold;                                              \
+        const Py_ssize_t k_ = (k);                                                         \
+        Py_ssize_t i_ = 0;                                                                 \
+        uint32_t idx_;                                                                     \
+        if ((d)->has_pending && k_ > 0) {                                                  \
+            const uint64_t m_ = (uint64_t)(d)->pending * n_;                               \
+            (d)->has_pending = 0;                                                          \
+            if ((uint32_t)m_ >= thr_) {                                                    \
+                idx_ = (uint32_t)(m_ >> 32);                                               \
+                f;                                                                         \
+                i_++;                                                                      \
+            }                                                                              \
+        }                                                                                  \
+        while (i_ < k_) {                                                                  \
+            const uint64_t w_ = s0_ + s1_ + s3_++;                                         \
+            s0_ = s1_ ^ (s1_ >> 11);                                                       \
+            s1_ = s2_ + (s2_ << 3);                                                        \
+            s2_ = rotl64(s2_, 24) + w_;                                                    \
+            const uint64_t lo_ = (uint64_t)(uint32_t)w_ * n_;                              \
+            if ((uint32_t)lo_ >= thr_) {                                                   \
+                idx_ = (uint32_t)(lo_ >> 32);                                              \
+                f;                                                                         \
+                if (++i_ == k_) {                                                          \
+                    (d)->pending = (uint32_t)(w_ >> 32);                                   \
+                    (d)->has_pending = 1;                                                  \
+                    break;                                                                 \
+                }                                                                          \
+            }                                                                              \
+            const uint64_t hi_ = (w_ >> 32) * n_;                                          \
+            if ((uint32_t)hi_ >= thr_) {                                                   \
+                idx_ = (uint32_t)(hi_ >> 32);                                              \
+                f;                                                                         \
+                i_++;                                                                      \
+            }                                                                              \
+        }                                                                                  \
+        (d)->s[0] = s0_, (d)->s[1] = s1_, (d)->s[2] = s2_, (d)->s[3] = s3_;                \
+    } while (0)
+
+static int read_state(PyObject *o_state, draws_t *d, Py_ssize_t n) {
+    Py_buffer st;
+    if (get_buffer(o_state, &st, "state", 8, 0) < 0) return -1;
+    if (st.len != 32) {
+        PyErr_SetString(PyExc_ValueError, "state: expected 4 uint64 words (SFC64 a, b, c, counter)");
+        PyBuffer_Release(&st);
+        return -1;
+    }
+    memcpy(d->s, st.buf, 32);
+    PyBuffer_Release(&st);
+    if (n < 1 || (uint64_t)n > 0xFFFFFFFFULL) {
+        PyErr_SetString(PyExc_ValueError, "need 1 <= n < 2**32");
+        return -1;
+    }
+    d->has_pending = 0;
+    d->pending = 0;
+    d->n = (uint32_t)n;
+    d->threshold = (uint32_t)((0x100000000ULL - (uint64_t)n) % (uint64_t)n);
+    return 0;
+}
+
+/* draw_indices(state, n, out_uint32): the first len(out) indices of the stream (for tests). */
+static PyObject *draw_indices(PyObject *self, PyObject *args) {
+    PyObject *o_state, *o_out;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OnO", &o_state, &n, &o_out)) return NULL;
+    draws_t d;
+    if (read_state(o_state, &d, n) < 0) return NULL;
+    Py_buffer out;
+    if (get_buffer(o_out, &out, "out", 4, 1) < 0) return NULL;
+    uint32_t *o = (uint32_t *)out.buf;
+    Py_ssize_t pos = 0;
+    FOR_EACH_DRAW(&d, out.len / 4, o[pos++] = idx_);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+/* Sums of up to four columns (c0 .. c0+w-1) of row-major values weighted by counts, in row order. The
+ * accumulators are locals, so they stay in registers. */
+static void weighted_sums4(const uint32_t *counts, const double *v, Py_ssize_t n, Py_ssize_t m, Py_ssize_t c0,
+                           int w, double *out) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    const double *p = v + c0;
+    switch (w) {
+        case 1:
+            for (Py_ssize_t i = 0; i < n; i++, p += m) a0 += (double)counts[i] * p[0];
+            break;
+        case 2:
+            for (Py_ssize_t i = 0; i < n; i++, p += m) {
+                const double c = (double)counts[i];
+                a0 += c * p[0];
+                a1 += c * p[1];
+            }
+            break;
+        case 3:
+            for (Py_ssize_t i = 0; i < n; i++, p += m) {
+                const double c = (double)counts[i];
+                a0 += c * p[0];
+                a1 += c * p[1];
+                a2 += c * p[2];
+            }
+            break;
+        default:
+            for (Py_ssize_t i = 0; i < n; i++, p += m) {
+                const double c = (double)counts[i];
+                a0 += c * p[0];
+                a1 += c * p[1];
+                a2 += c * p[2];
+                a3 += c * p[3];
+            }
+    }
+    out[0] = a0;
+    if (w > 1) out[1] = a1;
+    if (w > 2) out[2] = a2;
+    if (w > 3) out[3] = a3;
+}
+
+/* bootstrap_sums(state, values, m, n_resamples, out): for each resample, n indices from the stream
+ * become per-query counts; out[r, j] = sum over queries i, in order, of counts[i] * values[i, j]
+ * (adding 0 * x for undrawn queries changes no sum, and no branch means no mispredictions). */
+static PyObject *bootstrap_sums(PyObject *self, PyObject *args) {
+    PyObject *o_state, *o_values, *o_out;
+    Py_ssize_t m, nres;
+    if (!PyArg_ParseTuple(args, "OOnnO", &o_state, &o_values, &m, &nres, &o_out)) return NULL;
+    Py_buffer values, out;
+    if (get_buffer(o_values, &values, "values", 8, 0) < 0) return NULL;
+    if (get_buffer(o_out, &out, "out", 8, 1) < 0) {
+        PyBuffer_Release(&values);
+        return NULL;
+    }
+    draws_t d;
+    uint32_t *counts = NULL;
+    if (m < 1 || nres < 0 || values.len / 8 % m != 0 || out.len / 8 != nres * m) {
+        PyErr_SetString(PyExc_ValueError, "bootstrap_sums: inconsistent shapes");
+        goto fail;
+    }
+    const Py_ssize_t n = values.len / 8 / m;
+    if (read_state(o_state, &d, n) < 0) goto fail;
+    counts = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
+    if (!counts) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    const double *v = (const double *)values.buf;
+    double *o = (double *)out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < nres; r++) {
+        memset(counts, 0, (size_t)n * sizeof(uint32_t));
+        FOR_EACH_DRAW(&d, n, counts[idx_]++);
+        for (Py_ssize_t j = 0; j < m; j += 4) {
+            weighted_sums4(counts, v, n, m, j, (int)(m - j < 4 ? m - j : 4), o + r * m + j);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(counts);
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+
+fail:
+    free(counts);
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&out);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"join_grades", join_grades, METH_VARARGS,
+     "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
+    {"bootstrap_sums", bootstrap_sums, METH_VARARGS,
+     "bootstrap_sums(sfc64_state, values, m, n_resamples, out): resampled column sums"},
+    {"draw_indices", draw_indices, METH_VARARGS, "draw_indices(sfc64_state, n, out): the stream's first indices"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

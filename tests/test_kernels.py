@@ -1,0 +1,118 @@
+"""The compiled kernels against their numpy fallbacks: same draws, same grades, same sums."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rankgate._accel as accel
+from rankgate import stats
+from rankgate.engine import _join_grades_numpy
+
+kernels = accel.kernels
+needs_kernels = pytest.mark.skipif(kernels is None, reason="rankgate._kernels is not built in this installation")
+
+
+def test_ci_builds_the_kernels() -> None:
+    """CI installs with a compiler: a silent fallback there would hide a build break (and be slower)."""
+    if os.environ.get("CI") and not os.environ.get("RANKGATE_PURE_PYTHON"):
+        assert kernels is not None, "rankgate._kernels did not build; see the pip install log"
+
+
+def _state(seed: int) -> np.ndarray:
+    return np.asarray(np.random.SFC64(seed).state["state"]["state"], dtype=np.uint64)
+
+
+@needs_kernels
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 1000, 65_537, 3_000_000_000, 2**32 - 1])
+def test_draws_are_numpy_sfc64_with_lemire_rejection(n: int) -> None:
+    out = np.empty(5001, dtype=np.uint32)
+    kernels.draw_indices(_state(n), n, out)
+    assert np.array_equal(out.astype(np.int64), stats._Stream(_state(n), n).take(out.size))
+
+
+def test_stream_is_uniform_and_continues_across_takes() -> None:
+    s = stats._Stream(_state(1), 23)
+    first = s.take(11)
+    rest = s.take(229_989)
+    assert np.array_equal(np.concatenate([first, rest])[:500], stats._Stream(_state(1), 23).take(500))
+    counts = np.bincount(np.concatenate([first, rest]), minlength=23)
+    assert counts.min() > 9_500 and counts.max() < 10_500  # 10,000 expected each; sd ~ 98
+
+
+@needs_kernels
+def test_bootstrap_counts_match_the_fallback_and_sums_run_in_query_order() -> None:
+    n, rows = 9, 7  # odd n: resamples start mid-word
+    values = np.eye(n)  # column j sums to the draw count of query j
+    got = np.empty((rows, n))
+    kernels.bootstrap_sums(_state(3), values, n, rows, got)
+    want = np.empty((rows, n))
+    stats._numpy_sums(_state(3), values, rows, want)
+    assert np.array_equal(got, want)
+
+    x = np.random.default_rng(0).random((2000, 3))
+    sums = np.empty((5, 3))
+    kernels.bootstrap_sums(_state(4), x, 3, 5, sums)
+    idx = stats._Stream(_state(4), 2000).take(5 * 2000).reshape(5, 2000)
+    for r in range(5):
+        counts = np.bincount(idx[r], minlength=2000).astype(np.float64)
+        for j in range(3):
+            assert sums[r, j] == np.cumsum(counts * x[:, j])[-1]  # left to right, one rounding per step
+
+
+@needs_kernels
+def test_bootstrap_means_agree_with_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    cols = [np.random.default_rng(j).random(30_001) for j in range(3)]
+    fast = stats._resampled_means(cols, np.random.default_rng(8), 600)  # several chunks, two threads
+    monkeypatch.setattr(accel, "kernels", None)
+    slow = stats._resampled_means(cols, np.random.default_rng(8), 600)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+
+
+def test_a_column_does_not_depend_on_its_neighbours() -> None:
+    x = np.random.default_rng(2).random(5000)
+    alone = stats._resampled_means([x], np.random.default_rng(1), 300)[0]
+    together = stats._resampled_means([x * 0.5, x, x * 2.0, x + 1.0, x], np.random.default_rng(1), 300)
+    assert np.array_equal(alone, together[1]) and np.array_equal(alone, together[4])
+
+
+# -- the grade join -------------------------------------------------------------------------------
+@st.composite
+def joins(draw):
+    nq = draw(st.integers(0, 6))
+    universe = draw(st.integers(1, 40))
+    roff, rcodes, joff, jcodes, jgrades = [0], [], [0], [], []
+    for _ in range(nq):
+        ranked = draw(st.lists(st.integers(0, universe), max_size=25, unique=True))
+        judged = draw(st.lists(st.integers(-1, universe), max_size=20, unique=True))
+        rcodes += ranked
+        jcodes += judged
+        jgrades += [draw(st.integers(-2, 3)) for _ in judged]
+        roff.append(len(rcodes))
+        joff.append(len(jcodes))
+    a = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    return a(roff), a(rcodes), a(joff), a(jcodes), a(jgrades)
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(joins())
+def test_join_grades_matches_the_numpy_join(case) -> None:
+    roff, rcodes, joff, jcodes, jgrades = case
+    got = np.empty(rcodes.size)
+    matched = kernels.join_grades(roff, rcodes, joff, jcodes, jgrades, got)
+    want = _join_grades_numpy(roff, rcodes, joff, jcodes, jgrades)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert matched == int((~np.isnan(want)).sum())
+
+
+@needs_kernels
+def test_join_grades_rejects_inconsistent_offsets() -> None:
+    z = np.zeros(0, dtype=np.int64)
+    with pytest.raises(ValueError):
+        kernels.join_grades(np.array([0, 5]), z, np.array([0, 0]), z, z, np.empty(0))
