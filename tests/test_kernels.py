@@ -116,3 +116,30 @@ def test_join_grades_rejects_inconsistent_offsets() -> None:
     z = np.zeros(0, dtype=np.int64)
     with pytest.raises(ValueError):
         kernels.join_grades(np.array([0, 5]), z, np.array([0, 0]), z, z, np.empty(0))
+
+
+# -- fixed-width ids ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "ids, numbers",
+    [
+        (["d000123", "d999999", "d000000"], [123, 999999, 0]),
+        (["0042", "1000"], [42, 1000]),
+        (["doc_01", "doc_0x"], None),  # not all digits
+        (["a001", "b001"], None),  # another prefix
+        (["d12", "d1"], None),  # another width
+    ],
+)
+def test_fixed_width_ids_parse_the_same_with_and_without_kernels(ids, numbers, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+
+    from rankgate.data.ids import _fixed_width
+
+    arr = pa.array(ids, type=pa.string()).slice(0)
+    got = _fixed_width(arr)
+    monkeypatch.setattr(accel, "kernels", None)
+    plain = _fixed_width(arr)
+    if numbers is None:
+        assert got is None and plain is None
+    else:
+        assert got is not None and plain is not None
+        assert got[0] == plain[0] and got[2].tolist() == plain[2].tolist() == numbers

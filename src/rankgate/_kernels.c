@@ -3,6 +3,7 @@
  *
  *   join_grades      the grade of every ranked row, one query at a time (a tiny per-query hash of
  *                    its judgements, which stays in L1 cache), NaN for rows without a judgement;
+ *   fixed_width_numbers  ids such as d000123 (one width, shared prefix, digits) as integers;
  *   bootstrap_sums   percentile-bootstrap resample sums of several columns at once: query indices
  *                    from an SFC64 stream (below) become per-query counts, and each column is summed
  *                    in query order.
@@ -360,11 +361,61 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* fixed_width_numbers(data, width, cut, out) -> bool: ids of one width, a shared prefix (the first
+ * id's first `cut` bytes) and then only digits, as numbers; False (out undefined) if any id is not. */
+
+static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
+    PyObject *o_data, *o_out;
+    Py_ssize_t width, cut;
+    if (!PyArg_ParseTuple(args, "OnnO", &o_data, &width, &cut, &o_out)) return NULL;
+    Py_buffer data, out;
+    if (get_buffer(o_data, &data, "data", 1, 0) < 0) return NULL;
+    if (get_buffer(o_out, &out, "out", 8, 1) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const Py_ssize_t n = out.len / 8;
+    if (width < 1 || cut < 0 || cut >= width || width - cut > 18 || data.len != n * width) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "fixed_width_numbers: inconsistent shapes");
+        return NULL;
+    }
+    const unsigned char *d = (const unsigned char *)data.buf;
+    int64_t *o = (int64_t *)out.buf;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        const unsigned char *id = d + i * width;
+        if (cut && memcmp(id, d, (size_t)cut) != 0) {
+            ok = 0;
+            break;
+        }
+        int64_t v = 0;
+        for (Py_ssize_t j = cut; j < width; j++) {
+            const unsigned c = (unsigned)id[j] - 48u;
+            if (c > 9u) {
+                ok = 0;
+                break;
+            }
+            v = v * 10 + (int64_t)c;
+        }
+        o[i] = v;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef methods[] = {
     {"join_grades", join_grades, METH_VARARGS,
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
     {"bootstrap_sums", bootstrap_sums, METH_VARARGS,
      "bootstrap_sums(sfc64_state, values, m, n_resamples, out): resampled column sums"},
+    {"fixed_width_numbers", fixed_width_numbers, METH_VARARGS,
+     "fixed_width_numbers(data, width, cut, out) -> bool: prefix + digits ids of one width as numbers"},
     {"draw_indices", draw_indices, METH_VARARGS, "draw_indices(sfc64_state, n, out): the stream's first indices"},
     {NULL, NULL, 0, NULL},
 };

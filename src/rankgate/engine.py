@@ -80,11 +80,9 @@ def evaluate(
 
     inputs: dict[str, Any] = {}
     hashes: dict[str, Any] = {}
-    # Hashing and the gold set's parsing overlap the run's parsing (hashlib and pyarrow free the GIL).
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        for name, src in (("gold", gold), ("run", run)):
-            if isinstance(src, (str, os.PathLike)) and os.path.isfile(src):
-                hashes[name] = pool.submit(sha256_file, os.fspath(src))
+    # The gold set is parsed while the run is (pyarrow's readers free the GIL); the files are hashed
+    # afterwards, on the core that the mostly single-threaded evaluation leaves free.
+    with ThreadPoolExecutor(max_workers=2) as pool:
         gold_future = pool.submit(load_gold, gold, format=gold_format)
         try:
             r = load_run(run, format=run_format)
@@ -94,17 +92,21 @@ def evaluate(
         g = gold_future.result()  # a gold error is reported first, as if read first
         if run_error is not None:
             raise run_error
-        for name, src, obj in (("gold", gold, g), ("run", run, r)):
+        for name, src in (("gold", gold), ("run", run)):
+            if isinstance(src, (str, os.PathLike)) and os.path.isfile(src):
+                hashes[name] = pool.submit(sha256_file, os.fspath(src))
+
+        doc_of = _doc_mapper(doc_sep, doc_map)
+        if level == "doc":
+            g = _gold_to_docs(g, doc_of)
+        result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
+                                  level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs)
+        for name, obj in (("gold", g), ("run", r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
                 entry["sha256"] = hashes[name].result()
             inputs[name] = entry
-
-    doc_of = _doc_mapper(doc_sep, doc_map)
-    if level == "doc":
-        g = _gold_to_docs(g, doc_of)
-    return _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
-                            level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs)
+    return result
 
 
 def _doc_mapper(sep: str, mapping: dict[str, str] | None) -> Callable[[str], str]:

@@ -114,13 +114,21 @@ def check_stats_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
     result = evaluate_from_args(args, args.run)
-    cis = None
-    if args.resamples:
-        from ..stats import metric_cis
-
-        cis = metric_cis(result, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence)
+    from concurrent.futures import ThreadPoolExecutor
 
     from ..report.exports import metrics_csv, summary_dict, summary_json
+
+    # The intervals are computed on another thread (the compiled bootstrap releases the GIL) while
+    # this one writes out the per-query table.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = None
+        if args.resamples:
+            from ..stats import metric_cis
+
+            pending = pool.submit(metric_cis, result, seed=args.seed, n_resamples=args.resamples,
+                                  confidence=args.confidence)
+        csv_text = metrics_csv(result) if args.out else None
+        cis = pending.result() if pending is not None else None
 
     extra: dict[str, Any] = {"statistics": {"seed": args.seed, "resamples": args.resamples, "confidence": args.confidence}}
     segments = sweep = None
@@ -139,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         from ..atomic import write_text
 
-        csv_text = metrics_csv(result)
+        assert csv_text is not None
         json_text = summary_json(summary)
         write_text(os.path.join(args.out, "metrics.csv"), csv_text)
         write_text(os.path.join(args.out, "summary.json"), json_text)

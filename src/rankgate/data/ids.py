@@ -72,13 +72,13 @@ def _canonical_numbers(ids: pa.Array, prefix: str) -> np.ndarray:
 
 def _fixed_width(arr: pa.Array) -> tuple[bytes, int, np.ndarray] | None:
     """(prefix, width, numbers) when every id has the same length and is prefix + digits
-    (zero-padded ids such as ``doc_000123``): then id <-> number is one-to-one. Pure numpy."""
+    (zero-padded ids such as ``doc_000123``): then id <-> number is one-to-one."""
     if len(arr) == 0 or arr.null_count or arr.type != pa.string():
         return None
     n = len(arr)
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
     width = int(offsets[1] - offsets[0])
-    if width == 0 or not (np.diff(offsets) == width).all():
+    if width == 0 or int(offsets[-1]) - int(offsets[0]) != n * width or not (np.diff(offsets) == width).all():
         return None
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, width)
     first = data[0]
@@ -88,9 +88,16 @@ def _fixed_width(arr: pa.Array) -> tuple[bytes, int, np.ndarray] | None:
     digits = width - cut
     if digits == 0 or digits > 18:
         return None
+    from .._accel import kernels
+
+    value = np.empty(n, dtype=np.int64)
+    if kernels is not None:
+        if not kernels.fixed_width_numbers(data.reshape(-1), width, cut, value):
+            return None
+        return first[:cut].tobytes(), width, value
     if cut and not (data[:, :cut] == first[:cut]).all():
         return None
-    value = np.zeros(n, dtype=np.int64)
+    value[:] = 0
     for j in range(cut, width):  # column by column: no n x width int64 temporary
         col = data[:, j]
         if col.min() < 48 or col.max() > 57:

@@ -23,7 +23,7 @@ def _read(path: str) -> pa.Table:
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_table(path)
+        return pq.read_table(path, memory_map=True)  # from the page cache, no copy into fresh buffers
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"is not a readable Parquet file: {exc}", path=path) from None
 

@@ -127,13 +127,13 @@ class EvalContext:
     # -- per-query reductions (fixed order: deterministic) -------------------------------------
     def seg_sum(self, x: np.ndarray) -> np.ndarray:
         """Sum of a per-row array within each query (0 for queries with no rows)."""
-        kind = np.int64 if x.dtype == np.bool_ else (x.dtype if x.dtype.kind in "if" else np.float64)
-        out = np.zeros(self.nq, dtype=kind)
+        if x.dtype == np.bool_:  # a count: where the true rows fall between the query offsets
+            return np.diff(np.searchsorted(np.flatnonzero(x), self.offsets)).astype(np.int64)
+        out = np.zeros(self.nq, dtype=x.dtype if x.dtype.kind in "if" else np.float64)
         starts = self.offsets[:-1]
         nonempty = self.offsets[1:] > starts
         if x.size:
-            # dtype= counts booleans as integers chunk by chunk, without a full-size int64 copy
-            out[nonempty] = np.add.reduceat(x, starts[nonempty], dtype=kind)
+            out[nonempty] = np.add.reduceat(x, starts[nonempty])
         return out
 
     def seg_min(self, x: np.ndarray, empty: Any) -> np.ndarray:
@@ -174,7 +174,7 @@ class EvalContext:
         among its query's such rows). Relevant rows are a small share of a run, so per-row work
         on them is far cheaper than on every row."""
         rows = np.flatnonzero(mask)
-        per_query = self.seg_sum(mask)
+        per_query = np.diff(np.searchsorted(rows, self.offsets))
         first = np.concatenate(([0], np.cumsum(per_query)[:-1]))
         query = np.repeat(np.arange(self.nq, dtype=np.int64), per_query)
         position = np.arange(1, rows.size + 1, dtype=np.int64) - np.repeat(first, per_query)
