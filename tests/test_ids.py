@@ -68,3 +68,25 @@ def test_query_codes_grouped_and_not():
     assert _codes(pa.array(["a", "a", "b", "a"]))[0] == ["a", "b"]
     assert _codes(pa.array(["a", "a", "b", "a"]))[1].tolist() == [0, 0, 1, 0]
     assert _codes(pa.array(["x"]))[1].tolist() == [0]
+
+
+def test_judgement_check_does_not_overflow_with_narrow_query_codes() -> None:
+    """Query codes may be int32 (runs keep them narrow); the (query, item) key must still be int64.
+
+    65,536 distinct items make the key (query * 65,537 + item); query 65,535 gives 2**32 - 1, which
+    int32 arithmetic wraps to -1, so (q65535, item 1) would collide with (q0, item 0)."""
+    import pyarrow as pa
+
+    from rankgate.data.models import Gold
+    from rankgate.data.trec import check_unique_judgements
+
+    items = 65_536
+    queries = np.ones(items, dtype=np.int32)
+    queries[0], queries[1] = 0, 65_535
+    gold = Gold(
+        query_ids=[f"q{i}" for i in range(65_536)],
+        j_query=queries,
+        j_doc=pa.array([f"x{i}" for i in range(items)]),
+        j_grade=np.ones(items, dtype=np.int64),
+    )
+    check_unique_judgements(gold)  # every pair is distinct: no error

@@ -46,58 +46,44 @@ static inline uint64_t mix64(uint64_t x) {
 }
 
 static PyObject *join_grades(PyObject *self, PyObject *args) {
-    PyObject *o_roff, *o_rcode, *o_joff, *o_jcode, *o_jgrade, *o_out;
-    if (!PyArg_ParseTuple(args, "OOOOOO", &o_roff, &o_rcode, &o_joff, &o_jcode, &o_jgrade, &o_out)) {
-        return NULL;
-    }
-    Py_buffer roff, rcode, joff, jcode, jgrade, out;
+    enum { ROFF, RCODE, JOFF, JCODE, JGRADE, OUT, NBUF };
+    static const char *names[NBUF] = {"row_offsets", "row_codes", "judged_offsets", "judged_codes", "judged_grades", "out"};
+    PyObject *objs[NBUF];
+    Py_buffer v[NBUF];
     int got = 0;
-    if (get_buffer(o_roff, &roff, "row_offsets", 8, 0) < 0) goto fail;
-    got = 1;
-    if (get_buffer(o_rcode, &rcode, "row_codes", 8, 0) < 0) goto fail;
-    got = 2;
-    if (get_buffer(o_joff, &joff, "judged_offsets", 8, 0) < 0) goto fail;
-    got = 3;
-    if (get_buffer(o_jcode, &jcode, "judged_codes", 8, 0) < 0) goto fail;
-    got = 4;
-    if (get_buffer(o_jgrade, &jgrade, "judged_grades", 8, 0) < 0) goto fail;
-    got = 5;
-    if (get_buffer(o_out, &out, "out", 8, 1) < 0) goto fail;
-    got = 6;
-
-    const Py_ssize_t nq = roff.len / 8 - 1;
-    const Py_ssize_t nrows = rcode.len / 8, nj = jcode.len / 8;
-    const int64_t *ro = (const int64_t *)roff.buf, *rc = (const int64_t *)rcode.buf;
-    const int64_t *jo = (const int64_t *)joff.buf, *jc = (const int64_t *)jcode.buf;
-    const int64_t *jg = (const int64_t *)jgrade.buf;
-    double *g = (double *)out.buf;
-    if (nq < 0 || joff.len / 8 != nq + 1 || jgrade.len != jcode.len || out.len != rcode.len) {
-        PyErr_SetString(PyExc_ValueError, "join_grades: inconsistent lengths");
-        goto fail;
+    PyObject *result = NULL;
+    int64_t *keys = NULL, *vals = NULL;
+    uint32_t *stamp = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5])) return NULL;
+    for (; got < NBUF; got++) {
+        if (get_buffer(objs[got], &v[got], names[got], 8, got == OUT) < 0) goto done;
     }
+    const Py_ssize_t nq = v[ROFF].len / 8 - 1;
+    const Py_ssize_t nrows = v[RCODE].len / 8, nj = v[JCODE].len / 8;
+    const int64_t *ro = (const int64_t *)v[ROFF].buf, *rc = (const int64_t *)v[RCODE].buf;
+    const int64_t *jo = (const int64_t *)v[JOFF].buf, *jc = (const int64_t *)v[JCODE].buf;
+    const int64_t *jg = (const int64_t *)v[JGRADE].buf;
+    double *g = (double *)v[OUT].buf;
+    if (nq < 0 || v[JOFF].len / 8 != nq + 1 || v[JGRADE].len != v[JCODE].len || v[OUT].len != v[RCODE].len) {
+        PyErr_SetString(PyExc_ValueError, "join_grades: inconsistent lengths");
+        goto done;
+    }
+    Py_ssize_t most = 0; /* the longest judgement list sizes the scratch table */
     for (Py_ssize_t q = 0; q < nq; q++) {
         if (ro[q] < 0 || ro[q] > ro[q + 1] || ro[q + 1] > nrows || jo[q] < 0 || jo[q] > jo[q + 1] || jo[q + 1] > nj) {
             PyErr_SetString(PyExc_ValueError, "join_grades: offsets out of range");
-            goto fail;
+            goto done;
         }
-    }
-
-    /* Largest judgement list decides the scratch table: a power of two >= 2 * judgements. */
-    Py_ssize_t most = 0;
-    for (Py_ssize_t q = 0; q < nq; q++) {
         if (jo[q + 1] - jo[q] > most) most = jo[q + 1] - jo[q];
     }
     size_t cap = 8;
     while (cap < (size_t)most * 2) cap <<= 1;
-    int64_t *keys = (int64_t *)malloc(cap * sizeof(int64_t));
-    int64_t *vals = (int64_t *)malloc(cap * sizeof(int64_t));
-    uint32_t *stamp = (uint32_t *)calloc(cap, sizeof(uint32_t));
+    keys = (int64_t *)malloc(cap * sizeof(int64_t));
+    vals = (int64_t *)malloc(cap * sizeof(int64_t));
+    stamp = (uint32_t *)calloc(cap, sizeof(uint32_t));
     if (!keys || !vals || !stamp) {
-        free(keys);
-        free(vals);
-        free(stamp);
         PyErr_NoMemory();
-        goto fail;
+        goto done;
     }
     Py_ssize_t matched = 0;
     const double nan = NAN;
@@ -106,22 +92,18 @@ static PyObject *join_grades(PyObject *self, PyObject *args) {
     for (Py_ssize_t q = 0; q < nq; q++) {
         const int64_t a = jo[q], b = jo[q + 1];
         const int64_t r0 = ro[q], r1 = ro[q + 1];
-        if (a == b) {
-            for (int64_t r = r0; r < r1; r++) g[r] = nan;
-            continue;
-        }
-        if (b - a <= 4) { /* a handful of judgements: compare directly */
+        if (b - a <= 4) { /* a handful of judgements (or none): compare directly */
             for (int64_t r = r0; r < r1; r++) {
-                double v = nan;
+                double x = nan;
                 const int64_t c = rc[r];
                 for (int64_t j = a; j < b; j++) {
                     if (jc[j] == c) {
-                        v = (double)jg[j];
+                        x = (double)jg[j];
                         matched++;
                         break;
                     }
                 }
-                g[r] = v;
+                g[r] = x;
             }
             continue;
         }
@@ -134,43 +116,36 @@ static PyObject *join_grades(PyObject *self, PyObject *args) {
         }
         for (int64_t j = a; j < b; j++) {
             const int64_t c = jc[j];
-            if (c < 0) continue; /* judged id that never occurs in the run */
+            if (c < 0) continue; /* a judged id that never occurs in the run */
             size_t h = (size_t)mix64((uint64_t)c) & mask;
             while (stamp[h] == gen && keys[h] != c) h = (h + 1) & mask;
-            stamp[h] = gen; /* a repeated judgement (rejected upstream) would keep the last grade */
+            stamp[h] = gen;
             keys[h] = c;
             vals[h] = jg[j];
         }
         for (int64_t r = r0; r < r1; r++) {
             const int64_t c = rc[r];
             size_t h = (size_t)mix64((uint64_t)c) & mask;
-            double v = nan;
+            double x = nan;
             while (stamp[h] == gen) {
                 if (keys[h] == c) {
-                    v = (double)vals[h];
+                    x = (double)vals[h];
                     matched++;
                     break;
                 }
                 h = (h + 1) & mask;
             }
-            g[r] = v;
+            g[r] = x;
         }
     }
     Py_END_ALLOW_THREADS
+    result = PyLong_FromSsize_t(matched);
+done:
     free(keys);
     free(vals);
     free(stamp);
-    for (int i = got - 1; i >= 0; i--) {
-        Py_buffer *views[6] = {&roff, &rcode, &joff, &jcode, &jgrade, &out};
-        PyBuffer_Release(views[i]);
-    }
-    return PyLong_FromSsize_t(matched);
-
-fail : {
-    Py_buffer *views[6] = {&roff, &rcode, &joff, &jcode, &jgrade, &out};
-    for (int i = got - 1; i >= 0; i--) PyBuffer_Release(views[i]);
-    return NULL;
-}
+    while (got > 0) PyBuffer_Release(&v[--got]);
+    return result;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -362,31 +337,41 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* fixed_width_numbers(data, width, cut, out) -> bool: ids of one width, a shared prefix (the first
- * id's first `cut` bytes) and then only digits, as numbers; False (out undefined) if any id is not. */
+/* fixed_width_numbers(data, offsets, width, cut, out) -> bool: ids that are all `width` bytes long
+ * (int32 arrow offsets step by width), share a prefix (the first id's first `cut` bytes) and then
+ * hold only digits, as numbers; False (out undefined) if any id is not. */
 
 static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
-    PyObject *o_data, *o_out;
+    PyObject *o_data, *o_off, *o_out;
     Py_ssize_t width, cut;
-    if (!PyArg_ParseTuple(args, "OnnO", &o_data, &width, &cut, &o_out)) return NULL;
-    Py_buffer data, out;
+    if (!PyArg_ParseTuple(args, "OOnnO", &o_data, &o_off, &width, &cut, &o_out)) return NULL;
+    Py_buffer data, off, out;
     if (get_buffer(o_data, &data, "data", 1, 0) < 0) return NULL;
+    if (get_buffer(o_off, &off, "offsets", 4, 0) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
     if (get_buffer(o_out, &out, "out", 8, 1) < 0) {
         PyBuffer_Release(&data);
+        PyBuffer_Release(&off);
         return NULL;
     }
     const Py_ssize_t n = out.len / 8;
-    if (width < 1 || cut < 0 || cut >= width || width - cut > 18 || data.len != n * width) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&out);
+    PyObject *result = NULL;
+    if (width < 1 || cut < 0 || cut >= width || width - cut > 18 || data.len != n * width || off.len / 4 != n + 1) {
         PyErr_SetString(PyExc_ValueError, "fixed_width_numbers: inconsistent shapes");
-        return NULL;
+        goto done;
     }
     const unsigned char *d = (const unsigned char *)data.buf;
+    const int32_t *o32 = (const int32_t *)off.buf;
     int64_t *o = (int64_t *)out.buf;
     int ok = 1;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && ok; i++) {
+        if ((int64_t)o32[i + 1] - (int64_t)o32[i] != width) {
+            ok = 0;
+            break;
+        }
         const unsigned char *id = d + i * width;
         if (cut && memcmp(id, d, (size_t)cut) != 0) {
             ok = 0;
@@ -404,9 +389,12 @@ static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
         o[i] = v;
     }
     Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(ok);
+done:
     PyBuffer_Release(&data);
+    PyBuffer_Release(&off);
     PyBuffer_Release(&out);
-    return PyBool_FromLong(ok);
+    return result;
 }
 
 static PyMethodDef methods[] = {
@@ -415,11 +403,11 @@ static PyMethodDef methods[] = {
     {"bootstrap_sums", bootstrap_sums, METH_VARARGS,
      "bootstrap_sums(sfc64_state, values, m, n_resamples, out): resampled column sums"},
     {"fixed_width_numbers", fixed_width_numbers, METH_VARARGS,
-     "fixed_width_numbers(data, width, cut, out) -> bool: prefix + digits ids of one width as numbers"},
+     "fixed_width_numbers(data, offsets, width, cut, out) -> bool: prefix + digits ids of one width as numbers"},
     {"draw_indices", draw_indices, METH_VARARGS, "draw_indices(sfc64_state, n, out): the stream's first indices"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

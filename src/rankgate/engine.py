@@ -132,7 +132,7 @@ def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
     docs = _map_array(g.j_doc, doc_of)
     enc = pc.dictionary_encode(docs)
     codes = np_of(enc.indices, np.int64)
-    keys = g.j_query * (len(enc.dictionary) + 1) + codes
+    keys = g.j_query.astype(np.int64) * (len(enc.dictionary) + 1) + codes
     order = np.lexsort((-g.j_grade, keys))
     first = np.ones(order.size, dtype=bool)
     first[1:] = keys[order][1:] != keys[order][:-1]

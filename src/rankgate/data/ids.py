@@ -78,8 +78,12 @@ def _fixed_width(arr: pa.Array) -> tuple[bytes, int, np.ndarray] | None:
     n = len(arr)
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
     width = int(offsets[1] - offsets[0])
-    if width == 0 or int(offsets[-1]) - int(offsets[0]) != n * width or not (np.diff(offsets) == width).all():
+    if width == 0 or int(offsets[-1]) - int(offsets[0]) != n * width:
         return None
+    from .._accel import kernels
+
+    if kernels is None and not (np.diff(offsets) == width).all():
+        return None  # (the kernel checks the widths as it parses)
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, width)
     first = data[0]
     cut = width
@@ -88,11 +92,9 @@ def _fixed_width(arr: pa.Array) -> tuple[bytes, int, np.ndarray] | None:
     digits = width - cut
     if digits == 0 or digits > 18:
         return None
-    from .._accel import kernels
-
     value = np.empty(n, dtype=np.int64)
     if kernels is not None:
-        if not kernels.fixed_width_numbers(data.reshape(-1), width, cut, value):
+        if not kernels.fixed_width_numbers(data.reshape(-1), offsets, width, cut, value):
             return None
         return first[:cut].tobytes(), width, value
     if cut and not (data[:, :cut] == first[:cut]).all():
@@ -163,13 +165,13 @@ def segment_duplicates(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     width = int(lengths.max())
     nseg = lengths.size
-    rows = np.arange(n, dtype=np.int64)
+    rows: np.ndarray | None = None
     if width * nseg <= 2 * n + 1024:  # codes are >= 0, so negative padding never collides
         dtype = np.int32 if codes.max() < 2**31 - 1 else np.int64
         if (lengths == width).all():  # every segment equally long: a plain reshape, no scatter
             grid = codes.astype(dtype).reshape(nseg, width)
         else:
-            pos = rows - np.repeat(offsets[:-1], lengths)
+            pos = np.arange(n, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
             seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)
             # Padding gets distinct negative values so it never looks like a repeat.
             grid = np.empty((nseg, width), dtype=dtype)
@@ -181,6 +183,8 @@ def segment_duplicates(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
             return np.zeros(0, dtype=np.int64)
         # Only the segments with a repeat need the exact pass below.
         rows = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in bad.tolist()])
+    if rows is None:
+        rows = np.arange(n, dtype=np.int64)
     seg = np.repeat(np.arange(nseg, dtype=np.int64), lengths)[rows]
     sub = codes[rows]
     order = np.lexsort((rows, sub, seg))

@@ -71,8 +71,8 @@ def _lines(path: str) -> Iterator[tuple[int, list[str]]]:
             yield lineno, parts
 
 
-def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
-    """(distinct values in order of first appearance, code of each row)."""
+def _codes(column: pa.ChunkedArray | pa.Array, kind: type = np.int64) -> tuple[list[str], np.ndarray]:
+    """(distinct values in order of first appearance, code of each row as ``kind``)."""
     import pyarrow.compute as pc
 
     if isinstance(column, pa.ChunkedArray):
@@ -84,9 +84,9 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
         starts = np.concatenate(([0], np.flatnonzero(change) + 1))
         heads = column.take(arrow_of(starts)).to_pylist()
         if len(set(heads)) == len(heads):  # each value in one block: the blocks are the codes
-            return heads, np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, n)))
+            return heads, np.repeat(np.arange(starts.size, dtype=kind), np.diff(np.append(starts, n)))
     enc = pc.dictionary_encode(column)
-    return enc.dictionary.to_pylist(), np_of(enc.indices, np.int64)
+    return enc.dictionary.to_pylist(), np_of(enc.indices, kind)
 
 
 def _combine(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -103,7 +103,7 @@ def read_trec_run(path: str) -> Run:
     if table is not None:
         if table.num_rows == 0:
             raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
-        qids, codes = _codes(table.column("q"))
+        qids, codes = _codes(table.column("q"), np.int32)  # run rows are many: half the memory of int64
         scores = np_of(table.column("s"))
         if np.isnan(scores).any():
             bad = int(np.flatnonzero(np.isnan(scores))[0])
@@ -253,7 +253,7 @@ def check_unique_judgements(gold: Gold) -> None:
         return
     enc = pc.dictionary_encode(gold.j_doc)
     codes = np_of(enc.indices, np.int64)
-    keys = gold.j_query * (len(enc.dictionary) + 1) + codes
+    keys = gold.j_query.astype(np.int64) * (len(enc.dictionary) + 1) + codes
     order = np.argsort(keys, kind="stable")
     dup = np.flatnonzero(np.diff(keys[order]) == 0)
     if dup.size:

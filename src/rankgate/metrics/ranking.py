@@ -121,6 +121,9 @@ def _log2(x: np.ndarray) -> np.ndarray:
     """log2 of positive integers with the C library's log2 (as trec_eval), one call per distinct value."""
     if x.size == 0:
         return np.zeros(0)
+    top = int(x.max())
+    if top <= 4 * x.size + 1024:  # ranks: a table up to the largest is cheaper than finding distinct ones
+        return np.array([math.log2(v) if v > 0 else math.nan for v in range(top + 1)])[x]
     values, inverse = np.unique(x, return_inverse=True)
     return np.array([math.log2(v) for v in values.tolist()])[inverse]
 
@@ -165,9 +168,17 @@ class NDCG(MetricDefinition):
         if key not in ctx.cache:
             off = ctx.judged_offsets
             q = np.repeat(np.arange(ctx.nq, dtype=np.int64), np.diff(off))
-            gains = _gain(ctx.judged_grade, kind)
-            order = np.lexsort((-gains, q))  # by query, gain descending
-            gains = gains[order]
+            grades = ctx.judged_grade
+            low, high = (int(grades.min()), int(grades.max())) if grades.size else (0, 0)
+            span = high - low + 1
+            if grades.size and span * (ctx.nq + 1) < 2**62:
+                # Integer grades: sort (query, grade descending) as one integer key, no argsort.
+                packed = np.sort(q * span + (high - grades))
+                q = packed // span
+                gains = _gain(high - (packed - q * span), kind)
+            else:
+                gains = _gain(grades, kind)
+                gains = gains[np.lexsort((-gains, q))]  # by query, gain descending
             pos = np.arange(gains.size, dtype=np.int64) - np.repeat(off[:-1], np.diff(off)) + 1
             ctx.cache[key] = (gains, pos, q)
         gains, pos, q = ctx.cache[key]
