@@ -143,3 +143,38 @@ def test_fixed_width_ids_parse_the_same_with_and_without_kernels(ids, numbers, m
     else:
         assert got is not None and plain is not None
         assert got[0] == plain[0] and got[2].tolist() == plain[2].tolist() == numbers
+
+
+# -- the ranking rule for unsorted runs -------------------------------------------------------------
+@st.composite
+def unsorted_runs(draw):
+    n = draw(st.integers(1, 60))
+    nq = draw(st.integers(1, 5))
+    ids = st.sampled_from(["", "a", "b", "ab", "b0", "d10", "d9", "é", "éa", "z", "zz"])
+    query = draw(st.lists(st.integers(0, nq - 1), min_size=n, max_size=n))
+    score = draw(st.lists(st.sampled_from([0.0, 1.0, 1.5, 2.0, 1e-300, -3.25]), min_size=n, max_size=n))
+    doc = draw(st.lists(ids, min_size=n, max_size=n))
+    wide = draw(st.booleans())
+    return np.asarray(query, dtype=np.int64 if wide else np.int32), np.asarray(score), doc
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(unsorted_runs())
+def test_rank_permutation_matches_arrows_sort(case) -> None:
+    import pyarrow as pa
+
+    from rankgate.data.ranking import _full_sort, _full_sort_arrow
+
+    query, score, doc = case
+    arr = pa.array(doc, type=pa.string())
+    want = _full_sort_arrow(query, arr, score)
+    direct = np.empty(len(doc), dtype=np.int64)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(doc) + 1)
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+    kernels.rank_permutation(query, int(query.max()) + 1, score, offsets, data, direct)
+    assert np.array_equal(direct, want)
+    got = _full_sort(query, arr, score)
+    assert np.array_equal(got, want)
+    sliced = pa.array(["pad", *doc], type=pa.string()).slice(1)  # an array with an offset
+    assert np.array_equal(_full_sort(query, sliced, score), got)

@@ -3,6 +3,8 @@
  *
  *   join_grades      the grade of every ranked row, one query at a time (a tiny per-query hash of
  *                    its judgements, which stays in L1 cache), NaN for rows without a judgement;
+ *   rank_permutation the ranking rule for a run that is not in order: rows grouped by query, then
+ *                    score descending, id descending (byte-wise), input order;
  *   fixed_width_numbers  ids such as d000123 (one width, shared prefix, digits) as integers;
  *   bootstrap_sums   percentile-bootstrap resample sums of several columns at once: query indices
  *                    from an SFC64 stream (below) become per-query counts, and each column is summed
@@ -397,6 +399,118 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* rank_permutation(query, n_queries, score, id_offsets, id_data, out) -> None: the ranking rule as a
+ * permutation: rows grouped by query code (ascending; a counting sort), each query's rows by score
+ * descending, then id descending byte-wise (as strcmp: a proper prefix sorts lower), then input
+ * order. query: int32 or int64 codes in [0, n_queries); ids: an arrow string array's int32 offsets
+ * and data. */
+
+typedef struct {
+    double score;
+    const unsigned char *id;
+    int32_t len;
+    int64_t row;
+} ranked_t;
+
+static int ranked_cmp(const void *x, const void *y) {
+    const ranked_t *a = (const ranked_t *)x, *b = (const ranked_t *)y;
+    if (a->score > b->score) return -1;
+    if (a->score < b->score) return 1;
+    const int32_t m = a->len < b->len ? a->len : b->len;
+    const int c = m ? memcmp(a->id, b->id, (size_t)m) : 0;
+    if (c) return c > 0 ? -1 : 1;
+    if (a->len != b->len) return a->len > b->len ? -1 : 1;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
+static PyObject *rank_permutation(PyObject *self, PyObject *args) {
+    PyObject *o_q, *o_s, *o_off, *o_data, *o_out;
+    Py_ssize_t nq;
+    if (!PyArg_ParseTuple(args, "OnOOOO", &o_q, &nq, &o_s, &o_off, &o_data, &o_out)) return NULL;
+    Py_buffer q, sc, off, data, out;
+    int got = 0;
+    PyObject *result = NULL;
+    int64_t *start = NULL;
+    ranked_t *scratch = NULL;
+    if (PyObject_GetBuffer(o_q, &q, PyBUF_C_CONTIGUOUS) < 0) goto done;
+    got = 1;
+    if (q.itemsize != 4 && q.itemsize != 8) {
+        PyErr_SetString(PyExc_TypeError, "rank_permutation: query codes must be int32 or int64");
+        goto done;
+    }
+    if (get_buffer(o_s, &sc, "score", 8, 0) < 0) goto done;
+    got = 2;
+    if (get_buffer(o_off, &off, "id_offsets", 4, 0) < 0) goto done;
+    got = 3;
+    if (get_buffer(o_data, &data, "id_data", 1, 0) < 0) goto done;
+    got = 4;
+    if (get_buffer(o_out, &out, "out", 8, 1) < 0) goto done;
+    got = 5;
+    const Py_ssize_t n = q.len / q.itemsize;
+    if (nq < 0 || sc.len / 8 != n || off.len / 4 != n + 1 || out.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "rank_permutation: inconsistent lengths");
+        goto done;
+    }
+    const int32_t *o32 = (const int32_t *)off.buf;
+    const int32_t *q32 = (const int32_t *)q.buf;
+    const int64_t *q64 = (const int64_t *)q.buf;
+    const double *s = (const double *)sc.buf;
+    const unsigned char *d = (const unsigned char *)data.buf;
+    int64_t *o = (int64_t *)out.buf;
+    start = (int64_t *)calloc((size_t)nq + 1, sizeof(int64_t));
+    if (!start) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t c = q.itemsize == 4 ? (int64_t)q32[i] : q64[i];
+        if (c < 0 || c >= nq || o32[i] < 0 || o32[i + 1] < o32[i] || (Py_ssize_t)o32[i + 1] > data.len) {
+            PyErr_SetString(PyExc_ValueError, "rank_permutation: query code or id offsets out of range");
+            goto done;
+        }
+        start[c + 1]++;
+    }
+    Py_ssize_t longest = 0;
+    for (Py_ssize_t c = 0; c < nq; c++) {
+        if (start[c + 1] > longest) longest = start[c + 1];
+        start[c + 1] += start[c];
+    }
+    scratch = (ranked_t *)malloc((size_t)(longest ? longest : 1) * sizeof(ranked_t));
+    if (!scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) { /* stable scatter by query */
+        const int64_t c = q.itemsize == 4 ? (int64_t)q32[i] : q64[i];
+        o[start[c]++] = i;
+    }
+    int64_t lo = 0;
+    for (Py_ssize_t c = 0; c < nq; c++) { /* start[c] is now the end of query c */
+        const int64_t hi = start[c];
+        for (int64_t k = lo; k < hi; k++) {
+            const int64_t r = o[k];
+            scratch[k - lo].score = s[r];
+            scratch[k - lo].id = d + o32[r];
+            scratch[k - lo].len = o32[r + 1] - o32[r];
+            scratch[k - lo].row = r;
+        }
+        if (hi - lo > 1) qsort(scratch, (size_t)(hi - lo), sizeof(ranked_t), ranked_cmp);
+        for (int64_t k = lo; k < hi; k++) o[k] = scratch[k - lo].row;
+        lo = hi;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(start);
+    free(scratch);
+    Py_buffer *views[5] = {&q, &sc, &off, &data, &out};
+    while (got > 0) PyBuffer_Release(views[--got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"join_grades", join_grades, METH_VARARGS,
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
@@ -404,6 +518,8 @@ static PyMethodDef methods[] = {
      "bootstrap_sums(sfc64_state, values, m, n_resamples, out): resampled column sums"},
     {"fixed_width_numbers", fixed_width_numbers, METH_VARARGS,
      "fixed_width_numbers(data, offsets, width, cut, out) -> bool: prefix + digits ids of one width as numbers"},
+    {"rank_permutation", rank_permutation, METH_VARARGS,
+     "rank_permutation(query, n_queries, score, id_offsets, id_data, out): the ranking rule as a permutation"},
     {"draw_indices", draw_indices, METH_VARARGS, "draw_indices(sfc64_state, n, out): the stream's first indices"},
     {NULL, NULL, 0, NULL},
 };

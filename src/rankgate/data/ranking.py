@@ -87,6 +87,22 @@ def rank_order(query: np.ndarray, doc: pa.Array, score: np.ndarray | None, order
 
 
 def _full_sort(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.ndarray:
+    from .._accel import kernels
+
+    if (kernels is not None and isinstance(doc, pa.Array) and doc.type == pa.string() and not doc.null_count
+            and len(doc) and doc.buffers()[2] is not None and query.dtype in (np.int32, np.int64)
+            and not np.isnan(score).any()):  # (readers reject NaN scores; the comparator needs an order)
+        n = len(doc)
+        offsets = np.frombuffer(doc.buffers()[1], dtype=np.int32, count=n + 1, offset=doc.offset * 4)
+        data = np.frombuffer(doc.buffers()[2], dtype=np.uint8)
+        perm = np.empty(n, dtype=np.int64)
+        kernels.rank_permutation(np.ascontiguousarray(query), int(query.max()) + 1,
+                                 np.ascontiguousarray(score, dtype=np.float64), offsets, data, perm)
+        return perm
+    return _full_sort_arrow(query, doc, score)
+
+
+def _full_sort_arrow(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.ndarray:
     import pyarrow.compute as pc
 
     table = pa.table({"q": arrow_of(query), "s": arrow_of(score), "d": doc})

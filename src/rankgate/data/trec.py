@@ -82,8 +82,8 @@ def _codes(column: pa.ChunkedArray | pa.Array, kind: type = np.int64) -> tuple[l
         # Files are usually grouped by query: find the blocks with one comparison of neighbours.
         change = np_of(pc.not_equal(column.slice(1), column.slice(0, n - 1)), fill=True)
         starts = np.concatenate(([0], np.flatnonzero(change) + 1))
-        heads = column.take(arrow_of(starts)).to_pylist()
-        if len(set(heads)) == len(heads):  # each value in one block: the blocks are the codes
+        heads = column.take(arrow_of(starts)).to_pylist() if starts.size * 4 <= n else []  # else: unsorted
+        if heads and len(set(heads)) == len(heads):  # each value in one block: the blocks are the codes
             return heads, np.repeat(np.arange(starts.size, dtype=kind), np.diff(np.append(starts, n)))
     enc = pc.dictionary_encode(column)
     return enc.dictionary.to_pylist(), np_of(enc.indices, kind)
