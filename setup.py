@@ -16,7 +16,7 @@ class BuildExt(build_ext):
         if self.compiler.compiler_type == "msvc":
             flags = ["/O2", "/fp:precise"]
         else:
-            flags = ["-O3", "-ffp-contract=off", "-fno-fast-math"]
+            flags = ["-O3", "-ffp-contract=off", "-fno-fast-math", "-fno-strict-aliasing"]
         for ext in self.extensions:
             ext.extra_compile_args = flags
         super().build_extensions()

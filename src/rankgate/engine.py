@@ -176,7 +176,10 @@ def _evaluate_loaded(
     # full permutation is built only if something asks for input rows (ids, texts, scores).
     order = rank_order(r.r_query, run_docs, r.r_score, r.r_order)
     codes_sorted = order.apply(codes)
-    counts = np.bincount(r.r_query, minlength=len(r.query_ids))  # the same in any order
+    if order.perm is None:  # grouped, so query codes ascend: counts from where each code starts
+        counts = np.diff(np.searchsorted(r.r_query, np.arange(len(r.query_ids) + 1)))
+    else:
+        counts = np.bincount(r.r_query, minlength=len(r.query_ids))  # the same in any order
     run_off = np.concatenate(([0], np.cumsum(counts)))
     dropped_dupes = 0
     dupes = segment_duplicates(codes_sorted, run_off)
@@ -247,7 +250,8 @@ def _evaluate_loaded(
         jorder = np.argsort(jsel, kind="stable")
         judged_grade, judged_codes = judged_grade[jorder], judged_codes[jorder]
     judged_offsets = np.concatenate(([0], np.cumsum(np.bincount(jsel, minlength=evaluated.size)))).astype(np.int64)
-    grade = _join_grades(offsets, row_codes, judged_offsets, judged_codes, judged_grade)
+    # The row codes are not read again: the grades may take their memory.
+    grade = _join_grades(offsets, row_codes, judged_offsets, judged_codes, judged_grade, reuse=True)
     cs = np.concatenate(([0], np.cumsum(judged_grade >= 1)))
     num_rel1 = cs[judged_offsets[1:]] - cs[judged_offsets[:-1]]
     answerable = num_rel1 > 0
@@ -341,9 +345,11 @@ def _max_depth(metrics: list[Metric], query_k: np.ndarray, k: int) -> int:
 
 
 def _join_grades(offsets: np.ndarray, row_codes: np.ndarray, judged_offsets: np.ndarray,
-                 judged_codes: np.ndarray, judged_grade: np.ndarray) -> np.ndarray:
+                 judged_codes: np.ndarray, judged_grade: np.ndarray, *, reuse: bool = False) -> np.ndarray:
     """Grade of every ranked row (NaN if unjudged). Rows and judgements are CSR by evaluated query;
-    a judged code of -1 (an id the run never has) matches nothing."""
+    a judged code of -1 (an id the run never has) matches nothing. ``reuse``: the caller no longer
+    needs ``row_codes``, so the grades may be written over them (same size; the kernel reads each
+    row's code before it writes that row's grade)."""
     from ._accel import kernels
 
     def i64(a: np.ndarray) -> np.ndarray:
@@ -351,8 +357,10 @@ def _join_grades(offsets: np.ndarray, row_codes: np.ndarray, judged_offsets: np.
 
     if kernels is None:
         return _join_grades_numpy(offsets, row_codes, judged_offsets, judged_codes, judged_grade)
-    grade = np.empty(row_codes.size)
-    kernels.join_grades(i64(offsets), i64(row_codes), i64(judged_offsets), i64(judged_codes), i64(judged_grade), grade)
+    codes = i64(row_codes)
+    writable = reuse and codes.flags.writeable and codes.flags.c_contiguous and codes.base is None
+    grade = codes.view(np.float64) if writable else np.empty(codes.size)
+    kernels.join_grades(i64(offsets), codes, i64(judged_offsets), i64(judged_codes), i64(judged_grade), grade)
     return grade
 
 

@@ -93,17 +93,30 @@ def _combine(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
+def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """(distinct values in order of first appearance, int32 code of each row) of a column the CSV
+    reader dictionary-encoded: each block has its own dictionary; unifying them keeps the first
+    block's order and appends what later blocks add, which is the order of first appearance."""
+    column = column.unify_dictionaries()
+    if column.num_chunks == 0:
+        return [], np.zeros(0, dtype=np.int32)
+    codes = np.concatenate([np_of(chunk.indices, np.int32) for chunk in column.chunks])
+    return column.chunk(0).dictionary.to_pylist(), codes
+
+
 def read_trec_run(path: str) -> Run:
+    # Query ids are dictionary-encoded by the reader itself, in parallel: int32 codes, and 10M id
+    # strings are never built.
     table = _fast_table(
         path,
         ["q", "it", "d", "r", "s", "t"],
-        {"q": pa.string(), "d": pa.string(), "s": pa.float64()},
+        {"q": pa.dictionary(pa.int32(), pa.string()), "d": pa.string(), "s": pa.float64()},
         ["q", "d", "s"],
     )
     if table is not None:
         if table.num_rows == 0:
             raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
-        qids, codes = _codes(table.column("q"), np.int32)  # run rows are many: half the memory of int64
+        qids, codes = _dictionary_codes(table.column("q"))
         scores = np_of(table.column("s"))
         if np.isnan(scores).any():
             bad = int(np.flatnonzero(np.isnan(scores))[0])
