@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankgate.data.ids import item_codes, segment_duplicates
-
-import numpy as np
 
 
 def check(run, gold):
@@ -90,3 +90,23 @@ def test_judgement_check_does_not_overflow_with_narrow_query_codes() -> None:
         j_grade=np.ones(items, dtype=np.int64),
     )
     check_unique_judgements(gold)  # every pair is distinct: no error
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [["d001", "d002"], [], ["d010", "d002"]],  # fixed width in every chunk: parsed chunk by chunk
+        [["d001", "d002"], ["e010"]],  # another prefix in a later chunk
+        [["d001"], ["d10"]],  # another width in a later chunk
+        [["x", "y"], ["y", "zz"]],  # not numbers at all
+    ],
+)
+def test_item_codes_of_a_chunked_column_equal_those_of_the_combined_column(chunks) -> None:
+    chunked = pa.chunked_array([pa.array(c, type=pa.string()) for c in chunks], type=pa.string())
+    gold = pa.array(["d002", "y", "e010", "nope", "d10"])
+    run_codes, gold_codes = item_codes(chunked, gold)
+    flat_run, flat_gold = item_codes(chunked.combine_chunks(), gold)
+    assert run_codes.tolist() == flat_run.tolist() and gold_codes.tolist() == flat_gold.tolist()
+    ids = chunked.to_pylist()
+    for i, j in [(a, b) for a in range(len(ids)) for b in range(len(ids))]:
+        assert (run_codes[i] == run_codes[j]) == (ids[i] == ids[j])

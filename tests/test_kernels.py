@@ -95,7 +95,7 @@ def joins(draw):
         jgrades += [draw(st.integers(-2, 3)) for _ in judged]
         roff.append(len(rcodes))
         joff.append(len(jcodes))
-    a = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    a = lambda v: np.asarray(v, dtype=np.int64)
     return a(roff), a(rcodes), a(joff), a(jcodes), a(jgrades)
 
 

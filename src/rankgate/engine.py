@@ -117,9 +117,11 @@ def _doc_mapper(sep: str, mapping: dict[str, str] | None) -> Callable[[str], str
     return lambda chunk: chunk.split(sep, 1)[0]
 
 
-def _map_array(arr: pa.Array, doc_of: Callable[[str], str]) -> pa.Array:
+def _map_array(arr: pa.Array | pa.ChunkedArray, doc_of: Callable[[str], str]) -> pa.Array:
     import pyarrow.compute as pc
 
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
     enc = pc.dictionary_encode(arr)
     mapped = strings_of([doc_of(x) for x in enc.dictionary.to_pylist()])
     return mapped.take(enc.indices)

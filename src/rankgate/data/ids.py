@@ -135,10 +135,36 @@ def _fixed_width_gold(ids: pa.Array, prefix: bytes, width: int) -> np.ndarray:
     return out
 
 
-def item_codes(run_ids: pa.Array, gold_ids: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(run codes, gold codes): int64, equal ⇔ same id; gold ids absent from the run's space get -1."""
+def _fixed_width_chunked(ids: pa.ChunkedArray) -> tuple[bytes, int, np.ndarray] | None:
+    """:func:`_fixed_width` over the chunks of a column, when all share one prefix and width."""
+    shape: tuple[bytes, int] | None = None
+    parts: list[np.ndarray] = []
+    for chunk in ids.chunks:
+        if len(chunk) == 0:
+            continue
+        found = _fixed_width(chunk)
+        if found is None or (shape is not None and found[:2] != shape):
+            return None
+        shape = found[:2]
+        parts.append(found[2])
+    if shape is None:
+        return None
+    return shape[0], shape[1], parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def item_codes(run_ids: pa.Array | pa.ChunkedArray, gold_ids: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(run codes, gold codes): int64, equal ⇔ same id; gold ids absent from the run's space get -1.
+
+    ``run_ids`` may be chunked (as a CSV reader returns it): fixed-width ids are parsed chunk by
+    chunk, without first copying the column into one array."""
     import pyarrow.compute as pc
 
+    if isinstance(run_ids, pa.ChunkedArray):
+        fixed = _fixed_width_chunked(run_ids)
+        if fixed is not None:
+            prefix, width, run_codes = fixed
+            return run_codes, _fixed_width_gold(gold_ids, prefix, width)
+        run_ids = run_ids.combine_chunks()
     fixed = _fixed_width(run_ids)
     if fixed is not None:
         prefix, width, run_codes = fixed

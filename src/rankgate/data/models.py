@@ -77,7 +77,7 @@ class Run:
 
     query_ids: list[str]
     r_query: np.ndarray
-    r_doc: pa.Array
+    r_doc: pa.Array | pa.ChunkedArray  # chunked as a CSV reader returns it, or one array
     r_score: np.ndarray | None = None
     r_order: np.ndarray | None = None
     items: dict[str, list[Any]] = field(default_factory=dict)

@@ -11,10 +11,10 @@ tied scores) that are out of order are sorted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
-
-from dataclasses import dataclass
 
 from .arrow import arrow_of, np_of
 
@@ -58,12 +58,12 @@ class Reorder:
         return values
 
 
-def rank_rows(query: np.ndarray, doc: pa.Array, score: np.ndarray | None, order: np.ndarray | None) -> np.ndarray:
+def rank_rows(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray | None, order: np.ndarray | None) -> np.ndarray:
     """Permutation that groups rows by query code (ascending) and orders each query by the rule."""
     return rank_order(query, doc, score, order).full(query.size)
 
 
-def rank_order(query: np.ndarray, doc: pa.Array, score: np.ndarray | None, order: np.ndarray | None) -> Reorder:
+def rank_order(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray | None, order: np.ndarray | None) -> Reorder:
     """:func:`rank_rows` as a :class:`Reorder`, without a full permutation unless rows really move."""
     n = query.size
     if n == 0:
@@ -86,9 +86,11 @@ def rank_order(query: np.ndarray, doc: pa.Array, score: np.ndarray | None, order
     return _fix_ties(doc, tie)
 
 
-def _full_sort(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.ndarray:
+def _full_sort(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray) -> np.ndarray:
     from .._accel import kernels
 
+    if isinstance(doc, pa.ChunkedArray):
+        doc = doc.combine_chunks()
     if (kernels is not None and isinstance(doc, pa.Array) and doc.type == pa.string() and not doc.null_count
             and len(doc) and doc.buffers()[2] is not None and query.dtype in (np.int32, np.int64)
             and not np.isnan(score).any()):  # (readers reject NaN scores; the comparator needs an order)
@@ -110,7 +112,7 @@ def _full_sort_arrow(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.
     return np_of(idx, np.int64)
 
 
-def _fix_ties(doc: pa.Array, tie: np.ndarray) -> Reorder:
+def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray) -> Reorder:
     """Order each run of equal scores (within a query) by id descending; the rest stays in place."""
     import pyarrow.compute as pc
 

@@ -121,7 +121,9 @@ def read_trec_run(path: str) -> Run:
         if np.isnan(scores).any():
             bad = int(np.flatnonzero(np.isnan(scores))[0])
             raise InputError("must be a number; got nan", path=path, line=bad + 1, field="score (column 5)")
-        return Run(query_ids=qids, r_query=codes, r_doc=_combine(table.column("d")), r_score=scores, source=path)
+        # Ids stay in the reader's blocks: they are parsed to numbers block by block and otherwise
+        # read only for the few rows a message or a report names.
+        return Run(query_ids=qids, r_query=codes, r_doc=table.column("d"), r_score=scores, source=path)
     qids: list[str] = []
     index: dict[str, int] = {}
     rq: list[int] = []
