@@ -249,44 +249,34 @@ static PyObject *draw_indices(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* Sums of up to four columns (c0 .. c0+w-1) of row-major values weighted by counts, in row order. The
- * accumulators are locals, so they stay in registers. */
-static void weighted_sums4(const uint32_t *counts, const double *v, Py_ssize_t n, Py_ssize_t m, Py_ssize_t c0,
-                           int w, double *out) {
-    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    const double *p = v + c0;
-    switch (w) {
-        case 1:
-            for (Py_ssize_t i = 0; i < n; i++, p += m) a0 += (double)counts[i] * p[0];
-            break;
-        case 2:
-            for (Py_ssize_t i = 0; i < n; i++, p += m) {
-                const double c = (double)counts[i];
-                a0 += c * p[0];
-                a1 += c * p[1];
-            }
-            break;
-        case 3:
-            for (Py_ssize_t i = 0; i < n; i++, p += m) {
-                const double c = (double)counts[i];
-                a0 += c * p[0];
-                a1 += c * p[1];
-                a2 += c * p[2];
-            }
-            break;
-        default:
-            for (Py_ssize_t i = 0; i < n; i++, p += m) {
-                const double c = (double)counts[i];
-                a0 += c * p[0];
-                a1 += c * p[1];
-                a2 += c * p[2];
-                a3 += c * p[3];
-            }
+/* Sums of up to four columns (col .. col+w-1) of row-major values weighted by two resamples' counts
+ * (c1 may be NULL), in row order: each of the up to eight sums is its own chain of additions in query
+ * order, so the result does not depend on how resamples are paired. The accumulators are locals
+ * (registers), and one pass over the values serves both resamples. */
+#define SUMS_BODY(W)                                                                  \
+    for (Py_ssize_t i = 0; i < n; i++, p += m) {                                      \
+        const double x0 = (double)c0[i], x1 = c1 ? (double)c1[i] : 0.0;               \
+        a0[0] += x0 * p[0];                                                            \
+        b0[0] += x1 * p[0];                                                            \
+        if (W > 1) { a0[1] += x0 * p[1]; b0[1] += x1 * p[1]; }                        \
+        if (W > 2) { a0[2] += x0 * p[2]; b0[2] += x1 * p[2]; }                        \
+        if (W > 3) { a0[3] += x0 * p[3]; b0[3] += x1 * p[3]; }                        \
     }
-    out[0] = a0;
-    if (w > 1) out[1] = a1;
-    if (w > 2) out[2] = a2;
-    if (w > 3) out[3] = a3;
+
+static void weighted_sums(const uint32_t *c0, const uint32_t *c1, const double *v, Py_ssize_t n, Py_ssize_t m,
+                          Py_ssize_t col, int w, double *out0, double *out1) {
+    double a0[4] = {0.0, 0.0, 0.0, 0.0}, b0[4] = {0.0, 0.0, 0.0, 0.0};
+    const double *p = v + col;
+    switch (w) {
+        case 1: SUMS_BODY(1) break;
+        case 2: SUMS_BODY(2) break;
+        case 3: SUMS_BODY(3) break;
+        default: SUMS_BODY(4)
+    }
+    for (int j = 0; j < w; j++) {
+        out0[j] = a0[j];
+        if (out1) out1[j] = b0[j];
+    }
 }
 
 /* bootstrap_sums(state, values, m, n_resamples, out): for each resample, n indices from the stream
@@ -310,7 +300,7 @@ static PyObject *bootstrap_sums(PyObject *self, PyObject *args) {
     }
     const Py_ssize_t n = values.len / 8 / m;
     if (read_state(o_state, &d, n) < 0) goto fail;
-    counts = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
+    counts = (uint32_t *)malloc((size_t)n * 2 * sizeof(uint32_t)); /* two resamples at a time */
     if (!counts) {
         PyErr_NoMemory();
         goto fail;
@@ -318,11 +308,14 @@ static PyObject *bootstrap_sums(PyObject *self, PyObject *args) {
     const double *v = (const double *)values.buf;
     double *o = (double *)out.buf;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < nres; r++) {
-        memset(counts, 0, (size_t)n * sizeof(uint32_t));
-        FOR_EACH_DRAW(&d, n, counts[idx_]++);
+    for (Py_ssize_t r = 0; r < nres; r += 2) {
+        const int two = r + 1 < nres;
+        uint32_t *c0 = counts, *c1 = two ? counts + n : NULL;
+        memset(counts, 0, (size_t)n * (two ? 2 : 1) * sizeof(uint32_t));
+        FOR_EACH_DRAW(&d, n, c0[idx_]++); /* resample r's draws, then resample r + 1's */
+        if (two) FOR_EACH_DRAW(&d, n, c1[idx_]++);
         for (Py_ssize_t j = 0; j < m; j += 4) {
-            weighted_sums4(counts, v, n, m, j, (int)(m - j < 4 ? m - j : 4), o + r * m + j);
+            weighted_sums(c0, c1, v, n, m, j, (int)(m - j < 4 ? m - j : 4), o + r * m + j, two ? o + (r + 1) * m + j : NULL);
         }
     }
     Py_END_ALLOW_THREADS
