@@ -216,3 +216,20 @@ def test_doc_level_from_cli(tmp_path, capsys):
     assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--level", "doc", "--doc-map", str(mapping),
                  "--json", "--resamples", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["metrics"]["mrr"]["mean"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "qrels, line, doc",
+    [
+        ("q1 0 d01 1\nq1 0 d02 0\nq2 0 d01 1\nq1 0 d03 1\nq2 0 d01 2\n", 5, "d01"),  # queries interleaved
+        ("q1 0 d01 1\nq1 0 d02 0\nq1 0 d01 2\nq2 0 d01 1\n", 3, "d01"),  # grouped by query
+        ("q1 0 a-1 1\nq1 0 b 0\nq2 0 b 1\nq2 0 b 1\n", 4, "b"),  # ids that are not numbers
+    ],
+)
+def test_a_pair_judged_twice_in_qrels_names_the_repeating_line(qrels, line, doc, tmp_path, capsys):
+    (tmp_path / "qrels.txt").write_text(qrels)
+    (tmp_path / "run.txt").write_text("q1 Q0 d01 1 1.0 t\nq2 Q0 d01 1 1.0 t\n")
+    code = main(["evaluate", "--gold", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "run.txt")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"qrels.txt:{line}: judges '{doc}' for query" in err and "twice" in err, err

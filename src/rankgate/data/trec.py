@@ -262,20 +262,25 @@ def _gold_from_rows(path: str, rows: Iterator[tuple[int, str, str, str]], hint: 
 
 def check_unique_judgements(gold: Gold) -> None:
     """Raise if a (query, doc) pair is judged twice (fast path: checked on integer codes)."""
-    import pyarrow.compute as pc
+    from .ids import item_codes, segment_duplicates
 
     if len(gold.j_doc) == 0:
         return
-    enc = pc.dictionary_encode(gold.j_doc)
-    codes = np_of(enc.indices, np.int64)
-    keys = gold.j_query.astype(np.int64) * (len(enc.dictionary) + 1) + codes
-    order = np.argsort(keys, kind="stable")
-    dup = np.flatnonzero(np.diff(keys[order]) == 0)
-    if dup.size:
-        row = int(order[dup[0] + 1])
-        q = gold.query_ids[int(gold.j_query[row])]
+    codes, _ = item_codes(gold.j_doc, strings_of([]))  # equal codes <=> equal ids
+    q = gold.j_query
+    if not bool((q[1:] < q[:-1]).any()):  # grouped by query, as qrels are: look within each query
+        offsets = np.searchsorted(q, np.arange(len(gold.query_ids) + 1))
+        repeats = segment_duplicates(codes, offsets)
+        row = int(repeats[0]) if repeats.size else None
+    else:
+        keys = q.astype(np.int64) * (int(codes.max()) + 1) + codes
+        order = np.argsort(keys, kind="stable")
+        dup = np.flatnonzero(np.diff(keys[order]) == 0)
+        row = int(order[dup + 1].min()) if dup.size else None
+    if row is not None:
+        qid = gold.query_ids[int(q[row])]
         d = gold.j_doc[row].as_py()
         raise InputError(
-            f"judges {d!r} for query {q!r} twice", path=gold.source, line=row + 1,
+            f"judges {d!r} for query {qid!r} twice", path=gold.source, line=row + 1,
             hint="keep one judgement per query and document",
         )
