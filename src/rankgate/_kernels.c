@@ -368,10 +368,13 @@ static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
             break;
         }
         const unsigned char *id = d + i * width;
-        if (cut && memcmp(id, d, (size_t)cut) != 0) {
-            ok = 0;
-            break;
+        for (Py_ssize_t k = 0; k < cut; k++) { /* prefixes are short: no call to memcmp */
+            if (id[k] != d[k]) {
+                ok = 0;
+                break;
+            }
         }
+        if (!ok) break;
         int64_t v = 0;
         for (Py_ssize_t j = cut; j < width; j++) {
             const unsigned c = (unsigned)id[j] - 48u;

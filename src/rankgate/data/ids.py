@@ -70,9 +70,10 @@ def _canonical_numbers(ids: pa.Array, prefix: str) -> np.ndarray:
     return out
 
 
-def _fixed_width(arr: pa.Array) -> tuple[bytes, int, np.ndarray] | None:
+def _fixed_width(arr: pa.Array, out: np.ndarray | None = None) -> tuple[bytes, int, np.ndarray] | None:
     """(prefix, width, numbers) when every id has the same length and is prefix + digits
-    (zero-padded ids such as ``doc_000123``): then id <-> number is one-to-one."""
+    (zero-padded ids such as ``doc_000123``): then id <-> number is one-to-one. ``out``: an int64
+    array of ``len(arr)`` to write the numbers into."""
     if len(arr) == 0 or arr.null_count or arr.type != pa.string():
         return None
     n = len(arr)
@@ -92,7 +93,7 @@ def _fixed_width(arr: pa.Array) -> tuple[bytes, int, np.ndarray] | None:
     digits = width - cut
     if digits == 0 or digits > 18:
         return None
-    value = np.empty(n, dtype=np.int64)
+    value = np.empty(n, dtype=np.int64) if out is None else out
     if kernels is not None:
         if not kernels.fixed_width_numbers(data.reshape(-1), offsets, width, cut, value):
             return None
@@ -138,18 +139,19 @@ def _fixed_width_gold(ids: pa.Array, prefix: bytes, width: int) -> np.ndarray:
 def _fixed_width_chunked(ids: pa.ChunkedArray) -> tuple[bytes, int, np.ndarray] | None:
     """:func:`_fixed_width` over the chunks of a column, when all share one prefix and width."""
     shape: tuple[bytes, int] | None = None
-    parts: list[np.ndarray] = []
+    numbers = np.empty(len(ids), dtype=np.int64)
+    at = 0
     for chunk in ids.chunks:
         if len(chunk) == 0:
             continue
-        found = _fixed_width(chunk)
+        found = _fixed_width(chunk, out=numbers[at : at + len(chunk)])  # each chunk into its slice
         if found is None or (shape is not None and found[:2] != shape):
             return None
         shape = found[:2]
-        parts.append(found[2])
+        at += len(chunk)
     if shape is None:
         return None
-    return shape[0], shape[1], parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return shape[0], shape[1], numbers
 
 
 def item_codes(run_ids: pa.Array | pa.ChunkedArray, gold_ids: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -114,8 +114,6 @@ def _full_sort_arrow(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.
 
 def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray) -> Reorder:
     """Order each run of equal scores (within a query) by id descending; the rest stays in place."""
-    import pyarrow.compute as pc
-
     n = tie.size + 1
     # Rows that belong to a tied run: row i ties with i+1.
     in_run = np.zeros(n, dtype=bool)
@@ -125,8 +123,8 @@ def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray) -> Reorder:
     # Run id: a new run starts where a row does not tie with its predecessor.
     starts = np.ones(rows.size, dtype=bool)
     starts[1:] = ~tie[rows[1:] - 1]
-    run_id = np.cumsum(starts)
-    sub = pa.table({"r": arrow_of(run_id), "d": doc.take(arrow_of(rows))})
-    idx = np_of(pc.sort_indices(sub, sort_keys=[("r", "ascending"), ("d", "descending")]), np.int64)
+    run_id = np.cumsum(starts) - 1
+    # The tied rows' ids, sorted within each run by the same rule as a full sort (all scores equal).
+    idx = _full_sort(run_id, doc.take(arrow_of(rows)), np.zeros(rows.size))
     moved = rows[idx] != rows
     return Reorder(rows=rows[moved], src=rows[idx][moved]) if moved.any() else Reorder()
