@@ -1,7 +1,5 @@
 """``python -m rankgate`` runs the command line."""
 
-import sys
+from rankgate.cli import entry
 
-from rankgate.cli import main
-
-sys.exit(main())
+entry()
