@@ -111,9 +111,23 @@ def check_stats_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--confidence must be between 0 and 1; got {args.confidence}")
 
 
+def _import_reporting() -> None:
+    """What the command needs after evaluating, imported while the inputs are parsed (pyarrow's
+    readers release the GIL, so this thread runs alongside them)."""
+    import rich.console  # noqa: F401
+
+    from .. import stats  # noqa: F401
+    from ..report import exports, terminal  # noqa: F401
+
+
 def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
+    import threading
+
+    warm = threading.Thread(target=_import_reporting, daemon=True)
+    warm.start()
     result = evaluate_from_args(args, args.run)
+    warm.join()
     from concurrent.futures import ThreadPoolExecutor
 
     from ..report.exports import metrics_csv, summary_dict, summary_json

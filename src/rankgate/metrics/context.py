@@ -187,7 +187,8 @@ class EvalContext:
         out = np.zeros(self.nq)
         if values.size == 0:
             return out
-        order = np.argsort(position, kind="stable")
+        small = position.astype(np.int16) if int(position.max()) < 2**15 else position
+        order = np.argsort(small, kind="stable")  # (a radix sort for 16-bit keys)
         bounds = np.searchsorted(position[order], np.arange(1, int(position.max()) + 2))
         for p in range(bounds.size - 1):
             at = order[bounds[p]:bounds[p + 1]]
