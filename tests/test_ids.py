@@ -110,3 +110,19 @@ def test_item_codes_of_a_chunked_column_equal_those_of_the_combined_column(chunk
     ids = chunked.to_pylist()
     for i, j in [(a, b) for a in range(len(ids)) for b in range(len(ids))]:
         assert (run_codes[i] == run_codes[j]) == (ids[i] == ids[j])
+
+
+def test_judgement_check_of_unsorted_qrels_with_huge_numeric_ids() -> None:
+    """Ids that are numbers up to 10**18 become codes of that size: no (query, code) arithmetic may
+    overflow. With the largest id 10**18 - 1, query 18 times 10**18 wraps in int64 onto
+    (q0, id 1) + 446744073709551616, the first id below."""
+    from rankgate.data.models import Gold
+    from rankgate.data.trec import check_unique_judgements
+
+    gold = Gold(
+        query_ids=[f"q{i}" for i in range(19)],
+        j_query=np.array([18, 0, 5]),  # not grouped by query
+        j_doc=pa.array(["d446744073709551617", "d000000000000000001", "d999999999999999999"]),
+        j_grade=np.ones(3, dtype=np.int64),
+    )
+    check_unique_judgements(gold)  # three different pairs: no error

@@ -34,10 +34,6 @@ class Reorder:
     rows: np.ndarray | None = None
     src: np.ndarray | None = None
 
-    @property
-    def identity(self) -> bool:
-        return self.perm is None and self.rows is None
-
     def full(self, n: int) -> np.ndarray:
         """The whole permutation (row i of the ranked run is input row ``full(n)[i]``)."""
         if self.perm is not None:

@@ -71,8 +71,8 @@ def _lines(path: str) -> Iterator[tuple[int, list[str]]]:
             yield lineno, parts
 
 
-def _codes(column: pa.ChunkedArray | pa.Array, kind: type = np.int64) -> tuple[list[str], np.ndarray]:
-    """(distinct values in order of first appearance, code of each row as ``kind``)."""
+def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
+    """(distinct values in order of first appearance, code of each row)."""
     import pyarrow.compute as pc
 
     if isinstance(column, pa.ChunkedArray):
@@ -84,9 +84,9 @@ def _codes(column: pa.ChunkedArray | pa.Array, kind: type = np.int64) -> tuple[l
         starts = np.concatenate(([0], np.flatnonzero(change) + 1))
         heads = column.take(arrow_of(starts)).to_pylist() if starts.size * 4 <= n else []  # else: unsorted
         if heads and len(set(heads)) == len(heads):  # each value in one block: the blocks are the codes
-            return heads, np.repeat(np.arange(starts.size, dtype=kind), np.diff(np.append(starts, n)))
+            return heads, np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, n)))
     enc = pc.dictionary_encode(column)
-    return enc.dictionary.to_pylist(), np_of(enc.indices, kind)
+    return enc.dictionary.to_pylist(), np_of(enc.indices, np.int64)
 
 
 def _combine(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -272,11 +272,10 @@ def check_unique_judgements(gold: Gold) -> None:
         offsets = np.searchsorted(q, np.arange(len(gold.query_ids) + 1))
         repeats = segment_duplicates(codes, offsets)
         row = int(repeats[0]) if repeats.size else None
-    else:
-        keys = q.astype(np.int64) * (int(codes.max()) + 1) + codes
-        order = np.argsort(keys, kind="stable")
-        dup = np.flatnonzero(np.diff(keys[order]) == 0)
-        row = int(order[dup + 1].min()) if dup.size else None
+    else:  # sorted by (query, id) without arithmetic: id codes may be numbers up to 10**18
+        order = np.lexsort((codes, q))
+        later = order[1:][(q[order][1:] == q[order][:-1]) & (codes[order][1:] == codes[order][:-1])]
+        row = int(later.min()) if later.size else None
     if row is not None:
         qid = gold.query_ids[int(q[row])]
         d = gold.j_doc[row].as_py()
