@@ -23,6 +23,9 @@ class BuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("rankgate._kernels", ["src/rankgate/_kernels.c"], optional=True)],
+    ext_modules=[
+        Extension("rankgate._kernels", ["src/rankgate/_kernels.c"], optional=True),
+        Extension("rankgate._reader", ["src/rankgate/_reader.c"], optional=True),
+    ],
     cmdclass={"build_ext": BuildExt},
 )

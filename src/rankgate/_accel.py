@@ -1,8 +1,8 @@
-"""The compiled kernels (``rankgate._kernels``), when this installation has them.
+"""The compiled kernels (``rankgate._kernels``, ``rankgate._reader``), when this installation has them.
 
-They are built from ``_kernels.c`` at install time where a C compiler is available; without one the
-build skips them and every caller uses its numpy fallback, which gives the same results (the tests
-run both). Set ``RANKGATE_PURE_PYTHON=1`` to force the fallbacks.
+They are built from ``_kernels.c`` and ``_reader.c`` at install time where a C compiler is available;
+without one the build skips them and every caller uses its fallback (numpy, pyarrow's CSV reader),
+which gives the same results (the tests run both). Set ``RANKGATE_PURE_PYTHON=1`` to force the fallbacks.
 """
 
 from __future__ import annotations
@@ -10,17 +10,21 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-__all__ = ["kernels"]
+__all__ = ["kernels", "reader"]
 
 
-def _load() -> ModuleType | None:
+def _load(name: str) -> ModuleType | None:
     if os.environ.get("RANKGATE_PURE_PYTHON", "") not in ("", "0"):
         return None
+    import importlib
+
     try:
-        from . import _kernels
+        return importlib.import_module(f"rankgate.{name}")
     except ImportError:
         return None
-    return _kernels
 
 
-kernels: ModuleType | None = _load()
+kernels: ModuleType | None = _load("_kernels")
+"""Inner loops of the engine and the bootstrap (``_kernels.c``)."""
+reader: ModuleType | None = _load("_reader")
+"""The TREC line reader (``_reader.c``)."""

@@ -1,15 +1,20 @@
 """TREC qrels and run files, and BEIR ``qrels/*.tsv``.
 
 Run lines are ``qid Q0 docno rank score tag`` (columns past the sixth are ignored and the rank column
-is not used, as trec_eval does); qrels lines are ``qid iter docno grade``. Large, regular files
-(one delimiter, no comments) go through pyarrow's multi-threaded CSV reader; anything else takes the
-line-by-line path, which accepts any whitespace and ``#`` comment lines and reports bad lines by
-number.
+is not used, as trec_eval does); qrels lines are ``qid iter docno grade``. Three readers, tried in
+turn, each giving the same result on the files it accepts:
+
+* the compiled line reader (``_reader.c``) for regular, uncompressed files (one delimiter, exactly
+  the expected columns, printable ASCII ids, plain decimal numbers): two threads over a memory map;
+* pyarrow's multi-threaded CSV reader for other regular files (``.gz``, non-ASCII ids, ...);
+* the line-by-line path for anything else: it accepts any whitespace and ``#`` comment lines, and
+  names the bad line of a bad file.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,6 +67,93 @@ def _fast_table(path: str, names: list[str], types: dict[str, Any], include: lis
     return table
 
 
+_PIECE = 1 << 30
+"""Bytes per call of the compiled reader at most: the ids of one piece fit int32 offsets."""
+
+
+def _mapped_lines(
+    path: str, ncols: int, value_col: int, value_kind: int
+) -> tuple[list[str], np.ndarray, np.ndarray, pa.Array | pa.ChunkedArray] | None:
+    """(query ids in order of first appearance, int32 query code of each row, values, item ids) by
+    the compiled line reader; None when it is not built, the file is compressed or empty, or any
+    line is not regular (the other readers then take the file and name a bad line).
+
+    ``value_kind`` 0 reads column ``value_col`` as float64, 1 as int64. Files over 8 MB are read in
+    pieces cut at line ends, two threads at a time; each piece's ids are one chunk of the result.
+    """
+    from .._accel import reader
+
+    if reader is None or path.endswith(".gz"):
+        return None
+    import mmap
+
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return None
+        # Mapped in one call (where the system offers it) rather than a page fault per page.
+        populate = getattr(mmap, "MAP_POPULATE", 0)
+        mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
+    try:
+        head = mm[: min(size, 1 << 16)]
+        line = head.split(b"\n", 1)[0]
+        delim = b"\t" if b"\t" in line else b" "
+        pieces = max(-(-size // _PIECE), 2 if size > 1 << 23 else 1)
+        cuts = [0]
+        for i in range(1, pieces):
+            at = mm.find(b"\n", max(cuts[-1], size * i // pieces))
+            cuts.append(size if at < 0 else at + 1)
+        cuts.append(size)
+        spans = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+        def read(span: tuple[int, int]) -> tuple[Any, ...] | None:
+            a, b = span
+            rows = (b - a) // (2 * ncols - 1) + 1  # a line has at least ncols bytes and ncols - 1 delimiters
+            codes = np.empty(rows, dtype=np.int32)
+            values = np.empty(rows, dtype=np.float64 if value_kind == 0 else np.int64)
+            offsets = np.empty(rows + 1, dtype=np.int32)
+            data = np.empty(b - a, dtype=np.uint8)
+            got = reader.read_lines(mm, a, b, ncols, value_col, value_kind, delim, codes, values, offsets, data)
+            if got is None:
+                return None
+            n, nbytes, qids = got
+            ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(data[:nbytes])])
+            return qids, codes[:n], values[:n], ids
+
+        if len(spans) == 1:
+            parts = [read(spans[0])]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                parts = list(pool.map(read, spans))
+    finally:
+        mm.close()
+    if any(part is None for part in parts):
+        return None
+    qids, codes, values, ids = parts[0]
+    if len(parts) == 1:
+        return qids, codes, values, ids
+    qids = list(qids)
+    index = {q: i for i, q in enumerate(qids)}
+    all_codes = [codes]
+    for more, piece_codes, _, _ in parts[1:]:  # later pieces: their codes into the file's order
+        remap = np.empty(len(more), dtype=np.int32)
+        for i, q in enumerate(more):
+            code = index.get(q)
+            if code is None:
+                code = index[q] = len(qids)
+                qids.append(q)
+            remap[i] = code
+        all_codes.append(remap[piece_codes])
+    return (
+        qids,
+        np.concatenate(all_codes),
+        np.concatenate([part[2] for part in parts]),
+        pa.chunked_array([part[3] for part in parts], type=pa.string()),
+    )
+
+
 def _lines(path: str) -> Iterator[tuple[int, list[str]]]:
     with open_text(path) as fh:
         for lineno, line in enumerate(fh, start=1):
@@ -105,6 +197,12 @@ def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
 
 
 def read_trec_run(path: str) -> Run:
+    mapped = _mapped_lines(path, 6, 4, 0)
+    if mapped is not None:
+        qids, codes, scores, ids = mapped
+        if len(codes) == 0:
+            raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
+        return Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path)
     # Query ids are dictionary-encoded by the reader itself, in parallel: int32 codes, and 10M id
     # strings are never built.
     table = _fast_table(
@@ -163,6 +261,14 @@ def read_trec_run(path: str) -> Run:
 
 
 def read_trec_qrels(path: str) -> Gold:
+    mapped = _mapped_lines(path, 4, 3, 1)
+    if mapped is not None:
+        qids, codes, grades, ids = mapped
+        if len(codes) == 0:
+            raise InputError("is empty", path=path, hint="TREC qrels have lines 'qid iter docno grade'")
+        gold = Gold(query_ids=qids, j_query=codes.astype(np.int64), j_doc=_combine(ids), j_grade=grades, source=path)
+        check_unique_judgements(gold)
+        return gold
     table = _fast_table(
         path,
         ["q", "it", "d", "g"],

@@ -1,0 +1,466 @@
+/*
+ * rankgate._reader: whitespace-separated TREC lines (runs and qrels) read straight from a memory map.
+ *
+ *   read_lines(buf, start, end, ncols, value_col, value_kind, delim,
+ *              codes, values, offsets, data) -> (rows, data_bytes, query_ids) | None
+ *
+ * Parses buf[start:end) as lines of exactly `ncols` non-empty fields separated by one `delim` byte
+ * (b' ' or b'\t'), ending in \n or \r\n; empty lines are skipped. Column 0 is the query id, column 2
+ * the item id, column `value_col` a number: value_kind 0 a decimal float (float64 out), 1 an integer
+ * (int64 out). Outputs, caller-allocated: codes (int32, the query's index in the returned list, in
+ * order of first appearance), values, offsets (int32, rows + 1; an arrow string array's offsets into
+ * data) and data (the item ids' bytes).
+ *
+ * It is deliberately narrow. Anything it does not accept in full (a comment line, a stray \r, a tab in
+ * a space-separated file, ids outside printable ASCII, a number in another notation, too many rows or
+ * bytes for the buffers) makes it return None, and the caller reads the file with the general readers,
+ * which name the bad line. So on every file this reader accepts, the result is the one the general
+ * path gives.
+ *
+ * Numbers are correctly rounded, like strtod: the usual short decimals (mantissa <= 2^53, exponent
+ * within 10^+-22) with one IEEE division or product of exact operands; up to 19 significant digits
+ * (Python's repr of a float has at most 17) with 128-bit integer division and round-half-even; anything
+ * longer by Python's own PyOS_string_to_double. The GIL is released while the text is scanned, so two
+ * threads can read two halves of one file.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Query ids: an open-addressing table of (bytes, length) -> code over the mapped text itself. */
+
+typedef struct {
+    const unsigned char *p;
+    int32_t len;
+    int32_t code; /* -1: empty slot */
+} slot_t;
+
+typedef struct {
+    slot_t *slots;
+    size_t mask;
+    const unsigned char **ids; /* by code */
+    int32_t *lens;
+    size_t n, cap;
+} qdict_t;
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+static int qdict_init(qdict_t *d) {
+    d->mask = 1023;
+    d->slots = (slot_t *)malloc((d->mask + 1) * sizeof(slot_t));
+    d->cap = 512;
+    d->n = 0;
+    d->ids = (const unsigned char **)malloc(d->cap * sizeof(*d->ids));
+    d->lens = (int32_t *)malloc(d->cap * sizeof(*d->lens));
+    if (!d->slots || !d->ids || !d->lens) return -1;
+    for (size_t i = 0; i <= d->mask; i++) d->slots[i].code = -1;
+    return 0;
+}
+
+static void qdict_free(qdict_t *d) {
+    free(d->slots);
+    free(d->ids);
+    free(d->lens);
+}
+
+static int qdict_grow(qdict_t *d) {
+    const size_t size = (d->mask + 1) * 2;
+    slot_t *slots = (slot_t *)malloc(size * sizeof(slot_t));
+    if (!slots) return -1;
+    for (size_t i = 0; i < size; i++) slots[i].code = -1;
+    for (size_t i = 0; i <= d->mask; i++) {
+        const slot_t s = d->slots[i];
+        if (s.code < 0) continue;
+        size_t j = hash_bytes(s.p, (size_t)s.len) & (size - 1);
+        while (slots[j].code >= 0) j = (j + 1) & (size - 1);
+        slots[j] = s;
+    }
+    free(d->slots);
+    d->slots = slots;
+    d->mask = size - 1;
+    return 0;
+}
+
+/* The code of p[0:len), adding it if new; -1 when out of memory or past int32. */
+static int32_t qdict_code(qdict_t *d, const unsigned char *p, int32_t len) {
+    size_t j = hash_bytes(p, (size_t)len) & d->mask;
+    while (d->slots[j].code >= 0) {
+        const slot_t *s = &d->slots[j];
+        if (s->len == len && memcmp(s->p, p, (size_t)len) == 0) return s->code;
+        j = (j + 1) & d->mask;
+    }
+    if (d->n >= (size_t)INT32_MAX) return -1;
+    if (d->n == d->cap) {
+        const size_t cap = d->cap * 2;
+        const unsigned char **ids = (const unsigned char **)realloc(d->ids, cap * sizeof(*ids));
+        if (!ids) return -1;
+        d->ids = ids;
+        int32_t *lens = (int32_t *)realloc(d->lens, cap * sizeof(*lens));
+        if (!lens) return -1;
+        d->lens = lens;
+        d->cap = cap;
+    }
+    const int32_t code = (int32_t)d->n;
+    d->slots[j].p = p;
+    d->slots[j].len = len;
+    d->slots[j].code = code;
+    d->ids[d->n] = p;
+    d->lens[d->n] = len;
+    d->n++;
+    if (d->n * 2 > d->mask + 1 && qdict_grow(d) < 0) return -1;
+    return code;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Decimal text to double, correctly rounded. */
+
+static const double exact_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+#ifdef __SIZEOF_INT128__
+typedef unsigned __int128 u128;
+
+static int bit_length128(u128 q) {
+    const uint64_t hi = (uint64_t)(q >> 64), lo = (uint64_t)q;
+    if (hi) return 128 - __builtin_clzll(hi);
+    return lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* (q + f) * 2^b rounded to the nearest double, ties to even, where 0 <= f < 1 and `sticky` says f > 0.
+ * Callers guarantee q has at least 55 bits whenever sticky is set, and a normal result. */
+static double round_scaled(u128 q, int sticky, int b) {
+    const int len = bit_length128(q);
+    if (len <= 53) return ldexp((double)(uint64_t)q, b);
+    const int shift = len - 53;
+    uint64_t top = (uint64_t)(q >> shift);
+    const u128 rest = q & (((u128)1 << shift) - 1);
+    const u128 half = (u128)1 << (shift - 1);
+    if (rest > half || (rest == half && (sticky || (top & 1)))) top++;
+    return ldexp((double)top, b + shift);
+}
+
+static uint64_t pow5_u64[28];
+static uint64_t pow10_u64[20];
+#endif
+
+/* 0: parsed into *out; 1: valid but needs the general conversion; -1: not a number of the accepted
+ * form ([+-] digits [. digits] [e [+-] digits], at least one digit). */
+static int parse_double(const unsigned char *s, int32_t n, double *out) {
+    int32_t i = 0;
+    int neg = 0;
+    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    uint64_t m = 0;
+    int sig = 0, digits = 0, slow = 0;
+    int64_t e10 = 0;
+    for (; i < n && (unsigned)(s[i] - '0') < 10u; i++, digits++) {
+        const unsigned c = (unsigned)(s[i] - '0');
+        if (m == 0 && c == 0) continue;
+        if (sig == 19) {
+            slow = 1;
+            continue;
+        }
+        m = m * 10 + c;
+        sig++;
+    }
+    if (i < n && s[i] == '.') {
+        for (i++; i < n && (unsigned)(s[i] - '0') < 10u; i++, digits++) {
+            const unsigned c = (unsigned)(s[i] - '0');
+            if (m == 0 && c == 0) {
+                e10--;
+                continue;
+            }
+            if (sig == 19) {
+                slow = 1;
+                continue;
+            }
+            m = m * 10 + c;
+            sig++;
+            e10--;
+        }
+    }
+    if (digits == 0) return -1;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int eneg = 0;
+        if (i < n && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
+        int64_t x = 0;
+        int ed = 0;
+        for (; i < n && (unsigned)(s[i] - '0') < 10u; i++, ed++) {
+            if (x < 100000) x = x * 10 + (s[i] - '0');
+        }
+        if (ed == 0) return -1;
+        e10 += eneg ? -x : x;
+    }
+    if (i != n) return -1;
+    if (slow) return 1;
+    double v;
+    if (m == 0) {
+        v = 0.0;
+    } else if (m <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
+        v = e10 < 0 ? (double)m / exact_pow10[-e10] : (double)m * exact_pow10[e10];
+    }
+#ifdef __SIZEOF_INT128__
+    else if (e10 < 0 && e10 >= -27) {
+        /* m / 10^k = (m << s) / 5^k * 2^-(s+k): a quotient of at least 64 bits and a sticky remainder */
+        const int k = (int)-e10;
+        const int s_ = 127 - (64 - __builtin_clzll(m));
+        const u128 num = (u128)m << s_;
+        const u128 q = num / pow5_u64[k];
+        const int sticky = (num % pow5_u64[k]) != 0;
+        v = round_scaled(q, sticky, -(s_ + k));
+    } else if (e10 >= 0 && e10 <= 19) {
+        v = round_scaled((u128)m * pow10_u64[e10], 0, 0);
+    }
+#endif
+    else {
+        return 1;
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *p, *end;
+    int ncols, value_col, value_kind;
+    unsigned char delim;
+    int32_t *codes;
+    void *values;
+    int32_t *offsets;
+    unsigned char *data;
+    Py_ssize_t max_rows, max_data;
+    Py_ssize_t rows, data_len;
+    qdict_t qd;
+    PyThreadState *thread; /* while the GIL is released */
+} job_t;
+
+enum { OK = 0, IRREGULAR = 1, NO_MEMORY = 2 };
+
+/* The general conversion, for the rare long decimal: takes the GIL for the call. */
+static int slow_double(job_t *job, const unsigned char *s, int32_t n, double *out) {
+    char text[72];
+    if (n >= (int32_t)sizeof(text)) return -1;
+    memcpy(text, s, (size_t)n);
+    text[n] = 0;
+    PyEval_RestoreThread(job->thread);
+    char *endp = NULL;
+    const double v = PyOS_string_to_double(text, &endp, NULL);
+    int rc = 0;
+    if (PyErr_Occurred() || endp != text + n) {
+        PyErr_Clear();
+        rc = -1;
+    }
+    job->thread = PyEval_SaveThread();
+    *out = v;
+    return rc;
+}
+
+static int parse_int(const unsigned char *s, int32_t n, int64_t *out) {
+    int32_t i = 0;
+    int neg = 0;
+    if (s[0] == '-') {
+        neg = 1;
+        i = 1;
+    }
+    if (i == n || n - i > 18) return -1;
+    int64_t v = 0;
+    for (; i < n; i++) {
+        const unsigned c = (unsigned)(s[i] - '0');
+        if (c > 9u) return -1;
+        v = v * 10 + (int64_t)c;
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+static int scan(job_t *job) {
+    const unsigned char *p = job->p, *const end = job->end;
+    const unsigned char delim = job->delim;
+    const int ncols = job->ncols, vcol = job->value_col;
+    const unsigned char *fields[8];
+    int32_t lens[8];
+    const unsigned char *prev_q = NULL;
+    int32_t prev_len = 0, prev_code = -1;
+    Py_ssize_t rows = 0, dl = 0;
+    job->offsets[0] = 0;
+    while (p < end) {
+        if (*p == '\n') {
+            p++;
+            continue;
+        }
+        if (*p == '\r' && p + 1 < end && p[1] == '\n') {
+            p += 2;
+            continue;
+        }
+        if (*p == '#' || rows == job->max_rows) return IRREGULAR;
+        for (int c = 0; c < ncols; c++) {
+            const unsigned char *s = p;
+            if (c == 0 || c == 2) { /* ids: printable ASCII */
+                while (p < end && *p > 0x20 && *p < 0x7f) p++;
+            } else {
+                while (p < end && *p > 0x20) p++;
+            }
+            if (p == s || p - s > INT32_MAX) return IRREGULAR;
+            fields[c] = s;
+            lens[c] = (int32_t)(p - s);
+            if (c + 1 < ncols) {
+                if (p == end || *p != delim) return IRREGULAR;
+                p++;
+            } else if (p < end) {
+                if (*p == '\n') {
+                    p++;
+                } else if (*p == '\r' && p + 1 < end && p[1] == '\n') {
+                    p += 2;
+                } else {
+                    return IRREGULAR;
+                }
+            }
+        }
+        /* query */
+        const unsigned char *q = fields[0];
+        const int32_t ql = lens[0];
+        if (!(prev_q && ql == prev_len && memcmp(q, prev_q, (size_t)ql) == 0)) {
+            prev_code = qdict_code(&job->qd, q, ql);
+            if (prev_code < 0) return NO_MEMORY;
+            prev_q = q;
+            prev_len = ql;
+        }
+        job->codes[rows] = prev_code;
+        /* item id */
+        if (dl + lens[2] > job->max_data || dl + lens[2] > INT32_MAX) return IRREGULAR;
+        memcpy(job->data + dl, fields[2], (size_t)lens[2]);
+        dl += lens[2];
+        job->offsets[rows + 1] = (int32_t)dl;
+        /* value */
+        if (job->value_kind == 0) {
+            double v;
+            int rc = parse_double(fields[vcol], lens[vcol], &v);
+            if (rc == 1) rc = slow_double(job, fields[vcol], lens[vcol], &v);
+            if (rc != 0) return IRREGULAR;
+            ((double *)job->values)[rows] = v;
+        } else {
+            int64_t v;
+            if (parse_int(fields[vcol], lens[vcol], &v) != 0) return IRREGULAR;
+            ((int64_t *)job->values)[rows] = v;
+        }
+        rows++;
+    }
+    job->rows = rows;
+    job->data_len = dl;
+    return OK;
+}
+
+static PyObject *read_lines(PyObject *self, PyObject *args) {
+    PyObject *o_buf, *o_codes, *o_values, *o_offsets, *o_data;
+    Py_ssize_t start, stop;
+    int ncols, value_col, value_kind;
+    char delim;
+    if (!PyArg_ParseTuple(args, "OnniiicOOOO", &o_buf, &start, &stop, &ncols, &value_col, &value_kind, &delim,
+                          &o_codes, &o_values, &o_offsets, &o_data))
+        return NULL;
+    if (ncols < 3 || ncols > 8 || value_col < 1 || value_col >= ncols || value_col == 2 || value_kind < 0 ||
+        value_kind > 1 || (delim != ' ' && delim != '\t')) {
+        PyErr_SetString(PyExc_ValueError, "read_lines: unsupported layout");
+        return NULL;
+    }
+    Py_buffer views[5];
+    PyObject *objs[5] = {o_buf, o_codes, o_values, o_offsets, o_data};
+    const Py_ssize_t sizes[5] = {1, 4, 8, 4, 1};
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 5; got++) {
+        const int flags = PyBUF_C_CONTIGUOUS | (got ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[got], &views[got], flags) < 0) goto done;
+        if (views[got].len % sizes[got] != 0) {
+            PyBuffer_Release(&views[got]);
+            PyErr_SetString(PyExc_TypeError, "read_lines: buffer of the wrong item size");
+            goto done;
+        }
+    }
+    if (start < 0 || stop < start || stop > views[0].len || views[1].len / 4 != views[2].len / 8 ||
+        views[3].len / 4 != views[1].len / 4 + 1) {
+        PyErr_SetString(PyExc_ValueError, "read_lines: inconsistent shapes");
+        goto done;
+    }
+    job_t job;
+    memset(&job, 0, sizeof(job));
+    job.p = (const unsigned char *)views[0].buf + start;
+    job.end = (const unsigned char *)views[0].buf + stop;
+    job.ncols = ncols;
+    job.value_col = value_col;
+    job.value_kind = value_kind;
+    job.delim = (unsigned char)delim;
+    job.codes = (int32_t *)views[1].buf;
+    job.values = views[2].buf;
+    job.offsets = (int32_t *)views[3].buf;
+    job.data = (unsigned char *)views[4].buf;
+    job.max_rows = views[1].len / 4;
+    job.max_data = views[4].len;
+    if (qdict_init(&job.qd) < 0) {
+        qdict_free(&job.qd);
+        PyErr_NoMemory();
+        goto done;
+    }
+    job.thread = PyEval_SaveThread();
+    const int status = scan(&job);
+    PyEval_RestoreThread(job.thread);
+    if (status == NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (status == IRREGULAR) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        PyObject *ids = PyList_New((Py_ssize_t)job.qd.n);
+        for (size_t i = 0; ids && i < job.qd.n; i++) {
+            PyObject *s = PyUnicode_DecodeASCII((const char *)job.qd.ids[i], job.qd.lens[i], NULL);
+            if (!s) {
+                Py_CLEAR(ids);
+                break;
+            }
+            PyList_SET_ITEM(ids, (Py_ssize_t)i, s);
+        }
+        if (ids) result = Py_BuildValue("nnN", job.rows, job.data_len, ids);
+    }
+    qdict_free(&job.qd);
+done:
+    while (got > 0) PyBuffer_Release(&views[--got]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"read_lines", read_lines, METH_VARARGS,
+     "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
+     " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_reader", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__reader(void) {
+#ifdef __SIZEOF_INT128__
+    pow5_u64[0] = 1;
+    for (int i = 1; i < 28; i++) pow5_u64[i] = pow5_u64[i - 1] * 5;
+    pow10_u64[0] = 1;
+    for (int i = 1; i < 20; i++) pow10_u64[i] = pow10_u64[i - 1] * 10;
+#endif
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,217 @@
+"""The compiled TREC line reader against the general readers: same rows, same ids, same bits.
+
+The reader only takes files it can read in full; everything else must come back as None so that the
+general readers (which name a bad line) take the file. Numbers must equal Python's float() bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rankgate._accel as accel
+from rankgate.data import trec
+from rankgate.errors import InputError
+
+reader = accel.reader
+needs_reader = pytest.mark.skipif(reader is None, reason="rankgate._reader is not built in this installation")
+
+
+def test_ci_builds_the_reader() -> None:
+    if os.environ.get("CI") and not os.environ.get("RANKGATE_PURE_PYTHON"):
+        assert reader is not None, "rankgate._reader did not build; see the pip install log"
+
+
+def _bits(values: np.ndarray) -> list[bytes]:
+    return [struct.pack("<d", v) for v in values.tolist()]
+
+
+def _read_numbers(texts: list[str]) -> tuple[np.ndarray, object]:
+    """Parse each text as the score column of a one-line-per-text run (reader only)."""
+    body = "".join(f"q{i % 3} Q0 d{i} {i + 1} {t} run\n" for i, t in enumerate(texts)).encode()
+    n = len(texts)
+    codes = np.empty(n, np.int32)
+    values = np.empty(n)
+    offsets = np.empty(n + 1, np.int32)
+    data = np.empty(len(body), np.uint8)
+    got = reader.read_lines(body, 0, len(body), 6, 4, 0, b" ", codes, values, offsets, data)
+    return values, got
+
+
+def _general(path: Path, kind: str, monkeypatch: pytest.MonkeyPatch):
+    with monkeypatch.context() as m:
+        m.setattr(accel, "reader", None)
+        return trec.read_trec_run(str(path)) if kind == "run" else trec.read_trec_qrels(str(path))
+
+
+@needs_reader
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=60))
+def test_python_reprs_read_back_exactly(xs: list[float]) -> None:
+    values, got = _read_numbers([repr(x) for x in xs])
+    assert got is not None
+    assert _bits(values) == _bits(np.asarray(xs))
+
+
+decimals = st.builds(
+    lambda sign, whole, frac, exp: f"{sign}{whole}{'.' + frac if frac is not None else ''}{exp}",
+    st.sampled_from(["", "-", "+"]),
+    st.text("0123456789", min_size=1, max_size=24),
+    st.none() | st.text("0123456789", min_size=0, max_size=24),
+    st.sampled_from([""]) | st.builds(lambda e, x: f"{e}{x}", st.sampled_from(["e", "E", "e-", "e+", "E-"]),
+                                      st.integers(0, 340).map(str)),
+)
+
+
+@needs_reader
+@settings(max_examples=500, deadline=None)
+@given(st.lists(decimals, min_size=1, max_size=40))
+def test_decimal_text_rounds_like_python(texts: list[str]) -> None:
+    """Every branch of the conversion: short (one IEEE operation), up to 19 digits (128-bit
+    division), longer or far exponents (Python's own conversion); ties, zeros, signs."""
+    values, got = _read_numbers(texts)
+    assert got is not None
+    assert _bits(values) == _bits(np.asarray([float(t) for t in texts]))
+
+
+@needs_reader
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9007199254740993",  # 2**53 + 1: a tie, to even
+        "9007199254740995",
+        "0.30000000000000004",
+        "123456789012345678.9",
+        "1.0000000000000002220446049250313080847263336181640625",  # exactly halfway, long
+        "2.2250738585072011e-308",
+        "4.9e-324",
+        "1e23",
+        "8.98846567431158e307",
+        "1.7976931348623157e308",
+        "1e400",
+        "-0.0",
+        "0e999",
+        "00000000000000000000000001.5",
+        "0.000000000000000000000000000000123",
+        "9999999999999999999",
+        "18446744073709551615e-27",
+    ],
+)
+def test_hard_numbers(text: str) -> None:
+    values, got = _read_numbers([text])
+    assert got is not None
+    assert _bits(values) == _bits(np.asarray([float(text)]))
+
+
+@needs_reader
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1_000", "0x10", "1e", "1.2.3", ".", "-", "1e+", "1,5", "١"])
+def test_other_notations_go_to_the_general_reader(text: str) -> None:
+    _, got = _read_numbers([text])
+    assert got is None
+
+
+lines = st.tuples(
+    st.sampled_from(["q1", "q2", "301", "query-7", "Q9"]),
+    st.sampled_from(["d1", "d2", "d10", "doc#3", "FBIS3-10082", "d000123"]),
+    st.floats(-1e6, 1e6, allow_nan=False) | st.integers(-5, 5),
+)
+
+
+@needs_reader
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(lines, min_size=1, max_size=80),
+    delim=st.sampled_from([" ", "\t"]),
+    crlf=st.booleans(),
+    blank=st.booleans(),
+    piece=st.sampled_from([1 << 30, 64, 200]),
+)
+def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, delim, crlf, blank, piece) -> None:
+    nl = "\r\n" if crlf else "\n"
+    text = "".join(delim.join([q, "Q0", d, str(i + 1), repr(s) if isinstance(s, float) else str(s), "tag"]) + nl
+                   + (nl if blank and i % 7 == 3 else "") for i, (q, d, s) in enumerate(rows))
+    path = tmp_path_factory.mktemp("run") / "run.trec"
+    path.write_bytes(text.encode())
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(trec, "_PIECE", piece)  # small pieces: several calls, codes merged across them
+        assert trec._mapped_lines(str(path), 6, 4, 0) is not None
+        got = trec.read_trec_run(str(path))
+        want = _general(path, "run", monkeypatch)
+    assert got.query_ids == want.query_ids
+    assert got.r_query.tolist() == want.r_query.tolist()
+    assert got.r_doc.to_pylist() == want.r_doc.to_pylist()
+    assert _bits(got.r_score) == _bits(want.r_score)
+
+
+@needs_reader
+def test_qrels_read_as_the_general_reader_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    lines = [f"q{q} 0 d{d} {g}" for q in rng.permutation(50) for d, g in zip(rng.choice(999, 9, replace=False),
+                                                                           rng.integers(-2, 4, 9))]
+    path = tmp_path / "qrels.txt"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(trec, "_PIECE", 300)
+    assert trec._mapped_lines(str(path), 4, 3, 1) is not None
+    got = trec.read_trec_qrels(str(path))
+    want = _general(path, "qrels", monkeypatch)
+    assert got.query_ids == want.query_ids
+    assert got.j_query.tolist() == want.j_query.tolist()
+    assert got.j_doc.to_pylist() == want.j_doc.to_pylist()
+    assert got.j_grade.tolist() == want.j_grade.tolist()
+
+
+@needs_reader
+@pytest.mark.parametrize(
+    "text",
+    [
+        "q1 Q0 d1 1 0.5 run\n# a comment b c d\n",
+        "q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 0.4\n",  # five columns
+        "q1 Q0 d1 1 0.5 run extra\n",
+        "q1 Q0 d1 1 0.5 run \n",  # trailing delimiter: an empty seventh field
+        "q1  Q0 d1 1 0.5 run\n",  # two delimiters
+        "q1 Q0 d1 1 0.5 run\rq1 Q0 d2 2 0.4 run\n",  # a lone carriage return
+        "q1 Q0 dé 1 0.5 run\n",  # a non-ASCII id (the general reader checks the encoding)
+        "q1 Q0 d\t1 1 0.5 run\n",  # a tab in a space-separated file
+        "q1 Q0 d1 1 nan run\n",
+        "\ufeffq1 Q0 d1 1 0.5 run\n",
+    ],
+)
+def test_irregular_files_are_left_to_the_general_reader(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "run.trec"
+    path.write_bytes(text.encode())
+    assert trec._mapped_lines(str(path), 6, 4, 0) is None
+
+
+@needs_reader
+def test_bad_files_still_get_their_messages(tmp_path: Path) -> None:
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 high run\n")
+    with pytest.raises(InputError, match=r"run.trec:2: field .score \(column 5\). must be a number"):
+        trec.read_trec_run(str(path))
+    path.write_text("\n\n")
+    with pytest.raises(InputError, match="is empty"):
+        trec.read_trec_run(str(path))
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d1 2\n")
+    with pytest.raises(InputError, match="twice"):
+        trec.read_trec_qrels(str(qrels))
+
+
+@needs_reader
+def test_inconsistent_buffers_are_refused() -> None:
+    body = b"q Q0 d 1 2 r\n"
+    with pytest.raises(ValueError):
+        reader.read_lines(body, 0, 99, 6, 4, 0, b" ", np.empty(2, np.int32), np.empty(2), np.empty(3, np.int32),
+                          np.empty(20, np.uint8))
+    with pytest.raises(ValueError):
+        reader.read_lines(body, 0, len(body), 6, 4, 0, b" ", np.empty(2, np.int32), np.empty(3), np.empty(3, np.int32),
+                          np.empty(20, np.uint8))
+    # too little room for the rows: the file is left to the general reader, nothing is written past the end
+    assert reader.read_lines(body * 3, 0, 39, 6, 4, 0, b" ", np.empty(2, np.int32), np.empty(2), np.empty(3, np.int32),
+                             np.empty(39, np.uint8)) is None
