@@ -126,3 +126,23 @@ def test_judgement_check_of_unsorted_qrels_with_huge_numeric_ids() -> None:
         j_grade=np.ones(3, dtype=np.int64),
     )
     check_unique_judgements(gold)  # three different pairs: no error
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=120),
+       st.sampled_from([("d", 3), ("DOC-", 5), ("", 4)]))
+def test_ties_broken_by_fixed_width_numbers_as_by_the_ids(rows, shape) -> None:
+    """Parsed fixed-width ids order as the strings do, so either breaks ties the same way."""
+    from rankgate.data.ids import item_codes_ordered
+    from rankgate.data.ranking import rank_order
+
+    prefix, width = shape
+    rows = sorted(rows, key=lambda r: (r[0], -r[2]))  # grouped by query, scores descending: ties only
+    query = np.array([r[0] for r in rows], dtype=np.int64)
+    ids = pa.array([f"{prefix}{r[1]:0{width}d}" for r in rows], pa.string())
+    score = np.array([float(r[2]) for r in rows])
+    codes, _, ordered = item_codes_ordered(ids, pa.array([], pa.string()))
+    assert ordered
+    by_keys = rank_order(query, ids, score, None, id_keys=codes).full(len(rows))
+    by_ids = rank_order(query, ids, score, None).full(len(rows))
+    assert by_keys.tolist() == by_ids.tolist()

@@ -232,3 +232,42 @@ def test_doc_level_counts_a_document_once_at_its_best_rank():
     assert doc.means["recall@3"] == 1.0 and doc.means["mrr"] == 0.5
     assert doc.means["precision@3"] == pytest.approx(1 / 3)  # d2, d1, d3: one relevant document
     assert doc.means["ndcg@3"] == pytest.approx((3 / math.log2(3)) / 3)  # d1 carries its best grade, 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.floats(0.001, 1e3), min_size=0, max_size=12), min_size=1, max_size=30), st.randoms())
+def test_sparse_sums_add_in_place_order_whatever_the_array_order(per_query, rnd) -> None:
+    """The grouped fast path (bincount) and the place-by-place path give the same bits: each query's
+    values are added one at a time, first place first."""
+    from rankgate.metrics.context import EvalContext
+
+    nq = len(per_query)
+    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank=np.zeros(0, dtype=np.int64), grade=np.zeros(0),
+                      judged_offsets=np.zeros(nq + 1, dtype=np.int64), judged_grade=np.zeros(0, dtype=np.int64),
+                      query_k=np.zeros(nq, dtype=np.int64), default_k=5, answerable=np.zeros(nq, dtype=bool))
+    triples = [(q, p, v) for q, vals in enumerate(per_query) for p, v in enumerate(vals, 1)]
+    want = [0.0] * nq
+    for q, _, v in triples:
+        want[q] += v
+    grouped = ctx.sparse_sum(np.array([t[2] for t in triples]), np.array([t[0] for t in triples], dtype=np.int64),
+                             np.array([t[1] for t in triples], dtype=np.int64))
+    rnd.shuffle(triples)
+    shuffled = ctx.sparse_sum(np.array([t[2] for t in triples]), np.array([t[0] for t in triples], dtype=np.int64),
+                              np.array([t[1] for t in triples], dtype=np.int64))
+    assert grouped.tolist() == want
+    assert shuffled.tolist() == want
+
+
+@pytest.mark.parametrize("spec", ["ndcg", "ndcg@3", "ndcg@10", "ndcg(gain=exp)@5", "ndcg(gain=exp)"])
+def test_ideal_lists_from_counts_equal_sorted_ideal_lists(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways of building nDCG's ideal lists add the same terms in the same order: same bits."""
+    from rankgate.metrics import ranking
+
+    rng = np.random.default_rng(7)
+    gold = {f"q{q}": {f"d{d}": int(rng.integers(-1, 5)) for d in rng.choice(60, int(rng.integers(1, 25)), replace=False)}
+            for q in range(300)}
+    run = {q: {f"d{d}": float(rng.integers(0, 9)) for d in rng.choice(60, 30, replace=False)} for q in gold}
+    fast = rankgate.evaluate(gold, run, metrics=[spec]).values[spec]
+    monkeypatch.setattr(ranking, "IDEAL_BY_COUNTS_MAX_GRADE", 0)
+    sorted_ = rankgate.evaluate(gold, run, metrics=[spec]).values[spec]
+    assert fast.tobytes() == sorted_.tobytes()

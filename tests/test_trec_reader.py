@@ -39,7 +39,7 @@ def _read_numbers(texts: list[str]) -> tuple[np.ndarray, object]:
     codes = np.empty(n, np.int32)
     values = np.empty(n)
     offsets = np.empty(n + 1, np.int32)
-    data = np.empty(len(body), np.uint8)
+    data = np.empty(len(body) + 16, np.uint8)  # the reader copies short ids 16 bytes at a time
     got = reader.read_lines(body, 0, len(body), 6, 4, 0, b" ", codes, values, offsets, data)
     return values, got
 
@@ -131,11 +131,14 @@ lines = st.tuples(
     crlf=st.booleans(),
     blank=st.booleans(),
     piece=st.sampled_from([1 << 30, 64, 200]),
+    last_newline=st.booleans(),
 )
-def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, delim, crlf, blank, piece) -> None:
+def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, delim, crlf, blank, piece, last_newline) -> None:
     nl = "\r\n" if crlf else "\n"
     text = "".join(delim.join([q, "Q0", d, str(i + 1), repr(s) if isinstance(s, float) else str(s), "tag"]) + nl
                    + (nl if blank and i % 7 == 3 else "") for i, (q, d, s) in enumerate(rows))
+    if not last_newline:  # the last line is read from a copy with a newline added
+        text = text.rstrip("\r\n")
     path = tmp_path_factory.mktemp("run") / "run.trec"
     path.write_bytes(text.encode())
     with pytest.MonkeyPatch.context() as monkeypatch:
@@ -212,6 +215,14 @@ def test_inconsistent_buffers_are_refused() -> None:
     with pytest.raises(ValueError):
         reader.read_lines(body, 0, len(body), 6, 4, 0, b" ", np.empty(2, np.int32), np.empty(3), np.empty(3, np.int32),
                           np.empty(20, np.uint8))
-    # too little room for the rows: the file is left to the general reader, nothing is written past the end
+    with pytest.raises(ValueError):  # no room for a 16-byte copy
+        reader.read_lines(body, 0, len(body), 6, 4, 0, b" ", np.empty(2, np.int32), np.empty(2), np.empty(3, np.int32),
+                          np.empty(15, np.uint8))
+    # too little room for the rows or the ids: the file is left to the general reader, nothing is
+    # written past the end
     assert reader.read_lines(body * 3, 0, 39, 6, 4, 0, b" ", np.empty(2, np.int32), np.empty(2), np.empty(3, np.int32),
-                             np.empty(39, np.uint8)) is None
+                             np.empty(55, np.uint8)) is None
+    assert reader.read_lines(body * 3, 0, 39, 6, 4, 0, b" ", np.empty(3, np.int32), np.empty(3), np.empty(4, np.int32),
+                             np.empty(18, np.uint8)) is None
+    assert reader.count_lines(body * 3, 0, 39) == 3
+    assert reader.count_lines(body * 3, 0, 38) == 2

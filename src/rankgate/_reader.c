@@ -9,7 +9,8 @@
  * the item id, column `value_col` a number: value_kind 0 a decimal float (float64 out), 1 an integer
  * (int64 out). Outputs, caller-allocated: codes (int32, the query's index in the returned list, in
  * order of first appearance), values, offsets (int32, rows + 1; an arrow string array's offsets into
- * data) and data (the item ids' bytes).
+ * data) and data (the item ids' bytes, with 16 bytes of room at the end: short ids are copied 16 bytes
+ * at a time). count_lines(buf, start, end) counts newlines, so that callers can size the outputs.
  *
  * It is deliberately narrow. Anything it does not accept in full (a comment line, a stray \r, a tab in
  * a space-separated file, ids outside printable ASCII, a number in another notation, too many rows or
@@ -249,6 +250,10 @@ typedef struct {
     unsigned char *data;
     Py_ssize_t max_rows, max_data;
     Py_ssize_t rows, data_len;
+    const unsigned char *text_end; /* reads of the text stay below this */
+    const unsigned char *prev_q;   /* the previous line's query id */
+    int32_t prev_len, prev_code;
+    unsigned char *tail;           /* a copy of a last line that has no newline */
     qdict_t qd;
     PyThreadState *thread; /* while the GIL is released */
 } job_t;
@@ -292,22 +297,21 @@ static int parse_int(const unsigned char *s, int32_t n, int64_t *out) {
     return 0;
 }
 
-static int scan(job_t *job) {
-    const unsigned char *p = job->p, *const end = job->end;
+/* Lines of [p, end), which ends in '\n': every scan below stops at a byte <= 0x20 before `end`, so the
+ * inner loops need no bounds checks. Continues the job's rows (it is called again for a last line
+ * without a newline, copied out with one added). */
+static int scan(job_t *job, const unsigned char *p, const unsigned char *const end) {
     const unsigned char delim = job->delim;
     const int ncols = job->ncols, vcol = job->value_col;
     const unsigned char *fields[8];
     int32_t lens[8];
-    const unsigned char *prev_q = NULL;
-    int32_t prev_len = 0, prev_code = -1;
-    Py_ssize_t rows = 0, dl = 0;
-    job->offsets[0] = 0;
+    Py_ssize_t rows = job->rows, dl = job->data_len;
     while (p < end) {
         if (*p == '\n') {
             p++;
             continue;
         }
-        if (*p == '\r' && p + 1 < end && p[1] == '\n') {
+        if (*p == '\r' && p[1] == '\n') {
             p += 2;
             continue;
         }
@@ -315,40 +319,43 @@ static int scan(job_t *job) {
         for (int c = 0; c < ncols; c++) {
             const unsigned char *s = p;
             if (c == 0 || c == 2) { /* ids: printable ASCII */
-                while (p < end && *p > 0x20 && *p < 0x7f) p++;
+                while ((unsigned)(*p - 0x21) < 0x5eu) p++;
             } else {
-                while (p < end && *p > 0x20) p++;
+                while (*p > 0x20) p++;
             }
             if (p == s || p - s > INT32_MAX) return IRREGULAR;
             fields[c] = s;
             lens[c] = (int32_t)(p - s);
             if (c + 1 < ncols) {
-                if (p == end || *p != delim) return IRREGULAR;
+                if (*p != delim) return IRREGULAR;
                 p++;
-            } else if (p < end) {
-                if (*p == '\n') {
-                    p++;
-                } else if (*p == '\r' && p + 1 < end && p[1] == '\n') {
-                    p += 2;
-                } else {
-                    return IRREGULAR;
-                }
+            } else if (*p == '\n') {
+                p++;
+            } else if (*p == '\r' && p[1] == '\n') {
+                p += 2;
+            } else {
+                return IRREGULAR;
             }
         }
-        /* query */
+        /* query: usually the previous line's */
         const unsigned char *q = fields[0];
         const int32_t ql = lens[0];
-        if (!(prev_q && ql == prev_len && memcmp(q, prev_q, (size_t)ql) == 0)) {
-            prev_code = qdict_code(&job->qd, q, ql);
-            if (prev_code < 0) return NO_MEMORY;
-            prev_q = q;
-            prev_len = ql;
+        if (!(ql == job->prev_len && memcmp(q, job->prev_q, (size_t)ql) == 0)) {
+            job->prev_code = qdict_code(&job->qd, q, ql);
+            if (job->prev_code < 0) return NO_MEMORY;
+            job->prev_q = q;
+            job->prev_len = ql;
         }
-        job->codes[rows] = prev_code;
-        /* item id */
-        if (dl + lens[2] > job->max_data || dl + lens[2] > INT32_MAX) return IRREGULAR;
-        memcpy(job->data + dl, fields[2], (size_t)lens[2]);
-        dl += lens[2];
+        job->codes[rows] = job->prev_code;
+        /* item id: short ids are copied 16 bytes at a time (data has 16 bytes of room past max_data) */
+        const int32_t dlen = lens[2];
+        if (dl + dlen > job->max_data || dl + dlen > INT32_MAX) return IRREGULAR;
+        if (dlen <= 16 && fields[2] + 16 <= job->text_end) {
+            memcpy(job->data + dl, fields[2], 16);
+        } else {
+            memcpy(job->data + dl, fields[2], (size_t)dlen);
+        }
+        dl += dlen;
         job->offsets[rows + 1] = (int32_t)dl;
         /* value */
         if (job->value_kind == 0) {
@@ -367,6 +374,47 @@ static int scan(job_t *job) {
     job->rows = rows;
     job->data_len = dl;
     return OK;
+}
+
+/* The whole region: all complete lines in place, then a last line without a newline from a copy. */
+static int scan_all(job_t *job) {
+    const unsigned char *p = job->p, *end = job->end;
+    const unsigned char *last = end;
+    while (last > p && last[-1] != '\n') last--;
+    job->text_end = end;
+    int status = scan(job, p, last);
+    if (status != OK || last == end) return status;
+    const size_t n = (size_t)(end - last);
+    job->tail = (unsigned char *)malloc(n + 17); /* the line, '\n', room for a 16-byte read */
+    if (!job->tail) return NO_MEMORY;
+    memcpy(job->tail, last, n);
+    memset(job->tail + n, '\n', 17);
+    job->text_end = job->tail + n + 17;
+    return scan(job, job->tail, job->tail + n + 1);
+}
+
+/* count_lines(buf, start, end) -> number of b'\n' in buf[start:end) */
+static PyObject *count_lines(PyObject *self, PyObject *args) {
+    PyObject *o_buf;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "Onn", &o_buf, &start, &stop)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(o_buf, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (start < 0 || stop < start || stop > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "count_lines: range outside the buffer");
+        return NULL;
+    }
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    const unsigned char *p = (const unsigned char *)view.buf + start, *const end = (const unsigned char *)view.buf + stop;
+    while (p < end && (p = (const unsigned char *)memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        count++;
+        p++;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(count);
 }
 
 static PyObject *read_lines(PyObject *self, PyObject *args) {
@@ -397,7 +445,7 @@ static PyObject *read_lines(PyObject *self, PyObject *args) {
         }
     }
     if (start < 0 || stop < start || stop > views[0].len || views[1].len / 4 != views[2].len / 8 ||
-        views[3].len / 4 != views[1].len / 4 + 1) {
+        views[3].len / 4 != views[1].len / 4 + 1 || views[4].len < 16) {
         PyErr_SetString(PyExc_ValueError, "read_lines: inconsistent shapes");
         goto done;
     }
@@ -414,14 +462,16 @@ static PyObject *read_lines(PyObject *self, PyObject *args) {
     job.offsets = (int32_t *)views[3].buf;
     job.data = (unsigned char *)views[4].buf;
     job.max_rows = views[1].len / 4;
-    job.max_data = views[4].len;
+    job.max_data = views[4].len - 16;
+    job.prev_len = -1;
+    job.offsets[0] = 0;
     if (qdict_init(&job.qd) < 0) {
         qdict_free(&job.qd);
         PyErr_NoMemory();
         goto done;
     }
     job.thread = PyEval_SaveThread();
-    const int status = scan(&job);
+    const int status = scan_all(&job);
     PyEval_RestoreThread(job.thread);
     if (status == NO_MEMORY) {
         PyErr_NoMemory();
@@ -440,6 +490,7 @@ static PyObject *read_lines(PyObject *self, PyObject *args) {
         }
         if (ids) result = Py_BuildValue("nnN", job.rows, job.data_len, ids);
     }
+    free(job.tail); /* (after the ids: one may live in the copied line) */
     qdict_free(&job.qd);
 done:
     while (got > 0) PyBuffer_Release(&views[--got]);
@@ -447,6 +498,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end) -> number of newlines"},
     {"read_lines", read_lines, METH_VARARGS,
      "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
      " -> (rows, data_bytes, query_ids) or None when the text is not regular"},

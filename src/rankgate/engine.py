@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, np_of, strings_of
-from .data.ids import item_codes, segment_duplicates
+from .data.ids import item_codes_ordered, segment_duplicates
 from .data.ranking import Reorder, rank_order
 from .data.source import sha256_file
 from .errors import InputError, RankgateError, UsageError
@@ -171,12 +171,12 @@ def _evaluate_loaded(
 
     # One pass over the id strings; integer codes from here on.
     run_docs = _map_array(r.r_doc, doc_of) if level == "doc" else r.r_doc
-    codes, gold_codes = item_codes(run_docs, g.j_doc)
+    codes, gold_codes, byte_ordered = item_codes_ordered(run_docs, g.j_doc)
 
     # Rank, then lay rows out query by query in evaluation order, cut at the deepest cutoff needed.
     # Most runs are already ranked, or only runs of tied scores move: then nothing is gathered and the
     # full permutation is built only if something asks for input rows (ids, texts, scores).
-    order = rank_order(r.r_query, run_docs, r.r_score, r.r_order)
+    order = rank_order(r.r_query, run_docs, r.r_score, r.r_order, id_keys=codes if byte_ordered else None)
     codes_sorted = order.apply(codes)
     if order.perm is None:  # grouped, so query codes ascend: counts from where each code starts
         counts = np.diff(np.searchsorted(r.r_query, np.arange(len(r.query_ids) + 1)))

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from .arrow import arrow_of, np_of
 
-__all__ = ["item_codes", "segment_duplicates"]
+__all__ = ["item_codes", "item_codes_ordered", "segment_duplicates"]
 
 
 def _numeric_prefix(arr: pa.Array) -> tuple[str, np.ndarray] | None:
@@ -115,6 +115,9 @@ def _fixed_width_gold(ids: pa.Array, prefix: bytes, width: int) -> np.ndarray:
     """Numbers of the gold ids that have the run's fixed-width shape; -1 for any other id."""
     import pyarrow.compute as pc
 
+    whole = _fixed_width(ids)
+    if whole is not None and whole[:2] == (prefix, width):  # usually: every gold id has the run's shape
+        return whole[2]
     out = np.full(len(ids), -1, dtype=np.int64)
     if len(ids) == 0:
         return out
@@ -159,26 +162,34 @@ def item_codes(run_ids: pa.Array | pa.ChunkedArray, gold_ids: pa.Array) -> tuple
 
     ``run_ids`` may be chunked (as a CSV reader returns it): fixed-width ids are parsed chunk by
     chunk, without first copying the column into one array."""
+    run_codes, gold_codes, _ = item_codes_ordered(run_ids, gold_ids)
+    return run_codes, gold_codes
+
+
+def item_codes_ordered(run_ids: pa.Array | pa.ChunkedArray, gold_ids: pa.Array) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`item_codes`, and whether the run codes order as the ids do byte-wise (true of
+    fixed-width ids: one prefix, digits of one width), so that they can stand in for the ids when
+    ranking ties are broken."""
     import pyarrow.compute as pc
 
     if isinstance(run_ids, pa.ChunkedArray):
         fixed = _fixed_width_chunked(run_ids)
         if fixed is not None:
             prefix, width, run_codes = fixed
-            return run_codes, _fixed_width_gold(gold_ids, prefix, width)
+            return run_codes, _fixed_width_gold(gold_ids, prefix, width), True
         run_ids = run_ids.combine_chunks()
     fixed = _fixed_width(run_ids)
     if fixed is not None:
         prefix, width, run_codes = fixed
-        return run_codes, _fixed_width_gold(gold_ids, prefix, width)
+        return run_codes, _fixed_width_gold(gold_ids, prefix, width), True
     numeric = _numeric_prefix(run_ids)
     if numeric is not None:
         prefix_text, run_codes = numeric
-        return run_codes, _canonical_numbers(gold_ids, prefix_text)
+        return run_codes, _canonical_numbers(gold_ids, prefix_text), False
     enc = pc.dictionary_encode(run_ids)
     run_codes = np_of(enc.indices, np.int64)
     found = pc.index_in(gold_ids, value_set=enc.dictionary)
-    return run_codes, np_of(found, np.int64, fill=-1)
+    return run_codes, np_of(found, np.int64, fill=-1), False
 
 
 def segment_duplicates(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:

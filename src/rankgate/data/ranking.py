@@ -59,8 +59,12 @@ def rank_rows(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndar
     return rank_order(query, doc, score, order).full(query.size)
 
 
-def rank_order(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray | None, order: np.ndarray | None) -> Reorder:
-    """:func:`rank_rows` as a :class:`Reorder`, without a full permutation unless rows really move."""
+def rank_order(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray | None, order: np.ndarray | None,
+               *, id_keys: np.ndarray | None = None) -> Reorder:
+    """:func:`rank_rows` as a :class:`Reorder`, without a full permutation unless rows really move.
+
+    ``id_keys``: integers per row that order as the ids do byte-wise (fixed-width ids parsed to
+    numbers), if known; tied scores are then ordered by them instead of by the id strings."""
     n = query.size
     if n == 0:
         return Reorder()
@@ -79,7 +83,7 @@ def rank_order(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
     tie = same_q & (score[1:] == score[:-1])
     if not tie.any():
         return Reorder()
-    return _fix_ties(doc, tie)
+    return _fix_ties(doc, tie, id_keys)
 
 
 def _full_sort(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray) -> np.ndarray:
@@ -108,7 +112,7 @@ def _full_sort_arrow(query: np.ndarray, doc: pa.Array, score: np.ndarray) -> np.
     return np_of(idx, np.int64)
 
 
-def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray) -> Reorder:
+def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray, id_keys: np.ndarray | None = None) -> Reorder:
     """Order each run of equal scores (within a query) by id descending; the rest stays in place."""
     n = tie.size + 1
     # Rows that belong to a tied run: row i ties with i+1.
@@ -121,6 +125,9 @@ def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray) -> Reorder:
     starts[1:] = ~tie[rows[1:] - 1]
     run_id = np.cumsum(starts) - 1
     # The tied rows' ids, sorted within each run by the same rule as a full sort (all scores equal).
-    idx = _full_sort(run_id, doc.take(arrow_of(rows)), np.zeros(rows.size))
+    if id_keys is not None:  # by run, then key descending; lexsort is stable, so then input order
+        idx = np.lexsort((-id_keys[rows], run_id))
+    else:
+        idx = _full_sort(run_id, doc.take(arrow_of(rows)), np.zeros(rows.size))
     moved = rows[idx] != rows
     return Reorder(rows=rows[moved], src=rows[idx][moved]) if moved.any() else Reorder()

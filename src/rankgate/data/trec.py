@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -106,52 +106,66 @@ def _mapped_lines(
         cuts.append(size)
         spans = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
-        def read(span: tuple[int, int]) -> tuple[Any, ...] | None:
-            a, b = span
-            rows = (b - a) // (2 * ncols - 1) + 1  # a line has at least ncols bytes and ncols - 1 delimiters
-            codes = np.empty(rows, dtype=np.int32)
-            values = np.empty(rows, dtype=np.float64 if value_kind == 0 else np.int64)
-            offsets = np.empty(rows + 1, dtype=np.int32)
-            data = np.empty(b - a, dtype=np.uint8)
-            got = reader.read_lines(mm, a, b, ncols, value_col, value_kind, delim, codes, values, offsets, data)
+        def run_all(fn: Callable[[int], Any]) -> list[Any]:
+            if len(spans) == 1:
+                return [fn(0)]
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                return list(pool.map(fn, range(len(spans))))
+
+        # Rows per piece at most: its lines (a piece other than the last ends with a newline). All
+        # pieces write into one array each for codes and values, so nothing is copied afterwards.
+        bounds = run_all(lambda i: reader.count_lines(mm, *spans[i]))
+        bounds[-1] += 1  # the last line may have no newline
+        starts = np.concatenate(([0], np.cumsum(bounds))).tolist()
+        codes = np.empty(starts[-1], dtype=np.int32)
+        values = np.empty(starts[-1], dtype=np.float64 if value_kind == 0 else np.int64)
+
+        def read(i: int) -> tuple[int, list[str], pa.Array] | None:
+            a, b = spans[i]
+            lo, hi = starts[i], starts[i + 1]
+            offsets = np.empty(hi - lo + 1, dtype=np.int32)
+            data = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
+            got = reader.read_lines(mm, a, b, ncols, value_col, value_kind, delim, codes[lo:hi], values[lo:hi], offsets, data)
             if got is None:
                 return None
             n, nbytes, qids = got
             ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(data[:nbytes])])
-            return qids, codes[:n], values[:n], ids
+            return n, qids, ids
 
-        if len(spans) == 1:
-            parts = [read(spans[0])]
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                parts = list(pool.map(read, spans))
+        parts = run_all(read)
     finally:
         mm.close()
     if any(part is None for part in parts):
         return None
-    qids, codes, values, ids = parts[0]
+    rows = [part[0] for part in parts]
     if len(parts) == 1:
-        return qids, codes, values, ids
-    qids = list(qids)
+        return parts[0][1], codes[: rows[0]], values[: rows[0]], parts[0][2]
+    qids = list(parts[0][1])
     index = {q: i for i, q in enumerate(qids)}
-    all_codes = [codes]
-    for more, piece_codes, _, _ in parts[1:]:  # later pieces: their codes into the file's order
+    for i, (n, more, _) in enumerate(parts[1:], start=1):  # later pieces: their codes into the file's order
+        # A grouped file shares at most the query cut at a piece boundary; new ids take the next
+        # codes in their order of first appearance.
+        seen = [(j, index[q]) for j, q in enumerate(more) if q in index]
+        fresh = np.ones(len(more), dtype=bool)
         remap = np.empty(len(more), dtype=np.int32)
-        for i, q in enumerate(more):
-            code = index.get(q)
-            if code is None:
-                code = index[q] = len(qids)
-                qids.append(q)
-            remap[i] = code
-        all_codes.append(remap[piece_codes])
-    return (
-        qids,
-        np.concatenate(all_codes),
-        np.concatenate([part[2] for part in parts]),
-        pa.chunked_array([part[3] for part in parts], type=pa.string()),
-    )
+        for j, code in seen:
+            fresh[j] = False
+            remap[j] = code
+        remap[fresh] = np.arange(len(qids), len(qids) + len(more) - len(seen), dtype=np.int32)
+        new = [q for q, f in zip(more, fresh.tolist()) if f] if seen else more
+        index.update(zip(new, range(len(qids), len(qids) + len(new))))
+        qids.extend(new)
+        piece = codes[starts[i] : starts[i] + n]
+        piece[:] = remap[piece]
+    if all(n == bound for n, bound in zip(rows[:-1], bounds[:-1])):  # no blank lines: no gaps
+        codes, values = codes[: starts[-2] + rows[-1]], values[: starts[-2] + rows[-1]]
+    else:
+        keep = [slice(lo, lo + n) for lo, n in zip(starts, rows)]
+        codes = np.concatenate([codes[k] for k in keep])
+        values = np.concatenate([values[k] for k in keep])
+    return qids, codes, values, pa.chunked_array([part[2] for part in parts], type=pa.string())
 
 
 def _lines(path: str) -> Iterator[tuple[int, list[str]]]:

@@ -101,7 +101,7 @@ class EvalContext:
         sub = self.cache.get(key)
         if sub is None:
             rows = self.within(k)
-            shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted")}
+            shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted", "ideal_counts")}
             sub = EvalContext(
                 offsets=np.concatenate(([0], np.cumsum(keep))).astype(np.int64),
                 rank=self.rank[rows],
@@ -187,6 +187,11 @@ class EvalContext:
         out = np.zeros(self.nq)
         if values.size == 0:
             return out
+        step = np.diff(query)
+        if bool((step >= 0).all()) and bool((np.diff(position)[step == 0] > 0).all()):
+            # Grouped by query, each in place order (as hits and the ideal lists come): bincount
+            # adds the weights one by one in array order, so each query's sum is the same chain.
+            return np.bincount(query, weights=values, minlength=self.nq).astype(np.float64, copy=False)
         small = position.astype(np.int16) if int(position.max()) < 2**15 else position
         order = np.argsort(small, kind="stable")  # (a radix sort for 16-bit keys)
         bounds = np.searchsorted(position[order], np.arange(1, int(position.max()) + 2))

@@ -111,6 +111,10 @@ class MRR(MetricDefinition):
         return 0.0
 
 
+IDEAL_BY_COUNTS_MAX_GRADE = 64
+"""nDCG's ideal lists are built from per-grade counts when grades are integers up to this (else sorted)."""
+
+
 def _gain(grades: np.ndarray, kind: str) -> np.ndarray:
     g = np.where(np.isnan(grades), 0.0, grades) if grades.dtype.kind == "f" else grades.astype(np.float64)
     g = np.maximum(g, 0.0)  # negative grades (judged not relevant) gain nothing, as trec_eval
@@ -164,6 +168,33 @@ class NDCG(MetricDefinition):
 
     @staticmethod
     def _ideal(ctx: EvalContext, kind: str, k: np.ndarray) -> np.ndarray:
+        """IDCG of each query: its positive gains in descending order, cut at k, each divided by
+        log2(place + 1) and added in place order."""
+        grades = ctx.judged_grade
+        high = int(grades.max()) if grades.size else 0
+        if 1 <= high <= IDEAL_BY_COUNTS_MAX_GRADE and grades.dtype.kind in "iu":
+            # Few grade levels: the ideal list of a query is its judgements counted per grade, so
+            # it is built place by place over all queries at once (no sort), up to the deepest place
+            # any query reaches. The same terms are added in the same order as below.
+            key = ("ideal_counts", kind)
+            if key not in ctx.cache:
+                positive = grades > 0
+                q = np.repeat(np.arange(ctx.nq, dtype=np.int64), np.diff(ctx.judged_offsets))[positive]
+                table = np.bincount(q * (high + 1) + grades[positive], minlength=ctx.nq * (high + 1))
+                # at_least[:, g - 1]: how many judgements of the query have grade >= g, g = 1..high
+                at_least = np.cumsum(table.reshape(ctx.nq, high + 1)[:, :0:-1], axis=1)[:, ::-1]
+                ctx.cache[key] = (np.ascontiguousarray(at_least), _gain(np.arange(high + 1), kind))
+            at_least, gain_of = ctx.cache[key]
+            depth = np.minimum(at_least[:, 0], k) if ctx.nq else np.zeros(0, dtype=np.int64)
+            places = int(depth.max()) if depth.size else 0
+            if places * ctx.nq <= 8 * grades.size + 4096:
+                out = np.zeros(ctx.nq)
+                logs = _log2(np.arange(places + 2))
+                for place in range(1, places + 1):
+                    active = np.flatnonzero(depth >= place)
+                    grade = (at_least[active] >= place).sum(axis=1)  # the grade at this place
+                    out[active] += gain_of[grade] / logs[place + 1]
+                return out
         key = ("ideal_sorted", kind)
         if key not in ctx.cache:
             off = ctx.judged_offsets
