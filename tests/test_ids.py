@@ -130,16 +130,16 @@ def test_judgement_check_of_unsorted_qrels_with_huge_numeric_ids() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=120),
-       st.sampled_from([("d", 3), ("DOC-", 5), ("", 4)]))
+       st.sampled_from([("d", 3, 1), ("DOC-", 5, 1), ("", 4, 1), ("x", 18, 10**16)]))
 def test_ties_broken_by_fixed_width_numbers_as_by_the_ids(rows, shape) -> None:
     """Parsed fixed-width ids order as the strings do, so either breaks ties the same way."""
     from rankgate.data.ids import item_codes_ordered
     from rankgate.data.ranking import rank_order
 
-    prefix, width = shape
+    prefix, width, scale = shape  # (a large scale: ids too far apart for one packed sort key)
     rows = sorted(rows, key=lambda r: (r[0], -r[2]))  # grouped by query, scores descending: ties only
     query = np.array([r[0] for r in rows], dtype=np.int64)
-    ids = pa.array([f"{prefix}{r[1]:0{width}d}" for r in rows], pa.string())
+    ids = pa.array([f"{prefix}{r[1] * scale:0{width}d}" for r in rows], pa.string())
     score = np.array([float(r[2]) for r in rows])
     codes, _, ordered = item_codes_ordered(ids, pa.array([], pa.string()))
     assert ordered

@@ -125,8 +125,13 @@ def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray, id_keys: np.ndar
     starts[1:] = ~tie[rows[1:] - 1]
     run_id = np.cumsum(starts) - 1
     # The tied rows' ids, sorted within each run by the same rule as a full sort (all scores equal).
-    if id_keys is not None:  # by run, then key descending; lexsort is stable, so then input order
-        idx = np.lexsort((-id_keys[rows], run_id))
+    if id_keys is not None:  # by run, then key descending, then input order (stable sorts)
+        keys = id_keys[rows]
+        low, span = int(keys.min()), int(keys.max()) - int(keys.min()) + 1
+        if span * (int(run_id[-1]) + 1) < 2**62:  # one integer key: runs ascend, so the sort is quick
+            idx = np.argsort(run_id * span + (span - 1 - (keys - low)), kind="stable")
+        else:
+            idx = np.lexsort((-keys, run_id))
     else:
         idx = _full_sort(run_id, doc.take(arrow_of(rows)), np.zeros(rows.size))
     moved = rows[idx] != rows

@@ -29,11 +29,14 @@ def _float_column(values: Any) -> list[str]:
     import numpy as np
 
     x = np.asarray(values, dtype=np.float64)
-    if x.size < 1000 or bool((np.signbit(x) & (x == 0)).any()):  # small, or -0.0 (unique merges it with 0.0)
-        return ["" if t == "nan" else t for t in map(repr, x.tolist())]
-    distinct, where = np.unique(x, return_inverse=True)
-    texts = ["" if t == "nan" else t for t in map(repr, distinct.tolist())]
-    return [texts[i] for i in where.tolist()]
+    distinct = where = None
+    if x.size >= 1000 and not bool((np.signbit(x) & (x == 0)).any()):  # (unique would merge -0.0 with 0.0)
+        distinct, where = np.unique(x, return_inverse=True)
+    if distinct is None or distinct.size * 2 > x.size:  # small, or mostly distinct: format every value
+        texts = list(map(repr, x.tolist()))
+        return ["" if t == "nan" else t for t in texts] if bool(np.isnan(x).any()) else texts
+    texts = np.array(["" if t == "nan" else t for t in map(repr, distinct.tolist())], dtype=object)
+    return texts[where].tolist()
 
 
 def _text_column(values: Any) -> list[str]:
