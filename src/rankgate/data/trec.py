@@ -91,9 +91,11 @@ def _mapped_lines(
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             return None
-        # Mapped in one call (where the system offers it) rather than a page fault per page.
-        populate = getattr(mmap, "MAP_POPULATE", 0)
-        mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
+        if hasattr(mmap, "MAP_SHARED"):  # POSIX: mapped in one call where the system offers it
+            populate = getattr(mmap, "MAP_POPULATE", 0)  # (rather than a page fault per page)
+            mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
+        else:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         head = mm[: min(size, 1 << 16)]
         line = head.split(b"\n", 1)[0]
