@@ -13,6 +13,7 @@ turn, each giving the same result on the files it accepts:
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -106,7 +107,7 @@ def _mapped_lines(
             at = mm.find(b"\n", max(cuts[-1], size * i // pieces))
             cuts.append(size if at < 0 else at + 1)
         cuts.append(size)
-        spans = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+        spans = [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
         def run_all(fn: Callable[[int], Any]) -> list[Any]:
             if len(spans) == 1:
@@ -144,9 +145,23 @@ def _mapped_lines(
     rows = [part[0] for part in parts]
     if len(parts) == 1:
         return parts[0][1], codes[: rows[0]], values[: rows[0]], parts[0][2]
-    qids = list(parts[0][1])
+    qids = _merge_query_codes([part[1] for part in parts], codes, starts, rows)
+    if all(n == bound for n, bound in zip(rows[:-1], bounds[:-1])):  # no blank lines: no gaps
+        codes, values = codes[: starts[-2] + rows[-1]], values[: starts[-2] + rows[-1]]
+    else:
+        keep = [slice(lo, lo + n) for lo, n in zip(starts, rows)]
+        codes = np.concatenate([codes[k] for k in keep])
+        values = np.concatenate([values[k] for k in keep])
+    return qids, codes, values, pa.chunked_array([part[2] for part in parts], type=pa.string())
+
+
+def _merge_query_codes(piece_ids: list[list[str]], codes: np.ndarray, starts: list[int], rows: list[int]) -> list[str]:
+    """The file's query ids in order of first appearance; each later piece's codes (``codes[starts[i]:
+    starts[i] + rows[i]]``, numbered by that piece's own list) rewritten in place to index it."""
+    qids = list(piece_ids[0])
     index = {q: i for i, q in enumerate(qids)}
-    for i, (n, more, _) in enumerate(parts[1:], start=1):  # later pieces: their codes into the file's order
+    for i in range(1, len(piece_ids)):
+        more = piece_ids[i]
         # A grouped file shares at most the query cut at a piece boundary; new ids take the next
         # codes in their order of first appearance.
         seen = [(j, index[q]) for j, q in enumerate(more) if q in index]
@@ -159,15 +174,9 @@ def _mapped_lines(
         new = [q for q, f in zip(more, fresh.tolist()) if f] if seen else more
         index.update(zip(new, range(len(qids), len(qids) + len(new))))
         qids.extend(new)
-        piece = codes[starts[i] : starts[i] + n]
+        piece = codes[starts[i] : starts[i] + rows[i]]
         piece[:] = remap[piece]
-    if all(n == bound for n, bound in zip(rows[:-1], bounds[:-1])):  # no blank lines: no gaps
-        codes, values = codes[: starts[-2] + rows[-1]], values[: starts[-2] + rows[-1]]
-    else:
-        keep = [slice(lo, lo + n) for lo, n in zip(starts, rows)]
-        codes = np.concatenate([codes[k] for k in keep])
-        values = np.concatenate([values[k] for k in keep])
-    return qids, codes, values, pa.chunked_array([part[2] for part in parts], type=pa.string())
+    return qids
 
 
 def _lines(path: str) -> Iterator[tuple[int, list[str]]]:
