@@ -88,15 +88,18 @@ def _mapped_lines(
         return None
     import mmap
 
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            return None
-        if hasattr(mmap, "MAP_SHARED"):  # POSIX: mapped in one call where the system offers it
-            populate = getattr(mmap, "MAP_POPULATE", 0)  # (rather than a page fault per page)
-            mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
-        else:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:  # (also pipes and other files without a size)
+                return None
+            if hasattr(mmap, "MAP_SHARED"):  # POSIX: mapped in one call where the system offers it
+                populate = getattr(mmap, "MAP_POPULATE", 0)  # (rather than a page fault per page)
+                mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
+            else:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # not mappable: the other readers read it (or say why they cannot)
+        return None
     try:
         head = mm[: min(size, 1 << 16)]
         line = head.split(b"\n", 1)[0]
