@@ -1,8 +1,9 @@
-"""Build step for the optional compiled kernels (metadata lives in pyproject.toml).
+"""Build step for the optional compiled extensions (metadata lives in pyproject.toml).
 
-``rankgate._kernels`` is plain C against the Python API (no numpy headers). It is optional: where no C
-compiler is available the build skips it with a warning and rankgate runs its numpy fallbacks, which
-give the same numbers (see docs/architecture.md).
+``rankgate._kernels`` (inner loops) and ``rankgate._reader`` (the TREC line reader) are plain C against
+the Python API (no numpy headers). Both are optional: where no C compiler is available the build skips
+them with a warning and rankgate runs its fallbacks (numpy, pyarrow), which give the same numbers
+(see docs/architecture.md).
 """
 
 from setuptools import Extension, setup

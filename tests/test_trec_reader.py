@@ -222,3 +222,16 @@ def test_inconsistent_buffers_are_refused() -> None:
                              np.empty(18, np.uint8)) is None
     assert reader.count_lines(body * 3, 0, 39) == 3
     assert reader.count_lines(body * 3, 0, 38) == 2
+
+
+@pytest.mark.parametrize("kind", ["run", "qrels", "beir"])
+def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path: Path, kind: str) -> None:
+    """Whichever reader takes the file, undecodable bytes are an input error on their own line."""
+    lines = {"run": [b"q1 Q0 d1 1 0.5 run", b"q1 Q0 d\xff2 2 0.4 run"],
+             "qrels": [b"q1 0 d1 1", b"q1 0 d\xff2 1"],
+             "beir": [b"query-id\tcorpus-id\tscore", b"q1\td\xff2\t1"]}[kind]
+    path = tmp_path / "file.txt"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    read = {"run": trec.read_trec_run, "qrels": trec.read_trec_qrels, "beir": trec.read_beir_qrels}[kind]
+    with pytest.raises(InputError, match=r"file.txt:2: is not UTF-8 text \(byte 0xff at column"):
+        read(str(path))

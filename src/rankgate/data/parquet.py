@@ -6,6 +6,8 @@ Gold: ``query_id``, ``chunk_id`` (or ``doc_id``), ``grade`` (or ``relevance``). 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 
@@ -19,10 +21,8 @@ ITEM = ("chunk_id", "doc_id", "docid", "corpus_id", "corpus-id", "docno", "id")
 GRADE = ("grade", "relevance", "rel", "score", "label")
 
 
-def _read(path: str, query_names: tuple[str, ...] = QUERY) -> pa.Table:
+def _read(path: str) -> pa.Table:
     """The table, its string query-id column dictionary-encoded by the reader (no string per row)."""
-    import os
-
     import pyarrow.parquet as pq
 
     try:
@@ -31,7 +31,7 @@ def _read(path: str, query_names: tuple[str, ...] = QUERY) -> pa.Table:
         # One file through ParquetFile: pq.read_table goes through pyarrow.dataset, which imports
         # pandas where it is installed (0.3 s). Memory-mapped: from the page cache, no copy.
         schema = pq.read_schema(path, memory_map=True)
-        q = next((n for n in query_names if n in schema.names), None)
+        q = next((n for n in QUERY if n in schema.names), None)
         text = q is not None and (pa.types.is_string(schema.field(q).type) or pa.types.is_large_string(schema.field(q).type))
         return pq.ParquetFile(path, memory_map=True, read_dictionary=[q] if text else None).read()
     except (pa.ArrowInvalid, OSError) as exc:
@@ -56,7 +56,7 @@ def _query_codes(table: pa.Table, name: str, path: str) -> tuple[list[str], np.n
         renumber[order] = np.arange(order.size, dtype=np.int32)
         qids = [qids[i] for i in order.tolist()]
         codes = renumber[codes]
-    return [str(q) for q in qids], codes
+    return qids, codes
 
 
 def _col(table: pa.Table, names: tuple[str, ...], path: str, what: str, required: bool = True) -> str | None:

@@ -127,7 +127,8 @@ def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray, id_keys: np.ndar
     # The tied rows' ids, sorted within each run by the same rule as a full sort (all scores equal).
     if id_keys is not None:  # by run, then key descending, then input order (stable sorts)
         keys = id_keys[rows]
-        low, span = int(keys.min()), int(keys.max()) - int(keys.min()) + 1
+        low = int(keys.min())
+        span = int(keys.max()) - low + 1
         if span * (int(run_id[-1]) + 1) < 2**62:  # one integer key: runs ascend, so the sort is quick
             idx = np.argsort(run_id * span + (span - 1 - (keys - low)), kind="stable")
         else:

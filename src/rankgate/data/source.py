@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import os
+from collections.abc import Iterator
 from typing import IO
 
 from ..errors import InputError
@@ -28,6 +29,30 @@ def open_text(path: str) -> IO[str]:
         return open(path, encoding="utf-8", errors="strict")
     except OSError as exc:
         raise InputError(f"cannot be opened: {exc.strerror or exc}", path=path) from None
+
+
+def text_lines(path: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a text file read as :func:`open_text` reads it; undecodable bytes are
+    an InputError naming their line."""
+    lineno = 0
+    try:
+        with open_text(path) as fh:
+            for lineno, line in enumerate(fh, start=1):
+                yield lineno, line
+    except UnicodeDecodeError:
+        bad, column, byte = lineno + 1, 0, 0
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as raw:  # decoding runs ahead of the lines: find the line itself
+            for bad, data in enumerate(raw, start=1):
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    column, byte = exc.start + 1, data[exc.start]
+                    break
+        raise InputError(
+            f"is not UTF-8 text (byte {byte:#04x} at column {column})", path=path, line=bad,
+            hint="save the file as UTF-8",
+        ) from None
 
 
 def sha256_file(path: str) -> str:

@@ -25,23 +25,31 @@ import pyarrow as pa
 from ..errors import InputError
 from .arrow import arrow_of, np_of, strings_of
 from .models import Gold, Run
-from .source import open_text
+from .source import text_lines
 
 
 def _first_data_line(path: str) -> str | None:
-    with open_text(path) as fh:
-        for line in fh:
-            if line.strip():
-                return line
+    for _, line in text_lines(path):
+        if line.strip():
+            return line
     return None
+
+
+def _first_line_and_delimiter(path: str) -> tuple[str, str] | None:
+    """The first non-blank line and the delimiter of a regular file (a tab if that line has one, else
+    a space); None when there is no such line or it is a comment (no fast reader takes the file)."""
+    first = _first_data_line(path)
+    if first is None or first.lstrip().startswith("#"):
+        return None
+    return first, "\t" if "\t" in first else " "
 
 
 def _fast_table(path: str, names: list[str], types: dict[str, Any], include: list[str]) -> pa.Table | None:
     """Read a regular, single-delimiter file with pyarrow; None when the file is not that regular."""
-    first = _first_data_line(path)
-    if first is None or first.lstrip().startswith("#"):
+    shape = _first_line_and_delimiter(path)
+    if shape is None:
         return None
-    delim = "\t" if "\t" in first else " "
+    first, delim = shape
     parts = first.rstrip("\r\n").split(delim)
     if len(parts) != len(names) or any(p == "" or p != p.strip() for p in parts):
         return None
@@ -76,8 +84,8 @@ def _mapped_lines(
     path: str, ncols: int, value_col: int, value_kind: int
 ) -> tuple[list[str], np.ndarray, np.ndarray, pa.Array | pa.ChunkedArray] | None:
     """(query ids in order of first appearance, int32 query code of each row, values, item ids) by
-    the compiled line reader; None when it is not built, the file is compressed or empty, or any
-    line is not regular (the other readers then take the file and name a bad line).
+    the compiled line reader; None when it is not built, the file is compressed, empty or starts with
+    a comment, or any line is not regular (the other readers then take the file and name a bad line).
 
     ``value_kind`` 0 reads column ``value_col`` as float64, 1 as int64. Files over 8 MB are read in
     pieces cut at line ends, two threads at a time; each piece's ids are one chunk of the result.
@@ -86,6 +94,10 @@ def _mapped_lines(
 
     if reader is None or path.endswith(".gz"):
         return None
+    shape = _first_line_and_delimiter(path)
+    if shape is None:
+        return None
+    delim = shape[1].encode()
     import mmap
 
     try:
@@ -101,9 +113,6 @@ def _mapped_lines(
     except (OSError, ValueError):  # not mappable: the other readers read it (or say why they cannot)
         return None
     try:
-        head = mm[: min(size, 1 << 16)]
-        line = head.split(b"\n", 1)[0]
-        delim = b"\t" if b"\t" in line else b" "
         pieces = max(-(-size // _PIECE), 2 if size > 1 << 23 else 1)
         cuts = [0]
         for i in range(1, pieces):
@@ -183,12 +192,11 @@ def _merge_query_codes(piece_ids: list[list[str]], codes: np.ndarray, starts: li
 
 
 def _lines(path: str) -> Iterator[tuple[int, list[str]]]:
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, start=1):
-            parts = line.split()
-            if not parts or parts[0].startswith("#"):
-                continue
-            yield lineno, parts
+    for lineno, line in text_lines(path):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        yield lineno, parts
 
 
 def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[list[str], np.ndarray]:
@@ -335,20 +343,19 @@ def read_beir_qrels(path: str) -> Gold:
     """BEIR ``qrels/*.tsv``: a header line, then ``query-id<TAB>corpus-id<TAB>score``."""
 
     def rows() -> Iterator[tuple[int, str, str, str]]:
-        with open_text(path) as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                parts = line.rstrip("\r\n").split("\t")
-                if lineno == 1 and not parts[-1].strip().lstrip("-").isdigit():
-                    continue  # header
-                if len(parts) != 3:
-                    raise InputError(
-                        f"has {len(parts)} tab-separated columns; expected 3 (query-id corpus-id score)",
-                        path=path,
-                        line=lineno,
-                    )
-                yield lineno, parts[0].strip(), parts[1].strip(), parts[2].strip()
+        for lineno, line in text_lines(path):
+            if not line.strip():
+                continue
+            parts = line.rstrip("\r\n").split("\t")
+            if lineno == 1 and not parts[-1].strip().lstrip("-").isdigit():
+                continue  # header
+            if len(parts) != 3:
+                raise InputError(
+                    f"has {len(parts)} tab-separated columns; expected 3 (query-id corpus-id score)",
+                    path=path,
+                    line=lineno,
+                )
+            yield lineno, parts[0].strip(), parts[1].strip(), parts[2].strip()
 
     return _gold_from_rows(path, rows(), "BEIR qrels have a header, then 'query-id<TAB>corpus-id<TAB>score'")
 
