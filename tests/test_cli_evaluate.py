@@ -216,6 +216,10 @@ def test_doc_level_from_cli(tmp_path, capsys):
     assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--level", "doc", "--doc-map", str(mapping),
                  "--json", "--resamples", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["metrics"]["mrr"]["mean"] == 0.5
+    mapping.write_bytes(b"d1#c1\tD\xff\n")
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--level", "doc", "--doc-map", str(mapping),
+                 "--resamples", "0"]) == 2
+    assert "map.tsv: is not UTF-8 text" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -357,6 +357,9 @@ def test_gold_queries_and_corpus_loader_errors(tmp_path: Path) -> None:
     corpus.write_text('{"chunk_id": "a#c1", "text": "x", "doc_version": 20260101}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"corpus\.jsonl:1: field 'doc_version' must be a string"):
         load_corpus(corpus)
+    corpus.write_bytes(b'{"chunk_id": "a#c1", "text": "x"}\n{"chunk_id": "a#c2", "text": "\xff"}\n')
+    with pytest.raises(InputError, match=r"corpus\.jsonl:2: is not UTF-8 text"):
+        load_corpus(corpus)
     chunk = load_corpus(DEMO / "corpus.jsonl")[0]
     assert chunk.metadata["doc_id"] == chunk.chunk_id.split("#")[0] and "text" not in chunk.metadata
 

@@ -60,8 +60,11 @@ def load_doc_map(path: str | None) -> dict[str, str] | None:
     from ..errors import InputError
 
     check_file(path, "doc map")
-    with open_text(path) as fh:
-        text = fh.read()
+    try:
+        with open_text(path) as fh:
+            text = fh.read()
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text", path=path, hint="save the file as UTF-8") from None
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)

@@ -46,7 +46,7 @@ class BeirCollection:
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line (``.gz`` too); bad JSON is an InputError."""
     from ..data.jsonl import iter_json_lines
-    from ..data.source import open_text
+    from ..data.source import text_lines
 
     if not path.is_file():
         raise InputError(
@@ -54,13 +54,13 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             path=str(path),
             hint="check the path",
         )
-    with open_text(str(path)) as handle:
-        for number, value in iter_json_lines(handle, str(path)):
-            if not isinstance(value, dict):
-                raise InputError(
-                    f"must be a JSON object; got {type(value).__name__}", path=str(path), line=number
-                )
-            yield number, value
+    lines = (line for _, line in text_lines(str(path)))  # bytes that are not UTF-8: an error naming the line
+    for number, value in iter_json_lines(lines, str(path)):
+        if not isinstance(value, dict):
+            raise InputError(
+                f"must be a JSON object; got {type(value).__name__}", path=str(path), line=number
+            )
+        yield number, value
 
 
 def _text_field(
