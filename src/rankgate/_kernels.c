@@ -170,6 +170,18 @@ typedef struct {
  * locals (Python builds extensions with -fno-strict-aliasing, so a store through any pointer would
  * otherwise force the state back to memory) and takes one 64-bit word per turn, both halves; a half
  * left over at the end waits in d->pending for the next call. */
+/* One 32-bit half as an index (Lemire: the high word of half * n, unless the low word falls under the
+ * rejection threshold), counted in i_. Used inside FOR_EACH_DRAW only. */
+#define DRAW_ACCEPT_(product, f)                                                          \
+    do {                                                                                   \
+        const uint64_t m_ = (product);                                                     \
+        if ((uint32_t)m_ >= thr_) {                                                        \
+            idx_ = (uint32_t)(m_ >> 32);                                                   \
+            f;                                                                             \
+            i_++;                                                                          \
+        }                                                                                  \
+    } while (0)
+
 #define FOR_EACH_DRAW(d, k, f)                                                            \
     do {                                                                                   \
         uint64_t s0_ = (d)->s[0], s1_ = (d)->s[1], s2_ = (d)->s[2], s3_ = (d)->s[3];       \
@@ -179,13 +191,8 @@ typedef struct {
         Py_ssize_t i_ = 0;                                                                 \
         uint32_t idx_;                                                                     \
         if ((d)->has_pending && k_ > 0) {                                                  \
-            const uint64_t m_ = (uint64_t)(d)->pending * n_;                               \
             (d)->has_pending = 0;                                                          \
-            if ((uint32_t)m_ >= thr_) {                                                    \
-                idx_ = (uint32_t)(m_ >> 32);                                               \
-                f;                                                                         \
-                i_++;                                                                      \
-            }                                                                              \
+            DRAW_ACCEPT_((uint64_t)(d)->pending * n_, f);                                  \
         }                                                                                  \
         while (i_ < k_) {                                                                  \
             const uint64_t w_ = s0_ + s1_ + s3_++;                                         \
@@ -202,12 +209,7 @@ typedef struct {
                     break;                                                                 \
                 }                                                                          \
             }                                                                              \
-            const uint64_t hi_ = (w_ >> 32) * n_;                                          \
-            if ((uint32_t)hi_ >= thr_) {                                                   \
-                idx_ = (uint32_t)(hi_ >> 32);                                              \
-                f;                                                                         \
-                i_++;                                                                      \
-            }                                                                              \
+            DRAW_ACCEPT_((w_ >> 32) * n_, f);                                              \
         }                                                                                  \
         (d)->s[0] = s0_, (d)->s[1] = s1_, (d)->s[2] = s2_, (d)->s[3] = s3_;                \
     } while (0)
