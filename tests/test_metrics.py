@@ -18,6 +18,8 @@ SPECS = [
     "map", "map@4", "rprec", "wrecall@5", "judged@4", "forbidden@3", "fresh@3", "containment@3",
     "coverage_entities@5", "distinct_docs@4", "redundancy@4", "novelty@4", "novelty(overlap=0.3)@4",
     "false_evidence@3", "false_evidence(min_score=1.0)@3", "recall", "precision", "hit",
+    "bpref", "bpref(rel=2)@4", "infap", "infap(rel=2)@5", "rbp", "rbp(p=0.5)@4", "rbp(rel=2)", "err", "err@3",
+    "err(max_grade=2)@5",
 ]
 WORDS = ["export", "free", "plan", "csv", "refund", "invoice", "api", "key", "rate", "limit"]
 DOCS = [f"doc{d}#c{c}" for d in range(4) for c in range(3)]
@@ -69,7 +71,7 @@ def ranked(items):
     return sorted(items, key=lambda it: (-it["score"], tuple(-b for b in it["chunk_id"].encode())))
 
 
-def view(gold_rec, run_rec, default_k, run_has_items=True):
+def view(gold_rec, run_rec, default_k, run_has_items=True, gold_max_grade=None):
     items = ranked(run_rec["topk"]) if run_rec else []
     judged = {j["chunk_id"]: j["grade"] for j in gold_rec["relevant_chunks"]}
     return QueryView(
@@ -86,6 +88,7 @@ def view(gold_rec, run_rec, default_k, run_has_items=True):
         entities=gold_rec.get("entities"),
         answerable=any(g >= 1 for g in judged.values()),
         doc_of=lambda c: c.split("#")[0],
+        gold_max_grade=gold_max_grade,
     )
 
 
@@ -110,8 +113,9 @@ def test_kernel_equals_reference(data):
     result = rankgate.evaluate(gold, run, SPECS, k=3)
     runs = {r["query_id"]: r for r in run}
     has_items = any(r["topk"] for r in run)
+    top = max((j["grade"] for g in gold for j in g["relevant_chunks"]), default=0)
     for i, g in enumerate(gold):
-        q = view(g, runs.get(g["query_id"]), 3, has_items)
+        q = view(g, runs.get(g["query_id"]), 3, has_items, top)
         for spec in SPECS:
             got = result[spec][i]
             want = reference_value(spec, q)
@@ -141,7 +145,7 @@ def test_bounded_and_invariant_to_input_order(data, rnd):
 @given(queries())
 def test_monotone_in_k(data):
     gold, run = data
-    for name in ("hit", "recall", "wrecall", "mrr", "map"):
+    for name in ("hit", "recall", "wrecall", "mrr", "map", "bpref", "infap", "rbp", "err"):
         specs = [f"{name}@{k}" for k in range(1, 9)]
         res = rankgate.evaluate(gold, run, specs)
         stack = np.vstack([res[s] for s in specs])

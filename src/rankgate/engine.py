@@ -278,6 +278,7 @@ def _evaluate_loaded(
         default_k=k,
         answerable=answerable,
         trec=trec,
+        gold_max_grade=int(g.j_grade.max()) if g.j_grade.size else 0,
         score_source=(lambda: r.r_score[src_rows()]) if r.r_score is not None else None,
         docs=doc_list,
         items={name: items(name) for name in r.items},

@@ -31,6 +31,7 @@ class EvalContext:
     default_k: int
     answerable: np.ndarray  # bool per query: has at least one item with grade >= 1
     trec: bool = False
+    gold_max_grade: int | None = None  # highest grade in the whole gold set (err's default g_max)
     # Score per row: an array, or a callable that makes it when a kernel first reads ``score``.
     score_source: np.ndarray | Callable[[], np.ndarray] | None = None
     docs: Callable[[], list[str]] | None = None  # doc id per row, materialised on demand
@@ -101,7 +102,7 @@ class EvalContext:
         sub = self.cache.get(key)
         if sub is None:
             rows = self.within(k)
-            shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted", "ideal_counts")}
+            shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted", "ideal_counts", "max_grade")}
             sub = EvalContext(
                 offsets=np.concatenate(([0], np.cumsum(keep))).astype(np.int64),
                 rank=self.rank[rows],
@@ -112,6 +113,7 @@ class EvalContext:
                 default_k=self.default_k,
                 answerable=self.answerable,
                 trec=self.trec,
+                gold_max_grade=self.gold_max_grade,
                 score_source=None if self.score_source is None else (lambda: self.score[rows]),
                 cache=shared,
             )
@@ -235,6 +237,7 @@ class QueryView:
     entities: list[str] | None = None
     answerable: bool = True
     trec: bool = False
+    gold_max_grade: int | None = None
     doc_of: Callable[[str], str] = lambda chunk: chunk
 
     def cutoff(self, metric: Metric, k: int | None) -> int | None:

@@ -34,6 +34,8 @@ class Param:
     default: Any
     choices: tuple[Any, ...] | None = None
     minimum: float | None = None
+    maximum: float | None = None
+    exclusive: bool = False  # the bounds themselves are not allowed (e.g. 0 < p < 1)
     help: str = ""
 
     def convert(self, text: str, *, spec: str = "") -> Any:
@@ -46,8 +48,16 @@ class Param:
         if self.choices is not None and value not in self.choices:
             allowed = "|".join(str(c) for c in self.choices)
             raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be one of {allowed}; got {text!r}")
+        if self.exclusive and self.minimum is not None and self.maximum is not None:
+            if not self.minimum < value < self.maximum:
+                raise MetricSpecError(
+                    f"parameter {self.name!r} in {spec!r} must be between {self.minimum} and {self.maximum} "
+                    f"(both excluded); got {text!r}"
+                )
         if self.minimum is not None and value < self.minimum:
             raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be >= {self.minimum}; got {text!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be <= {self.maximum}; got {text!r}")
         return value
 
 
@@ -130,7 +140,7 @@ def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDef
 
 def _load_builtin() -> None:
     if "recall" not in _REGISTRY:
-        from . import rag, ranking  # noqa: F401  (registers on import)
+        from . import incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
 
 
 def _load_entry_points() -> None:
