@@ -6,6 +6,10 @@ metric applies in both runs, the change, a paired bootstrap interval of the chan
 randomisation p-value, and that p-value Holm-corrected across the whole table (every metric and
 segment row), so a table of many rows does not produce "significant" changes by chance.
 
+:func:`compare_systems` does the same for several runs against one baseline (ranx's comparison
+table): one row per metric and run, each with the paired numbers above against the baseline, and
+Holm's correction across every (run, metric) row.
+
 Nothing is dropped silently: queries present in only one of the two results are listed (and left
 out of the paired numbers); gold queries a run did not answer score 0 there, as in any evaluation,
 and are listed per run.
@@ -31,7 +35,10 @@ from .results import EvaluationResult
 from .segments import _split_by, ordered_labels, segment_labels
 from .stats import holm, paired_bootstrap_ci, randomization_test
 
-__all__ = ["Comparison", "DeltaRow", "QueryChange", "compare", "higher_is_better", "is_share"]
+__all__ = [
+    "Comparison", "DeltaRow", "MultiComparison", "QueryChange", "SystemPairing", "SystemRow", "compare",
+    "compare_systems", "higher_is_better", "is_share",
+]
 
 @functools.lru_cache(maxsize=1024)
 def metric_family(metric: str) -> str:
@@ -331,4 +338,148 @@ def _query_changes(
         tuple(change(j) for j in worse[:top]),
         tuple(change(j) for j in better[:top]),
         len(worse) + len(better),
+    )
+
+
+# -- several runs against one baseline ----------------------------------------------------------
+@dataclass(frozen=True)
+class SystemRow(DeltaRow):
+    """One metric for one run against the baseline (``candidate`` is that run's mean)."""
+
+    system: str = ""
+
+
+@dataclass(frozen=True)
+class SystemPairing:
+    """How one run's queries paired with the baseline's."""
+
+    system: str
+    paired: int
+    only_in_baseline: tuple[str, ...] = ()
+    only_in_system: tuple[str, ...] = ()
+    missing_from_run: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MultiComparison:
+    """The result of :func:`compare_systems`: rows metric by metric, runs in the order given."""
+
+    baseline: str
+    systems: tuple[str, ...]
+    metrics: tuple[str, ...]
+    rows: tuple[SystemRow, ...]
+    pairings: tuple[SystemPairing, ...]
+    missing_from_baseline_run: tuple[str, ...] = ()
+    not_compared: tuple[str, ...] = ()
+    seed: int = 0
+    n_resamples: int = 2000
+    n_permutations: int = 10000
+    confidence: float = 0.95
+
+    def row(self, metric: str, system: str) -> SystemRow | None:
+        for r in self.rows:
+            if r.metric == metric and r.system == system:
+                return r
+        return None
+
+
+def compare_systems(
+    results: Sequence[EvaluationResult],
+    *,
+    labels: Sequence[str] | None = None,
+    baseline: int | str = 0,
+    metrics: Sequence[str] | None = None,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    n_permutations: int = 10000,
+    confidence: float = 0.95,
+) -> MultiComparison:
+    """Compare every result with one baseline, paired by query (see the module docs for each number).
+
+    Args:
+        labels: a name per result (default: the run file's name, else ``run 1``, ``run 2`` …).
+        baseline: index or label of the baseline (default: the first result).
+        metrics: metrics to compare (default: those evaluated in every result, in the baseline's order).
+        seed: every row uses a fresh generator seeded with it, as :func:`compare` does.
+    """
+    results = list(results)
+    if len(results) < 2 or not all(isinstance(r, EvaluationResult) for r in results):
+        raise UsageError("compare_systems() takes two or more EvaluationResult objects (from rankgate.evaluate)")
+    names = [_label(r, None, f"run {i + 1}") for i, r in enumerate(results)] if labels is None else [str(x) for x in labels]
+    if len(names) != len(results):
+        raise UsageError(f"got {len(names)} labels for {len(results)} results")
+    if len(set(names)) != len(names):
+        raise UsageError(f"run labels must differ; got {', '.join(names)}")
+    if isinstance(baseline, str):
+        if baseline not in names:
+            raise UsageError(f"no run is named {baseline!r}; the runs are: {', '.join(names)}")
+        b = names.index(baseline)
+    elif isinstance(baseline, int) and not isinstance(baseline, bool) and 0 <= baseline < len(results):
+        b = baseline
+    else:
+        raise UsageError(f"baseline must be a run label or an index below {len(results)}; got {baseline!r}")
+    base = results[b]
+    others = [i for i in range(len(results)) if i != b]
+    if metrics is None:
+        shared = [m for m in base.metric_names if all(m in r.values for r in results)]
+        every = [m for r in results for m in r.metric_names]
+        not_compared = tuple(dict.fromkeys(m for m in every if m not in shared))
+    else:
+        shared = [base._name(m) for m in metrics]
+        for r in results:
+            for m in shared:
+                r._name(m)
+        not_compared = ()
+    if not shared:
+        raise UsageError("the results share no metric; evaluate every run with the same metrics")
+
+    pairings, pairs = [], {}
+    bset = set(base.query_ids)
+    for i in others:
+        other = results[i]
+        oidx = other.query_index()
+        pair = [(j, oidx[q]) for j, q in enumerate(base.query_ids) if q in oidx]
+        bi = np.array([p[0] for p in pair], dtype=np.int64)
+        oi = np.array([p[1] for p in pair], dtype=np.int64)
+        pairs[i] = (bi, oi)
+        paired_ids = {base.query_ids[j] for j in bi.tolist()}
+        omiss = set(other.missing_from_run)
+        pairings.append(SystemPairing(
+            names[i], int(bi.size),
+            only_in_baseline=tuple(q for q in base.query_ids if q not in oidx),
+            only_in_system=tuple(q for q in other.query_ids if q not in bset),
+            missing_from_run=tuple(q for q in other.query_ids if q in omiss and q in paired_ids),
+        ))
+
+    raw: list[SystemRow] = []
+    for m in shared:
+        hib = higher_is_better(m)
+        for i in others:
+            bi, oi = pairs[i]
+            vb, vo = base.values[m][bi], results[i].values[m][oi]
+            ok = ~(np.isnan(vb) | np.isnan(vo))
+            x, y = vb[ok], vo[ok]
+            mb, mo = _mean(x), _mean(y)
+            low, high = paired_bootstrap_ci(x, y, rng=seed, n_resamples=n_resamples, confidence=confidence)
+            p = randomization_test(x, y, rng=seed, n_resamples=n_permutations)
+            raw.append(SystemRow(m, None, None, int(ok.sum()), mb, mo, mo - mb, low, high, p, math.nan, hib,
+                                 system=names[i]))
+    adjusted = holm([r.p_value for r in raw])
+    rows = tuple(
+        SystemRow(r.metric, None, None, r.n, r.baseline, r.candidate, r.delta, r.ci_low, r.ci_high, r.p_value,
+                  float(a), r.higher_is_better, system=r.system)
+        for r, a in zip(raw, adjusted.tolist())
+    )
+    return MultiComparison(
+        baseline=names[b],
+        systems=tuple(names[i] for i in others),
+        metrics=tuple(shared),
+        rows=rows,
+        pairings=tuple(pairings),
+        missing_from_baseline_run=tuple(base.missing_from_run),
+        not_compared=not_compared,
+        seed=seed,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        confidence=confidence,
     )

@@ -1,61 +1,156 @@
-"""``rankgate compare``: two runs on the same gold set, paired by query: what changed, and is it real."""
+"""``rankgate compare``: runs on the same gold set, paired by query: what changed, and is it real.
+
+Two runs give the detailed two-run comparison (segments, most-changed queries); three or more give
+one table of every run against a baseline. ``--fuse`` builds a fused run from the runs given, writes
+it (``--fused-run``) and compares it with them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
-HELP = "compare two runs: paired change per metric and segment with CI and p-value, most-changed queries"
+HELP = "compare runs: paired change per metric (and segment) with CI and p-value, most-changed queries; fuse runs"
 
 
 def add_parser(sub: Any) -> None:
     from .evaluate import add_input_options, add_stats_options
 
     p = sub.add_parser("compare", help=HELP, description=HELP + ".")
-    p.add_argument("baseline", metavar="BASELINE_RUN", help="the run to compare against (e.g. main's retriever)")
-    p.add_argument("candidate", metavar="CANDIDATE_RUN", help="the run being proposed")
-    add_input_options(p)
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="runs to compare; the first is the baseline (e.g. main's retriever) unless --baseline names another")
+    add_input_options(p, gold_required=False)
+    p.add_argument("--baseline", metavar="NAME", help="the run to compare against: its file name or path as given")
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
-                   help="also compare per segment of a gold field or tag (intent, lang, intent+lang…); repeatable")
+                   help="also compare per segment of a gold field or tag (intent, lang, intent+lang…); two runs only; repeatable")
     add_stats_options(p)
     p.add_argument("--permutations", type=int, default=10000, metavar="N",
                    help="sign flips of the paired randomisation test (default 10000; 0 turns p-values off)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="most-regressed and most-improved queries to list (default 10)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="most-regressed and most-improved queries to list (two runs; default 10)")
+    p.add_argument("--fuse", metavar="METHOD",
+                   help="fuse the runs into one and compare it too: rrf (k=60), rrf(k=N), combsum, combmnz")
+    p.add_argument("--fused-run", metavar="PATH", help="with --fuse: write the fused run to PATH as JSONL (atomically)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the comparison as JSON instead of the table")
     fmt.add_argument("--markdown", action="store_true", help="print the comparison as markdown")
     p.add_argument("--output", "-o", metavar="PATH", help="write the output to PATH (atomically) instead of stdout")
 
 
+def _labels(paths: list[str]) -> list[str]:
+    """File names, or the paths as given where two runs share a file name."""
+    names = [os.path.basename(p) or p for p in paths]
+    return names if len(set(names)) == len(names) else list(paths)
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..compare import compare
-    from ..data import load_gold
     from ..errors import UsageError
-    from .evaluate import check_stats_args, evaluate_from_args
+    from .evaluate import check_stats_args
 
     check_stats_args(args)
     if args.permutations < 0:
         raise UsageError(f"--permutations must be >= 0; got {args.permutations}")
     if args.top < 0:
         raise UsageError(f"--top must be >= 0; got {args.top}")
+    if args.fused_run and not args.fuse:
+        raise UsageError("--fused-run needs --fuse METHOD (rrf, combsum or combmnz)")
+    if args.fuse:
+        return _fuse_and_compare(args)
+    if args.gold is None:
+        raise UsageError("the following arguments are required: --gold")
+    if len(args.runs) < 2:
+        raise UsageError(f"compare needs at least two runs; got {len(args.runs)}")
+    if len(args.runs) == 2:
+        return _two_runs(args)
+    return _many_runs(args, list(args.runs), None)
+
+
+def _baseline_index(args: argparse.Namespace, paths: list[str], labels: list[str]) -> int:
+    from ..errors import UsageError
+
+    if args.baseline is None:
+        return 0
+    for i, (path, label) in enumerate(zip(paths, labels)):
+        if args.baseline in (path, label):
+            return i
+    raise UsageError(f"--baseline {args.baseline!r} names none of the runs: {', '.join(labels)}")
+
+
+def _two_runs(args: argparse.Namespace) -> int:
+    from ..compare import compare
+    from ..data import load_gold
+    from .evaluate import evaluate_from_args
+
+    paths = list(args.runs)
+    if _baseline_index(args, paths, _labels(paths)) == 1:
+        paths.reverse()
     gold = load_gold(args.gold, format=args.gold_format)
-    base = evaluate_from_args(args, args.baseline, gold=gold)
-    cand = evaluate_from_args(args, args.candidate, gold=gold)
+    base = evaluate_from_args(args, paths[0], gold=gold)
+    cand = evaluate_from_args(args, paths[1], gold=gold)
     result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
                      n_permutations=args.permutations, confidence=args.confidence, top=args.top)
+    from ..report.compare import comparison_dict, comparison_markdown, comparison_renderable
+
+    return _emit(args, result, comparison_dict, comparison_markdown, comparison_renderable)
+
+
+def _many_runs(args: argparse.Namespace, runs: list[Any], labels: list[str] | None) -> int:
+    from ..compare import compare_systems
+    from ..data import load_gold
+    from ..errors import UsageError
+    from .evaluate import evaluate_from_args
+
+    if args.by:
+        raise UsageError("--by compares segments of two runs; with more runs, compare two at a time for segments")
+    names = labels if labels is not None else _labels([str(r) for r in runs])
+    baseline = _baseline_index(args, [str(r) for r in runs], names)
+    gold = load_gold(args.gold, format=args.gold_format)
+    results = [evaluate_from_args(args, r, gold=gold) for r in runs]
+    result = compare_systems(results, labels=names, baseline=baseline, seed=args.seed, n_resamples=args.resamples,
+                             n_permutations=args.permutations, confidence=args.confidence)
+    from ..report.compare import multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable
+
+    return _emit(args, result, multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable)
+
+
+def _fuse_and_compare(args: argparse.Namespace) -> int:
+    from ..data import load_run
+    from ..errors import UsageError
+    from ..fusion import fuse, parse_fusion, write_run_jsonl
+
+    method = parse_fusion(args.fuse)
+    if len(args.runs) < 2:
+        raise UsageError(f"--fuse needs at least two runs; got {len(args.runs)}")
+    if args.gold is None and not args.fused_run:
+        raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
+    labels = _labels(list(args.runs))
+    loaded = [load_run(path, format=args.run_format) for path in args.runs]
+    fused = fuse(loaded, method, labels=labels)
+    if args.fused_run:
+        write_run_jsonl(fused, args.fused_run)
+    if args.gold is None:
+        sys.stderr.write(f"wrote the {method} fusion of {len(loaded)} runs to {args.fused_run}\n")
+        return 0
+    name = str(method)
+    if name in labels:
+        raise UsageError(f"a run is already named {name!r}; rename it to compare it with the fused run")
+    return _many_runs(args, [*loaded, fused], [*labels, name])
+
+
+def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any) -> int:
     if args.json:
         import json
 
-        text = json.dumps(result.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+        text = json.dumps(as_dict(result), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     elif args.markdown:
-        text = result.markdown()
+        text = as_markdown(result)
     else:
         text = None
     if args.output:
         from ..atomic import write_text
 
-        write_text(args.output, text if text is not None else _plain_table(result))
+        write_text(args.output, text if text is not None else _plain_table(as_renderable(result)))
         return 0
     if text is not None:
         sys.stdout.write(text)
@@ -63,15 +158,15 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     tty = sys.stdout.isatty()
-    Console(width=None if tty else 100, color_system="auto" if tty else None, highlight=False).print(result.table())
+    Console(width=None if tty else 100, color_system="auto" if tty else None, highlight=False).print(as_renderable(result))
     return 0
 
 
-def _plain_table(result: Any) -> str:
+def _plain_table(renderable: Any) -> str:
     from rich.console import Console
 
     console = Console(width=100, color_system=None, force_terminal=False, record=True, file=_Null())
-    console.print(result.table())
+    console.print(renderable)
     return console.export_text()
 
 

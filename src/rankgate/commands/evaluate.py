@@ -11,9 +11,9 @@ HELP = "score a run against a gold set: terminal table, metrics.csv, summary.jso
 DEFAULT_METRICS = "hit@5,recall@5,precision@5,mrr,ndcg@10"
 
 
-def add_input_options(p: argparse.ArgumentParser, *, run: bool = True) -> None:
+def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_required: bool = True) -> None:
     """Options shared by every command that reads a gold set (and runs)."""
-    p.add_argument("--gold", required=True, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet")
+    p.add_argument("--gold", required=gold_required, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet")
     p.add_argument("--gold-format", choices=("jsonl", "trec", "beir", "parquet"), help="override format detection")
     if run:
         p.add_argument("--run-format", choices=("jsonl", "trec", "parquet"), help="override format detection")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..compare import Comparison, DeltaRow, QueryChange
+from ..compare import Comparison, DeltaRow, MultiComparison, QueryChange
 from ..segments import display_field
 from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
 
-__all__ = ["comparison_dict", "comparison_markdown", "comparison_renderable"]
+__all__ = [
+    "comparison_dict", "comparison_markdown", "comparison_renderable",
+    "multi_comparison_dict", "multi_comparison_markdown", "multi_comparison_renderable",
+]
 
 
 def _clean(x: float) -> float | None:
@@ -185,6 +188,136 @@ def comparison_markdown(cmp: Comparison) -> str:
     out.append("")
     out.extend(f"- {md_escape(line, 400)}" for line in _coverage(cmp))
     out += ["", f"<sub>{md_escape(_method(cmp), 400)}</sub>", ""]
+    return "\n".join(out)
+
+
+# -- several runs against one baseline ------------------------------------------------------------
+def multi_comparison_dict(cmp: MultiComparison) -> dict[str, Any]:
+    """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
+    return {
+        "baseline": cmp.baseline,
+        "runs": list(cmp.systems),
+        "metrics": list(cmp.metrics),
+        "rows": [
+            {
+                "metric": r.metric,
+                "run": r.system,
+                "n": r.n,
+                "baseline": _clean(r.baseline),
+                "mean": _clean(r.candidate),
+                "delta": _clean(r.delta),
+                "ci_low": _clean(r.ci_low),
+                "ci_high": _clean(r.ci_high),
+                "p_value": _clean(r.p_value),
+                "p_holm": _clean(r.p_holm),
+                "higher_is_better": r.higher_is_better,
+                "verdict": r.verdict(cmp.confidence),
+            }
+            for r in cmp.rows
+        ],
+        "queries": {
+            p.system: {
+                "paired": p.paired,
+                "only_in_baseline": list(p.only_in_baseline),
+                "only_in_run": list(p.only_in_system),
+                "missing_from_run": list(p.missing_from_run),
+            }
+            for p in cmp.pairings
+        },
+        "missing_from_baseline_run": list(cmp.missing_from_baseline_run),
+        "not_compared": list(cmp.not_compared),
+        "statistics": {
+            "seed": cmp.seed,
+            "resamples": cmp.n_resamples,
+            "permutations": cmp.n_permutations,
+            "confidence": cmp.confidence,
+            "interval": "paired percentile bootstrap of the mean change over queries",
+            "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
+            "correction": "Holm across every (run, metric) row",
+        },
+    }
+
+
+def _multi_coverage(cmp: MultiComparison, limit: int = 5) -> list[str]:
+    def ids(qs: tuple[str, ...]) -> str:
+        return ", ".join(shorten(q, 40) for q in qs[:limit]) + (" …" if len(qs) > limit else "")
+
+    counts = sorted({p.paired for p in cmp.pairings})
+    if len(counts) == 1:
+        lines = [f"{_queries(counts[0])} paired by query id with the baseline, {cmp.baseline}."]
+    else:
+        lines = [f"Queries paired by query id with the baseline, {cmp.baseline}: "
+                 + ", ".join(f"{p.system} {p.paired}" for p in cmp.pairings) + "."]
+    if cmp.missing_from_baseline_run:
+        lines.append(f"{_queries(len(cmp.missing_from_baseline_run))} missing from the baseline run (scored 0 there): {ids(cmp.missing_from_baseline_run)}")
+    for p in cmp.pairings:
+        if p.missing_from_run:
+            lines.append(f"{_queries(len(p.missing_from_run))} missing from {p.system} (scored 0 there): {ids(p.missing_from_run)}")
+        if p.only_in_baseline:
+            lines.append(f"{_queries(len(p.only_in_baseline))} only in the baseline's result, not in {p.system}'s: {ids(p.only_in_baseline)}")
+        if p.only_in_system:
+            lines.append(f"{_queries(len(p.only_in_system))} only in {p.system}'s result, not compared: {ids(p.only_in_system)}")
+    if cmp.not_compared:
+        lines.append(f"metrics not evaluated in every result, not compared: {', '.join(cmp.not_compared)}")
+    return lines
+
+
+def _multi_method(cmp: MultiComparison) -> str:
+    ci = f"{cmp.confidence:.0%} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
+    p = (f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across "
+         f"{len(cmp.rows)} rows ({len(cmp.systems)} runs × {len(cmp.metrics)} metrics)")
+    return f"{ci}; {p}."
+
+
+def multi_comparison_renderable(cmp: MultiComparison):
+    """A ``rich`` renderable: per metric, the baseline's mean and each run's change against it."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = [Text(f"{len(cmp.systems)} runs vs {cmp.baseline} (baseline)", style="bold")]
+    # One space between columns (not the two-run table's two) keeps eight columns within 80.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 0))
+    table.add_column("metric / run", overflow="fold", min_width=12)
+    for name in ("n", "baseline", "run", "change", f"{cmp.confidence:.0%} CI", "Holm p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True, min_width=12)
+    for i, metric in enumerate(cmp.metrics):
+        if i:
+            table.add_section()
+        table.add_row(Text(metric, style="bold"), "", "", "", "", "", "", "")
+        for r in (r for r in cmp.rows if r.metric == metric):
+            verdict = r.verdict(cmp.confidence)
+            style = {"worse": "red", "better": "green"}.get(verdict)
+            table.add_row(
+                f"  {shorten(r.system, 40)}", str(r.n), fmt_value(r.metric, r.baseline), fmt_value(r.metric, r.candidate),
+                fmt_delta(r.metric, r.delta), fmt_delta_ci(r.metric, r.ci_low, r.ci_high), fmt_p(r.p_holm),
+                Text(verdict, style=style or ""),
+            )
+    parts.extend([table, Text("")])
+    parts.extend(Text(line) for line in _multi_coverage(cmp))
+    parts.append(Text(_multi_method(cmp), style="dim"))
+    return Group(*parts)
+
+
+def multi_comparison_markdown(cmp: MultiComparison) -> str:
+    """GitHub-flavoured markdown with the same content as the terminal table."""
+    ci = f"{cmp.confidence:.0%} CI"
+    out = [f"**{len(cmp.systems)} runs** vs **{md_escape(cmp.baseline)}** (baseline)", ""]
+    out.append(f"| metric / run | n | baseline | run | change | {ci} | Holm p | verdict |")
+    out.append("|:--|--:|--:|--:|--:|--:|--:|:--|")
+    for metric in cmp.metrics:
+        out.append(f"| **{md_escape(metric)}** | | | | | | | |")
+        for r in (r for r in cmp.rows if r.metric == metric):
+            out.append(
+                f"| ↳ {md_escape(r.system)} | {r.n} | {fmt_value(r.metric, r.baseline)} | {fmt_value(r.metric, r.candidate)} | "
+                f"{fmt_delta(r.metric, r.delta)} | {fmt_delta_ci(r.metric, r.ci_low, r.ci_high)} | {fmt_p(r.p_holm)} | "
+                f"{r.verdict(cmp.confidence)} |"
+            )
+    out.append("")
+    out.extend(f"- {md_escape(line, 400)}" for line in _multi_coverage(cmp))
+    out += ["", f"<sub>{md_escape(_multi_method(cmp), 400)}</sub>", ""]
     return "\n".join(out)
 
 
