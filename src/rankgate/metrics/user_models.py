@@ -8,7 +8,9 @@ stops the reading at k. Unjudged items and negative grades gain nothing.
   trec_eval v10's ``rbp`` computes it: ``g / G_q`` where ``G_q`` is the query's highest judged grade
   when that is above 1, else ``g`` (binary judgements give 0 or 1); ``rel=r >= 1`` makes it binary,
   gain 1 when ``g >= r``. Default ``p = 0.9`` as trec_eval (``-m rbp.p=0.8`` there is
-  ``rbp(p=0.8)`` here). Equal to trec_eval v10's per-query values bit for bit.
+  ``rbp(p=0.8)`` here). Equal to trec_eval v10's per-query values bit for bit. (Its ``m_rbp.c``
+  leaves the running min and max of the gains uninitialised before normalising; built as its
+  Makefile builds it, they start at 0, which gives the rule above, and the tests check that build.)
 * **err** (Chapelle, Metzler, Zhang & Grinspan 2009, cascade model): the user stops at item ``i``
   with probability ``R_i = (2^g − 1) / 2^g_max`` (0 for grades <= 0 and unjudged items), so
   ``err = Σ_i (1/i) R_i Π_{j<i} (1 − R_j)``. ``g_max`` is ``max_grade`` when given (grades above it
