@@ -10,7 +10,8 @@ stops the reading at k. Unjudged items and negative grades gain nothing.
   gain 1 when ``g >= r``. Default ``p = 0.9`` as trec_eval (``-m rbp.p=0.8`` there is
   ``rbp(p=0.8)`` here). Equal to trec_eval v10's per-query values bit for bit. (Its ``m_rbp.c``
   leaves the running min and max of the gains uninitialised before normalising; built as its
-  Makefile builds it, they start at 0, which gives the rule above, and the tests check that build.)
+  Makefile builds it, it behaves as if they started at 0, which is the rule above: the tests
+  compare with that build on every case.)
 * **err** (Chapelle, Metzler, Zhang & Grinspan 2009, cascade model): the user stops at item ``i``
   with probability ``R_i = (2^g − 1) / 2^g_max`` (0 for grades <= 0 and unjudged items), so
   ``err = Σ_i (1/i) R_i Π_{j<i} (1 − R_j)``. ``g_max`` is ``max_grade`` when given (grades above it
