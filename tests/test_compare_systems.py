@@ -14,7 +14,11 @@ import pytest
 
 from rankgate.compare import compare, compare_systems
 from rankgate.errors import UsageError
-from rankgate.report.compare import multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable
+from rankgate.report.compare import (
+    multi_comparison_dict,
+    multi_comparison_markdown,
+    multi_comparison_renderable,
+)
 from rankgate.results import EvaluationResult
 from rankgate.stats import holm, paired_bootstrap_ci, randomization_test
 

@@ -162,3 +162,13 @@ def test_a_bad_run_is_refused_and_no_fused_run_is_written(capsys: pytest.Capture
                    capsys=capsys, contains=["--fused-run"])
     assert_refused(["compare", "--gold", str(DATA / "gold.jsonl"), str(DATA / "base.jsonl"), str(DATA / "cand.jsonl"),
                     "--fused-run", str(out_dir / "f.jsonl")], out_dir, capsys=capsys, contains=["needs --fuse"])
+
+
+def test_an_unwritable_fused_run_path_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from .hostile import assert_refused
+
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("not a folder\n")
+    assert_refused(["compare", str(DATA / "base.jsonl"), str(DATA / "cand.jsonl"), "--fuse", "rrf",
+                    "--fused-run", str(blocker / "fused.jsonl")], tmp_path, names=["fused.jsonl"], capsys=capsys,
+                   contains=["cannot write the fused run"])
