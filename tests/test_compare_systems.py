@@ -88,6 +88,17 @@ def test_two_runs_give_the_same_numbers_as_compare() -> None:
     assert many.not_compared == ()  # metrics= given
 
 
+def test_a_rows_numbers_do_not_depend_on_the_other_runs() -> None:
+    """Each row draws from its own generator seeded with the seed: adding a run changes only Holm."""
+    runs = three_runs()
+    all3 = compare_systems(runs, n_resamples=300, n_permutations=300, seed=2)
+    two = compare_systems(runs[:2], n_resamples=300, n_permutations=300, seed=2)
+    for m in ("recall@5", "mrr"):
+        a, b = all3.row(m, "up.jsonl"), two.row(m, "up.jsonl")
+        assert (a.ci_low, a.ci_high, a.p_value) == (b.ci_low, b.ci_high, b.p_value)
+        assert a.p_holm >= b.p_holm
+
+
 def test_baseline_by_name_or_index_and_bad_use() -> None:
     runs = three_runs()
     by_name = compare_systems(runs, baseline="up.jsonl", n_resamples=0, n_permutations=0)

@@ -132,6 +132,8 @@ def test_fuse_and_compare_end_to_end(capsys: pytest.CaptureFixture[str], tmp_pat
     data = json.loads(capsys.readouterr().out)
     assert data["runs"] == ["cand.jsonl", "rrf(k=60)"]
     assert out.exists()
+    assert main(args + ["--baseline", "rrf(k=60)"]) == 0  # the fused run can be the baseline
+    assert json.loads(capsys.readouterr().out)["runs"] == ["base.jsonl", "cand.jsonl"]
     means = rankgate.evaluate(str(DATA / "gold.jsonl"), str(out), ["recall@5"]).means
     row = next(r for r in data["rows"] if r["run"] == "rrf(k=60)" and r["metric"] == "recall@5")
     assert row["mean"] == pytest.approx(means["recall@5"])

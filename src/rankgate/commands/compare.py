@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"compare needs at least two runs; got {len(args.runs)}")
     if len(args.runs) == 2:
         return _two_runs(args)
-    return _many_runs(args, list(args.runs), None)
+    return _many_runs(args, list(args.runs), list(args.runs))
 
 
 def _baseline_index(args: argparse.Namespace, paths: list[str], labels: list[str]) -> int:
@@ -95,7 +95,8 @@ def _two_runs(args: argparse.Namespace) -> int:
     return _emit(args, result, comparison_dict, comparison_markdown, comparison_renderable)
 
 
-def _many_runs(args: argparse.Namespace, runs: list[Any], labels: list[str] | None) -> int:
+def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labels: list[str] | None = None) -> int:
+    """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for --baseline to match."""
     from ..compare import compare_systems
     from ..data import load_gold
     from ..errors import UsageError
@@ -103,8 +104,8 @@ def _many_runs(args: argparse.Namespace, runs: list[Any], labels: list[str] | No
 
     if args.by:
         raise UsageError("--by compares segments of two runs; with more runs, compare two at a time for segments")
-    names = labels if labels is not None else _labels([str(r) for r in runs])
-    baseline = _baseline_index(args, [str(r) for r in runs], names)
+    names = labels if labels is not None else _labels(paths)
+    baseline = _baseline_index(args, paths, names)
     gold = load_gold(args.gold, format=args.gold_format)
     results = [evaluate_from_args(args, r, gold=gold) for r in runs]
     result = compare_systems(results, labels=names, baseline=baseline, seed=args.seed, n_resamples=args.resamples,
@@ -135,7 +136,7 @@ def _fuse_and_compare(args: argparse.Namespace) -> int:
     name = str(method)
     if name in labels:
         raise UsageError(f"a run is already named {name!r}; rename it to compare it with the fused run")
-    return _many_runs(args, [*loaded, fused], [*labels, name])
+    return _many_runs(args, [*loaded, fused], [*args.runs, name], [*labels, name])
 
 
 def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any) -> int:
