@@ -1,6 +1,6 @@
 """bpref, infap, rbp and err: per-query values equal trec_eval v10's bit for bit (built from the oracle
-source with full-precision output), trec_eval's own expected outputs, and hand-computed values from
-the papers where trec_eval has no such measure (err)."""
+source with full-precision output), trec_eval's own expected outputs, and, for err, which trec_eval
+lacks, hand-computed values from the paper's definition and gdeval's outputs."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def trec_eval(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("meas_print_single.c", "meas_print_final.c"):
         path = src / name
         path.write_text(path.read_text().replace("%6.4f", "%.17g"))
-    subprocess.run(["make", "-s", "-C", str(src)], check=True, capture_output=True)
+    subprocess.run(["make", "-s", "-j2", "-C", str(src)], check=True, capture_output=True)
     return src / "trec_eval"
 
 
@@ -162,6 +162,26 @@ def test_err_by_hand() -> None:
     assert r["err(max_grade=4)"][0] == pytest.approx(1 / 16 + (15 / 16) * (7 / 16) / 3)
     # grades above max_grade count as max_grade: x (3) is "perfect" at R = 3/4
     assert r["err(max_grade=2)"][0] == pytest.approx(1 / 4 + (3 / 4) * (3 / 4) / 3)
+
+
+# gdeval.pl (the TREC Web track's ERR, maximum grade fixed at 4), as ir_measures 0.4.3 runs it and
+# prints it (5 decimals), on trec_eval's test run: an implementation independent of this one.
+GDEVAL_ERR = {
+    "qrels.test": {"10": {"301": 0.01879, "302": 0.13425, "303": 0.0}, "20": {"301": 0.0275, "302": 0.1541, "303": 0.00329}},
+    "qrels.rel_level": {"10": {"301": 0.01879, "302": 0.62265, "303": 0.0},
+                        "20": {"301": 0.0275, "302": 0.62412, "303": 0.00987}},
+}
+
+
+@pytest.mark.parametrize("qrels", sorted(GDEVAL_ERR))
+def test_err_equals_gdeval(qrels: str) -> None:
+    d = shared_path("fixtures", "trec_eval")
+    specs = {k: f"err(max_grade=4)@{k}" for k in GDEVAL_ERR[qrels]}
+    result = rankgate.evaluate(str(d / qrels), str(d / "results.test"), list(specs.values()), trec=True)
+    index = result.query_index()
+    for k, per_query in GDEVAL_ERR[qrels].items():
+        for qid, want in per_query.items():
+            assert round(float(result[specs[k]][index[qid]]), 5) == want, (qrels, k, qid)
 
 
 def test_err_scale_is_the_gold_sets_not_the_evaluated_queries() -> None:
