@@ -16,7 +16,8 @@ stops the reading at k. Unjudged items and negative grades gain nothing.
   with probability ``R_i = (2^g − 1) / 2^g_max`` (0 for grades <= 0 and unjudged items), so
   ``err = Σ_i (1/i) R_i Π_{j<i} (1 − R_j)``. ``g_max`` is ``max_grade`` when given (grades above it
   count as ``max_grade``), else the highest grade in the whole gold set, the same for every query.
-  trec_eval has no err; values are tested against the paper's definition computed by hand.
+  trec_eval has no err; values are tested against the paper's definition computed by hand, and
+  ``err(max_grade=4)@k`` against gdeval's ERR@k (the TREC Web track's tool, which fixes g_max at 4).
 """
 
 from __future__ import annotations
