@@ -142,10 +142,10 @@ def fuse(runs: Sequence[Run | str | os.PathLike[str]], method: str | FusionMetho
     for run, name in zip(loaded, names):
         query, doc, rank, score = _ranked(run)
         _refuse_duplicates(run, name, query, doc)
-        if how.name == "rrf":
+        if how.name == "rrf" or score is None:  # (only rrf gets here without scores: checked above)
             value = 1.0 / (how.k + rank).astype(np.float64)
         else:
-            value = _minmax(query, score)  # type: ignore[arg-type]
+            value = _minmax(query, score)
         to_union = np.fromiter((index[q] for q in run.query_ids), dtype=np.int64, count=len(run.query_ids))
         all_query.append(to_union[query] if query.size else query)
         all_doc.append(doc)
@@ -154,8 +154,8 @@ def fuse(runs: Sequence[Run | str | os.PathLike[str]], method: str | FusionMetho
     doc = pa.concat_arrays([d.cast(pa.large_string()) for d in all_doc]) if all_doc else pa.array([], pa.large_string())
     value = np.concatenate(all_value)
 
-    # One key per (query, item); np.unique keeps each key's rows in run order, and bincount adds each
-    # key's values in that order: ((0 + run 1) + run 2) + …
+    # One key per (query, item). The rows are laid out run after run, and bincount adds each key's
+    # values in array order, so every fused score is ((0 + run 1) + run 2) + … in the order given.
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(doc)
