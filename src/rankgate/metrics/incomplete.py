@@ -41,7 +41,7 @@ class Bpref(MetricDefinition):
     summary = "Binary preference: how often relevant items come before judged non-relevant ones; unjudged items are skipped."
     formula = (
         "bpref = (1/R) Σ_{d ∈ G retrieved} (1 − min(n_d, R) / min(N, R)), n_d = judged non-relevant items "
-        "ranked above d (a term is 1 when n_d = 0); R = |G|, N = judged non-relevant (0 <= grade < rel) "
+        "ranked above d (a term is 1 when n_d = 0); R = relevant judged (grade >= rel), N = judged non-relevant (0 <= grade < rel) "
         "(Buckley & Voorhees 2004; trec_eval bpref)"
     )
     trec_name = "bpref"
@@ -89,8 +89,8 @@ class InfAP(MetricDefinition):
     cutoff = "optional"
     summary = "Inferred average precision: AP estimated from a random sample of judgements (grade < 0: pooled, not judged)."
     formula = (
-        "infap = (1/R) Σ_{d ∈ G retrieved, rank i} E[P@i], E[P@1] = 1, else E[P@i] = 1/i + ((i−1)/i) · (|pool above|/(i−1)) "
-        "· (r + ε)/(r + n + 2ε); r, n = relevant, judged non-relevant above d; pool = judged or pooled-unjudged; "
+        "infap = (1/R) Σ_{d ∈ G retrieved, rank i} E[P@i], E[P@1] = 1, else E[P@i] = 1/i + ((i−1)/i) · (p/(i−1)) "
+        "· (r + ε)/(r + n + 2ε); r, n, p = relevant, judged non-relevant, judged or pooled-unjudged items above d; "
         "ε = 1e-5 (Yilmaz & Aslam 2006; trec_eval infAP)"
     )
     trec_name = "infAP"
