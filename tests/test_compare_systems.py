@@ -137,11 +137,11 @@ def test_terminal_golden_fits_80_columns() -> None:
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "up.jsonl" in text and "same.jsonl" in text  # labels are not squeezed away
-    check_golden("compare_systems.txt", text)
+    check_golden("systems_vs_baseline.txt", text)
 
 
 def test_markdown_golden() -> None:
-    check_golden("compare_systems.md", multi_comparison_markdown(compare_systems(three_runs(), n_resamples=500, n_permutations=999)))
+    check_golden("systems_vs_baseline.md", multi_comparison_markdown(compare_systems(three_runs(), n_resamples=500, n_permutations=999)))
 
 
 # -- the command ------------------------------------------------------------------------------------
