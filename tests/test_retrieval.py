@@ -311,7 +311,12 @@ def test_beir_folder_loads_and_keeps_judged_queries(tmp_path: Path) -> None:
             r"corpus\.jsonl:2: field '_id' duplicate chunk id 'd1' \(first on line 1\)",
         ),
         (GOOD_CORPUS, '{"text": "no id"}\n', GOOD_QRELS, r"queries\.jsonl:1: field '_id' is missing"),
-        (GOOD_CORPUS, GOOD_QUERIES, "qid\tdocid\trel\n1\td1\t1\n", r"test\.tsv:1: must be the header"),
+        (
+            GOOD_CORPUS,
+            GOOD_QUERIES,
+            "query-id\tcorpus-id\tscore\n1\td1\t1\n1\td1\t2\n",
+            r"test\.tsv:3: judges 'd1' for query '1' again \(first on line 2\)",
+        ),
         (
             GOOD_CORPUS,
             GOOD_QUERIES,
@@ -322,7 +327,7 @@ def test_beir_folder_loads_and_keeps_judged_queries(tmp_path: Path) -> None:
             GOOD_CORPUS,
             GOOD_QUERIES,
             "query-id\tcorpus-id\tscore\n1 d1 1\n",
-            r"test\.tsv:2: must have 3 tab-separated",
+            r"test\.tsv:2: has 1 tab-separated columns; expected 3",
         ),
     ],
 )
@@ -340,7 +345,7 @@ def test_beir_folder_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="has no corpus.jsonl"):
         load_beir(tmp_path / "empty")
     folder = _beir(tmp_path, GOOD_CORPUS, GOOD_QUERIES, GOOD_QRELS)
-    with pytest.raises(InputError, match=r"has no qrels/dev\.tsv \(available splits: test\)"):
+    with pytest.raises(InputError, match=r"has no qrels/dev\.tsv \(available splits: test;"):
         load_beir(folder, split="dev")
     with pytest.raises(InputError, match="file not found"):
         load_beir_qrels(folder / "nope.tsv")

@@ -51,7 +51,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--gold", type=Path, metavar="FILE", help="gold JSONL whose queries to run (with --corpus)"
     )
-    parser.add_argument("--split", default="test", help="BEIR qrels split, qrels/SPLIT.tsv (default: test)")
+    parser.add_argument(
+        "--split",
+        default=None,
+        help="BEIR qrels split, qrels/SPLIT.tsv (default: test; qrels.tsv in a folder without qrels/)",
+    )
     parser.add_argument(
         "--retriever", default="bm25", metavar="NAME", help="bm25, dense, a preset, or package.module:Class"
     )

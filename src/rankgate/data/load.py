@@ -1,8 +1,11 @@
 """Load gold sets and runs from files or Python objects, detecting the format.
 
 Formats: ``jsonl`` (also ``.json``, ``.ndjson``), ``trec``, ``beir`` (gold: ``qrels/*.tsv`` or a
-BEIR folder), ``parquet`` (long tables). ``.gz`` is accepted for text formats. Detection uses the
-extension, then the first character of the content (``{`` means JSON lines); ``format=`` overrides.
+BEIR folder, see :func:`~rankgate.data.trec.beir_qrels_file`), ``parquet`` (long tables). gzip is
+accepted for text formats. Detection uses the extension, then the content: Parquet's magic bytes,
+else the first byte that is not whitespace or a byte-order mark (``{`` or ``[`` means JSON lines,
+anything else TREC); ``format=`` overrides. Pipes are read through a temporary copy
+(:func:`~rankgate.data.source.local_copy`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from ..errors import InputError, UsageError
 from .jsonl import iter_json_lines, parse_gold_records, parse_run_records
 from .models import Gold, Run
-from .source import check_file, open_text, sniff
+from .source import PARQUET_MAGIC, check_file, first_byte, is_pipe, local_copy, magic, open_text
 
 GOLD_FORMATS = ("jsonl", "trec", "beir", "parquet")
 RUN_FORMATS = ("jsonl", "trec", "parquet")
@@ -32,16 +35,16 @@ def _detect(path: str, allowed: tuple[str, ...], what: str) -> str:
         if what == "gold" and (Path(path, "qrels").is_dir() or Path(path, "qrels.tsv").exists()):
             return "beir"
         raise InputError("is a folder", path=path, hint=f"pass the {what} file itself")
-    if ext in (".parquet", ".pq"):
+    if ext in (".parquet", ".pq") or magic(path) == PARQUET_MAGIC:
         return "parquet"
     if ext in (".jsonl", ".ndjson", ".json"):
         return "jsonl"
     if ext == ".tsv" and what == "gold":
         return "beir"
-    first = sniff(path)
-    if first in ("{", "["):
+    first = first_byte(path)
+    if first in (b"{", b"["):
         return "jsonl"
-    if first == "":
+    if not first:
         raise InputError("is empty", path=path, hint=f"the {what} file has no content")
     return "trec"
 
@@ -94,6 +97,8 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
         path = os.fspath(source)
         _check_format(format, GOLD_FORMATS, "gold")
         check_file(path, "gold")
+        if is_pipe(path):
+            return _from_pipe(path, "gold", lambda local: load_gold(local, format=format))
         fmt = format or _detect(path, GOLD_FORMATS, "gold")
         if fmt == "jsonl":
             from .jsonl_fast import read_gold_fast
@@ -126,6 +131,8 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
         path = os.fspath(source)
         _check_format(format, RUN_FORMATS, "run")
         check_file(path, "run")
+        if is_pipe(path):
+            return _from_pipe(path, "run", lambda local: load_run(local, format=format))
         fmt = format or _detect(path, RUN_FORMATS, "run")
         if fmt == "jsonl":
             from .jsonl_fast import read_run_fast
@@ -146,11 +153,15 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
     raise UsageError(f"cannot read a run from {type(source).__name__}; pass a path, a dict or a list of records")
 
 
+def _from_pipe(path: str, what: str, load: Any) -> Any:
+    """Load from a pipe through a temporary regular copy; the result and its errors name the pipe."""
+    with local_copy(path, what) as local:
+        loaded = load(local)
+    loaded.source = path
+    return loaded
+
+
 def _beir_qrels_file(path: str) -> str:
-    if os.path.isfile(path):
-        return path
-    for candidate in ("qrels/test.tsv", "qrels.tsv", "qrels/dev.tsv", "qrels/train.tsv"):
-        full = os.path.join(path, candidate)
-        if os.path.exists(full):
-            return full
-    raise InputError("has no qrels/test.tsv or qrels.tsv", path=path, hint="pass the qrels .tsv file itself")
+    from .trec import beir_qrels_file
+
+    return path if os.path.isfile(path) else beir_qrels_file(path)

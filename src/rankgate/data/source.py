@@ -1,4 +1,18 @@
-"""Opening input files: plain or gzip, UTF-8, with errors that say which file and why."""
+"""Opening input files: plain or gzip, UTF-8, regular files or pipes, with errors that say which
+file, line and byte, and what to do.
+
+The rules every text reader shares (TREC, BEIR, JSONL, doc maps, corpora):
+
+* **Compression is recognised by content.** A file that starts with gzip's magic bytes is
+  decompressed whatever its name (so ``--run <(cat run.gz)`` works); a file *named* ``*.gz`` that is
+  not gzip data is refused. A truncated or damaged gzip stream is an error, never a shorter dataset.
+* **Text is UTF-8.** A UTF-8 byte-order mark at the start is skipped (it is never part of the first
+  id); a byte that is not UTF-8 is an error naming its line and byte; UTF-16 is named as such.
+* **Lines end at ``\\n``** (``\\r\\n`` too); no other character splits a line.
+* **Pipes** (FIFOs, ``<(...)`` process substitution, ``/dev/stdin``) have no size and can be read only
+  once: :func:`local_copy` copies one into a temporary regular file (in ``$TMPDIR``), which the
+  readers then read like any file; errors still name the pipe.
+"""
 
 from __future__ import annotations
 
@@ -6,53 +20,183 @@ import gzip
 import hashlib
 import io
 import os
+import shutil
+import stat
+import tempfile
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO
 
 from ..errors import InputError
 
+GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_MAGIC = b"PAR1"
+UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_GZIP_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
+
+
+def is_pipe(path: str) -> bool:
+    """True for an existing path that is neither a regular file nor a folder (a FIFO, a character
+    device such as ``/dev/stdin``, a socket): it has no size and can be read only once."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def magic(path: str, n: int = 4) -> bytes:
+    """The first ``n`` bytes of a regular file (b"" when it cannot be read; never reads a pipe)."""
+    if is_pipe(path):
+        return b""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError:
+        return b""
+
+
+def is_gzip(path: str) -> bool:
+    """Whether a regular file holds gzip data (by its first bytes, not its name)."""
+    return magic(path, 2) == GZIP_MAGIC
+
 
 def check_file(path: str, what: str) -> None:
+    """Refuse a missing, empty or misnamed file before any reader opens it (a pipe is not opened)."""
     if not os.path.exists(path):
         raise InputError("does not exist", path=path, hint=f"check the {what} path")
-    if os.path.isdir(path):
-        return
+    if os.path.isdir(path) or is_pipe(path):
+        return  # a pipe's size says nothing: it is read (see local_copy)
     if os.path.getsize(path) == 0:
         raise InputError("is empty", path=path, hint=f"the {what} file has no content")
+    if path.endswith(".gz") and not is_gzip(path):
+        raise _not_gzip(path)
+
+
+def _not_gzip(path: str) -> InputError:
+    return InputError(
+        "is named *.gz but is not gzip-compressed", path=path,
+        hint="rename it without .gz, or compress it with gzip",
+    )
+
+
+def gzip_error(path: str, exc: BaseException, line: int | None = None) -> InputError:
+    """The InputError for a gzip stream that cannot be decompressed (from Python's gzip or pyarrow)."""
+    text = str(exc)
+    if isinstance(exc, EOFError) or "truncated" in text.lower() or "ended before" in text:
+        return InputError(
+            "is truncated: its gzip data ends before the end of the compressed stream", path=path, line=line,
+            hint="the file was cut short (an interrupted download or copy?): fetch or compress it again",
+        )
+    return InputError(
+        f"is not valid gzip data ({text or type(exc).__name__})", path=path, line=line,
+        hint="the file is damaged: fetch or compress it again",
+    )
+
+
+class _GzipDataError(InputError):
+    """Raised by the gzip layer of :func:`open_binary`; :func:`text_lines` adds the line."""
+
+    def __init__(self, path: str, exc: BaseException) -> None:
+        base = gzip_error(path, exc)
+        super().__init__(base.detail, path=path, hint=base.hint)
+
+
+class _Gunzip(io.RawIOBase):
+    """A gzip stream whose decompression errors are InputErrors naming the file."""
+
+    def __init__(self, raw: IO[bytes], path: str) -> None:
+        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        self._raw = raw
+        self._path = path
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        try:
+            return self._gz.readinto(buffer)
+        except _GZIP_ERRORS as exc:
+            raise _GzipDataError(self._path, exc) from None
+
+    def close(self) -> None:
+        try:
+            self._gz.close()
+            self._raw.close()
+        finally:
+            super().close()
+
+
+def open_binary(path: str) -> IO[bytes]:
+    """The file's bytes, decompressed when it is gzip data (see the module rules); works on pipes."""
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
+    except OSError as exc:
+        raise InputError(f"cannot be opened: {exc.strerror or exc}", path=path) from None
+    try:
+        head = raw.peek(2)[:2]  # peek: a pipe's bytes are not consumed
+    except OSError as exc:
+        raw.close()
+        raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from None
+    if head == GZIP_MAGIC:
+        return io.BufferedReader(_Gunzip(raw, path), 1 << 16)
+    if path.endswith(".gz") and head:
+        raw.close()
+        raise _not_gzip(path)
+    return raw
 
 
 def open_text(path: str) -> IO[str]:
-    """Open a text file (``.gz`` transparently) as UTF-8; undecodable bytes are an InputError."""
-    try:
-        if path.endswith(".gz"):
-            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict")
-        return open(path, encoding="utf-8", errors="strict")
-    except OSError as exc:
-        raise InputError(f"cannot be opened: {exc.strerror or exc}", path=path) from None
+    """The file as UTF-8 text (gzip decompressed, a leading byte-order mark skipped); undecodable
+    bytes raise UnicodeDecodeError, damaged gzip data an InputError. To name the line of a bad byte,
+    read with :func:`text_lines`."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="strict")
 
 
 def text_lines(path: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a text file read as :func:`open_text` reads it; undecodable bytes are
-    an InputError naming their line."""
+    """(line number, line) of a text file: lines end at ``\\n`` (``\\r\\n`` is given as ``\\n``), a
+    leading UTF-8 byte-order mark is skipped, and a byte that is not UTF-8 is an InputError naming
+    its line and byte. Each line is decoded on its own, so this needs no second pass (pipes work)."""
     lineno = 0
-    try:
-        with open_text(path) as fh:
-            for lineno, line in enumerate(fh, start=1):
-                yield lineno, line
-    except UnicodeDecodeError:
-        bad, column, byte = lineno + 1, 0, 0
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rb") as raw:  # decoding runs ahead of the lines: find the line itself
-            for bad, data in enumerate(raw, start=1):
+    with open_binary(path) as fh:
+        try:
+            for lineno, raw in enumerate(fh, start=1):
+                if lineno == 1:
+                    if raw.startswith(UTF8_BOM):
+                        raw = raw[3:]
+                    elif raw[:2] in _UTF16_BOMS:
+                        raise InputError(
+                            "is UTF-16 text, not UTF-8", path=path, line=1, hint="save the file as UTF-8"
+                        )
                 try:
-                    data.decode("utf-8")
+                    line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    column, byte = exc.start + 1, data[exc.start]
-                    break
-        raise InputError(
-            f"is not UTF-8 text (byte {byte:#04x} at column {column})", path=path, line=bad,
-            hint="save the file as UTF-8",
-        ) from None
+                    raise InputError(
+                        f"is not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1})",
+                        path=path, line=lineno, hint="save the file as UTF-8",
+                    ) from None
+                if line.endswith("\r\n"):
+                    line = line[:-2] + "\n"
+                yield lineno, line
+        except _GzipDataError as exc:
+            raise InputError(exc.detail, path=path, line=lineno + 1, hint=exc.hint) from None
+
+
+def first_byte(path: str) -> bytes:
+    """The first byte of the (decompressed) content that is not whitespace or a byte-order mark;
+    b"" when there is none. Reads only as far as that byte."""
+    with open_binary(path) as fh:
+        block = fh.read(1 << 16)
+        if block.startswith(UTF8_BOM):
+            block = block[3:]
+        while block:
+            stripped = block.lstrip()
+            if stripped:
+                return stripped[:1]
+            block = fh.read(1 << 16)
+    return b""
 
 
 def sha256_file(path: str) -> str:
@@ -63,16 +207,44 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
-def sniff(path: str) -> str:
-    """First non-blank character of the (decompressed) file, or '' when there is none."""
+@contextmanager
+def local_copy(path: str, what: str) -> Iterator[str]:
+    """``path`` itself for a regular file or folder; for a pipe, a temporary regular copy of what
+    it delivers (named like the pipe, plus ``.gz`` when the data is gzip), removed afterwards.
+
+    Errors raised while the copy is read name ``path``, not the copy."""
+    if not is_pipe(path):
+        yield path
+        return
+    folder = tempfile.mkdtemp(prefix="rankgate-pipe-")
     try:
-        with open_text(path) as fh:
-            for line in fh:
-                s = line.strip()
-                if s:
-                    return s[0]
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path=path, hint="is it a Parquet file? name it *.parquet") from None
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot be read: {exc}", path=path) from None
-    return ""
+        name = os.path.basename(path) or what
+        copy = os.path.join(folder, name)
+        try:
+            with open(path, "rb") as src:
+                head = src.read(1 << 16)
+                if head[:2] == GZIP_MAGIC and not name.endswith(".gz"):
+                    copy += ".gz"
+                with open(copy, "wb") as dst:
+                    dst.write(head)
+                    shutil.copyfileobj(src, dst, 1 << 20)
+        except OSError as exc:
+            raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from None
+        try:
+            check_file(copy, what)
+            yield copy
+        except InputError as exc:
+            raise relabel(exc, copy, path) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def relabel(exc: InputError, old: str, new: str) -> InputError:
+    """``exc`` with the path ``old`` replaced by ``new`` (in its path and its text)."""
+    return type(exc)(
+        exc.detail.replace(old, new),
+        path=new if exc.path == old else exc.path,
+        line=exc.line,
+        field=exc.field,
+        hint=exc.hint.replace(old, new) if exc.hint else exc.hint,
+    )

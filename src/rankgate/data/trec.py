@@ -1,10 +1,12 @@
-"""TREC qrels and run files, and BEIR ``qrels/*.tsv``.
+"""TREC qrels and run files, and BEIR ``qrels/*.tsv`` (the one BEIR qrels reader: ``evaluate --gold``
+and ``retrieve --beir`` both read through :func:`read_beir_qrels` and :func:`beir_qrels_file`).
 
 Run lines are ``qid Q0 docno rank score tag`` (columns past the sixth are ignored and the rank column
 is not used, as trec_eval does); qrels lines are ``qid iter docno grade``. Three readers, tried in
 turn, each giving the same result on the files it accepts:
 
-* the compiled line reader (``_reader.c``) for regular, uncompressed files (one delimiter, exactly
+* the compiled line reader (``_reader.c``) for regular, uncompressed files (a pipe is copied to a
+  regular file first, see :func:`~rankgate.data.source.local_copy`) (one delimiter, exactly
   the expected columns, printable ASCII ids, plain decimal numbers): two threads over a memory map;
 * pyarrow's multi-threaded CSV reader for other regular files (``.gz``, non-ASCII ids, ...);
 * the line-by-line path for anything else: it accepts any whitespace and ``#`` comment lines, and
@@ -25,7 +27,7 @@ import pyarrow as pa
 from ..errors import InputError
 from .arrow import arrow_of, np_of, strings_of
 from .models import Gold, Run
-from .source import text_lines
+from .source import gzip_error, is_gzip, text_lines
 
 
 def _first_data_line(path: str) -> str | None:
@@ -56,8 +58,11 @@ def _fast_table(path: str, names: list[str], types: dict[str, Any], include: lis
     import pyarrow.csv as pacsv
 
     # A memory map reads straight from the page cache; a plain read copies the file into fresh
-    # buffers, which on large files costs more kernel time than the parsing itself.
-    source = path if path.endswith(".gz") else pa.memory_map(path)
+    # buffers, which on large files costs more kernel time than the parsing itself. gzip is
+    # recognised by content, as every reader does (a file named .gz that is not gzip has been
+    # refused by text_lines above).
+    compressed = is_gzip(path)
+    source = pa.input_stream(path, compression="gzip") if compressed else pa.memory_map(path)
     try:
         table = pacsv.read_csv(
             source,
@@ -67,9 +72,12 @@ def _fast_table(path: str, names: list[str], types: dict[str, Any], include: lis
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
         return None  # irregular somewhere: the line-by-line path finds and names the bad line
+    except OSError as exc:
+        if compressed:  # truncated or damaged gzip data: never a shorter table
+            raise gzip_error(path, exc) from None
+        return None
     finally:
-        if not isinstance(source, str):
-            source.close()
+        source.close()
     for name in include:
         if table.column(name).null_count:
             return None
@@ -92,7 +100,7 @@ def _mapped_lines(
     """
     from .._accel import reader
 
-    if reader is None or path.endswith(".gz"):
+    if reader is None or path.endswith(".gz") or is_gzip(path):
         return None
     shape = _first_line_and_delimiter(path)
     if shape is None:
@@ -339,28 +347,82 @@ def _qrels_rows(path: str) -> Iterator[tuple[int, str, str, str]]:
         yield lineno, parts[0], parts[2], parts[3]
 
 
+BEIR_HINT = "BEIR qrels are 'query-id<TAB>corpus-id<TAB>score' lines, after an optional header"
+
+
 def read_beir_qrels(path: str) -> Gold:
-    """BEIR ``qrels/*.tsv``: a header line, then ``query-id<TAB>corpus-id<TAB>score``."""
+    """BEIR ``qrels/*.tsv``: ``query-id<TAB>corpus-id<TAB>score`` lines. The first line is a header
+    when its score column is not a number (BEIR writes ``query-id corpus-id score``); a pair judged
+    twice is an error naming both lines."""
 
     def rows() -> Iterator[tuple[int, str, str, str]]:
+        first = True
         for lineno, line in text_lines(path):
             if not line.strip():
                 continue
             parts = line.rstrip("\r\n").split("\t")
-            if lineno == 1 and not parts[-1].strip().lstrip("-").isdigit():
-                continue  # header
+            if first:
+                first = False
+                if len(parts) == 3 and not _is_number(parts[2].strip()):
+                    continue  # header
             if len(parts) != 3:
                 raise InputError(
                     f"has {len(parts)} tab-separated columns; expected 3 (query-id corpus-id score)",
                     path=path,
                     line=lineno,
+                    hint=BEIR_HINT,
                 )
             yield lineno, parts[0].strip(), parts[1].strip(), parts[2].strip()
 
-    return _gold_from_rows(path, rows(), "BEIR qrels have a header, then 'query-id<TAB>corpus-id<TAB>score'")
+    return _gold_from_rows(path, rows(), BEIR_HINT, grade_field="score")
 
 
-def _gold_from_rows(path: str, rows: Iterator[tuple[int, str, str, str]], hint: str) -> Gold:
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def beir_qrels_file(folder: str, split: str | None = None, *, required: bool = True) -> str | None:
+    """The qrels file of a BEIR folder, by one rule for every command:
+
+    * ``qrels/<split>.tsv`` when the folder has a ``qrels/`` subfolder (BEIR's layout), ``split``
+      being ``test`` unless another is asked for;
+    * else ``qrels.tsv`` beside ``corpus.jsonl`` (only when no split is asked for).
+
+    Anything else is an InputError listing the splits there are (None when not ``required`` and the
+    folder has no qrels at all).
+    """
+    sub = os.path.join(folder, "qrels")
+    top = os.path.join(folder, "qrels.tsv")
+    if os.path.isdir(sub):
+        chosen = os.path.join(sub, f"{split or 'test'}.tsv")
+        if os.path.isfile(chosen):
+            return chosen
+        splits = sorted(name[: -len(".tsv")] for name in os.listdir(sub) if name.endswith(".tsv"))
+        raise InputError(
+            f"has no qrels/{split or 'test'}.tsv",
+            path=folder,
+            hint=f"available splits: {', '.join(splits) or 'none'}; pick one with --split (retrieve) "
+            "or pass the .tsv file itself as --gold (evaluate)",
+        )
+    if os.path.isfile(top) and split is None:
+        return top
+    if not required and not os.path.exists(top):
+        return None
+    raise InputError(
+        f"has no qrels/{split}.tsv" if split else "has no qrels/test.tsv or qrels.tsv",
+        path=folder,
+        hint="BEIR qrels live in qrels/<split>.tsv" + (" (qrels.tsv is read only when no split is asked for)"
+                                                       if os.path.isfile(top) else ""),
+    )
+
+
+def _gold_from_rows(
+    path: str, rows: Iterator[tuple[int, str, str, str]], hint: str, *, grade_field: str = "grade"
+) -> Gold:
     qids: list[str] = []
     index: dict[str, int] = {}
     jq: list[int] = []
@@ -369,10 +431,14 @@ def _gold_from_rows(path: str, rows: Iterator[tuple[int, str, str, str]], hint: 
     seen: dict[tuple[int, str], int] = {}
     for lineno, q, d, g in rows:
         try:
+            if "_" in g or not g.isascii():  # int() takes "1_0" and other scripts' digits; trec_eval does not
+                raise ValueError(g)
             grade = int(g)
+            if not -(1 << 63) <= grade < 1 << 63:
+                raise ValueError(g)
         except ValueError:
             raise InputError(
-                f"must be an integer grade; got {g!r}", path=path, line=lineno, field="grade",
+                f"must be an integer grade; got {g!r}", path=path, line=lineno, field=grade_field,
                 hint="grades are integers; 0 or negative means judged not relevant",
             ) from None
         qi = index.get(q)

@@ -10,9 +10,11 @@
 * :func:`load_gold_queries` reads the queries of a gold JSONL file (``query_id``, ``query``); the
   query's ``tags`` become :attr:`Query.metadata` (so ``tags.lang`` is the reader's locale).
 * :func:`load_beir` reads a BEIR folder: ``corpus.jsonl`` (``_id``, ``title``, ``text``),
-  ``queries.jsonl`` (``_id``, ``text``) and qrels, either ``qrels.tsv`` or ``qrels/<split>.tsv``,
-  tab-separated with a header line (``query-id  corpus-id  score``). When qrels are present only the
-  queries they judge are returned, as BEIR's own evaluation does.
+  ``queries.jsonl`` (``_id``, ``text``) and qrels, chosen and read exactly as ``rankgate evaluate
+  --gold FOLDER`` does (:func:`rankgate.data.trec.beir_qrels_file`: ``qrels/<split>.tsv``, split
+  ``test`` by default, else ``qrels.tsv`` when there is no ``qrels/``; tab-separated
+  ``query-id  corpus-id  score``, header optional). When qrels are present only the queries they
+  judge are returned, as BEIR's own evaluation does.
 
 Every problem raises :class:`~rankgate.errors.InputError` naming the file, line and field.
 """
@@ -48,7 +50,7 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     from ..data.jsonl import iter_json_lines
     from ..data.source import text_lines
 
-    if not path.is_file():
+    if not path.exists() or path.is_dir():  # a pipe is fine: text_lines reads it once, in order
         raise InputError(
             "file not found" if not path.exists() else "is not a file",
             path=str(path),
@@ -175,45 +177,23 @@ def _load_beir_queries(path: Path) -> list[Query]:
 
 
 def load_beir_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
-    """Read a BEIR qrels TSV (header line, then ``query-id  corpus-id  score``)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("file not found", path=str(path), hint="BEIR qrels live in qrels/<split>.tsv")
-    qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                continue
-            columns = line.split("\t")
-            if number == 1:
-                if columns[:2] != ["query-id", "corpus-id"]:
-                    raise InputError(
-                        f"must be the header 'query-id<TAB>corpus-id<TAB>score'; got {line[:60]!r}",
-                        path=str(path),
-                        line=1,
-                        hint="BEIR qrels start with a header line",
-                    )
-                continue
-            if len(columns) != 3:
-                raise InputError(
-                    f"must have 3 tab-separated columns (query-id, corpus-id, score); got {len(columns)}",
-                    path=str(path),
-                    line=number,
-                )
-            query_id, chunk_id, score = columns
-            try:
-                grade = int(score)
-            except ValueError:
-                raise InputError(
-                    f"must be an integer grade; got {score!r}", path=str(path), line=number, field="score"
-                ) from None
-            qrels.setdefault(query_id, {})[chunk_id] = grade
-    return qrels
+    """Read a BEIR qrels TSV (``query-id  corpus-id  score``, header optional) as
+    ``{query id: {chunk id: grade}}``. The same reader as ``rankgate evaluate --gold``
+    (:func:`rankgate.data.trec.read_beir_qrels`): a pair judged twice or a byte that is not UTF-8
+    is an InputError naming the line."""
+    from ..data.source import check_file
+    from ..data.trec import read_beir_qrels
+
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError("file not found", path=path, hint="BEIR qrels live in qrels/<split>.tsv")
+    check_file(path, "qrels")
+    return read_beir_qrels(path).judgements()
 
 
-def load_beir(folder: str | os.PathLike[str], *, split: str = "test") -> BeirCollection:
-    """Read a BEIR folder (see the module docstring); ``split`` picks ``qrels/<split>.tsv``."""
+def load_beir(folder: str | os.PathLike[str], *, split: str | None = None) -> BeirCollection:
+    """Read a BEIR folder (see the module docstring); ``split`` picks ``qrels/<split>.tsv``
+    (default: ``test``, or ``qrels.tsv`` in a folder without ``qrels/``)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(
@@ -226,19 +206,12 @@ def load_beir(folder: str | os.PathLike[str], *, split: str = "test") -> BeirCol
                 path=str(folder),
                 hint="a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv",
             )
+    from ..data.trec import beir_qrels_file
+
+    qrels_path = beir_qrels_file(str(folder), split, required=False)  # a missing split: said first
+    qrels = load_beir_qrels(qrels_path) if qrels_path is not None else {}
     chunks = load_corpus(folder / "corpus.jsonl")
     queries = _load_beir_queries(folder / "queries.jsonl")
-    qrels_path = folder / "qrels.tsv"
-    if not qrels_path.is_file():
-        qrels_path = folder / "qrels" / f"{split}.tsv"
-        if (folder / "qrels").is_dir() and not qrels_path.is_file():
-            splits = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
-            raise InputError(
-                f"has no qrels/{split}.tsv",
-                path=str(folder),
-                hint=f"available splits: {', '.join(splits) or 'none'}",
-            )
-    qrels = load_beir_qrels(qrels_path) if qrels_path.is_file() else {}
     if qrels:
         queries = [query for query in queries if query.query_id in qrels]
     if not queries:
