@@ -235,3 +235,23 @@ def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path: Path, kind: str) ->
     read = {"run": trec.read_trec_run, "qrels": trec.read_trec_qrels, "beir": trec.read_beir_qrels}[kind]
     with pytest.raises(InputError, match=r"file.txt:2: is not UTF-8 text \(byte 0xff at column"):
         read(str(path))
+
+
+@pytest.mark.skipif(__import__("rankgate._accel", fromlist=["reader"]).reader is None, reason="compiled reader not built")
+def test_the_compiled_reader_still_takes_regular_files_and_declines_the_rest(tmp_path: Path) -> None:
+    """Pipes, gzip (by content, whatever the name) and a byte-order mark go to the other readers, which
+    give the same result; a plain regular file is still read by the compiled reader."""
+    import gzip
+
+    body = b"".join(b"q%d Q0 d%d %d %d.5 t\n" % (i // 10, i, i, 100 - i) for i in range(100))
+    plain = tmp_path / "run.txt"
+    plain.write_bytes(body)
+    assert trec._mapped_lines(str(plain), 6, 4, 0) is not None
+    want = trec.read_trec_run(str(plain))
+    for name, data in [("packed", gzip.compress(body)), ("bom.txt", b"\xef\xbb\xbf" + body)]:
+        other = tmp_path / name
+        other.write_bytes(data)
+        assert trec._mapped_lines(str(other), 6, 4, 0) is None
+        got = trec.read_trec_run(str(other))
+        assert got.query_ids == want.query_ids and got.r_query.tolist() == want.r_query.tolist()
+        assert got.r_doc.to_pylist() == want.r_doc.to_pylist() and got.r_score.tolist() == want.r_score.tolist()

@@ -56,23 +56,22 @@ def load_doc_map(path: str | None) -> dict[str, str] | None:
         return None
     import json
 
-    from ..data.source import check_file, open_text
+    from ..data.source import check_file, text_lines
     from ..errors import InputError
 
     check_file(path, "doc map")
-    try:
-        with open_text(path) as fh:
-            text = fh.read()
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path=path, hint="save the file as UTF-8") from None
+    lines = list(text_lines(path))  # a byte that is not UTF-8 is an error naming its line
+    text = "".join(line for _, line in lines)
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        if not isinstance(data, dict):
+            raise InputError("must be one JSON object {chunk_id: doc_id}", path=path)
         return {str(k): str(v) for k, v in data.items()}
     out: dict[str, str] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in lines:
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.rstrip("\n").split("\t")

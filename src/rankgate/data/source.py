@@ -88,7 +88,7 @@ def gzip_error(path: str, exc: BaseException, line: int | None = None) -> InputE
     if isinstance(exc, EOFError) or "truncated" in text.lower() or "ended before" in text:
         return InputError(
             "is truncated: its gzip data ends before the end of the compressed stream", path=path, line=line,
-            hint="the file was cut short (an interrupted download or copy?): fetch or compress it again",
+            hint="the file was cut short, e.g. by an interrupted download or copy: fetch or compress it again",
         )
     return InputError(
         f"is not valid gzip data ({text or type(exc).__name__})", path=path, line=line,
@@ -98,10 +98,6 @@ def gzip_error(path: str, exc: BaseException, line: int | None = None) -> InputE
 
 class _GzipDataError(InputError):
     """Raised by the gzip layer of :func:`open_binary`; :func:`text_lines` adds the line."""
-
-    def __init__(self, path: str, exc: BaseException) -> None:
-        base = gzip_error(path, exc)
-        super().__init__(base.detail, path=path, hint=base.hint)
 
 
 class _Gunzip(io.RawIOBase):
@@ -119,7 +115,8 @@ class _Gunzip(io.RawIOBase):
         try:
             return self._gz.readinto(buffer)
         except _GZIP_ERRORS as exc:
-            raise _GzipDataError(self._path, exc) from None
+            base = gzip_error(self._path, exc)
+            raise _GzipDataError(base.detail, path=self._path, hint=base.hint) from None
 
     def close(self) -> None:
         try:
@@ -169,6 +166,11 @@ def text_lines(path: str) -> Iterator[tuple[int, str]]:
                     elif raw[:2] in _UTF16_BOMS:
                         raise InputError(
                             "is UTF-16 text, not UTF-8", path=path, line=1, hint="save the file as UTF-8"
+                        )
+                    elif raw.startswith(PARQUET_MAGIC):
+                        raise InputError(
+                            "is a Parquet file, not text", path=path, line=1,
+                            hint="name it *.parquet or pass --gold-format/--run-format parquet",
                         )
                 try:
                     line = raw.decode("utf-8")
