@@ -401,6 +401,30 @@ def test_a_bad_pipe_is_refused_naming_the_pipe(data, expect, tmp_path, capsys) -
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("rankgate-pipe-*/run-pipe"))
 
 
+def test_pipes_are_read_once_when_the_command_evaluates_twice(tmp_path, capsys) -> None:
+    """--sweep evaluates a second time and --doc-map is used by both evaluations: each pipe is still
+    read once, and the numbers equal those of regular files."""
+    gold = _write(tmp_path / "qrels.txt", QRELS)
+    run = _write(tmp_path / "run.txt", RUN)
+    doc_map = _write(tmp_path / "docs.tsv", b"".join(b"d%d\tdoc%d\n" % (i, i // 3) for i in range(2000)))
+    extra = ("--sweep", "recall,ndcg", "--level", "doc")
+    want = _metrics(gold, run, tmp_path / "a", capsys, *extra, "--doc-map", doc_map)
+    want_sweep = json.loads((tmp_path / "a" / "summary.json").read_text())["sweep"]
+    with _fifo(tmp_path / "gold-pipe", QRELS) as g, _fifo(tmp_path / "run-pipe", gzip.compress(RUN)) as r, \
+            _fifo(tmp_path / "map-pipe", doc_map.read_bytes()) as m:
+        assert _metrics(g, r, tmp_path / "b", capsys, *extra, "--doc-map", m) == want
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["sweep"] == want_sweep
+
+
+def test_an_empty_doc_map_pipe_is_refused(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "qrels.txt", QRELS)
+    run = _write(tmp_path / "run.txt", RUN)
+    out = _out(tmp_path)
+    with _fifo(tmp_path / "map-pipe", b"") as m:
+        assert_refused(_evaluate(gold, run, out, "--level", "doc", "--doc-map", m), out, names=[m], capsys=capsys,
+                       contains=["is empty"])
+
+
 def test_a_corpus_from_a_pipe_is_read(tmp_path, capsys) -> None:
     corpus = b'{"chunk_id": "a", "text": "wing lift"}\n{"chunk_id": "b", "text": "heat flow"}\n'
     gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "query": "heat", "relevant": ["b"]}\n')

@@ -62,6 +62,8 @@ def load_doc_map(path: str | None) -> dict[str, str] | None:
     check_file(path, "doc map")
     lines = list(text_lines(path))  # a byte that is not UTF-8 is an error naming its line
     text = "".join(line for _, line in lines)
+    if not text.strip():  # (a pipe, which check_file cannot size)
+        raise InputError("is empty", path=path, hint="the doc map file has no content")
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
@@ -81,6 +83,13 @@ def load_doc_map(path: str | None) -> dict[str, str] | None:
     return out
 
 
+def _doc_map_of(args: argparse.Namespace) -> dict[str, str] | None:
+    """The --doc-map file, read once per command (a pipe delivers its content once)."""
+    if getattr(args, "doc_map_data", None) is None and args.doc_map is not None:
+        args.doc_map_data = load_doc_map(args.doc_map)
+    return getattr(args, "doc_map_data", None)
+
+
 def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
     from ..engine import evaluate
 
@@ -97,7 +106,7 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
         complete=args.complete,
         level=args.level,
         doc_sep=args.doc_sep,
-        doc_map=load_doc_map(args.doc_map),
+        doc_map=_doc_map_of(args),
         dedupe=args.dedupe,
         gold_format=args.gold_format,
         run_format=args.run_format,
@@ -122,13 +131,29 @@ def _import_reporting() -> None:
     from ..report import exports, terminal  # noqa: F401
 
 
+def _read_pipes_once(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(gold, run) to evaluate: the paths, or the loaded data for a pipe when --sweep evaluates a
+    second time (a pipe delivers its content once)."""
+    gold, run = args.gold, args.run
+    if getattr(args, "sweep", None):
+        from ..data.load import load_gold, load_run
+        from ..data.source import is_pipe
+
+        if is_pipe(gold):
+            gold = load_gold(gold, format=args.gold_format)
+        if is_pipe(run):
+            run = load_run(run, format=args.run_format)
+    return gold, run
+
+
 def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
     import threading
 
     warm = threading.Thread(target=_import_reporting, daemon=True)
     warm.start()
-    result = evaluate_from_args(args, args.run)
+    gold_src, run_src = _read_pipes_once(args)
+    result = evaluate_from_args(args, run_src, gold_src)
     warm.join()
     from concurrent.futures import ThreadPoolExecutor
 
@@ -156,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep:
         from ..sweep import k_sweep
 
-        sweep = k_sweep(args.gold, args.run, args.sweep, args.ks, evaluate_kwargs=_sweep_kwargs(args))
+        sweep = k_sweep(gold_src, run_src, args.sweep, args.ks, evaluate_kwargs=_sweep_kwargs(args))
         extra["sweep"] = sweep.to_dict()
     summary = summary_dict(result, cis=cis, extra=extra)
 
@@ -200,7 +225,7 @@ def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "complete": args.complete,
         "level": args.level,
         "doc_sep": args.doc_sep,
-        "doc_map": load_doc_map(args.doc_map),
+        "doc_map": _doc_map_of(args),
         "dedupe": args.dedupe,
         "gold_format": args.gold_format,
         "run_format": args.run_format,
