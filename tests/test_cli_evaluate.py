@@ -219,7 +219,7 @@ def test_doc_level_from_cli(tmp_path, capsys):
     mapping.write_bytes(b"d1#c1\tD\xff\n")
     assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--level", "doc", "--doc-map", str(mapping),
                  "--resamples", "0"]) == 2
-    assert "map.tsv: is not UTF-8 text" in capsys.readouterr().err
+    assert "map.tsv:1: is not UTF-8 text (byte 0xff at column 8)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
