@@ -319,8 +319,7 @@ def _fifo(path: Path, data: bytes) -> Iterator[Path]:
     def write() -> None:
         try:
             with open(path, "wb") as fh:
-                for i in range(0, len(data), 4096):  # in small writes, as zcat delivers
-                    fh.write(data[i : i + 4096])
+                fh.writelines(data[i : i + 4096] for i in range(0, len(data), 4096))  # as zcat delivers
         except BrokenPipeError:  # the reader stopped early: what the test checks is its answer
             pass
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
@@ -32,7 +31,9 @@ def _detect(path: str, allowed: tuple[str, ...], what: str) -> str:
     p = path.removesuffix(".gz")
     ext = os.path.splitext(p)[1].lower()
     if os.path.isdir(path):
-        if what == "gold" and (Path(path, "qrels").is_dir() or Path(path, "qrels.tsv").exists()):
+        from .trec import has_beir_qrels
+
+        if what == "gold" and has_beir_qrels(path):
             return "beir"
         raise InputError("is a folder", path=path, hint=f"pass the {what} file itself")
     if ext in (".parquet", ".pq") or magic(path) == PARQUET_MAGIC:

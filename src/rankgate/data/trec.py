@@ -385,15 +385,14 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def beir_qrels_file(folder: str, split: str | None = None, *, required: bool = True) -> str | None:
+def beir_qrels_file(folder: str, split: str | None = None) -> str:
     """The qrels file of a BEIR folder, by one rule for every command:
 
     * ``qrels/<split>.tsv`` when the folder has a ``qrels/`` subfolder (BEIR's layout), ``split``
       being ``test`` unless another is asked for;
     * else ``qrels.tsv`` beside ``corpus.jsonl`` (only when no split is asked for).
 
-    Anything else is an InputError listing the splits there are (None when not ``required`` and the
-    folder has no qrels at all).
+    Anything else is an InputError listing the splits there are.
     """
     sub = os.path.join(folder, "qrels")
     top = os.path.join(folder, "qrels.tsv")
@@ -410,14 +409,17 @@ def beir_qrels_file(folder: str, split: str | None = None, *, required: bool = T
         )
     if os.path.isfile(top) and split is None:
         return top
-    if not required and not os.path.exists(top):
-        return None
     raise InputError(
         f"has no qrels/{split}.tsv" if split else "has no qrels/test.tsv or qrels.tsv",
         path=folder,
-        hint="BEIR qrels live in qrels/<split>.tsv" + (" (qrels.tsv is read only when no split is asked for)"
-                                                       if os.path.isfile(top) else ""),
+        hint="BEIR qrels live in qrels/<split>.tsv"
+        + (" (qrels.tsv is read only when no split is asked for)" if os.path.isfile(top) else ""),
     )
+
+
+def has_beir_qrels(folder: str) -> bool:
+    """Whether a folder holds qrels at all (``qrels/`` or ``qrels.tsv``)."""
+    return os.path.isdir(os.path.join(folder, "qrels")) or os.path.exists(os.path.join(folder, "qrels.tsv"))
 
 
 def _gold_from_rows(

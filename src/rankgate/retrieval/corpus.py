@@ -206,10 +206,11 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None) -> Be
                 path=str(folder),
                 hint="a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv",
             )
-    from ..data.trec import beir_qrels_file
+    from ..data.trec import beir_qrels_file, has_beir_qrels
 
-    qrels_path = beir_qrels_file(str(folder), split, required=False)  # a missing split: said first
-    qrels = load_beir_qrels(qrels_path) if qrels_path is not None else {}
+    qrels: dict[str, dict[str, int]] = {}
+    if has_beir_qrels(str(folder)) or split is not None:  # a missing split is said before the corpus is read
+        qrels = load_beir_qrels(beir_qrels_file(str(folder), split))
     chunks = load_corpus(folder / "corpus.jsonl")
     queries = _load_beir_queries(folder / "queries.jsonl")
     if qrels:
