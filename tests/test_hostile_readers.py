@@ -202,6 +202,13 @@ def test_truncated_parquet_is_refused(cut, tmp_path, capsys) -> None:
                    contains=["Parquet"])
 
 
+def test_gzip_compressed_parquet_is_named_as_such(tmp_path, capsys) -> None:
+    bad = _write(tmp_path / "run.parquet.gz", gzip.compress(_run_parquet(tmp_path / "run.parquet").read_bytes()))
+    gold = _write(tmp_path / "qrels.txt", QRELS)
+    assert_refused(_evaluate(gold, bad, _out(tmp_path)), _out_dir(tmp_path), names=[bad], capsys=capsys,
+                   contains=["is gzip-compressed Parquet", "gunzip"])
+
+
 def test_parquet_binary_ids_in_utf8_are_read_as_text(tmp_path, capsys) -> None:
     gold = _write(tmp_path / "qrels.txt", b"q1 0 d1 1\nq1 0 d2 1\n")
     text = _parquet(tmp_path / "text.parquet", {"query_id": ["q1", "q1"], "chunk_id": ["d1", "x"], "score": [2.0, 1.0]})
@@ -422,6 +429,17 @@ def test_an_empty_doc_map_pipe_is_refused(tmp_path, capsys) -> None:
     with _fifo(tmp_path / "map-pipe", b"") as m:
         assert_refused(_evaluate(gold, run, out, "--level", "doc", "--doc-map", m), out, names=[m], capsys=capsys,
                        contains=["is empty"])
+
+
+def test_a_pipe_with_no_room_for_its_copy_is_refused(tmp_path, capsys, monkeypatch) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
+    gold = _write(tmp_path / "qrels.txt", QRELS)
+    out = _out(tmp_path)
+    with _fifo(tmp_path / "run-pipe", RUN) as pipe:
+        assert_refused(_evaluate(gold, pipe, out), out, names=[pipe], capsys=capsys,
+                       contains=["cannot be copied to a temporary file", "TMPDIR"])
 
 
 def test_a_corpus_from_a_pipe_is_read(tmp_path, capsys) -> None:

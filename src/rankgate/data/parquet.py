@@ -39,9 +39,16 @@ def _read(path: str) -> pa.Table:
         text = q is not None and (pa.types.is_string(schema.field(q).type) or pa.types.is_large_string(schema.field(q).type))
         return pq.ParquetFile(path, memory_map=True, read_dictionary=[q] if text else None).read()
     except (pa.ArrowException, OSError) as exc:
+        from .source import is_gzip
+
+        if is_gzip(path):
+            raise InputError(
+                "is gzip-compressed Parquet", path=path,
+                hint="Parquet compresses its own columns: decompress the file (gunzip) and pass the .parquet",
+            ) from None
         raise InputError(
             f"is not a readable Parquet file: {exc}", path=path,
-            hint="write it again with a Parquet writer (is it truncated, or another format named .parquet?)",
+            hint="write it again with a Parquet writer; is it truncated, or another format named .parquet?",
         ) from None
 
 

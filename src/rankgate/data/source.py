@@ -218,20 +218,27 @@ def local_copy(path: str, what: str) -> Iterator[str]:
     if not is_pipe(path):
         yield path
         return
-    folder = tempfile.mkdtemp(prefix="rankgate-pipe-")
+    try:
+        folder = tempfile.mkdtemp(prefix="rankgate-pipe-")
+    except OSError as exc:
+        raise _no_room(path, exc) from None
     try:
         name = os.path.basename(path) or what
         copy = os.path.join(folder, name)
         try:
-            with open(path, "rb") as src:
+            src = open(path, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise InputError(f"cannot be opened: {exc.strerror or exc}", path=path) from None
+        with src:
+            try:
                 head = src.read(1 << 16)
                 if head[:2] == GZIP_MAGIC and not name.endswith(".gz"):
                     copy += ".gz"
                 with open(copy, "wb") as dst:
                     dst.write(head)
                     shutil.copyfileobj(src, dst, 1 << 20)
-        except OSError as exc:
-            raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from None
+            except OSError as exc:
+                raise _no_room(path, exc) from None
         try:
             check_file(copy, what)
             yield copy
@@ -239,6 +246,13 @@ def local_copy(path: str, what: str) -> Iterator[str]:
             raise relabel(exc, copy, path) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _no_room(path: str, exc: OSError) -> InputError:
+    return InputError(
+        f"cannot be copied to a temporary file in {tempfile.gettempdir()}: {exc.strerror or exc}",
+        path=path, hint="a pipe is read through a temporary copy: set TMPDIR to a writable folder with room",
+    )
 
 
 def relabel(exc: InputError, old: str, new: str) -> InputError:
