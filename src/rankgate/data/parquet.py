@@ -152,7 +152,7 @@ def _row_group(path: str, row: int) -> int | None:
 
 def _where(path: str, row: int) -> str:
     group = _row_group(path, row)
-    return f"row {row + 1}" + (f" (row group {group})" if group is not None else "")
+    return f"row {row + 1}" + (f" (row group {group}, counted from 0)" if group is not None else "")
 
 
 def _bad_utf8(col: pa.Array, name: str, path: str) -> InputError:
