@@ -139,7 +139,7 @@ _PARQUET_RUNS: dict[str, tuple[Callable[[], dict], list[str]]] = {
                         ["field 'chunk_id'", "double"]),
     "binary-chunk-ids-not-utf8": (lambda: {"query_id": ["q1"] * 3, "chunk_id": pa.array([b"d1", b"d2", b"d\xff3"]),
                                            "score": [3.0, 2.0, 1.0]},
-                                  ["field 'chunk_id'", "row 3 (row group 1)", "0xff"]),
+                                  ["field 'chunk_id'", "row 3 (row group 1, counted from 0)", "0xff"]),
     "binary-query-ids-not-utf8": (lambda: {"query_id": pa.array([b"q1", b"q\xc3"]), "chunk_id": ["d1", "d2"],
                                            "score": [1.0, 0.5]},
                                   ["field 'query_id'", "row 2", "0xc3"]),
