@@ -21,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankgate.cli import main
 
@@ -530,3 +532,41 @@ def test_a_missing_split_is_refused_naming_the_splits_there_are(tmp_path, capsys
                        contains=["has no qrels/test.tsv", "available splits: dev, train"])
     assert_refused(["retrieve", "--beir", folder, "--split", "validation", "-o", out / "r.jsonl"], out,
                    names=[folder], capsys=capsys, contains=["has no qrels/validation.tsv"])
+
+
+# ------------------------------------------------------------------------ text_lines as a property
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.lists(st.sampled_from([b"a", b"q1 ", b"\n", b"\r\n", b"\r", b"\xc3\xa9", b"\xff", b"\xe2\x80\xa8",
+                                      b"\xef\xbb\xbf", b"\xc3", b"\t"]), max_size=30).map(b"".join),
+       packed=st.booleans())
+def test_text_lines_splits_at_newlines_and_names_the_first_bad_line(tmp_path_factory, data, packed) -> None:
+    """Lines end at \\n only (\\r\\n given as \\n); a leading BOM is dropped; the first line that is not
+    UTF-8 is named with the byte, whether or not the file is gzip, and no line after it is given."""
+    from rankgate.data.source import text_lines
+    from rankgate.errors import InputError
+
+    path = tmp_path_factory.getbasetemp() / "text-lines-property"
+    path.write_bytes(gzip.compress(data) if packed else data)
+    body = data[3:] if data.startswith(_BOM) else data
+    want: list[tuple[int, str]] = []
+    bad = None
+    pieces = body.split(b"\n")
+    for number, raw in enumerate(pieces, start=1):
+        last = number == len(pieces)
+        if last and raw == b"":
+            break  # nothing after the last newline
+        try:
+            text = raw.decode("utf-8") + ("" if last else "\n")
+        except UnicodeDecodeError as exc:
+            bad = (number, raw[exc.start])
+            break
+        want.append((number, text[:-2] + "\n" if text.endswith("\r\n") else text))
+    got: list[tuple[int, str]] = []
+    if bad is None:
+        got = list(text_lines(str(path)))
+        assert got == want
+    else:
+        with pytest.raises(InputError) as info:
+            got.extend(text_lines(str(path)))
+        assert got == want and info.value.line == bad[0] and f"byte {bad[1]:#04x}" in str(info.value)

@@ -163,6 +163,8 @@ def text_lines(path: str) -> Iterator[tuple[int, str]]:
                 if lineno == 1:
                     if raw.startswith(UTF8_BOM):
                         raw = raw[3:]
+                        if not raw:  # the file is a byte-order mark and nothing else
+                            return
                     elif raw[:2] in _UTF16_BOMS:
                         raise InputError(
                             "is UTF-16 text, not UTF-8", path=path, line=1, hint="save the file as UTF-8"
