@@ -119,8 +119,8 @@ def test_gzip_is_recognised_by_content_not_name(tmp_path, capsys) -> None:
 # ------------------------------------------------------------------------------------------ Parquet
 
 
-def _parquet(path: Path, columns: dict[str, pa.Array | list], row_group_size: int | None = None) -> Path:
-    pq.write_table(pa.table(columns), path, row_group_size=row_group_size)
+def _parquet(path: Path, columns: dict[str, pa.Array | list] | pa.Table, row_group_size: int | None = None) -> Path:
+    pq.write_table(columns if isinstance(columns, pa.Table) else pa.table(columns), path, row_group_size=row_group_size)
     return path
 
 
@@ -154,6 +154,17 @@ _PARQUET_RUNS: dict[str, tuple[Callable[[], dict], list[str]]] = {
     "text-not-utf8": (lambda: {"query_id": ["q1"], "chunk_id": ["d1"], "score": [1.0],
                                "text": _bad_utf8_strings([b"caf\xe9"])},
                       ["field 'text'", "row 1", "0xe9"]),
+    "null-query-ids": (lambda: {"query_id": pa.array([None], pa.null()), "chunk_id": ["d1"], "score": [1.0]},
+                       ["field 'query_id'", "null"]),
+    "date-chunk-ids": (lambda: {"query_id": ["q1"], "chunk_id": pa.array([1], pa.date32()), "score": [1.0]},
+                       ["field 'chunk_id'", "date32"]),
+    "nan-score": (lambda: {"query_id": ["q1"] * 3, "chunk_id": ["d1", "d2", "d3"], "score": [1.0, 0.5, float("nan")]},
+                  ["field 'score' holds NaN in row 3"]),
+    "two-chunk-id-columns": (lambda: pa.Table.from_arrays([pa.array(["q1"]), pa.array(["d1"]), pa.array(["d2"]),
+                                                           pa.array([1.0])], names=["query_id", "chunk_id", "chunk_id",
+                                                                                    "score"]),
+                             ["has 2 columns named 'chunk_id'"]),
+    "no-columns": (dict, ["has no query id column; columns: (none)"]),
     "no-score-or-rank": (lambda: {"query_id": ["q1"], "chunk_id": ["d1"]}, ["neither a score nor a rank"]),
     "score-as-text": (lambda: {"query_id": ["q1"], "chunk_id": ["d1"], "score": ["high"]}, ["field 'score'"]),
 }

@@ -93,11 +93,20 @@ def _text_dictionary(chunk: pa.DictionaryArray, column: pa.ChunkedArray, name: s
     return pa.DictionaryArray.from_arrays(chunk.indices, values)
 
 
+def _check_names(table: pa.Table, path: str) -> None:
+    """Refuse a column name that a reader uses and the file holds twice (pyarrow could not pick one)."""
+    names = table.column_names
+    for name in (*QUERY, *ITEM, *GRADE, "rank", "doc_version", "text"):
+        if names.count(name) > 1:
+            raise InputError(f"has {names.count(name)} columns named {name!r}", path=path, field=name,
+                             hint="keep one column of each name")
+
+
 def _required(table: pa.Table, names: tuple[str, ...], path: str, what: str) -> str:
     found = _optional(table, names)
     if found is None:
         raise InputError(
-            f"has no {what} column; columns: {', '.join(table.column_names)}",
+            f"has no {what} column; columns: {', '.join(table.column_names) or '(none)'}",
             path=path,
             field=names[0],
             hint=f"name it one of: {', '.join(names)}",
@@ -203,6 +212,7 @@ def _check_utf8(col: pa.Array | pa.ChunkedArray, name: str, path: str) -> None:
 
 def read_parquet_gold(path: str) -> Gold:
     t = _read(path)
+    _check_names(t, path)
     q, d, g = _required(t, QUERY, path, "query id"), _required(t, ITEM, path, "item id"), _required(t, GRADE, path, "grade")
     if t.num_rows == 0:
         raise InputError("has no rows", path=path)
@@ -220,6 +230,7 @@ def read_parquet_gold(path: str) -> Gold:
 
 def read_parquet_run(path: str) -> Run:
     t = _read(path)
+    _check_names(t, path)
     q, d = _required(t, QUERY, path, "query id"), _required(t, ITEM, path, "item id")
     s, r = _optional(t, ("score",)), _optional(t, ("rank",))
     if s is None and r is None:
@@ -239,7 +250,8 @@ def read_parquet_run(path: str) -> Run:
         raise InputError(f"must hold numbers with no gaps; has type {col.type}", path=path, field=key)
     values = np_of(col, np.float64)
     if np.isnan(values).any():
-        raise InputError("holds NaN", path=path, field=key)
+        row = int(np.flatnonzero(np.isnan(values))[0])
+        raise InputError(f"holds NaN in {_where(path, row)}", path=path, field=key)
     if s is not None:
         run.r_score = values
     else:
