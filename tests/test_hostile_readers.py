@@ -543,6 +543,10 @@ def test_a_missing_split_is_refused_naming_the_splits_there_are(tmp_path, capsys
                        contains=["has no qrels/test.tsv", "available splits: dev, train"])
     assert_refused(["retrieve", "--beir", folder, "--split", "validation", "-o", out / "r.jsonl"], out,
                    names=[folder], capsys=capsys, contains=["has no qrels/validation.tsv"])
+    (tmp_path / "top").mkdir()
+    only_top = _beir_folder(tmp_path / "top", None, top_tsv=b"q1\td1\t1\n")
+    assert_refused(["retrieve", "--beir", only_top, "--split", "dev", "-o", out / "r.jsonl"], out, names=[only_top],
+                   capsys=capsys, contains=["has no qrels/dev.tsv", "qrels.tsv is read only when no split is asked for"])
 
 
 # ------------------------------------------------------------------------ text_lines as a property

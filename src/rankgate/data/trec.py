@@ -413,7 +413,7 @@ def beir_qrels_file(folder: str, split: str | None = None) -> str:
         f"has no qrels/{split}.tsv" if split else "has no qrels/test.tsv or qrels.tsv",
         path=folder,
         hint="BEIR qrels live in qrels/<split>.tsv"
-        + (" (qrels.tsv is read only when no split is asked for)" if os.path.isfile(top) else ""),
+        + ("; qrels.tsv is read only when no split is asked for" if os.path.isfile(top) else ""),
     )
 
 
