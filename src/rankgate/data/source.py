@@ -20,9 +20,7 @@ import gzip
 import hashlib
 import io
 import os
-import shutil
 import stat
-import tempfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -220,6 +218,9 @@ def local_copy(path: str, what: str) -> Iterator[str]:
     if not is_pipe(path):
         yield path
         return
+    import shutil
+    import tempfile
+
     try:
         folder = tempfile.mkdtemp(prefix="rankgate-pipe-")
     except OSError as exc:
@@ -251,6 +252,8 @@ def local_copy(path: str, what: str) -> Iterator[str]:
 
 
 def _no_room(path: str, exc: OSError) -> InputError:
+    import tempfile
+
     return InputError(
         f"cannot be copied to a temporary file in {tempfile.gettempdir()}: {exc.strerror or exc}",
         path=path, hint="a pipe is read through a temporary copy: set TMPDIR to a writable folder with room",
