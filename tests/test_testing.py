@@ -47,3 +47,21 @@ def test_expectations_are_validated():
         parse_expectation("recal@5 >= 0.8")
     with pytest.raises(UsageError, match="at least one expectation"):
         assert_retrieval(GOLD, BASE)
+
+
+def test_a_failure_in_pytest_shows_the_message_not_the_helpers_source(tmp_path):
+    """pytest prints the test's own line and the message; the helper's source stays hidden."""
+    import subprocess
+    import sys
+
+    (tmp_path / "test_user.py").write_text(
+        "from rankgate.testing import assert_retrieval\n\n"
+        "def test_retriever():\n"
+        f"    assert_retrieval({GOLD!r}, {CAND!r}, 'recall@5 >= 0.85', n_resamples=50)\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_user.py")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    text = out.stdout
+    assert out.returncode == 1, text
+    assert "rankgate: 1 of 1 retrieval expectations failed" in text
+    assert "def assert_retrieval" not in text and "metric_cis(" not in text
+    assert len(text.splitlines()) < 35, text

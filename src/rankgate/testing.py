@@ -79,6 +79,7 @@ def assert_retrieval(
 
     Returns the :class:`EvaluationResult`, for further checks.
     """
+    __tracebackhide__ = True  # pytest: show the test's line and the message, not this function's source
     if not expectations:
         raise UsageError("assert_retrieval needs at least one expectation, e.g. 'recall@5 >= 0.85'")
     if on not in ("mean", "ci_lower", "ci_upper"):
