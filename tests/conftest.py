@@ -1,23 +1,56 @@
-"""Shared test helpers. Conformance data is read from ../shared (beside the checkout), never copied."""
+"""Shared test helpers. Conformance data is read from ../shared (beside the checkout, or wherever
+``RANKGATE_SHARED`` points), never copied.
+
+Tests that cannot run here skip, and the end of the run says so in one line per kind (the conformance
+suite without the shared data, the browser tests without Chromium), so a green run without them is
+never mistaken for a full one.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+SHARED = Path(os.environ.get("RANKGATE_SHARED") or ROOT.parent / "shared")
 FIXTURES = SHARED / "fixtures"
+
+# Markers in skip reasons: the end-of-run summary counts the skips by these.
+NO_SHARED = "shared conformance data not present"
+NO_BROWSER = "browser tests need Chromium and playwright"
 
 
 def shared_path(*parts: str) -> Path:
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"{path} not present: the shared conformance data sits beside the checkout in CI")
+        pytest.skip(f"{NO_SHARED}: {path} (it sits beside the checkout in CI)")
     return path
 
 
 @pytest.fixture
 def fixtures() -> Path:
     return shared_path("fixtures")
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr or "")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001 (pytest's signature)
+    skipped = [_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])]
+    shared = sum(1 for reason in skipped if NO_SHARED in reason)
+    browser = sum(1 for reason in skipped if NO_BROWSER in reason)
+    if shared:
+        terminalreporter.write_line(
+            f"rankgate: the conformance suite did not run ({shared} tests skipped): no shared data at {SHARED}. "
+            "To run it, put the shared conformance data there or set RANKGATE_SHARED=/path/to/shared.", yellow=True)
+    if browser:
+        terminalreporter.write_line(
+            f"rankgate: the HTML report's browser tests did not run ({browser} tests skipped): "
+            "apt-get install -y chromium && pip install playwright (or set RANKGATE_CHROMIUM=/path/to/chromium); "
+            "see docs/report.md, 'CI setup'.", yellow=True)

@@ -14,6 +14,8 @@ import pytest
 
 from rankgate.report.html import write_report
 
+from .conftest import NO_BROWSER
+
 DATA = Path(__file__).parent / "data" / "report"
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -25,7 +27,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 def _unavailable(why: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{why}: the browser tests must run in CI (see docs/report.md, 'CI setup')", pytrace=False)
-    pytest.skip(f"{why}; install it to run the browser tests (docs/report.md, 'CI setup')")
+    pytest.skip(f"{NO_BROWSER}: {why}; install it to run them (docs/report.md, 'CI setup')")
 
 
 @pytest.fixture(scope="module")
