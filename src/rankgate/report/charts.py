@@ -3,6 +3,10 @@
 matplotlib is imported here only, when a chart is drawn, so ``import rankgate`` and the CLI's start stay
 fast. Output is deterministic: a fixed hash salt for SVG ids and no date in the metadata, so the same
 numbers give byte-identical SVG.
+
+Every label is plain text: math text is off (a segment value or a file name holding ``$`` would
+otherwise be parsed as TeX, and fail to parse), line breaks and other control characters become spaces,
+and the SVG writer escapes ``<`` and ``&``.
 """
 
 from __future__ import annotations
@@ -45,7 +49,21 @@ _RC = {
     "legend.frameon": False,
     "legend.fontsize": 9,
     "axes.axisbelow": True,
+    "text.parse_math": False,  # user text ($, \\, ^, _) is shown as typed, never parsed as TeX
+    "text.usetex": False,
 }
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def plain(label: object) -> str:
+    """A label as one line of plain text: control characters and line breaks become a space."""
+    return _CONTROL.sub(" ", str(label))
+
+
+def _legend(label: object) -> str:
+    """A legend entry: matplotlib hides labels that start with ``_``, so those get a zero-width space first."""
+    text = plain(label)
+    return "\u200b" + text if text.startswith("_") else text
 
 
 def _figure(width: float, height: float):
@@ -64,7 +82,9 @@ def _svg(fig: Any, label: str) -> str:
     text = text[text.index("<svg"):]  # drop the XML declaration and doctype: the SVG sits inside HTML
     # Scale with the page: keep the viewBox, let CSS set the size.
     text = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r'<svg\1', text, count=1)
-    return text.replace("<svg", f'<svg role="img" aria-label="{label}" class="chart"', 1)
+    from html import escape
+
+    return text.replace("<svg", f'<svg role="img" aria-label="{escape(plain(label), quote=True)}" class="chart"', 1)
 
 
 def _pct_axis(ax: Any) -> None:
@@ -91,8 +111,8 @@ def sweep_svg(curves: Sequence[Curve], baseline: Sequence[Curve] = (), *, run_la
                                 label=f"{confidence:.0%} CI")
             b = base.get(c.metric)
             if b is not None:
-                ax.plot(list(b.ks), b.means, color=GREY, linestyle="--", linewidth=1.6, label=baseline_label)
-            ax.plot(ks, c.means, color=BLUE, linewidth=2, marker="o", markersize=2.8, label=run_label)
+                ax.plot(list(b.ks), b.means, color=GREY, linestyle="--", linewidth=1.6, label=_legend(baseline_label))
+            ax.plot(ks, c.means, color=BLUE, linewidth=2, marker="o", markersize=2.8, label=_legend(run_label))
             if c.knee is not None:
                 y = c.means[ks.index(c.knee)]
                 ax.axvline(c.knee, color=AMBER, linestyle=":", linewidth=1.2)
@@ -109,7 +129,7 @@ def sweep_svg(curves: Sequence[Curve], baseline: Sequence[Curve] = (), *, run_la
             if c.metric.startswith("recall"):
                 _pct_axis(ax)
             ax.set_xlabel("k (log scale)")
-            ax.set_title(f"{c.metric}@k")
+            ax.set_title(plain(f"{c.metric}@k"))
             ax.legend(loc="lower right")
         return _svg(fig, "k-sweep of " + " and ".join(f"{c.metric}@k" for c in curves))
 
@@ -127,9 +147,9 @@ def rank_histogram_svg(hist: Sequence[tuple[str, int]], baseline: Sequence[tuple
         colors = [RED if lab == "not found" else BLUE for lab in labels]
         width = 0.4 if baseline else 0.7
         shift = width / 2 if baseline else 0.0
-        bars = ax.bar([i + shift for i in x], [h[1] for h in hist], width=width, color=colors, label=run_label)
+        bars = ax.bar([i + shift for i in x], [h[1] for h in hist], width=width, color=colors, label=_legend(run_label))
         if baseline:
-            ax.bar([i - shift for i in x], [h[1] for h in baseline], width=width, color=GREY, label=baseline_label)
+            ax.bar([i - shift for i in x], [h[1] for h in baseline], width=width, color=GREY, label=_legend(baseline_label))
             ax.legend(loc="upper right")
         ax.bar_label(bars, fontsize=8, color=MUTED, padding=2)
         ax.set_xticks(x, labels)
@@ -158,7 +178,7 @@ def segment_svg(rows: Sequence[tuple[str, float, float, float, int]], *, metric:
         ax.axvline(overall, color=INK, linestyle="--", linewidth=1)
         if floor is not None:
             ax.axvline(floor, color=RED, linestyle=":", linewidth=1.2)
-        ax.set_yticks(y, [f"{r[0]}  (n={r[4]})" for r in rows])
+        ax.set_yticks(y, [plain(f"{r[0]}  (n={r[4]})") for r in rows])
         ax.set_ylim(-0.7, len(rows) - 0.3)
         lows = [v for r in rows for v in (r[1], r[2]) if not math.isnan(v)] + [overall] + ([floor] if floor is not None else [])
         top = 1.0 if _share(metric) else max(max(v for r in rows for v in (r[1], r[3]) if not math.isnan(v)), overall) * 1.05
@@ -169,8 +189,8 @@ def segment_svg(rows: Sequence[tuple[str, float, float, float, int]], *, metric:
             ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.grid(axis="y", visible=False)
         shown = f"{overall:.1%}" if _share(metric) else f"{overall:.3f}"
-        ax.set_title(f"{metric} by segment: dot = mean, bar = {confidence:.0%} CI, dashed = all queries ({shown})"
-                     + (", dotted red = gate floor" if floor is not None else ""), fontsize=10, fontweight="normal")
+        ax.set_title(plain(f"{metric} by segment: dot = mean, bar = {confidence:.0%} CI, dashed = all queries ({shown})"
+                     + (", dotted red = gate floor" if floor is not None else "")), fontsize=10, fontweight="normal")
         return _svg(fig, f"{metric} by segment with confidence intervals")
 
 
