@@ -19,7 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "parse_texts", "keep_texts"]
+
+# The report lists the top 10 of each missed query with its text, and containment@k and
+# coverage_entities@k read the text of the top k; 10 covers both at the usual cut-offs.
+DEFAULT_TEXTS = 10
 
 _DESCRIPTION = """\
 Index a corpus with a retriever, run the queries, and write a run JSONL file that
@@ -71,6 +75,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="run JSONL to write")
     parser.add_argument("--k", type=int, default=100, metavar="N", help="hits kept per query (default: 100)")
     parser.add_argument(
+        "--texts",
+        default=f"top-{DEFAULT_TEXTS}",
+        metavar="none|top-N|all",
+        help=f"which hits keep their chunk text in the run: none, the first N of each query, or all "
+        f"(default: top-{DEFAULT_TEXTS}, what the report's top misses show and containment@k up to "
+        f"k = {DEFAULT_TEXTS} read; ids, scores and versions are always written)",
+    )
+    parser.add_argument(
         "--no-latency",
         action="store_true",
         help="leave latency out of the run, so the same inputs give a byte-identical file",
@@ -98,6 +110,36 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+def parse_texts(value: str) -> int | None:
+    """``--texts``: ``none`` -> 0, ``top-N`` (or ``N``) -> N, ``all`` -> None (no limit)."""
+    from rankgate.errors import UsageError
+
+    text = str(value).strip().lower()
+    if text == "all":
+        return None
+    if text == "none":
+        return 0
+    number = text.removeprefix("top-")
+    if number.isdigit() and int(number) >= 1:
+        return int(number)
+    raise UsageError(f"--texts must be none, all or top-N with N >= 1 (e.g. top-10); got {value!r}")
+
+
+def keep_texts(records: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """Drop ``text`` from every hit past the first ``limit`` of each query (None: keep all)."""
+    if limit is None:
+        return records
+    out = []
+    for record in records:
+        hits = record.get("topk")
+        if isinstance(hits, list) and any(isinstance(h, dict) and "text" in h for h in hits[limit:]):
+            hits = [h if i < limit or not isinstance(h, dict) else {k: v for k, v in h.items() if k != "text"}
+                    for i, h in enumerate(hits)]
+            record = {**record, "topk": hits}
+        out.append(record)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Do the work of ``rankgate retrieve``; return the exit code (0 ok, 2 bad input or usage)."""
     from rankgate.errors import RankgateError, UsageError
@@ -106,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         from rankgate.retrieval import load_beir, load_corpus, load_gold_queries, retrieve, write_run
 
         options = _parse_options(list(args.option or []))
+        texts = parse_texts(args.texts)
         if args.k < 1:
             raise UsageError(f"--k must be at least 1; got {args.k}")
         if args.beir is not None:
@@ -124,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             chunks, queries, args.retriever, k=args.k, options=options, latency=not args.no_latency
         )
         elapsed = time.perf_counter() - start
-        path = write_run(records, args.output)
+        path = write_run(keep_texts(records, texts), args.output)
     except RankgateError as error:
         print(f"rankgate retrieve: error: {error}", file=sys.stderr)
         return 2
