@@ -92,9 +92,13 @@ def evaluate(
         g = gold_future.result()  # a gold error is reported first, as if read first
         if run_error is not None:
             raise run_error
-        for name, src in (("gold", gold), ("run", run)):
-            if isinstance(src, (str, os.PathLike)) and os.path.isfile(src):
-                hashes[name] = pool.submit(sha256_file, os.fspath(src))
+        # The files actually read: a BEIR folder given as the gold set is hashed as its qrels file.
+        from .data.inputs import gold_files
+
+        run_files = [os.fspath(run)] if isinstance(run, (str, os.PathLike)) and os.path.isfile(run) else []
+        for name, files in (("gold", gold_files(gold)), ("run", run_files)):
+            if files:
+                hashes[name] = pool.submit(sha256_file, files[0])
 
         doc_of = _doc_mapper(doc_sep, doc_map)
         if level == "doc":

@@ -74,8 +74,18 @@ def _sha(source: Any) -> str | None:
     return sha256_file(os.fspath(source)) if isinstance(source, (str, os.PathLike)) and os.path.isfile(source) else None
 
 
-def _label(source: Any, loaded: Run) -> str:
-    return os.path.basename(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else loaded.source
+def _path(source: Any, loaded: Run | None = None) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return loaded.source if loaded is not None else str(getattr(source, "source", ""))
+
+
+def _label(source: Any, loaded: Run, *others: str) -> str:
+    """How the report names a run: its file name, or its whole path when another run shares the file name
+    (``others``: the paths of the other runs). One rule for legends, tables, the gate and the title."""
+    path = _path(source, loaded)
+    name = os.path.basename(path) or path
+    return path if any(os.path.basename(o) == name and o != path for o in others) else name
 
 
 def _fact(value: Any) -> str:
@@ -191,7 +201,15 @@ def build_report(
 
     g = load_gold(gold, format=gold_format)
     r = load_run(run, format=run_format)
-    inputs = [("gold", g.source, _sha(gold)), ("run", r.source, _sha(run))]
+    from ..data.inputs import beir_folder, beir_query_texts, gold_files
+
+    read = gold_files(gold)
+    inputs = [("gold", g.source, sha256_file(read[0]) if read else None), ("run", r.source, _sha(run))]
+    query_texts: dict[str, str] = {}
+    folder = beir_folder(gold) if "query" not in g.fields else None
+    if folder is not None:  # BEIR: the query text lives beside the qrels
+        qpath, query_texts = beir_query_texts(folder)
+        inputs.insert(1, ("gold queries", qpath, sha256_file(qpath)))
     lists = dt.RankedLists(r)
     depth = lists.depth
     ks = sweep_ks(depth)
@@ -209,7 +227,7 @@ def build_report(
     fe = str(next((m for m in result.metric_names if m.startswith("false_evidence")), "")) or ""
     cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=panel)
     doc_of = _doc_mapper(doc_sep, dict(doc_map) if doc_map else None)
-    gidx = dt.GoldIndex(g, level, doc_of)
+    gidx = dt.GoldIndex(g, level, doc_of, query_texts)
 
     fields = _auto_fields(result) if by is None else None
     if by is not None:
@@ -227,6 +245,7 @@ def build_report(
     # Baseline: same metrics, paired comparison, its curves.
     base_result = base_summary = cmp = None
     base_label = None
+    run_label = _label(run, r, *(_path(x) for x in (baseline, lexical) if x is not None))
     if baseline is not None:
         from ..baseline import BaselineSummary, is_summary_file, load_baseline_summary
 
@@ -236,13 +255,13 @@ def build_report(
         else:
             br = load_run(baseline, format=run_format)
             inputs.append(("baseline", br.source, _sha(baseline)))
-            base_label = _label(baseline, br)
+            base_label = _label(baseline, br, _path(run, r))
             base_result = evaluator(g, br, _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *gated]), level)
             from ..compare import compare
 
             cmp = compare(base_result, result, metrics=[*panel, *[m for m in seg_metrics if m not in panel]],
                           by=fields or (), seed=seed, n_resamples=n_resamples, confidence=confidence,
-                          baseline_label=base_label, candidate_label=_label(run, r))
+                          baseline_label=base_label, candidate_label=run_label)
 
     rows = []
     for m in panel:
@@ -268,7 +287,7 @@ def build_report(
     if lexical is not None:
         lr = load_run(lexical, format=run_format)
         inputs.append(("lexical baseline", lr.source, _sha(lexical)))
-        lex_label = _label(lexical, lr)
+        lex_label = _label(lexical, lr, _path(run, r), *([_path(baseline, br)] if base_result is not None else []))
         lres = evaluator(g, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), level)
         lex = (lres, dt.RankedLists(lr))
         lexical_panel = tuple((m, lres.summary(m).mean) for m in lres.metric_names)
@@ -304,7 +323,7 @@ def build_report(
         from ..gates import decide
 
         outcome = decide(cfg, result, base_result if base_result is not None else base_summary,
-                         baseline_label=base_label, candidate_label=_label(run, r))
+                         baseline_label=base_label, candidate_label=run_label)
     floors = {}
     if cfg is not None:
         for gt in cfg.gates:
@@ -323,7 +342,7 @@ def build_report(
         "duplicates_dropped": int(result.info.get("duplicates_dropped") or 0),
     }
     report = Report(
-        title=title or f"Retrieval report: {_label(run, r)}",
+        title=title or f"Retrieval report: {run_label}",
         version=__version__,
         generated_at=generated_at,
         inputs=tuple(inputs),
@@ -336,6 +355,7 @@ def build_report(
         confidence=confidence,
         panel=tuple(rows),
         latency=_latency(result, base_result),
+        run_label=run_label,
         baseline_label=base_label,
         lexical_label=lex_label,
         lexical_panel=lexical_panel,

@@ -34,8 +34,10 @@ def snippet(text: str | None, words: int = SNIPPET_WORDS) -> str | None:
 class GoldIndex:
     """Judgements per query, with grades looked up at the level evaluated (chunk or document)."""
 
-    def __init__(self, gold: Gold, level: str, doc_of: Callable[[str], str]) -> None:
+    def __init__(self, gold: Gold, level: str, doc_of: Callable[[str], str],
+                 query_texts: Mapping[str, str] | None = None) -> None:
         self.gold = gold
+        self.query_texts = query_texts or {}  # e.g. a BEIR folder's queries.jsonl, when the gold has no text
         self.level = level
         self.doc_of = doc_of
         self.index = {q: i for i, q in enumerate(gold.query_ids)}
@@ -47,7 +49,10 @@ class GoldIndex:
 
     def field(self, name: str, qid: str) -> Any:
         col = self.gold.fields.get(name)
-        return None if col is None else col[self.index[qid]]
+        value = None if col is None else col[self.index[qid]]
+        if value is None and name == "query":
+            return self.query_texts.get(qid)
+        return value
 
     def grades(self, qid: str) -> dict[str, int]:
         """Id -> grade of one query, keyed at the evaluated level (a document keeps its best chunk's grade)."""

@@ -166,7 +166,7 @@ def _panel(rep: Report) -> str:
 
 
 def _sweep(rep: Report) -> str:
-    label = rep.inputs[1][1].rsplit("/", 1)[-1]
+    label = rep.run_label
     out = ['<section id="sweep"><h2>k-sweep</h2>',
            ('<p class="lead">How recall and nDCG grow with the number of chunks k. The knee is where each extra chunk '
             "starts to add less than the average over k = 1…20: past it, a larger k buys little.</p>"),

@@ -158,6 +158,7 @@ class Report:
     confidence: float
     panel: tuple[PanelRow, ...]
     latency: tuple[Latency, ...] = ()
+    run_label: str = "run"  # how charts and tables name the run (and baseline_label the baseline): the same form
     baseline_label: str | None = None
     lexical_label: str | None = None
     lexical_panel: tuple[tuple[str, float], ...] = ()

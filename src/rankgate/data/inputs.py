@@ -1,0 +1,80 @@
+"""Which files an input path stands for: a file is itself; a BEIR folder given as the gold set is the
+qrels file read from it, and its ``queries.jsonl`` holds the query texts. Used to hash exactly the
+files that were read (summary.json, the report's header) and to show BEIR queries by their text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..errors import InputError
+from .source import sha256_file, text_lines
+
+__all__ = ["beir_folder", "beir_query_texts", "gold_files", "hashed"]
+
+QUERIES = ("queries.jsonl", "queries.jsonl.gz")
+
+
+def gold_files(source: Any) -> list[str]:
+    """The files a gold path is read from: the path itself, or a BEIR folder's qrels file."""
+    if not isinstance(source, (str, os.PathLike)):
+        return []
+    path = os.fspath(source)
+    if os.path.isfile(path):
+        return [path]
+    if os.path.isdir(path):
+        from .load import _beir_qrels_file
+
+        try:
+            return [_beir_qrels_file(path)]
+        except InputError:
+            return []
+    return []
+
+
+def beir_folder(source: Any) -> str | None:
+    """The BEIR folder a gold path belongs to (the folder, or the one holding ``qrels/``), when it
+    has a ``queries.jsonl``; else None."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = os.path.abspath(os.fspath(source))
+    if os.path.isdir(path):
+        candidates = [path]
+    elif path.removesuffix(".gz").endswith(".tsv"):
+        parent = os.path.dirname(path)
+        candidates = [os.path.dirname(parent), parent] if os.path.basename(parent) == "qrels" else [parent]
+    else:
+        return None
+    for folder in candidates:
+        if any(os.path.isfile(os.path.join(folder, name)) for name in QUERIES):
+            return folder
+    return None
+
+
+def beir_query_texts(folder: str) -> tuple[str, dict[str, str]]:
+    """(path of queries.jsonl, ``{_id: text}``) of a BEIR folder; bad lines are an InputError naming them."""
+    path = next(os.path.join(folder, n) for n in QUERIES if os.path.isfile(os.path.join(folder, n)))
+    texts: dict[str, str] = {}
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno,
+                             hint='each line is a BEIR query: {"_id": "1", "text": "..."}') from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("_id"), (str, int)) or isinstance(obj.get("_id"), bool):
+            raise InputError("must be an object with a string '_id'", path=path, line=lineno, field="_id",
+                             hint='each line is a BEIR query: {"_id": "1", "text": "..."}')
+        text = obj.get("text")
+        if text is not None and not isinstance(text, str):
+            raise InputError(f"must be a string; got {type(text).__name__}", path=path, line=lineno, field="text")
+        texts[str(obj["_id"])] = text or ""
+    return path, texts
+
+
+def hashed(paths: list[str], base: str | None = None) -> list[dict[str, str]]:
+    """``[{"path", "sha256"}]`` for each file; paths relative to ``base`` when given."""
+    return [{"path": os.path.relpath(p, base) if base else p, "sha256": sha256_file(p)} for p in paths]
