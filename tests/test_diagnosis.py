@@ -239,3 +239,51 @@ def test_weak_segment_groups_metrics_and_needs_a_real_gap_for_a_floor():
     got = [f for f in diagnose(s) if f.rule == "weak_segment"]
     assert [f.title for f in got] == ["Weak segment: lang=de"]
     assert "recall@5 70.0% vs 80.0% overall" in got[0].evidence and "hit@5 72.0% vs 82.0%" in got[0].evidence
+
+
+def test_rule_ranked_low__names_the_knee_the_sweep_shows():
+    # the report's knee and the advice agree: the advice names the k the chart marks
+    g = [gold(f"q{i}", [(f"d{i}#c1", 1)]) for i in range(10)]
+    r = [run(f"q{i}", filler(f"q{i}", 7 if i < 5 else 0) + [f"d{i}#c1"] + filler(f"q{i}", 52, 7)) for i in range(10)]
+    rep = report(g, r)
+    f = one(rep, "ranked_low")
+    recall = next(c for c in rep.curves if c.metric == "recall")
+    assert recall.knee is not None
+    assert f"k = {recall.knee}" in f.advice or f"top {recall.knee} " in f.advice
+    if recall.knee > 5:
+        assert f.advice.startswith(f"Pass the top {recall.knee} to the generator")
+
+
+def test_ranked_low_advice_follows_the_knee():
+    s = Signals(k=5, means={"recall@5": 0.5}, deep_k=50, deep_recall=0.95, knee=8, knee_recall=0.9)
+    (f,) = diagnose(s)
+    assert f.advice.startswith("Pass the top 8 to the generator instead of 5") and "recall@8 90.0%" in f.advice
+    (f,) = diagnose(Signals(k=5, means={"recall@5": 0.5}, deep_k=50, deep_recall=0.95, knee=3, knee_recall=0.4))
+    assert "A larger k buys little here: the k-sweep's knee is at k = 3" in f.advice
+
+
+def _short_run_report():
+    """A RAGAS-style run: the top 5 only, one judged item in each; the gold set judges 8 items per query."""
+    g = [gold(f"q{i}", [(f"d{i}_{j}#c1", 1) for j in range(8)]) for i in range(12)]
+    r = [run(f"q{i}", [f"d{i}_0#c1"] + filler(f"q{i}", 4)) for i in range(12)]
+    return report(g, r)
+
+
+def test_short_runs__low_judged_never_claims_more_than_the_depth_allows():
+    rep = _short_run_report()
+    assert rep.depth == 5
+    f = one(rep, "low_judged")
+    assert f.numbers["judged@5"] == pytest.approx(0.2)
+    assert f.numbers["ceiling"] == pytest.approx(1.0)  # 8 judgements, 5 slots: every slot could be judged
+    assert "of the top 5 has a judgement (judged@5)" in f.evidence
+
+
+def test_short_runs__curves_and_histogram_stop_at_the_depth():
+    rep = _short_run_report()
+    for c in (*rep.curves, *rep.baseline_curves):
+        assert max(c.ks) == 5 and (c.knee is None or c.knee <= 5)
+    assert [label for label, _ in rep.rank_histogram] == ["1", "2", "3", "4", "5", "not found"]
+    from rankgate.report.html import render_html
+
+    html = render_html(rep)
+    assert "@10</th>" not in html and "@20</th>" not in html

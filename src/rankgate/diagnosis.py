@@ -20,7 +20,8 @@ The rules, in the order findings are listed (most fundamental first):
 ``stale``              items newer than the query's as_of retrieved
 ``false_evidence``     no-answer queries get confident evidence
 ``distractors``        precision@k low while recall@k is high: most of the context is distractors
-``low_judged``         little of the top 10 is judged: the gold set is going stale
+``low_judged``         little of the top 10 (or of the whole list, when the run is shorter) is judged: the
+                       gold set is going stale
 =====================  ==================================================================================
 
 Cut-offs live in :class:`Thresholds`; pass your own to :func:`diagnose` to tune them.
@@ -89,6 +90,8 @@ class Signals:
     deep_k: int | None = None  # depth of the list used for "retrieved at all"
     deep_recall: float | None = None  # recall@deep_k (of the raw candidate list when there is one)
     deep_from_raw: bool = False  # deep_recall measures the raw (pre-rerank) candidate list
+    knee: int | None = None  # the k-sweep's knee of recall@k (the report's chart marks it)
+    knee_recall: float | None = None  # recall@knee
     never_found: float | None = None  # share of answerable queries with no relevant item in the whole list
     chunk_recall10: float | None = None
     doc_recall10: float | None = None
@@ -102,8 +105,9 @@ class Signals:
     stale_queries: int = 0
     stale_checked: int = 0
     stale_examples: tuple[str, ...] = ()
-    judged10: float | None = None
-    judged_ceiling: float | None = None  # best possible judged@10: mean of min(judgements, 10) / 10
+    judged10: float | None = None  # judged@judged_k
+    judged_k: int = 10  # 10, or the run's depth when its lists are shorter
+    judged_ceiling: float | None = None  # best possible judged@judged_k: mean of min(judgements, judged_k) / judged_k
     no_answer: int = 0
     false_evidence: float | None = None
     min_score: float | None = None
@@ -194,8 +198,17 @@ def ranked_low(s: Signals, t: Thresholds) -> Finding | None:
     if s.deep_from_raw:
         advice = (f"The reranker is not lifting them into the top {s.k}: try a stronger reranker, rerank more "
                   f"candidates, or pass a larger k to the generator.")
+    elif s.knee is not None and s.k < s.knee < s.deep_k:
+        # the k-sweep's knee says how far a larger k pays; past it, only reranking brings the rest up
+        at = f" (recall@{s.knee} {fmt_value(name, s.knee_recall)})" if _ok(s.knee_recall) else ""
+        advice = (f"Pass the top {s.knee} to the generator instead of {s.k}: that is the k-sweep's knee{at}, past which "
+                  f"each extra chunk adds little. The relevant chunks ranked below {s.knee} need a reranker over the "
+                  f"top {s.deep_k} to reach the top {s.k}.")
+    elif s.knee is not None:
+        advice = (f"Try a reranker over the top {s.deep_k} to lift them into the top {s.k}. A larger k buys little here: "
+                  f"the k-sweep's knee is at k = {s.knee}, and the relevant chunks sit further down.")
     else:
-        advice = f"Try a reranker over the top {s.deep_k}, or pass a larger k to the generator (see the k-sweep's knee)."
+        advice = f"Try a reranker over the top {s.deep_k}, or pass a larger k to the generator."
     return Finding(
         "ranked_low", "problem" if gap >= t.ranked_low_problem_gap else "warning",
         "The right chunks are retrieved but ranked low",
@@ -389,14 +402,15 @@ def low_judged(s: Signals, t: Thresholds) -> Finding | None:
         return None
     if s.judged10 >= t.low_judged or s.judged10 >= t.low_judged_ratio * s.judged_ceiling:
         return None
+    jk = f"judged@{s.judged_k}"
     return Finding(
         "low_judged", "warning", "The gold set is going stale",
-        f"only {fmt_value('judged@10', s.judged10)} of the top 10 has a judgement (judged@10), where the gold set's "
-        f"judgements would allow {fmt_value('judged@10', s.judged_ceiling)}; unjudged items count as not relevant, "
+        f"only {fmt_value(jk, s.judged10)} of the top {s.judged_k} has a judgement ({jk}), where the gold set's "
+        f"judgements would allow {fmt_value(jk, s.judged_ceiling)}; unjudged items count as not relevant, "
         "so these scores may understate the system.",
         "Judge the unjudged items that this system ranks high (the top-k items without a grade), especially after a "
         "corpus or index change.",
-        {"judged@10": s.judged10, "ceiling": s.judged_ceiling},
+        {jk: s.judged10, "ceiling": s.judged_ceiling},
     )
 
 

@@ -39,11 +39,18 @@ def panel_metrics(k: int = 5) -> list[str]:
 
 
 def sweep_ks(depth: int) -> tuple[int, ...]:
-    """k = 1…20, then 30, 50, 100 below the run's depth, and the depth itself."""
-    ks = set(range(1, 21)) | {c for c in (30, 50, 100) if c < depth}
+    """k = 1…20, then 30, 50, 100, never past the run's depth (the longest list), and the depth itself:
+    a curve past the depth would only repeat its last value. ``depth`` 0 (an empty run) gives 1…20."""
+    top = 20 if depth <= 0 else min(20, depth)
+    ks = set(range(1, top + 1)) | {c for c in (30, 50, 100) if c < depth}
     if depth > 0:
         ks.add(depth)
     return tuple(sorted(ks))
+
+
+def judged_k(depth: int) -> int:
+    """The cutoff of the judged@k the diagnosis reads: 10, or the run's depth when it is shorter."""
+    return max(1, min(10, depth)) if depth > 0 else 10
 
 
 def knee(ks: Sequence[int], means: Sequence[float], k_max: int = 20) -> int | None:
@@ -217,7 +224,7 @@ def build_report(
     has_no_answer = "no_answer" in g.fields
     fe = f"false_evidence{'' if min_score is None else f'(min_score={min_score:g})'}@{k}"
     panel = _dedupe([*panel_metrics(k), *metrics])
-    extra = ["hit@10", "judged@10", *(["forbidden"] if "must_not_retrieve" in g.fields else []),
+    extra = ["hit@10", "recall@10", f"judged@{judged_k(depth)}", *(["forbidden"] if "must_not_retrieve" in g.fields else []),
              *(["fresh"] if has_versions else []), *([fe] if has_no_answer else [])]
     gated = list(cfg.metrics) if cfg is not None else []
     from ..sweep import sweep_specs
@@ -436,9 +443,11 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     ceiling = None
     if answerable:
         ceiling = math.fsum(min(gidx.relevant_count(result.query_ids[i]), k) / k for i in answerable) / len(answerable)
+    jk = judged_k(rep.depth)
     jceil = None
     if result.query_ids:
-        jceil = math.fsum(min(len(gidx.judged[gidx.index[q]]), 10) / 10 for q in result.query_ids) / len(result.query_ids)
+        # at most min(judgements, jk) of a query's top jk can be judged
+        jceil = math.fsum(min(len(gidx.judged[gidx.index[q]]), jk) / jk for q in result.query_ids) / len(result.query_ids)
     segs = ()
     if rep.segments is not None:
         segs = tuple(SegmentSignal(r.field.removeprefix("tags."), r.label, r.metric, r.n, r.mean, r.ci_low, r.ci_high)
@@ -448,8 +457,11 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     frr = result.first_relevant_rank
     ans_scores = [tops[q] for i, q in enumerate(result.query_ids) if int(frr[i]) == 1 and q in tops]
     st = {m: (raw, fin) for m, raw, fin in rep.stages.rows} if rep.stages else {}
+    recall_curve = next((c for c in rep.curves if c.metric == "recall"), None)
+    knee_k = recall_curve.knee if recall_curve is not None else None
+    knee_recall = recall_curve.means[recall_curve.ks.index(knee_k)] if knee_k is not None else None
     return Signals(
-        k=k, means=means, evaluated=len(result.query_ids), answerable=len(answerable),
+        k=k, means=means, knee=knee_k, knee_recall=knee_recall, evaluated=len(result.query_ids), answerable=len(answerable),
         missing_from_run=len(result.missing_from_run), deep_k=deep_k, deep_recall=deep,
         deep_from_raw=raw_result is not None, never_found=never,
         chunk_recall10=rep.doc_level.get("chunk"), doc_recall10=rep.doc_level.get("doc"),
@@ -458,7 +470,7 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
         forbidden_examples=tuple(o.query_id for o in rep.offences_forbidden),
         stale_queries=rep.stale_total, stale_checked=rep.stale_checked,
         stale_examples=tuple(o.query_id for o in rep.offences_stale),
-        judged10=means.get("judged@10"), judged_ceiling=jceil, no_answer=len(result.no_answer),
+        judged10=means.get(f"judged@{jk}"), judged_k=jk, judged_ceiling=jceil, no_answer=len(result.no_answer),
         false_evidence=rep.false_evidence_rate if rep.false_evidence_metric else None, min_score=min_score,
         top_score_no_answer=dt.median(na_scores) if na_scores else None,
         top_score_answered=dt.median(ans_scores) if ans_scores else None,
