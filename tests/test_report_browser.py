@@ -18,7 +18,7 @@ from .conftest import NO_BROWSER
 
 DATA = Path(__file__).parent / "data" / "report"
 ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
+ARTIFACTS = Path(os.environ.get("RANKGATE_ARTIFACTS") or ROOT / "test-artifacts")
 CHROMIUM = os.environ.get("RANKGATE_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
@@ -109,7 +109,72 @@ def test_diagnosis_and_gate_are_visible(page):
 
 
 def test_screenshot(page):
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / "report.png"
     page.screenshot(path=str(out), full_page=True)
     assert out.stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory):
+    """The demo's report: three languages, a failing and a warning gate, a baseline, 144 queries."""
+    from rankgate.demo import run_demo
+
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    run_demo(out, seed=0)
+    return out / "report.html"
+
+
+# What overflows: the page itself, and any table's box (its scrolling container) reaching past the page.
+OVERFLOW = """() => {
+  const page = document.documentElement;
+  const boxes = Array.from(document.querySelectorAll('table')).map(t => {
+    const box = t.parentElement, r = box.getBoundingClientRect();
+    return {section: (t.closest('section') || {}).id || '', cls: t.className, table: Math.ceil(t.scrollWidth),
+            box: box.clientWidth, scrolls: box.scrollWidth > box.clientWidth + 1, right: Math.ceil(r.right),
+            scrollable: getComputedStyle(box).overflowX === 'auto'};
+  });
+  return {scrollWidth: page.scrollWidth, clientWidth: page.clientWidth, boxes: boxes};
+}"""
+
+
+@pytest.mark.parametrize("width", [1300, 800])
+@pytest.mark.parametrize("which", ["fixture", "demo"])
+def test_no_table_overflows_the_page(browser, report_file, demo_report, width, which):
+    path = report_file if which == "fixture" else demo_report
+    pg = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        pg.goto(path.as_uri())
+        pg.wait_for_load_state("load")
+        got = pg.evaluate(OVERFLOW)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / f"report-{which}-{width}px.png"
+        pg.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}")
+    finally:
+        pg.close()
+    assert got["scrollWidth"] <= got["clientWidth"], f"the page scrolls sideways at {width} px: {got['scrollWidth']}"
+    for b in got["boxes"]:
+        assert b["right"] <= got["clientWidth"], f"a table's box ends past the page at {width} px: {b}"
+        assert not b["scrolls"] or b["scrollable"], f"a table is cut off at {width} px: {b}"
+        if width >= 1300:
+            assert not b["scrolls"], f"at {width} px every table fits its box: {b}"
+
+
+def test_demo_report_reads_right(browser, demo_report):
+    """Colour only what fails, one naming of the runs, and say why a clear change is "within noise"."""
+    pg = browser.new_page(viewport={"width": 1300, "height": 900})
+    try:
+        pg.goto(demo_report.as_uri())
+        rows = pg.locator('#segments table.segments').first.locator('tbody tr')
+        classes = {r.locator("td").first.inner_text(): r.get_attribute("class") for r in rows.all()}
+        assert classes == {"de": "fail", "en": None, "es": None}  # the gate fails German only
+        legends = pg.locator("#sweep svg text").all_text_contents()
+        assert "candidate.jsonl" in legends and "baseline.jsonl" in legends
+        assert not any("runs/" in t for t in legends)
+        panel = pg.locator("#panel").inner_text()
+        assert "CI excludes 0; Holm p =" in panel and "Holm-corrected across all" in panel
+        assert pg.locator("#gate td.warnword").all_inner_texts() == ["warn"]
+        assert ": nothing retrieved." not in pg.locator("body").inner_text()
+    finally:
+        pg.close()

@@ -88,12 +88,15 @@ def test_forbidden_stale_stages_sources(full):
     assert {s.source for s in full.sources} == {"dense", "keyword"} and full.sources_from == "raw_topk"
 
 
-def test_segments_flag_ci_below_the_gate_floor(full, html):
+def test_segments_colour_what_the_gate_fails_and_nothing_it_passes(full, html):
     assert full.floors == {"recall@5": 0.75}
     pt = full.segments.get("tags.lang", "pt", "recall@5")
     assert pt.ci_low < 0.75
-    row = re.search(r'<tr class="flag"><td data-v="pt">pt</td>', html)
-    assert row, "the pt segment must be flagged"
+    assert re.search(r'<tr class="fail"><td data-v="pt">pt</td>', html), "the gate fails pt: its row is red"
+    assert re.search(r'<tr><td data-v="en">en</td>', html), "the gate passes en: no colour"
+    # intents are not gated per segment and no intent's whole CI lies below the floor: no colour either
+    assert re.search(r'<tr><td data-v="billing">billing</td>', html)
+    assert 'class="flag"' not in html
 
 
 def test_no_answer_and_false_evidence(full):

@@ -50,7 +50,17 @@ table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th::after { content: " ↕"; color: #cbd5e1; }
 table.sortable th[aria-sort=ascending]::after { content: " ↑"; color: var(--blue); }
 table.sortable th[aria-sort=descending]::after { content: " ↓"; color: var(--blue); }
-tr.flag td { background: var(--red-bg); }
+tr.fail td { background: var(--red-bg); }
+tr.warn td { background: var(--amber-bg); }
+tr.fail td.fail { background: #fee2e2; color: var(--red); font-weight: 600; }
+tr.warn td.warn, tr.fail td.warn { background: #fef3c7; color: var(--amber); font-weight: 600; }
+td.fail .ci, td.warn .ci { font-weight: 400; }
+td.flags { min-width: 12em; }
+td.flags .tag { display: block; width: max-content; max-width: 100%; white-space: normal; margin: 0 0 2px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll > table { min-width: 0; }
+table.segments th, table.segments td { padding: 5px 6px; }
+.warnword { color: var(--amber); font-weight: 600; }
 .tag { display: inline-block; font-size: 11.5px; padding: 0 7px; border-radius: 999px; background: #f1f5f9; color: #475569;
   margin-right: 4px; }
 .tag.bad { background: #fee2e2; color: var(--red); }
@@ -79,6 +89,12 @@ table.panel th, table.panel td { padding: 6px 14px; }
 tr.rel td { background: var(--green-bg); }
 tr.bad td { background: var(--red-bg); }
 .grade { font-weight: 600; }
+@media (max-width: 900px) {
+  main, header.top .inner, nav.toc .inner { padding-left: 14px; padding-right: 14px; }
+  table.panel, table.compact { min-width: 0; }
+  table.panel th, table.panel td, table.compact th, table.compact td { padding: 5px 7px; }
+  table.panel td.big { font-size: 14px; }
+}
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 """
 

@@ -364,6 +364,7 @@ def build_report(
         latency=_latency(result, base_result),
         run_label=run_label,
         baseline_label=base_label,
+        changes_tested=len(cmp.rows) if cmp is not None else 0,
         lexical_label=lex_label,
         lexical_panel=lexical_panel,
         curves=curves,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .model import Curve
@@ -161,8 +161,11 @@ def rank_histogram_svg(hist: Sequence[tuple[str, int]], baseline: Sequence[tuple
 
 
 def segment_svg(rows: Sequence[tuple[str, float, float, float, int]], *, metric: str, overall: float,
-                floor: float | None = None, confidence: float = 0.95) -> str:
-    """Forest plot of one metric over segments: mean with its interval, the overall mean and a gate floor."""
+                floor: float | None = None, confidence: float = 0.95, status: Mapping[str, str] | None = None) -> str:
+    """Forest plot of one metric over segments: mean with its interval, the overall mean and a gate floor.
+
+    ``status`` (segment -> "fail" | "warn") colours a segment red or amber as the report's table does;
+    without it a segment whose CI lies below all queries, or reaches below the floor, is amber."""
     import matplotlib
 
     with matplotlib.rc_context(_RC):
@@ -170,8 +173,11 @@ def segment_svg(rows: Sequence[tuple[str, float, float, float, int]], *, metric:
         ax = fig.subplots()
         y = list(range(len(rows)))[::-1]
         for yi, (label, mean, lo, hi, _n) in zip(y, rows):
-            bad = (not math.isnan(hi) and hi < overall) or (floor is not None and not math.isnan(lo) and lo < floor)
-            color = RED if bad else BLUE
+            if status is not None:
+                color = {"fail": RED, "warn": AMBER}.get(status.get(label, ""), BLUE)
+            else:
+                flagged = (not math.isnan(hi) and hi < overall) or (floor is not None and not math.isnan(lo) and lo < floor)
+                color = AMBER if flagged else BLUE
             if not math.isnan(lo):
                 ax.plot([lo, hi], [yi, yi], color=color, linewidth=2.2, alpha=0.45, solid_capstyle="round")
             ax.plot([mean], [yi], marker="o", color=color, markersize=5)

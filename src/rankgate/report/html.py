@@ -20,7 +20,7 @@ from ..segments import display_field
 from . import charts
 from .assets import CSP, CSS, JS
 from .model import Item, Miss, Offence, Report
-from .numbers import fmt_delta, fmt_delta_ci, fmt_value, fmt_value_ci
+from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_value, fmt_value_ci
 
 __all__ = ["render_html", "write_report"]
 
@@ -96,7 +96,7 @@ def _gate(rep: Report) -> str:
         out.append('<p class="ok">Every gate passed.</p>')
     out.append('<table class="compact"><thead><tr><th>gate</th><th>limits</th><th class="n">checks</th><th>result</th></tr></thead><tbody>')
     for r in o.results:
-        cls = {"pass": "better", "fail": "worse", "warn": "worse"}[r.status]
+        cls = {"pass": "better", "fail": "worse", "warn": "warnword"}[r.status]
         limits = []
         if r.gate.threshold is not None:
             limits.append(("CI low ≥ " if r.gate.on == "ci_lower" else "≥ ") + fmt_limit(r.gate.metric, r.gate.threshold))
@@ -124,6 +124,12 @@ def _diagnosis(rep: Report) -> str:
     return "\n".join(out)
 
 
+def _noise_despite_ci(r: Any) -> bool:
+    """The change's CI excludes 0 but the Holm-corrected test calls it noise: the page must say why."""
+    return (r.verdict == "within noise" and not math.isnan(r.delta_low) and not math.isnan(r.p_value)
+            and (r.delta_low > 0 or r.delta_high < 0))
+
+
 def _panel(rep: Report) -> str:
     conf = f"{rep.confidence:.0%} CI"
     base = rep.baseline_label is not None
@@ -134,6 +140,7 @@ def _panel(rep: Report) -> str:
     if base:
         out.append(f'<th class="n">baseline</th><th class="n">change</th><th class="n">change {conf}</th><th>verdict</th>')
     out.append("</tr></thead><tbody>")
+    holm_notes = 0
     for r in rep.panel:
         m = r.metric
         row = (f'<tr><td class="metric" title="{e(r.definition)}"><code>{e(m)}</code></td>'
@@ -141,10 +148,20 @@ def _panel(rep: Report) -> str:
                f'<td class="n">{r.n}</td>')
         if base:
             cls = {"better": "better", "worse": "worse"}.get(r.verdict, "muted")
+            verdict = e(r.verdict)
+            if _noise_despite_ci(r):
+                holm_notes += 1
+                verdict += f'<span class="ci">CI excludes 0; Holm p = {e(fmt_p(r.p_value))}</span>'
             row += (f'<td class="n">{e(fmt_value(m, r.baseline))}</td><td class="n {cls}">{e(fmt_delta(m, r.delta))}</td>'
-                    f'<td class="n">{e(fmt_delta_ci(m, r.delta_low, r.delta_high))}</td><td class="{cls}">{e(r.verdict)}</td>')
+                    f'<td class="n">{e(fmt_delta_ci(m, r.delta_low, r.delta_high))}</td><td class="{cls}">{verdict}</td>')
         out.append(row + "</tr>")
     out.append("</tbody></table>")
+    if holm_notes:
+        alpha = f"{1 - rep.confidence:.2g}"
+        out.append(f'<p class="muted">Why "within noise" when the change\'s CI excludes 0: the verdict comes from the paired '
+                   f"randomisation test, Holm-corrected across all {rep.changes_tested} changes compared (every panel "
+                   f"and segment row). The interval is for one change on its own; after the correction p is not below "
+                   f"{alpha}, so with this many comparisons the change could still be chance.</p>")
     if rep.latency:
         out.append('<h3>Latency</h3><table class="compact"><thead><tr><th>stage</th><th class="n">median</th><th class="n">p90</th><th class="n">queries</th>'
                    + ('<th class="n">baseline median</th><th class="n">baseline p90</th>' if base else "") + "</tr></thead><tbody>")
@@ -168,8 +185,9 @@ def _panel(rep: Report) -> str:
 def _sweep(rep: Report) -> str:
     label = rep.run_label
     out = ['<section id="sweep"><h2>k-sweep</h2>',
-           ('<p class="lead">How recall and nDCG grow with the number of chunks k. The knee is where each extra chunk '
-            "starts to add less than the average over k = 1…20: past it, a larger k buys little.</p>"),
+           ('<p class="lead">How recall and nDCG grow with the number of chunks k, up to the run\'s depth '
+            f"({rep.depth}). The knee is where each extra chunk starts to add less than the average over "
+            f"k = 1…{min(20, rep.depth) if rep.depth > 0 else 20}: past it, a larger k buys little.</p>"),
            charts.sweep_svg(rep.curves, rep.baseline_curves, run_label=label, baseline_label=rep.baseline_label or "baseline",
                             confidence=rep.confidence)]
     show = [k for k in (1, 3, 5, 10, 20, 50, rep.depth) if k in rep.curves[0].ks]
@@ -192,47 +210,104 @@ def dataclass_label(curve: Any, label: str | None) -> Any:
     return replace(curve, metric=f"{curve.metric} ({label or 'baseline'})")
 
 
+def _gate_marks(rep: Report) -> tuple[dict[tuple[str, str, str], tuple[str, str]], set[tuple[str, str, str]]]:
+    """The gate's verdicts on segments: ``{(field, segment, metric): ("fail" | "warn", what)}`` for its
+    failing checks (a blocking gate's failure is "fail", a warning gate's "warn"), and every
+    (field, segment, metric) it checked."""
+    marks: dict[tuple[str, str, str], tuple[str, str]] = {}
+    checked: set[tuple[str, str, str]] = set()
+    if rep.gate is None:
+        return marks, checked
+    for res in rep.gate.results:
+        level = "fail" if res.gate.severity == "error" else "warn"
+        for c in res.checks:
+            if c.field is None or c.status == "skipped":
+                continue
+            key = (c.field.removeprefix("tags."), str(c.segment), c.metric)
+            checked.add(key)
+            if c.status != "fail":
+                continue
+            what = (fmt_delta(c.metric, c.value) if c.kind == "regression"
+                    else ("> " if c.kind == "max" else "< ") + fmt_value(c.metric, c.limit))
+            word = "gate failed" if level == "fail" else "gate warning"
+            if marks.get(key, ("warn", ""))[0] == "warn":
+                marks[key] = (level, f"{c.metric} {what}: {word}")
+    return marks, checked
+
+
+def _segment_marks(rep: Report, key: str, lab: str, overall: dict[str, float]) -> dict[str, tuple[str, str]]:
+    """metric -> ("fail" | "warn", short note) for one segment. Where the gate checked the segment, its
+    verdict is the only colour (a pass is no colour). Elsewhere a warning says the segment may be weak:
+    its whole CI lies below a gate floor that only all queries are checked against, or (without a floor)
+    the whole CI of the primary metric lies below all queries."""
+    seg = rep.segments
+    marks, checked = _gate_marks(rep)
+    primary = f"recall@{rep.k}"
+    out: dict[str, tuple[str, str]] = {}
+    for m in seg.metrics:
+        where = (key.removeprefix("tags."), lab, m)
+        if where in marks:
+            out[m] = marks[where]
+            continue
+        if where in checked:
+            continue
+        r = seg.get(key, lab, m)
+        floor = rep.floors.get(m)
+        if floor is not None and not math.isnan(r.ci_high) and r.ci_high < floor:
+            out[m] = ("warn", f"{m} CI below {fmt_value(m, floor)}")
+        elif floor is None and m == primary and m in overall and not math.isnan(r.ci_high) and r.ci_high < overall[m]:
+            out[m] = ("warn", f"{m} below all queries")
+    return out
+
+
 def _segments(rep: Report) -> str:
     seg = rep.segments
     conf = f"{seg.confidence:.0%} CI"
     primary = f"recall@{rep.k}"
+    floors = ", ".join(f"{m} {fmt_value(m, v)}" for m, v in rep.floors.items())
     out = ['<section id="segments"><h2>Segments</h2>',
-           '<p class="lead">Click a column header to sort. '
-           + ("Rows in red: the CI's lower bound is below the gate floor of "
-              + ", ".join(f"{m} {fmt_value(m, v)}" for m, v in rep.floors.items()) + ". "
-              if rep.floors else "Rows in red: the whole CI lies below the mean over all queries. ")
-           + ("Fields chosen automatically (pass <code>--by</code> to choose)." if rep.segments_auto else "") + "</p>"]
+           '<p class="lead">Click a column header to sort; each cell shows the mean and, below it, its ' + conf + ". "
+           + ('<span class="tag bad">red</span> a gate failed for this segment; ' if rep.gate is not None else "")
+           + '<span class="tag warn">amber</span> a warning: a non-blocking gate failed'
+           + (f", or, where the gate does not check segments, the whole {conf} lies below its floor ({e(floors)})"
+              if rep.floors else f", or the whole {conf} of {primary} lies below the mean over all queries")
+           + ". " + ("Fields chosen automatically (pass <code>--by</code> to choose)." if rep.segments_auto else "") + "</p>"]
     overall = {r.metric: r.mean for r in rep.panel}
     for key in seg.by:
         rows = [r for r in seg.rows if r.field == key]
         labels = list(dict.fromkeys(r.label for r in rows))
+        marks = {lab: _segment_marks(rep, key, lab, overall) for lab in labels}
         out.append(f'<h3>by {e(display_field(key))}</h3>')
         prim = [(lab, r.mean, r.ci_low, r.ci_high, r.n) for lab in labels for r in [seg.get(key, lab, primary)] if r is not None]
         if prim and primary in overall and len(prim) <= 40:
+            status = {lab: marks[lab][primary][0] for lab in labels if primary in marks[lab]}
             out.append(charts.segment_svg(prim, metric=primary, overall=overall[primary], floor=rep.floors.get(primary),
-                                          confidence=seg.confidence))
+                                          confidence=seg.confidence, status=status))
         delta = bool(rep.segment_deltas)
         head = "".join(f'<th class="n">{e(m)}</th>' for m in seg.metrics)
-        out.append(f'<table class="sortable" data-field="{e(key)}"><thead><tr><th>{e(display_field(key))}</th>'
-                   f'<th class="n">n</th>{head}' + (f'<th class="n">Δ {e(primary)}</th>' if delta else "") + "<th>flag</th></tr></thead><tbody>")
+        out.append(f'<table class="sortable segments" data-field="{e(key)}"><thead><tr>'
+                   f'<th>{e(display_field(key))}</th><th class="n">n</th>{head}'
+                   + (f'<th class="n">Δ {e(primary)}</th>' if delta else "") + "<th>flags</th></tr></thead><tbody>")
         for lab in labels:
-            cells, flags = [], []
+            cells = []
             pr = seg.get(key, lab, primary) or seg.get(key, lab, seg.metrics[0])
             queries = pr.n
+            found = marks[lab]
             for m in seg.metrics:
                 r = seg.get(key, lab, m)
-                cells.append(_metric_cell(m, r.mean, r.ci_low, r.ci_high, conf))
-                floor = rep.floors.get(m)
-                if floor is not None and not math.isnan(r.ci_low) and r.ci_low < floor:
-                    flags.append(f"{m} CI below floor")
-                elif floor is None and m in overall and not math.isnan(r.ci_high) and r.ci_high < overall[m] and m == primary:
-                    flags.append(f"{m} below all queries")
+                ci = fmt_value_ci(m, r.ci_low, r.ci_high)
+                extra = f'<span class="ci">{e(ci)}</span>' if ci != "—" else ""
+                cls = f" {found[m][0]}" if m in found else ""
+                cells.append(f'<td class="n{cls}" data-v="{_v(r.mean)}">{e(fmt_value(m, r.mean))}{extra}</td>')
             d = rep.segment_deltas.get((key, lab, primary), math.nan)
             dcell = f'<td class="n" data-v="{_v(d)}">{e(fmt_delta(primary, d))}</td>' if delta else ""
-            cls = ' class="flag"' if flags else ""
-            out.append(f'<tr{cls}><td data-v="{e(lab)}">{e(lab)}</td><td class="n" data-v="{queries}">{queries}</td>'
-                       f'{"".join(cells)}{dcell}<td data-v="{e("; ".join(flags))}">'
-                       + "".join(f'<span class="tag bad">{e(f)}</span>' for f in flags) + "</td></tr>")
+            levels = {lvl for lvl, _ in found.values()}
+            row_cls = ' class="fail"' if "fail" in levels else (' class="warn"' if levels else "")
+            notes = [found[m] for m in seg.metrics if m in found]
+            notes.sort(key=lambda x: x[0] != "fail")
+            tags = "".join(f'<span class="tag {"bad" if lvl == "fail" else "warn"}">{e(text)}</span>' for lvl, text in notes)
+            out.append(f'<tr{row_cls}><td data-v="{e(lab)}">{e(lab)}</td><td class="n" data-v="{queries}">{queries}</td>'
+                       f'{"".join(cells)}{dcell}<td class="flags" data-v="{e("; ".join(t for _, t in notes))}">{tags}</td></tr>')
         out.append("</tbody></table>")
     out.append("</section>")
     return "\n".join(out)
@@ -246,7 +321,7 @@ def _short(text: str | None, words: int) -> str:
 def _items_table(items: Sequence[Item], title: str, *, show_flag: bool = False, compact: bool = False) -> str:
     """Retrieved items; ``compact`` (side by side) drops the version column and shortens the text."""
     if not items:
-        return f'<p class="muted">{e(title)}: nothing retrieved.</p>'
+        return f'<p class="muted">{e(title)}: nothing retrieved.</p>' if title else '<p class="muted">Nothing retrieved.</p>'
     out = [f"<h4>{e(title)}</h4>" if title else "", '<table class="items"><thead><tr><th class="n">#</th><th>id</th>'
            '<th class="n">score</th>' + ("" if compact else "<th>version</th>") + "<th>text</th></tr></thead><tbody>"]
     for it in items:
@@ -413,6 +488,8 @@ def render_html(rep: Report) -> str:
         body.append(_no_answer(rep))
     body.append(_method(rep))
     body.append(f'<footer>rankgate {e(rep.version)}</footer></main>')
+    # Every table scrolls inside its own box when it is wider than the page, never the page itself.
+    body = [b.replace("<table", '<div class="scroll"><table').replace("</table>", "</table></div>") for b in body]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'

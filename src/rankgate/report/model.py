@@ -160,6 +160,7 @@ class Report:
     latency: tuple[Latency, ...] = ()
     run_label: str = "run"  # how charts and tables name the run (and baseline_label the baseline): the same form
     baseline_label: str | None = None
+    changes_tested: int = 0  # rows of the paired comparison that share one Holm correction
     lexical_label: str | None = None
     lexical_panel: tuple[tuple[str, float], ...] = ()
     curves: tuple[Curve, ...] = ()
