@@ -263,6 +263,36 @@ def test_the_story_tells_what_happened(demo) -> None:
     assert "   report.html was not written: it needs x." in noted
 
 
+@pytest.mark.parametrize("width", [80])
+def test_the_story_wraps_to_the_terminal_width_without_splitting_a_word(demo, width) -> None:
+    from rich.cells import cell_len
+
+    wide, narrow = render(demo, width=100), render(demo, width=width)
+    folder = str(demo.out_dir)
+    too_long = [line for line in narrow.splitlines() if cell_len(line) > width and folder not in line]
+    assert not too_long, too_long
+    # the same words in the same order: wrapping only moves line breaks (and adds a command's " \")
+    words = lambda text: [w for w in text.split() if w != "\\"]  # noqa: E731
+    assert words(narrow) == words(wide)
+    assert "   German (39)     −9.0 pp (−23.1 to +3.8 pp)    −0.106 (−0.215 to −0.005)" in narrow  # tables keep columns
+
+
+def test_cli_wraps_to_columns(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from rich.cells import cell_len
+
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-m", "rankgate", "demo", "--out", str(tmp_path / "d")], capture_output=True,
+                         text=True, encoding="utf-8", env=env, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    assert "     rankgate retrieve --corpus corpus.jsonl --gold gold.jsonl \\" in lines
+
+
 # -- the command --------------------------------------------------------------------------------
 def test_cli_exits_0_writes_identical_files_and_1_with_strict(demo, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:

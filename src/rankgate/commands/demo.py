@@ -38,14 +38,14 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from ..demo import run_demo
-    from ..demo.story import render
+    from ..demo.story import render, terminal_width
     from ..errors import UsageError
 
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer; got {args.seed}")
     start = time.perf_counter()
     result = run_demo(args.out, seed=args.seed)
-    text = render(result, elapsed=time.perf_counter() - start, strict=args.strict)
+    text = render(result, elapsed=time.perf_counter() - start, strict=args.strict, width=terminal_width())
     _write(text)
     return result.gate.exit_code if args.strict else 0
 

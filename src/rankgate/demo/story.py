@@ -2,8 +2,10 @@
 
 Seven numbered parts: the data, the two retriever configurations and what the "pull request"
 changes, the scores with their intervals, what changed per language, the gate's verdict, where every
-file is, and what to run next. Plain text (no colour codes), lines under 100 columns, so it reads the
-same in a terminal, a CI log or a bug report. Nothing here computes a number; it only formats.
+file is, and what to run next. Plain text (no colour codes) wrapped to the terminal's width (``COLUMNS``
+or the terminal itself; 100 columns at most, and when the output is not a terminal), never splitting a
+word, so it reads the same in a terminal, a CI log or a bug report. Tables keep their columns; prose and
+commands wrap. Nothing here computes a number; it only formats.
 
 Run it to see it: ``python -m rankgate.demo.story [OUT_DIR]``.
 """
@@ -12,15 +14,18 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from ..report.comment import gate_sentences
 from ..report.numbers import fmt_delta, fmt_delta_ci, fmt_pp, fmt_rank, fmt_value, fmt_value_ci, shorten
 from .pipeline import DEPTH, SEGMENT_FIELD, DemoResult
 
-__all__ = ["render"]
+__all__ = ["render", "terminal_width"]
 
+MAX_WIDTH = 100
+MIN_WIDTH = 40
 LANGUAGES = {"en": "English", "de": "German", "es": "Spanish"}
 
 
@@ -45,9 +50,38 @@ def _option(value: Any) -> str:
     return "none" if value is None else str(value)
 
 
-def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = False) -> str:
-    """The whole terminal text; ``elapsed`` (seconds) is shown when given, never written to a file."""
-    lines: list[str] = ["rankgate demo: score two retrievers on a built-in gold set, compare them, gate the change.", ""]
+@dataclass(frozen=True)
+class Para:
+    """Prose: wrapped to the width, the first line after ``first``, the others after ``rest``."""
+
+    text: str
+    first: str = "   "
+    rest: str = "   "
+
+
+@dataclass(frozen=True)
+class Command:
+    """A shell command: broken before an option with `` \\`` when it does not fit."""
+
+    text: str
+    indent: str = "     "
+
+
+Line = Union[str, Para, Command]
+
+
+def terminal_width() -> int:
+    """Columns to wrap to: ``COLUMNS`` or the terminal's width, at most 100; 100 when not a terminal."""
+    import shutil
+
+    return max(MIN_WIDTH, min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns))
+
+
+def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = False, width: int = MAX_WIDTH) -> str:
+    """The whole terminal text wrapped to ``width`` columns; ``elapsed`` (seconds) is shown when given,
+    never written to a file."""
+    lines: list[Line] = [Para("rankgate demo: score two retrievers on a built-in gold set, compare them, gate the change.",
+                              "", ""), ""]
     for part in (_data, _configs, _scores, _changes, _gate, _files, _next):
         lines += part(result, strict)
         lines.append("")
@@ -55,42 +89,82 @@ def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = F
         lines.append(f"Done in {elapsed:.1f} s.")
     else:
         lines.pop()
-    return "\n".join(lines) + "\n"
+    width = max(MIN_WIDTH, width)
+    out: list[str] = []
+    for line in lines:
+        if isinstance(line, Para):
+            out += _wrap(line, width)
+        elif isinstance(line, Command):
+            out += _command(line, width)
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
-def _data(r: DemoResult, strict: bool) -> list[str]:
+def _wrap(p: Para, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(p.text, width, initial_indent=p.first, subsequent_indent=p.rest, break_on_hyphens=False,
+                         break_long_words=False) or [p.first.rstrip()]
+
+
+def _command(c: Command, width: int) -> list[str]:
+    """``rankgate gate --config x --gold y`` over as many lines as it needs, each option kept whole."""
+    import re
+
+    words = re.findall(r"'[^']*'|\S+", c.text)  # a quoted path stays one word
+    parts: list[str] = []  # a word, or an option with its value
+    for w in words:
+        if parts and not w.startswith("-") and parts[-1].startswith("-") and " " not in parts[-1]:
+            parts[-1] += " " + w
+        else:
+            parts.append(w)
+    out, current = [], c.indent + parts[0]
+    for part in parts[1:]:
+        if len(current) + 1 + len(part) + 2 > width:
+            out.append(current + " \\")
+            current = c.indent + "  " + part
+        else:
+            current += " " + part
+    return out + [current]
+
+
+def _data(r: DemoResult, strict: bool) -> list[Line]:
     c, g = r.corpus, r.gold
     langs = ", ".join(f"{n} {_lang(k)}" for k, n in c["languages"].items())
     private = {k: n for k, n in c["tenants"].items() if k != "shared"}
-    out = ["1. Data: Taskfolio, a fictional help centre that ships with rankgate",
-           f"   corpus  {c['chunks']} chunks from {c['documents']} documents: {langs}"]
+    corpus = f"{c['chunks']} chunks from {c['documents']} documents: {langs}"
     if private:
-        out.append(f"           incl. internal documents of {len(private)} customer workspaces "
+        corpus += (f"; incl. internal documents of {len(private)} customer workspaces "
                    f"({', '.join(f'{k}: {n} chunks' for k, n in private.items())})")
     qlangs = ", ".join(f"{n} {_lang(k)}" for k, n in g["languages"].items())
-    out.append(f"   gold    {g['queries']} queries ({qlangs}) with {g['judgements']} graded judgements;")
-    out.append(f"           {g['answerable']} answerable, {g['no_answer']} with no answer in the corpus; "
-               f"{g['with_forbidden']} list chunks they must not get")
+    out: list[Line] = [Para("1. Data: Taskfolio, a fictional help centre that ships with rankgate", "", "   "),
+                       Para(corpus, "   corpus  ", " " * 11)]
+    out.append(Para(f"{g['queries']} queries ({qlangs}) with {g['judgements']} graded judgements; "
+                    f"{g['answerable']} answerable, {g['no_answer']} with no answer in the corpus; "
+                    f"{g['with_forbidden']} list chunks they must not get", "   gold    ", " " * 11))
     return out
 
 
-def _configs(r: DemoResult, strict: bool) -> list[str]:
-    out = [f"2. Two retriever configurations indexed the corpus and ran every gold query (top {DEPTH} hits):"]
+def _configs(r: DemoResult, strict: bool) -> list[Line]:
+    out: list[Line] = [Para(f"2. Two retriever configurations indexed the corpus and ran every gold query "
+                            f"(top {DEPTH} hits):", "", "   ")]
     for run in r.runs:
         out.append(f"   {run.role:<9}  {run.config.name}")
-        out += _wrap_all([run.config.description], 96, first=" " * 14, rest=" " * 14)
+        out.append(Para(run.config.description, " " * 14, " " * 14))
     if r.changes:
         diff = ", ".join(f"{k} {_option(a)} -> {_option(b)}" for k, (a, b) in r.changes.items())
-        out.append(f"   The pull request changes the text analysis only: {diff}.")
-        out.append("   German and Spanish words are now stemmed as English: \"Rechnungen\" no longer matches")
-        out.append("   \"Rechnung\". English is most of the traffic, so the overall numbers barely move.")
+        out.append(Para(f"The pull request changes the text analysis only: {diff}. German and Spanish words are now "
+                        "stemmed as English: \"Rechnungen\" no longer matches \"Rechnung\". English is most of the "
+                        "traffic, so the overall numbers barely move."))
     return out
 
 
-def _scores(r: DemoResult, strict: bool) -> list[str]:
+def _scores(r: DemoResult, strict: bool) -> list[Line]:
     metrics = r.baseline.result.metric_names
     n = r.gold["answerable"]
-    out = [f"3. Scores (means over the {n} answerable queries, 95% CI by bootstrap over queries, seed {r.seed}):",
+    out: list[Line] = [Para(f"3. Scores (means over the {n} answerable queries, 95% CI by bootstrap over queries, "
+                            f"seed {r.seed}):", "", "   "),
            (f"   {'metric':<12} {r.baseline.role + ' ' + r.baseline.config.name:<34} "
             f"{r.candidate.role + ' ' + r.candidate.config.name}")]
     for m in metrics:
@@ -102,17 +176,18 @@ def _scores(r: DemoResult, strict: bool) -> list[str]:
     forbidden = [m for m in metrics if m.startswith("forbidden")]
     if forbidden:
         checked = r.baseline.forbidden.checked
-        out.append(f"   {forbidden[0]} is over the {checked} queries that list chunks they must not get; "
-                   "lower is better.")
+        out.append(Para(f"{forbidden[0]} is over the {checked} queries that list chunks they must not get; "
+                        "lower is better."))
     return out
 
 
-def _changes(r: DemoResult, strict: bool) -> list[str]:
+def _changes(r: DemoResult, strict: bool) -> list[Line]:
     gated = [g.metric for g in r.config.gates if g.segments and g.regression_max is not None]
     metrics = gated[:2] or list(r.baseline.result.metric_names[:2])
     head = "".join(f"{m:<30}" for m in metrics).rstrip()
-    out = ["4. What the pull request changed (candidate − baseline, paired by query, with 95% CI):",
-           f"   {'':<16}{head}"]
+    out: list[Line] = [Para("4. What the pull request changed (candidate − baseline, paired by query, with 95% CI):",
+                            "", "   "),
+                       f"   {'':<16}{head}"]
     scopes: list[tuple[str | None, str]] = [(None, "all queries")]
     scopes += [(lang, f"{_lang(lang)} ({r.change(metrics[0], lang).n})") for lang in r.languages]
     for seg, name in scopes:
@@ -127,13 +202,14 @@ def _changes(r: DemoResult, strict: bool) -> list[str]:
     seg = r.change(primary, worst)
     if _worsening(r, primary, worst) < 0 and overall.delta != 0 and not math.isnan(seg.delta):
         times = seg.delta / overall.delta
-        out.append(f"   Over all queries {primary} moves {fmt_delta(primary, overall.delta)}; for {_lang(worst)} "
-                   f"queries {fmt_delta(primary, seg.delta)}" + (f", {times:.0f} times as much." if times >= 1.5 else "."))
-        out.append("   The overall mean hides where the change is: it is concentrated in one language.")
+        out.append(Para(f"Over all queries {primary} moves {fmt_delta(primary, overall.delta)}; for {_lang(worst)} "
+                        f"queries {fmt_delta(primary, seg.delta)}"
+                        + (f", {times:.0f} times as much." if times >= 1.5 else ".")
+                        + " The overall mean hides where the change is: it is concentrated in one language."))
         lang_of = dict(zip(r.baseline.result.query_ids, r.baseline.result.segment(SEGMENT_FIELD)))
         examples = [c for c in r.comparison.regressions if lang_of.get(c.query_id) == worst][:3]
         if examples:
-            out.append(f"   {_lang(worst)} queries that lost most ({primary}; rank of the first relevant chunk):")
+            out.append(Para(f"{_lang(worst)} queries that lost most ({primary}; rank of the first relevant chunk):"))
             for c in examples:
                 text = shorten(r.queries.get(c.query_id) or "", 46)
                 out.append(f"     {c.query_id}  {text!r:<50} rank {fmt_rank(c.baseline_rank)} -> "
@@ -149,20 +225,22 @@ def _worsening(r: DemoResult, metric: str, lang: str) -> float:
     return row.delta if row.higher_is_better else -row.delta
 
 
-def _gate(r: DemoResult, strict: bool) -> list[str]:
+def _gate(r: DemoResult, strict: bool) -> list[Line]:
     o = r.gate
     blocking = [g for g in o.results if g.gate.severity == "error"]
     failed = [g for g in blocking if g.status == "fail"]
+    out: list[Line]
     if o.passed:
-        out = [f"5. Gate (data/ship-criteria.yaml): PASS, all {len(blocking)} blocking gates pass."]
+        out = [Para(f"5. Gate (data/ship-criteria.yaml): PASS, all {len(blocking)} blocking gates pass.", "", "   ")]
     else:
-        out = [f"5. Gate (data/ship-criteria.yaml): FAIL, {len(failed)} of {len(blocking)} blocking gates fail.",
+        out = [Para(f"5. Gate (data/ship-criteria.yaml): FAIL, {len(failed)} of {len(blocking)} blocking gates fail.",
+                    "", "   "),
                "   This pull request would be blocked:"]
-    out += _wrap_all(gate_sentences(o, markdown=False), 97)
+    out += [Para(sentence, "   ", "      ") for sentence in gate_sentences(o, markdown=False)]
     out += _evidence(r)
     if not o.passed and r.gate_overall_only.passed:
-        out.append("   Checked over all queries only (the same criteria without `segments: [lang]`), the gate")
-        out.append("   passes: only the per-language check catches this regression.")
+        out.append(Para("Checked over all queries only (the same criteria without `segments: [lang]`), the gate "
+                        "passes: only the per-language check catches this regression."))
     fb = r.candidate.forbidden
     if fb.queries:
         parts = []
@@ -173,17 +251,18 @@ def _gate(r: DemoResult, strict: bool) -> list[str]:
         finding = (f"forbidden@5: {len(fb.queries)} of {fb.checked} queries were shown a chunk they must not get: "
                    f"{'; '.join(parts)}. Neither retriever filters by document status or tenant. That is a real "
                    "finding, and the warning shows it without blocking the merge.")
-        out += _wrap_all([finding], 97, rest="   ")
+        out.append(Para(finding))
     if not o.passed:
         if strict:
-            out.append(f"   --strict: rankgate demo exits with the gate's code, {o.exit_code}.")
+            out.append(Para(f"--strict: rankgate demo exits with the gate's code, {o.exit_code}."))
         else:
-            out.append("   The failure is the point of the demo: the demo itself ran fine and exits 0")
-            out.append(f"   (`rankgate demo --strict` exits with the gate's code, {o.exit_code}, as `rankgate gate` does in CI).")
+            out.append(Para("The failure is the point of the demo: the demo itself ran fine and exits 0 "
+                            f"(`rankgate demo --strict` exits with the gate's code, {o.exit_code}, as `rankgate gate` "
+                            "does in CI)."))
     return out
 
 
-def _evidence(r: DemoResult) -> list[str]:
+def _evidence(r: DemoResult) -> list[Line]:
     """A plain word on how strong the evidence is when it is borderline, either way."""
     checks = [c for g in r.gate.results for c in g.checks if c.kind == "regression" and c.field is not None]
     failed = [c for c in checks if c.status == "fail"]
@@ -193,64 +272,52 @@ def _evidence(r: DemoResult) -> list[str]:
         near = min(abs(c.ci_low), abs(c.ci_high))
         if near < 0.1 * abs(c.value):
             lang = _lang(c.segment or "")
-            return _wrap_all([(f"The evidence is borderline: the interval ends {fmt_pp(c.metric, near)} short of 0 with "
-                              f"{c.n} {lang} queries; with a few other --seed values it reaches 0 and the gate lets "
-                              f"the change through. More {lang} queries would settle it.")], 97, rest="   ")
+            return [Para(f"The evidence is borderline: the interval ends {fmt_pp(c.metric, near)} short of 0 with "
+                         f"{c.n} {lang} queries; with a few other --seed values it reaches 0 and the gate lets "
+                         f"the change through. More {lang} queries would settle it.")]
         return []
     if noisy:
         langs = ", ".join(dict.fromkeys(_lang(c.segment or "") for c in noisy))
-        return _wrap_all([(f"The drops beyond the limits ({langs}) are not established with this many queries, so "
-                          "the gate lets the change through. More queries in that language would settle it.")],
-                         97, rest="   ")
+        return [Para(f"The drops beyond the limits ({langs}) are not established with this many queries, so "
+                     "the gate lets the change through. More queries in that language would settle it.")]
     return []
 
 
-def _wrap_all(sentences: list[str], width: int, first: str = "   ", rest: str = "      ") -> list[str]:
-    """Each sentence wrapped to ``width`` columns: first line after ``first``, the others after ``rest``."""
-    import textwrap
-
-    out: list[str] = []
-    for s in sentences:
-        out += textwrap.wrap(s, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False) or [""]
-    return out
-
-
-def _files(r: DemoResult, strict: bool) -> list[str]:
+def _files(r: DemoResult, strict: bool) -> list[Line]:
     folder = _shown(r.out_dir)
-    out = [f"6. Files, in {folder}{os.sep}"]
+    out: list[Line] = [f"6. Files, in {folder}{os.sep}"]
     width = max(len(o.relative) for o in r.outputs)
     for o in r.outputs:
-        out.append(f"   {o.relative:<{width}}  {shorten(o.what, 96 - width - 5)}")
-    out += _wrap_all(list(r.notes), 97, rest="   ")
-    out.append("   compare.md's verdicts are Holm-corrected across its whole table, so they are stricter than")
-    out.append("   the gate, which asks one question per gate and language (docs/demo.md explains both).")
+        out.append(Para(o.what, f"   {o.relative:<{width}}  ", " " * (width + 5)))
+    out += [Para(note) for note in r.notes]
+    out.append(Para("compare.md's verdicts are Holm-corrected across its whole table, so they are stricter than "
+                    "the gate, which asks one question per gate and language (docs/demo.md explains both)."))
     return out
 
 
-def _next(r: DemoResult, strict: bool) -> list[str]:
+def _next(r: DemoResult, strict: bool) -> list[Line]:
     import shlex
 
     def at(rel: str) -> str:
         return shlex.quote(_shown(r.out_dir / rel))
 
-    out = ["7. Next"]
+    out: list[Line] = ["7. Next"]
     if any(o.key == "report" for o in r.outputs):
-        out.append(f"   Open {at('report.html')} in a browser: the same story with charts and the missed queries.")
+        out.append(Para(f"Open {at('report.html')} in a browser: the same story with charts and the missed queries."))
     out += [
-        "   Re-run the gate on the demo's files; then edit data/ship-criteria.yaml (drop `segments: [lang]`)",
-        "   and run it again:",
-        f"     rankgate gate --config {at('data/ship-criteria.yaml')} \\",
-        f"       --gold {at('data/gold.jsonl')} --baseline {at('runs/baseline.jsonl')} \\",
-        f"       --candidate {at('runs/candidate.jsonl')}",
-        "   On your own data (corpus.jsonl and gold.jsonl in the shape of the demo's; see docs/demo.md):",
-        "     rankgate retrieve --corpus corpus.jsonl --gold gold.jsonl --retriever bm25 -o main.jsonl",
-        "     rankgate evaluate --gold gold.jsonl --run main.jsonl --by lang --out results",
-        "     rankgate compare --gold gold.jsonl main.jsonl pr.jsonl --by lang",
-        "     rankgate gate --config ship-criteria.yaml --gold gold.jsonl \\",
-        "       --baseline main.jsonl --candidate pr.jsonl --comment pr-comment.md",
-        "     rankgate report --gold gold.jsonl --run pr.jsonl --baseline main.jsonl --by lang \\",
-        "       --config ship-criteria.yaml -o report.html",
-        "   Plug in your own retriever with --retriever package.module:YourClass (rankgate retrieve --help).",
+        Para("Re-run the gate on the demo's files; then edit data/ship-criteria.yaml (drop `segments: [lang]`) "
+             "and run it again:"),
+        Command(f"rankgate gate --config {at('data/ship-criteria.yaml')} --gold {at('data/gold.jsonl')} "
+                f"--baseline {at('runs/baseline.jsonl')} --candidate {at('runs/candidate.jsonl')}"),
+        Para("On your own data (corpus.jsonl and gold.jsonl in the shape of the demo's; see docs/demo.md):"),
+        Command("rankgate retrieve --corpus corpus.jsonl --gold gold.jsonl --retriever bm25 -o main.jsonl"),
+        Command("rankgate evaluate --gold gold.jsonl --run main.jsonl --by lang --out results"),
+        Command("rankgate compare --gold gold.jsonl main.jsonl pr.jsonl --by lang"),
+        Command("rankgate gate --config ship-criteria.yaml --gold gold.jsonl --baseline main.jsonl "
+                "--candidate pr.jsonl --comment pr-comment.md"),
+        Command("rankgate report --gold gold.jsonl --run pr.jsonl --baseline main.jsonl --by lang "
+                "--config ship-criteria.yaml -o report.html"),
+        Para("Plug in your own retriever with --retriever package.module:YourClass (rankgate retrieve --help)."),
     ]
     return out
 
