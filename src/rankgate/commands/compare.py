@@ -159,7 +159,9 @@ def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any,
     from rich.console import Console
 
     tty = sys.stdout.isatty()
-    Console(width=None if tty else 100, color_system="auto" if tty else None, highlight=False).print(as_renderable(result))
+    # a terminal's width, or COLUMNS when set (rich reads it); 100 in a log or a pipe
+    wide = tty or bool(os.environ.get("COLUMNS"))
+    Console(width=None if wide else 100, color_system="auto" if tty else None, highlight=False).print(as_renderable(result))
     return 0
 
 

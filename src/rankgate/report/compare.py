@@ -116,24 +116,50 @@ def _method(cmp: Comparison) -> str:
 
 
 def comparison_renderable(cmp: Comparison):
-    """A ``rich`` renderable: the delta table, the most-changed queries, coverage notes."""
+    """A ``rich`` renderable: the delta table, the most-changed queries, coverage notes. It fits the
+    console's width: names stay whole, columns move closer together in a narrow terminal, and the
+    verdict wraps at its space."""
+    return _ComparisonView(cmp)
+
+
+class _ComparisonView:
+    def __init__(self, cmp: Comparison) -> None:
+        self.cmp = cmp
+
+    def __rich_console__(self, console: Any, options: Any):
+        from rich.measure import Measurement
+
+        table = _delta_table(self.cmp, pad=1)
+        natural = Measurement.get(console, options.update_width(10_000), table).maximum
+        if natural > options.max_width:
+            table = _delta_table(self.cmp, pad=0)  # the box's own space still separates the columns
+        yield from _parts(self.cmp, table, pad=0 if options.max_width < 100 else 1)
+
+    def __rich_measure__(self, console: Any, options: Any):
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, _delta_table(self.cmp, pad=1))
+
+
+def _delta_table(cmp: Comparison, pad: int):
     from rich import box
-    from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    parts: list[Any] = [Text(f"{cmp.candidate_label} (candidate) vs {cmp.baseline_label} (baseline)", style="bold")]
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
-    table.add_column("metric / segment", overflow="fold")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, pad, 0, 0))
+    # In a narrow terminal the first column keeps its names whole (never "metri"/"c"); the verdict
+    # wraps at its space instead ("within" / "noise").
+    labels = [r.metric if r.field is None else f"  {shorten(_scope(r), 40)}" for r in cmp.rows]
+    table.add_column("metric", no_wrap=True, min_width=max(map(len, labels), default=6))
     for name in ("n", "baseline", "candidate", "change", f"{cmp.confidence:.0%} CI", "Holm p"):
         table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    words = [w for r in cmp.rows for w in r.verdict(cmp.confidence).split()]
+    table.add_column("verdict", min_width=max(map(len, [*words, "verdict"])))
     current = None
-    for r in cmp.rows:
+    for r, label in zip(cmp.rows, labels):
         if current is not None and r.metric != current:
             table.add_section()
         current = r.metric
-        label = r.metric if r.field is None else f"  {shorten(_scope(r), 40)}"
         verdict = r.verdict(cmp.confidence)
         style = {"worse": "red", "better": "green"}.get(verdict)
         table.add_row(
@@ -141,13 +167,21 @@ def comparison_renderable(cmp: Comparison):
             fmt_delta(r.metric, r.delta), fmt_delta_ci(r.metric, r.ci_low, r.ci_high), fmt_p(r.p_holm),
             Text(verdict, style=style or ""),
         )
-    parts.append(table)
+    return table
+
+
+def _parts(cmp: Comparison, table: Any, pad: int) -> list[Any]:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = [Text(f"{cmp.candidate_label} (candidate) vs {cmp.baseline_label} (baseline)", style="bold"), table]
     for title, changes in (("Most regressed", cmp.regressions), ("Most improved", cmp.improvements)):
         if not changes:
             continue
         q = Table(title=f"{title} queries on {cmp.primary}", title_justify="left", box=box.SIMPLE_HEAD,
-                  show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
-        q.add_column("query_id", overflow="fold")
+                  show_edge=False, pad_edge=False, padding=(0, pad, 0, 0))
+        q.add_column("query_id", no_wrap=True, min_width=max((len(shorten(c.query_id, 40)) for c in changes), default=8))
         for name in ("baseline", "candidate", "change", "first relevant rank"):
             q.add_column(name, justify="right", no_wrap=True)
         q.add_column("note")
@@ -158,7 +192,7 @@ def comparison_renderable(cmp: Comparison):
     parts.append(Text(""))
     parts.extend(Text(line) for line in _coverage(cmp))
     parts.append(Text(_method(cmp), style="dim"))
-    return Group(*parts)
+    return parts
 
 
 def comparison_markdown(cmp: Comparison) -> str:

@@ -1,0 +1,50 @@
+"""Terminal output at 80 columns: names stay whole, nothing runs past the width (COLUMNS respected)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.cells import cell_len
+from rich.console import Console
+
+from rankgate.compare import compare
+
+from .test_compare import check_golden, make_pair
+
+DATA = Path(__file__).parent / "data" / "report"
+
+
+def _render(renderable, width: int) -> str:
+    console = Console(width=width, color_system=None, force_terminal=False, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_compare_table_at_80_columns_keeps_metric_names_whole():
+    base, cand = make_pair()
+    cmp = compare(base, cand, by=["lang"], n_resamples=500, n_permutations=999, top=5)
+    text = _render(cmp.table(), 80)
+    check_golden("compare_table_80.txt", text)
+    lines = text.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    firsts = [line.split()[0] for line in lines[1:] if line.strip() and not line.startswith(("─", " "))]
+    assert {"metric", "recall@5", "ndcg@10"} <= set(firsts)
+    assert any(line.startswith("  lang = de ") for line in lines)
+    assert lines[1].split()[-1] == "verdict"  # headers and verdicts wrap at spaces, never inside a word
+    assert {w for line in lines[2:16] for w in line.split()} >= {"within", "noise"}
+    assert not any(w in text.split() for w in ("verdic", "withi", "nois", "metri"))
+
+
+def test_compare_command_follows_columns(tmp_path):
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-m", "rankgate", "compare", "--gold", str(DATA / "gold.jsonl"),
+                          str(DATA / "base.jsonl"), str(DATA / "run.jsonl"), "--by", "lang", "--resamples", "200"],
+                         capture_output=True, text=True, encoding="utf-8", env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80, out.stdout
+    assert any(line.startswith("recall@5 ") for line in lines), out.stdout
