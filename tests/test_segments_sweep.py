@@ -108,3 +108,13 @@ def test_sweep_from_result_with_intervals():
     sweep = sweep_from_result(res, "recall", "1,5", n_resamples=200)
     c = sweep.curves[0]
     assert all(lo <= m <= hi for lo, m, hi in zip(c.ci_low, c.means, c.ci_high))
+
+
+def test_k_sweep_stops_at_the_runs_depth():
+    # a top-5 run (as RAGAS users log): @10 and @20 would only repeat @5
+    gold = {f"q{i}": {f"d{i}_{j}": 1 for j in range(8)} for i in range(6)}
+    run = {f"q{i}": [f"d{i}_{j}" for j in range(0, 10, 2)] for i in range(6)}
+    sweep = k_sweep(gold, run, "recall,ndcg", "1,3,5,10,20")
+    assert sweep.ks == (1, 3, 5) and sweep.depth == 5
+    assert sweep.to_dict()["run_depth"] == 5
+    assert k_sweep(gold, run, "recall", "1,4,8").ks == (1, 4, 5)  # the depth ends the curve

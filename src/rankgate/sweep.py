@@ -25,7 +25,8 @@ import numpy as np
 from .errors import MetricSpecError, UsageError
 from .results import EvaluationResult
 
-__all__ = ["KSweep", "SweepCurve", "auc", "k_sweep", "parse_ks", "sweep_from_result", "sweep_specs"]
+__all__ = ["KSweep", "SweepCurve", "auc", "k_sweep", "parse_ks", "run_depth", "sweep_from_result", "sweep_specs",
+           "within_depth"]
 
 DEFAULT_KS = (1, 3, 5, 10, 20)
 
@@ -100,6 +101,7 @@ class KSweep:
     curves: tuple[SweepCurve, ...]
     confidence: float = 0.95
     result: EvaluationResult | None = field(default=None, repr=False, compare=False)
+    depth: int | None = None  # the run's longest ranking, when known: no k lies past it
 
     def to_dict(self) -> dict[str, Any]:
         def clean(x: float) -> float | None:
@@ -107,6 +109,7 @@ class KSweep:
 
         return {
             "ks": list(self.ks),
+            **({} if self.depth is None else {"run_depth": self.depth}),
             "auc_method": "trapezoidal area under (k, mean) divided by (k_max - k_min)",
             "curves": {
                 c.metric: {
@@ -172,7 +175,7 @@ def sweep_from_result(
             ci_high=tuple(cis[s][1] for s in names),
             auc=auc(ks_t, means),
         ))
-    return KSweep(ks_t, tuple(curves), confidence, result)
+    return KSweep(ks_t, tuple(curves), confidence, result=result)
 
 
 def k_sweep(
@@ -191,14 +194,33 @@ def k_sweep(
     Args:
         gold, run: as for :func:`rankgate.evaluate` (paths or loaded objects).
         metrics: metric names without ``@k`` (``"recall,ndcg"``, ``["recall", "ndcg(gain=exp)"]``).
-        ks: cutoffs (``"1,3,5,10,20"`` or a list).
+        ks: cutoffs (``"1,3,5,10,20"`` or a list); those past the run's depth (its longest ranking) are
+            replaced by the depth itself, so a top-5 run is swept over 1, 3, 5.
         evaluate_kwargs: passed on to :func:`rankgate.evaluate` (``level``, ``doc_sep``, ``trec``…).
         n_resamples: bootstrap intervals per point when > 0.
     """
+    from .data import load_run
     from .engine import evaluate
 
-    result = evaluate(gold, run, sweep_specs(metrics, ks), **dict(evaluate_kwargs or {}))
-    return sweep_from_result(result, metrics, ks, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    loaded = load_run(run, format=dict(evaluate_kwargs or {}).get("run_format"))
+    ks_t = within_depth(parse_ks(ks), run_depth(loaded))
+    result = evaluate(gold, loaded, sweep_specs(metrics, ks_t), **dict(evaluate_kwargs or {}))
+    sweep = sweep_from_result(result, metrics, ks_t, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    return dataclasses.replace(sweep, depth=run_depth(loaded))
+
+
+def run_depth(run: Any) -> int:
+    """The length of the run's longest ranking (0 for an empty run)."""
+    codes = np.asarray(run.r_query)
+    return int(np.bincount(codes).max()) if codes.size else 0
+
+
+def within_depth(ks: Sequence[int], depth: int) -> tuple[int, ...]:
+    """The cutoffs up to the run's depth, and the depth itself when some lay past it: past the depth a
+    curve only repeats its last value. An empty run (depth 0) keeps the cutoffs asked for."""
+    if depth <= 0 or all(k <= depth for k in ks):
+        return tuple(ks)
+    return tuple(sorted({k for k in ks if k <= depth} | {depth}))
 
 
 def _fmt(x: float) -> str:
