@@ -92,5 +92,5 @@ def run(args: argparse.Namespace) -> int:
     write_text(args.output, render_html(report))
     gate = "" if report.gate is None else f"; gate {'passed' if report.gate.passed else 'failed'}"
     print(f"wrote {args.output}: {len(report.findings)} findings, {report.misses_total} queries with no relevant "
-          f"chunk in the top 10{gate}")
+          f"chunk in the {'top 10' if report.depth >= 10 else f'list (top {report.depth})'}{gate}")
     return 0

@@ -367,7 +367,8 @@ def _misses(rep: Report) -> str:
         out.append('<p class="ok">Every answerable query has a relevant chunk in its top 10.</p></section>')
         return "\n".join(out)
     shown = len(rep.misses)
-    out.append(f'<p class="lead">{rep.misses_total} answerable queries have no relevant chunk in the top 10'
+    top = "top 10" if rep.depth >= 10 else f"list (the run keeps at most {rep.depth})"
+    out.append(f'<p class="lead">{rep.misses_total} answerable queries have no relevant chunk in the {top}'
                + (f"; the first {shown} in gold-set order are shown (raise <code>--top-misses</code> for more)" if shown < rep.misses_total else "")
                + ". Relevant chunks are highlighted green.</p>")
     out += [_miss(m, rep, i < 3) for i, m in enumerate(rep.misses)]
