@@ -287,3 +287,12 @@ def test_short_runs__curves_and_histogram_stop_at_the_depth():
 
     html = render_html(rep)
     assert "@10</th>" not in html and "@20</th>" not in html
+
+
+def test_short_runs__distractors_count_only_the_chunks_passed_on():
+    # a top-3 run at k = 5: two empty slots are not distractors
+    s = Signals(k=5, depth=3, means={"recall@5": 0.9, "precision@5": 0.18})
+    (f,) = diagnose(s)
+    assert "about 2 of the 3 chunks passed on are not relevant" in f.evidence
+    # 2 relevant of 3 passed on is not "most of the context"
+    assert diagnose(Signals(k=5, depth=3, means={"recall@5": 0.9, "precision@5": 0.4})) == ()

@@ -83,6 +83,7 @@ class Signals:
     """
 
     k: int = 5
+    depth: int | None = None  # the run's longest list: a shorter run passes on fewer than k chunks
     means: Mapping[str, float] = field(default_factory=dict)
     evaluated: int = 0  # gold queries evaluated
     answerable: int = 0  # of which have a relevant item
@@ -374,10 +375,15 @@ def false_evidence(s: Signals, t: Thresholds) -> Finding | None:
 
 def distractors(s: Signals, t: Thresholds) -> Finding | None:
     r, p = s.means.get(f"recall@{s.k}"), s.means.get(f"precision@{s.k}")
-    if not _ok(r) or not _ok(p) or r < t.distractor_recall or p > t.distractor_precision:
+    if not _ok(r) or not _ok(p):
+        return None
+    # a run shorter than k passes on only `passed` chunks: its empty slots are not distractors
+    passed = min(s.k, s.depth) if s.depth else s.k
+    share = p * s.k / passed
+    if r < t.distractor_recall or share > t.distractor_precision:
         return None
     evidence = (f"precision@{s.k} {fmt_value('precision@1', p)} while recall@{s.k} {fmt_value('recall@1', r)}: about "
-                f"{round((1 - p) * s.k)} of the {s.k} chunks passed on are not relevant")
+                f"{round((1 - share) * passed)} of the {passed} chunks passed on are not relevant")
     if _ok(s.precision_ceiling):
         evidence += f" (with this gold set's labels at most {fmt_value('precision@1', s.precision_ceiling)} could be)"
     numbers = {f"recall@{s.k}": r, f"precision@{s.k}": p}

@@ -443,7 +443,8 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     never = sum(1 for x in found if x == 0) / len(answerable) if answerable else None
     ceiling = None
     if answerable:
-        ceiling = math.fsum(min(gidx.relevant_count(result.query_ids[i]), k) / k for i in answerable) / len(answerable)
+        slots = min(k, rep.depth) if rep.depth > 0 else k  # a shorter run cannot fill k slots
+        ceiling = math.fsum(min(gidx.relevant_count(result.query_ids[i]), slots) / k for i in answerable) / len(answerable)
     jk = judged_k(rep.depth)
     jceil = None
     if result.query_ids:
@@ -462,7 +463,7 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     knee_k = recall_curve.knee if recall_curve is not None else None
     knee_recall = recall_curve.means[recall_curve.ks.index(knee_k)] if knee_k is not None else None
     return Signals(
-        k=k, means=means, knee=knee_k, knee_recall=knee_recall, evaluated=len(result.query_ids), answerable=len(answerable),
+        k=k, depth=rep.depth, means=means, knee=knee_k, knee_recall=knee_recall, evaluated=len(result.query_ids), answerable=len(answerable),
         missing_from_run=len(result.missing_from_run), deep_k=deep_k, deep_recall=deep,
         deep_from_raw=raw_result is not None, never_found=never,
         chunk_recall10=rep.doc_level.get("chunk"), doc_recall10=rep.doc_level.get("doc"),
