@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..results import EvaluationResult
 from .markdown import latency_lines
-from .numbers import fmt_delta, fmt_delta_ci, fmt_value, fmt_value_ci
+from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_value, fmt_value_ci
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare import Comparison
@@ -77,11 +77,12 @@ def retrieval_panel(
     table.add_column("mean", justify="right", style="bold", no_wrap=True)
     if cis:
         table.add_column(conf, justify="right", no_wrap=True)
-    table.add_column("n", justify="right")
+    table.add_column("n", justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     if comparison is not None:
         for name in ("baseline", "change", f"change {conf}", "verdict"):
             table.add_column(name, justify="right" if name != "verdict" else "left", no_wrap=True)
+    holm: list[str] = []
     for m in names:
         s = result.summary(m)
         low, high = (cis or {}).get(m, (math.nan, math.nan))
@@ -96,12 +97,23 @@ def retrieval_panel(
             else:
                 verdict = d.verdict(comparison.confidence)
                 style = VERDICT_STYLE.get(verdict, "")
+                if (verdict == "within noise" and not math.isnan(d.ci_low) and not math.isnan(d.p_holm)
+                        and (d.ci_low > 0 or d.ci_high < 0)):
+                    verdict += "*"  # the CI excludes 0, the Holm-corrected test does not: the caption says why
+                    holm.append(f"{m} p = {fmt_p(d.p_holm)}")
                 row += [fmt_value(m, d.baseline), f"[{style}]{fmt_delta(m, d.delta)}[/]",
                         fmt_delta_ci(m, d.ci_low, d.ci_high), f"[{style}]{verdict}[/]"]
         table.add_row(*row)
+    captions = []
     lat = latency_lines(result)
     if lat:
-        table.caption = "latency " + "; ".join(lat)
+        captions.append("latency " + "; ".join(lat))
+    if holm:
+        captions.append(f"* the change's {conf} excludes 0, but the randomisation test, Holm-corrected across "
+                        f"{len(comparison.rows)} changes, is not below {1 - comparison.confidence:.2g} "
+                        f"({'; '.join(holm)})")
+    if captions:
+        table.caption = "\n".join(captions)
         table.caption_justify = "left"
     return table
 
