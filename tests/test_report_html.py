@@ -184,3 +184,12 @@ def test_terminal_panel_says_why_a_clear_change_is_within_noise():
     console.print(retrieval_panel(res, {"recall@5": (0.5, 0.9)}, comparison=Cmp()))
     text = console.export_text()
     assert "within noise*" in text and "Holm-corrected across 12 changes" in text and "recall@5 p = 0.120" in text
+
+
+def test_an_empty_list_without_a_title_reads_as_a_sentence():
+    gold = [{"query_id": "q1", "query": "anything", "relevant_chunks": ["a#c1"]},
+            {"query_id": "q2", "query": "no answer here", "relevant_chunks": [], "no_answer": True}]
+    run = [{"query_id": "q1", "topk": ["a#c1"]}, {"query_id": "q2", "topk": []}]
+    html = render_html(build_report(gold, run, n_resamples=0))
+    assert ": nothing retrieved." not in html
+    assert '<p class="muted">Nothing retrieved.</p>' in html
