@@ -41,7 +41,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return str(longrepr or "")
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001 (pytest's signature)
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     skipped = [_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])]
     shared = sum(1 for reason in skipped if NO_SHARED in reason)
     browser = sum(1 for reason in skipped if NO_BROWSER in reason)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run", "parse_texts", "keep_texts"]
+__all__ = ["add_parser", "keep_texts", "parse_texts", "run"]
 
 # The report lists the top 10 of each missed query with its text, and containment@k and
 # coverage_entities@k read the text of the top k; 10 covers both at the usual cut-offs.

@@ -16,7 +16,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ..report.comment import gate_sentences
 from ..report.numbers import fmt_delta, fmt_delta_ci, fmt_pp, fmt_rank, fmt_value, fmt_value_ci, shorten
@@ -67,7 +67,7 @@ class Command:
     indent: str = "     "
 
 
-Line = Union[str, Para, Command]
+Line = str | Para | Command
 
 
 def terminal_width() -> int:
@@ -332,4 +332,4 @@ if __name__ == "__main__":  # pragma: no cover
     target = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="rankgate-demo-")
     start = time.perf_counter()
     demo = run_demo(target)
-    sys.stdout.write(render(demo, elapsed=time.perf_counter() - start))
+    sys.stdout.write(render(demo, elapsed=time.perf_counter() - start, width=terminal_width()))
