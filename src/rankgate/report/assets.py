@@ -60,6 +60,9 @@ td.flags .tag { display: block; width: max-content; max-width: 100%; white-space
 .scroll { overflow-x: auto; max-width: 100%; }
 .scroll > table { min-width: 0; }
 table.segments th, table.segments td { padding: 5px 6px; }
+table.segments tr > :first-child { position: sticky; left: 0; z-index: 1; background: #fff; }
+table.segments tr.fail > td:first-child { background: var(--red-bg); }
+table.segments tr.warn > td:first-child { background: var(--amber-bg); }
 .warnword { color: var(--amber); font-weight: 600; }
 .tag { display: inline-block; font-size: 11.5px; padding: 0 7px; border-radius: 999px; background: #f1f5f9; color: #475569;
   margin-right: 4px; }
