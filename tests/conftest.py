@@ -20,6 +20,7 @@ FIXTURES = SHARED / "fixtures"
 # Markers in skip reasons: the end-of-run summary counts the skips by these.
 NO_SHARED = "shared conformance data not present"
 NO_BROWSER = "browser tests need Chromium and playwright"
+SAVED: list[Path] = []  # screenshots and other artifacts written by tests, listed at the end of the run
 
 
 def shared_path(*parts: str) -> Path:
@@ -45,6 +46,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     skipped = [_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])]
     shared = sum(1 for reason in skipped if NO_SHARED in reason)
     browser = sum(1 for reason in skipped if NO_BROWSER in reason)
+    if SAVED:
+        folders = sorted({str(p.parent) for p in SAVED})
+        terminalreporter.write_line(f"rankgate: {len(SAVED)} screenshots saved in {', '.join(folders)}: "
+                                    + ", ".join(p.name for p in SAVED))
     if shared:
         terminalreporter.write_line(
             f"rankgate: the conformance suite did not run ({shared} tests skipped): no shared data at {SHARED}. "

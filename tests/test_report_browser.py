@@ -14,7 +14,7 @@ import pytest
 
 from rankgate.report.html import write_report
 
-from .conftest import NO_BROWSER
+from .conftest import NO_BROWSER, SAVED
 
 DATA = Path(__file__).parent / "data" / "report"
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,6 +112,7 @@ def test_screenshot(page):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out = ARTIFACTS / "report.png"
     page.screenshot(path=str(out), full_page=True)
+    SAVED.append(out)
     assert out.stat().st_size > 10_000
 
 
@@ -150,7 +151,7 @@ def test_no_table_overflows_the_page(browser, report_file, demo_report, width, w
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / f"report-{which}-{width}px.png"
         pg.screenshot(path=str(shot), full_page=True)
-        print(f"screenshot: {shot}")
+        SAVED.append(shot)
     finally:
         pg.close()
     assert got["scrollWidth"] <= got["clientWidth"], f"the page scrolls sideways at {width} px: {got['scrollWidth']}"
