@@ -65,3 +65,16 @@ def test_a_bad_queries_file_is_one_line_naming_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "queries.jsonl" in err and ":13" in err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_repeated_query_id_is_refused_naming_both_lines(tmp_path, capsys):
+    from .hostile import assert_refused
+
+    folder, run = _beir(tmp_path)
+    with open(folder / "queries.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"_id": "3", "text": "again"}) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    line = assert_refused(["report", "--gold", str(folder), "--run", str(run), "-o", str(out / "r.html")], out,
+                          names=["queries.jsonl"], capsys=capsys)
+    assert ":13" in line and "line 3" in line

@@ -57,6 +57,7 @@ def beir_query_texts(folder: str) -> tuple[str, dict[str, str]]:
     """(path of queries.jsonl, ``{_id: text}``) of a BEIR folder; bad lines are an InputError naming them."""
     path = next(os.path.join(folder, n) for n in QUERIES if os.path.isfile(os.path.join(folder, n)))
     texts: dict[str, str] = {}
+    seen: dict[str, int] = {}
     for lineno, line in text_lines(path):
         if not line.strip():
             continue
@@ -71,7 +72,12 @@ def beir_query_texts(folder: str) -> tuple[str, dict[str, str]]:
         text = obj.get("text")
         if text is not None and not isinstance(text, str):
             raise InputError(f"must be a string; got {type(text).__name__}", path=path, line=lineno, field="text")
-        texts[str(obj["_id"])] = text or ""
+        qid = str(obj["_id"])
+        if qid in seen:
+            raise InputError(f"repeats query id {qid!r} of line {seen[qid]}", path=path, line=lineno, field="_id",
+                             hint="each query appears once in queries.jsonl")
+        seen[qid] = lineno
+        texts[qid] = text or ""
     return path, texts
 
 
