@@ -61,6 +61,7 @@ def retrieval_panel(
     comparison: Comparison | None = None,
     metrics: Sequence[str] | None = None,
     title: str | None = "Retrieval",
+    bars: bool = True,
 ):
     """A rich Table: the panel metrics that ``result`` holds (or ``metrics``), with intervals and bars;
     latency as the caption; with ``comparison`` (from :func:`rankgate.compare.compare`, the result as its
@@ -78,10 +79,12 @@ def retrieval_panel(
     if cis:
         table.add_column(conf, justify="right", no_wrap=True)
     table.add_column("n", justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
+    if bars:
+        table.add_column("", no_wrap=True)
     if comparison is not None:
-        for name in ("baseline", "change", f"change {conf}", "verdict"):
-            table.add_column(name, justify="right" if name != "verdict" else "left", no_wrap=True)
+        for name in ("baseline", "change", f"change {conf}"):
+            table.add_column(name, justify="right", no_wrap=True)
+        table.add_column("verdict", min_width=7)  # wraps at its space in a narrow terminal
     holm: list[str] = []
     for m in names:
         s = result.summary(m)
@@ -89,7 +92,7 @@ def retrieval_panel(
         row: list[Any] = [m, fmt_value(m, s.mean)]
         if cis:
             row.append(fmt_value_ci(m, low, high))
-        row += [str(s.n), _bar(m, s.mean, low, high)]
+        row += [str(s.n), *([_bar(m, s.mean, low, high)] if bars else [])]
         if comparison is not None:
             d = comparison.row(m)
             if d is None:
@@ -124,7 +127,10 @@ def print_panel(result: EvaluationResult, cis: Mapping[str, tuple[float, float]]
     """Print :func:`retrieval_panel` to ``console`` (default: a new rich Console on stdout)."""
     from rich.console import Console
 
-    (console or Console()).print(retrieval_panel(result, cis, confidence, comparison=comparison, metrics=metrics))
+    console = console or Console()
+    # with a comparison the row is wide: the bars go first when the terminal is narrow
+    bars = comparison is None or console.width >= 150
+    console.print(retrieval_panel(result, cis, confidence, comparison=comparison, metrics=metrics, bars=bars))
 
 
 if __name__ == "__main__":  # pragma: no cover
