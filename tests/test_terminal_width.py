@@ -48,3 +48,18 @@ def test_compare_command_follows_columns(tmp_path):
     lines = out.stdout.splitlines()
     assert max(cell_len(line) for line in lines) <= 80, out.stdout
     assert any(line.startswith("recall@5 ") for line in lines), out.stdout
+
+
+def test_panel_with_a_comparison_cuts_no_value_at_100_columns():
+    from rankgate.engine import evaluate
+    from rankgate.report.panel import print_panel
+
+    gold = str(DATA / "gold.jsonl")
+    metrics = ["recall@5", "distinct_docs@5", "mrr"]
+    base, cand = evaluate(gold, str(DATA / "base.jsonl"), metrics), evaluate(gold, str(DATA / "run.jsonl"), metrics)
+    cmp = compare(base, cand, n_resamples=200, n_permutations=199)
+    console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
+    print_panel(cand, {m: (0.1, 0.9) for m in metrics}, comparison=cmp, console=console)
+    text = console.export_text()
+    assert "…" not in text and max(cell_len(line) for line in text.splitlines()) <= 100
+    assert "distinct_docs@5" in text
