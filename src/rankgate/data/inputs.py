@@ -25,10 +25,10 @@ def gold_files(source: Any) -> list[str]:
     if os.path.isfile(path):
         return [path]
     if os.path.isdir(path):
-        from .load import _beir_qrels_file
+        from .trec import beir_qrels_file
 
         try:
-            return [_beir_qrels_file(path)]
+            return [beir_qrels_file(path)]
         except InputError:
             return []
     return []
