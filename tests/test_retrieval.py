@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import subprocess
@@ -38,12 +37,10 @@ CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cranf
 
 
 def _retrieve_cli(argv: list[str]) -> int:
-    """Parse ``argv`` with the command's own parser, as rankgate's CLI does, and run it."""
-    from rankgate.commands import retrieve as command
+    """Run ``rankgate retrieve`` through the CLI (which turns errors into exit 2 and one line)."""
+    from rankgate.cli import main
 
-    parser = argparse.ArgumentParser(prog="rankgate")
-    command.add_parser(parser.add_subparsers(dest="command"))
-    return command.run(parser.parse_args(["retrieve", *argv]))
+    return main(["retrieve", *argv])
 
 
 def _recall_at(records: list[dict], gold: list[dict], k: int) -> dict[str, float]:

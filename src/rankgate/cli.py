@@ -1,24 +1,43 @@
 """The ``rankgate`` command: argument parsing and exit codes, nothing else.
 
-Exit codes: 0 ok, 1 a gate failed, 2 usage or input error (one line on stderr, no traceback, no
-partial output files). Sub-commands live in :mod:`rankgate.commands`, one module each, exposing
-``add_parser(subparsers)`` and ``run(args) -> int``; their heavy imports happen inside ``run`` so
-``rankgate --help`` stays fast.
+Exit codes (README "Exit codes"):
+
+* 0 ok; 1 a blocking gate failed (only ever from a gate outcome);
+* 2 usage, input or output error (one line on stderr naming the file, no traceback, no partial
+  output files);
+* 3 rankgate could not finish: an internal error (a bug: one line asking for a report; the
+  traceback only with ``--debug`` or ``RANKGATE_DEBUG=1``) or the machine ran out of memory;
+* 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM); both clean up first: an output is
+  either the old file or the whole new one, and no temporary file is left.
+
+Sub-commands live in :mod:`rankgate.commands`, one module each, exposing ``add_parser(subparsers)``
+and ``run(args) -> int``; their heavy imports happen inside ``run`` so ``rankgate --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from . import __version__
 
 # Order shown in --help. A module that is not present in this build is skipped.
 COMMANDS = ("evaluate", "compare", "gate", "report", "retrieve", "demo", "metrics")
 
-EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+DEBUG_ENV = "RANKGATE_DEBUG"
+_DEBUG_HELP = "on an internal error, print the traceback (also: RANKGATE_DEBUG=1)"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so the same clean-up runs."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,8 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rankgate",
         description="Evaluate the retrieval half of a RAG system against a gold set, and gate releases on it.",
+        epilog="Exit codes: 0 ok, 1 a blocking gate failed, 2 usage/input/output error, 3 internal error "
+               "(or out of memory), 130 interrupted, 143 terminated.",
     )
     parser.add_argument("--version", action="version", version=f"rankgate {__version__}")
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     # Sub-parsers are added by each command module; aliases must map back to the module name.
     for name in COMMANDS:
@@ -43,30 +65,95 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.add_parser(sub)
+    for command in set(sub.choices.values()):
+        # SUPPRESS: a sub-command that was not given --debug must not reset the top-level one.
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return EXIT_USAGE
-    from ._memory import keep_freed_memory
-    from .errors import RankgateError
+def _debug_from_env() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 
-    keep_freed_memory()
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_from_env() or "--debug" in argv
+    command = "" if not argv else next((a for a in argv if a in COMMANDS), "")
+    with _terminate_as_interrupt():
+        try:
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            debug = _debug_from_env() or bool(getattr(args, "debug", False))
+            command = getattr(args, "command", None) or ""
+            if not command:
+                parser.print_help()
+                return EXIT_USAGE
+            from ._memory import keep_freed_memory
+            from .errors import RankgateError
+
+            keep_freed_memory()
+            module = importlib.import_module(f"rankgate.commands.{command}")
+            try:
+                code = int(module.run(args))
+            except RankgateError as exc:
+                print(f"rankgate {command}: error: {_one_line(str(exc))}", file=sys.stderr)
+                return EXIT_USAGE
+            if code not in (EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE):
+                raise RuntimeError(f"command returned exit code {code}")
+            return code
+        except Terminated:
+            print("rankgate: terminated", file=sys.stderr)
+            return EXIT_TERMINATED
+        except KeyboardInterrupt:
+            print("rankgate: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:
+            return EXIT_OK
+        except MemoryError:
+            _traceback(debug)
+            print(f"{_prefix(command)}: error: ran out of memory; use smaller inputs (or fewer --resamples), "
+                  "or run on a machine with more memory", file=sys.stderr)
+            return EXIT_INTERNAL
+        except Exception as exc:  # the last-resort guard: a bug must never look like a verdict
+            _traceback(debug)
+            hint = "" if debug else "; rerun with --debug for the traceback"
+            print(f"{_prefix(command)}: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+                  f"— please report it{hint}", file=sys.stderr)
+            return EXIT_INTERNAL
+
+
+def _prefix(command: str) -> str:
+    return f"rankgate {command}" if command else "rankgate"
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _traceback(debug: bool) -> None:
+    if debug:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`Terminated` (a KeyboardInterrupt), so the
+    clean-up that Ctrl-C gets (temporary files removed, old outputs kept) runs for it too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(_signum: int, _frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        module = importlib.import_module(f"rankgate.commands.{args.command}")
-        return int(module.run(args))
-    except RankgateError as exc:
-        print(f"rankgate {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("rankgate: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return EXIT_OK
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def entry() -> None:

@@ -1,15 +1,18 @@
 """Exceptions raised by rankgate.
 
 Every error a user can cause is a :class:`RankgateError`; the CLI turns it into a one-line message
-on stderr and exit code 2. Anything else escaping is a bug in rankgate.
+on stderr and exit code 2. Anything else escaping is a bug in rankgate: the CLI's last-resort guard
+prints one line naming it and exits 3 (the traceback only with ``--debug`` or ``RANKGATE_DEBUG=1``).
 
 ::
 
     RankgateError                 base class; never raised itself
     ├── UsageError                bad arguments or API use (unknown option value, conflicting flags)
     │   └── MetricSpecError       a metric spec that does not parse, or an unknown metric name
-    └── InputError                bad content in a file or in-memory record: knows path, line, field
-        └── ConfigError           bad gate/config file: knows path, line, key
+    ├── InputError                bad content in a file or in-memory record: knows path, line, field
+    │   └── ConfigError           bad gate/config file: knows path, line, key
+    └── OutputError               an output path that cannot be written (a folder where a file goes,
+                                  a read-only folder, a full disk): knows the path and what to do
 
 Messages follow one shape: *where* (``path:line``), *what* (the field and what was given),
 *expected* (what would have been accepted) and, when there is one, a *hint* saying what to do.
@@ -17,7 +20,7 @@ Messages follow one shape: *where* (``path:line``), *what* (the field and what w
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "InputError", "MetricSpecError", "RankgateError", "UsageError"]
+__all__ = ["ConfigError", "InputError", "MetricSpecError", "OutputError", "RankgateError", "UsageError"]
 
 
 class RankgateError(Exception):
@@ -73,3 +76,18 @@ class InputError(RankgateError):
 
 class ConfigError(InputError):
     """Bad configuration file (gate criteria). ``field`` holds the dotted key path."""
+
+
+class OutputError(RankgateError):
+    """An output that cannot be written: ``path`` is the file or folder, ``hint`` says what to do.
+
+    Commands check every output path before computing anything, so this is usually raised up front;
+    raised while writing (a disk that filled up), no output of the command is left half-written.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, hint: str | None = None) -> None:
+        self.path = path
+        self.hint = hint
+        self.detail = message
+        text = f"{path}: {message}" if path is not None else message
+        super().__init__(f"{text} ({hint})" if hint else text)

@@ -47,6 +47,7 @@ from .errors import UsageError
 
 __all__ = [
     "CI_METHOD",
+    "MAX_RESAMPLES",
     "bootstrap_ci",
     "holm",
     "metric_cis",
@@ -62,19 +63,24 @@ CI_METHOD = "percentile bootstrap of the mean over queries (resampling queries w
 _BLOCK_ELEMENTS = 1 << 22  # draws per block in the numpy paths: ~32 MB of indices
 _STREAM_RESAMPLES = 250  # resamples per random stream (a chunk); fixed, so threads change no number
 _PARALLEL_DRAWS = 1 << 21  # below this many draws, one thread does all chunks
+#: Most resamples (or sign flips) one call takes: 16 MB of means per metric, and far beyond what an
+#: interval or p-value needs; more would only exhaust memory or time.
+MAX_RESAMPLES = 1_000_000
 
 
 def _generator(rng: RandomSource) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
         return np.random.default_rng(int(rng))
-    raise UsageError(f"rng must be a numpy.random.Generator or an integer seed; got {rng!r}")
+    raise UsageError(f"rng must be a numpy.random.Generator or a non-negative integer seed; got {rng!r}")
 
 
 def _check(n_resamples: int, confidence: float | None = None) -> None:
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
         raise UsageError(f"n_resamples must be a non-negative integer; got {n_resamples!r}")
+    if n_resamples > MAX_RESAMPLES:
+        raise UsageError(f"n_resamples must be at most {MAX_RESAMPLES:,}; got {n_resamples:,}")
     if confidence is not None and not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
         raise UsageError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence!r}")
 

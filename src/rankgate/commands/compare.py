@@ -46,13 +46,19 @@ def _labels(paths: list[str]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
+    from ..stats import MAX_RESAMPLES
     from .evaluate import check_stats_args
 
     check_stats_args(args)
-    if args.permutations < 0:
-        raise UsageError(f"--permutations must be >= 0; got {args.permutations}")
+    if not 0 <= args.permutations <= MAX_RESAMPLES:
+        raise UsageError(f"--permutations must be between 0 and {MAX_RESAMPLES:,}; got {args.permutations:,}")
     if args.top < 0:
         raise UsageError(f"--top must be >= 0; got {args.top}")
+    for option, path in (("--output", args.output), ("--fused-run", args.fused_run)):
+        if path:
+            from ..atomic import check_file
+
+            check_file(path, option=option)
     if args.fused_run and not args.fuse:
         raise UsageError("--fused-run needs --fuse METHOD (rrf, combsum or combmnz)")
     if args.fuse:

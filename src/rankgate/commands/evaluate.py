@@ -115,11 +115,23 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
 
 def check_stats_args(args: argparse.Namespace) -> None:
     from ..errors import UsageError
+    from ..stats import MAX_RESAMPLES
 
     if args.resamples < 0:
         raise UsageError(f"--resamples must be >= 0; got {args.resamples}")
+    if args.resamples > MAX_RESAMPLES:
+        raise UsageError(f"--resamples must be at most {MAX_RESAMPLES:,}; got {args.resamples:,} (the intervals would "
+                         f"need about {_memory(args.resamples)} per metric; 2,000 to 10,000 resamples are plenty)")
     if not 0.0 < args.confidence < 1.0:
         raise UsageError(f"--confidence must be between 0 and 1; got {args.confidence}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer; got {args.seed}")
+
+
+def _memory(resamples: int) -> str:
+    """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
+    size = resamples * 16
+    return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
 
 
 def _import_reporting() -> None:
@@ -146,8 +158,15 @@ def _read_pipes_once(args: argparse.Namespace) -> tuple[Any, Any]:
     return gold, run
 
 
+OUT_FILES = ("metrics.csv", "summary.json")
+
+
 def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
+    if args.out:
+        from ..atomic import check_folder
+
+        check_folder(args.out, OUT_FILES, option="--out")
     import threading
 
     warm = threading.Thread(target=_import_reporting, daemon=True)
@@ -186,12 +205,11 @@ def run(args: argparse.Namespace) -> int:
     summary = summary_dict(result, cis=cis, extra=extra)
 
     if args.out:
-        from ..atomic import write_text
+        from ..atomic import write_files
 
-        assert csv_text is not None
-        json_text = summary_json(summary)
-        write_text(os.path.join(args.out, "metrics.csv"), csv_text)
-        write_text(os.path.join(args.out, "summary.json"), json_text)
+        # Both files or neither: a summary.json beside another run's metrics.csv would mislead.
+        write_files({os.path.join(args.out, "metrics.csv"): csv_text or "",
+                     os.path.join(args.out, "summary.json"): summary_json(summary)})
 
     if args.json:
         sys.stdout.write(summary_json(summary))

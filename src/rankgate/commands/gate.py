@@ -1,4 +1,5 @@
-"""``rankgate gate``: check ship criteria; exit 0 (all blocking gates pass), 1 (one failed), 2 (bad input).
+"""``rankgate gate``: check ship criteria; exit 0 (all blocking gates pass), 1 (one failed), 2 (bad input
+or an output that cannot be written), 3 (an internal error: never a verdict).
 
 Writes the PR comment (``--comment``) and the machine-readable outcome (``--json``) atomically, and
 appends the comment to ``$GITHUB_STEP_SUMMARY`` when that is set (GitHub Actions' job summary).
@@ -15,7 +16,7 @@ HELP = "check ship criteria (YAML) on a candidate run, optionally against a base
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("gate", help=HELP, description=HELP + ". Exit codes: 0 pass, 1 a blocking gate failed, 2 usage or input error.")
+    p = sub.add_parser("gate", help=HELP, description=HELP + ". Exit codes: 0 pass, 1 a blocking gate failed, 2 usage, input or output error, 3 internal error.")
     p.add_argument("--config", required=True, metavar="YAML", help="ship criteria: gates with thresholds and regression limits (see docs/gating.md)")
     p.add_argument("--gold", required=True, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR, Parquet")
     p.add_argument("--candidate", required=True, metavar="RUN", help="the run being proposed")
@@ -31,8 +32,17 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..atomic import check_file, write_files
     from ..gates import gate, load_config
 
+    outputs = {"--comment": args.comment, "--json": args.json}
+    for option, path in outputs.items():
+        if path:
+            check_file(path, option=option)
+    if args.comment and args.json and os.path.abspath(args.comment) == os.path.abspath(args.json):
+        from ..errors import UsageError
+
+        raise UsageError(f"--comment and --json name the same file {args.comment}; give each its own file")
     config = load_config(args.config)
     kwargs: dict[str, Any] = {}
     if args.gold_format:
@@ -44,18 +54,25 @@ def run(args: argparse.Namespace) -> int:
     markdown = outcome.markdown()
     data = outcome.to_json()
 
-    from ..atomic import write_text
-
-    if args.comment:
-        write_text(args.comment, markdown)
-    if args.json:
-        write_text(args.json, data)
+    files = {path: text for path, text in ((args.comment, markdown), (args.json, data)) if path}
+    if files:
+        write_files(files)  # both or neither
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and not args.no_step_summary:
-        with open(summary_path, "a", encoding="utf-8") as fh:  # the runner collects appended sections
-            fh.write(markdown + "\n")
+        _append_step_summary(summary_path, markdown)
     _print(outcome)
     return outcome.exit_code
+
+
+def _append_step_summary(path: str, markdown: str) -> None:
+    """Append the comment to GitHub's job summary; a failure is a warning, never the verdict."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:  # the runner collects appended sections
+            fh.write(markdown + "\n")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        print(f"rankgate gate: warning: could not append to GITHUB_STEP_SUMMARY {path} ({reason}); "
+              "the verdict and exit code are unchanged", file=sys.stderr)
 
 
 def _print(outcome: Any) -> None:

@@ -62,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
     if args.top_misses < 0:
         raise UsageError(f"--top-misses must be >= 0; got {args.top_misses}")
+    from ..atomic import check_file
+
+    check_file(args.output, option="--output")
     config = None
     level, doc_sep, k = args.level, args.doc_sep, args.k
     if args.config:

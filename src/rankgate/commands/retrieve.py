@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -141,36 +140,29 @@ def keep_texts(records: list[dict[str, Any]], limit: int | None) -> list[dict[st
 
 
 def run(args: argparse.Namespace) -> int:
-    """Do the work of ``rankgate retrieve``; return the exit code (0 ok, 2 bad input or usage)."""
-    from rankgate.errors import RankgateError, UsageError
+    """Do the work of ``rankgate retrieve``; return the exit code (errors are raised for the CLI)."""
+    from rankgate.atomic import check_file
+    from rankgate.errors import UsageError
+    from rankgate.retrieval import load_beir, load_corpus, load_gold_queries, retrieve, write_run
 
-    try:
-        from rankgate.retrieval import load_beir, load_corpus, load_gold_queries, retrieve, write_run
-
-        options = _parse_options(list(args.option or []))
-        texts = parse_texts(args.texts)
-        if args.k < 1:
-            raise UsageError(f"--k must be at least 1; got {args.k}")
-        if args.beir is not None:
-            if args.gold is not None:
-                raise UsageError(
-                    "--gold cannot be combined with --beir: a BEIR folder brings its own queries"
-                )
-            collection = load_beir(args.beir, split=args.split)
-            chunks, queries = collection.chunks, collection.queries
-        else:
-            if args.gold is None:
-                raise UsageError("--corpus needs --gold: the gold set whose queries to run")
-            chunks, queries = load_corpus(args.corpus), load_gold_queries(args.gold)
-        start = time.perf_counter()
-        records = retrieve(
-            chunks, queries, args.retriever, k=args.k, options=options, latency=not args.no_latency
-        )
-        elapsed = time.perf_counter() - start
-        path = write_run(keep_texts(records, texts), args.output)
-    except RankgateError as error:
-        print(f"rankgate retrieve: error: {error}", file=sys.stderr)
-        return 2
+    options = _parse_options(list(args.option or []))
+    texts = parse_texts(args.texts)
+    if args.k < 1:
+        raise UsageError(f"--k must be at least 1; got {args.k}")
+    if args.beir is not None and args.gold is not None:
+        raise UsageError("--gold cannot be combined with --beir: a BEIR folder brings its own queries")
+    if args.beir is None and args.gold is None:
+        raise UsageError("--corpus needs --gold: the gold set whose queries to run")
+    check_file(args.output, option="--output")
+    if args.beir is not None:
+        collection = load_beir(args.beir, split=args.split)
+        chunks, queries = collection.chunks, collection.queries
+    else:
+        chunks, queries = load_corpus(args.corpus), load_gold_queries(args.gold)
+    start = time.perf_counter()
+    records = retrieve(chunks, queries, args.retriever, k=args.k, options=options, latency=not args.no_latency)
+    elapsed = time.perf_counter() - start
+    path = write_run(keep_texts(records, texts), args.output)
     system = records[0]["system"] if records else args.retriever
     print(
         f"{path}: {len(records)} queries, up to {args.k} hits each, {len(chunks)} chunks indexed "

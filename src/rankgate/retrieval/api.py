@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -92,23 +91,14 @@ def _check_records(records: Any, queries: Sequence[Query], k: int, engine: Retri
 
 
 def write_run(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Write ``records`` as JSONL at ``path``, atomically and deterministically; return the path."""
+    """Write ``records`` as JSONL at ``path``, atomically and deterministically; return the path.
+
+    A path that cannot be written raises :class:`~rankgate.errors.OutputError`; the old file (if
+    any) stays as it was.
+    """
+    from ..atomic import write_text
+
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the run normal file permissions
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            for record in records:
-                out.write(json.dumps(record, sort_keys=True, ensure_ascii=False, allow_nan=False))
-                out.write("\n")
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
+    lines = [json.dumps(record, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for record in records]
+    write_text(target, "".join(lines))
     return target
