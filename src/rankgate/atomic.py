@@ -55,7 +55,10 @@ def check_folder(path: str | os.PathLike[str], names: Iterable[str] = (), *, opt
                           hint=f"{option or 'the output'} names a folder to write into; choose another path")
     _check_parent(p, shown)
     for name in names:
-        check_file(os.path.join(shown, name), option=option)
+        target = os.path.join(shown, name)
+        if os.path.isdir(target) or (os.path.lexists(target) and not os.path.isfile(target)):
+            raise OutputError(f"is in the way: {name} is written here as a file", path=target,
+                              hint=f"move it away, or give {option or 'the output'} another folder")
 
 
 def _inside(shown: str) -> str:

@@ -52,21 +52,31 @@ class BaselineSummary:
             raise InputError("has no 'metrics' object; expected a summary.json from rankgate evaluate or gate --json",
                              path=source, field="metrics")
 
-        def stat(entry: Any, where: str) -> Stat:
+        def stat(metric: str, entry: Any, where: str) -> Stat:
             if not isinstance(entry, Mapping) or "mean" not in entry:
                 raise InputError("must be an object with 'mean' and 'n'", path=source, field=where)
+            low, high = _bounds(metric)
             vals = []
             for key in ("mean", "ci_low", "ci_high"):
                 v = entry.get(key)
                 if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                    raise InputError(f"must be a number or null; got {v!r}", path=source, field=f"{where}.{key}")
-                vals.append(NAN if v is None else float(v))
+                    raise InputError(f"must be a number or null; got {_short(v)}", path=source, field=f"{where}.{key}")
+                x = NAN if v is None else float(v)
+                if v is not None and not (math.isfinite(x) and low <= x <= high):
+                    expected = "a finite number" if math.isinf(high) and math.isinf(low) else \
+                        f"a number between {low:g} and {high:g}" if math.isfinite(high) else f"a number >= {low:g}"
+                    raise InputError(f"must be {expected} (or null) for {metric}; got {_short(v)}", path=source,
+                                     field=f"{where}.{key}", hint="was the file edited by hand? write it with "
+                                     "rankgate evaluate --out or gate --json")
+                vals.append(x)
             n = entry.get("n", 0)
-            if isinstance(n, bool) or not isinstance(n, int):
-                raise InputError(f"must be an integer; got {n!r}", path=source, field=f"{where}.n")
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise InputError(f"must be a non-negative integer; got {_short(n)}", path=source, field=f"{where}.n")
+            if vals[1] > vals[2]:
+                raise InputError(f"is above ci_high ({vals[2]!r}); got {vals[1]!r}", path=source, field=f"{where}.ci_low")
             return Stat(vals[0], n, vals[1], vals[2])
 
-        metrics = {_canonical(m): stat(e, f"metrics.{m}") for m, e in data["metrics"].items()}
+        metrics = {_canonical(m): stat(_canonical(m), e, f"metrics.{m}") for m, e in data["metrics"].items()}
         segments: dict[str, dict[str, dict[str, Stat]]] = {}
         raw = data.get("segments") or {}
         if not isinstance(raw, Mapping):
@@ -74,8 +84,13 @@ class BaselineSummary:
         for f, labels in raw.items():
             if not isinstance(labels, Mapping):
                 raise InputError("must be an object: label -> metric", path=source, field=f"segments.{f}")
+            for label, ms in labels.items():
+                if ms is not None and not isinstance(ms, Mapping):
+                    raise InputError("must be an object: metric -> mean and n", path=source,
+                                     field=f"segments.{f}.{label}")
             segments[f] = {
-                str(label): {_canonical(m): stat(e, f"segments.{f}.{label}.{m}") for m, e in (ms or {}).items()}
+                str(label): {_canonical(m): stat(_canonical(m), e, f"segments.{f}.{label}.{m}")
+                             for m, e in (ms or {}).items()}
                 for label, ms in labels.items()
             }
         return cls(metrics, segments, source)
@@ -87,6 +102,19 @@ class BaselineSummary:
             if key in self.segments:
                 return self.segments[key].get(label or "", {}).get(metric)
         return None
+
+
+def _bounds(metric: str) -> tuple[float, float]:
+    """The range a known metric's mean lies in; any finite number for a metric this install lacks."""
+    from .metrics import metric_info
+
+    info = metric_info(metric)
+    return info.bounds if info.known else (-math.inf, math.inf)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _canonical(metric: str) -> str:
@@ -107,6 +135,12 @@ def load_baseline_summary(path: str) -> BaselineSummary:
         raise InputError("does not exist", path=path) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text", path=path, hint="a summary.json is written as UTF-8") from None
+    except (RecursionError, ValueError) as exc:  # nesting too deep; an integer with too many digits
+        raise InputError(f"cannot be read as a summary: {type(exc).__name__}", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from None
     return BaselineSummary.from_dict(data, path)
 
 

@@ -21,7 +21,6 @@ A row's *verdict* is ``better`` or ``worse`` when its Holm-corrected p-value is 
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -30,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RankgateError, UsageError
+from .errors import UsageError
+from .metrics.registry import metric_info
 from .results import EvaluationResult
 from .segments import _split_by, ordered_labels, segment_labels
 from .stats import holm, paired_bootstrap_ci, randomization_test
@@ -40,36 +40,19 @@ __all__ = [
     "compare_systems", "higher_is_better", "is_share",
 ]
 
-@functools.lru_cache(maxsize=1024)
 def metric_family(metric: str) -> str:
     """The registered metric name of a spec (``ndcg(gain=exp)@10`` -> ``ndcg``)."""
-    try:
-        from .metrics import parse_metric
-
-        return parse_metric(metric).name
-    except RankgateError:  # an unregistered name still has a family for display purposes
-        return metric.split("(", 1)[0].split("@", 1)[0].strip().lower()
+    return metric_info(metric).family
 
 
-@functools.lru_cache(maxsize=1024)
 def higher_is_better(metric: str) -> bool:
     """False for rates of something bad (``forbidden@k``, ``redundancy@k``, ``false_evidence``)."""
-    return bool(_declared(metric, "higher_is_better", True))
+    return metric_info(metric).higher_is_better
 
 
 def is_share(metric: str) -> bool:
     """True when the metric's values are shares in [0, 1] best read as percentages."""
-    return _declared(metric, "unit", "share") == "share"
-
-
-def _declared(metric: str, attribute: str, default: Any) -> Any:
-    """An attribute of the metric's registered definition (its default for unknown metrics)."""
-    try:
-        from .metrics import get_metric
-
-        return getattr(get_metric(metric_family(metric)), attribute, default)
-    except RankgateError:
-        return default
+    return metric_info(metric).is_share
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,10 @@ DEFAULT_KEYS = ("seed", "resamples", "confidence")
 EVALUATE_KEYS = ("k", "level", "doc_sep")
 SEVERITIES = ("error", "warning")
 ON = ("mean", "ci_lower", "ci_upper")
-UNBOUNDED = frozenset({"distinct_docs"})  # every other built-in metric lies in [0, 1]
+#: Limits that keep a hostile config file from taking minutes and gigabytes (see _Budget).
+MAX_BYTES = 1 << 20  # 1 MiB; ship criteria are a few hundred bytes
+MAX_VALUES = 10_000  # values in the document once aliases are expanded
+MAX_DEPTH = 50  # nesting of blocks
 
 
 @dataclass(frozen=True)
@@ -92,26 +95,63 @@ class _Item:
     line: int | None
 
 
-def _from_yaml(node: Any, path: str) -> _Item:
+class _Budget:
+    """Bounds on building the tree: aliases (``*name``) make the node graph share, or even loop
+    back to, nodes, so a 600-byte file can stand for billions of values ("billion laughs")."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.left = MAX_VALUES
+        self.open: set[int] = set()  # nodes being built: reaching one again is an alias to itself
+
+    def take(self, node: Any) -> None:
+        line = node.start_mark.line + 1
+        if id(node) in self.open:
+            raise ConfigError("has an alias that refers to the block it is part of (a loop)", path=self.path,
+                              line=line, hint="write the values out instead of the alias")
+        if len(self.open) >= MAX_DEPTH:
+            raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=self.path, line=line,
+                              hint="a ship-criteria file needs a few levels")
+        self.left -= 1
+        if self.left < 0:
+            raise ConfigError(f"stands for more than {MAX_VALUES:,} values once its aliases (*name) are expanded",
+                              path=self.path, line=line,
+                              hint="a ship-criteria file needs far fewer; write the values out instead of nesting aliases")
+
+
+def _from_yaml(node: Any, path: str, budget: _Budget | None = None) -> _Item:
     import yaml
 
+    budget = budget or _Budget(path)
+    budget.take(node)
     line = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, _Item] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if not isinstance(key, str):
-                raise ConfigError("has a key that is not a plain name", path=path, line=key_node.start_mark.line + 1)
-            if key in out:
-                raise ConfigError(f"key '{key}' appears twice in the same block", path=path,
-                                  line=key_node.start_mark.line + 1, hint="keep one")
-            item = _from_yaml(value_node, path)
-            item.line = key_node.start_mark.line + 1  # errors point at the key's line
-            out[key] = item
-        return _Item(out, line)
-    if isinstance(node, yaml.SequenceNode):
-        return _Item([_from_yaml(n, path) for n in node.value], line)
-    return _Item(yaml.constructor.SafeConstructor().construct_object(node), line)
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        budget.open.add(id(node))
+    try:
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, _Item] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+                if not isinstance(key, str):
+                    raise ConfigError("has a key that is not a plain name", path=path, line=key_node.start_mark.line + 1)
+                if key in out:
+                    raise ConfigError(f"key '{key}' appears twice in the same block", path=path,
+                                      line=key_node.start_mark.line + 1, hint="keep one")
+                item = _from_yaml(value_node, path, budget)
+                item.line = key_node.start_mark.line + 1  # errors point at the key's line
+                out[key] = item
+            return _Item(out, line)
+        if isinstance(node, yaml.SequenceNode):
+            return _Item([_from_yaml(n, path, budget) for n in node.value], line)
+    finally:
+        budget.open.discard(id(node))
+    try:
+        return _Item(yaml.constructor.SafeConstructor().construct_object(node), line)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"has a value that is not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
+                          line=line) from None
+    except (ValueError, OverflowError) as exc:  # e.g. a date out of range
+        raise ConfigError(f"has a value that cannot be read: {exc}", path=path, line=line) from None
 
 
 def _from_plain(value: Any) -> _Item:
@@ -155,10 +195,12 @@ class _Reader:
             raise self.fail(key, item.line, f"must be a number; got {_show(v)}")
         return float(v)
 
-    def integer(self, item: _Item, key: str, minimum: int) -> int:
+    def integer(self, item: _Item, key: str, minimum: int, maximum: int | None = None) -> int:
         v = item.value
         if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
             raise self.fail(key, item.line, f"must be an integer >= {minimum}; got {_show(v)}")
+        if maximum is not None and v > maximum:
+            raise self.fail(key, item.line, f"must be an integer <= {maximum:,}; got {v:,}")
         return v
 
     def choice(self, item: _Item, key: str, choices: tuple[str, ...]) -> str:
@@ -185,9 +227,22 @@ def _show(v: Any) -> str:
     return f"{v!r} ({type(v).__name__})" if not isinstance(v, str) else repr(v)
 
 
+def _range_text(low: float, high: float) -> str:
+    def num(x: float) -> str:
+        return f"{x:g}"
+
+    if math.isinf(low) and math.isinf(high):
+        return "a finite number"
+    if math.isinf(high):
+        return f"at least {num(low)}"
+    if math.isinf(low):
+        return f"at most {num(high)}"
+    return f"between {num(low)} and {num(high)}"
+
+
 def _build(root: _Item, path: str) -> GateConfig:
-    from .compare import higher_is_better, metric_family
-    from .metrics import parse_metric
+    from .metrics import metric_info, parse_metric
+    from .stats import MAX_RESAMPLES
 
     r = _Reader(path)
     if root.value is None:
@@ -217,10 +272,8 @@ def _build(root: _Item, path: str) -> GateConfig:
             metric = str(parse_metric(spec))
         except RankgateError as exc:
             raise r.fail(f"{at}.metric", g["metric"].line, str(exc)) from None
-        bounded = metric_family(metric) not in UNBOUNDED
-        from .compare import is_share
-
-        share = is_share(metric)
+        info = metric_info(metric)  # the metric's own declaration: unit, direction, bounds
+        share = info.is_share
         name = r.text(g["name"], f"{at}.name") if "name" in g else metric
         if name in names:
             raise r.fail(f"{at}.name", lines.get("name", item.line), f"repeats the name {name!r} of gates[{names[name]}]",
@@ -231,9 +284,10 @@ def _build(root: _Item, path: str) -> GateConfig:
         for key in values:
             if key in g:
                 v = r.number(g[key], f"{at}.{key}", share=share, pp=key == "regression_max")
-                low, high = (0.0, 1.0) if bounded else (0.0, math.inf)
+                # A floor or ceiling lies within the metric's values; a regression limit within their span.
+                low, high = info.bounds if key != "regression_max" else (0.0, info.span)
                 if not low <= v <= high:
-                    raise r.fail(f"{at}.{key}", g[key].line, f"must be between 0 and 1 for {metric}; got {v!r}",
+                    raise r.fail(f"{at}.{key}", g[key].line, f"must be {_range_text(low, high)} for {metric}; got {v!r}",
                                  "shares are fractions: write 0.85 (or '85%') for 85%" if share else None)
                 values[key] = v
         if values["threshold"] is not None and values["max"] is not None:
@@ -241,7 +295,7 @@ def _build(root: _Item, path: str) -> GateConfig:
                          "threshold is a floor, max a ceiling; write two gates if you need both")
         if all(v is None for v in values.values()):
             raise r.fail(f"{at}", item.line, f"checks nothing for {metric}", "give threshold, max or regression_max")
-        hib = higher_is_better(metric)
+        hib = info.higher_is_better
         if values["threshold"] is not None and not hib:
             raise r.fail(f"{at}.threshold", g["threshold"].line, f"is a floor, but lower is better for {metric}",
                          "use max: to set a ceiling; max: 0 demands it never happens")
@@ -277,7 +331,7 @@ def _build(root: _Item, path: str) -> GateConfig:
         if "seed" in d:
             seed = r.integer(d["seed"], "defaults.seed", 0)
         if "resamples" in d:
-            resamples = r.integer(d["resamples"], "defaults.resamples", 100)
+            resamples = r.integer(d["resamples"], "defaults.resamples", 100, maximum=MAX_RESAMPLES)
         if "confidence" in d:
             confidence = r.number(d["confidence"], "defaults.confidence", share=True)
             if not 0.5 <= confidence < 1.0:
@@ -299,7 +353,12 @@ def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
     """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
     import yaml
 
+    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=path,
+                          hint="ship criteria are a few hundred bytes; is this the right file?")
     try:
+        # Composing builds the node graph once per anchor (an alias is a reference, not a copy), so
+        # it is linear in the text; the expansion that could explode is bounded in _from_yaml.
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -307,6 +366,9 @@ def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
                           line=None if mark is None else mark.line + 1) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"is not valid YAML: {exc}", path=path) from None
+    except RecursionError:
+        raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path,
+                          hint="a ship-criteria file needs a few levels") from None
     return _build(_Item(None, 1) if root is None else _from_yaml(root, path), path)
 
 
@@ -315,12 +377,22 @@ def load_config(path: str) -> GateConfig:
     import os
 
     try:
-        with open(os.fspath(path), encoding="utf-8") as fh:
-            text = fh.read()
+        if os.path.isdir(path):
+            raise ConfigError("is a folder; expected the YAML file of ship criteria", path=str(path))
+        with open(os.fspath(path), "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)  # bounded: a huge file (or an endless pipe) is refused unread
+        if len(data) > MAX_BYTES:
+            raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=str(path),
+                              hint="ship criteria are a few hundred bytes; is this the right file?")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError("does not exist", path=str(path), hint="pass the gate config with --config") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot be read: {exc}", path=str(path)) from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"is not UTF-8 text (byte {exc.start + 1})", path=str(path), line=line,
+                          hint="save the file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
     return parse_config(text, path=str(path))
 
 

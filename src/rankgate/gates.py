@@ -360,14 +360,13 @@ def _primary_metric(config: GateConfig, results) -> str:
 
 def worst_queries(current: EvaluationResult, metric: str, top: int = 10) -> tuple[QueryChange, ...]:
     """The worst-scoring queries (no per-query baseline to compare with); perfect ones are left out."""
-    from .compare import metric_family
-    from .gate_config import UNBOUNDED
+    from .metrics import metric_info
 
     v = current.values[metric]
     hib = higher_is_better(metric)
-    bounded = metric_family(metric) not in UNBOUNDED
+    low, high = metric_info(metric).bounds  # a perfect value is the bound in the good direction
     idx = [i for i in np.flatnonzero(~np.isnan(v)).tolist()
-           if not (hib and bounded and v[i] >= 1.0) and not (not hib and v[i] <= 0.0)]
+           if not (hib and v[i] >= high) and not (not hib and v[i] <= low)]
     idx.sort(key=lambda i: ((1.0 if hib else -1.0) * float(v[i]), current.query_ids[i]))
     ranks = current.first_relevant_rank
     missing = set(current.missing_from_run)

@@ -73,7 +73,7 @@ def _generator(rng: RandomSource) -> np.random.Generator:
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
         return np.random.default_rng(int(rng))
-    raise UsageError(f"rng must be a numpy.random.Generator or a non-negative integer seed; got {rng!r}")
+    raise UsageError(f"rng must be a numpy.random.Generator or an integer seed (>= 0); got {rng!r}")
 
 
 def _check(n_resamples: int, confidence: float | None = None) -> None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from .registry import MetricDefinition, Param, all_metrics, get_metric, register
+from .registry import MetricDefinition, MetricInfo, Param, all_metrics, get_metric, metric_info, register
 from .spec import Metric, parse_metric, parse_metrics
 
 __all__ = [
     "Metric",
     "MetricDefinition",
+    "MetricInfo",
     "Param",
     "all_metrics",
     "get_metric",
+    "metric_info",
     "parse_metric",
     "parse_metrics",
     "register",

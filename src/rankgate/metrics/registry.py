@@ -11,6 +11,8 @@ attributes) and either calling :func:`register` or declaring an entry point in t
 from __future__ import annotations
 
 import difflib
+import functools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,7 +24,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import EvalContext, QueryView
     from .spec import Metric
 
-__all__ = ["MetricDefinition", "Param", "all_metrics", "get_metric", "register", "resolve_name", "suggest"]
+__all__ = [
+    "MetricDefinition",
+    "MetricInfo",
+    "Param",
+    "all_metrics",
+    "get_metric",
+    "metric_info",
+    "register",
+    "resolve_name",
+    "suggest",
+]
+
+#: Values a metric of each unit can take, unless its definition declares ``bounds`` itself.
+UNIT_BOUNDS: dict[str, tuple[float, float]] = {
+    "share": (0.0, 1.0),
+    "score": (0.0, 1.0),
+    "count": (0.0, math.inf),
+}
 
 
 @dataclass(frozen=True)
@@ -73,7 +92,10 @@ class MetricDefinition:
     ``applies``: ``"answerable"`` (NaN on queries with no relevant item, 0 in trec mode),
     ``"no_answer"`` (only no-answer queries) or ``"all"``.
     ``higher_is_better`` is False for rates of something bad (forbidden, redundancy); ``unit`` is
-    ``"share"`` for values in [0, 1] (shown as percentages) or ``"score"`` / ``"count"``.
+    ``"share"`` for values in [0, 1] (shown as percentages), ``"score"`` (in [0, 1], shown as a
+    number) or ``"count"`` (0 or more); any other unit is unbounded. ``bounds`` (low, high), when
+    declared, overrides what the unit implies, e.g. ``bounds = (-1.0, 1.0)`` for a correlation.
+    Gates and summaries ask :func:`metric_info` rather than these attributes.
     """
 
     name: ClassVar[str]
@@ -87,6 +109,7 @@ class MetricDefinition:
     trec_name: ClassVar[str | None] = None
     higher_is_better: ClassVar[bool] = True
     unit: ClassVar[str] = "share"
+    bounds: ClassVar[tuple[float, float] | None] = None
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
         """Per-query values (float64, NaN = not applicable) for all queries in ``ctx``."""
@@ -109,6 +132,66 @@ class MetricDefinition:
         return text
 
 
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a metric declares about its values: how to read and gate them.
+
+    ``family`` is the registered name (``ndcg`` for ``ndcg(gain=exp)@10``); ``unit`` is ``share``,
+    ``score``, ``count`` or a plug-in's own; ``bounds`` is the closed range of a per-query value
+    (``(0, inf)`` for counts, ``(-inf, inf)`` when unknown); ``known`` is False for a name no
+    installed metric has (then the defaults of a share are assumed for display only).
+    """
+
+    family: str
+    unit: str
+    higher_is_better: bool
+    bounds: tuple[float, float]
+    known: bool = True
+
+    @property
+    def is_share(self) -> bool:
+        """Values in [0, 1] best read as percentages (``0.03`` is 3 pp)."""
+        return self.unit == "share"
+
+    @property
+    def bounded(self) -> bool:
+        """Both ends finite (a value can be perfect: e.g. recall 1.0)."""
+        return math.isfinite(self.bounds[0]) and math.isfinite(self.bounds[1])
+
+    @property
+    def span(self) -> float:
+        """The largest possible change between two values (``inf`` when unbounded)."""
+        return self.bounds[1] - self.bounds[0]
+
+
+@functools.lru_cache(maxsize=2048)
+def _info(spec: str) -> MetricInfo:
+    from .spec import parse_metric
+
+    try:
+        family = parse_metric(spec).name
+    except MetricSpecError:  # a metric this install does not know: a family for display purposes
+        family = spec.split("(", 1)[0].split("@", 1)[0].strip().lower()
+        return MetricInfo(family, "share", True, UNIT_BOUNDS["share"], known=False)
+    d = _REGISTRY[family]
+    unit = str(getattr(d, "unit", "share"))
+    declared = getattr(d, "bounds", None)
+    if declared is not None:
+        low, high = (float(declared[0]), float(declared[1]))
+    else:
+        low, high = UNIT_BOUNDS.get(unit, (-math.inf, math.inf))
+    return MetricInfo(family, unit, bool(getattr(d, "higher_is_better", True)), (low, high))
+
+
+def metric_info(spec: Any) -> MetricInfo:
+    """The declared facts of a metric spec (a string such as ``"recall@5"`` or a parsed metric).
+
+    Everything that treats metrics differently (gate config bounds, comparisons' direction,
+    percentages in reports) asks this, so a plug-in metric's declaration is obeyed everywhere.
+    """
+    return _info(str(spec))
+
+
 _REGISTRY: dict[str, MetricDefinition] = {}
 _ALIASES: dict[str, str] = {}
 _entry_points_loaded = False
@@ -128,11 +211,20 @@ def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDef
         raise MetricSpecError(f"metric {name!r}: cutoff must be never|optional|query_k; got {definition.cutoff!r}")
     if definition.applies not in ("answerable", "no_answer", "all"):
         raise MetricSpecError(f"metric {name!r}: applies must be answerable|no_answer|all; got {definition.applies!r}")
+    bounds = getattr(definition, "bounds", None)
+    if bounds is not None and not (
+        isinstance(bounds, tuple) and len(bounds) == 2
+        and all(isinstance(b, (int, float)) and not isinstance(b, bool) and not math.isnan(b) for b in bounds)
+        and bounds[0] < bounds[1]
+    ):
+        raise MetricSpecError(f"metric {name!r}: bounds must be a (low, high) pair of numbers with low < high; "
+                              f"got {bounds!r}")
     key = name.lower()
     if key in _ALIASES and _ALIASES[key] != name:
         raise MetricSpecError(f"metric name {name!r} is already taken by {_ALIASES[key]!r}")
     _REGISTRY[name] = definition
     _ALIASES[key] = name
+    _info.cache_clear()
     for alias in definition.aliases:
         _ALIASES.setdefault(alias.lower(), name)
     return definition

@@ -36,10 +36,9 @@ def _bar(metric: str, x: float, low: float, high: float) -> Any:
     """A bar for a value in [0, 1]: filled to the mean, shaded to the interval's top, the rest dotted."""
     from rich.text import Text
 
-    from ..compare import metric_family
-    from ..gate_config import UNBOUNDED
+    from ..metrics import metric_info
 
-    if math.isnan(x) or metric_family(metric) in UNBOUNDED or not 0.0 <= x <= 1.0:
+    if math.isnan(x) or metric_info(metric).bounds != (0.0, 1.0) or not 0.0 <= x <= 1.0:
         return Text("")
     cells = []
     for i in range(BAR_WIDTH):
