@@ -121,20 +121,22 @@ def held_signals() -> Iterator[None]:
 
 
 # -- writing ----------------------------------------------------------------------------------------
-def write_files(files: Mapping[str | os.PathLike[str], Data]) -> None:
+def write_files(files: Mapping[str | os.PathLike[str], Data | None]) -> None:
     """Write every ``path -> data`` as one unit: all new files, or (on any failure) all old ones.
 
-    ``str`` data is written as UTF-8. Missing folders are created. OS errors become
-    :class:`OutputError` naming the file.
+    ``str`` data is written as UTF-8; ``None`` removes the file at that path (if any) as part of the
+    unit. Missing folders are created. OS errors become :class:`OutputError` naming the file.
     """
     items = [(os.fspath(path), data.encode("utf-8") if isinstance(data, str) else data)
              for path, data in files.items()]
+    removals = [path for path, data in items if data is None]
     temps: list[tuple[str, str]] = []  # (temporary, target), not yet renamed
     done: list[tuple[str, str | None]] = []  # (target, backup of the old file or None), renamed
     with held_signals():
         try:
             for path, data in items:
-                temps.append((_write_temp(path, data), path))
+                if data is not None:
+                    temps.append((_write_temp(path, data), path))
             while temps:
                 tmp, path = temps[0]
                 backup = _backup(path)
@@ -148,6 +150,17 @@ def write_files(files: Mapping[str | os.PathLike[str], Data]) -> None:
                                       hint="check the folder's permissions and free space") from None
                 temps.pop(0)
                 done.append((path, backup))
+            for path in removals:
+                if not os.path.lexists(path):
+                    continue
+                backup = _backup(path)
+                try:
+                    os.unlink(path)
+                except OSError as exc:
+                    raise OutputError(f"cannot be removed ({_reason(exc)})", path=path,
+                                      hint="check the folder's permissions") from None
+                if backup is not None:
+                    done.append((path, backup))
         except BaseException:
             for tmp, _ in temps:
                 with contextlib.suppress(OSError):

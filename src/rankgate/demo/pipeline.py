@@ -23,7 +23,9 @@ statistic is seeded with ``seed``, and the files name their inputs by paths rela
 folder. The same ``seed`` therefore gives byte-identical files, wherever the folder is.
 
 Safety: the folder is created if needed; an existing folder is written into only when it is empty or
-was written by an earlier demo (it then holds the marker file ``.rankgate-demo``).
+was written by an earlier demo (it then holds the marker file ``.rankgate-demo``). Everything is
+built in a private temporary folder and then written into the output folder as one unit, so an
+error or an interruption leaves the earlier demo's files as they were.
 """
 
 from __future__ import annotations
@@ -227,7 +229,43 @@ def run_demo(out_dir: str | os.PathLike[str], *, seed: int = 0) -> DemoResult:
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise UsageError(f"seed must be a non-negative integer; got {seed!r}")
-    out = _prepare(Path(out_dir))
+    import shutil
+    import tempfile
+
+    from ..atomic import write_files
+
+    out = _check_out(Path(out_dir))
+    # Everything is built in a private folder first, then written into ``out`` as one unit: the
+    # folder holds the earlier demo's files or all of the new ones, never a mix (see atomic.py).
+    staging = Path(tempfile.mkdtemp(prefix="rankgate-demo-"))
+    try:
+        staged = _run(staging, seed)
+        files: dict[Path, bytes | None] = {out / MARKER: _MARKER_TEXT.encode("utf-8")}
+        for o in staged.outputs:
+            files[out / o.relative] = o.path.read_bytes()
+        if not any(o.relative == "report.html" for o in staged.outputs):
+            files[out / "report.html"] = None  # never leave an earlier demo's report beside newer numbers
+        write_files(files)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return _moved(staged, out)
+
+
+def _moved(result: DemoResult, out: Path) -> DemoResult:
+    """``result`` with every path pointing into ``out`` instead of the private folder it was built in."""
+    runs = {r.role: replace(r, run_path=out / "runs" / r.run_path.name) for r in result.runs}
+    return replace(
+        result,
+        out_dir=out,
+        outputs=tuple(replace(o, path=out / o.relative) for o in result.outputs),
+        baseline=runs["baseline"],
+        candidate=runs["candidate"],
+        config=replace(result.config, path=str(out / "data" / "ship-criteria.yaml")),
+    )
+
+
+def _run(out: Path, seed: int) -> DemoResult:
+    """The pipeline, writing into ``out`` (a fresh private folder)."""
     outputs: list[Output] = []
 
     def wrote(key: str, rel: str, what: str) -> Path:
@@ -337,7 +375,9 @@ def _packaged(name: str) -> bytes:
     return files("rankgate.demo").joinpath("data", name).read_bytes()
 
 
-def _prepare(out: Path) -> Path:
+def _check_out(out: Path) -> Path:
+    from ..atomic import check_folder
+
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder; choose a folder for the demo's output")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
@@ -345,9 +385,7 @@ def _prepare(out: Path) -> Path:
             f"{out} is not empty and was not written by rankgate demo; "
             "choose a new or empty folder with --out, so none of your files is overwritten"
         )
-    from ..atomic import write_text
-
-    write_text(str(out / MARKER), _MARKER_TEXT)
+    check_folder(out, option="--out")
     return out
 
 
