@@ -349,6 +349,21 @@ def _build(root: _Item, path: str) -> GateConfig:
     return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path)
 
 
+def _check_nesting(text: str, path: str) -> None:
+    """Refuse deep nesting from the event stream, before the (recursive) composer sees it."""
+    import yaml
+
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path,
+                                  line=event.start_mark.line + 1, hint="a ship-criteria file needs a few levels")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
 def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
     """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
     import yaml
@@ -357,6 +372,7 @@ def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
         raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=path,
                           hint="ship criteria are a few hundred bytes; is this the right file?")
     try:
+        _check_nesting(text, path)
         # Composing builds the node graph once per anchor (an alias is a reference, not a copy), so
         # it is linear in the text; the expansion that could explode is bounded in _from_yaml.
         root = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -1,0 +1,414 @@
+"""Hostile use of the CLI itself: outputs that cannot be written, config bombs, absurd arguments,
+a baseline summary with impossible values, and bugs. Each is refused with one line, no traceback,
+and (for everything but a gate outcome) never with exit 0 or 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankgate import atomic
+from rankgate.cli import main
+from rankgate.errors import OutputError
+
+from .conftest import ROOT
+from .hostile import assert_refused, snapshot
+
+GOLD = ROOT / "examples" / "gold.jsonl"
+RUN = ROOT / "examples" / "run.jsonl"
+EVAL = ["evaluate", "--gold", GOLD, "--run", RUN, "--resamples", "50"]
+PASSING = "gates:\n  - metric: hit@5\n    threshold: 0.1\n"
+
+
+@pytest.fixture
+def old_outputs(tmp_path: Path) -> Path:
+    """A folder holding an earlier evaluation's outputs."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "metrics.csv").write_text("old metrics\n")
+    (out / "summary.json").write_text('{"old": true}\n')
+    return out
+
+
+def _config(tmp_path: Path, text: str = PASSING, name: str = "ship.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _gate(config: Path, *extra: object) -> list[object]:
+    return ["gate", "--config", config, "--gold", GOLD, "--candidate", RUN, "--no-step-summary", *extra]
+
+
+# -- outputs ---------------------------------------------------------------------------------------
+def test_out_naming_an_existing_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    target = tmp_path / "results.txt"
+    target.write_text("keep me\n")
+    import rankgate.engine
+
+    def never(*_a, **_k):
+        raise AssertionError("evaluated before the output path was checked")
+
+    monkeypatch.setattr(rankgate.engine, "evaluate", never)
+    assert_refused([*EVAL, "--out", target], tmp_path, names=[target], capsys=capsys, contains=["not a folder"])
+
+
+def test_summary_json_that_is_a_folder_leaves_old_metrics_csv(old_outputs, capsys):
+    (old_outputs / "summary.json").unlink()
+    (old_outputs / "summary.json").mkdir()
+    (old_outputs / "summary.json" / "x").write_text("x")
+    assert_refused([*EVAL, "--out", old_outputs], old_outputs, names=["summary.json"], capsys=capsys)
+    assert (old_outputs / "metrics.csv").read_text() == "old metrics\n"
+
+
+def test_out_inside_a_file_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "notadir"
+    blocker.write_text("a file")
+    assert_refused([*EVAL, "--out", blocker / "sub"], tmp_path, names=["notadir"], capsys=capsys)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_folder_is_refused(old_outputs, capsys):
+    old_outputs.chmod(0o555)
+    try:
+        assert_refused([*EVAL, "--out", old_outputs], old_outputs, names=[old_outputs], capsys=capsys)
+    finally:
+        old_outputs.chmod(0o755)
+
+
+def test_a_folder_that_takes_no_new_files_is_refused(old_outputs, capsys, monkeypatch):
+    # What a read-only mount does, also for root: creating a file there fails.
+    real = atomic.tempfile.mkstemp
+
+    def refuse(*args, **kwargs):
+        if os.path.abspath(kwargs.get("dir", "")) == str(old_outputs):
+            raise PermissionError(13, "Permission denied")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", refuse)
+    assert_refused([*EVAL, "--out", old_outputs], old_outputs, names=[old_outputs], capsys=capsys,
+                   contains=["Permission denied"])
+
+
+def test_a_failure_while_renaming_puts_every_old_output_back(old_outputs, capsys, monkeypatch):
+    real = os.replace
+    calls = []
+
+    def second_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 2 and str(dst).endswith("summary.json"):
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", second_fails)
+    assert_refused([*EVAL, "--out", old_outputs], old_outputs, names=["summary.json"], capsys=capsys,
+                   contains=["No space left"])
+
+
+def test_write_files_removes_its_temporaries_when_interrupted(tmp_path, monkeypatch):
+    (tmp_path / "a.txt").write_text("old a")
+    real = atomic._write_temp
+    seen = []
+
+    def interrupt_on_second(path, data):
+        seen.append(path)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        return real(path, data)
+
+    monkeypatch.setattr(atomic, "_write_temp", interrupt_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.write_files({tmp_path / "a.txt": "new a", tmp_path / "b.txt": "new b"})
+    assert snapshot(tmp_path) == snapshot_of({"a.txt": b"old a"})
+
+
+def snapshot_of(files: dict[str, bytes]) -> dict[str, str]:
+    import hashlib
+
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+def test_gate_json_unwritable_writes_no_comment_either(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gate.json").mkdir()
+    config = _config(tmp_path)
+    assert_refused(_gate(config, "--comment", out / "comment.md", "--json", out / "gate.json"), out,
+                   names=["gate.json"], capsys=capsys)
+    assert not (out / "comment.md").exists()
+
+
+def test_gate_json_under_a_file_is_exit_2_not_1(tmp_path, capsys):
+    (tmp_path / "notadir").write_text("x")
+    config = _config(tmp_path)
+    assert_refused(_gate(config, "--json", tmp_path / "notadir" / "x.json"), tmp_path, names=["notadir"], capsys=capsys)
+
+
+def test_gate_comment_and_json_naming_one_file(tmp_path, capsys):
+    config = _config(tmp_path)
+    out = tmp_path / "o"
+    assert_refused(_gate(config, "--comment", out / "a", "--json", out / "a"), out, names=["a"], capsys=capsys)
+
+
+def test_unwritable_step_summary_is_a_warning_not_a_verdict(tmp_path, capsys, monkeypatch):
+    config = _config(tmp_path)
+    summary = tmp_path / "summary-folder"
+    summary.mkdir()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    argv = ["gate", "--config", config, "--gold", GOLD, "--candidate", RUN, "--comment", tmp_path / "c.md"]
+    assert main([str(a) for a in argv]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "GITHUB_STEP_SUMMARY" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert (tmp_path / "c.md").read_text(encoding="utf-8").startswith("<!--")
+
+
+def test_compare_report_and_retrieve_check_their_output_first(tmp_path, capsys):
+    folder = tmp_path / "taken"
+    folder.mkdir()
+    assert_refused(["compare", RUN, RUN, "--gold", GOLD, "--output", folder], tmp_path, names=["taken"], capsys=capsys)
+    assert_refused(["report", "--gold", GOLD, "--run", RUN, "-o", folder], tmp_path, names=["taken"], capsys=capsys)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"chunk_id": "a#c1", "text": "x"}\n')
+    assert_refused(["retrieve", "--corpus", corpus, "--gold", GOLD, "-o", folder], tmp_path, names=["taken"],
+                   capsys=capsys)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_an_output_that_is_a_pipe_is_not_replaced(tmp_path, capsys):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    config = _config(tmp_path)
+    # (no folder snapshot: reading a FIFO would block)
+    assert_refused(_gate(config, "--comment", fifo), None, names=["pipe"], capsys=capsys,
+                   contains=["not a regular file"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "ship.yaml"]
+    assert fifo.is_fifo()
+
+
+def test_demo_out_that_is_a_file(tmp_path, capsys):
+    target = tmp_path / "demo.txt"
+    target.write_text("mine")
+    assert_refused(["demo", "--out", target], tmp_path, names=["demo.txt"], capsys=capsys)
+
+
+def test_check_folder_messages_name_the_blocking_path(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "metrics.csv").mkdir()
+    with pytest.raises(OutputError, match=r"metrics\.csv: is in the way"):
+        atomic.check_folder(tmp_path / "out", ["metrics.csv"], option="--out")
+
+
+# -- YAML bombs and oversized config files ----------------------------------------------------------
+BILLION_LAUGHS = "\n".join(
+    [ 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    + [f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")]
+) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "contains"),
+    [
+        ("laughs.yaml", BILLION_LAUGHS, "10,000 values"),
+        ("loop.yaml", "gates: &g\n  - metric: recall@5\n    threshold: 0.5\n    segments: *g\n", "loop"),
+        ("self.yaml", "gates:\n  - &m\n    metric: recall@5\n    label: *m\n", "loop"),
+        ("deep.yaml", "gates: " + "[" * 5000 + "]" * 5000 + "\n", "deep"),
+        ("big.yaml", "# padding\n" * 120_000 + PASSING, "1024 KiB"),
+        ("latin1.yaml", None, "UTF-8"),
+    ],
+)
+def test_hostile_config_files_are_refused_fast(tmp_path, capsys, name, text, contains):
+    path = tmp_path / name
+    if text is None:
+        path.write_bytes(PASSING.encode() + b"# caf\xe9\n")
+    else:
+        path.write_text(text, encoding="utf-8")
+    assert len(BILLION_LAUGHS) < 700
+    start = time.perf_counter()
+    assert_refused(_gate(path), tmp_path, names=[name], capsys=capsys, contains=[contains])
+    assert time.perf_counter() - start < 10
+
+
+def test_aliases_within_the_budget_still_work(tmp_path, capsys):
+    text = ("gates:\n  - metric: hit@5\n    threshold: 0.1\n    segments: &segs [intent]\n"
+            "  - metric: recall@5\n    threshold: 0.1\n    segments: *segs\n")
+    assert main([str(a) for a in _gate(_config(tmp_path, text))]) == 0
+
+
+def test_report_reads_config_with_the_same_limits(tmp_path, capsys):
+    path = _config(tmp_path, BILLION_LAUGHS, "laughs.yaml")
+    assert_refused(["report", "--gold", GOLD, "--run", RUN, "--config", path, "-o", tmp_path / "r.html"], tmp_path,
+                   names=["laughs.yaml"], capsys=capsys)
+
+
+# -- absurd statistics arguments --------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [
+    ["--resamples", "1000000000000"],
+    ["--resamples", "-1"],
+    ["--seed", "-3"],
+])
+def test_absurd_statistics_arguments_are_usage_errors(tmp_path, capsys, argv):
+    option = argv[0]
+    assert_refused([*EVAL, *argv, "--out", tmp_path / "o"], tmp_path, capsys=capsys, contains=[option])
+
+
+def test_huge_resamples_says_how_much_memory(tmp_path, capsys):
+    line = assert_refused([*EVAL, "--resamples", str(10**12)], tmp_path, capsys=capsys)
+    assert "GiB" in line and "1,000,000" in line
+
+
+def test_compare_permutations_are_bounded(tmp_path, capsys):
+    assert_refused(["compare", RUN, RUN, "--gold", GOLD, "--permutations", str(10**12)], tmp_path, capsys=capsys,
+                   contains=["--permutations"])
+
+
+def test_config_resamples_are_bounded(tmp_path, capsys):
+    path = _config(tmp_path, PASSING + "defaults:\n  resamples: 1000000000000\n")
+    assert_refused(_gate(path), tmp_path, names=["ship.yaml"], capsys=capsys, contains=["defaults.resamples"])
+
+
+def test_stats_api_refuses_huge_resamples():
+    from rankgate.errors import UsageError
+    from rankgate.stats import bootstrap_ci
+
+    with pytest.raises(UsageError, match="at most 1,000,000"):
+        bootstrap_ci(np.arange(5.0), rng=0, n_resamples=10**12)
+
+
+# -- baseline summaries with impossible values ---------------------------------------------------
+@pytest.fixture
+def summary(tmp_path: Path) -> Path:
+    out = tmp_path / "base"
+    assert main([str(a) for a in [*EVAL, "--out", out]]) == 0
+    return out / "summary.json"
+
+
+@pytest.mark.parametrize(("value", "field"), [
+    ("1e999", "metrics.hit@5.mean"),
+    ("-1e999", "metrics.hit@5.mean"),
+    ("NaN", "metrics.hit@5.mean"),
+    ("1.5", "metrics.hit@5.mean"),
+    ("-0.2", "metrics.hit@5.mean"),
+])
+def test_baseline_summary_values_must_be_finite_and_in_range(tmp_path, capsys, summary, value, field):
+    data = json.loads(summary.read_text())
+    data["metrics"]["hit@5"]["mean"] = "@@"
+    bad = tmp_path / "bad-summary.json"
+    bad.write_text(json.dumps(data).replace('"@@"', value))
+    config = _config(tmp_path, "gates:\n  - metric: hit@5\n    regression_max: 0.1\n")
+    out = tmp_path / "o"
+    assert_refused(_gate(config, "--baseline", bad, "--json", out / "g.json"), out, names=["bad-summary.json"],
+                   capsys=capsys, contains=[field])
+
+
+def test_baseline_summary_negative_n_and_swapped_interval(tmp_path, capsys, summary):
+    data = json.loads(summary.read_text())
+    data["metrics"]["hit@5"]["n"] = -4
+    bad = tmp_path / "n.json"
+    bad.write_text(json.dumps(data))
+    config = _config(tmp_path, "gates:\n  - metric: hit@5\n    regression_max: 0.1\n")
+    assert_refused(_gate(config, "--baseline", bad), None, names=["n.json"], capsys=capsys, contains=["hit@5.n"])
+    data["metrics"]["hit@5"].update(n=7, ci_low=0.9, ci_high=0.1)
+    bad.write_text(json.dumps(data))
+    assert_refused(_gate(config, "--baseline", bad), None, names=["n.json"], capsys=capsys, contains=["ci_low"])
+
+
+# -- the last-resort guard ---------------------------------------------------------------------------
+@pytest.fixture
+def broken_evaluate(monkeypatch):
+    import rankgate.commands.evaluate as command
+
+    def boom(args):
+        raise ValueError("injected\nfailure")
+
+    monkeypatch.setattr(command, "run", boom)
+
+
+def test_an_internal_error_is_exit_3_with_one_line(tmp_path, capsys, broken_evaluate, monkeypatch):
+    monkeypatch.delenv("RANKGATE_DEBUG", raising=False)
+    line = assert_refused([*EVAL, "--out", tmp_path / "o"], tmp_path, code=3, capsys=capsys,
+                          contains=["rankgate evaluate: internal error: ValueError: injected failure",
+                                    "please report it", "--debug"])
+    assert line.count("\n") == 0
+
+
+@pytest.mark.parametrize("how", ["flag", "flag-first", "env"])
+def test_debug_shows_the_traceback(tmp_path, capsys, broken_evaluate, monkeypatch, how):
+    monkeypatch.delenv("RANKGATE_DEBUG", raising=False)
+    argv = [str(a) for a in EVAL]
+    if how == "flag":
+        argv.append("--debug")
+    elif how == "flag-first":
+        argv.insert(0, "--debug")
+    else:
+        monkeypatch.setenv("RANKGATE_DEBUG", "1")
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ValueError: injected" in err
+    assert err.strip().splitlines()[-1].startswith("rankgate evaluate: internal error: ValueError")
+
+
+def test_out_of_memory_is_exit_3_with_a_clear_line(tmp_path, capsys, monkeypatch):
+    import rankgate.commands.evaluate as command
+
+    def oom(args):
+        raise MemoryError
+
+    monkeypatch.setattr(command, "run", oom)
+    assert_refused([*EVAL], tmp_path, code=3, capsys=capsys, contains=["ran out of memory"])
+
+
+def test_a_gate_crash_is_never_exit_1(tmp_path, capsys, monkeypatch):
+    import rankgate.gates
+
+    def boom(*_a, **_k):
+        raise KeyError("x")
+
+    monkeypatch.setattr(rankgate.gates, "gate", boom)
+    assert_refused(_gate(_config(tmp_path)), tmp_path, code=3, capsys=capsys, contains=["internal error: KeyError"])
+
+
+# -- a metric's own declaration decides its bounds ---------------------------------------------------
+def test_a_plugin_count_metric_can_have_a_threshold_above_1(tmp_path, capsys):
+    from rankgate.metrics import MetricDefinition, metric_info, register
+
+    class RetrievedCount(MetricDefinition):
+        name = "hostile_cli_retrieved"
+        applies = "all"
+        unit = "count"
+        summary = "items retrieved"
+        formula = "|D_k|"
+
+        def compute(self, ctx, metric, k):
+            return np.minimum(np.diff(ctx.offsets).astype(np.float64), k)
+
+        def reference(self, q, metric, k):
+            return float(len(q.top(k)))
+
+    register(RetrievedCount)
+    info = metric_info("hostile_cli_retrieved@5")
+    assert info.unit == "count" and info.bounds == (0.0, float("inf")) and info.known
+    ok = _config(tmp_path, "gates:\n  - metric: hostile_cli_retrieved@5\n    threshold: 2\n", "count.yaml")
+    assert main([str(a) for a in _gate(ok)]) == 0
+    assert "PASS" in capsys.readouterr().out
+    assert main([str(a) for a in _gate(_config(tmp_path, "gates:\n  - metric: distinct_docs@5\n    threshold: 5\n",
+                                               "dd.yaml"))]) in (0, 1)
+    bad = _config(tmp_path, "gates:\n  - metric: recall@5\n    threshold: 5\n", "bad.yaml")
+    assert_refused(_gate(bad), tmp_path, names=["bad.yaml"], capsys=capsys, contains=["between 0 and 1"])
+
+
+def test_metric_info_follows_declarations():
+    from rankgate.metrics import metric_info
+
+    assert metric_info("forbidden@5").higher_is_better is False
+    assert metric_info("ndcg(gain=exp)@10").family == "ndcg"
+    assert metric_info("recall@5").is_share and not metric_info("mrr").is_share
+    assert metric_info("mrr").bounds == (0.0, 1.0)
+    assert metric_info("distinct_docs@5").bounds == (0.0, float("inf"))
+    unknown = metric_info("nosuchmetric@3")
+    assert not unknown.known and unknown.family == "nosuchmetric"
