@@ -412,3 +412,15 @@ def test_metric_info_follows_declarations():
     assert metric_info("distinct_docs@5").bounds == (0.0, float("inf"))
     unknown = metric_info("nosuchmetric@3")
     assert not unknown.known and unknown.family == "nosuchmetric"
+
+
+# -- numbers too large for the kernels ---------------------------------------------------------------
+@pytest.mark.parametrize(("argv", "contains"), [
+    (["--metrics", "recall@100000000000000000000000"], "at most 1,000,000,000"),
+    (["--sweep", "recall", "--ks", "1,100000000000000000000000"], "at most 1,000,000,000"),
+    (["--k", "100000000000000000000000"], "--k"),
+    (["--metrics", "recall(rel=100000000000000000000000)@5"], "64 bits"),
+    (["--metrics", "novelty(overlap=nan)@5"], "must be a number"),
+])
+def test_out_of_range_metric_numbers_are_usage_errors(tmp_path, capsys, argv, contains):
+    assert_refused([*EVAL, *argv, "--out", tmp_path / "o"], tmp_path, capsys=capsys, contains=[contains])

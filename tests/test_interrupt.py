@@ -80,20 +80,31 @@ def test_signals_at_random_moments_leave_all_old_or_all_new(big_inputs, tmp_path
     old = _state(out)
 
     rng = random.Random(20261123)
-    outcomes = []
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+    signals = [signal.SIGTERM, signal.SIGINT, signal.SIGTERM]
+    landed, runs = [], 0
+    while signals and runs < 8:  # a run that finishes first (a busy machine's timing) is retried sooner
+        runs += 1
+        sig = signals[0]
         _put_old(out)
         proc = subprocess.Popen(_argv(qrels, run, out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.4, 1.0) * full)  # mostly after start-up: reading, scoring and writing
-        proc.send_signal(sig)
+        begun = time.perf_counter()
+        moment = begun + rng.uniform(0.3, 0.9) * full  # mostly after start-up: reading, scoring, writing
+        while time.perf_counter() < moment and proc.poll() is None:
+            time.sleep(0.005)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            signals.pop(0)
+        else:
+            full = min(full, time.perf_counter() - begun)
         _, err = proc.communicate(timeout=60)
         state = _state(out)
         assert state in (old, new), f"torn outputs after {sig.name}: {sorted(state)}\n{err.decode()}"
         assert "Traceback" not in err.decode()
         expected = {signal.SIGTERM: EXIT_TERMINATED, signal.SIGINT: EXIT_INTERRUPTED}[sig]
         assert proc.returncode in (0, expected, -sig), (proc.returncode, err.decode())
-        outcomes.append((sig.name, proc.returncode, "new" if state == new else "old"))
-    assert any(code != 0 for _, code, _ in outcomes), outcomes  # at least one signal landed mid-run
+        if proc.returncode != 0:
+            landed.append((sig.name, proc.returncode, "new" if state == new else "old"))
+    assert landed, "no signal arrived while rankgate was running"
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, EXIT_TERMINATED), (signal.SIGINT, EXIT_INTERRUPTED)])

@@ -33,6 +33,8 @@ DEFAULT_KS = (1, 3, 5, 10, 20)
 
 def parse_ks(ks: str | Iterable[int]) -> tuple[int, ...]:
     """``"1,3,5"`` or ``[1, 3, 5]`` -> sorted distinct positive cutoffs."""
+    from .metrics.spec import MAX_K
+
     items = str(ks).split(",") if isinstance(ks, str) else list(ks)
     out: set[int] = set()
     for item in items:
@@ -45,6 +47,8 @@ def parse_ks(ks: str | Iterable[int]) -> tuple[int, ...]:
             k = 0
         if k < 1 or isinstance(item, bool) or (isinstance(item, float) and not item.is_integer()):
             raise UsageError(f"cutoffs must be positive integers, e.g. 1,3,5,10,20; got {item!r}")
+        if k > MAX_K:
+            raise UsageError(f"cutoffs must be at most {MAX_K:,}; got {item!r}")
         out.add(k)
     if not out:
         raise UsageError("no cutoffs given; expected e.g. 1,3,5,10,20")

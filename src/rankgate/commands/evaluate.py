@@ -92,11 +92,12 @@ def _doc_map_of(args: argparse.Namespace) -> dict[str, str] | None:
 
 def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
     from ..engine import evaluate
+    from ..metrics.spec import MAX_K
 
-    if args.k is not None and args.k < 1:
+    if args.k is not None and not 1 <= args.k <= MAX_K:
         from ..errors import UsageError
 
-        raise UsageError(f"--k must be a positive integer; got {args.k}")
+        raise UsageError(f"--k must be a positive integer up to {MAX_K:,}; got {args.k}")
     return evaluate(
         gold if gold is not None else args.gold,
         run,

@@ -64,6 +64,10 @@ class Param:
             raise MetricSpecError(
                 f"parameter {self.name!r} in {spec!r} must be {self.type.__name__}; got {text!r}"
             ) from None
+        if isinstance(value, float) and math.isnan(value):  # (±inf are meaningful: min_score=-inf is the default)
+            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be a number; got {text!r}")
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must fit in 64 bits; got {text!r}")
         if self.choices is not None and value not in self.choices:
             allowed = "|".join(str(c) for c in self.choices)
             raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be one of {allowed}; got {text!r}")

@@ -18,7 +18,10 @@ from typing import Any
 
 from ..errors import MetricSpecError
 
-__all__ = ["Metric", "parse_metric", "parse_metrics"]
+__all__ = ["MAX_K", "Metric", "parse_metric", "parse_metrics"]
+
+#: Largest cutoff: far beyond any ranking, and within the 64-bit integers the kernels use.
+MAX_K = 1_000_000_000
 
 _SPEC = re.compile(
     r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.]*?)\s*
@@ -109,6 +112,9 @@ def parse_metric(text: str | Metric) -> Metric:
             k = -1
         if k < 1:
             raise MetricSpecError(f"cutoff in {text!r} must be a positive integer; got {k_text!r}")
+        if k > MAX_K:
+            raise MetricSpecError(f"cutoff in {text!r} must be at most {MAX_K:,}; got {k_text!r} "
+                                  "(write the metric without @k to use the whole ranking)")
         if definition.cutoff == "never":
             raise MetricSpecError(f"metric {name!r} takes no cutoff; write it as {name!r}")
 
