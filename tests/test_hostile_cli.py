@@ -424,3 +424,30 @@ def test_metric_info_follows_declarations():
 ])
 def test_out_of_range_metric_numbers_are_usage_errors(tmp_path, capsys, argv, contains):
     assert_refused([*EVAL, *argv, "--out", tmp_path / "o"], tmp_path, capsys=capsys, contains=[contains])
+
+
+def test_an_output_that_is_an_input_is_refused(tmp_path, capsys):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_bytes(GOLD.read_bytes())
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"chunk_id": "a#c1", "text": "x"}\n')
+    assert_refused(["retrieve", "--corpus", corpus, "--gold", gold, "-o", gold], tmp_path, names=["gold.jsonl"],
+                   capsys=capsys, contains=["also an input"])
+    run = tmp_path / "run.jsonl"
+    run.write_bytes(RUN.read_bytes())
+    assert_refused(["compare", run, RUN, "--gold", gold, "--output", run], tmp_path, names=["run.jsonl"], capsys=capsys,
+                   contains=["also an input"])
+    config = _config(tmp_path)
+    assert_refused(_gate(config, "--comment", config), tmp_path, names=["ship.yaml"], capsys=capsys,
+                   contains=["also an input"])
+
+
+def test_a_closed_stdout_does_not_turn_a_failed_gate_into_a_pass(tmp_path, monkeypatch):
+    import rankgate.commands.gate as command
+
+    def closed(_outcome):
+        raise BrokenPipeError
+
+    monkeypatch.setattr(command, "_print", closed)
+    failing = _config(tmp_path, "gates:\n  - metric: hit@5\n    threshold: 1.0\n")
+    assert main([str(a) for a in _gate(failing)]) == 1

@@ -25,7 +25,7 @@ from typing import Union
 
 from .errors import OutputError
 
-__all__ = ["check_file", "check_folder", "held_signals", "write_bytes", "write_files", "write_text"]
+__all__ = ["check_file", "check_folder", "check_not_input", "held_signals", "write_bytes", "write_files", "write_text"]
 
 TEMP_PREFIX, TEMP_SUFFIX = ".rankgate-", ".tmp"
 Data = Union[bytes, str]
@@ -44,6 +44,23 @@ def check_file(path: str | os.PathLike[str], *, option: str | None = None) -> No
                           hint=f"give {option or 'the output'} the path of a regular file; outputs are replaced, "
                                "not written through")
     _check_parent(os.path.dirname(p), shown)
+
+
+def check_not_input(output: str | os.PathLike[str], inputs: Iterable[object], *, option: str | None = None) -> None:
+    """Raise :class:`OutputError` if ``output`` is one of the ``inputs`` (``None`` entries skipped):
+    writing it would replace data the command reads, e.g. ``retrieve -o gold.jsonl``."""
+    if not os.path.isfile(output):
+        return
+    for item in inputs:
+        if item is None or not isinstance(item, (str, os.PathLike)):
+            continue
+        try:
+            same = os.path.isfile(item) and os.path.samefile(output, item)
+        except OSError:
+            same = False
+        if same:
+            raise OutputError(f"is also an input of this command ({os.fspath(item)})", path=os.fspath(output),
+                              hint=f"give {option or 'the output'} another path, so the input is not overwritten")
 
 
 def check_folder(path: str | os.PathLike[str], names: Iterable[str] = (), *, option: str | None = None) -> None:

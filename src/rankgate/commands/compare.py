@@ -56,9 +56,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be >= 0; got {args.top}")
     for option, path in (("--output", args.output), ("--fused-run", args.fused_run)):
         if path:
-            from ..atomic import check_file
+            from ..atomic import check_file, check_not_input
 
             check_file(path, option=option)
+            check_not_input(path, (args.gold, args.doc_map, *args.runs), option=option)
+    if args.output and args.fused_run and os.path.abspath(args.output) == os.path.abspath(args.fused_run):
+        raise UsageError(f"--output and --fused-run name the same file {args.output}; give each its own file")
     if args.fused_run and not args.fuse:
         raise UsageError("--fused-run needs --fuse METHOD (rrf, combsum or combmnz)")
     if args.fuse:

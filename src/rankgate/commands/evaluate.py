@@ -165,9 +165,11 @@ OUT_FILES = ("metrics.csv", "summary.json")
 def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
     if args.out:
-        from ..atomic import check_folder
+        from ..atomic import check_folder, check_not_input
 
         check_folder(args.out, OUT_FILES, option="--out")
+        for name in OUT_FILES:
+            check_not_input(os.path.join(args.out, name), (args.gold, args.run, args.doc_map), option="--out")
     import threading
 
     warm = threading.Thread(target=_import_reporting, daemon=True)

@@ -32,13 +32,16 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..atomic import check_file, write_files
+    from ..atomic import check_file, check_not_input, write_files
     from ..gates import gate, load_config
 
     outputs = {"--comment": args.comment, "--json": args.json}
     for option, path in outputs.items():
         if path:
             check_file(path, option=option)
+            # (--json may replace the --baseline summary it read: rolling a baseline forward is fine)
+            check_not_input(path, (args.config, args.gold, args.candidate) + (() if option == "--json" else
+                                                                                (args.baseline,)), option=option)
     if args.comment and args.json and os.path.abspath(args.comment) == os.path.abspath(args.json):
         from ..errors import UsageError
 
@@ -60,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and not args.no_step_summary:
         _append_step_summary(summary_path, markdown)
-    _print(outcome)
+    try:
+        _print(outcome)
+    except BrokenPipeError:  # e.g. piped into `head`: the verdict still decides the exit code
+        pass
     return outcome.exit_code
 
 

@@ -62,9 +62,11 @@ def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
     if args.top_misses < 0:
         raise UsageError(f"--top-misses must be >= 0; got {args.top_misses}")
-    from ..atomic import check_file
+    from ..atomic import check_file, check_not_input
 
     check_file(args.output, option="--output")
+    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map),
+                    option="--output")
     config = None
     level, doc_sep, k = args.level, args.doc_sep, args.k
     if args.config:

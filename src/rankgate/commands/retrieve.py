@@ -141,7 +141,7 @@ def keep_texts(records: list[dict[str, Any]], limit: int | None) -> list[dict[st
 
 def run(args: argparse.Namespace) -> int:
     """Do the work of ``rankgate retrieve``; return the exit code (errors are raised for the CLI)."""
-    from rankgate.atomic import check_file
+    from rankgate.atomic import check_file, check_not_input
     from rankgate.errors import UsageError
     from rankgate.retrieval import load_beir, load_corpus, load_gold_queries, retrieve, write_run
 
@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if args.beir is None and args.gold is None:
         raise UsageError("--corpus needs --gold: the gold set whose queries to run")
     check_file(args.output, option="--output")
+    check_not_input(args.output, (args.corpus, args.gold), option="--output")
     if args.beir is not None:
         collection = load_beir(args.beir, split=args.split)
         chunks, queries = collection.chunks, collection.queries
