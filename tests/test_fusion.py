@@ -173,4 +173,4 @@ def test_an_unwritable_fused_run_path_is_a_clear_error(capsys: pytest.CaptureFix
     blocker.write_text("not a folder\n")
     assert_refused(["compare", str(DATA / "base.jsonl"), str(DATA / "cand.jsonl"), "--fuse", "rrf",
                     "--fused-run", str(blocker / "fused.jsonl")], tmp_path, names=["fused.jsonl"], capsys=capsys,
-                   contains=["cannot write the fused run"])
+                   contains=["cannot be written", "--fused-run"])

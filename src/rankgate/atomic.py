@@ -43,7 +43,7 @@ def check_file(path: str | os.PathLike[str], *, option: str | None = None) -> No
         raise OutputError("exists and is not a regular file (a device, pipe or broken link)", path=shown,
                           hint=f"give {option or 'the output'} the path of a regular file; outputs are replaced, "
                                "not written through")
-    _check_parent(os.path.dirname(p), shown)
+    _check_parent(os.path.dirname(p), shown, option)
 
 
 def check_not_input(output: str | os.PathLike[str], inputs: Iterable[object], *, option: str | None = None) -> None:
@@ -70,7 +70,7 @@ def check_folder(path: str | os.PathLike[str], names: Iterable[str] = (), *, opt
     if os.path.lexists(p) and not os.path.isdir(p):
         raise OutputError("exists and is not a folder", path=shown,
                           hint=f"{option or 'the output'} names a folder to write into; choose another path")
-    _check_parent(p, shown)
+    _check_parent(p, shown, option)
     for name in names:
         target = os.path.join(shown, name)
         if os.path.isdir(target) or (os.path.lexists(target) and not os.path.isfile(target)):
@@ -82,7 +82,7 @@ def _inside(shown: str) -> str:
     return f", e.g. {os.path.join(shown, 'out')}" if shown else ""
 
 
-def _check_parent(folder: str, shown: str) -> None:
+def _check_parent(folder: str, shown: str, option: str | None = None) -> None:
     """The nearest existing folder on the way to ``folder`` must be a folder that takes new files."""
     probe = folder
     while not os.path.lexists(probe):
@@ -92,14 +92,14 @@ def _check_parent(folder: str, shown: str) -> None:
         probe = up
     if not os.path.isdir(probe):
         raise OutputError(f"cannot be written: {probe} is a file, not a folder", path=shown,
-                          hint="choose a path inside a folder")
+                          hint=f"give {option or 'the output'} a path inside a folder")
     # Asking the file system is the only reliable test (read-only mounts, ACLs, root, quotas):
     # create and remove an empty hidden file where the outputs will go.
     try:
         fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=probe)
     except OSError as exc:
         raise OutputError(f"cannot be written: the folder {probe} does not take new files ({_reason(exc)})",
-                          path=shown, hint="choose a writable folder") from None
+                          path=shown, hint=f"give {option or 'the output'} a path in a writable folder") from None
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(tmp)
