@@ -451,3 +451,11 @@ def test_a_closed_stdout_does_not_turn_a_failed_gate_into_a_pass(tmp_path, monke
     monkeypatch.setattr(command, "_print", closed)
     failing = _config(tmp_path, "gates:\n  - metric: hit@5\n    threshold: 1.0\n")
     assert main([str(a) for a in _gate(failing)]) == 1
+
+
+def test_a_failing_comparison_writes_no_fused_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    missing = tmp_path / "no-such-gold.jsonl"
+    assert_refused(["compare", RUN, RUN, "--fuse", "rrf", "--fused-run", out / "fused.jsonl", "--gold", missing,
+                    "--output", out / "cmp.txt"], out, names=["no-such-gold.jsonl"], capsys=capsys)

@@ -36,7 +36,7 @@ from .data.arrow import arrow_of, np_of
 from .data.ranking import rank_rows
 from .errors import InputError, UsageError
 
-__all__ = ["FUSION_METHODS", "FusionMethod", "fuse", "parse_fusion", "run_records", "write_run_jsonl"]
+__all__ = ["FUSION_METHODS", "FusionMethod", "fuse", "parse_fusion", "run_jsonl", "run_records", "write_run_jsonl"]
 
 FUSION_METHODS = ("rrf", "combsum", "combmnz")
 RRF_K = 60
@@ -199,12 +199,17 @@ def run_records(run: Run) -> list[dict]:
     return records
 
 
+def run_jsonl(run: Run) -> str:
+    """``run`` as the text of a JSONL run file (what :func:`write_run_jsonl` writes)."""
+    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+                   for r in run_records(run))
+
+
 def write_run_jsonl(run: Run, path: str | os.PathLike[str]) -> None:
     """Write ``run`` as a JSONL run file at ``path``, atomically (a reader never sees half a file)."""
     from .atomic import write_bytes
 
-    text = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-                   for r in run_records(run))
+    text = run_jsonl(run)
     try:
         write_bytes(os.fspath(path), text.encode("utf-8"))
     except OSError as exc:

@@ -104,7 +104,8 @@ def _two_runs(args: argparse.Namespace) -> int:
     return _emit(args, result, comparison_dict, comparison_markdown, comparison_renderable)
 
 
-def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labels: list[str] | None = None) -> int:
+def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labels: list[str] | None = None,
+               extra_files: dict[str, str] | None = None) -> int:
     """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for --baseline to match."""
     from ..compare import compare_systems
     from ..data import load_gold
@@ -121,13 +122,15 @@ def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labe
                              n_permutations=args.permutations, confidence=args.confidence)
     from ..report.compare import multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable
 
-    return _emit(args, result, multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable)
+    return _emit(args, result, multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable,
+                 extra_files)
 
 
 def _fuse_and_compare(args: argparse.Namespace) -> int:
     from ..data import load_run
     from ..errors import UsageError
-    from ..fusion import fuse, parse_fusion, write_run_jsonl
+    from ..atomic import write_text
+    from ..fusion import fuse, parse_fusion, run_jsonl
 
     method = parse_fusion(args.fuse)
     if len(args.runs) < 2:
@@ -137,18 +140,23 @@ def _fuse_and_compare(args: argparse.Namespace) -> int:
     labels = _labels(list(args.runs))
     loaded = [load_run(path, format=args.run_format) for path in args.runs]
     fused = fuse(loaded, method, labels=labels)
-    if args.fused_run:
-        write_run_jsonl(fused, args.fused_run)
     if args.gold is None:
+        write_text(args.fused_run, run_jsonl(fused))
         sys.stderr.write(f"wrote the {method} fusion of {len(loaded)} runs to {args.fused_run}\n")
         return 0
     name = str(method)
     if name in labels:
         raise UsageError(f"a run is already named {name!r}; rename it to compare it with the fused run")
-    return _many_runs(args, [*loaded, fused], [*args.runs, name], [*labels, name])
+    # The fused run is written with the comparison's output, as one unit, once everything is computed.
+    extra = {args.fused_run: run_jsonl(fused)} if args.fused_run else {}
+    return _many_runs(args, [*loaded, fused], [*args.runs, name], [*labels, name], extra_files=extra)
 
 
-def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any) -> int:
+def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any,
+          extra_files: dict[str, str] | None = None) -> int:
+    """Print or write the comparison; every file of the command (``extra_files`` too) as one unit."""
+    from ..atomic import write_files
+
     if args.json:
         import json
 
@@ -157,10 +165,12 @@ def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any,
         text = as_markdown(result)
     else:
         text = None
+    files = dict(extra_files or {})
     if args.output:
-        from ..atomic import write_text
-
-        write_text(args.output, text if text is not None else _plain_table(as_renderable(result)))
+        files[args.output] = text if text is not None else _plain_table(as_renderable(result))
+    if files:
+        write_files(files)
+    if args.output:
         return 0
     if text is not None:
         sys.stdout.write(text)
