@@ -459,3 +459,15 @@ def test_a_failing_comparison_writes_no_fused_run(tmp_path, capsys):
     missing = tmp_path / "no-such-gold.jsonl"
     assert_refused(["compare", RUN, RUN, "--fuse", "rrf", "--fused-run", out / "fused.jsonl", "--gold", missing,
                     "--output", out / "cmp.txt"], out, names=["no-such-gold.jsonl"], capsys=capsys)
+
+
+@pytest.mark.parametrize(("text", "contains"), [
+    ('{"metrics": []}', "'metrics' object"),
+    ('{"metrics": {}}', "is empty"),
+    ('{"metrics": {"hit@5": {"mean": 0.5, "n": 3}}, "segments": {"lang": {"de": [1]}}}', "segments.lang.de"),
+])
+def test_malformed_baseline_summaries_are_explained_as_summaries(tmp_path, capsys, text, contains):
+    bad = tmp_path / "base.json"
+    bad.write_text(text)
+    config = _config(tmp_path, "gates:\n  - metric: hit@5\n    regression_max: 0.1\n")
+    assert_refused(_gate(config, "--baseline", bad), None, names=["base.json"], capsys=capsys, contains=[contains])

@@ -51,6 +51,9 @@ class BaselineSummary:
         if not isinstance(data, Mapping) or not isinstance(data.get("metrics"), Mapping):
             raise InputError("has no 'metrics' object; expected a summary.json from rankgate evaluate or gate --json",
                              path=source, field="metrics")
+        if not data["metrics"]:
+            raise InputError("is empty: a baseline summary has the mean of at least one metric", path=source,
+                             field="metrics", hint="write it with rankgate evaluate --out or gate --json")
 
         def stat(metric: str, entry: Any, where: str) -> Stat:
             if not isinstance(entry, Mapping) or "mean" not in entry:
@@ -153,4 +156,6 @@ def is_summary_file(path: str) -> bool:
             data = json.load(fh)
     except (ValueError, UnicodeDecodeError):
         return False
-    return isinstance(data, dict) and isinstance(data.get("metrics"), dict) and "query_id" not in data
+    # Any object with a 'metrics' key and no query id is meant as a summary, so a malformed one is
+    # explained as a summary ("'metrics' must be an object"), not as a run missing its query_id.
+    return isinstance(data, dict) and "metrics" in data and "query_id" not in data
