@@ -21,14 +21,13 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Union
 
 from .errors import OutputError
 
 __all__ = ["check_file", "check_folder", "check_not_input", "held_signals", "write_bytes", "write_files", "write_text"]
 
 TEMP_PREFIX, TEMP_SUFFIX = ".rankgate-", ".tmp"
-Data = Union[bytes, str]
+Data = bytes | str
 
 
 # -- checks, before any work ----------------------------------------------------------------------

@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{_prefix(command)}: error: ran out of memory; use smaller inputs (or fewer --resamples), "
                   "or run on a machine with more memory", file=sys.stderr)
             return EXIT_INTERNAL
-        except Exception as exc:  # the last-resort guard: a bug must never look like a verdict
+        except Exception as exc:  # noqa: BLE001 - the last-resort guard: a bug must never look like a verdict
             _traceback(debug)
             hint = "" if debug else "; rerun with --debug for the traceback"
             print(f"{_prefix(command)}: internal error: {type(exc).__name__}: {_one_line(str(exc))} "

@@ -127,9 +127,9 @@ def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labe
 
 
 def _fuse_and_compare(args: argparse.Namespace) -> int:
+    from ..atomic import write_text
     from ..data import load_run
     from ..errors import UsageError
-    from ..atomic import write_text
     from ..fusion import fuse, parse_fusion, run_jsonl
 
     method = parse_fusion(args.fuse)
