@@ -471,3 +471,8 @@ def test_malformed_baseline_summaries_are_explained_as_summaries(tmp_path, capsy
     bad.write_text(text)
     config = _config(tmp_path, "gates:\n  - metric: hit@5\n    regression_max: 0.1\n")
     assert_refused(_gate(config, "--baseline", bad), None, names=["base.json"], capsys=capsys, contains=[contains])
+
+
+def test_config_cutoff_is_bounded(tmp_path, capsys):
+    path = _config(tmp_path, PASSING + "evaluate:\n  k: 100000000000000000000\n")
+    assert_refused(_gate(path), tmp_path, names=["ship.yaml"], capsys=capsys, contains=["evaluate.k"])

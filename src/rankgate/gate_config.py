@@ -242,6 +242,7 @@ def _range_text(low: float, high: float) -> str:
 
 def _build(root: _Item, path: str) -> GateConfig:
     from .metrics import metric_info, parse_metric
+    from .metrics.spec import MAX_K
     from .stats import MAX_RESAMPLES
 
     r = _Reader(path)
@@ -341,7 +342,7 @@ def _build(root: _Item, path: str) -> GateConfig:
     if "evaluate" in top:
         e = r.mapping(top["evaluate"], "evaluate", EVALUATE_KEYS)
         if "k" in e:
-            evaluate["k"] = r.integer(e["k"], "evaluate.k", 1)
+            evaluate["k"] = r.integer(e["k"], "evaluate.k", 1, maximum=MAX_K)
         if "level" in e:
             evaluate["level"] = r.choice(e["level"], "evaluate.level", ("chunk", "doc"))
         if "doc_sep" in e:
