@@ -88,7 +88,7 @@ def test_signals_at_random_moments_leave_all_old_or_all_new(big_inputs, tmp_path
         _put_old(out)
         proc = subprocess.Popen(_argv(qrels, run, out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         begun = time.perf_counter()
-        moment = begun + rng.uniform(0.3, 0.9) * full  # mostly after start-up: reading, scoring, writing
+        moment = begun + rng.uniform(0.4, 0.9) * full  # mostly after start-up: reading, scoring, writing
         while time.perf_counter() < moment and proc.poll() is None:
             time.sleep(0.005)
         if proc.poll() is None:
@@ -99,7 +99,8 @@ def test_signals_at_random_moments_leave_all_old_or_all_new(big_inputs, tmp_path
         _, err = proc.communicate(timeout=60)
         state = _state(out)
         assert state in (old, new), f"torn outputs after {sig.name}: {sorted(state)}\n{err.decode()}"
-        assert "Traceback" not in err.decode()
+        if proc.returncode != -sig:  # (-sig: the signal struck during Python's start-up, before rankgate ran)
+            assert "Traceback" not in err.decode(), err.decode()
         expected = {signal.SIGTERM: EXIT_TERMINATED, signal.SIGINT: EXIT_INTERRUPTED}[sig]
         assert proc.returncode in (0, expected, -sig), (proc.returncode, err.decode())
         if proc.returncode != 0:
