@@ -13,10 +13,12 @@
         segments: [lang]              # also check each segment of these fields
         min_queries: 20               # segments with fewer applicable queries are shown, not gated
         label: answers found in the top 5   # optional wording for the PR comment
+        owner: search-team            # optional: who answers for this gate (shown by 'rankgate gold validate')
       - metric: forbidden@5
         max: 0                        # ceiling, for lower-is-better metrics (forbidden, redundancy, false_evidence)
     defaults: {seed: 0, resamples: 2000, confidence: 0.95}
     evaluate: {k: 5, level: chunk, doc_sep: "#"}   # how to score the runs (optional)
+    max_stale_labels: 2%              # optional: 'rankgate gold stale' fails above this share ("2%", 0.02) or count (10)
 
 See ``docs/gating.md`` for what each check means.
 """
@@ -34,8 +36,8 @@ from .errors import ConfigError, RankgateError
 
 __all__ = ["Gate", "GateConfig", "config_from_dict", "load_config", "parse_config"]
 
-TOP_KEYS = ("gates", "defaults", "evaluate")
-GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label")
+TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels")
+GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner")
 DEFAULT_KEYS = ("seed", "resamples", "confidence")
 EVALUATE_KEYS = ("k", "level", "doc_sep")
 SEVERITIES = ("error", "warning")
@@ -62,6 +64,7 @@ class Gate:
     min_queries: int = 1
     label: str | None = None
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    owner: str | None = None
 
     @property
     def title(self) -> str:
@@ -77,6 +80,8 @@ class GateConfig:
     confidence: float = 0.95
     evaluate: Mapping[str, Any] = field(default_factory=dict)
     path: str | None = None
+    max_stale_labels: int | None = None  # a count of stale labels ('rankgate gold stale')
+    max_stale_share: float | None = None  # or a share of all labels
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -323,8 +328,9 @@ def _build(root: _Item, path: str) -> GateConfig:
             ))
         min_queries = r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1
         label = r.text(g["label"], f"{at}.label") if "label" in g else None
+        owner = r.text(g["owner"], f"{at}.owner") if "owner" in g else None
         gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
-                          segments, min_queries, label, lines))
+                          segments, min_queries, label, lines, owner=owner))
 
     seed, resamples, confidence = 0, 2000, 0.95
     if "defaults" in top:
@@ -347,7 +353,22 @@ def _build(root: _Item, path: str) -> GateConfig:
             evaluate["level"] = r.choice(e["level"], "evaluate.level", ("chunk", "doc"))
         if "doc_sep" in e:
             evaluate["doc_sep"] = r.text(e["doc_sep"], "evaluate.doc_sep")
-    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path)
+    stale_count, stale_share = _stale_limit(r, top["max_stale_labels"]) if "max_stale_labels" in top else (None, None)
+    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share)
+
+
+def _stale_limit(r: _Reader, item: _Item) -> tuple[int | None, float | None]:
+    """``max_stale_labels``: an integer is a count of labels, a fraction below 1 or ``"2%"`` a share."""
+    v = item.value
+    hint = "write a count of labels (10) or a share ('2%' or 0.02)"
+    if isinstance(v, int) and not isinstance(v, bool):
+        if v < 0:
+            raise r.fail("max_stale_labels", item.line, f"must not be negative; got {v!r}", hint)
+        return v, None
+    share = r.number(item, "max_stale_labels", share=True)
+    if not 0.0 <= share < 1.0:
+        raise r.fail("max_stale_labels", item.line, f"must be a share below 1 or a whole count; got {_show(v)}", hint)
+    return None, share
 
 
 def _check_nesting(text: str, path: str) -> None:

@@ -1,0 +1,114 @@
+"""``rankgate gold validate|stale|diff``: keep a gold set fit to gate on as the corpus moves.
+
+Exit codes: ``validate`` 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input;
+``stale`` 0, or 1 when ``max_stale_labels`` of the ship criteria is exceeded, 2 unreadable input;
+``diff`` 0, 2 unreadable input. Reports go to stdout (markdown by default); ``stale -o DIR`` also
+writes ``DIR/stale.csv`` atomically. See docs/gold.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from typing import Any
+
+HELP = "check a gold set (validate), find labels the corpus left behind (stale), compare two versions (diff)"
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD; got {text!r}") from None
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("gold", help=HELP, description=HELP + ". See docs/gold.md.")
+    verbs = p.add_subparsers(dest="gold_command", metavar="ACTION", required=True, parser_class=type(p))
+    fmt = dict(choices=("markdown", "text"), default="markdown", help="report format on stdout (default: markdown)")
+
+    v = verbs.add_parser("validate", help="schema, duplicates, ids against the corpus, mix, label age, gate power, owners",
+                         description="Check a gold set. Exit 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input.")
+    v.add_argument("--gold", required=True, metavar="JSONL", help="the gold set")
+    v.add_argument("--corpus", metavar="PATH", help="corpus manifest: JSONL, Parquet or a folder of them")
+    v.add_argument("--config", metavar="YAML", help="ship criteria: segment sizes and owners of its gates")
+    v.add_argument("--as-of", type=_date, metavar="YYYY-MM-DD", help="date label ages are counted to (default: today, UTC)")
+    v.add_argument("--format", **fmt)
+
+    s = verbs.add_parser("stale", help="labels whose chunk was retired, deprecated, superseded or changed",
+                         description="List stale labels. Exit 0, or 1 above max_stale_labels of --config; 2 unreadable input.")
+    s.add_argument("--gold", required=True, metavar="JSONL", help="the gold set")
+    s.add_argument("--corpus", required=True, metavar="PATH", help="the new corpus manifest")
+    s.add_argument("--since", metavar="PATH", help="the corpus the labels were made against (finds changed text and retired chunks)")
+    s.add_argument("--config", metavar="YAML", help="ship criteria with max_stale_labels")
+    s.add_argument("-o", "--out", metavar="DIR", help="write DIR/stale.csv (query_id, chunk_id, reason, …)")
+    s.add_argument("--format", **fmt)
+
+    d = verbs.add_parser("diff", help="queries added, removed and relabelled between two gold files",
+                         description="Compare two versions of a gold set. Exit 0; 2 unreadable input.")
+    d.add_argument("old", metavar="OLD", help="the earlier gold file")
+    d.add_argument("new", metavar="NEW", help="the later gold file")
+    d.add_argument("--format", **fmt)
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"validate": _validate, "stale": _stale, "diff": _diff}[args.gold_command](args)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from ..corpus import load_manifest
+    from ..gate_config import load_config
+    from ..goldset import read_gold_file, validate_gold
+    from ..report.gold import validate_markdown, validate_text
+
+    config = load_config(args.config) if args.config else None
+    corpus = load_manifest(args.corpus) if args.corpus else None
+    report = validate_gold(read_gold_file(args.gold), corpus, config, as_of=args.as_of)
+    sys.stdout.write(validate_markdown(report) if args.format == "markdown" else validate_text(report))
+    return report.exit_code
+
+
+def _stale(args: argparse.Namespace) -> int:
+    import os
+
+    from ..atomic import write_text
+    from ..corpus import load_manifest
+    from ..errors import UsageError
+    from ..gate_config import load_config
+    from ..goldset import read_gold_file, stale_labels
+    from ..report.gold import stale_csv, stale_markdown, stale_text
+
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"{args.out}: -o must be a folder, and this is a file (choose a folder for stale.csv)")
+    config = load_config(args.config) if args.config else None
+    gold = read_gold_file(args.gold)
+    problem = gold.first_problem()
+    if problem is not None:
+        raise problem
+    since = load_manifest(args.since) if args.since else None
+    corpus = load_manifest(args.corpus)
+    report = stale_labels(gold, corpus, since,
+                          max_stale_labels=config.max_stale_labels if config else None,
+                          max_stale_share=config.max_stale_share if config else None)
+    if args.out:
+        try:
+            write_text(os.path.join(args.out, "stale.csv"), stale_csv(report))
+        except OSError as exc:
+            raise UsageError(f"{args.out}: cannot write stale.csv: {exc.strerror or exc} (choose a writable folder)") from None
+    sys.stdout.write(stale_markdown(report) if args.format == "markdown" else stale_text(report))
+    return report.exit_code
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from ..goldset import diff_gold, read_gold_file
+    from ..report.gold import diff_markdown, diff_text
+
+    old, new = read_gold_file(args.old), read_gold_file(args.new)
+    for g in (old, new):
+        problem = g.first_problem()
+        if problem is not None:
+            raise problem
+    d = diff_gold(old, new)
+    sys.stdout.write(diff_markdown(d) if args.format == "markdown" else diff_text(d))
+    return 0

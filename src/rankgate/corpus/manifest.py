@@ -1,0 +1,380 @@
+"""The corpus manifest: one row per chunk of one corpus version.
+
+Each chunk has:
+
+``chunk_id``        required, unique in the corpus (``_id`` and ``id`` are accepted too)
+``doc_id``          the document it was cut from (default: the chunk id up to the first ``#``)
+``doc_version``     the document's version (a date, a number, a tag; optional)
+``status``          ``active`` (``current`` is a synonym), ``deprecated``, ``superseded`` or
+                    ``retired``; default ``active``, or ``superseded`` when ``superseded_by`` is set
+``superseded_by``   the chunk or document that replaces it (optional)
+``tenant``          who may see it (also read from ``metadata.tenant``; optional)
+``content_hash``    sha256 of the text (hex); computed from ``text`` when absent (when first needed)
+``text``            optional (without text and hash, content changes cannot be seen)
+
+Sources: rankgate's corpus JSONL (``.jsonl``/``.jsonl.gz``, the shape ``rankgate demo`` ships), a
+Parquet file with those columns, or a folder of such files (read in name order; a chunk id may
+appear in only one of them). A chunk that was in an older version and is absent from a newer one is
+*retired*: :meth:`CorpusManifest.diff` says so.
+
+Document versions are compared in "natural" order: digit runs as numbers, the rest as text, so
+``2026-02-10`` < ``2026-10-01`` and ``v9`` < ``v10``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = ["STATUSES", "ChunkRecord", "CorpusDiff", "CorpusManifest", "load_manifest", "manifest_from_records",
+           "version_key"]
+
+STATUSES = ("active", "deprecated", "superseded", "retired")
+_SYNONYMS = {"current": "active", "active": "active", "live": "active", "deprecated": "deprecated",
+             "superseded": "superseded", "retired": "retired", "deleted": "retired", "removed": "retired"}
+_ID_KEYS = ("chunk_id", "_id", "id")
+
+
+def version_key(version: str | None) -> tuple[Any, ...]:
+    """Sort key of a document version: digit runs compare as numbers (``v9`` < ``v10``)."""
+    if version is None:
+        return ()
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.findall(r"\d+|\D+", version))
+
+
+def content_hash(text: str) -> str:
+    """sha256 (hex) of the UTF-8 text: the content hash the manifest computes when none is given."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    chunk_id: str
+    doc_id: str
+    doc_version: str | None
+    status: str
+    superseded_by: str | None
+    tenant: str | None
+    content_hash: str | None
+    text: str | None
+
+
+class CorpusManifest:
+    """The chunks of one corpus version, stored by column; look chunks up by id with ``in``/:meth:`get`.
+
+    Content hashes that the source did not give are computed from the text when first asked for
+    (:meth:`hash_at`), so reading a million chunks does not hash a million texts that no label uses.
+    """
+
+    __slots__ = ("_docs", "_hashes", "_index", "_latest", "chunk_ids", "doc_ids", "doc_versions", "source",
+                 "statuses", "superseded_by", "tenants", "texts")
+
+    def __init__(self, rows: Iterable[ChunkRecord], source: str = "<corpus>") -> None:
+        cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
+        for r in rows:
+            for col, value in zip(cols, (r.chunk_id, r.doc_id, r.doc_version, r.status, r.superseded_by, r.tenant,
+                                         r.content_hash, r.text)):
+                col.append(value)
+        self._set(*cols, source=source)
+
+    @classmethod
+    def from_columns(cls, chunk_ids: list[str], doc_ids: list[str], doc_versions: list[str | None], statuses: list[str],
+                     superseded_by: list[str | None], tenants: list[str | None], content_hashes: list[str | None],
+                     texts: list[str | None], *, source: str = "<corpus>") -> CorpusManifest:
+        """A manifest from equal-length columns (values already validated; ``None`` hashes are computed
+        from the text when needed)."""
+        self = cls.__new__(cls)
+        self._set(chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, content_hashes, texts,
+                  source=source)
+        return self
+
+    def _set(self, chunk_ids: list[str], doc_ids: list[str], doc_versions: list[str | None], statuses: list[str],
+             superseded_by: list[str | None], tenants: list[str | None], content_hashes: list[str | None],
+             texts: list[str | None], *, source: str) -> None:
+        self.source = source
+        self.chunk_ids, self.doc_ids, self.doc_versions, self.statuses = chunk_ids, doc_ids, doc_versions, statuses
+        self.superseded_by, self.tenants, self._hashes, self.texts = superseded_by, tenants, content_hashes, texts
+        self._index = dict(zip(chunk_ids, range(len(chunk_ids))))
+        if len(self._index) != len(chunk_ids):
+            seen: set[str] = set()
+            for cid in chunk_ids:
+                if cid in seen:
+                    raise InputError(f"repeats chunk id {cid!r}", path=source, field="chunk_id",
+                                     hint="each chunk appears once in a corpus version")
+                seen.add(cid)
+        self._latest: dict[str, str | None] = {}
+        self._docs: dict[str, list[str]] | None = None
+
+    def hash_at(self, i: int) -> str | None:
+        """The content hash of chunk ``i``: as given, else sha256 of its text, else None."""
+        h = self._hashes[i]
+        if h is None and self.texts[i] is not None:
+            h = self._hashes[i] = content_hash(self.texts[i])
+        return h
+
+    def __len__(self) -> int:
+        return len(self.chunk_ids)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._index
+
+    def __iter__(self) -> Iterator[ChunkRecord]:
+        return (self._record(i) for i in range(len(self.chunk_ids)))
+
+    def index_of(self, chunk_id: str) -> int | None:
+        return self._index.get(chunk_id)
+
+    def get(self, chunk_id: str) -> ChunkRecord | None:
+        i = self._index.get(chunk_id)
+        return None if i is None else self._record(i)
+
+    def _record(self, i: int) -> ChunkRecord:
+        return ChunkRecord(self.chunk_ids[i], self.doc_ids[i], self.doc_versions[i], self.statuses[i],
+                           self.superseded_by[i], self.tenants[i], self.hash_at(i), self.texts[i])
+
+    def latest_version(self, doc_id: str) -> str | None:
+        """The newest version of ``doc_id`` among this corpus's chunks (natural order), or None."""
+        if doc_id in self._latest:
+            return self._latest[doc_id]
+        if self._docs is None:
+            docs: dict[str, set[str]] = {}
+            for doc, version in zip(self.doc_ids, self.doc_versions):
+                if version is not None:
+                    docs.setdefault(doc, set()).add(version)
+            self._docs = {d: sorted(v) for d, v in docs.items()}
+        versions = self._docs.get(doc_id)
+        latest = max(versions, key=version_key) if versions else None
+        self._latest[doc_id] = latest
+        return latest
+
+    def status_counts(self) -> dict[str, int]:
+        out = dict.fromkeys(STATUSES, 0)
+        for s in self.statuses:
+            out[s] += 1
+        return out
+
+    def diff(self, newer: CorpusManifest) -> CorpusDiff:
+        """What changed from this version to ``newer``; chunks absent from ``newer`` are retired."""
+        added = [c for c in newer.chunk_ids if c not in self._index]
+        retired, changed, status_changed, version_changed = [], [], [], []
+        for i, cid in enumerate(self.chunk_ids):
+            j = newer._index.get(cid)
+            if j is None:
+                retired.append(cid)
+                continue
+            old_h, new_h = self.hash_at(i), newer.hash_at(j)
+            if old_h is not None and new_h is not None and old_h != new_h:
+                changed.append(cid)
+            if self.statuses[i] != newer.statuses[j]:
+                status_changed.append((cid, self.statuses[i], newer.statuses[j]))
+            if self.doc_versions[i] != newer.doc_versions[j]:
+                version_changed.append((cid, self.doc_versions[i], newer.doc_versions[j]))
+        return CorpusDiff(tuple(added), tuple(retired), tuple(changed), tuple(status_changed), tuple(version_changed))
+
+
+@dataclass(frozen=True)
+class CorpusDiff:
+    """From an older corpus version to a newer one. ``status_changed`` and ``version_changed`` hold
+    ``(chunk_id, old, new)``; ``retired`` lists chunks absent from the newer version."""
+
+    added: tuple[str, ...]
+    retired: tuple[str, ...]
+    content_changed: tuple[str, ...]
+    status_changed: tuple[tuple[str, str, str], ...]
+    version_changed: tuple[tuple[str, str | None, str | None], ...]
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.added or self.retired or self.content_changed or self.status_changed or self.version_changed)
+
+
+# -- reading ------------------------------------------------------------------------------------
+def _opt(value: Any, path: str, line: int | None, field: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (dict, list)) or isinstance(value, bool):
+        raise InputError(f"must be a string; got {json.dumps(value)[:60]}", path=path, line=line, field=field)
+    text = str(value)
+    return text if text != "" else None
+
+
+def record_from_mapping(obj: Mapping[str, Any], path: str, line: int | None) -> ChunkRecord:
+    """One chunk from a JSON object or Parquet row; bad values raise an InputError naming the field."""
+    key = next((k for k in _ID_KEYS if k in obj), None)
+    if key is None:
+        raise InputError("is missing", path=path, line=line, field="chunk_id",
+                         hint=f"every chunk needs an id (one of: {', '.join(_ID_KEYS)})")
+    cid = _opt(obj[key], path, line, key)
+    if cid is None:
+        raise InputError(f"must be a non-empty string; got {obj[key]!r}", path=path, line=line, field=key)
+    doc_id = _opt(obj.get("doc_id"), path, line, "doc_id") or cid.split("#", 1)[0]
+    superseded_by = _opt(obj.get("superseded_by"), path, line, "superseded_by")
+    raw_status = _opt(obj.get("status"), path, line, "status")
+    if raw_status is None:
+        status = "superseded" if superseded_by else "active"
+    else:
+        status = _SYNONYMS.get(raw_status.strip().lower(), "")
+        if not status:
+            raise InputError(f"must be one of active|current|deprecated|superseded|retired; got {raw_status!r}",
+                             path=path, line=line, field="status")
+    meta = obj.get("metadata")
+    tenant = obj.get("tenant", meta.get("tenant") if isinstance(meta, Mapping) else None)
+    text = obj.get("text", obj.get("content"))
+    if text is not None and not isinstance(text, str):
+        raise InputError(f"must be a string; got {type(text).__name__}", path=path, line=line, field="text")
+    digest = _opt(obj.get("content_hash"), path, line, "content_hash")  # None: hashed from the text when needed
+    return ChunkRecord(cid, doc_id, _opt(obj.get("doc_version", obj.get("version")), path, line, "doc_version"),
+                       status, superseded_by, _opt(tenant, path, line, "tenant"), digest, text)
+
+
+def manifest_from_records(records: Iterable[Mapping[str, Any]], *, source: str = "<corpus>") -> CorpusManifest:
+    """A manifest from in-memory chunk objects (same rules as the files)."""
+    return CorpusManifest((record_from_mapping(r, source, i) for i, r in enumerate(records, start=1)), source)
+
+
+def _jsonl_rows(path: str) -> Iterator[ChunkRecord]:
+    from ..data.jsonl import iter_json_lines
+    from ..data.source import text_lines
+
+    lines = (line for _, line in text_lines(path))
+    for lineno, obj in iter_json_lines(lines, path):
+        if not isinstance(obj, dict):
+            raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path, line=lineno,
+                             hint='one chunk per line, e.g. {"chunk_id": "doc#c1", "text": "..."}')
+        yield record_from_mapping(obj, path, lineno)
+
+
+def _parquet_table(path: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot be read as Parquet: {exc}", path=path) from None
+
+
+def _parquet_rows(path: str) -> Iterator[ChunkRecord]:
+    """Row by row (the slow path, whose errors name the row as the line)."""
+    table = _parquet_table(path)
+    names = set(table.column_names)
+    if not names & set(_ID_KEYS):
+        raise InputError("has no chunk id column", path=path, field="chunk_id",
+                         hint=f"name the column one of: {', '.join(_ID_KEYS)}")
+    wanted = [n for n in (*_ID_KEYS, *_STRING_COLUMNS) if n in names]
+    columns = {n: table.column(n).to_pylist() for n in wanted}
+    for i in range(table.num_rows):
+        yield record_from_mapping({n: columns[n][i] for n in wanted}, path, i + 1)
+
+
+# -- the columnar fast path ---------------------------------------------------------------------
+_STRING_COLUMNS = ("doc_id", "doc_version", "version", "status", "superseded_by", "tenant", "content_hash", "text",
+                   "content")
+_EITHER = (("doc_version", "version"), ("text", "content"))
+
+
+def _columns_fast(table: Any, source: str) -> CorpusManifest | None:
+    """The manifest of an arrow table read column by column, or None when any value would need the
+    row-by-row reader (which then gives the same result, or the error naming the line)."""
+    import pyarrow as pa
+
+    names = set(table.column_names)
+    ids = [k for k in _ID_KEYS if k in names]
+    if len(ids) != 1 or "metadata" in names or any(a in names and b in names for a, b in _EITHER):
+        return None
+    cols: dict[str, list[Any]] = {}
+    for name in (ids[0], *_STRING_COLUMNS):
+        if name not in names:
+            continue
+        col = table.column(name)
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_null(col.type)):
+            return None
+        cols[name] = col.to_pylist()
+    chunk_ids = cols[ids[0]]
+    if not all(chunk_ids):  # a null or empty id: the row reader names its line
+        return None
+    n = len(chunk_ids)
+    none: list[Any] = [None] * n
+
+    def opt(name: str) -> list[str | None]:
+        values = cols.get(name)
+        return none if values is None else [v or None for v in values]
+
+    superseded_by = opt("superseded_by")
+    raw_status = cols.get("status", none)
+    mapping = {}
+    for value in set(raw_status):
+        if value:
+            known = _SYNONYMS.get(value.strip().lower())
+            if known is None:
+                return None
+            mapping[value] = known
+    statuses = [mapping[st] if st else ("superseded" if by else "active") for st, by in zip(raw_status, superseded_by)]
+    doc_ids = [d or c.split("#", 1)[0] for d, c in zip(cols.get("doc_id", none), chunk_ids)]
+    return CorpusManifest.from_columns(
+        chunk_ids, doc_ids, opt("doc_version" if "doc_version" in cols else "version"), statuses, superseded_by,
+        opt("tenant"), opt("content_hash"), cols.get("text", cols.get("content", none)), source=source)
+
+
+def _jsonl_fast(path: str) -> CorpusManifest | None:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    # metadata typed as null: a row that has one goes to the row reader (tenant may be inside it)
+    schema = pa.schema([*((n, pa.string()) for n in (*_ID_KEYS, *_STRING_COLUMNS)), ("metadata", pa.null())])
+    try:
+        with pa.input_stream(path, compression="detect") as fh:
+            table = pj.read_json(fh, parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                                   unexpected_field_behavior="ignore"))
+    except (pa.ArrowException, OSError, ValueError):
+        return None  # the row reader finds and names the problem
+    keep = [n for n in table.column_names if table.column(n).null_count < table.num_rows]
+    return _columns_fast(table.select(keep), path)
+
+
+def _read_file(path: str) -> CorpusManifest:
+    if path.endswith(".parquet"):
+        fast = _columns_fast(_parquet_table(path), path)
+        return fast if fast is not None else CorpusManifest(_parquet_rows(path), path)
+    fast = _jsonl_fast(path)
+    return fast if fast is not None else CorpusManifest(_jsonl_rows(path), path)
+
+
+def _files(path: str) -> list[str]:
+    if not os.path.isdir(path):
+        return [path]
+    found = sorted(
+        os.path.join(path, n) for n in os.listdir(path)
+        if n.endswith((".jsonl", ".jsonl.gz", ".parquet")) and not n.startswith(".")
+    )
+    if not found:
+        raise InputError("holds no .jsonl, .jsonl.gz or .parquet file", path=path,
+                         hint="point --corpus at a corpus file or a folder of them")
+    return found
+
+
+def load_manifest(path: str | os.PathLike[str]) -> CorpusManifest:
+    """Read a corpus manifest from a JSONL or Parquet file, or a folder of them (see module docs)."""
+    from ..data.source import check_file
+
+    path = os.fspath(path)
+    check_file(path, "corpus")
+
+    files = _files(path)
+    for file in files:
+        check_file(file, "corpus")
+    parts = [_read_file(file) for file in files]
+    if len(parts) == 1:
+        return CorpusManifest.from_columns(*_columns_of(parts[0]), source=path)
+    return CorpusManifest.from_columns(*(sum(cols, []) for cols in zip(*map(_columns_of, parts))), source=path)
+
+
+def _columns_of(m: CorpusManifest) -> tuple[list[Any], ...]:
+    return (m.chunk_ids, m.doc_ids, m.doc_versions, m.statuses, m.superseded_by, m.tenants, m._hashes, m.texts)

@@ -1,0 +1,180 @@
+"""Reading a gold file for the gold-set commands: every query with its labels and line, and *every*
+schema problem of the file rather than the first.
+
+The checks are the gold loader's own (:func:`rankgate.data.jsonl.parse_gold_records`): the whole
+file is parsed in one pass first; only when that pass refuses the file is it parsed again line by line
+to collect each bad line's message, so a clean file costs one parse and a dirty one is reported in
+full. Duplicated query ids are reported naming the line of the first occurrence. A query with no
+relevant item that lacks ``"no_answer": true`` is kept (its labels are still checked) and reported as
+its own kind of problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = ["GoldFile", "GoldQuery", "Label", "Problem", "read_gold_file"]
+
+
+@dataclass(frozen=True)
+class Label:
+    chunk_id: str
+    grade: int
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class GoldQuery:
+    query_id: str
+    line: int | None
+    labels: tuple[Label, ...]
+    must_not_retrieve: tuple[str, ...] = ()
+    no_answer: bool = False
+    fields: dict[str, Any] = field(default_factory=dict)  # source_of_query, created, corpus_version, tags, …
+
+    def value(self, name: str) -> str | None:
+        """A segment value as the gates read it: the field itself, else ``tags.<name>``,
+        else ``metadata.<name>``; ``a+b`` joins the parts with `` / `` as segments do."""
+        if "+" in name:
+            parts = [self.value(p.strip()) for p in name.split("+")]
+            return None if any(p is None for p in parts) else " / ".join(p for p in parts if p is not None)
+        if name.startswith("tags."):
+            return (self.fields.get("tags") or {}).get(name[5:])
+        v = self.fields.get(name)
+        if v is None:
+            v = (self.fields.get("tags") or {}).get(name)
+        if v is None:
+            v = self.fields.get(f"metadata.{name}")
+        return None if v is None else str(v)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line the gold loader refuses. ``kind``: ``schema``, ``duplicate`` or ``unmarked_no_answer``."""
+
+    kind: str
+    message: str
+    line: int | None
+    query_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GoldFile:
+    path: str
+    sha256: str
+    queries: tuple[GoldQuery, ...]
+    problems: tuple[Problem, ...]
+
+    def first_problem(self) -> InputError | None:
+        """The first problem as the error the gold loader would raise, for commands that need a clean file."""
+        if not self.problems:
+            return None
+        p = self.problems[0]
+        more = len(self.problems) - 1
+        hint = "run 'rankgate gold validate' to list every problem" + (f" ({more} more)" if more else "")
+        return InputError(p.message, path=self.path, line=p.line, hint=hint)
+
+
+def _queries_of(gold: Any, lines: list[int | None]) -> list[GoldQuery]:
+    docs = gold.j_doc.to_pylist()
+    grades = gold.j_grade.tolist()
+    notes = gold.notes or [None] * len(docs)
+    per_query: list[list[Label]] = [[] for _ in gold.query_ids]
+    for qi, d, g, n in zip(gold.j_query.tolist(), docs, grades, notes):
+        per_query[qi].append(Label(d, g, n))
+    names = list(gold.fields)
+    out = []
+    for qi, qid in enumerate(gold.query_ids):
+        f = {name: gold.fields[name][qi] for name in names if gold.fields[name][qi] is not None}
+        must_not = tuple(f.pop("must_not_retrieve", None) or ())
+        no_answer = bool(f.pop("no_answer", False))
+        out.append(GoldQuery(qid, lines[qi], tuple(per_query[qi]), must_not, no_answer, f))
+    return out
+
+
+def _message(exc: InputError) -> str:
+    text = (f"field '{exc.field}' " if exc.field else "") + exc.detail
+    return text + (f" ({exc.hint})" if exc.hint else "")
+
+
+def _collect(records: list[tuple[int, Any]], json_problems: list[Problem], path: str) -> tuple[list[GoldQuery], list[Problem]]:
+    """The slow path: each line on its own, so every bad line is reported."""
+    from ..data.jsonl import parse_gold_records
+
+    problems = list(json_problems)
+    queries: list[GoldQuery] = []
+    first_line: dict[str, int] = {}
+    for lineno, obj in records:
+        kind = None
+        try:
+            one = parse_gold_records([(lineno, obj)], path)
+        except InputError as exc:
+            retry = dict(obj) if isinstance(obj, dict) else None
+            one = None
+            if retry is not None and retry.get("no_answer") in (None, False):
+                retry["no_answer"] = True
+                try:
+                    one = parse_gold_records([(lineno, retry)], path)
+                    kind = "unmarked_no_answer"
+                except InputError:
+                    one = None
+            if one is None:
+                problems.append(Problem("schema", _message(exc), lineno))
+                continue
+        query = _queries_of(one, [lineno])[0]
+        if kind == "unmarked_no_answer":
+            query = GoldQuery(query.query_id, lineno, query.labels, query.must_not_retrieve, False, query.fields)
+            problems.append(Problem(kind, "has no relevant item (grade >= 1) and is not marked \"no_answer\": true",
+                                    lineno, query.query_id))
+        if query.query_id in first_line:
+            problems.append(Problem("duplicate", f"repeats query id {query.query_id!r} of line {first_line[query.query_id]}",
+                                    lineno, query.query_id))
+            continue
+        first_line[query.query_id] = lineno
+        queries.append(query)
+    problems.sort(key=lambda p: (p.line or 0))
+    return queries, problems
+
+
+def read_gold_file(path: str | os.PathLike[str]) -> GoldFile:
+    """Read a JSONL gold file (``.gz`` too) with every problem listed; a Parquet gold set is read by
+    the gold loader (its first problem is an error). Unreadable files raise :class:`InputError`."""
+    from ..data.source import check_file, sha256_file, text_lines
+
+    path = os.fspath(path)
+    check_file(path, "gold")
+    if os.path.isdir(path):
+        raise InputError("is a folder", path=path, hint="pass the gold JSONL file itself")
+    digest = sha256_file(path)
+    if path.endswith((".parquet", ".pq")):
+        from ..data.load import load_gold
+
+        gold = load_gold(path)
+        return GoldFile(path, digest, tuple(_queries_of(gold, [None] * len(gold))), ())
+    records: list[tuple[int, Any]] = []
+    json_problems: list[Problem] = []
+    for lineno, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            records.append((lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            json_problems.append(Problem("schema", f"is not valid JSON: {exc.msg} at column {exc.colno}", lineno))
+    if not records and not json_problems:
+        raise InputError("has no queries", path=path, hint="a gold set needs at least one JSON line")
+    if not json_problems:
+        from ..data.jsonl import parse_gold_records
+
+        try:
+            gold = parse_gold_records(records, path)
+        except InputError:
+            pass
+        else:
+            return GoldFile(path, digest, tuple(_queries_of(gold, [n for n, _ in records])), ())
+    queries, problems = _collect(records, json_problems, path)
+    return GoldFile(path, digest, tuple(queries), tuple(problems))

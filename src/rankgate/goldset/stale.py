@@ -1,0 +1,132 @@
+"""``rankgate gold stale``: which labels has the corpus left behind? Pure: a gold file and corpus
+manifests in, a :class:`StaleReport` out.
+
+A *label* is one judged chunk of a query (``relevant_chunks``, any grade) or one ``must_not_retrieve``
+entry. A judged chunk is stale, for each of these reasons that holds (in this order):
+
+``missing``            not in the new corpus, and not in ``--since`` either (or no ``--since`` given)
+``retired``            in the ``--since`` corpus, absent from the new one; or status ``retired``
+``superseded``         status ``superseded`` (the detail names ``superseded_by``)
+``deprecated``         status ``deprecated``
+``content_changed``    its content hash differs between ``--since`` and the new corpus
+``newer_doc_version``  its document has chunks of a newer ``doc_version`` in the new corpus
+
+A ``must_not_retrieve`` entry is stale only when its chunk is no longer in the corpus (``missing`` or
+``retired``): a negative test that can no longer fail. Deprecated and superseded chunks are exactly
+what such lists are for.
+
+``--since`` is the corpus the labels were made against (their ``corpus_version``); without it,
+content changes and retirements cannot be told from ids that never existed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..corpus import CorpusManifest
+from ..corpus.manifest import version_key
+from .records import GoldFile
+
+__all__ = ["REASONS", "StaleLabel", "StaleReport", "stale_labels"]
+
+REASONS = ("missing", "retired", "superseded", "deprecated", "content_changed", "newer_doc_version")
+
+
+@dataclass(frozen=True)
+class StaleLabel:
+    query_id: str
+    chunk_id: str
+    kind: str  # "relevant" (a judged chunk, any grade) or "must_not_retrieve"
+    grade: int | None
+    reasons: tuple[str, ...]
+    detail: str
+
+    @property
+    def reason(self) -> str:
+        return ";".join(self.reasons)
+
+
+@dataclass(frozen=True)
+class StaleReport:
+    gold_path: str
+    corpus_path: str
+    since_path: str | None
+    labels: int  # judged chunks + must_not_retrieve entries
+    stale: tuple[StaleLabel, ...]
+    max_stale_labels: int | None = None
+    max_stale_share: float | None = None
+
+    @property
+    def share(self) -> float:
+        return len(self.stale) / self.labels if self.labels else 0.0
+
+    def by_reason(self) -> dict[str, int]:
+        out = dict.fromkeys(REASONS, 0)
+        for s in self.stale:
+            for r in s.reasons:
+                out[r] += 1
+        return out
+
+    @property
+    def over_limit(self) -> bool:
+        """True when the ship criteria's ``max_stale_labels`` is exceeded."""
+        if self.max_stale_labels is not None and len(self.stale) > self.max_stale_labels:
+            return True
+        return self.max_stale_share is not None and self.share > self.max_stale_share + 1e-12
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.over_limit else 0
+
+
+def stale_labels(gold: GoldFile, corpus: CorpusManifest, since: CorpusManifest | None = None, *,
+                 max_stale_labels: int | None = None, max_stale_share: float | None = None) -> StaleReport:
+    """Every stale label of ``gold`` against ``corpus`` (see module docs), in gold order."""
+    index_of, statuses = corpus.index_of, corpus.statuses
+    versions, docs, by = corpus.doc_versions, corpus.doc_ids, corpus.superseded_by
+    out: list[StaleLabel] = []
+    total = 0
+    for q in gold.queries:
+        for label in q.labels:
+            total += 1
+            cid = label.chunk_id
+            i = index_of(cid)
+            if i is None:
+                if since is not None and cid in since:
+                    out.append(StaleLabel(q.query_id, cid, "relevant", label.grade, ("retired",),
+                                          "absent from the new corpus"))
+                else:
+                    out.append(StaleLabel(q.query_id, cid, "relevant", label.grade, ("missing",), "not in the corpus"))
+                continue
+            reasons: list[str] = []
+            details: list[str] = []
+            status = statuses[i]
+            if status != "active":
+                reasons.append(status)
+                details.append(f"{status}" + (f" by {by[i]}" if by[i] else ""))
+            if since is not None:
+                j = since.index_of(cid)
+                old, new = (None, None) if j is None else (since.hash_at(j), corpus.hash_at(i))
+                if old is not None and new is not None and old != new:
+                    reasons.append("content_changed")
+                    details.append("text changed")
+            version = versions[i]
+            if version is not None:
+                latest = corpus.latest_version(docs[i])
+                if latest is not None and version_key(latest) > version_key(version):
+                    reasons.append("newer_doc_version")
+                    details.append(f"{docs[i]} {version} → {latest}")
+            if reasons:
+                out.append(StaleLabel(q.query_id, cid, "relevant", label.grade, tuple(reasons), "; ".join(details)))
+        for cid in q.must_not_retrieve:
+            total += 1
+            if cid in corpus:
+                continue
+            if since is not None and cid in since:
+                out.append(StaleLabel(q.query_id, cid, "must_not_retrieve", None, ("retired",),
+                                      "absent from the new corpus: the check tests nothing"))
+            else:
+                out.append(StaleLabel(q.query_id, cid, "must_not_retrieve", None, ("missing",),
+                                      "not in the corpus: the check tests nothing"))
+    return StaleReport(gold.path, corpus.source, None if since is None else since.source, total, tuple(out),
+                       max_stale_labels, max_stale_share)

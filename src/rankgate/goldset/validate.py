@@ -1,0 +1,216 @@
+"""``rankgate gold validate``: is this gold set fit to gate releases on? Pure: files in, a
+:class:`ValidationReport` out; rendering lives in :mod:`rankgate.report.gold`.
+
+Findings (``severity`` ``error`` blocks: the command exits 1; ``warning`` is shown only):
+
+=====================  ========  =================================================================
+kind                   severity  what
+=====================  ========  =================================================================
+schema                 error     a line the gold loader refuses (every such line, with its message)
+duplicate              error     a query id seen on an earlier line
+unmarked_no_answer     error     no relevant item, and not marked ``"no_answer": true``
+unknown_chunk          error     a labelled chunk id absent from the corpus (``--corpus``)
+unknown_must_not       error     a ``must_not_retrieve`` id absent from the corpus: it tests nothing
+inactive_relevant      warning   a relevant item (grade >= 1) that is deprecated, superseded or retired
+underpowered           warning   a gated segment whose queries cannot see the gate's ``regression_max``
+no_owner               warning   a gate without ``owner:`` in the ship criteria
+=====================  ========  =================================================================
+
+Also reported, as facts: the mix of ``source_of_query`` and of tiers (``tier`` or ``tags.tier``), the
+age of the labels (``created``, ``corpus_version``), and per segment of each gate's ``segments:`` the
+number of answerable queries and the smallest drop the gate can see at that size
+(:func:`rankgate.goldset.power.min_detectable_drop`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from ..corpus import CorpusManifest
+from ..gate_config import GateConfig
+from .power import min_detectable_drop
+from .records import GoldFile
+
+__all__ = ["Finding", "LabelAge", "SegmentPower", "ValidationReport", "validate_gold"]
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    kind: str
+    message: str
+    line: int | None = None
+    query_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SegmentPower:
+    """One segment of a gate: its answerable queries and the smallest drop the gate can see."""
+
+    gate: str
+    metric: str
+    field: str
+    value: str
+    queries: int
+    min_queries: int
+    level: float  # the share the figure assumes (the gate's threshold, else 0.5)
+    detectable_drop: float
+    regression_max: float | None
+
+    @property
+    def gated(self) -> bool:
+        return self.queries >= self.min_queries
+
+    @property
+    def underpowered(self) -> bool:
+        return self.gated and self.regression_max is not None and self.detectable_drop > self.regression_max
+
+
+@dataclass(frozen=True)
+class LabelAge:
+    as_of: str
+    dated: int
+    undated: int
+    oldest: str | None
+    newest: str | None
+    median_age_days: float | None
+    by_corpus_version: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    gold_path: str
+    gold_sha256: str
+    corpus_path: str | None
+    config_path: str | None
+    queries: int
+    labels: int
+    no_answer: int
+    findings: tuple[Finding, ...]
+    source_mix: tuple[tuple[str, int], ...]
+    tier_mix: tuple[tuple[str, int], ...]
+    age: LabelAge
+    power: tuple[SegmentPower, ...]
+    owners: tuple[tuple[str, str | None], ...]  # (gate name, owner)
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == ERROR)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == WARNING)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+
+def _mix(values: list[str | None]) -> tuple[tuple[str, int], ...]:
+    counts = Counter("(not set)" if v is None else v for v in values)
+    return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _date(text: Any) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(str(text)[:10])
+    except ValueError:
+        return None
+
+
+def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
+    dates = [d for d in (_date(q.fields.get("created")) for q in gold.queries) if d is not None]
+    ages = sorted((as_of - d).days for d in dates)
+    median = None
+    if ages:
+        mid = len(ages) // 2
+        median = float(ages[mid]) if len(ages) % 2 else (ages[mid - 1] + ages[mid]) / 2
+    versions = Counter(str(q.fields.get("corpus_version", "(not set)")) for q in gold.queries)
+    return LabelAge(as_of.isoformat(), len(dates), len(gold.queries) - len(dates),
+                    min(dates).isoformat() if dates else None, max(dates).isoformat() if dates else None,
+                    median, tuple(sorted(versions.items())))
+
+
+def _amount(metric: str, x: float | None) -> str:
+    from ..compare import is_share
+
+    if x is None:
+        return "—"
+    return f"{x * 100:.0f} pp" if is_share(metric) else f"{x:.2f}"
+
+
+def _segment_power(gold: GoldFile, config: GateConfig) -> list[SegmentPower]:
+    from ..segments import ordered_labels
+
+    answerable = [q for q in gold.queries if any(label.grade >= 1 for label in q.labels)]
+    out = []
+    for g in config.gates:
+        if g.regression_max is None and g.threshold is None:
+            continue  # a ceiling (max: 0) is not about detecting a drop
+        level = g.threshold if g.threshold is not None else 0.5
+        groups = [("all", "all queries", len(answerable))]
+        for name in g.segments:
+            counts = Counter(q.value(name) for q in answerable)
+            for value in ordered_labels([v for v in counts if v is not None]):
+                groups.append((name, value, counts[value]))
+        for name, value, n in groups:
+            drop = min_detectable_drop(n, level, confidence=config.confidence)
+            out.append(SegmentPower(g.name, g.metric, name, value, n, g.min_queries if name != "all" else 1,
+                                    level, drop, g.regression_max))
+    return out
+
+
+def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: GateConfig | None = None,
+                  *, as_of: dt.date | None = None) -> ValidationReport:
+    """Every check of the module docs; ``as_of`` (default: today, UTC) is the date label ages are counted to."""
+    as_of = as_of or dt.datetime.now(dt.timezone.utc).date()
+    findings = [Finding(ERROR, p.kind, p.message, p.line, p.query_id) for p in gold.problems]
+    if corpus is not None:
+        for q in gold.queries:
+            for label in q.labels:
+                i = corpus.index_of(label.chunk_id)
+                if i is None:
+                    findings.append(Finding(ERROR, "unknown_chunk", f"labels {label.chunk_id!r}, which is not in the corpus",
+                                            q.line, q.query_id))
+                elif label.grade >= 1 and corpus.statuses[i] != "active":
+                    by = corpus.superseded_by[i]
+                    findings.append(Finding(WARNING, "inactive_relevant",
+                                            f"counts {label.chunk_id!r} as relevant, but it is {corpus.statuses[i]}"
+                                            + (f" (superseded by {by!r})" if by else ""), q.line, q.query_id))
+            for cid in q.must_not_retrieve:
+                if cid not in corpus:
+                    findings.append(Finding(ERROR, "unknown_must_not",
+                                            f"must not retrieve {cid!r}, which is not in the corpus: the check tests nothing",
+                                            q.line, q.query_id))
+    power: list[SegmentPower] = []
+    owners: list[tuple[str, str | None]] = []
+    if config is not None:
+        power = _segment_power(gold, config)
+        for g in config.gates:
+            blind = [p for p in power if p.gate == g.name and p.underpowered]
+            if blind:
+                worst = max(blind, key=lambda p: p.detectable_drop)
+                where = "all queries" if worst.field == "all" else f"{worst.field}={worst.value}"
+                findings.append(Finding(WARNING, "underpowered",
+                                        f"gate {g.name}: {len(blind)} of {sum(p.gate == g.name and p.gated for p in power)} "
+                                        f"checked groups cannot see a regression of regression_max "
+                                        f"({_amount(g.metric, g.regression_max)}); e.g. {where} has {worst.queries} "
+                                        f"queries and the gate cannot see a drop under "
+                                        f"{_amount(g.metric, worst.detectable_drop)}"))
+        for g in config.gates:
+            owners.append((g.name, g.owner))
+            if g.owner is None:
+                findings.append(Finding(WARNING, "no_owner", f"gate {g.name} ({g.metric}) has no owner"))
+    findings.sort(key=lambda f: (f.severity != ERROR, f.line is None, f.line or 0, f.kind))
+    tiers = [q.value("tier") for q in gold.queries]
+    return ValidationReport(
+        gold.path, gold.sha256, None if corpus is None else corpus.source, None if config is None else config.path,
+        len(gold.queries), sum(len(q.labels) for q in gold.queries), sum(q.no_answer for q in gold.queries),
+        tuple(findings), _mix([q.value("source_of_query") for q in gold.queries]),
+        _mix(tiers) if any(t is not None for t in tiers) else (), _age(gold, as_of), tuple(power), tuple(owners),
+    )

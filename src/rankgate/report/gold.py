@@ -1,0 +1,248 @@
+"""Markdown and terminal text of the gold-set reports (:mod:`rankgate.goldset`): validate, stale, diff.
+
+Files are named by their base name so a report reads the same wherever the files live. Run
+``python -m rankgate.report.gold GOLD CORPUS`` to see the validate report of two files.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+
+from ..compare import is_share
+from ..goldset import GoldDiff, Relabel, StaleReport, ValidationReport
+from .numbers import MINUS, md_escape
+
+__all__ = ["diff_markdown", "diff_text", "stale_csv", "stale_markdown", "stale_text", "validate_markdown",
+           "validate_text", "STALE_ROWS_SHOWN"]
+
+STALE_ROWS_SHOWN = 50  # rows of the review list in markdown; stale.csv has them all
+
+
+def _name(path: str | None) -> str:
+    return os.path.basename(path.rstrip("/")) if path else "—"
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def _drop(metric: str, x: float, level: float | None = None) -> str:
+    if math.isinf(x) or (level is not None and x >= level):
+        return "none, too few queries"  # even a fall to zero would go unseen
+    return f"{x * 100:.0f} pp" if is_share(metric) else f"{x:.2f}"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(md_escape(str(c), width=400) for c in row) + " |" for row in rows]
+    return out
+
+
+def _plain(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    body = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return [line(header)] + [line(r) for r in body]
+
+
+# -- validate -----------------------------------------------------------------------------------
+def _verdict(r: ValidationReport) -> str:
+    e, w = len(r.errors), len(r.warnings)
+    head = "FAIL" if e else "PASS"
+    return f"{head}: {e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)} (exit {r.exit_code})"
+
+
+def _facts(r: ValidationReport) -> str:
+    text = f"{r.queries} queries, {r.labels} labels, {r.no_answer} no-answer; gold sha256 {r.gold_sha256[:12]}"
+    if r.corpus_path:
+        text += f"; corpus {_name(r.corpus_path)}"
+    if r.config_path:
+        text += f"; ship criteria {_name(r.config_path)}"
+    return text
+
+
+def _finding_rows(r: ValidationReport) -> list[tuple[object, ...]]:
+    return [(f.severity, "" if f.line is None else f.line, f.query_id or "", f.kind, f.message) for f in r.findings]
+
+
+def _mix_rows(mix: tuple[tuple[str, int], ...], total: int) -> list[tuple[object, ...]]:
+    return [(name, n, _pct(n / total) if total else "—") for name, n in mix]
+
+
+def _age_lines(r: ValidationReport) -> list[str]:
+    a = r.age
+    created = (f"created: {a.dated} dated, {a.undated} undated" +
+               (f"; oldest {a.oldest}, newest {a.newest}, median age {a.median_age_days:g} days as of {a.as_of}"
+                if a.dated and a.median_age_days is not None else ""))
+    versions = "corpus_version: " + ", ".join(f"{v} ({n})" for v, n in a.by_corpus_version)
+    return [created, versions]
+
+
+def _power_rows(r: ValidationReport) -> list[tuple[object, ...]]:
+    rows = []
+    for p in r.power:
+        seg = "all queries" if p.field == "all" else f"{p.field}={p.value}"
+        if not p.gated:
+            note = f"not gated (< {p.min_queries} queries)"
+        elif p.underpowered:
+            note = "cannot see regression_max"
+        else:
+            note = "ok"
+        limit = "—" if p.regression_max is None else _drop(p.metric, p.regression_max)
+        rows.append((p.gate, seg, p.queries, _drop(p.metric, p.detectable_drop, p.level), limit, note))
+    return rows
+
+
+_POWER_HEAD = ("gate", "segment", "queries", "smallest visible drop", "regression_max", "")
+_POWER_NOTE = ("Smallest visible drop: binomial approximation, 95% confidence and 80% power, at the gate's threshold "
+               "(0.5 without one); see docs/gold.md.")
+
+
+def validate_markdown(r: ValidationReport) -> str:
+    out = [f"## Gold set check: {_name(r.gold_path)}", "", f"**{_verdict(r)}**", "", _facts(r), ""]
+    if r.findings:
+        out += ["### Findings", "", *_table(("severity", "line", "query", "kind", "finding"), _finding_rows(r)), ""]
+    out += ["### Queries by source_of_query", "", *_table(("source", "queries", "share"), _mix_rows(r.source_mix, r.queries)), ""]
+    if r.tier_mix:
+        out += ["### Queries by tier", "", *_table(("tier", "queries", "share"), _mix_rows(r.tier_mix, r.queries)), ""]
+    out += ["### Label age", "", *(f"- {line}" for line in _age_lines(r)), ""]
+    if r.power:
+        out += ["### What each gate can see", "", *_table(_POWER_HEAD, _power_rows(r)), "", f"_{_POWER_NOTE}_", ""]
+    if r.owners:
+        out += ["### Gate owners", "", *_table(("gate", "owner"), ((g, o or "**none**") for g, o in r.owners)), ""]
+    return "\n".join(out)
+
+
+def validate_text(r: ValidationReport) -> str:
+    out = [f"Gold set check: {_name(r.gold_path)}", _facts(r), ""]
+    if r.findings:
+        out += [*(f"{f.severity}: " + (f"line {f.line}: " if f.line else "") + (f"{f.query_id}: " if f.query_id else "")
+                  + f"{f.message} [{f.kind}]" for f in r.findings), ""]
+    out += ["source_of_query: " + ", ".join(f"{n} {c}" for n, c in r.source_mix)]
+    if r.tier_mix:
+        out += ["tier: " + ", ".join(f"{n} {c}" for n, c in r.tier_mix)]
+    out += _age_lines(r)
+    if r.power:
+        out += ["", *_plain(_POWER_HEAD, _power_rows(r)), _POWER_NOTE]
+    if r.owners:
+        out += ["", "owners: " + ", ".join(f"{g} {o or '(none)'}" for g, o in r.owners)]
+    out += ["", _verdict(r)]
+    return "\n".join(out) + "\n"
+
+
+# -- stale --------------------------------------------------------------------------------------
+def _stale_head(r: StaleReport) -> str:
+    since = f" (content compared with {_name(r.since_path)})" if r.since_path else ""
+    return f"{_name(r.gold_path)} against {_name(r.corpus_path)}{since}"
+
+
+def _stale_summary(r: StaleReport) -> str:
+    text = f"{len(r.stale)} of {r.labels} labels are stale ({_pct(r.share)})"
+    limit = None
+    if r.max_stale_labels is not None:
+        limit = f"{r.max_stale_labels} labels"
+    elif r.max_stale_share is not None:
+        limit = _pct(r.max_stale_share)
+    if limit:
+        text += f"; over the limit of {limit}: exit 1" if r.over_limit else f"; within the limit of {limit}"
+    return text
+
+
+def _stale_rows(r: StaleReport, limit: int | None) -> list[tuple[object, ...]]:
+    rows = r.stale if limit is None else r.stale[:limit]
+    return [(s.query_id, s.chunk_id, s.kind, "" if s.grade is None else s.grade, s.reason, s.detail) for s in rows]
+
+
+_STALE_HEAD = ("query", "chunk", "label", "grade", "reason", "detail")
+
+
+def stale_markdown(r: StaleReport, *, rows: int = STALE_ROWS_SHOWN) -> str:
+    out = [f"## Stale labels: {_stale_head(r)}", "", f"**{_stale_summary(r)}**", ""]
+    counts = [(k, n) for k, n in r.by_reason().items() if n]
+    if counts:
+        out += [*_table(("reason", "labels"), counts), "", *_table(_STALE_HEAD, _stale_rows(r, rows))]
+        if len(r.stale) > rows:
+            out += ["", f"_…and {len(r.stale) - rows} more; stale.csv (-o DIR) lists every one._"]
+        out.append("")
+    return "\n".join(out)
+
+
+def stale_text(r: StaleReport, *, rows: int = STALE_ROWS_SHOWN) -> str:
+    out = [f"Stale labels: {_stale_head(r)}", _stale_summary(r)]
+    counts = [(k, n) for k, n in r.by_reason().items() if n]
+    if counts:
+        out += ["by reason: " + ", ".join(f"{k} {n}" for k, n in counts), "", *_plain(_STALE_HEAD, _stale_rows(r, rows))]
+        if len(r.stale) > rows:
+            out.append(f"…and {len(r.stale) - rows} more; stale.csv (-o DIR) lists every one.")
+    return "\n".join(out) + "\n"
+
+
+def stale_csv(r: StaleReport) -> str:
+    """One row per stale label: query_id, chunk_id, reason, kind, grade, detail."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(("query_id", "chunk_id", "reason", "kind", "grade", "detail"))
+    for s in r.stale:
+        w.writerow((s.query_id, s.chunk_id, s.reason, s.kind, "" if s.grade is None else s.grade, s.detail))
+    return buf.getvalue()
+
+
+# -- diff ---------------------------------------------------------------------------------------
+def _change(c: Relabel) -> str:
+    parts = [f"+{cid} (grade {g})" for cid, g in c.added]
+    parts += [f"{MINUS}{cid} (grade {g})" for cid, g in c.removed]
+    parts += [f"{cid} grade {a}→{b}" for cid, a, b in c.regraded]
+    parts += [f"must_not +{cid}" for cid in c.must_not_added]
+    parts += [f"must_not {MINUS}{cid}" for cid in c.must_not_removed]
+    if c.no_answer is not None:
+        parts.append(f"no_answer {str(c.no_answer[0]).lower()}→{str(c.no_answer[1]).lower()}")
+    return "; ".join(parts)
+
+
+def _diff_summary(d: GoldDiff) -> str:
+    if d.identical:
+        return f"{d.new_queries} queries; the files are identical"
+    return (f"{d.old_queries} → {d.new_queries} queries: {len(d.added)} added, {len(d.removed)} removed, "
+            f"{len(d.relabelled)} relabelled, {len(d.edited)} edited otherwise, {d.unchanged} unchanged")
+
+
+def diff_markdown(d: GoldDiff) -> str:
+    out = [f"## Gold set changes: {_name(d.old_path)} → {_name(d.new_path)}", "", f"**{_diff_summary(d)}**", "",
+           f"sha256 {d.old_sha256[:12]} → {d.new_sha256[:12]}", ""]
+    if d.added:
+        out += ["### Added", "", ", ".join(f"`{q}`" for q in d.added), ""]
+    if d.removed:
+        out += ["### Removed", "", ", ".join(f"`{q}`" for q in d.removed), ""]
+    if d.relabelled:
+        out += ["### Relabelled", "", *_table(("query", "change"), ((c.query_id, _change(c)) for c in d.relabelled)), ""]
+    if d.edited:
+        out += ["### Edited (same labels; query text or other fields changed)", "",
+                ", ".join(f"`{q}`" for q in d.edited), ""]
+    return "\n".join(out)
+
+
+def diff_text(d: GoldDiff) -> str:
+    out = [f"Gold set changes: {_name(d.old_path)} -> {_name(d.new_path)}", _diff_summary(d)]
+    if d.added:
+        out.append("added: " + ", ".join(d.added))
+    if d.removed:
+        out.append("removed: " + ", ".join(d.removed))
+    out += [f"relabelled {c.query_id}: {_change(c)}" for c in d.relabelled]
+    if d.edited:
+        out.append("edited: " + ", ".join(d.edited))
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - a way to look at the report
+    import sys
+
+    from ..corpus import load_manifest
+    from ..goldset import read_gold_file, validate_gold
+
+    print(validate_markdown(validate_gold(read_gold_file(sys.argv[1]),
+                                          load_manifest(sys.argv[2]) if len(sys.argv) > 2 else None)))

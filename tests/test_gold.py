@@ -1,0 +1,293 @@
+"""``rankgate gold validate|stale|diff`` end to end on the demo data and a corpus that moved on:
+a retired chunk, a superseded document version, edited text, a deprecated chunk."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from rankgate.cli import main
+from rankgate.corpus import load_manifest, manifest_from_records
+from rankgate.goldset import min_detectable_drop, read_gold_file
+from rankgate.goldset.records import _collect
+
+from .hostile import assert_refused
+
+DEMO = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = bool(os.environ.get("RANKGATE_UPDATE_GOLDEN"))
+
+
+def check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"{name} changed; set RANKGATE_UPDATE_GOLDEN=1 to accept"
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def moved(tmp_path: Path) -> Path:
+    """The demo corpus one release later (corpus_new.jsonl):
+
+    * doc_export#c1 is gone (retired), and so is doc_pricing_2023#c1 (a must-not-retrieve entry);
+    * doc_export#c2 is superseded by a new version of the export page (doc_export#c2-v2, 2026-06-01);
+    * doc_export#c3's text was edited;
+    * doc_pricing_2026#c1 is deprecated.
+    """
+    rows = []
+    for row in _lines(DEMO / "corpus.jsonl"):
+        cid = row["chunk_id"]
+        if cid in ("doc_export#c1", "doc_pricing_2023#c1"):
+            continue
+        if cid == "doc_export#c2":
+            rows.append({**row, "status": "superseded", "superseded_by": "doc_export#c2-v2"})
+            rows.append({**row, "chunk_id": "doc_export#c2-v2", "doc_version": "2026-06-01",
+                         "text": row["text"] + " Scheduled exports are now on every plan."})
+            continue
+        if cid == "doc_export#c3":
+            row = {**row, "text": row["text"].replace("7 days", "14 days")}
+        if cid == "doc_pricing_2026#c1":
+            row = {**row, "status": "deprecated"}
+        rows.append(row)
+    return _write(tmp_path / "corpus_new.jsonl", rows)
+
+
+def _run(argv: list[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    return code, out.out
+
+
+# -- corpus manifest ------------------------------------------------------------------------------
+def test_manifest_reads_demo_corpus_and_computes_hashes() -> None:
+    m = load_manifest(DEMO / "corpus.jsonl")
+    assert len(m) == 165
+    c = m.get("doc_pricing_2023#c1")
+    assert c is not None and c.status == "superseded" and c.doc_id == "doc_pricing_2023"
+    import hashlib
+
+    assert c.content_hash == hashlib.sha256(c.text.encode()).hexdigest()
+    assert m.get("doc_getting_started#c1").status == "active"  # "current" is a synonym
+    assert m.status_counts() == {"active": 155, "deprecated": 2, "superseded": 8, "retired": 0}
+
+
+def test_manifest_diff_names_retired_changed_and_added(moved: Path) -> None:
+    d = load_manifest(DEMO / "corpus.jsonl").diff(load_manifest(moved))
+    assert d.added == ("doc_export#c2-v2",)
+    assert set(d.retired) == {"doc_export#c1", "doc_pricing_2023#c1"}
+    assert d.content_changed == ("doc_export#c3",)
+    assert ("doc_export#c2", "active", "superseded") in d.status_changed
+    assert ("doc_pricing_2026#c1", "active", "deprecated") in d.status_changed
+    assert not d.unchanged
+
+
+def test_manifest_from_parquet_and_folder_equals_jsonl(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = _lines(DEMO / "corpus.jsonl")
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:100]), folder / "a.parquet")
+    _write(folder / "b.jsonl", rows[100:])
+    a, b = load_manifest(DEMO / "corpus.jsonl"), load_manifest(folder)
+    assert list(a) == list(b)
+
+
+def test_manifest_status_rules() -> None:
+    m = manifest_from_records([
+        {"chunk_id": "a"}, {"chunk_id": "b", "superseded_by": "c"}, {"chunk_id": "c", "status": "Retired"},
+        {"chunk_id": "d", "content_hash": "abc", "doc_version": "v10"}, {"chunk_id": "d#2", "doc_id": "d", "doc_version": "v9"},
+    ])
+    assert [r.status for r in m] == ["active", "superseded", "retired", "active", "active"]
+    assert m.get("a").content_hash is None and m.get("d").content_hash == "abc"
+    assert m.latest_version("d") == "v10"  # natural order, not text order
+
+
+# -- power ---------------------------------------------------------------------------------------
+def test_min_detectable_drop_by_hand_and_scipy() -> None:
+    # by hand: (1.959964 + 0.841621) * sqrt(0.5 * 0.5 / 39) = 2.801585 * 0.080064 = 0.22431
+    assert min_detectable_drop(39, 0.5) == pytest.approx(0.22431, abs=1e-5)
+    stats = pytest.importorskip("scipy.stats")
+    for n, p in ((39, 0.75), (136, 0.8), (18, 0.65), (1000, 0.95)):
+        z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
+        assert min_detectable_drop(n, p) == pytest.approx(z * math.sqrt(p * (1 - p) / n), rel=1e-9)
+    # the figure is the drop at which a one-sided... two-sided 5% test of one proportion has 80% power
+    n, p = 200, 0.7
+    d = min_detectable_drop(n, p)
+    se = math.sqrt(p * (1 - p) / n)
+    power = stats.norm.cdf(d / se - stats.norm.ppf(0.975))
+    assert power == pytest.approx(0.8, abs=1e-9)
+    assert min_detectable_drop(0) == math.inf
+
+
+# -- reading gold files --------------------------------------------------------------------------
+def test_fast_and_collecting_paths_agree_on_a_clean_file() -> None:
+    fast = read_gold_file(DEMO / "gold.jsonl")
+    records = [(i, json.loads(line)) for i, line in enumerate((DEMO / "gold.jsonl").read_text().splitlines(), 1)]
+    slow, problems = _collect(records, [], str(DEMO / "gold.jsonl"))
+    assert problems == [] and list(fast.queries) == slow
+
+
+def _bad_gold(tmp_path: Path) -> Path:
+    rows: list = _lines(DEMO / "gold.jsonl")[:6]
+    rows[1] = {**rows[1], "relevant_chunks": [{"chunk_id": "doc_export#c3", "grade": "high"}]}  # line 2: schema
+    rows.append('{"query_id": "q_broken", ')  # line 7: not JSON
+    rows.append({**rows[0], "query": "again"})  # line 8: duplicate of q_0001
+    rows.append({"query_id": "q_none", "relevant_chunks": [{"chunk_id": "doc_export#c3", "grade": 0}]})  # line 9
+    rows.append({"query_id": "q_ghost", "relevant_chunks": ["doc_nowhere#c1"], "must_not_retrieve": ["doc_gone#c9"],
+                 "tags": {"lang": "de"}, "source_of_query": "incident", "tier": "gold"})  # line 10
+    return _write(tmp_path / "gold_bad.jsonl", rows)
+
+
+def _config(tmp_path: Path, extra: str = "") -> Path:
+    text = (DEMO / "ship-criteria.yaml").read_text().replace(
+        "    label: recall@5 (relevant chunks in the top 5)\n",
+        "    label: recall@5 (relevant chunks in the top 5)\n    owner: search-quality\n")
+    path = tmp_path / "ship-criteria.yaml"
+    path.write_text(text + extra)
+    return path
+
+
+def test_validate_lists_every_problem_golden(tmp_path: Path, moved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = _bad_gold(tmp_path)
+    code, out = _run(["gold", "validate", "--gold", gold, "--corpus", moved, "--config", _config(tmp_path),
+                      "--as-of", "2026-06-01"], capsys)
+    assert code == 1
+    for text in ("| error | 2 |", "| error | 7 |", "repeats query id 'q\\_0001' of line 1", "unmarked\\_no\\_answer",
+                 "'doc\\_nowhere\\#c1', which is not in the corpus", "'doc\\_gone\\#c9', which is not in the corpus",
+                 "'doc\\_export\\#c2' as relevant, but it is superseded", "search-quality"):
+        assert text in out, text
+    check("gold_validate.md", out)
+    code, text_out = _run(["gold", "validate", "--gold", gold, "--format", "text", "--as-of", "2026-06-01"], capsys)
+    assert code == 1 and "error: line 2:" in text_out
+
+
+def test_validate_demo_is_clean_and_says_what_the_gates_can_see(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(["gold", "validate", "--gold", DEMO / "gold.jsonl", "--corpus", DEMO / "corpus.jsonl",
+                      "--config", DEMO / "ship-criteria.yaml", "--as-of", "2026-06-01"], capsys)
+    assert code == 0
+    assert "| recall\\_at\\_5 | lang=de | 39 | 19 pp | 5 pp | cannot see regression\\_max |" in out
+    assert "median age 48 days as of 2026-06-01" in out
+    assert "| production\\_log | 110 | 76.4% |" in out
+
+
+def test_validate_without_corpus_skips_referential_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = _write(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["nowhere"]}])
+    code, out = _run(["gold", "validate", "--gold", gold, "--as-of", "2026-01-01"], capsys)
+    assert code == 0 and "PASS" in out
+
+
+# -- stale ---------------------------------------------------------------------------------------
+def test_stale_on_moved_corpus_golden(tmp_path: Path, moved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "review"
+    code, out = _run(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", moved, "--since",
+                      DEMO / "corpus.jsonl", "-o", out_dir], capsys)
+    assert code == 0
+    check("gold_stale.md", out)
+    rows = list(csv.DictReader((out_dir / "stale.csv").open(encoding="utf-8")))
+    got = {(r["query_id"], r["chunk_id"]): r["reason"] for r in rows}
+    assert got[("q_0001", "doc_export#c1")] == "retired"
+    assert got[("q_0001", "doc_export#c2")] == "superseded;newer_doc_version"
+    assert got[("q_0002", "doc_export#c3")] == "content_changed;newer_doc_version"
+    assert got[("q_0003", "doc_pricing_2026#c1")] == "deprecated"
+    assert got[("q_0003", "doc_pricing_2023#c1")] == "retired"
+    assert [r for r in rows if r["kind"] == "must_not_retrieve"][0]["chunk_id"] == "doc_pricing_2023#c1"
+    assert f"**{len(rows)} of 190 labels are stale" in out
+    assert [f.name for f in out_dir.iterdir()] == ["stale.csv"]  # no temp file left behind
+
+
+def test_stale_without_since_calls_absent_chunks_missing(moved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", moved, "--format", "text"], capsys)
+    assert code == 0
+    assert "q_0001  doc_export#c1" in out and "missing" in out and "content_changed" not in out
+
+
+@pytest.mark.parametrize("limit, code", [("2%", 1), ("0.05", 0), ("3", 1), ("50", 0)])
+def test_stale_max_stale_labels_from_ship_criteria(tmp_path: Path, moved: Path, capsys: pytest.CaptureFixture[str],
+                                                   limit: str, code: int) -> None:
+    # 7 of 190 labels are stale in the moved corpus (3.7%)
+    config = _config(tmp_path, f"max_stale_labels: {limit if limit[-1] != '%' else repr(limit)}\n")
+    got, out = _run(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", moved, "--since", DEMO / "corpus.jsonl",
+                     "--config", config], capsys)
+    assert got == code, out
+    assert ("over the limit" in out) == (code == 1)
+
+
+def test_stale_on_unchanged_corpus_finds_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", DEMO / "corpus.jsonl",
+                      "--since", DEMO / "corpus.jsonl"], capsys)
+    assert code == 0 and "**0 of 190 labels are stale (0.0%)**" in out
+
+
+# -- diff ----------------------------------------------------------------------------------------
+def test_diff_golden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _lines(DEMO / "gold.jsonl")
+    new = [dict(r) for r in rows if r["query_id"] != "q_0144"]
+    new[0]["relevant_chunks"] = [{"chunk_id": "doc_export#c2", "grade": 2}, {"chunk_id": "doc_export#c4", "grade": 1}]
+    new[1]["must_not_retrieve"] = ["doc_export#c1"]
+    new[2]["query"] = "what does the team plan cost per member"
+    new.append({"query_id": "q_0200", "relevant_chunks": ["doc_export#c3"], "source_of_query": "incident"})
+    new_path = _write(tmp_path / "gold_v2.jsonl", new)
+    code, out = _run(["gold", "diff", DEMO / "gold.jsonl", new_path], capsys)
+    assert code == 0
+    assert "144 → 144 queries: 1 added, 1 removed, 2 relabelled, 1 edited otherwise, 140 unchanged" in out
+    assert "doc\\_export\\#c2 grade 3→2" in out and "must\\_not +doc\\_export\\#c1" in out
+    check("gold_diff.md", out)
+    code, out = _run(["gold", "diff", DEMO / "gold.jsonl", DEMO / "gold.jsonl", "--format", "text"], capsys)
+    assert code == 0 and "the files are identical" in out
+
+
+# -- hostile input -------------------------------------------------------------------------------
+def test_hostile_inputs_are_refused(tmp_path: Path, moved: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.csv").write_text("old review list\n")
+    gold = DEMO / "gold.jsonl"
+    missing = tmp_path / "nope.jsonl"
+    assert_refused(["gold", "validate", "--gold", missing], out, names=[missing], capsys=capsys)
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"query_id": "q\xe9", "relevant_chunks": ["a"]}\n')
+    assert_refused(["gold", "validate", "--gold", latin], out, names=[latin], capsys=capsys, contains=["UTF-8"])
+    dup = _write(tmp_path / "dup_corpus.jsonl", [{"chunk_id": "a", "text": "x"}, {"chunk_id": "a", "text": "y"}])
+    assert_refused(["gold", "stale", "--gold", gold, "--corpus", dup, "-o", out], out, names=[dup], capsys=capsys,
+                   contains=["repeats chunk id 'a'"])
+    status = _write(tmp_path / "status_corpus.jsonl", [{"chunk_id": "a", "status": "archived"}])
+    assert_refused(["gold", "validate", "--gold", gold, "--corpus", status], out, names=[status], capsys=capsys,
+                   contains=[":1:", "field 'status'"])
+    bad_gold = _bad_gold(tmp_path)
+    assert_refused(["gold", "stale", "--gold", bad_gold, "--corpus", moved, "-o", out], out, names=[bad_gold],
+                   capsys=capsys, contains=["gold validate"])
+    assert_refused(["gold", "diff", gold, bad_gold], out, names=[bad_gold], capsys=capsys)
+    cfg = _config(tmp_path, "max_stale_labels: 150%\n")
+    assert_refused(["gold", "stale", "--gold", gold, "--corpus", moved, "--config", cfg, "-o", out], out,
+                   names=[cfg], capsys=capsys, contains=["max_stale_labels"])
+    cfg2 = tmp_path / "owner.yaml"
+    cfg2.write_text("gates:\n  - metric: recall@5\n    threshold: 0.5\n    owner: ''\n")
+    assert_refused(["gold", "validate", "--gold", gold, "--config", cfg2], out, names=[cfg2], capsys=capsys,
+                   contains=["owner"])
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    assert_refused(["gold", "stale", "--gold", gold, "--corpus", empty_dir], out, names=[empty_dir], capsys=capsys)
+    assert_refused(["gold", "validate", "--gold", gold, "--as-of", "June"], out, capsys=capsys)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert_refused(["gold", "stale", "--gold", gold, "--corpus", moved, "-o", a_file], out, names=[a_file],
+                   capsys=capsys)
