@@ -291,3 +291,54 @@ def test_hostile_inputs_are_refused(tmp_path: Path, moved: Path, capsys: pytest.
     a_file.write_text("x")
     assert_refused(["gold", "stale", "--gold", gold, "--corpus", moved, "-o", a_file], out, names=[a_file],
                    capsys=capsys)
+
+
+# -- the manifest's fast path equals the row reader -------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_value = st.one_of(st.none(), st.sampled_from(["", "current", "Deprecated", "superseded", "retired", "archived", " "]),
+                   st.text(max_size=6), st.integers(-2, 2), st.lists(st.integers(0, 9), max_size=1))
+_row = st.fixed_dictionaries({"chunk_id": st.one_of(st.sampled_from(["a", "b#1", "c#2", "d", "e#x#y", ""]), st.none(), st.integers(0, 3))},
+                             optional={k: _value for k in ("doc_id", "doc_version", "version", "status", "superseded_by",
+                                                           "tenant", "content_hash", "text", "content", "title")}
+                             | {"metadata": st.fixed_dictionaries({"tenant": st.sampled_from(["acme", "globex"])})})
+
+
+def _outcome(read):
+    from rankgate.errors import InputError
+
+    try:
+        return list(read())
+    except InputError as exc:
+        return str(exc)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_row, min_size=1, max_size=5, unique_by=lambda r: str(r.get("chunk_id"))), parquet=st.booleans())
+def test_manifest_fast_path_equals_row_reader(tmp_path: Path, rows: list, parquet: bool) -> None:
+    from rankgate.corpus.manifest import CorpusManifest, _jsonl_rows, _parquet_rows, _read_file
+
+    path = tmp_path / ("c.parquet" if parquet else "c.jsonl")
+    if parquet:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            pq.write_table(pa.Table.from_pylist(rows), path)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            return  # mixed types arrow cannot store in one column
+    else:
+        _write(path, rows)
+    slow = _outcome(lambda: CorpusManifest(_parquet_rows(str(path)) if parquet else _jsonl_rows(str(path)), str(path)))
+    fast = _outcome(lambda: _read_file(str(path)))
+    assert fast == slow
+
+
+def test_manifest_fast_path_on_demo_files(moved: Path) -> None:
+    from rankgate.corpus.manifest import CorpusManifest, _jsonl_fast, _jsonl_rows
+
+    for path in (DEMO / "corpus.jsonl", moved):
+        fast = _jsonl_fast(str(path))
+        assert fast is not None  # the demo's files take the fast path
+        assert list(fast) == list(CorpusManifest(_jsonl_rows(str(path)), str(path)))
