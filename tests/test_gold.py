@@ -342,3 +342,35 @@ def test_manifest_fast_path_on_demo_files(moved: Path) -> None:
         fast = _jsonl_fast(str(path))
         assert fast is not None  # the demo's files take the fast path
         assert list(fast) == list(CorpusManifest(_jsonl_rows(str(path)), str(path)))
+
+
+# -- ship criteria: owner and max_stale_labels ------------------------------------------------------
+def test_gate_config_owner_and_max_stale_labels() -> None:
+    from rankgate.errors import ConfigError
+    from rankgate.gate_config import config_from_dict
+
+    gate = {"metric": "recall@5", "threshold": 0.5}
+    c = config_from_dict({"gates": [{**gate, "owner": "search-quality"}], "max_stale_labels": "2%"})
+    assert c.gates[0].owner == "search-quality" and c.max_stale_share == pytest.approx(0.02) and c.max_stale_labels is None
+    c = config_from_dict({"gates": [gate], "max_stale_labels": 10})
+    assert c.gates[0].owner is None and c.max_stale_labels == 10 and c.max_stale_share is None
+    assert config_from_dict({"gates": [gate], "max_stale_labels": 0.05}).max_stale_share == 0.05
+    for bad in (-1, 1.5, "lots", True):
+        with pytest.raises(ConfigError, match="max_stale_labels"):
+            config_from_dict({"gates": [gate], "max_stale_labels": bad})
+
+
+def test_stale_csv_is_never_half_written(tmp_path: Path, moved: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "review"
+    out.mkdir()
+    (out / "stale.csv").write_text("the previous review list\n")
+
+    def interrupted(src: str, dst: str) -> None:
+        raise KeyboardInterrupt  # killed between writing the temporary file and moving it into place
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    code = main(["gold", "stale", "--gold", str(DEMO / "gold.jsonl"), "--corpus", str(moved), "-o", str(out)])
+    assert code == 130
+    assert [p.name for p in out.iterdir()] == ["stale.csv"]
+    assert (out / "stale.csv").read_text() == "the previous review list\n"

@@ -150,7 +150,10 @@ class CorpusManifest:
                     docs.setdefault(doc, set()).add(version)
             self._docs = {d: sorted(v) for d, v in docs.items()}
         versions = self._docs.get(doc_id)
-        latest = max(versions, key=version_key) if versions else None
+        if not versions:
+            latest = None
+        else:
+            latest = versions[0] if len(versions) == 1 else max(versions, key=version_key)
         self._latest[doc_id] = latest
         return latest
 
@@ -372,7 +375,8 @@ def load_manifest(path: str | os.PathLike[str]) -> CorpusManifest:
         check_file(file, "corpus")
     parts = [_read_file(file) for file in files]
     if len(parts) == 1:
-        return CorpusManifest.from_columns(*_columns_of(parts[0]), source=path)
+        parts[0].source = path
+        return parts[0]
     return CorpusManifest.from_columns(*(sum(cols, []) for cols in zip(*map(_columns_of, parts))), source=path)
 
 
