@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +74,7 @@ class CorpusManifest:
     """
 
     __slots__ = ("_docs", "_hashes", "_index", "_latest", "chunk_ids", "doc_ids", "doc_versions", "source",
-                 "statuses", "superseded_by", "tenants", "texts")
+                 "statuses", "superseded_by", "tenants", "_texts")
 
     def __init__(self, rows: Iterable[ChunkRecord], source: str = "<corpus>") -> None:
         cols: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
@@ -87,9 +87,10 @@ class CorpusManifest:
     @classmethod
     def from_columns(cls, chunk_ids: list[str], doc_ids: list[str], doc_versions: list[str | None], statuses: list[str],
                      superseded_by: list[str | None], tenants: list[str | None], content_hashes: list[str | None],
-                     texts: list[str | None], *, source: str = "<corpus>") -> CorpusManifest:
+                     texts: Sequence[Any], *, source: str = "<corpus>") -> CorpusManifest:
         """A manifest from equal-length columns (values already validated; ``None`` hashes are computed
-        from the text when needed)."""
+        from the text when needed). ``texts`` may be a list or an arrow string array, read only when a
+        chunk's text or hash is asked for."""
         self = cls.__new__(cls)
         self._set(chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, content_hashes, texts,
                   source=source)
@@ -97,10 +98,10 @@ class CorpusManifest:
 
     def _set(self, chunk_ids: list[str], doc_ids: list[str], doc_versions: list[str | None], statuses: list[str],
              superseded_by: list[str | None], tenants: list[str | None], content_hashes: list[str | None],
-             texts: list[str | None], *, source: str) -> None:
+             texts: Sequence[Any], *, source: str) -> None:
         self.source = source
         self.chunk_ids, self.doc_ids, self.doc_versions, self.statuses = chunk_ids, doc_ids, doc_versions, statuses
-        self.superseded_by, self.tenants, self._hashes, self.texts = superseded_by, tenants, content_hashes, texts
+        self.superseded_by, self.tenants, self._hashes, self._texts = superseded_by, tenants, content_hashes, texts
         self._index = dict(zip(chunk_ids, range(len(chunk_ids))))
         if len(self._index) != len(chunk_ids):
             seen: set[str] = set()
@@ -110,14 +111,20 @@ class CorpusManifest:
                                      hint="each chunk appears once in a corpus version")
                 seen.add(cid)
         self._latest: dict[str, str | None] = {}
-        self._docs: dict[str, list[str]] | None = None
+        self._docs: dict[str, set[str]] | None = None
 
     def hash_at(self, i: int) -> str | None:
         """The content hash of chunk ``i``: as given, else sha256 of its text, else None."""
         h = self._hashes[i]
-        if h is None and self.texts[i] is not None:
-            h = self._hashes[i] = content_hash(self.texts[i])
+        if h is None:
+            text = self.text_at(i)
+            if text is not None:
+                h = self._hashes[i] = content_hash(text)
         return h
+
+    def text_at(self, i: int) -> str | None:
+        value = self._texts[i]
+        return value.as_py() if hasattr(value, "as_py") else value
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
@@ -137,25 +144,36 @@ class CorpusManifest:
 
     def _record(self, i: int) -> ChunkRecord:
         return ChunkRecord(self.chunk_ids[i], self.doc_ids[i], self.doc_versions[i], self.statuses[i],
-                           self.superseded_by[i], self.tenants[i], self.hash_at(i), self.texts[i])
+                           self.superseded_by[i], self.tenants[i], self.hash_at(i), self.text_at(i))
 
     def latest_version(self, doc_id: str) -> str | None:
-        """The newest version of ``doc_id`` among this corpus's chunks (natural order), or None."""
+        """The newest version of ``doc_id`` among this corpus's chunks (natural order; of two versions
+        that compare equal, such as ``01`` and ``1``, the greater text), or None."""
         if doc_id in self._latest:
             return self._latest[doc_id]
         if self._docs is None:
             docs: dict[str, set[str]] = {}
             for doc, version in zip(self.doc_ids, self.doc_versions):
                 if version is not None:
-                    docs.setdefault(doc, set()).add(version)
-            self._docs = {d: sorted(v) for d, v in docs.items()}
+                    have = docs.get(doc)
+                    if have is None:
+                        docs[doc] = {version}
+                    else:
+                        have.add(version)
+            self._docs = docs
         versions = self._docs.get(doc_id)
-        if not versions:
-            latest = None
-        else:
-            latest = versions[0] if len(versions) == 1 else max(versions, key=version_key)
+        latest = None
+        if versions:
+            latest = next(iter(versions)) if len(versions) == 1 else max(versions, key=lambda v: (version_key(v), v))
         self._latest[doc_id] = latest
         return latest
+
+    def has_newer_version(self, doc_id: str, version: str) -> str | None:
+        """The newest version of ``doc_id`` when it is newer than ``version``, else None."""
+        latest = self.latest_version(doc_id)
+        if latest is None or latest == version:
+            return None
+        return latest if version_key(latest) > version_key(version) else None
 
     def status_counts(self) -> dict[str, int]:
         out = dict.fromkeys(STATUSES, 0)
@@ -293,18 +311,24 @@ def _columns_fast(table: Any, source: str) -> CorpusManifest | None:
     if len(ids) != 1 or "metadata" in names or any(a in names and b in names for a, b in _EITHER):
         return None
     cols: dict[str, list[Any]] = {}
+    texts: Any = None
     for name in (ids[0], *_STRING_COLUMNS):
         if name not in names:
             continue
         col = table.column(name)
         if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_null(col.type)):
             return None
-        cols[name] = col.to_pylist()
+        if name in ("text", "content"):
+            texts = col.combine_chunks()  # kept in arrow: most texts are never read
+        else:
+            cols[name] = col.to_pylist()
     chunk_ids = cols[ids[0]]
     if not all(chunk_ids):  # a null or empty id: the row reader names its line
         return None
     n = len(chunk_ids)
     none: list[Any] = [None] * n
+    if texts is None:
+        texts = none
 
     def opt(name: str) -> list[str | None]:
         values = cols.get(name)
@@ -323,7 +347,7 @@ def _columns_fast(table: Any, source: str) -> CorpusManifest | None:
     doc_ids = [d or c.split("#", 1)[0] for d, c in zip(cols.get("doc_id", none), chunk_ids)]
     return CorpusManifest.from_columns(
         chunk_ids, doc_ids, opt("doc_version" if "doc_version" in cols else "version"), statuses, superseded_by,
-        opt("tenant"), opt("content_hash"), cols.get("text", cols.get("content", none)), source=source)
+        opt("tenant"), opt("content_hash"), texts, source=source)
 
 
 def _jsonl_fast(path: str) -> CorpusManifest | None:
@@ -381,4 +405,5 @@ def load_manifest(path: str | os.PathLike[str]) -> CorpusManifest:
 
 
 def _columns_of(m: CorpusManifest) -> tuple[list[Any], ...]:
-    return (m.chunk_ids, m.doc_ids, m.doc_versions, m.statuses, m.superseded_by, m.tenants, m._hashes, m.texts)
+    texts = m._texts if isinstance(m._texts, list) else m._texts.to_pylist()
+    return (m.chunk_ids, m.doc_ids, m.doc_versions, m.statuses, m.superseded_by, m.tenants, m._hashes, texts)

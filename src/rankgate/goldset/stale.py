@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..corpus import CorpusManifest
-from ..corpus.manifest import version_key
 from .records import GoldFile
 
 __all__ = ["REASONS", "StaleLabel", "StaleReport", "stale_labels"]
@@ -112,10 +111,10 @@ def stale_labels(gold: GoldFile, corpus: CorpusManifest, since: CorpusManifest |
                     details.append("text changed")
             version = versions[i]
             if version is not None:
-                latest = corpus.latest_version(docs[i])
-                if latest is not None and version_key(latest) > version_key(version):
+                newer = corpus.has_newer_version(docs[i], version)
+                if newer is not None:
                     reasons.append("newer_doc_version")
-                    details.append(f"{docs[i]} {version} → {latest}")
+                    details.append(f"{docs[i]} {version} → {newer}")
             if reasons:
                 out.append(StaleLabel(q.query_id, cid, "relevant", label.grade, tuple(reasons), "; ".join(details)))
         for cid in q.must_not_retrieve:
