@@ -66,6 +66,28 @@ class ChunkRecord:
     text: str | None
 
 
+class _Column(Sequence[Any]):
+    """An arrow string array read as a list of Python values, one value at a time (a million-chunk
+    corpus is looked up by a few thousand labels; turning every column into Python objects would cost
+    more than the lookups)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return self.array[i].to_pylist()
+        return self.array[i].as_py()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.array.to_pylist())
+
+
 class CorpusManifest:
     """The chunks of one corpus version, stored by column; look chunks up by id with ``in``/:meth:`get`.
 
@@ -85,20 +107,23 @@ class CorpusManifest:
         self._set(*cols, source=source)
 
     @classmethod
-    def from_columns(cls, chunk_ids: list[str], doc_ids: list[str], doc_versions: list[str | None], statuses: list[str],
-                     superseded_by: list[str | None], tenants: list[str | None], content_hashes: list[str | None],
-                     texts: Sequence[Any], *, source: str = "<corpus>") -> CorpusManifest:
+    def from_columns(cls, chunk_ids: list[str], doc_ids: Sequence[str], doc_versions: Sequence[str | None],
+                     statuses: Sequence[str], superseded_by: Sequence[str | None], tenants: Sequence[str | None],
+                     content_hashes: list[str | None], texts: Sequence[Any], *, source: str = "<corpus>") -> CorpusManifest:
         """A manifest from equal-length columns (values already validated; ``None`` hashes are computed
-        from the text when needed). ``texts`` may be a list or an arrow string array, read only when a
-        chunk's text or hash is asked for."""
+        from the text when needed). Columns other than the ids and hashes may be arrow string arrays,
+        read one value at a time."""
+        doc_ids, doc_versions, statuses, superseded_by, tenants, texts = (
+            _Column(c) if not isinstance(c, (list, _Column)) else c
+            for c in (doc_ids, doc_versions, statuses, superseded_by, tenants, texts))
         self = cls.__new__(cls)
         self._set(chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, content_hashes, texts,
                   source=source)
         return self
 
-    def _set(self, chunk_ids: list[str], doc_ids: list[str], doc_versions: list[str | None], statuses: list[str],
-             superseded_by: list[str | None], tenants: list[str | None], content_hashes: list[str | None],
-             texts: Sequence[Any], *, source: str) -> None:
+    def _set(self, chunk_ids: list[str], doc_ids: Sequence[str], doc_versions: Sequence[str | None],
+             statuses: Sequence[str], superseded_by: Sequence[str | None], tenants: Sequence[str | None],
+             content_hashes: list[str | None], texts: Sequence[Any], *, source: str) -> None:
         self.source = source
         self.chunk_ids, self.doc_ids, self.doc_versions, self.statuses = chunk_ids, doc_ids, doc_versions, statuses
         self.superseded_by, self.tenants, self._hashes, self._texts = superseded_by, tenants, content_hashes, texts
@@ -111,7 +136,7 @@ class CorpusManifest:
                                      hint="each chunk appears once in a corpus version")
                 seen.add(cid)
         self._latest: dict[str, str | None] = {}
-        self._docs: dict[str, set[str]] | None = None
+        self._docs: dict[str, Any] | None = None  # doc id -> its distinct versions
 
     def hash_at(self, i: int) -> str | None:
         """The content hash of chunk ``i``: as given, else sha256 of its text, else None."""
@@ -123,8 +148,28 @@ class CorpusManifest:
         return h
 
     def text_at(self, i: int) -> str | None:
-        value = self._texts[i]
-        return value.as_py() if hasattr(value, "as_py") else value
+        return self._texts[i]
+
+    def take(self, name: str, indices: list[int]) -> list[Any]:
+        """The values of column ``name`` (``doc_ids``, ``doc_versions``, ``statuses``, ``superseded_by``,
+        ``tenants``) at ``indices``, in one pass."""
+        col = getattr(self, name)
+        if isinstance(col, _Column):
+            import pyarrow as pa
+
+            return col.array.take(pa.array(indices, pa.int64())).to_pylist()
+        return [col[i] for i in indices]
+
+    def hashes_at(self, indices: list[int]) -> list[str | None]:
+        """:meth:`hash_at` of many chunks, reading the texts that need hashing in one pass."""
+        need = [i for i in indices if self._hashes[i] is None]
+        if need and isinstance(self._texts, _Column):
+            import pyarrow as pa
+
+            for i, text in zip(need, self._texts.array.take(pa.array(need, pa.int64())).to_pylist()):
+                if text is not None:
+                    self._hashes[i] = content_hash(text)
+        return [self.hash_at(i) for i in indices]
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
@@ -151,6 +196,14 @@ class CorpusManifest:
         that compare equal, such as ``01`` and ``1``, the greater text), or None."""
         if doc_id in self._latest:
             return self._latest[doc_id]
+        if self._docs is None and isinstance(self.doc_ids, _Column) and isinstance(self.doc_versions, _Column):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            pairs = pa.table({"doc": self.doc_ids.array, "version": self.doc_versions.array})
+            pairs = pairs.filter(pc.is_valid(pairs.column("version")))
+            grouped = pairs.group_by("doc").aggregate([("version", "distinct")])
+            self._docs = dict(zip(grouped.column("doc").to_pylist(), grouped.column("version_distinct").to_pylist()))
         if self._docs is None:
             docs: dict[str, set[str]] = {}
             for doc, version in zip(self.doc_ids, self.doc_versions):
@@ -302,52 +355,58 @@ _EITHER = (("doc_version", "version"), ("text", "content"))
 
 
 def _columns_fast(table: Any, source: str) -> CorpusManifest | None:
-    """The manifest of an arrow table read column by column, or None when any value would need the
-    row-by-row reader (which then gives the same result, or the error naming the line)."""
+    """The manifest of an arrow table, cleaned column by column in arrow, or None when any value would
+    need the row-by-row reader (which then gives the same result, or the error naming the line)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     names = set(table.column_names)
     ids = [k for k in _ID_KEYS if k in names]
     if len(ids) != 1 or "metadata" in names or any(a in names and b in names for a, b in _EITHER):
         return None
-    cols: dict[str, list[Any]] = {}
-    texts: Any = None
+    n = table.num_rows
+    nulls = pa.nulls(n, pa.string())
+    cols: dict[str, Any] = {}
     for name in (ids[0], *_STRING_COLUMNS):
         if name not in names:
             continue
-        col = table.column(name)
-        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type) or pa.types.is_null(col.type)):
+        col = table.column(name).combine_chunks()
+        if pa.types.is_null(col.type):
+            col = nulls
+        elif pa.types.is_large_string(col.type):
+            col = col.cast(pa.string())
+        elif not pa.types.is_string(col.type):
             return None
-        if name in ("text", "content"):
-            texts = col.combine_chunks()  # kept in arrow: most texts are never read
-        else:
-            cols[name] = col.to_pylist()
-    chunk_ids = cols[ids[0]]
-    if not all(chunk_ids):  # a null or empty id: the row reader names its line
-        return None
-    n = len(chunk_ids)
-    none: list[Any] = [None] * n
-    if texts is None:
-        texts = none
+        cols[name] = col
 
-    def opt(name: str) -> list[str | None]:
-        values = cols.get(name)
-        return none if values is None else [v or None for v in values]
+    def opt(name: str) -> Any:  # "" reads as absent, as in the row reader
+        col = cols.get(name)
+        if col is None:
+            return nulls
+        return pc.if_else(pc.equal(col, ""), pa.scalar(None, pa.string()), col) if col.null_count < n else col
 
+    ids_col = cols[ids[0]]
+    if ids_col.null_count or pc.any(pc.equal(ids_col, "")).as_py():
+        return None  # a null or empty id: the row reader names its line
     superseded_by = opt("superseded_by")
-    raw_status = cols.get("status", none)
-    mapping = {}
-    for value in set(raw_status):
-        if value:
-            known = _SYNONYMS.get(value.strip().lower())
-            if known is None:
-                return None
-            mapping[value] = known
-    statuses = [mapping[st] if st else ("superseded" if by else "active") for st, by in zip(raw_status, superseded_by)]
-    doc_ids = [d or c.split("#", 1)[0] for d, c in zip(cols.get("doc_id", none), chunk_ids)]
+    raw = opt("status")
+    keys = pa.array(sorted(_SYNONYMS))
+    canon = pa.array([_SYNONYMS[k] for k in sorted(_SYNONYMS)])
+    at = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(raw)), value_set=keys)
+    if pc.sum(pc.and_(pc.is_valid(raw), pc.is_null(at))).as_py():
+        return None  # an unknown status: the row reader names it
+    default = pc.if_else(pc.is_valid(superseded_by), pa.scalar("superseded"), pa.scalar("active"))
+    statuses = pc.coalesce(pc.take(canon, at), default)
+    doc_ids = opt("doc_id")
+    if doc_ids.null_count:
+        prefix = pc.list_element(pc.split_pattern(ids_col, "#", max_splits=1), 0)
+        doc_ids = pc.coalesce(doc_ids, prefix)
+    hashes = cols.get("content_hash")
+    texts = cols.get("text", cols.get("content", nulls))
     return CorpusManifest.from_columns(
-        chunk_ids, doc_ids, opt("doc_version" if "doc_version" in cols else "version"), statuses, superseded_by,
-        opt("tenant"), opt("content_hash"), texts, source=source)
+        ids_col.to_pylist(), doc_ids, opt("doc_version" if "doc_version" in cols else "version"), statuses,
+        superseded_by, opt("tenant"), [None] * n if hashes is None else opt("content_hash").to_pylist(), texts,
+        source=source)
 
 
 def _jsonl_fast(path: str) -> CorpusManifest | None:
@@ -405,5 +464,5 @@ def load_manifest(path: str | os.PathLike[str]) -> CorpusManifest:
 
 
 def _columns_of(m: CorpusManifest) -> tuple[list[Any], ...]:
-    texts = m._texts if isinstance(m._texts, list) else m._texts.to_pylist()
-    return (m.chunk_ids, m.doc_ids, m.doc_versions, m.statuses, m.superseded_by, m.tenants, m._hashes, texts)
+    return tuple(list(c) for c in (m.chunk_ids, m.doc_ids, m.doc_versions, m.statuses, m.superseded_by, m.tenants,
+                                   m._hashes, m._texts))

@@ -81,42 +81,51 @@ class StaleReport:
 def stale_labels(gold: GoldFile, corpus: CorpusManifest, since: CorpusManifest | None = None, *,
                  max_stale_labels: int | None = None, max_stale_share: float | None = None) -> StaleReport:
     """Every stale label of ``gold`` against ``corpus`` (see module docs), in gold order."""
-    index_of, statuses = corpus.index_of, corpus.statuses
-    versions, docs, by = corpus.doc_versions, corpus.doc_ids, corpus.superseded_by
+    index_of = corpus.index_of
+    found = [(q, label, index_of(label.chunk_id)) for q in gold.queries for label in q.labels]
+    at = [i for _, _, i in found if i is not None]
+    statuses, by = corpus.take("statuses", at), corpus.take("superseded_by", at)
+    versions, docs = corpus.take("doc_versions", at), corpus.take("doc_ids", at)
+    changed: set[int] = set()
+    if since is not None:
+        pairs = [(i, j) for i, j in ((i, since.index_of(corpus.chunk_ids[i])) for i in at) if j is not None]
+        new_h = corpus.hashes_at([i for i, _ in pairs])
+        old_h = since.hashes_at([j for _, j in pairs])
+        changed = {i for (i, _), a, b in zip(pairs, old_h, new_h) if a is not None and b is not None and a != b}
     out: list[StaleLabel] = []
     total = 0
+    k = 0  # position in the columns taken above
+    rows_of: dict[str, list[StaleLabel]] = {}
+    for q, label, i in found:
+        total += 1
+        cid = label.chunk_id
+        rows = rows_of.setdefault(q.query_id, [])
+        if i is None:
+            if since is not None and cid in since:
+                rows.append(StaleLabel(q.query_id, cid, "relevant", label.grade, ("retired",), "absent from the new corpus"))
+            else:
+                rows.append(StaleLabel(q.query_id, cid, "relevant", label.grade, ("missing",), "not in the corpus"))
+            continue
+        reasons: list[str] = []
+        details: list[str] = []
+        status = statuses[k]
+        if status != "active":
+            reasons.append(status)
+            details.append(f"{status}" + (f" by {by[k]}" if by[k] else ""))
+        if i in changed:
+            reasons.append("content_changed")
+            details.append("text changed")
+        version = versions[k]
+        if version is not None:
+            newer = corpus.has_newer_version(docs[k], version)
+            if newer is not None:
+                reasons.append("newer_doc_version")
+                details.append(f"{docs[k]} {version} → {newer}")
+        k += 1
+        if reasons:
+            rows.append(StaleLabel(q.query_id, cid, "relevant", label.grade, tuple(reasons), "; ".join(details)))
     for q in gold.queries:
-        for label in q.labels:
-            total += 1
-            cid = label.chunk_id
-            i = index_of(cid)
-            if i is None:
-                if since is not None and cid in since:
-                    out.append(StaleLabel(q.query_id, cid, "relevant", label.grade, ("retired",),
-                                          "absent from the new corpus"))
-                else:
-                    out.append(StaleLabel(q.query_id, cid, "relevant", label.grade, ("missing",), "not in the corpus"))
-                continue
-            reasons: list[str] = []
-            details: list[str] = []
-            status = statuses[i]
-            if status != "active":
-                reasons.append(status)
-                details.append(f"{status}" + (f" by {by[i]}" if by[i] else ""))
-            if since is not None:
-                j = since.index_of(cid)
-                old, new = (None, None) if j is None else (since.hash_at(j), corpus.hash_at(i))
-                if old is not None and new is not None and old != new:
-                    reasons.append("content_changed")
-                    details.append("text changed")
-            version = versions[i]
-            if version is not None:
-                newer = corpus.has_newer_version(docs[i], version)
-                if newer is not None:
-                    reasons.append("newer_doc_version")
-                    details.append(f"{docs[i]} {version} → {newer}")
-            if reasons:
-                out.append(StaleLabel(q.query_id, cid, "relevant", label.grade, tuple(reasons), "; ".join(details)))
+        out.extend(rows_of.get(q.query_id, ()))
         for cid in q.must_not_retrieve:
             total += 1
             if cid in corpus:
