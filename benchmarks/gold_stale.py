@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORDS = ("invoice export project client workspace member role billing plan report task time entry approval "
-         "schedule archive budget rate currency tax").split()
+WORDS = ["invoice", "export", "project", "client", "workspace", "member", "role", "billing", "plan", "report", "task", "time", "entry", "approval", "schedule", "archive", "budget", "rate", "currency", "tax"]
 
 
 def generate(folder: Path, chunks: int, labels: int, seed: int) -> int:

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rankgate.cli import main
 from rankgate.corpus import load_manifest, manifest_from_records
@@ -209,7 +211,7 @@ def test_stale_on_moved_corpus_golden(tmp_path: Path, moved: Path, capsys: pytes
     assert got[("q_0002", "doc_export#c3")] == "content_changed;newer_doc_version"
     assert got[("q_0003", "doc_pricing_2026#c1")] == "deprecated"
     assert got[("q_0003", "doc_pricing_2023#c1")] == "retired"
-    assert [r for r in rows if r["kind"] == "must_not_retrieve"][0]["chunk_id"] == "doc_pricing_2023#c1"
+    assert next(r for r in rows if r["kind"] == "must_not_retrieve")["chunk_id"] == "doc_pricing_2023#c1"
     assert f"**{len(rows)} of 190 labels are stale" in out
     assert [f.name for f in out_dir.iterdir()] == ["stale.csv"]  # no temp file left behind
 
@@ -294,8 +296,6 @@ def test_hostile_inputs_are_refused(tmp_path: Path, moved: Path, capsys: pytest.
 
 
 # -- the manifest's fast path equals the row reader -------------------------------------------------
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _value = st.one_of(st.none(), st.sampled_from(["", "current", "Deprecated", "superseded", "retired", "archived", " "]),
                    st.text(max_size=6), st.integers(-2, 2), st.lists(st.integers(0, 9), max_size=1))
@@ -336,10 +336,11 @@ def test_manifest_fast_path_equals_row_reader(tmp_path: Path, rows: list, parque
 
 
 def test_manifest_fast_path_on_demo_files(moved: Path) -> None:
-    from rankgate.corpus.manifest import CorpusManifest, _jsonl_fast, _jsonl_rows
+    from rankgate.corpus.columnar import jsonl_fast
+    from rankgate.corpus.manifest import CorpusManifest, _jsonl_rows
 
     for path in (DEMO / "corpus.jsonl", moved):
-        fast = _jsonl_fast(str(path))
+        fast = jsonl_fast(str(path))
         assert fast is not None  # the demo's files take the fast path
         assert list(fast) == list(CorpusManifest(_jsonl_rows(str(path)), str(path)))
 

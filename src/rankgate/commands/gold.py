@@ -26,7 +26,8 @@ def _date(text: str) -> dt.date:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("gold", help=HELP, description=HELP + ". See docs/gold.md.")
     verbs = p.add_subparsers(dest="gold_command", metavar="ACTION", required=True, parser_class=type(p))
-    fmt = dict(choices=("markdown", "text"), default="markdown", help="report format on stdout (default: markdown)")
+    fmt: dict[str, Any] = {"choices": ("markdown", "text"), "default": "markdown",
+                           "help": "report format on stdout (default: markdown)"}
 
     v = verbs.add_parser("validate", help="schema, duplicates, ids against the corpus, mix, label age, gate power, owners",
                          description="Check a gold set. Exit 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input.")

@@ -14,8 +14,16 @@ from ..compare import is_share
 from ..goldset import GoldDiff, Relabel, StaleReport, ValidationReport
 from .numbers import MINUS, md_escape
 
-__all__ = ["diff_markdown", "diff_text", "stale_csv", "stale_markdown", "stale_text", "validate_markdown",
-           "validate_text", "STALE_ROWS_SHOWN"]
+__all__ = [
+    "STALE_ROWS_SHOWN",
+    "diff_markdown",
+    "diff_text",
+    "stale_csv",
+    "stale_markdown",
+    "stale_text",
+    "validate_markdown",
+    "validate_text",
+]
 
 STALE_ROWS_SHOWN = 50  # rows of the review list in markdown; stale.csv has them all
 
@@ -43,7 +51,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]
 def _plain(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     body = [[str(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
     return [line(header)] + [line(r) for r in body]
 
 
