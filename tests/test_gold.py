@@ -363,15 +363,20 @@ def test_gate_config_owner_and_max_stale_labels() -> None:
 
 def test_stale_csv_is_never_half_written(tmp_path: Path, moved: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import errno
+
     out = tmp_path / "review"
     out.mkdir()
     (out / "stale.csv").write_text("the previous review list\n")
+    real_replace = os.replace
 
-    def interrupted(src: str, dst: str) -> None:
-        raise KeyboardInterrupt  # killed between writing the temporary file and moving it into place
+    def failing(src: str, dst: str) -> None:
+        name = os.path.basename(src)
+        if name.startswith(".rankgate-") and not name.startswith(".rankgate-old-"):
+            raise OSError(errno.EIO, "Input/output error")  # the new file cannot be moved into place
+        real_replace(src, dst)
 
-    monkeypatch.setattr(os, "replace", interrupted)
-    code = main(["gold", "stale", "--gold", str(DEMO / "gold.jsonl"), "--corpus", str(moved), "-o", str(out)])
-    assert code == 130
-    assert [p.name for p in out.iterdir()] == ["stale.csv"]
+    monkeypatch.setattr(os, "replace", failing)
+    assert_refused(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", moved, "-o", out], out,
+                   names=["stale.csv"], capsys=capsys)
     assert (out / "stale.csv").read_text() == "the previous review list\n"

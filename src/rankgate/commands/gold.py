@@ -73,15 +73,14 @@ def _validate(args: argparse.Namespace) -> int:
 def _stale(args: argparse.Namespace) -> int:
     import os
 
-    from ..atomic import write_text
+    from ..atomic import check_folder, write_text
     from ..corpus import load_manifest
-    from ..errors import UsageError
     from ..gate_config import load_config
     from ..goldset import read_gold_file, stale_labels
     from ..report.gold import stale_csv, stale_markdown, stale_text
 
-    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise UsageError(f"{args.out}: -o must be a folder, and this is a file (choose a folder for stale.csv)")
+    if args.out:
+        check_folder(args.out, ["stale.csv"], option="-o")  # before any work
     config = load_config(args.config) if args.config else None
     gold = read_gold_file(args.gold)
     problem = gold.first_problem()
@@ -93,10 +92,7 @@ def _stale(args: argparse.Namespace) -> int:
                           max_stale_labels=config.max_stale_labels if config else None,
                           max_stale_share=config.max_stale_share if config else None)
     if args.out:
-        try:
-            write_text(os.path.join(args.out, "stale.csv"), stale_csv(report))
-        except OSError as exc:
-            raise UsageError(f"{args.out}: cannot write stale.csv: {exc.strerror or exc} (choose a writable folder)") from None
+        write_text(os.path.join(args.out, "stale.csv"), stale_csv(report))
     sys.stdout.write(stale_markdown(report) if args.format == "markdown" else stale_text(report))
     return report.exit_code
 
