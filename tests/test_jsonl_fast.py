@@ -1,4 +1,5 @@
-"""The DuckDB fast path for large JSONL runs gives exactly what the validating parser gives."""
+"""The fast path for large JSONL runs gives exactly what the validating parser gives (see also
+test_jsonl_differential.py, which generates hostile files)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,26 @@ import numpy as np
 import pytest
 
 from rankgate.data import jsonl_fast
-from rankgate.data.jsonl import iter_json_lines, parse_run_records
+from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
 from rankgate.data.load import load_run
 from rankgate.errors import InputError
 
 CASES = {
-    "scores": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 2.5, "text": "x", "doc_version": "2026"}, {"chunk_id": "b", "score": 1}]},
-               {"query_id": "q2", "topk": []}, {"query_id": 7, "topk": [{"chunk_id": 12, "score": 0.5}]}],
+    "scores": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 2.5, "text": "x", "doc_version": "2026-01-01"}, {"chunk_id": "b", "score": 1}]},
+               {"query_id": "q2", "topk": []}, {"query_id": "7", "topk": [{"chunk_id": "12", "score": 0.5}]}],
+    "integer ids": [{"query_id": 1, "topk": [{"chunk_id": 12, "score": 0.5}]}, {"query_id": 2, "topk": [{"chunk_id": 7, "score": 3}]}],
     "ranks": [{"query_id": "q1", "retrieved": [{"id": "a", "rank": 2}, {"id": "b", "rank": 1}]}],
     "bare ids": [{"qid": "q1", "retrieved": ["a", "b", "c"]}, {"qid": "q2", "retrieved": ["c"]}],
-    "per-query fields": [{"query_id": "q1", "system": "bm25", "latency_ms": {"retrieve": 3}, "topk": [{"chunk_id": "a", "score": 1.0}]}],
+    "per-query fields": [{"query_id": "q1", "system": "bm25", "k_raw": 50, "topk": [{"chunk_id": "a", "score": 1.0}]},
+                         {"query_id": "q2", "topk": [{"chunk_id": "a", "score": 1.0}], "tags": ["x", "y"]}],
+    "ranks, some missing": [{"query_id": "q1", "retrieved": [{"id": "a", "rank": 2}, {"id": "b"}]}],
+}
+# Exact in the parser, not provable from a table: the fast path declines and the parser reads them.
+DECLINED = {
+    "object field": [{"query_id": "q1", "latency_ms": {"retrieve": 3}, "topk": [{"chunk_id": "a", "score": 1.0}]}],
+    "float field": [{"query_id": "q1", "latency_ms": 3.5, "topk": [{"chunk_id": "a", "score": 1.0}]}],
+    "mixed id types": [{"query_id": "q1", "topk": ["a"]}, {"query_id": 7, "topk": ["b"]}],
+    "version and doc_version": [{"query_id": "q1", "topk": [{"chunk_id": "a", "doc_version": "1", "version": "2"}]}],
 }
 BROKEN = {
     "missing id later": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1}]}, {"topk": [{"chunk_id": "b", "score": 1}]}],
@@ -43,7 +54,7 @@ def test_same_run_as_the_validating_parser(case, tmp_path):
     path = write(tmp_path, CASES[case])
     fast = jsonl_fast.read_run_fast(path)
     assert fast is not None, "expected the fast path to take this file"
-    slow = parse_run_records(iter_json_lines(open(path).read().splitlines(), path), path)
+    slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
     assert fast.query_ids == slow.query_ids
     assert fast.r_query.tolist() == slow.r_query.tolist()
     assert fast.r_doc.to_pylist() == slow.r_doc.to_pylist()
@@ -53,6 +64,14 @@ def test_same_run_as_the_validating_parser(case, tmp_path):
             assert np.array_equal(a, b)
     assert {k: v for k, v in fast.items.items()} == {k: v for k, v in slow.items.items()}
     assert fast.fields == slow.fields
+    assert fast.query_lines.tolist() == slow.query_lines.tolist()
+
+
+@pytest.mark.parametrize("case", sorted(DECLINED))
+def test_files_the_fast_path_cannot_prove_take_the_parser(case, tmp_path):
+    path = write(tmp_path, DECLINED[case])
+    assert jsonl_fast.read_run_fast(path) is None
+    assert load_run(path).query_ids == ["q1"] + (["7"] if case == "mixed id types" else [])
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
@@ -65,7 +84,7 @@ def test_irregular_files_fall_back_to_the_precise_error(case, tmp_path):
 
 GOLDS = {
     "graded": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 2}, {"chunk_id": "b", "grade": 0}]},
-               {"query_id": 5, "relevant_chunks": [{"chunk_id": 9, "grade": 1}]}],
+               {"query_id": "5", "relevant_chunks": [{"chunk_id": "9", "grade": 1}]}],
 }
 BROKEN_GOLDS = {
     "non-integer grade": [{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]},
@@ -87,7 +106,7 @@ def test_gold_fast_path_matches(tmp_path):
     path = write(tmp_path, GOLDS["graded"])
     fast = jsonl_fast.read_gold_fast(path)
     assert fast is not None
-    slow = parse_gold_records(iter_json_lines(open(path).read().splitlines(), path), path)
+    slow = parse_gold_records(iter_json_lines(json_lines(read_text(path)), path), path)
     assert fast.query_ids == slow.query_ids
     assert fast.j_query.tolist() == slow.j_query.tolist()
     assert fast.j_doc.to_pylist() == slow.j_doc.to_pylist()

@@ -148,7 +148,7 @@ def load_baseline_summary(path: str) -> BaselineSummary:
 
 
 def is_summary_file(path: str) -> bool:
-    """A JSON object with a 'metrics' object (a summary), rather than a run file."""
+    """A JSON object with 'metrics' and no query id (a summary), rather than a run file."""
     if not os.path.isfile(path) or os.path.getsize(path) > 64 * 1024 * 1024:
         return False
     try:
@@ -158,4 +158,6 @@ def is_summary_file(path: str) -> bool:
         return False
     # Any object with a 'metrics' key and no query id is meant as a summary, so a malformed one is
     # explained as a summary ("'metrics' must be an object"), not as a run missing its query_id.
-    return isinstance(data, dict) and "metrics" in data and "query_id" not in data
+    from .data.jsonl import QUERY_ID_KEYS
+
+    return isinstance(data, dict) and "metrics" in data and not any(k in data for k in QUERY_ID_KEYS)

@@ -193,10 +193,12 @@ def _evaluate_loaded(
         perm = order.full(codes.size)
         if level != "doc" and dedupe != "first":
             row = int(perm[dupes[0]])
+            qi = int(r.r_query[row])
             raise InputError(
-                f"lists {run_docs[row].as_py()!r} more than once for query {r.query_ids[int(r.r_query[row])]!r} "
+                f"lists {run_docs[row].as_py()!r} more than once for query {r.query_ids[qi]!r} "
                 f"({dupes.size} repeated ids in all)",
                 path=r.source,
+                line=None if r.query_lines is None else int(r.query_lines[qi]),
                 hint="trec_eval refuses this too; fix the retriever, or pass --dedupe first to keep each id's best rank",
             )
         keep = np.ones(codes_sorted.size, dtype=bool)

@@ -5,12 +5,19 @@ Gold lines: ``relevant_chunks`` (list of ``{"chunk_id", "grade", "note"}`` or of
 per-query fields of DESIGN §2. Run lines: ``topk`` / ``retrieved`` / ``results`` / ``hits``: a list
 of item objects (``chunk_id``/``id``/``doc_id``, ``score``, ``rank``, ``doc_version``, ``text``) or
 of bare ids in rank order.
+
+Lines are split on ``\n`` only (a ``\r`` before it is JSON whitespace), never on U+2028, U+2029 or
+U+0085, which JSON allows raw inside strings. A UTF-8 byte-order mark at the start is ignored. Numbers
+must be finite: ``NaN``, ``Infinity`` and ``1e400`` are refused as a score or rank, and integers must
+fit in 64 bits (grades) or be at most :data:`MAX_K` (a per-query ``k``).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,10 +30,46 @@ ITEM_ID_KEYS = ("chunk_id", "doc_id", "id", "docid", "_id", "corpus_id", "corpus
 RELEVANT_KEYS = ("relevant_chunks", "relevant", "expected_output", "relevant_docs", "qrels")
 RUN_LIST_KEYS = ("topk", "retrieved", "results", "hits", "ranking", "docs", "chunks", "retrieved_chunks")
 GRADE_KEYS = ("grade", "relevance", "rel", "gain", "label")
+MAX_K = 2**31 - 1  # the largest cutoff (a per-query k or a metric's @k); also in metrics/spec.py
+_INT64 = 2**63
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _HANDLED = frozenset(QUERY_ID_KEYS + RELEVANT_KEYS) | {
     "no_answer", "metadata", "k", "tags", "query", "question", "text", "input", "intent", "segment",
     "source_of_query", "created", "corpus_version", "as_of", "expected_answer", "must_not_retrieve", "entities",
 }
+
+
+def read_text(path: str) -> str:
+    """The whole file (``.gz`` transparently) as text, without a leading byte-order mark.
+
+    Bytes that are not UTF-8 are an InputError naming their line, column and byte offset."""
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                data = fh.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot be read: {exc}", path=path) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(
+            f"is not UTF-8 text (byte {data[exc.start]:#04x} at column {column}, byte offset {exc.start})",
+            path=path, line=line, hint="save the file as UTF-8",
+        ) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSONL text: split on ``\n`` only, as JSON Lines defines them."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def iter_json_lines(lines: Iterable[str], path: str) -> Iterator[tuple[int, Any]]:
@@ -43,7 +86,50 @@ def iter_json_lines(lines: Iterable[str], path: str) -> Iterator[tuple[int, Any]
                 line=lineno,
                 hint="each line must be one JSON object",
             ) from None
+        except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, deep nesting
+            what = "nests too deeply" if isinstance(exc, RecursionError) else "holds a number too long to read"
+            raise InputError(f"{what}", path=path, line=lineno, hint="each line must be one JSON object") from None
         yield lineno, obj
+
+
+def summary_error(obj: Any, path: str, what: str) -> InputError | None:
+    """The error for a rankgate summary.json passed where a run or gold set belongs, or None."""
+    if isinstance(obj, dict) and "metrics" in obj and not any(k in obj for k in QUERY_ID_KEYS):
+        return InputError(
+            f"looks like a rankgate summary.json, not a {what}",
+            path=path,
+            hint="pass a summary as --baseline; "
+            + ("--run takes the retriever's output (JSONL, TREC or Parquet)" if what == "run" else "--gold takes the judgements"),
+        )
+    return None
+
+
+def _text(value: str, path: str, lineno: int, field: str) -> str:
+    if not value.isascii() and _SURROGATE.search(value):
+        raise InputError(
+            f"holds an unpaired surrogate escape ({ascii(_SURROGATE.search(value).group())}); got {value!r}"[:200],
+            path=path, line=lineno, field=field, hint="ids must be valid Unicode text",
+        )
+    return value
+
+
+def _number(value: Any, path: str, lineno: int, field: str) -> float | None:
+    """A score or rank: None, or a finite number (ints beyond float range are refused too)."""
+    if value is None:
+        return None
+    if not isinstance(value, bool) and isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number):
+            return number
+        shown = "an integer too large for a float" if isinstance(value, int) else repr(value)
+        raise InputError(
+            f"must be a finite number; got {shown}", path=path, line=lineno, field=field,
+            hint="NaN and infinite values cannot be ranked; drop the item or give it a finite value",
+        )
+    raise InputError(f"must be a number; got {value!r}"[:200], path=path, line=lineno, field=field)
 
 
 def _query_id(obj: Any, path: str, lineno: int) -> str:
@@ -59,9 +145,9 @@ def _query_id(obj: Any, path: str, lineno: int) -> str:
             value = obj[key]
             if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
                 raise InputError(
-                    f"must be a non-empty string; got {value!r}", path=path, line=lineno, field=key
+                    f"must be a non-empty string; got {value!r}"[:200], path=path, line=lineno, field=key
                 )
-            return str(value)
+            return _text(value, path, lineno, key) if isinstance(value, str) else str(value)
     raise InputError(
         "is missing",
         path=path,
@@ -72,15 +158,21 @@ def _query_id(obj: Any, path: str, lineno: int) -> str:
 
 
 def _grade(value: Any, path: str, lineno: int, field: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
         raise InputError(
-            f"must be an integer grade; got {value!r}",
+            f"must be an integer grade; got {value!r}"[:200],
             path=path,
             line=lineno,
             field=field,
             hint="grades are integers; a negative or 0 grade means judged not relevant",
+        )
+    if not -_INT64 <= value < _INT64:
+        raise InputError(
+            "must be an integer grade that fits in 64 bits; got one with "
+            f"{len(str(abs(value)))} digits", path=path, line=lineno, field=field,
+            hint="grades are small integers such as 0-3",
         )
     return value
 
@@ -90,8 +182,8 @@ def _item_id(item: dict[str, Any], path: str, lineno: int, field: str) -> str:
         if key in item:
             value = item[key]
             if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-                raise InputError(f"must be a non-empty string; got {value!r}", path=path, line=lineno, field=f"{field}.{key}")
-            return str(value)
+                raise InputError(f"must be a non-empty string; got {value!r}"[:200], path=path, line=lineno, field=f"{field}.{key}")
+            return _text(value, path, lineno, f"{field}.{key}") if isinstance(value, str) else str(value)
     raise InputError(
         f"item {json.dumps(item)[:80]} has no id",
         path=path,
@@ -220,8 +312,9 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
             raise InputError(f"must be an object; got {meta!r}"[:120], path=path, line=lineno, field="metadata")
         k = obj.get("k", (meta or {}).get("k"))
         if k is not None:
-            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise InputError(f"must be a positive integer; got {k!r}", path=path, line=lineno, field="k")
+            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+                shown = repr(k)[:40] if len(repr(k)) <= 40 else f"a number of {len(repr(k))} digits"
+                raise InputError(f"must be a positive integer up to {MAX_K}; got {shown}", path=path, line=lineno, field="k")
             put("k", qi, k)
         for name in ("query", "question", "text", "input"):
             if name in obj and name not in RELEVANT_KEYS:
@@ -275,6 +368,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
     sources: list[Any] = []
     has_score: bool | None = None
     fields: dict[str, list[Any]] = {}
+    lines: list[int] = []
 
     for lineno, obj in records:
         qid = _query_id(obj, path, lineno)
@@ -285,6 +379,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
             )
         qi = index[qid] = len(qids)
         qids.append(qid)
+        lines.append(lineno)
         for col in fields.values():
             col.append(None)
         key = next((k for k in RUN_LIST_KEYS if k in obj), None)
@@ -302,12 +397,8 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
         for pos, item in enumerate(items, start=1):
             if isinstance(item, dict):
                 doc = _item_id(item, path, lineno, f"{key}[{pos - 1}]")
-                s = item.get("score")
-                if s is not None and (isinstance(s, bool) or not isinstance(s, (int, float)) or math.isnan(s)):
-                    raise InputError(f"must be a number; got {s!r}", path=path, line=lineno, field=f"{key}[{pos - 1}].score")
-                r = item.get("rank")
-                if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))):
-                    raise InputError(f"must be a number; got {r!r}", path=path, line=lineno, field=f"{key}[{pos - 1}].rank")
+                s = _number(item.get("score"), path, lineno, f"{key}[{pos - 1}].score")
+                r = _number(item.get("rank"), path, lineno, f"{key}[{pos - 1}].rank")
                 version = item.get("doc_version", item.get("version"))
                 text = item.get("text", item.get("content"))
                 source = item.get("source")
@@ -331,8 +422,8 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
                 )
             rq.append(qi)
             rd.append(doc)
-            scores.append(float(s) if s is not None else 0.0)
-            orders.append(float(r) if r is not None else float(pos))
+            scores.append(s if s is not None else 0.0)
+            orders.append(r if r is not None else float(pos))
             versions.append(None if version is None else str(version))
             texts.append(None if text is None else str(text))
             sources.append(None if source is None else str(source))
@@ -358,4 +449,5 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
         items=items_cols,
         fields=fields,
         source=path,
+        query_lines=np.asarray(lines, dtype=np.int64),
     )

@@ -1,15 +1,32 @@
-"""Large JSONL runs and gold sets through DuckDB's JSON reader: one parallel pass, columnar result.
+"""Large JSONL runs and gold sets through pyarrow's JSON reader: one parallel pass, columnar result.
 
-Used for files of at least :data:`MIN_BYTES` whose first lines have one regular shape (a query id,
-one list of item objects or of ids; for gold sets, only a query id and a list of graded items). The shape and types are taken from the first
-:data:`SAMPLE_LINES` lines; anything irregular — a missing id, a mixed score column, a repeated
-query, a parse error — returns ``None`` and the caller re-reads the file with the validating
-line-by-line parser, which then names the offending line. So the fast path never changes a result
-or an error message; it only makes clean files fast.
+The fast path either returns exactly what the validating line-by-line parser (:mod:`.jsonl`) returns,
+or ``None``, and the caller then runs that parser, which gives the result or names the offending line.
+It never changes a result or an error message, by construction:
+
+* **Every line is read, every field is seen.** pyarrow infers the schema from the whole file, so a
+  field that appears only on line 150,001 (``must_not_retrieve``, ``k``, ``tags``…) is in the table's
+  schema and the fast path declines; nothing is taken from a sample of first lines. (The first lines
+  only suggest column types, and a suggested type is checked strictly on every line.)
+* **Types are strict.** pyarrow refuses a value of another JSON type (a grade ``"2"`` or ``true``, a
+  query id ``1.5``, an object where an id is expected): the read fails and the fast path declines.
+  Numbers are checked after the read: any non-finite number anywhere (``NaN``, ``Infinity``, ``Inf``,
+  ``1e400``) and any ``-0`` score or rank makes it decline.
+* **One object per line.** The file must start with ``{``, every line break must sit between ``}``
+  (or ``}\\r``) and ``{``, and pyarrow must return as many rows as there are lines, so an object
+  spread over lines, two objects on one line or a blank line all take the validating parser.
+* **Only what the validating parser would read, in the shape it reads it.** A field the fast path
+  cannot reproduce exactly (a per-query value that is a float or an object, both ``doc_version`` and
+  ``version`` on items, notes that are not strings, any gold field beyond the id and the judgements)
+  makes it decline.
+
+Used for files of at least :data:`MIN_BYTES` (a parameter of the readers, so tests can force the
+fast path on small files); smaller files go straight to the validating parser.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from typing import Any
@@ -17,194 +34,397 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .arrow import np_of, strings_of
+from .arrow import np_of
 from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
 from .models import Gold, Run
-from .source import open_text
+
+__all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
 MIN_BYTES = 8 << 20
 SAMPLE_LINES = 200
-_ITEM_FIELDS = {"score": "DOUBLE", "rank": "DOUBLE", "doc_version": "VARCHAR", "version": "VARCHAR",
-                "text": "VARCHAR", "content": "VARCHAR", "source": "VARCHAR"}
+_BOM = b"\xef\xbb\xbf"
+_ITEM_TEXT = (("doc_version", "version"), ("text", "content"), ("source", None))
+_MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
 
 
-def _large_file_sample(path: str) -> list[Any] | None:
-    """The first lines of a file big enough for the fast path, parsed; None otherwise."""
+# ---------------------------------------------------------------------------------------------------
+# the file: bytes, line structure, UTF-8
+
+
+def _file_bytes(path: str, min_bytes: int | None) -> bytes | memoryview | None:
+    """The file's bytes (decompressed, without a BOM) when it is large enough, else None."""
     try:
-        if os.path.getsize(path) < MIN_BYTES:
+        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
             return None
-    except OSError:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                data: bytes | memoryview = fh.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except (OSError, EOFError, ValueError):  # unreadable or corrupt: the validating reader explains
         return None
-    return _sample(path)
+    if bytes(data[:3]) == _BOM:
+        data = memoryview(data)[3:]
+    return data
 
 
-def _sample(path: str) -> list[Any] | None:
+def _line_count(data: bytes | memoryview) -> int | None:
+    """The number of lines when each line is one ``{...}`` with nothing around it, else None.
+
+    Every line must start with ``{`` and end with ``}`` (or ``}\\r``). Outside a JSON string a ``}``
+    can be followed by ``{`` only between top-level values (inside an object or array a ``,``, ``:``
+    or closing bracket must come between), and inside a string a raw line break is not valid JSON;
+    so each line break separates two top-level values. A parser that then returns as many values as
+    there are lines has found exactly one on each line.
+    """
+    arr = np.frombuffer(data, dtype=np.uint8)
+    n = arr.size
+    step = 1 << 20
+    breaks = np.concatenate([np.flatnonzero(arr[s : s + step] == 10) + s for s in range(0, n, step)] or [[]])
+    breaks = breaks.astype(np.int64)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.append(breaks, n)
+    if starts[-1] == n:  # a final line break ends the last line; it does not start an empty one
+        starts, ends = starts[:-1], ends[:-1]
+    if starts.size == 0 or (ends - starts < 2).any() or (arr[starts] != ord("{")).any():
+        return None
+    last = arr[ends - 1]
+    cr = last == ord("\r")
+    if cr.any():
+        if (ends[cr] - 2 <= starts[cr]).any():
+            return None
+        last = last.copy()
+        last[cr] = arr[ends[cr] - 2]
+    if (last != ord("}")).any():
+        return None
+    return int(starts.size)
+
+
+def _valid_utf8(data: bytes | memoryview) -> bool:
+    if isinstance(data, bytes) and data.isascii():
+        return True
+    buf = pa.py_buffer(data)
+    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
+    try:
+        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, buf]).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _sample(data: bytes | memoryview) -> list[dict[str, Any]]:
+    """The first lines, parsed, to suggest column types (a wrong suggestion only makes the read fail)."""
+    head = bytes(data[: 1 << 20])
     out = []
-    with open_text(path) as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                return None
-            if len(out) >= SAMPLE_LINES:
-                break
-    return out if out and all(isinstance(o, dict) for o in out) else None
+    for line in head.split(b"\n")[:SAMPLE_LINES]:
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            break
+        if not isinstance(obj, dict):
+            break
+        out.append(obj)
+    return out
 
 
-def _common(keys: tuple[str, ...], objs: list[dict[str, Any]]) -> str | None:
-    for key in keys:
-        if all(key in o for o in objs):
-            return key
-        if any(key in o for o in objs):
-            return None  # used by some lines only: irregular
+def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table, list[dict[str, Any]]] | None:
+    """The whole file as a table, or None when it is small, irregular or not exactly readable."""
+    data = _file_bytes(path, min_bytes)
+    if data is None:
+        return None
+    lines = _line_count(data)
+    if lines is None or not _valid_utf8(data):
+        return None
+    sample = _sample(data)
+    if not sample:
+        return None
+    import pyarrow.json as pj
+
+    try:
+        explicit = schema(sample)
+        table = pj.read_json(
+            pa.BufferReader(pa.py_buffer(data)),
+            read_options=pj.ReadOptions(block_size=4 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer"),
+        )
+    except (pa.ArrowException, ValueError):  # a value of another type, bad JSON…: the parser explains
+        return None
+    if table.num_rows != lines or not _all_finite(table):
+        return None
+    return table, sample
+
+
+def _all_finite(table: pa.Table) -> bool:
+    """No NaN or infinite number anywhere in the table, however deeply nested."""
+    def finite(arr: pa.Array) -> bool:
+        t = arr.type
+        if pa.types.is_floating(t):
+            values = np_of(arr, np.float64, fill=0.0)
+            return bool(np.isfinite(values).all())
+        if pa.types.is_struct(t):
+            return all(finite(arr.field(i)) for i in range(t.num_fields))
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return finite(arr.flatten())
+        return True
+
+    return all(finite(col.combine_chunks()) for col in table.columns)
+
+
+# ---------------------------------------------------------------------------------------------------
+# columns
+
+
+def _first(keys: tuple[str, ...], names: list[str]) -> str | None:
+    """The key the validating parser would read: the first of ``keys`` the records have."""
+    return next((k for k in keys if k in names), None)
+
+
+def _ids(arr: pa.Array) -> pa.Array | None:
+    """Ids as strings exactly as ``str(value)`` gives them, or None when one is missing or empty."""
+    import pyarrow.compute as pc
+
+    if arr.null_count:
+        return None
+    if pa.types.is_integer(arr.type):
+        arr = pc.cast(arr, pa.string())
+    elif not pa.types.is_string(arr.type):
+        return None
+    if len(arr) and pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
+        return None
+    return arr
+
+
+def _id_type(values: list[Any]) -> pa.DataType | None:
+    if values and all(isinstance(v, str) for v in values):
+        return pa.string()
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return pa.int64()
     return None
 
 
-def _is_id(v: Any) -> bool:
-    return isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
+def _numbers(arr: pa.Array) -> np.ndarray | None:
+    """A number column as float64 (nulls as NaN); None for other types, or when a ``-0`` would differ
+    from what ``float(-0)`` gives."""
+    if pa.types.is_null(arr.type):
+        return np.full(len(arr), np.nan)
+    if arr.type not in (pa.int64(), pa.float64()):
+        return None
+    values = np_of(arr, np.float64, fill=np.nan)
+    if ((values == 0) & np.signbit(values)).any():
+        return None
+    return values
 
 
-def read_run_fast(path: str) -> Run | None:
-    """The run, or None when the file is small or not regular enough for the fast path."""
-    sample = _large_file_sample(path)
-    if sample is None:
+def _plain(arr: pa.Array) -> bool:
+    """Values whose Python form is exactly what ``json.loads`` gives: strings, ints, bools, nulls."""
+    t = arr.type
+    if pa.types.is_list(t):
+        t = t.value_type
+    return pa.types.is_string(t) or t == pa.int64() or pa.types.is_boolean(t) or pa.types.is_null(t)
+
+
+# ---------------------------------------------------------------------------------------------------
+# runs
+
+
+def _run_schema(sample: list[dict[str, Any]]) -> pa.Schema | None:
+    fields = []
+    qkey = _first(QUERY_ID_KEYS, list(sample[0]))
+    lkey = _first(RUN_LIST_KEYS, list(sample[0]))
+    if qkey is None or lkey is None:
         return None
-    qkey, lkey = _common(QUERY_ID_KEYS, sample), _common(RUN_LIST_KEYS, sample)
-    if qkey is None or lkey is None or not all(_is_id(o[qkey]) for o in sample):
+    qtype = _id_type([o.get(qkey) for o in sample])
+    if qtype is not None:
+        fields.append(pa.field(qkey, qtype))
+    items = [it for o in sample if isinstance(o.get(lkey), list) for it in o[lkey]]
+    if items and all(isinstance(it, dict) for it in items):
+        ikey = _first(ITEM_ID_KEYS, list(items[0]))
+        seen = {key for it in items for key in it}  # declared only if seen: presence matters below
+        sub = [pa.field(name, pa.float64()) for name in ("score", "rank") if name in seen]
+        sub += [pa.field(name, pa.string()) for pair in _ITEM_TEXT for name in pair if name in seen]
+        itype = _id_type([it.get(ikey) for it in items]) if ikey else None
+        if itype is not None:
+            sub.insert(0, pa.field(ikey, itype))
+        fields.append(pa.field(lkey, pa.list_(pa.struct(sub))))
+    elif items:
+        itype = _id_type(items)
+        if itype is not None:
+            fields.append(pa.field(lkey, pa.list_(itype)))
+    return pa.schema(fields) if fields else None
+
+
+def read_run_fast(path: str, *, min_bytes: int | None = None) -> Run | None:
+    """The run, or None when the file is smaller than ``min_bytes`` (default :data:`MIN_BYTES`) or the
+    fast path cannot prove it reads it exactly as :func:`~rankgate.data.jsonl.parse_run_records` does."""
+    read = _read_table(path, min_bytes, _run_schema)
+    if read is None:
         return None
-    items = [it for o in sample for it in (o[lkey] or [])]
-    if not all(isinstance(o[lkey], list) for o in sample) or not items:
-        return None
-    columns: dict[str, str] = {qkey: "VARCHAR"}
-    if all(_is_id(it) for it in items):
-        columns[lkey] = "VARCHAR[]"
-        fields: dict[str, str] = {}
-        ikey = None
-    elif all(isinstance(it, dict) for it in items):
-        ikey = _common(ITEM_ID_KEYS, items)
-        if ikey is None or not all(_is_id(it[ikey]) for it in items):
-            return None
-        fields = {ikey: "VARCHAR"}
-        for name, kind in _ITEM_FIELDS.items():
-            if any(name in it for it in items):
-                fields[name] = kind
-        struct = ", ".join(f'"{k}" {v}' for k, v in fields.items())
-        columns[lkey] = f"STRUCT({struct})[]"
-    else:
-        return None
-    for o in sample:
-        for name in o:
-            if name not in columns and name not in QUERY_ID_KEYS and name not in RUN_LIST_KEYS:
-                columns[name] = "JSON"
+    table, sample = read
     try:
-        table = _read(path, columns)
-    except Exception:  # any reader error: the validating parser will explain it
+        return _to_run(table, path, list(sample[0]))
+    except (pa.ArrowException, ValueError, TypeError):
         return None
-    return _to_run(table, path, qkey, lkey, ikey, [c for c in columns if c not in (qkey, lkey)])
 
 
-def _read(path: str, columns: dict[str, str]) -> pa.Table:
-    import duckdb
-
-    spec = "{" + ", ".join(f"'{k}': '{v}'" for k, v in columns.items()) + "}"
-    con = duckdb.connect()
-    try:
-        rel = con.sql(
-            f"SELECT * FROM read_json($path, format='newline_delimited', columns={spec})",
-            params={"path": path},
-        )
-        return rel.to_arrow_table()
-    finally:
-        con.close()
-
-
-def _to_run(table: pa.Table, path: str, qkey: str, lkey: str, ikey: str | None, extra: list[str]) -> Run | None:
+def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
     import pyarrow.compute as pc
 
-    qcol = table.column(qkey).combine_chunks()
-    lists = table.column(lkey).combine_chunks()
-    if qcol.null_count or lists.null_count:
+    names = table.schema.names
+    qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RUN_LIST_KEYS, names)
+    if qkey is None or lkey is None:
         return None
-    enc = pc.dictionary_encode(qcol)
-    if len(enc.dictionary) != len(qcol):
+    qcol = _ids(table.column(qkey).combine_chunks())
+    lists = table.column(lkey).combine_chunks()
+    if qcol is None or lists.null_count or not pa.types.is_list(lists.type):
+        return None
+    if len(pc.unique(qcol)) != len(qcol):
         return None  # a query on two lines
     lengths = np_of(pc.list_value_length(lists), np.int64)
     flat = lists.flatten()
-    r_query = np.repeat(np.arange(len(qcol), dtype=np.int64), lengths)
-    run = Run(query_ids=qcol.to_pylist(), r_query=r_query, r_doc=flat if ikey is None else flat.field(ikey), source=path)
-    if run.r_doc.null_count:
-        return None
-    if ikey is not None:
-        names = [flat.type.field(i).name for i in range(flat.type.num_fields)]
-        score = flat.field("score") if "score" in names else None
-        if score is not None and 0 < score.null_count < len(score):
-            return None  # some items scored, others not
-        if score is not None and score.null_count == 0:
-            run.r_score = np_of(score, np.float64)
-            if np.isnan(run.r_score).any():
-                return None
+    if len(flat) == 0 or flat.null_count:
+        return None  # no item at all, or a null item
+    starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
+    pos = np.arange(len(flat), dtype=np.float64) - np.repeat(starts, lengths) + 1
+    run = Run(query_ids=qcol.to_pylist(), r_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
+              r_doc=pa.array([], pa.string()), source=path,
+              query_lines=np.arange(1, len(qcol) + 1, dtype=np.int64))  # one query per line, none blank
+    if pa.types.is_struct(flat.type):
+        inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
+        ikey = _first(ITEM_ID_KEYS, inner)
+        docs = _ids(flat.field(ikey)) if ikey else None
+        if docs is None:
+            return None
+        run.r_doc = docs
+        score = _numbers(flat.field("score")) if "score" in inner else np.full(len(flat), np.nan)
+        rank = _numbers(flat.field("rank")) if "rank" in inner else np.full(len(flat), np.nan)
+        if score is None or rank is None:
+            return None
+        scored = ~np.isnan(score)
+        if scored.all():
+            run.r_score = score
+        elif not scored.any():
+            run.r_order = np.where(np.isnan(rank), pos, rank)
         else:
-            rank = flat.field("rank") if "rank" in names else None
-            pos = np.arange(len(flat), dtype=np.float64) - np.repeat(np.concatenate(([0], np.cumsum(lengths)))[:-1], lengths) + 1
-            if rank is not None and rank.null_count not in (0, len(rank)):
-                return None
-            run.r_order = np_of(rank, np.float64) if rank is not None and rank.null_count == 0 else pos
-        for name, alias in (("doc_version", "version"), ("text", "content"), ("source", None)):
-            col = name if name in names else alias if alias in names else None
-            if col is not None:
-                run.items[name] = flat.field(col).to_pylist()
+            return None  # some items scored, others not: the parser names the first such item
+        for name, alias in _ITEM_TEXT:
+            present = [c for c in (name, alias) if c is not None and c in inner]
+            if len(present) > 1:
+                return None  # which one an item uses depends on keys a table cannot tell apart
+            if present:
+                col = flat.field(present[0])
+                if not (pa.types.is_string(col.type) or pa.types.is_null(col.type)):
+                    return None
+                if col.null_count < len(col):
+                    run.items[name] = col.to_pylist()
     else:
-        starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
-        run.r_order = np.arange(len(flat), dtype=np.float64) - np.repeat(starts, lengths) + 1
+        docs = _ids(flat)
+        if docs is None:
+            return None
+        run.r_doc = docs
+        run.r_order = pos
+    extra = [n for n in names if n not in QUERY_ID_KEYS and n not in RUN_LIST_KEYS]
+    extra.sort(key=lambda n: (first_keys.index(n) if n in first_keys else len(first_keys), names.index(n)))
     for name in extra:
-        values = table.column(name).to_pylist()
-        run.fields[name] = [None if v is None else json.loads(v) for v in values]
+        col = table.column(name).combine_chunks()
+        if not _plain(col):
+            return None  # floats and objects: their exact JSON values are the parser's to give
+        run.fields[name] = col.to_pylist()
     return run
 
 
-def read_gold_fast(path: str) -> Gold | None:
-    """A plain graded gold set (query id + list of {id, grade}), or None for anything richer."""
-    sample = _large_file_sample(path)
-    if sample is None:
+# ---------------------------------------------------------------------------------------------------
+# gold sets
+
+
+def _gold_schema(sample: list[dict[str, Any]]) -> pa.Schema | None:
+    qkey = _first(QUERY_ID_KEYS, list(sample[0]))
+    lkey = _first(RELEVANT_KEYS, list(sample[0]))
+    if qkey is None or lkey is None:
         return None
-    qkey, lkey = _common(QUERY_ID_KEYS, sample), _common(RELEVANT_KEYS, sample)
-    if qkey is None or lkey is None or any(set(o) - {qkey, lkey} for o in sample):
-        return None  # other fields (no_answer, tags, k …) take the validating parser
-    items = [it for o in sample for it in (o[lkey] if isinstance(o[lkey], list) else [None])]
-    if not items or not all(isinstance(it, dict) for it in items):
+    fields = []
+    qtype = _id_type([o.get(qkey) for o in sample])
+    if qtype is not None:
+        fields.append(pa.field(qkey, qtype))
+    items = [it for o in sample if isinstance(o.get(lkey), list) for it in o[lkey]]
+    if items and all(isinstance(it, dict) for it in items):
+        ikey, gkey = _first(ITEM_ID_KEYS, list(items[0])), _first(GRADE_KEYS, list(items[0]))
+        sub = [pa.field("note", pa.string())] if any("note" in it for it in items) else []
+        itype = _id_type([it.get(ikey) for it in items]) if ikey else None
+        if itype is not None:
+            sub.append(pa.field(ikey, itype))
+        if gkey is not None:
+            sub.append(pa.field(gkey, pa.float64()))
+        fields.append(pa.field(lkey, pa.list_(pa.struct(sub))))
+    elif items:
+        itype = _id_type(items)
+        if itype is not None:
+            fields.append(pa.field(lkey, pa.list_(itype)))
+    return pa.schema(fields) if fields else None
+
+
+def read_gold_fast(path: str, *, min_bytes: int | None = None) -> Gold | None:
+    """A plain gold set (query id + judgements, nothing else), or None: for a small file, for any other
+    field, or when the fast path cannot prove it reads it exactly as the validating parser does."""
+    read = _read_table(path, min_bytes, _gold_schema)
+    if read is None:
         return None
-    ikey, gkey = _common(ITEM_ID_KEYS, items), _common(GRADE_KEYS, items)
-    if ikey is None or gkey is None or any(set(it) - {ikey, gkey} for it in items):
-        return None
-    columns = {qkey: "VARCHAR", lkey: f'STRUCT("{ikey}" VARCHAR, "{gkey}" DOUBLE)[]'}
     try:
-        table = _read(path, columns)
-    except Exception:  # the validating parser explains whatever went wrong
+        return _to_gold(read[0], path)
+    except (pa.ArrowException, ValueError, TypeError):
         return None
+
+
+def _to_gold(table: pa.Table, path: str) -> Gold | None:
     import pyarrow.compute as pc
 
     from .ids import item_codes, segment_duplicates
 
-    qcol = table.column(qkey).combine_chunks()
+    names = table.schema.names
+    qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RELEVANT_KEYS, names)
+    if qkey is None or lkey is None or any(n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS for n in names):
+        return None  # no_answer, k, tags, must_not_retrieve …: the validating parser reads those
+    qcol = _ids(table.column(qkey).combine_chunks())
     lists = table.column(lkey).combine_chunks()
-    if qcol.null_count or lists.null_count or len(pc.unique(qcol)) != len(qcol):
+    if qcol is None or lists.null_count or not pa.types.is_list(lists.type) or len(pc.unique(qcol)) != len(qcol):
         return None
     lengths = np_of(pc.list_value_length(lists), np.int64)
-    flat = lists.flatten()
-    docs, grades = flat.field(ikey), flat.field(gkey)
-    if docs.null_count or grades.null_count:
-        return None
-    g = np_of(grades, np.float64)
-    if not np.array_equal(g, np.round(g)):
-        return None  # a non-integer grade: reported with its line by the validating parser
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
     if (lengths == 0).any():
         return None  # a query with no relevant item must say "no_answer": true
+    flat = lists.flatten()
+    if flat.null_count:
+        return None
+    notes = None
+    if pa.types.is_struct(flat.type):
+        inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
+        ikey, gkey = _first(ITEM_ID_KEYS, inner), _first(GRADE_KEYS, inner)
+        docs = _ids(flat.field(ikey)) if ikey else None
+        if docs is None:
+            return None
+        if gkey is None:
+            g = np.ones(len(flat), dtype=np.float64)
+        else:
+            gcol = flat.field(gkey)
+            if gcol.null_count or not pa.types.is_floating(gcol.type):
+                return None
+            g = np_of(gcol, np.float64)
+            if not np.array_equal(g, np.round(g)) or (np.abs(g) > _MAX_EXACT).any():
+                return None  # a non-integer or huge grade: reported with its line by the parser
+        if "note" in inner:
+            col = flat.field("note")
+            if not (pa.types.is_string(col.type) or pa.types.is_null(col.type)):
+                return None
+            if col.null_count < len(col):
+                notes = col.to_pylist()
+    else:
+        docs = _ids(flat)
+        if docs is None:
+            return None
+        g = np.ones(len(flat), dtype=np.float64)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
     if (np.add.reduceat((g >= 1).astype(np.int64), offsets[:-1]) == 0).any():
         return None
-    codes, _ = item_codes(docs, strings_of([]))
+    codes, _ = item_codes(docs, pa.array([], pa.string()))
     if segment_duplicates(codes, offsets).size:
         return None
     return Gold(
@@ -212,5 +432,6 @@ def read_gold_fast(path: str) -> Gold | None:
         j_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
         j_doc=docs,
         j_grade=g.astype(np.int64),
+        notes=notes,
         source=path,
     )

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError, UsageError
-from .jsonl import iter_json_lines, parse_gold_records, parse_run_records
+from .jsonl import iter_json_lines, json_lines, parse_gold_records, parse_run_records, read_text, summary_error
 from .models import Gold, Run
-from .source import PARQUET_MAGIC, check_file, first_byte, is_pipe, local_copy, magic, open_text
+from .source import PARQUET_MAGIC, check_file, first_byte, is_pipe, local_copy, magic
 
 GOLD_FORMATS = ("jsonl", "trec", "beir", "parquet")
 RUN_FORMATS = ("jsonl", "trec", "parquet")
@@ -55,21 +55,38 @@ def _check_format(fmt: str | None, allowed: tuple[str, ...], what: str) -> None:
         raise UsageError(f"unknown {what} format {fmt!r}; expected one of: {', '.join(allowed)}")
 
 
-def _json_records(path: str) -> Iterable[tuple[int, Any]]:
+def _json_records(path: str, what: str = "run") -> list[tuple[int, Any]]:
     """Records of a JSONL file; a .json file holding one array or object is accepted too."""
-    try:
-        with open_text(path) as fh:
-            text = fh.read()
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path=path) from None
+    text = read_text(path)
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        except (ValueError, RecursionError):
+            raise InputError("is not JSON that can be read (a number too long or nesting too deep)", path=path) from None
         return [(i, obj) for i, obj in enumerate(data, start=1)]
-    return list(iter_json_lines(text.splitlines(), path))
+    try:
+        records = list(iter_json_lines(json_lines(text), path))
+    except InputError:
+        _refuse_summary(text, path, what)  # a pretty-printed summary.json does not parse line by line
+        raise
+    if records:
+        error = summary_error(records[0][1], path, what)
+        if error is not None:
+            raise error
+    return records
+
+
+def _refuse_summary(text: str, path: str, what: str) -> None:
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        return
+    error = summary_error(whole, path, what)
+    if error is not None:
+        raise error
 
 
 def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, Any]]:
@@ -105,7 +122,7 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
             from .jsonl_fast import read_gold_fast
 
             fast = read_gold_fast(path)
-            return fast if fast is not None else parse_gold_records(_json_records(path), path)
+            return fast if fast is not None else parse_gold_records(_json_records(path, "gold set"), path)
         if fmt == "trec":
             from .trec import read_trec_qrels
 

@@ -72,7 +72,9 @@ class Run:
     ``r_score`` (float64; ranked by :func:`rankgate.data.ranking.rank_rows`) or ``r_order`` (the
     given position: JSONL ``rank`` or list position; kept as given). ``items`` holds optional
     per-row columns (``doc_version``, ``text``, ``source``); ``fields`` optional per-query values
-    (``system``, ``k_raw``, ``latency_ms``, ``index_version``, ``chunker`` …).
+    (``system``, ``k_raw``, ``latency_ms``, ``index_version``, ``chunker`` …). ``query_lines``: the
+    input line of each query, when the format has one line per query (JSONL), so that errors found
+    later (an id listed twice in one ranking) can name it.
     """
 
     query_ids: list[str]
@@ -83,6 +85,7 @@ class Run:
     items: dict[str, list[Any]] = field(default_factory=dict)
     fields: dict[str, list[Any]] = field(default_factory=dict)
     source: str = "<run>"
+    query_lines: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.r_doc)

@@ -1,0 +1,245 @@
+"""Differential tests: the fast JSONL path and the validating parser give identical results or errors.
+
+Files are generated: a regular run or gold set of a few hundred lines (more than the lines the fast
+path samples for column types), then hostile edits at random lines, often the last ones: values of
+the wrong type, non-finite numbers, extra fields, other key names, structural breaks (blank lines, two
+objects on one line, a BOM, raw line separators inside strings, bytes that are not UTF-8…). Each file
+is loaded twice through :func:`load_run` / :func:`load_gold`, with the fast path forced on (threshold
+0) and off, and the outcomes (every column, or the error message) must be identical.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rankgate.data import jsonl_fast
+from rankgate.data.load import load_gold, load_run
+from rankgate.errors import InputError
+
+N_MIN, N_MAX = jsonl_fast.SAMPLE_LINES + 20, jsonl_fast.SAMPLE_LINES + 120
+
+BAD_VALUES = ['"2"', "true", "false", "null", "1.5", "-0", "-0.0", "NaN", "Infinity", "-Infinity", "1e400",
+              "123456789012345678901234567890", "9223372036854775808", '""', '"2026-01-01"', "[]", "{}",
+              '{"chunk_id": "x"}', '["a"]', '"evil"', "0", "-3", "2.0", '"\\ud800"', '"a\u2028b"', "1e2"]
+EXTRA_FIELDS = ['"must_not_retrieve": ["evil"]', '"k": 1', '"k": 0', '"k": 99999999999999999999999', '"tags": {"t": "x"}',
+                '"no_answer": true', '"system": "bm25"', '"system": 3', '"latency_ms": 2', '"latency_ms": 2.5',
+                '"latency_ms": {"r": 1}', '"qid": "other"', '"query_id": "dup"', '"retrieved": ["z"]',
+                '"topk": ["z"]', '"relevant": ["z"]', '"metadata": {"k": 2}', '"note": 5', '"created": "2026-01-01"',
+                '"k_raw": [1, 2]', '"flag": true', '"x": null']
+ITEM_EXTRAS = ['"rank": 3', '"rank": NaN', '"rank": "1"', '"score": null', '"text": "t"', '"text": 5',
+               '"doc_version": "2026-01-01"', '"doc_version": 3', '"version": "v2"', '"content": "c"',
+               '"source": "bm25"', '"note": "n"', '"note": 1', '"id": "other"', '"doc_id": 4', '"grade": 1',
+               '"label": 2', '"meta": Infinity', '"meta": [1, "a"]', '"score": -0.0', '"score": 1e308']
+STRUCTURAL = ["blank", "two on one line", "split object", "leading space", "bom", "crlf", "u2028", "u2029", "nel",
+              "bad utf8", "raw cr", "trailing comma", "array line", "truncated", "nul byte", "trailing spaces"]
+
+
+def _run_line(i: int, n_items: int, scored: bool) -> dict:
+    items = [{"chunk_id": f"d{(i * 7 + j * 13) % 97}", **({"score": round(10.0 - j * 0.5, 2)} if scored else {})}
+             for j in range(n_items)]
+    return {"query_id": f"q{i}", "topk": items}
+
+
+def _gold_line(i: int, n_items: int) -> dict:
+    items = [{"chunk_id": f"d{(i * 5 + j * 11) % 89}", "grade": (j % 3) + (1 if j == 0 else 0)} for j in range(n_items)]
+    return {"query_id": f"q{i}", "relevant_chunks": items}
+
+
+edit = st.one_of(
+    st.tuples(st.just("value"), st.sampled_from(["query", "list", "item id", "item score", "grade", "item"]),
+              st.sampled_from(BAD_VALUES)),
+    st.tuples(st.just("field"), st.sampled_from(EXTRA_FIELDS), st.none()),
+    st.tuples(st.just("item field"), st.sampled_from(ITEM_EXTRAS), st.none()),
+    st.tuples(st.just("structure"), st.sampled_from(STRUCTURAL), st.none()),
+)
+
+
+def _position(n: int) -> st.SearchStrategy[int]:
+    # Often near the end, far past the lines the fast path samples; sometimes anywhere.
+    return st.one_of(st.integers(n - 5, n - 1), st.integers(jsonl_fast.SAMPLE_LINES, n - 1), st.integers(0, n - 1))
+
+
+def _apply(lines: list[bytes], at: int, change: tuple) -> list[bytes]:
+    kind, what, value = change
+    line = lines[at]
+    if kind == "value":
+        try:
+            obj = json.loads(line)
+        except ValueError:  # an earlier edit broke this line already
+            return lines
+        if not isinstance(obj, dict) or not ("topk" in obj or "relevant_chunks" in obj):
+            return lines
+        key = "topk" if "topk" in obj else "relevant_chunks"
+        if not isinstance(obj[key], list) or not all(isinstance(it, dict) for it in obj[key]) or "query_id" not in obj:
+            return lines
+        text = json.dumps(obj)
+        if what == "query":
+            text = text.replace(json.dumps(obj["query_id"]), value, 1)
+        elif what == "list":
+            text = text.replace(f'"{key}": ' + json.dumps(obj[key]), f'"{key}": {value}', 1)
+        elif what == "item" and obj[key]:
+            text = text.replace(json.dumps(obj[key][0]), value, 1)
+        elif what == "item id" and obj[key]:
+            text = text.replace(f'"chunk_id": "{obj[key][0]["chunk_id"]}"', f'"chunk_id": {value}', 1)
+        elif what == "item score" and obj[key] and "score" in obj[key][0]:
+            text = text.replace(f'"score": {json.dumps(obj[key][0]["score"])}', f'"score": {value}', 1)
+        elif what == "grade" and obj[key] and "grade" in obj[key][0]:
+            text = text.replace(f'"grade": {obj[key][0]["grade"]}', f'"grade": {value}', 1)
+        lines[at] = text.encode()
+    elif kind == "field":
+        lines[at] = line[:-1] + b", " + what.encode() + b"}"
+    elif kind == "item field":
+        pos = line.find(b"}")
+        if pos > 0 and line.find(b"[{") >= 0:
+            lines[at] = line[:pos] + b", " + what.encode() + line[pos:]
+    else:
+        lines[:] = _structural(lines, at, what)
+    return lines
+
+
+def _structural(lines: list[bytes], at: int, what: str) -> list[bytes]:
+    line = lines[at]
+    if what == "blank":
+        lines.insert(at, b"")
+    elif what == "two on one line" and at + 1 < len(lines):
+        lines[at : at + 2] = [lines[at] + b" " + lines[at + 1]]
+    elif what == "split object":
+        cut = line.find(b", ")
+        lines[at : at + 1] = [line[:cut + 1], line[cut + 2 :]]
+    elif what == "leading space":
+        lines[at] = b" " + line
+    elif what == "bom":
+        lines[0] = b"\xef\xbb\xbf" + lines[0]
+    elif what == "crlf":
+        lines[:] = [x + b"\r" for x in lines]
+    elif what in ("u2028", "u2029", "nel"):
+        char = {"u2028": "\u2028", "u2029": "\u2029", "nel": "\u0085"}[what]
+        lines[at] = line.replace(b': "q', (': "' + char + "q").encode(), 1)  # inside the query id
+    elif what == "bad utf8":
+        lines[at] = line.replace(b'"q', b'"\xff', 1)
+    elif what == "raw cr":
+        lines[at] = line.replace(b", ", b",\r", 1)
+    elif what == "trailing comma":
+        lines[at] = line[:-1] + b",}"
+    elif what == "array line":
+        lines[at] = b"[" + line + b"]"
+    elif what == "truncated":
+        lines[at] = line[: len(line) // 2]
+    elif what == "nul byte":
+        lines[at] = line + b"\x00"
+    elif what == "trailing spaces":
+        lines[at] = line + b"  "
+    return lines
+
+
+def _outcome(load, path: str, fast: bool):
+    old = jsonl_fast.MIN_BYTES
+    jsonl_fast.MIN_BYTES = 0 if fast else 1 << 62
+    try:
+        return ("ok", _canonical(load(path)))
+    except InputError as exc:
+        return ("error", str(exc))
+    finally:
+        jsonl_fast.MIN_BYTES = old
+
+
+def _canonical(obj) -> dict:
+    """Every column, compared exactly (floats by their bits, so -0.0 and NaN count)."""
+    out = {}
+    for name, value in vars(obj).items():
+        if isinstance(value, np.ndarray):
+            out[name] = (str(value.dtype), value.tobytes())
+        elif hasattr(value, "to_pylist"):
+            out[name] = value.to_pylist()
+        elif isinstance(value, dict):
+            out[name] = list(value.items())
+        else:
+            out[name] = value
+    return out
+
+
+def _file(tmp_path, name: str, lines: list[bytes]) -> str:
+    path = tmp_path / name
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return str(path)
+
+
+@st.composite
+def run_files(draw):
+    n = draw(st.integers(N_MIN, N_MAX))
+    scored = draw(st.booleans())
+    lines = [json.dumps(_run_line(i, 1 + i % 4, scored)).encode() for i in range(n)]
+    for _ in range(draw(st.integers(0, 3))):
+        _apply(lines, min(draw(_position(n)), len(lines) - 1), draw(edit))
+    return lines
+
+
+@st.composite
+def gold_files(draw):
+    n = draw(st.integers(N_MIN, N_MAX))
+    lines = [json.dumps(_gold_line(i, 1 + i % 3)).encode() for i in range(n)]
+    for _ in range(draw(st.integers(0, 3))):
+        _apply(lines, min(draw(_position(n)), len(lines) - 1), draw(edit))
+    return lines
+
+
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(lines=run_files())
+def test_fast_and_validating_run_readers_agree(lines, tmp_path):
+    path = _file(tmp_path, "run.jsonl", lines)
+    assert _outcome(load_run, path, fast=True) == _outcome(load_run, path, fast=False)
+
+
+@SETTINGS
+@given(lines=gold_files())
+def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
+    path = _file(tmp_path, "gold.jsonl", lines)
+    assert _outcome(load_gold, path, fast=True) == _outcome(load_gold, path, fast=False)
+
+
+@pytest.mark.parametrize("kind", ["run", "gold"])
+@pytest.mark.parametrize("change", [("field", '"system": "bm25"', None), ("item field", '"text": "t"', None),
+                                    ("structure", "crlf", None), ("structure", "bom", None),
+                                    ("structure", "u2028", None), ("item field", '"rank": 3', None)])
+def test_regular_variations_keep_the_fast_path(kind, change, tmp_path):
+    """The differential tests above would pass with a fast path that always declines: these shapes,
+    edited far past the sampled lines, must still be read by it."""
+    n = N_MIN
+    make = (lambda i: _run_line(i, 3, True)) if kind == "run" else (lambda i: _gold_line(i, 2))
+    lines = [json.dumps(make(i)).encode() for i in range(n)]
+    if kind == "gold" and change[0] == "field" or (kind == "gold" and change[1] in ('"text": "t"', '"rank": 3')):
+        change = ("item field", '"note": "n"', None)
+    _apply(lines, n - 1, change)
+    path = _file(tmp_path, f"{kind}.jsonl", lines)
+    reader = jsonl_fast.read_run_fast if kind == "run" else jsonl_fast.read_gold_fast
+    assert reader(path, min_bytes=0) is not None
+    load = load_run if kind == "run" else load_gold
+    assert _outcome(load, path, fast=True) == _outcome(load, path, fast=False)
+
+
+def test_a_real_large_file_with_the_odd_line_far_past_the_start(tmp_path):
+    """The issue's example: 150,000 gold lines (over 8 MB), then one line with must_not_retrieve and k.
+    The forbidden hit and the k must count, as they do in a small file."""
+    from rankgate import evaluate
+
+    body = "".join(f'{{"query_id": "q{i:06d}", "relevant_chunks": [{{"chunk_id": "c{i:06d}", "grade": 1}}]}}\n'
+                   for i in range(150_000))
+    odd = '{"query_id": "odd", "relevant_chunks": [{"chunk_id": "good", "grade": 1}], "must_not_retrieve": ["evil"], "k": 1}\n'
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(body + odd)
+    assert gold.stat().st_size >= jsonl_fast.MIN_BYTES
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"query_id": "odd", "topk": [{"chunk_id": "evil", "score": 2}, {"chunk_id": "good", "score": 1}]}\n')
+    result = evaluate(str(gold), str(run), ["forbidden@5", "recall"])
+    i = result.query_ids.index("odd")
+    assert result["forbidden@5"][i] == 1.0
+    assert result["recall"][i] == 0.0  # k = 1 from the odd line: "good" is at rank 2
