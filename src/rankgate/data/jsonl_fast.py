@@ -42,6 +42,7 @@ __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
 MIN_BYTES = 8 << 20
 SAMPLE_LINES = 200
+BLOCK = 1 << 20  # bytes per parse block (pyarrow parses blocks in parallel)
 _BOM = b"\xef\xbb\xbf"
 _ITEM_TEXT = (("doc_version", "version"), ("text", "content"), ("source", None))
 _MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
@@ -51,25 +52,24 @@ _MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
 # the file: bytes, line structure, UTF-8
 
 
-def _file_bytes(path: str, min_bytes: int | None) -> bytes | memoryview | None:
-    """The file's bytes (decompressed, without a BOM) when it is large enough, else None."""
+def _file_bytes(path: str, min_bytes: int | None) -> pa.Buffer | None:
+    """The file's bytes (memory-mapped, or decompressed; without a BOM) when it is large enough."""
     try:
         if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
             return None
         if path.endswith(".gz"):
             with gzip.open(path, "rb") as fh:
-                data: bytes | memoryview = fh.read()
+                data = pa.py_buffer(fh.read())
         else:
-            with open(path, "rb") as fh:
-                data = fh.read()
-    except (OSError, EOFError, ValueError):  # unreadable or corrupt: the validating reader explains
+            data = pa.memory_map(path).read_buffer()
+    except (OSError, EOFError, ValueError, pa.ArrowException):  # the validating reader explains
         return None
-    if bytes(data[:3]) == _BOM:
-        data = memoryview(data)[3:]
+    if data.size >= 3 and data.slice(0, 3).to_pybytes() == _BOM:
+        data = data.slice(3)
     return data
 
 
-def _line_count(data: bytes | memoryview) -> int | None:
+def _line_count(data: pa.Buffer) -> int | None:
     """The number of lines when each line is one ``{...}`` with nothing around it, else None.
 
     Every line must start with ``{`` and end with ``}`` (or ``}\\r``). Outside a JSON string a ``}``
@@ -101,21 +101,19 @@ def _line_count(data: bytes | memoryview) -> int | None:
     return int(starts.size)
 
 
-def _valid_utf8(data: bytes | memoryview) -> bool:
-    if isinstance(data, bytes) and data.isascii():
-        return True
-    buf = pa.py_buffer(data)
-    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
+def _valid_utf8(data: pa.Buffer) -> bool:
+    """Whether the bytes are UTF-8 (arrow's vectorised check: the JSON parser does not make it)."""
+    offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int64))
     try:
-        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, buf]).validate(full=True)
+        pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, data]).validate(full=True)
     except pa.ArrowInvalid:
         return False
     return True
 
 
-def _sample(data: bytes | memoryview) -> list[dict[str, Any]]:
+def _sample(data: pa.Buffer) -> list[dict[str, Any]]:
     """The first lines, parsed, to suggest column types (a wrong suggestion only makes the read fail)."""
-    head = bytes(data[: 1 << 20])
+    head = data.slice(0, min(data.size, 1 << 20)).to_pybytes()
     out = []
     for line in head.split(b"\n")[:SAMPLE_LINES]:
         try:
@@ -144,13 +142,16 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table
     try:
         explicit = schema(sample)
         table = pj.read_json(
-            pa.BufferReader(pa.py_buffer(data)),
-            read_options=pj.ReadOptions(block_size=4 << 20),
+            pa.BufferReader(data),
+            read_options=pj.ReadOptions(block_size=BLOCK),
             parse_options=pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer"),
         )
     except (pa.ArrowException, ValueError):  # a value of another type, bad JSON…: the parser explains
         return None
-    if table.num_rows != lines or not _all_finite(table):
+    if table.num_rows != lines:
+        return None
+    table = table.combine_chunks()  # one chunk per column from here on
+    if not _all_finite(table):
         return None
     return table, sample
 
@@ -168,11 +169,15 @@ def _all_finite(table: pa.Table) -> bool:
             return finite(arr.flatten())
         return True
 
-    return all(finite(col.combine_chunks()) for col in table.columns)
+    return all(finite(chunk) for col in table.columns for chunk in col.chunks)
 
 
 # ---------------------------------------------------------------------------------------------------
 # columns
+
+
+def _one(col: pa.ChunkedArray) -> pa.Array:
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 def _first(keys: tuple[str, ...], names: list[str]) -> str | None:
@@ -274,8 +279,8 @@ def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RUN_LIST_KEYS, names)
     if qkey is None or lkey is None:
         return None
-    qcol = _ids(table.column(qkey).combine_chunks())
-    lists = table.column(lkey).combine_chunks()
+    qcol = _ids(_one(table.column(qkey)))
+    lists = _one(table.column(lkey))
     if qcol is None or lists.null_count or not pa.types.is_list(lists.type):
         return None
     if len(pc.unique(qcol)) != len(qcol):
@@ -284,8 +289,11 @@ def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
     flat = lists.flatten()
     if len(flat) == 0 or flat.null_count:
         return None  # no item at all, or a null item
-    starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
-    pos = np.arange(len(flat), dtype=np.float64) - np.repeat(starts, lengths) + 1
+
+    def positions() -> np.ndarray:  # 1-based place of each item in its list
+        starts = np.concatenate(([0], np.cumsum(lengths)))[:-1]
+        return np.arange(len(flat), dtype=np.float64) - np.repeat(starts, lengths) + 1
+
     run = Run(query_ids=qcol.to_pylist(), r_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
               r_doc=pa.array([], pa.string()), source=path,
               query_lines=np.arange(1, len(qcol) + 1, dtype=np.int64))  # one query per line, none blank
@@ -304,7 +312,7 @@ def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
         if scored.all():
             run.r_score = score
         elif not scored.any():
-            run.r_order = np.where(np.isnan(rank), pos, rank)
+            run.r_order = np.where(np.isnan(rank), positions(), rank)
         else:
             return None  # some items scored, others not: the parser names the first such item
         for name, alias in _ITEM_TEXT:
@@ -322,11 +330,11 @@ def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
         if docs is None:
             return None
         run.r_doc = docs
-        run.r_order = pos
+        run.r_order = positions()
     extra = [n for n in names if n not in QUERY_ID_KEYS and n not in RUN_LIST_KEYS]
     extra.sort(key=lambda n: (first_keys.index(n) if n in first_keys else len(first_keys), names.index(n)))
     for name in extra:
-        col = table.column(name).combine_chunks()
+        col = _one(table.column(name))
         if not _plain(col):
             return None  # floats and objects: their exact JSON values are the parser's to give
         run.fields[name] = col.to_pylist()
@@ -384,8 +392,8 @@ def _to_gold(table: pa.Table, path: str) -> Gold | None:
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RELEVANT_KEYS, names)
     if qkey is None or lkey is None or any(n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS for n in names):
         return None  # no_answer, k, tags, must_not_retrieve …: the validating parser reads those
-    qcol = _ids(table.column(qkey).combine_chunks())
-    lists = table.column(lkey).combine_chunks()
+    qcol = _ids(_one(table.column(qkey)))
+    lists = _one(table.column(lkey))
     if qcol is None or lists.null_count or not pa.types.is_list(lists.type) or len(pc.unique(qcol)) != len(qcol):
         return None
     lengths = np_of(pc.list_value_length(lists), np.int64)
