@@ -30,8 +30,9 @@ ITEM_ID_KEYS = ("chunk_id", "doc_id", "id", "docid", "_id", "corpus_id", "corpus
 RELEVANT_KEYS = ("relevant_chunks", "relevant", "expected_output", "relevant_docs", "qrels")
 RUN_LIST_KEYS = ("topk", "retrieved", "results", "hits", "ranking", "docs", "chunks", "retrieved_chunks")
 GRADE_KEYS = ("grade", "relevance", "rel", "gain", "label")
-MAX_K = 2**31 - 1  # the largest cutoff (a per-query k or a metric's @k); also in metrics/spec.py
+MAX_K = 1_000_000_000  # the largest cutoff (a per-query k or a metric's @k); the same as metrics/spec.py
 _INT64 = 2**63
+NON_FINITE_HINT = "NaN and infinite values cannot be ranked; drop the item or give it a finite value"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _HANDLED = frozenset(QUERY_ID_KEYS + RELEVANT_KEYS) | {
     "no_answer", "metadata", "k", "tags", "query", "question", "text", "input", "intent", "segment",
@@ -127,7 +128,7 @@ def _number(value: Any, path: str, lineno: int, field: str) -> float | None:
         shown = "an integer too large for a float" if isinstance(value, int) else repr(value)
         raise InputError(
             f"must be a finite number; got {shown}", path=path, line=lineno, field=field,
-            hint="NaN and infinite values cannot be ranked; drop the item or give it a finite value",
+            hint=NON_FINITE_HINT,
         )
     raise InputError(f"must be a number; got {value!r}"[:200], path=path, line=lineno, field=field)
 
@@ -314,7 +315,7 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
         if k is not None:
             if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
                 shown = repr(k)[:40] if len(repr(k)) <= 40 else f"a number of {len(repr(k))} digits"
-                raise InputError(f"must be a positive integer up to {MAX_K}; got {shown}", path=path, line=lineno, field="k")
+                raise InputError(f"must be a positive integer up to {MAX_K:,}; got {shown}", path=path, line=lineno, field="k")
             put("k", qi, k)
         for name in ("query", "question", "text", "input"):
             if name in obj and name not in RELEVANT_KEYS:

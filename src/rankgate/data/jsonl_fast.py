@@ -12,6 +12,8 @@ It never changes a result or an error message, by construction:
   query id ``1.5``, an object where an id is expected): the read fails and the fast path declines.
   Numbers are checked after the read: any non-finite number anywhere (``NaN``, ``Infinity``, ``Inf``,
   ``1e400``) and any ``-0`` score or rank makes it decline.
+* **Nothing the parser cannot take.** Lines that could nest deeper than :data:`_DEPTH` are parsed
+  by Python first (pyarrow's reader crashes on very deep nesting; Python's refuses it).
 * **One object per line.** The file must start with ``{``, every line break must sit between ``}``
   (or ``}\\r``) and ``{``, and pyarrow must return as many rows as there are lines, so an object
   spread over lines, two objects on one line or a blank line all take the validating parser.
@@ -45,7 +47,8 @@ SAMPLE_LINES = 200
 BLOCK = 1 << 20  # bytes per parse block (pyarrow parses blocks in parallel)
 _BOM = b"\xef\xbb\xbf"
 _ITEM_TEXT = (("doc_version", "version"), ("text", "content"), ("source", None))
-_MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
+_MAX_EXACT = float(2**53)
+_DEPTH = 2000  # nesting a line may have unchecked (Python's parser stops near 1000, pyarrow's crashes far deeper)  # doubles hold every integer up to here exactly
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -98,7 +101,25 @@ def _line_count(data: pa.Buffer) -> int | None:
         last[cr] = arr[ends[cr] - 2]
     if (last != ord("}")).any():
         return None
+    if not _shallow(arr, starts, ends):
+        return None
     return int(starts.size)
+
+
+def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether no line nests deeper than the JSON parser can take (very deep nesting crashes it).
+
+    A line nests at most half its length deep, and at most as deep as it has ``[`` and ``{``; a line
+    with more than :data:`_DEPTH` of them is parsed here once, and declined if Python's parser (the
+    validating path's) cannot read it either."""
+    for i in np.flatnonzero(ends - starts > 2 * _DEPTH).tolist():
+        line = arr[starts[i] : ends[i]]
+        if np.count_nonzero(line == ord("[")) + np.count_nonzero(line == ord("{")) > _DEPTH:
+            try:
+                json.loads(line.tobytes())
+            except (ValueError, RecursionError):
+                return False
+    return True
 
 
 def _valid_utf8(data: pa.Buffer) -> bool:

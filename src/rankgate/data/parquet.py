@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from .arrow import np_of
+from .jsonl import NON_FINITE_HINT
 from .models import Gold, Run
 from .trec import _codes, _combine, _dictionary_codes, check_unique_judgements
 
@@ -249,9 +250,10 @@ def read_parquet_run(path: str) -> Run:
     if col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
         raise InputError(f"must hold numbers with no gaps; has type {col.type}", path=path, field=key)
     values = np_of(col, np.float64)
-    if np.isnan(values).any():
-        row = int(np.flatnonzero(np.isnan(values))[0])
-        raise InputError(f"holds NaN in {_where(path, row)}", path=path, field=key)
+    if not np.isfinite(values).all():  # one rule in every format: NaN and infinite values cannot be ranked
+        row = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise InputError(f"must hold finite numbers; holds {values[row]} in {_where(path, row)}", path=path,
+                         field=key, hint=NON_FINITE_HINT)
     if s is not None:
         run.r_score = values
     else:

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from ..errors import InputError
 from .arrow import arrow_of, np_of, strings_of
+from .jsonl import NON_FINITE_HINT
 from .models import Gold, Run
 from .source import gzip_error, is_gzip, text_lines
 
@@ -242,7 +243,7 @@ def _dictionary_codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
 
 def read_trec_run(path: str) -> Run:
     mapped = _mapped_lines(path, 6, 4, 0)
-    if mapped is not None:
+    if mapped is not None and np.isfinite(mapped[2]).all():  # (1e400 reads as inf: the others name its line)
         qids, codes, scores, ids = mapped
         if len(codes) == 0:
             raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
@@ -260,9 +261,10 @@ def read_trec_run(path: str) -> Run:
             raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
         qids, codes = _dictionary_codes(table.column("q"))
         scores = np_of(table.column("s"))
-        if np.isnan(scores).any():
-            bad = int(np.flatnonzero(np.isnan(scores))[0])
-            raise InputError("must be a number; got nan", path=path, line=bad + 1, field="score (column 5)")
+        if not np.isfinite(scores).all():  # one rule in every format: NaN and infinite scores cannot be ranked
+            bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+            raise InputError(f"must be a finite number; got {scores[bad]}", path=path, line=bad + 1,
+                             field="score (column 5)", hint=NON_FINITE_HINT)
         # Ids stay in the reader's blocks: they are parsed to numbers block by block and otherwise
         # read only for the few rows a message or a report names.
         return Run(query_ids=qids, r_query=codes, r_doc=table.column("d"), r_score=scores, source=path)
@@ -288,8 +290,9 @@ def read_trec_run(path: str) -> Run:
             score = float(parts[4])
         except ValueError:
             raise InputError(f"must be a number; got {parts[4]!r}", path=path, line=lineno, field="score (column 5)") from None
-        if math.isnan(score):
-            raise InputError("must be a number; got nan", path=path, line=lineno, field="score (column 5)")
+        if not math.isfinite(score):
+            raise InputError(f"must be a finite number; got {parts[4]!r}", path=path, line=lineno,
+                             field="score (column 5)", hint=NON_FINITE_HINT)
         rq.append(qi)
         rd.append(parts[2])
         rs.append(score)

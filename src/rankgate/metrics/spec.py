@@ -4,7 +4,11 @@ Grammar (case-insensitive names, no spaces needed)::
 
     spec    := name [ "(" param { "," param } ")" ] [ "@" k ]
     param   := key "=" value
-    k       := positive integer
+    k       := positive integer, at most MAX_K
+
+Parameter values are checked once, when parsed: a float parameter takes a finite number (``nan``,
+``inf`` and ``1e400`` are refused), except the infinite value that is its own default
+(``min_score=-inf`` means "no line"); an integer parameter must fit in 64 bits.
 
 ``str(spec)`` is canonical: the registered name, parameters that differ from their defaults in
 alphabetical order, then ``@k``. ``parse_metric(str(m)) == m`` holds for every spec.
@@ -12,6 +16,7 @@ alphabetical order, then ``@k``. ``parse_metric(str(m)) == m`` holds for every s
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -129,11 +134,21 @@ def parse_metric(text: str | Metric) -> Metric:
                 raise MetricSpecError(f"metric {name!r} has no parameter {key!r}; its parameters: {known}")
             if key in params:
                 raise MetricSpecError(f"parameter {key!r} given twice in {text!r}")
-            params[key] = definition.params[key].convert(value, spec=text)
+            params[key] = _checked(definition.params[key], definition.params[key].convert(value, spec=text), value, text)
     canonical = tuple(
         sorted((key, v) for key, v in params.items() if v != definition.params[key].default)
     )
     return Metric(name, k, canonical)
+
+
+def _checked(param: Any, value: Any, raw: str, spec: str) -> Any:
+    """A converted parameter value every kernel can use. NaN and 64-bit overflow are refused by
+    :meth:`Param.convert`; an infinity is refused too unless it is the parameter's own default
+    (``min_score=-inf``: no line), as ``overlap=inf`` or ``min_score=inf`` would silently make the
+    metric constant."""
+    if isinstance(value, float) and math.isinf(value) and value != param.default:
+        raise MetricSpecError(f"parameter {param.name!r} in {spec!r} must be a finite number; got {raw!r}")
+    return value
 
 
 def parse_metrics(texts: str | list[str] | tuple[str, ...]) -> list[Metric]:
