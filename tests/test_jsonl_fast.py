@@ -121,3 +121,24 @@ def test_irregular_gold_falls_back_to_the_precise_error(case, tmp_path):
     assert jsonl_fast.read_gold_fast(path) is None
     with pytest.raises(InputError, match=r"run.jsonl:2"):
         load_gold(path)
+
+
+def test_lines_longer_than_a_parse_block_are_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonl_fast, "BLOCK", 1024)
+    rows = [{"query_id": f"q{q}", "topk": [{"chunk_id": f"d{i}", "score": 1.0 / (i + 1)} for i in range(300)]} for q in range(3)]
+    path = write(tmp_path, rows)
+    fast = jsonl_fast.read_run_fast(path)
+    assert fast is not None
+    slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
+    assert fast.r_doc.to_pylist() == slow.r_doc.to_pylist() and np.array_equal(fast.r_score, slow.r_score)
+
+
+def test_deep_nesting_is_declined_before_the_json_reader(tmp_path):
+    """pyarrow's JSON reader crashes the process on very deep nesting: the fast path must never pass
+    it such a line (Python's parser refuses it, so the validating path names the line)."""
+    deep = "[" * 50_000 + "]" * 50_000
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"query_id": "q1", "topk": ["a"]}\n{"query_id": "q2", "topk": ["b"], "x": ' + deep + "}\n")
+    assert jsonl_fast.read_run_fast(str(path)) is None
+    with pytest.raises(InputError, match=r"run.jsonl:2: nests too deeply"):
+        load_run(str(path))

@@ -58,8 +58,8 @@ _DEPTH = 2000  # nesting a line may have unchecked (Python's parser stops near 1
 def _file_bytes(path: str, min_bytes: int | None) -> pa.Buffer | None:
     """The file's bytes (memory-mapped, or decompressed; without a BOM) when it is large enough."""
     try:
-        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
-            return None
+        if not os.path.isfile(path) or os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
+            return None  # small, or a pipe: the validating reader reads it as a stream
         if path.endswith(".gz"):
             with gzip.open(path, "rb") as fh:
                 data = pa.py_buffer(fh.read())
@@ -72,8 +72,8 @@ def _file_bytes(path: str, min_bytes: int | None) -> pa.Buffer | None:
     return data
 
 
-def _line_count(data: pa.Buffer) -> int | None:
-    """The number of lines when each line is one ``{...}`` with nothing around it, else None.
+def _line_count(data: pa.Buffer) -> tuple[int, int] | None:
+    """(number of lines, longest line) when each line is one ``{...}`` with nothing around it, else None.
 
     Every line must start with ``{`` and end with ``}`` (or ``}\\r``). Outside a JSON string a ``}``
     can be followed by ``{`` only between top-level values (inside an object or array a ``,``, ``:``
@@ -103,7 +103,7 @@ def _line_count(data: pa.Buffer) -> int | None:
         return None
     if not _shallow(arr, starts, ends):
         return None
-    return int(starts.size)
+    return int(starts.size), int((ends - starts).max())
 
 
 def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -134,9 +134,14 @@ def _valid_utf8(data: pa.Buffer) -> bool:
 
 def _sample(data: pa.Buffer) -> list[dict[str, Any]]:
     """The first lines, parsed, to suggest column types (a wrong suggestion only makes the read fail)."""
-    head = data.slice(0, min(data.size, 1 << 20)).to_pybytes()
+    arr = np.frombuffer(data, dtype=np.uint8)
+    breaks = np.flatnonzero(arr[: 1 << 20] == 10)[:SAMPLE_LINES]
+    if breaks.size == 0:  # a first line longer than 1 MB: up to its end
+        found = np.flatnonzero(arr == 10)[:1]
+        breaks = found if found.size else np.array([data.size])
+    head = data.slice(0, int(breaks[-1])).to_pybytes()
     out = []
-    for line in head.split(b"\n")[:SAMPLE_LINES]:
+    for line in head.split(b"\n"):
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):
@@ -152,9 +157,10 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table
     data = _file_bytes(path, min_bytes)
     if data is None:
         return None
-    lines = _line_count(data)
-    if lines is None or not _valid_utf8(data):
+    shape = _line_count(data)
+    if shape is None or not _valid_utf8(data):
         return None
+    lines, longest = shape
     sample = _sample(data)
     if not sample:
         return None
@@ -164,7 +170,7 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table
         explicit = schema(sample)
         table = pj.read_json(
             pa.BufferReader(data),
-            read_options=pj.ReadOptions(block_size=BLOCK),
+            read_options=pj.ReadOptions(block_size=max(BLOCK, longest + 2)),  # a line fits in a block
             parse_options=pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer"),
         )
     except (pa.ArrowException, ValueError):  # a value of another type, bad JSON…: the parser explains
