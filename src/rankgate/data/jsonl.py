@@ -202,11 +202,11 @@ def _judgements(obj: dict[str, Any], path: str, lineno: int) -> tuple[list[tuple
     out: list[tuple[str, int, str | None]] = []
     if isinstance(value, dict):
         for doc, gain in value.items():
-            out.append((str(doc), _grade(gain, path, lineno, f"{key}.{doc}"), None))
+            out.append((_text(doc, path, lineno, key), _grade(gain, path, lineno, f"{key}.{doc}"), None))
     elif isinstance(value, list):
         for i, item in enumerate(value):
             if isinstance(item, (str, int)) and not isinstance(item, bool):
-                out.append((str(item), 1, None))
+                out.append((_text(item, path, lineno, f"{key}[{i}]") if isinstance(item, str) else str(item), 1, None))
             elif isinstance(item, dict):
                 doc = _item_id(item, path, lineno, f"{key}[{i}]")
                 gk = next((g for g in GRADE_KEYS if g in item), None)
@@ -404,7 +404,8 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
                 text = item.get("text", item.get("content"))
                 source = item.get("source")
             elif isinstance(item, (str, int)) and not isinstance(item, bool):
-                doc, s, r, version, text, source = str(item), None, None, None, None, None
+                doc = _text(item, path, lineno, f"{key}[{pos - 1}]") if isinstance(item, str) else str(item)
+                s, r, version, text, source = None, None, None, None, None
             else:
                 raise InputError(
                     f"items must be objects or ids; item {pos - 1} is {item!r}"[:160], path=path, line=lineno, field=key
