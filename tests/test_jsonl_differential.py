@@ -24,7 +24,7 @@ from rankgate.errors import InputError
 N_MIN, N_MAX = jsonl_fast.SAMPLE_LINES + 20, jsonl_fast.SAMPLE_LINES + 120
 
 BAD_VALUES = ['"2"', "true", "false", "null", "1.5", "-0", "-0.0", "NaN", "Infinity", "-Infinity", "1e400",
-              "123456789012345678901234567890", "9223372036854775808", '""', '"2026-01-01"', "[]", "{}",
+              "123456789012345678901234567890", "9223372036854775808", "9007199254740993", "4.9e-324", "-1e-400", '""', '"2026-01-01"', "[]", "{}",
               '{"chunk_id": "x"}', '["a"]', '"evil"', "0", "-3", "2.0", '"\\ud800"', '"a\u2028b"', "1e2"]
 EXTRA_FIELDS = ['"must_not_retrieve": ["evil"]', '"k": 1', '"k": 0', '"k": 99999999999999999999999', '"tags": {"t": "x"}',
                 '"no_answer": true', '"system": "bm25"', '"system": 3', '"latency_ms": 2', '"latency_ms": 2.5',

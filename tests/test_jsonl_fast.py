@@ -142,3 +142,79 @@ def test_deep_nesting_is_declined_before_the_json_reader(tmp_path):
     assert jsonl_fast.read_run_fast(str(path)) is None
     with pytest.raises(InputError, match=r"run.jsonl:2: nests too deeply"):
         load_run(str(path))
+
+
+# Lines that probe where a columnar reader and Python's json module could differ: duplicate and
+# escaped keys, numbers at the edges of float64, ids of other types, fields a table cannot tell apart.
+TRICKY_RUN = [
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "chunk_id": "b", "score": 1}]}',
+ '{"query_id": "q9", "query\\u005fid": "q10", "topk": []}',
+ '{"query\\u005fid": "q9", "topk": [{"chunk_id": "a", "score": 1}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "topk": [{"chunk_id": "b", "score": 1}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": -1e-400}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1e-400}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 4.9e-324}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 9007199254740993}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 0.30000000000000004441}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1E5}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "\\ud83d\\ude00", "score": 1}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a\\u0000b", "score": 1}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1, "text": "\\ud800"}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "system": "x", "System": "y"}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "": 1}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "t": [1, "a"]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "t": [[1]]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "t": -0}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "t": 9223372036854775807}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "t": 9223372036854775808}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "t": "2026-01-01"}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "t": true}',
+ '{"query_id": "q9","topk":[{"chunk_id":"a","score":1}]}\t',
+ '{"query_id":\t"q9", "topk": [{"chunk_id": "a", "score": 1}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": -5, "score": 1}]}',
+ '{"query_id": 5, "topk": [{"chunk_id": "z", "score": 1}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1, "rank": -0}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "rank": 2}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1, "doc_version": null}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1, "version": "v"}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1, "source": 5}]}',
+ '{"query_id": "q9", "hits": [{"chunk_id": "a", "score": 1}], "topk": [{"chunk_id": "a", "score": 1}]}',
+ '{"query_id": "q9", "retrieved": [{"chunk_id": "a", "score": 1}]}',
+ '{"qid": "q9", "topk": [{"chunk_id": "a", "score": 1}]}',
+ '{"query_id": "q9", "qid": 7, "topk": [{"chunk_id": "a", "score": 1}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1, "doc_id": {"x": NaN}}]}',
+ '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "x": "\\u2028"}',
+]
+TRICKY_GOLD = [
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 1, "grade": 0}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 9007199254740993}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 1e15}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": -0.0}, {"chunk_id": "b", "grade": 1}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "relevance": 1}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a"}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 1, "note": null}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 1, "note": "n"}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 1, "extra": [1, {}]}]}',
+ '{"query_id": "q9", "relevant": [{"chunk_id": "a", "grade": 1}], "relevant_chunks": [{"chunk_id": "b", "grade": 1}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "qid": "zz"}',
+ '{"query_id": "q9", "relevant_chunks": [{"doc_id": "a", "grade": 1}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "doc_id": "b", "grade": 1}]}',
+ '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 2.0}]}',
+]
+
+
+@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("kind,line", [("run", t) for t in TRICKY_RUN] + [("gold", t) for t in TRICKY_GOLD])
+def test_tricky_lines_give_the_same_outcome(kind, line, where, tmp_path):
+    from rankgate.data.load import load_gold
+
+    from .test_jsonl_differential import _outcome
+
+    base = [json.dumps({"query_id": f"q{i}", "topk": [{"chunk_id": f"d{i}", "score": 1.5}, {"chunk_id": "x", "score": 0.5}]})
+            if kind == "run" else json.dumps({"query_id": f"q{i}", "relevant_chunks": [{"chunk_id": f"d{i}", "grade": 1}]})
+            for i in range(5)]
+    lines = base + [line] if where == "last" else [line] + base
+    path = tmp_path / f"{kind}.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    load = load_run if kind == "run" else load_gold
+    assert _outcome(load, str(path), fast=True) == _outcome(load, str(path), fast=False)

@@ -443,7 +443,7 @@ def _to_gold(table: pa.Table, path: str) -> Gold | None:
             if gcol.null_count or not pa.types.is_floating(gcol.type):
                 return None
             g = np_of(gcol, np.float64)
-            if not np.array_equal(g, np.round(g)) or (np.abs(g) > _MAX_EXACT).any():
+            if not np.array_equal(g, np.round(g)) or (np.abs(g) >= _MAX_EXACT).any():
                 return None  # a non-integer or huge grade: reported with its line by the parser
         if "note" in inner:
             col = flat.field("note")
