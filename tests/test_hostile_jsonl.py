@@ -42,7 +42,7 @@ BAD_RUNS = {
     "id listed twice in one ranking": (_run('{"chunk_id": "b", "score": 0.5}'), ":2: lists 'b' more than once for query 'q1'"),
     "not UTF-8 on line 2": (_run('{"chunk_id": "\xff", "score": 0.5}').replace("\xff".encode(), b"\xff"),
                             ":2: is not UTF-8 text (byte 0xff at column 74, byte offset 133)"),
-    "deep nesting": (_run('{"chunk_id": "c", "score": 0.5, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"), ":2: nests too deeply"),
+    "deep nesting": (_run('{"chunk_id": "c", "score": 0.5, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"), ":2: nests deeper than 512 levels"),
     "unpaired surrogate id": (_run('{"chunk_id": "\\ud800", "score": 0.5}'), "unpaired surrogate"),
     "summary.json on one line": (b'{"metrics": []}\n', "looks like a rankgate summary.json, not a run (pass a summary as --baseline"),
     "summary.json pretty-printed": (json.dumps({"metrics": {"recall@5": {"mean": 0.5, "n": 3}}}, indent=2).encode() + b"\n",

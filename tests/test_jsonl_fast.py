@@ -140,7 +140,7 @@ def test_deep_nesting_is_declined_before_the_json_reader(tmp_path):
     path = tmp_path / "run.jsonl"
     path.write_text('{"query_id": "q1", "topk": ["a"]}\n{"query_id": "q2", "topk": ["b"], "x": ' + deep + "}\n")
     assert jsonl_fast.read_run_fast(str(path)) is None
-    with pytest.raises(InputError, match=r"run.jsonl:2: nests too deeply"):
+    with pytest.raises(InputError, match=r"run.jsonl:2: nests deeper than 512 levels"):
         load_run(str(path))
 
 
@@ -184,6 +184,13 @@ TRICKY_RUN = [
  '{"query_id": "q9", "qid": 7, "topk": [{"chunk_id": "a", "score": 1}]}',
  '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1, "doc_id": {"x": NaN}}]}',
  '{"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1}], "x": "\\u2028"}',
+ # nesting around the limit (512), with and without backslashes, brackets inside strings
+ '{"query_id": "q9", "topk": ["a"], "x": ' + "[" * 511 + "]" * 511 + "}",
+ '{"query_id": "q9", "topk": ["a"], "x": ' + "[" * 512 + "]" * 512 + "}",
+ '{"query_id": "q9", "topk": ["a"], "x": ' + "[" * 700 + "]" * 700 + "}",
+ '{"query_id": "q9", "topk": ["a"], "x": ' + '["\\"]",' * 600 + "1" + "]" * 600 + "}",
+ '{"query_id": "q9", "topk": ["a"], "x": ' + '["]",' * 600 + "1" + "]" * 600 + "}",
+ '{"query_id": "q9", "topk": ["a"], "x": "' + "[" * 2000 + '"}',
 ]
 TRICKY_GOLD = [
  '{"query_id": "q9", "relevant_chunks": [{"chunk_id": "a", "grade": 1, "grade": 0}]}',
@@ -218,3 +225,18 @@ def test_tricky_lines_give_the_same_outcome(kind, line, where, tmp_path):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     load = load_run if kind == "run" else load_gold
     assert _outcome(load, str(path), fast=True) == _outcome(load, str(path), fast=False)
+
+
+@pytest.mark.parametrize("line", TRICKY_RUN[-6:] + [
+    '{"a": ' + '{"b": ' * 600 + "1" + "}" * 600 + "}",
+    '{"a": "' + "]" * 600 + '", "b": ' + "[" * 600 + "]" * 600 + "}",
+    '{"a": "\\\\\\"' + "}" * 600 + '", "b": ' + "[" * 520 + "]" * 520 + "}",
+])
+def test_nesting_limit_is_measured_as_the_parser_measures_it(line):
+    """The fast path's bracket count (strings skipped) agrees with the depth of the parsed line."""
+    import pyarrow as pa
+
+    from rankgate.data.jsonl import MAX_DEPTH, json_depth
+
+    too_deep = json_depth(json.loads(line)) > MAX_DEPTH
+    assert (jsonl_fast._line_count(pa.py_buffer(line.encode())) is None) == too_deep

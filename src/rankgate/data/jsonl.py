@@ -9,7 +9,8 @@ of bare ids in rank order.
 Lines are split on ``\n`` only (a ``\r`` before it is JSON whitespace), never on U+2028, U+2029 or
 U+0085, which JSON allows raw inside strings. A UTF-8 byte-order mark at the start is ignored. Numbers
 must be finite: ``NaN``, ``Infinity`` and ``1e400`` are refused as a score or rank, and integers must
-fit in 64 bits (grades) or be at most :data:`MAX_K` (a per-query ``k``).
+fit in 64 bits (grades) or be at most :data:`MAX_K` (a per-query ``k``). A line may nest at most
+:data:`MAX_DEPTH` levels deep.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ ITEM_ID_KEYS = ("chunk_id", "doc_id", "id", "docid", "_id", "corpus_id", "corpus
 RELEVANT_KEYS = ("relevant_chunks", "relevant", "expected_output", "relevant_docs", "qrels")
 RUN_LIST_KEYS = ("topk", "retrieved", "results", "hits", "ranking", "docs", "chunks", "retrieved_chunks")
 GRADE_KEYS = ("grade", "relevance", "rel", "gain", "label")
+MAX_DEPTH = 512  # the deepest nesting a line may have (Python's own parser stops near 1000, by stack)
 MAX_K = 1_000_000_000  # the largest cutoff (a per-query k or a metric's @k); the same as metrics/spec.py
 _INT64 = 2**63
 NON_FINITE_HINT = "NaN and infinite values cannot be ranked; drop the item or give it a finite value"
@@ -88,9 +90,32 @@ def iter_json_lines(lines: Iterable[str], path: str) -> Iterator[tuple[int, Any]
                 hint="each line must be one JSON object",
             ) from None
         except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, deep nesting
-            what = "nests too deeply" if isinstance(exc, RecursionError) else "holds a number too long to read"
-            raise InputError(f"{what}", path=path, line=lineno, hint="each line must be one JSON object") from None
+            if isinstance(exc, RecursionError):
+                raise _too_deep(path, lineno) from None
+            raise InputError("holds a number too long to read", path=path, line=lineno) from None
+        # One fixed limit, whatever Python's stack allows: the fast path refuses the same lines.
+        if line.count("[") + line.count("{") > MAX_DEPTH and json_depth(obj) > MAX_DEPTH:
+            raise _too_deep(path, lineno)
         yield lineno, obj
+
+
+def _too_deep(path: str, lineno: int) -> InputError:
+    return InputError(f"nests deeper than {MAX_DEPTH} levels", path=path, line=lineno,
+                      hint="each line must be one JSON object of a few levels")
+
+
+def json_depth(obj: Any) -> int:
+    """How many containers deep a parsed JSON value nests (a scalar is 0, ``{"a": [1]}`` is 2)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        elif not isinstance(value, list):
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return deepest
 
 
 def summary_error(obj: Any, path: str, what: str) -> InputError | None:

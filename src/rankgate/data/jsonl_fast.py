@@ -12,8 +12,8 @@ It never changes a result or an error message, by construction:
   query id ``1.5``, an object where an id is expected): the read fails and the fast path declines.
   Numbers are checked after the read: any non-finite number anywhere (``NaN``, ``Infinity``, ``Inf``,
   ``1e400``) and any ``-0`` score or rank makes it decline.
-* **Nothing the parser cannot take.** Lines that could nest deeper than :data:`_DEPTH` are parsed
-  by Python first (pyarrow's reader crashes on very deep nesting; Python's refuses it).
+* **Nothing the parser refuses.** A line nesting deeper than :data:`~.jsonl.MAX_DEPTH` is declined
+  before pyarrow sees it (its reader crashes on very deep nesting).
 * **One object per line.** The file must start with ``{``, every line break must sit between ``}``
   (or ``}\\r``) and ``{``, and pyarrow must return as many rows as there are lines, so an object
   spread over lines, two objects on one line or a blank line all take the validating parser.
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from .arrow import np_of
-from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
+from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, MAX_DEPTH, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS, json_depth
 from .models import Gold, Run
 
 __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
@@ -47,8 +47,7 @@ SAMPLE_LINES = 200
 BLOCK = 1 << 20  # bytes per parse block (pyarrow parses blocks in parallel)
 _BOM = b"\xef\xbb\xbf"
 _ITEM_TEXT = (("doc_version", "version"), ("text", "content"), ("source", None))
-_MAX_EXACT = float(2**53)
-_DEPTH = 2000  # nesting a line may have unchecked (Python's parser stops near 1000, pyarrow's crashes far deeper)  # doubles hold every integer up to here exactly
+_MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -107,18 +106,28 @@ def _line_count(data: pa.Buffer) -> tuple[int, int] | None:
 
 
 def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether no line nests deeper than the JSON parser can take (very deep nesting crashes it).
+    """Whether every line nests at most :data:`~.jsonl.MAX_DEPTH` deep, as the validating parser
+    requires (pyarrow's reader would also crash on very deep nesting).
 
-    A line nests at most half its length deep, and at most as deep as it has ``[`` and ``{``; a line
-    with more than :data:`_DEPTH` of them is parsed here once, and declined if Python's parser (the
-    validating path's) cannot read it either."""
-    for i in np.flatnonzero(ends - starts > 2 * _DEPTH).tolist():
+    A line nests at most as deep as it has ``[`` and ``{``, so only lines with more are measured:
+    by bracket counts outside strings when the line has no backslash (quotes then delimit strings),
+    else by parsing it."""
+    for i in np.flatnonzero(ends - starts > 2 * MAX_DEPTH).tolist():
         line = arr[starts[i] : ends[i]]
-        if np.count_nonzero(line == ord("[")) + np.count_nonzero(line == ord("{")) > _DEPTH:
+        opens = (line == ord("[")) | (line == ord("{"))
+        if np.count_nonzero(opens) <= MAX_DEPTH:
+            continue
+        if (line == ord("\\")).any():
             try:
-                json.loads(line.tobytes())
+                if json_depth(json.loads(line.tobytes())) > MAX_DEPTH:
+                    return False
             except (ValueError, RecursionError):
                 return False
+            continue
+        outside = (np.cumsum(line == ord('"')) & 1) == 0  # (a quote itself counts as inside)
+        step = opens.astype(np.int8) - ((line == ord("]")) | (line == ord("}")))
+        if int(np.cumsum(step * outside, dtype=np.int64).max()) > MAX_DEPTH:
+            return False
     return True
 
 
