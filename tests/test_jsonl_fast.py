@@ -228,15 +228,20 @@ def test_tricky_lines_give_the_same_outcome(kind, line, where, tmp_path):
 
 
 @pytest.mark.parametrize("line", TRICKY_RUN[-6:] + [
-    '{"a": ' + '{"b": ' * 600 + "1" + "}" * 600 + "}",
+    '{"a": ' + '{"b": ' * 520 + "1" + "}" * 520 + "}",
     '{"a": "' + "]" * 600 + '", "b": ' + "[" * 600 + "]" * 600 + "}",
     '{"a": "\\\\\\"' + "}" * 600 + '", "b": ' + "[" * 520 + "]" * 520 + "}",
 ])
-def test_nesting_limit_is_measured_as_the_parser_measures_it(line):
-    """The fast path's bracket count (strings skipped) agrees with the depth of the parsed line."""
+def test_nesting_limit_is_measured_as_the_parser_measures_it(line, tmp_path, monkeypatch):
+    """The fast path declines exactly the lines the parser finds too deep: by the parsed table's type,
+    and by counting brackets outside strings before the parse for lines with very many brackets."""
     import pyarrow as pa
 
     from rankgate.data.jsonl import MAX_DEPTH, json_depth
 
     too_deep = json_depth(json.loads(line)) > MAX_DEPTH
+    path = tmp_path / "x.jsonl"
+    path.write_text(line + "\n")
+    assert (jsonl_fast._read_table(str(path), 0, lambda sample: None) is None) == too_deep
+    monkeypatch.setattr(jsonl_fast, "_SAFE_DEPTH", 100)  # measure every line with over 100 brackets
     assert (jsonl_fast._line_count(pa.py_buffer(line.encode())) is None) == too_deep

@@ -12,8 +12,9 @@ It never changes a result or an error message, by construction:
   query id ``1.5``, an object where an id is expected): the read fails and the fast path declines.
   Numbers are checked after the read: any non-finite number anywhere (``NaN``, ``Infinity``, ``Inf``,
   ``1e400``) and any ``-0`` score or rank makes it decline.
-* **Nothing the parser refuses.** A line nesting deeper than :data:`~.jsonl.MAX_DEPTH` is declined
-  before pyarrow sees it (its reader crashes on very deep nesting).
+* **Nothing the parser refuses.** A table whose type nests deeper than :data:`~.jsonl.MAX_DEPTH`
+  (the deepest line nests as deep) is declined; lines that might nest deeper than pyarrow's reader
+  can take (it crashes) are measured before it sees them.
 * **One object per line.** The file must start with ``{``, every line break must sit between ``}``
   (or ``}\\r``) and ``{``, and pyarrow must return as many rows as there are lines, so an object
   spread over lines, two objects on one line or a blank line all take the validating parser.
@@ -48,6 +49,7 @@ BLOCK = 1 << 20  # bytes per parse block (pyarrow parses blocks in parallel)
 _BOM = b"\xef\xbb\xbf"
 _ITEM_TEXT = (("doc_version", "version"), ("text", "content"), ("source", None))
 _MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
+_SAFE_DEPTH = 2048  # nesting pyarrow's reader takes without a crash (measured: 3000 in a worker thread)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -106,16 +108,16 @@ def _line_count(data: pa.Buffer) -> tuple[int, int] | None:
 
 
 def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether every line nests at most :data:`~.jsonl.MAX_DEPTH` deep, as the validating parser
-    requires (pyarrow's reader would also crash on very deep nesting).
+    """Whether every line nests shallowly enough for pyarrow's reader, which crashes on very deep
+    nesting (the exact limit, :data:`~.jsonl.MAX_DEPTH`, is checked on the parsed table's type).
 
-    A line nests at most as deep as it has ``[`` and ``{``, so only lines with more are measured:
-    by bracket counts outside strings when the line has no backslash (quotes then delimit strings),
-    else by parsing it."""
-    for i in np.flatnonzero(ends - starts > 2 * MAX_DEPTH).tolist():
+    A line nests at most as deep as it has ``[`` and ``{``, so only lines with more than
+    :data:`_SAFE_DEPTH` are measured: by brackets outside strings when the line has no backslash
+    (quotes then delimit strings), else by parsing it."""
+    for i in np.flatnonzero(ends - starts > 2 * _SAFE_DEPTH).tolist():
         line = arr[starts[i] : ends[i]]
         opens = (line == ord("[")) | (line == ord("{"))
-        if np.count_nonzero(opens) <= MAX_DEPTH:
+        if np.count_nonzero(opens) <= _SAFE_DEPTH:
             continue
         if (line == ord("\\")).any():
             try:
@@ -129,6 +131,19 @@ def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
         if int(np.cumsum(step * outside, dtype=np.int64).max()) > MAX_DEPTH:
             return False
     return True
+
+
+def _type_depth(t: pa.DataType) -> int:
+    """Containers along the deepest path of a parsed column: its values' deepest JSON nesting."""
+    deepest, stack = 0, [(t, 0)]
+    while stack:  # (not recursive: the nesting may be deeper than Python's stack)
+        t, depth = stack.pop()
+        if pa.types.is_struct(t):
+            stack.extend((t.field(i).type, depth + 1) for i in range(t.num_fields))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            stack.append((t.value_type, depth + 1))
+        deepest = max(deepest, depth + (1 if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) else 0))
+    return deepest
 
 
 def _valid_utf8(data: pa.Buffer) -> bool:
@@ -186,6 +201,8 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table
         return None
     if table.num_rows != lines:
         return None
+    if 1 + max((_type_depth(t) for t in table.schema.types), default=0) > MAX_DEPTH:
+        return None  # a line nests deeper than the validating parser allows: it names the line
     table = table.combine_chunks()  # one chunk per column from here on
     if not _all_finite(table):
         return None
@@ -194,18 +211,18 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table
 
 def _all_finite(table: pa.Table) -> bool:
     """No NaN or infinite number anywhere in the table, however deeply nested."""
-    def finite(arr: pa.Array) -> bool:
+    stack = [chunk for col in table.columns for chunk in col.chunks]
+    while stack:
+        arr = stack.pop()
         t = arr.type
         if pa.types.is_floating(t):
-            values = np_of(arr, np.float64, fill=0.0)
-            return bool(np.isfinite(values).all())
-        if pa.types.is_struct(t):
-            return all(finite(arr.field(i)) for i in range(t.num_fields))
-        if pa.types.is_list(t) or pa.types.is_large_list(t):
-            return finite(arr.flatten())
-        return True
-
-    return all(finite(chunk) for col in table.columns for chunk in col.chunks)
+            if not np.isfinite(np_of(arr, np.float64, fill=0.0)).all():
+                return False
+        elif pa.types.is_struct(t):
+            stack.extend(arr.field(i) for i in range(t.num_fields))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            stack.append(arr.flatten())
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------
