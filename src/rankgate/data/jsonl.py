@@ -15,7 +15,6 @@ fit in 64 bits (grades) or be at most :data:`MAX_K` (a per-query ``k``). A line 
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -43,18 +42,18 @@ _HANDLED = frozenset(QUERY_ID_KEYS + RELEVANT_KEYS) | {
 
 
 def read_text(path: str) -> str:
-    """The whole file (``.gz`` transparently) as text, without a leading byte-order mark.
+    """The whole file (gzip transparently) as text, without a leading byte-order mark.
 
     Bytes that are not UTF-8 are an InputError naming their line, column and byte offset."""
+    from .source import open_binary
+
     try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                data = fh.read()
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read()
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot be read: {exc}", path=path) from None
+        with open_binary(path) as fh:  # gzip by content; damaged gzip data is an InputError
+            data = fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError("is UTF-16 text, not UTF-8", path=path, line=1, hint="save the file as UTF-8")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -29,7 +29,6 @@ fast path on small files); smaller files go straight to the validating parser.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from typing import Any
@@ -37,9 +36,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InputError
 from .arrow import np_of
 from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, MAX_DEPTH, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS, json_depth
 from .models import Gold, Run
+from .source import is_gzip, open_binary
 
 __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
@@ -61,12 +62,12 @@ def _file_bytes(path: str, min_bytes: int | None) -> pa.Buffer | None:
     try:
         if not os.path.isfile(path) or os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
             return None  # small, or a pipe: the validating reader reads it as a stream
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
+        if is_gzip(path):
+            with open_binary(path) as fh:
                 data = pa.py_buffer(fh.read())
         else:
             data = pa.memory_map(path).read_buffer()
-    except (OSError, EOFError, ValueError, pa.ArrowException):  # the validating reader explains
+    except (InputError, OSError, ValueError, pa.ArrowException):  # the validating reader explains
         return None
     if data.size >= 3 and data.slice(0, 3).to_pybytes() == _BOM:
         data = data.slice(3)
