@@ -163,3 +163,19 @@ def test_summary_with_a_malformed_metrics_value_is_read_as_a_summary(tmp_path):
     assert is_summary_file(str(path))
     path.write_text('{"query_id": "q1", "metrics": []}\n')
     assert not is_summary_file(str(path))
+
+
+@pytest.mark.parametrize("k", ["99999999999999999999999", "2147483648", "0"])
+def test_command_k_beyond_the_cutoff_limit_is_refused(k, tmp_path, capsys):
+    gold, run, out = tmp_path / "gold.jsonl", tmp_path / "run.jsonl", tmp_path / "out"
+    gold.write_text(GOLD)
+    run.write_text(RUN_OK)
+    assert_refused(["evaluate", "--gold", gold, "--run", run, "-m", "recall", "--k", k, "--out", out], out,
+                   contains=["--k must be a positive integer up to 2147483647"], capsys=capsys)
+
+
+def test_the_two_cutoff_limits_agree():
+    from rankgate.data.jsonl import MAX_K as DATA_MAX_K
+    from rankgate.metrics.spec import MAX_K
+
+    assert DATA_MAX_K == MAX_K

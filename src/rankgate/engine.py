@@ -29,6 +29,7 @@ from .data.source import sha256_file
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext
+from .metrics.spec import MAX_K
 from .results import EvaluationResult
 
 __all__ = ["DEFAULT_K", "evaluate"]
@@ -71,8 +72,8 @@ def evaluate(
             ``"first"`` (keep its best-ranked occurrence; the count dropped is in ``info``).
     """
     metric_list = parse_metrics(metrics if isinstance(metrics, str) else list(metrics))
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise UsageError(f"k must be a positive integer; got {k!r}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
+        raise UsageError(f"k must be a positive integer up to {MAX_K:,}; got {k!r}"[:120])
     if level not in ("chunk", "doc"):
         raise UsageError(f"level must be 'chunk' or 'doc'; got {level!r}")
     if dedupe not in ("error", "first"):
