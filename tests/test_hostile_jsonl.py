@@ -51,13 +51,13 @@ BAD_RUNS = {
 BAD_GOLDS = {
     "grade beyond 64 bits": ('{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1' + "0" * 30 + "}]}\n",
                              ":1: field 'relevant_chunks[0].grade' must be an integer grade that fits in 64 bits"),
-    "k beyond 64 bits": ('{"query_id": "q1", "relevant_chunks": ["a"], "k": 1' + "0" * 30 + "}\n", "field 'k' must be a positive integer up to 2147483647"),
+    "k beyond 64 bits": ('{"query_id": "q1", "relevant_chunks": ["a"], "k": 1' + "0" * 30 + "}\n", "field 'k' must be a positive integer up to 1,000,000,000"),
     "integral float grade beyond 64 bits": ('{"query_id": "q1", "relevant": {"a": 1e30}}\n', "fits in 64 bits"),
     "summary.json as gold": ('{"metrics": {}}\n', "looks like a rankgate summary.json, not a gold set"),
 }
 BAD_SPECS = {
-    "@k beyond 64 bits": ("recall@99999999999999999999999", "must be a positive integer up to 2147483647"),
-    "novelty overlap NaN": ("novelty(overlap=nan)", "must be a finite number; got 'nan'"),
+    "@k beyond 64 bits": ("recall@99999999999999999999999", "must be at most 1,000,000,000"),
+    "novelty overlap NaN": ("novelty(overlap=nan)", "must be a number; got 'nan'"),
     "false_evidence min_score inf": ("false_evidence(min_score=inf)", "must be a finite number; got 'inf'"),
     "min_score 1e400": ("false_evidence(min_score=1e400)", "must be a finite number"),
 }
@@ -165,13 +165,13 @@ def test_summary_with_a_malformed_metrics_value_is_read_as_a_summary(tmp_path):
     assert not is_summary_file(str(path))
 
 
-@pytest.mark.parametrize("k", ["99999999999999999999999", "2147483648", "0"])
+@pytest.mark.parametrize("k", ["99999999999999999999999", "1000000001", "0"])
 def test_command_k_beyond_the_cutoff_limit_is_refused(k, tmp_path, capsys):
     gold, run, out = tmp_path / "gold.jsonl", tmp_path / "run.jsonl", tmp_path / "out"
     gold.write_text(GOLD)
     run.write_text(RUN_OK)
     assert_refused(["evaluate", "--gold", gold, "--run", run, "-m", "recall", "--k", k, "--out", out], out,
-                   contains=["--k must be a positive integer up to 2147483647"], capsys=capsys)
+                   contains=["--k must be a positive integer up to 1,000,000,000"], capsys=capsys)
 
 
 def test_the_two_cutoff_limits_agree():
