@@ -29,6 +29,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--candidate-label", metavar="TEXT", help="how the comment names the candidate (default: file name)")
     p.add_argument("--baseline-label", metavar="TEXT", help="how the comment names the baseline (default: file name)")
     p.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY even when set")
+    p.add_argument("--post-comment", action="store_true",
+                   help="post or update one sticky comment on the pull request (GitHub Actions: token from "
+                        "$GITHUB_TOKEN, pull request from the event); a failure to post is a warning, never an error")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,6 +70,14 @@ def run(args: argparse.Namespace) -> int:
         _print(outcome)
     except BrokenPipeError:  # e.g. piped into `head`: the verdict still decides the exit code
         pass
+    if args.post_comment:
+        from ..report.github import upsert_comment, workflow_command
+
+        line = workflow_command(upsert_comment(markdown))  # never raises: a failed post is a notice or warning
+        try:
+            print(line, flush=True)
+        except BrokenPipeError:
+            pass
     return outcome.exit_code
 
 

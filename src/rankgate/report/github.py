@@ -1,0 +1,213 @@
+"""Post the PR comment as one sticky comment through GitHub's REST API (standard library only).
+
+:func:`upsert_comment` finds the comment this tool posted before (its body starts with
+:data:`~rankgate.report.comment.MARKER`, after any leading whitespace, and, when the token may read
+``GET /user``, its author is the token's own login) and updates it, or creates one. It never raises
+for a network or API failure: it returns a :class:`Posted` whose ``level`` is ``notice`` (expected,
+e.g. a read-only token on a fork's pull request) or ``warning``, and whose ``message`` says why, so
+a CI step stays green and the job summary still shows the comment.
+
+Where things come from (as GitHub Actions sets them): the token from ``GITHUB_TOKEN`` (or
+``GH_TOKEN``), the API from ``GITHUB_API_URL`` (default ``https://api.github.com``), the repository
+from ``GITHUB_REPOSITORY``, the pull request number from the event payload at ``GITHUB_EVENT_PATH``
+(``pull_request.number``, or ``issue.number`` when the issue is a pull request).
+
+Run it on a file: ``python -m rankgate.report.github pr-comment.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .comment import MARKER
+
+__all__ = ["MAX_CHARS", "Posted", "fit_body", "pull_request_from_env", "upsert_comment"]
+
+MAX_CHARS = 65_536  # GitHub refuses a comment body longer than this many characters
+CUT_NOTE = "\n\n… comment cut to fit GitHub's limit of 65,536 characters; the job summary and the JSON outcome have it all.\n"
+PER_PAGE = 100
+MAX_PAGES = 100  # 10,000 comments: enough for any pull request, and a bound on a broken Link chain
+TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Posted:
+    """What happened: ``action`` is created | updated | skipped | failed; ``level`` is how a CI log
+    should show ``message`` (``notice`` or ``warning``; empty when all went well)."""
+
+    action: str
+    message: str
+    level: str = ""
+    comment_id: int | None = None
+    url: str | None = None
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int | None, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def fit_body(body: str, limit: int = MAX_CHARS) -> str:
+    """``body`` cut (with a note) so that GitHub accepts it: at most ``limit`` characters."""
+    if len(body) <= limit:
+        return body
+    return body[: limit - len(CUT_NOTE)] + CUT_NOTE
+
+
+def _starts_with_marker(body: Any) -> bool:
+    return isinstance(body, str) and body.lstrip("\ufeff \t\r\n").startswith(MARKER)
+
+
+def pull_request_from_env(env: Mapping[str, str] | None = None) -> tuple[str | None, int | None]:
+    """``(owner/repo, pull request number)`` from a GitHub Actions environment (``None`` when absent)."""
+    env = os.environ if env is None else env
+    repo = env.get("GITHUB_REPOSITORY") or None
+    number = None
+    path = env.get("GITHUB_EVENT_PATH")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                event = json.load(fh)
+        except (OSError, ValueError):
+            event = None
+        if isinstance(event, dict):
+            pr = event.get("pull_request")
+            issue = event.get("issue")
+            if isinstance(pr, dict) and isinstance(pr.get("number"), int):
+                number = pr["number"]
+            elif isinstance(issue, dict) and isinstance(issue.get("pull_request"), dict) and isinstance(issue.get("number"), int):
+                number = issue["number"]
+    return repo, number
+
+
+class _Client:
+    def __init__(self, api: str, token: str) -> None:
+        self.api = api.rstrip("/")
+        self.origin = urllib.parse.urlsplit(self.api)[:2]
+        self.token = token
+
+    def request(self, method: str, url: str, data: Any = None) -> tuple[Any, Mapping[str, str]]:
+        if not url.startswith(("http://", "https://")):
+            url = self.api + url
+        if urllib.parse.urlsplit(url)[:2] != self.origin:  # never send the token to another host
+            raise _ApiError(None, f"the API returned a link to another host ({url}); not followed")
+        body = None if data is None else json.dumps(data).encode("utf-8")
+        req = urllib.request.Request(url, data=body, method=method, headers={
+            "Accept": "application/vnd.github+json",
+            "Authorization": f"Bearer {self.token}",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "rankgate",
+            **({"Content-Type": "application/json"} if body is not None else {}),
+        })
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
+                raw = resp.read()
+                headers = dict(resp.headers.items())
+        except urllib.error.HTTPError as exc:
+            detail = ""
+            try:
+                detail = json.loads(exc.read().decode("utf-8", "replace")).get("message", "")
+            except (ValueError, AttributeError, OSError):
+                pass
+            raise _ApiError(exc.code, f"HTTP {exc.code} from {method} {urllib.parse.urlsplit(url).path}"
+                            + (f": {detail}" if detail else "")) from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise _ApiError(None, f"cannot reach {self.api}: {reason}") from None
+        try:
+            return (json.loads(raw.decode("utf-8")) if raw else None), headers
+        except (ValueError, UnicodeDecodeError):
+            raise _ApiError(None, f"{method} {urllib.parse.urlsplit(url).path} did not return JSON") from None
+
+    def login(self) -> str | None:
+        """The token's own login, or None when the token may not ask (an app's installation token)."""
+        try:
+            user, _ = self.request("GET", "/user")
+        except _ApiError as exc:
+            if exc.status is None:
+                raise
+            return None
+        return user.get("login") if isinstance(user, dict) and isinstance(user.get("login"), str) else None
+
+    def comments(self, repo: str, number: int):
+        url: str | None = f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}"
+        for _ in range(MAX_PAGES):
+            if url is None:
+                return
+            page, headers = self.request("GET", url)
+            if not isinstance(page, list):
+                raise _ApiError(None, "the comment list is not a JSON list")
+            yield from (c for c in page if isinstance(c, dict))
+            url = _next_link(headers)
+
+
+def _next_link(headers: Mapping[str, str]) -> str | None:
+    link = next((v for k, v in headers.items() if k.lower() == "link"), "")
+    for part in link.split(","):
+        m = re.match(r'\s*<([^>]*)>\s*;(.*)', part)
+        if m and re.search(r'rel="?next"?', m.group(2)):
+            return m.group(1)
+    return None
+
+
+def upsert_comment(body: str, *, repo: str | None = None, number: int | None = None, token: str | None = None,
+                   api_url: str | None = None, env: Mapping[str, str] | None = None) -> Posted:
+    """Create or update the sticky comment on a pull request; never raises for API or network errors."""
+    env = os.environ if env is None else env
+    env_repo, env_number = pull_request_from_env(env)
+    repo, number = repo or env_repo, number or env_number
+    token = token or env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
+    api = api_url or env.get("GITHUB_API_URL") or "https://api.github.com"
+    if not repo or number is None:
+        return Posted("skipped", "not a pull request (no GITHUB_REPOSITORY or pull request number in the event): "
+                      "comment not posted", "notice")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo):
+        return Posted("skipped", f"GITHUB_REPOSITORY {repo!r} is not owner/name: comment not posted", "warning")
+    if not token:
+        return Posted("skipped", "no token (set GITHUB_TOKEN): comment not posted", "warning")
+    body = fit_body(body)
+    client = _Client(api, token)
+    try:
+        login = client.login()
+        mine = next((c for c in client.comments(repo, number)
+                     if _starts_with_marker(c.get("body"))
+                     and (login is None or (c.get("user") or {}).get("login") == login)
+                     and isinstance(c.get("id"), int)), None)
+        if mine is not None:
+            data, _ = client.request("PATCH", f"/repos/{repo}/issues/comments/{mine['id']}", {"body": body})
+            action = "updated"
+        else:
+            data, _ = client.request("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+            action = "created"
+    except _ApiError as exc:
+        if exc.status in (403, 404):
+            why = ("the token may not write comments here (a pull request from a fork gets a read-only token; "
+                   "give the job `issues: write` and `pull-requests: write`)")
+            return Posted("failed", f"comment not posted: {exc}; {why}. The job summary has the comment.", "notice")
+        return Posted("failed", f"comment not posted: {exc}. The job summary has the comment.", "warning")
+    data = data if isinstance(data, dict) else {}
+    cid = data.get("id") if isinstance(data.get("id"), int) else None
+    url = data.get("html_url") if isinstance(data.get("html_url"), str) else None
+    return Posted(action, f"PR comment {action}" + (f": {url}" if url else ""), "", cid, url)
+
+
+def workflow_command(posted: Posted) -> str:
+    """The line a GitHub Actions log shows for ``posted`` (``::notice::``/``::warning::`` or plain)."""
+    message = posted.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return f"::{posted.level}::{message}" if posted.level else f"rankgate: {posted.message}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        print(workflow_command(upsert_comment(fh.read())))
