@@ -185,7 +185,7 @@ def test_gate_files_say_the_same(demo) -> None:
     data = json.loads((demo.out_dir / "gate.json").read_text(encoding="utf-8"))
     assert data["passed"] is False and data["exit_code"] == 1
     assert data["candidate"] == "bm25-english (pull request)"
-    assert data["baseline"] == {"kind": "run", "label": "bm25-multilingual (main)"}
+    assert data["baseline"] == {"kind": "run", "label": "bm25-multilingual (main)", "rule": "paired"}
     comment = (demo.out_dir / "pr-comment.md").read_text(encoding="utf-8")
     assert comment.startswith("<!-- rankgate:gate -->\n## ❌ Retrieval gate failed: 1 of 3 blocking gates")
     assert "for lang = de dropped from 0.806 to 0.700" in comment

@@ -165,10 +165,13 @@ def test_without_a_baseline_regression_limits_are_skipped_visibly():
     assert out.queries_kind == "lowest"
 
 
-def test_a_metric_that_applies_to_no_query_fails_overall():
+def test_a_metric_that_applies_to_no_query_warns_unless_the_gate_says_it_blocks():
     out = decide(cfg(one_gate(threshold=0.5)), result([math.nan] * 5))
     (check,) = out.results[0].checks
-    assert check.status == "fail" and "applies to no query" in check.note
+    assert check.status == "warn" and "applies to no query" in check.note
+    assert out.results[0].status == "warn" and out.passed and out.exit_code == 0
+    strict = decide(cfg(one_gate(threshold=0.5, not_applicable="error")), result([math.nan] * 5))
+    assert strict.results[0].checks[0].status == "fail" and not strict.passed and strict.exit_code == 1
 
 
 def test_an_unknown_segment_field_points_at_the_config_line():

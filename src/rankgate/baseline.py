@@ -7,11 +7,27 @@ A summary is the ``summary.json`` of ``rankgate evaluate --out`` or the ``--json
      "segments": {"tags.lang": {"de": {"recall@5": {"mean": 0.81, "n": 60, ...}}}}}
 
 Segment fields may be named as the gold set has them (``tags.lang``) or as given to ``--by``
-(``lang``). Without per-query values there is no paired test: a gate compares means only.
+(``lang``).
+
+A summary may also carry per-query values (``per_query``, written by ``rankgate gate --json`` and
+``rankgate evaluate --out``), so a gate against it keeps the paired rule exactly as against the
+baseline run::
+
+    "per_query": {"id_hash": "sha256/16", "gold_sha256": "…",
+                  "ids": ["<hash of query 1>", …],            # first 16 hex digits of sha256(query_id)
+                  "values": {"recall@5": [1.0, null, …]},      # aligned with ids; null = n/a
+                  "first_relevant_rank": [1, 0, …],            # 0: none retrieved; or null
+                  "missing_from_run": ["<hash>", …]}
+
+Query ids are hashed so the artifact does not publish them. The pairing is used only when the gold
+set is the same: the same ``gold_sha256`` (when both sides know it) and the same set of queries.
+Without per-query values (or with another gold set) there is no paired test: a gate compares means
+only, and says so.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -22,7 +38,10 @@ from typing import Any
 from .errors import InputError, RankgateError
 from .segments import display_field
 
-__all__ = ["BaselineSummary", "Stat", "is_summary_file", "load_baseline_summary"]
+__all__ = ["BaselineSummary", "PerQuery", "Stat", "hash_query_id", "is_summary_file", "load_baseline_summary",
+           "per_query_dict"]
+
+ID_HASH = "sha256/16"
 
 NAN = math.nan
 
@@ -35,6 +54,116 @@ class Stat:
     ci_high: float = NAN
 
 
+def hash_query_id(query_id: str) -> str:
+    """The first 16 hex digits of the sha256 of a query id (UTF-8): how summaries name queries."""
+    return hashlib.sha256(query_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _gold_sha256(result: Any) -> str | None:
+    gold = result.inputs.get("gold") if hasattr(result.inputs, "get") else None
+    sha = gold.get("sha256") if isinstance(gold, Mapping) else None
+    return sha if isinstance(sha, str) else None
+
+
+def per_query_dict(result: Any, metrics: Any = None) -> dict[str, Any]:
+    """The ``per_query`` block of a summary: what a later paired comparison needs from ``result``."""
+    names = list(result.metric_names if metrics is None else metrics)
+    ranks = result.first_relevant_rank
+    return {
+        "id_hash": ID_HASH,
+        "gold_sha256": _gold_sha256(result),
+        "ids": [hash_query_id(q) for q in result.query_ids],
+        "values": {m: [None if math.isnan(x) else x for x in result[m].tolist()] for m in names},
+        "first_relevant_rank": None if ranks is None else [int(r) for r in ranks.tolist()],
+        "missing_from_run": sorted(hash_query_id(q) for q in result.missing_from_run),
+    }
+
+
+@dataclass(frozen=True)
+class PerQuery:
+    """Per-query values of a baseline, by hashed query id (see the module docs)."""
+
+    gold_sha256: str | None
+    ids: tuple[str, ...]
+    values: Mapping[str, tuple[float, ...]]
+    first_relevant_rank: tuple[int, ...] | None
+    missing_from_run: frozenset[str]
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str) -> PerQuery:
+        where = "per_query"
+        if not isinstance(data, Mapping):
+            raise InputError("must be an object", path=source, field=where)
+        if data.get("id_hash") != ID_HASH:
+            raise InputError(f"id_hash must be {ID_HASH!r}; got {data.get('id_hash')!r}", path=source,
+                             field=f"{where}.id_hash", hint="write the summary with this version of rankgate")
+        ids = data.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise InputError("must be a list of hashed query ids", path=source, field=f"{where}.ids")
+        if len(set(ids)) != len(ids):
+            raise InputError("repeats a query id", path=source, field=f"{where}.ids")
+        sha = data.get("gold_sha256")
+        if sha is not None and not isinstance(sha, str):
+            raise InputError(f"must be a string or null; got {sha!r}", path=source, field=f"{where}.gold_sha256")
+
+        def column(v: Any, key: str, *, integer: bool = False) -> tuple:
+            if not isinstance(v, list) or len(v) != len(ids):
+                raise InputError(f"must be a list of {len(ids)} values (one per id)", path=source, field=key)
+            out = []
+            for i, x in enumerate(v):
+                if integer:
+                    if isinstance(x, bool) or not isinstance(x, int) or x < 0:
+                        raise InputError(f"must be a rank >= 0; got {x!r}", path=source, field=f"{key}[{i}]")
+                    out.append(x)
+                elif x is None:
+                    out.append(NAN)
+                elif isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+                    raise InputError(f"must be a finite number or null; got {x!r}", path=source, field=f"{key}[{i}]")
+                else:
+                    out.append(float(x))
+            return tuple(out)
+
+        raw = data.get("values")
+        if not isinstance(raw, Mapping):
+            raise InputError("must be an object: metric -> values", path=source, field=f"{where}.values")
+        values = {_canonical(m): column(v, f"{where}.values.{m}") for m, v in raw.items()}
+        ranks = data.get("first_relevant_rank")
+        ranks_t = None if ranks is None else column(ranks, f"{where}.first_relevant_rank", integer=True)
+        missing = data.get("missing_from_run") or []
+        if not isinstance(missing, list) or not all(isinstance(i, str) for i in missing):
+            raise InputError("must be a list of hashed query ids", path=source, field=f"{where}.missing_from_run")
+        return cls(sha, tuple(ids), values, ranks_t, frozenset(missing))
+
+    def paired_result(self, current: Any, metrics: Any, source: str) -> tuple[Any, str]:
+        """The baseline as an :class:`~rankgate.results.EvaluationResult` aligned with ``current``
+        (its queries, order and segment fields), or ``(None, why not)``."""
+        import numpy as np
+
+        from .results import EvaluationResult
+
+        missing = [m for m in metrics if m not in self.values]
+        if missing:
+            return None, f"it has no per-query values of {', '.join(missing)}"
+        sha = _gold_sha256(current)
+        if sha and self.gold_sha256 and sha != self.gold_sha256:
+            return None, "it was computed on another gold set (the gold file's sha256 differs)"
+        index = {h: i for i, h in enumerate(self.ids)}
+        hashed = [hash_query_id(q) for q in current.query_ids]
+        if len(hashed) != len(index) or any(h not in index for h in hashed):
+            return None, "its queries are not the gold set's queries"
+        order = np.asarray([index[h] for h in hashed], dtype=np.int64)
+        values = {m: np.asarray(self.values[m], dtype=np.float64)[order] for m in metrics}
+        ranks = (None if self.first_relevant_rank is None
+                 else np.asarray(self.first_relevant_rank, dtype=np.int64)[order])
+        result = EvaluationResult(
+            query_ids=tuple(current.query_ids), metric_names=tuple(metrics), values=values, fields=current.fields,
+            first_relevant_rank=ranks,
+            missing_from_run=tuple(q for q, h in zip(current.query_ids, hashed) if h in self.missing_from_run),
+            inputs={"run": {"path": source}},
+        )
+        return result, ""
+
+
 @dataclass(frozen=True)
 class BaselineSummary:
     """Means (and intervals) of a previous evaluation, read from its ``summary.json``.
@@ -45,6 +174,7 @@ class BaselineSummary:
     metrics: Mapping[str, Stat]
     segments: Mapping[str, Mapping[str, Mapping[str, Stat]]] = field(default_factory=dict)
     source: str = "<baseline summary>"
+    per_query: PerQuery | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<baseline summary>") -> BaselineSummary:
@@ -96,7 +226,8 @@ class BaselineSummary:
                              for m, e in (ms or {}).items()}
                 for label, ms in labels.items()
             }
-        return cls(metrics, segments, source)
+        per_query = PerQuery.from_dict(data["per_query"], source) if data.get("per_query") is not None else None
+        return cls(metrics, segments, source, per_query)
 
     def lookup(self, metric: str, field_name: str | None = None, label: str | None = None) -> Stat | None:
         if field_name is None:

@@ -14,6 +14,7 @@
         min_queries: 20               # segments with fewer applicable queries are shown, not gated
         label: answers found in the top 5   # optional wording for the PR comment
         owner: search-team            # optional: who answers for this gate (shown by 'rankgate gold validate')
+        not_applicable: warning       # the metric applies to no query: warn (default) or error (blocks)
       - metric: forbidden@5
         max: 0                        # ceiling, for lower-is-better metrics (forbidden, redundancy, false_evidence)
     defaults: {seed: 0, resamples: 2000, confidence: 0.95}
@@ -37,7 +38,8 @@ from .errors import ConfigError, RankgateError
 __all__ = ["Gate", "GateConfig", "config_from_dict", "load_config", "parse_config"]
 
 TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels")
-GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner")
+GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
+             "not_applicable")
 DEFAULT_KEYS = ("seed", "resamples", "confidence")
 EVALUATE_KEYS = ("k", "level", "doc_sep")
 SEVERITIES = ("error", "warning")
@@ -65,6 +67,7 @@ class Gate:
     label: str | None = None
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
     owner: str | None = None
+    not_applicable: str = "warning"  # when the metric applies to no query: warning, or error (fails the gate)
 
     @property
     def title(self) -> str:
@@ -329,8 +332,10 @@ def _build(root: _Item, path: str) -> GateConfig:
         min_queries = r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1
         label = r.text(g["label"], f"{at}.label") if "label" in g else None
         owner = r.text(g["owner"], f"{at}.owner") if "owner" in g else None
+        not_applicable = (r.choice(g["not_applicable"], f"{at}.not_applicable", SEVERITIES)
+                          if "not_applicable" in g else "warning")
         gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
-                          segments, min_queries, label, lines, owner=owner))
+                          segments, min_queries, label, lines, owner=owner, not_applicable=not_applicable))
 
     seed, resamples, confidence = 0, 2000, 0.95
     if "defaults" in top:

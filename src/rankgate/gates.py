@@ -16,13 +16,17 @@ The checks of one gate (each over all queries, then each segment of its ``segmen
     **fail only when the candidate is worse than the baseline by more than ``regression_max`` AND the
     paired bootstrap interval of the change excludes zero.** A drop beyond the limit whose interval
     still includes zero passes with a note ("within noise").
-``regression_max`` against a baseline *summary* (``summary.json``)
-    per-query values are not available, so no paired interval: fail when the mean dropped by more
-    than ``regression_max``. The outcome says so.
+``regression_max`` against a baseline *summary* (``summary.json`` or a ``--json`` outcome)
+    when it carries per-query values of the same gold set (``per_query``, written by this version):
+    the paired rule above, with exactly the numbers a baseline run gives. Otherwise no paired
+    interval: fail when the mean dropped by more than ``regression_max``. The outcome says which
+    rule decided (``baseline.rule``: ``paired`` or ``means``).
 
-Segments with fewer than ``min_queries`` applicable queries are reported but not gated. A value that
-cannot be computed (the metric applies to no query; an interval from fewer than 2 queries) fails the
-check when it is over all queries, and skips it for a segment, saying why. Comparisons allow 1e-9 of
+Segments with fewer than ``min_queries`` applicable queries are reported but not gated. A metric that
+applies to no query (``forbidden@k`` on a gold set without ``must_not_retrieve``) makes the check a
+warning, or a failure when the gate says ``not_applicable: error``. An interval that cannot be
+computed (fewer than 2 queries) fails the check when it is over all queries. Segments skip both,
+saying why. Comparisons allow 1e-9 of
 floating-point slack, so 0.85 meets a 0.85 floor however the mean was summed.
 """
 
@@ -37,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .baseline import BaselineSummary, is_summary_file, load_baseline_summary
+from .baseline import BaselineSummary, is_summary_file, load_baseline_summary, per_query_dict
 from .compare import Comparison, QueryChange, compare, higher_is_better
 from .errors import ConfigError, UsageError
 from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
@@ -82,7 +86,7 @@ class Check:
 
     gate: str
     kind: str  # threshold | max | regression
-    status: str  # pass | fail | skipped
+    status: str  # pass | fail | warn (could not be checked; does not block) | skipped
     metric: str
     field: str | None = None
     segment: str | None = None
@@ -139,6 +143,8 @@ class GateOutcome:
     queries_kind: str = "regressed"  # regressed (vs a baseline run) | lowest (no per-query baseline)
     notes: tuple[str, ...] = ()
     counts: Mapping[str, Any] = field(default_factory=dict)
+    rule: str = "none"  # how regressions were judged: paired (per-query values) | means (summary of means) | none
+    query_texts: Mapping[str, str] = field(default_factory=dict)  # query id -> its text, for the listed queries
 
     @property
     def exit_code(self) -> int:
@@ -150,7 +156,7 @@ class GateOutcome:
         return {
             "passed": self.passed,
             "exit_code": self.exit_code,
-            "baseline": {"kind": self.baseline_kind, "label": self.baseline_label},
+            "baseline": {"kind": self.baseline_kind, "label": self.baseline_label, "rule": self.rule},
             "candidate": self.candidate_label,
             "statistics": {"seed": self.seed, "resamples": self.n_resamples, "confidence": self.confidence},
             "gates": [
@@ -172,9 +178,12 @@ class GateOutcome:
             "metrics": self.summary.get("metrics", {}),
             "segments": self.summary.get("segments", {}),
             "segments_moved": [{k: _clean(v) for k, v in vars(m).items()} for m in self.movers],
-            "queries": {"kind": self.queries_kind, "items": [{k: _clean(v) for k, v in vars(q).items()} for q in self.queries]},
+            "queries": {"kind": self.queries_kind,
+                        "items": [{**{k: _clean(v) for k, v in vars(q).items()}, "query": self.query_texts.get(q.query_id)}
+                                  for q in self.queries]},
             "notes": list(self.notes),
             "counts": dict(self.counts),
+            "per_query": self.summary.get("per_query"),
         }
 
     def to_json(self) -> str:
@@ -189,8 +198,12 @@ class GateOutcome:
 
 # -- decide -------------------------------------------------------------------------------------
 def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationResult | BaselineSummary | None = None,
-           *, baseline_label: str | None = None, candidate_label: str | None = None) -> GateOutcome:
-    """Check every gate of ``config`` on ``current`` (pure: no I/O, same inputs ⇒ same outcome)."""
+           *, baseline_label: str | None = None, candidate_label: str | None = None,
+           query_text: Mapping[str, str] | None = None) -> GateOutcome:
+    """Check every gate of ``config`` on ``current`` (pure: no I/O, same inputs ⇒ same outcome).
+
+    ``query_text`` (query id -> text, e.g. the gold set's ``query`` field) lets the outcome show
+    the listed queries' text beside their ids."""
     if not isinstance(config, GateConfig):
         raise UsageError("decide() needs a GateConfig (from rankgate.gates.load_config)")
     if not isinstance(current, EvaluationResult):
@@ -205,39 +218,53 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
                             n_resamples=B, confidence=conf) if fields else None)
     cmp: Comparison | None = None
     notes: list[str] = []
+    paired: EvaluationResult | None = None  # the baseline's per-query values, from a run or a summary
+    rule = "none"
     if isinstance(baseline, EvaluationResult):
-        cmp = compare(baseline, current, metrics=config.metrics, by=list(dict.fromkeys(fields.values())), seed=seed,
-                      n_resamples=B, n_permutations=0, confidence=conf, primary=_primary_metric(config, None),
-                      baseline_label=baseline_label, candidate_label=candidate_label)
-        kind, blabel = "run", cmp.baseline_label
-        if cmp.only_in_baseline or cmp.only_in_candidate:
-            notes.append(f"{len(cmp.only_in_baseline)} queries only in the baseline and {len(cmp.only_in_candidate)} "
-                         "only in the candidate were left out of the paired comparison")
+        paired, kind, rule = baseline, "run", "paired"
     elif isinstance(baseline, BaselineSummary):
         kind, blabel = "summary", baseline_label or os.path.basename(baseline.source)
-        notes.append("The baseline is a summary (means only): regressions are judged on the change in means, "
-                     "without a paired confidence interval.")
+        why = "it has no per-query values"
+        if baseline.per_query is not None:
+            paired, why = baseline.per_query.paired_result(current, config.metrics, baseline.source)
+        if paired is not None:
+            rule = "paired"
+        else:
+            rule = "means"
+            notes.append(f"The baseline is a summary of means only ({why}): regressions are judged on the change "
+                         "in means, without a paired confidence interval.")
     elif baseline is None:
         kind, blabel = "none", ""
         if any(g.regression_max is not None for g in config.gates):
             notes.append("No baseline given: regression limits were not checked.")
     else:
         raise UsageError(f"baseline must be an EvaluationResult, a BaselineSummary or None; got {type(baseline).__name__}")
+    if paired is not None:
+        cmp = compare(paired, current, metrics=config.metrics, by=list(dict.fromkeys(fields.values())), seed=seed,
+                      n_resamples=B, n_permutations=0, confidence=conf, primary=_primary_metric(config, None),
+                      baseline_label=baseline_label if kind == "run" else blabel, candidate_label=candidate_label)
+        if kind == "run":
+            blabel = cmp.baseline_label
+        if cmp.only_in_baseline or cmp.only_in_candidate:
+            notes.append(f"{len(cmp.only_in_baseline)} queries only in the baseline and {len(cmp.only_in_candidate)} "
+                         "only in the candidate were left out of the paired comparison")
 
     results = []
     for g in config.gates:
-        checks = _checks_for(g, config, current, cis, segs, fields, cmp, baseline if kind == "summary" else None)
+        means_only = baseline if rule == "means" else None
+        checks = _checks_for(g, config, current, cis, segs, fields, cmp, means_only)
         failed = any(c.status == "fail" for c in checks)
-        status = "pass" if not failed else ("fail" if g.severity == "error" else "warn")
+        status = ("fail" if g.severity == "error" else "warn") if failed else (
+            "warn" if any(c.status == "warn" for c in checks) else "pass")
         results.append(GateResult(g, status, tuple(checks)))
     passed = not any(r.status == "fail" for r in results)
     primary = _primary_metric(config, results)
     summary = _summary(current, config.metrics, cis, segs)
-    movers = _movers(config, current, cmp, segs, baseline if kind == "summary" else None, summary)
+    movers = _movers(config, current, cmp, segs, baseline if rule == "means" else None, summary)
     if cmp is not None:
         queries, qkind = cmp.regressions, "regressed"
         if primary != cmp.primary:  # list the queries of the metric that failed
-            queries = compare(baseline, current, metrics=[primary], n_resamples=0, n_permutations=0).regressions
+            queries = compare(paired, current, metrics=[primary], n_resamples=0, n_permutations=0).regressions
     else:
         queries, qkind = worst_queries(current, primary), "lowest"
     counts = {
@@ -246,8 +273,11 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
         "not_in_gold": len(current.not_in_gold),
         "no_answer": len(current.no_answer),
     }
+    summary["per_query"] = per_query_dict(current, config.metrics)
+    listed = tuple(queries[:10])
+    texts = {q.query_id: t for q in listed for t in [(query_text or {}).get(q.query_id)] if isinstance(t, str) and t}
     return GateOutcome(passed, tuple(results), kind, blabel, _run_label(current, candidate_label), seed, B, conf,
-                       summary, movers, tuple(queries[:10]), qkind, tuple(notes), counts)
+                       summary, movers, listed, qkind, tuple(notes), counts, rule, texts)
 
 
 def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:
@@ -297,9 +327,10 @@ def _checks_for(g: Gate, config: GateConfig, current: EvaluationResult, cis, seg
             c = {"kind": kind, "limit": limit, "value": value}
             if small:
                 out.append(_with(base, status="skipped", note=f"only {n} queries (min_queries {g.min_queries}): not gated", **c))
+            elif math.isnan(value) and n == 0:
+                out.append(_with(base, status=_not_applicable(g, key), note=NOT_APPLICABLE, **c))
             elif math.isnan(value):
-                why = ("the metric applies to no query" if n == 0 else
-                       f"no {conf}: needs at least 2 queries and resamples > 0")
+                why = f"no {conf}: needs at least 2 queries and resamples > 0"
                 out.append(_with(base, status="fail" if key is None else "skipped", note=why, **c))
             else:
                 ok = value >= limit - EPS if kind == "threshold" else value <= limit + EPS
@@ -307,6 +338,17 @@ def _checks_for(g: Gate, config: GateConfig, current: EvaluationResult, cis, seg
         if g.regression_max is not None:
             out.append(_regression(g, base, hib, small, cmp, summary, conf))
     return out
+
+
+NOT_APPLICABLE = "the metric applies to no query"
+
+
+def _not_applicable(g: Gate, field_key: str | None) -> str:
+    """A gate whose metric applies to no query (forbidden@k on a gold set without must_not_retrieve)
+    warns, unless its ``not_applicable: error`` says it must block; a segment is skipped."""
+    if field_key is not None:
+        return "skipped"
+    return "fail" if g.not_applicable == "error" else "warn"
 
 
 def _with(check: Check, **changes: Any) -> Check:
@@ -341,7 +383,7 @@ def _regression(g: Gate, base: Check, hib: bool, small: bool, cmp: Comparison | 
             where = "" if base.field is None else f" for {display_field(base.field)} = {base.segment}"
             return _with(c, status="skipped", note=f"the baseline summary has no {g.metric}{where}")
         if math.isnan(base.mean):
-            return _with(c, status="fail" if base.field is None else "skipped", note="the metric applies to no query")
+            return _with(c, status=_not_applicable(g, base.field), note=NOT_APPLICABLE)
         delta = base.mean - st.mean
         worse = -delta if hib else delta
         c = _with(c, baseline=st.mean, value=delta, note="baseline summary: change in means, no paired test")
@@ -353,7 +395,7 @@ def _primary_metric(config: GateConfig, results) -> str:
     if results:
         for wanted in ("fail", "warn"):
             for r in results:
-                if r.status == wanted:
+                if r.status == wanted and any(c.status == "fail" for c in r.checks):
                     return r.gate.metric
     return config.gates[0].metric
 
@@ -456,6 +498,7 @@ def gate(
     options = {**cfg.evaluate, **evaluate_kwargs}
     gold_format = options.pop("gold_format", None)
     loaded_gold = None
+    gold_hash: dict[str, str] = {}
 
     def result_of(run: Any) -> EvaluationResult:
         nonlocal loaded_gold
@@ -463,7 +506,18 @@ def gate(
             return run
         if loaded_gold is None:
             loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(os.fspath(gold), format=gold_format)
-        return evaluate(loaded_gold, run, list(cfg.metrics), **options)
+        result = evaluate(loaded_gold, run, list(cfg.metrics), **options)
+        if isinstance(gold, (str, os.PathLike)) and os.path.isfile(gold):
+            # the gold set was loaded once for both runs; name its file and hash, as evaluate does for a path,
+            # so a summary written from this outcome can tell whether a later gold set is the same
+            from dataclasses import replace
+
+            from .data.source import sha256_file
+
+            if "sha" not in gold_hash:
+                gold_hash["sha"] = sha256_file(os.fspath(gold))
+            result = replace(result, inputs={**result.inputs, "gold": {"path": os.fspath(gold), "sha256": gold_hash["sha"]}})
+        return result
 
     base_obj: EvaluationResult | BaselineSummary | None
     if baseline is None or isinstance(baseline, (EvaluationResult, BaselineSummary)):
@@ -474,4 +528,9 @@ def gate(
         base_obj = load_baseline_summary(os.fspath(baseline))
     else:
         base_obj = result_of(baseline)
-    return decide(cfg, result_of(candidate), base_obj, baseline_label=baseline_label, candidate_label=candidate_label)
+    current = result_of(candidate)
+    texts = None
+    if loaded_gold is not None and hasattr(loaded_gold, "field"):
+        texts = {q: t for q, t in zip(loaded_gold.query_ids, loaded_gold.field("query")) if isinstance(t, str)}
+    return decide(cfg, current, base_obj, baseline_label=baseline_label, candidate_label=candidate_label,
+                  query_text=texts)

@@ -18,7 +18,9 @@ from typing import Any
 
 from ..compare import higher_is_better
 from ..segments import display_field
-from .numbers import fmt_delta, fmt_delta_ci, fmt_limit, fmt_pp, fmt_rank, fmt_value, fmt_value_ci, md_escape
+from ..compare import is_share
+from .numbers import (MINUS, fmt_delta, fmt_delta_ci, fmt_limit, fmt_pp, fmt_rank, fmt_value, fmt_value_ci, md_escape,
+                      neutral, shorten)
 
 __all__ = ["MARKER", "MAX_BYTES", "comment_markdown", "gate_sentences"]
 
@@ -32,7 +34,26 @@ def _n(x: Any) -> float:
 
 
 def _plain(text: str, width: int = 80) -> str:
-    return " ".join(str(text).split())
+    return " ".join(neutral(text).split())
+
+
+def _near(metric: str, x: float, limit: float | None, delta: bool = False) -> str:
+    """``x`` written with enough decimals that it does not read as equal to ``limit`` when it is not
+    (a change of −0.0103 against a limit of 0.01 reads −0.0103, not −0.010)."""
+    if limit is None or math.isnan(x) or math.isnan(limit):
+        return fmt_delta(metric, x) if delta else fmt_value(metric, x)
+    share = is_share(metric)
+    scale, digits = (100.0, 1) if share else (1.0, 3)
+    a, b = abs(x) * scale, abs(limit) * scale
+    while digits < 6 and a != b and f"{a:.{digits}f}" == f"{b:.{digits}f}":
+        digits += 1
+    if digits == (1 if share else 3):
+        return fmt_delta(metric, x) if delta else fmt_value(metric, x)
+    text = f"{a:.{digits}f}"
+    if delta:
+        sign = "" if float(text) == 0.0 else ("+" if x > 0 else MINUS)
+        return sign + text + (" pp" if share else "")
+    return (MINUS if x < 0 else "") + text + ("%" if share else "")
 
 
 def _where(c: Mapping[str, Any], esc=md_escape) -> str:
@@ -57,12 +78,13 @@ def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title
         sign_limit = ("−" if hib else "+") + fmt_pp(m, limit)
         base, delta = _n(c["baseline"]), value
         moved = _moved(m, delta)
+        shown = _near(m, delta, limit, delta=True)
         if math.isnan(_n(c["ci_low"])):
-            detail = f"{fmt_delta(m, delta)}; limit {sign_limit}"
+            detail = f"{shown}; limit {sign_limit}"
             if "summary" in c.get("note", ""):
                 detail += "; compared with the baseline's mean"
         else:
-            detail = f"{fmt_delta(m, delta)}, {conf} {fmt_delta_ci(m, c['ci_low'], c['ci_high'])}; limit {sign_limit}"
+            detail = f"{shown}, {conf} {fmt_delta_ci(m, c['ci_low'], c['ci_high'])}; limit {sign_limit}"
         return f"{who} {moved} from {fmt_value(m, base)} to {fmt_value(m, mean)} ({detail})"
     if math.isnan(value):
         return f"{who} could not be checked: {esc(c.get('note') or 'no value', 200)}"
@@ -71,13 +93,14 @@ def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title
     ci = fmt_value_ci(m, c["ci_low"], c["ci_high"])
     if g["on"] == "mean":
         extra = f" ({conf} {ci})" if ci != "—" else ""
-        return f"{who} is {fmt_value(m, mean)}{extra}, {side}"
+        return f"{who} is {_near(m, mean, limit)}{extra}, {side}"
     end = "lower" if g["on"] == "ci_lower" else "upper"
-    return f"{who}: the {end} end of its {conf} is {fmt_value(m, value)}, {side} (mean {fmt_value(m, mean)}, {conf} {ci})"
+    return (f"{who}: the {end} end of its {conf} is {_near(m, value, limit)}, {side} "
+            f"(mean {fmt_value(m, mean)}, {conf} {ci})")
 
 
 def _gate_sentence(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> str:
-    failing = [c for c in g["checks"] if c["status"] == "fail"]
+    failing = [c for c in g["checks"] if c["status"] == "fail"] or [c for c in g["checks"] if c["status"] == "warn"]
     failing.sort(key=lambda c: (c.get("field") is not None, c["kind"] != "regression"))
     icon = ICON["fail"] if g["status"] == "fail" else ICON["warn"]
     text = f"{icon} {_check_sentence(g, failing[0], conf, who, esc)}."
@@ -93,7 +116,9 @@ def _gate_sentence(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> 
     others = "; ".join(x for x in (", ".join(overall), ", ".join(segments)) if x)
     if others:
         text += f" Also failing: {others}."
-    if g["severity"] == "warning":
+    if g["status"] == "warn" and all(c["status"] != "fail" for c in g["checks"]):
+        text += " (warning: does not block; `not_applicable: error` in the gate makes it block)"
+    elif g["severity"] == "warning":
         text += " (warning: does not block)"
     return text
 
@@ -152,46 +177,59 @@ def _gate_row(o: Mapping[str, Any], g: Mapping[str, Any], f: str | None, seg: st
     m = g["metric"]
     cur = next((c for c in checks if c["kind"] != "regression"), checks[0])
     reg = next((c for c in checks if c["kind"] == "regression"), None)
-    status = "fail" if "fail" in statuses else ("pass" if "pass" in statuses else "skipped")
+    status = "fail" if "fail" in statuses else ("warn" if "warn" in statuses else
+                                                ("pass" if "pass" in statuses else "skipped"))
     if status == "fail" and g["severity"] == "warning":
         status = "warn"
     result = {"fail": "fail", "warn": "warning", "pass": "pass", "skipped": "not checked"}[status]
     st = _stat(o, m, f, seg)
     ci = fmt_value_ci(m, st.get("ci_low"), st.get("ci_high"))
-    candidate = fmt_value(m, _n(st.get("mean", cur["mean"]))) + (f" ({ci})" if ci != "—" else "")
+    floor = g["threshold"] if g["threshold"] is not None else g["max"]
+    mean = _n(st.get("mean", cur["mean"]))
+    candidate = _near(m, mean, floor if g["on"] == "mean" else None) + (f" ({ci})" if ci != "—" else "")
     base = change = "—"
     if reg is not None and reg["status"] != "skipped":
         base = fmt_value(m, _n(reg["baseline"]))
-        change = fmt_delta(m, _n(reg["value"]))
+        change = _near(m, _n(reg["value"]), g["regression_max"], delta=True)
         dci = fmt_delta_ci(m, reg["ci_low"], reg["ci_high"])
         change += f" ({dci})" if dci != "—" else ""
     name = md_escape(g["name"], 60) if f is None else "↳ " + md_escape(f"{display_field(f)} = {seg}", 60)
+    # a segment is held to the same limits as all queries: the column says so on every row
     return (f"| {ICON[status]} | {name} | {md_escape(m)} | {candidate} | {base} | {change} | "
-            f"{_limits(g) if f is None else ''} | {result} |")
+            f"{_limits(g)} | {result} |")
 
 
-def _mover_rows(moves: list[Mapping[str, Any]]) -> list[str]:
+def _mover_rows(moves: list[Mapping[str, Any]], verdicts: bool = True) -> list[str]:
     rows = []
     for mv in moves:
         m = mv["metric"]
         dci = fmt_delta_ci(m, mv["ci_low"], mv["ci_high"])
         change = fmt_delta(m, _n(mv["delta"])) + (f" ({dci})" if dci != "—" else "")
         rows.append(f"| {md_escape(display_field(mv['field']) + ' = ' + mv['segment'], 60)} | {md_escape(m)} | {mv['n']} | "
-                    f"{fmt_value(m, _n(mv['baseline']))} | {fmt_value(m, _n(mv['current']))} | {change} | "
-                    f"{md_escape(mv.get('verdict') or '')} |")
+                    f"{fmt_value(m, _n(mv['baseline']))} | {fmt_value(m, _n(mv['current']))} | {change} |"
+                    + (f" {md_escape(mv.get('verdict') or '')} |" if verdicts else ""))
     return rows
 
 
-def _query_rows(items: list[Mapping[str, Any]], kind: str) -> list[str]:
+def _query_cell(q: Mapping[str, Any]) -> str:
+    text = q.get("query")
+    cell = md_escape(q["query_id"], 40)
+    if isinstance(text, str) and text.strip():
+        cell += ": " + md_escape(shorten(" ".join(text.split()), 60), 60)
+    return cell
+
+
+def _query_rows(items: list[Mapping[str, Any]], kind: str, notes: bool) -> list[str]:
     rows = []
     for q in items:
         m = q["metric"]
+        note = f" {md_escape(q.get('note') or '')} |" if notes else ""
         if kind == "regressed":
-            rows.append(f"| {md_escape(q['query_id'], 60)} | {fmt_value(m, _n(q['baseline']))} | {fmt_value(m, _n(q['candidate']))} | "
-                        f"{fmt_rank(q['baseline_rank'])} → {fmt_rank(q['candidate_rank'])} | {md_escape(q.get('note') or '')} |")
+            rows.append(f"| {_query_cell(q)} | {fmt_value(m, _n(q['baseline']))} | {fmt_value(m, _n(q['candidate']))} | "
+                        f"{fmt_rank(q['baseline_rank'])} → {fmt_rank(q['candidate_rank'])} |{note}")
         else:
-            rows.append(f"| {md_escape(q['query_id'], 60)} | {fmt_value(m, _n(q['candidate']))} | "
-                        f"{fmt_rank(q['candidate_rank'])} | {md_escape(q.get('note') or '')} |")
+            rows.append(f"| {_query_cell(q)} | {fmt_value(m, _n(q['candidate']))} | "
+                        f"{fmt_rank(q['candidate_rank'])} |{note}")
     return rows
 
 
@@ -235,10 +273,14 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     out = [MARKER, head, ""]
     cand, base = md_escape(o["candidate"], 100), md_escape(o["baseline"]["label"], 100)
     kind = o["baseline"]["kind"]
+    rule = o["baseline"].get("rule") or {"run": "paired", "summary": "means"}.get(kind, "none")
     if kind == "run":
         out.append(f"Candidate **{cand}** against baseline **{base}**, paired by query.")
+    elif kind == "summary" and rule == "paired":
+        out.append(f"Candidate **{cand}** against the baseline summary **{base}**, paired by query "
+                   "(the summary keeps each query's values).")
     elif kind == "summary":
-        out.append(f"Candidate **{cand}** against the baseline summary **{base}**.")
+        out.append(f"Candidate **{cand}** against the baseline summary **{base}** (means only).")
     else:
         out.append(f"Candidate **{cand}**; no baseline given.")
     out.append("")
@@ -249,14 +291,19 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
         if len(sentences) > len(shown):
             out.append(f"… and {len(sentences) - len(shown)} more (see the table and the JSON outcome).")
         out.append("")
-    if kind == "run":
-        out.append(f"A regression fails a gate only when the drop is larger than its limit **and** the {conf} of the "
-                   "change (paired by query) excludes zero; smaller or uncertain changes are noted, not failed.")
-    elif kind == "summary":
-        out.append("The baseline is a summary of means, so a regression fails a gate when the mean dropped by more "
-                   "than its limit; there is no paired confidence interval.")
+    if rule == "paired":
+        out.append(f"**Rule: paired test.** A regression fails a gate only when the drop is larger than its limit "
+                   f"**and** the {conf} of the change (paired by query) excludes zero; smaller or uncertain changes "
+                   "are noted, not failed.")
+    elif rule == "means":
+        out.append("**Rule: means only.** The baseline is a summary of means, so a regression fails a gate when the "
+                   "mean dropped by more than its limit; there is no paired confidence interval.")
     for note in o.get("notes", []):
-        if kind == "summary" and note.startswith("The baseline is a summary"):
+        if rule == "means" and note.startswith("The baseline is a summary"):
+            why = note[note.find("(") + 1: note.find(")")] if "(" in note else ""
+            if why:
+                out.append(f"It is means only because {md_escape(why, 200)}; a summary written by this version of "
+                           "rankgate (`gate --json` or `evaluate --out`) keeps the paired test.")
             continue
         out.append(f"{md_escape(note, 300)}")
     out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
@@ -266,20 +313,25 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     if moves:
         title = "Segments that moved most" if kind != "none" else "Weakest segments (compared with all queries)"
         before, change = ("Baseline", "Change") if kind != "none" else ("All queries", "Difference")
-        out += ["", f"### {title}", "", f"| Segment | Metric | n | {before} | Candidate | {change} | |",
-                "|:--|:--|--:|--:|--:|--:|:--|"]
-        out += _cut(_mover_rows(moves), caps["movers"], 7, "segments")
+        verdicts = any(mv.get("verdict") for mv in moves)
+        out += ["", f"### {title}", "", f"| Segment | Metric | n | {before} | Candidate | {change} |"
+                + (" Verdict |" if verdicts else ""), "|:--|:--|--:|--:|--:|--:|" + (":--|" if verdicts else "")]
+        out += _cut(_mover_rows(moves, verdicts), caps["movers"], 7 if verdicts else 6, "segments")
     queries = o.get("queries", {})
     items = queries.get("items") or []
     if items:
         m = md_escape(items[0]["metric"])
+        shown_items = items[: caps["queries"]]
+        notes = any(q.get("note") for q in shown_items)
+        note_head, note_align = (" Note |", ":--|") if notes else ("", "")
         if queries.get("kind") == "regressed":
             out += ["", f"### Most-regressed queries on {m}", "",
-                    "| Query | Baseline | Candidate | First relevant rank (before → after) | |", "|:--|--:|--:|--:|:--|"]
+                    f"| Query | Baseline | Candidate | First relevant rank (before → after) |{note_head}",
+                    f"|:--|--:|--:|--:|{note_align}"]
         else:
-            out += ["", f"### Lowest-scoring queries on {m}", "", "| Query | Candidate | First relevant rank | |",
-                    "|:--|--:|--:|:--|"]
-        out += _query_rows(items[: caps["queries"]], queries.get("kind", "regressed"))
+            out += ["", f"### Lowest-scoring queries on {m}", "", f"| Query | Candidate | First relevant rank |{note_head}",
+                    f"|:--|--:|--:|{note_align}"]
+        out += _query_rows(shown_items, queries.get("kind", "regressed"), notes)
     counts = o.get("counts") or {}
     missing = counts.get("missing_from_run") or []
     if missing:

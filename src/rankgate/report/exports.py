@@ -80,6 +80,9 @@ def summary_dict(
         k: result.info[k] for k in ("level", "trec", "complete", "default_k", "duplicates_dropped") if k in result.info
     }
     data["systems"] = {"run": result.info.get("run", {}), "gold": result.info.get("gold", {})}
+    from ..baseline import per_query_dict
+
+    data["per_query"] = per_query_dict(result)  # what a later gate needs for its paired rule
     if extra:
         data.update(extra)
     data["rankgate_version"] = __version__

@@ -9,10 +9,12 @@ points (``87.0%``, ``−6.0 pp``); scores (ndcg, mrr, map) and counts keep three
 from __future__ import annotations
 
 import math
+import re
 
 from ..compare import is_share
 
-__all__ = ["fmt_delta", "fmt_delta_ci", "fmt_limit", "fmt_p", "fmt_rank", "fmt_value", "fmt_value_ci", "md_escape", "shorten"]
+__all__ = ["fmt_delta", "fmt_delta_ci", "fmt_limit", "fmt_p", "fmt_rank", "fmt_value", "fmt_value_ci", "md_escape", "neutral",
+           "shorten"]
 
 MINUS = "\u2212"
 DASH = "—"
@@ -90,7 +92,24 @@ _MD_SPECIAL = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "
                              "]": "\\]", "<": "&lt;", ">": "&gt;", "#": "\\#", "~": "\\~"})
 
 
+# Bidirectional controls reorder what a reader sees ("Trojan Source"); shown as U+FFFD instead.
+_BIDI = str.maketrans({c: "\ufffd" for c in (*map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A)),
+                                             "\u200e", "\u200f", "\u061c")})
+
+
+# GitHub links @name when the @ does not follow a letter or digit (``recall@5`` and e-mail addresses stay)
+_MENTION = re.compile(r"(?<![A-Za-z0-9])@")
+
+
+def neutral(text: str) -> str:
+    """User text with bidi controls made visible (U+FFFD); used by every renderer of user data."""
+    return str(text).translate(_BIDI)
+
+
 def md_escape(text: str, width: int = 80) -> str:
-    """Text from user data made safe inside a markdown table cell (no markup, no HTML, one line)."""
-    text = shorten(" ".join(str(text).split()), width)
-    return text.translate(_MD_SPECIAL)
+    """Text from user data made safe inside markdown (no markup, no HTML, one line, no mentions).
+
+    ``@name`` and ``@org/team`` would notify people on GitHub: a zero-width joiner after ``@`` keeps
+    the text as written but not a mention. Bidi controls are shown as U+FFFD."""
+    text = shorten(" ".join(neutral(text).split()), width)
+    return _MENTION.sub("@\u200d", text.translate(_MD_SPECIAL))
