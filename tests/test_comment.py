@@ -155,3 +155,67 @@ def test_golden_comment_against_a_baseline_run():
     md = out.markdown()
     check_golden("gate_comment.md", md)
     assert comment_markdown(json.loads(out.to_json())) == md  # re-rendered from the --json file: same text
+
+
+# -- number formats, tables, hostile text ---------------------------------------------------------
+def test_a_value_near_its_limit_shows_enough_digits_to_see_the_verdict():
+    score = check(metric="ndcg@10", value=-0.0103, limit=0.01, mean=0.7, baseline=0.7103, ci_low=-0.02, ci_high=-0.001)
+    o = outcome([gate_dict([score], metric="ndcg@10", title="retrieval ndcg@10", regression_max=0.01)])
+    (sentence,) = gate_sentences(o)
+    assert "(−0.0103, 95% CI −0.020 to −0.001; limit −0.01)" in sentence
+    assert "| −0.0103 (−0.020 to −0.001) |" in comment_markdown(o)
+    floor = check(kind="threshold", value=0.8496, limit=0.85, mean=0.8496, ci_low=0.8, ci_high=0.9, baseline=None)
+    o = outcome([gate_dict([floor], threshold=0.85, regression_max=None)])
+    o["metrics"]["recall@5"]["mean"] = 0.8496
+    assert "is 84.96% (95% CI 80.0% to 90.0%), below the 85% floor" in gate_sentences(o)[0]
+    assert "| 84.96% (" in comment_markdown(o)
+    far = check(kind="threshold", value=0.7, limit=0.85, mean=0.7, ci_low=0.6, ci_high=0.8, baseline=None)
+    assert "is 70.0% (" in gate_sentences(outcome([gate_dict([far], threshold=0.85, regression_max=None)]))[0]
+
+
+def test_tables_name_every_column_and_repeat_limits_on_segment_rows():
+    base, cand = make_results()
+    md = decide(parse_config(CONFIG, path="ship-criteria.yaml"), cand, base).markdown()
+    table_heads = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line and "|:" not in line]
+    assert not any(line.rstrip().endswith("| |") for line in md.splitlines() if line.startswith("| Query")
+                   or line.startswith("| Segment"))
+    assert "| ↳ lang = de | recall@5 |" in md
+    de_row = next(line for line in table_heads if "↳ lang = de" in line)
+    assert "≥ 80%; drop ≤ 3 pp" in de_row
+
+
+def test_query_tables_show_the_query_text_shortened():
+    o = outcome([gate_dict([check()])])
+    o["queries"]["items"] = [{"query_id": "q7", "query": "How do I rotate the signing key of a tenant whose " + "x" * 200,
+                              "metric": "recall@5", "baseline": 1.0, "candidate": 0.0, "delta": -1.0,
+                              "baseline_rank": 1, "candidate_rank": 0, "note": ""}]
+    md = comment_markdown(o)
+    row = next(line for line in md.splitlines() if line.startswith("| q7"))
+    assert row.startswith("| q7: How do I rotate the signing key of a tenant whose xxxxxxxxx… |") and len(row) < 140
+    assert "| Query | Baseline | Candidate | First relevant rank (before → after) |\n" in md  # no empty note column
+
+
+HOSTILE = ["@octocat", "@acme/security-team", "hi @alice and @bob", "x\u202egnp.exe", "a\u2066b\u2069c", "\u200fq"]
+
+
+def test_mentions_and_bidi_controls_from_user_text_are_neutralised():
+    o = outcome([gate_dict([check(), check(field="tags.owner", segment=HOSTILE[0]), check(field="intent", segment=HOSTILE[1])],
+                           name=HOSTILE[2], title=HOSTILE[3] + " " + HOSTILE[4])])
+    o["candidate"], o["baseline"]["label"] = "@carol", HOSTILE[5]
+    o["notes"] = ["owned by @dave"]
+    o["queries"]["items"] = [{"query_id": "@erin", "query": "ask @frank \u202eabc", "metric": "recall@5", "baseline": 1.0,
+                              "candidate": 0.0, "delta": -1.0, "baseline_rank": 1, "candidate_rank": 0,
+                              "note": "see @grace"}]
+    o["segments_moved"] = [{"metric": "recall@5", "field": "tags.team", "segment": "@org/heidi", "n": 5, "baseline": 0.9,
+                            "current": 0.5, "delta": -0.4, "ci_low": None, "ci_high": None, "verdict": "worse"}]
+    o["counts"]["missing_from_run"] = ["@ivan"]
+    md = comment_markdown(o)
+    import re
+
+    assert not re.search(r"(?<![A-Za-z0-9])@[A-Za-z0-9]", md), re.findall(r".{10}@[A-Za-z0-9].{10}", md)
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]", md)
+    for name in ("octocat", "acme/security-team", "alice", "carol", "dave", "erin", "frank", "grace", "org/heidi", "ivan"):
+        assert f"@\u200d{name}" in md  # still readable, no longer a mention
+    assert "recall@5" in md  # an @ inside a word is not a mention and stays as it is
+    plain = gate_sentences(o, markdown=False)
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", " ".join(plain))

@@ -1,0 +1,163 @@
+"""A summary baseline keeps the paired rule: same verdict and numbers as gating against the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rankgate.baseline import hash_query_id, load_baseline_summary
+from rankgate.cli import main
+from rankgate.errors import InputError
+from rankgate.gates import gate
+
+DATA = Path(__file__).parent / "data" / "gate"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's gold set, runs and ship criteria, with the criteria's bootstrap seed set to 2."""
+    from rankgate.demo.pipeline import run_demo
+
+    out = tmp_path_factory.mktemp("demo") / "d"
+    run_demo(out, seed=0)
+    ship = out / "data" / "ship-criteria.yaml"
+    text = ship.read_text(encoding="utf-8")
+    assert "defaults: {seed: 0," in text
+    ship.write_text(text.replace("defaults: {seed: 0,", "defaults: {seed: 2,"), encoding="utf-8")
+    return out
+
+
+def outcome(demo: Path, baseline) -> dict:
+    out = gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
+               str(demo / "runs" / "candidate.jsonl"), baseline)
+    return out.to_dict()
+
+
+def test_a_summary_baseline_gives_the_runs_verdict_and_numbers(demo, tmp_path, capsys):
+    by_run = outcome(demo, str(demo / "runs" / "baseline.jsonl"))
+    assert by_run["passed"] and by_run["baseline"]["rule"] == "paired"
+    # a gate whose drop is beyond the limit but within noise: the paired rule is what lets it pass
+    noisy = [c for g in by_run["gates"] for c in g["checks"] if "within noise" in (c["note"] or "")]
+    assert noisy
+
+    # main's baseline as the docs' workflow makes it: `rankgate gate --json` on the baseline run
+    gate_json = tmp_path / "baseline-summary.json"
+    code = main(["gate", "--config", str(demo / "data" / "ship-criteria.yaml"), "--gold", str(demo / "data" / "gold.jsonl"),
+                 "--candidate", str(demo / "runs" / "baseline.jsonl"), "--json", str(gate_json), "--no-step-summary"])
+    capsys.readouterr()
+    assert code in (0, 1)
+    for summary in (gate_json, demo / "baseline" / "summary.json"):  # gate --json, and evaluate --out's summary.json
+        by_summary = outcome(demo, str(summary))
+        assert by_summary["baseline"] == {"kind": "summary", "label": summary.name, "rule": "paired"}
+        assert by_summary["gates"] == by_run["gates"]  # every check, value, interval and note
+        assert by_summary["queries"] == by_run["queries"]  # regressed queries, not lowest-scoring
+        assert by_summary["segments_moved"] == by_run["segments_moved"]
+        assert by_summary["passed"] is True
+
+
+def test_without_per_query_values_the_means_rule_decides_and_the_comment_says_so(demo, tmp_path):
+    data = json.loads((demo / "baseline" / "summary.json").read_text(encoding="utf-8"))
+    del data["per_query"]  # a summary from an older version
+    old = tmp_path / "old-summary.json"
+    old.write_text(json.dumps(data), encoding="utf-8")
+    out = gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
+               str(demo / "runs" / "candidate.jsonl"), str(old))
+    assert out.rule == "means" and not out.passed  # the drop within noise now blocks: why the paired rule matters
+    md = out.markdown()
+    assert "**Rule: means only.**" in md and "it has no per-query values" in md
+    paired = gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
+                  str(demo / "runs" / "candidate.jsonl"), str(demo / "baseline" / "summary.json")).markdown()
+    assert "**Rule: paired test.**" in paired and "paired by query (the summary keeps each query's values)" in paired
+
+
+def test_another_gold_set_is_detected_and_falls_back_to_means(tmp_path, capsys):
+    ship = tmp_path / "ship.yaml"
+    ship.write_text("gates:\n  - metric: recall@5\n    regression_max: 0.03\ndefaults: {seed: 0, resamples: 200}\n",
+                    encoding="utf-8")
+    base = tmp_path / "base.json"
+    assert main(["gate", "--config", str(ship), "--gold", str(DATA / "gold.jsonl"), "--candidate",
+                 str(DATA / "base.jsonl"), "--json", str(base), "--no-step-summary"]) == 0
+    capsys.readouterr()
+    assert json.loads(base.read_text(encoding="utf-8"))["per_query"]["gold_sha256"]
+
+    edited = tmp_path / "gold.jsonl"  # the same queries, one judgement changed: another gold set
+    lines = (DATA / "gold.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[0] = lines[0].replace('"grade": 2', '"grade": 1')
+    edited.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = gate(str(ship), str(edited), str(DATA / "cand.jsonl"), str(base))
+    assert out.rule == "means"
+    assert any("another gold set" in n for n in out.notes)
+    same = gate(str(ship), str(DATA / "gold.jsonl"), str(DATA / "cand.jsonl"), str(base))
+    assert same.rule == "paired"
+
+
+def test_query_ids_are_hashed_in_the_summary(tmp_path, capsys):
+    ship = tmp_path / "ship.yaml"
+    ship.write_text("gates:\n  - metric: recall@5\n    threshold: 0.1\ndefaults: {resamples: 200}\n", encoding="utf-8")
+    out = tmp_path / "o.json"
+    main(["gate", "--config", str(ship), "--gold", str(DATA / "gold.jsonl"), "--candidate", str(DATA / "base.jsonl"),
+          "--json", str(out), "--no-step-summary"])
+    capsys.readouterr()
+    pq = json.loads(out.read_text(encoding="utf-8"))["per_query"]
+    assert pq["id_hash"] == "sha256/16" and hash_query_id("q01") in pq["ids"]
+    assert '"q01"' not in json.dumps(pq)
+    assert len(pq["values"]["recall@5"]) == len(pq["ids"]) == len(pq["first_relevant_rank"])
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda pq: pq["values"]["recall@5"].pop(), "per_query.values.recall@5"),
+    (lambda pq: pq["values"]["recall@5"].__setitem__(0, "1"), "per_query.values.recall@5[0]"),
+    (lambda pq: pq.__setitem__("ids", pq["ids"][:1] * len(pq["ids"])), "per_query.ids"),
+    (lambda pq: pq.__setitem__("id_hash", "md5"), "per_query.id_hash"),
+    (lambda pq: pq["first_relevant_rank"].__setitem__(0, -1), "per_query.first_relevant_rank[0]"),
+])
+def test_a_damaged_per_query_block_is_an_input_error(tmp_path, capsys, change, field):
+    ship = tmp_path / "ship.yaml"
+    ship.write_text("gates:\n  - metric: recall@5\n    regression_max: 0.03\ndefaults: {resamples: 200}\n", encoding="utf-8")
+    out = tmp_path / "o.json"
+    main(["gate", "--config", str(ship), "--gold", str(DATA / "gold.jsonl"), "--candidate", str(DATA / "base.jsonl"),
+          "--json", str(out), "--no-step-summary"])
+    capsys.readouterr()
+    data = json.loads(out.read_text(encoding="utf-8"))
+    change(data["per_query"])
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_baseline_summary(str(bad))
+    assert f"field '{field}'" in str(err.value) and str(bad) in str(err.value)
+    folder = tmp_path / "outs"
+    folder.mkdir()
+    from .hostile import assert_refused
+
+    assert_refused(["gate", "--config", str(ship), "--gold", str(DATA / "gold.jsonl"), "--candidate",
+                    str(DATA / "cand.jsonl"), "--baseline", str(bad), "--json", str(folder / "o.json")], folder,
+                   names=[str(bad)], capsys=capsys)
+
+
+def test_the_quick_start_criteria_pass_on_a_gold_set_without_must_not_retrieve(tmp_path, capsys):
+    """The docs' quick-start criteria have a forbidden@5 gate; most gold sets have no must_not_retrieve."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "gating.md").read_text(encoding="utf-8")
+    (criteria,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, flags=re.DOTALL) if b.startswith("# ship-criteria")]
+    ship = tmp_path / "ship-criteria.yaml"
+    ship.write_text(criteria.replace("threshold: 0.85", "threshold: 0.5"), encoding="utf-8")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(line + "\n" for line in (DATA / "gold.jsonl").read_text(encoding="utf-8").splitlines()
+                            if "must_not_retrieve" not in line), encoding="utf-8")
+    comment = tmp_path / "c.md"
+    code = main(["gate", "--config", str(ship), "--gold", str(gold), "--candidate", str(DATA / "base.jsonl"),
+                 "--comment", str(comment), "--no-step-summary"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    md = comment.read_text(encoding="utf-8")
+    assert "forbidden@5 could not be checked: the metric applies to no query" in md
+    assert "does not block" in md and "not\\_applicable: error" not in md
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(ship.read_text(encoding="utf-8").replace("    max: 0", "    max: 0\n    not_applicable: error"),
+                      encoding="utf-8")
+    assert main(["gate", "--config", str(strict), "--gold", str(gold), "--candidate", str(DATA / "base.jsonl"),
+                 "--no-step-summary"]) == 1
+    capsys.readouterr()
