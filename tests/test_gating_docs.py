@@ -10,7 +10,6 @@ import yaml
 
 from rankgate.errors import ConfigError
 from rankgate.gates import parse_config
-from rankgate.report.comment import MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "gating.md"
@@ -27,21 +26,37 @@ def test_the_example_config_is_valid():
     assert config.gates[1].max == 0.0
 
 
-def test_the_example_workflows_parse_and_upsert_by_the_marker():
+def test_the_example_workflows_use_the_action_pinned_by_its_ref():
     workflows = [yaml.safe_load(b) for b in blocks("yaml") if b.startswith("# .github/workflows/")]
     assert [w["name"] for w in workflows] == ["rankgate baseline", "rankgate gate"]
+    for w in workflows:
+        (job,) = w["jobs"].values()
+        gate_steps = [s for s in job["steps"] if s.get("uses", "").endswith("/rankgate@<ref>")]
+        assert len(gate_steps) == 1 and gate_steps[0]["uses"] == "<owner>/rankgate@<ref>"
+    baseline_step = next(s for s in workflows[0]["jobs"]["baseline"]["steps"] if "rankgate@" in s.get("uses", ""))
+    assert baseline_step["with"]["fail-on-gate"] == "false" and baseline_step["with"]["outcome"] == "baseline-summary.json"
     gate_steps = workflows[1]["jobs"]["gate"]["steps"]
-    script = next(s for s in gate_steps if s.get("uses", "").startswith("actions/github-script"))["with"]["script"]
-    assert f"const marker = '{MARKER}';" in script
     assert "rankgate-baseline.yml" in next(s["run"] for s in gate_steps if s.get("name", "").startswith("Fetch"))
+    assert next(s for s in gate_steps if "rankgate@" in s.get("uses", ""))["with"]["baseline"] == "baseline/baseline-summary.json"
 
 
-def test_the_composite_action_parses_and_uses_the_same_marker():
+def test_no_doc_installs_rankgate_from_a_package_index():
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        assert not re.search(r"pip install (-U |--upgrade )?rankgate\b(?! @)", text), f"{doc.name} installs an unpublished package"
+    assert "uses: ./third_party/rankgate" in DOC.read_text(encoding="utf-8")  # the vendored variant
+
+
+def test_the_composite_action_installs_its_own_checkout_and_posts_from_python():
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
     assert action["runs"]["using"] == "composite"
-    assert set(action["inputs"]) >= {"config", "gold", "candidate", "baseline"}
-    scripts = [s["with"]["script"] for s in action["runs"]["steps"] if "github-script" in s.get("uses", "")]
-    assert len(scripts) == 1 and f"const marker = '{MARKER}';" in scripts[0]
+    assert set(action["inputs"]) >= {"config", "gold", "candidate", "baseline", "fail-on-gate", "post-comment"}
+    steps = action["runs"]["steps"]
+    install = next(s for s in steps if s.get("name") == "Install rankgate")
+    assert install["env"]["ACTION_PATH"] == "${{ github.action_path }}" and '"${INSTALL:-$ACTION_PATH}"' in install["run"]
+    gate_step = next(s for s in steps if s.get("id") == "gate")
+    assert "--post-comment" in gate_step["run"] and gate_step["env"]["GITHUB_TOKEN"] == "${{ inputs.github-token }}"
+    assert not any("github-script" in s.get("uses", "") for s in steps)  # the upsert is rankgate's own, tested
 
 
 CASES = {
