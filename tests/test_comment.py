@@ -219,3 +219,29 @@ def test_mentions_and_bidi_controls_from_user_text_are_neutralised():
     assert "recall@5" in md  # an @ inside a word is not a mention and stays as it is
     plain = gate_sentences(o, markdown=False)
     assert not re.search("[\u202a-\u202e\u2066-\u2069]", " ".join(plain))
+
+
+def test_other_markdown_renderers_neutralise_mentions_too():
+    import re
+
+    from rankgate.compare import compare
+
+    ids = ("@alice", "q2", "q3", "q4")
+    lang = ("@org/team", "@org/team", "en", "en")
+    b = EvaluationResult(ids, ("recall@5",), {"recall@5": np.array([1.0, 1.0, 1.0, 0.0])}, {"tags.lang": lang},
+                         np.array([1, 1, 1, 0]), inputs={"run": {"path": "@bob.jsonl"}})
+    c = EvaluationResult(ids, ("recall@5",), {"recall@5": np.array([0.0, 1.0, 1.0, 1.0])}, {"tags.lang": lang},
+                         np.array([0, 1, 1, 1]), inputs={"run": {"path": "@carol\u202e.jsonl"}})
+    md = compare(b, c, by="lang", n_resamples=100, n_permutations=100).markdown()
+    assert "alice" in md and "org/team" in md and "bob" in md
+    assert not re.search(r"(?<![A-Za-z0-9])@[A-Za-z0-9]", md) and "\u202e" not in md
+
+
+def test_an_interval_bound_near_zero_shows_its_side_of_zero():
+    c = check(metric="ndcg@10", value=-0.106, limit=0.05, mean=0.7, baseline=0.806, ci_low=-0.208, ci_high=-0.0003)
+    o = outcome([gate_dict([c], metric="ndcg@10", title="retrieval ndcg@10", regression_max=0.05)])
+    assert "95% CI −0.208 to −0.0003; limit −0.05" in gate_sentences(o)[0]
+    share = check(ci_low=-0.081, ci_high=-0.00004)
+    assert "95% CI −8.1 to −0.004 pp" in gate_sentences(outcome([gate_dict([share])]))[0]
+    exact = check(ci_low=-0.081, ci_high=0.0)
+    assert "95% CI −8.1 to 0.0 pp" in gate_sentences(outcome([gate_dict([exact])]))[0]

@@ -154,7 +154,7 @@ def test_the_quick_start_criteria_pass_on_a_gold_set_without_must_not_retrieve(t
     assert code == 0, printed
     md = comment.read_text(encoding="utf-8")
     assert "forbidden@5 could not be checked: the metric applies to no query" in md
-    assert "does not block" in md and "not\\_applicable: error" not in md
+    assert "does not block; `not_applicable: error` in the gate makes it block" in md
     strict = tmp_path / "strict.yaml"
     strict.write_text(ship.read_text(encoding="utf-8").replace("    max: 0", "    max: 0\n    not_applicable: error"),
                       encoding="utf-8")

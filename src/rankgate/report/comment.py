@@ -47,8 +47,8 @@ def _near(metric: str, x: float, limit: float | None, delta: bool = False) -> st
     a, b = abs(x) * scale, abs(limit) * scale
     while digits < 6 and a != b and f"{a:.{digits}f}" == f"{b:.{digits}f}":
         digits += 1
-    if digits == (1 if share else 3):
-        return fmt_delta(metric, x) if delta else fmt_value(metric, x)
+    if digits == (1 if share else 3) or f"{a:.{digits}f}" == f"{b:.{digits}f}":
+        return fmt_delta(metric, x) if delta else fmt_value(metric, x)  # plain, or apart only by float noise
     text = f"{a:.{digits}f}"
     if delta:
         sign = "" if float(text) == 0.0 else ("+" if x > 0 else MINUS)
@@ -68,6 +68,16 @@ def _moved(metric: str, delta: float) -> str:
     return "rose" if delta > 0 else "dropped"
 
 
+def _change_ci(metric: str, low: Any, high: Any) -> str:
+    """The interval of a change; a bound that rounds to 0 but is not 0 gets the digits that show its
+    side of zero, since that side decides the paired rule (−0.0003, not 0.000)."""
+    lo, hi = _n(low), _n(high)
+    if math.isnan(lo) or math.isnan(hi):
+        return fmt_delta_ci(metric, low, high)
+    a, b = _near(metric, lo, 0.0, delta=True), _near(metric, hi, 0.0, delta=True)
+    return f"{a.removesuffix(' pp')} to {b}"
+
+
 def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title: str, esc=md_escape) -> str:
     """One plain sentence about one check (without the leading icon)."""
     m = c["metric"]
@@ -84,7 +94,7 @@ def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title
             if "summary" in c.get("note", ""):
                 detail += "; compared with the baseline's mean"
         else:
-            detail = f"{shown}, {conf} {fmt_delta_ci(m, c['ci_low'], c['ci_high'])}; limit {sign_limit}"
+            detail = f"{shown}, {conf} {_change_ci(m, c['ci_low'], c['ci_high'])}; limit {sign_limit}"
         return f"{who} {moved} from {fmt_value(m, base)} to {fmt_value(m, mean)} ({detail})"
     if math.isnan(value):
         return f"{who} could not be checked: {esc(c.get('note') or 'no value', 200)}"
@@ -191,7 +201,7 @@ def _gate_row(o: Mapping[str, Any], g: Mapping[str, Any], f: str | None, seg: st
     if reg is not None and reg["status"] != "skipped":
         base = fmt_value(m, _n(reg["baseline"]))
         change = _near(m, _n(reg["value"]), g["regression_max"], delta=True)
-        dci = fmt_delta_ci(m, reg["ci_low"], reg["ci_high"])
+        dci = _change_ci(m, reg["ci_low"], reg["ci_high"])
         change += f" ({dci})" if dci != "—" else ""
     name = md_escape(g["name"], 60) if f is None else "↳ " + md_escape(f"{display_field(f)} = {seg}", 60)
     # a segment is held to the same limits as all queries: the column says so on every row
@@ -203,7 +213,7 @@ def _mover_rows(moves: list[Mapping[str, Any]], verdicts: bool = True) -> list[s
     rows = []
     for mv in moves:
         m = mv["metric"]
-        dci = fmt_delta_ci(m, mv["ci_low"], mv["ci_high"])
+        dci = _change_ci(m, mv["ci_low"], mv["ci_high"])
         change = fmt_delta(m, _n(mv["delta"])) + (f" ({dci})" if dci != "—" else "")
         rows.append(f"| {md_escape(display_field(mv['field']) + ' = ' + mv['segment'], 60)} | {md_escape(m)} | {mv['n']} | "
                     f"{fmt_value(m, _n(mv['baseline']))} | {fmt_value(m, _n(mv['current']))} | {change} |"
