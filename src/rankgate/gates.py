@@ -26,8 +26,8 @@ Segments with fewer than ``min_queries`` applicable queries are reported but not
 applies to no query (``forbidden@k`` on a gold set without ``must_not_retrieve``) makes the check a
 warning, or a failure when the gate says ``not_applicable: error``. An interval that cannot be
 computed (fewer than 2 queries) fails the check when it is over all queries. Segments skip both,
-saying why. Comparisons allow 1e-9 of
-floating-point slack, so 0.85 meets a 0.85 floor however the mean was summed.
+saying why. Comparisons allow 1e-9 of floating-point slack, so 0.85 meets a 0.85 floor however the
+mean was summed.
 """
 
 from __future__ import annotations
