@@ -12,7 +12,9 @@ What it does (all in a temporary folder; the checkout is not touched):
 4. runs the docs' vendored-action variant and the quick-start command as written.
 
 Exit 0 when everything the docs promise happened; otherwise one line per problem and exit 1.
-Run from the checkout with a Python that has PyYAML: ``python .ci/follow_docs.py``.
+Run from the checkout with a Python that has PyYAML: ``python .ci/follow_docs.py``. ``--venv DIR``
+uses a virtual environment made just before (``.ci/run`` passes its own fresh ``.venv``, which saves
+installing the dependencies a second time) instead of making one.
 """
 
 from __future__ import annotations
@@ -178,9 +180,14 @@ def copy_checkout(dest: Path) -> None:
 
 
 def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--venv", type=Path, help="an existing fresh virtual environment to use")
+    args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="rankgate-docs-"))
     try:
-        return follow(base)
+        return follow(base, args.venv.resolve() if args.venv else None)
     finally:
         if os.environ.get("RANKGATE_KEEP_WALKTHROUGH"):
             print(f"kept {base}")
@@ -188,11 +195,12 @@ def main() -> int:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def follow(base: Path) -> int:
+def follow(base: Path, venv: Path | None) -> int:
     checkout = base / "rankgate"
     copy_checkout(checkout)
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    if venv is None:
+        venv = base / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "VIRTUAL_ENV", "PYTHONPATH"))}
     env.update(PATH=f"{venv / 'bin'}{os.pathsep}{base / 'bin'}{os.pathsep}{env.get('PATH', '')}", VIRTUAL_ENV=str(venv),
                PIP_DISABLE_PIP_VERSION_CHECK="1")
