@@ -161,3 +161,58 @@ def test_the_quick_start_criteria_pass_on_a_gold_set_without_must_not_retrieve(t
     assert main(["gate", "--config", str(strict), "--gold", str(gold), "--candidate", str(DATA / "base.jsonl"),
                  "--no-step-summary"]) == 1
     capsys.readouterr()
+
+
+# -- property: for any results, a summary written from the baseline decides as the baseline itself --
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def paired_results(draw):
+    import numpy as np
+
+    from rankgate.results import EvaluationResult
+
+    n = draw(st.integers(2, 40))
+    grid = st.sampled_from([0.0, 0.25, 0.5, 1.0, float("nan")])
+    base = np.array(draw(st.lists(grid, min_size=n, max_size=n)))
+    cand = np.array(draw(st.lists(grid, min_size=n, max_size=n)))
+    lang = tuple(draw(st.lists(st.sampled_from(["de", "en", "fr"]), min_size=n, max_size=n)))
+    ids = tuple(draw(st.lists(st.text(min_size=1, max_size=6), min_size=n, max_size=n, unique=True)))
+    ranks_b = np.array(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)))
+    ranks_c = np.array(draw(st.lists(st.integers(0, 9), min_size=n, max_size=n)))
+    missing = tuple(q for q in ids if draw(st.booleans()) and len(q) % 3 == 0)
+    gold = {"gold": {"path": "gold.jsonl", "sha256": "ab" * 32}}
+    b = EvaluationResult(ids, ("recall@5",), {"recall@5": base}, {"tags.lang": lang}, ranks_b, missing_from_run=missing,
+                         inputs={**gold, "run": {"path": "base.jsonl"}})
+    c = EvaluationResult(ids, ("recall@5",), {"recall@5": cand}, {"tags.lang": lang}, ranks_c,
+                         inputs={**gold, "run": {"path": "cand.jsonl"}})
+    return b, c
+
+
+PROPERTY_CONFIG = """\
+gates:
+  - metric: recall@5
+    threshold: 0.3
+    regression_max: 0.05
+    segments: [lang]
+defaults: {seed: 3, resamples: 100}
+"""
+
+
+@settings(max_examples=40, deadline=None)
+@given(paired_results())
+def test_a_summary_of_the_baseline_decides_exactly_as_the_baseline_run(pair):
+    from rankgate.gates import BaselineSummary, decide, parse_config
+
+    base, cand = pair
+    config = parse_config(PROPERTY_CONFIG)
+    by_run = decide(config, cand, base).to_dict()
+    saved = json.loads(decide(config, base).to_json())  # the baseline's own --json outcome, through JSON
+    by_summary = decide(config, cand, BaselineSummary.from_dict(saved, "baseline.json")).to_dict()
+    assert by_summary["baseline"]["rule"] == "paired"
+    assert by_summary["gates"] == by_run["gates"]
+    assert by_summary["queries"] == by_run["queries"]
+    assert by_summary["segments_moved"] == by_run["segments_moved"]
+    assert by_summary["passed"] == by_run["passed"]
