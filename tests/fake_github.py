@@ -23,6 +23,7 @@ class FakeGitHub:
         self.requests: list[tuple[str, str]] = []
         self.read_only = False
         self.user_refused = False
+        self.truncate = False  # answer with fewer bytes than Content-Length says, then close
         self._next_id = 1000
         self._lock = threading.Lock()
         handler = _handler(self)
@@ -59,7 +60,9 @@ def _handler(gh: FakeGitHub):
             raw = json.dumps(data).encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
+            self.send_header("Content-Length", str(len(raw) + (1000 if gh.truncate else 0)))
+            if gh.truncate:
+                self.close_connection = True
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()

@@ -98,6 +98,12 @@ def test_network_failures_are_a_warning():
     assert out.action == "failed" and out.level == "warning" and "cannot reach" in out.message
 
 
+def test_a_connection_cut_mid_answer_is_a_warning(github, tmp_path):
+    github.truncate = True
+    out = upsert_comment(body(), env=github.env(tmp_path))
+    assert out.action == "failed" and out.level == "warning" and "IncompleteRead" in out.message
+
+
 def test_outside_a_pull_request_nothing_is_posted(tmp_path):
     out = upsert_comment(body(), env={"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": "acme/search"})
     assert out.action == "skipped" and out.level == "notice"

@@ -17,6 +17,7 @@ Run it on a file: ``python -m rankgate.report.github pr-comment.md``.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -109,7 +110,7 @@ class _Client:
             **({"Content-Type": "application/json"} if body is not None else {}),
         })
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - https or the given API only
                 raw = resp.read()
                 headers = dict(resp.headers.items())
         except urllib.error.HTTPError as exc:
@@ -120,8 +121,8 @@ class _Client:
                 pass
             raise _ApiError(exc.code, f"HTTP {exc.code} from {method} {urllib.parse.urlsplit(url).path}"
                             + (f": {detail}" if detail else "")) from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
             raise _ApiError(None, f"cannot reach {self.api}: {reason}") from None
         try:
             return (json.loads(raw.decode("utf-8")) if raw else None), headers
@@ -188,7 +189,10 @@ def upsert_comment(body: str, *, repo: str | None = None, number: int | None = N
         else:
             data, _ = client.request("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
             action = "created"
-    except _ApiError as exc:
+    except Exception as exc:  # posting is a courtesy: whatever goes wrong, the gate's verdict stands
+        if not isinstance(exc, _ApiError):
+            return Posted("failed", f"comment not posted: unexpected {type(exc).__name__}: {exc}. "
+                          "The job summary has the comment.", "warning")
         if exc.status in (403, 404):
             why = ("the token may not write comments here (a pull request from a fork gets a read-only token; "
                    "give the job `issues: write` and `pull-requests: write`)")
