@@ -89,6 +89,7 @@ def test_another_gold_set_is_detected_and_falls_back_to_means(tmp_path, capsys):
     out = gate(str(ship), str(edited), str(DATA / "cand.jsonl"), str(base))
     assert out.rule == "means"
     assert any("another gold set" in n for n in out.notes)
+    assert "It is means only because it was computed on another gold set (the gold file's sha256 differs).\n" in out.markdown()
     same = gate(str(ship), str(DATA / "gold.jsonl"), str(DATA / "cand.jsonl"), str(base))
     assert same.rule == "paired"
 

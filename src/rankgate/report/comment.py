@@ -312,8 +312,9 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
         if rule == "means" and note.startswith("The baseline is a summary"):
             why = note[note.find("(") + 1: note.find(")")] if "(" in note else ""
             if why:
-                out.append(f"It is means only because {md_escape(why, 200)}; a summary written by this version of "
-                           "rankgate (`gate --json` or `evaluate --out`) keeps the paired test.")
+                hint = ("; a summary written by this version of rankgate (`gate --json` or `evaluate --out`) keeps "
+                        "the paired test" if "per-query values" in why else "")
+                out.append(f"It is means only because {md_escape(why, 200)}{hint}.")
             continue
         out.append(f"{md_escape(note, 300)}")
     out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
