@@ -310,7 +310,7 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
                    "mean dropped by more than its limit; there is no paired confidence interval.")
     for note in o.get("notes", []):
         if rule == "means" and note.startswith("The baseline is a summary"):
-            why = note[note.find("(") + 1: note.find(")")] if "(" in note else ""
+            why = note[note.find("(") + 1: note.rfind("): ")] if "): " in note else ""
             if why:
                 hint = ("; a summary written by this version of rankgate (`gate --json` or `evaluate --out`) keeps "
                         "the paired test" if "per-query values" in why else "")
