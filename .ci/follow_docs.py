@@ -321,6 +321,22 @@ def follow(base: Path, venv: Path | None) -> int:
     proc = subprocess.run(["bash", "-c", command], cwd=quick, env=env, capture_output=True, text=True)
     check(proc.returncode in (0, 1) and "Traceback" not in proc.stderr, f"the quick start command gives a verdict (exit {proc.returncode})")
     check((quick / "pr-comment.md").is_file() and (quick / "outcome.json").is_file(), "it writes pr-comment.md and outcome.json")
+
+    print("docs/gating.md, From Python (the first block, up to the pure decision on your own results):", flush=True)
+    (python_block,) = [b for b in blocks(doc, "python") if "gates.gate(" in b]
+    runnable = python_block.split("# Pure decision")[0]
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", runnable], cwd=quick, env=env, capture_output=True, text=True)
+    check(proc.returncode == 0 and proc.stdout.startswith("<!-- rankgate:gate -->"),
+          "gates.gate(...) runs and prints the PR comment" + ("" if proc.returncode == 0 else f": {proc.stderr[-300:]}"))
+
+    print("docs/gating.md, Comparing two runs by hand:", flush=True)
+    shutil.copy(demo / "runs" / "baseline.jsonl", quick / "base_run.jsonl")
+    shutil.copy(demo / "runs" / "candidate.jsonl", quick / "cand_run.jsonl")
+    (compare_block,) = [b for b in blocks(doc, "console") if "rankgate compare" in b]
+    command = compare_block.split("$ ", 1)[1].strip()
+    proc = subprocess.run(["bash", "-c", command], cwd=quick, env=env, capture_output=True, text=True)
+    check(proc.returncode == 0 and "recall@5" in proc.stdout and "ndcg@10" in proc.stdout,
+          f"`{command}` prints the comparison (exit {proc.returncode})")
     print("(not run: the docs' `pip install \"rankgate @ git+https://github.com/<owner>/rankgate@<ref>\"` needs the network)")
 
     if PROBLEMS:
