@@ -51,7 +51,9 @@ def action_as_workflow(action: dict[str, Any]) -> str:
               for name, spec in action["inputs"].items()}
     workflow = {"name": "action.yml as a workflow", "on": {"workflow_call": {"inputs": inputs}},
                 "permissions": {"contents": "read"},
-                "jobs": {"action": {"runs-on": "ubuntu-latest", "steps": action["runs"]["steps"]}}}
+                "jobs": {"action": {"runs-on": "ubuntu-latest", "steps": action["runs"]["steps"],
+                                    # the action's outputs, as the job's, so their expressions are checked too
+                                    "outputs": {k: v["value"] for k, v in (action.get("outputs") or {}).items()}}}}
     return yaml.safe_dump(workflow, sort_keys=False, width=1000)
 
 
