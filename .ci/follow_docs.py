@@ -257,7 +257,7 @@ def follow(base: Path, venv: Path | None) -> int:
         event = base / "event.json"
         event.write_text(json.dumps({"pull_request": {"number": 17}}), encoding="utf-8")
         gh_env = {**env, "GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": "acme/search", "GITHUB_WORKSPACE": str(repo),
-                  "RUNNER_TEMP": str(base / "tmp"), "CI": "true"}
+                  "RUNNER_TEMP": str(base / "tmp"), "CI": "true", "GITHUB_ACTIONS": "true"}
         (base / "tmp").mkdir()
 
         print("docs/gating.md, baseline workflow on main:", flush=True)

@@ -44,7 +44,7 @@ class FakeGitHub:
         event = tmp_path / "event.json"
         event.write_text(json.dumps({"pull_request": {"number": number}}), encoding="utf-8")
         return {"GITHUB_API_URL": self.url, "GITHUB_REPOSITORY": "acme/search", "GITHUB_EVENT_PATH": str(event),
-                "GITHUB_TOKEN": token}
+                "GITHUB_TOKEN": token, "GITHUB_ACTIONS": "true"}
 
     def close(self) -> None:
         self.server.shutdown()

@@ -105,8 +105,12 @@ def test_a_connection_cut_mid_answer_is_a_warning(github, tmp_path):
 
 
 def test_outside_a_pull_request_nothing_is_posted(tmp_path):
+    from rankgate.report.github import workflow_command
+
     out = upsert_comment(body(), env={"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": "acme/search"})
     assert out.action == "skipped" and out.level == "notice"
+    assert workflow_command(out, {}).startswith("rankgate: notice: not a pull request")
+    assert workflow_command(out, {"GITHUB_ACTIONS": "true"}).startswith("::notice::not a pull request")
 
 
 def test_links_to_another_host_are_not_followed(github, tmp_path):
@@ -159,7 +163,7 @@ def test_gate_keeps_its_verdict_when_the_api_is_unreachable(tmp_path, monkeypatc
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 3}}), encoding="utf-8")
     env = {"GITHUB_API_URL": f"http://127.0.0.1:{port}", "GITHUB_REPOSITORY": "acme/search",
-           "GITHUB_EVENT_PATH": str(event), "GITHUB_TOKEN": "t"}
+           "GITHUB_EVENT_PATH": str(event), "GITHUB_TOKEN": "t", "GITHUB_ACTIONS": "true"}
     code, out, _ = run_gate(tmp_path, env, monkeypatch, capsys)
     assert code == 0 and "::warning::comment not posted: cannot reach" in out.out
     assert "Traceback" not in out.out + out.err

@@ -204,10 +204,16 @@ def upsert_comment(body: str, *, repo: str | None = None, number: int | None = N
     return Posted(action, f"PR comment {action}" + (f": {url}" if url else ""), "", cid, url)
 
 
-def workflow_command(posted: Posted) -> str:
-    """The line a GitHub Actions log shows for ``posted`` (``::notice::``/``::warning::`` or plain)."""
-    message = posted.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return f"::{posted.level}::{message}" if posted.level else f"rankgate: {posted.message}"
+def workflow_command(posted: Posted, env: Mapping[str, str] | None = None) -> str:
+    """The line to print for ``posted``: a ``::notice::``/``::warning::`` command in GitHub Actions
+    (``GITHUB_ACTIONS=true``), else ``rankgate: notice: …``; plain when all went well."""
+    env = os.environ if env is None else env
+    if not posted.level:
+        return f"rankgate: {posted.message}"
+    if env.get("GITHUB_ACTIONS") == "true":
+        message = posted.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return f"::{posted.level}::{message}"
+    return f"rankgate: {posted.level}: {posted.message}"
 
 
 if __name__ == "__main__":  # pragma: no cover
