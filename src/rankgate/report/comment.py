@@ -16,11 +16,21 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..compare import higher_is_better
+from ..compare import higher_is_better, is_share
 from ..segments import display_field
-from ..compare import is_share
-from .numbers import (MINUS, fmt_delta, fmt_delta_ci, fmt_limit, fmt_pp, fmt_rank, fmt_value, fmt_value_ci, md_escape,
-                      neutral, shorten)
+from .numbers import (
+    MINUS,
+    fmt_delta,
+    fmt_delta_ci,
+    fmt_limit,
+    fmt_pp,
+    fmt_rank,
+    fmt_value,
+    fmt_value_ci,
+    md_escape,
+    neutral,
+    shorten,
+)
 
 __all__ = ["MARKER", "MAX_BYTES", "comment_markdown", "gate_sentences"]
 
