@@ -98,6 +98,13 @@ def test_network_failures_are_a_warning():
     assert out.action == "failed" and out.level == "warning" and "cannot reach" in out.message
 
 
+def test_a_body_without_the_marker_gets_it_and_is_found_next_time(github, tmp_path):
+    env = github.env(tmp_path)
+    assert upsert_comment("hand-written\n", env=env).action == "created"
+    assert github.comments[0]["body"] == f"{MARKER}\nhand-written\n"
+    assert upsert_comment("again\n", env=env).action == "updated" and len(github.comments) == 1
+
+
 def test_a_connection_cut_mid_answer_is_a_warning(github, tmp_path):
     github.truncate = True
     out = upsert_comment(body(), env=github.env(tmp_path))

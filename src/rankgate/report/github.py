@@ -175,6 +175,8 @@ def upsert_comment(body: str, *, repo: str | None = None, number: int | None = N
         return Posted("skipped", f"GITHUB_REPOSITORY {repo!r} is not owner/name: comment not posted", "warning")
     if not token:
         return Posted("skipped", "no token (set GITHUB_TOKEN): comment not posted", "warning")
+    if not _starts_with_marker(body):  # a hand-written file: mark it, so the next run finds it
+        body = f"{MARKER}\n{body}"
     body = fit_body(body)
     client = _Client(api, token)
     try:
