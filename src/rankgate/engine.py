@@ -14,7 +14,7 @@ in ``not_in_gold``; queries with no relevant item are no-answer items, NaN for r
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,7 +24,7 @@ import pyarrow as pa
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes_ordered, segment_duplicates
-from .data.ranking import Reorder, rank_order
+from .data.ranking import Reorder, check_ties, rank_order
 from .data.source import sha256_file
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
@@ -53,6 +53,8 @@ def evaluate(
     dedupe: str = "error",
     gold_format: str | None = None,
     run_format: str | None = None,
+    ties: str = "id",
+    columns: Mapping[str, str] | None = None,
 ) -> EvaluationResult:
     """Score ``run`` against ``gold`` and return per-query values and means.
 
@@ -70,6 +72,12 @@ def evaluate(
         doc_map: explicit chunk id -> document id mapping (overrides ``doc_sep``).
         dedupe: ``"error"`` (a duplicate id within one query's ranking is an input error) or
             ``"first"`` (keep its best-ranked occurrence; the count dropped is in ``info``).
+        gold_format, run_format: force a format (see :data:`rankgate.data.GOLD_FORMATS`); detected
+            from the file otherwise.
+        ties: how equal scores are ordered: ``"id"`` (trec_eval: id descending) or ``"input"`` (the
+            order of the input records, a stable sort); see :mod:`rankgate.data.ranking`.
+        columns: for CSV/TSV files with a header, which column holds each field, e.g.
+            ``{"query_id": "qid", "chunk_id": "doc", "score": "s"}``.
     """
     metric_list = parse_metrics(metrics if isinstance(metrics, str) else list(metrics))
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
@@ -78,15 +86,17 @@ def evaluate(
         raise UsageError(f"level must be 'chunk' or 'doc'; got {level!r}")
     if dedupe not in ("error", "first"):
         raise UsageError(f"dedupe must be 'error' or 'first'; got {dedupe!r}")
+    check_ties(ties)
+    load_opts: dict[str, Any] = {"columns": dict(columns)} if columns else {}
 
     inputs: dict[str, Any] = {}
     hashes: dict[str, Any] = {}
     # The gold set is parsed while the run is (pyarrow's readers free the GIL); the files are hashed
     # afterwards, on the core that the mostly single-threaded evaluation leaves free.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        gold_future = pool.submit(load_gold, gold, format=gold_format)
+        gold_future = pool.submit(load_gold, gold, format=gold_format, **load_opts)
         try:
-            r = load_run(run, format=run_format)
+            r = load_run(run, format=run_format, **load_opts)
             run_error: RankgateError | None = None
         except RankgateError as exc:
             run_error = exc
@@ -105,7 +115,7 @@ def evaluate(
         if level == "doc":
             g = _gold_to_docs(g, doc_of)
         result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
-                                  level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs)
+                                  level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs, ties=ties)
         for name, obj in (("gold", g), ("run", r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
@@ -152,7 +162,7 @@ def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
 
 def _evaluate_loaded(
     g: Gold, r: Run, metric_list: list[Metric], *, k: int, trec: bool, complete: bool, level: str,
-    doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any],
+    doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str = "id",
 ) -> EvaluationResult:
     gold_index = {q: i for i, q in enumerate(g.query_ids)}
     run_to_gold = np.fromiter((gold_index.get(q, -1) for q in r.query_ids), dtype=np.int64, count=len(r.query_ids))
@@ -181,7 +191,8 @@ def _evaluate_loaded(
     # Rank, then lay rows out query by query in evaluation order, cut at the deepest cutoff needed.
     # Most runs are already ranked, or only runs of tied scores move: then nothing is gathered and the
     # full permutation is built only if something asks for input rows (ids, texts, scores).
-    order = rank_order(r.r_query, run_docs, r.r_score, r.r_order, id_keys=codes if byte_ordered else None)
+    order = rank_order(r.r_query, run_docs, r.r_score, r.r_order, id_keys=codes if byte_ordered else None,
+                       ties=ties)
     codes_sorted = order.apply(codes)
     if order.perm is None:  # grouped, so query codes ascend: counts from where each code starts
         counts = np.diff(np.searchsorted(r.r_query, np.arange(len(r.query_ids) + 1)))
@@ -311,6 +322,7 @@ def _evaluate_loaded(
         "default_k": k,
         "evaluated_depth": None if depth >= NO_CUTOFF else depth,
         "duplicates_dropped": dropped_dupes,
+        "ties": ties,
         "run": _run_facts(r),
         "gold": _gold_facts(g),
     }

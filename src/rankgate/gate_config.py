@@ -41,7 +41,7 @@ TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels")
 GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
              "not_applicable")
 DEFAULT_KEYS = ("seed", "resamples", "confidence")
-EVALUATE_KEYS = ("k", "level", "doc_sep")
+EVALUATE_KEYS = ("k", "level", "doc_sep", "ties")
 SEVERITIES = ("error", "warning")
 ON = ("mean", "ci_lower", "ci_upper")
 #: Limits that keep a hostile config file from taking minutes and gigabytes (see _Budget).
@@ -358,6 +358,8 @@ def _build(root: _Item, path: str) -> GateConfig:
             evaluate["level"] = r.choice(e["level"], "evaluate.level", ("chunk", "doc"))
         if "doc_sep" in e:
             evaluate["doc_sep"] = r.text(e["doc_sep"], "evaluate.doc_sep")
+        if "ties" in e:
+            evaluate["ties"] = r.choice(e["ties"], "evaluate.ties", ("id", "input"))
     stale_count, stale_share = _stale_limit(r, top["max_stale_labels"]) if "max_stale_labels" in top else (None, None)
     return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share)
 

@@ -13,10 +13,19 @@ DEFAULT_METRICS = "hit@5,recall@5,precision@5,mrr,ndcg@10"
 
 def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_required: bool = True) -> None:
     """Options shared by every command that reads a gold set (and runs)."""
-    p.add_argument("--gold", required=gold_required, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet")
-    p.add_argument("--gold-format", choices=("jsonl", "trec", "beir", "parquet"), help="override format detection")
+    from ..data.formats import GOLD_FORMATS, RUN_FORMATS
+
+    p.add_argument("--gold", required=gold_required, metavar="PATH",
+                   help="gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet, CSV/TSV with a header, "
+                        "a RAGAS/DeepEval dataset, a LlamaIndex EmbeddingQAFinetuneDataset JSON, a Hugging Face save_to_disk folder")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override format detection")
     if run:
-        p.add_argument("--run-format", choices=("jsonl", "trec", "parquet"), help="override format detection")
+        p.add_argument("--run-format", choices=RUN_FORMATS, help="override format detection")
+    p.add_argument("--columns", metavar="MAP",
+                   help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s "
+                        "(fields: query_id, chunk_id, grade, score, rank, query, doc_version, text, note)")
+    p.add_argument("--ties", choices=("id", "input"), default=None,
+                   help="order of equal scores: id (trec_eval: id descending; default) or input (the order of the input records)")
     p.add_argument("--metrics", "-m", default=DEFAULT_METRICS, metavar="SPECS",
                    help=f"comma-separated metric specs (default: {DEFAULT_METRICS}); see 'rankgate metrics'")
     p.add_argument("--k", type=int, default=None, metavar="K",
@@ -91,6 +100,7 @@ def _doc_map_of(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
+    from ..data.formats import parse_columns
     from ..engine import evaluate
     from ..metrics.spec import MAX_K
 
@@ -111,6 +121,8 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
         dedupe=args.dedupe,
         gold_format=args.gold_format,
         run_format=args.run_format,
+        ties=getattr(args, "ties", None) or "id",
+        columns=parse_columns(getattr(args, "columns", None)),
     )
 
 
@@ -250,4 +262,6 @@ def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "dedupe": args.dedupe,
         "gold_format": args.gold_format,
         "run_format": args.run_format,
+        "ties": args.ties or "id",
+        "columns": parse_columns(args.columns),
     }

@@ -22,8 +22,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--candidate", required=True, metavar="RUN", help="the run being proposed")
     p.add_argument("--baseline", metavar="RUN|SUMMARY",
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
-    p.add_argument("--gold-format", choices=("jsonl", "trec", "beir", "parquet"), help="override format detection")
-    p.add_argument("--run-format", choices=("jsonl", "trec", "parquet"), help="override format detection of the runs")
+    from ..data.formats import GOLD_FORMATS, RUN_FORMATS
+
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override format detection")
+    p.add_argument("--run-format", choices=RUN_FORMATS, help="override format detection of the runs")
+    p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
+    p.add_argument("--ties", choices=("id", "input"), default=None,
+                   help="order of equal scores: id (default) or input; overrides the config's evaluate.ties")
     p.add_argument("--comment", metavar="PATH", help="write the PR comment (markdown) to PATH")
     p.add_argument("--json", metavar="PATH", help="write the outcome as JSON to PATH (usable later as --baseline)")
     p.add_argument("--candidate-label", metavar="TEXT", help="how the comment names the candidate (default: file name)")
@@ -55,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
         kwargs["gold_format"] = args.gold_format
     if args.run_format:
         kwargs["run_format"] = args.run_format
+    if args.ties:
+        kwargs["ties"] = args.ties
+    if args.columns:
+        from ..data.formats import parse_columns
+
+        kwargs["columns"] = parse_columns(args.columns)
     outcome = gate(config, args.gold, args.candidate, args.baseline, baseline_label=args.baseline_label,
                    candidate_label=args.candidate_label, **kwargs)
     markdown = outcome.markdown()

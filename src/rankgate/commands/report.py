@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         level = level or config.evaluate.get("level")
         doc_sep = doc_sep if doc_sep is not None else config.evaluate.get("doc_sep")
         k = k if k is not None else config.evaluate.get("k")
+        args.ties = args.ties or config.evaluate.get("ties")
+    args.ties = args.ties or "id"
     level = level or "chunk"
     doc_sep = "#" if doc_sep is None else doc_sep
 
@@ -90,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         k=k, level=level, doc_sep=doc_sep, doc_map=load_doc_map(args.doc_map), min_score=args.min_score, metrics=extra,
         top_misses=args.top_misses, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence,
         title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
-        evaluator=evaluator,
+        evaluator=evaluator, ties=args.ties,
     )
     from ..atomic import write_text
 

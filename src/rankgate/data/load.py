@@ -4,8 +4,10 @@ Formats: ``jsonl`` (also ``.json``, ``.ndjson``), ``trec``, ``beir`` (gold: ``qr
 BEIR folder, see :func:`~rankgate.data.trec.beir_qrels_file`), ``parquet`` (long tables). gzip is
 accepted for text formats. Detection uses the extension, then the content: Parquet's magic bytes,
 else the first byte that is not whitespace or a byte-order mark (``{`` or ``[`` means JSON lines,
-anything else TREC); ``format=`` overrides. Pipes are read through a temporary copy
-(:func:`~rankgate.data.source.local_copy`).
+anything else TREC), then the field names (:mod:`rankgate.data.tools`: ``csv`` for CSV/TSV with a
+header, ``columns=`` mapping its columns; ``ragas`` and ``deepeval``, gold and run in one file;
+``llamaindex``, a gold set; ``hf``, a Hugging Face ``save_to_disk`` folder); ``format=`` overrides.
+Pipes are read through a temporary copy (:func:`~rankgate.data.source.local_copy`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError, UsageError
+from .formats import GOLD_FORMATS, RUN_FORMATS
 from .jsonl import iter_json_lines, json_lines, parse_gold_records, parse_run_records, read_text, summary_error
 from .models import Gold, Run
 from .source import PARQUET_MAGIC, check_file, first_byte, is_pipe, local_copy, magic
-
-GOLD_FORMATS = ("jsonl", "trec", "beir", "parquet")
-RUN_FORMATS = ("jsonl", "trec", "parquet")
 
 GoldLike = Any  # path, Gold, {qid: {doc: grade}}, or an iterable of gold records
 RunLike = Any  # path, Run, {qid: {doc: score}} / {qid: [ids]}, or an iterable of run records
@@ -107,8 +107,11 @@ def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, A
     return out
 
 
-def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gold>") -> Gold:
-    """Load a gold set from a path or Python data (see module docs for what is accepted)."""
+def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gold>",
+              columns: Mapping[str, str] | None = None) -> Gold:
+    """Load a gold set from a path or Python data (see module docs for what is accepted).
+
+    ``columns``: for a table with a header, which column holds each field (``{"query_id": "qid"}``)."""
     if isinstance(source, Gold):
         return source
     if isinstance(source, (str, os.PathLike)):
@@ -116,24 +119,21 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
         _check_format(format, GOLD_FORMATS, "gold")
         check_file(path, "gold")
         if is_pipe(path):
-            return _from_pipe(path, "gold", lambda local: load_gold(local, format=format))
-        fmt = format or _detect(path, GOLD_FORMATS, "gold")
-        if fmt == "jsonl":
-            from .jsonl_fast import read_gold_fast
+            return _from_pipe(path, "gold", lambda local: load_gold(local, format=format, columns=columns))
+        from . import tools
 
-            fast = read_gold_fast(path)
-            return fast if fast is not None else parse_gold_records(_json_records(path, "gold set"), path)
-        if fmt == "trec":
-            from .trec import read_trec_qrels
-
-            return read_trec_qrels(path)
-        if fmt == "beir":
-            from .trec import read_beir_qrels
-
-            return read_beir_qrels(_beir_qrels_file(path))
-        from .parquet import read_parquet_gold
-
-        return read_parquet_gold(path)
+        if format is None and os.path.isdir(path) and tools.is_hf_folder(path):
+            fmt = "hf"
+        else:
+            fmt = format or tools.refine(path, _detect(path, GOLD_FORMATS, "gold"), "gold")
+        if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet"):
+            return tools.read_gold(path, fmt, columns)
+        if format is not None:
+            try:
+                return _load_gold_path(path, fmt)
+            except InputError as exc:
+                raise tools.explain(path, "gold", fmt, exc) from None
+        return _load_gold_path(path, fmt)
     if isinstance(source, Mapping):
         return parse_gold_records(_as_mapping_records(source, "gold"), label)
     if isinstance(source, Iterable):
@@ -141,8 +141,11 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
     raise UsageError(f"cannot read a gold set from {type(source).__name__}; pass a path, a dict or a list of records")
 
 
-def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>") -> Run:
-    """Load a run from a path or Python data (see module docs for what is accepted)."""
+def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>",
+             columns: Mapping[str, str] | None = None) -> Run:
+    """Load a run from a path or Python data (see module docs for what is accepted).
+
+    ``columns``: for a table with a header, which column holds each field (``{"score": "s"}``)."""
     if isinstance(source, Run):
         return source
     if isinstance(source, (str, os.PathLike)):
@@ -150,25 +153,60 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
         _check_format(format, RUN_FORMATS, "run")
         check_file(path, "run")
         if is_pipe(path):
-            return _from_pipe(path, "run", lambda local: load_run(local, format=format))
-        fmt = format or _detect(path, RUN_FORMATS, "run")
-        if fmt == "jsonl":
-            from .jsonl_fast import read_run_fast
+            return _from_pipe(path, "run", lambda local: load_run(local, format=format, columns=columns))
+        from . import tools
 
-            fast = read_run_fast(path)
-            return fast if fast is not None else parse_run_records(_json_records(path), path)
-        if fmt == "trec":
-            from .trec import read_trec_run
-
-            return read_trec_run(path)
-        from .parquet import read_parquet_run
-
-        return read_parquet_run(path)
+        if format is None and os.path.isdir(path) and tools.is_hf_folder(path):
+            fmt = "hf"
+        else:
+            fmt = format or tools.refine(path, _detect(path, RUN_FORMATS, "run"), "run")
+        if fmt in tools.RECORD_FORMATS or fmt == "llamaindex" or (columns and fmt == "parquet"):
+            return tools.read_run(path, fmt, columns)
+        if format is not None:
+            try:
+                return _load_run_path(path, fmt)
+            except InputError as exc:
+                raise tools.explain(path, "run", fmt, exc) from None
+        return _load_run_path(path, fmt)
     if isinstance(source, Mapping):
         return parse_run_records(_as_mapping_records(source, "run"), label)
     if isinstance(source, Iterable):
         return parse_run_records(list(enumerate(source, start=1)), label)
     raise UsageError(f"cannot read a run from {type(source).__name__}; pass a path, a dict or a list of records")
+
+
+def _load_gold_path(path: str, fmt: str) -> Gold:
+    if fmt == "jsonl":
+        from .jsonl_fast import read_gold_fast
+
+        fast = read_gold_fast(path)
+        return fast if fast is not None else parse_gold_records(_json_records(path, "gold set"), path)
+    if fmt == "trec":
+        from .trec import read_trec_qrels
+
+        return read_trec_qrels(path)
+    if fmt == "beir":
+        from .trec import read_beir_qrels
+
+        return read_beir_qrels(_beir_qrels_file(path))
+    from .parquet import read_parquet_gold
+
+    return read_parquet_gold(path)
+
+
+def _load_run_path(path: str, fmt: str) -> Run:
+    if fmt == "jsonl":
+        from .jsonl_fast import read_run_fast
+
+        fast = read_run_fast(path)
+        return fast if fast is not None else parse_run_records(_json_records(path), path)
+    if fmt == "trec":
+        from .trec import read_trec_run
+
+        return read_trec_run(path)
+    from .parquet import read_parquet_run
+
+    return read_parquet_run(path)
 
 
 def _from_pipe(path: str, what: str, load: Any) -> Any:

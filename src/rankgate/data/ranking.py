@@ -4,6 +4,10 @@
   item id descending, compared byte-wise (UTF-8) — trec_eval's rule, so ties cannot depend on the
   order of the input lines. A TREC run's rank column is ignored, as trec_eval ignores it.
 * A run without scores keeps its given order: the JSONL ``rank`` when present, else list position.
+* ``ties="input"`` (``--ties input``) breaks equal scores by input order instead: the order of the
+  records in the file (TREC lines, a JSONL ``topk`` list, Parquet/CSV rows), a stable sort. Scores still
+  decide; only items with equal scores keep the order the retriever gave them. ``ties="id"`` is the
+  default.
 
 Most real runs are already in this order; that is checked in O(n) and only the queries (or the runs of
 tied scores) that are out of order are sorted.
@@ -18,7 +22,19 @@ import pyarrow as pa
 
 from .arrow import arrow_of, np_of
 
-__all__ = ["Reorder", "rank_order", "rank_rows"]
+__all__ = ["TIES", "Reorder", "check_ties", "rank_order", "rank_rows"]
+
+# How equal scores are ordered: "id" (trec_eval: id descending) or "input" (input order, stable).
+TIES = ("id", "input")
+
+
+def check_ties(ties: object) -> str:
+    """``ties`` if it names a rule, else a UsageError listing the rules."""
+    if ties not in TIES:
+        from ..errors import UsageError
+
+        raise UsageError(f"ties must be one of: {', '.join(TIES)}; got {ties!r}")
+    return ties  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -54,17 +70,20 @@ class Reorder:
         return values
 
 
-def rank_rows(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray | None, order: np.ndarray | None) -> np.ndarray:
+def rank_rows(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray | None, order: np.ndarray | None,
+              *, ties: str = "id") -> np.ndarray:
     """Permutation that groups rows by query code (ascending) and orders each query by the rule."""
-    return rank_order(query, doc, score, order).full(query.size)
+    return rank_order(query, doc, score, order, ties=ties).full(query.size)
 
 
 def rank_order(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray | None, order: np.ndarray | None,
-               *, id_keys: np.ndarray | None = None) -> Reorder:
+               *, id_keys: np.ndarray | None = None, ties: str = "id") -> Reorder:
     """:func:`rank_rows` as a :class:`Reorder`, without a full permutation unless rows really move.
 
     ``id_keys``: integers per row that order as the ids do byte-wise (fixed-width ids parsed to
-    numbers), if known; tied scores are then ordered by them instead of by the id strings."""
+    numbers), if known; tied scores are then ordered by them instead of by the id strings.
+    ``ties``: ``"id"`` (the default rule) or ``"input"`` (equal scores keep their input order)."""
+    check_ties(ties)
     n = query.size
     if n == 0:
         return Reorder()
@@ -74,6 +93,10 @@ def rank_order(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
         if grouped and bool(((key[1:] > key[:-1]) | (query[1:] > query[:-1])).all()):
             return Reorder()
         return Reorder(perm=np.lexsort((np.arange(n), key, query)).astype(np.int64))
+    if ties == "input":
+        if grouped and not bool(((query[1:] == query[:-1]) & (score[1:] > score[:-1])).any()):
+            return Reorder()  # already in order: equal scores stay as they came
+        return Reorder(perm=np.lexsort((np.arange(n), -score, query)).astype(np.int64))
     if not grouped:
         return Reorder(perm=_full_sort(query, doc, score))
     same_q = query[1:] == query[:-1]

@@ -196,6 +196,8 @@ def build_report(
 
     cfg = _config(config)
     opts = dict(cfg.evaluate) if cfg is not None else {}
+    # The report's lists follow the same ranking rule as its numbers.
+    ties = evaluate_kwargs.setdefault("ties", opts.get("ties", "id"))
     k = k or opts.get("k") or DEFAULT_K
     level = level or opts.get("level") or "chunk"
     doc_sep = doc_sep if doc_sep is not None else opts.get("doc_sep", "#")
@@ -217,7 +219,7 @@ def build_report(
     if folder is not None:  # BEIR: the query text lives beside the qrels
         qpath, query_texts = beir_query_texts(folder)
         inputs.insert(1, ("gold queries", qpath, sha256_file(qpath)))
-    lists = dt.RankedLists(r)
+    lists = dt.RankedLists(r, ties=ties)
     depth = lists.depth
     ks = sweep_ks(depth)
     has_versions = "doc_version" in r.items and "as_of" in g.fields
@@ -296,7 +298,7 @@ def build_report(
         inputs.append(("lexical baseline", lr.source, _sha(lexical)))
         lex_label = _label(lexical, lr, _path(run, r), *([_path(baseline, br)] if base_result is not None else []))
         lres = evaluator(g, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), level)
-        lex = (lres, dt.RankedLists(lr))
+        lex = (lres, dt.RankedLists(lr, ties=ties))
         lexical_panel = tuple((m, lres.summary(m).mean) for m in lres.metric_names)
 
     misses, misses_total, rescued = dt.misses(result, lists, gidx, limit=top_misses, fields=list(fields or []), lexical=lex)
@@ -316,7 +318,7 @@ def build_report(
         mask = np.asarray([q in have for q in raw_result.query_ids], dtype=bool)
         rs, fs = raw_result.subset(mask), fin.subset(mask)
         stages = Stages(kr, k, int(mask.sum()), tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
-    src_lists = dt.RankedLists(raw) if raw is not None and "source" in raw.items else lists
+    src_lists = dt.RankedLists(raw, ties=ties) if raw is not None and "source" in raw.items else lists
     sources = dt.source_rows(src_lists, gidx, raw_result if src_lists is not lists else result)
 
     # Doc level against chunk level.

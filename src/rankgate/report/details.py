@@ -77,9 +77,9 @@ class GoldIndex:
 class RankedLists:
     """Each query's ranking of a run, in ranking order."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, *, ties: str = "id") -> None:
         self.run = run
-        self.perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order)
+        self.perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=ties)
         counts = np.bincount(run.r_query, minlength=len(run.query_ids))
         self.count = counts
         self.start = np.concatenate(([0], np.cumsum(counts)))[:-1]

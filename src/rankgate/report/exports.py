@@ -77,7 +77,7 @@ def summary_dict(
                 entry["ci_low"] = None if math.isnan(low) else low
                 entry["ci_high"] = None if math.isnan(high) else high
     data["options"] = {
-        k: result.info[k] for k in ("level", "trec", "complete", "default_k", "duplicates_dropped") if k in result.info
+        k: result.info[k] for k in ("level", "trec", "complete", "default_k", "duplicates_dropped", "ties") if k in result.info
     }
     data["systems"] = {"run": result.info.get("run", {}), "gold": result.info.get("gold", {})}
     from ..baseline import per_query_dict

@@ -1,0 +1,174 @@
+"""Long tables with a header: one row per (query, item). CSV/TSV, and Parquet or Hugging Face tables
+read through :mod:`rankgate.data.records` when a column map is given.
+
+Gold: ``query_id``, ``chunk_id``, ``grade`` (optional ``query``, ``note``). Run: ``query_id``,
+``chunk_id`` and ``score`` or ``rank`` (optional ``doc_version``, ``text``). Each field is found by
+its usual names (``qid``, ``doc_id``, ``relevance`` …) or by ``--columns FIELD=COLUMN,...``; a mapped
+column must exist. Rows of one query need not be adjacent. Numbers in a CSV are read as text and
+checked per line: a grade is an integer, a score a number (not NaN).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .arrow import strings_of
+from .models import Gold, Run
+from .records import Record, Records, fail
+
+__all__ = ["read_table_gold", "read_table_run"]
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "query_id": ("query_id", "qid", "query-id", "queryid"),
+    "chunk_id": ("chunk_id", "doc_id", "docid", "corpus_id", "corpus-id", "docno", "id", "passage_id"),
+    "grade": ("grade", "relevance", "rel", "label", "score"),
+    "score": ("score", "similarity"),
+    "rank": ("rank",),
+    "query": ("query", "question", "query_text"),
+    "note": ("note",),
+    "doc_version": ("doc_version",),
+    "text": ("text", "content"),
+}
+GOLD_USES = ("query_id", "chunk_id", "grade", "query", "note")
+RUN_USES = ("query_id", "chunk_id", "score", "rank", "doc_version", "text")
+
+
+def _resolve(records: Records, uses: tuple[str, ...], columns: Mapping[str, str] | None) -> dict[str, str]:
+    """Field -> column name for the fields this kind of table uses and the file has."""
+    out: dict[str, str] = {}
+    for name in uses:
+        if columns and name in columns:
+            col = columns[name]
+            if col not in records.columns:
+                raise fail(records.path, None, f"has no column {col!r} (mapped to {name} by --columns); "
+                           f"columns: {', '.join(records.columns)}", hint="check the --columns map")
+            out[name] = col
+            continue
+        taken = set(out.values()) | set((columns or {}).values())
+        col = next((c for c in ALIASES[name] if c in records.columns and c not in taken), None)
+        if col is not None:
+            out[name] = col
+    return out
+
+
+def _require(records: Records, found: dict[str, str], names: tuple[str, ...], kind: str) -> None:
+    missing = [n for n in names if n not in found]
+    if missing:
+        example = ",".join(f"{n}=COLUMN" for n in missing)
+        raise fail(records.path, None, f"has no {' or '.join(missing)} column for a {kind}; columns: {', '.join(records.columns)}",
+                   hint=f"name the columns {', '.join(names)}, or map yours with --columns {example}")
+    if not records.items:
+        raise fail(records.path, None, "has a header but no rows", hint=f"a {kind} needs at least one row")
+
+
+def _text(records: Records, rec: Record, col: str, field: str) -> str:
+    value = rec.data.get(col)
+    if value is None or isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
+        raise fail(records.path, rec, f"must be a non-empty id; got {value!r}"[:120], field=col,
+                   hint=f"every row needs its {field}")
+    return str(value).strip()
+
+
+def _number(records: Records, rec: Record, col: str) -> float:
+    value = rec.data.get(col)
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        x = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise fail(records.path, rec, f"must be a number; got {value!r}"[:120], field=col) from None
+    if math.isnan(x):
+        raise fail(records.path, rec, "must be a number; got NaN", field=col)
+    return x
+
+
+def _grade(records: Records, rec: Record, col: str) -> int:
+    value = rec.data.get(col)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        x = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+        if isinstance(value, bool) or not x.is_integer():
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise fail(records.path, rec, f"must be an integer grade; got {value!r}"[:120], field=col,
+                   hint="grades are integers; 0 or less means judged not relevant") from None
+    return int(x)
+
+
+def _opt(rec: Record, col: str | None) -> str | None:
+    if col is None:
+        return None
+    value = rec.data.get(col)
+    return None if value is None or value == "" else str(value)
+
+
+def read_table_gold(records: Records, columns: Mapping[str, str] | None = None) -> Gold:
+    found = _resolve(records, GOLD_USES, columns)
+    _require(records, found, ("query_id", "chunk_id", "grade"), "gold set")
+    q, d, g = found["query_id"], found["chunk_id"], found["grade"]
+    index: dict[str, int] = {}
+    seen: dict[tuple[int, str], Record] = {}
+    jq: list[int] = []
+    jd: list[str] = []
+    jg: list[int] = []
+    notes: list[str | None] = []
+    texts: list[str | None] = []
+    for rec in records.items:
+        qid = _text(records, rec, q, "query id")
+        doc = _text(records, rec, d, "item id")
+        grade = _grade(records, rec, g)
+        qi = index.get(qid)
+        if qi is None:
+            qi = index[qid] = len(index)
+            texts.append(None)
+        if (qi, doc) in seen:
+            first = seen[(qi, doc)]
+            where = f"line {first.line}" if first.line else f"row {first.row}"
+            raise fail(records.path, rec, f"judges {doc!r} for query {qid!r} again (first on {where})", field=d,
+                       hint="keep one judgement per query and item")
+        seen[(qi, doc)] = rec
+        if texts[qi] is None:
+            texts[qi] = _opt(rec, found.get("query"))
+        jq.append(qi)
+        jd.append(doc)
+        jg.append(grade)
+        notes.append(_opt(rec, found.get("note")))
+    fields: dict[str, list[Any]] = {}
+    if any(t is not None for t in texts):
+        fields["query"] = texts
+    return Gold(list(index), np.asarray(jq, dtype=np.int64), strings_of(jd), np.asarray(jg, dtype=np.int64),
+                fields=fields, notes=notes if any(n is not None for n in notes) else None, source=records.path)
+
+
+def read_table_run(records: Records, columns: Mapping[str, str] | None = None) -> Run:
+    found = _resolve(records, RUN_USES, columns)
+    if "score" not in found and "rank" not in found:
+        _require(records, found, ("query_id", "chunk_id", "score"), "run")
+    _require(records, found, ("query_id", "chunk_id"), "run")
+    q, d = found["query_id"], found["chunk_id"]
+    key = found.get("score") or found["rank"]
+    index: dict[str, int] = {}
+    rq: list[int] = []
+    rd: list[str] = []
+    values: list[float] = []
+    extra: dict[str, list[Any]] = {name: [] for name in ("doc_version", "text") if name in found}
+    for rec in records.items:
+        qid = _text(records, rec, q, "query id")
+        rq.append(index.setdefault(qid, len(index)))
+        rd.append(_text(records, rec, d, "item id"))
+        values.append(_number(records, rec, key))
+        for name, col in extra.items():
+            col.append(_opt(rec, found[name]))
+    arr = np.asarray(values, dtype=np.float64)
+    run = Run(list(index), np.asarray(rq, dtype=np.int64), strings_of(rd), source=records.path)
+    if "score" in found:
+        run.r_score = arr
+    else:
+        run.r_order = arr
+    run.items = {name: col for name, col in extra.items() if any(v is not None for v in col)}
+    return run

@@ -1,0 +1,44 @@
+"""DeepEval test cases and goldens as a gold set and a run (``--gold-format deepeval``).
+
+Fields (DeepEval ``LLMTestCase`` / ``Golden``, as ``EvaluationDataset`` saves them to JSON or CSV):
+``input`` (the question), ``retrieval_context`` (the run: what the retriever returned, in rank
+order), ``context`` (the ideal retrieval: the relevant contexts, grade 1), ``expected_output`` (the
+answer text: kept as ``expected_answer``, never used as relevance), ``actual_output`` (ignored).
+Contexts are matched by text (:mod:`rankgate.data.shapes`). In a CSV cell a list is a JSON list or,
+as DeepEval writes it, texts joined by ``;``.
+"""
+
+from __future__ import annotations
+
+from .models import Gold, Run
+from .records import Records
+from .samples import ID_KEYS, ToolShape, gold_from_samples, run_from_samples
+
+__all__ = ["DEEPEVAL", "read_deepeval_gold", "read_deepeval_run"]
+
+DEEPEVAL = ToolShape(
+    name="deepeval",
+    label="DeepEval",
+    query_keys=("input",),
+    gold_ids=None,
+    gold_texts=("context",),
+    run_ids=None,
+    run_texts=("retrieval_context",),
+    answer_keys=("expected_output",),
+    tool_keys=frozenset({
+        "input", "actual_output", "expected_output", "context", "retrieval_context", "tools_called",
+        "expected_tools", "additional_metadata", "comments", "source_file", "token_cost", "completion_time",
+    }),
+    id_keys=(*ID_KEYS, "name"),
+    list_sep=";",
+    gold_hint="'expected_output' is the answer text, not a relevance judgement: add 'context' (the texts of the "
+              "chunks that answer)",
+)
+
+
+def read_deepeval_gold(records: Records) -> Gold:
+    return gold_from_samples(records, DEEPEVAL)
+
+
+def read_deepeval_run(records: Records) -> Run:
+    return run_from_samples(records, DEEPEVAL)

@@ -1,0 +1,280 @@
+"""Containers of records: the files the RAG tools write, read into one list of ``Record`` values.
+
+* JSON lines; a JSON array of objects; a JSON object holding the array under ``samples``,
+  ``goldens``, ``test_cases`` or ``data`` (the shapes RAGAS, DeepEval and hand-written exports use);
+* CSV/TSV with a header row (RAGAS ``to_csv``, DeepEval CSV, long tables);
+* Parquet (``to_pandas().to_parquet()``, ``Dataset.to_parquet``);
+* a Hugging Face ``datasets`` folder written by ``save_to_disk`` (Arrow stream files listed in
+  ``state.json``), read with pyarrow alone.
+
+Each record remembers where it came from (line of a text file, row of a table) so that an error can
+point at it. What the records *mean* is decided elsewhere (:mod:`rankgate.data.shapes`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+from .source import open_text
+
+__all__ = ["Record", "Records", "fail", "is_hf_folder", "read_records"]
+
+WRAPPER_KEYS = ("samples", "goldens", "test_cases", "data")
+HF_FILES = ("state.json", "dataset_info.json", "dataset_dict.json")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record: its fields and where it is (``line`` of a text file, or ``row`` of a table)."""
+
+    data: dict[str, Any]
+    line: int | None = None
+    row: int | None = None
+
+
+@dataclass(frozen=True)
+class Records:
+    """The records of one file, its column names (in file order) and what kind of file it was."""
+
+    path: str
+    items: list[Record]
+    columns: list[str]
+    container: str  # "json", "jsonl", "csv", "parquet", "hf"
+    top: dict[str, Any] | None = None  # a whole-file JSON object that is not a wrapper (LlamaIndex)
+
+
+def fail(path: str, rec: Record | None, message: str, *, field: str | None = None, hint: str | None = None) -> InputError:
+    """An InputError pointing at ``rec``: its line, or its row for tables."""
+    if rec is not None and rec.line is None and rec.row is not None:
+        message = f"(row {rec.row}) {message}"
+    return InputError(message, path=path, line=None if rec is None else rec.line, field=field, hint=hint)
+
+
+def is_hf_folder(path: str) -> bool:
+    return os.path.isdir(path) and any(os.path.exists(os.path.join(path, f)) for f in HF_FILES)
+
+
+def read_records(path: str, container: str | None = None) -> Records:
+    """Read ``path`` (a file or a Hugging Face folder) into records; ``container`` forces the kind."""
+    if container is None:
+        container = container_of(path)
+    if container == "hf":
+        return _hf(path)
+    if container == "parquet":
+        return _table_records(path, _parquet_table(path), "parquet")
+    if container == "csv":
+        return _csv(path)
+    return _json(path)
+
+
+def container_of(path: str) -> str:
+    if is_hf_folder(path):
+        return "hf"
+    ext = os.path.splitext(path.removesuffix(".gz"))[1].lower()
+    if ext in (".parquet", ".pq"):
+        return "parquet"
+    if ext in (".csv", ".tsv"):
+        return "csv"
+    return "json"
+
+
+def _text(path: str) -> str:
+    try:
+        with open_text(path) as fh:
+            return fh.read()
+    except UnicodeDecodeError:
+        from .source import text_lines
+
+        for _ in text_lines(path):  # names the line and byte
+            pass
+        raise InputError("is not UTF-8 text", path=path, hint="save the file as UTF-8") from None
+
+
+def _columns(items: list[Record]) -> list[str]:
+    seen: dict[str, None] = {}
+    for rec in items:
+        for key in rec.data:
+            seen.setdefault(key, None)
+    return list(seen)
+
+
+def _json(path: str) -> Records:
+    text = _text(path)
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        items = _json_array(path, text)
+        return Records(path, items, _columns(items), "json")
+    if stripped.startswith("{"):
+        first_line = stripped.split("\n", 1)[0]
+        try:
+            json.loads(first_line)
+            whole = None  # a complete object on the first line: JSON lines
+        except json.JSONDecodeError:
+            whole = _parse_whole(path, text)
+        if whole is None and "\n" not in stripped.rstrip():
+            whole = _parse_whole(path, text)
+        if isinstance(whole, dict):
+            key = next((k for k in WRAPPER_KEYS if isinstance(whole.get(k), list)), None)
+            if key is None:
+                return Records(path, [], list(whole), "json", top=whole)
+            items = []
+            for i, obj in enumerate(whole[key]):
+                if not isinstance(obj, dict):
+                    raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path, field=f"{key}[{i}]")
+                items.append(Record(obj, row=i + 1))
+            return Records(path, items, _columns(items), "json")
+    items = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno,
+                             hint="each line must be one JSON object") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path, line=lineno)
+        items.append(Record(obj, line=lineno))
+    return Records(path, items, _columns(items), "jsonl")
+
+
+def _parse_whole(path: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=exc.lineno) from None
+
+
+def _json_array(path: str, text: str) -> list[Record]:
+    """The objects of a top-level JSON array, each with the line it starts on."""
+    decoder = json.JSONDecoder()
+    pos = text.index("[") + 1
+    line = 1 + text.count("\n", 0, pos)
+    items: list[Record] = []
+    n = len(text)
+
+    def skip(p: int) -> int:
+        while p < n and text[p] in " \t\r\n":
+            p += 1
+        return p
+
+    while True:
+        start = skip(pos)
+        line += text.count("\n", pos, start)
+        if start < n and text[start] == "]":
+            break
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        if not isinstance(obj, dict):
+            raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path, line=line)
+        items.append(Record(obj, line=line))
+        line += text.count("\n", start, end)
+        pos = skip(end)
+        line += text.count("\n", end, pos)
+        if pos < n and text[pos] == ",":
+            pos += 1
+            continue
+        if pos < n and text[pos] == "]":
+            break
+        raise InputError("is not valid JSON: expected ',' or ']' after an array item", path=path, line=line)
+    return items
+
+
+def sniff_delimiter(header: str, path: str) -> str:
+    if path.removesuffix(".gz").lower().endswith(".tsv") or "\t" in header:
+        return "\t"
+    if ";" in header and "," not in header:
+        return ";"
+    return ","
+
+
+def _csv(path: str) -> Records:
+    import csv
+    import io
+
+    text = _text(path)
+    if text.startswith("\ufeff"):  # a spreadsheet's byte-order mark
+        text = text[1:]
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(first, path))
+    header: list[str] | None = None
+    items: list[Record] = []
+    start = 1
+    try:
+        for row in reader:
+            line = start
+            start = reader.line_num + 1
+            if not any(cell.strip() for cell in row):
+                continue
+            if header is None:
+                header = [h.strip() for h in row]
+                dupes = sorted({h for h in header if header.count(h) > 1})
+                if dupes:
+                    raise InputError(f"header names column {dupes[0]!r} twice", path=path, line=line)
+                continue
+            if len(row) != len(header):
+                raise InputError(f"has {len(row)} columns; the header has {len(header)}", path=path, line=line,
+                                 hint="quote cells that hold the delimiter")
+            items.append(Record(dict(zip(header, row)), line=line))
+    except csv.Error as exc:
+        raise InputError(f"is not valid CSV: {exc}", path=path, line=reader.line_num) from None
+    if header is None:
+        raise InputError("has no header row", path=path, hint="the first line names the columns")
+    return Records(path, items, header, "csv")
+
+
+def _parquet_table(path: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).read()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"is not a readable Parquet file: {exc}", path=path) from None
+
+
+def _table_records(path: str, table: Any, container: str) -> Records:
+    rows = table.to_pylist()
+    return Records(path, [Record(r, row=i + 1) for i, r in enumerate(rows)], list(table.column_names), container)
+
+
+def _hf(path: str) -> Records:
+    """A ``save_to_disk`` folder: ``state.json`` lists the Arrow stream files, in order."""
+    import pyarrow as pa
+
+    if os.path.exists(os.path.join(path, "dataset_dict.json")):
+        splits = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
+        raise InputError(f"is a DatasetDict folder with splits {', '.join(splits) or '(none)'}", path=path,
+                         hint=f"pass one split's folder, e.g. {os.path.join(path, splits[0] if splits else 'test')}")
+    files: list[str] = []
+    state = os.path.join(path, "state.json")
+    if os.path.exists(state):
+        try:
+            with open(state, encoding="utf-8") as fh:
+                files = [f["filename"] for f in json.load(fh).get("_data_files", [])]
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"is not a datasets state file: {exc}", path=state) from None
+    if not files:
+        files = sorted(f for f in os.listdir(path) if f.endswith(".arrow"))
+    if not files:
+        raise InputError("holds no .arrow files", path=path, hint="pass a folder written by Dataset.save_to_disk")
+    tables = []
+    for name in files:
+        full = os.path.join(path, name)
+        try:
+            with pa.memory_map(full) as source:
+                try:
+                    tables.append(pa.ipc.open_stream(source).read_all())
+                except pa.ArrowInvalid:
+                    source.seek(0)
+                    tables.append(pa.ipc.open_file(source).read_all())
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputError(f"is not a readable Arrow file: {exc}", path=full) from None
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return _table_records(path, table, "hf")

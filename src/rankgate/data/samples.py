@@ -1,0 +1,210 @@
+"""Evaluation samples of the RAG tools (RAGAS, DeepEval) as a gold set and a run.
+
+A sample is one question with the contexts a retriever returned and the contexts that should have
+been returned, so one file holds both the gold set and the run. Each tool is declared once (a
+:class:`ToolShape` in its own module); this module turns samples into the records rankgate's JSONL
+reader validates, so the result is the same :class:`~rankgate.data.Gold` / :class:`~rankgate.data.Run`
+as from any other format.
+
+* Query id: the sample's ``query_id`` / ``id`` / ``qid`` / ``sample_id`` field when it has one,
+  else ``"q:"`` + a hash of its normalised question (see :func:`rankgate.data.shapes.text_id`), so
+  two files of the same questions line up whatever their order.
+* Items: the ``*_ids`` field when the file has ids for the side being read (for a file holding both
+  sides, only when it has ids for both, so that the two sides are matched the same way); otherwise
+  the texts, matched by :func:`~rankgate.data.shapes.text_id`. Retrieved items are ranked in list
+  order (the tools log no scores); their texts are kept for the report.
+* A sample with nothing listed as retrieved (null, an empty cell) is not in the run: it is reported
+  as missing from the run, not scored as an empty ranking. An empty list is an empty ranking.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .jsonl import parse_gold_records, parse_run_records
+from .models import Gold, Run
+from .records import Record, Records, fail
+from .shapes import text_id
+
+__all__ = ["ToolShape", "gold_from_samples", "run_from_samples"]
+
+ID_KEYS = ("query_id", "id", "qid", "sample_id")
+RUN_PASSTHROUGH_SKIP = frozenset({"query", "question"})
+
+
+@dataclass(frozen=True)
+class ToolShape:
+    """Where one tool keeps each part of a sample."""
+
+    name: str  # as in --gold-format
+    label: str  # as users know it
+    query_keys: tuple[str, ...]
+    gold_ids: str | None
+    gold_texts: tuple[str, ...]
+    run_ids: str | None
+    run_texts: tuple[str, ...]
+    answer_keys: tuple[str, ...]
+    tool_keys: frozenset[str]  # the tool's own fields (not kept as segments)
+    id_keys: tuple[str, ...] = ID_KEYS
+    list_sep: str | None = None  # how a CSV cell joins a list, when it is not a list literal
+    gold_hint: str = ""
+
+
+def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str] | None:
+    """A list-of-strings field: a JSON/Arrow list, or in a CSV cell a JSON or Python list literal (as
+    pandas writes it) or, for tools that join lists with a separator, the joined text."""
+    value = rec.data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return None
+        if s.startswith("["):
+            try:
+                value = json.loads(s)
+            except json.JSONDecodeError:
+                try:
+                    value = ast.literal_eval(s)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    raise fail(records.path, rec, f"is not a list literal: {s[:60]!r}", field=key,
+                               hint="write lists as JSON, e.g. [\"text one\", \"text two\"]") from None
+        elif sep is not None:
+            value = [part.strip() for part in s.split(sep) if part.strip()]
+        else:
+            value = [value]
+    if isinstance(value, tuple):
+        value = list(value)
+    if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+        raise fail(records.path, rec, f"must be a list of strings; got {json.dumps(value, default=str)[:80]}", field=key)
+    return [str(v) for v in value]
+
+
+def _present(records: Records, keys: tuple[str, ...] | list[str]) -> str | None:
+    return next((k for k in keys if k in records.columns), None)
+
+
+def _query_ids(records: Records, shape: ToolShape) -> list[tuple[str, str | None]]:
+    """(query id, question text) of each sample; a repeated id is an error naming both places."""
+    out: list[tuple[str, str | None]] = []
+    seen: dict[str, Record] = {}
+    for rec in records.items:
+        text = next((rec.data[k] for k in shape.query_keys if rec.data.get(k) not in (None, "")), None)
+        if text is not None and not isinstance(text, str):
+            raise fail(records.path, rec, f"must be a string; got {json.dumps(text, default=str)[:60]}", field=shape.query_keys[0])
+        given = next((rec.data[k] for k in shape.id_keys if rec.data.get(k) not in (None, "")), None)
+        if given is not None:
+            if isinstance(given, bool) or not isinstance(given, (str, int)):
+                raise fail(records.path, rec, f"must be a string; got {given!r}", field="query_id")
+            qid = str(given)
+        elif text is None:
+            raise fail(records.path, rec, "is missing", field=shape.query_keys[0],
+                       hint=f"every {shape.label} sample needs its question (or a query_id field)")
+        else:
+            qid = "q:" + text_id(text)[2:]
+        if qid in seen:
+            where = seen[qid].line or seen[qid].row
+            what = "id" if given is not None else f"{shape.query_keys[0]} (after normalising whitespace and case)"
+            raise fail(records.path, rec, f"repeats the {what} of {'line' if seen[qid].line else 'row'} {where}",
+                       field="query_id" if given is not None else shape.query_keys[0],
+                       hint="give each sample a distinct query_id field, or drop the repeat")
+        seen[qid] = rec
+        out.append((qid, text))
+    return out
+
+
+def _use_ids(records: Records, own_ids: str | None, other_ids: str | None, other_texts: tuple[str, ...]) -> bool:
+    if own_ids is None or own_ids not in records.columns:
+        return False
+    other_present = (other_ids in records.columns) or any(k in records.columns for k in other_texts)
+    return other_ids in records.columns or not other_present
+
+
+def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None, texts_keys: tuple[str, ...],
+           use_ids: bool) -> tuple[list[str], list[str | None]] | None:
+    """(ids, texts) of one side of a sample, or None when the sample does not give that side."""
+    text_key = next((k for k in texts_keys if k in rec.data), None)
+    texts = _list(records, rec, text_key, shape.list_sep) if text_key else None
+    if use_ids:
+        assert ids_key is not None
+        ids = _list(records, rec, ids_key, shape.list_sep)
+        if ids is None:
+            if texts:
+                raise fail(records.path, rec, "is empty while other samples give ids", field=ids_key,
+                           hint=f"give {ids_key} for every sample, or drop the column to match {text_key} by text")
+            return None
+        if texts is not None and len(texts) == len(ids):
+            return ids, list(texts)
+        return ids, [None] * len(ids)
+    if texts is None:
+        return None
+    return [text_id(t) for t in texts], list(texts)
+
+
+def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
+    path = records.path
+    side = _present(records, ([shape.gold_ids] if shape.gold_ids else []) + list(shape.gold_texts))
+    if side is None:
+        wanted = " or ".join(([shape.gold_ids] if shape.gold_ids else []) + list(shape.gold_texts))
+        raise fail(path, records.items[0] if records.items else None,
+                   f"has no {wanted}: this {shape.label} file lists no relevant contexts, so it holds no gold set",
+                   hint=shape.gold_hint)
+    use_ids = _use_ids(records, shape.gold_ids, shape.run_ids, shape.run_texts)
+    out: list[tuple[int, dict[str, Any]]] = []
+    for i, (rec, (qid, text)) in enumerate(zip(records.items, _query_ids(records, shape)), start=1):
+        no_answer = rec.data.get("no_answer") in (True, "true", "True", "1", 1)
+        got = _items(records, rec, shape, shape.gold_ids, shape.gold_texts, use_ids)
+        if not got or not got[0]:
+            if not no_answer:
+                key = shape.gold_ids if use_ids else next((k for k in shape.gold_texts if k in records.columns), side)
+                raise fail(path, rec, "is empty" if got is not None else "is missing", field=key,
+                           hint='list the contexts that answer the question; a question the corpus cannot answer: '
+                                'set "no_answer": true')
+            docs: list[str] = []
+        else:
+            docs = list(dict.fromkeys(got[0]))  # the same text twice is one item
+        obj: dict[str, Any] = {"query_id": qid, "relevant": docs}
+        if no_answer:
+            obj["no_answer"] = True
+        if text is not None:
+            obj["query"] = text
+        answer = next((rec.data[k] for k in shape.answer_keys if rec.data.get(k) not in (None, "")), None)
+        if isinstance(answer, list):
+            answer = answer[0] if answer else None
+        if answer is not None:
+            obj["expected_answer"] = str(answer)
+        for key, value in rec.data.items():
+            if key not in shape.tool_keys and key not in shape.id_keys and key not in obj and key != "no_answer":
+                if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "":
+                    obj[key] = value
+        out.append((rec.line or rec.row or i, obj))
+    return parse_gold_records(out, path)
+
+
+def run_from_samples(records: Records, shape: ToolShape) -> Run:
+    path = records.path
+    side = _present(records, ([shape.run_ids] if shape.run_ids else []) + list(shape.run_texts))
+    if side is None:
+        wanted = " or ".join(([shape.run_ids] if shape.run_ids else []) + list(shape.run_texts))
+        raise fail(path, records.items[0] if records.items else None,
+                   f"has no {wanted}: this {shape.label} file lists no retrieved contexts, so it holds no run",
+                   hint="log what the retriever returned for each question")
+    use_ids = _use_ids(records, shape.run_ids, shape.gold_ids, shape.gold_texts)
+    out: list[tuple[int, dict[str, Any]]] = []
+    for i, (rec, (qid, _)) in enumerate(zip(records.items, _query_ids(records, shape)), start=1):
+        got = _items(records, rec, shape, shape.run_ids, shape.run_texts, use_ids)
+        if got is None:
+            continue  # nothing logged: the query is missing from the run
+        topk = [{"chunk_id": d} if t is None else {"chunk_id": d, "text": t} for d, t in zip(*got)]
+        obj: dict[str, Any] = {"query_id": qid, "topk": topk}
+        for key, value in rec.data.items():
+            if key not in shape.tool_keys and key not in shape.id_keys and key not in RUN_PASSTHROUGH_SKIP and value is not None:
+                obj.setdefault(key, value)
+        out.append((rec.line or rec.row or i, obj))
+    if not out:
+        raise fail(path, None, f"lists no retrieved contexts for any sample (field {side})",
+                   hint="log what the retriever returned for each question")
+    return parse_run_records(out, path)

@@ -1,0 +1,205 @@
+"""Detection and dispatch for the formats read as records: CSV/TSV with a header, the RAG tools'
+datasets (RAGAS, DeepEval, LlamaIndex) and Hugging Face ``save_to_disk`` folders.
+
+:mod:`rankgate.data.load` detects the container (extension, folder, first character); this module
+refines that guess by the field names (a ``.jsonl`` of RAGAS samples is ``ragas``, a ``.tsv`` with a
+``qid``/``docid`` header is ``csv``) and, when a forced format does not fit, says which one does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+from ..errors import InputError
+from .models import Gold, Run
+from .records import Records, container_of, is_hf_folder, read_records
+from .shapes import describe_shape, shape_of
+
+__all__ = ["RECORD_FORMATS", "explain", "read_gold", "read_run", "refine"]
+
+RECORD_FORMATS = frozenset({"csv", "ragas", "deepeval", "llamaindex", "hf"})
+TOOL_SHAPES = ("ragas", "deepeval", "llamaindex")
+BEIR_HEADER = ("query-id", "corpus-id", "score")
+TABLE_WORDS = frozenset({"query_id", "qid", "chunk_id", "doc_id", "docid", "score", "grade", "rank", "relevance",
+                         "user_input", "input", "question", "retrieved_contexts", "retrieval_context"})
+
+
+def _first_line(path: str) -> str:
+    from .source import open_text
+
+    try:
+        with open_text(path) as fh:
+            for line in fh:
+                if line.strip():
+                    return line.lstrip("\ufeff")
+    except (UnicodeDecodeError, OSError, EOFError):
+        return ""
+    return ""
+
+
+def _json_shape(path: str) -> str | None:
+    """The shape of a JSON/JSONL file from its first record (the whole file only when the first
+    line is not a complete JSON value, i.e. a pretty-printed file)."""
+    first = _first_line(path).strip()
+    try:
+        value = json.loads(first)
+    except json.JSONDecodeError:
+        try:
+            recs = read_records(path, "json")
+        except InputError:
+            return None
+        return shape_of(recs.columns)
+    if isinstance(value, list):
+        value = next((v for v in value if isinstance(v, dict)), {})
+    if isinstance(value, dict):
+        wrapped = next((value[k] for k in ("samples", "goldens", "test_cases") if isinstance(value.get(k), list)), None)
+        if wrapped:
+            value = wrapped[0] if isinstance(wrapped[0], dict) else {}
+        return shape_of(value)
+    return None
+
+
+def _table_shape(path: str) -> str | None:
+    if os.path.isdir(path):
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return shape_of(pq.read_schema(path).names)
+    except (pa.ArrowInvalid, OSError):
+        return None
+
+
+def refine(path: str, fmt: str, what: str) -> str:
+    """The detected format, refined by the file's field names (only when no format was forced)."""
+    if os.path.isdir(path):
+        return "hf" if is_hf_folder(path) else fmt
+    ext = os.path.splitext(path.removesuffix(".gz"))[1].lower()
+    if ext == ".csv":
+        return "csv"  # its content (long table, RAGAS, DeepEval) is told apart when it is read
+    if ext == ".tsv" or (ext == ".txt" and fmt == "trec"):
+        names = [n.strip().lower() for n in _first_line(path).rstrip("\r\n").split("\t")]
+        if tuple(names[:3]) != BEIR_HEADER and TABLE_WORDS & set(names):
+            return "csv"
+        return fmt
+    if fmt == "jsonl":
+        shape = _json_shape(path)
+        return shape if shape in TOOL_SHAPES else fmt
+    if fmt == "parquet":
+        shape = _table_shape(path)
+        return shape if shape in TOOL_SHAPES else fmt
+    return fmt
+
+
+def _check_shape(recs: Records, fmt: str, what: str) -> str:
+    """The shape to read ``recs`` as; a forced tool format that does not fit is an error naming the
+    shape seen and the format that fits."""
+    seen = shape_of(recs.columns if recs.top is None else list(recs.top))
+    if fmt in TOOL_SHAPES:
+        if seen not in (fmt, None):
+            raise InputError(
+                f"does not look like {describe_shape(fmt)}: its fields are {', '.join(_names(recs))}",
+                path=recs.path, hint=f"this looks like {describe_shape(seen)}: use {_flag(what, seen)}")
+        return fmt
+    if seen is None:
+        raise InputError(
+            f"has fields {', '.join(_names(recs))}: none rankgate knows",
+            path=recs.path,
+            hint="a long table needs query_id and chunk_id columns (map yours with --columns query_id=COL,chunk_id=COL,...); "
+                 "RAGAS needs user_input, DeepEval input with retrieval_context/context")
+    return seen
+
+
+def _names(recs: Records) -> list[str]:
+    names = recs.columns if recs.top is None else list(recs.top)
+    return names[:8] + (["…"] if len(names) > 8 else [])
+
+
+def _flag(what: str, shape: str | None) -> str:
+    fmt = {"table": "csv"}.get(shape or "", shape or "")
+    return f"--{what}-format {fmt}"
+
+
+def _records(path: str, fmt: str) -> Records:
+    container = {"csv": "csv", "hf": "hf"}.get(fmt) or container_of(path)
+    recs = read_records(path, container)
+    if not recs.items and recs.top is None:
+        raise InputError("has no records", path=path, hint="the file holds no samples or rows")
+    return recs
+
+
+def read_gold(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> Gold:
+    recs = _records(path, fmt)
+    shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "gold")
+    if shape == "ragas":
+        from .ragas import read_ragas_gold
+
+        return read_ragas_gold(recs)
+    if shape == "deepeval":
+        from .deepeval import read_deepeval_gold
+
+        return read_deepeval_gold(recs)
+    if shape == "llamaindex":
+        from .llamaindex import read_llamaindex_gold
+
+        return read_llamaindex_gold(recs)
+    if shape == "jsonl":
+        from .jsonl import parse_gold_records
+
+        return parse_gold_records([(r.line or r.row or i, r.data) for i, r in enumerate(recs.items, 1)], path)
+    from .csvtable import read_table_gold
+
+    return read_table_gold(recs, columns)
+
+
+def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> Run:
+    if fmt == "llamaindex":
+        raise InputError("a LlamaIndex EmbeddingQAFinetuneDataset holds a gold set, not a run", path=path,
+                         hint="pass it as --gold")
+    recs = _records(path, fmt)
+    shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "run")
+    if shape == "llamaindex":
+        raise InputError("is a LlamaIndex EmbeddingQAFinetuneDataset: it holds a gold set, not a run", path=path,
+                         hint="pass it as --gold, and a retriever's output on its queries as --run")
+    if shape == "ragas":
+        from .ragas import read_ragas_run
+
+        return read_ragas_run(recs)
+    if shape == "deepeval":
+        from .deepeval import read_deepeval_run
+
+        return read_deepeval_run(recs)
+    if shape == "jsonl":
+        from .jsonl import parse_run_records
+
+        return parse_run_records([(r.line or r.row or i, r.data) for i, r in enumerate(recs.items, 1)], path)
+    from .csvtable import read_table_run
+
+    return read_table_run(recs, columns)
+
+
+def explain(path: str, what: str, fmt: str, exc: InputError) -> InputError:
+    """``exc`` from reading ``path`` as a forced ``fmt``, with a hint naming the format that fits when
+    the file's fields say it is another shape."""
+    try:
+        if os.path.isdir(path):
+            return exc
+        ext = container_of(path)
+        if ext == "parquet":
+            shape = _table_shape(path)
+        elif ext == "csv":
+            recs = read_records(path, "csv")
+            shape = shape_of(recs.columns)
+        else:
+            shape = _json_shape(path)
+    except Exception:  # the explanation must never hide the error itself
+        return exc
+    if shape in TOOL_SHAPES and shape != fmt:
+        hint = f"this looks like {describe_shape(shape)}: use {_flag(what, shape)}"
+        if shape == "llamaindex" and what == "run":
+            hint = f"this looks like {describe_shape(shape)}, which holds a gold set: pass it as --gold"
+        return InputError(exc.detail, path=exc.path, line=exc.line, field=exc.field, hint=hint)
+    return exc
