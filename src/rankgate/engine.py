@@ -36,6 +36,8 @@ __all__ = ["DEFAULT_K", "evaluate"]
 
 DEFAULT_K = 5
 FULL_DEPTH_ROWS = 2_000_000  # runs up to this many rows are never cut at the deepest cutoff
+# Per-query run fields kept as they were logged, for layouts that report them (--layout v0).
+RUN_VALUE_FIELDS = ("latency_ms", "errors", "retries", "privacy_leak")
 SEGMENT_FIELDS = ("intent", "segment", "source_of_query", "corpus_version", "as_of", "created")
 
 
@@ -329,6 +331,10 @@ def _evaluate_loaded(
     lat = _latency(r, run_to_gold, eval_pos, evaluated.size)
     if lat:
         info["latency_ms"] = lat
+    run_values = {name: _per_query(r.fields[name], run_to_gold, eval_pos, evaluated.size)
+                  for name in RUN_VALUE_FIELDS if name in r.fields}
+    if run_values:
+        info["run_values"] = run_values
     return EvaluationResult(
         query_ids=qids,
         metric_names=tuple(str(m) for m in metric_list),
@@ -470,6 +476,16 @@ def _gold_facts(g: Gold) -> dict[str, Any]:
     if "corpus_version" in g.fields:
         facts["corpus_version"] = _distinct(g.fields["corpus_version"])
     return facts
+
+
+def _per_query(col: list[Any], run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> list[Any]:
+    """A run field's value for each evaluated query (None where the run has no value)."""
+    out: list[Any] = [None] * n
+    for ri, value in enumerate(col):
+        gi = int(run_to_gold[ri])
+        if gi >= 0 and eval_pos[gi] >= 0:
+            out[int(eval_pos[gi])] = value
+    return out
 
 
 def _latency(r: Run, run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> dict[str, list[float | None]]:

@@ -51,6 +51,9 @@ def add_parser(sub: Any) -> None:
     add_input_options(p)
     p.add_argument("--run", required=True, metavar="PATH", help="run: JSONL, TREC run file, Parquet")
     p.add_argument("--out", "-o", metavar="DIR", help="write metrics.csv and summary.json into DIR")
+    p.add_argument("--layout", choices=("default", "v0"), default="default",
+                   help="layout of metrics.csv and summary.json: default, or v0 (the metrics spec's columns and "
+                        "quality/operational/privacy summary; see docs/outputs.md)")
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also break means down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--sweep", metavar="METRICS", help="k-sweep of these metrics (e.g. recall,ndcg) over --ks")
@@ -161,13 +164,15 @@ def _read_pipes_once(args: argparse.Namespace) -> tuple[Any, Any]:
     second time (a pipe delivers its content once)."""
     gold, run = args.gold, args.run
     if getattr(args, "sweep", None):
+        from ..data.formats import parse_columns
         from ..data.load import load_gold, load_run
         from ..data.source import is_pipe
 
+        columns = parse_columns(getattr(args, "columns", None))
         if is_pipe(gold):
-            gold = load_gold(gold, format=args.gold_format)
+            gold = load_gold(gold, format=args.gold_format, columns=columns)
         if is_pipe(run):
-            run = load_run(run, format=args.run_format)
+            run = load_run(run, format=args.run_format, columns=columns)
     return gold, run
 
 
@@ -186,6 +191,14 @@ def run(args: argparse.Namespace) -> int:
 
     warm = threading.Thread(target=_import_reporting, daemon=True)
     warm.start()
+    v0 = getattr(args, "layout", "default") == "v0"
+    if v0:
+        from ..metrics import parse_metrics
+        from ..report.layout_v0 import v0_metrics
+
+        wanted = [str(m) for m in parse_metrics(args.metrics)]
+        wanted += [m for m in v0_metrics(args.k or 5) if m not in wanted]
+        args = argparse.Namespace(**{**vars(args), "metrics": ",".join(wanted)})
     gold_src, run_src = _read_pipes_once(args)
     result = evaluate_from_args(args, run_src, gold_src)
     warm.join()
@@ -202,7 +215,12 @@ def run(args: argparse.Namespace) -> int:
 
             pending = pool.submit(metric_cis, result, seed=args.seed, n_resamples=args.resamples,
                                   confidence=args.confidence)
-        csv_text = metrics_csv(result) if args.out else None
+        if v0:
+            from ..report.layout_v0 import v0_metrics_csv
+
+            csv_text = v0_metrics_csv(result) if args.out else None
+        else:
+            csv_text = metrics_csv(result) if args.out else None
         cis = pending.result() if pending is not None else None
 
     extra: dict[str, Any] = {"statistics": {"seed": args.seed, "resamples": args.resamples, "confidence": args.confidence}}
@@ -217,7 +235,12 @@ def run(args: argparse.Namespace) -> int:
 
         sweep = k_sweep(gold_src, run_src, args.sweep, args.ks, evaluate_kwargs=_sweep_kwargs(args))
         extra["sweep"] = sweep.to_dict()
-    summary = summary_dict(result, cis=cis, extra=extra)
+    if v0:
+        from ..report.layout_v0 import v0_summary
+
+        summary = v0_summary(result, cis=cis, extra=extra)
+    else:
+        summary = summary_dict(result, cis=cis, extra=extra)
 
     if args.out:
         from ..atomic import write_files

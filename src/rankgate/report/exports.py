@@ -2,16 +2,34 @@
 
 Numbers are written in Python's shortest round-trip form; NaN (metric not applicable to a query) is
 an empty CSV cell and ``null`` in JSON. Same result ⇒ byte-identical files.
+
+Spreadsheet safety (OWASP "CSV injection"): a *text* cell (query id, segment field, tag, header) that
+starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is written with a leading ``'``, so a
+spreadsheet shows it as text instead of running it as a formula. Number columns are never changed,
+and neither is a text cell that is a plain number (``-3``, ``+0.5``): a number is not a formula, and
+a negative number must stay a number.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..results import EvaluationResult
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _defused(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would read it as a formula (see module docs)."""
+    if text.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
 
 
 def _cell(text: str) -> str:
@@ -41,6 +59,8 @@ def _float_column(values: Any) -> list[str]:
 
 def _text_column(values: Any) -> list[str]:
     cells = ["" if v is None else str(v) for v in values]
+    if any(c.startswith(FORMULA_START) for c in cells):
+        cells = [_defused(c) for c in cells]
     joined = "".join(cells)  # one scan: most columns (query ids, languages) need no quoting at all
     if not any(c in joined for c in ',"\n\r'):
         return cells
@@ -56,7 +76,7 @@ def metrics_csv(result: EvaluationResult) -> str:
     columns += [_float_column(result.values[m]) for m in result.metric_names]
     columns += [_text_column(result.fields[f]) for f in fields]
     columns += [["" if v is None else repr(float(v)) for v in col] for col in latency.values()]
-    lines = [",".join(_cell(h) for h in header)]
+    lines = [",".join(_cell(_defused(h)) for h in header)]
     lines.extend(map(",".join, zip(*columns)))
     return "\n".join(lines) + "\n"
 
