@@ -120,7 +120,10 @@ def _json(path: str) -> Records:
         if isinstance(whole, dict):
             key = next((k for k in WRAPPER_KEYS if isinstance(whole.get(k), list)), None)
             if key is None:
-                return Records(path, [], list(whole), "json", top=whole)
+                if {"queries", "corpus", "relevant_docs"} & set(whole):  # one object that is the dataset
+                    return Records(path, [], list(whole), "json", top=whole)
+                line = 1 + text[: len(text) - len(stripped)].count("\n")
+                return Records(path, [Record(whole, line=line)], list(whole), "json")
             items = []
             for i, obj in enumerate(whole[key]):
                 if not isinstance(obj, dict):

@@ -1,0 +1,376 @@
+"""The formats users already have: RAGAS, DeepEval, LlamaIndex, CSV/TSV with a header, Hugging Face
+``save_to_disk`` folders. Each is written in the shape the tool documents, read through the CLI and
+through ``rankgate.evaluate``, and must give exactly what the same data gives as rankgate JSONL."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import rankgate
+from rankgate.cli import main
+from rankgate.data import load_gold, load_run
+from rankgate.data.shapes import normalise_text, text_id
+from rankgate.errors import InputError
+
+from .hostile import assert_refused
+
+METRICS = "hit@1,hit@3,mrr,ndcg@10,precision@3,recall@3"
+
+# RAGAS SingleTurnSample fields (EvaluationDataset.to_jsonl): contexts known by text only.
+C_PARIS = "Paris is the capital and most populous city of France."
+C_LYON = "Lyon is a city in France."
+C_BERLIN = "Berlin is the capital of Germany."
+C_BONN = "Bonn was the capital of West Germany."
+RAGAS = [
+    {"user_input": "What is the capital of France?",
+     "retrieved_contexts": [C_LYON, "  paris IS the capital and most   populous city of france. "],
+     "reference_contexts": [C_PARIS], "response": "Paris", "reference": "Paris"},
+    {"user_input": "What is the capital of Germany?",
+     "retrieved_contexts": [C_BERLIN, C_BONN, C_LYON],
+     "reference_contexts": [C_BERLIN, C_BONN], "response": "Berlin", "reference": "Berlin"},
+    {"user_input": "Capital of Spain?", "retrieved_contexts": [C_LYON],
+     "reference_contexts": ["Madrid is the capital of Spain."], "response": "?", "reference": "Madrid"},
+]
+
+
+def expected_by_text(samples, q_key, gold_key, run_key):
+    """The same data as rankgate JSONL records, ids by the documented text rule."""
+    gold, run = [], []
+    for s in samples:
+        qid = "q:" + hashlib.sha256(normalise_text(s[q_key]).encode()).hexdigest()[:16]
+        gold.append({"query_id": qid, "relevant": list(dict.fromkeys(text_id(t) for t in s[gold_key]))})
+        run.append({"query_id": qid, "topk": [text_id(t) for t in s[run_key]]})
+    return gold, run
+
+
+def values(result):
+    return {m: [None if v != v else v for v in result.values[m].tolist()] for m in result.metric_names}
+
+
+def cli_json(capsys, *argv) -> dict:
+    assert main(["evaluate", *map(str, argv), "-m", METRICS, "--resamples", "0", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def write_csv(path: Path, rows, *, lists=repr, delimiter=",") -> Path:
+    """As pandas' to_csv writes a frame with list columns: each list as its Python repr."""
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, delimiter=delimiter)
+        w.writerow(names)
+        for r in rows:
+            w.writerow([lists(r[n]) if isinstance(r.get(n), list) else r.get(n, "") for n in names])
+    return path
+
+
+def write_hf(folder: Path, rows) -> Path:
+    """The layout of datasets' Dataset.save_to_disk: Arrow stream file(s) named in state.json."""
+    folder.mkdir()
+    table = pa.Table.from_pylist(rows)
+    with pa.OSFile(str(folder / "data-00000-of-00001.arrow"), "wb") as sink:
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+    (folder / "state.json").write_text(json.dumps({
+        "_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_fingerprint": "0", "_format_columns": None,
+        "_format_kwargs": {}, "_format_type": None, "_output_all_columns": False, "_split": None}))
+    (folder / "dataset_info.json").write_text(json.dumps({"citation": "", "description": "", "features": {}}))
+    return folder
+
+
+# -- RAGAS ---------------------------------------------------------------------------------------
+
+def test_ragas_text_matching_is_whitespace_and_case_blind_and_ids_are_stable():
+    assert text_id(" Paris  is\nTHE capital ") == text_id("paris is the capital")
+    assert text_id("paris is the capital") == "t:" + hashlib.sha256(b"paris is the capital").hexdigest()[:16]
+    assert text_id("AFL–NFL") != text_id("AFL-NFL")  # only whitespace and case are normalised
+
+
+@pytest.mark.parametrize("container", ["jsonl", "json", "samples", "csv", "parquet", "hf"])
+def test_ragas_file_is_gold_and_run_in_every_container(tmp_path, capsys, container):
+    if container == "jsonl":
+        path = write_jsonl(tmp_path / "ragas.jsonl", RAGAS)
+    elif container == "json":
+        path = tmp_path / "ragas.json"
+        path.write_text(json.dumps(RAGAS, indent=2))
+    elif container == "samples":
+        path = tmp_path / "ragas.json"
+        path.write_text(json.dumps({"samples": RAGAS}, indent=4))
+    elif container == "csv":
+        path = write_csv(tmp_path / "ragas.csv", RAGAS)
+    elif container == "parquet":
+        path = tmp_path / "ragas.parquet"
+        pq.write_table(pa.Table.from_pylist(RAGAS), path)
+    else:
+        path = write_hf(tmp_path / "ragas_ds", RAGAS)
+    gold, run = expected_by_text(RAGAS, "user_input", "reference_contexts", "retrieved_contexts")
+    want = rankgate.evaluate(gold, run, METRICS)
+    got = rankgate.evaluate(path, path, METRICS)
+    assert got.query_ids == want.query_ids and values(got) == values(want)
+    # q1 finds Paris at rank 2 (matched by text), q2 both at 1-2, q3 nothing
+    assert values(got)["mrr"] == [0.5, 1.0, 0.0]
+    summary = cli_json(capsys, "--gold", path, "--run", path)
+    assert summary["metrics"]["mrr"]["mean"] == pytest.approx(0.5)
+
+
+def test_ragas_ids_are_used_when_both_sides_have_them(tmp_path):
+    rows = [
+        {"user_input": "q one", "retrieved_context_ids": ["d3", "d1"], "reference_context_ids": ["d1"],
+         "retrieved_contexts": ["x", "y"], "reference_contexts": ["y"]},
+        {"user_input": "q two", "retrieved_context_ids": ["d2"], "reference_context_ids": ["d2", "d9"]},
+    ]
+    path = write_jsonl(tmp_path / "ids.jsonl", rows)
+    gold, run = load_gold(path), load_run(path)
+    assert gold.judgements() == {gold.query_ids[0]: {"d1": 1}, gold.query_ids[1]: {"d2": 1, "d9": 1}}
+    assert run.r_doc.to_pylist() == ["d3", "d1", "d2"]
+    assert run.items["text"] == ["x", "y", None]  # texts kept for the report where they line up
+    assert gold.field("query") == ["q one", "q two"]
+    r = rankgate.evaluate(path, path, "mrr,recall@5")
+    assert values(r) == {"mrr": [0.5, 1.0], "recall@5": [1.0, 0.5]}
+
+
+def test_ragas_query_ids_line_up_across_files_in_any_order(tmp_path):
+    gold = write_jsonl(tmp_path / "gold.jsonl", RAGAS)
+    shuffled = [dict(RAGAS[2]), dict(RAGAS[0]), dict(RAGAS[1])]
+    shuffled[1]["user_input"] = "  what is the CAPITAL of france?"
+    run = write_jsonl(tmp_path / "run.jsonl", shuffled)
+    r = rankgate.evaluate(gold, run, "mrr")
+    assert values(r)["mrr"] == [0.5, 1.0, 0.0] and not r.missing_from_run
+
+
+def test_ragas_explicit_query_id_field_is_used(tmp_path):
+    rows = [dict(RAGAS[0], query_id="fr"), dict(RAGAS[1], query_id="de")]
+    path = write_jsonl(tmp_path / "r.jsonl", rows)
+    assert load_gold(path).query_ids == ["fr", "de"]
+
+
+def test_ragas_expected_answer_is_kept_never_relevance(tmp_path):
+    path = write_jsonl(tmp_path / "r.jsonl", RAGAS)
+    g = load_gold(path)
+    assert g.field("expected_answer") == ["Paris", "Berlin", "Madrid"]
+    assert "t:" + "" not in g.judgements()  # relevance only from reference_contexts
+    assert all(d.startswith("t:") for q in g.judgements().values() for d in q)
+
+
+def test_ragas_legacy_columns_are_a_run_but_not_a_gold_set(tmp_path, capsys):
+    legacy = [{"question": "When was the first super bowl?", "answer": "1967",
+               "contexts": ["The first AFL-NFL game was played on January 15, 1967."],
+               "ground_truth": "January 15, 1967"}]
+    path = write_jsonl(tmp_path / "legacy.jsonl", legacy)
+    run = load_run(path)
+    assert run.r_doc.to_pylist() == [text_id(legacy[0]["contexts"][0])]
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", path, "--run", path, "--out", out], out, names=[path], capsys=capsys)
+    assert "no gold set" in line and "ground_truth" in line and "reference_contexts" in line
+
+
+def test_ragas_empty_reference_names_line_and_no_answer_is_accepted(tmp_path, capsys):
+    rows = [RAGAS[0], dict(RAGAS[1], reference_contexts=[])]
+    path = write_jsonl(tmp_path / "r.jsonl", rows)
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", path, "--run", path, "--out", out], out, names=[path], capsys=capsys)
+    assert "r.jsonl:2:" in line and "reference_contexts" in line and "no_answer" in line
+    rows[1] = dict(rows[1], no_answer=True)
+    write_jsonl(path, rows)
+    r = rankgate.evaluate(path, path, "mrr")
+    assert len(r.no_answer) == 1 and values(r)["mrr"][0] == 0.5
+
+
+def test_ragas_sample_with_nothing_logged_is_missing_from_run(tmp_path):
+    rows = [RAGAS[0], dict(RAGAS[1], retrieved_contexts=None)]
+    path = write_jsonl(tmp_path / "r.jsonl", rows)
+    r = rankgate.evaluate(path, path, "mrr")
+    assert len(r.missing_from_run) == 1 and values(r)["mrr"] == [0.5, 0.0]
+
+
+def test_ragas_repeated_question_names_first_line(tmp_path):
+    path = write_jsonl(tmp_path / "r.jsonl", [RAGAS[0], RAGAS[1], dict(RAGAS[0], user_input="what is THE capital of France?")])
+    with pytest.raises(InputError, match=r"r\.jsonl:3: field 'user_input' repeats .* of line 1"):
+        load_gold(path)
+
+
+# -- DeepEval ------------------------------------------------------------------------------------
+
+DEEPEVAL = [
+    {"input": "What if these shoes don't fit?", "actual_output": "We offer a 30-day full refund.",
+     "expected_output": "You are eligible for a 30 day full refund at no extra cost.",
+     "context": ["All customers are eligible for a 30 day full refund at no extra cost."],
+     "retrieval_context": ["Shipping takes 5 days.", "All customers are eligible for a 30 day full refund at no extra cost."]},
+    {"input": "Do you ship abroad?", "actual_output": "Yes.", "expected_output": "Yes, to 40 countries.",
+     "context": ["We ship to 40 countries."], "retrieval_context": ["We ship to 40 countries.", "Shipping takes 5 days."]},
+]
+
+
+@pytest.mark.parametrize("container", ["json", "csv"])
+def test_deepeval_context_is_relevance_and_expected_output_is_not(tmp_path, capsys, container):
+    if container == "json":
+        path = tmp_path / "dataset.json"
+        path.write_text(json.dumps(DEEPEVAL, indent=4))
+    else:  # DeepEval's CSV joins a list's texts with ';'
+        path = write_csv(tmp_path / "dataset.csv", DEEPEVAL, lists=";".join)
+    gold, run = expected_by_text(DEEPEVAL, "input", "context", "retrieval_context")
+    want = rankgate.evaluate(gold, run, METRICS)
+    got = rankgate.evaluate(path, path, METRICS)
+    assert values(got) == values(want) and values(got)["mrr"] == [0.5, 1.0]
+    g = load_gold(path)
+    assert g.field("expected_answer") == [s["expected_output"] for s in DEEPEVAL]
+    assert cli_json(capsys, "--gold", path, "--run", path, "--gold-format", "deepeval",
+                    "--run-format", "deepeval")["metrics"]["mrr"]["mean"] == 0.75
+
+
+def test_deepeval_without_context_says_expected_output_is_no_judgement(tmp_path, capsys):
+    rows = [{k: v for k, v in s.items() if k != "context"} for s in DEEPEVAL]
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(rows))
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", path, "--run", path, "--out", out], out, names=[path], capsys=capsys)
+    assert "expected_output" in line and "context" in line
+
+
+# -- LlamaIndex ----------------------------------------------------------------------------------
+
+LLAMA = {"queries": {"7b1c": "What was Lyft's revenue growth?", "9f2e": "Who audits Uber?"},
+         "corpus": {"node-1": "Revenue grew 36%.", "node-2": "PwC is the auditor.", "node-3": "Other."},
+         "relevant_docs": {"7b1c": ["node-1"], "9f2e": ["node-2"]}, "mode": "text"}
+
+
+def test_llamaindex_dataset_is_a_gold_set(tmp_path, capsys):
+    gold = tmp_path / "val_dataset.json"
+    gold.write_text(json.dumps(LLAMA, indent=4))  # as save_json writes it
+    run = tmp_path / "run.trec"
+    run.write_text("7b1c Q0 node-3 1 2.0 x\n7b1c Q0 node-1 2 1.0 x\n9f2e Q0 node-2 1 3.0 x\n")
+    g = load_gold(gold)
+    assert g.query_ids == ["7b1c", "9f2e"] and g.field("query") == list(LLAMA["queries"].values())
+    assert g.judgements() == {"7b1c": {"node-1": 1}, "9f2e": {"node-2": 1}}
+    assert values(rankgate.evaluate(gold, run, "mrr"))["mrr"] == [0.5, 1.0]
+    assert cli_json(capsys, "--gold", gold, "--run", run)["metrics"]["mrr"]["mean"] == 0.75
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", gold, "--run", gold, "--out", out], out, names=[gold], capsys=capsys)
+    assert "gold set, not a run" in line
+
+
+def test_llamaindex_relevant_doc_outside_corpus_is_named(tmp_path):
+    bad = json.loads(json.dumps(LLAMA))
+    bad["relevant_docs"]["9f2e"] = ["node-9"]
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InputError, match=r"field 'relevant_docs\.9f2e' names 'node-9', which is not in corpus"):
+        load_gold(path)
+
+
+# -- CSV / TSV with a header ---------------------------------------------------------------------
+
+def test_csv_with_header_is_a_table_not_trec(tmp_path, capsys):
+    """Regression: a CSV run was read as a TREC file (its header line refused or misread)."""
+    gold = tmp_path / "qrels.csv"
+    gold.write_text("query_id,chunk_id,grade\nq1,d1,2\nq1,d2,0\nq2,d3,1\n")
+    run = tmp_path / "run.csv"
+    run.write_text("query_id,chunk_id,score\nq1,d2,0.9\nq2,d3,0.3\nq1,d1,0.5\n")
+    r = rankgate.evaluate(gold, run, "mrr,ndcg@10")
+    assert values(r)["mrr"] == [0.5, 1.0]
+    assert cli_json(capsys, "--gold", gold, "--run", run)["metrics"]["mrr"]["mean"] == 0.75
+    assert load_gold(gold).judgements() == {"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 1}}
+
+
+def test_tsv_and_column_map(tmp_path, capsys):
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("qid\tdoc\trel\tquestion\nq1\td1\t1\tfirst question\nq2\td3\t1\tsecond\n")
+    run = tmp_path / "run.tsv"
+    run.write_text("qid\tdoc\ts\nq1\td2\t0.9\nq1\td1\t0.5\nq2\td3\t0.3\n")
+    cols = "query_id=qid,chunk_id=doc,score=s,grade=rel"
+    summary = cli_json(capsys, "--gold", gold, "--run", run, "--columns", cols)
+    assert summary["metrics"]["mrr"]["mean"] == 0.75
+    g = load_gold(gold, columns={"query_id": "qid", "chunk_id": "doc", "grade": "rel"})
+    assert g.field("query") == ["first question", "second"]
+    r = rankgate.evaluate(gold, run, "mrr", columns={"query_id": "qid", "chunk_id": "doc", "score": "s", "grade": "rel"})
+    assert values(r)["mrr"] == [0.5, 1.0]
+
+
+def test_csv_rank_column_orders_a_run_without_scores(tmp_path):
+    gold = tmp_path / "g.csv"
+    gold.write_text("query_id,chunk_id,grade\nq1,a,1\n")
+    run = tmp_path / "r.csv"
+    run.write_text("query_id,chunk_id,rank\nq1,b,2\nq1,a,1\n")
+    assert values(rankgate.evaluate(gold, run, "mrr"))["mrr"] == [1.0]
+
+
+@pytest.mark.parametrize("content, expect", [
+    ("query_id,chunk_id,grade\nq1,d1,2\nq1,d2,high\n", r"g\.csv:3: field 'grade' must be an integer grade; got 'high'"),
+    ("query_id,chunk_id,grade\nq1,d1,2\n\nq1,d1,1\n", r"g\.csv:4: field 'chunk_id' judges 'd1' for query 'q1' again \(first on line 2\)"),
+    ("query_id,chunk_id,grade\nq1,,2\n", r"g\.csv:2: field 'chunk_id' must be a non-empty id"),
+    ("qid,passage,grade\nq1,d1,2\n", r"g\.csv: has fields qid, passage, grade: none rankgate knows .*--columns"),
+    ("query_id,chunk_id,grade\nq1,d1\n", r"g\.csv:2: has 2 columns; the header has 3"),
+])
+def test_csv_errors_name_line_and_field(tmp_path, capsys, content, expect):
+    gold = tmp_path / "g.csv"
+    gold.write_text(content)
+    run = tmp_path / "r.jsonl"
+    write_jsonl(run, [{"query_id": "q1", "topk": ["d1"]}])
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", gold, "--run", run, "--out", out], out, names=[gold], capsys=capsys)
+    import re
+
+    assert re.search(expect, line), line
+
+
+def test_column_map_naming_a_missing_column(tmp_path, capsys):
+    gold = tmp_path / "g.csv"
+    gold.write_text("qid,doc,rel\nq1,d1,1\n")
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", gold, "--run", gold, "--columns", "query_id=qid,chunk_id=doc,grade=relevance",
+                           "--out", out], out, names=[gold], capsys=capsys)
+    assert "has no column 'relevance' (mapped to grade by --columns)" in line
+    line = assert_refused(["evaluate", "--gold", gold, "--run", gold, "--columns", "qid=query_id", "--out", out], out,
+                          capsys=capsys)
+    assert "unknown field 'qid'" in line
+
+
+# -- detection -----------------------------------------------------------------------------------
+
+def test_forced_wrong_format_names_the_shape_seen_and_the_format_that_fits(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "ragas.jsonl", RAGAS)
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", path, "--gold-format", "jsonl", "--run", path, "--out", out], out,
+                          names=[path], capsys=capsys)
+    assert "this looks like a RAGAS dataset: use --gold-format ragas" in line
+    line = assert_refused(["evaluate", "--gold", path, "--gold-format", "deepeval", "--run", path, "--out", out], out,
+                          names=[path], capsys=capsys)
+    assert "does not look like a DeepEval dataset" in line and "use --gold-format ragas" in line
+
+
+def test_rankgate_jsonl_and_existing_formats_are_detected_as_before(tmp_path):
+    gold = write_jsonl(tmp_path / "g.jsonl", [{"query_id": "q1", "question": "x", "relevant_chunks": ["a"]}])
+    run = write_jsonl(tmp_path / "r.jsonl", [{"query_id": "q1", "input": "x", "topk": ["b", "a"]}])
+    assert values(rankgate.evaluate(gold, run, "mrr"))["mrr"] == [0.5]
+    qrels = tmp_path / "qrels.tsv"  # BEIR qrels keep their reader
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\ta\t1\n")
+    assert load_gold(qrels).judgements() == {"q1": {"a": 1}}
+
+
+def test_hf_dataset_dict_folder_asks_for_a_split(tmp_path, capsys):
+    root = tmp_path / "dsdict"
+    root.mkdir()
+    (root / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
+    write_hf(root / "test", RAGAS)
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", root, "--run", root, "--out", out], out, names=[root], capsys=capsys)
+    assert "splits test" in line
+    assert values(rankgate.evaluate(root / "test", root / "test", "mrr"))["mrr"] == [0.5, 1.0, 0.0]
+
+
+def test_hf_long_table_with_ids(tmp_path):
+    gold = write_hf(tmp_path / "gold_ds", [{"query_id": "q1", "chunk_id": "a", "grade": 1}])
+    run = write_hf(tmp_path / "run_ds", [{"query_id": "q1", "chunk_id": "b", "score": 2.0},
+                                          {"query_id": "q1", "chunk_id": "a", "score": 1.0}])
+    assert values(rankgate.evaluate(gold, run, "mrr"))["mrr"] == [0.5]
