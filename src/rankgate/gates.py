@@ -505,7 +505,8 @@ def gate(
         if isinstance(run, EvaluationResult):
             return run
         if loaded_gold is None:
-            loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(os.fspath(gold), format=gold_format)
+            loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
+                os.fspath(gold), format=gold_format, columns=options.get("columns"))
         result = evaluate(loaded_gold, run, list(cfg.metrics), **options)
         if isinstance(gold, (str, os.PathLike)) and os.path.isfile(gold):
             # the gold set was loaded once for both runs; name its file and hash, as evaluate does for a path,

@@ -424,6 +424,8 @@ def _facts(result: EvaluationResult, g: Gold) -> tuple[tuple[str, str], ...]:
     gold_facts = result.info.get("gold") or {}
     if gold_facts.get("corpus_version"):
         out.append(("corpus version (gold)", _fact(gold_facts["corpus_version"])))
+    if result.info.get("ties") == "input":  # the default rule (id descending) is not listed
+        out.append(("equal scores", "kept in input order (--ties input)"))
     return tuple(out)
 
 

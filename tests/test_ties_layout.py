@@ -1,0 +1,158 @@
+"""``--ties id|input`` (the one ranking rule, two tie-breaks), ``--layout v0``, and spreadsheet-safe
+metrics.csv."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rankgate
+from rankgate.cli import main
+from rankgate.data.ranking import rank_rows
+from rankgate.errors import UsageError
+from rankgate.report.exports import metrics_csv
+
+# -- ties ------------------------------------------------------------------------------------------
+
+TIED_RUN = [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1.0}, {"chunk_id": "c", "score": 1.0},
+                                        {"chunk_id": "b", "score": 1.0}, {"chunk_id": "z", "score": 0.5}]}]
+GOLD = [{"query_id": "q1", "relevant": ["a"]}]
+
+
+def test_input_ties_keep_the_retrievers_order_and_id_ties_are_trec_eval():
+    by_id = rankgate.evaluate(GOLD, TIED_RUN, "mrr")
+    by_input = rankgate.evaluate(GOLD, TIED_RUN, "mrr", ties="input")
+    assert by_id["mrr"].tolist() == [1 / 3]  # c, b, a: id descending
+    assert by_input["mrr"].tolist() == [1.0]  # a, c, b as given
+    assert by_id.info["ties"] == "id" and by_input.info["ties"] == "input"
+    with pytest.raises(UsageError, match="ties must be one of: id, input"):
+        rankgate.evaluate(GOLD, TIED_RUN, "mrr", ties="score")
+
+
+def _reference(query, docs, score, ties):
+    """The rule in plain Python: group by query, score descending, then id descending (byte-wise) or
+    input position."""
+    rows = range(len(docs))
+    if ties == "id":
+        # sort stably on the secondary key first: id descending, then score descending, then query
+        rows = sorted(rows, key=lambda i: docs[i].encode(), reverse=True)
+    rows = sorted(rows, key=lambda i: -score[i])
+    return sorted(rows, key=lambda i: query[i])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.text("abc", min_size=1, max_size=3), st.sampled_from([0.0, 0.5, 1.0, 2.0])),
+                min_size=1, max_size=40, unique_by=lambda t: (t[0], t[1])),
+       st.sampled_from(["id", "input"]))
+def test_ranking_rule_matches_its_reference(rows, ties):
+    query = np.array([r[0] for r in rows], dtype=np.int64)
+    docs = [r[1] for r in rows]
+    score = np.array([r[2] for r in rows], dtype=np.float64)
+    perm = rank_rows(query, pa.array(docs, pa.string()), score, None, ties=ties)
+    assert perm.tolist() == _reference(query.tolist(), docs, score.tolist(), ties)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=1, max_size=30))
+def test_input_ties_are_a_stable_sort_of_one_query(scores):
+    n = len(scores)
+    perm = rank_rows(np.zeros(n, dtype=np.int64), pa.array([f"d{i}" for i in range(n)]), np.array(scores), None, ties="input")
+    assert perm.tolist() == sorted(range(n), key=lambda i: -scores[i])
+
+
+def write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_cli_ties_recorded_in_summary_and_report(tmp_path, capsys):
+    gold, run = write_jsonl(tmp_path / "g.jsonl", GOLD), write_jsonl(tmp_path / "r.jsonl", TIED_RUN)
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--resamples", "0", "--json",
+                 "--ties", "input"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["options"]["ties"] == "input" and summary["metrics"]["mrr"]["mean"] == 1.0
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--resamples", "0", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["options"]["ties"] == "id" and summary["metrics"]["mrr"]["mean"] == pytest.approx(1 / 3)
+    html = tmp_path / "r.html"
+    assert main(["report", "--gold", str(gold), "--run", str(run), "--resamples", "0", "--ties", "input", "-o", str(html)]) == 0
+    assert "kept in input order (--ties input)" in html.read_text()
+
+
+def test_gate_config_evaluate_ties(tmp_path):
+    from rankgate.gate_config import config_from_dict
+    from rankgate.gates import gate
+
+    cfg = {"evaluate": {"ties": "input"}, "gates": [{"name": "mrr", "metric": "mrr", "threshold": 0.9}]}
+    assert config_from_dict(cfg).evaluate["ties"] == "input"
+    assert gate(cfg, GOLD, TIED_RUN).passed
+    assert not gate({**cfg, "evaluate": {"ties": "id"}}, GOLD, TIED_RUN).passed
+
+
+# -- layout v0 -------------------------------------------------------------------------------------
+
+V0_GOLD = [{"query_id": "q1", "relevant": ["a", "b"], "entities": ["alpha"]}, {"query_id": "q2", "relevant": ["c"]}]
+V0_RUN = [
+    {"query_id": "q1", "topk": [{"chunk_id": "x", "score": 3.0, "text": "Alpha beta"}, {"chunk_id": "b", "score": 2.0},
+                                {"chunk_id": "a", "score": 1.0}],
+     "latency_ms": [{"retrieve": 10, "rerank": 5}, 20, {"total": 30, "retrieve": 1}], "errors": 0, "retries": 2,
+     "privacy_leak": False},
+    {"query_id": "q2", "topk": [{"chunk_id": "c", "score": 1.0}], "latency_ms": 40, "errors": ["timeout"],
+     "privacy_leak": True},
+]
+
+
+def test_layout_v0_files(tmp_path, capsys):
+    gold, run = write_jsonl(tmp_path / "g.jsonl", V0_GOLD), write_jsonl(tmp_path / "r.jsonl", V0_RUN)
+    out = tmp_path / "out"
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--layout", "v0", "-o", str(out), "--resamples", "0"]) == 0
+    rows = list(csv.reader(io.StringIO((out / "metrics.csv").read_text())))
+    assert rows[0] == ["id", "p_at_5", "p_at_10", "ndcg_10", "mrr_10", "cov_entities", "p50_ms", "p95_ms", "errors",
+                       "retries", "privacy_leak"]
+    ndcg = (1 / np.log2(3) + 1 / np.log2(4)) / (1 + 1 / np.log2(3))
+    # q1 timings 15, 20, 30 -> p50 20, p95 29 (linear); q2 one timing -> 40 in both
+    assert rows[1] == ["q1", "0.4", "0.2", repr(float(ndcg)), "0.5", "1.0", "20.0", "29.0", "0", "2", "0"]
+    assert rows[2] == ["q2", "0.2", "0.1", "1.0", "1.0", "", "40.0", "40.0", "1", "", "1"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["version"] == "v0"
+    assert set(summary["quality"]) == {"p_at_5", "p_at_10", "ndcg_10", "mrr_10", "cov_entities"}
+    assert summary["quality"]["mrr_10"] == {"mean": 0.75, "n": 2, "metric": "mrr@10"}
+    op = summary["operational"]
+    assert (op["p50_ms"], op["p95_ms"], op["latency_timings"], op["errors"], op["retries"], op["queries_with_errors"]) == \
+        (25.0, 38.5, 4, 1, 2, 1)
+    assert summary["privacy"] == {"privacy_leak": 1, "privacy_leak_rate": 0.5, "queries": 2}
+    assert summary["not_in_run"] == {}
+
+
+def test_layout_v0_lists_what_the_run_lacks(tmp_path):
+    gold = write_jsonl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant": ["a"]}])
+    run = write_jsonl(tmp_path / "r.jsonl", [{"query_id": "q1", "topk": ["a"]}])
+    out = tmp_path / "out"
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--layout", "v0", "-o", str(out), "--resamples", "0"]) == 0
+    assert (out / "metrics.csv").read_text().splitlines()[1] == "q1,0.2,0.1,1.0,1.0,,,,,,"
+    missing = json.loads((out / "summary.json").read_text())["not_in_run"]
+    assert set(missing) == {"cov_entities", "p50_ms", "p95_ms", "errors", "retries", "privacy_leak"}
+    assert missing["errors"] == "not in the run (no errors field)"
+
+
+# -- spreadsheet formulas --------------------------------------------------------------------------
+
+def test_metrics_csv_defuses_formulas_in_text_but_never_in_numbers():
+    ids = ["=HYPERLINK(\"x\")", "+cmd", "-2+3", "@SUM(A1)", "\tq", "\rq", "-3", "+0.5", "q=1", "-1e5"]
+    gold = [{"query_id": q, "relevant": ["a"], "note_field": q} for q in ids]
+    run = [{"query_id": q, "topk": [{"chunk_id": "a", "score": -1.5}]} for q in ids]
+    result = rankgate.evaluate(gold, run, "mrr")
+    rows = list(csv.reader(io.StringIO(metrics_csv(result), newline="")))
+    assert rows[0] == ["query_id", "mrr", "note_field"]
+    got = [r[0] for r in rows[1:]]
+    assert got == ["'=HYPERLINK(\"x\")", "'+cmd", "'-2+3", "'@SUM(A1)", "'\tq", "'\rq", "-3", "+0.5", "q=1", "-1e5"]
+    assert [r[2] for r in rows[1:]] == got  # segment fields the same way
+    assert all(r[1] == "1.0" for r in rows[1:])  # numbers untouched
