@@ -18,7 +18,7 @@
       - metric: forbidden@5
         max: 0                        # ceiling, for lower-is-better metrics (forbidden, redundancy, false_evidence)
     defaults: {seed: 0, resamples: 2000, confidence: 0.95}
-    evaluate: {k: 5, level: chunk, doc_sep: "#"}   # how to score the runs (optional)
+    evaluate: {k: 5, level: chunk, doc_sep: "#", ties: id}   # how to score the runs (optional)
     max_stale_labels: 2%              # optional: 'rankgate gold stale' fails above this share ("2%", 0.02) or count (10)
 
 See ``docs/gating.md`` for what each check means.
