@@ -374,3 +374,26 @@ def test_hf_long_table_with_ids(tmp_path):
     run = write_hf(tmp_path / "run_ds", [{"query_id": "q1", "chunk_id": "b", "score": 2.0},
                                           {"query_id": "q1", "chunk_id": "a", "score": 1.0}])
     assert values(rankgate.evaluate(gold, run, "mrr"))["mrr"] == [0.5]
+
+
+def test_every_command_reads_the_new_formats(tmp_path, capsys):
+    """compare, gate and report take the same inputs as evaluate (formats, --columns, --ties)."""
+    ragas = write_jsonl(tmp_path / "ragas.jsonl", RAGAS)
+    ragas_csv = write_csv(tmp_path / "ragas.csv", RAGAS)
+    assert main(["compare", "--gold", str(ragas), str(ragas), str(ragas_csv), "--resamples", "50"]) == 0
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("gates:\n  - {name: mrr, metric: mrr, threshold: 0.4}\n")
+    assert main(["gate", "--config", str(cfg), "--gold", str(ragas), "--candidate", str(ragas_csv)]) == 0
+    gold = tmp_path / "g.tsv"
+    gold.write_text("qid\tdoc\trel\nq1\td1\t1\n")
+    run = tmp_path / "r.csv"
+    run.write_text("qid,doc,s\nq1,d1,0.9\nq1,d2,0.9\n")
+    cols = "query_id=qid,chunk_id=doc,score=s,grade=rel"
+    html = tmp_path / "r.html"
+    assert main(["report", "--gold", str(gold), "--run", str(run), "--columns", cols, "--ties", "input",
+                 "--resamples", "0", "-o", str(html)]) == 0
+    cfg.write_text("gates:\n  - {name: mrr, metric: mrr, threshold: 0.9}\n")
+    argv = ["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(run), "--columns", cols]
+    assert main([*argv, "--ties", "input"]) == 0  # d1 first as given: mrr 1
+    assert main(argv) == 1  # d2 first (id descending): mrr 0.5
+    capsys.readouterr()

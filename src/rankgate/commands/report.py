@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..report.build import build_report
     from ..report.html import render_html
+    from ..data.formats import parse_columns
     from .evaluate import check_stats_args, evaluate_from_args, load_doc_map
 
     check_stats_args(args)
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         k=k, level=level, doc_sep=doc_sep, doc_map=load_doc_map(args.doc_map), min_score=args.min_score, metrics=extra,
         top_misses=args.top_misses, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence,
         title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
-        evaluator=evaluator, ties=args.ties,
+        evaluator=evaluator, ties=args.ties, columns=parse_columns(args.columns),
     )
     from ..atomic import write_text
 

@@ -251,6 +251,8 @@ def _hf(path: str) -> Records:
     """A ``save_to_disk`` folder: ``state.json`` lists the Arrow stream files, in order."""
     import pyarrow as pa
 
+    if not os.path.isdir(path):
+        raise InputError("is not a folder", path=path, hint="the hf format reads a folder written by Dataset.save_to_disk")
     if os.path.exists(os.path.join(path, "dataset_dict.json")):
         splits = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
         raise InputError(f"is a DatasetDict folder with splits {', '.join(splits) or '(none)'}", path=path,

@@ -23,7 +23,7 @@ RECORD_FORMATS = frozenset({"csv", "ragas", "deepeval", "llamaindex", "hf"})
 TOOL_SHAPES = ("ragas", "deepeval", "llamaindex")
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 TABLE_WORDS = frozenset({"query_id", "qid", "chunk_id", "doc_id", "docid", "score", "grade", "rank", "relevance",
-                         "user_input", "input", "question", "retrieved_contexts", "retrieval_context"})
+                         "query-id", "corpus-id", "user_input", "input", "question", "retrieved_contexts", "retrieval_context"})
 
 
 def _first_line(path: str) -> str:
@@ -82,7 +82,8 @@ def refine(path: str, fmt: str, what: str) -> str:
         return "csv"  # its content (long table, RAGAS, DeepEval) is told apart when it is read
     if ext == ".tsv" or (ext == ".txt" and fmt == "trec"):
         names = [n.strip().lower() for n in _first_line(path).rstrip("\r\n").split("\t")]
-        if tuple(names[:3]) != BEIR_HEADER and TABLE_WORDS & set(names):
+        beir = what == "gold" and tuple(names[:3]) == BEIR_HEADER  # BEIR qrels keep their reader
+        if not beir and TABLE_WORDS & set(names):
             return "csv"
         return fmt
     if fmt == "jsonl":
@@ -197,6 +198,9 @@ def explain(path: str, what: str, fmt: str, exc: InputError) -> InputError:
             shape = _json_shape(path)
     except Exception:  # the explanation must never hide the error itself
         return exc
+    if shape == "table" and fmt != "csv" and ext == "csv":
+        return InputError(exc.detail, path=exc.path, line=exc.line, field=exc.field,
+                          hint=f"this looks like {describe_shape(shape)} with a header: use --{what}-format csv")
     if shape in TOOL_SHAPES and shape != fmt:
         hint = f"this looks like {describe_shape(shape)}: use {_flag(what, shape)}"
         if shape == "llamaindex" and what == "run":

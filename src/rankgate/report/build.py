@@ -198,6 +198,7 @@ def build_report(
     opts = dict(cfg.evaluate) if cfg is not None else {}
     # The report's lists follow the same ranking rule as its numbers.
     ties = evaluate_kwargs.setdefault("ties", opts.get("ties", "id"))
+    columns = evaluate_kwargs.get("columns")
     k = k or opts.get("k") or DEFAULT_K
     level = level or opts.get("level") or "chunk"
     doc_sep = doc_sep if doc_sep is not None else opts.get("doc_sep", "#")
@@ -208,8 +209,8 @@ def build_report(
             return evaluate(g, r, ms, k=k, level=lvl, doc_sep=doc_sep, doc_map=dict(doc_map) if doc_map else None,
                             **evaluate_kwargs)
 
-    g = load_gold(gold, format=gold_format)
-    r = load_run(run, format=run_format)
+    g = load_gold(gold, format=gold_format, columns=columns)
+    r = load_run(run, format=run_format, columns=columns)
     from ..data.inputs import beir_folder, beir_query_texts, gold_files
 
     read = gold_files(gold)
@@ -262,7 +263,7 @@ def build_report(
             base_summary = baseline if isinstance(baseline, BaselineSummary) else load_baseline_summary(os.fspath(baseline))
             base_label = os.path.basename(base_summary.source)
         else:
-            br = load_run(baseline, format=run_format)
+            br = load_run(baseline, format=run_format, columns=columns)
             inputs.append(("baseline", br.source, _sha(baseline)))
             base_label = _label(baseline, br, _path(run, r))
             base_result = evaluator(g, br, _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *gated]), level)
@@ -294,7 +295,7 @@ def build_report(
     lex_label = None
     lexical_panel: tuple[tuple[str, float], ...] = ()
     if lexical is not None:
-        lr = load_run(lexical, format=run_format)
+        lr = load_run(lexical, format=run_format, columns=columns)
         inputs.append(("lexical baseline", lr.source, _sha(lexical)))
         lex_label = _label(lexical, lr, _path(run, r), *([_path(baseline, br)] if base_result is not None else []))
         lres = evaluator(g, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), level)
