@@ -397,3 +397,49 @@ def test_every_command_reads_the_new_formats(tmp_path, capsys):
     assert main([*argv, "--ties", "input"]) == 0  # d1 first as given: mrr 1
     assert main(argv) == 1  # d2 first (id descending): mrr 0.5
     capsys.readouterr()
+
+
+# -- the CSV fast path gives exactly the line-by-line reader's result ------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+CELL_ID = st.sampled_from(["q1", "q2", "d1", "d2", " d3", "d4 ", "", "x,y", "é"])
+CELL_NUM = st.sampled_from(["1", "0", "-1", "2.0", "0.5", "nan", "", "high", "1e3", " 3"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(CELL_ID, CELL_ID, CELL_NUM), min_size=1, max_size=12), st.sampled_from(["gold", "run"]),
+       st.sampled_from([",", "\t"]))
+def test_csv_fast_path_equals_line_by_line(tmp_path_factory, rows, kind, delimiter):
+    from rankgate.data.csvtable import read_table_gold, read_table_run
+    from rankgate.data.records import read_records
+
+    path = tmp_path_factory.mktemp("csv") / ("t.tsv" if delimiter == "\t" else "t.csv")
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, delimiter=delimiter)
+        w.writerow(["query_id", "chunk_id", "grade" if kind == "gold" else "score"])
+        w.writerows(rows)
+
+    def outcome(fn):
+        try:
+            obj = fn()
+        except InputError as exc:
+            return ("error", str(exc))
+        if kind == "gold":
+            return (obj.query_ids, obj.j_query.tolist(), obj.j_doc.to_pylist(), obj.j_grade.tolist(), obj.fields, obj.notes)
+        return (obj.query_ids, obj.r_query.tolist(), obj.r_doc.to_pylist(),
+                None if obj.r_score is None else obj.r_score.tolist(), obj.items)
+
+    slow = outcome(lambda: (read_table_gold if kind == "gold" else read_table_run)(read_records(str(path), "csv")))
+    fast = outcome(lambda: (load_gold if kind == "gold" else load_run)(path))
+    assert fast == slow
+
+
+def test_csv_fast_path_takes_a_clean_file(tmp_path):
+    from rankgate.data.tools import _csv_fast
+
+    run = tmp_path / "r.csv"
+    run.write_text("query_id,chunk_id,score,text\nq1,d1,0.5,hello\nq2,d2,1,\n")
+    fast = _csv_fast(str(run), "csv", "run", None)
+    assert fast is not None and fast.r_score.tolist() == [0.5, 1.0] and fast.items["text"] == ["hello", None]

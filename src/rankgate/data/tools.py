@@ -132,7 +132,31 @@ def _records(path: str, fmt: str) -> Records:
     return recs
 
 
+def _csv_fast(path: str, fmt: str, kind: str, columns: Mapping[str, str] | None) -> Gold | Run | None:
+    """A CSV long table through pyarrow (see :func:`rankgate.data.csvtable.read_csv_fast`), or None."""
+    if fmt != "csv":
+        return None
+    import csv
+
+    from .records import sniff_delimiter
+
+    first = _first_line(path)
+    delimiter = sniff_delimiter(first, path)
+    try:
+        header = [h.strip() for h in next(csv.reader([first], delimiter=delimiter))]
+    except (csv.Error, StopIteration):
+        return None
+    if not columns and shape_of(header) != "table":
+        return None
+    from .csvtable import read_csv_fast
+
+    return read_csv_fast(path, header, delimiter, kind, columns)
+
+
 def read_gold(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> Gold:
+    fast = _csv_fast(path, fmt, "gold", columns)
+    if isinstance(fast, Gold):
+        return fast
     recs = _records(path, fmt)
     shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "gold")
     if shape == "ragas":
@@ -160,6 +184,9 @@ def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> R
     if fmt == "llamaindex":
         raise InputError("a LlamaIndex EmbeddingQAFinetuneDataset holds a gold set, not a run", path=path,
                          hint="pass it as --gold")
+    fast = _csv_fast(path, fmt, "run", columns)
+    if isinstance(fast, Run):
+        return fast
     recs = _records(path, fmt)
     shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "run")
     if shape == "llamaindex":
