@@ -443,3 +443,27 @@ def test_csv_fast_path_takes_a_clean_file(tmp_path):
     run.write_text("query_id,chunk_id,score,text\nq1,d1,0.5,hello\nq2,d2,1,\n")
     fast = _csv_fast(str(run), "csv", "run", None)
     assert fast is not None and fast.r_score.tolist() == [0.5, 1.0] and fast.items["text"] == ["hello", None]
+
+
+@pytest.mark.parametrize("name, content, expect", [
+    ("bad.csv", "user_input,retrieved_contexts,reference_contexts\nq,\"['a', 'b'\",['a']\n",
+     r"bad\.csv:2: field 'retrieved_contexts' is not a list literal"),
+    ("bad.jsonl", '{"user_input": "q", "retrieved_contexts": [{"page_content": "a"}], "reference_contexts": ["a"]}\n',
+     r"bad\.jsonl:1: field 'retrieved_contexts' must be a list of strings"),
+    ("bad.jsonl", '{"user_input": "q", "retrieved_contexts": ["a"], "reference_contexts": ["a"]}\n{"user_input": 3, '
+     '"retrieved_contexts": ["a"], "reference_contexts": ["a"]}\n', r"bad\.jsonl:2: field 'user_input' must be a string"),
+    ("bad.json", '[\n {"user_input": "q", "retrieved_contexts": ["a"], "reference_contexts": ["a"]},\n {"user_input": "r",\n',
+     r"bad\.json:\d+: is not valid JSON"),
+    ("bad.json", '{"queries": {"q": "x"}, "corpus": {"d": "t"}, "relevant_docs": {"q": []}}',
+     r"bad\.json: field 'relevant_docs\.q' must list at least one node id"),
+])
+def test_hostile_tool_files_are_refused_with_line_and_field(tmp_path, capsys, name, content, expect):
+    import re
+
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "metrics.csv").write_text("old\n")
+    line = assert_refused(["evaluate", "--gold", path, "--run", path, "--out", out], out, names=[path], capsys=capsys)
+    assert re.search(expect, line), line
