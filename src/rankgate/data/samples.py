@@ -144,8 +144,14 @@ def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None,
     return [text_id(t) for t in texts], list(texts)
 
 
+def _check_not_empty(records: Records, shape: ToolShape) -> None:
+    if not records.items:
+        raise fail(records.path, None, f"has no {shape.label} samples", hint="the file holds a header or wrapper but no rows")
+
+
 def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
     path = records.path
+    _check_not_empty(records, shape)
     side = _present(records, ([shape.gold_ids] if shape.gold_ids else []) + list(shape.gold_texts))
     if side is None:
         wanted = " or ".join(([shape.gold_ids] if shape.gold_ids else []) + list(shape.gold_texts))
@@ -186,6 +192,7 @@ def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
 
 def run_from_samples(records: Records, shape: ToolShape) -> Run:
     path = records.path
+    _check_not_empty(records, shape)
     side = _present(records, ([shape.run_ids] if shape.run_ids else []) + list(shape.run_texts))
     if side is None:
         wanted = " or ".join(([shape.run_ids] if shape.run_ids else []) + list(shape.run_texts))

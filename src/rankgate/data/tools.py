@@ -127,7 +127,7 @@ def _flag(what: str, shape: str | None) -> str:
 def _records(path: str, fmt: str) -> Records:
     container = {"csv": "csv", "hf": "hf"}.get(fmt) or container_of(path)
     recs = read_records(path, container)
-    if not recs.items and recs.top is None:
+    if not recs.items and recs.top is None and recs.container != "csv":  # (a CSV's header says what was meant)
         raise InputError("has no records", path=path, hint="the file holds no samples or rows")
     return recs
 
