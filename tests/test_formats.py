@@ -467,3 +467,15 @@ def test_hostile_tool_files_are_refused_with_line_and_field(tmp_path, capsys, na
     (out / "metrics.csv").write_text("old\n")
     line = assert_refused(["evaluate", "--gold", path, "--run", path, "--out", out], out, names=[path], capsys=capsys)
     assert re.search(expect, line), line
+
+
+def test_ragas_ids_on_one_side_match_by_text_on_both(tmp_path):
+    rows = [{"user_input": "q", "retrieved_context_ids": ["d9", "d1"], "retrieved_contexts": ["other", "The answer."],
+             "reference_contexts": ["the  answer."]}]
+    path = write_jsonl(tmp_path / "r.jsonl", rows)
+    assert load_run(path).r_doc.to_pylist() == [text_id("other"), text_id("The answer.")]
+    assert values(rankgate.evaluate(path, path, "mrr"))["mrr"] == [0.5]
+    gold_only = write_jsonl(tmp_path / "g.jsonl", [{"user_input": "q", "reference_context_ids": ["d1"]}])
+    assert values(rankgate.evaluate(gold_only, path, "mrr"))["mrr"] == [0.0]  # ids against texts: documented
+    ids_run = write_jsonl(tmp_path / "ids.jsonl", [{"user_input": "q", "retrieved_context_ids": ["d9", "d1"]}])
+    assert values(rankgate.evaluate(gold_only, ids_run, "mrr"))["mrr"] == [0.5]

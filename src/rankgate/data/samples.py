@@ -10,8 +10,8 @@ as from any other format.
   else ``"q:"`` + a hash of its normalised question (see :func:`rankgate.data.shapes.text_id`), so
   two files of the same questions line up whatever their order.
 * Items: the ``*_ids`` field when the file has ids for the side being read (for a file holding both
-  sides, only when it has ids for both, so that the two sides are matched the same way); otherwise
-  the texts, matched by :func:`~rankgate.data.shapes.text_id`. Retrieved items are ranked in list
+  sides, only when it has ids for both, so that the two sides are matched the same way, or when that
+  side has no texts at all); otherwise the texts, matched by :func:`~rankgate.data.shapes.text_id`. Retrieved items are ranked in list
   order (the tools log no scores); their texts are kept for the report.
 * A sample with nothing listed as retrieved (null, an empty cell) is not in the run: it is reported
   as missing from the run, not scored as an empty ranking. An empty list is an empty ranking.
@@ -116,11 +116,15 @@ def _query_ids(records: Records, shape: ToolShape) -> list[tuple[str, str | None
     return out
 
 
-def _use_ids(records: Records, own_ids: str | None, other_ids: str | None, other_texts: tuple[str, ...]) -> bool:
+def _use_ids(records: Records, own_ids: str | None, own_texts: tuple[str, ...], other_ids: str | None,
+             other_texts: tuple[str, ...]) -> bool:
+    """Ids when this side has them and the other side is matched by ids too (or is absent); texts
+    otherwise, unless this side has no texts to match."""
     if own_ids is None or own_ids not in records.columns:
         return False
     other_present = (other_ids in records.columns) or any(k in records.columns for k in other_texts)
-    return other_ids in records.columns or not other_present
+    own_texts_present = any(k in records.columns for k in own_texts)
+    return other_ids in records.columns or not other_present or not own_texts_present
 
 
 def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None, texts_keys: tuple[str, ...],
@@ -158,7 +162,7 @@ def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
         raise fail(path, records.items[0] if records.items else None,
                    f"has no {wanted}: this {shape.label} file lists no relevant contexts, so it holds no gold set",
                    hint=shape.gold_hint)
-    use_ids = _use_ids(records, shape.gold_ids, shape.run_ids, shape.run_texts)
+    use_ids = _use_ids(records, shape.gold_ids, shape.gold_texts, shape.run_ids, shape.run_texts)
     out: list[tuple[int, dict[str, Any]]] = []
     for i, (rec, (qid, text)) in enumerate(zip(records.items, _query_ids(records, shape)), start=1):
         no_answer = rec.data.get("no_answer") in (True, "true", "True", "1", 1)
@@ -199,7 +203,7 @@ def run_from_samples(records: Records, shape: ToolShape) -> Run:
         raise fail(path, records.items[0] if records.items else None,
                    f"has no {wanted}: this {shape.label} file lists no retrieved contexts, so it holds no run",
                    hint="log what the retriever returned for each question")
-    use_ids = _use_ids(records, shape.run_ids, shape.gold_ids, shape.gold_texts)
+    use_ids = _use_ids(records, shape.run_ids, shape.run_texts, shape.gold_ids, shape.gold_texts)
     out: list[tuple[int, dict[str, Any]]] = []
     for i, (rec, (qid, _)) in enumerate(zip(records.items, _query_ids(records, shape)), start=1):
         got = _items(records, rec, shape, shape.run_ids, shape.run_texts, use_ids)
