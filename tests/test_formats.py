@@ -212,13 +212,23 @@ DEEPEVAL = [
 ]
 
 
-@pytest.mark.parametrize("container", ["json", "csv"])
+SAVE_AS = ("name", "comments", "source_file", "tools_called", "expected_tools", "additional_metadata",
+           "custom_column_key_values")
+
+
+@pytest.mark.parametrize("container", ["json", "csv", "save_as_csv", "save_as_jsonl"])
 def test_deepeval_context_is_relevance_and_expected_output_is_not(tmp_path, capsys, container):
-    if container == "json":
+    saved = [{**s, **{k: None for k in SAVE_AS}} for s in DEEPEVAL]  # every column save_as writes
+    if container == "json":  # save_as("json"): lists stay lists
         path = tmp_path / "dataset.json"
-        path.write_text(json.dumps(DEEPEVAL, indent=4))
-    else:  # DeepEval's CSV joins a list's texts with ';'
+        path.write_text(json.dumps(saved, indent=4))
+    elif container == "csv":  # a CSV for add_goldens_from_csv_file: lists joined by its default ';'
         path = write_csv(tmp_path / "dataset.csv", DEEPEVAL, lists=";".join)
+    elif container == "save_as_csv":  # save_as("csv") joins lists with '|'
+        path = write_csv(tmp_path / "dataset.csv", saved, lists="|".join)
+    else:  # save_as("jsonl") writes the '|'-joined text too
+        path = write_jsonl(tmp_path / "dataset.jsonl", [
+            {**s, "context": "|".join(s["context"]), "retrieval_context": "|".join(s["retrieval_context"])} for s in saved])
     gold, run = expected_by_text(DEEPEVAL, "input", "context", "retrieval_context")
     want = rankgate.evaluate(gold, run, METRICS)
     got = rankgate.evaluate(path, path, METRICS)

@@ -4,8 +4,12 @@ Fields (DeepEval ``LLMTestCase`` / ``Golden``, as ``EvaluationDataset`` saves th
 ``input`` (the question), ``retrieval_context`` (the run: what the retriever returned, in rank
 order), ``context`` (the ideal retrieval: the relevant contexts, grade 1), ``expected_output`` (the
 answer text: kept as ``expected_answer``, never used as relevance), ``actual_output`` (ignored).
-Contexts are matched by text (:mod:`rankgate.data.shapes`). In a CSV cell a list is a JSON list or,
-as DeepEval writes it, texts joined by ``;``.
+Contexts are matched by text (:mod:`rankgate.data.shapes`).
+
+A list given as text (a CSV cell; a JSON lines record from ``save_as``) is a JSON list, or texts
+joined as DeepEval joins them: by ``|`` in the files ``EvaluationDataset.save_as`` writes (recognised
+by their ``custom_column_key_values`` column), by ``;`` otherwise (the default delimiter of
+``add_goldens_from_csv_file`` / ``add_test_cases_from_csv_file``).
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ DEEPEVAL = ToolShape(
     tool_keys=frozenset({
         "input", "actual_output", "expected_output", "context", "retrieval_context", "tools_called",
         "expected_tools", "additional_metadata", "comments", "source_file", "token_cost", "completion_time",
+        "custom_column_key_values",
     }),
     id_keys=(*ID_KEYS, "name"),
     list_sep=";",
+    saved_sep="|",
+    saved_marker="custom_column_key_values",
     gold_hint="'expected_output' is the answer text, not a relevance judgement: add 'context' (the texts of the "
               "chunks that answer)",
 )

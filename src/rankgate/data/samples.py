@@ -50,7 +50,15 @@ class ToolShape:
     tool_keys: frozenset[str]  # the tool's own fields (not kept as segments)
     id_keys: tuple[str, ...] = ID_KEYS
     list_sep: str | None = None  # how a CSV cell joins a list, when it is not a list literal
+    saved_sep: str | None = None  # the same, in files the tool wrote itself (told apart by saved_marker)
+    saved_marker: str | None = None  # a field only the tool's own export writes
     gold_hint: str = ""
+
+
+def _sep(records: Records, shape: ToolShape) -> str | None:
+    if shape.saved_marker is not None and shape.saved_marker in records.columns:
+        return shape.saved_sep
+    return shape.list_sep
 
 
 def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str] | None:
@@ -131,10 +139,10 @@ def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None,
            use_ids: bool) -> tuple[list[str], list[str | None]] | None:
     """(ids, texts) of one side of a sample, or None when the sample does not give that side."""
     text_key = next((k for k in texts_keys if k in rec.data), None)
-    texts = _list(records, rec, text_key, shape.list_sep) if text_key else None
+    texts = _list(records, rec, text_key, _sep(records, shape)) if text_key else None
     if use_ids:
         assert ids_key is not None
-        ids = _list(records, rec, ids_key, shape.list_sep)
+        ids = _list(records, rec, ids_key, _sep(records, shape))
         if ids is None:
             if texts:
                 raise fail(records.path, rec, "is empty while other samples give ids", field=ids_key,
