@@ -489,3 +489,10 @@ def test_ragas_ids_on_one_side_match_by_text_on_both(tmp_path):
     assert values(rankgate.evaluate(gold_only, path, "mrr"))["mrr"] == [0.0]  # ids against texts: documented
     ids_run = write_jsonl(tmp_path / "ids.jsonl", [{"user_input": "q", "retrieved_context_ids": ["d9", "d1"]}])
     assert values(rankgate.evaluate(gold_only, ids_run, "mrr"))["mrr"] == [0.5]
+
+
+def test_ragas_fields_null_in_every_sample_count_as_absent(tmp_path):
+    """An export writes unset fields as null (JSON) or empty cells (CSV): they must not switch on ids."""
+    rows = [{**s, "retrieved_context_ids": None, "reference_context_ids": None} for s in RAGAS]
+    for path in (write_jsonl(tmp_path / "n.jsonl", rows), write_csv(tmp_path / "n.csv", rows)):
+        assert values(rankgate.evaluate(path, path, "mrr"))["mrr"] == [0.5, 1.0, 0.0]

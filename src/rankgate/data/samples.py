@@ -91,8 +91,15 @@ def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str]
     return [str(v) for v in value]
 
 
+def _given(records: Records) -> frozenset[str]:
+    """The fields with a value in some sample: a column that is null or empty everywhere (as an
+    export writes an unset field) counts as absent."""
+    return frozenset(k for rec in records.items for k, v in rec.data.items() if v is not None and v != "")
+
+
 def _present(records: Records, keys: tuple[str, ...] | list[str]) -> str | None:
-    return next((k for k in keys if k in records.columns), None)
+    given = _given(records)
+    return next((k for k in keys if k in given), None)
 
 
 def _query_ids(records: Records, shape: ToolShape) -> list[tuple[str, str | None]]:
@@ -128,11 +135,12 @@ def _use_ids(records: Records, own_ids: str | None, own_texts: tuple[str, ...], 
              other_texts: tuple[str, ...]) -> bool:
     """Ids when this side has them and the other side is matched by ids too (or is absent); texts
     otherwise, unless this side has no texts to match."""
-    if own_ids is None or own_ids not in records.columns:
+    given = _given(records)
+    if own_ids is None or own_ids not in given:
         return False
-    other_present = (other_ids in records.columns) or any(k in records.columns for k in other_texts)
-    own_texts_present = any(k in records.columns for k in own_texts)
-    return other_ids in records.columns or not other_present or not own_texts_present
+    other_present = (other_ids in given) or any(k in given for k in other_texts)
+    own_texts_present = any(k in given for k in own_texts)
+    return other_ids in given or not other_present or not own_texts_present
 
 
 def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None, texts_keys: tuple[str, ...],
@@ -177,7 +185,7 @@ def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
         got = _items(records, rec, shape, shape.gold_ids, shape.gold_texts, use_ids)
         if not got or not got[0]:
             if not no_answer:
-                key = shape.gold_ids if use_ids else next((k for k in shape.gold_texts if k in records.columns), side)
+                key = shape.gold_ids if use_ids else next((k for k in shape.gold_texts if k in _given(records)), side)
                 raise fail(path, rec, "is empty" if got is not None else "is missing", field=key,
                            hint='list the contexts that answer the question; a question the corpus cannot answer: '
                                 'set "no_answer": true')
