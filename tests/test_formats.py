@@ -344,6 +344,11 @@ def test_column_map_naming_a_missing_column(tmp_path, capsys):
     line = assert_refused(["evaluate", "--gold", gold, "--run", gold, "--columns", "qid=query_id", "--out", out], out,
                           capsys=capsys)
     assert "unknown field 'qid'" in line
+    # a file that names the field itself needs no entry: one map for a gold set and a run
+    std = tmp_path / "std.csv"
+    std.write_text("query_id,chunk_id,score\nq1,d1,0.5\n")
+    r = rankgate.evaluate(gold, std, "mrr", columns={"query_id": "qid", "chunk_id": "doc", "grade": "rel", "score": "s"})
+    assert values(r)["mrr"] == [1.0]
 
 
 # -- detection -----------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ read through :mod:`rankgate.data.records` when a column map is given.
 Gold: ``query_id``, ``chunk_id``, ``grade`` (optional ``query``, ``note``). Run: ``query_id``,
 ``chunk_id`` and ``score`` or ``rank`` (optional ``doc_version``, ``text``). Each field is found by
 its usual names (``qid``, ``doc_id``, ``relevance`` …) or by ``--columns FIELD=COLUMN,...``; a mapped
-column must exist. Rows of one query need not be adjacent. Numbers in a CSV are read as text and
+column must exist unless the file names the field itself (``query_id``), so one map serves a gold set
+and a run that name their columns differently. Rows of one query need not be adjacent. Numbers in a CSV are read as text and
 checked per line: a grade is an integer, a score a number (not NaN).
 """
 
@@ -41,7 +42,7 @@ def _resolve(records: Records, uses: tuple[str, ...], columns: Mapping[str, str]
     """Field -> column name for the fields this kind of table uses and the file has."""
     out: dict[str, str] = {}
     for name in uses:
-        if columns and name in columns:
+        if columns and name in columns and (columns[name] in records.columns or name not in records.columns):
             col = columns[name]
             if col not in records.columns:
                 raise fail(records.path, None, f"has no column {col!r} (mapped to {name} by --columns); "
