@@ -501,3 +501,33 @@ def test_ragas_fields_null_in_every_sample_count_as_absent(tmp_path):
     rows = [{**s, "retrieved_context_ids": None, "reference_context_ids": None} for s in RAGAS]
     for path in (write_jsonl(tmp_path / "n.jsonl", rows), write_csv(tmp_path / "n.csv", rows)):
         assert values(rankgate.evaluate(path, path, "mrr"))["mrr"] == [0.5, 1.0, 0.0]
+
+
+def test_in_memory_tool_data_through_the_python_api():
+    """What users hold in a notebook: RAGAS samples as dicts (EvaluationDataset.to_list()), an object
+    with to_list(), a LlamaIndex dataset as a dict, a DataFrame-like table."""
+    gold, run = expected_by_text(RAGAS, "user_input", "reference_contexts", "retrieved_contexts")
+    want = values(rankgate.evaluate(gold, run, METRICS))
+    assert values(rankgate.evaluate(RAGAS, RAGAS, METRICS)) == want
+
+    class Dataset:  # the to_list() protocol of RAGAS' and Hugging Face's datasets
+        def to_list(self):
+            return [dict(s) for s in RAGAS]
+
+    class Frame:  # a pandas DataFrame as to_pandas() gives it, lists as numpy arrays
+        columns = list(RAGAS[0])
+
+        def to_dict(self, orient):
+            assert orient == "records"
+            return [{k: (np.array(v) if isinstance(v, list) else v) for k, v in s.items()} for s in RAGAS]
+
+    import numpy as np
+
+    assert values(rankgate.evaluate(Dataset(), Frame(), METRICS)) == want
+    assert load_gold(LLAMA).judgements() == {"7b1c": {"node-1": 1}, "9f2e": {"node-2": 1}}
+    with pytest.raises(InputError, match="holds a gold set, not a run"):
+        load_run(LLAMA)
+    with pytest.raises(InputError, match=r"<gold>:1: field 'query_id' is missing"):  # a forced format is obeyed
+        load_gold(RAGAS, format="jsonl")
+    # rankgate's own in-memory shapes are unchanged
+    assert values(rankgate.evaluate({"q1": {"a": 1}}, {"q1": ["b", "a"]}, "mrr"))["mrr"] == [0.5]

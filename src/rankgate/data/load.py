@@ -134,10 +134,17 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
             except InputError as exc:
                 raise tools.explain(path, "gold", fmt, exc) from None
         return _load_gold_path(path, fmt)
+    from . import tools
+
+    if format is not None:
+        _check_format(format, GOLD_FORMATS, "gold")
     if isinstance(source, Mapping):
-        return parse_gold_records(_as_mapping_records(source, "gold"), label)
-    if isinstance(source, Iterable):
-        return parse_gold_records(list(enumerate(source, start=1)), label)
+        tool_gold = tools.gold_from_objects(source, label, format)
+        return tool_gold if tool_gold is not None else parse_gold_records(_as_mapping_records(source, "gold"), label)
+    if isinstance(source, Iterable) or hasattr(source, "to_list") or hasattr(source, "to_dict"):
+        rows = tools.rows_of(source)
+        tool_gold = tools.gold_from_objects(rows, label, format)
+        return tool_gold if tool_gold is not None else parse_gold_records(list(enumerate(rows, start=1)), label)
     raise UsageError(f"cannot read a gold set from {type(source).__name__}; pass a path, a dict or a list of records")
 
 
@@ -168,10 +175,17 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
             except InputError as exc:
                 raise tools.explain(path, "run", fmt, exc) from None
         return _load_run_path(path, fmt)
+    from . import tools
+
+    if format is not None:
+        _check_format(format, RUN_FORMATS, "run")
     if isinstance(source, Mapping):
-        return parse_run_records(_as_mapping_records(source, "run"), label)
-    if isinstance(source, Iterable):
-        return parse_run_records(list(enumerate(source, start=1)), label)
+        tool_run = tools.run_from_objects(source, label, format)
+        return tool_run if tool_run is not None else parse_run_records(_as_mapping_records(source, "run"), label)
+    if isinstance(source, Iterable) or hasattr(source, "to_list") or hasattr(source, "to_dict"):
+        rows = tools.rows_of(source)
+        tool_run = tools.run_from_objects(rows, label, format)
+        return tool_run if tool_run is not None else parse_run_records(list(enumerate(rows, start=1)), label)
     raise UsageError(f"cannot read a run from {type(source).__name__}; pass a path, a dict or a list of records")
 
 

@@ -84,8 +84,8 @@ def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str]
             value = [part.strip() for part in s.split(sep) if part.strip()]
         else:
             value = [value]
-    if isinstance(value, tuple):
-        value = list(value)
+    if isinstance(value, tuple) or (hasattr(value, "tolist") and not isinstance(value, (str, list))):
+        value = list(value.tolist() if hasattr(value, "tolist") else value)  # a numpy array from a DataFrame
     if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
         raise fail(records.path, rec, f"must be a list of strings; got {json.dumps(value, default=str)[:80]}", field=key)
     return [str(v) for v in value]
@@ -94,7 +94,7 @@ def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str]
 def _given(records: Records) -> frozenset[str]:
     """The fields with a value in some sample: a column that is null or empty everywhere (as an
     export writes an unset field) counts as absent."""
-    return frozenset(k for rec in records.items for k, v in rec.data.items() if v is not None and v != "")
+    return frozenset(k for rec in records.items for k, v in rec.data.items() if v is not None and not (isinstance(v, str) and not v))
 
 
 def _present(records: Records, keys: tuple[str, ...] | list[str]) -> str | None:

@@ -159,6 +159,22 @@ def read_gold(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> 
         return fast
     recs = _records(path, fmt)
     shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "gold")
+    return _gold_of(recs, shape, columns)
+
+
+def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> Run:
+    if fmt == "llamaindex":
+        raise InputError("a LlamaIndex EmbeddingQAFinetuneDataset holds a gold set, not a run", path=path,
+                         hint="pass it as --gold")
+    fast = _csv_fast(path, fmt, "run", columns)
+    if isinstance(fast, Run):
+        return fast
+    recs = _records(path, fmt)
+    shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "run")
+    return _run_of(recs, shape, columns)
+
+
+def _gold_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None) -> Gold:
     if shape == "ragas":
         from .ragas import read_ragas_gold
 
@@ -174,23 +190,15 @@ def read_gold(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> 
     if shape == "jsonl":
         from .jsonl import parse_gold_records
 
-        return parse_gold_records([(r.line or r.row or i, r.data) for i, r in enumerate(recs.items, 1)], path)
+        return parse_gold_records([(r.line or r.row or i, r.data) for i, r in enumerate(recs.items, 1)], recs.path)
     from .csvtable import read_table_gold
 
     return read_table_gold(recs, columns)
 
 
-def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> Run:
-    if fmt == "llamaindex":
-        raise InputError("a LlamaIndex EmbeddingQAFinetuneDataset holds a gold set, not a run", path=path,
-                         hint="pass it as --gold")
-    fast = _csv_fast(path, fmt, "run", columns)
-    if isinstance(fast, Run):
-        return fast
-    recs = _records(path, fmt)
-    shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "run")
+def _run_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None) -> Run:
     if shape == "llamaindex":
-        raise InputError("is a LlamaIndex EmbeddingQAFinetuneDataset: it holds a gold set, not a run", path=path,
+        raise InputError("is a LlamaIndex EmbeddingQAFinetuneDataset: it holds a gold set, not a run", path=recs.path,
                          hint="pass it as --gold, and a retriever's output on its queries as --run")
     if shape == "ragas":
         from .ragas import read_ragas_run
@@ -203,7 +211,7 @@ def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> R
     if shape == "jsonl":
         from .jsonl import parse_run_records
 
-        return parse_run_records([(r.line or r.row or i, r.data) for i, r in enumerate(recs.items, 1)], path)
+        return parse_run_records([(r.line or r.row or i, r.data) for i, r in enumerate(recs.items, 1)], recs.path)
     from .csvtable import read_table_run
 
     return read_table_run(recs, columns)
@@ -234,3 +242,46 @@ def explain(path: str, what: str, fmt: str, exc: InputError) -> InputError:
             hint = f"this looks like {describe_shape(shape)}, which holds a gold set: pass it as --gold"
         return InputError(exc.detail, path=exc.path, line=exc.line, field=exc.field, hint=hint)
     return exc
+
+
+def rows_of(source: object) -> list:
+    """The records of in-memory data: a list/iterable of dicts, a pandas DataFrame (``to_dict``), or a
+    dataset object with ``to_list()`` (RAGAS ``EvaluationDataset``, Hugging Face ``Dataset``)."""
+    if hasattr(source, "to_dict") and hasattr(source, "columns"):
+        return list(source.to_dict(orient="records"))  # type: ignore[attr-defined]
+    if hasattr(source, "to_list") and not isinstance(source, list):
+        return list(source.to_list())  # type: ignore[attr-defined]
+    return list(source)  # type: ignore[call-overload]
+
+
+def _object_records(source: object, label: str, fmt: str | None) -> Records | None:
+    """Records of in-memory tool samples, or None when the data is in rankgate's own shapes."""
+    from collections.abc import Mapping as _Mapping
+
+    from .records import Record
+
+    if fmt is not None and fmt not in TOOL_SHAPES:
+        return None
+    if isinstance(source, _Mapping):
+        if fmt == "llamaindex" or shape_of(source) == "llamaindex":
+            return Records(label, [], list(source), "objects", top=dict(source))
+        return None
+    rows = source if isinstance(source, list) else []
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        return None
+    items = [Record(r, row=i) for i, r in enumerate(rows, start=1)]
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    shape = fmt if fmt in TOOL_SHAPES else shape_of(columns)
+    return Records(label, items, columns, "objects") if shape in TOOL_SHAPES else None
+
+
+def gold_from_objects(source: object, label: str, fmt: str | None) -> Gold | None:
+    """A gold set from in-memory tool samples; None when the data is in rankgate's own shapes."""
+    recs = _object_records(source, label, fmt)
+    return None if recs is None else _gold_of(recs, _check_shape(recs, fmt or "auto", "gold"))
+
+
+def run_from_objects(source: object, label: str, fmt: str | None) -> Run | None:
+    """A run from in-memory tool samples; None when the data is in rankgate's own shapes."""
+    recs = _object_records(source, label, fmt)
+    return None if recs is None else _run_of(recs, _check_shape(recs, fmt or "auto", "run"))
