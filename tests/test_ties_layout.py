@@ -156,3 +156,24 @@ def test_metrics_csv_defuses_formulas_in_text_but_never_in_numbers():
     assert got == ["'=HYPERLINK(\"x\")", "'+cmd", "'-2+3", "'@SUM(A1)", "'\tq", "'\rq", "-3", "+0.5", "q=1", "-1e5"]
     assert [r[2] for r in rows[1:]] == got  # segment fields the same way
     assert all(r[1] == "1.0" for r in rows[1:])  # numbers untouched
+
+
+def test_input_ties_follow_the_lines_of_a_trec_run(tmp_path):
+    """Every TREC reader (compiled, pyarrow, line by line) keeps the file's line order, which --ties
+    input then keeps among equal scores."""
+    import random
+
+    from rankgate.data import load_run
+
+    rng = random.Random(3)
+    lines = [f"q{q} Q0 d{rng.randrange(10**5)}x{r} {r + 1} {rng.choice([1.0, 2.0, 3.0])} tag\n"
+             for q in range(300) for r in range(40)]
+    path = tmp_path / "ties.trec"
+    path.write_text("".join(lines))
+    run = load_run(path)
+    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties="input")
+    index = {q: i for i, q in enumerate(run.query_ids)}
+    parts = [ln.split() for ln in lines]
+    want = sorted(range(len(lines)), key=lambda i: (index[parts[i][0]], -float(parts[i][4]), i))
+    assert perm.tolist() == want
+    assert run.r_doc.take(pa.array(perm)).to_pylist() == [parts[i][2] for i in want]
