@@ -49,7 +49,9 @@ def add_stats_options(p: argparse.ArgumentParser) -> None:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("evaluate", help=HELP, description=HELP + ".")
     add_input_options(p)
-    p.add_argument("--run", required=True, metavar="PATH", help="run: JSONL, TREC run file, Parquet")
+    p.add_argument("--run", required=True, metavar="PATH",
+                   help="run: JSONL, TREC run file, Parquet, CSV/TSV with a header, a RAGAS/DeepEval dataset "
+                        "(the same file as --gold works), a Hugging Face save_to_disk folder")
     p.add_argument("--out", "-o", metavar="DIR", help="write metrics.csv and summary.json into DIR")
     p.add_argument("--layout", choices=("default", "v0"), default="default",
                    help="layout of metrics.csv and summary.json: default, or v0 (the metrics spec's columns and "
