@@ -531,3 +531,30 @@ def test_in_memory_tool_data_through_the_python_api():
         load_gold(RAGAS, format="jsonl")
     # rankgate's own in-memory shapes are unchanged
     assert values(rankgate.evaluate({"q1": {"a": 1}}, {"q1": ["b", "a"]}, "mrr"))["mrr"] == [0.5]
+
+
+def test_tool_formats_import_neither_pandas_nor_datasets(tmp_path):
+    """Stand-in pandas and datasets packages record any attempt to import them (and then fail as
+    if absent), so the check holds whether or not the real ones are installed."""
+    import os
+    import subprocess
+    import sys
+
+    pq.write_table(pa.Table.from_pylist(RAGAS), tmp_path / "r.parquet")
+    write_hf(tmp_path / "ds", RAGAS)
+    write_csv(tmp_path / "r.csv", RAGAS)
+    fake = tmp_path / "fake"
+    for name in ("pandas", "datasets"):
+        (fake / name).mkdir(parents=True)
+        (fake / name / "__init__.py").write_text(
+            "import os\n"
+            f"open(os.environ['IMPORT_LOG'], 'a').write('{name}\\n')\n"
+            f"raise ImportError('{name} is not wanted here')\n")
+    log = tmp_path / "imports.log"
+    code = ("import rankgate\n"
+            f"for p in ({str(tmp_path / 'r.parquet')!r}, {str(tmp_path / 'ds')!r}, {str(tmp_path / 'r.csv')!r}):\n"
+            "    rankgate.evaluate(p, p, 'mrr')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")]),
+           "IMPORT_LOG": str(log)}
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert not log.exists(), log.read_text()
