@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,7 +52,7 @@ def expected_by_text(samples, q_key, gold_key, run_key):
 
 
 def values(result):
-    return {m: [None if v != v else v for v in result.values[m].tolist()] for m in result.metric_names}
+    return {m: [None if math.isnan(v) else v for v in result.values[m].tolist()] for m in result.metric_names}
 
 
 def cli_json(capsys, *argv) -> dict:
@@ -79,9 +80,8 @@ def write_hf(folder: Path, rows) -> Path:
     """The layout of datasets' Dataset.save_to_disk: Arrow stream file(s) named in state.json."""
     folder.mkdir()
     table = pa.Table.from_pylist(rows)
-    with pa.OSFile(str(folder / "data-00000-of-00001.arrow"), "wb") as sink:
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
+    with pa.OSFile(str(folder / "data-00000-of-00001.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
     (folder / "state.json").write_text(json.dumps({
         "_data_files": [{"filename": "data-00000-of-00001.arrow"}], "_fingerprint": "0", "_format_columns": None,
         "_format_kwargs": {}, "_format_type": None, "_output_all_columns": False, "_split": None}))
@@ -416,8 +416,8 @@ def test_every_command_reads_the_new_formats(tmp_path, capsys):
 
 # -- the CSV fast path gives exactly the line-by-line reader's result ------------------------------
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 CELL_ID = st.sampled_from(["q1", "q2", "d1", "d2", " d3", "d4 ", "", "x,y", "é"])
 CELL_NUM = st.sampled_from(["1", "0", "-1", "2.0", "0.5", "nan", "", "high", "1e3", " 3"])
@@ -465,8 +465,9 @@ def test_csv_fast_path_takes_a_clean_file(tmp_path):
      r"bad\.csv:2: field 'retrieved_contexts' is not a list literal"),
     ("bad.jsonl", '{"user_input": "q", "retrieved_contexts": [{"page_content": "a"}], "reference_contexts": ["a"]}\n',
      r"bad\.jsonl:1: field 'retrieved_contexts' must be a list of strings"),
-    ("bad.jsonl", '{"user_input": "q", "retrieved_contexts": ["a"], "reference_contexts": ["a"]}\n{"user_input": 3, '
-     '"retrieved_contexts": ["a"], "reference_contexts": ["a"]}\n', r"bad\.jsonl:2: field 'user_input' must be a string"),
+    ("bad.jsonl", ('{"user_input": "q", "retrieved_contexts": ["a"], "reference_contexts": ["a"]}\n{"user_input": 3, '
+                   '"retrieved_contexts": ["a"], "reference_contexts": ["a"]}\n'),
+     r"bad\.jsonl:2: field 'user_input' must be a string"),
     ("bad.json", '[\n {"user_input": "q", "retrieved_contexts": ["a"], "reference_contexts": ["a"]},\n {"user_input": "r",\n',
      r"bad\.json:\d+: is not valid JSON"),
     ("bad.json", '{"queries": {"q": "x"}, "corpus": {"d": "t"}, "relevant_docs": {"q": []}}',
@@ -515,7 +516,7 @@ def test_in_memory_tool_data_through_the_python_api():
             return [dict(s) for s in RAGAS]
 
     class Frame:  # a pandas DataFrame as to_pandas() gives it, lists as numpy arrays
-        columns = list(RAGAS[0])
+        columns = tuple(RAGAS[0])
 
         def to_dict(self, orient):
             assert orient == "records"

@@ -177,3 +177,17 @@ def test_input_ties_follow_the_lines_of_a_trec_run(tmp_path):
     want = sorted(range(len(lines)), key=lambda i: (index[parts[i][0]], -float(parts[i][4]), i))
     assert perm.tolist() == want
     assert run.r_doc.take(pa.array(perm)).to_pylist() == [parts[i][2] for i in want]
+
+
+def test_sweep_takes_the_same_input_options(tmp_path, capsys):
+    """Regression: --sweep re-evaluated without --columns/--ties (a NameError at first)."""
+    gold = tmp_path / "g.csv"
+    gold.write_text("qid,doc,rel\nq1,a,1\n")
+    run = tmp_path / "r.csv"
+    run.write_text("qid,doc,s\nq1,a,1.0\nq1,b,1.0\n")
+    argv = ["evaluate", "--gold", str(gold), "--run", str(run), "--columns", "query_id=qid,chunk_id=doc,score=s,grade=rel",
+            "-m", "mrr", "--resamples", "0", "--json", "--sweep", "mrr", "--ks", "1,2"]
+    assert main([*argv, "--ties", "input"]) == 0
+    sweep = json.loads(capsys.readouterr().out)["sweep"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["sweep"] != sweep  # a first, or b first (id descending)

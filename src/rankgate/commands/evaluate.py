@@ -278,6 +278,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    from ..data.formats import parse_columns
+
     return {
         "trec": args.trec,
         "complete": args.complete,

@@ -54,10 +54,10 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; exit 0 even when the gate fails (``rankgate gate`` is the one that blocks)."""
+    from ..data.formats import parse_columns
     from ..errors import UsageError
     from ..report.build import build_report
     from ..report.html import render_html
-    from ..data.formats import parse_columns
     from .evaluate import check_stats_args, evaluate_from_args, load_doc_map
 
     check_stats_args(args)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .arrow import strings_of
 from .models import Gold, Run
 from .records import Record, Records, fail
@@ -77,11 +78,12 @@ def _text(records: Records, rec: Record, col: str, field: str) -> str:
 def _number(records: Records, rec: Record, col: str) -> float:
     value = rec.data.get(col)
     try:
-        if isinstance(value, bool):
-            raise ValueError
-        x = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+        x = math.nan if isinstance(value, bool) else float(value.strip() if isinstance(value, str) else value)  # type: ignore[arg-type]
+        ok = not isinstance(value, bool)
     except (TypeError, ValueError):
-        raise fail(records.path, rec, f"must be a number; got {value!r}"[:120], field=col) from None
+        ok = False
+    if not ok:
+        raise fail(records.path, rec, f"must be a number; got {value!r}"[:120], field=col)
     if math.isnan(x):
         raise fail(records.path, rec, "must be a number; got NaN", field=col)
     return x
@@ -236,7 +238,7 @@ def read_csv_fast(path: str, header: list[str], delimiter: str, kind: str,
 
         try:
             check_unique_judgements(gold)
-        except Exception:  # the line-by-line reader names both lines
+        except InputError:  # the line-by-line reader names both lines
             return None
         texts = optional("query")
         if texts is not None:

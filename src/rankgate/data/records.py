@@ -202,8 +202,7 @@ def _csv(path: str) -> Records:
     import io
 
     text = _text(path)
-    if text.startswith("\ufeff"):  # a spreadsheet's byte-order mark
-        text = text[1:]
+    text = text.removeprefix("\ufeff")  # a spreadsheet's byte-order mark
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(first, path))
     header: list[str] | None = None

@@ -203,9 +203,9 @@ def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
         if answer is not None:
             obj["expected_answer"] = str(answer)
         for key, value in rec.data.items():
-            if key not in shape.tool_keys and key not in shape.id_keys and key not in obj and key != "no_answer":
-                if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "":
-                    obj[key] = value
+            if (key not in shape.tool_keys and key not in shape.id_keys and key not in obj and key != "no_answer"
+                    and isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != ""):
+                obj[key] = value
         out.append((rec.line or rec.row or i, obj))
     return parse_gold_records(out, path)
 

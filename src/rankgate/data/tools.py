@@ -231,7 +231,7 @@ def explain(path: str, what: str, fmt: str, exc: InputError) -> InputError:
             shape = shape_of(recs.columns)
         else:
             shape = _json_shape(path)
-    except Exception:  # the explanation must never hide the error itself
+    except Exception:  # noqa: BLE001  (the explanation must never hide the error itself)
         return exc
     if shape == "table" and fmt != "csv" and ext == "csv":
         return InputError(exc.detail, path=exc.path, line=exc.line, field=exc.field,

@@ -20,7 +20,6 @@ from typing import Any
 
 from ..results import EvaluationResult
 
-
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
