@@ -334,6 +334,16 @@ def test_csv_errors_name_line_and_field(tmp_path, capsys, content, expect):
     assert re.search(expect, line), line
 
 
+def test_csv_run_with_a_non_finite_score_names_its_line(tmp_path, capsys):
+    gold = tmp_path / "g.csv"
+    gold.write_text("query_id,chunk_id,grade\nq1,d1,1\n")
+    run = tmp_path / "r.csv"
+    run.write_text("query_id,chunk_id,score\nq1,d1,2\nq1,d2,-inf\n")
+    out = tmp_path / "out"
+    line = assert_refused(["evaluate", "--gold", gold, "--run", run, "--out", out], out, names=[run], capsys=capsys)
+    assert "r.csv:3: field 'score' must be a finite number; got '-inf'" in line
+
+
 def test_column_map_naming_a_missing_column(tmp_path, capsys):
     gold = tmp_path / "g.csv"
     gold.write_text("qid,doc,rel\nq1,d1,1\n")
@@ -420,7 +430,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 CELL_ID = st.sampled_from(["q1", "q2", "d1", "d2", " d3", "d4 ", "", "x,y", "é"])
-CELL_NUM = st.sampled_from(["1", "0", "-1", "2.0", "0.5", "nan", "", "high", "1e3", " 3"])
+CELL_NUM = st.sampled_from(["1", "0", "-1", "2.0", "0.5", "nan", "", "high", "1e3", " 3", "inf", "1e400"])
 
 
 @settings(max_examples=150, deadline=None)

@@ -6,7 +6,7 @@ Gold: ``query_id``, ``chunk_id``, ``grade`` (optional ``query``, ``note``). Run:
 its usual names (``qid``, ``doc_id``, ``relevance`` …) or by ``--columns FIELD=COLUMN,...``; a mapped
 column must exist unless the file names the field itself (``query_id``), so one map serves a gold set
 and a run that name their columns differently. Rows of one query need not be adjacent. Numbers in a CSV are read as text and
-checked per line: a grade is an integer, a score a number (not NaN).
+checked per line: a grade is an integer, a score a finite number.
 """
 
 from __future__ import annotations
@@ -84,8 +84,9 @@ def _number(records: Records, rec: Record, col: str) -> float:
         ok = False
     if not ok:
         raise fail(records.path, rec, f"must be a number; got {value!r}"[:120], field=col)
-    if math.isnan(x):
-        raise fail(records.path, rec, "must be a number; got NaN", field=col)
+    if not math.isfinite(x):  # one rule in every format: NaN and infinite values cannot be ranked
+        raise fail(records.path, rec, f"must be a finite number; got {value!r}"[:120], field=col,
+                   hint="NaN and infinite values cannot be ranked; drop the item or give it a finite value")
     return x
 
 
@@ -257,7 +258,7 @@ def read_csv_fast(path: str, header: list[str], delimiter: str, kind: str,
     if not (pa.types.is_integer(v.type) or pa.types.is_floating(v.type)) or v.null_count:
         return None
     values = np.asarray(v.to_numpy(), dtype=np.float64)
-    if np.isnan(values).any():
+    if not np.isfinite(values).all():
         return None
     run = Run(qids, codes, docs, source=path)
     if "score" in found:
