@@ -161,6 +161,8 @@ def test_ragas_expected_answer_is_kept_never_relevance(tmp_path):
     assert g.field("expected_answer") == ["Paris", "Berlin", "Madrid"]
     assert "t:" + "" not in g.judgements()  # relevance only from reference_contexts
     assert all(d.startswith("t:") for q in g.judgements().values() for d in q)
+    # a reference known only by its text keeps it as the note, for the report's top misses
+    assert g.notes == [C_PARIS, C_BERLIN, C_BONN, "Madrid is the capital of Spain."]
 
 
 def test_ragas_legacy_columns_are_a_run_but_not_a_gold_set(tmp_path, capsys):

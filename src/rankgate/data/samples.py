@@ -189,9 +189,12 @@ def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
                 raise fail(path, rec, "is empty" if got is not None else "is missing", field=key,
                            hint='list the contexts that answer the question; a question the corpus cannot answer: '
                                 'set "no_answer": true')
-            docs: list[str] = []
+            docs: list[Any] = []
         else:
-            docs = list(dict.fromkeys(got[0]))  # the same text twice is one item
+            # The same text twice is one item. An item known by its text keeps that text as its note,
+            # so that a report can show what should have been retrieved (its id is only a hash).
+            first = dict(zip(reversed(got[0]), reversed(got[1])))
+            docs = [d if first[d] is None or use_ids else {"chunk_id": d, "note": first[d]} for d in dict.fromkeys(got[0])]
         obj: dict[str, Any] = {"query_id": qid, "relevant": docs}
         if no_answer:
             obj["no_answer"] = True
