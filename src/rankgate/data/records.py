@@ -242,6 +242,10 @@ def _parquet_table(path: str) -> Any:
 
 
 def _table_records(path: str, table: Any, container: str) -> Records:
+    # pandas stores a DataFrame's index as a column of this name; it is not a field of the samples
+    index_cols = [c for c in table.column_names if c.startswith("__index_level_")]
+    if index_cols:
+        table = table.drop(index_cols)
     rows = table.to_pylist()
     return Records(path, [Record(r, row=i + 1) for i, r in enumerate(rows)], list(table.column_names), container)
 
