@@ -51,9 +51,9 @@ def _resolve(records: Records, uses: tuple[str, ...], columns: Mapping[str, str]
             out[name] = col
             continue
         taken = set(out.values()) | set((columns or {}).values())
-        col = next((c for c in ALIASES[name] if c in records.columns and c not in taken), None)
-        if col is not None:
-            out[name] = col
+        alias = next((c for c in ALIASES[name] if c in records.columns and c not in taken), None)
+        if alias is not None:
+            out[name] = alias
     return out
 
 

@@ -122,8 +122,8 @@ def _json(path: str) -> Records:
             if key is None:
                 if {"queries", "corpus", "relevant_docs"} & set(whole):  # one object that is the dataset
                     return Records(path, [], list(whole), "json", top=whole)
-                line = 1 + text[: len(text) - len(stripped)].count("\n")
-                return Records(path, [Record(whole, line=line)], list(whole), "json")
+                at = 1 + text[: len(text) - len(stripped)].count("\n")
+                return Records(path, [Record(whole, line=at)], list(whole), "json")
             items = []
             for i, obj in enumerate(whole[key]):
                 if not isinstance(obj, dict):

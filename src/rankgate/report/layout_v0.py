@@ -62,8 +62,7 @@ def _timing(value: Any) -> float | None:
     if isinstance(value, Mapping):
         if "total" in value:
             return _timing(value["total"])
-        parts = [_timing(v) for v in value.values()]
-        parts = [p for p in parts if p is not None]
+        parts = [t for t in map(_timing, value.values()) if t is not None]
         return math.fsum(parts) if parts else None
     return None
 
