@@ -571,3 +571,20 @@ def test_tool_formats_import_neither_pandas_nor_datasets(tmp_path):
            "IMPORT_LOG": str(log)}
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert not log.exists(), log.read_text()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.lists(st.sampled_from([" ", "\t", "\n", "\r\n", "\u00a0", "\u2003"]), min_size=1, max_size=4))
+def test_text_ids_ignore_whitespace_runs_and_ends(text, spaces):
+    pad = "".join(spaces)
+    assert text_id(pad + pad.join(text.split()) + pad) == text_id(text)
+    assert text_id(text.upper().casefold()) == text_id(text.casefold())
+
+
+def test_errors_in_a_pretty_printed_array_name_the_samples_line(tmp_path):
+    rows = [RAGAS[0], dict(RAGAS[1], reference_contexts=[])]
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(rows, indent=2))
+    start = [i for i, ln in enumerate(path.read_text().splitlines(), 1) if ln == "  {"][1]  # the second sample
+    with pytest.raises(InputError, match=rf"d\.json:{start}: field 'reference_contexts' is empty"):
+        load_gold(path)
