@@ -17,7 +17,7 @@ from .models import Gold, Run
 from .records import Records, container_of, is_hf_folder, read_records
 from .shapes import describe_shape, shape_of
 
-__all__ = ["RECORD_FORMATS", "explain", "read_gold", "read_run", "refine"]
+__all__ = ["RECORD_FORMATS", "explain", "gold_from_objects", "read_gold", "read_run", "refine", "rows_of", "run_from_objects"]
 
 RECORD_FORMATS = frozenset({"csv", "ragas", "deepeval", "llamaindex", "hf"})
 TOOL_SHAPES = ("ragas", "deepeval", "llamaindex")
