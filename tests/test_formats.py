@@ -588,3 +588,23 @@ def test_errors_in_a_pretty_printed_array_name_the_samples_line(tmp_path):
     start = [i for i, ln in enumerate(path.read_text().splitlines(), 1) if ln == "  {"][1]  # the second sample
     with pytest.raises(InputError, match=rf"d\.json:{start}: field 'reference_contexts' is empty"):
         load_gold(path)
+
+
+def test_tables_by_content_gzip_and_pipes(tmp_path, capsys):
+    """A CSV that is gzip by content, and CSV or RAGAS data through a pipe (no extension to go by)."""
+    import gzip
+
+    from .test_hostile_readers import _fifo
+
+    gold = tmp_path / "g.csv"
+    gold.write_text("query_id,chunk_id,grade\nq1,d1,1\nq2,d3,1\n")
+    text = "query_id,chunk_id,score\nq1,d2,0.9\nq1,d1,0.5\nq2,d3,0.3\n"
+    zipped = tmp_path / "run.csv"  # gzip, though not named so
+    zipped.write_bytes(gzip.compress(text.encode()))
+    assert values(rankgate.evaluate(gold, zipped, "mrr"))["mrr"] == [0.5, 1.0]
+    with _fifo(tmp_path / "63", text.encode()) as pipe:
+        assert cli_json(capsys, "--gold", gold, "--run", pipe)["metrics"]["mrr"]["mean"] == 0.75
+    ragas = "".join(json.dumps(s) + "\n" for s in RAGAS).encode()
+    with _fifo(tmp_path / "62", ragas) as pipe:
+        assert cli_json(capsys, "--gold", pipe, "--run", write_jsonl(tmp_path / "r.jsonl", RAGAS))["metrics"]["mrr"]["mean"] \
+            == pytest.approx(0.5)

@@ -75,10 +75,11 @@ def run(args: argparse.Namespace) -> int:
     return _many_runs(args, list(args.runs), list(args.runs))
 
 
-def parse_columns(spec: str | None) -> dict[str, str] | None:
-    from ..data.formats import parse_columns as parse
+def _columns(args: argparse.Namespace) -> dict[str, str] | None:
+    """The --columns map (for CSV/TSV tables), parsed."""
+    from ..data.formats import parse_columns
 
-    return parse(spec)
+    return parse_columns(args.columns)
 
 
 def _baseline_index(args: argparse.Namespace, paths: list[str], labels: list[str]) -> int:
@@ -100,7 +101,7 @@ def _two_runs(args: argparse.Namespace) -> int:
     paths = list(args.runs)
     if _baseline_index(args, paths, _labels(paths)) == 1:
         paths.reverse()
-    gold = load_gold(args.gold, format=args.gold_format, columns=parse_columns(args.columns))
+    gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
     base = evaluate_from_args(args, paths[0], gold=gold)
     cand = evaluate_from_args(args, paths[1], gold=gold)
     result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
@@ -122,7 +123,7 @@ def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labe
         raise UsageError("--by compares segments of two runs; with more runs, compare two at a time for segments")
     names = labels if labels is not None else _labels(paths)
     baseline = _baseline_index(args, paths, names)
-    gold = load_gold(args.gold, format=args.gold_format, columns=parse_columns(args.columns))
+    gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
     results = [evaluate_from_args(args, r, gold=gold) for r in runs]
     result = compare_systems(results, labels=names, baseline=baseline, seed=args.seed, n_resamples=args.resamples,
                              n_permutations=args.permutations, confidence=args.confidence)
@@ -144,7 +145,7 @@ def _fuse_and_compare(args: argparse.Namespace) -> int:
     if args.gold is None and not args.fused_run:
         raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
     labels = _labels(list(args.runs))
-    loaded = [load_run(path, format=args.run_format, columns=parse_columns(args.columns)) for path in args.runs]
+    loaded = [load_run(path, format=args.run_format, columns=_columns(args)) for path in args.runs]
     fused = fuse(loaded, method, labels=labels)
     if args.gold is None:
         write_text(args.fused_run, run_jsonl(fused))

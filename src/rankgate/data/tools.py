@@ -80,8 +80,9 @@ def refine(path: str, fmt: str, what: str) -> str:
     ext = os.path.splitext(path.removesuffix(".gz"))[1].lower()
     if ext == ".csv":
         return "csv"  # its content (long table, RAGAS, DeepEval) is told apart when it is read
-    if ext == ".tsv" or (ext == ".txt" and fmt == "trec"):
-        names = [n.strip().lower() for n in _first_line(path).rstrip("\r\n").split("\t")]
+    if ext == ".tsv" or fmt == "trec":  # (a pipe's copy has no extension: the header line decides)
+        first = _first_line(path).rstrip("\r\n")
+        names = [n.strip().lower() for n in first.split("\t" if "\t" in first or ext == ".tsv" else ",")]
         beir = what == "gold" and tuple(names[:3]) == BEIR_HEADER  # BEIR qrels keep their reader
         if not beir and TABLE_WORDS & set(names):
             return "csv"
