@@ -608,3 +608,23 @@ def test_tables_by_content_gzip_and_pipes(tmp_path, capsys):
     with _fifo(tmp_path / "62", ragas) as pipe:
         assert cli_json(capsys, "--gold", pipe, "--run", write_jsonl(tmp_path / "r.jsonl", RAGAS))["metrics"]["mrr"]["mean"] \
             == pytest.approx(0.5)
+
+
+def test_hf_folder_inputs_are_hashed_by_their_arrow_files(tmp_path):
+    """summary.json hashes the files actually read: a save_to_disk folder's Arrow data, in order."""
+    ds = write_hf(tmp_path / "ds", RAGAS)
+    data = (ds / "data-00000-of-00001.arrow").read_bytes()
+    r = rankgate.evaluate(ds, ds, "mrr")
+    assert r.inputs["gold"]["sha256"] == r.inputs["run"]["sha256"] == hashlib.sha256(data).hexdigest()
+    # two shards, listed in state.json: read and hashed in that order
+    two = write_hf(tmp_path / "two", RAGAS[2:])
+    (two / "data-00000-of-00001.arrow").rename(two / "data-00001-of-00002.arrow")
+    first = write_hf(tmp_path / "first", RAGAS[:2]) / "data-00000-of-00001.arrow"
+    first.rename(two / "data-00000-of-00002.arrow")
+    state = json.loads((two / "state.json").read_text())
+    state["_data_files"] = [{"filename": "data-00000-of-00002.arrow"}, {"filename": "data-00001-of-00002.arrow"}]
+    (two / "state.json").write_text(json.dumps(state))
+    r = rankgate.evaluate(two, two, "mrr")
+    assert values(r)["mrr"] == [0.5, 1.0, 0.0]
+    shards = (two / "data-00000-of-00002.arrow").read_bytes() + (two / "data-00001-of-00002.arrow").read_bytes()
+    assert r.inputs["gold"]["sha256"] == hashlib.sha256(shards).hexdigest()

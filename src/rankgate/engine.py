@@ -13,7 +13,6 @@ in ``not_in_gold``; queries with no relevant item are no-answer items, NaN for r
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,7 +24,6 @@ from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes_ordered, segment_duplicates
 from .data.ranking import Reorder, check_ties, rank_order
-from .data.source import sha256_file
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext
@@ -106,12 +104,11 @@ def evaluate(
         if run_error is not None:
             raise run_error
         # The files actually read: a BEIR folder given as the gold set is hashed as its qrels file.
-        from .data.inputs import gold_files
+        from .data.inputs import gold_files, run_files, sha256_files
 
-        run_files = [os.fspath(run)] if isinstance(run, (str, os.PathLike)) and os.path.isfile(run) else []
-        for name, files in (("gold", gold_files(gold)), ("run", run_files)):
+        for name, files in (("gold", gold_files(gold)), ("run", run_files(run))):
             if files:
-                hashes[name] = pool.submit(sha256_file, files[0])
+                hashes[name] = pool.submit(sha256_files, files)
 
         doc_of = _doc_mapper(doc_sep, doc_map)
         if level == "doc":

@@ -12,18 +12,22 @@ from typing import Any
 from ..errors import InputError
 from .source import sha256_file, text_lines
 
-__all__ = ["beir_folder", "beir_query_texts", "gold_files", "hashed"]
+__all__ = ["beir_folder", "beir_query_texts", "gold_files", "hashed", "run_files", "sha256_files"]
 
 QUERIES = ("queries.jsonl", "queries.jsonl.gz")
 
 
 def gold_files(source: Any) -> list[str]:
-    """The files a gold path is read from: the path itself, or a BEIR folder's qrels file."""
+    """The files a gold path is read from: the path itself, a BEIR folder's qrels file, or the Arrow
+    files of a Hugging Face ``save_to_disk`` folder."""
     if not isinstance(source, (str, os.PathLike)):
         return []
     path = os.fspath(source)
     if os.path.isfile(path):
         return [path]
+    hf = _hf_files(path)
+    if hf:
+        return hf
     if os.path.isdir(path):
         from .trec import beir_qrels_file
 
@@ -79,6 +83,39 @@ def beir_query_texts(folder: str) -> tuple[str, dict[str, str]]:
         seen[qid] = lineno
         texts[qid] = text or ""
     return path, texts
+
+
+def run_files(source: Any) -> list[str]:
+    """The files a run path is read from: the path itself, or a ``save_to_disk`` folder's Arrow files."""
+    if not isinstance(source, (str, os.PathLike)):
+        return []
+    path = os.fspath(source)
+    return [path] if os.path.isfile(path) else _hf_files(path)
+
+
+def _hf_files(path: str) -> list[str]:
+    from .records import hf_data_files, is_hf_folder
+
+    if not is_hf_folder(path):
+        return []
+    try:
+        return hf_data_files(path)
+    except InputError:
+        return []
+
+
+def sha256_files(paths: list[str]) -> str:
+    """The sha256 of one file, or of several files' bytes in the given order (a dataset in shards)."""
+    if len(paths) == 1:
+        return sha256_file(paths[0])
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as fh:
+            for block in iter(lambda fh=fh: fh.read(1 << 22), b""):
+                h.update(block)
+    return h.hexdigest()
 
 
 def hashed(paths: list[str], base: str | None = None) -> list[dict[str, str]]:

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import InputError
 from .source import open_text
 
-__all__ = ["Record", "Records", "fail", "is_hf_folder", "read_records"]
+__all__ = ["Record", "Records", "fail", "hf_data_files", "is_hf_folder", "read_records"]
 
 WRAPPER_KEYS = ("samples", "goldens", "test_cases", "data")
 HF_FILES = ("state.json", "dataset_info.json", "dataset_dict.json")
@@ -250,16 +250,9 @@ def _table_records(path: str, table: Any, container: str) -> Records:
     return Records(path, [Record(r, row=i + 1) for i, r in enumerate(rows)], list(table.column_names), container)
 
 
-def _hf(path: str) -> Records:
-    """A ``save_to_disk`` folder: ``state.json`` lists the Arrow stream files, in order."""
-    import pyarrow as pa
-
-    if not os.path.isdir(path):
-        raise InputError("is not a folder", path=path, hint="the hf format reads a folder written by Dataset.save_to_disk")
-    if os.path.exists(os.path.join(path, "dataset_dict.json")):
-        splits = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
-        raise InputError(f"is a DatasetDict folder with splits {', '.join(splits) or '(none)'}", path=path,
-                         hint=f"pass one split's folder, e.g. {os.path.join(path, splits[0] if splits else 'test')}")
+def hf_data_files(path: str) -> list[str]:
+    """The Arrow files of a ``save_to_disk`` folder, in the order ``state.json`` lists them (else
+    sorted by name)."""
     files: list[str] = []
     state = os.path.join(path, "state.json")
     if os.path.exists(state):
@@ -272,9 +265,21 @@ def _hf(path: str) -> Records:
         files = sorted(f for f in os.listdir(path) if f.endswith(".arrow"))
     if not files:
         raise InputError("holds no .arrow files", path=path, hint="pass a folder written by Dataset.save_to_disk")
+    return [os.path.join(path, name) for name in files]
+
+
+def _hf(path: str) -> Records:
+    """A ``save_to_disk`` folder: ``state.json`` lists the Arrow stream files, in order."""
+    import pyarrow as pa
+
+    if not os.path.isdir(path):
+        raise InputError("is not a folder", path=path, hint="the hf format reads a folder written by Dataset.save_to_disk")
+    if os.path.exists(os.path.join(path, "dataset_dict.json")):
+        splits = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
+        raise InputError(f"is a DatasetDict folder with splits {', '.join(splits) or '(none)'}", path=path,
+                         hint=f"pass one split's folder, e.g. {os.path.join(path, splits[0] if splits else 'test')}")
     tables = []
-    for name in files:
-        full = os.path.join(path, name)
+    for full in hf_data_files(path):
         try:
             with pa.memory_map(full) as source:
                 try:

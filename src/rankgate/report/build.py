@@ -211,10 +211,11 @@ def build_report(
 
     g = load_gold(gold, format=gold_format, columns=columns)
     r = load_run(run, format=run_format, columns=columns)
-    from ..data.inputs import beir_folder, beir_query_texts, gold_files
+    from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
 
-    read = gold_files(gold)
-    inputs = [("gold", g.source, sha256_file(read[0]) if read else None), ("run", r.source, _sha(run))]
+    read, run_read = gold_files(gold), run_files(run)
+    inputs = [("gold", g.source, sha256_files(read) if read else None),
+              ("run", r.source, sha256_files(run_read) if run_read else None)]
     query_texts: dict[str, str] = {}
     folder = beir_folder(gold) if "query" not in g.fields else None
     if folder is not None:  # BEIR: the query text lives beside the qrels
