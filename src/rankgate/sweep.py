@@ -206,7 +206,8 @@ def k_sweep(
     from .data import load_run
     from .engine import evaluate
 
-    loaded = load_run(run, format=dict(evaluate_kwargs or {}).get("run_format"))
+    opts = dict(evaluate_kwargs or {})
+    loaded = load_run(run, format=opts.get("run_format"), columns=opts.get("columns"))
     ks_t = within_depth(parse_ks(ks), run_depth(loaded))
     result = evaluate(gold, loaded, sweep_specs(metrics, ks_t), **dict(evaluate_kwargs or {}))
     sweep = sweep_from_result(result, metrics, ks_t, seed=seed, n_resamples=n_resamples, confidence=confidence)
