@@ -148,8 +148,7 @@ def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None,
     """(ids, texts) of one side of a sample, or None when the sample does not give that side."""
     text_key = next((k for k in texts_keys if k in rec.data), None)
     texts = _list(records, rec, text_key, _sep(records, shape)) if text_key else None
-    if use_ids:
-        assert ids_key is not None
+    if use_ids and ids_key is not None:
         ids = _list(records, rec, ids_key, _sep(records, shape))
         if ids is None:
             if texts:
