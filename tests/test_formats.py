@@ -628,3 +628,20 @@ def test_hf_folder_inputs_are_hashed_by_their_arrow_files(tmp_path):
     assert values(r)["mrr"] == [0.5, 1.0, 0.0]
     shards = (two / "data-00000-of-00002.arrow").read_bytes() + (two / "data-00001-of-00002.arrow").read_bytes()
     assert r.inputs["gold"]["sha256"] == hashlib.sha256(shards).hexdigest()
+
+
+@pytest.mark.parametrize("name, content, forced", [
+    ("deep.json", "[" * 100_000 + "]" * 100_000, False),
+    ("deep.json", "[" * 100_000 + "]" * 100_000, True),
+    ("deep.jsonl", '{"user_input": "q", "retrieved_contexts": ' + "[" * 100_000 + "]" * 100_000 + "}\n", True),
+    ("deep.csv", "user_input,retrieved_contexts,reference_contexts\nq," + "[" * 5_000 + "]" * 5_000 + ",['a']\n", False),
+])
+def test_deeply_nested_json_is_an_input_error(tmp_path, capsys, name, content, forced):
+    """Regression: nesting past Python's recursion limit was an internal error (exit 3)."""
+    path = tmp_path / name
+    path.write_text(content)
+    out = tmp_path / "out"
+    formats = ["--gold-format", "ragas", "--run-format", "ragas"] if forced else []
+    line = assert_refused(["evaluate", "--gold", path, "--run", path, *formats, "--out", out], out,
+                          names=[path], capsys=capsys)
+    assert "too deeply" in line, line

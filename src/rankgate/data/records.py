@@ -115,6 +115,8 @@ def _json(path: str) -> Records:
             whole = None  # a complete object on the first line: JSON lines
         except json.JSONDecodeError:
             whole = _parse_whole(path, text)
+        except RecursionError:
+            raise _too_deep(path, 1) from None
         if whole is None and "\n" not in stripped.rstrip():
             whole = _parse_whole(path, text)
         if isinstance(whole, dict):
@@ -136,6 +138,8 @@ def _json(path: str) -> Records:
             continue
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise _too_deep(path, lineno) from None
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno,
                              hint="each line must be one JSON object") from None
@@ -145,9 +149,16 @@ def _json(path: str) -> Records:
     return Records(path, items, _columns(items), "jsonl")
 
 
+def _too_deep(path: str, line: int | None) -> InputError:
+    return InputError("nests JSON values too deeply to read", path=path, line=line,
+                      hint="samples are flat objects with lists of strings")
+
+
 def _parse_whole(path: str, text: str) -> Any:
     try:
         return json.loads(text)
+    except RecursionError:
+        raise _too_deep(path, None) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=exc.lineno) from None
 
@@ -172,6 +183,8 @@ def _json_array(path: str, text: str) -> list[Record]:
             break
         try:
             obj, end = decoder.raw_decode(text, start)
+        except RecursionError:
+            raise _too_deep(path, line) from None
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
         if not isinstance(obj, dict):

@@ -74,6 +74,8 @@ def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str]
         if s.startswith("["):
             try:
                 value = json.loads(s)
+            except RecursionError:
+                raise fail(records.path, rec, "nests lists too deeply to read", field=key) from None
             except json.JSONDecodeError:
                 try:
                     value = ast.literal_eval(s)

@@ -45,6 +45,8 @@ def _json_shape(path: str) -> str | None:
     first = _first_line(path).strip()
     try:
         value = json.loads(first)
+    except RecursionError:
+        return None  # reading the file names the problem
     except json.JSONDecodeError:
         try:
             recs = read_records(path, "json")
