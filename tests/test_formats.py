@@ -644,4 +644,4 @@ def test_deeply_nested_json_is_an_input_error(tmp_path, capsys, name, content, f
     formats = ["--gold-format", "ragas", "--run-format", "ragas"] if forced else []
     line = assert_refused(["evaluate", "--gold", path, "--run", path, *formats, "--out", out], out,
                           names=[path], capsys=capsys)
-    assert "too deeply" in line, line
+    assert "too deep" in line, line
