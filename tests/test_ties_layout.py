@@ -130,6 +130,11 @@ def test_layout_v0_files(tmp_path, capsys):
         (25.0, 38.5, 4, 1, 2, 1)
     assert summary["privacy"] == {"privacy_leak": 1, "privacy_leak_rate": 0.5, "queries": 2}
     assert summary["not_in_run"] == {}
+    assert summary["metrics"]["mrr@10"]["mean"] == 0.75  # the default blocks too: usable as a gate baseline
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("gates:\n  - {name: mrr, metric: mrr@10, threshold: 0.1, regression_max: 0.5}\n")
+    assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(run),
+                 "--baseline", str(out / "summary.json")]) == 0
 
 
 def test_layout_v0_lists_what_the_run_lacks(tmp_path):

@@ -22,7 +22,9 @@ reason. summary.json::
      "operational": {"p50_ms", "p95_ms", "latency_timings", "latency_definition", "errors", "retries",
                      "queries_with_errors"},
      "privacy":     {"privacy_leak", "privacy_leak_rate", "queries"},
-     "not_in_run": {column: reason}, "queries", "inputs", "options", "definitions", "rankgate_version"}
+     "not_in_run": {column: reason},
+     ...and the default layout's blocks ("metrics", "queries", "inputs", "options", "definitions" …),
+     so the file also serves as a gate's --baseline}
 
 The summary's ``p50_ms``/``p95_ms`` are percentiles over every logged timing of every evaluated query.
 """
@@ -163,7 +165,6 @@ def v0_summary(result: EvaluationResult, *, cis: Mapping[str, tuple[float, float
     }
     out: dict[str, Any] = {"version": "v0", "quality": quality, "operational": operational, "privacy": privacy,
                            "not_in_run": missing}
-    for key, value in base.items():
-        if key != "metrics":
-            out.setdefault(key, value)
+    for key, value in base.items():  # the default layout's blocks too, so it also serves as a --baseline
+        out.setdefault(key, value)
     return out
