@@ -103,7 +103,8 @@ def evaluate(
         g = gold_future.result()  # a gold error is reported first, as if read first
         if run_error is not None:
             raise run_error
-        # The files actually read: a BEIR folder given as the gold set is hashed as its qrels file.
+        # The files actually read: a BEIR folder given as the gold set is hashed as its qrels file, a
+        # Hugging Face save_to_disk folder as its Arrow files.
         from .data.inputs import gold_files, run_files, sha256_files
 
         for name, files in (("gold", gold_files(gold)), ("run", run_files(run))):
