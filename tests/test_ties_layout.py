@@ -196,3 +196,32 @@ def test_sweep_takes_the_same_input_options(tmp_path, capsys):
     sweep = json.loads(capsys.readouterr().out)["sweep"]
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["sweep"] != sweep  # a first, or b first (id descending)
+
+
+def test_input_ties_follow_a_jsonl_rank_given_beside_scores(tmp_path):
+    # The retriever logged score and rank; its own order of equal scores is the rank, not the list.
+    ranked = [{"query_id": "q1", "topk": [{"chunk_id": "c", "score": 1.0, "rank": 2},
+                                          {"chunk_id": "a", "score": 1.0, "rank": 1},
+                                          {"chunk_id": "b", "score": 1.0, "rank": 3},
+                                          {"chunk_id": "z", "score": 2.0, "rank": 4}]}]
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ranked))
+    by_input = rankgate.evaluate(GOLD, str(path), "mrr", ties="input")
+    assert by_input["mrr"].tolist() == [0.5]  # z (higher score), then a (rank 1) among the ties
+    assert rankgate.evaluate(GOLD, str(path), "mrr")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
+    # The columnar reader (large files) keeps the ranks the same way.
+    from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
+    from rankgate.data.jsonl_fast import read_run_fast
+    slow = parse_run_records(iter_json_lines(json_lines(read_text(str(path))), str(path)), str(path))
+    fast = read_run_fast(str(path), min_bytes=0)
+    assert fast is not None and fast.r_order.tolist() == slow.r_order.tolist() == [2.0, 1.0, 3.0, 4.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0]), st.integers(1, 5)), min_size=1, max_size=12))
+def test_input_ties_with_ranks_are_score_then_rank_then_record(rows):
+    score = np.array([r[0] for r in rows])
+    order = np.array([r[1] for r in rows], dtype=np.float64)
+    perm = rank_rows(np.zeros(len(rows), np.int64), pa.array([str(i) for i in range(len(rows))]), score, order,
+                     ties="input")
+    assert perm.tolist() == sorted(range(len(rows)), key=lambda i: (-score[i], order[i], i))

@@ -392,6 +392,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
     texts: list[Any] = []
     sources: list[Any] = []
     has_score: bool | None = None
+    any_rank = False  # a JSONL rank given beside scores orders equal scores under ties="input"
     fields: dict[str, list[Any]] = {}
     lines: list[int] = []
 
@@ -450,6 +451,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
             rd.append(doc)
             scores.append(s if s is not None else 0.0)
             orders.append(r if r is not None else float(pos))
+            any_rank = any_rank or r is not None
             versions.append(None if version is None else str(version))
             texts.append(None if text is None else str(text))
             sources.append(None if source is None else str(source))
@@ -471,7 +473,8 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
         r_query=np.asarray(rq, dtype=np.int64),
         r_doc=strings_of(rd),
         r_score=np.asarray(scores, dtype=np.float64) if has_score else None,
-        r_order=None if has_score else np.asarray(orders, dtype=np.float64),
+        # With scores, a given rank only orders equal scores under ties="input" (ranking.py).
+        r_order=np.asarray(orders, dtype=np.float64) if not has_score or any_rank else None,
         items=items_cols,
         fields=fields,
         source=path,

@@ -365,6 +365,8 @@ def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
         scored = ~np.isnan(score)
         if scored.all():
             run.r_score = score
+            if not np.isnan(rank).all():  # the given ranks order equal scores under ties="input"
+                run.r_order = np.where(np.isnan(rank), positions(), rank)
         elif not scored.any():
             run.r_order = np.where(np.isnan(rank), positions(), rank)
         else:

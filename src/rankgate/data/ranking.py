@@ -4,8 +4,9 @@
   item id descending, compared byte-wise (UTF-8) — trec_eval's rule, so ties cannot depend on the
   order of the input lines. A TREC run's rank column is ignored, as trec_eval ignores it.
 * A run without scores keeps its given order: the JSONL ``rank`` when present, else list position.
-* ``ties="input"`` (``--ties input``) breaks equal scores by input order instead: the order of the
-  records in the file (TREC lines, a JSONL ``topk`` list, Parquet/CSV rows), a stable sort. Scores still
+* ``ties="input"`` (``--ties input``) breaks equal scores by input order instead: a JSONL item's
+  ``rank`` when the run gives one (``order`` beside ``score``), else the order of the records in the
+  file (TREC lines, a JSONL ``topk`` list, Parquet/CSV rows), a stable sort. Scores still
   decide; only items with equal scores keep the order the retriever gave them. ``ties="id"`` is the
   default.
 
@@ -94,9 +95,15 @@ def rank_order(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
             return Reorder()
         return Reorder(perm=np.lexsort((np.arange(n), key, query)).astype(np.int64))
     if ties == "input":
-        if grouped and not bool(((query[1:] == query[:-1]) & (score[1:] > score[:-1])).any()):
+        # Equal scores keep the given rank (a JSONL "rank" beside scores), else the record order.
+        same_q = query[1:] == query[:-1]
+        in_order = not bool((same_q & (score[1:] > score[:-1])).any())
+        if order is not None:
+            in_order = in_order and not bool((same_q & (score[1:] == score[:-1]) & (order[1:] < order[:-1])).any())
+        if grouped and in_order:
             return Reorder()  # already in order: equal scores stay as they came
-        return Reorder(perm=np.lexsort((np.arange(n), -score, query)).astype(np.int64))
+        keys = (np.arange(n), -score, query) if order is None else (np.arange(n), order, -score, query)
+        return Reorder(perm=np.lexsort(keys).astype(np.int64))
     if not grouped:
         return Reorder(perm=_full_sort(query, doc, score))
     same_q = query[1:] == query[:-1]
