@@ -326,6 +326,10 @@ def _evaluate_loaded(
         "run": _run_facts(r),
         "gold": _gold_facts(g),
     }
+    if len(run_docs) and len(g.j_doc) and answerable.any() and not first_rel.any():
+        unmatched = _id_mismatch(run_docs, g.j_doc)  # nothing relevant anywhere: did any id match at all?
+        if unmatched:
+            info["id_mismatch"] = unmatched
     lat = _latency(r, run_to_gold, eval_pos, evaluated.size)
     if lat:
         info["latency_ms"] = lat
@@ -459,6 +463,36 @@ def _distinct(values: list[Any]) -> list[Any]:
         if v is not None:
             seen.setdefault(json.dumps(v, sort_keys=True), v)
     return [seen[k] for k in sorted(seen)]
+
+
+def _id_mismatch(run_docs: pa.Array | pa.ChunkedArray, gold_docs: pa.Array) -> dict[str, list[str]] | None:
+    """Examples of the ids on each side when no retrieved id is any judged id, else None.
+
+    Checked only when nothing relevant was retrieved for any query: then the usual cause is two
+    files that name items differently (chunk ids against text-derived ``t:`` ids, ``doc1`` against
+    ``doc1#p0``), which would otherwise show only as zero scores."""
+    import pyarrow.compute as pc
+
+    if isinstance(run_docs, pa.ChunkedArray):
+        run_docs = run_docs.combine_chunks()
+    run_unique = pc.unique(run_docs)
+    if pc.any(pc.is_in(gold_docs, value_set=run_unique)).as_py():
+        return None
+    gold_unique = pc.unique(gold_docs)
+    return {"run": [str(x) for x in run_unique.slice(0, 3).to_pylist()],
+            "gold": [str(x) for x in gold_unique.slice(0, 3).to_pylist()]}
+
+
+def id_mismatch_line(result: EvaluationResult) -> str | None:
+    """The warning for a run whose ids never meet the gold set's (every score is then 0), or None."""
+    seen = result.info.get("id_mismatch")
+    if not seen:
+        return None
+    run = ", ".join(seen["run"])
+    gold = ", ".join(seen["gold"])
+    return (f"warning: no retrieved id matches any id in the gold set, so every score is 0: the run has ids "
+            f"like {run}; the gold set has {gold}. Name items the same way in both files (contexts matched by "
+            f"text get t: ids, so give ids on both sides or texts on both; see docs/formats.md)")
 
 
 def _run_facts(r: Run) -> dict[str, Any]:

@@ -218,6 +218,12 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
                             n_resamples=B, confidence=conf) if fields else None)
     cmp: Comparison | None = None
     notes: list[str] = []
+    from .engine import id_mismatch_line
+
+    for side, res in (("candidate", current), ("baseline", baseline)):
+        line = id_mismatch_line(res) if isinstance(res, EvaluationResult) else None
+        if line:
+            notes.append(f"The {side} run: {line[len('warning: '):]}")
     paired: EvaluationResult | None = None  # the baseline's per-query values, from a run or a summary
     rule = "none"
     if isinstance(baseline, EvaluationResult):

@@ -104,16 +104,17 @@ def _doc_map_of(args: argparse.Namespace) -> dict[str, str] | None:
     return getattr(args, "doc_map_data", None)
 
 
-def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
+def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, warn: bool = True):
+    """The evaluation the options ask for; ``warn``: say on stderr when no run id meets a gold id."""
     from ..data.formats import parse_columns
-    from ..engine import evaluate
+    from ..engine import evaluate, id_mismatch_line
     from ..metrics.spec import MAX_K
 
     if args.k is not None and not 1 <= args.k <= MAX_K:
         from ..errors import UsageError
 
         raise UsageError(f"--k must be a positive integer up to {MAX_K:,}; got {args.k}")
-    return evaluate(
+    result = evaluate(
         gold if gold is not None else args.gold,
         run,
         args.metrics,
@@ -129,6 +130,11 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None):
         ties=getattr(args, "ties", None) or "id",
         columns=parse_columns(getattr(args, "columns", None)),
     )
+    line = id_mismatch_line(result) if warn else None
+    if line:
+        name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
+        print(f"rankgate {getattr(args, 'command', None) or 'evaluate'}: {name}: {line}", file=sys.stderr)
+    return result
 
 
 def check_stats_args(args: argparse.Namespace) -> None:
@@ -202,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         wanted += [m for m in v0_metrics(args.k or 5) if m not in wanted]
         args = argparse.Namespace(**{**vars(args), "metrics": ",".join(wanted)})
     gold_src, run_src = _read_pipes_once(args)
-    result = evaluate_from_args(args, run_src, gold_src)
+    result = evaluate_from_args(args, run_src, gold_src, warn=False)  # the terminal lines say it
     warm.join()
     from concurrent.futures import ThreadPoolExecutor
 

@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
         kwargs["columns"] = parse_columns(args.columns)
     outcome = gate(config, args.gold, args.candidate, args.baseline, baseline_label=args.baseline_label,
                    candidate_label=args.candidate_label, **kwargs)
+    for note in outcome.notes:
+        if "no retrieved id matches" in note:  # every score is 0: say why before the verdict
+            print(f"rankgate gate: warning: {note}", file=sys.stderr)
     markdown = outcome.markdown()
     data = outcome.to_json()
 

@@ -326,7 +326,7 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
                         "the paired test" if "per-query values" in why else "")
                 out.append(f"It is means only because {md_escape(why, 200)}{hint}.")
             continue
-        out.append(f"{md_escape(note, 300)}")
+        out.append(f"{md_escape(note, 500)}")
     out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
             "|:-:|:--|:--|--:|--:|--:|:--|:--|"]
     out += _gate_rows(o, gates, caps["table"])

@@ -5,6 +5,7 @@ Run it to see it: ``python -m rankgate.report.terminal gold.jsonl run.jsonl``.
 
 from __future__ import annotations
 
+from ..engine import id_mismatch_line
 from ..results import EvaluationResult
 
 
@@ -21,6 +22,9 @@ def coverage_lines(result: EvaluationResult) -> list[str]:
     if result.not_in_gold:
         shown = ", ".join(result.not_in_gold[:5]) + (" …" if len(result.not_in_gold) > 5 else "")
         lines.append(f"{len(result.not_in_gold)} run queries not in the gold set were ignored: {shown}")
+    mismatch = id_mismatch_line(result)
+    if mismatch:
+        lines.append(mismatch)
     dropped = result.info.get("duplicates_dropped")
     if dropped:
         lines.append(f"{dropped} repeated ids dropped (kept each id's best rank)")
