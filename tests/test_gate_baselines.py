@@ -217,3 +217,21 @@ def test_a_summary_of_the_baseline_decides_exactly_as_the_baseline_run(pair):
     assert by_summary["queries"] == by_run["queries"]
     assert by_summary["segments_moved"] == by_run["segments_moved"]
     assert by_summary["passed"] == by_run["passed"]
+
+
+def test_a_summary_lacking_one_gated_metric_judges_only_that_gate_on_means(demo, tmp_path):
+    data = json.loads((demo / "baseline" / "summary.json").read_text(encoding="utf-8"))
+    del data["per_query"]["values"]["hit@5"]  # e.g. a summary written before hit@5 was gated
+    partial = tmp_path / "partial-summary.json"
+    partial.write_text(json.dumps(data), encoding="utf-8")
+    by_run = outcome(demo, str(demo / "runs" / "baseline.jsonl"))
+    out = outcome(demo, str(partial))
+    assert out["baseline"]["rule"] == "paired"
+    for g_run, g in zip(by_run["gates"], out["gates"]):
+        if g["metric"] == "hit@5":  # means only, and says so on its checks
+            assert all(c["kind"] != "regression" or "no paired test" in (c["note"] or "") for c in g["checks"])
+        else:  # every other gate keeps the paired rule: the same checks as against the run
+            assert g == g_run
+    md = gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
+              str(demo / "runs" / "candidate.jsonl"), str(partial)).markdown()
+    assert "Gates on hit@5 are judged on the change in means" in md and "no per-query values of hit@5" in md

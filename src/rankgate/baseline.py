@@ -136,13 +136,15 @@ class PerQuery:
 
     def paired_result(self, current: Any, metrics: Any, source: str) -> tuple[Any, str]:
         """The baseline as an :class:`~rankgate.results.EvaluationResult` aligned with ``current``
-        (its queries, order and segment fields), or ``(None, why not)``."""
+        (its queries, order and segment fields), or ``(None, why not)``. Metrics without per-query
+        values are left out of the result and named in the second item."""
         import numpy as np
 
         from .results import EvaluationResult
 
         missing = [m for m in metrics if m not in self.values]
-        if missing:
+        metrics = [m for m in metrics if m in self.values]
+        if not metrics:
             return None, f"it has no per-query values of {', '.join(missing)}"
         sha = _gold_sha256(current)
         if sha and self.gold_sha256 and sha != self.gold_sha256:
@@ -161,7 +163,8 @@ class PerQuery:
             missing_from_run=tuple(q for q, h in zip(current.query_ids, hashed) if h in self.missing_from_run),
             inputs={"run": {"path": source}},
         )
-        return result, ""
+        # Metrics it has no per-query values of are left out (the caller judges those on means).
+        return result, (f"it has no per-query values of {', '.join(missing)}" if missing else "")
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
         if line:
             notes.append(f"The {side} run: {line[len('warning: '):]}")
     paired: EvaluationResult | None = None  # the baseline's per-query values, from a run or a summary
+    means_metrics: set[str] = set()  # gated metrics a summary baseline has means of only
     rule = "none"
     if isinstance(baseline, EvaluationResult):
         paired, kind, rule = baseline, "run", "paired"
@@ -235,6 +236,10 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
             paired, why = baseline.per_query.paired_result(current, config.metrics, baseline.source)
         if paired is not None:
             rule = "paired"
+            means_metrics = {g.metric for g in config.gates if g.metric not in paired.metric_names}
+            if means_metrics:  # only those gates lose the paired test
+                notes.append(f"Gates on {', '.join(sorted(means_metrics))} are judged on the change in means, without "
+                             f"a paired confidence interval: the baseline summary {why[3:]}.")
         else:
             rule = "means"
             notes.append(f"The baseline is a summary of means only ({why}): regressions are judged on the change "
@@ -246,8 +251,8 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     else:
         raise UsageError(f"baseline must be an EvaluationResult, a BaselineSummary or None; got {type(baseline).__name__}")
     if paired is not None:
-        cmp = compare(paired, current, metrics=config.metrics, by=list(dict.fromkeys(fields.values())), seed=seed,
-                      n_resamples=B, n_permutations=0, confidence=conf, primary=_primary_metric(config, None),
+        cmp = compare(paired, current, metrics=[m for m in config.metrics if m in paired.metric_names], by=list(dict.fromkeys(fields.values())), seed=seed,
+                      n_resamples=B, n_permutations=0, confidence=conf, primary=next((g.metric for g in config.gates if g.metric not in means_metrics), paired.metric_names[0]),
                       baseline_label=baseline_label if kind == "run" else blabel, candidate_label=candidate_label)
         if kind == "run":
             blabel = cmp.baseline_label
@@ -257,8 +262,9 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
 
     results = []
     for g in config.gates:
-        means_only = baseline if rule == "means" else None
-        checks = _checks_for(g, config, current, cis, segs, fields, cmp, means_only)
+        by_means = rule == "means" or g.metric in means_metrics
+        means_only = baseline if by_means else None
+        checks = _checks_for(g, config, current, cis, segs, fields, None if by_means else cmp, means_only)
         failed = any(c.status == "fail" for c in checks)
         status = ("fail" if g.severity == "error" else "warn") if failed else (
             "warn" if any(c.status == "warn" for c in checks) else "pass")
@@ -269,7 +275,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     movers = _movers(config, current, cmp, segs, baseline if rule == "means" else None, summary)
     if cmp is not None:
         queries, qkind = cmp.regressions, "regressed"
-        if primary != cmp.primary:  # list the queries of the metric that failed
+        if primary != cmp.primary and primary in paired.metric_names:  # list the queries of the metric that failed
             queries = compare(paired, current, metrics=[primary], n_resamples=0, n_permutations=0).regressions
     else:
         queries, qkind = worst_queries(current, primary), "lowest"
