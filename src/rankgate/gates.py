@@ -482,6 +482,7 @@ def gate(
     *,
     baseline_label: str | None = None,
     candidate_label: str | None = None,
+    queries: str | os.PathLike[str] | None = None,
     **evaluate_kwargs: Any,
 ) -> GateOutcome:
     """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate.
@@ -493,6 +494,8 @@ def gate(
         baseline: ``None``; a run (path or loaded) or an :class:`EvaluationResult` for a paired
             comparison; or a ``summary.json`` path, a :class:`BaselineSummary`, or its dict.
         baseline_label, candidate_label: how the comment names the two (default: file names).
+        queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts the
+            comment shows beside query ids when the gold set has none (a BEIR folder's own is found).
         evaluate_kwargs: override the config's ``evaluate`` options (``k``, ``level``, ``doc_sep``,
             ``gold_format``, ``run_format``…), passed on to :func:`rankgate.evaluate`.
     """
@@ -542,8 +545,16 @@ def gate(
     else:
         base_obj = result_of(baseline)
     current = result_of(candidate)
-    texts = None
+    texts: dict[str, str] | None = None
     if loaded_gold is not None and hasattr(loaded_gold, "field"):
         texts = {q: t for q, t in zip(loaded_gold.query_ids, loaded_gold.field("query")) if isinstance(t, str)}
+    if queries is not None or not texts:
+        from .data.inputs import beir_folder, beir_query_texts, read_query_texts
+
+        folder = beir_folder(gold) if queries is None else None
+        if queries is not None:
+            texts = {**read_query_texts(os.fspath(queries)), **(texts or {})}
+        elif folder is not None:
+            texts = beir_query_texts(folder)[1]
     return decide(cfg, current, base_obj, baseline_label=baseline_label, candidate_label=candidate_label,
                   query_text=texts)

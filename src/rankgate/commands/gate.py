@@ -29,6 +29,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
     p.add_argument("--ties", choices=("id", "input"), default=None,
                    help="order of equal scores: id (default) or input; overrides the config's evaluate.ties")
+    p.add_argument("--queries", metavar="PATH",
+                   help="a queries file (BEIR queries.jsonl, id<TAB>text, TREC topics): query texts shown beside ids when the gold set has none")
     p.add_argument("--comment", metavar="PATH", help="write the PR comment (markdown) to PATH")
     p.add_argument("--json", metavar="PATH", help="write the outcome as JSON to PATH (usable later as --baseline)")
     p.add_argument("--candidate-label", metavar="TEXT", help="how the comment names the candidate (default: file name)")
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_file(path, option=option)
             # (--json may replace the --baseline summary it read: rolling a baseline forward is fine)
-            check_not_input(path, (args.config, args.gold, args.candidate) + (() if option == "--json" else
+            check_not_input(path, (args.config, args.gold, args.candidate, args.queries) + (() if option == "--json" else
                                                                                 (args.baseline,)), option=option)
     if args.comment and args.json and os.path.abspath(args.comment) == os.path.abspath(args.json):
         from ..errors import UsageError
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
         kwargs["columns"] = parse_columns(args.columns)
     outcome = gate(config, args.gold, args.candidate, args.baseline, baseline_label=args.baseline_label,
-                   candidate_label=args.candidate_label, **kwargs)
+                   candidate_label=args.candidate_label, queries=args.queries, **kwargs)
     for note in outcome.notes:
         if "no retrieved id matches" in note:  # every score is 0: say why before the verdict
             print(f"rankgate gate: warning: {note}", file=sys.stderr)

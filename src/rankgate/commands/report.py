@@ -34,6 +34,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--by", action="append", default=None, metavar="FIELD",
                    help="segment field or tag (intent, lang, tags.tier…; a+b crosses); repeatable. "
                         "Default: intent, source_of_query and tags with 2–20 labels")
+    p.add_argument("--queries", metavar="PATH",
+                   help="a queries file (BEIR queries.jsonl, id<TAB>text, TREC topics): query texts shown beside ids when the gold set has none")
     p.add_argument("--config", metavar="YAML", help="ship criteria: adds the gate verdict and flags segments below its floors")
     p.add_argument("--compare-bm25", dest="lexical", metavar="RUN",
                    help="a lexical baseline run (e.g. BM25): its top 10 is shown beside each miss")
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input
 
     check_file(args.output, option="--output")
-    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map),
+    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map, args.queries),
                     option="--output")
     config = None
     level, doc_sep, k = args.level, args.doc_sep, args.k
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         k=k, level=level, doc_sep=doc_sep, doc_map=load_doc_map(args.doc_map), min_score=args.min_score, metrics=extra,
         top_misses=args.top_misses, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence,
         title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
-        evaluator=evaluator, ties=args.ties, columns=parse_columns(args.columns),
+        evaluator=evaluator, ties=args.ties, columns=parse_columns(args.columns), queries=args.queries,
     )
     from ..atomic import write_text
 

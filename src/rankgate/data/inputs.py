@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import InputError
 from .source import sha256_file, text_lines
 
-__all__ = ["beir_folder", "beir_query_texts", "gold_files", "hashed", "run_files", "sha256_files"]
+__all__ = ["beir_folder", "beir_query_texts", "gold_files", "hashed", "read_query_texts", "run_files", "sha256_files"]
 
 QUERIES = ("queries.jsonl", "queries.jsonl.gz")
 
@@ -83,6 +83,84 @@ def beir_query_texts(folder: str) -> tuple[str, dict[str, str]]:
         seen[qid] = lineno
         texts[qid] = text or ""
     return path, texts
+
+
+QUERY_ID_KEYS = ("_id", "query_id", "qid", "id")
+QUERY_TEXT_KEYS = ("text", "query", "question", "title")
+QUERIES_HINT = ('give one query per line: JSONL {"_id": "q1", "text": "..."} (BEIR; also query_id/qid/id and '
+                'query/question), "q1<TAB>text" (TSV), or TREC topics (<top> <num> <title>)')
+
+
+def read_query_texts(path: str) -> dict[str, str]:
+    """``{query_id: text}`` from a queries file given with ``--queries``: BEIR ``queries.jsonl`` (or
+    any JSONL with an id and a text field), a TSV of ``id<TAB>text`` (MS MARCO ``queries.tsv``), or
+    TREC topics (``<top>`` … ``<num> Number: 301`` … ``<title> text``; the title is the text).
+
+    Bad lines are an InputError naming the line; a query id given twice is one too."""
+    import re
+
+    lines = list(text_lines(path))
+    first = next((line.strip() for _, line in lines if line.strip()), "")
+    texts: dict[str, str] = {}
+    seen: dict[str, int] = {}
+
+    def put(qid: str, text: str, lineno: int) -> None:
+        if qid in seen:
+            raise InputError(f"repeats query id {qid!r} of line {seen[qid]}", path=path, line=lineno,
+                             hint="each query appears once in the queries file")
+        seen[qid] = lineno
+        texts[qid] = " ".join(text.split())
+
+    if first.startswith("{"):
+        for lineno, line in lines:
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno,
+                                 hint=QUERIES_HINT) from None
+            key = next((k for k in QUERY_ID_KEYS if isinstance(obj, dict) and k in obj), None)
+            tkey = next((k for k in QUERY_TEXT_KEYS if isinstance(obj, dict) and k in obj), None)
+            if key is None or tkey is None:
+                raise InputError("needs a query id and a text field", path=path, line=lineno, hint=QUERIES_HINT)
+            qid, text = obj[key], obj[tkey]
+            if not isinstance(qid, (str, int)) or isinstance(qid, bool) or not isinstance(text, str):
+                raise InputError(f"needs a string or integer '{key}' and a string '{tkey}'", path=path, line=lineno,
+                                 field=key, hint=QUERIES_HINT)
+            put(str(qid), text, lineno)
+    elif first.lower().startswith("<top>") or first.lower().startswith("<num>"):
+        num, num_line, title, in_title = None, 0, [], False
+        for lineno, line in lines:
+            low = line.strip().lower()
+            if low.startswith("<num>"):
+                m = re.match(r"<num>\s*(?:number:)?\s*(\S+)", line.strip(), re.IGNORECASE)
+                if not m:
+                    raise InputError("has <num> without a topic number", path=path, line=lineno, hint=QUERIES_HINT)
+                num, num_line, title, in_title = m.group(1).removesuffix("</num>"), lineno, [], False
+            elif low.startswith("<title>"):
+                title, in_title = [line.strip()[7:].removesuffix("</title>")], True
+                title[0] = re.sub(r"^\s*topic:\s*", "", title[0], flags=re.IGNORECASE)
+            elif low.startswith("<") and in_title:
+                in_title = False
+            elif in_title and low:
+                title.append(line.strip())
+            if low.startswith("</top>"):
+                if num is None:
+                    raise InputError("ends a topic that has no <num>", path=path, line=lineno, hint=QUERIES_HINT)
+                put(num, " ".join(title), num_line)
+                num = None
+    else:
+        for lineno, line in lines:
+            if not line.strip():
+                continue
+            parts = line.rstrip("\r\n").split("\t", 1) if "\t" in line else line.strip().split(None, 1)
+            if len(parts) != 2 or not parts[0].strip():
+                raise InputError("is not 'id<TAB>text'", path=path, line=lineno, hint=QUERIES_HINT)
+            put(parts[0].strip(), parts[1], lineno)
+    if not texts:
+        raise InputError("holds no queries", path=path, hint=QUERIES_HINT)
+    return texts
 
 
 def run_files(source: Any) -> list[str]:

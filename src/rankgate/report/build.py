@@ -176,6 +176,7 @@ def build_report(
     gold_format: str | None = None,
     run_format: str | None = None,
     evaluator: Evaluator | None = None,
+    queries: str | None = None,
     **evaluate_kwargs: Any,
 ) -> Report:
     """Evaluate ``run`` (and ``baseline``, ``lexical``) against ``gold`` and gather the report.
@@ -189,6 +190,8 @@ def build_report(
             gate verdict; its ``evaluate`` options apply where ``k``/``level``/``doc_sep`` are None.
         min_score: confidence line of ``false_evidence`` on no-answer queries.
         metrics: extra metrics for the panel.
+        queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts show
+            beside query ids when the gold set has none; a BEIR folder's own ``queries.jsonl`` is found.
         evaluator: ``(gold, run, metrics, level) -> EvaluationResult``; default :func:`rankgate.evaluate`
             with ``k``, ``doc_sep``, ``doc_map`` and ``evaluate_kwargs`` (``dedupe``, ``trec``…).
     """
@@ -217,8 +220,13 @@ def build_report(
     inputs = [("gold", g.source, sha256_files(read) if read else None),
               ("run", r.source, sha256_files(run_read) if run_read else None)]
     query_texts: dict[str, str] = {}
-    folder = beir_folder(gold) if "query" not in g.fields else None
-    if folder is not None:  # BEIR: the query text lives beside the qrels
+    folder = beir_folder(gold) if "query" not in g.fields and queries is None else None
+    if queries is not None:  # --queries: a queries file beside a gold set without texts (TREC qrels, CSV)
+        from ..data.inputs import read_query_texts
+
+        query_texts = read_query_texts(os.fspath(queries))
+        inputs.insert(1, ("gold queries", os.fspath(queries), sha256_file(os.fspath(queries))))
+    elif folder is not None:  # BEIR: the query text lives beside the qrels
         qpath, query_texts = beir_query_texts(folder)
         inputs.insert(1, ("gold queries", qpath, sha256_file(qpath)))
     lists = dt.RankedLists(r, ties=ties)
