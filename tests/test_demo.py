@@ -279,6 +279,21 @@ def test_the_story_wraps_to_the_terminal_width_without_splitting_a_word(demo, wi
     assert "   German (39)     −9.0 pp (−23.1 to +3.8 pp)    −0.106 (−0.215 to −0.005)" in narrow  # tables keep columns
 
 
+@pytest.mark.parametrize("width", [76, 72, 60, 40])
+def test_the_score_tables_fit_narrower_terminals(demo, width) -> None:
+    from rich.cells import cell_len
+
+    text = render(demo, width=width)
+    folder = str(demo.out_dir)
+    tables = text[text.index("3. Scores"):text.index("5. Gate")]  # the score and change tables, the examples
+    assert [line for line in tables.splitlines() if cell_len(line) > width] == []
+    if width >= 60:  # above the narrowest terminals, only a path longer than the line may overflow
+        assert [line for line in text.splitlines() if cell_len(line) > width and folder not in line
+                and "rankgate-demo/" not in line] == []
+    for value in ("83.1% (77.2% to 89.0%)", "−9.0 pp (−23.1 to +3.8 pp)", "−0.106 (−0.215 to −0.005)"):
+        assert value in tables  # every number is still there, whole
+
+
 def test_cli_wraps_to_columns(tmp_path: Path) -> None:
     import os
     import subprocess

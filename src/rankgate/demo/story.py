@@ -82,8 +82,9 @@ def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = F
     never written to a file."""
     lines: list[Line] = [Para("rankgate demo: score two retrievers on a built-in gold set, compare them, gate the change.",
                               "", ""), ""]
+    width = max(MIN_WIDTH, width)
     for part in (_data, _configs, _scores, _changes, _gate, _files, _next):
-        lines += part(result, strict)
+        lines += part(result, strict, width)
         lines.append("")
     if elapsed is not None:
         lines.append(f"Done in {elapsed:.1f} s.")
@@ -104,8 +105,15 @@ def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = F
 def _wrap(p: Para, width: int) -> list[str]:
     import textwrap
 
-    return textwrap.wrap(p.text, width, initial_indent=p.first, subsequent_indent=p.rest, break_on_hyphens=False,
-                         break_long_words=False) or [p.first.rstrip()]
+    from rich.cells import cell_len
+
+    # textwrap counts characters; an emoji such as ❌ takes two columns, so narrow until the cells fit.
+    for w in range(width, max(width - 4, 10), -1):
+        lines = textwrap.wrap(p.text, w, initial_indent=p.first, subsequent_indent=p.rest, break_on_hyphens=False,
+                              break_long_words=False) or [p.first.rstrip()]
+        if all(cell_len(line) <= width for line in lines):
+            break
+    return lines
 
 
 def _command(c: Command, width: int) -> list[str]:
@@ -129,7 +137,7 @@ def _command(c: Command, width: int) -> list[str]:
     return out + [current]
 
 
-def _data(r: DemoResult, strict: bool) -> list[Line]:
+def _data(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     c, g = r.corpus, r.gold
     langs = ", ".join(f"{n} {_lang(k)}" for k, n in c["languages"].items())
     private = {k: n for k, n in c["tenants"].items() if k != "shared"}
@@ -146,7 +154,7 @@ def _data(r: DemoResult, strict: bool) -> list[Line]:
     return out
 
 
-def _configs(r: DemoResult, strict: bool) -> list[Line]:
+def _configs(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     out: list[Line] = [Para(f"2. Two retriever configurations indexed the corpus and ran every gold query "
                             f"(top {DEPTH} hits):", "", "   ")]
     for run in r.runs:
@@ -160,19 +168,35 @@ def _configs(r: DemoResult, strict: bool) -> list[Line]:
     return out
 
 
-def _scores(r: DemoResult, strict: bool) -> list[Line]:
+def _scores(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     metrics = r.baseline.result.metric_names
     n = r.gold["answerable"]
     out: list[Line] = [Para(f"3. Scores (means over the {n} answerable queries, 95% CI by bootstrap over queries, "
                             f"seed {r.seed}):", "", "   "),
-           (f"   {'metric':<12} {r.baseline.role + ' ' + r.baseline.config.name:<34} "
-            f"{r.candidate.role + ' ' + r.candidate.config.name}")]
+           ]
+    rows = []
     for m in metrics:
         cells = []
         for run in r.runs:
             low, high = run.ci(m)
             cells.append(f"{fmt_value(m, run.mean(m)):>7} ({fmt_value_ci(m, low, high)})")
-        out.append(f"   {m:<12} {cells[0]:<34} {cells[1]}")
+        rows.append((m, cells))
+    names = [f"{run.role} {run.config.name}" for run in r.runs]
+    mw = max(len("metric"), *(len(m) for m in metrics))
+    cw = max(len(c) for _, cells in rows for c in cells)
+    if 3 + mw + 2 * (2 + max(cw, *map(len, names))) - 2 <= width:  # one line per metric, names as headers
+        cw = max(cw, *map(len, names))
+        out.append(f"   {'metric':<{mw}}  {names[0]:<{cw}}  {names[1]}".rstrip())
+        out += [f"   {m:<{mw}}  {cells[0]:<{cw}}  {cells[1]}" for m, cells in rows]
+    elif 3 + mw + 2 * (2 + cw) - 2 <= width:  # the same, with each run's role over its name
+        out.append(f"   {'':<{mw}}  {r.runs[0].role:<{cw}}  {r.runs[1].role}")
+        out.append(f"   {'metric':<{mw}}  {shorten(r.runs[0].config.name, cw):<{cw}}  {shorten(r.runs[1].config.name, cw)}")
+        out += [f"   {m:<{mw}}  {cells[0]:<{cw}}  {cells[1]}" for m, cells in rows]
+    else:  # narrow: each metric, then one line per run
+        rw = max(len(run.role) for run in r.runs)
+        for m, cells in rows:
+            out.append(f"   {m}")
+            out += [f"     {run.role:<{rw}}  {c.strip()}" for run, c in zip(r.runs, cells)]
     forbidden = [m for m in metrics if m.startswith("forbidden")]
     if forbidden:
         checked = r.baseline.forbidden.checked
@@ -181,21 +205,38 @@ def _scores(r: DemoResult, strict: bool) -> list[Line]:
     return out
 
 
-def _changes(r: DemoResult, strict: bool) -> list[Line]:
+def _changes(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     gated = [g.metric for g in r.config.gates if g.segments and g.regression_max is not None]
     metrics = gated[:2] or list(r.baseline.result.metric_names[:2])
-    head = "".join(f"{m:<30}" for m in metrics).rstrip()
     out: list[Line] = [Para("4. What the pull request changed (candidate − baseline, paired by query, with 95% CI):",
-                            "", "   "),
-                       f"   {'':<16}{head}"]
+                            "", "   ")]
     scopes: list[tuple[str | None, str]] = [(None, "all queries")]
     scopes += [(lang, f"{_lang(lang)} ({r.change(metrics[0], lang).n})") for lang in r.languages]
+    table = []
     for seg, name in scopes:
         cells = []
         for m in metrics:
             row = r.change(m, seg)
             cells.append(f"{fmt_delta(m, row.delta)} ({fmt_delta_ci(m, row.ci_low, row.ci_high)})")
-        out.append(f"   {name:<16}" + "".join(f"{c:<30}" for c in cells).rstrip())
+        table.append((name, cells))
+    nw = max(16, max(len(name) for name, _ in table) + 2)
+    cw = max(30, max(len(c) for _, cells in table for c in cells) + 4)
+    if 3 + nw + cw * (len(metrics) - 1) + max(len(c) for _, cells in table for c in cells[-1:]) > width:
+        cw = max(len(m) for m in metrics)
+        cw = max(cw, max(len(c) for _, cells in table for c in cells)) + 2
+    if 3 + nw + cw * (len(metrics) - 1) + max(len(c) for _, cells in table for c in cells[-1:]) <= width:
+        head = "".join(f"{m:<{cw}}" for m in metrics).rstrip()
+        out.append(f"   {'':<{nw}}{head}")
+        out += [f"   {name:<{nw}}" + "".join(f"{c:<{cw}}" for c in cells).rstrip() for name, cells in table]
+    else:  # narrow: one small table per metric (each value under its name when even that is too wide)
+        nw = max(len(name) for name, _ in table) + 2
+        for i, m in enumerate(metrics):
+            out.append(f"   {m}")
+            for name, cells in table:
+                if 5 + nw + len(cells[i]) <= width:
+                    out.append(f"     {name:<{nw}}{cells[i]}")
+                else:
+                    out += [f"     {name}", f"       {cells[i]}"]
     primary = r.comparison.primary
     overall = r.change(primary)
     worst = min(r.languages, key=lambda lang: _worsening(r, primary, lang))
@@ -210,10 +251,12 @@ def _changes(r: DemoResult, strict: bool) -> list[Line]:
         examples = [c for c in r.comparison.regressions if lang_of.get(c.query_id) == worst][:3]
         if examples:
             out.append(Para(f"{_lang(worst)} queries that lost most ({primary}; rank of the first relevant chunk):"))
+            ranks = {c.query_id: f"rank {fmt_rank(c.baseline_rank)} -> {fmt_rank(c.candidate_rank)}" for c in examples}
+            room = width - 5 - max(map(len, ranks)) - 2 - max(map(len, ranks.values())) - 1
+            tw = max(12, min(50, room))  # the quoted text's column, as wide as the terminal allows
             for c in examples:
-                text = shorten(r.queries.get(c.query_id) or "", 46)
-                out.append(f"     {c.query_id}  {text!r:<50} rank {fmt_rank(c.baseline_rank)} -> "
-                           f"{fmt_rank(c.candidate_rank)}")
+                text = shorten(r.queries.get(c.query_id) or "", tw - 4)
+                out.append(f"     {c.query_id:<{max(map(len, ranks))}}  {text!r:<{tw}} {ranks[c.query_id]}")
     return out
 
 
@@ -225,7 +268,7 @@ def _worsening(r: DemoResult, metric: str, lang: str) -> float:
     return row.delta if row.higher_is_better else -row.delta
 
 
-def _gate(r: DemoResult, strict: bool) -> list[Line]:
+def _gate(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     o = r.gate
     blocking = [g for g in o.results if g.gate.severity == "error"]
     failed = [g for g in blocking if g.status == "fail"]
@@ -283,7 +326,7 @@ def _evidence(r: DemoResult) -> list[Line]:
     return []
 
 
-def _files(r: DemoResult, strict: bool) -> list[Line]:
+def _files(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     folder = _shown(r.out_dir)
     out: list[Line] = [f"6. Files, in {folder}{os.sep}"]
     width = max(len(o.relative) for o in r.outputs)
@@ -295,7 +338,7 @@ def _files(r: DemoResult, strict: bool) -> list[Line]:
     return out
 
 
-def _next(r: DemoResult, strict: bool) -> list[Line]:
+def _next(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     import shlex
 
     def at(rel: str) -> str:
