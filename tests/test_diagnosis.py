@@ -296,3 +296,14 @@ def test_short_runs__distractors_count_only_the_chunks_passed_on():
     assert "about 2 of the 3 chunks passed on are not relevant" in f.evidence
     # 2 relevant of 3 passed on is not "most of the context"
     assert diagnose(Signals(k=5, depth=3, means={"recall@5": 0.9, "precision@5": 0.4})) == ()
+
+
+def test_short_runs__chunk_and_document_recall_stop_at_the_depth():
+    rep = _short_run_report()
+    from rankgate.report.html import render_html
+
+    html = render_html(rep)
+    assert "recall@10 at chunk level" not in html and "recall@5 at chunk level" in html
+    s = Signals(k=5, depth=5, means={"recall@5": 0.5}, chunk_recall10=0.4, doc_recall10=0.9)
+    f = next(f for f in diagnose(s) if f.rule == "chunk_split")
+    assert "doc-level recall@5 90.0% but chunk-level 40.0%" in f.evidence and "@10" not in f.evidence

@@ -226,10 +226,11 @@ def chunk_split(s: Signals, t: Thresholds) -> Finding | None:
     gap = s.doc_recall10 - s.chunk_recall10
     if gap < t.chunk_split_gap:
         return None
+    m = f"recall@{min(10, s.depth) if s.depth else 10}"  # never past the run's depth
     return Finding(
         "chunk_split", "warning", "The chunker splits answers across chunks",
-        f"doc-level recall@10 {fmt_value('recall@10', s.doc_recall10)} but chunk-level "
-        f"{fmt_value('recall@10', s.chunk_recall10)}: the right documents come back, the labelled chunks do not.",
+        f"doc-level {m} {fmt_value(m, s.doc_recall10)} but chunk-level "
+        f"{fmt_value(m, s.chunk_recall10)}: the right documents come back, the labelled chunks do not.",
         "Try larger chunks or more overlap, chunk on section boundaries, or retrieve small chunks and pass their "
         "parent section. If the labels are too narrow instead, label the other chunks that answer too.",
         {"doc_recall@10": s.doc_recall10, "chunk_recall@10": s.chunk_recall10, "gap": gap},

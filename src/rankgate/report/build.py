@@ -334,8 +334,11 @@ def build_report(
     # Doc level against chunk level.
     doc_level: dict[str, float] = {}
     if level == "chunk" and (doc_map or (doc_sep and any(doc_sep in d for d in g.j_doc.to_pylist()))):
-        doc_result = evaluator(g, r, ["recall@10"], "doc")
-        doc_level = {"chunk": result.summary("recall@10").mean, "doc": doc_result.summary("recall@10").mean}
+        dk = min(10, depth) if depth else 10  # never past the run's depth (a top-5 run: recall@5)
+        m = f"recall@{dk}"
+        doc_result = evaluator(g, r, [m], "doc")
+        chunk = result if m in result.metric_names else evaluator(g, r, [m], level)
+        doc_level = {"chunk": chunk.summary(m).mean, "doc": doc_result.summary(m).mean, "k": float(dk)}
 
     outcome = None
     if cfg is not None:

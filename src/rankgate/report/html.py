@@ -176,8 +176,9 @@ def _panel(rep: Report) -> str:
         parts = ", ".join(f"{m} {fmt_value(m, v)}" for m, v in rep.lexical_panel)
         out.append(f'<p class="muted">Lexical baseline <code>{e(rep.lexical_label)}</code>: {e(parts)}.</p>')
     if rep.doc_level:
-        out.append(f'<p class="muted">recall@10 at chunk level {e(fmt_value("recall@10", rep.doc_level["chunk"]))}, '
-                   f'at document level {e(fmt_value("recall@10", rep.doc_level["doc"]))}.</p>')
+        m = f'recall@{int(rep.doc_level.get("k", 10))}'
+        out.append(f'<p class="muted">{m} at chunk level {e(fmt_value(m, rep.doc_level["chunk"]))}, '
+                   f'at document level {e(fmt_value(m, rep.doc_level["doc"]))}.</p>')
     out.append("</section>")
     return "\n".join(out)
 
