@@ -63,3 +63,19 @@ def test_panel_with_a_comparison_cuts_no_value_at_100_columns():
     text = console.export_text()
     assert "…" not in text and max(cell_len(line) for line in text.splitlines()) <= 100
     assert "distinct_docs@5" in text
+
+
+def test_gate_command_follows_columns(tmp_path):
+    # a gate on a metric that applies to no query writes a long warning sentence: it wraps at COLUMNS
+    crit = tmp_path / "crit.yaml"
+    crit.write_text("gates:\n  - metric: recall@5\n    threshold: 0.1\n  - name: no_retired_docs\n"
+                    "    metric: forbidden@5\n    max: 0\n")
+    (tmp_path / "gold.jsonl").write_text('{"query_id": "q1", "relevant": ["a"]}\n')  # no must_not_retrieve
+    (tmp_path / "run.jsonl").write_text('{"query_id": "q1", "topk": ["a", "b"]}\n')
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-m", "rankgate", "gate", "--config", str(crit), "--gold",
+                          "gold.jsonl", "--candidate", "run.jsonl", "--no-step-summary"],
+                         capture_output=True, text=True, encoding="utf-8", env=env, cwd=tmp_path, timeout=120, check=False)
+    assert out.returncode in (0, 1), out.stderr
+    assert "could not be checked" in out.stdout
+    assert max(cell_len(line) for line in out.stdout.splitlines()) <= 80, out.stdout

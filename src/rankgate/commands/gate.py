@@ -115,7 +115,9 @@ def _print(outcome: Any) -> None:
     from ..report.comment import gate_sentences
 
     tty = sys.stdout.isatty()
-    console = Console(width=None if tty else 100, color_system="auto" if tty else None, highlight=False)
+    # a terminal's width, or COLUMNS when set (rich reads it); 100 in a log or a pipe
+    wide = tty or bool(os.environ.get("COLUMNS"))
+    console = Console(width=None if wide else 100, color_system="auto" if tty else None, highlight=False)
     table = Table(show_edge=False, pad_edge=False)
     for name in ("result", "gate", "metric", "checks failed"):
         table.add_column(name)
