@@ -79,3 +79,18 @@ def test_gate_command_follows_columns(tmp_path):
     assert out.returncode in (0, 1), out.stderr
     assert "could not be checked" in out.stdout
     assert max(cell_len(line) for line in out.stdout.splitlines()) <= 80, out.stdout
+
+
+def test_every_help_fits_80_columns(monkeypatch, capsys):
+    import pytest
+
+    from rankgate.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    for command in ([], ["evaluate"], ["compare"], ["gate"], ["report"], ["retrieve"], ["demo"], ["metrics"], ["gold"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        # argparse cannot wrap a long list of choices in the usage synopsis; everything else must fit
+        long = [line for line in text.splitlines() if cell_len(line) > 80 and not line.lstrip().startswith("[")]
+        assert long == [], (command, long)

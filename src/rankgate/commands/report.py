@@ -25,8 +25,7 @@ byte-identical file. See docs/report.md for every section and the diagnosis rule
 def add_parser(sub: Any) -> None:
     from .evaluate import add_input_options, add_stats_options
 
-    p = sub.add_parser("report", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser("report", help=HELP, description=HELP + ".", epilog=EPILOG)  # wrapped to the terminal
     add_input_options(p)
     p.add_argument("--run", required=True, metavar="PATH", help="the run to report on: JSONL, TREC run file, Parquet")
     p.add_argument("--baseline", metavar="RUN|SUMMARY",

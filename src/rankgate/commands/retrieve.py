@@ -25,17 +25,20 @@ __all__ = ["add_parser", "keep_texts", "parse_texts", "run"]
 DEFAULT_TEXTS = 10
 
 _DESCRIPTION = """\
-Index a corpus with a retriever, run the queries, and write a run JSONL file that
-'rankgate evaluate' scores. Give either --corpus with --gold (the gold set's queries are run), or
---beir with a BEIR folder (corpus.jsonl, queries.jsonl, qrels).
+Index a corpus with a retriever, run the queries, and write a run JSONL file
+that 'rankgate evaluate' scores. Give either --corpus with --gold (the gold
+set's queries are run), or --beir with a BEIR folder (corpus.jsonl,
+queries.jsonl, qrels).
 """
 
 _EPILOG = """\
-retrievers: bm25 (default), dense (needs: pip install 'rankgate[dense]'), the presets
-bm25-multilingual and bm25-english, or your own as package.module:ClassName.
+retrievers: bm25 (default), dense (needs: pip install 'rankgate[dense]'), the
+presets bm25-multilingual and bm25-english, or your own as
+package.module:ClassName.
 examples:
   rankgate retrieve --corpus corpus.jsonl --gold gold.jsonl -o run.jsonl
-  rankgate retrieve --beir scifact/ --retriever bm25 -O stemmer=en -O k1=0.9 -O b=0.4 -o run.jsonl
+  rankgate retrieve --beir scifact/ --retriever bm25 -O stemmer=en \\
+      -O k1=0.9 -O b=0.4 -o run.jsonl
 """
 
 
