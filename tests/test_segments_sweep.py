@@ -66,7 +66,9 @@ def test_segment_renderers():
     assert "intent = a" in text and "95% CI" in text
     md = s.markdown()
     assert md.splitlines()[0] == "| segment | metric | n | mean | 95% CI |"
-    assert "| intent = a | recall@5 | 3 | 0.6667 |" in md
+    # shares as the panel shows them (66.7%, not 0.6667), intervals as "a to b"
+    assert "| intent = a | recall@5 | 3 | 66.7% |" in md
+    assert "66.7%" in text and "0.6667" not in text and " to " in text
 
 
 def test_auc_is_the_average_height_over_the_k_range():

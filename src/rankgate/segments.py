@@ -131,9 +131,9 @@ class SegmentSummary:
         previous = None
         for r in self.rows:
             name = f"{display_field(r.field)} = {r.label}"
-            cells = [name if name != previous else "", r.metric, str(r.n), _fmt(r.mean)]
+            cells = [name if name != previous else "", r.metric, str(r.n), _fmt(r.metric, r.mean)]
             if with_ci:
-                cells.append(_fmt_ci(r.ci_low, r.ci_high))
+                cells.append(_fmt_ci(r.metric, r.ci_low, r.ci_high))
             if previous is not None and name != previous:
                 table.add_section()
             previous = name
@@ -148,9 +148,9 @@ class SegmentSummary:
         head = ["segment", "metric", "n", "mean"] + ([f"{self.confidence:.0%} CI"] if with_ci else [])
         lines = ["| " + " | ".join(head) + " |", "|" + "|".join([":--", ":--", "--:", "--:"] + (["--:"] if with_ci else [])) + "|"]
         for r in self.rows:
-            cells = [md_escape(f"{display_field(r.field)} = {r.label}"), md_escape(r.metric), str(r.n), _fmt(r.mean)]
+            cells = [md_escape(f"{display_field(r.field)} = {r.label}"), md_escape(r.metric), str(r.n), _fmt(r.metric, r.mean)]
             if with_ci:
-                cells.append(_fmt_ci(r.ci_low, r.ci_high))
+                cells.append(_fmt_ci(r.metric, r.ci_low, r.ci_high))
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
@@ -199,9 +199,14 @@ def _clean(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _fmt(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x:.4f}"
+def _fmt(metric: str, x: float) -> str:
+    """As the panel shows the metric (85.7% for a share, 0.726 for a score), so both tables agree."""
+    from .report.numbers import fmt_value
+
+    return fmt_value(metric, x)
 
 
-def _fmt_ci(low: float, high: float) -> str:
-    return "—" if math.isnan(low) else f"{low:.4f} – {high:.4f}"
+def _fmt_ci(metric: str, low: float, high: float) -> str:
+    from .report.numbers import fmt_value_ci
+
+    return fmt_value_ci(metric, low, high)
