@@ -189,6 +189,9 @@ def test_gate_files_say_the_same(demo) -> None:
     comment = (demo.out_dir / "pr-comment.md").read_text(encoding="utf-8")
     assert comment.startswith("<!-- rankgate:gate -->\n## ❌ Retrieval gate failed: 1 of 3 blocking gates")
     assert "for lang = de dropped from 0.806 to 0.700" in comment
+    # the regressed queries are shown with their text, as `rankgate gate` shows them from the same gold set
+    assert "kann man jährlich bezahlen" in comment
+    assert data["queries"]["items"][0]["query"] == "kann man jährlich bezahlen"
     compare = (demo.out_dir / "compare.md").read_text(encoding="utf-8")
     assert "Most regressed queries on ndcg@10" in compare
 
