@@ -94,3 +94,13 @@ def test_every_help_fits_80_columns(monkeypatch, capsys):
         # argparse cannot wrap a long list of choices in the usage synopsis; everything else must fit
         long = [line for line in text.splitlines() if cell_len(line) > 80 and not line.lstrip().startswith("[")]
         assert long == [], (command, long)
+
+
+def test_coverage_line_counts_one_query_in_the_singular():
+    import rankgate
+    from rankgate.report.terminal import coverage_lines
+
+    one = rankgate.evaluate({"q1": {"a": 1}}, {"q1": {"a": 1.0}}, ["mrr"])
+    two = rankgate.evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}}, ["mrr"])
+    assert coverage_lines(one)[0] == "1 gold query evaluated"
+    assert coverage_lines(two)[0] == "2 gold queries evaluated"

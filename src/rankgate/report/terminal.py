@@ -11,7 +11,8 @@ from ..results import EvaluationResult
 
 def coverage_lines(result: EvaluationResult) -> list[str]:
     """Plain sentences about the query set, so nothing is silently dropped."""
-    lines = [f"{len(result.query_ids)} gold queries evaluated"]
+    n = len(result.query_ids)
+    lines = [f"{n} gold {'query' if n == 1 else 'queries'} evaluated"]
     if result.no_answer:
         lines.append(
             f"{len(result.no_answer)} no-answer queries (no relevant item): ranking metrics skip them"
