@@ -201,6 +201,12 @@ def test_the_report_shows_the_same_verdict(demo) -> None:
     assert html.startswith("<!DOCTYPE html>")
     assert "rankgate demo: bm25-english (pull request) against bm25-multilingual (main)" in html
     assert "for lang = de dropped from 0.806 to 0.700" in html
+    import hashlib
+    import re
+
+    for name in ("data/gold.jsonl", "runs/candidate.jsonl", "runs/baseline.jsonl"):  # the header hashes each input
+        sha = hashlib.sha256((demo.out_dir / name).read_bytes()).hexdigest()
+        assert re.search(re.escape(name) + r"</code>.{0,200}" + sha[:12], html, re.DOTALL), name
     assert str(demo.out_dir) not in html  # inputs are named relative to the demo folder
 
 

@@ -177,6 +177,7 @@ def build_report(
     run_format: str | None = None,
     evaluator: Evaluator | None = None,
     queries: str | None = None,
+    sources_dir: str | None = None,
     **evaluate_kwargs: Any,
 ) -> Report:
     """Evaluate ``run`` (and ``baseline``, ``lexical``) against ``gold`` and gather the report.
@@ -190,6 +191,8 @@ def build_report(
             gate verdict; its ``evaluate`` options apply where ``k``/``level``/``doc_sep`` are None.
         min_score: confidence line of ``false_evidence`` on no-answer queries.
         metrics: extra metrics for the panel.
+        sources_dir: the folder that relative ``source`` names of inputs given as loaded objects
+            refer to, so that their files are hashed too (the demo shows ``data/gold.jsonl``).
         queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts show
             beside query ids when the gold set has none; a BEIR folder's own ``queries.jsonl`` is found.
         evaluator: ``(gold, run, metrics, level) -> EvaluationResult``; default :func:`rankgate.evaluate`
@@ -216,7 +219,14 @@ def build_report(
     r = load_run(run, format=run_format, columns=columns)
     from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
 
-    read, run_read = gold_files(gold), run_files(run)
+    def on_disk(arg: Any, loaded: Any) -> Any:  # a loaded input's file, when sources_dir says where it is
+        if isinstance(arg, (str, os.PathLike)) or sources_dir is None:
+            return arg
+        source = str(getattr(loaded, "source", ""))
+        path = os.path.join(sources_dir, source)
+        return path if source and not os.path.isabs(source) and os.path.isfile(path) else arg
+
+    read, run_read = gold_files(on_disk(gold, g)), run_files(on_disk(run, r))
     inputs = [("gold", g.source, sha256_files(read) if read else None),
               ("run", r.source, sha256_files(run_read) if run_read else None)]
     query_texts: dict[str, str] = {}
@@ -273,7 +283,7 @@ def build_report(
             base_label = os.path.basename(base_summary.source)
         else:
             br = load_run(baseline, format=run_format, columns=columns)
-            inputs.append(("baseline", br.source, _sha(baseline)))
+            inputs.append(("baseline", br.source, _sha(on_disk(baseline, br))))
             base_label = _label(baseline, br, _path(run, r))
             base_result = evaluator(g, br, _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *gated]), level)
             from ..compare import compare
@@ -305,7 +315,7 @@ def build_report(
     lexical_panel: tuple[tuple[str, float], ...] = ()
     if lexical is not None:
         lr = load_run(lexical, format=run_format, columns=columns)
-        inputs.append(("lexical baseline", lr.source, _sha(lexical)))
+        inputs.append(("lexical baseline", lr.source, _sha(on_disk(lexical, lr))))
         lex_label = _label(lexical, lr, _path(run, r), *([_path(baseline, br)] if base_result is not None else []))
         lres = evaluator(g, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), level)
         lex = (lres, dt.RankedLists(lr, ties=ties))
