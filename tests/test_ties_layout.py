@@ -209,6 +209,13 @@ def test_input_ties_follow_a_jsonl_rank_given_beside_scores(tmp_path):
     by_input = rankgate.evaluate(GOLD, str(path), "mrr", ties="input")
     assert by_input["mrr"].tolist() == [0.5]  # z (higher score), then a (rank 1) among the ties
     assert rankgate.evaluate(GOLD, str(path), "mrr")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
+    if kind == "csv":  # pyarrow's reader and the line-by-line one keep the same ranks
+        from rankgate.data.csvtable import read_csv_fast, read_table_run
+        from rankgate.data.records import read_records
+
+        fast = read_csv_fast(str(path), ["query_id", "chunk_id", "score", "rank"], ",", "run")
+        slow = read_table_run(read_records(str(path), "csv"))
+        assert fast is not None and fast.r_order.tolist() == slow.r_order.tolist() == [2.0, 1.0, 3.0, 4.0]
     # The columnar reader (large files) keeps the ranks the same way.
     from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
     from rankgate.data.jsonl_fast import read_run_fast
@@ -225,3 +232,25 @@ def test_input_ties_with_ranks_are_score_then_rank_then_record(rows):
     perm = rank_rows(np.zeros(len(rows), np.int64), pa.array([str(i) for i in range(len(rows))]), score, order,
                      ties="input")
     assert perm.tolist() == sorted(range(len(rows)), key=lambda i: (-score[i], order[i], i))
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_input_ties_follow_a_table_rank_column_beside_scores(tmp_path, kind):
+    rows = [("q1", "c", 1.0, 2), ("q1", "a", 1.0, 1), ("q1", "b", 1.0, 3), ("q1", "z", 2.0, 4)]
+    path = tmp_path / f"run.{kind}"
+    if kind == "csv":
+        path.write_text("query_id,chunk_id,score,rank\n" + "".join(f"{q},{d},{s},{r}\n" for q, d, s, r in rows))
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"query_id": [r[0] for r in rows], "chunk_id": [r[1] for r in rows],
+                                 "score": [r[2] for r in rows], "rank": [r[3] for r in rows]}), path)
+    assert rankgate.evaluate(GOLD, str(path), "mrr", ties="input")["mrr"].tolist() == [0.5]  # z, then a (rank 1)
+    assert rankgate.evaluate(GOLD, str(path), "mrr")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
+    if kind == "csv":  # pyarrow's reader and the line-by-line one keep the same ranks
+        from rankgate.data.csvtable import read_csv_fast, read_table_run
+        from rankgate.data.records import read_records
+
+        fast = read_csv_fast(str(path), ["query_id", "chunk_id", "score", "rank"], ",", "run")
+        slow = read_table_run(read_records(str(path), "csv"))
+        assert fast is not None and fast.r_order.tolist() == slow.r_order.tolist() == [2.0, 1.0, 3.0, 4.0]

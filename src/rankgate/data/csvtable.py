@@ -160,18 +160,24 @@ def read_table_run(records: Records, columns: Mapping[str, str] | None = None) -
     rq: list[int] = []
     rd: list[str] = []
     values: list[float] = []
+    ranks: list[float] = []  # a rank column beside scores orders equal scores under ties="input"
+    both = "score" in found and "rank" in found
     extra: dict[str, list[Any]] = {name: [] for name in ("doc_version", "text") if name in found}
     for rec in records.items:
         qid = _text(records, rec, q, "query id")
         rq.append(index.setdefault(qid, len(index)))
         rd.append(_text(records, rec, d, "item id"))
         values.append(_number(records, rec, key))
+        if both:
+            ranks.append(_number(records, rec, found["rank"]))
         for name, col in extra.items():
             col.append(_opt(rec, found[name]))
     arr = np.asarray(values, dtype=np.float64)
     run = Run(list(index), np.asarray(rq, dtype=np.int64), strings_of(rd), source=records.path)
     if "score" in found:
         run.r_score = arr
+        if both:
+            run.r_order = np.asarray(ranks, dtype=np.float64)
     else:
         run.r_order = arr
     run.items = {name: col for name, col in extra.items() if any(v is not None for v in col)}
@@ -254,18 +260,22 @@ def read_csv_fast(path: str, header: list[str], delimiter: str, kind: str,
         if notes is not None and any(n is not None for n in notes):
             gold.notes = notes
         return gold
-    key = found.get("score") or found["rank"]
-    v = table.column(key)
-    if not (pa.types.is_integer(v.type) or pa.types.is_floating(v.type)) or v.null_count:
-        return None
-    values = np.asarray(v.to_numpy(), dtype=np.float64)
-    if not np.isfinite(values).all():
-        return None
+    numbers: dict[str, np.ndarray] = {}
+    for name in ("score", "rank"):
+        if name not in found:
+            continue
+        v = table.column(found[name])
+        if not (pa.types.is_integer(v.type) or pa.types.is_floating(v.type)) or v.null_count:
+            return None
+        numbers[name] = np.asarray(v.to_numpy(), dtype=np.float64)
+        if not np.isfinite(numbers[name]).all():
+            return None
     run = Run(qids, codes, docs, source=path)
-    if "score" in found:
-        run.r_score = values
+    if "score" in numbers:
+        run.r_score = numbers["score"]
+        run.r_order = numbers.get("rank")  # orders equal scores under ties="input"
     else:
-        run.r_order = values
+        run.r_order = numbers["rank"]
     for name in ("doc_version", "text"):
         col = optional(name)
         if col is not None and any(x is not None for x in col):

@@ -245,19 +245,22 @@ def read_parquet_run(path: str) -> Run:
     else:
         _check_utf8(docs, d, path)
     run = Run(qids, codes, docs, source=path)
-    key = s if s is not None else r
-    col = _combine(t.column(key))
-    if col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-        raise InputError(f"must hold numbers with no gaps; has type {col.type}", path=path, field=key)
-    values = np_of(col, np.float64)
-    if not np.isfinite(values).all():  # one rule in every format: NaN and infinite values cannot be ranked
-        row = int(np.flatnonzero(~np.isfinite(values))[0])
-        raise InputError(f"must hold finite numbers; holds {values[row]} in {_where(path, row)}", path=path,
-                         field=key, hint=NON_FINITE_HINT)
+    numbers: dict[str, np.ndarray] = {}
+    for key in (k for k in (s, r) if k is not None):
+        col = _combine(t.column(key))
+        if col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            raise InputError(f"must hold numbers with no gaps; has type {col.type}", path=path, field=key)
+        values = np_of(col, np.float64)
+        if not np.isfinite(values).all():  # one rule in every format: NaN and infinite values cannot be ranked
+            row = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise InputError(f"must hold finite numbers; holds {values[row]} in {_where(path, row)}", path=path,
+                             field=key, hint=NON_FINITE_HINT)
+        numbers[key] = values
     if s is not None:
-        run.r_score = values
+        run.r_score = numbers[s]
+        run.r_order = numbers.get(r) if r is not None else None  # orders equal scores under ties="input"
     else:
-        run.r_order = values
+        run.r_order = numbers[r]
     for name in ("doc_version", "text"):
         if name in t.column_names:
             column = t.column(name)

@@ -4,8 +4,9 @@
   item id descending, compared byte-wise (UTF-8) — trec_eval's rule, so ties cannot depend on the
   order of the input lines. A TREC run's rank column is ignored, as trec_eval ignores it.
 * A run without scores keeps its given order: the JSONL ``rank`` when present, else list position.
-* ``ties="input"`` (``--ties input``) breaks equal scores by input order instead: a JSONL item's
-  ``rank`` when the run gives one (``order`` beside ``score``), else the order of the records in the
+* ``ties="input"`` (``--ties input``) breaks equal scores by input order instead: the given rank
+  when the run has one beside its scores (a JSONL item's ``rank``, a CSV/Parquet ``rank`` column:
+  ``order`` beside ``score``), else the order of the records in the
   file (TREC lines, a JSONL ``topk`` list, Parquet/CSV rows), a stable sort. Scores still
   decide; only items with equal scores keep the order the retriever gave them. ``ties="id"`` is the
   default.
