@@ -473,10 +473,14 @@ def _id_mismatch(run_docs: pa.Array | pa.ChunkedArray, gold_docs: pa.Array) -> d
     ``doc1#p0``), which would otherwise show only as zero scores."""
     import pyarrow.compute as pc
 
-    if isinstance(run_docs, pa.ChunkedArray):
-        run_docs = run_docs.combine_chunks()
-    run_unique = pc.unique(run_docs)
-    if pc.any(pc.is_in(gold_docs, value_set=run_unique)).as_py():
+    try:
+        run_unique = pc.unique(pc.cast(run_docs, pa.string()))
+        if isinstance(run_unique, pa.ChunkedArray):
+            run_unique = run_unique.combine_chunks()
+        gold_docs = pc.cast(gold_docs, pa.string())
+        if pc.any(pc.is_in(gold_docs, value_set=run_unique)).as_py():
+            return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):  # a warning never stops a run
         return None
     gold_unique = pc.unique(gold_docs)
     return {"run": [str(x) for x in run_unique.slice(0, 3).to_pylist()],
