@@ -307,3 +307,13 @@ def test_short_runs__chunk_and_document_recall_stop_at_the_depth():
     s = Signals(k=5, depth=5, means={"recall@5": 0.5}, chunk_recall10=0.4, doc_recall10=0.9)
     f = next(f for f in diagnose(s) if f.rule == "chunk_split")
     assert "doc-level recall@5 90.0% but chunk-level 40.0%" in f.evidence and "@10" not in f.evidence
+
+
+def test_short_runs__misses_say_how_many_items_came_back():
+    g = [gold("q1", [("d1#c1", 1)]), gold("q2", [("d2#c1", 1)])]
+    r = [run("q1", filler("q1", 3)), run("q2", ["d2#c1"] + filler("q2", 2))]
+    from rankgate.report.html import render_html
+
+    html = render_html(report(g, r))
+    assert "Retrieved instead (all 3)" in html and "Retrieved instead (top 10)" not in html
+    assert "1 answerable query has no relevant chunk" in html

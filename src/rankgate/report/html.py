@@ -351,13 +351,15 @@ def _miss(m: Miss, rep: Report, open_: bool) -> str:
         out.append(f'<tr><td class="id">{e(j.chunk_id)}</td><td class="n grade">{j.grade}</td><td>{e(j.note or "")}</td>'
                    f'<td class="n">{j.rank or "not retrieved"}</td></tr>')
     out.append("</tbody></table>")
+    n = len(m.retrieved)  # a short run (top 5, as RAGAS logs) or a query with few hits: say how many
+    title = "Retrieved instead (top 10)" if n >= 10 else f"Retrieved instead (all {n})"
     if m.lexical is not None:
         lex_where = "" if m.lexical_rank is None else (f": first relevant at rank {m.lexical_rank}" if m.lexical_rank else ": no relevant chunk")
-        mine = _items_table(m.retrieved, "Retrieved instead (top 10)", compact=True)
+        mine = _items_table(m.retrieved, title, compact=True)
         theirs = _items_table(m.lexical, f"{rep.lexical_label} (top 10){lex_where}", compact=True)
         out.append(f'<div class="cols"><div>{mine}</div><div class="lexical">{theirs}</div></div>')
     else:
-        out.append(_items_table(m.retrieved, "Retrieved instead (top 10)"))
+        out.append(_items_table(m.retrieved, title))
     out.append("</div></details>")
     return "\n".join(out)
 
@@ -369,7 +371,8 @@ def _misses(rep: Report) -> str:
         return "\n".join(out)
     shown = len(rep.misses)
     top = "top 10" if rep.depth >= 10 else f"list (the run keeps at most {rep.depth})"
-    out.append(f'<p class="lead">{rep.misses_total} answerable queries have no relevant chunk in the {top}'
+    some = "answerable query has" if rep.misses_total == 1 else "answerable queries have"
+    out.append(f'<p class="lead">{rep.misses_total} {some} no relevant chunk in the {top}'
                + (f"; the first {shown} in gold-set order are shown (raise <code>--top-misses</code> for more)" if shown < rep.misses_total else "")
                + ". Relevant chunks are highlighted green.</p>")
     out += [_miss(m, rep, i < 3) for i, m in enumerate(rep.misses)]
