@@ -1,9 +1,10 @@
-"""``rankgate gold validate|stale|diff``: keep a gold set fit to gate on as the corpus moves.
+"""``rankgate gold validate|stale|diff|remap``: keep a gold set fit to gate on as the corpus moves.
 
 Exit codes: ``validate`` 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input;
 ``stale`` 0, or 1 when ``max_stale_labels`` of the ship criteria is exceeded, 2 unreadable input;
-``diff`` 0, 2 unreadable input. Reports go to stdout (markdown by default); ``stale -o DIR`` also
-writes ``DIR/stale.csv`` atomically. See docs/gold.md.
+``diff`` 0, 2 unreadable input; ``remap`` 0, 2 unreadable input. Reports go to stdout (markdown by
+default); ``stale -o DIR`` also writes ``DIR/stale.csv`` atomically; ``remap -o FILE`` writes the
+proposed gold set and its review list as one unit, never over the gold file. See docs/gold.md.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import datetime as dt
 import sys
 from typing import Any
 
-HELP = "check a gold set (validate), find labels the corpus left behind (stale), compare two versions (diff)"
+HELP = ("check a gold set (validate), find labels the corpus left behind (stale), compare two versions (diff), "
+        "carry labels across a re-chunking (remap)")
 
 
 def _date(text: str) -> dt.date:
@@ -52,9 +54,30 @@ def add_parser(sub: Any) -> None:
     d.add_argument("new", metavar="NEW", help="the later gold file")
     d.add_argument("--format", **fmt)
 
+    r = verbs.add_parser("remap", help="propose the new chunks that carry each labelled chunk's text after a re-chunking",
+                         description="Propose a remapped gold set after a re-chunking. Never rewrites --gold. "
+                                     "Exit 0; 2 unreadable input.")
+    r.add_argument("--gold", required=True, metavar="JSONL", help="the gold set")
+    r.add_argument("--old-corpus", required=True, metavar="PATH", help="the corpus the labels were made on (with text)")
+    r.add_argument("--new-corpus", required=True, metavar="PATH", help="the re-chunked corpus (with text)")
+    r.add_argument("-o", "--out", required=True, metavar="JSONL", help="the proposed gold set (not the --gold file)")
+    r.add_argument("--review", metavar="MD", help="the review list (default: OUT with .review.md in place of .jsonl)")
+    r.add_argument("--min-confidence", type=_share, default=0.8, metavar="X",
+                   help="apply mappings with at least this confidence (0-1, default 0.8); the rest are listed for review")
+
+
+def _share(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = -1.0
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1; got {text!r}")
+    return x
+
 
 def run(args: argparse.Namespace) -> int:
-    return {"validate": _validate, "stale": _stale, "diff": _diff}[args.gold_command](args)
+    return {"validate": _validate, "stale": _stale, "diff": _diff, "remap": _remap}[args.gold_command](args)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -108,4 +131,46 @@ def _diff(args: argparse.Namespace) -> int:
             raise problem
     d = diff_gold(old, new)
     sys.stdout.write(diff_markdown(d) if args.format == "markdown" else diff_text(d))
+    return 0
+
+
+def _review_path(out: str) -> str:
+    return out.removesuffix(".jsonl") + ".review.md"
+
+
+def _remap(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from ..atomic import check_file, check_not_input, write_files
+    from ..corpus import load_manifest
+    from ..data.source import text_lines
+    from ..errors import UsageError
+    from ..goldset import read_gold_file
+    from ..goldset.remap import propose, remap_gold
+    from ..report.gold import remap_review_markdown, remap_summary
+
+    review = args.review or _review_path(args.out)
+    inputs = (args.gold, args.old_corpus, args.new_corpus)
+    for path, option in ((args.out, "-o"), (review, "--review")):
+        check_file(path, option=option)
+        check_not_input(path, inputs, option=option)  # never over the gold set or a corpus
+    if os.path.abspath(args.out) == os.path.abspath(review):
+        raise UsageError(f"-o and --review name the same file ({args.out}); give the review list another name")
+    if str(args.gold).endswith((".parquet", ".pq")):
+        raise UsageError(f"{args.gold}: remap reads a JSONL gold set (it keeps every field of each line)")
+    gold = read_gold_file(args.gold)
+    problem = gold.first_problem()
+    if problem is not None:
+        raise problem
+    old, new = load_manifest(args.old_corpus), load_manifest(args.new_corpus)
+    result = remap_gold(gold, old, new, min_confidence=args.min_confidence)
+    lines = [line.rstrip("\r\n") for _, line in text_lines(args.gold) if line.strip()]  # read clean above
+    records = [json.loads(line) for line in lines]
+    rows, changed, conflicts = propose(records, gold, result)
+    # a query nothing happened to keeps its line as it was
+    text = "".join((line if row is obj else json.dumps(row, ensure_ascii=False)) + "\n"
+                   for line, obj, row in zip(lines, records, rows))
+    write_files({args.out: text, review: remap_review_markdown(result, changed, conflicts)})
+    sys.stdout.write(remap_summary(result, changed, args.out, review))
     return 0

@@ -1,4 +1,5 @@
-"""Markdown and terminal text of the gold-set reports (:mod:`rankgate.goldset`): validate, stale, diff.
+"""Markdown and terminal text of the gold-set reports (:mod:`rankgate.goldset`): validate, stale, diff,
+remap.
 
 Files are named by their base name so a report reads the same wherever the files live. Run
 ``python -m rankgate.report.gold GOLD CORPUS`` to see the validate report of two files.
@@ -12,12 +13,15 @@ from collections.abc import Iterable, Sequence
 
 from ..compare import is_share
 from ..goldset import GoldDiff, Relabel, StaleReport, ValidationReport
+from ..goldset.remap import KINDS, LabelRemap, Mapping, Remap
 from .numbers import MINUS, md_escape
 
 __all__ = [
     "STALE_ROWS_SHOWN",
     "diff_markdown",
     "diff_text",
+    "remap_review_markdown",
+    "remap_summary",
     "stale_csv",
     "stale_markdown",
     "stale_text",
@@ -244,6 +248,60 @@ def diff_text(d: GoldDiff) -> str:
     if d.edited:
         out.append("edited: " + ", ".join(d.edited))
     return "\n".join(out) + "\n"
+
+
+# -- remap ----------------------------------------------------------------------------------------
+def remap_summary(r: Remap, changed_queries: int, proposed: str, review: str) -> str:
+    """The short report on stdout: what happened to the labelled chunks, and where the files are."""
+    labelled = len(r.labels)
+    applied = sum(1 for x in r.labels.values() if x.kind != "unchanged" and x.applied(r.min_confidence))
+    kinds = ", ".join(f"{k} {n}" for k, n in r.counts().items() if n)
+    return "\n".join([
+        f"Remap: {_name(r.gold_path)} from {_name(r.old_path)} to {_name(r.new_path)}",
+        f"{labelled} labelled chunks: {kinds}",
+        (f"{applied} remapped (confidence >= {r.min_confidence:g}) in {changed_queries} queries; "
+         f"{len(r.to_review())} to review"),
+        f"proposed gold set: {proposed}",
+        f"review list: {review}",
+    ]) + "\n"
+
+
+def _maps(ms: tuple[Mapping, ...], rejected: bool = False) -> str:
+    if rejected:
+        return ", ".join(f"{m.chunk_id} (covers {_pct(m.covers)}, {_pct(m.from_old)} old text)" for m in ms) or "—"
+    return ", ".join(f"{m.chunk_id} ({m.confidence:.2f})" for m in ms) or "—"
+
+
+def _review_row(x: LabelRemap, uses: int) -> tuple[object, ...]:
+    why = x.detail or ("below the confidence floor" if x.kind != "unmapped" else "")
+    return (x.chunk_id, uses, x.kind, _pct(x.carried), _maps(x.mappings), _maps(x.rejected, True), why)
+
+
+def remap_review_markdown(r: Remap, changed_queries: int, conflicts: Sequence[tuple[str, str]] = ()) -> str:
+    """The review file: counts by kind, then every label kept on its old id (unmapped, or mapped below
+    the confidence floor) with its candidates, then must-not entries that landed on a relevant chunk."""
+    counts = r.counts()
+    review = r.to_review()
+    out = [f"## Gold remap review: {_name(r.gold_path)}", "",
+           (f"From {_name(r.old_path)} to {_name(r.new_path)}; mappings below confidence {r.min_confidence:g} "
+            "are not applied (the label keeps its old chunk id)."), "",
+           (f"**{len(r.labels)} labelled chunks; {changed_queries} queries changed; {len(review)} labelled "
+            f"chunk{'s' * (len(review) != 1)} to review**"), "",
+           *_table(("kind", "labelled chunks"), ((k, counts[k]) for k in KINDS if counts[k])), ""]
+    if review:
+        out += ["### To review", "",
+                *_table(("old chunk", "labels", "kind", "text carried", "proposed (confidence)", "other candidates",
+                         "why"), (_review_row(x, r.uses[x.chunk_id]) for x in review)), ""]
+    low = [x for x in r.labels.values() if x.kind not in ("unchanged", "moved") and x.applied(r.min_confidence)
+           and min(m.confidence for m in x.mappings) < 1]
+    if low:
+        out += ["### Applied with confidence below 1", "",
+                *_table(("old chunk", "kind", "new chunks (confidence)"), ((x.chunk_id, x.kind, _maps(x.mappings))
+                                                                           for x in low)), ""]
+    if conflicts:
+        out += ["### Must-not-retrieve entries that landed on a relevant chunk", "",
+                *_table(("query", "chunk"), conflicts), ""]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":  # pragma: no cover - a way to look at the report

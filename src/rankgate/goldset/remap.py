@@ -1,0 +1,434 @@
+"""``rankgate gold remap``: after a re-chunking, which new chunks carry each labelled chunk's text?
+Pure: a gold file and two corpus manifests in, a :class:`Remap` out; the command writes the files.
+
+**Text.** A chunk's text is lower-cased and cut into tokens at every run of characters that are not
+letters or digits (Unicode); its *shingles* are its runs of :data:`SHINGLE` consecutive tokens (a text
+of one or two tokens has one shingle, itself). Two chunks share text when they share shingles; case,
+punctuation and spacing do not matter, word order does.
+
+**Candidates** come from an inverted index over shingles, never from all pairs. A shingle that occurs
+more than :data:`MAX_DF` times in the new corpus (boilerplate) suggests nothing; a new chunk is a
+candidate for an old one when the pairs of their positions holding the same rarer shingle, ``hits``,
+could carry enough text to be picked (below): ``3·hits ≥ PIECE·tokens(o)`` or ``3·hits ≥
+PURE·tokens(n)``. Then, for an old chunk ``o`` with shingle set ``S(o)`` and a candidate ``n``:
+
+``covers(n)   = |S(o) ∩ S(n)| / |S(o)|``   the share of the old text that ``n`` carries
+``from_old(n) = |S(o) ∩ S(n)| / |S(n)|``   the share of ``n`` that is old text
+
+Candidates are picked greedily by how much old text not yet carried they add (ties: the same document
+first, then corpus order); one is kept when it adds at least :data:`PIECE` of the old text or is at
+least :data:`PURE` old text, so a chunk split in three maps to its three pieces and a chunk merged into
+a bigger one maps to that one. ``carried`` is the share of ``S(o)`` in the kept chunks, and each
+mapping's ``confidence = min(carried, max(covers, from_old))``: 1 for a clean move, split or merge,
+lower when text was lost or a piece mixes in much other text.
+
+**Kinds** per old chunk: ``unchanged`` (same id, same content hash: no text needed), ``moved`` (one new
+chunk with the same shingles), ``edited`` (one, both shares ≥ 0.8), ``merged`` (one, which holds more
+than the old text), ``partial`` (one, which holds part of it), ``split`` (several), ``unmapped`` (none;
+also when the old corpus has no text for it or does not hold it).
+
+Mappings below ``min_confidence`` are not applied: the label keeps its old chunk id and goes to the
+review list with its best candidates. Grades and notes are carried to every new chunk; when two
+labels of a query land on one new chunk it keeps the higher grade and both notes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..corpus import CorpusManifest
+from .records import GoldFile
+
+__all__ = ["MAX_DF", "PIECE", "PURE", "SHINGLE", "LabelRemap", "Mapping", "Remap", "remap_gold", "tokenize"]
+
+SHINGLE = 3
+MAX_DF = 100
+PIECE = 0.25
+PURE = 0.5
+KINDS = ("unchanged", "moved", "edited", "merged", "partial", "split", "unmapped")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    chunk_id: str
+    confidence: float
+    covers: float
+    from_old: float
+
+
+@dataclass(frozen=True)
+class LabelRemap:
+    """What became of one old chunk that the gold set labels."""
+
+    chunk_id: str
+    kind: str
+    carried: float
+    mappings: tuple[Mapping, ...]  # kept, in new-corpus order
+    rejected: tuple[Mapping, ...] = ()  # best other candidates (for the review list)
+    detail: str = ""
+
+    def applied(self, min_confidence: float) -> tuple[Mapping, ...]:
+        """The mappings to apply: all of them when each reaches ``min_confidence``, else none."""
+        if self.kind == "unmapped" or any(m.confidence < min_confidence for m in self.mappings):
+            return ()
+        return self.mappings
+
+
+@dataclass(frozen=True)
+class Remap:
+    gold_path: str
+    old_path: str
+    new_path: str
+    min_confidence: float
+    labels: dict[str, LabelRemap]  # old chunk id -> its remap, for every labelled chunk id
+    uses: dict[str, int]  # old chunk id -> labels using it (relevant and must-not entries)
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(KINDS, 0)
+        for r in self.labels.values():
+            out[r.kind] += 1
+        return out
+
+    def to_review(self) -> list[LabelRemap]:
+        """Old chunks whose labels keep their old id: unmapped, or mapped below ``min_confidence``."""
+        return [r for r in self.labels.values() if r.kind != "unchanged" and not r.applied(self.min_confidence)]
+
+
+# -- text ----------------------------------------------------------------------------------------
+_SPLIT = r"[^\p{L}\p{N}]+"
+
+
+def _token_lists(texts: Any) -> Any:
+    """Arrow list array of the tokens of each text (see module docs), empty strings removed."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.string())
+    return pc.split_pattern_regex(pc.utf8_lower(pc.fill_null(arr, "")), pattern=_SPLIT)
+
+
+def tokenize(texts: Sequence[str | None]) -> list[list[str]]:
+    """The tokens of each text, as remapping sees them."""
+    return [[t for t in toks if t] for toks in _token_lists(list(texts)).to_pylist()]
+
+
+def shingles(tokens: Sequence[str]) -> list[tuple[str, ...]]:
+    """The shingles of a token list, in text order."""
+    if len(tokens) < SHINGLE:
+        return [tuple(tokens)] if tokens else []
+    return [tuple(tokens[i:i + SHINGLE]) for i in range(len(tokens) - SHINGLE + 1)]
+
+
+Text = tuple[list[Hashable], int]  # a text's shingles in order, and its number of tokens
+
+
+def covered(text: Text, present: set[Hashable] | frozenset[Hashable]) -> int:
+    """How many tokens of ``text`` lie in at least one of its shingles that is in ``present``."""
+    seq, n_tokens = text
+    if len(seq) == 1 and n_tokens < SHINGLE:
+        return n_tokens if seq[0] in present else 0
+    total, reach = 0, 0  # reach: first token not yet counted
+    for i, sh in enumerate(seq):
+        if sh in present:
+            start = max(i, reach)
+            end = i + SHINGLE
+            total += end - start
+            reach = end
+    return total
+
+
+# -- candidates: a plain reference and the arrow/numpy path used on real corpora -------------------
+Found = tuple[list[Text], dict[int, Text], list[list[int]]]
+
+
+def _enough(hits: Any, old_tokens: Any, new_tokens: Any) -> Any:
+    """Whether ``hits`` shared rare shingle positions could carry a share of the old text or of the
+    new chunk big enough to be picked (each covers at most SHINGLE tokens); works on numpy arrays too."""
+    return (SHINGLE * hits >= PIECE * old_tokens) | (SHINGLE * hits >= PURE * new_tokens)
+
+
+def candidates_reference(old_texts: Sequence[str | None], new_texts: Sequence[str | None]) -> Found:
+    """The old texts, every candidate new chunk's text (by position in the new corpus), and each old
+    text's candidate new chunks (sorted): the rule of the module docs, in plain Python."""
+    old_tokens = tokenize(old_texts)
+    new_tokens = tokenize(new_texts)
+    df: Counter[Hashable] = Counter()
+    postings: dict[Hashable, list[int]] = {}
+    for j, toks in enumerate(new_tokens):
+        for g in shingles(toks):
+            df[g] += 1
+            postings.setdefault(g, []).append(j)
+    olds: list[Text] = [(list(shingles(t)), len(t)) for t in old_tokens]
+    cands = []
+    for seq, n_tokens in olds:
+        hits: Counter[int] = Counter(j for g in seq if df[g] <= MAX_DF for j in postings.get(g, ()))
+        cands.append(sorted(j for j, r in hits.items() if _enough(r, n_tokens, len(new_tokens[j]))))
+    news: dict[int, Text] = {j: (list(shingles(new_tokens[j])), len(new_tokens[j])) for c in cands for j in c}
+    return olds, news, cands
+
+
+def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
+    """:func:`candidates_reference` with shingles as integers, tokenised by arrow and indexed by
+    numpy: one pass over the new corpus. Same candidates; the shingles are integer codes (one per
+    distinct shingle) instead of token tuples."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n_old = len(old_texts)
+    lists = pa.concat_arrays([_token_lists(list(old_texts)), _token_lists(new_texts)])
+    flat = pc.list_flatten(lists)
+    parent = pc.list_parent_indices(lists).to_numpy()
+    keep = pc.not_equal(flat, "")
+    flat, parent = flat.filter(keep), parent[keep.to_numpy(zero_copy_only=False)]
+    n_texts = len(lists)
+    counts = np.bincount(parent, minlength=n_texts).astype(np.int64)
+    enc = flat.dictionary_encode()
+    ids = enc.indices.to_numpy().astype(np.int64)
+    V = len(enc.dictionary) + 1  # V - 1 pads texts shorter than a shingle
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    # shingle i of text t starts at token starts[t] + i; short texts get one padded shingle
+    n_sh = np.where(counts >= SHINGLE, counts - SHINGLE + 1, (counts > 0).astype(np.int64))
+    text_of = np.repeat(np.arange(n_texts, dtype=np.int64), n_sh)
+    first = np.repeat(starts, n_sh) + (np.arange(int(n_sh.sum()), dtype=np.int64) -
+                                       np.repeat(np.cumsum(n_sh) - n_sh, n_sh))
+    end = np.repeat(starts + counts, n_sh)
+    pad = np.concatenate((ids, np.full(SHINGLE, V - 1, dtype=np.int64)))
+    parts = [np.where(first + k < end, pad[first + k], V - 1) for k in range(SHINGLE)]
+    if V ** SHINGLE < 2 ** 62:
+        key = parts[0]
+        for p in parts[1:]:
+            key = key * V + p
+    else:  # too many distinct tokens for one int64: number the pairs first (still exact)
+        key = parts[0]
+        for p in parts[1:]:
+            _, key = np.unique(key * V + p, return_inverse=True)
+            key = key.astype(np.int64)
+    _, code = np.unique(key, return_inverse=True)  # one code per distinct shingle
+    code = code.astype(np.int64).reshape(-1)
+    is_old = text_of < n_old
+    old_code, old_text = code[is_old], text_of[is_old]
+    new_code, new_text = code[~is_old], text_of[~is_old] - n_old
+    n_codes = int(code.max()) + 1 if len(code) else 0
+    df = np.bincount(new_code, minlength=n_codes)
+    in_old = np.zeros(n_codes, dtype=bool)
+    in_old[old_code] = True
+    hit = in_old[new_code] & (df[new_code] <= MAX_DF)
+    h_code, h_new = new_code[hit], new_text[hit]
+    # join the hits with the old postings by shingle code
+    order = np.argsort(old_code, kind="stable")
+    oc, ot = old_code[order], old_text[order]
+    lo, hi = np.searchsorted(oc, h_code, "left"), np.searchsorted(oc, h_code, "right")
+    reps = hi - lo
+    pair_old = ot[np.repeat(lo, reps) + (np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps))]
+    pair_new = np.repeat(h_new, reps)
+    pairs, hits = np.unique(pair_old * max(len(new_texts), 1) + pair_new, return_counts=True)
+    po, pn = pairs // max(len(new_texts), 1), pairs % max(len(new_texts), 1)
+    ok = _enough(hits, counts[po], counts[n_old + pn])
+    po, pn = po[ok], pn[ok]
+    cands: list[list[int]] = [[] for _ in range(n_old)]
+    for o, j in zip(po.tolist(), pn.tolist()):
+        cands[o].append(j)
+    olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), counts)
+    wanted = np.unique(pn)
+    sel = np.isin(new_text, wanted)
+    news = _texts_of(new_text[sel], new_code[sel], wanted, counts[n_old:])
+    return olds, dict(zip(wanted.tolist(), news)), cands
+
+
+def _texts_of(owner: Any, codes: Any, want: Any, n_tokens: Any) -> list[Text]:
+    """The shingle codes of each wanted text, in text order (``owner`` is sorted, as generated)."""
+    import numpy as np
+
+    lo, hi = np.searchsorted(owner, want, "left"), np.searchsorted(owner, want, "right")
+    flat = codes.tolist()
+    return [(flat[a:b], t) for a, b, t in zip(lo.tolist(), hi.tolist(), n_tokens[want].tolist())]
+
+
+# -- picking ---------------------------------------------------------------------------------------
+def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: dict[int, Text],
+          new_ids: Sequence[str], new_docs: Sequence[str | None]) -> LabelRemap:
+    if not old[0]:
+        return LabelRemap(old_id, "unmapped", 0.0, (), (), "no words in its text")
+    n_old = old[1]
+    s_old = frozenset(old[0])
+    sets = {j: frozenset(news[j][0]) for j in cands}
+    shared = {j: len(s_old & sets[j]) for j in cands}
+    # Cheap upper bounds on the tokens a candidate can carry (each shared shingle position covers at
+    # most SHINGLE tokens) rule out most candidates without measuring them: they could never be picked.
+    dup_old = len(old[0]) - len(s_old)
+    viable = [j for j in cands if SHINGLE * (shared[j] + dup_old) >= PIECE * n_old
+              or SHINGLE * (shared[j] + len(news[j][0]) - len(sets[j])) >= PURE * news[j][1]]
+    covers = {j: covered(old, sets[j]) for j in viable}
+    from_old = {j: covered(news[j], s_old) for j in viable}
+    union: frozenset[Hashable] = frozenset()
+    have = 0  # old tokens carried by the chunks picked so far
+    picked: list[int] = []
+    pool = [j for j in viable if covers[j] >= PIECE * n_old or from_old[j] >= PURE * news[j][1]]
+    while pool and have < n_old:
+        gains = {j: covered(old, union | sets[j]) - have for j in pool}
+        j = max(pool, key=lambda c: (gains[c], new_docs[c] == old_doc, -c))
+        g = gains[j]
+        if g <= 0 or not (g >= PIECE * n_old or from_old[j] >= PURE * news[j][1]):
+            break
+        picked.append(j)
+        union |= sets[j]
+        have += g
+        pool.remove(j)
+    carried = have / n_old
+
+    def mapping(j: int, kept: bool) -> Mapping:
+        cov, frm = covered(old, sets[j]) / n_old, covered(news[j], s_old) / news[j][1]
+        return Mapping(new_ids[j], round(min(carried, max(cov, frm)), 4) if kept else 0.0, round(cov, 4), round(frm, 4))
+
+    kept = tuple(mapping(j, True) for j in sorted(picked))  # in new-corpus order
+    others = sorted((j for j in cands if j not in picked), key=lambda c: (-shared[c], c))[:3]
+    rejected = tuple(mapping(j, False) for j in others)
+    if not kept:
+        return LabelRemap(old_id, "unmapped", 0.0, (), rejected, "no new chunk carries its text")
+    if len(kept) > 1:
+        kind = "split"
+    else:
+        m = kept[0]
+        if m.covers == 1 and m.from_old == 1:
+            kind = "moved"
+        elif m.covers >= 0.8 and m.from_old >= 0.8:
+            kind = "edited"
+        elif m.covers >= m.from_old:
+            kind = "merged"
+        else:
+            kind = "partial"
+    return LabelRemap(old_id, kind, round(carried, 4), kept, rejected)
+
+
+def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_confidence: float = 0.8,
+               fast: bool = True) -> Remap:
+    """Map every chunk the gold set labels (relevant and ``must_not_retrieve``) from ``old`` to ``new``
+    (see module docs). ``fast=False`` finds candidates with the plain-Python reference."""
+    import pyarrow as pa
+
+    uses: Counter[str] = Counter()
+    for q in gold.queries:
+        uses.update(label.chunk_id for label in q.labels)
+        uses.update(q.must_not_retrieve)
+    out: dict[str, LabelRemap] = {}
+    need: list[tuple[str, int]] = []  # (old id, index in old)
+    for cid in uses:
+        i = old.index_of(cid)
+        if i is None:
+            out[cid] = LabelRemap(cid, "unmapped", 0.0, (), (), "not in the old corpus")
+            continue
+        j = new.index_of(cid)
+        if j is not None:
+            h_old, h_new = old.hash_at(i), new.hash_at(j)
+            if h_old is not None and h_old == h_new:
+                out[cid] = LabelRemap(cid, "unchanged", 1.0, (Mapping(cid, 1.0, 1.0, 1.0),))
+                continue
+        need.append((cid, i))
+    texts = [old.text_at(i) for _, i in need]
+    if need:
+        new_texts = new._texts.array if hasattr(new._texts, "array") else pa.array(list(new._texts), pa.string())
+        find = candidates_fast if fast else candidates_reference
+        olds, news, cands = find(texts, new_texts if fast else new_texts.to_pylist())
+        wanted = sorted(news)
+        docs = dict(zip(wanted, new.take("doc_ids", wanted)))
+        ids = {j: new.chunk_ids[j] for j in wanted}
+        old_docs = old.take("doc_ids", [i for _, i in need])
+        for (cid, _), text, o, c, doc in zip(need, texts, olds, cands, old_docs):
+            if text is None:
+                out[cid] = LabelRemap(cid, "unmapped", 0.0, (), (), "the old corpus has no text for it")
+                continue
+            out[cid] = _pick(cid, doc, o, c, news, _Lookup(ids), _Lookup(docs))
+    ordered = {cid: out[cid] for cid in uses}
+    return Remap(gold.path, old.source, new.source, min_confidence, ordered, dict(uses))
+
+
+class _Lookup(Sequence[Any]):
+    """A dict read as a sparse sequence (only the candidate positions are ever asked for)."""
+
+    def __init__(self, values: dict[int, Any]) -> None:
+        self.values = values
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.values[i]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+# -- the proposed gold set ---------------------------------------------------------------------------
+def propose(records: Sequence[dict[str, Any]], gold: GoldFile, remap: Remap
+            ) -> tuple[list[dict[str, Any]], int, list[tuple[str, str]]]:
+    """The gold records with the applied mappings (see module docs), how many queries changed, and
+    the ``(query id, chunk id)`` of must-not-retrieve entries that landed on a relevant chunk of their
+    query (kept in both lists, for a person to decide).
+
+    A changed query's judged items are written as ``relevant_chunks`` objects (``chunk_id``, ``grade``,
+    ``note``, and for a remapped item ``remapped_from`` and ``confidence``); its ``remap`` field lists
+    each old chunk that moved (``from``, ``to``, ``kind``, ``confidence``). Unchanged queries are
+    copied as they are; every other field is kept in its place."""
+    from ..data.jsonl import QUERY_ID_KEYS, RELEVANT_KEYS
+
+    by_id = {q.query_id: q for q in gold.queries}
+    out: list[dict[str, Any]] = []
+    changed = 0
+    conflicts: list[tuple[str, str]] = []
+    for obj in records:
+        key = next((k for k in QUERY_ID_KEYS if k in obj), None)
+        q = None if key is None else by_id.get(str(obj[key]))
+        moves = {} if q is None else {cid: r.applied(remap.min_confidence) for cid in
+                                      [lab.chunk_id for lab in q.labels] + list(q.must_not_retrieve)
+                                      for r in (remap.labels[cid],)
+                                      if r.kind != "unchanged" and r.applied(remap.min_confidence)}
+        if q is None or not moves:
+            out.append(obj)
+            continue
+        changed += 1
+        relevant: dict[str, dict[str, Any]] = {}
+        for lab in q.labels:
+            for m in moves.get(lab.chunk_id) or (None,):
+                cid = lab.chunk_id if m is None else m.chunk_id
+                item: dict[str, Any] = {"chunk_id": cid, "grade": lab.grade}
+                if lab.note is not None:
+                    item["note"] = lab.note
+                if m is not None:
+                    item |= {"remapped_from": lab.chunk_id, "confidence": m.confidence}
+                have = relevant.get(cid)
+                if have is None:
+                    relevant[cid] = item
+                    continue
+                have["grade"] = max(have["grade"], lab.grade)  # two labels landed on one chunk
+                notes = [n for n in (have.get("note"), lab.note) if n]
+                if notes:
+                    have["note"] = "; ".join(dict.fromkeys(notes))
+                if m is not None:
+                    have["remapped_from"] = "; ".join(dict.fromkeys(filter(None, (have.get("remapped_from"),
+                                                                                  lab.chunk_id))))
+        must_not: list[str] = []
+        for cid in q.must_not_retrieve:
+            for new_id in [m.chunk_id for m in moves.get(cid) or ()] or [cid]:
+                if new_id not in must_not:
+                    must_not.append(new_id)
+                    if new_id in relevant:
+                        conflicts.append((q.query_id, new_id))
+        row: dict[str, Any] = {}
+        for key, value in obj.items():
+            if key in RELEVANT_KEYS:
+                row["relevant_chunks"] = list(relevant.values())
+            elif key == "must_not_retrieve":
+                row[key] = must_not
+            else:
+                row[key] = value
+        if must_not and "must_not_retrieve" not in row:
+            row["must_not_retrieve"] = must_not
+        row["remap"] = [{"from": cid, "to": [m.chunk_id for m in ms], "kind": remap.labels[cid].kind,
+                         "confidence": min(m.confidence for m in ms)} for cid, ms in moves.items()]
+        out.append(row)
+    return out, changed, conflicts
