@@ -38,8 +38,8 @@ from typing import Any
 from .errors import InputError, RankgateError
 from .segments import display_field
 
-__all__ = ["BaselineSummary", "PerQuery", "Stat", "hash_query_id", "is_summary_file", "load_baseline_summary",
-           "per_query_dict"]
+__all__ = ["BaselineSummary", "PerQuery", "Stat", "gold_sha256_of", "hash_query_id", "is_summary_file",
+           "load_baseline_summary", "per_query_dict"]
 
 ID_HASH = "sha256/16"
 
@@ -57,6 +57,11 @@ class Stat:
 def hash_query_id(query_id: str) -> str:
     """The first 16 hex digits of the sha256 of a query id (UTF-8): how summaries name queries."""
     return hashlib.sha256(query_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def gold_sha256_of(result: Any) -> str | None:
+    """The sha256 of the gold file an evaluation result was scored on, when it is known."""
+    return _gold_sha256(result)
 
 
 def _gold_sha256(result: Any) -> str | None:
@@ -178,6 +183,7 @@ class BaselineSummary:
     segments: Mapping[str, Mapping[str, Mapping[str, Stat]]] = field(default_factory=dict)
     source: str = "<baseline summary>"
     per_query: PerQuery | None = None
+    gold_sha256: str | None = None  # the gold file it was scored on (inputs.gold.sha256 or per_query's)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<baseline summary>") -> BaselineSummary:
@@ -230,7 +236,12 @@ class BaselineSummary:
                 for label, ms in labels.items()
             }
         per_query = PerQuery.from_dict(data["per_query"], source) if data.get("per_query") is not None else None
-        return cls(metrics, segments, source, per_query)
+        inputs = data.get("inputs")
+        gold = inputs.get("gold") if isinstance(inputs, Mapping) else None
+        sha = gold.get("sha256") if isinstance(gold, Mapping) else None
+        if sha is not None and not isinstance(sha, str):
+            raise InputError(f"must be a string or null; got {_short(sha)}", path=source, field="inputs.gold.sha256")
+        return cls(metrics, segments, source, per_query, sha or (per_query.gold_sha256 if per_query else None))
 
     def lookup(self, metric: str, field_name: str | None = None, label: str | None = None) -> Stat | None:
         if field_name is None:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .baseline import BaselineSummary, is_summary_file, load_baseline_summary, per_query_dict
+from .baseline import BaselineSummary, gold_sha256_of, is_summary_file, load_baseline_summary, per_query_dict
 from .compare import Comparison, QueryChange, compare, higher_is_better
 from .errors import ConfigError, UsageError
 from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
@@ -145,6 +145,13 @@ class GateOutcome:
     counts: Mapping[str, Any] = field(default_factory=dict)
     rule: str = "none"  # how regressions were judged: paired (per-query values) | means (summary of means) | none
     query_texts: Mapping[str, str] = field(default_factory=dict)  # query id -> its text, for the listed queries
+    gold_versions: tuple[str | None, str | None] = (None, None)  # gold sha256 of (baseline, candidate), when known
+
+    @property
+    def gold_differs(self) -> bool:
+        """True when the baseline was scored on another version of the gold set than the candidate."""
+        base, cand = self.gold_versions
+        return base is not None and cand is not None and base != cand
 
     @property
     def exit_code(self) -> int:
@@ -170,6 +177,7 @@ class GateOutcome:
                     "max": r.gate.max,
                     "regression_max": r.gate.regression_max,
                     "segments": list(r.gate.segments),
+                    "owner": r.gate.owner,
                     "status": r.status,
                     "checks": [{k: _clean(v) for k, v in vars(c).items() if k != "gate"} for c in r.checks],
                 }
@@ -184,6 +192,8 @@ class GateOutcome:
             "notes": list(self.notes),
             "counts": dict(self.counts),
             "per_query": self.summary.get("per_query"),
+            "gold_versions": {"baseline": self.gold_versions[0], "candidate": self.gold_versions[1],
+                              "differ": self.gold_differs},
         }
 
     def to_json(self) -> str:
@@ -227,10 +237,13 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     paired: EvaluationResult | None = None  # the baseline's per-query values, from a run or a summary
     means_metrics: set[str] = set()  # gated metrics a summary baseline has means of only
     rule = "none"
+    versions: tuple[str | None, str | None] = (None, None)
     if isinstance(baseline, EvaluationResult):
         paired, kind, rule = baseline, "run", "paired"
+        versions = (gold_sha256_of(baseline), gold_sha256_of(current))
     elif isinstance(baseline, BaselineSummary):
         kind, blabel = "summary", baseline_label or os.path.basename(baseline.source)
+        versions = (baseline.gold_sha256, gold_sha256_of(current))
         why = "it has no per-query values"
         if baseline.per_query is not None:
             paired, why = baseline.per_query.paired_result(current, config.metrics, baseline.source)
@@ -289,7 +302,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     listed = tuple(queries[:10])
     texts = {q.query_id: t for q in listed for t in [(query_text or {}).get(q.query_id)] if isinstance(t, str) and t}
     return GateOutcome(passed, tuple(results), kind, blabel, _run_label(current, candidate_label), seed, B, conf,
-                       summary, movers, listed, qkind, tuple(notes), counts, rule, texts)
+                       summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions)
 
 
 def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:

@@ -104,11 +104,26 @@ def _two_runs(args: argparse.Namespace) -> int:
     gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
     base = evaluate_from_args(args, paths[0], gold=gold)
     cand = evaluate_from_args(args, paths[1], gold=gold)
+    _warn_gold_versions([base, cand], _labels(paths), 0)
     result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
                      n_permutations=args.permutations, confidence=args.confidence, top=args.top)
     from ..report.compare import comparison_dict, comparison_markdown, comparison_renderable
 
     return _emit(args, result, comparison_dict, comparison_markdown, comparison_renderable)
+
+
+def _warn_gold_versions(results: list[Any], names: list[str], baseline: int) -> None:
+    """Warn (stderr) when a run was scored on another version of the gold set than the baseline: runs
+    that carry their own references (no --gold) may have been labelled against different gold files."""
+    from ..baseline import gold_sha256_of
+
+    base = gold_sha256_of(results[baseline])
+    for i, (r, name) in enumerate(zip(results, names)):
+        sha = gold_sha256_of(r)
+        if i != baseline and base and sha and sha != base:
+            print(f"rankgate compare: warning: {name} was scored on another version of the gold set than the "
+                  f"baseline {names[baseline]} (gold sha256 {sha[:12]} vs {base[:12]}); changes may come from the "
+                  "relabelling, not the retriever", file=sys.stderr)
 
 
 def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labels: list[str] | None = None,
@@ -125,6 +140,7 @@ def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labe
     baseline = _baseline_index(args, paths, names)
     gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
     results = [evaluate_from_args(args, r, gold=gold) for r in runs]
+    _warn_gold_versions(results, names, baseline)
     result = compare_systems(results, labels=names, baseline=baseline, seed=args.seed, n_resamples=args.resamples,
                              n_permutations=args.permutations, confidence=args.confidence)
     from ..report.compare import multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable

@@ -75,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"rankgate gate: warning: {note}", file=sys.stderr)
     markdown = outcome.markdown()
     data = outcome.to_json()
+    if outcome.gold_differs:
+        base, cand = outcome.gold_versions
+        print(f"rankgate gate: warning: the baseline was scored on another version of the gold set (sha256 "
+              f"{str(base)[:12]}, the candidate on {str(cand)[:12]}); changes may come from the relabelling "
+              "(rankgate gold diff shows it)", file=sys.stderr)
 
     files = {path: text for path, text in ((args.comment, markdown), (args.json, data)) if path}
     if files:

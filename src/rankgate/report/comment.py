@@ -140,7 +140,20 @@ def _gate_sentence(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> 
         text += " (warning: does not block; `not_applicable: error` in the gate makes it block)"
     elif g["severity"] == "warning":
         text += " (warning: does not block)"
+    if g["status"] == "fail" and g.get("owner"):
+        text += f" Owner: {esc(g['owner'])}."
     return text
+
+
+def gold_versions_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
+    """The warning when baseline and candidate were scored on different versions of the gold set."""
+    v = o.get("gold_versions") or {}
+    if not v.get("differ"):
+        return None
+    return (f"{ICON['warn']} **Different gold set versions:** the baseline was scored on gold sha256 "
+            f"`{esc(str(v['baseline'])[:12])}`, the candidate on `{esc(str(v['candidate'])[:12])}`; part of any change "
+            "may come from the relabelling, not the retriever (`rankgate gold diff` shows what changed; re-score "
+            "the baseline on this gold set to compare like with like).")
 
 
 def _noise_sentences(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> list[str]:
@@ -304,6 +317,9 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     else:
         out.append(f"Candidate **{cand}**; no baseline given.")
     out.append("")
+    versions = gold_versions_sentence(o)
+    if versions:
+        out += [versions, ""]
     sentences = _sentences(o, md_escape)
     if sentences:
         shown = sentences[: caps["sentences"]]

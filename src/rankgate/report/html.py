@@ -82,6 +82,11 @@ def _gate(rep: Report) -> str:
 
     o = rep.gate
     out = ['<section id="gate"><h2>Gate</h2>']
+    if o.gold_differs:
+        base, cand = o.gold_versions
+        out.append(f'<p><span class="tag warn">warning</span> Different gold set versions: the baseline was scored on '
+                   f'gold sha256 <code>{e(str(base)[:12])}</code>, the candidate on <code>{e(str(cand)[:12])}</code>; '
+                   "part of any change may come from the relabelling, not the retriever.</p>")
     sentences = gate_sentences(o, markdown=False)
     if sentences:
         # the comment's emoji become styled tags: an emoji font is not a given on every machine
