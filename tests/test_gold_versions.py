@@ -50,20 +50,20 @@ def test_gate_warns_when_the_baseline_summary_used_another_gold_version(
     config = _config(demo, tmp_path, owner=False)
     base = ["--config", config, "--candidate", demo / "runs" / "candidate.jsonl",
             "--baseline", demo / "baseline" / "summary.json"]
-    code, _, err = _gate([*base, "--gold", gold_v2, "--comment", tmp_path / "c.md", "--json", tmp_path / "o.json"], capsys)
+    _, _, err = _gate([*base, "--gold", gold_v2, "--comment", tmp_path / "c.md", "--json", tmp_path / "o.json"], capsys)
     assert "warning: the baseline was scored on another version of the gold set" in err
     comment = (tmp_path / "c.md").read_text(encoding="utf-8")
     assert "**Different gold set versions:**" in comment and "gold diff" in comment
     versions = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))["gold_versions"]
     assert versions["differ"] is True and versions["baseline"] != versions["candidate"]
     # the same gold file: no warning
-    code, _, err = _gate([*base, "--gold", demo / "data" / "gold.jsonl", "--comment", tmp_path / "c2.md",
+    _, _, err = _gate([*base, "--gold", demo / "data" / "gold.jsonl", "--comment", tmp_path / "c2.md",
                           "--json", tmp_path / "o2.json"], capsys)
     assert "another version of the gold set" not in err
     assert "Different gold set versions" not in (tmp_path / "c2.md").read_text(encoding="utf-8")
     assert json.loads((tmp_path / "o2.json").read_text(encoding="utf-8"))["gold_versions"]["differ"] is False
     # a gate outcome used as the next baseline carries its gold version on
-    code, _, err = _gate([*base[:-1], tmp_path / "o.json", "--gold", demo / "data" / "gold.jsonl"], capsys)
+    _, _, err = _gate([*base[:-1], tmp_path / "o.json", "--gold", demo / "data" / "gold.jsonl"], capsys)
     assert "another version of the gold set" in err
 
 

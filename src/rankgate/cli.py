@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from . import __version__
 
 # Order shown in --help. A module that is not present in this build is skipped.
-COMMANDS = ("evaluate", "compare", "gate", "report", "retrieve", "demo", "metrics", "gold")
+COMMANDS = ("evaluate", "compare", "gate", "report", "retrieve", "demo", "metrics", "gold", "incident")
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143

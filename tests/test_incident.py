@@ -1,0 +1,212 @@
+"""``rankgate incident new|add`` end to end on the demo data: a trace of a request that served the 2023
+price list becomes a postmortem, then a regression case that the demo's baseline retriever fails and
+a fixed one (stale chunks filtered out) passes; bad postmortems are refused; the gold file is never
+left half-written."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from rankgate.goldset.incident import parse_postmortem, read_trace
+
+from .hostile import assert_refused
+from .test_gold import DEMO, _lines, _run, _write
+
+TRACE = {
+    "request_id": "req-7f3a", "timestamp": "2026-06-03T09:14:02Z", "tenant": "shared",
+    "query": "team plan price per member each month", "corpus_version": "2026-05-01",
+    "retrieved": [
+        {"stage": "candidate", "rank": 1, "id": "doc_pricing_2023#c1", "doc_id": "doc_pricing_2023",
+         "doc_version": "2023-01-15", "score": 12.4, "status": "superseded"},
+        {"stage": "candidate", "rank": 2, "id": "doc_pricing_2026#c1", "doc_id": "doc_pricing_2026",
+         "doc_version": "2026-03-01", "score": 11.9, "status": "current"},
+        {"stage": "packed", "rank": 1, "id": "doc_pricing_2023#c1", "doc_id": "doc_pricing_2023",
+         "doc_version": "2023-01-15", "score": 0.91, "status": "superseded"},
+    ],
+    "citations": [{"id": "doc_pricing_2023#c1", "version": "2023-01-15"}],
+    "feedback": [{"value": "-1", "reason": "wrong price"}],
+}
+
+
+def _fill(text: str, *, link: str | None = "corpus", stage: str | None = "retire") -> str:
+    text = text.replace("TODO one-line title", "the 2023 price list was served")
+    text = text.replace("TODO: what the user saw, who was affected, for how long.",
+                        "A customer was quoted the 2023 Team price.")
+    text = text.replace("## Root cause\n\nTODO", "## Root cause\n\nThe superseded 2023 page stayed in the index.")
+    text = text.replace("## Fix\n\nTODO", "## Fix\n\nFilter superseded chunks before ranking.")
+    text = text.replace("- detectable: TODO (yes or no)", "- detectable: yes")
+    text = text.replace("- signal: TODO (which signal or gate should have caught it)", "- signal: forbidden@5 gate")
+    text = text.replace("- TODO chunk_id | grade 3 | why it answers the query",
+                        "- doc_pricing_2026#c1 | grade 3 | the current Team price")
+    if link:
+        text = text.replace(f"- [ ] {link}\n", f"- [x] {link}\n")
+    if stage:
+        text = text.replace(f"- [ ] {stage}\n", f"- [x] {stage}\n")
+    return text
+
+
+def _new(tmp_path: Path, capsys: pytest.CaptureFixture[str], gold: Path) -> Path:
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps(TRACE), encoding="utf-8")
+    out = tmp_path / "postmortem.md"
+    code, stdout = _run(["incident", "new", "--trace", trace, "--gold", gold, "-o", out], capsys)
+    assert code == 0 and "rankgate incident add" in stdout
+    return out
+
+
+def _evaluate(gold: Path, run: Path, qid: str) -> dict[str, float]:
+    from rankgate import evaluate
+
+    result = evaluate(str(gold), str(run), metrics=["recall@5", "forbidden@5"])
+    i = result.query_ids.index(qid)
+    return {m: float(result.values[m][i]) for m in ("recall@5", "forbidden@5")}
+
+
+def test_incident_becomes_a_regression_case_the_baseline_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = _write(tmp_path / "gold.jsonl", _lines(DEMO / "gold.jsonl"))
+    pm = _new(tmp_path, capsys, gold)
+    template = pm.read_text(encoding="utf-8")
+    assert "- incident_id: inc-req-7f3a" in template and "- date: 2026-06-03" in template
+    assert "| packed | 1 | doc_pricing_2023#c1 |" in template.replace("\\_", "_").replace("\\#", "#")
+    assert "- [ ] context packing" in template and "- [ ] retire" in template
+    assert "must_not_retrieve:\n- doc_pricing_2023#c1" in template  # suggested: it is superseded
+    pm.write_text(_fill(template), encoding="utf-8")
+    before = gold.read_bytes()
+    code, out = _run(["incident", "add", pm, "--gold", gold, "--corpus", DEMO / "corpus.jsonl"], capsys)
+    assert code == 0 and "added incident inc-req-7f3a" in out
+    after = gold.read_bytes()
+    assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1
+    case = json.loads(after.splitlines()[-1])
+    assert case == {
+        "query_id": "inc-req-7f3a", "query": "team plan price per member each month",
+        "relevant_chunks": [{"chunk_id": "doc_pricing_2026#c1", "grade": 3, "note": "the current Team price"}],
+        "must_not_retrieve": ["doc_pricing_2023#c1"], "source_of_query": "incident", "incident_id": "inc-req-7f3a",
+        "failure_link": "corpus", "lifecycle_stage": "retire", "created": "2026-06-03",
+        "corpus_version": "2026-05-01", "tags": {"tenant": "shared"}}
+    code, out = _run(["gold", "validate", "--gold", gold, "--corpus", DEMO / "corpus.jsonl", "--as-of", "2026-06-04"],
+                     capsys)
+    assert code == 0 and "| incident |" in out
+    # the baseline retriever fails the new case; filtering stale chunks fixes it
+    run = tmp_path / "baseline.jsonl"
+    code, _ = _run(["retrieve", "--corpus", DEMO / "corpus.jsonl", "--gold", gold, "--retriever", "bm25-multilingual",
+                    "-o", run, "--no-latency", "--texts", "none"], capsys)
+    assert code == 0
+    assert _evaluate(gold, run, "inc-req-7f3a")["forbidden@5"] == 1.0
+    status = {r["chunk_id"]: r["status"] for r in _lines(DEMO / "corpus.jsonl")}
+    fixed = _write(tmp_path / "fixed.jsonl", [{**r, "topk": [h for h in r["topk"] if status[h["chunk_id"]] == "current"]}
+                                               for r in _lines(run)])  # the fix: superseded chunks filtered out
+    assert _evaluate(gold, fixed, "inc-req-7f3a") == {"recall@5": 1.0, "forbidden@5": 0.0}
+    # the same incident again is refused
+    before = gold.read_bytes()
+    assert_refused(["incident", "add", pm, "--gold", gold], tmp_path / "none", names=[gold], capsys=capsys,
+                   contains=["already holds incident 'inc-req-7f3a'"])
+    assert gold.read_bytes() == before
+    assert_refused(["incident", "new", "--trace", tmp_path / "trace.json", "--gold", gold, "-o", tmp_path / "p2.md"],
+                   tmp_path / "none", capsys=capsys, contains=["already holds incident"])
+
+
+def test_unfilled_postmortems_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gold = _write(tmp_path / "gold.jsonl", _lines(DEMO / "gold.jsonl"))
+    pm = _new(tmp_path, capsys, gold)
+    template = pm.read_text(encoding="utf-8")
+    before = gold.read_bytes()
+    cases = [
+        (_fill(template, link=None), ["failure-chain link", "none is ticked"]),
+        (_fill(template, stage=None), ["lifecycle stage", "none is ticked"]),
+        (_fill(template).replace("- [ ] reranking", "- [x] reranking"), ["tick exactly one", "2 are ticked"]),
+        (template, ["not filled in", "more unfilled or invalid"]),
+        (_fill(template).replace("- detectable: yes", "- detectable: maybe"), ["field 'detectable'", "yes or no"]),
+        (_fill(template).replace("| grade 3 |", "| very |"), ["chunk_id | grade N | note"]),
+    ]
+    for i, (text, contains) in enumerate(cases):
+        path = tmp_path / f"pm{i}.md"
+        path.write_text(text, encoding="utf-8")
+        assert_refused(["incident", "add", path, "--gold", gold], tmp_path / "none", names=[path], capsys=capsys,
+                       contains=contains)
+        assert gold.read_bytes() == before
+    ghost = tmp_path / "ghost.md"
+    ghost.write_text(_fill(template).replace("doc_pricing_2026#c1 | grade 3", "doc_nowhere#c9 | grade 3"))
+    assert_refused(["incident", "add", ghost, "--gold", gold, "--corpus", DEMO / "corpus.jsonl"], tmp_path / "none",
+                   names=[ghost], capsys=capsys, contains=["doc_nowhere#c9"])
+    _, problems = parse_postmortem(template, "pm.md")
+    assert len(problems) >= 7  # every problem at once, each naming its line or section
+    assert all(p.line is not None or "section" in p.detail or p.field for p in problems)
+
+
+def test_bad_traces_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, content, contains in [
+        ("no_id.json", {"query": "q"}, ["field 'request_id'"]),
+        ("stage.json", {**TRACE, "retrieved": [{"stage": "final", "id": "a"}]}, ["retrieved[0].stage"]),
+        ("score.json", {**TRACE, "retrieved": [{"stage": "packed", "id": "a", "score": "high"}]}, ["retrieved[0].score"]),
+        ("list.json", [TRACE], ["must be a JSON object"]),
+    ]:
+        path = tmp_path / name
+        path.write_text(json.dumps(content), encoding="utf-8")
+        assert_refused(["incident", "new", "--trace", path, "-o", out / "pm.md"], out, names=[path], capsys=capsys,
+                       contains=contains)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"request_id": "r1",\n "query": }')
+    assert_refused(["incident", "new", "--trace", broken, "-o", out / "pm.md"], out, names=[broken], capsys=capsys,
+                   contains=[":2:"])
+    trace = read_trace(str(_trace_file(tmp_path)))
+    assert trace.citations == (("doc_pricing_2023#c1", "2023-01-15"),) and len(trace.items) == 3
+
+
+def _trace_file(tmp_path: Path) -> Path:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(TRACE), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("failure", ["replace", "interrupt"])
+def test_gold_file_is_never_half_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str], failure: str) -> None:
+    gold = _write(tmp_path / "gold.jsonl", _lines(DEMO / "gold.jsonl"))
+    pm = _new(tmp_path, capsys, gold)
+    pm.write_text(_fill(pm.read_text(encoding="utf-8")), encoding="utf-8")
+    before = gold.read_bytes()
+    if failure == "replace":
+        real = os.replace
+
+        def failing(src: str, dst: str) -> None:
+            if os.path.abspath(dst) == os.path.abspath(gold):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real(src, dst)
+
+        monkeypatch.setattr(os, "replace", failing)
+        assert_refused(["incident", "add", pm, "--gold", gold], tmp_path / "none", names=[gold], capsys=capsys)
+    else:  # killed while the new file is being written: half of it on disk, then Ctrl-C
+        from rankgate import atomic
+
+        real_fdopen = os.fdopen
+
+        class Half:
+            def __init__(self, fh):
+                self.fh = fh
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.fh.close()
+                return False
+
+            def write(self, data):
+                self.fh.write(data[: len(data) // 2])
+                self.fh.flush()
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: Half(real_fdopen(fd, mode)))
+        from rankgate.cli import main
+
+        assert main(["incident", "add", str(pm), "--gold", str(gold)]) == 130
+    assert gold.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if re.match(r"\.rankgate-", p.name)) == []
