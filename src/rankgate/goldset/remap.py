@@ -137,10 +137,8 @@ def covered(text: Text, present: set[Hashable] | frozenset[Hashable]) -> int:
     total, reach = 0, 0  # reach: first token not yet counted
     for i, sh in enumerate(seq):
         if sh in present:
-            start = max(i, reach)
-            end = i + SHINGLE
-            total += end - start
-            reach = end
+            total += SHINGLE if i >= reach else i + SHINGLE - reach
+            reach = i + SHINGLE
     return total
 
 
@@ -211,16 +209,21 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
         for p in parts[1:]:
             _, key = np.unique(key * V + p, return_inverse=True)
             key = key.astype(np.int64)
-    _, code = np.unique(key, return_inverse=True)  # one code per distinct shingle
-    code = code.astype(np.int64).reshape(-1)
+    # The keys themselves identify shingles exactly; only the old texts' distinct keys are sorted
+    # (a few million at most), and the new corpus is looked up in them.
     is_old = text_of < n_old
-    old_code, old_text = code[is_old], text_of[is_old]
-    new_code, new_text = code[~is_old], text_of[~is_old] - n_old
-    n_codes = int(code.max()) + 1 if len(code) else 0
-    df = np.bincount(new_code, minlength=n_codes)
-    in_old = np.zeros(n_codes, dtype=bool)
-    in_old[old_code] = True
-    hit = in_old[new_code] & (df[new_code] <= MAX_DF)
+    old_code, old_text = key[is_old], text_of[is_old]
+    new_code, new_text = key[~is_old], text_of[~is_old] - n_old
+    del key, text_of, is_old
+    uniq = np.unique(old_code)
+    if len(uniq):
+        at = np.minimum(np.searchsorted(uniq, new_code), len(uniq) - 1)
+        found = uniq[at] == new_code
+    else:
+        at, found = np.zeros(len(new_code), dtype=np.int64), np.zeros(len(new_code), dtype=bool)
+    df = np.bincount(at[found], minlength=len(uniq))  # occurrences in the new corpus of each old shingle
+    hit = found.copy()
+    hit[found] = df[at[found]] <= MAX_DF
     h_code, h_new = new_code[hit], new_text[hit]
     # join the hits with the old postings by shingle code
     order = np.argsort(old_code, kind="stable")
@@ -238,7 +241,9 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
         cands[o].append(j)
     olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), counts)
     wanted = np.unique(pn)
-    sel = np.isin(new_text, wanted)
+    mark = np.zeros(max(len(new_texts), 1), dtype=bool)
+    mark[wanted] = True
+    sel = mark[new_text]
     news = _texts_of(new_text[sel], new_code[sel], wanted, counts[n_old:])
     return olds, dict(zip(wanted.tolist(), news)), cands
 
@@ -273,7 +278,7 @@ def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: d
     picked: list[int] = []
     pool = [j for j in viable if covers[j] >= PIECE * n_old or from_old[j] >= PURE * news[j][1]]
     while pool and have < n_old:
-        gains = {j: covered(old, union | sets[j]) - have for j in pool}
+        gains = {j: covered(old, union | sets[j]) - have for j in pool} if picked else {j: covers[j] for j in pool}
         j = max(pool, key=lambda c: (gains[c], new_docs[c] == old_doc, -c))
         g = gains[j]
         if g <= 0 or not (g >= PIECE * n_old or from_old[j] >= PURE * news[j][1]):
