@@ -216,11 +216,20 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     new_code, new_text = key[~is_old], text_of[~is_old] - n_old
     del key, text_of, is_old
     uniq = np.unique(old_code)
-    if len(uniq):
-        at = np.minimum(np.searchsorted(uniq, new_code), len(uniq) - 1)
-        found = uniq[at] == new_code
-    else:
-        at, found = np.zeros(len(new_code), dtype=np.int64), np.zeros(len(new_code), dtype=bool)
+    # A bit table of the old shingles' hashes rules most new shingles out with one memory read each;
+    # only those that pass are searched for in ``uniq`` (a binary search over millions of keys per
+    # shingle of the new corpus would dominate the run).
+    bits = _HASH_BITS if len(uniq) > 1 << 16 else 20
+    table = np.zeros(1 << bits, dtype=bool)
+    table[_slot(uniq, bits)] = True
+    maybe = np.flatnonzero(table[_slot(new_code, bits)])
+    found = np.zeros(len(new_code), dtype=bool)
+    at = np.zeros(len(new_code), dtype=np.int64)
+    if len(uniq) and len(maybe):
+        pos = np.minimum(np.searchsorted(uniq, new_code[maybe]), len(uniq) - 1)
+        ok = uniq[pos] == new_code[maybe]
+        found[maybe[ok]] = True
+        at[maybe[ok]] = pos[ok]
     df = np.bincount(at[found], minlength=len(uniq))  # occurrences in the new corpus of each old shingle
     hit = found.copy()
     hit[found] = df[at[found]] <= MAX_DF
@@ -246,6 +255,17 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     sel = mark[new_text]
     news = _texts_of(new_text[sel], new_code[sel], wanted, counts[n_old:])
     return olds, dict(zip(wanted.tolist(), news)), cands
+
+
+_HASH_BITS = 26
+
+
+def _slot(keys: Any, bits: int) -> Any:
+    """A multiplicative hash of int64 keys into ``bits`` bits (a prefilter: equal keys, equal slots)."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return (keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
 
 
 def _texts_of(owner: Any, codes: Any, want: Any, n_tokens: Any) -> list[Text]:
