@@ -237,3 +237,23 @@ def test_remap_on_a_folder_and_parquet_corpus_equals_jsonl(tmp_path: Path) -> No
     a = remap_gold(gold, old, load_manifest(folder))
     b = remap_gold(gold, old, load_manifest(_write(tmp_path / "c.jsonl", rows)))
     assert a.labels == b.labels
+
+
+def test_must_not_entry_landing_on_a_relevant_chunk_is_kept_and_listed(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """q_0003 counts doc_pricing_2026#c1 as relevant and must not get doc_pricing_2023#c1; a corpus that
+    joins the two pages' chunks into one leaves a contradiction for a person to resolve."""
+    rows, joined = [], {}
+    for r in _lines(CORPUS):
+        if r["chunk_id"] in ("doc_pricing_2026#c1", "doc_pricing_2023#c1"):
+            joined[r["chunk_id"]] = r
+            continue
+        rows.append(r)
+    rows.append({**joined["doc_pricing_2026#c1"], "chunk_id": "doc_pricing#all",
+                 "text": joined["doc_pricing_2026#c1"]["text"] + " " + joined["doc_pricing_2023#c1"]["text"]})
+    _, proposed, review = _remap(tmp_path, rows, capsys)
+    q3 = _by_id(proposed)["q_0003"]
+    assert q3["relevant_chunks"][0]["chunk_id"] == "doc_pricing#all"
+    assert q3["must_not_retrieve"] == ["doc_pricing#all"]
+    assert "### Must-not-retrieve entries that landed on a relevant chunk" in review
+    assert "| q\\_0003 | doc\\_pricing\\#all |" in review
