@@ -218,6 +218,21 @@ def test_fast_candidates_equal_reference(old: list, new: list, repeat: int) -> N
     assert remap_gold(gold, a, b, fast=True).labels == remap_gold(gold, a, b, fast=False).labels
 
 
+def test_fast_candidates_with_pair_numbering_equal_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ~1.6M distinct tokens a shingle's tokens do not fit one int64; the keys are then built by
+    numbering token pairs: the same candidates."""
+    import pyarrow as pa
+
+    import rankgate.goldset.remap as remap
+
+    monkeypatch.setattr(remap, "_INT64_KEYS", 0)
+    old = ["Invitations expire after 7 days", "the team plan costs 9 dollars", "x y", None]
+    new = ["Invitations expire after 7 days; resend them", "The team plan costs 9 dollars per member", "x y", "z"]
+    assert candidates_fast(old, pa.array(new)) == candidates_fast(old, pa.array(new)) != ([], {}, [])
+    fast = candidates_fast(old, pa.array(new))
+    assert fast[2] == candidates_reference(old, new)[2] == [[0], [1], [2], []]
+
+
 def _gold_for(ids: list[str]):
     from rankgate.goldset import GoldFile, GoldQuery, Label
 

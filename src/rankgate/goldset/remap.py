@@ -191,6 +191,7 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     enc = flat.dictionary_encode()
     ids = enc.indices.to_numpy().astype(np.int64)
     V = len(enc.dictionary) + 1  # V - 1 pads texts shorter than a shingle
+    del lists, flat, parent, keep, enc  # the arrays below are the big ones: free what is done with
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     # shingle i of text t starts at token starts[t] + i; short texts get one padded shingle
     n_sh = np.where(counts >= SHINGLE, counts - SHINGLE + 1, (counts > 0).astype(np.int64))
@@ -199,16 +200,20 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
                                        np.repeat(np.cumsum(n_sh) - n_sh, n_sh))
     end = np.repeat(starts + counts, n_sh)
     pad = np.concatenate((ids, np.full(SHINGLE, V - 1, dtype=np.int64)))
-    parts = [np.where(first + k < end, pad[first + k], V - 1) for k in range(SHINGLE)]
-    if V ** SHINGLE < 2 ** 62:
-        key = parts[0]
-        for p in parts[1:]:
-            key = key * V + p
-    else:  # too many distinct tokens for one int64: number the pairs first (still exact)
-        key = parts[0]
-        for p in parts[1:]:
-            _, key = np.unique(key * V + p, return_inverse=True)
-            key = key.astype(np.int64)
+    del ids
+
+    def part(k: int) -> Any:  # token k of every shingle (the pad past a short text's end)
+        at = first + k
+        return np.where(at < end, pad[at], V - 1)
+
+    key = part(0)
+    for k in range(1, SHINGLE):
+        if V ** SHINGLE < _INT64_KEYS:
+            key = key * V + part(k)
+        else:  # too many distinct tokens for one int64: number the pairs first (still exact)
+            _, key = np.unique(key * V + part(k), return_inverse=True)
+            key = key.astype(np.int64).reshape(-1)
+    del first, end, pad
     # The keys themselves identify shingles exactly; only the old texts' distinct keys are sorted
     # (a few million at most), and the new corpus is looked up in them.
     is_old = text_of < n_old
@@ -258,6 +263,7 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
 
 
 _HASH_BITS = 26
+_INT64_KEYS = 2 ** 62  # below this many possible shingles, one int64 holds a shingle's tokens
 
 
 def _slot(keys: Any, bits: int) -> Any:
