@@ -31,15 +31,17 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from .errors import InputError, RankgateError
 from .segments import display_field
 
+T = TypeVar("T")
+
 __all__ = ["BaselineSummary", "PerQuery", "Stat", "gold_sha256_of", "hash_query_id", "is_summary_file",
-           "load_baseline_summary", "per_query_dict"]
+           "load_baseline_summary", "per_query_dict", "summary_or_run"]
 
 ID_HASH = "sha256/16"
 
@@ -277,7 +279,7 @@ def _canonical(metric: str) -> str:
 def load_baseline_summary(path: str) -> BaselineSummary:
     """Read a ``summary.json`` (from ``rankgate evaluate --out`` or ``rankgate gate --json``)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             data = json.load(fh)
     except FileNotFoundError:
         raise InputError("does not exist", path=path) from None
@@ -292,14 +294,29 @@ def load_baseline_summary(path: str) -> BaselineSummary:
     return BaselineSummary.from_dict(data, path)
 
 
+def summary_or_run(path: str, read_run: Callable[[str], T]) -> BaselineSummary | T:
+    """A baseline given as a path: its summary when it is a summary.json, else ``read_run(path)``.
+
+    A pipe (``--baseline <(cat summary.json)``) can be read only once, so it is copied first and both
+    questions are asked of the copy; a summary read so is named by the pipe."""
+    from .data.source import is_pipe, local_copy
+
+    if not is_pipe(path):
+        return load_baseline_summary(path) if is_summary_file(path) else read_run(path)
+    with local_copy(path, "baseline") as local:
+        if is_summary_file(local):
+            return replace(load_baseline_summary(local), source=path)
+        return read_run(local)
+
+
 def is_summary_file(path: str) -> bool:
     """A JSON object with 'metrics' and no query id (a summary), rather than a run file."""
     if not os.path.isfile(path) or os.path.getsize(path) > 64 * 1024 * 1024:
         return False
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # (a byte-order mark is skipped, as every reader does)
             data = json.load(fh)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # the reader of the run names the problem
         return False
     # Any object with a 'metrics' key and no query id is meant as a summary, so a malformed one is
     # explained as a summary ("'metrics' must be an object"), not as a run missing its query_id.

@@ -93,11 +93,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             keep_freed_memory()
             module = importlib.import_module(f"rankgate.commands.{command}")
+            real_stdout, sys.stdout = sys.stdout, _GuardedStdout(sys.stdout)
             try:
                 code = int(module.run(args))
+                sys.stdout.flush()  # a full disk shows here, while the error can still be reported
             except RankgateError as exc:
                 print(f"rankgate {command}: error: {_one_line(str(exc))}", file=sys.stderr)
                 return EXIT_USAGE
+            finally:
+                if isinstance(sys.stdout, _GuardedStdout):
+                    sys.stdout = real_stdout
             if code not in (EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE):
                 raise RuntimeError(f"command returned exit code {code}")
             return code
@@ -120,6 +125,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{_prefix(command)}: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
                   f"— please report it{hint}", file=sys.stderr)
             return EXIT_INTERNAL
+
+
+class _GuardedStdout:
+    """Standard output that reports a failed write (a full disk, a dead terminal) as an output error
+    naming stdout (exit 2), not as an internal error. A closed pipe stays a BrokenPipeError."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+
+    def _guard(self, call: object, *args: object) -> object:
+        try:
+            return call(*args)  # type: ignore[operator]
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            from .errors import OutputError
+
+            raise OutputError(f"cannot write to standard output: {exc.strerror or exc}", path="<stdout>",
+                              hint="free space on the disk stdout goes to, or redirect it elsewhere") from None
+
+    def write(self, text: str) -> int:
+        return self._guard(self._stream.write, text)  # type: ignore[attr-defined, return-value]
+
+    def flush(self) -> None:
+        self._guard(self._stream.flush)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
 
 
 def _prefix(command: str) -> str:

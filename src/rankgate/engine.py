@@ -160,10 +160,32 @@ def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
     return Gold(g.query_ids, g.j_query[keep], docs.take(arrow_of(keep)), g.j_grade[keep], fields, None, g.source)
 
 
+MAX_EXP_GRADE = 64
+"""The highest grade ``gain=exp`` takes: 2^64 - 1 summed over any real list stays a finite double, while
+2^1024 is beyond any double and would turn the metric into "no value"."""
+
+
+def _check_exp_gain(g: Gold, metric_list: Sequence[Metric]) -> None:
+    """Refuse grades whose exponential gain cannot be a number, before a value goes missing silently."""
+    if g.j_grade.size == 0 or int(g.j_grade.max()) <= MAX_EXP_GRADE:
+        return
+    exp = [m for m in metric_list if m.name == "ndcg" and m.param("gain") == "exp"]
+    if not exp:
+        return
+    row = int(np.argmax(g.j_grade > MAX_EXP_GRADE))
+    raise InputError(
+        f"holds grade {int(g.j_grade[row])} for {g.j_doc[row].as_py()!r} in query "
+        f"{g.query_ids[int(g.j_query[row])]!r}; {exp[0]} takes grades up to {MAX_EXP_GRADE} (gain 2^g - 1)",
+        path=g.source, field="grade",
+        hint="use linear gain (the default), or map the grades onto a small scale such as 0-3",
+    )
+
+
 def _evaluate_loaded(
     g: Gold, r: Run, metric_list: list[Metric], *, k: int, trec: bool, complete: bool, level: str,
     doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str = "id",
 ) -> EvaluationResult:
+    _check_exp_gain(g, metric_list)
     gold_index = {q: i for i, q in enumerate(g.query_ids)}
     run_to_gold = np.fromiter((gold_index.get(q, -1) for q in r.query_ids), dtype=np.int64, count=len(r.query_ids))
     not_in_gold = tuple(q for q, gi in zip(r.query_ids, run_to_gold.tolist()) if gi < 0)

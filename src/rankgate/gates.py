@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from .baseline import BaselineSummary, gold_sha256_of, is_summary_file, load_baseline_summary, per_query_dict
+from .baseline import (BaselineSummary, gold_sha256_of, is_summary_file, load_baseline_summary, per_query_dict,
+                       summary_or_run)
 from .compare import Comparison, QueryChange, compare, higher_is_better
 from .errors import ConfigError, UsageError
 from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
@@ -553,8 +554,8 @@ def gate(
         base_obj = baseline
     elif isinstance(baseline, Mapping) and isinstance(baseline.get("metrics"), Mapping):
         base_obj = BaselineSummary.from_dict(baseline)
-    elif isinstance(baseline, (str, os.PathLike)) and is_summary_file(os.fspath(baseline)):
-        base_obj = load_baseline_summary(os.fspath(baseline))
+    elif isinstance(baseline, (str, os.PathLike)):
+        base_obj = summary_or_run(os.fspath(baseline), result_of)
     else:
         base_obj = result_of(baseline)
     current = result_of(candidate)

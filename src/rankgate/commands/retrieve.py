@@ -150,8 +150,10 @@ def run(args: argparse.Namespace) -> int:
 
     options = _parse_options(list(args.option or []))
     texts = parse_texts(args.texts)
-    if args.k < 1:
-        raise UsageError(f"--k must be at least 1; got {args.k}")
+    from rankgate.metrics.spec import MAX_K
+
+    if not 1 <= args.k <= MAX_K:  # as every other cutoff: a run's depth, not a number to allocate blindly
+        raise UsageError(f"--k must be between 1 and {MAX_K:,}; got {args.k}"[:120])
     if args.beir is not None and args.gold is not None:
         raise UsageError("--gold cannot be combined with --beir: a BEIR folder brings its own queries")
     if args.beir is None and args.gold is None:

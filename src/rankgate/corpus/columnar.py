@@ -36,6 +36,10 @@ def columns_fast(table: Any, source: str) -> CorpusManifest | None:
             col = col.cast(pa.string())
         elif not pa.types.is_string(col.type):
             return None
+        try:
+            col.validate(full=True)  # bytes that are not UTF-8: the row reader names the line and byte
+        except pa.ArrowInvalid:
+            return None
         cols[name] = col
 
     def opt(name: str) -> Any:  # "" reads as absent, as in the row reader

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .ranking import MAX_RANK
 from .arrow import strings_of
 from .models import Gold, Run
 from .records import Record, Records, fail
@@ -92,16 +93,25 @@ def _number(records: Records, rec: Record, col: str) -> float:
 
 def _grade(records: Records, rec: Record, col: str) -> int:
     value = rec.data.get(col)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
     try:
-        x = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
-        if isinstance(value, bool) or not x.is_integer():
-            raise ValueError
+        if isinstance(value, int) and not isinstance(value, bool):
+            grade = value
+        else:
+            text = value.strip() if isinstance(value, str) else value
+            try:
+                grade = int(text)  # type: ignore[arg-type]  # exactly, however many digits
+            except (TypeError, ValueError):
+                x = float(text)  # type: ignore[arg-type]  # "2.0"
+                if isinstance(value, bool) or not x.is_integer():
+                    raise ValueError from None
+                grade = int(x)
     except (TypeError, ValueError, OverflowError):
         raise fail(records.path, rec, f"must be an integer grade; got {value!r}"[:120], field=col,
                    hint="grades are integers; 0 or less means judged not relevant") from None
-    return int(x)
+    if not -(2**63) <= grade < 2**63:
+        raise fail(records.path, rec, f"must be a grade within 64-bit range; got {value!r}"[:120], field=col,
+                   hint="grades are small integers such as 0-3")
+    return grade
 
 
 def _opt(rec: Record, col: str | None) -> str | None:
@@ -170,6 +180,12 @@ def read_table_run(records: Records, columns: Mapping[str, str] | None = None) -
         values.append(_number(records, rec, key))
         if both:
             ranks.append(_number(records, rec, found["rank"]))
+            if abs(ranks[-1]) >= MAX_RANK:
+                raise fail(records.path, rec, f"must be below 2^53 ({MAX_RANK:,}); got {rec.data.get(found['rank'])!r}"[:120],
+                           field=found["rank"], hint="beyond 2^53 neighbouring ranks cannot be told apart; number the items 1, 2, 3, …")
+        elif key == found.get("rank") and abs(values[-1]) >= MAX_RANK:
+            raise fail(records.path, rec, f"must be below 2^53 ({MAX_RANK:,}); got {rec.data.get(key)!r}"[:120],
+                       field=key, hint="beyond 2^53 neighbouring ranks cannot be told apart; number the items 1, 2, 3, …")
         for name, col in extra.items():
             col.append(_opt(rec, found[name]))
     arr = np.asarray(values, dtype=np.float64)
@@ -268,7 +284,7 @@ def read_csv_fast(path: str, header: list[str], delimiter: str, kind: str,
         if not (pa.types.is_integer(v.type) or pa.types.is_floating(v.type)) or v.null_count:
             return None
         numbers[name] = np.asarray(v.to_numpy(), dtype=np.float64)
-        if not np.isfinite(numbers[name]).all():
+        if not np.isfinite(numbers[name]).all() or (name == "rank" and not (np.abs(numbers[name]) < MAX_RANK).all()):
             return None
     run = Run(qids, codes, docs, source=path)
     if "score" in numbers:

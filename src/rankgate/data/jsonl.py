@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import InputError
+from .ranking import MAX_RANK
 from .arrow import strings_of
 from .models import Gold, Run
 
@@ -95,7 +96,38 @@ def iter_json_lines(lines: Iterable[str], path: str) -> Iterator[tuple[int, Any]
         # One fixed limit, whatever Python's stack allows: the fast path refuses the same lines.
         if line.count("[") + line.count("{") > MAX_DEPTH and json_depth(obj) > MAX_DEPTH:
             raise _too_deep(path, lineno)
+        check_surrogates(line, obj, path, lineno)
         yield lineno, obj
+
+
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+"""A ``\\uD800``-``\\uDFFF`` escape: half of a pair (an emoji written ASCII-only) or an unpaired one."""
+
+
+def check_surrogates(line: str, obj: Any, path: str, lineno: int | None) -> None:
+    """Refuse a string holding an unpaired surrogate escape (``"\\ud800"``): JSON lets it through, but
+    no UTF-8 output can hold it, so it would fail later while writing. Only lines with such an escape
+    are walked."""
+    if "\\u" not in line or not SURROGATE_ESCAPE.search(line):
+        return
+    stack = [(obj, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((key, where or "a key"))
+                stack.append((item, f"{where}.{key}" if where else str(key)))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InputError(
+                    f"holds an unpaired surrogate escape ({value[exc.start]!r}) that no UTF-8 text can hold",
+                    path=path, line=lineno, field=where or None,
+                    hint="fix the writer (a string cut in the middle of a surrogate pair), or drop the character",
+                ) from None
 
 
 def _too_deep(path: str, lineno: int) -> InputError:
@@ -425,6 +457,12 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
                 doc = _item_id(item, path, lineno, f"{key}[{pos - 1}]")
                 s = _number(item.get("score"), path, lineno, f"{key}[{pos - 1}].score")
                 r = _number(item.get("rank"), path, lineno, f"{key}[{pos - 1}].rank")
+                if r is not None and abs(r) >= MAX_RANK:
+                    raise InputError(
+                        f"must be below 2^53 ({MAX_RANK:,}); got {item.get('rank')!r}"[:200], path=path,
+                        line=lineno, field=f"{key}[{pos - 1}].rank",
+                        hint="beyond 2^53 neighbouring ranks cannot be told apart; number the items 1, 2, 3, …",
+                    )
                 version = item.get("doc_version", item.get("version"))
                 text = item.get("text", item.get("content"))
                 source = item.get("source")

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from .ranking import MAX_RANK
 from .arrow import np_of
 from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, MAX_DEPTH, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS, json_depth
 from .models import Gold, Run
@@ -147,6 +149,10 @@ def _type_depth(t: pa.DataType) -> int:
     return deepest
 
 
+SURROGATE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+"""A surrogate escape anywhere: the line parser checks such strings (an unpaired one is refused)."""
+
+
 def _valid_utf8(data: pa.Buffer) -> bool:
     """Whether the bytes are UTF-8 (arrow's vectorised check: the JSON parser does not make it)."""
     offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int64))
@@ -183,7 +189,7 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table
     if data is None:
         return None
     shape = _line_count(data)
-    if shape is None or not _valid_utf8(data):
+    if shape is None or not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (parser names it)
         return None
     lines, longest = shape
     sample = _sample(data)
@@ -360,8 +366,8 @@ def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
         run.r_doc = docs
         score = _numbers(flat.field("score")) if "score" in inner else np.full(len(flat), np.nan)
         rank = _numbers(flat.field("rank")) if "rank" in inner else np.full(len(flat), np.nan)
-        if score is None or rank is None:
-            return None
+        if score is None or rank is None or (np.abs(rank) >= MAX_RANK).any():
+            return None  # (the parser names a rank beyond 2^53)
         scored = ~np.isnan(score)
         if scored.all():
             run.r_score = score

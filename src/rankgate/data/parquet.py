@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from .ranking import MAX_RANK
 from .arrow import np_of
 from .jsonl import NON_FINITE_HINT
 from .models import Gold, Run
@@ -256,6 +257,12 @@ def read_parquet_run(path: str) -> Run:
             raise InputError(f"must hold finite numbers; holds {values[row]} in {_where(path, row)}", path=path,
                              field=key, hint=NON_FINITE_HINT)
         numbers[key] = values
+    if r is not None:  # ranks a double cannot keep apart would tie silently
+        bad = np.flatnonzero(~(np.abs(numbers[r]) < MAX_RANK))
+        if bad.size:
+            row = int(bad[0])
+            raise InputError(f"must hold ranks below 2^53; holds {numbers[r][row]} in {_where(path, row)}", path=path,
+                             field=r, hint="beyond 2^53 neighbouring ranks cannot be told apart; number the items 1, 2, 3, …")
     if s is not None:
         run.r_score = numbers[s]
         run.r_order = numbers.get(r) if r is not None else None  # orders equal scores under ties="input"

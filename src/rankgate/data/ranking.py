@@ -24,7 +24,11 @@ import pyarrow as pa
 
 from .arrow import arrow_of, np_of
 
-__all__ = ["TIES", "Reorder", "check_ties", "rank_order", "rank_rows"]
+MAX_RANK = 2**53
+"""Ranks must lie strictly between -2^53 and 2^53: beyond, a double cannot tell two neighbouring
+integers apart, so two different ranks would silently tie."""
+
+__all__ = ["MAX_RANK", "TIES", "Reorder", "check_ties", "rank_order", "rank_rows"]
 
 # How equal scores are ordered: "id" (trec_eval: id descending) or "input" (input order, stable).
 TIES = ("id", "input")

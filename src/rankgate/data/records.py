@@ -133,7 +133,8 @@ def _json(path: str) -> Records:
                 items.append(Record(obj, row=i + 1))
             return Records(path, items, _columns(items), "json")
     items = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Lines end at \n only: U+2028, U+2029 and U+0085 are legal inside JSON strings.
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -143,6 +144,9 @@ def _json(path: str) -> Records:
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno,
                              hint="each line must be one JSON object") from None
+        from .jsonl import check_surrogates
+
+        check_surrogates(line, obj, path, lineno)
         if not isinstance(obj, dict):
             raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path, line=lineno)
         items.append(Record(obj, line=lineno))
@@ -155,8 +159,12 @@ def _too_deep(path: str, line: int | None) -> InputError:
 
 
 def _parse_whole(path: str, text: str) -> Any:
+    from .jsonl import check_surrogates
+
     try:
-        return json.loads(text)
+        whole = json.loads(text)
+        check_surrogates(text, whole, path, None)
+        return whole
     except RecursionError:
         raise _too_deep(path, None) from None
     except json.JSONDecodeError as exc:
@@ -199,6 +207,10 @@ def _json_array(path: str, text: str) -> list[Record]:
         if pos < n and text[pos] == "]":
             break
         raise InputError("is not valid JSON: expected ',' or ']' after an array item", path=path, line=line)
+    from .jsonl import check_surrogates
+
+    for record in items:
+        check_surrogates(text, record.data, path, record.line)
     return items
 
 

@@ -53,6 +53,8 @@ def _json_shape(path: str) -> str | None:
         except InputError:
             return None
         return shape_of(recs.columns)
+    except ValueError:  # an integer of thousands of digits: reading the file names the line
+        return None
     if isinstance(value, list):
         value = next((v for v in value if isinstance(v, dict)), {})
     if isinstance(value, dict):

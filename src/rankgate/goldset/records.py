@@ -143,10 +143,20 @@ def _collect(records: list[tuple[int, Any]], json_problems: list[Problem], path:
 
 def read_gold_file(path: str | os.PathLike[str]) -> GoldFile:
     """Read a JSONL gold file (``.gz`` too) with every problem listed; a Parquet gold set is read by
-    the gold loader (its first problem is an error). Unreadable files raise :class:`InputError`."""
-    from ..data.source import check_file, sha256_file, text_lines
+    the gold loader (its first problem is an error). Unreadable files raise :class:`InputError`.
+    A pipe (``<(zcat gold.jsonl.gz)``) is read once, through a temporary copy."""
+    from ..data.source import local_copy
 
     path = os.fspath(path)
+    with local_copy(path, "gold") as local:
+        found = _read_gold_file(local)
+    return found if local == path else GoldFile(path, found.sha256, found.queries, found.problems)
+
+
+def _read_gold_file(path: str) -> GoldFile:
+    from ..data.jsonl import MAX_DEPTH, check_surrogates, json_depth
+    from ..data.source import check_file, sha256_file, text_lines
+
     check_file(path, "gold")
     if os.path.isdir(path):
         raise InputError("is a folder", path=path, hint="pass the gold JSONL file itself")
@@ -162,9 +172,21 @@ def read_gold_file(path: str | os.PathLike[str]) -> GoldFile:
         if not line.strip():
             continue
         try:
-            records.append((lineno, json.loads(line)))
+            obj = json.loads(line)
         except json.JSONDecodeError as exc:
             json_problems.append(Problem("schema", f"is not valid JSON: {exc.msg} at column {exc.colno}", lineno))
+            continue
+        except RecursionError:
+            json_problems.append(Problem("schema", f"nests deeper than {MAX_DEPTH} levels", lineno))
+            continue
+        except ValueError:  # an integer of thousands of digits
+            json_problems.append(Problem("schema", "holds a number too long to read", lineno))
+            continue
+        if line.count("[") + line.count("{") > MAX_DEPTH and json_depth(obj) > MAX_DEPTH:
+            json_problems.append(Problem("schema", f"nests deeper than {MAX_DEPTH} levels", lineno))
+            continue
+        check_surrogates(line, obj, path, lineno)
+        records.append((lineno, obj))
     if not records and not json_problems:
         raise InputError("has no queries", path=path, hint="a gold set needs at least one JSON line")
     if not json_problems:

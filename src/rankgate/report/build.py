@@ -276,14 +276,26 @@ def build_report(
     base_label = None
     run_label = _label(run, r, *(_path(x) for x in (baseline, lexical) if x is not None))
     if baseline is not None:
-        from ..baseline import BaselineSummary, is_summary_file, load_baseline_summary
+        from ..baseline import BaselineSummary, summary_or_run
 
-        if isinstance(baseline, BaselineSummary) or (isinstance(baseline, (str, os.PathLike)) and is_summary_file(os.fspath(baseline))):
-            base_summary = baseline if isinstance(baseline, BaselineSummary) else load_baseline_summary(os.fspath(baseline))
+        def run_and_sha(path: str) -> tuple[Run, str | None]:
+            br = load_run(path, format=run_format, columns=columns)
+            return br, _sha(on_disk(path, br))
+
+        loaded: BaselineSummary | tuple[Run, str | None]
+        if isinstance(baseline, BaselineSummary):
+            loaded = baseline
+        elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
+            loaded = summary_or_run(os.fspath(baseline),
+                                    run_and_sha)
+        else:
+            loaded = (load_run(baseline, format=run_format, columns=columns), None)
+        if isinstance(loaded, BaselineSummary):
+            base_summary = loaded
             base_label = os.path.basename(base_summary.source)
         else:
-            br = load_run(baseline, format=run_format, columns=columns)
-            inputs.append(("baseline", br.source, _sha(on_disk(baseline, br))))
+            br, base_sha = loaded
+            inputs.append(("baseline", br.source, base_sha))
             base_label = _label(baseline, br, _path(run, r))
             base_result = evaluator(g, br, _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *gated]), level)
             from ..compare import compare

@@ -199,8 +199,11 @@ def stale_csv(r: StaleReport) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(("query_id", "chunk_id", "reason", "kind", "grade", "detail"))
+    from .exports import _defused  # the same spreadsheet-formula rule as metrics.csv
+
     for s in r.stale:
-        w.writerow((s.query_id, s.chunk_id, s.reason, s.kind, "" if s.grade is None else s.grade, s.detail))
+        w.writerow((_defused(s.query_id), _defused(s.chunk_id), s.reason, s.kind, "" if s.grade is None else s.grade,
+                    _defused(s.detail)))
     return buf.getvalue()
 
 
