@@ -476,3 +476,100 @@ def test_malformed_baseline_summaries_are_explained_as_summaries(tmp_path, capsy
 def test_config_cutoff_is_bounded(tmp_path, capsys):
     path = _config(tmp_path, PASSING + "evaluate:\n  k: 100000000000000000000\n")
     assert_refused(_gate(path), tmp_path, names=["ship.yaml"], capsys=capsys, contains=["evaluate.k"])
+
+
+# -- baselines through pipes, with a byte-order mark, or nested past the stack ----------------------
+def _pipe_of(path: Path, data: bytes) -> Path:
+    import threading
+
+    os.mkfifo(path)
+
+    def write() -> None:
+        try:
+            with open(path, "wb") as fh:
+                fh.write(data)
+        except BrokenPipeError:
+            pass
+
+    threading.Thread(target=write, daemon=True).start()
+    return path
+
+
+def test_a_summary_through_a_pipe_is_a_baseline_summary(tmp_path, capsys, summary):
+    config = _config(tmp_path, "gates:\n  - metric: hit@5\n    regression_max: 0.01\n")
+    capsys.readouterr()
+    from_file = main([str(a) for a in _gate(config, "--baseline", summary)])
+    expected = capsys.readouterr()
+    pipe = _pipe_of(tmp_path / "63", summary.read_bytes())
+    assert main([str(a) for a in _gate(config, "--baseline", pipe)]) == from_file == 0
+    got = capsys.readouterr()
+    assert (got.out, got.err) == (expected.out, expected.err)
+    pipe2 = _pipe_of(tmp_path / "64", RUN.read_bytes())  # a run through a pipe is still a run
+    assert main([str(a) for a in _gate(config, "--baseline", pipe2)]) == 0
+
+
+def test_a_report_reads_a_summary_through_a_pipe(tmp_path, capsys, summary):
+    pipe = _pipe_of(tmp_path / "63", summary.read_bytes())
+    out = tmp_path / "r.html"
+    assert main(["report", "--gold", str(GOLD), "--run", str(RUN), "--baseline", str(pipe), "-o", str(out),
+                 "--resamples", "20"]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_summary_with_a_byte_order_mark_is_a_summary(tmp_path, capsys, summary):
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + summary.read_bytes())
+    assert main([str(a) for a in _gate(_config(tmp_path), "--baseline", bom)]) == 0
+    assert "not a run" not in capsys.readouterr().err
+
+
+def test_a_baseline_nested_past_the_stack_is_an_input_error(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert_refused(_gate(_config(tmp_path), "--baseline", deep), tmp_path, names=[deep], capsys=capsys)
+
+
+# -- standard output that cannot be written -----------------------------------------------------------
+class _FullDisk:
+    encoding = "utf-8"
+
+    def write(self, _text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        raise OSError(28, "No space left on device")
+
+    def isatty(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("argv", [
+    [*EVAL],
+    [*EVAL, "--json"],
+    ["gate", "--config", "{config}", "--gold", GOLD, "--candidate", RUN, "--no-step-summary"],
+])
+def test_a_stdout_that_cannot_be_written_is_an_output_error(tmp_path, capsys, monkeypatch, argv):
+    config = _config(tmp_path)
+    argv = [config if a == "{config}" else a for a in argv]
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdout", _FullDisk())
+    line = assert_refused(argv, tmp_path, names=["stdout"], capsys=capsys, contains=["No space left"])
+    assert "internal error" not in line
+
+
+# -- retrieve's depth, and formulas in stale.csv ------------------------------------------------------
+def test_retrieve_k_is_bounded(tmp_path, capsys):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"chunk_id": "a", "text": "free plan"}\n')
+    assert_refused(["retrieve", "--corpus", corpus, "--gold", GOLD, "--retriever", "bm25", "-o", tmp_path / "o.jsonl",
+                    "--k", str(10**30)], tmp_path, capsys=capsys, contains=["--k"])
+
+
+def test_stale_csv_defuses_spreadsheet_formulas(tmp_path, capsys):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "=cmd|x", "relevant_chunks": [{"chunk_id": "=1+1", "grade": 1}]}\n')
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text('{"chunk_id": "other"}\n')
+    main(["gold", "stale", "--gold", str(gold), "--corpus", str(manifest), "-o", str(tmp_path / "out")])
+    text = (tmp_path / "out" / "stale.csv").read_text()
+    assert "'=cmd|x,'=1+1," in text, text

@@ -587,3 +587,132 @@ def test_text_lines_splits_at_newlines_and_names_the_first_bad_line(tmp_path_fac
         with pytest.raises(InputError) as info:
             got.extend(text_lines(str(path)))
         assert got == want and info.value.line == bad[0] and f"byte {bad[1]:#04x}" in str(info.value)
+
+
+# -- ranks that a double cannot keep apart (a silent tie, so a wrong order) ------------------------
+def _parquet_file(path: Path, columns: dict) -> Path:
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+_HUGE_RANK_RUNS: dict[str, Callable[[Path], Path]] = {
+    "jsonl": lambda d: _write(d / "r.jsonl", b'{"query_id": "q1", "topk": [{"chunk_id": "b", "rank": 9007199254740993},'
+                                             b' {"chunk_id": "a", "rank": 9007199254740992}]}\n'),
+    "csv": lambda d: _write(d / "r.csv", b"query_id,chunk_id,rank\nq1,b,9007199254740993\nq1,a,9007199254740992\n"),
+    "csv_with_score": lambda d: _write(d / "r.csv", b"query_id,chunk_id,score,rank\nq1,b,2,1\nq1,a,1,nan\n"),
+    "parquet_int64": lambda d: _parquet_file(d / "r.parquet", {"query_id": ["q1", "q1"], "chunk_id": ["b", "a"],
+                                                          "rank": pa.array([2**53 + 1, 2**53], pa.int64())}),
+    "parquet_uint64": lambda d: _parquet_file(d / "r.parquet", {"query_id": ["q1", "q1"], "chunk_id": ["b", "a"],
+                                                           "rank": pa.array([2**64 - 1, 2**64 - 2], pa.uint64())}),
+    "parquet_nan_rank_beside_scores": lambda d: _parquet_file(d / "r.parquet", {
+        "query_id": ["q1", "q1"], "chunk_id": ["b", "a"], "score": [2.0, 1.0], "rank": [float("nan"), 1.0]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_HUGE_RANK_RUNS))
+def test_ranks_a_double_cannot_order_are_refused_in_every_format(case, tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n')
+    run = _HUGE_RANK_RUNS[case](tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert_refused(["evaluate", "--gold", gold, "--run", run, "--out", out], out, names=[run], capsys=capsys,
+                   contains=["rank"])
+
+
+def test_ranks_below_2_to_the_53_keep_their_exact_order(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n')
+    run = _write(tmp_path / "r.jsonl", b'{"query_id": "q1", "topk": [{"chunk_id": "b", "rank": 9007199254740991},'
+                                       b' {"chunk_id": "a", "rank": 9007199254740990}]}\n')
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["mrr"]["mean"] == 1.0
+
+
+# -- numbers no reader can hold ----------------------------------------------------------------------
+def test_a_csv_grade_beyond_64_bits_is_an_input_error(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.csv", b"query_id,chunk_id,grade\nq1,a,1000000000000000000000000000000\n")
+    run = _write(tmp_path / "run.jsonl", b'{"query_id": "q1", "topk": ["a"]}\n')
+    assert_refused(["evaluate", "--gold", gold, "--run", run], None, names=[gold], capsys=capsys, contains=[":2:"])
+
+
+@pytest.mark.parametrize("name", ["run.jsonl", "run.json"])
+def test_an_integer_of_thousands_of_digits_is_an_input_error(name, tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n')
+    digits = b"9" * 5000
+    if name.endswith(".jsonl"):
+        run = _write(tmp_path / name, b'{"query_id": "q1", "topk": [{"chunk_id": "a", "rank": ' + digits + b"}]}\n")
+        argv = ["evaluate", "--gold", gold, "--run", run]
+    else:
+        run = _write(tmp_path / name, b'[{"user_input": "q", "retrieved_contexts": ["a"], "rank": ' + digits + b"}]")
+        argv = ["evaluate", "--gold", gold, "--run", run, "--run-format", "ragas"]
+    assert_refused(argv, None, names=[run], capsys=capsys)
+
+
+def test_exp_gain_refuses_grades_whose_gain_is_no_number(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 2000}]}\n')
+    run = _write(tmp_path / "run.jsonl", b'{"query_id": "q1", "topk": ["a", "b"]}\n')
+    assert_refused(["evaluate", "--gold", gold, "--run", run, "-m", "ndcg(gain=exp)@5"], None, names=[gold],
+                   capsys=capsys, contains=["grade 2000", "up to 64"])
+    # linear gain takes the same grade; exp gain takes grades up to the limit
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "ndcg@5", "--json"]) == 0
+    _write(gold, b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 64}]}\n')
+    capsys.readouterr()
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "ndcg(gain=exp)@5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["ndcg(gain=exp)@5"]["mean"] == 1.0
+
+
+# -- unpaired surrogates: legal JSON escapes that no UTF-8 output can hold ---------------------------
+_SURROGATE_CASES = {
+    "run_text": ("run", b'{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1, "text": "x\\ud800y"}]}\n'),
+    "run_chunk_id": ("run", b'{"query_id": "q1", "topk": [{"chunk_id": "a\\udc80", "score": 1}]}\n'),
+    "gold_tag": ("gold", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "tags": {"t": "\\ud800"}}\n'),
+    "gold_note": ("gold", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1, "note": "\\udfff"}]}\n'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SURROGATE_CASES))
+def test_unpaired_surrogates_are_refused_when_read(case, tmp_path, capsys) -> None:
+    kind, data = _SURROGATE_CASES[case]
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n')
+    run = _write(tmp_path / "run.jsonl", b'{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1}]}\n')
+    bad = _write(tmp_path / f"bad_{kind}.jsonl", data)
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["evaluate", "--gold", bad if kind == "gold" else gold, "--run", bad if kind == "run" else run,
+            "--by", "tags.t", "--out", out]
+    assert_refused(argv, out, names=[bad], capsys=capsys, contains=[":1:", "surrogate"])
+
+
+def test_surrogate_pairs_written_as_escapes_are_read(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q\\ud83d\\ude00", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n')
+    run = _write(tmp_path / "run.jsonl", b'{"query_id": "q\\ud83d\\ude00", "topk": [{"chunk_id": "a", "score": 1}]}\n')
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--out", str(tmp_path / "out")]) == 0
+    assert "q\U0001f600" in (tmp_path / "out" / "metrics.csv").read_text(encoding="utf-8")
+
+
+def test_unpaired_surrogates_in_a_corpus_and_a_report_run(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "query": "free plan", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n')
+    corpus = _write(tmp_path / "corpus.jsonl", b'{"chunk_id": "a", "text": "free \\ud800 plan"}\n')
+    assert_refused(["retrieve", "--corpus", corpus, "--gold", gold, "--retriever", "bm25", "-o", tmp_path / "o.jsonl"],
+                   tmp_path, names=[corpus], capsys=capsys)
+    run = _write(tmp_path / "run.jsonl", b'{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1, "text": "\\ud800"}]}\n')
+    assert_refused(["report", "--gold", gold, "--run", run, "-o", tmp_path / "r.html"], tmp_path, names=[run],
+                   capsys=capsys)
+
+
+# -- pipes everywhere a file is read --------------------------------------------------------------
+def test_gold_validate_and_diff_read_pipes(tmp_path, capsys) -> None:
+    data = b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n'
+    with _fifo(tmp_path / "gold_pipe", data) as pipe:
+        assert main(["gold", "validate", "--gold", str(pipe)]) == 0
+    assert "has no queries" not in capsys.readouterr().err
+    with _fifo(tmp_path / "old_pipe", data) as old, _fifo(tmp_path / "new_pipe", data.replace(b'"a"', b'"b"')) as new:
+        assert main(["gold", "diff", str(old), str(new)]) in (0, 1)
+    captured = capsys.readouterr()
+    assert "q1" in captured.out and not captured.err
+
+
+def test_a_manifest_that_is_not_utf8_names_its_line(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}\n')
+    manifest = _write(tmp_path / "manifest.jsonl", b'{"chunk_id": "a"}\n{"chunk_id": "\xff"}\n')
+    assert_refused(["gold", "stale", "--gold", gold, "--corpus", manifest], None, names=[manifest], capsys=capsys,
+                   contains=[":2:"])

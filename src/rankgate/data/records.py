@@ -144,6 +144,8 @@ def _json(path: str) -> Records:
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=lineno,
                              hint="each line must be one JSON object") from None
+        except ValueError:  # an integer of thousands of digits
+            raise InputError("holds a number too long to read", path=path, line=lineno) from None
         from .jsonl import check_surrogates
 
         check_surrogates(line, obj, path, lineno)
@@ -169,6 +171,8 @@ def _parse_whole(path: str, text: str) -> Any:
         raise _too_deep(path, None) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"is not valid JSON: {exc.msg} at column {exc.colno}", path=path, line=exc.lineno) from None
+    except ValueError:  # an integer of thousands of digits
+        raise InputError("holds a number too long to read", path=path) from None
 
 
 def _json_array(path: str, text: str) -> list[Record]:
@@ -195,6 +199,8 @@ def _json_array(path: str, text: str) -> list[Record]:
             raise _too_deep(path, line) from None
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        except ValueError:  # an integer of thousands of digits
+            raise InputError("holds a number too long to read", path=path, line=line) from None
         if not isinstance(obj, dict):
             raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path, line=line)
         items.append(Record(obj, line=line))
