@@ -286,10 +286,10 @@ def build_report(
         if isinstance(baseline, BaselineSummary):
             loaded = baseline
         elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
-            loaded = summary_or_run(os.fspath(baseline),
-                                    run_and_sha)
+            loaded = summary_or_run(os.fspath(baseline), run_and_sha)
         else:
-            loaded = (load_run(baseline, format=run_format, columns=columns), None)
+            base_run = load_run(baseline, format=run_format, columns=columns)
+            loaded = (base_run, _sha(on_disk(baseline, base_run)))
         if isinstance(loaded, BaselineSummary):
             base_summary = loaded
             base_label = os.path.basename(base_summary.source)
