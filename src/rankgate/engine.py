@@ -505,8 +505,14 @@ def _id_mismatch(run_docs: pa.Array | pa.ChunkedArray, gold_docs: pa.Array) -> d
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):  # a warning never stops a run
         return None
     gold_unique = pc.unique(gold_docs)
-    return {"run": [str(x) for x in run_unique.slice(0, 3).to_pylist()],
-            "gold": [str(x) for x in gold_unique.slice(0, 3).to_pylist()]}
+    return {"run": [_example_id(x) for x in run_unique.slice(0, 3).to_pylist()],
+            "gold": [_example_id(x) for x in gold_unique.slice(0, 3).to_pylist()]}
+
+
+def _example_id(value: Any, limit: int = 80) -> str:
+    """An id shown as an example, cut to ``limit`` characters (a 30 MB id once took a minute to wrap)."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def id_mismatch_line(result: EvaluationResult) -> str | None:
