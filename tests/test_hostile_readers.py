@@ -731,3 +731,30 @@ def test_an_id_of_megabytes_is_shown_cut_short_and_quickly(tmp_path, capsys) -> 
     captured = capsys.readouterr()
     assert len(captured.out) + len(captured.err) < 20_000  # the ids are named, cut to 80 characters
     assert "a" * 79 + "…" in captured.out + captured.err
+
+
+@pytest.mark.parametrize(("name", "data", "contains"), [
+    ("empty_doc.tsv", b"c1\tdoc1\nc2\t\n", ":2:"),
+    ("empty_chunk.tsv", b"\tdoc1\n", ":1:"),
+    ("two_docs.tsv", b"c1\tdoc1\nc1\tdoc2\n", ":2:"),
+    ("null_doc.json", b'{"c1": null}', "c1"),
+    ("deep.json", b"{" + b'"a": [' * 50_000 + b"]" * 50_000 + b"}", "deep.json"),
+])
+def test_bad_doc_maps_are_refused(name, data, contains, tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "c1", "grade": 1}]}\n')
+    run = _write(tmp_path / "run.jsonl", b'{"query_id": "q1", "topk": ["c1", "c2"]}\n')
+    doc_map = _write(tmp_path / name, data)
+    assert_refused(["evaluate", "--gold", gold, "--run", run, "--level", "doc", "--doc-map", doc_map], None,
+                   names=[doc_map], capsys=capsys, contains=[contains])
+
+
+def test_a_crlf_doc_map_maps_to_the_same_documents(tmp_path, capsys) -> None:
+    gold = _write(tmp_path / "gold.jsonl", b'{"query_id": "q1", "relevant_chunks": [{"chunk_id": "c1", "grade": 1}]}\n')
+    run = _write(tmp_path / "run.jsonl", b'{"query_id": "q1", "topk": ["c2", "c1"]}\n')
+    outs = []
+    for name, data in (("lf.tsv", b"c1\tdoc1\nc2\tdoc1\n"), ("crlf.tsv", b"c1\tdoc1\r\nc2\tdoc1\r\n")):
+        doc_map = _write(tmp_path / name, data)
+        assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--level", "doc", "--doc-map", str(doc_map),
+                     "-m", "mrr", "--json"]) == 0
+        outs.append(json.loads(capsys.readouterr().out)["metrics"]["mrr"]["mean"])
+    assert outs == [1.0, 1.0]

@@ -79,21 +79,39 @@ def load_doc_map(path: str | None) -> dict[str, str] | None:
     if not text.strip():  # (a pipe, which check_file cannot size)
         raise InputError("is empty", path=path, hint="the doc map file has no content")
     if text.lstrip().startswith("{"):
+        from ..data.jsonl import check_surrogates
+
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        except (RecursionError, ValueError):  # nesting past the stack, an integer of thousands of digits
+            raise InputError("is not a JSON object that can be read (nesting too deep or a number too long)",
+                             path=path) from None
         if not isinstance(data, dict):
             raise InputError("must be one JSON object {chunk_id: doc_id}", path=path)
-        return {str(k): str(v) for k, v in data.items()}
+        check_surrogates(text, data, path, None)
+        for key, value in data.items():
+            if not isinstance(value, str) or not value.strip() or not key.strip():
+                raise InputError(f"maps {key!r} to {value!r}; expected a non-empty document id string"[:160],
+                                 path=path, field=key[:80])
+        return dict(data)
     out: dict[str, str] = {}
+    first: dict[str, int] = {}
     for lineno, line in lines:
         if not line.strip() or line.startswith("#"):
             continue
-        parts = line.rstrip("\n").split("\t")
+        parts = line.rstrip("\r\n").split("\t")
         if len(parts) != 2:
             raise InputError(f"has {len(parts)} tab-separated columns; expected 2 (chunk_id, doc_id)", path=path, line=lineno)
+        if not parts[0].strip() or not parts[1].strip():
+            raise InputError(f"has an empty {'chunk' if not parts[0].strip() else 'document'} id", path=path,
+                             line=lineno, hint="each line is 'chunk_id<TAB>doc_id', both non-empty")
+        if parts[0] in out and out[parts[0]] != parts[1]:
+            raise InputError(f"maps {parts[0]!r} to {parts[1]!r}, but line {first[parts[0]]} maps it to "
+                             f"{out[parts[0]]!r}"[:200], path=path, line=lineno, hint="a chunk belongs to one document")
         out[parts[0]] = parts[1]
+        first.setdefault(parts[0], lineno)
     return out
 
 
