@@ -25,13 +25,14 @@ N_MIN, N_MAX = jsonl_fast.SAMPLE_LINES + 20, jsonl_fast.SAMPLE_LINES + 120
 
 BAD_VALUES = ['"2"', "true", "false", "null", "1.5", "-0", "-0.0", "NaN", "Infinity", "-Infinity", "1e400",
               "123456789012345678901234567890", "9223372036854775808", "9007199254740993", "4.9e-324", "-1e-400", '""', '"2026-01-01"', "[]", "{}",
-              '{"chunk_id": "x"}', '["a"]', '"evil"', "0", "-3", "2.0", '"\\ud800"', '"a\u2028b"', "1e2"]
+              '{"chunk_id": "x"}', '["a"]', '"evil"', "0", "-3", "2.0", '"\\ud800"', '"a\u2028b"', "1e2", '"x\\udfffy"']
 EXTRA_FIELDS = ['"must_not_retrieve": ["evil"]', '"k": 1', '"k": 0', '"k": 99999999999999999999999', '"tags": {"t": "x"}',
                 '"no_answer": true', '"system": "bm25"', '"system": 3', '"latency_ms": 2', '"latency_ms": 2.5',
                 '"latency_ms": {"r": 1}', '"qid": "other"', '"query_id": "dup"', '"retrieved": ["z"]',
                 '"topk": ["z"]', '"relevant": ["z"]', '"metadata": {"k": 2}', '"note": 5', '"created": "2026-01-01"',
                 '"k_raw": [1, 2]', '"flag": true', '"x": null']
-ITEM_EXTRAS = ['"rank": 3', '"rank": NaN', '"rank": "1"', '"score": null', '"text": "t"', '"text": 5',
+ITEM_EXTRAS = ['"rank": 3', '"rank": NaN', '"rank": "1"', '"rank": 9007199254740993', '"rank": -9007199254740992',
+               '"text": "\\udc80"', '"text": "\\ud83d\\ude00"', '"score": null', '"text": "t"', '"text": 5',
                '"doc_version": "2026-01-01"', '"doc_version": 3', '"version": "v2"', '"content": "c"',
                '"source": "bm25"', '"note": "n"', '"note": 1', '"id": "other"', '"doc_id": 4', '"grade": 1',
                '"label": 2', '"meta": Infinity', '"meta": [1, "a"]', '"score": -0.0', '"score": 1e308']
