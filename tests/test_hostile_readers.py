@@ -758,3 +758,14 @@ def test_a_crlf_doc_map_maps_to_the_same_documents(tmp_path, capsys) -> None:
                      "-m", "mrr", "--json"]) == 0
         outs.append(json.loads(capsys.readouterr().out)["metrics"]["mrr"]["mean"])
     assert outs == [1.0, 1.0]
+
+
+def test_line_separators_inside_strings_of_sample_jsonl_do_not_split_lines(tmp_path, capsys) -> None:
+    rows = [{"user_input": "q\u2028one", "retrieved_contexts": ["a\u2029x", "b"], "reference_contexts": ["b\x85"]},
+            {"user_input": "q two", "retrieved_contexts": ["c"], "reference_contexts": ["c"]}]
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+    samples = _write(tmp_path / "samples.jsonl", data)
+    assert main(["evaluate", "--gold", str(samples), "--gold-format", "ragas", "--run", str(samples),
+                 "--run-format", "ragas", "-m", "hit@5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metrics"]["hit@5"]["n"] == 2
