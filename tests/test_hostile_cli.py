@@ -573,3 +573,15 @@ def test_stale_csv_defuses_spreadsheet_formulas(tmp_path, capsys):
     main(["gold", "stale", "--gold", str(gold), "--corpus", str(manifest), "-o", str(tmp_path / "out")])
     text = (tmp_path / "out" / "stale.csv").read_text()
     assert "'=cmd|x,'=1+1," in text, text
+
+
+def test_an_empty_doc_separator_at_doc_level_is_a_usage_error(tmp_path, capsys):
+    from .hostile import assert_refused
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "q1", "relevant": ["d1#c1"]}\n')
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"query_id": "q1", "retrieved": ["d1#c2", "d1#c1"]}\n')
+    out = tmp_path / "out"
+    assert_refused(["evaluate", "--gold", gold, "--run", run, "--level", "doc", "--doc-sep", "", "--out", out],
+                   out, capsys=capsys, contains=["doc_sep"])

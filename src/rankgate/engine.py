@@ -87,6 +87,10 @@ def evaluate(
     if dedupe not in ("error", "first"):
         raise UsageError(f"dedupe must be 'error' or 'first'; got {dedupe!r}")
     check_ties(ties)
+    if level == "doc" and doc_map is None and not (isinstance(doc_sep, str) and doc_sep):
+        # An empty separator would make every chunk its own document: doc level would silently be chunk level.
+        raise UsageError(f"doc_sep (--doc-sep) must be a non-empty string for level='doc'; got {doc_sep!r} "
+                         "(give the separator between document id and chunk part, e.g. '#', or a doc map)")
     load_opts: dict[str, Any] = {"columns": dict(columns)} if columns else {}
 
     inputs: dict[str, Any] = {}
