@@ -38,6 +38,19 @@ def _change_dict(c: QueryChange) -> dict[str, Any]:
     }
 
 
+def _change_stats(r: Any, confidence: float) -> dict[str, Any]:
+    """The paired statistics of one comparison row, as both the two-run and the several-runs dicts give them."""
+    return {
+        "delta": _clean(r.delta),
+        "ci_low": _clean(r.ci_low),
+        "ci_high": _clean(r.ci_high),
+        "p_value": _clean(r.p_value),
+        "p_holm": _clean(r.p_holm),
+        "higher_is_better": r.higher_is_better,
+        "verdict": r.verdict(confidence),
+    }
+
+
 def comparison_dict(cmp: Comparison) -> dict[str, Any]:
     """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
     return {
@@ -53,13 +66,7 @@ def comparison_dict(cmp: Comparison) -> dict[str, Any]:
                 "n": r.n,
                 "baseline": _clean(r.baseline),
                 "candidate": _clean(r.candidate),
-                "delta": _clean(r.delta),
-                "ci_low": _clean(r.ci_low),
-                "ci_high": _clean(r.ci_high),
-                "p_value": _clean(r.p_value),
-                "p_holm": _clean(r.p_holm),
-                "higher_is_better": r.higher_is_better,
-                "verdict": r.verdict(cmp.confidence),
+                **_change_stats(r, cmp.confidence),
             }
             for r in cmp.rows
         ],
@@ -239,13 +246,7 @@ def multi_comparison_dict(cmp: MultiComparison) -> dict[str, Any]:
                 "n": r.n,
                 "baseline": _clean(r.baseline),
                 "mean": _clean(r.candidate),
-                "delta": _clean(r.delta),
-                "ci_low": _clean(r.ci_low),
-                "ci_high": _clean(r.ci_high),
-                "p_value": _clean(r.p_value),
-                "p_holm": _clean(r.p_holm),
-                "higher_is_better": r.higher_is_better,
-                "verdict": r.verdict(cmp.confidence),
+                **_change_stats(r, cmp.confidence),
             }
             for r in cmp.rows
         ],
