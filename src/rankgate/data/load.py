@@ -115,25 +115,7 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
     if isinstance(source, Gold):
         return source
     if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        _check_format(format, GOLD_FORMATS, "gold")
-        check_file(path, "gold")
-        if is_pipe(path):
-            return _from_pipe(path, "gold", lambda local: load_gold(local, format=format, columns=columns))
-        from . import tools
-
-        if format is None and os.path.isdir(path) and tools.is_hf_folder(path):
-            fmt = "hf"
-        else:
-            fmt = format or tools.refine(path, _detect(path, GOLD_FORMATS, "gold"), "gold")
-        if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet"):
-            return tools.read_gold(path, fmt, columns)
-        if format is not None:
-            try:
-                return _load_gold_path(path, fmt)
-            except InputError as exc:
-                raise tools.explain(path, "gold", fmt, exc) from None
-        return _load_gold_path(path, fmt)
+        return _load_path(os.fspath(source), "gold", format, columns)
     from . import tools
 
     if format is not None:
@@ -156,25 +138,7 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
     if isinstance(source, Run):
         return source
     if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        _check_format(format, RUN_FORMATS, "run")
-        check_file(path, "run")
-        if is_pipe(path):
-            return _from_pipe(path, "run", lambda local: load_run(local, format=format, columns=columns))
-        from . import tools
-
-        if format is None and os.path.isdir(path) and tools.is_hf_folder(path):
-            fmt = "hf"
-        else:
-            fmt = format or tools.refine(path, _detect(path, RUN_FORMATS, "run"), "run")
-        if fmt in tools.RECORD_FORMATS or fmt == "llamaindex" or (columns and fmt == "parquet"):
-            return tools.read_run(path, fmt, columns)
-        if format is not None:
-            try:
-                return _load_run_path(path, fmt)
-            except InputError as exc:
-                raise tools.explain(path, "run", fmt, exc) from None
-        return _load_run_path(path, fmt)
+        return _load_path(os.fspath(source), "run", format, columns)
     from . import tools
 
     if format is not None:
@@ -187,6 +151,32 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
         tool_run = tools.run_from_objects(rows, label, format)
         return tool_run if tool_run is not None else parse_run_records(list(enumerate(rows, start=1)), label)
     raise UsageError(f"cannot read a run from {type(source).__name__}; pass a path, a dict or a list of records")
+
+
+def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, str] | None) -> Any:
+    """A gold set (``noun="gold"``) or run from a file, folder or pipe: detect the format, then read it."""
+    from . import tools
+
+    gold = noun == "gold"
+    formats = GOLD_FORMATS if gold else RUN_FORMATS
+    _check_format(format, formats, noun)
+    check_file(path, noun)
+    if is_pipe(path):  # read once into a local copy, then as a file
+        return _from_pipe(path, noun, lambda local: _load_path(local, noun, format, columns))
+    if format is None and os.path.isdir(path) and tools.is_hf_folder(path):
+        fmt = "hf"
+    else:
+        fmt = format or tools.refine(path, _detect(path, formats, noun), noun)
+    # a LlamaIndex file is a gold set only: its run reader says so
+    if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet") or (not gold and fmt == "llamaindex"):
+        return tools.read_gold(path, fmt, columns) if gold else tools.read_run(path, fmt, columns)
+    read = _load_gold_path if gold else _load_run_path
+    if format is None:
+        return read(path, fmt)
+    try:
+        return read(path, fmt)
+    except InputError as exc:
+        raise tools.explain(path, noun, fmt, exc) from None
 
 
 def _load_gold_path(path: str, fmt: str) -> Gold:
