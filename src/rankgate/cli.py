@@ -11,7 +11,7 @@ Exit codes (README "Exit codes"):
   either the old file or the whole new one, and no temporary file is left.
 
 Sub-commands live in :mod:`rankgate.commands`, one module each, exposing ``add_parser(subparsers)``
-and ``run(args) -> int``; their heavy imports happen inside ``run`` so ``rankgate --help`` stays fast.
+and ``run(args) -> int`` (a command ``a-b`` lives in module ``a_b``); their heavy imports happen inside ``run`` so ``rankgate --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from . import __version__
 
 # Order shown in --help. A module that is not present in this build is skipped.
-COMMANDS = ("evaluate", "compare", "gate", "report", "retrieve", "demo", "metrics", "gold", "incident")
+COMMANDS = ("evaluate", "compare", "gate", "report", "retrieve", "demo", "metrics", "gold", "incident", "traces",
+            "calibrate_abstention", "answers", "judge", "pool", "stress")
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -92,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .errors import RankgateError
 
             keep_freed_memory()
-            module = importlib.import_module(f"rankgate.commands.{command}")
+            module = importlib.import_module(f"rankgate.commands.{command.replace('-', '_')}")
             real_stdout, sys.stdout = sys.stdout, _GuardedStdout(sys.stdout)
             try:
                 code = int(module.run(args))
