@@ -19,6 +19,13 @@ p-value of a paired change (:func:`randomization_test`)
     ``|mean|`` is at least the observed one; ``p = (b + 1) / (n_resamples + 1)``, never 0.
 Several comparisons at once (:func:`holm`)
     Holm's step-down correction, which controls the chance of any false "changed" in the table.
+Interval of a proportion ``k / n`` (:func:`wilson_interval`, :func:`clopper_pearson`)
+    Wilson's score interval, ``(k + z²/2)/(n + z²) ± z/(n + z²)·√(k(n − k)/n + z²/4)`` with
+    ``z = Φ⁻¹((1 + c)/2)`` (two-sided; good coverage on small counts, never outside [0, 1]); and the
+    exact Clopper–Pearson bounds from the beta distribution: lower ``B⁻¹(α; k, n − k + 1)``, upper
+    ``B⁻¹(1 − α; k + 1, n − k)``, with ``α = 1 − c`` for a one-sided bound and ``(1 − c)/2`` for each
+    side of a two-sided interval; the lower bound is 0 when ``k = 0`` and the upper 1 when ``k = n``.
+    ``Φ⁻¹`` is :func:`normal_quantile` (the standard library's ``NormalDist().inv_cdf``).
 
 Degenerate inputs: with no applicable query the mean, the interval and the p-value are NaN; with one
 query the interval is NaN too (one query says nothing about spread); when every value is equal the
@@ -49,11 +56,14 @@ __all__ = [
     "CI_METHOD",
     "MAX_RESAMPLES",
     "bootstrap_ci",
+    "clopper_pearson",
     "holm",
     "metric_cis",
+    "normal_quantile",
     "paired_bootstrap_ci",
     "paired_values",
     "randomization_test",
+    "wilson_interval",
 ]
 
 RandomSource = np.random.Generator | int
@@ -330,3 +340,102 @@ def _cis_for(
         for name, x, m in zip(names, cols, means):
             out[name] = _interval(x, m, confidence)
     return {name: out[name] for name in values}
+
+
+# --- intervals of a proportion ------------------------------------------------------------------------
+
+def normal_quantile(p: float) -> float:
+    """``Φ⁻¹(p)``, the standard normal quantile, for ``0 < p < 1``."""
+    if not 0.0 < p < 1.0:
+        raise UsageError(f"a normal quantile needs 0 < p < 1; got {p!r}")
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(p)
+
+
+def _check_proportion(k: int, n: int, confidence: float) -> None:
+    if isinstance(k, bool) or isinstance(n, bool) or int(k) != k or int(n) != n or not 0 <= k <= n:
+        raise UsageError(f"a proportion needs whole numbers 0 <= k <= n; got k={k!r}, n={n!r}")
+    if not 0.0 < confidence < 1.0:
+        raise UsageError(f"confidence must lie strictly between 0 and 1; got {confidence!r}")
+
+
+def wilson_interval(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided Wilson score interval of ``k / n``; ``(nan, nan)`` when ``n == 0``."""
+    _check_proportion(k, n, confidence)
+    if n == 0:
+        return (math.nan, math.nan)
+    z = normal_quantile((1.0 + confidence) / 2.0)
+    z2 = z * z
+    centre = (k + z2 / 2.0) / (n + z2)
+    half = z / (n + z2) * math.sqrt(k * (n - k) / n + z2 / 4.0)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 100_000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-16:
+            break
+    return h
+
+
+def _beta_cdf(x: float, a: float, b: float) -> float:
+    """Regularised incomplete beta ``I_x(a, b)``."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
+
+
+def _beta_ppf(q: float, a: float, b: float) -> float:
+    """Inverse of :func:`_beta_cdf` in ``x`` by bisection (the cdf is monotone), to the last bit."""
+    lo, hi = 0.0, 1.0
+    while True:
+        mid = (lo + hi) / 2.0
+        if mid <= lo or mid >= hi:
+            return mid
+        if _beta_cdf(mid, a, b) < q:
+            lo = mid
+        else:
+            hi = mid
+
+
+def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, side: str = "two") -> tuple[float, float]:
+    """Exact (Clopper–Pearson) bounds of ``k / n``.
+
+    ``side="lower"`` gives ``(lower, 1.0)`` with ``P(p < lower) <= 1 - confidence``; ``"upper"`` gives
+    ``(0.0, upper)``; ``"two"`` gives the central interval. ``(nan, nan)`` when ``n == 0``.
+    """
+    _check_proportion(k, n, confidence)
+    if side not in ("lower", "upper", "two"):
+        raise UsageError(f"side must be 'lower', 'upper' or 'two'; got {side!r}")
+    if n == 0:
+        return (math.nan, math.nan)
+    alpha = (1.0 - confidence) / (2.0 if side == "two" else 1.0)
+    lower = 0.0 if k == 0 or side == "upper" else _beta_ppf(alpha, k, n - k + 1)
+    upper = 1.0 if k == n or side == "lower" else _beta_ppf(1.0 - alpha, k + 1, n - k)
+    return (lower, upper)
