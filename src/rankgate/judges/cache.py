@@ -1,0 +1,108 @@
+"""The judge's persistent cache: one SQLite file shared by every run on the machine.
+
+Where: ``--cache DIR`` (``cache_dir=``), else ``$RANKGATE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/rankgate``, else ``~/.cache/rankgate``; the file is ``judge-cache.sqlite3``.
+The key is the sha256 of the canonical JSON of the whole request (endpoint, model, messages,
+temperature, seed, answer schema, prompt version and hash, sample index), so a second run in another
+output folder, or another process, reuses every answer whose request is byte-for-byte the same,
+and a changed prompt, model or seed never does. Only answers that parsed into a valid label are
+stored; errors never are. WAL journal and a busy timeout make concurrent processes safe; within a
+process one connection is shared behind a lock (the client writes from its calling thread).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["CACHE_ENV", "CACHE_FILE", "JudgeCache", "default_cache_dir", "request_key"]
+
+CACHE_ENV = "RANKGATE_CACHE_DIR"
+CACHE_FILE = "judge-cache.sqlite3"
+_BATCH = 500
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "rankgate"
+
+
+def canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def request_key(request: Mapping[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of ``request``."""
+    return hashlib.sha256(canonical(request)).hexdigest()
+
+
+class JudgeCache:
+    """Labels by request key. Thread-safe (one connection behind a lock); processes may share the file."""
+
+    def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else default_cache_dir()
+        self.path = self.folder / CACHE_FILE
+        self._lock = threading.Lock()
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS judgements (key TEXT PRIMARY KEY, task TEXT NOT NULL, "
+                "label TEXT NOT NULL, raw TEXT, usage TEXT, fingerprint TEXT, created REAL NOT NULL)")
+        except (OSError, sqlite3.Error) as exc:
+            raise UsageError(
+                f"cannot open the judge cache {self.path}: {exc} "
+                f"(choose a writable folder with --cache or {CACHE_ENV}, or pass --no-cache)") from None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, str]:
+        """Stored label JSON for each key found."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, str] = {}
+        with self._lock:
+            self._get(wanted, found)
+        return found
+
+    def _get(self, wanted: list[str], found: dict[str, str]) -> None:
+        for start in range(0, len(wanted), _BATCH):
+            part = wanted[start:start + _BATCH]
+            marks = ",".join("?" * len(part))
+            for key, label in self._db.execute(f"SELECT key, label FROM judgements WHERE key IN ({marks})", part):
+                found[key] = label
+
+    def put_many(self, rows: Iterable[tuple[str, str, str, str, Mapping[str, int], str | None]]) -> None:
+        """Store ``(key, task, label_json, raw, usage, fingerprint)`` rows in one transaction."""
+        now = time.time()
+        data = [(k, t, lab, raw, json.dumps(dict(u), sort_keys=True), fp, now) for k, t, lab, raw, u, fp in rows]
+        if not data:
+            return
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?)", data)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,247 @@
+"""The judge client: one backend wrapped in the cache, a pool of workers and the bookkeeping.
+
+:meth:`JudgeClient.run` returns one :class:`Judgement` per (item, sample), in item order with
+samples inner, whatever order the calls finish in. It never raises for a failed call: a backend's
+:class:`JudgeCallError` (or any exception from a user's judge) becomes a Judgement with ``error``
+set and ``label`` None, and is never cached. Sample ``i`` is sent with ``seed + i``. Answers are
+looked up in the cache in batches before any call, and written to it from the calling thread every
+few hundred answers (and when the run ends or is interrupted), so an interrupted run keeps what it
+paid for.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from ..errors import UsageError
+from .base import TASK_FIELDS, TASKS, CallResult, JudgeCallError, JudgeItem, Judgement, Plan, check_label, is_problem
+from .cache import JudgeCache, request_key
+
+__all__ = ["JudgeClient"]
+
+_FLUSH_ROWS, _FLUSH_SECONDS = 256, 2.0
+_PROGRESS_MIN_CALLS = 20
+
+
+class JudgeClient:
+    """A backend plus cache, workers and counters. Build it with :func:`rankgate.judges.open_judge`."""
+
+    def __init__(self, backend: Any, *, spec: str, seed: int = 0, workers: int = 8,
+                 cache: JudgeCache | None = None, refresh: bool = False, progress: bool = False,
+                 builtin: bool = False) -> None:
+        self.backend = backend
+        self.spec = spec
+        self.seed = seed
+        self.workers = workers
+        self.cache = cache
+        self.refresh = refresh
+        self.progress = progress
+        self._builtin = builtin
+        self.stats = {"calls": 0, "sent": 0, "cache_hits": 0, "errors": 0, "prompt_tokens": 0,
+                      "completion_tokens": 0}
+
+    # -- what is asked -----------------------------------------------------------------------------
+    def _check(self, task: str, items: Sequence[JudgeItem], repeats: int) -> None:
+        if task not in TASKS:
+            raise UsageError(f"unknown judge task {task!r}; expected one of {', '.join(TASKS)}")
+        if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+            raise UsageError(f"repeats must be an integer >= 1; got {repeats!r}")
+        need = TASK_FIELDS[task]
+        for item in items:
+            missing = [f for f in need if not isinstance(item.fields.get(f), str)]
+            if missing:
+                raise UsageError(f"judge item {item.key!r} for task {task!r} lacks text field(s) "
+                                 f"{', '.join(missing)} (the task needs {', '.join(need)})")
+
+    def _request(self, task: str, fields: Mapping[str, str], sample: int) -> dict[str, Any] | None:
+        if self.cache is None:
+            return None
+        describe = getattr(self.backend, "request", None)
+        if describe is not None:
+            request = describe(task, fields, seed=self.seed + sample)
+        elif getattr(self.backend, "cacheable", None) is False or not isinstance(
+                getattr(self.backend, "version", None), str):
+            return None
+        else:  # a user's judge that declares a version
+            request = {"backend": self.spec, "version": self.backend.version, "task": task,
+                       "fields": dict(fields), "seed": self.seed + sample}
+        if request is None:
+            return None
+        return {**request, "sample": sample}
+
+    def _keys(self, task: str, items: Sequence[JudgeItem], repeats: int) -> list[str | None]:
+        keys: list[str | None] = []
+        for item in items:
+            for sample in range(repeats):
+                request = self._request(task, item.fields, sample)
+                keys.append(None if request is None else request_key(request))
+        return keys
+
+    def _lookup(self, keys: Sequence[str | None]) -> dict[str, str]:
+        if self.cache is None or self.refresh:
+            return {}
+        return self.cache.get_many(k for k in keys if k is not None)
+
+    # -- planning ----------------------------------------------------------------------------------
+    def plan(self, task: str, items: Sequence[JudgeItem], *, repeats: int = 1) -> Plan:
+        """How many calls a run would make, how many the cache answers, approximate tokens; calls nothing."""
+        self._check(task, items, repeats)
+        keys = self._keys(task, items, repeats)
+        found = self._lookup(keys)
+        estimate = getattr(self.backend, "estimate_tokens", None)
+        tokens_in = tokens_out = 0
+        hits = 0
+        for index, key in enumerate(keys):
+            if key is not None and key in found:
+                hits += 1
+                continue
+            if estimate is not None:
+                t_in, t_out = estimate(task, items[index // repeats].fields)
+                tokens_in += t_in
+                tokens_out += t_out
+        calls_model = bool(getattr(self.backend, "calls_model", True))
+        return Plan(task=task, calls=len(keys), cache_hits=hits, approx_tokens=tokens_in + tokens_out,
+                    approx_tokens_in=tokens_in, approx_tokens_out=tokens_out, backend=self.spec,
+                    model_calls=calls_model)
+
+    # -- running -----------------------------------------------------------------------------------
+    def run(self, task: str, items: Sequence[JudgeItem], *, repeats: int = 1) -> list[Judgement]:
+        """Judge every item ``repeats`` times; in item order, samples inner; never raises for a failed call."""
+        self._check(task, items, repeats)
+        keys = self._keys(task, items, repeats)
+        found = self._lookup(keys)
+        out: list[Judgement | None] = [None] * len(keys)
+        todo: list[int] = []
+        for index, key in enumerate(keys):
+            item = items[index // repeats]
+            if key is not None and key in found:
+                try:
+                    label = check_label(task, json.loads(found[key]))
+                except ValueError:
+                    label = None
+                if label is not None and not is_problem(label):
+                    out[index] = Judgement(item.key, task, index % repeats, label, None, True)  # type: ignore[arg-type]
+                    continue
+            todo.append(index)
+        self.stats["calls"] += len(keys)
+        self.stats["cache_hits"] += len(keys) - len(todo)
+        if todo:
+            self._dispatch(task, items, repeats, keys, todo, out)
+        self.stats["errors"] += sum(1 for j in out if j is not None and j.error is not None)
+        return [j for j in out if j is not None]
+
+    def _one(self, task: str, fields: Mapping[str, str], sample: int) -> tuple[Any, str | None]:
+        try:
+            answer = self.backend.judge(task, fields, seed=self.seed + sample)
+        except JudgeCallError as exc:
+            return None, str(exc) or "the judge call failed"
+        except Exception as exc:  # noqa: BLE001 - a user's judge failing is a failed call, not a crash
+            if self._builtin:
+                raise
+            return None, f"{type(exc).__name__}: {exc}"[:500]
+        result = answer if isinstance(answer, CallResult) else CallResult(label=answer)
+        label = check_label(task, result.label)
+        if is_problem(label):
+            return None, f"the judge returned an invalid label: {label.reason}"  # type: ignore[union-attr]
+        return CallResult(label=label, raw=result.raw, usage=result.usage, fingerprint=result.fingerprint), None  # type: ignore[arg-type]
+
+    def _dispatch(self, task: str, items: Sequence[JudgeItem], repeats: int, keys: Sequence[str | None],
+                  todo: Sequence[int], out: list[Judgement | None]) -> None:
+        pending_rows: list[tuple[str, str, str, str, Mapping[str, int], str | None]] = []
+        last_flush = time.monotonic()
+        bar = self._progress_bar(len(todo), task)
+
+        def flush() -> None:
+            nonlocal last_flush
+            if self.cache is not None and pending_rows:
+                self.cache.put_many(pending_rows)
+            pending_rows.clear()
+            last_flush = time.monotonic()
+
+        inline = getattr(self.backend, "calls_model", True) is False
+        pool = ThreadPoolExecutor(max_workers=1 if inline else self.workers, thread_name_prefix="rankgate-judge")
+        futures: dict[Future[tuple[Any, str | None]], int] = {}
+        try:
+            if inline:  # no model to wait for: judge in this thread, in order
+                for index in todo:
+                    result, error = self._one(task, items[index // repeats].fields, index % repeats)
+                    item = items[index // repeats]
+                    out[index] = Judgement(item.key, task, index % repeats, None if error else result.label,
+                                           error, False)
+                return
+            for index in todo:
+                fields = items[index // repeats].fields
+                futures[pool.submit(self._one, task, fields, index % repeats)] = index
+            remaining = set(futures)
+            while remaining:
+                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = futures.pop(future)
+                    result, error = future.result()
+                    item = items[index // repeats]
+                    if error is not None:
+                        out[index] = Judgement(item.key, task, index % repeats, None, error, False)
+                        continue
+                    out[index] = Judgement(item.key, task, index % repeats, result.label, None, False)
+                    self.stats["sent"] += 1
+                    for name in ("prompt_tokens", "completion_tokens"):
+                        self.stats[name] += int(result.usage.get(name, 0) or 0)
+                    key = keys[index]
+                    if key is not None:
+                        label = list(result.label) if isinstance(result.label, tuple) else result.label
+                        pending_rows.append((key, task, json.dumps(label, ensure_ascii=False), result.raw,
+                                             result.usage, result.fingerprint))
+                if bar is not None:
+                    bar[0].advance(bar[1], len(done))
+                if len(pending_rows) >= _FLUSH_ROWS or time.monotonic() - last_flush > _FLUSH_SECONDS:
+                    flush()
+        finally:
+            for future in futures:
+                future.cancel()
+            pool.shutdown(wait=True)
+            flush()
+            if bar is not None:
+                bar[0].stop()
+
+    def _progress_bar(self, total: int, task: str) -> Any:
+        if not self.progress or total < _PROGRESS_MIN_CALLS or not sys.stderr.isatty():
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        progress = Progress(TextColumn(f"judge {task}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            console=Console(stderr=True), transient=True)
+        progress.start()
+        return progress, progress.add_task(task, total=total)
+
+    # -- describing --------------------------------------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """Backend, model, url, seed and the prompt of each task, for every output that shows labels."""
+        own = getattr(self.backend, "identity", None)
+        info: dict[str, Any] = dict(own()) if callable(own) else {}
+        info.setdefault("backend", self.spec)
+        info.setdefault("model", getattr(self.backend, "name", None) or self.spec)
+        info.setdefault("url", None)
+        info.setdefault("prompts", {})
+        info["seed"] = self.seed
+        first = ("backend", "model", "url", "seed", "prompts")
+        return {**{k: info[k] for k in first}, **{k: v for k, v in info.items() if k not in first}}
+
+    def close(self) -> None:
+        closer = getattr(self.backend, "close", None)
+        if callable(closer):
+            closer()
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+
+    def __enter__(self) -> JudgeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,287 @@
+"""The ``openai`` judge: any OpenAI-compatible ``/v1/chat/completions`` endpoint over httpx.
+
+Works with OpenAI, Azure OpenAI, vLLM, Ollama (``/v1``) and llama.cpp's ``llama-server``.
+
+Request
+    ``temperature: 0`` and ``seed`` are always sent (llama.cpp's default temperature is 0.8, so
+    leaving it out is not "the default"); ``n`` is never sent (llama.cpp refuses ``n > 1``: k samples
+    are k calls with seeds ``seed + i``); ``max_tokens`` is the task's budget; ``response_format`` is
+    ``json_schema`` (strict) with the task's answer schema.
+Fallback
+    A 400 that names ``response_format``/``json_schema`` switches this judge to ``json_object`` and
+    resends at once; a 400 on that switches to no ``response_format`` at all (the prompt still asks
+    for JSON). The switch sticks for the rest of the run. Replies are read with a tolerant extractor
+    (code fences, prose around the JSON).
+Re-ask
+    An answer that does not parse, does not match the schema or was cut off
+    (``finish_reason: "length"``) is re-asked once, in the same conversation, with the problem named
+    (and twice the token budget when it was cut off); a second failure is a failed call.
+Retries
+    408, 409, 429, 5xx, timeouts and connection errors are retried up to ``retries`` times with
+    exponential backoff (``backoff_s · 2^attempt``, at most ``max_backoff_s``) times a jitter factor
+    in [0.5, 1) drawn from a generator seeded by the seed, the request and the attempt (so a re-run
+    waits the same). ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date) replaces the
+    backoff, capped at ``max_retry_after_s``. Other statuses fail at once, naming the status and the
+    server's message.
+Key
+    Read from the environment variable the user names (``key_env``) and sent as
+    ``Authorization: Bearer`` (``api-key`` for Azure hosts); no key for a local server. The key is
+    never part of the identity, the cache key or a message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import math
+import os
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import UsageError
+from .base import CallResult, JudgeCallError, check_label, is_problem
+from .extract import extract_json
+from .prompts import answer_schema, max_tokens, prompt
+
+__all__ = ["OpenAIJudge", "chat_endpoint"]
+
+RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+MODES = ("json_schema", "json_object", "none")
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
+
+
+def chat_endpoint(url: str) -> str:
+    """The chat-completions URL for a base URL (``…/v1``), a bare host, or the full endpoint."""
+    parts = urllib.parse.urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"judge URL {url!r} must be an http:// or https:// URL, e.g. http://localhost:8000/v1")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path = (path or "/v1") + "/chat/completions"
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def _is_azure(endpoint: str) -> bool:
+    host = urllib.parse.urlsplit(endpoint).hostname or ""
+    return host.endswith(".openai.azure.com") or host.endswith(".cognitiveservices.azure.com")
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            value = float(ms) / 1000.0
+            return value if math.isfinite(value) and value >= 0 else None
+        except ValueError:
+            pass
+    text = headers.get("retry-after")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+        return value if math.isfinite(value) and value >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _server_message(response: Any) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:300]
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:300]
+    if isinstance(error, str):
+        return error[:300]
+    return json.dumps(body)[:300]
+
+
+class OpenAIJudge:
+    """Judge over an OpenAI-compatible chat-completions endpoint (module docstring)."""
+
+    calls_model = True
+
+    def __init__(self, url: str, model: str, *, key_env: str | None = None, timeout_s: float = 60.0,
+                 retries: int = 4, workers: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
+                 max_retry_after_s: float = 60.0) -> None:
+        if not model or not isinstance(model, str):
+            raise UsageError("the openai judge needs a model name: pass --judge-model (e.g. gpt-4o-mini, or the "
+                             "name your vLLM/Ollama/llama.cpp server serves)")
+        self.endpoint = chat_endpoint(url)
+        self.model = model
+        self.timeout_s = float(timeout_s)
+        self.retries = int(retries)
+        self.workers = int(workers)
+        self.backoff_s, self.max_backoff_s, self.max_retry_after_s = backoff_s, max_backoff_s, max_retry_after_s
+        self._headers = {"content-type": "application/json"}
+        key = None
+        if key_env:
+            key = os.environ.get(key_env)
+            if not key:
+                raise UsageError(f"the judge key variable {key_env} is not set (or empty); export it, or leave out "
+                                 f"--judge-key-env for a local server that needs no key")
+        elif (urllib.parse.urlsplit(self.endpoint).hostname or "").endswith("api.openai.com"):
+            raise UsageError("api.openai.com needs an API key: name the variable that holds it with "
+                             "--judge-key-env (e.g. --judge-key-env OPENAI_API_KEY)")
+        if key:
+            if _is_azure(self.endpoint):
+                self._headers["api-key"] = key
+            else:
+                self._headers["authorization"] = f"Bearer {key}"
+        self.mode = MODES[0]
+        self._lock = threading.Lock()
+        self._http: Any = None
+
+    # -- what is sent ------------------------------------------------------------------------------
+    def request(self, task: str, fields: Mapping[str, str], *, seed: int) -> dict[str, Any]:
+        """The canonical request (for the cache key): everything that decides the answer."""
+        p = prompt(task)
+        return {"endpoint": self.endpoint, "model": self.model, "messages": p.messages(fields),
+                "temperature": 0, "seed": seed, "max_tokens": max_tokens(task), "schema": answer_schema(task),
+                "prompt": p.label}
+
+    def estimate_tokens(self, task: str, fields: Mapping[str, str]) -> tuple[int, int]:
+        """Approximate (input, output) tokens: characters / 4, the output a typical answer's size."""
+        chars = sum(len(m["content"]) + 8 for m in prompt(task).messages(fields))
+        out = 16 + len(fields.get("answer", "")) // 4 if task == "statements" else 8
+        return math.ceil(chars / 4), out
+
+    def identity(self) -> dict[str, Any]:
+        from . import TASKS
+
+        return {"backend": "openai", "model": self.model, "url": self.endpoint,
+                "prompts": {task: prompt(task).label for task in TASKS}, "response_format": self.mode}
+
+    def _body(self, task: str, messages: list[dict[str, str]], seed: int, budget: int, mode: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "seed": seed,
+                                "max_tokens": budget}
+        if mode == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": task, "schema": answer_schema(task), "strict": True}}
+        elif mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    # -- calling -----------------------------------------------------------------------------------
+    def judge(self, task: str, fields: Mapping[str, str], *, seed: int) -> CallResult:
+        messages = prompt(task).messages(fields)
+        budget = max_tokens(task)
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        problem = ""
+        for round_ in (0, 1):
+            content, finish, used, fingerprint = self._post(task, messages, seed, budget)
+            for name in usage:
+                usage[name] += int(used.get(name, 0) or 0) if isinstance(used, dict) else 0
+            if finish == "length":
+                problem = f"the answer was cut off at {budget} tokens (finish_reason length)"
+                budget *= 2
+            else:
+                parsed = extract_json(content)
+                if parsed is None:
+                    problem = "unparseable answer (no JSON found)"
+                else:
+                    label = check_label(task, parsed)
+                    if not is_problem(label):
+                        return CallResult(label=label, raw=content or "", usage=usage,  # type: ignore[arg-type]
+                                          fingerprint=fingerprint)
+                    problem = f"answer does not match the schema: {label.reason}"  # type: ignore[union-attr]
+            if round_ == 0:
+                messages = [*messages, {"role": "assistant", "content": content or ""},
+                            {"role": "user", "content": f"Your reply could not be used: {problem}. "
+                                                        f"Reply again with only the JSON object asked for."}]
+        raise JudgeCallError(f"{problem}, also after one re-ask")
+
+    def _client(self) -> Any:
+        with self._lock:
+            if self._http is None:
+                import httpx
+
+                self._http = httpx.Client(timeout=httpx.Timeout(self.timeout_s),
+                                          limits=httpx.Limits(max_connections=max(1, self.workers),
+                                                              max_keepalive_connections=max(1, self.workers)))
+            return self._http
+
+    def _downgrade(self, mode: str) -> None:
+        with self._lock:
+            if self.mode == mode and mode != MODES[-1]:
+                self.mode = MODES[MODES.index(mode) + 1]
+
+    def _delay(self, attempt: int, messages: list[dict[str, str]], seed: int) -> float:
+        digest = hashlib.sha256(json.dumps([seed, attempt, messages], sort_keys=True).encode()).digest()
+        jitter = 0.5 + 0.5 * random.Random(int.from_bytes(digest[:8], "big")).random()
+        return min(self.max_backoff_s, self.backoff_s * 2.0 ** attempt) * jitter
+
+    def _post(self, task: str, messages: list[dict[str, str]], seed: int, budget: int) -> tuple[str | None, Any, Any, str | None]:
+        import httpx
+
+        http = self._client()
+        attempt = 0
+        while True:
+            mode = self.mode
+            wait: float | None = None
+            try:
+                response = http.post(self.endpoint, json=self._body(task, messages, seed, budget, mode),
+                                     headers=self._headers)
+            except httpx.TimeoutException:
+                reason = f"timeout after {self.timeout_s:g} s"
+            except httpx.TransportError as exc:
+                reason = f"connection error ({type(exc).__name__}: {exc})"[:300]
+            else:
+                status = response.status_code
+                if status == 200:
+                    return self._read(response)
+                message = _server_message(response)
+                if status == 400 and mode != MODES[-1] and any(w in message.lower() for w in _FORMAT_WORDS):
+                    self._downgrade(mode)
+                    continue
+                if status not in RETRY_STATUSES:
+                    hint = " (check --judge-key-env)" if status in (401, 403) else ""
+                    raise JudgeCallError(f"HTTP {status}: {message}{hint}")
+                reason = f"HTTP {status}"
+                after = _retry_after(response.headers)
+                if after is not None:
+                    wait = min(after, self.max_retry_after_s)
+            attempt += 1
+            if attempt > self.retries:
+                raise JudgeCallError(f"{reason} after {attempt} attempt{'s' if attempt > 1 else ''}")
+            time.sleep(wait if wait is not None else self._delay(attempt - 1, messages, seed))
+
+    @staticmethod
+    def _read(response: Any) -> tuple[str | None, Any, Any, str | None]:
+        try:
+            body = response.json()
+            choice = body["choices"][0]
+            message = choice.get("message") or {}
+            content = message.get("content")
+            if content is None and message.get("refusal"):
+                content = ""
+            return content, choice.get("finish_reason"), body.get("usage") or {}, body.get("system_fingerprint")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise JudgeCallError(f"the server's reply is not a chat completion: {response.text[:200]!r}") from None
+
+    def check_reachable(self) -> None:
+        """Raise UsageError when nothing answers at the endpoint's host (any HTTP reply will do)."""
+        import httpx
+
+        try:
+            self._client().get(self.endpoint.rsplit("/chat/completions", 1)[0] + "/models", headers=self._headers)
+        except httpx.TransportError as exc:
+            raise UsageError(f"the judge URL {self.endpoint} does not answer ({type(exc).__name__}: {exc}); "
+                             f"is the server running?") from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
