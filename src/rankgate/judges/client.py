@@ -232,6 +232,12 @@ class JudgeClient:
         first = ("backend", "model", "url", "seed", "prompts")
         return {**{k: info[k] for k in first}, **{k: v for k, v in info.items() if k not in first}}
 
+    def check_reachable(self) -> None:
+        """Raise UsageError when the backend's server does not answer at all (no-op for offline backends)."""
+        check = getattr(self.backend, "check_reachable", None)
+        if callable(check):
+            check()
+
     def close(self) -> None:
         closer = getattr(self.backend, "close", None)
         if callable(closer):

@@ -1,0 +1,223 @@
+"""A fake OpenAI-compatible chat-completions server for offline judge tests and benchmarks.
+
+Runs on 127.0.0.1 at a free port (``FakeOpenAI().start()``, or the ``fake_openai`` fixture) in
+daemon threads, over real HTTP/1.1 with keep-alive. It answers ``POST …/chat/completions`` with
+OpenAI-shaped JSON and ``GET …/models``, records every request (body, headers, arrival time) and
+the peak number of requests in flight.
+
+Answers. The task is read from the system prompt. By default ``context_relevance`` /
+``answer_relevance`` answer ``{"label": 2}``, ``support`` / ``correctness`` ``{"label":
+"supported"}``, and ``statements`` the answer's sentences. A user message containing
+``label=<json>`` answers that label instead; one containing ``seedlabel`` answers ``seed % 3``
+(to see repeats differ).
+
+Faults. ``script(marker, *steps)``: the requests whose last user message contains ``marker`` are
+served the steps in order, one each, then normal answers. A step is ``status(code, message,
+headers)``, ``delay(seconds)`` (then a normal answer), ``content(text, finish_reason)``, or
+``length()`` (a cut-off answer with ``finish_reason: "length"``). Server-wide modes:
+``reject_formats`` (a set of ``response_format`` types refused with a 400 naming
+``response_format``), ``llama_cpp`` (a 400 "Only one completion choice is allowed" for any ``n``
+other than 1) and ``latency`` (seconds slept on every request).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Step:
+    kind: str
+    status: int = 200
+    message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    text: str = ""
+    finish_reason: str = "stop"
+
+
+def status(code: int, message: str = "", headers: dict[str, str] | None = None) -> Step:
+    return Step("status", status=code, message=message or f"fake error {code}", headers=headers or {})
+
+
+def delay(seconds: float) -> Step:
+    return Step("delay", seconds=seconds)
+
+
+def content(text: str, finish_reason: str = "stop") -> Step:
+    return Step("content", text=text, finish_reason=finish_reason)
+
+
+def length() -> Step:
+    return Step("content", text='{"label": ', finish_reason="length")
+
+
+def _task(system: str) -> str:
+    if "atomic statements" in system:
+        return "statements"
+    if "reference answer" in system:
+        return "correctness"
+    if "statement against a context" in system:
+        return "support"
+    if "answer addresses" in system:
+        return "answer_relevance"
+    return "context_relevance"
+
+
+def default_answer(body: dict[str, Any]) -> dict[str, Any]:
+    messages = body.get("messages") or []
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    user = next((m["content"] for m in messages if m.get("role") == "user"), "")
+    task = _task(system)
+    marker = re.search(r"label=(\S+)", user)
+    if marker:
+        return {"label": json.loads(marker.group(1))}
+    if "seedlabel" in user:
+        return {"label": int(body.get("seed", 0)) % 3}
+    if task == "statements":
+        answer = user.split("Answer:\n", 1)[-1]
+        return {"statements": [s.strip() for s in re.split(r"(?<=[.!?])\s+", answer) if s.strip()]}
+    if task in ("support", "correctness"):
+        return {"label": "supported"}
+    return {"label": 2}
+
+
+class FakeOpenAI:
+    def __init__(self, *, latency: float = 0.0, llama_cpp: bool = False,
+                 reject_formats: set[str] | None = None, record: bool = True) -> None:
+        self.latency = latency
+        self.llama_cpp = llama_cpp
+        self.reject_formats = set(reject_formats or ())
+        self.record = record
+        self.requests: list[dict[str, Any]] = []
+        self.count = 0
+        self.active = 0
+        self.peak = 0
+        self._scripts: dict[str, deque[Step]] = defaultdict(deque)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- scripting ---------------------------------------------------------------------------------
+    def script(self, marker: str, *steps: Step) -> None:
+        with self._lock:
+            self._scripts[marker].extend(steps)
+
+    def _next_step(self, body: dict[str, Any]) -> Step | None:
+        users = [m.get("content", "") for m in body.get("messages") or [] if m.get("role") == "user"]
+        first = users[0] if users else ""
+        with self._lock:
+            for marker, steps in self._scripts.items():
+                if marker in first and steps:
+                    return steps.popleft()
+        return None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def bodies(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r["body"] for r in self.requests]
+
+    # -- serving -----------------------------------------------------------------------------------
+    def start(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = json.loads(raw or b"{}")
+                with fake._lock:
+                    fake.count += 1
+                    fake.active += 1
+                    fake.peak = max(fake.peak, fake.active)
+                    if fake.record:
+                        fake.requests.append({"body": body, "headers": dict(self.headers), "at": time.monotonic()})
+                try:
+                    self._answer(body)
+                finally:
+                    with fake._lock:
+                        fake.active -= 1
+
+            def _answer(self, body: dict[str, Any]) -> None:
+                if fake.latency:
+                    time.sleep(fake.latency)
+                if not self.path.endswith("/chat/completions"):
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                if fake.llama_cpp and body.get("n", 1) != 1:
+                    return self._send(400, {"error": {"code": 400, "type": "invalid_request_error",
+                                                      "message": "Only one completion choice is allowed"}})
+                kind = (body.get("response_format") or {}).get("type")
+                if kind in fake.reject_formats:
+                    return self._send(400, {"error": {"type": "invalid_request_error",
+                                                      "message": f"response_format type {kind!r} is not supported"}})
+                step = fake._next_step(body)
+                text, finish = json.dumps(default_answer(body)), "stop"
+                if step is not None:
+                    if step.kind == "status":
+                        return self._send(step.status, {"error": {"message": step.message}}, step.headers)
+                    if step.kind == "delay":
+                        time.sleep(step.seconds)
+                    if step.kind == "content":
+                        text, finish = step.text, step.finish_reason
+                self._send(200, {
+                    "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                    "system_fingerprint": "fp_fake",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+                })
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True,
+                         name="fake-openai").start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+if __name__ == "__main__":  # python -m tests.fake_openai [latency]: serve until Ctrl-C
+    import sys
+
+    server = FakeOpenAI(latency=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0, record=False).start()
+    print(server.url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
