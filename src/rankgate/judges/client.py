@@ -12,10 +12,11 @@ paid for.
 from __future__ import annotations
 
 import json
+import queue
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import UsageError
@@ -164,29 +165,32 @@ class JudgeClient:
             last_flush = time.monotonic()
 
         inline = getattr(self.backend, "calls_model", True) is False
-        pool = ThreadPoolExecutor(max_workers=1 if inline else self.workers, thread_name_prefix="rankgate-judge")
-        futures: dict[Future[tuple[Any, str | None]], int] = {}
-        try:
-            if inline:  # no model to wait for: judge in this thread, in order
-                for index in todo:
-                    result, error = self._one(task, items[index // repeats].fields, index % repeats)
-                    item = items[index // repeats]
-                    out[index] = Judgement(item.key, task, index % repeats, None if error else result.label,
-                                           error, False)
+        results: queue.SimpleQueue[tuple[int, Any, str | None]] = queue.SimpleQueue()
+
+        def work(index: int) -> None:
+            try:
+                result, error = self._one(task, items[index // repeats].fields, index % repeats)
+            except BaseException as exc:  # noqa: BLE001 - a bug in a built-in backend: re-raised below
+                results.put((index, exc, "\x00crash"))
                 return
-            for index in todo:
-                fields = items[index // repeats].fields
-                futures[pool.submit(self._one, task, fields, index % repeats)] = index
-            remaining = set(futures)
-            while remaining:
-                done, remaining = wait(remaining, return_when=FIRST_COMPLETED)
-                for future in done:
-                    index = futures.pop(future)
-                    result, error = future.result()
-                    item = items[index // repeats]
-                    if error is not None:
-                        out[index] = Judgement(item.key, task, index % repeats, None, error, False)
-                        continue
+            results.put((index, result, error))
+
+        pool = None if inline else ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rankgate-judge")
+        try:
+            if pool is None:  # no model to wait for: judge in this thread, in order
+                for index in todo:
+                    work(index)
+            else:
+                for index in todo:
+                    pool.submit(work, index)
+            for done in range(1, len(todo) + 1):
+                index, result, error = results.get()
+                if error == "\x00crash":
+                    raise result
+                item = items[index // repeats]
+                if error is not None:
+                    out[index] = Judgement(item.key, task, index % repeats, None, error, False)
+                else:
                     out[index] = Judgement(item.key, task, index % repeats, result.label, None, False)
                     self.stats["sent"] += 1
                     for name in ("prompt_tokens", "completion_tokens"):
@@ -196,14 +200,13 @@ class JudgeClient:
                         label = list(result.label) if isinstance(result.label, tuple) else result.label
                         pending_rows.append((key, task, json.dumps(label, ensure_ascii=False), result.raw,
                                              result.usage, result.fingerprint))
-                if bar is not None:
-                    bar[0].advance(bar[1], len(done))
+                if bar is not None and (done % 50 == 0 or done == len(todo)):
+                    bar[0].update(bar[1], completed=done)
                 if len(pending_rows) >= _FLUSH_ROWS or time.monotonic() - last_flush > _FLUSH_SECONDS:
                     flush()
         finally:
-            for future in futures:
-                future.cancel()
-            pool.shutdown(wait=True)
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
             flush()
             if bar is not None:
                 bar[0].stop()
