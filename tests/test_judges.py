@@ -194,3 +194,13 @@ def test_import_stays_light():
             "print(sorted(m for m in ('httpx', 'numpy', 'rich', 'rankgate.retrieval') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_cache_that_cannot_be_written_warns_and_keeps_the_labels(tmp_path, capsys):
+    judge_plugins.CountingJudge.calls = 0
+    with open_judge("tests.judge_plugins:CountingJudge", cache_dir=tmp_path) as judge:
+        judge.cache._db.execute("CREATE TRIGGER full BEFORE INSERT ON judgements BEGIN "
+                                "SELECT RAISE(ABORT, 'database or disk is full'); END")
+        out = judge.run("context_relevance", [rel("a", "what is x", "x is here")])
+        assert out[0].label == 2 and judge.cache.broken
+    assert "cannot be written" in capsys.readouterr().err

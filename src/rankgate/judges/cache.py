@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -56,6 +57,7 @@ class JudgeCache:
         self.folder = Path(folder) if folder is not None else default_cache_dir()
         self.path = self.folder / CACHE_FILE
         self._lock = threading.Lock()
+        self.broken = False
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
@@ -74,7 +76,12 @@ class JudgeCache:
         wanted = list(dict.fromkeys(keys))
         found: dict[str, str] = {}
         with self._lock:
-            self._get(wanted, found)
+            try:
+                self._get(wanted, found)
+            except sqlite3.Error as exc:
+                print(f"rankgate: warning: the judge cache {self.path} cannot be read ({exc}); asking the judge",
+                      file=sys.stderr)
+                return {}
         return found
 
     def _get(self, wanted: list[str], found: dict[str, str]) -> None:
@@ -91,13 +98,23 @@ class JudgeCache:
         if not data:
             return
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            if self.broken:
+                return
             try:
-                self._db.executemany("INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?)", data)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany("INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?)", data)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                # A cache that cannot be written (full disk, locked too long) must not cost the labels
+                # already paid for: say so once and carry on without writing.
+                self.broken = True
+                print(f"rankgate: warning: the judge cache {self.path} cannot be written ({exc}); "
+                      f"this run's labels are not cached", file=sys.stderr)
 
     def __len__(self) -> int:
         with self._lock:

@@ -175,6 +175,7 @@ class JudgeClient:
                 return
             results.put((index, result, error))
 
+        finished = False
         pool = None if inline else ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rankgate-judge")
         try:
             if pool is None:  # no model to wait for: judge in this thread, in order
@@ -204,9 +205,10 @@ class JudgeClient:
                     bar[0].update(bar[1], completed=done)
                 if len(pending_rows) >= _FLUSH_ROWS or time.monotonic() - last_flush > _FLUSH_SECONDS:
                     flush()
+            finished = True
         finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+            if pool is not None:  # interrupted: drop the queued calls, do not wait for those in flight
+                pool.shutdown(wait=finished, cancel_futures=True)
             flush()
             if bar is not None:
                 bar[0].stop()
