@@ -14,7 +14,7 @@ Answers. The task is read from the system prompt. By default ``context_relevance
 Faults. ``script(marker, *steps)``: the requests whose last user message contains ``marker`` are
 served the steps in order, one each, then normal answers. A step is ``status(code, message,
 headers)``, ``delay(seconds)`` (then a normal answer), ``content(text, finish_reason)``, or
-``length()`` (a cut-off answer with ``finish_reason: "length"``). Server-wide modes:
+``parts(text)`` (content as a list of parts), ``length()`` (a cut-off answer with ``finish_reason: "length"``). Server-wide modes:
 ``reject_formats`` (a set of ``response_format`` types refused with a 400 naming
 ``response_format``), ``llama_cpp`` (a 400 "Only one completion choice is allowed" for any ``n``
 other than 1) and ``latency`` (seconds slept on every request).
@@ -53,6 +53,11 @@ def delay(seconds: float) -> Step:
 
 def content(text: str, finish_reason: str = "stop") -> Step:
     return Step("content", text=text, finish_reason=finish_reason)
+
+
+def parts(text: str) -> Step:
+    """The reply as a list of content parts (``[{"type": "text", "text": ...}]``), as some servers send."""
+    return Step("parts", text=text)
 
 
 def length() -> Step:
@@ -190,6 +195,8 @@ class FakeOpenAI:
                         time.sleep(step.seconds)
                     if step.kind == "content":
                         text, finish = step.text, step.finish_reason
+                    if step.kind == "parts":
+                        text = [{"type": "text", "text": step.text}]  # type: ignore[assignment]
                 self._send(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model"),
                     "system_fingerprint": "fp_fake",

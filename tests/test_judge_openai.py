@@ -14,7 +14,7 @@ from rankgate.judges import JudgeItem, coverage, open_judge, repeat_variance
 from rankgate.judges.openai import _retry_after, chat_endpoint
 
 from .conftest import ROOT
-from .fake_openai import FakeOpenAI, content, delay, length, status
+from .fake_openai import FakeOpenAI, content, delay, length, parts, status
 
 FAST = {"timeout_s": 2.0, "backoff_s": 0.01, "retries": 2}
 
@@ -274,3 +274,30 @@ def test_backoff_is_seeded(fake, tmp_path):
         assert b._delay(2, msgs, 0) == b._delay(2, msgs, 0)
         assert 0.02 <= b._delay(2, msgs, 0) < 0.04 + 1e-12
         assert b._delay(2, msgs, 0) != b._delay(2, msgs, 1)
+
+
+def test_azure_key_header_and_content_parts(fake, tmp_path, monkeypatch):
+    from rankgate.judges.openai import OpenAIJudge
+
+    monkeypatch.setenv("RANKGATE_TEST_AZ", "az-key")
+    az = OpenAIJudge("https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=1", "d",
+                     key_env="RANKGATE_TEST_AZ")
+    assert az._headers.get("api-key") == "az-key" and "authorization" not in az._headers
+    fake.script("parts", parts('{"label": 1}'))
+    with judge_for(fake, tmp_path) as judge:
+        assert judge.run("context_relevance", items("parts"))[0].label == 1
+
+
+def test_processes_share_one_cache(fake, tmp_path):
+    code = (
+        "import sys\nfrom rankgate.judges import open_judge, JudgeItem\n"
+        f"j = open_judge('openai', url={fake.url!r}, model='fake-model', cache_dir={str(tmp_path)!r}, workers=4)\n"
+        "items = [JudgeItem(str(i), {'question': 'q', 'passage': f'p{i}'}) for i in range(int(sys.argv[1]), int(sys.argv[2]))]\n"
+        "out = j.run('context_relevance', items)\nassert all(x.error is None for x in out)\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(a), str(b)], cwd=ROOT)
+             for a, b in ((0, 300), (150, 450))]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    with judge_for(fake, tmp_path, cache_dir=tmp_path) as judge:
+        plan = judge.plan("context_relevance", [JudgeItem(str(i), {"question": "q", "passage": f"p{i}"})
+                                                for i in range(450)])
+    assert plan.cache_hits == 450

@@ -204,3 +204,17 @@ def test_a_cache_that_cannot_be_written_warns_and_keeps_the_labels(tmp_path, cap
         out = judge.run("context_relevance", [rel("a", "what is x", "x is here")])
         assert out[0].label == 2 and judge.cache.broken
     assert "cannot be written" in capsys.readouterr().err
+
+
+def test_progress_bar_on_a_terminal_does_not_change_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    with open_judge("tests.judge_plugins:CountingJudge", use_cache=False, progress=True) as judge:
+        out = judge.run("context_relevance", [rel(str(i), "what is x", "x" if i % 2 else "y") for i in range(40)])
+    assert [j.label for j in out] == [0, 2] * 20
+
+
+def test_plan_fields_keep_the_documented_order():
+    from rankgate.judges import Plan
+
+    p = Plan(5, 2, 100)
+    assert (p.calls, p.cache_hits, p.approx_tokens, p.to_send) == (5, 2, 100, 3)

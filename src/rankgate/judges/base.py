@@ -87,12 +87,12 @@ class Plan:
     model (the lexical judge), whose token counts are 0.
     """
 
-    task: str
     calls: int
     cache_hits: int
     approx_tokens: int
     approx_tokens_in: int = 0
     approx_tokens_out: int = 0
+    task: str = ""
     backend: str = ""
     model_calls: bool = True
 

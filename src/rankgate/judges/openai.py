@@ -264,8 +264,10 @@ class OpenAIJudge:
             choice = body["choices"][0]
             message = choice.get("message") or {}
             content = message.get("content")
-            if content is None and message.get("refusal"):
-                content = ""
+            if isinstance(content, list):  # content parts: keep the text ones
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            elif content is not None and not isinstance(content, str):
+                content = json.dumps(content)
             return content, choice.get("finish_reason"), body.get("usage") or {}, body.get("system_fingerprint")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise JudgeCallError(f"the server's reply is not a chat completion: {response.text[:200]!r}") from None
