@@ -123,14 +123,16 @@ def test_calibrate_writes_the_agreed_file(tmp_path, capsys):
     ("not json\n", "not valid JSON"),
     ('{"query_id": "q1", "query": "x", "id": "c0", "text": "dup"}\n', "again"),
     ('[1, 2]\n', "JSON object"),
+    ('{"query_id": "q1", "query": "x", "id": "c\\ud800", "text": "t"}\n', "surrogate"),
 ])
 def test_bad_queue_is_refused(tmp_path, capsys, bad, message):
     queue = write_queue(tmp_path)
     queue.write_text(queue.read_text() + bad)
     out = tmp_path / "out"
     out.mkdir()
-    assert_refused(["judge", "relevance", str(queue), "-o", str(out / "labels.jsonl"), "--no-cache"], out,
-                   names=[str(queue)], capsys=capsys)
+    line = assert_refused(["judge", "relevance", str(queue), "-o", str(out / "labels.jsonl"), "--no-cache"], out,
+                          names=[str(queue)], capsys=capsys)
+    assert message in line and ":11:" in line
 
 
 def test_bad_options_are_usage_errors(tmp_path, capsys, monkeypatch):

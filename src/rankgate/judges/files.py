@@ -3,7 +3,7 @@
 Queue (written by ``rankgate pool``): JSON lines, each ``{"query_id", "query", "id", "text", ...}``
 (other fields are kept out of the way). Labels: JSON lines ``{"query_id", "id", "grade"}`` with
 ``grade`` 2/1/0; a failed judge call is ``{"query_id", "id", "grade": null, "judge_error": "..."}``
-(never a guessed grade). Human labels for calibration use the same shape (``judge_error`` absent).
+(never a guessed grade; ``error`` is read as a synonym). Human labels for calibration use the same shape (``judge_error`` absent).
 Beside the labels, ``<name>.judge.json`` records who labelled them (the judge's identity, coverage,
 repeat variance, tokens used), which calibration copies into its output.
 """
@@ -32,6 +32,7 @@ class QueueItem:
 
 
 def _objects(path: str, what: str, shape: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    from ..data.jsonl import check_surrogates
     from ..data.source import check_file, text_lines
 
     check_file(path, what)
@@ -44,6 +45,7 @@ def _objects(path: str, what: str, shape: str) -> Iterator[tuple[int, dict[str, 
             raise InputError("is not valid JSON", path=path, line=line, hint=f"one {shape} object per line") from None
         if not isinstance(obj, dict):
             raise InputError(f"must be a JSON object {shape}; got {type(obj).__name__}", path=path, line=line)
+        check_surrogates(text, obj, path, line)
         yield line, obj
 
 
@@ -90,8 +92,9 @@ def read_labels(path: str) -> tuple[dict[tuple[str, str], int], dict[tuple[str, 
                              line=line)
         seen[key] = line
         grade = obj.get("grade")
-        if grade is None and isinstance(obj.get("judge_error"), str):
-            errors[key] = obj["judge_error"]
+        failure = obj.get("judge_error", obj.get("error"))
+        if grade is None and isinstance(failure, str):
+            errors[key] = failure
             continue
         if isinstance(grade, bool) or not isinstance(grade, int) or grade not in (0, 1, 2):
             raise InputError(f"must be 0, 1 or 2; got {json.dumps(grade)}", path=path, line=line, field="grade")
