@@ -177,3 +177,19 @@ def test_bad_human_labels_are_refused(tmp_path, capsys):
     human.write_text('{"query_id": "q9", "id": "c0", "grade": 1}\n')
     assert_refused(["judge", "calibrate", "--human", str(human), "--judge-labels", str(labels), "-o",
                     str(out / "cal.json")], out, names=[str(labels)], capsys=capsys)
+
+
+def test_judge_settings_from_the_environment(tmp_path, capsys, monkeypatch):
+    fake = FakeOpenAI().start()
+    try:
+        monkeypatch.setenv("RANKGATE_JUDGE", "openai")
+        monkeypatch.setenv("RANKGATE_JUDGE_URL", fake.url)
+        monkeypatch.setenv("RANKGATE_JUDGE_MODEL", "env-model")
+        queue = write_queue(tmp_path)
+        assert main(["judge", "relevance", str(queue), "-o", str(tmp_path / "l.jsonl"), "--no-cache"]) == 0
+        assert fake.count == 10 and {b["model"] for b in fake.bodies()} == {"env-model"}
+        assert main(["judge", "relevance", str(queue), "-o", str(tmp_path / "l2.jsonl"),
+                     "--judge", "lexical"]) == 0  # options win over the environment
+        assert fake.count == 10
+    finally:
+        fake.stop()

@@ -6,6 +6,8 @@ order (a failed call: ``grade: null`` and ``judge_error``), and ``LABELS``' side
 ``--dry-run`` prints calls, cache hits, approximate tokens and cost, calls nothing, writes nothing.
 ``calibrate --human H --judge-labels J [-o FILE]`` prints agreement, weighted κ, sensitivity,
 specificity, Spearman and the largest disagreements, and writes the calibration JSON.
+Judge options left out come from ``RANKGATE_JUDGE``, ``RANKGATE_JUDGE_URL``, ``RANKGATE_JUDGE_MODEL`` and
+``RANKGATE_JUDGE_KEY_ENV`` when set (as for ``rankgate answers``).
 Exit codes: 0 done (also with failed calls: they are rows, counted on stderr), 2 bad input or options.
 
 :func:`add_judge_arguments` and :func:`open_judge_from_args` are shared with ``rankgate answers``.
@@ -19,18 +21,20 @@ import sys
 from collections import Counter
 from typing import Any
 
+ENV = {"judge": "RANKGATE_JUDGE", "judge_url": "RANKGATE_JUDGE_URL", "judge_model": "RANKGATE_JUDGE_MODEL",
+       "judge_key_env": "RANKGATE_JUDGE_KEY_ENV"}
 HELP = "label a pooling queue with a judge (relevance), or measure a judge against human labels (calibrate)"
 
 
 def add_judge_arguments(p: argparse.ArgumentParser, *, repeats: bool = True) -> None:
     """The judge options every judged command takes (see docs/judges.md)."""
     g = p.add_argument_group("judge")
-    g.add_argument("--judge", default="lexical", metavar="NAME",
+    g.add_argument("--judge", default=None, metavar="NAME",
                    help="lexical (offline token-overlap baseline, the default), openai (any OpenAI-compatible "
-                        "server) or package.module:Class")
-    g.add_argument("--judge-url", metavar="URL", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
-    g.add_argument("--judge-model", metavar="NAME", help="model name the server serves")
-    g.add_argument("--judge-key-env", metavar="VAR", help="environment variable holding the API key (none for a local server)")
+                        "server) or package.module:Class (env RANKGATE_JUDGE)")
+    g.add_argument("--judge-url", metavar="URL", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (env RANKGATE_JUDGE_URL)")
+    g.add_argument("--judge-model", metavar="NAME", help="model name the server serves (env RANKGATE_JUDGE_MODEL)")
+    g.add_argument("--judge-key-env", metavar="VAR", help="environment variable holding the API key (none for a local server; env RANKGATE_JUDGE_KEY_ENV)")
     g.add_argument("--workers", type=int, default=8, metavar="N", help="calls in flight at once (default 8)")
     g.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per call (default 60)")
     g.add_argument("--retries", type=int, default=4, metavar="N", help="retries of a failed call (default 4)")
@@ -48,13 +52,23 @@ def add_judge_arguments(p: argparse.ArgumentParser, *, repeats: bool = True) -> 
 
 def open_judge_from_args(args: argparse.Namespace) -> Any:
     """The judge client the options describe (UsageError on a bad combination, before any call)."""
+    import os
+
     from ..errors import UsageError
     from ..judges import open_judge
 
+    given = args.judge_url or args.judge_model
+    for name, env in ENV.items():  # options first, then the environment (as rankgate answers does)
+        if getattr(args, name, None) is None:
+            setattr(args, name, os.environ.get(env) or None)
+    args.judge = args.judge or "lexical"
     if args.no_cache and args.refresh:
         raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
-    if args.judge != "openai" and (args.judge_url or args.judge_model) and ":" not in args.judge:
-        raise UsageError(f"--judge-url/--judge-model are for --judge openai (or your own judge); got --judge {args.judge}")
+    if args.judge == "lexical":
+        if given:
+            raise UsageError("--judge-url/--judge-model are for --judge openai (or your own judge); "
+                             "the lexical judge calls no model")
+        args.judge_url = args.judge_model = args.judge_key_env = None  # the environment's, not for this judge
     for name in ("price_in", "price_out"):
         value = getattr(args, name, None)
         if value is not None and not value >= 0:
