@@ -301,3 +301,19 @@ def test_processes_share_one_cache(fake, tmp_path):
         plan = judge.plan("context_relevance", [JudgeItem(str(i), {"question": "q", "passage": f"p{i}"})
                                                 for i in range(450)])
     assert plan.cache_hits == 450
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("RANKGATE_LIVE_JUDGE_URL"),
+                    reason="live judge test: set RANKGATE_LIVE_JUDGE_URL, RANKGATE_LIVE_JUDGE_MODEL "
+                           "(and RANKGATE_LIVE_JUDGE_KEY_ENV for a server that needs a key)")
+def test_live_endpoint(tmp_path):
+    import os
+
+    with open_judge("openai", url=os.environ["RANKGATE_LIVE_JUDGE_URL"], model=os.environ["RANKGATE_LIVE_JUDGE_MODEL"],
+                    key_env=os.environ.get("RANKGATE_LIVE_JUDGE_KEY_ENV"), cache_dir=tmp_path) as judge:
+        judge.check_reachable()
+        out = judge.run("context_relevance", [
+            JudgeItem("yes", {"question": "How long is the refund window?", "passage": "Refunds: 30 days from delivery."}),
+            JudgeItem("no", {"question": "How long is the refund window?", "passage": "Our office is in Berlin."})])
+        assert [j.error for j in out] == [None, None], out
+        assert out[0].label >= out[1].label

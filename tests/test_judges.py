@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankgate.errors import UsageError
 from rankgate.judges import (TASKS, JudgeItem, Judgement, coverage, open_judge, repeat_variance)
@@ -218,3 +220,20 @@ def test_plan_fields_keep_the_documented_order():
 
     p = Plan(5, 2, 100)
     assert (p.calls, p.cache_hits, p.approx_tokens, p.to_send) == (5, 2, 100, 3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(passages=st.lists(st.sampled_from(["x here", "nothing", "boom", "bad"]), max_size=30),
+       workers=st.integers(1, 6), repeats=st.integers(1, 3))
+def test_run_keeps_item_order_whatever_finishes_first(passages, workers, repeats):
+    items = [rel(f"k{i}", "what is x", p) for i, p in enumerate(passages)]
+    expect = {"x here": (2, None), "nothing": (0, None), "boom": (None, "RuntimeError: model exploded"),
+              "bad": (None, "invalid")}
+    with open_judge("tests.judge_plugins:CountingJudge", use_cache=False, workers=workers) as judge:
+        out = judge.run("context_relevance", items, repeats=repeats)
+    assert [(j.key, j.sample) for j in out] == [(f"k{i}", s) for i in range(len(items)) for s in range(repeats)]
+    for j in out:
+        label, error = expect[passages[int(j.key[1:])]]
+        assert j.label == label and (j.error is None) == (error is None)
+        assert error is None or error in j.error
+    assert coverage(out) == (sum(1 for p in passages if p in ("x here", "nothing")) * repeats, len(out))
