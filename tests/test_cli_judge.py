@@ -193,3 +193,11 @@ def test_judge_settings_from_the_environment(tmp_path, capsys, monkeypatch):
         assert fake.count == 10
     finally:
         fake.stop()
+
+
+def test_dry_run_of_a_users_judge_says_tokens_are_unknown(tmp_path, capsys):
+    queue = write_queue(tmp_path)
+    assert main(["judge", "relevance", str(queue), "--judge", "tests.judge_plugins:CountingJudge", "--dry-run",
+                 "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "10 calls" in out and "not known for judge tests.judge_plugins:CountingJudge" in out

@@ -82,9 +82,10 @@ class Plan:
     ``calls`` counts every (item, sample) pair; ``cache_hits`` of them are answered by the cache, so
     ``calls - cache_hits`` requests would be sent. Token counts are for the requests that would be
     sent, estimated as characters / 4 (approximate: real tokenizers differ, local models more so);
-    ``approx_tokens = approx_tokens_in + approx_tokens_out``, the output side taken as the task's
-    answer budget (an upper-bound-ish guess). ``model_calls`` is False for a backend that calls no
-    model (the lexical judge), whose token counts are 0.
+    ``approx_tokens = approx_tokens_in + approx_tokens_out``, the output side taken as a
+    typical answer's size. ``model_calls`` is False for a backend that calls no model (the lexical
+    judge), whose token counts are 0; ``tokens_known`` is False for a judge without an
+    ``estimate_tokens(task, fields)`` method (token counts 0, meaning unknown).
     """
 
     calls: int
@@ -95,6 +96,7 @@ class Plan:
     task: str = ""
     backend: str = ""
     model_calls: bool = True
+    tokens_known: bool = True  # False for a judge that cannot estimate its tokens (a user's judge)
 
     @property
     def to_send(self) -> int:

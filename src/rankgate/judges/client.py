@@ -108,7 +108,7 @@ class JudgeClient:
         calls_model = bool(getattr(self.backend, "calls_model", True))
         return Plan(task=task, calls=len(keys), cache_hits=hits, approx_tokens=tokens_in + tokens_out,
                     approx_tokens_in=tokens_in, approx_tokens_out=tokens_out, backend=self.spec,
-                    model_calls=calls_model)
+                    model_calls=calls_model, tokens_known=estimate is not None or not calls_model)
 
     # -- running -----------------------------------------------------------------------------------
     def run(self, task: str, items: Sequence[JudgeItem], *, repeats: int = 1) -> list[Judgement]:

@@ -36,6 +36,9 @@ def render_plan(plans: Sequence[Any], identity: Mapping[str, Any], *, price_in: 
     if not model:
         lines.append("  no model is called (offline judge): no tokens, no cost")
         return "\n".join(lines) + "\n"
+    if not all(p.tokens_known for p in plans):
+        lines.append(f"  tokens and cost: not known for judge {identity.get('backend')} (it does not estimate them)")
+        return "\n".join(lines) + "\n"
     lines.append(f"  tokens (approximate: characters / 4): {total_in:,} in, {total_out:,} out")
     if price_in is None and price_out is None:
         lines.append("  cost: give --price-in and --price-out (per 1M tokens) for an estimate")
