@@ -85,8 +85,9 @@ def test_dry_run_counts_and_prices(tmp_path, capsys):
         assert fake.count == 0 and not (tmp_path / "labels.jsonl").exists()
         assert "dry run: nothing was called" in text and "10 calls" in text and "10 to send" in text
         assert "approximate: characters / 4" in text and "cost (approximate):" in text
-        assert main([*argv, "-o", str(tmp_path / "l.jsonl")]) == 0
-        capsys.readouterr()
+        assert main([*argv, "-o", str(tmp_path / "l.jsonl"), "--price-in", "1", "--price-out", "10"]) == 0
+        assert "cost: 0.0004 for 100 prompt and 30 completion tokens" in capsys.readouterr().err
+        assert json.loads((tmp_path / "l.judge.json").read_text())["cost"] == 0.0004
         assert main([*argv, "--dry-run"]) == 0
         text = capsys.readouterr().out
         assert "10 cached" in text and "0 to send" in text and "give --price-in" in text

@@ -46,8 +46,8 @@ def add_judge_arguments(p: argparse.ArgumentParser, *, repeats: bool = True) -> 
         g.add_argument("--repeats", type=int, default=1, metavar="N",
                        help="judge each item N times (seeds seed..seed+N-1) to measure the judge's variance")
     g.add_argument("--dry-run", action="store_true", help="print calls, cache hits, approximate tokens and cost; call nothing")
-    g.add_argument("--price-in", type=float, metavar="P", help="price per 1M input tokens, for --dry-run's cost")
-    g.add_argument("--price-out", type=float, metavar="P", help="price per 1M output tokens, for --dry-run's cost")
+    g.add_argument("--price-in", type=float, metavar="P", help="price per 1M input tokens: --dry-run estimates the cost, a run reports it from the server's usage")
+    g.add_argument("--price-out", type=float, metavar="P", help="price per 1M output tokens (see --price-in)")
 
 
 def open_judge_from_args(args: argparse.Namespace) -> Any:
@@ -158,10 +158,16 @@ def _relevance(args: argparse.Namespace) -> int:
                                                                "share": None if variance.items == 0 else variance.share},
             "cache_hits": stats["cache_hits"], "tokens": {"prompt": stats["prompt_tokens"],
                                                           "completion": stats["completion_tokens"]}}
+    if args.price_in is not None or args.price_out is not None:  # from the usage the server reported
+        meta["cost"] = round((stats["prompt_tokens"] * (args.price_in or 0.0)
+                              + stats["completion_tokens"] * (args.price_out or 0.0)) / 1e6, 6)
     write_files({args.out: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                  sidecar_path(args.out): json.dumps(meta, indent=2, ensure_ascii=False) + "\n"})
     print(f"wrote {args.out}: {labelled} of {len(rows)} items labelled by {identity['model']}"
           f" ({stats['cache_hits']} from the cache)", file=sys.stderr)
+    if "cost" in meta:
+        print(f"cost: {meta['cost']:,.4f} for {stats['prompt_tokens']:,} prompt and {stats['completion_tokens']:,} "
+              f"completion tokens the server reported", file=sys.stderr)
     if labelled < len(rows):
         failed = [r for r in rows if r["grade"] is None]
         print(f"judge failed on {len(failed)} items (rows with judge_error), e.g. {failed[0]['query_id']} / "
