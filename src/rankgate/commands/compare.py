@@ -25,6 +25,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--baseline", metavar="NAME", help="the run to compare against: its file name or path as given")
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also compare per segment of a gold field or tag (intent, lang, intent+lang…); two runs only; repeatable")
+    from ._whatif import add_enforce_as_of
+
+    add_enforce_as_of(p)
     add_stats_options(p)
     p.add_argument("--permutations", type=int, default=10000, metavar="N",
                    help="sign flips of the paired randomisation test (default 10000; 0 turns p-values off)")
@@ -102,13 +105,25 @@ def _two_runs(args: argparse.Namespace) -> int:
     if _baseline_index(args, paths, _labels(paths)) == 1:
         paths.reverse()
     gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
-    base = evaluate_from_args(args, paths[0], gold=gold)
-    cand = evaluate_from_args(args, paths[1], gold=gold)
+    freshness: list[Any] = []
+    if getattr(args, "enforce_as_of", False):
+        from ._whatif import freshness_for
+
+        freshness = [freshness_for(args, gold, path) for path in paths]
+        base, cand = freshness[0].enforced, freshness[1].enforced
+    else:
+        base = evaluate_from_args(args, paths[0], gold=gold)
+        cand = evaluate_from_args(args, paths[1], gold=gold)
     _warn_gold_versions([base, cand], _labels(paths), 0)
     result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
                      n_permutations=args.permutations, confidence=args.confidence, top=args.top)
     from ..report.compare import comparison_dict, comparison_markdown, comparison_renderable
 
+    if freshness:
+        from ..report.experiments import with_freshness
+
+        return _emit(args, result, *with_freshness(comparison_dict, comparison_markdown, comparison_renderable,
+                                                    dict(zip(_labels(paths), freshness)), args.confidence))
     return _emit(args, result, comparison_dict, comparison_markdown, comparison_renderable)
 
 
@@ -136,6 +151,8 @@ def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labe
 
     if args.by:
         raise UsageError("--by compares segments of two runs; with more runs, compare two at a time for segments")
+    if getattr(args, "enforce_as_of", False):
+        raise UsageError("--enforce-as-of compares two runs; with more runs (or --fuse), compare two at a time")
     names = labels if labels is not None else _labels(paths)
     baseline = _baseline_index(args, paths, names)
     gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))

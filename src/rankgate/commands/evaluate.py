@@ -60,6 +60,9 @@ def add_parser(sub: Any) -> None:
                    help="also break means down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--sweep", metavar="METRICS", help="k-sweep of these metrics (e.g. recall,ndcg) over --ks")
     p.add_argument("--ks", default="1,3,5,10,20", metavar="KS", help="cutoffs for --sweep (default 1,3,5,10,20)")
+    from ._whatif import add_enforce_as_of
+
+    add_enforce_as_of(p)
     add_stats_options(p)
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
@@ -226,7 +229,14 @@ def run(args: argparse.Namespace) -> int:
         wanted += [m for m in v0_metrics(args.k or 5) if m not in wanted]
         args = argparse.Namespace(**{**vars(args), "metrics": ",".join(wanted)})
     gold_src, run_src = _read_pipes_once(args)
-    result = evaluate_from_args(args, run_src, gold_src, warn=False)  # the terminal lines say it
+    freshness = None
+    if getattr(args, "enforce_as_of", False):
+        from ._whatif import freshness_for
+
+        freshness = freshness_for(args, gold_src, run_src)
+        result = freshness.enforced
+    else:
+        result = evaluate_from_args(args, run_src, gold_src, warn=False)  # the terminal lines say it
     warm.join()
     from concurrent.futures import ThreadPoolExecutor
 
@@ -256,6 +266,8 @@ def run(args: argparse.Namespace) -> int:
 
         segments = segment_summary(result, args.by, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence)
         extra["segments"] = segments.to_dict()
+    if freshness is not None:
+        extra["freshness"] = freshness.to_dict()
     if args.sweep:
         from ..sweep import k_sweep
 
@@ -282,6 +294,10 @@ def run(args: argparse.Namespace) -> int:
         from ..report.markdown import evaluation_markdown
 
         sys.stdout.write(evaluation_markdown(result, cis, args.confidence, segments=segments, sweep=sweep))
+        if freshness is not None:
+            from ..report.experiments import freshness_markdown
+
+            sys.stdout.write("\n" + freshness_markdown(freshness, args.confidence))
         return 0
     from rich.console import Console
 
@@ -295,6 +311,11 @@ def run(args: argparse.Namespace) -> int:
     if sweep is not None:
         console.print()
         console.print(sweep.table())
+    if freshness is not None:
+        from ..report.experiments import freshness_renderable
+
+        console.print()
+        console.print(freshness_renderable(freshness, args.confidence))
     if args.out:
         console.print(f"wrote {os.path.join(args.out, 'metrics.csv')} and {os.path.join(args.out, 'summary.json')}",
                       highlight=False, markup=False)

@@ -1,0 +1,103 @@
+"""Renderers for the component experiments (:mod:`rankgate.experiments`): markdown and terminal.
+
+Each experiment's result is data with ``to_dict()``; here it becomes a markdown section (for the
+report, ``--markdown`` and the PR comment) or a rich renderable (for the terminal). Nothing here
+computes a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .numbers import fmt_delta, fmt_delta_ci, fmt_value, md_escape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..experiments.freshness import FreshnessWhatIf
+    from ..experiments.paired import PairedRow
+
+__all__ = ["with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
+
+
+def _scope(row: PairedRow) -> str:
+    return row.segment or "all queries"
+
+
+def _pct(confidence: float) -> str:
+    return f"{confidence * 100:g}%"
+
+
+def paired_markdown(rows: Sequence[PairedRow], *, before: str, after: str, confidence: float) -> str:
+    """A markdown table: metric, queries, before, after, change and its paired interval."""
+    out = [f"| metric | scope | n | {before} | {after} | change | {_pct(confidence)} CI |",
+           "|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        out.append(f"| {r.metric} | {md_escape(_scope(r))} | {r.n} | {fmt_value(r.metric, r.before)} | "
+                   f"{fmt_value(r.metric, r.after)} | {fmt_delta(r.metric, r.delta)} | "
+                   f"{fmt_delta_ci(r.metric, *r.ci)} |")
+    return "\n".join(out) + "\n"
+
+
+def paired_renderable(rows: Sequence[PairedRow], *, title: str, before: str, after: str, confidence: float) -> Any:
+    """The same table for the terminal (rich)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for name, justify in (("metric", "left"), ("scope", "left"), ("n", "right"), (before, "right"),
+                          (after, "right"), ("change", "right"), (f"{_pct(confidence)} CI", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        table.add_row(r.metric, _scope(r), str(r.n), fmt_value(r.metric, r.before), fmt_value(r.metric, r.after),
+                      fmt_delta(r.metric, r.delta), fmt_delta_ci(r.metric, *r.ci))
+    return table
+
+
+def freshness_lines(w: FreshnessWhatIf) -> list[str]:
+    """One sentence saying what --enforce-as-of removed."""
+    f = w.filter
+    text = (f"--enforce-as-of removed {f.dropped:,} of {f.rows:,} retrieved items (newer than their query's as_of) "
+            f"from {len(f.queries_affected):,} queries; {f.queries_with_as_of:,} queries have an as_of")
+    if f.unversioned:
+        text += f"; {f.unversioned:,} items without a dated doc_version were kept"
+    return [text + "."]
+
+
+def freshness_markdown(w: FreshnessWhatIf, confidence: float, *, heading: str = "### Freshness what-if") -> str:
+    """How much the run relied on documents newer than the label: the sentence and the paired table."""
+    parts = [heading, "", *freshness_lines(w), "",
+             paired_markdown(w.rows, before="logged", after="enforced", confidence=confidence)]
+    return "\n".join(parts)
+
+
+def freshness_renderable(w: FreshnessWhatIf, confidence: float, *, title: str = "Freshness what-if") -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    return Group(Text(" ".join(freshness_lines(w))),
+                 paired_renderable(w.rows, title=title, before="logged", after="enforced",
+                                   confidence=confidence))
+
+
+def with_freshness(as_dict: Any, as_markdown: Any, as_renderable: Any, runs: dict[str, FreshnessWhatIf],
+                   confidence: float) -> tuple[Any, Any, Any]:
+    """Wrap a comparison's three renderers so each also shows every run's freshness what-if."""
+
+    def to_dict(cmp: Any) -> dict[str, Any]:
+        return {**as_dict(cmp), "freshness": {name: w.to_dict() for name, w in runs.items()}}
+
+    def to_markdown(cmp: Any) -> str:
+        parts = [as_markdown(cmp)]
+        for name, w in runs.items():
+            parts.append(freshness_markdown(w, confidence, heading=f"### Freshness what-if: {md_escape(name)}"))
+        return "\n".join(parts)
+
+    def to_renderable(cmp: Any) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        items = [as_renderable(cmp)]
+        for name, w in runs.items():
+            items += [Text(""), freshness_renderable(w, confidence, title=f"Freshness what-if: {name}")]
+        return Group(*items)
+
+    return to_dict, to_markdown, to_renderable
