@@ -20,6 +20,11 @@
     defaults: {seed: 0, resamples: 2000, confidence: 0.95}
     evaluate: {k: 5, level: chunk, doc_sep: "#", ties: id}   # how to score the runs (optional)
     max_stale_labels: 2%              # optional: 'rankgate gold stale' fails above this share ("2%", 0.02) or count (10)
+    latency:                          # optional: latency gates on the run's latency_ms (docs/experiments.md)
+      - stage: retrieve               # a stage the run logs, or total
+        median_ms: 60                 # ceilings on percentiles: median_ms, p90_ms, p95_ms, p99_ms
+        regression_max_ms: 10         # may not grow more than 10 ms over the baseline run (paired CI excludes 0)
+        on: ci_lower                  # ci_lower (default: clearly over budget) | estimate | ci_upper (strict)
 
 See ``docs/gating.md`` for what each check means.
 """
@@ -37,7 +42,10 @@ from .errors import ConfigError, RankgateError
 
 __all__ = ["Gate", "GateConfig", "config_from_dict", "load_config", "parse_config"]
 
-TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels")
+TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency")
+LATENCY_KEYS = ("name", "stage", "median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms", "on", "segments",
+                "min_queries", "severity", "label")
+LATENCY_ON = ("ci_lower", "estimate", "ci_upper")
 GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
              "not_applicable")
 DEFAULT_KEYS = ("seed", "resamples", "confidence")
@@ -85,6 +93,7 @@ class GateConfig:
     path: str | None = None
     max_stale_labels: int | None = None  # a count of stale labels ('rankgate gold stale')
     max_stale_share: float | None = None  # or a share of all labels
+    latency: tuple[Any, ...] = ()  # LatencyGate values (rankgate.experiments.latency), from the 'latency:' list
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -361,7 +370,58 @@ def _build(root: _Item, path: str) -> GateConfig:
         if "ties" in e:
             evaluate["ties"] = r.choice(e["ties"], "evaluate.ties", ("id", "input"))
     stale_count, stale_share = _stale_limit(r, top["max_stale_labels"]) if "max_stale_labels" in top else (None, None)
-    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share)
+    latency = _latency_gates(r, top["latency"], set(names)) if "latency" in top else ()
+    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share, latency)
+
+
+def _latency_gates(r: _Reader, item: _Item, taken: set[str]) -> tuple[Any, ...]:
+    """The ``latency:`` list: ceilings on percentiles of a stage and regression limits, in ms."""
+    from .experiments.latency import LatencyGate
+
+    if not isinstance(item.value, list) or not item.value:
+        raise r.fail("latency", item.line, f"must be a list of latency gates; got {_show(item.value)}",
+                     "each starts with '- stage: retrieve' and gives median_ms, p90_ms, p95_ms, p99_ms or regression_max_ms")
+    out = []
+    for i, sub in enumerate(item.value):
+        at = f"latency[{i}]"
+        g = r.mapping(sub, at, LATENCY_KEYS)
+        if "stage" not in g:
+            raise r.fail(f"{at}.stage", sub.line, "is required", "the stage of the run's latency_ms to gate, e.g. retrieve, or total")
+        stage = r.text(g["stage"], f"{at}.stage")
+        ceilings: dict[str, float] = {}
+        limits = {}
+        for key in ("median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms"):
+            if key in g:
+                v = r.number(g[key], f"{at}.{key}", share=False)
+                if v < 0:
+                    raise r.fail(f"{at}.{key}", g[key].line, f"must be a number of milliseconds >= 0; got {v!r}")
+                limits[key] = v
+                if key != "regression_max_ms":
+                    ceilings[key.removesuffix("_ms")] = v
+        if not limits:
+            raise r.fail(at, sub.line, f"checks nothing for stage {stage!r}",
+                         "give median_ms, p90_ms, p95_ms, p99_ms (ceilings) or regression_max_ms")
+        name = r.text(g["name"], f"{at}.name") if "name" in g else f"latency_{stage}"
+        if name in taken:
+            raise r.fail(f"{at}.name", g["name"].line if "name" in g else sub.line, f"repeats the gate name {name!r}",
+                         "give each gate its own name")
+        taken.add(name)
+        segments: tuple[str, ...] = ()
+        if "segments" in g:
+            s = g["segments"]
+            raw = [s.value] if isinstance(s.value, str) else s.value
+            if not isinstance(raw, list) or not raw:
+                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {_show(s.value)}")
+            segments = tuple(dict.fromkeys(r.text(x if isinstance(x, _Item) else _Item(x, s.line), f"{at}.segments")
+                                           for x in raw))
+        out.append(LatencyGate(
+            name, stage, ceilings, limits.get("regression_max_ms"),
+            r.choice(g["on"], f"{at}.on", LATENCY_ON) if "on" in g else "ci_lower", segments,
+            r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1,
+            r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error",
+            r.text(g["label"], f"{at}.label") if "label" in g else None,
+            {k: v.line for k, v in g.items() if v.line is not None}))
+    return tuple(out)
 
 
 def _stale_limit(r: _Reader, item: _Item) -> tuple[int | None, float | None]:

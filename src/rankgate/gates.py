@@ -147,6 +147,7 @@ class GateOutcome:
     rule: str = "none"  # how regressions were judged: paired (per-query values) | means (summary of means) | none
     query_texts: Mapping[str, str] = field(default_factory=dict)  # query id -> its text, for the listed queries
     gold_versions: tuple[str | None, str | None] = (None, None)  # gold sha256 of (baseline, candidate), when known
+    latency: tuple[Any, ...] = ()  # LatencyGateResult of each latency gate (rankgate.experiments.latency)
 
     @property
     def gold_differs(self) -> bool:
@@ -195,6 +196,7 @@ class GateOutcome:
             "per_query": self.summary.get("per_query"),
             "gold_versions": {"baseline": self.gold_versions[0], "candidate": self.gold_versions[1],
                               "differ": self.gold_differs},
+            **({"latency": [r.to_dict() for r in self.latency]} if self.latency else {}),
         }
 
     def to_json(self) -> str:
@@ -283,7 +285,8 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
         status = ("fail" if g.severity == "error" else "warn") if failed else (
             "warn" if any(c.status == "warn" for c in checks) else "pass")
         results.append(GateResult(g, status, tuple(checks)))
-    passed = not any(r.status == "fail" for r in results)
+    latency = _latency_results(config, current, baseline)
+    passed = not any(r.status == "fail" for r in (*results, *latency))
     primary = _primary_metric(config, results)
     summary = _summary(current, config.metrics, cis, segs)
     movers = _movers(config, current, cmp, segs, baseline if rule == "means" else None, summary)
@@ -303,7 +306,24 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     listed = tuple(queries[:10])
     texts = {q.query_id: t for q in listed for t in [(query_text or {}).get(q.query_id)] if isinstance(t, str) and t}
     return GateOutcome(passed, tuple(results), kind, blabel, _run_label(current, candidate_label), seed, B, conf,
-                       summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions)
+                       summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions, latency)
+
+
+def _latency_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
+    """The latency gates of ``config`` (none: no work), decided on their intervals."""
+    if not config.latency:
+        return ()
+    from .experiments.latency import decide_latency
+
+    for i, g in enumerate(config.latency):
+        for name in g.segments:
+            try:
+                field_key(current, name)
+            except UsageError as exc:
+                raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"),
+                                  field=f"latency[{i}].segments") from None
+    return decide_latency(config.latency, current, baseline if isinstance(baseline, EvaluationResult) else None,
+                          seed=config.seed, n_resamples=config.resamples, confidence=config.confidence)
 
 
 def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:

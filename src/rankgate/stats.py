@@ -56,11 +56,13 @@ __all__ = [
     "CI_METHOD",
     "MAX_RESAMPLES",
     "bootstrap_ci",
+    "bootstrap_quantile_ci",
     "clopper_pearson",
     "holm",
     "metric_cis",
     "normal_quantile",
     "paired_bootstrap_ci",
+    "paired_quantile_change_ci",
     "paired_values",
     "randomization_test",
     "wilson_interval",
@@ -439,3 +441,83 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, side: str = "tw
     lower = 0.0 if k == 0 or side == "upper" else _beta_ppf(alpha, k, n - k + 1)
     upper = 1.0 if k == n or side == "lower" else _beta_ppf(1.0 - alpha, k + 1, n - k)
     return (lower, upper)
+
+
+def _resampled_quantiles(columns: Sequence[np.ndarray], q: float, gen: np.random.Generator,
+                         n_resamples: int) -> list[np.ndarray]:
+    """Bootstrap ``q``-quantiles (numpy's linear interpolation) of each column, every column resampled
+    with the same query indices, drawn ``rows`` resamples at a time from ``gen``."""
+    n = columns[0].size
+    stack = np.column_stack(columns)
+    out = np.empty((n_resamples, stack.shape[1]))
+    rows = _block_rows(n)
+    for start in range(0, n_resamples, rows):
+        stop = min(start + rows, n_resamples)
+        idx = gen.integers(0, n, size=(stop - start, n))
+        for j in range(stack.shape[1]):
+            out[start:stop, j] = np.quantile(stack[:, j][idx], q, axis=1)
+    return [out[:, j] for j in range(stack.shape[1])]
+
+
+def _quantile_interval(estimates: np.ndarray, confidence: float) -> tuple[float, float]:
+    alpha = 1.0 - confidence
+    low, high = np.quantile(estimates, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return (float(low), float(high))
+
+
+def _check_q(q: float) -> None:
+    if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.0 <= q <= 1.0:
+        raise UsageError(f"q must be a quantile between 0 and 1 (0.5 = median, 0.9 = p90); got {q!r}")
+
+
+def bootstrap_quantile_ci(
+    values: Sequence[float] | np.ndarray,
+    q: float,
+    *,
+    rng: RandomSource,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the ``q``-quantile of ``values`` (NaN entries skipped).
+
+    For latency percentiles (median, p90, p99): queries are resampled with replacement and the
+    quantile (numpy's linear interpolation, as ``np.percentile``) is taken of each resample. The same
+    degenerate answers as :func:`bootstrap_ci`: NaN with fewer than 2 values or ``n_resamples=0``,
+    the value itself when every value is equal. Tail quantiles of few queries are only as wide as
+    the data allow: the p99 of 20 queries moves with its largest values, so read its interval as such.
+    """
+    _check(n_resamples, confidence)
+    _check_q(q)
+    x = _applicable(values)
+    if x.size < 2 or n_resamples == 0:
+        return (math.nan, math.nan)
+    if bool((x == x[0]).all()):
+        return (float(x[0]), float(x[0]))
+    (est,) = _resampled_quantiles([x], float(q), _generator(rng), n_resamples)
+    return _quantile_interval(est, confidence)
+
+
+def paired_quantile_change_ci(
+    base: Sequence[float] | np.ndarray,
+    cand: Sequence[float] | np.ndarray,
+    q: float,
+    *,
+    rng: RandomSource,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Interval of ``quantile_q(cand) − quantile_q(base)`` over paired queries (both not NaN).
+
+    Each resample draws queries with replacement and takes the quantile of both runs over the same
+    drawn queries, so query difficulty cancels as in :func:`paired_bootstrap_ci`.
+    """
+    _check(n_resamples, confidence)
+    _check_q(q)
+    b, c = paired_values(base, cand)
+    if b.size < 2 or n_resamples == 0:
+        return (math.nan, math.nan)
+    qb, qc = _resampled_quantiles([b, c], float(q), _generator(rng), n_resamples)
+    d = qc - qb
+    if bool((d == d[0]).all()):
+        return (float(d[0]), float(d[0]))
+    return _quantile_interval(d, confidence)

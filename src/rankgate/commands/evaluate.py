@@ -268,6 +268,13 @@ def run(args: argparse.Namespace) -> int:
         extra["segments"] = segments.to_dict()
     if freshness is not None:
         extra["freshness"] = freshness.to_dict()
+    latency = None
+    if result.info.get("latency_ms"):
+        from ..experiments.latency import latency_summary
+
+        latency = latency_summary(result, by=args.by, seed=args.seed, n_resamples=args.resamples,
+                                  confidence=args.confidence)
+        extra["latency"] = latency.to_dict()
     if args.sweep:
         from ..sweep import k_sweep
 
@@ -294,6 +301,10 @@ def run(args: argparse.Namespace) -> int:
         from ..report.markdown import evaluation_markdown
 
         sys.stdout.write(evaluation_markdown(result, cis, args.confidence, segments=segments, sweep=sweep))
+        if latency is not None:
+            from ..report.experiments import latency_markdown
+
+            sys.stdout.write("\n" + latency_markdown(latency))
         if freshness is not None:
             from ..report.experiments import freshness_markdown
 
@@ -311,6 +322,11 @@ def run(args: argparse.Namespace) -> int:
     if sweep is not None:
         console.print()
         console.print(sweep.table())
+    if latency is not None:
+        from ..report.experiments import latency_renderable
+
+        console.print()
+        console.print(latency_renderable(latency))
     if freshness is not None:
         from ..report.experiments import freshness_renderable
 

@@ -294,9 +294,10 @@ def gate_sentences(outcome: Any, *, markdown: bool = True) -> list[str]:
 def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     conf = f"{o['statistics']['confidence']:.0%} CI"
     gates = o["gates"]
-    failed = [g for g in gates if g["status"] == "fail"]
-    warned = [g for g in gates if g["status"] == "warn"]
-    blocking = [g for g in gates if g["severity"] == "error"]
+    every = [*gates, *(o.get("latency") or [])]  # quality and latency gates count alike
+    failed = [g for g in every if g["status"] == "fail"]
+    warned = [g for g in every if g["status"] == "warn"]
+    blocking = [g for g in every if g["severity"] == "error"]
     if failed:
         head = f"## ❌ Retrieval gate failed: {len(failed)} of {len(blocking)} blocking gates"
     else:
@@ -346,6 +347,10 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
             "|:-:|:--|:--|--:|--:|--:|:--|:--|"]
     out += _gate_rows(o, gates, caps["table"])
+    if o.get("latency"):
+        from .experiments import latency_gate_markdown
+
+        out += ["", *latency_gate_markdown(o["latency"], conf, caps["table"])]
     moves = o.get("segments_moved") or []
     if moves:
         title = "Segments that moved most" if kind != "none" else "Weakest segments (compared with all queries)"

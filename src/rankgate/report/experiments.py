@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
+__all__ = ["latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -101,3 +101,76 @@ def with_freshness(as_dict: Any, as_markdown: Any, as_renderable: Any, runs: dic
         return Group(*items)
 
     return to_dict, to_markdown, to_renderable
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None or x != x else f"{x:,.1f} ms"
+
+
+def _ms_change(x: float | None) -> str:
+    if x is None or x != x:
+        return "—"
+    text = f"{abs(x):,.1f} ms"
+    return text if float(f"{abs(x):.1f}") == 0 else ("+" if x > 0 else "\u2212") + text
+
+
+_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skipped": "➖"}
+
+
+def latency_gate_markdown(gates: Sequence[dict[str, Any]], conf: str, cap: int = 200) -> list[str]:
+    """The PR comment's latency table, from the ``latency`` entries of a gate outcome's JSON."""
+    out = ["### Latency gates", "",
+           "A ceiling fails only when the percentile is over budget beyond its noise (by default the lower end of "
+           f"its {conf} is above the limit); a regression fails only when the growth is beyond its limit **and** its "
+           f"paired {conf} excludes zero.", "",
+           f"| | Gate | Stage | Percentile | Queries | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
+           "|:-:|:--|:--|:--|--:|--:|--:|--:|:--|:--|"]
+    rows = 0
+    for g in gates:
+        for c in g["checks"]:
+            if rows >= cap:
+                out.append("| | … | | | | | | | | more rows in the JSON outcome |")
+                return out
+            rows += 1
+            scope = "all queries" if c["segment"] is None else md_escape(c["segment"], 60)
+            cand = f"{_ms(c['estimate'])} ({_ms(c['ci_low'])}–{_ms(c['ci_high'])})" if c["kind"] == "max" else _ms(c["estimate"])
+            change = (f"{_ms_change(c['value'])} ({_ms_change(c['ci_low'])} to {_ms_change(c['ci_high'])})"
+                      if c["kind"] == "regression" and c["value"] is not None else "")
+            limit = (f"≤ {_ms(c['limit'])} ({g['on'].replace('_', ' ')})" if c["kind"] == "max"
+                     else f"growth ≤ {_ms(c['limit'])}")
+            result = c["status"] + (f": {md_escape(c['note'], 160)}" if c.get("note") else "")
+            out.append(f"| {_ICON.get(c['status'], '')} | {md_escape(g['title'], 60)} | {md_escape(c['stage'], 40)} | "
+                       f"{c['stat']} | {scope} ({c['n']}) | {cand} | {_ms(c['baseline'])} | {change} | {limit} | {result} |")
+    return out
+
+
+def latency_markdown(summary: Any) -> str:
+    """Percentiles of each stage with their intervals (a :class:`~rankgate.experiments.latency.LatencySummary`)."""
+    conf = _pct(summary.confidence)
+    out = ["### Latency", "", f"| stage | scope | timed queries | median ({conf} CI) | p90 | p95 | p99 |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for (stage, seg), rows in _by_scope(summary.rows).items():
+        cells = [f"{_ms(r.value)} ({_ms(r.ci[0])}–{_ms(r.ci[1])})" for r in rows]
+        out.append(f"| {md_escape(stage, 40)} | {md_escape(seg or 'all queries', 60)} | {rows[0].n} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _by_scope(rows: Sequence[Any]) -> dict[tuple[str, str | None], list[Any]]:
+    out: dict[tuple[str, str | None], list[Any]] = {}
+    for r in rows:
+        out.setdefault((r.stage, r.segment), []).append(r)
+    return out
+
+
+def latency_renderable(summary: Any) -> Any:
+    from rich.table import Table
+
+    conf = _pct(summary.confidence)
+    table = Table(title=f"Latency (ms; {conf} CI)", title_justify="left")
+    for name, justify in (("stage", "left"), ("scope", "left"), ("n", "right"), ("median", "right"),
+                          ("p90", "right"), ("p95", "right"), ("p99", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for (stage, seg), rows in _by_scope(summary.rows).items():
+        table.add_row(stage, seg or "all queries", str(rows[0].n),
+                      *(f"{r.value:,.1f} ({r.ci[0]:,.1f}–{r.ci[1]:,.1f})" if r.value == r.value else "—" for r in rows))
+    return table

@@ -22,7 +22,11 @@ from rankgate.retrieval.base import Chunk, Query, Retriever
 from rankgate.retrieval.corpus import load_corpus, load_gold_queries
 from rankgate.retrieval.registry import check_retriever, get_retriever
 
-__all__ = ["DEFAULT_DEPTH", "retrieve", "write_run"]
+__all__ = ["DEFAULT_DEPTH", "MAX_REPEAT", "median_latency", "retrieve", "write_run"]
+
+#: Most repetitions of each query ``retrieve(repeat=…)`` takes: beyond a few dozen timings the
+#: median does not move, and the run only takes longer.
+MAX_REPEAT = 100
 
 #: How many hits per query a run keeps unless told otherwise: deep enough for k-sweeps up to 100.
 DEFAULT_DEPTH = 100
@@ -36,6 +40,7 @@ def retrieve(
     k: int = DEFAULT_DEPTH,
     options: Mapping[str, Any] | None = None,
     latency: bool = True,
+    repeat: int = 1,
 ) -> list[dict[str, Any]]:
     """Index ``corpus`` with ``retriever`` and return one run record per query, in query order.
 
@@ -43,9 +48,16 @@ def retrieve(
     JSONL path. ``retriever`` is a retriever object or a name for
     :func:`~rankgate.retrieval.registry.get_retriever` (built with ``options``). ``latency=False``
     drops ``latency_ms`` from the records, making the run byte-for-byte reproducible.
+
+    ``repeat=N`` runs every query N times (N passes over all queries, so a slow moment of the machine
+    hits one timing of many queries rather than every timing of one) and writes, for each stage of
+    ``latency_ms``, the median of the N timings, with ``latency_repeats: N``. The hits must be the
+    same every time: a retriever whose results change between passes is an error.
     """
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise UsageError(f"k must be an int >= 1; got {k!r}")
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
+        raise UsageError(f"repeat must be an integer between 1 and {MAX_REPEAT}; got {repeat!r}")
     chunks = load_corpus(corpus) if isinstance(corpus, (str, os.PathLike)) else list(corpus)
     query_list = load_gold_queries(queries) if isinstance(queries, (str, os.PathLike)) else list(queries)
     if isinstance(retriever, str):
@@ -57,9 +69,48 @@ def retrieve(
     engine.index(chunks)
     records = engine.search(query_list, k)
     _check_records(records, query_list, k, engine)
+    if latency and repeat > 1:
+        passes = [records]
+        for _ in range(repeat - 1):
+            again = engine.search(query_list, k)
+            _check_records(again, query_list, k, engine)
+            passes.append(again)
+        records = median_latency(passes, type(engine).__name__)
     if not latency:
-        records = [{key: value for key, value in record.items() if key != "latency_ms"} for record in records]
+        records = [{key: value for key, value in record.items() if key not in ("latency_ms", "latency_repeats")}
+                   for record in records]
     return records
+
+
+def median_latency(passes: Sequence[Sequence[Mapping[str, Any]]], who: str = "the retriever") -> list[dict[str, Any]]:
+    """The first pass's records with each ``latency_ms`` stage replaced by the median over the passes.
+
+    A query whose hits (ids, in order) differ between passes is an error: the timings would belong to
+    different work. A stage missing from some pass is the median of the passes that have it.
+    """
+    import statistics
+
+    out = []
+    first = passes[0]
+    for i, record in enumerate(first):
+        hits = [h.get("chunk_id") for h in record.get("topk", [])]
+        stages: dict[str, list[float]] = {}
+        for p, other in enumerate(passes):
+            if [h.get("chunk_id") for h in other[i].get("topk", [])] != hits:
+                raise UsageError(f"{who}.search() returned other hits for query {record.get('query_id')!r} on repetition "
+                                 f"{p + 1} than on the first; timing repetitions needs a deterministic retriever "
+                                 "(use --repeat 1)")
+            lat = other[i].get("latency_ms")
+            parts = lat if isinstance(lat, Mapping) else ({} if lat is None else {"total": lat})
+            for stage, ms in parts.items():
+                if isinstance(ms, (int, float)) and not isinstance(ms, bool):
+                    stages.setdefault(str(stage), []).append(float(ms))
+        new = dict(record)
+        if stages:
+            new["latency_ms"] = {stage: round(statistics.median(v), 3) for stage, v in stages.items()}
+            new["latency_repeats"] = len(passes)
+        out.append(new)
+    return out
 
 
 def _check_records(records: Any, queries: Sequence[Query], k: int, engine: Retriever) -> None:

@@ -1,0 +1,266 @@
+"""Latency, measured so that noise does not decide: percentiles with intervals, and latency gates.
+
+A run logs ``latency_ms`` per query: a number (the total) or an object of stages (``{"retrieve":
+12.1, "rerank": 30.4}``); ``rankgate retrieve --repeat N`` writes the median of N timings of each
+stage. :func:`latency_summary` gives, per stage (and ``total``, the sum of the stages, when a run
+logs more than one), the median, p90, p95 and p99 over queries with a percentile-bootstrap interval
+(:func:`rankgate.stats.bootstrap_quantile_ci`), over all queries and per segment.
+
+Latency gates (the ``latency:`` list of the ship criteria, :class:`LatencyGate`) are decided on those
+intervals, as the quality gates are:
+
+``median_ms`` / ``p90_ms`` / ``p95_ms`` / ``p99_ms`` (ceilings)
+    ``on: ci_lower`` (default): fail only when the *lower* bound of the percentile's interval is above
+    the ceiling — the run is over budget beyond what the spread of its timings explains; a percentile
+    whose interval straddles the ceiling passes with a note. ``on: estimate`` compares the percentile
+    itself; ``on: ci_upper`` passes only when the whole interval is under the ceiling (strict).
+``regression_max_ms`` (against a baseline run with timings)
+    fail only when the percentile grew by more than the limit **and** the paired interval of the
+    change (:func:`rankgate.stats.paired_quantile_change_ci`) excludes zero.
+
+A stage the run does not log makes the gate's checks warnings (they cannot be checked); segments with
+fewer than ``min_queries`` timed queries are shown, not gated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..results import EvaluationResult
+from ..segments import display_field, ordered_labels, segment_labels
+from ..stats import bootstrap_quantile_ci, paired_quantile_change_ci
+
+__all__ = ["STATS", "LatencyCheck", "LatencyGate", "LatencyGateResult", "LatencyRow", "LatencySummary",
+           "decide_latency", "latency_stages", "latency_summary"]
+
+#: The percentiles reported and gated, by name.
+STATS: dict[str, float] = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
+EPS = 1e-9
+
+
+def latency_stages(result: EvaluationResult) -> dict[str, np.ndarray]:
+    """Stage -> per-query milliseconds (NaN where not logged), aligned with ``result.query_ids``;
+    ``total`` is added as the sum of the stages when there are several and none is called total."""
+    raw: Mapping[str, Sequence[float | None]] = result.info.get("latency_ms") or {}
+    out = {stage: np.asarray([math.nan if v is None else float(v) for v in vals], dtype=np.float64)
+           for stage, vals in raw.items()}
+    if len(out) > 1 and "total" not in out:
+        out["total"] = np.sum(np.vstack(list(out.values())), axis=0)  # NaN where any stage is missing
+    return out
+
+
+def _quantile(x: np.ndarray, q: float) -> float:
+    x = x[~np.isnan(x)]
+    return float(np.quantile(x, q)) if x.size else math.nan
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    """One percentile of one stage over one group of queries."""
+
+    stage: str
+    stat: str  # median | p90 | p95 | p99
+    segment: str | None  # "lang=de", or None for all queries
+    n: int
+    value: float
+    ci: tuple[float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "stat": self.stat, "segment": self.segment, "n": self.n,
+                "ms": _num(self.value), "ci": [_num(self.ci[0]), _num(self.ci[1])]}
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else round(float(x), 6)
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    rows: tuple[LatencyRow, ...]
+    confidence: float
+    n_resamples: int
+    seed: int
+
+    def get(self, stage: str, stat: str, segment: str | None = None) -> LatencyRow | None:
+        return next((r for r in self.rows if (r.stage, r.stat, r.segment) == (stage, stat, segment)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": [r.to_dict() for r in self.rows],
+                "method": "percentile bootstrap over queries of each percentile (numpy linear interpolation)",
+                "statistics": {"seed": self.seed, "resamples": self.n_resamples, "confidence": self.confidence}}
+
+
+def _groups(result: EvaluationResult, by: Sequence[str]) -> list[tuple[str | None, np.ndarray]]:
+    groups: list[tuple[str | None, np.ndarray]] = [(None, np.ones(len(result.query_ids), dtype=bool))]
+    for name in by:
+        key, labels = segment_labels(result, name)
+        arr = np.asarray(labels, dtype=object)
+        groups += [(f"{display_field(key)}={label}", arr == label) for label in ordered_labels(labels)]
+    return groups
+
+
+def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (), seed: int = 0, n_resamples: int = 2000,
+                    confidence: float = 0.95) -> LatencySummary:
+    """Median, p90, p95, p99 of every stage, with intervals, over all queries and each segment of ``by``."""
+    rows = []
+    for stage, x in latency_stages(result).items():
+        for label, mask in _groups(result, by):
+            xs = x[mask]
+            n = int((~np.isnan(xs)).sum())
+            for stat, q in STATS.items():
+                ci = bootstrap_quantile_ci(xs, q, rng=seed, n_resamples=n_resamples, confidence=confidence)
+                rows.append(LatencyRow(stage, stat, label, n, _quantile(xs, q), ci))
+    return LatencySummary(tuple(rows), confidence, n_resamples, seed)
+
+
+# -- gates ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LatencyGate:
+    """One latency criterion: ceilings on percentiles of a stage (ms) and/or a regression limit."""
+
+    name: str
+    stage: str
+    ceilings: Mapping[str, float]  # stat -> ms, e.g. {"median": 60.0, "p90": 120.0}
+    regression_max_ms: float | None = None
+    on: str = "ci_lower"  # ci_lower | estimate | ci_upper
+    segments: tuple[str, ...] = ()
+    min_queries: int = 1
+    severity: str = "error"
+    label: str | None = None
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def stats(self) -> tuple[str, ...]:
+        """The percentiles this gate looks at: those with a ceiling, else the median."""
+        return tuple(self.ceilings) or ("median",)
+
+    @property
+    def title(self) -> str:
+        return self.label or f"latency {self.stage}"
+
+
+@dataclass(frozen=True)
+class LatencyCheck:
+    gate: str
+    kind: str  # max | regression
+    status: str  # pass | fail | warn | skipped
+    stage: str
+    stat: str
+    segment: str | None
+    n: int
+    value: float  # what was compared with the limit: a percentile, a bound, or the change
+    limit: float
+    estimate: float = math.nan  # the candidate's percentile
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    baseline: float = math.nan
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (_num(v) if isinstance(v, float) else v) for k, v in vars(self).items() if k != "gate"}
+
+
+@dataclass(frozen=True)
+class LatencyGateResult:
+    gate: LatencyGate
+    status: str  # pass | fail (error severity) | warn
+    checks: tuple[LatencyCheck, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        g = self.gate
+        return {"name": g.name, "title": g.title, "stage": g.stage, "severity": g.severity, "on": g.on,
+                "ceilings_ms": dict(g.ceilings), "regression_max_ms": g.regression_max_ms,
+                "segments": list(g.segments), "status": self.status, "checks": [c.to_dict() for c in self.checks]}
+
+
+def _ceiling_check(g: LatencyGate, stat: str, limit: float, base: dict[str, Any], small: bool,
+                   conf: str) -> LatencyCheck:
+    est, lo, hi = base["estimate"], base["ci_low"], base["ci_high"]
+    value = {"ci_lower": lo, "estimate": est, "ci_upper": hi}[g.on]
+    c = LatencyCheck(kind="max", status="pass", stat=stat, value=value, limit=limit, **base)
+    from dataclasses import replace
+
+    if small:
+        return replace(c, status="skipped", note=f"only {c.n} timed queries (min_queries {g.min_queries}): not gated")
+    if c.n == 0:
+        return replace(c, status="warn", note=f"the run logs no {g.stage} latency")
+    if math.isnan(value):
+        if c.segment is not None:
+            return replace(c, status="skipped", note=f"no {conf}: needs at least 2 timed queries")
+        return replace(c, status="fail", note=f"no {conf}: needs at least 2 timed queries and resamples > 0")
+    if value <= limit + EPS:
+        note = ""
+        if g.on == "ci_lower" and est > limit + EPS:
+            note = f"{stat} {est:.1f} ms is over {limit:g} ms, but within noise ({conf} {lo:.1f}–{hi:.1f} ms)"
+        return replace(c, note=note)
+    return replace(c, status="fail")
+
+
+def _regression_check(g: LatencyGate, stat: str, cur: np.ndarray, old: np.ndarray | None, base: dict[str, Any],
+                      small: bool, conf: str, seed: int, n_resamples: int, confidence: float) -> LatencyCheck:
+    from dataclasses import replace
+
+    limit = float(g.regression_max_ms)  # type: ignore[arg-type]
+    c = LatencyCheck(kind="regression", status="pass", stat=stat, value=math.nan, limit=limit,
+                     **{**base, "ci_low": math.nan, "ci_high": math.nan})
+    if small:
+        return replace(c, status="skipped", note=f"only {c.n} timed queries (min_queries {g.min_queries}): not gated")
+    if old is None:
+        return replace(c, status="skipped", note=f"the baseline logs no {g.stage} latency per query")
+    ok = ~(np.isnan(cur) | np.isnan(old))
+    if ok.sum() == 0:
+        return replace(c, status="warn" if c.segment is None else "skipped",
+                       note=f"no query timed in both runs for {g.stage}")
+    q = STATS[stat]
+    b, a = _quantile(old[ok], q), _quantile(cur[ok], q)
+    lo, hi = paired_quantile_change_ci(old, cur, q, rng=seed, n_resamples=n_resamples, confidence=confidence)
+    c = replace(c, n=int(ok.sum()), value=a - b, baseline=b, estimate=a, ci_low=lo, ci_high=hi)
+    if a - b <= limit + EPS:
+        return c
+    if math.isnan(lo):
+        return replace(c, status="fail", note=f"grew by more than the limit; no {conf} to tell it from noise")
+    if lo <= 0.0:
+        return replace(c, note=f"grew by {a - b:.1f} ms, beyond {limit:g} ms, but within noise ({conf} includes 0)")
+    return replace(c, status="fail")
+
+
+def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
+                   baseline: EvaluationResult | None = None, *, seed: int = 0, n_resamples: int = 2000,
+                   confidence: float = 0.95) -> tuple[LatencyGateResult, ...]:
+    """Check every latency gate on ``current`` (and against ``baseline`` when it is a run)."""
+    conf = f"{confidence:.0%} CI"
+    stages = latency_stages(current)
+    old_stages = latency_stages(baseline) if isinstance(baseline, EvaluationResult) else {}
+    old_index = baseline.query_index() if isinstance(baseline, EvaluationResult) else {}
+    results = []
+    for g in gates:
+        x = stages.get(g.stage, np.full(len(current.query_ids), math.nan))
+        old: np.ndarray | None = None
+        if g.stage in old_stages:  # the baseline's timings in the candidate's query order
+            src = old_stages[g.stage]
+            old = np.asarray([src[old_index[q]] if q in old_index else math.nan for q in current.query_ids])
+        checks: list[LatencyCheck] = []
+        for label, mask in _groups(current, g.segments):
+            xs = x[mask]
+            n = int((~np.isnan(xs)).sum())
+            small = label is not None and n < g.min_queries
+            for stat in g.stats:
+                q = STATS[stat]
+                lo, hi = bootstrap_quantile_ci(xs, q, rng=seed, n_resamples=n_resamples, confidence=confidence)
+                base = {"gate": g.name, "stage": g.stage, "segment": label, "n": n, "estimate": _quantile(xs, q),
+                        "ci_low": lo, "ci_high": hi}
+                if stat in g.ceilings:
+                    checks.append(_ceiling_check(g, stat, g.ceilings[stat], base, small, conf))
+                if g.regression_max_ms is not None and isinstance(baseline, EvaluationResult):
+                    checks.append(_regression_check(g, stat, xs, None if old is None else old[mask], base, small,
+                                                    conf, seed, n_resamples, confidence))
+        failed = any(c.status == "fail" for c in checks)
+        status = ("fail" if g.severity == "error" else "warn") if failed else (
+            "warn" if any(c.status == "warn" for c in checks) else "pass")
+        results.append(LatencyGateResult(g, status, tuple(checks)))
+    return tuple(results)
