@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
+__all__ = ["stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -174,3 +174,40 @@ def latency_renderable(summary: Any) -> Any:
         table.add_row(stage, seg or "all queries", str(rows[0].n),
                       *(f"{r.value:,.1f} ({r.ci[0]:,.1f}–{r.ci[1]:,.1f})" if r.value == r.value else "—" for r in rows))
     return table
+
+
+def _stress_lines(res: Any) -> list[str]:
+    ranks = ",".join(str(r) for r in res.ranks)
+    skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in res.skipped.items() if v)
+    n_breach = len({b.query_id for b in res.breaches})
+    share = res.breach_share
+    verdict = ("held up" if res.passed else "FAILED") + f" (fails when nDCG@5 drops by more than {res.max_drop:g} and " \
+        "the paired interval of the change is below zero)"
+    return [f"Reranker {res.reranker}: {len(res.queries)} queries, negatives ({res.negatives}) put at input ranks {ranks}"
+            + (f"; left out: {skipped}" if skipped else "") + ".",
+            f"A negative reached the top {3} in {n_breach} of {len(res.queries)} queries"
+            + ("" if share != share else f" ({share * 100:.1f}%)") + ".",
+            f"Verdict: {verdict}."]
+
+
+def stress_markdown(res: Any, confidence: float) -> str:
+    """The stress test as markdown: what was done, the paired table, the queries where negatives got through."""
+    out = ["### Reranker stress test", "", *[line + "  " for line in _stress_lines(res)], "",
+           paired_markdown(res.rows, before="clean input", after="with negatives", confidence=confidence)]
+    if res.breaches:
+        out += ["", "| query | negative | put at | reranked to | rank on the clean input |", "|---|---|---:|---:|---:|"]
+        out += [f"| {md_escape(b.query_id, 60)} | {md_escape(b.chunk_id, 60)} | {b.inserted_at} | {b.rank} | "
+                f"{'—' if b.clean_rank is None else b.clean_rank} |"
+                for b in res.breaches[:50]]
+        if len(res.breaches) > 50:
+            out.append(f"\n… and {len(res.breaches) - 50} more in stress.json")
+    return "\n".join(out) + "\n"
+
+
+def stress_renderable(res: Any, confidence: float) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    return Group(*[Text(line) for line in _stress_lines(res)],
+                 paired_renderable(res.rows, title="Reranked: clean input vs with hard negatives",
+                                   before="clean", after="negatives", confidence=confidence))
