@@ -194,3 +194,19 @@ def test_bad_values_are_refused(tmp_path, capsys):
         cfg.write_text("gates: [{metric: recall@1, threshold: 0}]\n" + body + "\n")
         assert_refused(["gate", "--config", cfg, "--gold", gold, "--candidate", run, "--no-step-summary"], tmp_path,
                        names=[cfg], capsys=capsys, contains=words)
+
+
+def test_retrieve_with_a_reranker_times_the_rerank_stage(tmp_path):
+    out = tmp_path / "run.jsonl"
+    assert main(["retrieve", "--corpus", str(CORPUS), "--gold", str(GOLD), "-o", str(out), "--k", "20",
+                 "--reranker", "bm25", "--rerank-depth", "10", "--repeat", "2"]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(set(r["latency_ms"]) == {"retrieve", "rerank"} and r["latency_repeats"] == 2 for r in records)
+    hits = next(r for r in records if len(r["topk"]) > 10)["topk"]
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert all("rerank_score" in h for h in hits[:10]) and not any("rerank_score" in h for h in hits[10:])
+    assert not any("score" in h for h in hits)
+    scores = [h["rerank_score"] for h in hits[:10]]
+    assert scores == sorted(scores, reverse=True)
+    res = evaluate(GOLD, out, "ndcg@10")
+    assert set(latency_summary(res, n_resamples=0).to_dict()["rows"][0]) >= {"stage", "ms"}

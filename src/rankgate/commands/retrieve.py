@@ -85,6 +85,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         f"k = {DEFAULT_TEXTS} read; ids, scores and versions are always written)",
     )
     parser.add_argument(
+        "--reranker", default=None, metavar="NAME",
+        help="rerank the first --rerank-depth hits with bm25, dense or package.module:Class (timed as the rerank stage)",
+    )
+    parser.add_argument("--rerank-depth", type=int, default=50, metavar="N", help="hits given to the reranker (default 50)")
+    parser.add_argument(
         "--repeat",
         type=int,
         default=3,
@@ -179,8 +184,15 @@ def run(args: argparse.Namespace) -> int:
         chunks, queries = load_corpus(args.corpus), load_gold_queries(args.gold)
     start = time.perf_counter()
     repeat = 1 if args.no_latency else args.repeat
+    reranker = None
+    if args.reranker:
+        from rankgate.retrieval.rerank import get_reranker
+
+        if args.rerank_depth < 1:
+            raise UsageError(f"--rerank-depth must be >= 1; got {args.rerank_depth}")
+        reranker = get_reranker(args.reranker)
     records = retrieve(chunks, queries, args.retriever, k=args.k, options=options, latency=not args.no_latency,
-                       repeat=repeat)
+                       repeat=repeat, reranker=reranker, rerank_depth=args.rerank_depth)
     elapsed = time.perf_counter() - start
     path = write_run(keep_texts(records, texts), args.output)
     system = records[0]["system"] if records else args.retriever

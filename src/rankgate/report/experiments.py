@@ -103,8 +103,13 @@ def with_freshness(as_dict: Any, as_markdown: Any, as_renderable: Any, runs: dic
     return to_dict, to_markdown, to_renderable
 
 
+def _num_ms(x: float) -> str:
+    """Milliseconds with the precision that shows: two decimals below 10 ms, one above."""
+    return f"{x:,.2f}" if abs(x) < 10 else f"{x:,.1f}"
+
+
 def _ms(x: float | None) -> str:
-    return "—" if x is None or x != x else f"{x:,.1f} ms"
+    return "—" if x is None or x != x else f"{_num_ms(x)} ms"
 
 
 def _ms_change(x: float | None) -> str:
@@ -150,7 +155,7 @@ def latency_markdown(summary: Any) -> str:
     out = ["### Latency", "", f"| stage | scope | timed queries | median ({conf} CI) | p90 | p95 | p99 |",
            "|---|---|---:|---:|---:|---:|---:|"]
     for (stage, seg), rows in _by_scope(summary.rows).items():
-        cells = [f"{_ms(r.value)} ({_ms(r.ci[0])}–{_ms(r.ci[1])})" for r in rows]
+        cells = [f"{_ms(r.value)} ({_ms(r.ci[0])}–{_ms(r.ci[1])})" if r.value == r.value else "—" for r in rows]
         out.append(f"| {md_escape(stage, 40)} | {md_escape(seg or 'all queries', 60)} | {rows[0].n} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -172,7 +177,8 @@ def latency_renderable(summary: Any) -> Any:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for (stage, seg), rows in _by_scope(summary.rows).items():
         table.add_row(stage, seg or "all queries", str(rows[0].n),
-                      *(f"{r.value:,.1f} ({r.ci[0]:,.1f}–{r.ci[1]:,.1f})" if r.value == r.value else "—" for r in rows))
+                      *(f"{_num_ms(r.value)} ({_ms(r.ci[0])[:-3]}–{_ms(r.ci[1])[:-3]})" if r.value == r.value else "—"
+                        for r in rows))
     return table
 
 

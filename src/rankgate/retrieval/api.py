@@ -41,6 +41,8 @@ def retrieve(
     options: Mapping[str, Any] | None = None,
     latency: bool = True,
     repeat: int = 1,
+    reranker: Any = None,
+    rerank_depth: int = 50,
 ) -> list[dict[str, Any]]:
     """Index ``corpus`` with ``retriever`` and return one run record per query, in query order.
 
@@ -53,6 +55,11 @@ def retrieve(
     hits one timing of many queries rather than every timing of one) and writes, for each stage of
     ``latency_ms``, the median of the N timings, with ``latency_repeats: N``. The hits must be the
     same every time: a retriever whose results change between passes is an error.
+
+    ``reranker`` (a :class:`~rankgate.retrieval.rerank.Reranker`) reorders the first ``rerank_depth``
+    hits of each query, timed as the ``rerank`` stage; the items then carry ``rank``,
+    ``retrieve_score`` and (the reordered ones) ``rerank_score``, and no ``score``, since the two
+    stages' scores are not on one scale.
     """
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise UsageError(f"k must be an int >= 1; got {k!r}")
@@ -67,19 +74,57 @@ def retrieve(
             raise UsageError("options can only be given with a retriever name, not a retriever object")
         engine = check_retriever(retriever, "The retriever argument")
     engine.index(chunks)
-    records = engine.search(query_list, k)
-    _check_records(records, query_list, k, engine)
+    if reranker is not None:
+        if not isinstance(rerank_depth, int) or isinstance(rerank_depth, bool) or rerank_depth < 1:
+            raise UsageError(f"rerank_depth must be an int >= 1; got {rerank_depth!r}")
+        if callable(getattr(reranker, "index", None)):
+            reranker.index(chunks)
+    by_id = {c.chunk_id: c for c in chunks}
+
+    def one_pass() -> list[dict[str, Any]]:
+        out = engine.search(query_list, k)
+        _check_records(out, query_list, k, engine)
+        if reranker is not None:
+            out = [_rerank_record(reranker, q, rec, by_id, rerank_depth) for q, rec in zip(query_list, out)]
+        return out
+
+    records = one_pass()
     if latency and repeat > 1:
-        passes = [records]
-        for _ in range(repeat - 1):
-            again = engine.search(query_list, k)
-            _check_records(again, query_list, k, engine)
-            passes.append(again)
+        passes = [records] + [one_pass() for _ in range(repeat - 1)]
         records = median_latency(passes, type(engine).__name__)
     if not latency:
         records = [{key: value for key, value in record.items() if key not in ("latency_ms", "latency_repeats")}
                    for record in records]
     return records
+
+
+def _rerank_record(reranker: Any, query: Query, record: dict[str, Any], chunks: Mapping[str, Chunk],
+                   depth: int) -> dict[str, Any]:
+    """``record`` with its first ``depth`` hits reordered by ``reranker``, the time taken added as ``rerank``."""
+    import time
+
+    from .rerank import apply_reranker
+
+    hits = list(record.get("topk") or [])
+    head, tail = hits[:depth], hits[depth:]
+    items = [chunks.get(h["chunk_id"]) or Chunk(h["chunk_id"], str(h.get("text") or "")) for h in head]
+    start = time.perf_counter()
+    ranked = apply_reranker(reranker, query, items)
+    elapsed = (time.perf_counter() - start) * 1000.0
+    by_id = {h["chunk_id"]: h for h in head}
+    new_hits = []
+    for rank, (chunk, score) in enumerate(ranked, start=1):
+        h = {key: v for key, v in by_id[chunk.chunk_id].items() if key not in ("score", "rank")}
+        new_hits.append({**h, "rank": rank, "rerank_score": round(score, 6),
+                         "retrieve_score": by_id[chunk.chunk_id].get("score")})
+    for rank, h in enumerate(tail, start=len(new_hits) + 1):
+        new_hits.append({**{key: v for key, v in h.items() if key not in ("score", "rank")}, "rank": rank,
+                         "retrieve_score": h.get("score")})
+    new = {**record, "topk": new_hits, "reranker": getattr(reranker, "name", type(reranker).__name__)}
+    lat = record.get("latency_ms")
+    if isinstance(lat, Mapping):
+        new["latency_ms"] = {**lat, "rerank": round(elapsed, 3)}
+    return new
 
 
 def median_latency(passes: Sequence[Sequence[Mapping[str, Any]]], who: str = "the retriever") -> list[dict[str, Any]]:
