@@ -28,6 +28,10 @@ def add_parser(sub: Any) -> None:
     from ._whatif import add_enforce_as_of
 
     add_enforce_as_of(p)
+    p.add_argument("--rewrite", action="store_true",
+                   help="query rewriting: RUN is a rewrite log (records with 'original' and 'rewritten' results), or two "
+                        "runs ORIGINAL REWRITTEN; adds recall@k and nDCG@k of each (k: --k, default 10), the paired "
+                        "change per segment and the queries the rewrite broke")
     add_stats_options(p)
     p.add_argument("--permutations", type=int, default=10000, metavar="N",
                    help="sign flips of the paired randomisation test (default 10000; 0 turns p-values off)")
@@ -67,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--output and --fused-run name the same file {args.output}; give each its own file")
     if args.fused_run and not args.fuse:
         raise UsageError("--fused-run needs --fuse METHOD (rrf, combsum or combmnz)")
+    if getattr(args, "rewrite", False):
+        return _rewrite(args)
     if args.fuse:
         return _fuse_and_compare(args)
     if args.gold is None:
@@ -125,6 +131,51 @@ def _two_runs(args: argparse.Namespace) -> int:
         return _emit(args, result, *with_freshness(comparison_dict, comparison_markdown, comparison_renderable,
                                                     dict(zip(_labels(paths), freshness)), args.confidence))
     return _emit(args, result, comparison_dict, comparison_markdown, comparison_renderable)
+
+
+def _rewrite(args: argparse.Namespace) -> int:
+    """Original against rewritten query results: the comparison, plus the rewrite's own section."""
+    from ..compare import compare
+    from ..data import load_gold
+    from ..errors import UsageError
+    from ..experiments.rewrite import rewrite_effect
+    from .evaluate import evaluate_from_args
+
+    for flag, given in (("--fuse", args.fuse), ("--enforce-as-of", getattr(args, "enforce_as_of", False)),
+                        ("--baseline", args.baseline)):
+        if given:
+            raise UsageError(f"--rewrite cannot be combined with {flag}: the original query's results are the baseline")
+    if args.gold is None:
+        raise UsageError("the following arguments are required: --gold")
+    if len(args.runs) > 2:
+        raise UsageError(f"--rewrite takes one rewrite log or two runs (ORIGINAL REWRITTEN); got {len(args.runs)}")
+    texts: dict[str, dict[str, str]] = {}
+    if len(args.runs) == 1:
+        from ..data.rewrite import read_rewrite_runs
+
+        log = read_rewrite_runs(args.runs[0])
+        original, rewritten, texts, labels = log.original, log.rewritten, log.texts, ("original", "rewritten")
+    else:
+        original, rewritten = args.runs
+        labels = tuple(_labels(list(args.runs)))  # type: ignore[assignment]
+    gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
+    k = args.k or 10
+
+    def score(run: Any, metrics: Any) -> Any:
+        return evaluate_from_args(argparse.Namespace(**{**vars(args), "metrics": ",".join(metrics)}), run, gold=gold)
+
+    effect = rewrite_effect(original, rewritten, score, k=k, by=args.by, seed=args.seed, n_resamples=args.resamples,
+                            confidence=args.confidence, texts=texts, labels=labels)  # type: ignore[arg-type]
+    base = evaluate_from_args(args, original, gold=gold)
+    cand = evaluate_from_args(args, rewritten, gold=gold)
+    result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
+                     n_permutations=args.permutations, confidence=args.confidence, top=args.top,
+                     baseline_label=labels[0], candidate_label=labels[1])
+    from ..report.compare import comparison_dict, comparison_markdown, comparison_renderable
+    from ..report.experiments import with_rewrite
+
+    return _emit(args, result, *with_rewrite(comparison_dict, comparison_markdown, comparison_renderable, effect,
+                                            args.confidence))
 
 
 def _warn_gold_versions(results: list[Any], names: list[str], baseline: int) -> None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
+__all__ = ["rewrite_markdown", "rewrite_renderable", "with_rewrite", "stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -217,3 +217,63 @@ def stress_renderable(res: Any, confidence: float) -> Any:
     return Group(*[Text(line) for line in _stress_lines(res)],
                  paired_renderable(res.rows, title="Reranked: clean input vs with hard negatives",
                                    before="clean", after="negatives", confidence=confidence))
+
+
+def _rewrite_lines(eff: Any) -> list[str]:
+    n = len(eff.original.query_ids)
+    return [f"The rewrite lowered recall@{eff.k} on {len(eff.broken)} of {n} queries and raised it on {eff.fixed}."]
+
+
+def rewrite_markdown(eff: Any, confidence: float, *, limit: int = 20) -> str:
+    """Query rewriting: recall@k and nDCG@k of each side, the paired change, and the queries it broke."""
+    a, b = eff.labels
+    out = ["### Query rewriting", "", *_rewrite_lines(eff), "",
+           paired_markdown(eff.rows, before=md_escape(a, 40), after=md_escape(b, 40), confidence=confidence)]
+    if eff.broken:
+        out += ["", f"Queries the rewrite broke (recall@{eff.k} lower), worst first:", "",
+                f"| query | recall@{eff.k} | nDCG@{eff.k} | original query | rewritten query |", "|---|---|---|---|---|"]
+        for q in eff.broken[:limit]:
+            out.append(f"| {md_escape(q.query_id, 60)} | {fmt_value('recall', q.recall_original)} → "
+                       f"{fmt_value('recall', q.recall_rewritten)} | {fmt_value('ndcg', q.ndcg_original)} → "
+                       f"{fmt_value('ndcg', q.ndcg_rewritten)} | {md_escape(q.original or '', 80)} | "
+                       f"{md_escape(q.rewritten or '', 80)} |")
+        if len(eff.broken) > limit:
+            out.append(f"\n… and {len(eff.broken) - limit} more in the JSON output")
+    return "\n".join(out) + "\n"
+
+
+def rewrite_renderable(eff: Any, confidence: float, *, limit: int = 10) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    a, b = eff.labels
+    parts: list[Any] = [Text(" ".join(_rewrite_lines(eff))),
+                        paired_renderable(eff.rows, title="Query rewriting", before=a, after=b, confidence=confidence)]
+    if eff.broken:
+        t = Table(title=f"Queries the rewrite broke (recall@{eff.k} lower)", title_justify="left")
+        for name in ("query", f"recall@{eff.k}", "original query", "rewritten query"):
+            t.add_column(name)
+        for q in eff.broken[:limit]:
+            t.add_row(q.query_id, f"{fmt_value('recall', q.recall_original)} → {fmt_value('recall', q.recall_rewritten)}",
+                      q.original or "", q.rewritten or "")
+        parts.append(t)
+    return Group(*parts)
+
+
+def with_rewrite(as_dict: Any, as_markdown: Any, as_renderable: Any, eff: Any, confidence: float) -> tuple[Any, Any, Any]:
+    """Wrap a comparison's renderers so each also shows the rewrite's section."""
+
+    def to_dict(cmp: Any) -> dict[str, Any]:
+        return {**as_dict(cmp), "rewrite": eff.to_dict()}
+
+    def to_markdown(cmp: Any) -> str:
+        return as_markdown(cmp) + "\n" + rewrite_markdown(eff, confidence)
+
+    def to_renderable(cmp: Any) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        return Group(as_renderable(cmp), Text(""), rewrite_renderable(eff, confidence))
+
+    return to_dict, to_markdown, to_renderable
