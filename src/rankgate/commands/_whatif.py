@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_enforce_as_of", "freshness_for"]
+__all__ = ["add_component_options", "add_enforce_as_of", "components_for", "freshness_for"]
 
 
 def add_enforce_as_of(p: argparse.ArgumentParser) -> None:
@@ -28,3 +28,39 @@ def freshness_for(args: argparse.Namespace, gold: Any, run: Any) -> Any:
     return freshness_what_if(g, r, lambda g_, r_: evaluate_from_args(args, r_, g_, warn=False),
                              by=list(getattr(args, "by", None) or []), seed=args.seed,
                              n_resamples=args.resamples, confidence=args.confidence)
+
+
+def add_component_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--routing", action="store_true",
+                   help="routing: coverage of each query's expected_source (gold) by the items' source (run), the "
+                        "misroute matrix and per-source recall@k (k: --k, default 5)")
+    p.add_argument("--entity-linking", action="store_true",
+                   help="entity linking: precision, recall and F1 of the run's linked_entities against the gold "
+                        "entities, per query, beside chunk recall@k")
+
+
+def components_for(args: argparse.Namespace, gold: Any, run: Any) -> dict[str, Any]:
+    """The routing and entity-linking analyses the options ask for: name -> result."""
+    if not (getattr(args, "routing", False) or getattr(args, "entity_linking", False)):
+        return {}
+    from ..data.formats import parse_columns
+    from ..data.load import load_gold, load_run
+    from ..data.models import Gold, Run
+    from .evaluate import evaluate_from_args
+
+    columns = parse_columns(getattr(args, "columns", None))
+    g = gold if isinstance(gold, Gold) else load_gold(gold, format=args.gold_format, columns=columns)
+    r = run if isinstance(run, Run) else load_run(run, format=args.run_format, columns=columns)
+    k = args.k or 5
+    recall = evaluate_from_args(argparse.Namespace(**{**vars(args), "metrics": f"recall@{k}"}), r, g, warn=False)
+    stats = {"seed": args.seed, "n_resamples": args.resamples, "confidence": args.confidence}
+    out: dict[str, Any] = {}
+    if getattr(args, "routing", False):
+        from ..experiments.routing import routing_analysis
+
+        out["routing"] = routing_analysis(g, r, recall, k=k, **stats)
+    if getattr(args, "entity_linking", False):
+        from ..experiments.linking import linking_analysis
+
+        out["entity_linking"] = linking_analysis(g, r, recall, k=k, by=list(getattr(args, "by", None) or []), **stats)
+    return out

@@ -60,9 +60,10 @@ def add_parser(sub: Any) -> None:
                    help="also break means down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--sweep", metavar="METRICS", help="k-sweep of these metrics (e.g. recall,ndcg) over --ks")
     p.add_argument("--ks", default="1,3,5,10,20", metavar="KS", help="cutoffs for --sweep (default 1,3,5,10,20)")
-    from ._whatif import add_enforce_as_of
+    from ._whatif import add_component_options, add_enforce_as_of
 
     add_enforce_as_of(p)
+    add_component_options(p)
     add_stats_options(p)
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
@@ -192,7 +193,8 @@ def _read_pipes_once(args: argparse.Namespace) -> tuple[Any, Any]:
     """(gold, run) to evaluate: the paths, or the loaded data for a pipe when --sweep evaluates a
     second time (a pipe delivers its content once)."""
     gold, run = args.gold, args.run
-    if getattr(args, "sweep", None):
+    once = ("sweep", "enforce_as_of", "routing", "entity_linking")  # each reads the inputs a second time
+    if any(getattr(args, name, None) for name in once):
         from ..data.formats import parse_columns
         from ..data.load import load_gold, load_run
         from ..data.source import is_pipe
@@ -268,6 +270,11 @@ def run(args: argparse.Namespace) -> int:
         extra["segments"] = segments.to_dict()
     if freshness is not None:
         extra["freshness"] = freshness.to_dict()
+    from ._whatif import components_for
+
+    components = components_for(args, gold_src, run_src)
+    for name, part in components.items():
+        extra[name] = part.to_dict()
     latency = None
     if result.info.get("latency_ms"):
         from ..experiments.latency import latency_summary
@@ -301,6 +308,11 @@ def run(args: argparse.Namespace) -> int:
         from ..report.markdown import evaluation_markdown
 
         sys.stdout.write(evaluation_markdown(result, cis, args.confidence, segments=segments, sweep=sweep))
+        from ..report import experiments as rx
+
+        for name, part in components.items():
+            render = rx.routing_markdown if name == "routing" else rx.linking_markdown
+            sys.stdout.write("\n" + render(part, args.confidence))
         if latency is not None:
             from ..report.experiments import latency_markdown
 
@@ -322,6 +334,12 @@ def run(args: argparse.Namespace) -> int:
     if sweep is not None:
         console.print()
         console.print(sweep.table())
+    if components:
+        from ..report import experiments as rx
+
+        for name, part in components.items():
+            console.print()
+            console.print((rx.routing_renderable if name == "routing" else rx.linking_renderable)(part, args.confidence))
     if latency is not None:
         from ..report.experiments import latency_renderable
 

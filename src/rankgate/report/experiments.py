@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["rewrite_markdown", "rewrite_renderable", "with_rewrite", "stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
+__all__ = ["linking_markdown", "linking_renderable", "routing_markdown", "routing_renderable", "rewrite_markdown", "rewrite_renderable", "with_rewrite", "stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -277,3 +277,102 @@ def with_rewrite(as_dict: Any, as_markdown: Any, as_renderable: Any, eff: Any, c
         return Group(as_renderable(cmp), Text(""), rewrite_renderable(eff, confidence))
 
     return to_dict, to_markdown, to_renderable
+
+
+def _share(x: float) -> str:
+    return "—" if x != x else f"{x * 100:.1f}%"
+
+
+def _share_ci(ci: tuple[float, float]) -> str:
+    return "—" if ci[0] != ci[0] else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
+
+
+def _matrix(rt: Any) -> tuple[list[str], list[str], dict[tuple[str, str], int]]:
+    expected = sorted({e for e, _, _ in rt.matrix})
+    chosen = sorted({c for _, c, _ in rt.matrix}, key=lambda c: (c == "(none)", c))
+    return expected, chosen, {(e, c): n for e, c, n in rt.matrix}
+
+
+def routing_markdown(rt: Any, confidence: float, *, limit: int = 20) -> str:
+    """Routing: coverage, the misroute matrix, per-source coverage and recall, slots, router_skew findings."""
+    conf = _pct(confidence)
+    out = ["### Routing", "",
+           f"{rt.routed} of {rt.queries} queries were routed to their expected source: coverage "
+           f"{_share(rt.coverage)} ({conf} CI {_share_ci(rt.coverage_ci)}); on average {_share(rt.expected_share)} "
+           f"of a query's top {rt.k} came from its expected source ({_share_ci(rt.expected_share_ci)}).", "",
+           "Misroute matrix (queries; rows: expected source, columns: chosen source):", ""]
+    expected, chosen, cells = _matrix(rt)
+    out.append("| expected \\ chosen | " + " | ".join(md_escape(c, 30) for c in chosen) + " |")
+    out.append("|---|" + "---:|" * len(chosen))
+    for e in expected:
+        out.append(f"| {md_escape(e, 30)} | " + " | ".join(
+            (f"**{cells.get((e, c), 0)}**" if e == c else str(cells.get((e, c), 0))) for c in chosen) + " |")
+    out += ["", f"| expected source | queries | routed there | coverage ({conf} CI) | recall@{rt.k} ({conf} CI) |",
+            "|---|---:|---:|---:|---:|"]
+    for r in rt.per_source:
+        out.append(f"| {md_escape(r.source, 30)} | {r.queries} | {r.routed} | {_share(r.coverage)} ({_share_ci(r.coverage_ci)}) | "
+                   f"{_share(r.recall)} ({_share_ci(r.recall_ci)}) |")
+    out += ["", f"| source | share of top-{rt.k} slots | share of relevant items found |", "|---|---:|---:|"]
+    out += [f"| {md_escape(s.source, 30)} | {_share(s.share_of_slots)} | {_share(s.share_of_found)} |" for s in rt.slots]
+    for f in rt.findings:
+        out += ["", f"**{f.title}** ({f.rule}): {f.evidence} {f.advice}"]
+    if rt.misrouted:
+        out += ["", "Misrouted queries: " + ", ".join(f"{md_escape(q, 40)} ({md_escape(e, 20)} → {md_escape(c, 20)})"
+                                                      for q, e, c in rt.misrouted[:limit])
+                + (f" … and {len(rt.misrouted) - limit} more" if len(rt.misrouted) > limit else "")]
+    return "\n".join(out) + "\n"
+
+
+def routing_renderable(rt: Any, confidence: float) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    conf = _pct(confidence)
+    expected, chosen, cells = _matrix(rt)
+    matrix = Table(title="Misroute matrix (rows: expected source, columns: chosen)", title_justify="left")
+    matrix.add_column("expected")
+    for c in chosen:
+        matrix.add_column(c, justify="right")
+    for e in expected:
+        matrix.add_row(e, *(str(cells.get((e, c), 0)) for c in chosen))
+    per = Table(title=f"Per expected source ({conf} CI)", title_justify="left")
+    for name in ("source", "queries", "routed", "coverage", f"recall@{rt.k}"):
+        per.add_column(name)
+    for r in rt.per_source:
+        per.add_row(r.source, str(r.queries), str(r.routed), f"{_share(r.coverage)} ({_share_ci(r.coverage_ci)})",
+                    f"{_share(r.recall)} ({_share_ci(r.recall_ci)})")
+    lines = [Text(f"Routing: {rt.routed} of {rt.queries} queries sent to their expected source, coverage "
+                  f"{_share(rt.coverage)} ({conf} CI {_share_ci(rt.coverage_ci)})."), matrix, per]
+    lines += [Text(f"{f.title}: {f.evidence}") for f in rt.findings]
+    return Group(*lines)
+
+
+def linking_markdown(el: Any, confidence: float, *, limit: int = 20) -> str:
+    """Entity linking: precision, recall, F1 with intervals beside chunk recall@k; the queries with misses."""
+    conf = _pct(confidence)
+    out = ["### Entity linking", "",
+           f"{el.queries} queries have gold entities" + (f"; {el.unlinked} records logged no linked_entities (nothing "
+                                                         "linked)" if el.unlinked else "") + ".", "",
+           f"| metric | scope | n | mean | {conf} CI |", "|---|---|---:|---:|---|"]
+    for r in el.rows:
+        out.append(f"| {r.metric} | {md_escape(r.segment or 'all queries', 60)} | {r.n} | {_share(r.mean)} | "
+                   f"{_share_ci(r.ci)} |")
+    if el.missed:
+        out += ["", f"| query | gold entities not linked | chunk recall@{el.k} |", "|---|---|---:|"]
+        out += [f"| {md_escape(q, 40)} | {md_escape(', '.join(m), 100)} | {_share(rc)} |" for q, m, rc in el.missed[:limit]]
+        if len(el.missed) > limit:
+            out.append(f"\n… and {len(el.missed) - limit} more in the JSON output")
+    return "\n".join(out) + "\n"
+
+
+def linking_renderable(el: Any, confidence: float) -> Any:
+    from rich.table import Table
+
+    t = Table(title=f"Entity linking ({el.queries} queries with gold entities; {_pct(confidence)} CI)",
+              title_justify="left")
+    for name in ("metric", "scope", "n", "mean", "CI"):
+        t.add_column(name)
+    for r in el.rows:
+        t.add_row(r.metric, r.segment or "all queries", str(r.n), _share(r.mean), _share_ci(r.ci))
+    return t
