@@ -45,6 +45,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--generated-at", metavar="TEXT",
                    help="a date or build id to print in the header (none by default, so the file is reproducible)")
     p.add_argument("-o", "--output", required=True, metavar="HTML", help="the HTML file to write")
+    from ._whatif import add_component_options, add_enforce_as_of
+
+    add_enforce_as_of(p)
+    add_component_options(p)
+    p.add_argument("--rewrite", metavar="LOG",
+                   help="a rewrite log (records with 'original' and 'rewritten' results): adds the query-rewriting "
+                        "section (recall@k, nDCG@k of each, the paired change, the queries the rewrite broke)")
     add_stats_options(p)
     for action in p._actions:  # the shared option means "extra metrics" here
         if action.dest == "metrics":
@@ -96,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
         title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
         evaluator=evaluator, ties=args.ties, columns=parse_columns(args.columns), queries=args.queries,
     )
+    sections = _experiment_sections(argparse.Namespace(**{**vars(args), "level": level, "doc_sep": doc_sep, "k": k}),
+                                    evaluator, level)
+    if sections:
+        from dataclasses import replace
+
+        report = replace(report, experiments=sections)
     from ..atomic import write_text
 
     write_text(args.output, render_html(report))
@@ -103,3 +116,44 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}: {len(report.findings)} findings, {report.misses_total} queries with no relevant "
           f"chunk in the {'top 10' if report.depth >= 10 else f'list (top {report.depth})'}{gate}")
     return 0
+
+
+def _experiment_sections(args: argparse.Namespace, evaluator: Any, level: str) -> tuple[tuple[str, str, str], ...]:
+    """The component experiments the options ask for, as (anchor, title, HTML section)."""
+    wanted = (getattr(args, "enforce_as_of", False), getattr(args, "routing", False),
+              getattr(args, "entity_linking", False), getattr(args, "rewrite", None))
+    if not any(wanted):
+        return ()
+    from ..data.formats import parse_columns
+    from ..data.load import load_gold, load_run
+    from ..report import experiments as rx
+    from ._whatif import components_for
+
+    args.by = args.by or []
+    args.k = args.k or None
+    columns = parse_columns(args.columns)
+    gold = load_gold(args.gold, format=args.gold_format, columns=columns)
+    run = load_run(args.run, format=args.run_format, columns=columns)
+    metrics = ["recall@5", "ndcg@10", "mrr"]
+    out = []
+    if getattr(args, "enforce_as_of", False):
+        from ..experiments.freshness import freshness_what_if
+
+        w = freshness_what_if(gold, run, lambda g, r: evaluator(g, r, metrics, level), by=args.by, seed=args.seed,
+                              n_resamples=args.resamples, confidence=args.confidence)
+        out.append(("freshness", "Freshness", rx.section_html(rx.freshness_markdown(w, args.confidence), "freshness")))
+    if getattr(args, "rewrite", None):
+        from ..data.rewrite import read_rewrite_runs
+        from ..experiments.rewrite import rewrite_effect
+
+        log = read_rewrite_runs(args.rewrite)
+        eff = rewrite_effect(log.original, log.rewritten, lambda r, m: evaluator(gold, r, list(m), level),
+                             k=args.k or 10, by=args.by, seed=args.seed, n_resamples=args.resamples,
+                             confidence=args.confidence, texts=log.texts)
+        out.append(("rewrite", "Query rewriting", rx.section_html(rx.rewrite_markdown(eff, args.confidence), "rewrite")))
+    for name, part in components_for(args, gold, run).items():
+        render = rx.routing_markdown if name == "routing" else rx.linking_markdown
+        anchor = name.replace("_", "-")
+        out.append((anchor, "Routing" if name == "routing" else "Entity linking",
+                    rx.section_html(render(part, args.confidence), anchor)))
+    return tuple(out)

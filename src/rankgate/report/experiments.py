@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["linking_markdown", "linking_renderable", "routing_markdown", "routing_renderable", "rewrite_markdown", "rewrite_renderable", "with_rewrite", "stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
+__all__ = ["section_html", "linking_markdown", "linking_renderable", "routing_markdown", "routing_renderable", "rewrite_markdown", "rewrite_renderable", "with_rewrite", "stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -376,3 +376,49 @@ def linking_renderable(el: Any, confidence: float) -> Any:
     for r in el.rows:
         t.add_row(r.metric, r.segment or "all queries", str(r.n), _share(r.mean), _share_ci(r.ci))
     return t
+
+
+def _inline_html(text: str) -> str:
+    """One line of the markdown written here as HTML: escapes undone, then HTML-escaped, **bold** kept."""
+    import re
+    from html import escape
+
+    plain = re.sub(r"\\(.)", r"\1", text).replace("&lt;", "<").replace("&gt;", ">")
+    parts = plain.split("**")
+    return "".join(f"<strong>{escape(p)}</strong>" if i % 2 else escape(p) for i, p in enumerate(parts))
+
+
+def _cells(line: str) -> list[str]:
+    import re
+
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def section_html(markdown: str, anchor: str) -> str:
+    """An experiment's markdown section (headings, paragraphs, pipe tables, as written by this module)
+    as an HTML ``<section>`` for the report."""
+    out = [f'<section id="{anchor}">']
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip()
+        if not line.strip():
+            i += 1
+            continue
+        if line.startswith("### "):
+            out.append(f"<h2>{_inline_html(line[4:])}</h2>")
+            i += 1
+        elif line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(_cells(lines[i]))
+                i += 1
+            head, body = rows[0], [r for r in rows[2:]]
+            out.append("<table><thead><tr>" + "".join(f"<th>{_inline_html(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</tbody></table>")
+        else:
+            out.append(f"<p>{_inline_html(line.strip())}</p>")
+            i += 1
+    out.append("</section>")
+    return "".join(out)

@@ -72,6 +72,7 @@ def _nav(rep: Report) -> str:
         links.append(("stages", "Stages"))
     if rep.no_answer:
         links.append(("no-answer", "No-answer"))
+    links += [(anchor, title) for anchor, title, _ in rep.experiments]
     links.append(("method", "Method"))
     return '<nav class="toc"><div class="inner">' + "".join(f'<a href="#{a}">{e(t)}</a>' for a, t in links) + "</div></nav>"
 
@@ -496,6 +497,7 @@ def render_html(rep: Report) -> str:
         body.append(_stages(rep))
     if rep.no_answer:
         body.append(_no_answer(rep))
+    body += [section for _, _, section in rep.experiments]  # component experiments (report/experiments.py)
     body.append(_method(rep))
     body.append(f'<footer>rankgate {e(rep.version)}</footer></main>')
     # Every table scrolls inside its own box when it is wider than the page, never the page itself.

@@ -158,6 +158,7 @@ class Report:
     confidence: float
     panel: tuple[PanelRow, ...]
     latency: tuple[Latency, ...] = ()
+    experiments: tuple[tuple[str, str, str], ...] = ()  # (anchor, title, HTML section): freshness, rewrite, routing…
     run_label: str = "run"  # how charts and tables name the run (and baseline_label the baseline): the same form
     baseline_label: str | None = None
     changes_tested: int = 0  # rows of the paired comparison that share one Holm correction
