@@ -210,3 +210,14 @@ def test_retrieve_with_a_reranker_times_the_rerank_stage(tmp_path):
     assert scores == sorted(scores, reverse=True)
     res = evaluate(GOLD, out, "ndcg@10")
     assert set(latency_summary(res, n_resamples=0).to_dict()["rows"][0]) >= {"stage", "ms"}
+
+
+def test_the_documented_latency_example_parses():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "experiments.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", doc, flags=re.DOTALL) if b.startswith("latency:")]
+    (lat,) = _config("gates: [{metric: recall@5, threshold: 0}]\n" + block).latency
+    assert lat.ceilings == {"median": 60.0, "p90": 120.0} and lat.regression_max_ms == 10.0
+    assert lat.segments == ("lang",) and lat.min_queries == 20
