@@ -58,6 +58,7 @@ __all__ = [
     "bootstrap_ci",
     "bootstrap_quantile_ci",
     "clopper_pearson",
+    "exact_quantile_ci",
     "holm",
     "metric_cis",
     "normal_quantile",
@@ -443,20 +444,20 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, side: str = "tw
     return (lower, upper)
 
 
-def _resampled_quantiles(columns: Sequence[np.ndarray], q: float, gen: np.random.Generator,
+def _resampled_quantiles(columns: Sequence[np.ndarray], qs: Sequence[float], gen: np.random.Generator,
                          n_resamples: int) -> list[np.ndarray]:
-    """Bootstrap ``q``-quantiles (numpy's linear interpolation) of each column, every column resampled
-    with the same query indices, drawn ``rows`` resamples at a time from ``gen``."""
+    """Bootstrap quantiles (numpy's linear interpolation) of each column: one ``(n_resamples, len(qs))``
+    array per column; every column is resampled with the same query indices, drawn a block of
+    resamples at a time from ``gen``, and all ``qs`` come from the same resamples."""
     n = columns[0].size
-    stack = np.column_stack(columns)
-    out = np.empty((n_resamples, stack.shape[1]))
+    out = [np.empty((n_resamples, len(qs))) for _ in columns]
     rows = _block_rows(n)
     for start in range(0, n_resamples, rows):
         stop = min(start + rows, n_resamples)
         idx = gen.integers(0, n, size=(stop - start, n))
-        for j in range(stack.shape[1]):
-            out[start:stop, j] = np.quantile(stack[:, j][idx], q, axis=1)
-    return [out[:, j] for j in range(stack.shape[1])]
+        for j, col in enumerate(columns):
+            out[j][start:stop] = np.quantile(col[idx], list(qs), axis=1).T
+    return out
 
 
 def _quantile_interval(estimates: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -472,12 +473,12 @@ def _check_q(q: float) -> None:
 
 def bootstrap_quantile_ci(
     values: Sequence[float] | np.ndarray,
-    q: float,
+    q: float | Sequence[float],
     *,
     rng: RandomSource,
     n_resamples: int = 2000,
     confidence: float = 0.95,
-) -> tuple[float, float]:
+) -> tuple[float, float] | list[tuple[float, float]]:
     """Percentile-bootstrap interval of the ``q``-quantile of ``values`` (NaN entries skipped).
 
     For latency percentiles (median, p90, p99): queries are resampled with replacement and the
@@ -485,16 +486,23 @@ def bootstrap_quantile_ci(
     degenerate answers as :func:`bootstrap_ci`: NaN with fewer than 2 values or ``n_resamples=0``,
     the value itself when every value is equal. Tail quantiles of few queries are only as wide as
     the data allow: the p99 of 20 queries moves with its largest values, so read its interval as such.
+
+    ``q`` may be a list (``[0.5, 0.9, 0.99]``): then a list of intervals, all from the same resamples
+    (one pass over the data instead of one per quantile).
     """
     _check(n_resamples, confidence)
-    _check_q(q)
+    qs = [q] if isinstance(q, (int, float)) else list(q)
+    for one in qs:
+        _check_q(one)
     x = _applicable(values)
     if x.size < 2 or n_resamples == 0:
-        return (math.nan, math.nan)
-    if bool((x == x[0]).all()):
-        return (float(x[0]), float(x[0]))
-    (est,) = _resampled_quantiles([x], float(q), _generator(rng), n_resamples)
-    return _quantile_interval(est, confidence)
+        cis = [(math.nan, math.nan)] * len(qs)
+    elif bool((x == x[0]).all()):
+        cis = [(float(x[0]), float(x[0]))] * len(qs)
+    else:
+        (est,) = _resampled_quantiles([x], [float(v) for v in qs], _generator(rng), n_resamples)
+        cis = [_quantile_interval(est[:, i], confidence) for i in range(len(qs))]
+    return cis[0] if isinstance(q, (int, float)) else cis
 
 
 def paired_quantile_change_ci(
@@ -516,8 +524,57 @@ def paired_quantile_change_ci(
     b, c = paired_values(base, cand)
     if b.size < 2 or n_resamples == 0:
         return (math.nan, math.nan)
-    qb, qc = _resampled_quantiles([b, c], float(q), _generator(rng), n_resamples)
-    d = qc - qb
+    qb, qc = _resampled_quantiles([b, c], [float(q)], _generator(rng), n_resamples)
+    d = (qc - qb)[:, 0]
     if bool((d == d[0]).all()):
         return (float(d[0]), float(d[0]))
     return _quantile_interval(d, confidence)
+
+
+def exact_quantile_ci(values: Sequence[float] | np.ndarray, q: float | Sequence[float], *,
+                      confidence: float = 0.95) -> tuple[float, float] | list[tuple[float, float]]:
+    """The percentile-bootstrap interval of the ``q``-quantile, computed exactly instead of by resampling.
+
+    In a bootstrap resample of ``n`` values the ``r``-th smallest is at most ``x_(j)`` (the ``j``-th
+    smallest value) exactly when at least ``r`` of the ``n`` draws are at most ``x_(j)``, a count that is
+    Binomial(n, j/n). So the bootstrap distribution of the order statistic is known in closed form
+    (a regularised incomplete beta), and its ``(1 ∓ c)/2`` quantiles are found by bisection over ``j``:
+    no random numbers, no seed, and O(log n) work however many values there are. ``r`` is the order
+    statistic nearest numpy's linear-interpolation position ``q·(n − 1)``. This is the interval an
+    infinite number of resamples of :func:`bootstrap_quantile_ci` approaches (up to the interpolation
+    between two neighbouring order statistics). NaN with fewer than 2 values; the value itself when
+    all are equal. ``q`` may be a list (then a list of intervals).
+    """
+    if not 0.0 < confidence < 1.0:
+        raise UsageError(f"confidence must be between 0 and 1; got {confidence!r}")
+    qs = [q] if isinstance(q, (int, float)) else list(q)
+    for one in qs:
+        _check_q(one)
+    x = np.sort(_applicable(values))
+    n = x.size
+    out: list[tuple[float, float]] = []
+    for one in qs:
+        if n < 2:
+            out.append((math.nan, math.nan))
+            continue
+        if x[0] == x[-1]:
+            out.append((float(x[0]), float(x[0])))
+            continue
+        r = int(math.floor(float(one) * (n - 1) + 0.5)) + 1  # 1-based rank of the order statistic
+
+        def cdf(j: int) -> float:  # P(r-th smallest of a resample <= x_(j)), j = 1..n
+            return 1.0 if j >= n else _beta_cdf(j / n, r, n - r + 1)
+
+        def first(level: float) -> int:  # smallest j with cdf(j) >= level
+            lo, hi = 1, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if cdf(mid) >= level:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return lo
+
+        alpha = 1.0 - confidence
+        out.append((float(x[first(alpha / 2.0) - 1]), float(x[first(1.0 - alpha / 2.0) - 1])))
+    return out[0] if isinstance(q, (int, float)) else out

@@ -3,8 +3,10 @@
 A run logs ``latency_ms`` per query: a number (the total) or an object of stages (``{"retrieve":
 12.1, "rerank": 30.4}``); ``rankgate retrieve --repeat N`` writes the median of N timings of each
 stage. :func:`latency_summary` gives, per stage (and ``total``, the sum of the stages, when a run
-logs more than one), the median, p90, p95 and p99 over queries with a percentile-bootstrap interval
-(:func:`rankgate.stats.bootstrap_quantile_ci`), over all queries and per segment.
+logs more than one), the median, p90, p95 and p99 over queries with a percentile-bootstrap interval,
+computed exactly from the bootstrap distribution of the order statistic
+(:func:`rankgate.stats.exact_quantile_ci`: no resampling, so 100,000 queries cost milliseconds),
+over all queries and per segment.
 
 Latency gates (the ``latency:`` list of the ship criteria, :class:`LatencyGate`) are decided on those
 intervals, as the quality gates are:
@@ -33,7 +35,7 @@ import numpy as np
 
 from ..results import EvaluationResult
 from ..segments import display_field, ordered_labels, segment_labels
-from ..stats import bootstrap_quantile_ci, paired_quantile_change_ci
+from ..stats import exact_quantile_ci, paired_quantile_change_ci
 
 __all__ = ["STATS", "LatencyCheck", "LatencyGate", "LatencyGateResult", "LatencyRow", "LatencySummary",
            "decide_latency", "latency_stages", "latency_summary"]
@@ -52,6 +54,13 @@ def latency_stages(result: EvaluationResult) -> dict[str, np.ndarray]:
     if len(out) > 1 and "total" not in out:
         out["total"] = np.sum(np.vstack(list(out.values())), axis=0)  # NaN where any stage is missing
     return out
+
+
+def _cis(x: np.ndarray, qs: list[float], n_resamples: int, confidence: float) -> list[tuple[float, float]]:
+    """Intervals of the percentiles: the exact bootstrap (no resampling; ``n_resamples=0`` turns them off)."""
+    if n_resamples == 0:
+        return [(math.nan, math.nan)] * len(qs)
+    return exact_quantile_ci(x, qs, confidence=confidence)  # type: ignore[return-value]
 
 
 def _quantile(x: np.ndarray, q: float) -> float:
@@ -91,7 +100,8 @@ class LatencySummary:
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": [r.to_dict() for r in self.rows],
-                "method": "percentile bootstrap over queries of each percentile (numpy linear interpolation)",
+                "method": "percentiles by numpy's linear interpolation; intervals: the exact percentile-bootstrap "
+                          "interval of the nearest order statistic (binomial, no resampling)",
                 "statistics": {"seed": self.seed, "resamples": self.n_resamples, "confidence": self.confidence}}
 
 
@@ -112,8 +122,8 @@ def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (), seed: i
         for label, mask in _groups(result, by):
             xs = x[mask]
             n = int((~np.isnan(xs)).sum())
-            for stat, q in STATS.items():
-                ci = bootstrap_quantile_ci(xs, q, rng=seed, n_resamples=n_resamples, confidence=confidence)
+            cis = _cis(xs, list(STATS.values()), n_resamples, confidence)
+            for (stat, q), ci in zip(STATS.items(), cis):
                 rows.append(LatencyRow(stage, stat, label, n, _quantile(xs, q), ci))
     return LatencySummary(tuple(rows), confidence, n_resamples, seed)
 
@@ -251,7 +261,7 @@ def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
             small = label is not None and n < g.min_queries
             for stat in g.stats:
                 q = STATS[stat]
-                lo, hi = bootstrap_quantile_ci(xs, q, rng=seed, n_resamples=n_resamples, confidence=confidence)
+                lo, hi = _cis(xs, [q], n_resamples, confidence)[0]
                 base = {"gate": g.name, "stage": g.stage, "segment": label, "n": n, "estimate": _quantile(xs, q),
                         "ci_low": lo, "ci_high": hi}
                 if stat in g.ceilings:
