@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 
 import numpy as np
@@ -221,3 +222,36 @@ def test_the_documented_latency_example_parses():
     (lat,) = _config("gates: [{metric: recall@5, threshold: 0}]\n" + block).latency
     assert lat.ceilings == {"median": 60.0, "p90": 120.0} and lat.regression_max_ms == 10.0
     assert lat.segments == ("lang",) and lat.min_queries == 20
+
+
+@pytest.mark.parametrize("n", [50, 400, 3000])
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_exact_quantile_interval_matches_many_resamples(n, q):
+    from rankgate.stats import exact_quantile_ci
+
+    x = np.random.default_rng(n).gamma(2.0, 10.0, n)
+    lo, hi = exact_quantile_ci(x, q)
+    mlo, mhi = bootstrap_quantile_ci(x, q, rng=1, n_resamples=4000)
+    spread = float(np.quantile(x, 0.99) - np.quantile(x, 0.01))
+    # The same bootstrap distribution, one exact and one sampled (and interpolated): close, not equal.
+    assert abs(lo - mlo) <= 0.05 * spread and abs(hi - mhi) <= 0.05 * spread
+    assert lo <= np.quantile(x, q) <= hi
+
+
+def test_exact_quantile_interval_edge_cases():
+    from rankgate.stats import exact_quantile_ci
+
+    assert exact_quantile_ci([3.0, 3.0, 3.0], 0.9) == (3.0, 3.0)
+    assert all(math.isnan(v) for v in exact_quantile_ci([3.0], 0.5))
+    assert exact_quantile_ci([1.0, 2.0, float("nan"), 3.0], [0.5, 0.9])[0][0] >= 1.0
+    with pytest.raises(Exception, match="quantile"):
+        exact_quantile_ci([1.0, 2.0], 1.5)
+    assert bootstrap_quantile_ci([1.0, 5.0, 9.0], [0.5, 0.9], rng=0, n_resamples=50)[1][1] <= 9.0
+
+
+def test_retrieve_refuses_bad_reranker_options(tmp_path, capsys):
+    out = tmp_path / "r.jsonl"
+    assert_refused(["retrieve", "--corpus", CORPUS, "--gold", GOLD, "-o", out, "--reranker", "bm25", "--rerank-depth", "0"],
+                   tmp_path, capsys=capsys, contains=["--rerank-depth"])
+    assert_refused(["retrieve", "--corpus", CORPUS, "--gold", GOLD, "-o", out, "--reranker", "nope"],
+                   tmp_path, capsys=capsys, contains=["reranker"])

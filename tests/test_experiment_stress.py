@@ -144,3 +144,10 @@ def test_get_reranker_rejects_objects_without_rerank():
 
     with pytest.raises(UsageError, match="no rerank"):
         get_reranker("collections:OrderedDict")
+
+
+def test_dense_reranker_reads_content():
+    pytest.importorskip("sentence_transformers")
+    chunks = [Chunk("a", "The cat sat on the mat."), Chunk("b", "Export your invoices as a CSV file.")]
+    ranked = apply_reranker(get_reranker("dense"), Query("q", "how do I download invoices to a spreadsheet"), chunks)
+    assert ranked[0][0].chunk_id == "b"
