@@ -568,5 +568,8 @@ def _latency(r: Run, run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> d
         parts = value if isinstance(value, dict) else {"total": value}
         for stage, ms in parts.items():
             if isinstance(ms, (int, float)) and not isinstance(ms, bool):
-                out.setdefault(str(stage), [None] * n)[int(eval_pos[gi])] = float(ms)
+                key = str(stage)
+                if key not in out:  # not setdefault: its default ([None] * n) would be built for every query
+                    out[key] = [None] * n
+                out[key][int(eval_pos[gi])] = float(ms)
     return out
