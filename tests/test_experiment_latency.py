@@ -109,7 +109,7 @@ def test_a_ceiling_within_noise_passes_on_ci_lower_and_fails_on_estimate():
     assert decide_latency(strict.latency, res, n_resamples=500)[0].status == "fail"
 
 
-def test_gate_cli_fails_on_latency_and_the_comment_shows_it(tmp_path):
+def test_gate_cli_fails_on_latency_and_the_comment_shows_it(tmp_path, capsys):
     gold = write_jsonl(tmp_path / "gold.jsonl", _gold())
     base = write_jsonl(tmp_path / "base.jsonl", _run(BASE))
     noise = write_jsonl(tmp_path / "noise.jsonl", _run(NOISE))
@@ -122,7 +122,10 @@ def test_gate_cli_fails_on_latency_and_the_comment_shows_it(tmp_path):
     assert main([*argv, "--candidate", str(noise)]) == 0
     out = tmp_path / "slow.json"
     comment = tmp_path / "comment.md"
+    capsys.readouterr()
     assert main([*argv, "--candidate", str(slow), "--json", str(out), "--comment", str(comment)]) == 1
+    printed = capsys.readouterr().out
+    assert "latency retrieve (median)" in printed and "FAIL" in printed
     outcome = json.loads(out.read_text())
     assert outcome["passed"] is False and outcome["latency"][0]["status"] == "fail"
     segs = {c["segment"] for c in outcome["latency"][0]["checks"] if c["status"] == "fail"}

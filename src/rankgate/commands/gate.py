@@ -131,6 +131,10 @@ def _print(outcome: Any) -> None:
         failed = len(r.failures)
         table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name, r.gate.metric,
                       f"{failed} of {len(r.checks)}")
+    for r in getattr(outcome, "latency", ()):  # latency gates: the stage and its percentiles
+        failed = sum(1 for c in r.checks if c.status == "fail")
+        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name,
+                      f"latency {r.gate.stage} ({', '.join(r.gate.stats)})", f"{failed} of {len(r.checks)}")
     console.print(table)
     for line in gate_sentences(outcome, markdown=False):
         console.print(line, markup=False)
