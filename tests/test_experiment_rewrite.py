@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from rankgate.cli import main
 from rankgate.retrieval import retrieve
 from rankgate.retrieval.base import Chunk, Query

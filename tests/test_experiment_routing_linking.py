@@ -37,7 +37,7 @@ def test_german_queries_sent_to_the_english_index_show_in_the_matrix():
     gold, run = _routing_case()
     g, r = load_gold(gold), load_run(run)
     rt = routing_analysis(g, r, evaluate(g, r, "recall@5"), k=5, n_resamples=200)
-    assert dict(((e, c), n) for e, c, n in rt.matrix) == {("de", "en"): 4, ("en", "en"): 6}
+    assert {(e, c): n for e, c, n in rt.matrix} == {("de", "en"): 4, ("en", "en"): 6}
     assert rt.routed == 6 and rt.coverage == 0.6
     by = {s.source: s for s in rt.per_source}
     assert by["de"].coverage == 0.0 and by["de"].recall == 0.0 and by["en"].recall == 1.0

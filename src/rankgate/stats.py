@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -560,12 +561,12 @@ def exact_quantile_ci(values: Sequence[float] | np.ndarray, q: float | Sequence[
         if x[0] == x[-1]:
             out.append((float(x[0]), float(x[0])))
             continue
-        r = int(math.floor(float(one) * (n - 1) + 0.5)) + 1  # 1-based rank of the order statistic
+        r = math.floor(float(one) * (n - 1) + 0.5) + 1  # 1-based rank of the order statistic
 
-        def cdf(j: int) -> float:  # P(r-th smallest of a resample <= x_(j)), j = 1..n
+        def cdf(j: int, r: int = r) -> float:  # P(r-th smallest of a resample <= x_(j)), j = 1..n
             return 1.0 if j >= n else _beta_cdf(j / n, r, n - r + 1)
 
-        def first(level: float) -> int:  # smallest j with cdf(j) >= level
+        def first(level: float, cdf: Any = cdf) -> int:  # smallest j with cdf(j) >= level
             lo, hi = 1, n
             while lo < hi:
                 mid = (lo + hi) // 2

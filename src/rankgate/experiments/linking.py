@@ -29,7 +29,7 @@ from ..segments import display_field, ordered_labels, segment_labels
 from ..stats import bootstrap_ci
 from .paired import nan_to_none
 
-__all__ = ["LinkingRow", "Linking", "linking_analysis"]
+__all__ = ["Linking", "LinkingRow", "linking_analysis"]
 
 
 def _norm(values: Any, path: str, field: str, qid: str) -> set[str] | None:

@@ -22,7 +22,7 @@ from ..results import EvaluationResult
 from ..segments import display_field, ordered_labels, segment_labels
 from ..stats import paired_bootstrap_ci, paired_values
 
-__all__ = ["PairedRow", "paired_rows", "nan_to_none"]
+__all__ = ["PairedRow", "nan_to_none", "paired_rows"]
 
 
 @dataclass(frozen=True)

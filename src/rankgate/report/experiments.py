@@ -7,6 +7,7 @@ computes a number.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["section_html", "linking_markdown", "linking_renderable", "routing_markdown", "routing_renderable", "rewrite_markdown", "rewrite_renderable", "with_rewrite", "stress_markdown", "stress_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "with_freshness", "freshness_lines", "freshness_markdown", "freshness_renderable", "paired_markdown", "paired_renderable"]
+__all__ = ["freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness", "with_rewrite"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -109,11 +110,11 @@ def _num_ms(x: float) -> str:
 
 
 def _ms(x: float | None) -> str:
-    return "—" if x is None or x != x else f"{_num_ms(x)} ms"
+    return "—" if x is None or math.isnan(x) else f"{_num_ms(x)} ms"
 
 
 def _ms_change(x: float | None) -> str:
-    if x is None or x != x:
+    if x is None or math.isnan(x):
         return "—"
     text = f"{abs(x):,.1f} ms"
     return text if float(f"{abs(x):.1f}") == 0 else ("+" if x > 0 else "\u2212") + text
@@ -125,9 +126,9 @@ _ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skipped": "➖"}
 def latency_gate_markdown(gates: Sequence[dict[str, Any]], conf: str, cap: int = 200) -> list[str]:
     """The PR comment's latency table, from the ``latency`` entries of a gate outcome's JSON."""
     out = ["### Latency gates", "",
-           "A ceiling fails only when the percentile is over budget beyond its noise (by default the lower end of "
+           ("A ceiling fails only when the percentile is over budget beyond its noise (by default the lower end of "
            f"its {conf} is above the limit); a regression fails only when the growth is beyond its limit **and** its "
-           f"paired {conf} excludes zero.", "",
+           f"paired {conf} excludes zero."), "",
            f"| | Gate | Stage | Percentile | Queries | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
            "|:-:|:--|:--|:--|--:|--:|--:|--:|:--|:--|"]
     rows = 0
@@ -155,7 +156,7 @@ def latency_markdown(summary: Any) -> str:
     out = ["### Latency", "", f"| stage | scope | timed queries | median ({conf} CI) | p90 | p95 | p99 |",
            "|---|---|---:|---:|---:|---:|---:|"]
     for (stage, seg), rows in _by_scope(summary.rows).items():
-        cells = [f"{_ms(r.value)} ({_ms(r.ci[0])}–{_ms(r.ci[1])})" if r.value == r.value else "—" for r in rows]
+        cells = [f"{_ms(r.value)} ({_ms(r.ci[0])}–{_ms(r.ci[1])})" if not math.isnan(r.value) else "—" for r in rows]
         out.append(f"| {md_escape(stage, 40)} | {md_escape(seg or 'all queries', 60)} | {rows[0].n} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -177,7 +178,7 @@ def latency_renderable(summary: Any) -> Any:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for (stage, seg), rows in _by_scope(summary.rows).items():
         table.add_row(stage, seg or "all queries", str(rows[0].n),
-                      *(f"{_num_ms(r.value)} ({_ms(r.ci[0])[:-3]}–{_ms(r.ci[1])[:-3]})" if r.value == r.value else "—"
+                      *(f"{_num_ms(r.value)} ({_ms(r.ci[0])[:-3]}–{_ms(r.ci[1])[:-3]})" if not math.isnan(r.value) else "—"
                         for r in rows))
     return table
 
@@ -192,7 +193,7 @@ def _stress_lines(res: Any) -> list[str]:
     return [f"Reranker {res.reranker}: {len(res.queries)} queries, negatives ({res.negatives}) put at input ranks {ranks}"
             + (f"; left out: {skipped}" if skipped else "") + ".",
             f"A negative reached the top {3} in {n_breach} of {len(res.queries)} queries"
-            + ("" if share != share else f" ({share * 100:.1f}%)") + ".",
+            + ("" if math.isnan(share) else f" ({share * 100:.1f}%)") + ".",
             f"Verdict: {verdict}."]
 
 
@@ -280,11 +281,11 @@ def with_rewrite(as_dict: Any, as_markdown: Any, as_renderable: Any, eff: Any, c
 
 
 def _share(x: float) -> str:
-    return "—" if x != x else f"{x * 100:.1f}%"
+    return "—" if math.isnan(x) else f"{x * 100:.1f}%"
 
 
 def _share_ci(ci: tuple[float, float]) -> str:
-    return "—" if ci[0] != ci[0] else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
+    return "—" if math.isnan(ci[0]) else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
 
 
 def _matrix(rt: Any) -> tuple[list[str], list[str], dict[tuple[str, str], int]]:
@@ -297,9 +298,9 @@ def routing_markdown(rt: Any, confidence: float, *, limit: int = 20) -> str:
     """Routing: coverage, the misroute matrix, per-source coverage and recall, slots, router_skew findings."""
     conf = _pct(confidence)
     out = ["### Routing", "",
-           f"{rt.routed} of {rt.queries} queries were routed to their expected source: coverage "
+           (f"{rt.routed} of {rt.queries} queries were routed to their expected source: coverage "
            f"{_share(rt.coverage)} ({conf} CI {_share_ci(rt.coverage_ci)}); on average {_share(rt.expected_share)} "
-           f"of a query's top {rt.k} came from its expected source ({_share_ci(rt.expected_share_ci)}).", "",
+           f"of a query's top {rt.k} came from its expected source ({_share_ci(rt.expected_share_ci)})."), "",
            "Misroute matrix (queries; rows: expected source, columns: chosen source):", ""]
     expected, chosen, cells = _matrix(rt)
     out.append("| expected \\ chosen | " + " | ".join(md_escape(c, 30) for c in chosen) + " |")
