@@ -274,3 +274,20 @@ def test_per_query_latency_is_gathered_in_linear_time():
     res = evaluate(gold, run, "hit@1")
     assert time.perf_counter() - start < 3.0  # ~0.2 s; the quadratic version took about 10 s here
     assert res.info["latency_ms"]["rerank"][-1] == 2.0
+
+
+def test_a_summary_baseline_says_latency_regressions_were_not_checked(tmp_path):
+    gold = write_jsonl(tmp_path / "gold.jsonl", _gold())
+    base = write_jsonl(tmp_path / "base.jsonl", _run(BASE))
+    slow = write_jsonl(tmp_path / "slow.jsonl", _run(SLOWER))
+    cfg = tmp_path / "ship.yaml"
+    cfg.write_text("gates: [{metric: recall@1, threshold: 0.5}]\nlatency: [{stage: retrieve, regression_max_ms: 5}]\n"
+                   "defaults: {resamples: 200}\n")
+    summary = tmp_path / "base.json"
+    assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(base), "--json", str(summary),
+                 "--no-step-summary"]) == 0
+    out = tmp_path / "out.json"
+    assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(slow), "--baseline",
+                 str(summary), "--json", str(out), "--no-step-summary"]) == 0
+    (check,) = json.loads(out.read_text())["latency"][0]["checks"]
+    assert check["status"] == "skipped" and "baseline run" in check["note"]

@@ -323,7 +323,8 @@ def _latency_results(config: GateConfig, current: EvaluationResult, baseline: An
                 raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"),
                                   field=f"latency[{i}].segments") from None
     return decide_latency(config.latency, current, baseline if isinstance(baseline, EvaluationResult) else None,
-                          seed=config.seed, n_resamples=config.resamples, confidence=config.confidence)
+                          seed=config.seed, n_resamples=config.resamples, confidence=config.confidence,
+                          baseline_summary=isinstance(baseline, BaselineSummary))
 
 
 def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:

@@ -241,8 +241,11 @@ def _regression_check(g: LatencyGate, stat: str, cur: np.ndarray, old: np.ndarra
 
 def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
                    baseline: EvaluationResult | None = None, *, seed: int = 0, n_resamples: int = 2000,
-                   confidence: float = 0.95) -> tuple[LatencyGateResult, ...]:
-    """Check every latency gate on ``current`` (and against ``baseline`` when it is a run)."""
+                   confidence: float = 0.95, baseline_summary: bool = False) -> tuple[LatencyGateResult, ...]:
+    """Check every latency gate on ``current`` (and against ``baseline`` when it is a run).
+
+    ``baseline_summary``: the baseline given is a summary (no per-query timings): regression limits
+    are then shown as skipped, saying why, rather than left out."""
     conf = f"{confidence:.0%} CI"
     stages = latency_stages(current)
     old_stages = latency_stages(baseline) if isinstance(baseline, EvaluationResult) else {}
@@ -269,6 +272,11 @@ def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
                 if g.regression_max_ms is not None and isinstance(baseline, EvaluationResult):
                     checks.append(_regression_check(g, stat, xs, None if old is None else old[mask], base, small,
                                                     conf, seed, n_resamples, confidence))
+                elif g.regression_max_ms is not None and baseline_summary and label is None:
+                    checks.append(LatencyCheck(kind="regression", status="skipped", stat=stat, value=math.nan,
+                                               limit=float(g.regression_max_ms),
+                                               note="the baseline is a summary without per-query timings: latency "
+                                                    "regressions need a baseline run", **base))
         failed = any(c.status == "fail" for c in checks)
         status = ("fail" if g.severity == "error" else "warn") if failed else (
             "warn" if any(c.status == "warn" for c in checks) else "pass")
