@@ -239,7 +239,7 @@ def rewrite_markdown(eff: Any, confidence: float, *, limit: int = 20) -> str:
                        f"{fmt_value('ndcg', q.ndcg_rewritten)} | {md_escape(q.original or '', 80)} | "
                        f"{md_escape(q.rewritten or '', 80)} |")
         if len(eff.broken) > limit:
-            out.append(f"\n… and {len(eff.broken) - limit} more in the JSON output")
+            out.append(f"\n… and {len(eff.broken) - limit} more (every one in the JSON output)")
     return "\n".join(out) + "\n"
 
 
@@ -303,17 +303,19 @@ def routing_markdown(rt: Any, confidence: float, *, limit: int = 20) -> str:
            f"of a query's top {rt.k} came from its expected source ({_share_ci(rt.expected_share_ci)})."), "",
            "Misroute matrix (queries; rows: expected source, columns: chosen source):", ""]
     expected, chosen, cells = _matrix(rt)
-    out.append("| expected \\ chosen | " + " | ".join(md_escape(c, 30) for c in chosen) + " |")
+    out.append("| expected ↓ / chosen → | " + " | ".join(md_escape(c, 30) for c in chosen) + " |")
     out.append("|---|" + "---:|" * len(chosen))
     for e in expected:
         out.append(f"| {md_escape(e, 30)} | " + " | ".join(
             (f"**{cells.get((e, c), 0)}**" if e == c else str(cells.get((e, c), 0))) for c in chosen) + " |")
-    out += ["", f"| expected source | queries | routed there | coverage ({conf} CI) | recall@{rt.k} ({conf} CI) |",
+    out += ["", "Per expected source:", "",
+            f"| expected source | queries | routed there | coverage ({conf} CI) | recall@{rt.k} ({conf} CI) |",
             "|---|---:|---:|---:|---:|"]
     for r in rt.per_source:
         out.append(f"| {md_escape(r.source, 30)} | {r.queries} | {r.routed} | {_share(r.coverage)} ({_share_ci(r.coverage_ci)}) | "
                    f"{_share(r.recall)} ({_share_ci(r.recall_ci)}) |")
-    out += ["", f"| source | share of top-{rt.k} slots | share of relevant items found |", "|---|---:|---:|"]
+    out += ["", f"Where the top-{rt.k} slots went (the numbers the router_skew rule reads):", "",
+            f"| source | share of top-{rt.k} slots | share of relevant items found |", "|---|---:|---:|"]
     out += [f"| {md_escape(s.source, 30)} | {_share(s.share_of_slots)} | {_share(s.share_of_found)} |" for s in rt.slots]
     for f in rt.findings:
         out += ["", f"**{f.title}** ({f.rule}): {f.evidence} {f.advice}"]
@@ -360,10 +362,12 @@ def linking_markdown(el: Any, confidence: float, *, limit: int = 20) -> str:
         out.append(f"| {r.metric} | {md_escape(r.segment or 'all queries', 60)} | {r.n} | {_share(r.mean)} | "
                    f"{_share_ci(r.ci)} |")
     if el.missed:
-        out += ["", f"| query | gold entities not linked | chunk recall@{el.k} |", "|---|---|---:|"]
+        out += ["", f"Queries whose linking missed a gold entity, with their chunk recall@{el.k} (a miss in both "
+                    "points at the query, in linking only at the linker):", "",
+                f"| query | gold entities not linked | chunk recall@{el.k} |", "|---|---|---:|"]
         out += [f"| {md_escape(q, 40)} | {md_escape(', '.join(m), 100)} | {_share(rc)} |" for q, m, rc in el.missed[:limit]]
         if len(el.missed) > limit:
-            out.append(f"\n… and {len(el.missed) - limit} more in the JSON output")
+            out.append(f"\n… and {len(el.missed) - limit} more (every one in the JSON summary)")
     return "\n".join(out) + "\n"
 
 
