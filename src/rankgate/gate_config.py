@@ -19,7 +19,8 @@
         max: 0                        # ceiling, for lower-is-better metrics (forbidden, redundancy, false_evidence)
     defaults: {seed: 0, resamples: 2000, confidence: 0.95}
     evaluate: {k: 5, level: chunk, doc_sep: "#", ties: id}   # how to score the runs (optional)
-    max_stale_labels: 2%              # optional: 'rankgate gold stale' fails above this share ("2%", 0.02) or count (10)
+    max_stale_labels: 2%              # optional: 'rankgate gold stale' and 'rankgate gate --corpus' fail above this
+                                      # share ("2%", 0.02) or count (10); or {max: 2%, owner: docs-team, severity: error}
     latency:                          # optional: latency gates on the run's latency_ms (docs/experiments.md)
       - stage: retrieve               # a stage the run logs, or total
         median_ms: 60                 # ceilings on percentiles: median_ms, p90_ms, p95_ms, p99_ms
@@ -94,6 +95,8 @@ class GateConfig:
     max_stale_labels: int | None = None  # a count of stale labels ('rankgate gold stale')
     max_stale_share: float | None = None  # or a share of all labels
     latency: tuple[Any, ...] = ()  # LatencyGate values (rankgate.experiments.latency), from the 'latency:' list
+    stale_owner: str | None = None  # who answers for the stale-label limit (shown when it fails)
+    stale_severity: str = "error"  # error: the gate fails above the limit; warning: it only says so
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -369,9 +372,23 @@ def _build(root: _Item, path: str) -> GateConfig:
             evaluate["doc_sep"] = r.text(e["doc_sep"], "evaluate.doc_sep")
         if "ties" in e:
             evaluate["ties"] = r.choice(e["ties"], "evaluate.ties", ("id", "input"))
-    stale_count, stale_share = _stale_limit(r, top["max_stale_labels"]) if "max_stale_labels" in top else (None, None)
+    stale_count, stale_share, stale_owner, stale_severity = None, None, None, "error"
+    if "max_stale_labels" in top:
+        item = top["max_stale_labels"]
+        if isinstance(item.value, dict):  # {max: 2%, owner: docs-team, severity: error}
+            m = r.mapping(item, "max_stale_labels", ("max", "owner", "severity"))
+            if "max" not in m:
+                raise r.fail("max_stale_labels.max", item.line, "is required",
+                             "write the limit as 'max: 2%' (a share) or 'max: 10' (a count of labels)")
+            item = m["max"]
+            if "owner" in m:
+                stale_owner = r.text(m["owner"], "max_stale_labels.owner")
+            if "severity" in m:
+                stale_severity = r.choice(m["severity"], "max_stale_labels.severity", ("error", "warning"))
+        stale_count, stale_share = _stale_limit(r, item)
     latency = _latency_gates(r, top["latency"], set(names)) if "latency" in top else ()
-    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share, latency)
+    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share,
+                      latency=latency, stale_owner=stale_owner, stale_severity=stale_severity)
 
 
 def _latency_gates(r: _Reader, item: _Item, taken: set[str]) -> tuple[Any, ...]:

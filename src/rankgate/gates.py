@@ -58,6 +58,7 @@ __all__ = [
     "GateOutcome",
     "GateResult",
     "SegmentMove",
+    "StaleCheck",
     "config_from_dict",
     "decide",
     "gate",
@@ -127,6 +128,47 @@ class SegmentMove:
 
 
 @dataclass(frozen=True)
+class StaleCheck:
+    """The ship criteria's ``max_stale_labels``, checked on the gold set against the corpus.
+
+    ``status``: ``pass``, ``fail`` (severity error: blocks), ``warn`` (over the limit, severity
+    warning) or ``not_checked`` (the gate was not given the corpus; never a silent pass)."""
+
+    status: str
+    limit: str  # "2.0%" or "10 labels"
+    severity: str = "error"
+    owner: str | None = None
+    stale: int = 0
+    labels: int = 0
+    by_reason: Mapping[str, int] = field(default_factory=dict)
+    corpus: str | None = None
+
+    @property
+    def share(self) -> float:
+        return self.stale / self.labels if self.labels else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "limit": self.limit, "severity": self.severity, "owner": self.owner,
+                "stale": self.stale, "labels": self.labels, "share": self.share if self.status != "not_checked" else None,
+                "by_reason": dict(self.by_reason), "corpus": self.corpus}
+
+
+def stale_check(config: GateConfig, report: Any | None) -> StaleCheck | None:
+    """The stale-label check of ``config`` on a :class:`rankgate.goldset.StaleReport` (None: the
+    corpus was not given); None when the ship criteria set no ``max_stale_labels``."""
+    if config.max_stale_labels is None and config.max_stale_share is None:
+        return None
+    limit = (f"{config.max_stale_labels} labels" if config.max_stale_labels is not None
+             else f"{config.max_stale_share * 100:.1f}%")
+    if report is None:
+        return StaleCheck("not_checked", limit, config.stale_severity, config.stale_owner)
+    over = report.over_limit
+    status = ("fail" if config.stale_severity == "error" else "warn") if over else "pass"
+    return StaleCheck(status, limit, config.stale_severity, config.stale_owner, len(report.stale), report.labels,
+                      {k: n for k, n in report.by_reason().items() if n}, os.path.basename(str(report.corpus_path)))
+
+
+@dataclass(frozen=True)
 class GateOutcome:
     """Everything the gate decided, and what a reviewer needs to see why. ``to_dict`` is the JSON."""
 
@@ -148,6 +190,7 @@ class GateOutcome:
     query_texts: Mapping[str, str] = field(default_factory=dict)  # query id -> its text, for the listed queries
     gold_versions: tuple[str | None, str | None] = (None, None)  # gold sha256 of (baseline, candidate), when known
     latency: tuple[Any, ...] = ()  # LatencyGateResult of each latency gate (rankgate.experiments.latency)
+    stale: StaleCheck | None = None  # max_stale_labels of the ship criteria, when set
 
     @property
     def gold_differs(self) -> bool:
@@ -197,6 +240,7 @@ class GateOutcome:
             "gold_versions": {"baseline": self.gold_versions[0], "candidate": self.gold_versions[1],
                               "differ": self.gold_differs},
             **({"latency": [r.to_dict() for r in self.latency]} if self.latency else {}),
+            "stale_labels": None if self.stale is None else self.stale.to_dict(),
         }
 
     def to_json(self) -> str:
@@ -212,11 +256,13 @@ class GateOutcome:
 # -- decide -------------------------------------------------------------------------------------
 def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationResult | BaselineSummary | None = None,
            *, baseline_label: str | None = None, candidate_label: str | None = None,
-           query_text: Mapping[str, str] | None = None) -> GateOutcome:
+           query_text: Mapping[str, str] | None = None, stale: Any | None = None) -> GateOutcome:
     """Check every gate of ``config`` on ``current`` (pure: no I/O, same inputs ⇒ same outcome).
 
     ``query_text`` (query id -> text, e.g. the gold set's ``query`` field) lets the outcome show
-    the listed queries' text beside their ids."""
+    the listed queries' text beside their ids. ``stale`` is the gold set's
+    :class:`~rankgate.goldset.StaleReport` against the corpus, for ``max_stale_labels``; without it
+    that limit is reported as not checked."""
     if not isinstance(config, GateConfig):
         raise UsageError("decide() needs a GateConfig (from rankgate.gates.load_config)")
     if not isinstance(current, EvaluationResult):
@@ -286,7 +332,9 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
             "warn" if any(c.status == "warn" for c in checks) else "pass")
         results.append(GateResult(g, status, tuple(checks)))
     latency = _latency_results(config, current, baseline)
-    passed = not any(r.status == "fail" for r in (*results, *latency))
+    freshness = stale_check(config, stale)
+    passed = (not any(r.status == "fail" for r in (*results, *latency))
+              and not (freshness is not None and freshness.status == "fail"))
     primary = _primary_metric(config, results)
     summary = _summary(current, config.metrics, cis, segs)
     movers = _movers(config, current, cmp, segs, baseline if rule == "means" else None, summary)
@@ -306,7 +354,8 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     listed = tuple(queries[:10])
     texts = {q.query_id: t for q in listed for t in [(query_text or {}).get(q.query_id)] if isinstance(t, str) and t}
     return GateOutcome(passed, tuple(results), kind, blabel, _run_label(current, candidate_label), seed, B, conf,
-                       summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions, latency)
+                       summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions, latency,
+                       freshness)
 
 
 def _latency_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
@@ -518,6 +567,7 @@ def gate(
     baseline_label: str | None = None,
     candidate_label: str | None = None,
     queries: str | os.PathLike[str] | None = None,
+    corpus: Any = None,
     **evaluate_kwargs: Any,
 ) -> GateOutcome:
     """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate.
@@ -531,6 +581,9 @@ def gate(
         baseline_label, candidate_label: how the comment names the two (default: file names).
         queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts the
             comment shows beside query ids when the gold set has none (a BEIR folder's own is found).
+        corpus: the corpus the candidate retrieves from (a manifest path or a
+            :class:`~rankgate.corpus.CorpusManifest`): checks ``max_stale_labels`` of the config;
+            without it that limit is reported as not checked.
         evaluate_kwargs: override the config's ``evaluate`` options (``k``, ``level``, ``doc_sep``,
             ``gold_format``, ``run_format``…), passed on to :func:`rankgate.evaluate`.
     """
@@ -591,5 +644,25 @@ def gate(
             texts = {**read_query_texts(os.fspath(queries)), **(texts or {})}
         elif folder is not None:
             texts = beir_query_texts(folder)[1]
+    stale = None
+    if corpus is not None and (cfg.max_stale_labels is not None or cfg.max_stale_share is not None):
+        stale = _stale_report(cfg, gold, loaded_gold, gold_format, options, corpus)
     return decide(cfg, current, base_obj, baseline_label=baseline_label, candidate_label=candidate_label,
-                  query_text=texts)
+                  query_text=texts, stale=stale)
+
+
+def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, gold_format: Any, options: Mapping[str, Any],
+                  corpus: Any) -> Any:
+    """The gold set's stale labels against ``corpus`` (the gold set as the gate read it, any format)."""
+    from .corpus import CorpusManifest, load_manifest
+    from .data import load_gold
+    from .goldset.records import gold_file_of
+    from .goldset.stale import stale_labels
+
+    if loaded is None:
+        loaded = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
+            os.fspath(gold), format=gold_format, columns=options.get("columns"))
+    path = os.fspath(gold) if isinstance(gold, (str, os.PathLike)) else "<gold>"
+    manifest = corpus if isinstance(corpus, CorpusManifest) else load_manifest(os.fspath(corpus))
+    return stale_labels(gold_file_of(loaded, path), manifest, max_stale_labels=cfg.max_stale_labels,
+                        max_stale_share=cfg.max_stale_share)

@@ -31,6 +31,9 @@ def add_parser(sub: Any) -> None:
                    help="order of equal scores: id (default) or input; overrides the config's evaluate.ties")
     p.add_argument("--queries", metavar="PATH",
                    help="a queries file (BEIR queries.jsonl, id<TAB>text, TREC topics): query texts shown beside ids when the gold set has none")
+    p.add_argument("--corpus", metavar="PATH",
+                   help="corpus manifest (JSONL, Parquet or a folder): checks max_stale_labels of the ship criteria "
+                        "(without it that limit is reported as not checked)")
     p.add_argument("--comment", metavar="PATH", help="write the PR comment (markdown) to PATH")
     p.add_argument("--json", metavar="PATH", help="write the outcome as JSON to PATH (usable later as --baseline)")
     p.add_argument("--candidate-label", metavar="TEXT", help="how the comment names the candidate (default: file name)")
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         if path:
             check_file(path, option=option)
             # (--json may replace the --baseline summary it read: rolling a baseline forward is fine)
-            check_not_input(path, (args.config, args.gold, args.candidate, args.queries) + (() if option == "--json" else
+            check_not_input(path, (args.config, args.gold, args.candidate, args.queries, args.corpus) + (() if option == "--json" else
                                                                                 (args.baseline,)), option=option)
     if args.comment and args.json and os.path.abspath(args.comment) == os.path.abspath(args.json):
         from ..errors import UsageError
@@ -69,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
         kwargs["columns"] = parse_columns(args.columns)
     outcome = gate(config, args.gold, args.candidate, args.baseline, baseline_label=args.baseline_label,
-                   candidate_label=args.candidate_label, queries=args.queries, **kwargs)
+                   candidate_label=args.candidate_label, queries=args.queries, corpus=args.corpus, **kwargs)
     for note in outcome.notes:
         if "no retrieved id matches" in note:  # every score is 0: say why before the verdict
             print(f"rankgate gate: warning: {note}", file=sys.stderr)
@@ -135,6 +138,11 @@ def _print(outcome: Any) -> None:
         failed = sum(1 for c in r.checks if c.status == "fail")
         table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name,
                       f"latency {r.gate.stage} ({', '.join(r.gate.stats)})", f"{failed} of {len(r.checks)}")
+    st = outcome.stale
+    if st is not None:
+        word = {"not_checked": "[yellow]NOT CHECKED[/]"}.get(st.status, f"[{style.get(st.status, '')}]{st.status.upper()}[/]")
+        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} (max {st.limit})"
+        table.add_row(word, "stale labels", "max_stale_labels", shown)
     console.print(table)
     for line in gate_sentences(outcome, markdown=False):
         console.print(line, markup=False)

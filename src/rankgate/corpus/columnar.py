@@ -67,7 +67,7 @@ def columns_fast(table: Any, source: str) -> CorpusManifest | None:
     hashes = cols.get("content_hash")
     texts = cols.get("text", cols.get("content", nulls))
     return CorpusManifest.from_columns(
-        ids_col.to_pylist(), doc_ids, opt("doc_version" if "doc_version" in cols else "version"), statuses,
+        ids_col, doc_ids, opt("doc_version" if "doc_version" in cols else "version"), statuses,
         superseded_by, opt("tenant"), [None] * n if hashes is None else opt("content_hash").to_pylist(), texts,
         source=source)
 

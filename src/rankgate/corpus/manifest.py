@@ -100,6 +100,7 @@ class CorpusManifest:
         "_hashes",
         "_index",
         "_latest",
+        "_multi",
         "_texts",
         "chunk_ids",
         "doc_ids",
@@ -125,9 +126,9 @@ class CorpusManifest:
         """A manifest from equal-length columns (values already validated; ``None`` hashes are computed
         from the text when needed). Columns other than the ids and hashes may be arrow string arrays,
         read one value at a time."""
-        doc_ids, doc_versions, statuses, superseded_by, tenants, texts = (
+        chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, texts = (
             _Column(c) if not isinstance(c, (list, _Column)) else c
-            for c in (doc_ids, doc_versions, statuses, superseded_by, tenants, texts))
+            for c in (chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, texts))
         self = cls.__new__(cls)
         self._set(chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, content_hashes, texts,
                   source=source)
@@ -139,8 +140,15 @@ class CorpusManifest:
         self.source = source
         self.chunk_ids, self.doc_ids, self.doc_versions, self.statuses = chunk_ids, doc_ids, doc_versions, statuses
         self.superseded_by, self.tenants, self._hashes, self._texts = superseded_by, tenants, content_hashes, texts
-        self._index = dict(zip(chunk_ids, range(len(chunk_ids))))
-        if len(self._index) != len(chunk_ids):
+        self._index: dict[str, int] | None = None  # chunk id -> position, built when first needed
+        if isinstance(chunk_ids, _Column):
+            import pyarrow.compute as pc
+
+            distinct = pc.count_distinct(chunk_ids.array).as_py()  # no Python dict of a million ids
+        else:
+            self._index = dict(zip(chunk_ids, range(len(chunk_ids))))
+            distinct = len(self._index)
+        if distinct != len(chunk_ids):
             seen: set[str] = set()
             for cid in chunk_ids:
                 if cid in seen:
@@ -149,6 +157,27 @@ class CorpusManifest:
                 seen.add(cid)
         self._latest: dict[str, str | None] = {}
         self._docs: dict[str, Any] | None = None  # doc id -> its distinct versions
+        self._multi: dict[str, list[str]] | None = None  # the same, for documents with several versions only
+
+    def _ix(self) -> dict[str, int]:
+        if self._index is None:
+            ids = self.chunk_ids.array.to_pylist() if isinstance(self.chunk_ids, _Column) else self.chunk_ids
+            self._index = dict(zip(ids, range(len(ids))))
+        return self._index
+
+    def positions(self, chunk_ids: Sequence[str]) -> Any:
+        """The position of each id in this corpus (numpy int64; -1 when absent), in one pass: a
+        hash join in arrow for a corpus read by the fast path, dict lookups otherwise."""
+        import numpy as np
+
+        if self._index is None and isinstance(self.chunk_ids, _Column):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            found = pc.index_in(pa.array(list(chunk_ids), pa.string()), value_set=self.chunk_ids.array)
+            return found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        get = self._ix().get
+        return np.fromiter((get(c, -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
 
     def hash_at(self, i: int) -> str | None:
         """The content hash of chunk ``i``: as given, else sha256 of its text, else None."""
@@ -183,20 +212,49 @@ class CorpusManifest:
                     self._hashes[i] = content_hash(text)
         return [self.hash_at(i) for i in indices]
 
+    def content_changed(self, older: CorpusManifest, mine: Sequence[int], theirs: Sequence[int]) -> list[bool]:
+        """For each pair, whether chunk ``mine[k]`` here and chunk ``theirs[k]`` of ``older`` have
+        content hashes that are both known and differ (:meth:`hash_at`). Pairs where neither side was
+        given a hash compare their texts instead, in arrow: equal texts have equal sha256, so the
+        answer is the same without hashing a single text."""
+        out = [False] * len(mine)
+        plain = [k for k, (i, j) in enumerate(zip(mine, theirs)) if self._hashes[i] is None and older._hashes[j] is None]
+        if plain:
+            a = self._texts_taken([mine[k] for k in plain])
+            b = older._texts_taken([theirs[k] for k in plain])
+            import pyarrow.compute as pc
+
+            for k, differ in zip(plain, pc.not_equal(a, b).to_pylist()):
+                out[k] = bool(differ)  # null: a text is missing, so no hash on that side
+        rest = [k for k in range(len(mine)) if self._hashes[mine[k]] is not None or older._hashes[theirs[k]] is not None]
+        if rest:
+            new_h = self.hashes_at([mine[k] for k in rest])
+            old_h = older.hashes_at([theirs[k] for k in rest])
+            for k, a_h, b_h in zip(rest, new_h, old_h):
+                out[k] = a_h is not None and b_h is not None and a_h != b_h
+        return out
+
+    def _texts_taken(self, indices: list[int]) -> Any:
+        import pyarrow as pa
+
+        if isinstance(self._texts, _Column):
+            return self._texts.array.take(pa.array(indices, pa.int64()))
+        return pa.array([self._texts[i] for i in indices], pa.string())
+
     def __len__(self) -> int:
         return len(self.chunk_ids)
 
     def __contains__(self, chunk_id: object) -> bool:
-        return chunk_id in self._index
+        return chunk_id in self._ix()
 
     def __iter__(self) -> Iterator[ChunkRecord]:
         return (self._record(i) for i in range(len(self.chunk_ids)))
 
     def index_of(self, chunk_id: str) -> int | None:
-        return self._index.get(chunk_id)
+        return self._ix().get(chunk_id)
 
     def get(self, chunk_id: str) -> ChunkRecord | None:
-        i = self._index.get(chunk_id)
+        i = self._ix().get(chunk_id)
         return None if i is None else self._record(i)
 
     def _record(self, i: int) -> ChunkRecord:
@@ -208,6 +266,10 @@ class CorpusManifest:
         that compare equal, such as ``01`` and ``1``, the greater text), or None."""
         if doc_id in self._latest:
             return self._latest[doc_id]
+        several = self.multi_version_docs().get(doc_id)
+        if several is not None:
+            latest = self._latest[doc_id] = max(several, key=lambda v: (version_key(v), v))
+            return latest
         if self._docs is None and isinstance(self.doc_ids, _Column) and isinstance(self.doc_versions, _Column):
             import pyarrow as pa
             import pyarrow.compute as pc
@@ -233,6 +295,28 @@ class CorpusManifest:
         self._latest[doc_id] = latest
         return latest
 
+    def multi_version_docs(self) -> dict[str, list[str]]:
+        """Documents with chunks of more than one ``doc_version``, and those versions (any order).
+        A document of one version has no newer version of itself, so only these need comparing."""
+        if self._multi is not None:
+            return self._multi
+        if isinstance(self.doc_ids, _Column) and isinstance(self.doc_versions, _Column):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            pairs = pa.table({"doc": self.doc_ids.array, "version": self.doc_versions.array})
+            pairs = pairs.filter(pc.is_valid(pairs.column("version")))
+            grouped = pairs.group_by("doc").aggregate([("version", "distinct")])
+            grouped = grouped.filter(pc.greater(pc.list_value_length(grouped.column("version_distinct")), 1))
+            self._multi = dict(zip(grouped.column("doc").to_pylist(), grouped.column("version_distinct").to_pylist()))
+        else:
+            docs: dict[str, set[str]] = {}
+            for doc, version in zip(self.doc_ids, self.doc_versions):
+                if version is not None:
+                    docs.setdefault(doc, set()).add(version)
+            self._multi = {d: sorted(v) for d, v in docs.items() if len(v) > 1}
+        return self._multi
+
     def has_newer_version(self, doc_id: str, version: str) -> str | None:
         """The newest version of ``doc_id`` when it is newer than ``version``, else None."""
         latest = self.latest_version(doc_id)
@@ -248,10 +332,11 @@ class CorpusManifest:
 
     def diff(self, newer: CorpusManifest) -> CorpusDiff:
         """What changed from this version to ``newer``; chunks absent from ``newer`` are retired."""
-        added = [c for c in newer.chunk_ids if c not in self._index]
+        mine, theirs = self._ix(), newer._ix()
+        added = [c for c in newer.chunk_ids if c not in mine]
         retired, changed, status_changed, version_changed = [], [], [], []
         for i, cid in enumerate(self.chunk_ids):
-            j = newer._index.get(cid)
+            j = theirs.get(cid)
             if j is None:
                 retired.append(cid)
                 continue

@@ -97,6 +97,12 @@ def _queries_of(gold: Any, lines: list[int | None]) -> list[GoldQuery]:
     return out
 
 
+def gold_file_of(gold: Any, path: str, sha256: str = "") -> GoldFile:
+    """A :class:`GoldFile` of a gold set already loaded (any format the loader reads), for checks
+    that need its labels only (no line numbers)."""
+    return GoldFile(path, sha256, tuple(_queries_of(gold, [None] * len(gold.query_ids))), ())
+
+
 def _message(exc: InputError) -> str:
     text = (f"field '{exc.field}' " if exc.field else "") + exc.detail
     return text + (f" ({exc.hint})" if exc.hint else "")

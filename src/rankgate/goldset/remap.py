@@ -134,12 +134,11 @@ def covered(text: Text, present: set[Hashable] | frozenset[Hashable]) -> int:
     seq, n_tokens = text
     if len(seq) == 1 and n_tokens < SHINGLE:
         return n_tokens if seq[0] in present else 0
-    total, reach = 0, 0  # reach: first token not yet counted
-    for i, sh in enumerate(seq):
-        if sh in present:
-            total += SHINGLE if i >= reach else i + SHINGLE - reach
-            reach = i + SHINGLE
-    return total
+    at = [i for i, sh in enumerate(seq) if sh in present]
+    if not at:
+        return 0
+    # equal-length spans in start order: each adds what lies before the next one starts
+    return sum(b - a if b - a < SHINGLE else SHINGLE for a, b in zip(at, at[1:])) + SHINGLE
 
 
 # -- candidates: a plain reference and the arrow/numpy path used on real corpora -------------------
@@ -220,29 +219,33 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     old_code, old_text = key[is_old], text_of[is_old]
     new_code, new_text = key[~is_old], text_of[~is_old] - n_old
     del key, text_of, is_old
-    uniq = np.unique(old_code)
+    uniq, old_inv = np.unique(old_code, return_inverse=True)
+    old_inv = old_inv.reshape(-1)
     # A bit table of the old shingles' hashes rules most new shingles out with one memory read each;
-    # only those that pass are searched for in ``uniq`` (a binary search over millions of keys per
-    # shingle of the new corpus would dominate the run).
+    # only those that pass are looked up in ``uniq``, by a hash join (a binary search over millions
+    # of keys per shingle, at random places in memory, took most of the run at 1M chunks).
     bits = _HASH_BITS if len(uniq) > 1 << 16 else 20
     table = np.zeros(1 << bits, dtype=bool)
     table[_slot(uniq, bits)] = True
     maybe = np.flatnonzero(table[_slot(new_code, bits)])
+    del table
     found = np.zeros(len(new_code), dtype=bool)
     at = np.zeros(len(new_code), dtype=np.int64)
     if len(uniq) and len(maybe):
-        pos = np.minimum(np.searchsorted(uniq, new_code[maybe]), len(uniq) - 1)
-        ok = uniq[pos] == new_code[maybe]
+        pos = pc.index_in(pa.array(new_code[maybe]), value_set=pa.array(uniq)).fill_null(-1)
+        pos = pos.to_numpy(zero_copy_only=False).astype(np.int64)
+        ok = pos >= 0
         found[maybe[ok]] = True
         at[maybe[ok]] = pos[ok]
     df = np.bincount(at[found], minlength=len(uniq))  # occurrences in the new corpus of each old shingle
     hit = found.copy()
     hit[found] = df[at[found]] <= MAX_DF
-    h_code, h_new = new_code[hit], new_text[hit]
-    # join the hits with the old postings by shingle code
-    order = np.argsort(old_code, kind="stable")
-    oc, ot = old_code[order], old_text[order]
-    lo, hi = np.searchsorted(oc, h_code, "left"), np.searchsorted(oc, h_code, "right")
+    h_at, h_new = at[hit], new_text[hit]
+    # join the hits with the old postings: the old positions of each distinct shingle lie together
+    order = np.argsort(old_inv, kind="stable")
+    ot = old_text[order]
+    start = np.concatenate(([0], np.cumsum(np.bincount(old_inv, minlength=len(uniq)))))
+    lo, hi = start[h_at], start[h_at + 1]
     reps = hi - lo
     pair_old = ot[np.repeat(lo, reps) + (np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps))]
     pair_new = np.repeat(h_new, reps)
@@ -316,7 +319,8 @@ def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: d
     carried = have / n_old
 
     def mapping(j: int, kept: bool) -> Mapping:
-        cov, frm = covered(old, sets[j]) / n_old, covered(news[j], s_old) / news[j][1]
+        cov = (covers[j] if j in covers else covered(old, sets[j])) / n_old
+        frm = (from_old[j] if j in from_old else covered(news[j], s_old)) / news[j][1]
         return Mapping(new_ids[j], round(min(carried, max(cov, frm)), 4) if kept else 0.0, round(cov, 4), round(frm, 4))
 
     kept = tuple(mapping(j, True) for j in sorted(picked))  # in new-corpus order
@@ -351,13 +355,12 @@ def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_
         uses.update(q.must_not_retrieve)
     out: dict[str, LabelRemap] = {}
     need: list[tuple[str, int]] = []  # (old id, index in old)
-    for cid in uses:
-        i = old.index_of(cid)
-        if i is None:
+    labelled = list(uses)
+    for cid, i, j in zip(labelled, old.positions(labelled).tolist(), new.positions(labelled).tolist()):
+        if i < 0:
             out[cid] = LabelRemap(cid, "unmapped", 0.0, (), (), "not in the old corpus")
             continue
-        j = new.index_of(cid)
-        if j is not None:
+        if j >= 0:
             h_old, h_new = old.hash_at(i), new.hash_at(j)
             if h_old is not None and h_old == h_new:
                 out[cid] = LabelRemap(cid, "unchanged", 1.0, (Mapping(cid, 1.0, 1.0, 1.0),))

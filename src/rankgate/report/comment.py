@@ -272,6 +272,35 @@ def _cut(rows: list[str], cap: int, columns: int, what: str) -> list[str]:
     return rows[:cap] + [f"| … {len(rows) - cap} more {what} not shown (see the JSON outcome) |" + " |" * (columns - 1)]
 
 
+def stale_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
+    """The stale-label limit of the ship criteria (``max_stale_labels``): over it, or not checked."""
+    st = o.get("stale_labels")
+    if not st or st["status"] == "pass":
+        return None
+    if st["status"] == "not_checked":
+        return (f"{ICON['warn']} Stale labels were not checked: the ship criteria set max_stale_labels "
+                f"({esc(st['limit'])}), but the gate was not given the corpus (`--corpus`).")
+    reasons = ", ".join(f"{n} {esc(k.replace('_', ' '))}" for k, n in st["by_reason"].items())
+    text = (f"{ICON[st['status']]} Stale labels: {st['stale']} of {st['labels']} gold labels "
+            f"({st['share'] * 100:.1f}%) point at chunks the corpus {esc(st['corpus'] or '')} has retired, replaced "
+            f"or changed ({reasons}); the limit is {esc(st['limit'])}. `rankgate gold stale` lists them.")
+    if st["severity"] == "warning":
+        text += " (warning: does not block)"
+    if st.get("owner"):
+        text += f" Owner: {esc(st['owner'])}."
+    return text
+
+
+def _stale_row(o: Mapping[str, Any]) -> str | None:
+    st = o.get("stale_labels")
+    if not st:
+        return None
+    status = {"pass": "pass", "fail": "fail", "warn": "warn", "not_checked": "skipped"}[st["status"]]
+    result = {"fail": "fail", "warn": "warning", "pass": "pass", "skipped": "not checked (no `--corpus`)"}[status]
+    value = "—" if st["share"] is None else f"{st['share'] * 100:.1f}% ({st['stale']} of {st['labels']})"
+    return f"| {ICON[status]} | stale labels | — | {value} | — | — | ≤ {md_escape(st['limit'])} | {result} |"
+
+
 def _sentences(o: Mapping[str, Any], esc) -> list[str]:
     conf = f"{o['statistics']['confidence']:.0%} CI"
     gates = o["gates"]
@@ -282,6 +311,9 @@ def _sentences(o: Mapping[str, Any], esc) -> list[str]:
     who = {id(g): esc(g["title"], 120) + (f" (gate {esc(g['name'], 60)})" if titles.count(g["title"]) > 1 else "")
            for g in gates}
     out = [_gate_sentence(g, conf, who[id(g)], esc) for g in bad]
+    stale = stale_sentence(o, esc)
+    if stale:
+        out.append(stale)
     return out + [s for g in gates for s in _noise_sentences(g, conf, who[id(g)], esc)]
 
 
@@ -298,10 +330,15 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     failed = [g for g in every if g["status"] == "fail"]
     warned = [g for g in every if g["status"] == "warn"]
     blocking = [g for g in every if g["severity"] == "error"]
-    if failed:
-        head = f"## ❌ Retrieval gate failed: {len(failed)} of {len(blocking)} blocking gates"
+    st = o.get("stale_labels") or {}
+    n_failed = len(failed) + (st.get("status") == "fail")
+    n_blocking = len(blocking) + (st.get("severity") == "error" and st.get("status") != "not_checked")
+    if st.get("status") in ("warn", "not_checked"):
+        warned = warned + [st]
+    if n_failed:
+        head = f"## ❌ Retrieval gate failed: {n_failed} of {n_blocking} blocking gates"
     else:
-        head = f"## ✅ Retrieval gate passed: all {len(blocking)} blocking gates"
+        head = f"## ✅ Retrieval gate passed: all {n_blocking} blocking gates"
     if warned:
         head += f" ({len(warned)} warning{'s' if len(warned) != 1 else ''})"
     out = [MARKER, head, ""]
@@ -347,6 +384,9 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
             "|:-:|:--|:--|--:|--:|--:|:--|:--|"]
     out += _gate_rows(o, gates, caps["table"])
+    stale_row = _stale_row(o)
+    if stale_row:
+        out.append(stale_row)
     if o.get("latency"):
         from .experiments import latency_gate_markdown
 
