@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from collections.abc import Mapping as Mapping_
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,24 +196,36 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     # shingle i of text t starts at token starts[t] + i; short texts get one padded shingle
     n_sh = np.where(counts >= SHINGLE, counts - SHINGLE + 1, (counts > 0).astype(np.int64))
     text_of = np.repeat(np.arange(n_texts, dtype=np.int64), n_sh)
-    first = np.repeat(starts, n_sh) + (np.arange(int(n_sh.sum()), dtype=np.int64) -
-                                       np.repeat(np.cumsum(n_sh) - n_sh, n_sh))
-    end = np.repeat(starts + counts, n_sh)
+    # where shingles start: every token but the last SHINGLE-1 of a text; a short text's first token
+    starts_here = np.ones(len(ids), dtype=bool)
+    long = counts >= SHINGLE
+    for k in range(1, SHINGLE):
+        starts_here[(starts + counts)[long] - k] = False
+        starts_here[starts[~long & (counts > k)] + k] = False
+    first = np.flatnonzero(starts_here)
+    del starts_here
     pad = np.concatenate((ids, np.full(SHINGLE, V - 1, dtype=np.int64)))
     del ids
+    # the shingles of short texts, whose later tokens are the pad (not the next text's tokens)
+    short_text = np.flatnonzero(~long & (counts > 0))
+    short_at = (np.cumsum(n_sh) - n_sh)[short_text]
+    short_len = counts[short_text]
 
     def part(k: int) -> Any:  # token k of every shingle (the pad past a short text's end)
-        at = first + k
-        return np.where(at < end, pad[at], V - 1)
+        tok = pad[first + k]
+        if k and len(short_at):
+            tok[short_at[short_len <= k]] = V - 1
+        return tok
 
     key = part(0)
     for k in range(1, SHINGLE):
         if V ** SHINGLE < _INT64_KEYS:
-            key = key * V + part(k)
+            key *= V
+            key += part(k)
         else:  # too many distinct tokens for one int64: number the pairs first (still exact)
             _, key = np.unique(key * V + part(k), return_inverse=True)
             key = key.astype(np.int64).reshape(-1)
-    del first, end, pad
+    del first, pad
     # The keys themselves identify shingles exactly; only the old texts' distinct keys are sorted
     # (a few million at most), and the new corpus is looked up in them.
     is_old = text_of < n_old
@@ -288,7 +301,7 @@ def _texts_of(owner: Any, codes: Any, want: Any, n_tokens: Any) -> list[Text]:
 
 # -- picking ---------------------------------------------------------------------------------------
 def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: dict[int, Text],
-          new_ids: Sequence[str], new_docs: Sequence[str | None]) -> LabelRemap:
+          new_ids: Mapping_[int, str], new_docs: Mapping_[int, str | None]) -> LabelRemap:
     if not old[0]:
         return LabelRemap(old_id, "unmapped", 0.0, (), (), "no words in its text")
     n_old = old[1]
@@ -373,28 +386,15 @@ def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_
         olds, news, cands = find(texts, new_texts if fast else new_texts.to_pylist())
         wanted = sorted(news)
         docs = dict(zip(wanted, new.take("doc_ids", wanted)))
-        ids = {j: new.chunk_ids[j] for j in wanted}
+        ids = dict(zip(wanted, new.take("chunk_ids", wanted)))
         old_docs = old.take("doc_ids", [i for _, i in need])
         for (cid, _), text, o, c, doc in zip(need, texts, olds, cands, old_docs):
             if text is None:
                 out[cid] = LabelRemap(cid, "unmapped", 0.0, (), (), "the old corpus has no text for it")
                 continue
-            out[cid] = _pick(cid, doc, o, c, news, _Lookup(ids), _Lookup(docs))
+            out[cid] = _pick(cid, doc, o, c, news, ids, docs)
     ordered = {cid: out[cid] for cid in uses}
     return Remap(gold.path, old.source, new.source, min_confidence, ordered, dict(uses))
-
-
-class _Lookup(Sequence[Any]):
-    """A dict read as a sparse sequence (only the candidate positions are ever asked for)."""
-
-    def __init__(self, values: dict[int, Any]) -> None:
-        self.values = values
-
-    def __getitem__(self, i: Any) -> Any:
-        return self.values[i]
-
-    def __len__(self) -> int:
-        return len(self.values)
 
 
 # -- the proposed gold set ---------------------------------------------------------------------------
