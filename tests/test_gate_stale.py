@@ -121,3 +121,22 @@ def test_stale_limit_config_forms() -> None:
         with pytest.raises(ConfigError) as err:
             parse_config(base + bad, path="ship.yaml")
         assert says in str(err.value) and "ship.yaml:4" in str(err.value)
+
+
+def test_validate_with_the_demo_baseline_run_and_summary(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """gold validate --baseline on the demo: the demo's baseline run and its summary.json give the same
+    bootstrap figures, which differ from the binomial ones."""
+    base = ["gold", "validate", "--gold", str(demo / "data" / "gold.jsonl"), "--config",
+            str(demo / "data" / "ship-criteria.yaml"), "--as-of", "2026-06-01"]
+    capsys.readouterr()
+    assert main(base) == 0
+    binomial = capsys.readouterr().out
+    assert main([*base, "--baseline", str(demo / "runs" / "baseline.jsonl")]) == 0
+    from_run = capsys.readouterr().out
+    assert "bootstrap standard error of baseline baseline.jsonl" in from_run
+    table = [line for line in from_run.splitlines() if line.startswith("| recall\\_at\\_5 |")]
+    assert table and table != [line for line in binomial.splitlines() if line.startswith("| recall\\_at\\_5 |")]
+    summary = demo / "baseline" / "summary.json"
+    if "per_query" in json.loads(summary.read_text(encoding="utf-8")):
+        assert main([*base, "--baseline", str(summary)]) == 0
+        assert capsys.readouterr().out.replace("summary.json", "baseline.jsonl") == from_run

@@ -380,3 +380,48 @@ def test_stale_csv_is_never_half_written(tmp_path: Path, moved: Path, monkeypatc
     assert_refused(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", moved, "-o", out], out,
                    names=["stale.csv"], capsys=capsys)
     assert (out / "stale.csv").read_text() == "the previous review list\n"
+
+
+# -- gold validate --baseline: the bootstrap figure ------------------------------------------------
+def test_validate_baseline_bootstrap_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Four queries; the baseline finds the relevant chunk of three: recall@5 values 1, 0, 1, 1.
+    x̄ = 0.75, σ̂² = (3·0.25² + 0.75²)/4 = 0.1875, SE = √(0.1875/4) = 0.21651, and at 95% confidence
+    and 80% power δ = (1.95996 + 0.84162)·0.21651 = 0.6066: 61 pp (the binomial figure at the
+    threshold p = 0.8 says 2.80158·√(0.16/4) = 0.560: 56 pp). German (2 queries, values 1 and 1)
+    has no spread: the binomial figure at its level (clipped to 0.99) applies: 2.80158·√(0.99·0.01/2)
+    = 0.197, 20 pp. English (values 1 and 0, mean 0.5): δ = 2.80158·0.5/√2 = 0.99, more than the
+    whole level: no drop is visible."""
+    from rankgate.goldset.power import bootstrap_se, min_detectable_drop_bootstrap
+
+    assert bootstrap_se([1, 0, 1, 1]) == pytest.approx(math.sqrt(0.1875 / 4))
+    assert min_detectable_drop_bootstrap([1, 0, 1, 1]) == pytest.approx(2.80158 * 0.216506, abs=1e-4)
+    assert min_detectable_drop_bootstrap([1.0]) == math.inf and min_detectable_drop_bootstrap([1, 1]) is None
+    langs = ["en", "en", "de", "de"]
+    gold = _write(tmp_path / "gold.jsonl", [
+        {"query_id": f"q{i}", "query": f"question {i}", "relevant_chunks": [{"chunk_id": f"d{i}#c1", "grade": 1}],
+         "tags": {"lang": lang}} for i, lang in enumerate(langs, start=1)])
+    run = _write(tmp_path / "run.jsonl", [
+        {"query_id": f"q{i}", "topk": [{"chunk_id": f"d{i if i != 2 else 9}#c1", "score": 1.0}]} for i in range(1, 5)])
+    config = tmp_path / "ship.yaml"
+    config.write_text("gates:\n  - name: recall\n    metric: recall@5\n    threshold: 0.8\n    regression_max: 0.05\n"
+                      "    segments: [lang]\n    min_queries: 2\n    owner: search\n", encoding="utf-8")
+    base = ["gold", "validate", "--gold", gold, "--config", config, "--as-of", "2026-06-01"]
+    code, out = _run(base, capsys)
+    assert code == 0 and "| recall | all queries | 4 | 56 pp |" in out and "binomial approximation" in out
+    code, out = _run([*base, "--baseline", run], capsys)
+    assert code == 0 and "| recall | all queries | 4 | 61 pp |" in out, out
+    assert "| recall | lang=de | 2 | 20 pp |" in out and "| recall | lang=en | 2 | none, too few queries |" in out
+    assert "bootstrap standard error of baseline run.jsonl" in out
+    # the same figures from the run's summary.json (per-query values kept by evaluate --out)
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--metrics", "recall@5", "--out",
+                 str(tmp_path / "ev")]) == 0
+    code, from_summary = _run([*base, "--baseline", tmp_path / "ev" / "summary.json"], capsys)
+    assert from_summary.replace("summary.json", "run.jsonl") == out
+    # a summary without per-query values: said, and the binomial figure kept
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text(encoding="utf-8"))
+    summary.pop("per_query", None)
+    (tmp_path / "means.json").write_text(json.dumps(summary), encoding="utf-8")
+    code, out = _run([*base, "--baseline", tmp_path / "means.json"], capsys)
+    assert code == 0 and "has no per-query values" in out and "| recall | all queries | 4 | 56 pp |" in out
+    assert_refused(["gold", "validate", "--gold", gold, "--baseline", run], tmp_path / "none", capsys=capsys,
+                   contains=["--baseline needs --config"])

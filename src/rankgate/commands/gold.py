@@ -36,6 +36,10 @@ def add_parser(sub: Any) -> None:
     v.add_argument("--gold", required=True, metavar="JSONL", help="the gold set")
     v.add_argument("--corpus", metavar="PATH", help="corpus manifest: JSONL, Parquet or a folder of them")
     v.add_argument("--config", metavar="YAML", help="ship criteria: segment sizes and owners of its gates")
+    v.add_argument("--baseline", metavar="RUN|SUMMARY",
+                   help="a baseline run or its summary.json (with per-query values): the smallest drop each gated "
+                        "segment can see is then the bootstrap of its values, not the binomial approximation "
+                        "(needs --config)")
     v.add_argument("--as-of", type=_date, metavar="YYYY-MM-DD", help="date label ages are counted to (default: today, UTC)")
     v.add_argument("--format", **fmt)
 
@@ -86,11 +90,52 @@ def _validate(args: argparse.Namespace) -> int:
     from ..goldset import read_gold_file, validate_gold
     from ..report.gold import validate_markdown, validate_text
 
+    if args.baseline and not args.config:
+        from ..errors import UsageError
+
+        raise UsageError("--baseline needs --config: the ship criteria say which metrics and segments to size")
     config = load_config(args.config) if args.config else None
     corpus = load_manifest(args.corpus) if args.corpus else None
-    report = validate_gold(read_gold_file(args.gold), corpus, config, as_of=args.as_of)
+    gold = read_gold_file(args.gold)
+    baseline, notes = None, []
+    if args.baseline and config is not None:
+        baseline, notes = _baseline_values(args, gold, config)
+    report = validate_gold(gold, corpus, config, as_of=args.as_of, baseline=baseline,
+                           baseline_path=args.baseline if baseline is not None else None, baseline_notes=notes)
     sys.stdout.write(validate_markdown(report) if args.format == "markdown" else validate_text(report))
     return report.exit_code
+
+
+def _baseline_values(args: argparse.Namespace, gold: Any, config: Any) -> tuple[Any, list[str]]:
+    """metric -> query id -> the baseline's value, from a summary.json's per-query values or by
+    scoring a baseline run on the gold set; and why it could not be used, when it could not."""
+    import os
+
+    from ..baseline import hash_query_id, summary_or_run
+
+    name = os.path.basename(args.baseline)
+    if gold.problems:
+        return None, [f"the baseline {name} was not used: the gold set has errors to fix first"]
+
+    def scored(path: str) -> Any:
+        from ..engine import evaluate
+
+        return evaluate(args.gold, path, list(config.metrics), **config.evaluate)
+
+    found = summary_or_run(args.baseline, scored)
+    if hasattr(found, "values") and hasattr(found, "query_ids"):  # a run, scored
+        return {m: dict(zip(found.query_ids, found.values[m].tolist())) for m in found.metric_names}, []
+    per_query = found.per_query
+    if per_query is None:
+        return None, [f"the baseline summary {name} has no per-query values (write it with this version of "
+                      "rankgate: evaluate --out or gate --json); the figures are the binomial approximation"]
+    notes = []
+    if per_query.gold_sha256 and per_query.gold_sha256 != gold.sha256:
+        notes.append(f"the baseline summary {name} was scored on another version of the gold set; its values are "
+                     "used for the queries both share")
+    at = {h: i for i, h in enumerate(per_query.ids)}
+    rows = [(q.query_id, at.get(hash_query_id(q.query_id))) for q in gold.queries]
+    return {m: {q: v[i] for q, i in rows if i is not None} for m, v in per_query.values.items()}, notes
 
 
 def _stale(args: argparse.Namespace) -> int:

@@ -13,25 +13,31 @@ unknown_chunk          error     a labelled chunk id absent from the corpus (``-
 unknown_must_not       error     a ``must_not_retrieve`` id absent from the corpus: it tests nothing
 inactive_relevant      warning   a relevant item (grade >= 1) that is deprecated, superseded or retired
 underpowered           warning   a gated segment whose queries cannot see the gate's ``regression_max``
+baseline               warning   ``--baseline`` could not be used for a gate (no per-query values of its
+                                 metric, another gold version); that gate falls back to the binomial figure
 no_owner               warning   a gate without ``owner:`` in the ship criteria
 =====================  ========  =================================================================
 
 Also reported, as facts: the mix of ``source_of_query`` and of tiers (``tier`` or ``tags.tier``), the
 age of the labels (``created``, ``corpus_version``), and per segment of each gate's ``segments:`` the
-number of answerable queries and the smallest drop the gate can see at that size
+number of answerable queries and the smallest drop the gate can see at that size: from the bootstrap
+of a baseline run's per-query values in that segment when one is given
+(:func:`rankgate.goldset.power.min_detectable_drop_bootstrap`), else the binomial approximation
 (:func:`rankgate.goldset.power.min_detectable_drop`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..corpus import CorpusManifest
 from ..gate_config import GateConfig
-from .power import min_detectable_drop
+from .power import min_detectable_drop, min_detectable_drop_bootstrap
 from .records import GoldFile
 
 __all__ = ["Finding", "LabelAge", "SegmentPower", "ValidationReport", "validate_gold"]
@@ -61,6 +67,7 @@ class SegmentPower:
     level: float  # the share the figure assumes (the gate's threshold, else 0.5)
     detectable_drop: float
     regression_max: float | None
+    method: str = "binomial"  # binomial | bootstrap (of the baseline's per-query values)
 
     @property
     def gated(self) -> bool:
@@ -97,6 +104,7 @@ class ValidationReport:
     age: LabelAge
     power: tuple[SegmentPower, ...]
     owners: tuple[tuple[str, str | None], ...]  # (gate name, owner)
+    baseline_path: str | None = None
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -144,7 +152,8 @@ def _amount(metric: str, x: float | None) -> str:
     return f"{x * 100:.0f} pp" if is_share(metric) else f"{x:.2f}"
 
 
-def _segment_power(gold: GoldFile, config: GateConfig) -> list[SegmentPower]:
+def _segment_power(gold: GoldFile, config: GateConfig,
+                   baseline: Mapping[str, Mapping[str, float]] | None = None) -> list[SegmentPower]:
     from ..segments import ordered_labels
 
     answerable = [q for q in gold.queries if any(label.grade >= 1 for label in q.labels)]
@@ -153,23 +162,41 @@ def _segment_power(gold: GoldFile, config: GateConfig) -> list[SegmentPower]:
         if g.regression_max is None and g.threshold is None:
             continue  # a ceiling (max: 0) is not about detecting a drop
         level = g.threshold if g.threshold is not None else 0.5
-        groups = [("all", "all queries", len(answerable))]
+        groups = [("all", "all queries", answerable)]
         for name in g.segments:
-            counts = Counter(q.value(name) for q in answerable)
-            for value in ordered_labels([v for v in counts if v is not None]):
-                groups.append((name, value, counts[value]))
-        for name, value, n in groups:
-            drop = min_detectable_drop(n, level, confidence=config.confidence)
+            members: dict[str, list[Any]] = {}
+            for q in answerable:
+                v = q.value(name)
+                if v is not None:
+                    members.setdefault(v, []).append(q)
+            for value in ordered_labels(list(members)):
+                groups.append((name, value, members[value]))
+        values = None if baseline is None else baseline.get(g.metric)
+        for name, value, qs in groups:
+            n = len(qs)
+            method, drop = "binomial", min_detectable_drop(n, level, confidence=config.confidence)
+            xs: list[float] = []
+            if values is not None:
+                xs = [x for x in (values.get(q.query_id) for q in qs) if x is not None and not math.isnan(x)]
+                boot = min_detectable_drop_bootstrap(xs, confidence=config.confidence)
+                if boot is None:  # no spread: the binomial figure at the baseline's level
+                    boot = min_detectable_drop(len(xs), xs[0], confidence=config.confidence)
+                method, drop = "bootstrap", boot
+            at = level if method == "binomial" or not xs else math.fsum(xs) / len(xs)  # the baseline's level
             out.append(SegmentPower(g.name, g.metric, name, value, n, g.min_queries if name != "all" else 1,
-                                    level, drop, g.regression_max))
+                                    at, drop, g.regression_max, method))
     return out
 
 
 def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: GateConfig | None = None,
-                  *, as_of: dt.date | None = None) -> ValidationReport:
-    """Every check of the module docs; ``as_of`` (default: today, UTC) is the date label ages are counted to."""
+                  *, as_of: dt.date | None = None, baseline: Mapping[str, Mapping[str, float]] | None = None,
+                  baseline_path: str | None = None, baseline_notes: Sequence[str] = ()) -> ValidationReport:
+    """Every check of the module docs; ``as_of`` (default: today, UTC) is the date label ages are counted to.
+    ``baseline`` (metric -> query id -> value, from a baseline run or summary) turns the gates' smallest
+    visible drops into bootstrap figures; ``baseline_notes`` are why parts of it could not be used."""
     as_of = as_of or dt.datetime.now(dt.timezone.utc).date()
     findings = [Finding(ERROR, p.kind, p.message, p.line, p.query_id) for p in gold.problems]
+    findings += [Finding(WARNING, "baseline", note) for note in baseline_notes]
     if corpus is not None:
         for q in gold.queries:
             for label in q.labels:
@@ -190,7 +217,12 @@ def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: 
     power: list[SegmentPower] = []
     owners: list[tuple[str, str | None]] = []
     if config is not None:
-        power = _segment_power(gold, config)
+        power = _segment_power(gold, config, baseline)
+        if baseline is not None:
+            for g in config.gates:
+                if g.metric not in baseline and (g.regression_max is not None or g.threshold is not None):
+                    findings.append(Finding(WARNING, "baseline", f"gate {g.name}: the baseline has no per-query "
+                                            f"values of {g.metric}; its figures are the binomial approximation"))
         for g in config.gates:
             blind = [p for p in power if p.gate == g.name and p.underpowered]
             if blind:
@@ -213,4 +245,5 @@ def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: 
         len(gold.queries), sum(len(q.labels) for q in gold.queries), sum(q.no_answer for q in gold.queries),
         tuple(findings), _mix([q.value("source_of_query") for q in gold.queries]),
         _mix(tiers) if any(t is not None for t in tiers) else (), _age(gold, as_of), tuple(power), tuple(owners),
+        baseline_path,
     )

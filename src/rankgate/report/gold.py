@@ -112,6 +112,18 @@ _POWER_NOTE = ("Smallest visible drop: binomial approximation, 95% confidence an
                "(0.5 without one); see docs/gold.md.")
 
 
+def _power_note(r: ValidationReport) -> str:
+    methods = {p.method for p in r.power}
+    if "bootstrap" not in methods:
+        return _POWER_NOTE
+    text = (f"Smallest visible drop: from the bootstrap standard error of baseline {_name(r.baseline_path)}'s "
+            "per-query values in each segment (paired change taken as spread like one run), 95% confidence and "
+            "80% power")
+    if "binomial" in methods:
+        text += "; gates whose metric the baseline lacks use the binomial approximation"
+    return text + "; see docs/gold.md."
+
+
 def validate_markdown(r: ValidationReport) -> str:
     out = [f"## Gold set check: {_name(r.gold_path)}", "", f"**{_verdict(r)}**", "", _facts(r), ""]
     if r.findings:
@@ -121,7 +133,7 @@ def validate_markdown(r: ValidationReport) -> str:
         out += ["### Queries by tier", "", *_table(("tier", "queries", "share"), _mix_rows(r.tier_mix, r.queries)), ""]
     out += ["### Label age", "", *(f"- {line}" for line in _age_lines(r)), ""]
     if r.power:
-        out += ["### What each gate can see", "", *_table(_POWER_HEAD, _power_rows(r)), "", f"_{_POWER_NOTE}_", ""]
+        out += ["### What each gate can see", "", *_table(_POWER_HEAD, _power_rows(r)), "", f"_{_power_note(r)}_", ""]
     if r.owners:
         out += ["### Gate owners", "", *_table(("gate", "owner"), ((g, o or "**none**") for g, o in r.owners)), ""]
     return "\n".join(out)
@@ -137,7 +149,7 @@ def validate_text(r: ValidationReport) -> str:
         out += ["tier: " + ", ".join(f"{n} {c}" for n, c in r.tier_mix)]
     out += _age_lines(r)
     if r.power:
-        out += ["", *_plain(_POWER_HEAD, _power_rows(r)), _POWER_NOTE]
+        out += ["", *_plain(_POWER_HEAD, _power_rows(r)), _power_note(r)]
     if r.owners:
         out += ["", "owners: " + ", ".join(f"{g} {o or '(none)'}" for g, o in r.owners)]
     out += ["", _verdict(r)]
