@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
 
 __all__ = ["bootstrap_se", "min_detectable_drop", "min_detectable_drop_bootstrap"]
 
@@ -49,17 +48,17 @@ def min_detectable_drop(n: int, p: float = 0.5, *, confidence: float = 0.95, pow
     that any drop at all is visible."""
     if n <= 0:
         return math.inf
-    if not 0.0 < confidence < 1.0 or not 0.0 < power < 1.0:
-        raise ValueError("confidence and power lie strictly between 0 and 1")
+    z = _z(confidence, power)
     p = min(max(p, 0.01), 0.99)
-    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2) + NormalDist().inv_cdf(power)
     return z * math.sqrt(p * (1 - p) / n)
 
 
 def _z(confidence: float, power: float) -> float:
     if not 0.0 < confidence < 1.0 or not 0.0 < power < 1.0:
         raise ValueError("confidence and power lie strictly between 0 and 1")
-    return NormalDist().inv_cdf(1 - (1 - confidence) / 2) + NormalDist().inv_cdf(power)
+    from ..stats import normal_quantile
+
+    return normal_quantile(1 - (1 - confidence) / 2) + normal_quantile(power)
 
 
 def bootstrap_se(values: Sequence[float]) -> float:
