@@ -425,3 +425,46 @@ def test_validate_baseline_bootstrap_by_hand(tmp_path: Path, capsys: pytest.Capt
     assert code == 0 and "has no per-query values" in out and "| recall | all queries | 4 | 56 pp |" in out
     assert_refused(["gold", "validate", "--gold", gold, "--baseline", run], tmp_path / "none", capsys=capsys,
                    contains=["--baseline needs --config"])
+
+
+# -- terminal output at 80 columns; label ages ------------------------------------------------------
+def test_terminal_reports_fit_80_columns_golden(tmp_path: Path, moved: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """--format text (what a terminal gets by default) stays within COLUMNS; ids are not cut."""
+    from rich.cells import cell_len
+
+    monkeypatch.setenv("COLUMNS", "80")
+    gold = _bad_gold(tmp_path)
+    code, out = _run(["gold", "validate", "--gold", gold, "--corpus", moved, "--config", _config(tmp_path),
+                      "--as-of", "2026-06-01", "--format", "text"], capsys)
+    assert code == 1 and max(cell_len(line) for line in out.splitlines()) <= 80
+    assert "recall_at_5          lang=de" in out and "doc_nowhere#c1" in out
+    check("gold_validate_80.txt", out)
+    code, out = _run(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", moved, "--since",
+                      DEMO / "corpus.jsonl", "--format", "text"], capsys)
+    assert code == 0 and max(cell_len(line) for line in out.splitlines()) <= 80
+    assert "doc_pricing_2023#c1" in out and "must_not_retrieve" in out
+    check("gold_stale_80.txt", out)
+    rows = _lines(DEMO / "gold.jsonl")
+    rows[0]["relevant_chunks"] = [{"chunk_id": "doc_export#c2", "grade": 2}]
+    code, out = _run(["gold", "diff", DEMO / "gold.jsonl", _write(tmp_path / "v2.jsonl", rows), "--format", "text"],
+                     capsys)
+    assert code == 0 and max(cell_len(line) for line in out.splitlines()) <= 80
+    monkeypatch.setenv("COLUMNS", "120")  # a wider terminal gets wider tables
+    code, wide = _run(["gold", "validate", "--gold", gold, "--corpus", moved, "--config", _config(tmp_path),
+                       "--as-of", "2026-06-01", "--format", "text"], capsys)
+    assert 80 < max(cell_len(line) for line in wide.splitlines()) <= 120
+
+
+def test_labels_without_a_date_are_of_unknown_age(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"query_id": "q1", "relevant_chunks": ["a"], "created": "2026-05-01"},
+            {"query_id": "q2", "relevant_chunks": ["a"]},
+            {"query_id": "q3", "relevant_chunks": ["a"], "created": "last week"},
+            {"query_id": "q4", "relevant_chunks": ["a"], "created": "2026-07-01"}]
+    code, out = _run(["gold", "validate", "--gold", _write(tmp_path / "g.jsonl", rows), "--as-of", "2026-06-01"], capsys)
+    assert code == 0
+    # q2 and q3 count as unknown, not as made today: the median of 31 and -30 days is 0.5, of 31, 0, 0 it would be 0
+    assert ("created: 2 dated, 2 of unknown age (1 without created, 1 not a date YYYY-MM-DD); oldest 2026-05-01, "
+            "newest 2026-07-01, median age 0.5 days as of 2026-06-01; 1 dated after 2026-06-01") in out
+    assert "| warning | 3 | q3 | bad\\_created | created 'last week' is not a date YYYY-MM-DD" in out
+    assert "| warning | 4 | q4 | future\\_created | created 2026-07-01 is after 2026-06-01 |" in out

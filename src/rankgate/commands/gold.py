@@ -28,8 +28,9 @@ def _date(text: str) -> dt.date:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("gold", help=HELP, description=HELP + ". See docs/gold.md.")
     verbs = p.add_subparsers(dest="gold_command", metavar="ACTION", required=True, parser_class=type(p))
-    fmt: dict[str, Any] = {"choices": ("markdown", "text"), "default": "markdown",
-                           "help": "report format on stdout (default: markdown)"}
+    fmt: dict[str, Any] = {"choices": ("auto", "markdown", "text"), "default": "auto",
+                           "help": "report format on stdout: text fitted to the terminal's width, or markdown "
+                                   "(default auto: text on a terminal, markdown into a pipe or file)"}
 
     v = verbs.add_parser("validate", help="schema, duplicates, ids against the corpus, mix, label age, gate power, owners",
                          description="Check a gold set. Exit 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input.")
@@ -80,6 +81,28 @@ def _share(text: str) -> float:
     return x
 
 
+def _text_width() -> int | None:
+    """The width of text output, or None for markdown (``--format auto`` into a pipe or file).
+    A terminal's own width, else ``COLUMNS``, else 80."""
+    import os
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "") or 80)
+
+
+def _render(args: argparse.Namespace, markdown: Any, text: Any, report: Any) -> str:
+    fmt = args.format
+    if fmt == "auto":
+        fmt = "text" if sys.stdout.isatty() else "markdown"
+    if fmt == "markdown":
+        return str(markdown(report))
+    try:
+        width = max(40, _text_width() or 80)
+    except ValueError:
+        width = 80
+    return str(text(report, width=width))
+
+
 def run(args: argparse.Namespace) -> int:
     return {"validate": _validate, "stale": _stale, "diff": _diff, "remap": _remap}[args.gold_command](args)
 
@@ -102,7 +125,7 @@ def _validate(args: argparse.Namespace) -> int:
         baseline, notes = _baseline_values(args, gold, config)
     report = validate_gold(gold, corpus, config, as_of=args.as_of, baseline=baseline,
                            baseline_path=args.baseline if baseline is not None else None, baseline_notes=notes)
-    sys.stdout.write(validate_markdown(report) if args.format == "markdown" else validate_text(report))
+    sys.stdout.write(_render(args, validate_markdown, validate_text, report))
     return report.exit_code
 
 
@@ -161,7 +184,7 @@ def _stale(args: argparse.Namespace) -> int:
                           max_stale_share=config.max_stale_share if config else None)
     if args.out:
         write_text(os.path.join(args.out, "stale.csv"), stale_csv(report))
-    sys.stdout.write(stale_markdown(report) if args.format == "markdown" else stale_text(report))
+    sys.stdout.write(_render(args, stale_markdown, stale_text, report))
     return report.exit_code
 
 
@@ -175,7 +198,7 @@ def _diff(args: argparse.Namespace) -> int:
         if problem is not None:
             raise problem
     d = diff_gold(old, new)
-    sys.stdout.write(diff_markdown(d) if args.format == "markdown" else diff_text(d))
+    sys.stdout.write(_render(args, diff_markdown, diff_text, d))
     return 0
 
 

@@ -16,6 +16,8 @@ underpowered           warning   a gated segment whose queries cannot see the ga
 baseline               warning   ``--baseline`` could not be used for a gate (no per-query values of its
                                  metric, another gold version); that gate falls back to the binomial figure
 no_owner               warning   a gate without ``owner:`` in the ship criteria
+bad_created            warning   a ``created`` that is not a date: the label's age is unknown (not 0)
+future_created         warning   a ``created`` after the date ages are counted to (``--as-of``)
 =====================  ========  =================================================================
 
 Also reported, as facts: the mix of ``source_of_query`` and of tiers (``tier`` or ``tags.tier``), the
@@ -87,6 +89,8 @@ class LabelAge:
     newest: str | None
     median_age_days: float | None
     by_corpus_version: tuple[tuple[str, int], ...]
+    unreadable: int = 0  # of the undated: a ``created`` that is not a date (their age is unknown, never 0)
+    future: int = 0  # dated after ``as_of``
 
 
 @dataclass(frozen=True)
@@ -125,14 +129,19 @@ def _mix(values: list[str | None]) -> tuple[tuple[str, int], ...]:
 
 
 def _date(text: Any) -> dt.date | None:
+    if not isinstance(text, str):
+        return None
     try:
-        return dt.date.fromisoformat(str(text)[:10])
+        return dt.date.fromisoformat(text[:10])
     except ValueError:
         return None
 
 
 def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
+    """Ages count only labels with a readable ``created`` date; the others are of unknown age (a
+    label without a date is never taken as made today)."""
     dates = [d for d in (_date(q.fields.get("created")) for q in gold.queries) if d is not None]
+    unreadable = sum(1 for q in gold.queries if q.fields.get("created") is not None and _date(q.fields["created"]) is None)
     ages = sorted((as_of - d).days for d in dates)
     median = None
     if ages:
@@ -141,7 +150,7 @@ def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
     versions = Counter(str(q.fields.get("corpus_version", "(not set)")) for q in gold.queries)
     return LabelAge(as_of.isoformat(), len(dates), len(gold.queries) - len(dates),
                     min(dates).isoformat() if dates else None, max(dates).isoformat() if dates else None,
-                    median, tuple(sorted(versions.items())))
+                    median, tuple(sorted(versions.items())), unreadable, sum(1 for d in dates if d > as_of))
 
 
 def _amount(metric: str, x: float | None) -> str:
@@ -214,6 +223,17 @@ def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: 
                     findings.append(Finding(ERROR, "unknown_must_not",
                                             f"must not retrieve {cid!r}, which is not in the corpus: the check tests nothing",
                                             q.line, q.query_id))
+    for q in gold.queries:
+        created = q.fields.get("created")
+        if created is None:
+            continue
+        d = _date(created)
+        if d is None:
+            findings.append(Finding(WARNING, "bad_created", f"created {str(created)[:40]!r} is not a date YYYY-MM-DD: "
+                                    "the label's age is unknown", q.line, q.query_id))
+        elif d > as_of:
+            findings.append(Finding(WARNING, "future_created", f"created {d.isoformat()} is after {as_of.isoformat()}",
+                                    q.line, q.query_id))
     power: list[SegmentPower] = []
     owners: list[tuple[str, str | None]] = []
     if config is not None:

@@ -52,11 +52,34 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]
     return out
 
 
-def _plain(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-    body = [[str(c) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-    return [line(header)] + [line(r) for r in body]
+def _plain(header: Sequence[str], rows: Iterable[Sequence[object]], width: int = 80,
+           keep: Sequence[int] = (0,)) -> list[str]:
+    """A table for the terminal, at most ``width`` columns: the ``keep`` columns (ids) stay whole
+    unless they alone are wider than the terminal; the others wrap at spaces."""
+    import io
+
+    from rich.box import SIMPLE_HEAD
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False, collapse_padding=True)
+    for i, h in enumerate(header):
+        table.add_column(h, overflow="fold", no_wrap=i in keep)
+    for row in rows:
+        table.add_row(*(str(c) for c in row))
+    console = Console(width=width, color_system=None, force_terminal=False, file=io.StringIO(), record=True,
+                      highlight=False, emoji=False, markup=False)
+    console.print(table)
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    while lines and set(lines[-1]) <= {"─", " "}:  # no closing rule under the last row
+        lines.pop()
+    return lines
+
+
+def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False) or [""]
 
 
 # -- validate -----------------------------------------------------------------------------------
@@ -85,9 +108,15 @@ def _mix_rows(mix: tuple[tuple[str, int], ...], total: int) -> list[tuple[object
 
 def _age_lines(r: ValidationReport) -> list[str]:
     a = r.age
-    created = (f"created: {a.dated} dated, {a.undated} undated" +
+    unknown = f"{a.undated} of unknown age"
+    if a.undated:
+        parts = [f"{a.undated - a.unreadable} without created" if a.undated > a.unreadable else "",
+                 f"{a.unreadable} not a date YYYY-MM-DD" if a.unreadable else ""]
+        unknown += " (" + ", ".join(x for x in parts if x) + ")"
+    created = (f"created: {a.dated} dated, {unknown}" +
                (f"; oldest {a.oldest}, newest {a.newest}, median age {a.median_age_days:g} days as of {a.as_of}"
-                if a.dated and a.median_age_days is not None else ""))
+                if a.dated and a.median_age_days is not None else "")
+               + (f"; {a.future} dated after {a.as_of}" if a.future else ""))
     versions = "corpus_version: " + ", ".join(f"{v} ({n})" for v, n in a.by_corpus_version)
     return [created, versions]
 
@@ -108,6 +137,7 @@ def _power_rows(r: ValidationReport) -> list[tuple[object, ...]]:
 
 
 _POWER_HEAD = ("gate", "segment", "queries", "smallest visible drop", "regression_max", "")
+_POWER_HEAD_TEXT = ("gate", "segment", "queries", "smallest visible drop", "limit", "")
 _POWER_NOTE = ("Smallest visible drop: binomial approximation, 95% confidence and 80% power, at the gate's threshold "
                "(0.5 without one); see docs/gold.md.")
 
@@ -139,19 +169,24 @@ def validate_markdown(r: ValidationReport) -> str:
     return "\n".join(out)
 
 
-def validate_text(r: ValidationReport) -> str:
-    out = [f"Gold set check: {_name(r.gold_path)}", _facts(r), ""]
+def validate_text(r: ValidationReport, *, width: int = 80) -> str:
+    """The validate report for a terminal ``width`` columns wide (80 by default)."""
+    out = [*_wrap(f"Gold set check: {_name(r.gold_path)}", width), *_wrap(_facts(r), width), ""]
+    for f in r.findings:
+        out += _wrap(f"{f.severity}: " + (f"line {f.line}: " if f.line else "") + (f"{f.query_id}: " if f.query_id else "")
+                     + f"{f.message} [{f.kind}]", width)
     if r.findings:
-        out += [*(f"{f.severity}: " + (f"line {f.line}: " if f.line else "") + (f"{f.query_id}: " if f.query_id else "")
-                  + f"{f.message} [{f.kind}]" for f in r.findings), ""]
-    out += ["source_of_query: " + ", ".join(f"{n} {c}" for n, c in r.source_mix)]
+        out.append("")
+    out += _wrap("source_of_query: " + ", ".join(f"{n} {c}" for n, c in r.source_mix), width)
     if r.tier_mix:
-        out += ["tier: " + ", ".join(f"{n} {c}" for n, c in r.tier_mix)]
-    out += _age_lines(r)
+        out += _wrap("tier: " + ", ".join(f"{n} {c}" for n, c in r.tier_mix), width)
+    for line in _age_lines(r):
+        out += _wrap(line, width)
     if r.power:
-        out += ["", *_plain(_POWER_HEAD, _power_rows(r)), _power_note(r)]
+        out += ["", *_plain(_POWER_HEAD_TEXT, _power_rows(r), width, keep=(0, 1)),
+                *_wrap("limit: the gate's regression_max. " + _power_note(r), width, "")]
     if r.owners:
-        out += ["", "owners: " + ", ".join(f"{g} {o or '(none)'}" for g, o in r.owners)]
+        out += ["", *_wrap("owners: " + ", ".join(f"{g} {o or '(none)'}" for g, o in r.owners), width)]
     out += ["", _verdict(r)]
     return "\n".join(out) + "\n"
 
@@ -193,13 +228,15 @@ def stale_markdown(r: StaleReport, *, rows: int = STALE_ROWS_SHOWN) -> str:
     return "\n".join(out)
 
 
-def stale_text(r: StaleReport, *, rows: int = STALE_ROWS_SHOWN) -> str:
-    out = [f"Stale labels: {_stale_head(r)}", _stale_summary(r)]
+def stale_text(r: StaleReport, *, rows: int = STALE_ROWS_SHOWN, width: int = 80) -> str:
+    """The stale report for a terminal ``width`` columns wide (80 by default)."""
+    out = [*_wrap(f"Stale labels: {_stale_head(r)}", width), *_wrap(_stale_summary(r), width)]
     counts = [(k, n) for k, n in r.by_reason().items() if n]
     if counts:
-        out += ["by reason: " + ", ".join(f"{k} {n}" for k, n in counts), "", *_plain(_STALE_HEAD, _stale_rows(r, rows))]
+        out += [*_wrap("by reason: " + ", ".join(f"{k} {n}" for k, n in counts), width), "",
+                *_plain(_STALE_HEAD, _stale_rows(r, rows), width, keep=(0, 1, 2))]
         if len(r.stale) > rows:
-            out.append(f"…and {len(r.stale) - rows} more; stale.csv (-o DIR) lists every one.")
+            out += _wrap(f"…and {len(r.stale) - rows} more; stale.csv (-o DIR) lists every one.", width)
     return "\n".join(out) + "\n"
 
 
@@ -253,15 +290,17 @@ def diff_markdown(d: GoldDiff) -> str:
     return "\n".join(out)
 
 
-def diff_text(d: GoldDiff) -> str:
-    out = [f"Gold set changes: {_name(d.old_path)} -> {_name(d.new_path)}", _diff_summary(d)]
+def diff_text(d: GoldDiff, *, width: int = 80) -> str:
+    """The diff report for a terminal ``width`` columns wide (80 by default)."""
+    out = [*_wrap(f"Gold set changes: {_name(d.old_path)} -> {_name(d.new_path)}", width), *_wrap(_diff_summary(d), width)]
     if d.added:
-        out.append("added: " + ", ".join(d.added))
+        out += _wrap("added: " + ", ".join(d.added), width)
     if d.removed:
-        out.append("removed: " + ", ".join(d.removed))
-    out += [f"relabelled {c.query_id}: {_change(c)}" for c in d.relabelled]
+        out += _wrap("removed: " + ", ".join(d.removed), width)
+    for c in d.relabelled:
+        out += _wrap(f"relabelled {c.query_id}: {_change(c)}", width)
     if d.edited:
-        out.append("edited: " + ", ".join(d.edited))
+        out += _wrap("edited: " + ", ".join(d.edited), width)
     return "\n".join(out) + "\n"
 
 
