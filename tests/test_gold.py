@@ -443,7 +443,7 @@ def test_terminal_reports_fit_80_columns_golden(tmp_path: Path, moved: Path, cap
     code, out = _run(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", moved, "--since",
                       DEMO / "corpus.jsonl", "--format", "text"], capsys)
     assert code == 0 and max(cell_len(line) for line in out.splitlines()) <= 80
-    assert "doc_pricing_2023#c1" in out and "must_not_retrieve" in out
+    assert "doc_pricing_2023#c1" in out and "must-not" in out
     check("gold_stale_80.txt", out)
     rows = _lines(DEMO / "gold.jsonl")
     rows[0]["relevant_chunks"] = [{"chunk_id": "doc_export#c2", "grade": 2}]

@@ -209,9 +209,10 @@ def _stale_summary(r: StaleReport) -> str:
     return text
 
 
-def _stale_rows(r: StaleReport, limit: int | None) -> list[tuple[object, ...]]:
+def _stale_rows(r: StaleReport, limit: int | None, sep: str = ";") -> list[tuple[object, ...]]:
     rows = r.stale if limit is None else r.stale[:limit]
-    return [(s.query_id, s.chunk_id, s.kind, "" if s.grade is None else s.grade, s.reason, s.detail) for s in rows]
+    return [(s.query_id, s.chunk_id, s.kind, "" if s.grade is None else s.grade, sep.join(s.reasons), s.detail)
+            for s in rows]
 
 
 _STALE_HEAD = ("query", "chunk", "label", "grade", "reason", "detail")
@@ -234,7 +235,9 @@ def stale_text(r: StaleReport, *, rows: int = STALE_ROWS_SHOWN, width: int = 80)
     counts = [(k, n) for k, n in r.by_reason().items() if n]
     if counts:
         out += [*_wrap("by reason: " + ", ".join(f"{k} {n}" for k, n in counts), width), "",
-                *_plain(_STALE_HEAD, _stale_rows(r, rows), width, keep=(0, 1, 2))]
+                *_plain(("query", "chunk", "label", "reason", "detail"),
+                        [(q, c, "must-not" if g == "" else f"grade {g}", why, detail)
+                         for q, c, _, g, why, detail in _stale_rows(r, rows, ", ")], width, keep=(0, 1, 2))]
         if len(r.stale) > rows:
             out += _wrap(f"…and {len(r.stale) - rows} more; stale.csv (-o DIR) lists every one.", width)
     return "\n".join(out) + "\n"
