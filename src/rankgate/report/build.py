@@ -385,7 +385,10 @@ def build_report(
         "not_in_gold": len(result.not_in_gold),
         "duplicates_dropped": int(result.info.get("duplicates_dropped") or 0),
     }
+    from .incidents import incident_view
+
     report = Report(
+        incidents=incident_view(g, result, k),
         title=title or f"Retrieval report: {run_label}",
         version=__version__,
         generated_at=generated_at,

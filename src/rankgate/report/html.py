@@ -73,6 +73,8 @@ def _nav(rep: Report) -> str:
     if rep.no_answer:
         links.append(("no-answer", "No-answer"))
     links += [(anchor, title) for anchor, title, _ in rep.experiments]
+    if rep.incidents is not None:
+        links.append(("incidents", "Incidents"))
     links.append(("method", "Method"))
     return '<nav class="toc"><div class="inner">' + "".join(f'<a href="#{a}">{e(t)}</a>' for a, t in links) + "</div></nav>"
 
@@ -498,6 +500,10 @@ def render_html(rep: Report) -> str:
     if rep.no_answer:
         body.append(_no_answer(rep))
     body += [section for _, _, section in rep.experiments]  # component experiments (report/experiments.py)
+    if rep.incidents is not None:
+        from .incidents import incidents_html
+
+        body.append(incidents_html(rep.incidents))
     body.append(_method(rep))
     body.append(f'<footer>rankgate {e(rep.version)}</footer></main>')
     # Every table scrolls inside its own box when it is wider than the page, never the page itself.

@@ -191,3 +191,4 @@ class Report:
     gate: GateOutcome | None = None
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
+    incidents: Any = None  # report.incidents.IncidentView: the gold set's regression cases from incidents
