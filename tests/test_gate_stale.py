@@ -140,3 +140,26 @@ def test_validate_with_the_demo_baseline_run_and_summary(demo: Path, capsys: pyt
     if "per_query" in json.loads(summary.read_text(encoding="utf-8")):
         assert main([*base, "--baseline", str(summary)]) == 0
         assert capsys.readouterr().out.replace("summary.json", "baseline.jsonl") == from_run
+
+
+def test_bad_inputs_of_the_stale_gate_are_refused(demo: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from .hostile import assert_refused
+
+    out = tmp_path / "out"
+    out.mkdir()
+    typo = _config(demo, tmp_path, "max_stale_label: 2%\n")  # an unknown key: refused, with the right name
+    assert_refused(["gate", *map(str, _argv(demo, typo, out))], out, names=[typo], capsys=capsys,
+                   contains=["did you mean 'max_stale_labels'"])
+    config = _config(demo, tmp_path, "max_stale_labels: 2%\n")
+    dup = _write(tmp_path / "dup.jsonl", [{"chunk_id": "a"}, {"chunk_id": "a"}])
+    assert_refused(["gate", *map(str, _argv(demo, config, out, "--corpus", dup))], out, names=[dup], capsys=capsys,
+                   contains=["repeats chunk id 'a'"])
+    missing = tmp_path / "nowhere.jsonl"
+    assert_refused(["gate", *map(str, _argv(demo, config, out, "--corpus", missing))], out, names=[missing],
+                   capsys=capsys)
+    broken = tmp_path / "summary.json"
+    broken.write_text('{"metrics": {"recall@5": {"mean": "high"}}}', encoding="utf-8")
+    assert_refused(["gold", "validate", "--gold", str(demo / "data" / "gold.jsonl"), "--config",
+                    str(demo / "data" / "ship-criteria.yaml"), "--baseline", str(broken)], out, names=[broken],
+                   capsys=capsys)

@@ -210,3 +210,41 @@ def test_gold_file_is_never_half_written(tmp_path: Path, monkeypatch: pytest.Mon
         assert main(["incident", "add", str(pm), "--gold", str(gold)]) == 130
     assert gold.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if re.match(r"\.rankgate-", p.name)) == []
+
+
+def test_gold_file_is_whole_after_a_process_is_killed_mid_write(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A real SIGKILL (no handler runs) while ``incident add`` writes the new gold file: the gold file
+    is byte for byte the old one, and the next ``incident add`` works."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    gold = _write(tmp_path / "gold.jsonl", _lines(DEMO / "gold.jsonl"))
+    pm = _new(tmp_path, capsys, gold)
+    pm.write_text(_fill(pm.read_text(encoding="utf-8")), encoding="utf-8")
+    before = gold.read_bytes()
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from rankgate import atomic
+        real = os.fdopen
+        class Half:  # writes half of the new file, flushes it to disk, then the process is killed
+            def __init__(self, fh): self.fh = fh
+            def __enter__(self): return self
+            def __exit__(self, *exc): self.fh.close(); return False
+            def write(self, data):
+                self.fh.write(data[: len(data) // 2]); self.fh.flush(); os.fsync(self.fh.fileno())
+                os.kill(os.getpid(), signal.SIGKILL)
+        atomic.os.fdopen = lambda fd, mode: Half(real(fd, mode))
+        from rankgate.cli import main
+        sys.exit(main(["incident", "add", sys.argv[1], "--gold", sys.argv[2]]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script, str(pm), str(gold)], capture_output=True, timeout=120,
+                          check=False)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert gold.read_bytes() == before  # whole: the half-written file never took its place
+    leftovers = [p for p in tmp_path.iterdir() if p.name.startswith(".rankgate-")]
+    assert leftovers and all(p.stat().st_size < len(before) + 1000 for p in leftovers)  # the killed temp file
+    code, out = _run(["incident", "add", pm, "--gold", gold], capsys)
+    assert code == 0 and json.loads(gold.read_bytes().splitlines()[-1])["incident_id"] == "inc-req-7f3a"
