@@ -44,8 +44,11 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_stale_and_remap_outputs_are_byte_identical_to_the_slow_build(tmp_path: Path,
-                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_stale_and_remap_outputs_are_byte_identical_to_the_slow_build(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import rankgate.goldset.remap as remap_module
+
+    monkeypatch.setattr(remap_module, "BATCH", 1000)  # the new corpus in 8 batches
     bench = _bench()
     stale, remap = tmp_path / "stale", tmp_path / "remap"
     planted = bench.generate(stale, 20000, 4000, 3)

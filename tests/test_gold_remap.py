@@ -206,6 +206,7 @@ def test_fast_candidates_equal_reference(old: list, new: list, repeat: int) -> N
     ref_old, ref_new, ref_c = candidates_reference(old, new)
     fast_old, fast_new, fast_c = candidates_fast(old, pa.array(new, pa.string()))
     assert fast_c == ref_c
+    assert candidates_fast(old, pa.array(new, pa.string()), batch=2)[2] == ref_c  # the corpus read in batches
     assert sorted(fast_new) == sorted(ref_new)
     assert [t for _, t in fast_old] == [t for _, t in ref_old]
     for (fs, _), (rs, _) in zip(fast_old, ref_old):  # same shingles, coded as integers
@@ -231,6 +232,9 @@ def test_fast_candidates_with_pair_numbering_equal_reference(monkeypatch: pytest
     assert candidates_fast(old, pa.array(new)) == candidates_fast(old, pa.array(new)) != ([], {}, [])
     fast = candidates_fast(old, pa.array(new))
     assert fast[2] == candidates_reference(old, new)[2] == [[0], [1], [2], []]
+    # the candidates' own shingles are numbered as the old texts' are (a shared shingle is one code)
+    olds, news = fast[0], fast[1]
+    assert set(olds[0][0]) <= set(news[0][0]) and set(olds[2][0]) == set(news[2][0])
 
 
 def _gold_for(ids: list[str]):

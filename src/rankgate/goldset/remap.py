@@ -172,27 +172,26 @@ def candidates_reference(old_texts: Sequence[str | None], new_texts: Sequence[st
     return olds, news, cands
 
 
-def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
-    """:func:`candidates_reference` with shingles as integers, tokenised by arrow and indexed by
-    numpy: one pass over the new corpus. Same candidates; the shingles are integer codes (one per
-    distinct shingle) instead of token tuples."""
+def _tokens(texts: Any) -> tuple[Any, Any]:
+    """The non-empty tokens of ``texts`` (one arrow string array) and each text's number of them."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    n_old = len(old_texts)
-    lists = pa.concat_arrays([_token_lists(list(old_texts)), _token_lists(new_texts)])
+    lists = _token_lists(texts)
     flat = pc.list_flatten(lists)
     parent = pc.list_parent_indices(lists).to_numpy()
     keep = pc.not_equal(flat, "")
     flat, parent = flat.filter(keep), parent[keep.to_numpy(zero_copy_only=False)]
-    n_texts = len(lists)
-    counts = np.bincount(parent, minlength=n_texts).astype(np.int64)
-    enc = flat.dictionary_encode()
-    ids = enc.indices.to_numpy().astype(np.int64)
-    V = len(enc.dictionary) + 1  # V - 1 pads texts shorter than a shingle
-    del lists, flat, parent, keep, enc  # the arrays below are the big ones: free what is done with
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return flat, np.bincount(parent, minlength=len(lists)).astype(np.int64)
+
+
+def _keys(ids: Any, counts: Any, V: int) -> tuple[Any, Any]:
+    """Every shingle's integer key (``V`` token codes per place; ``V - 1`` pads a short text) and
+    the text it belongs to, in text order."""
+    import numpy as np
+
+    n_texts = len(counts)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if n_texts else np.zeros(0, dtype=np.int64)
     # shingle i of text t starts at token starts[t] + i; short texts get one padded shingle
     n_sh = np.where(counts >= SHINGLE, counts - SHINGLE + 1, (counts > 0).astype(np.int64))
     text_of = np.repeat(np.arange(n_texts, dtype=np.int64), n_sh)
@@ -205,7 +204,6 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     first = np.flatnonzero(starts_here)
     del starts_here
     pad = np.concatenate((ids, np.full(SHINGLE, V - 1, dtype=np.int64)))
-    del ids
     # the shingles of short texts, whose later tokens are the pad (not the next text's tokens)
     short_text = np.flatnonzero(~long & (counts > 0))
     short_at = (np.cumsum(n_sh) - n_sh)[short_text]
@@ -225,13 +223,54 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
         else:  # too many distinct tokens for one int64: number the pairs first (still exact)
             _, key = np.unique(key * V + part(k), return_inverse=True)
             key = key.astype(np.int64).reshape(-1)
-    del first, pad
-    # The keys themselves identify shingles exactly; only the old texts' distinct keys are sorted
-    # (a few million at most), and the new corpus is looked up in them.
-    is_old = text_of < n_old
-    old_code, old_text = key[is_old], text_of[is_old]
-    new_code, new_text = key[~is_old], text_of[~is_old] - n_old
-    del key, text_of, is_old
+    return key, text_of
+
+
+def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: int | None = None) -> Found:
+    """:func:`candidates_reference` with shingles as integers, tokenised by arrow and indexed by
+    numpy. Same candidates; the shingles are integer codes instead of token tuples.
+
+    Tokens are numbered by the old texts' vocabulary; a new token outside it gets one shared code
+    (``foreign``), since a shingle holding it can equal no old shingle (two new shingles that differ
+    only there get one code: that only loosens an upper bound the picking uses to skip candidates).
+    The new corpus is read in batches of ``batch`` texts (default :data:`BATCH`), keeping only its
+    shingles that are old shingles, so memory follows the batch and the labelled texts, not the
+    corpus. (Past ~1.6M distinct old tokens the keys number token pairs, which needs every text at
+    once: one batch.) The candidate new texts are tokenised again at the end for their own shingles."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n_old = len(old_texts)
+    if not isinstance(new_texts, (pa.Array, pa.ChunkedArray)):
+        new_texts = pa.array(list(new_texts), pa.string())
+    n_new = len(new_texts)
+    o_flat, o_counts = _tokens(list(old_texts))
+    enc = o_flat.dictionary_encode()
+    vocab = enc.dictionary
+    V = len(vocab) + 2  # V - 2: a token the old texts do not have; V - 1: the pad
+    foreign = V - 2
+    whole = V ** SHINGLE >= _INT64_KEYS  # pair numbering: old and new texts must be keyed together
+    old_ids = enc.indices.to_numpy().astype(np.int64)
+    del o_flat, enc
+
+    def codes(texts: Any) -> tuple[Any, Any]:
+        flat, counts = _tokens(texts)
+        ids = pc.index_in(flat, value_set=vocab).fill_null(foreign).to_numpy(zero_copy_only=False).astype(np.int64)
+        return ids, counts
+
+    batches: list[tuple[Any, Any]] = []
+    if whole:
+        new_ids, n_counts = codes(new_texts)
+        key, text_of = _keys(np.concatenate((old_ids, new_ids)), np.concatenate((o_counts, n_counts)), V)
+        is_old = text_of < n_old
+        old_code, old_text = key[is_old], text_of[is_old]
+        batches.append((key[~is_old], text_of[~is_old] - n_old))
+        del key, text_of, is_old, new_ids
+    else:
+        old_code, old_text = _keys(old_ids, o_counts, V)
+        n_counts = np.zeros(n_new, dtype=np.int64)
+    del old_ids
     uniq, old_inv = np.unique(old_code, return_inverse=True)
     old_inv = old_inv.reshape(-1)
     # A bit table of the old shingles' hashes rules most new shingles out with one memory read each;
@@ -240,20 +279,38 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     bits = _HASH_BITS if len(uniq) > 1 << 16 else 20
     table = np.zeros(1 << bits, dtype=bool)
     table[_slot(uniq, bits)] = True
-    maybe = np.flatnonzero(table[_slot(new_code, bits)])
-    del table
-    found = np.zeros(len(new_code), dtype=bool)
-    at = np.zeros(len(new_code), dtype=np.int64)
-    if len(uniq) and len(maybe):
-        pos = pc.index_in(pa.array(new_code[maybe]), value_set=pa.array(uniq)).fill_null(-1)
+    value_set = pa.array(uniq)
+
+    def found_in_old(new_code: Any, new_text: Any) -> tuple[Any, Any]:
+        """The new shingles that are old shingles: their text, and their place in ``uniq``."""
+        maybe = np.flatnonzero(table[_slot(new_code, bits)])
+        if not len(uniq) or not len(maybe):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        pos = pc.index_in(pa.array(new_code[maybe]), value_set=value_set).fill_null(-1)
         pos = pos.to_numpy(zero_copy_only=False).astype(np.int64)
         ok = pos >= 0
-        found[maybe[ok]] = True
-        at[maybe[ok]] = pos[ok]
-    df = np.bincount(at[found], minlength=len(uniq))  # occurrences in the new corpus of each old shingle
-    hit = found.copy()
-    hit[found] = df[at[found]] <= MAX_DF
-    h_at, h_new = at[hit], new_text[hit]
+        return new_text[maybe[ok]], pos[ok]
+
+    hit_text, hit_at = [], []
+    step = max(1, batch or BATCH)
+    for b0 in range(0, 0 if whole else n_new, step):
+        ids, counts = codes(new_texts.slice(b0, min(step, n_new - b0)))
+        n_counts[b0:b0 + len(counts)] = counts
+        key, text_of = _keys(ids, counts, V)
+        t, at = found_in_old(key, text_of + b0)
+        hit_text.append(t)
+        hit_at.append(at)
+    for key, text_of in batches:
+        t, at = found_in_old(key, text_of)
+        hit_text.append(t)
+        hit_at.append(at)
+    del table
+    f_text = np.concatenate(hit_text) if hit_text else np.zeros(0, dtype=np.int64)
+    f_at = np.concatenate(hit_at) if hit_at else np.zeros(0, dtype=np.int64)
+    df = np.bincount(f_at, minlength=len(uniq))  # occurrences in the new corpus of each old shingle
+    rare = df[f_at] <= MAX_DF
+    h_at, h_new = f_at[rare], f_text[rare]
+    del f_text, f_at, rare
     # join the hits with the old postings: the old positions of each distinct shingle lie together
     order = np.argsort(old_inv, kind="stable")
     ot = old_text[order]
@@ -262,22 +319,33 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any) -> Found:
     reps = hi - lo
     pair_old = ot[np.repeat(lo, reps) + (np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps))]
     pair_new = np.repeat(h_new, reps)
-    pairs, hits = np.unique(pair_old * max(len(new_texts), 1) + pair_new, return_counts=True)
-    po, pn = pairs // max(len(new_texts), 1), pairs % max(len(new_texts), 1)
-    ok = _enough(hits, counts[po], counts[n_old + pn])
+    width = max(n_new, 1)
+    pairs, hits = np.unique(pair_old * width + pair_new, return_counts=True)
+    po, pn = pairs // width, pairs % width
+    ok = _enough(hits, o_counts[po], n_counts[pn])
     po, pn = po[ok], pn[ok]
     cands: list[list[int]] = [[] for _ in range(n_old)]
     for o, j in zip(po.tolist(), pn.tolist()):
         cands[o].append(j)
-    olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), counts)
+    olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), o_counts)
     wanted = np.unique(pn)
-    mark = np.zeros(max(len(new_texts), 1), dtype=bool)
-    mark[wanted] = True
-    sel = mark[new_text]
-    news = _texts_of(new_text[sel], new_code[sel], wanted, counts[n_old:])
+    # the candidate texts' own shingles, keyed as above
+    if whole:  # pair numbers hold only within one keying: take them from it
+        key, text_of = batches[0]
+        mark = np.zeros(width, dtype=bool)
+        mark[wanted] = True
+        sel = mark[text_of]
+        news = _texts_of(text_of[sel], key[sel], wanted, n_counts)
+    elif len(wanted):
+        ids, counts = codes(new_texts.take(pa.array(wanted)))
+        key, text_of = _keys(ids, counts, V)
+        news = _texts_of(text_of, key, np.arange(len(wanted), dtype=np.int64), counts)
+    else:
+        news = []
     return olds, dict(zip(wanted.tolist(), news)), cands
 
 
+BATCH = 100_000  # new-corpus texts tokenised at once by candidates_fast
 _HASH_BITS = 26
 _INT64_KEYS = 2 ** 62  # below this many possible shingles, one int64 holds a shingle's tokens
 
