@@ -305,28 +305,33 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
         hit_text.append(t)
         hit_at.append(at)
     del table
-    f_text = np.concatenate(hit_text) if hit_text else np.zeros(0, dtype=np.int64)
-    f_at = np.concatenate(hit_at) if hit_at else np.zeros(0, dtype=np.int64)
-    df = np.bincount(f_at, minlength=len(uniq))  # occurrences in the new corpus of each old shingle
-    rare = df[f_at] <= MAX_DF
-    h_at, h_new = f_at[rare], f_text[rare]
-    del f_text, f_at, rare
+    df = np.zeros(len(uniq), dtype=np.int64)  # occurrences in the new corpus of each old shingle
+    for at in hit_at:
+        df += np.bincount(at, minlength=len(uniq))
     # join the hits with the old postings: the old positions of each distinct shingle lie together
     order = np.argsort(old_inv, kind="stable")
     ot = old_text[order]
     start = np.concatenate(([0], np.cumsum(np.bincount(old_inv, minlength=len(uniq)))))
-    lo, hi = start[h_at], start[h_at + 1]
-    reps = hi - lo
-    pair_old = ot[np.repeat(lo, reps) + (np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps))]
-    pair_new = np.repeat(h_new, reps)
     width = max(n_new, 1)
-    pairs, hits = np.unique(pair_old * width + pair_new, return_counts=True)
-    po, pn = pairs // width, pairs % width
-    ok = _enough(hits, o_counts[po], n_counts[pn])
-    po, pn = po[ok], pn[ok]
     cands: list[list[int]] = [[] for _ in range(n_old)]
-    for o, j in zip(po.tolist(), pn.tolist()):
-        cands[o].append(j)
+    found_new = []
+    # batch by batch: the batches hold different new texts, so their (old, new) pairs never meet
+    for f_text, f_at in zip(hit_text, hit_at):
+        rare = df[f_at] <= MAX_DF
+        h_at, h_new = f_at[rare], f_text[rare]
+        lo, hi = start[h_at], start[h_at + 1]
+        reps = hi - lo
+        pair_old = ot[np.repeat(lo, reps) + (np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps))]
+        pairs, hits = np.unique(pair_old * width + np.repeat(h_new, reps), return_counts=True)
+        del pair_old
+        po, pn = pairs // width, pairs % width
+        ok = _enough(hits, o_counts[po], n_counts[pn])
+        po, pn = po[ok], pn[ok]
+        for o, j in zip(po.tolist(), pn.tolist()):
+            cands[o].append(j)
+        found_new.append(pn)
+    del hit_text, hit_at
+    pn = np.concatenate(found_new) if found_new else np.zeros(0, dtype=np.int64)
     olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), o_counts)
     wanted = np.unique(pn)
     # the candidate texts' own shingles, keyed as above
