@@ -138,6 +138,8 @@ def covered(text: Text, present: set[Hashable] | frozenset[Hashable]) -> int:
     at = [i for i, sh in enumerate(seq) if sh in present]
     if not at:
         return 0
+    if at[-1] - at[0] + 1 == len(at):  # one run of neighbouring shingles (the usual case)
+        return len(at) - 1 + SHINGLE
     # equal-length spans in start order: each adds what lies before the next one starts
     return sum(b - a if b - a < SHINGLE else SHINGLE for a, b in zip(at, at[1:])) + SHINGLE
 
