@@ -468,3 +468,14 @@ def test_labels_without_a_date_are_of_unknown_age(tmp_path: Path, capsys: pytest
             "newest 2026-07-01, median age 0.5 days as of 2026-06-01; 1 dated after 2026-06-01") in out
     assert "| warning | 3 | q3 | bad\\_created | created 'last week' is not a date YYYY-MM-DD" in out
     assert "| warning | 4 | q4 | future\\_created | created 2026-07-01 is after 2026-06-01 |" in out
+
+
+def test_power_note_names_the_ship_criteria_confidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """At 90% confidence: z = 1.64485 + 0.84162 = 2.48647; four queries at a 0.8 threshold give
+    2.48647·√(0.16/4) = 0.497, 50 pp (56 pp at 95%)."""
+    gold = _write(tmp_path / "gold.jsonl", [{"query_id": f"q{i}", "relevant_chunks": [f"d{i}"]} for i in range(4)])
+    config = tmp_path / "ship.yaml"
+    config.write_text("defaults: {confidence: 0.9}\ngates:\n  - name: recall\n    metric: recall@5\n    threshold: 0.8\n"
+                      "    regression_max: 0.05\n    owner: search\n", encoding="utf-8")
+    code, out = _run(["gold", "validate", "--gold", gold, "--config", config, "--as-of", "2026-06-01"], capsys)
+    assert code == 0 and "| recall | all queries | 4 | 50 pp |" in out and "90% confidence and 80% power" in out

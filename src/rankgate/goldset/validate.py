@@ -109,6 +109,7 @@ class ValidationReport:
     power: tuple[SegmentPower, ...]
     owners: tuple[tuple[str, str | None], ...]  # (gate name, owner)
     baseline_path: str | None = None
+    confidence: float = 0.95  # of the smallest-visible-drop figures (the ship criteria's)
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -265,5 +266,5 @@ def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: 
         len(gold.queries), sum(len(q.labels) for q in gold.queries), sum(q.no_answer for q in gold.queries),
         tuple(findings), _mix([q.value("source_of_query") for q in gold.queries]),
         _mix(tiers) if any(t is not None for t in tiers) else (), _age(gold, as_of), tuple(power), tuple(owners),
-        baseline_path,
+        baseline_path, config.confidence if config is not None else 0.95,
     )

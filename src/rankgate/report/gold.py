@@ -144,10 +144,11 @@ _POWER_NOTE = ("Smallest visible drop: binomial approximation, 95% confidence an
 
 def _power_note(r: ValidationReport) -> str:
     methods = {p.method for p in r.power}
+    conf = f"{r.confidence * 100:g}% confidence"
     if "bootstrap" not in methods:
-        return _POWER_NOTE
+        return _POWER_NOTE.replace("95% confidence", conf)
     text = (f"Smallest visible drop: from the bootstrap standard error of baseline {_name(r.baseline_path)}'s "
-            "per-query values in each segment (paired change taken as spread like one run), 95% confidence and "
+            f"per-query values in each segment (paired change taken as spread like one run), {conf} and "
             "80% power")
     if "binomial" in methods:
         text += "; gates whose metric the baseline lacks use the binomial approximation"
