@@ -162,7 +162,9 @@ def stale_check(config: GateConfig, report: Any | None) -> StaleCheck | None:
              else f"{config.max_stale_share * 100:.1f}%")
     if report is None:
         return StaleCheck("not_checked", limit, config.stale_severity, config.stale_owner)
-    over = report.over_limit
+    # the config's limit decides, whatever limit the report was made with
+    over = ((config.max_stale_labels is not None and len(report.stale) > config.max_stale_labels)
+            or (config.max_stale_share is not None and report.share > config.max_stale_share + 1e-12))
     status = ("fail" if config.stale_severity == "error" else "warn") if over else "pass"
     return StaleCheck(status, limit, config.stale_severity, config.stale_owner, len(report.stale), report.labels,
                       {k: n for k, n in report.by_reason().items() if n}, os.path.basename(str(report.corpus_path)))
