@@ -11,6 +11,7 @@ import numpy as np
 
 from rankgate.gates import decide, parse_config
 from rankgate.report.comment import MARKER, MAX_BYTES, comment_markdown, gate_sentences
+from rankgate.report.compare import comparison_markdown
 from rankgate.results import EvaluationResult
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -152,7 +153,7 @@ defaults: {seed: 0, resamples: 1000}
 def test_golden_comment_against_a_baseline_run():
     base, cand = make_results()
     out = decide(parse_config(CONFIG, path="ship-criteria.yaml"), cand, base)
-    md = out.markdown()
+    md = comment_markdown(out)
     check_golden("gate_comment.md", md)
     assert comment_markdown(json.loads(out.to_json())) == md  # re-rendered from the --json file: same text
 
@@ -175,7 +176,7 @@ def test_a_value_near_its_limit_shows_enough_digits_to_see_the_verdict():
 
 def test_tables_name_every_column_and_repeat_limits_on_segment_rows():
     base, cand = make_results()
-    md = decide(parse_config(CONFIG, path="ship-criteria.yaml"), cand, base).markdown()
+    md = comment_markdown(decide(parse_config(CONFIG, path="ship-criteria.yaml"), cand, base))
     table_heads = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line and "|:" not in line]
     assert not any(line.rstrip().endswith("| |") for line in md.splitlines() if line.startswith(("| Query", "| Segment")))
     assert "| ↳ lang = de | recall@5 |" in md
@@ -231,7 +232,7 @@ def test_other_markdown_renderers_neutralise_mentions_too():
                          np.array([1, 1, 1, 0]), inputs={"run": {"path": "@bob.jsonl"}})
     c = EvaluationResult(ids, ("recall@5",), {"recall@5": np.array([0.0, 1.0, 1.0, 1.0])}, {"tags.lang": lang},
                          np.array([0, 1, 1, 1]), inputs={"run": {"path": "@carol\u202e.jsonl"}})
-    md = compare(b, c, by="lang", n_resamples=100, n_permutations=100).markdown()
+    md = comparison_markdown(compare(b, c, by="lang", n_resamples=100, n_permutations=100))
     assert "alice" in md and "org/team" in md and "bob" in md
     assert not re.search(r"(?<![A-Za-z0-9])@[A-Za-z0-9]", md) and "\u202e" not in md
 

@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankgate.compare import compare, higher_is_better, is_share
+from rankgate.compare import compare
 from rankgate.errors import UsageError
+from rankgate.metrics import higher_is_better, is_share
+from rankgate.report.compare import comparison_markdown, comparison_renderable
 from rankgate.results import EvaluationResult
 
 HERE = Path(__file__).parent
@@ -98,7 +100,7 @@ def test_unpaired_and_missing_queries_are_reported_never_dropped_silently():
     assert cmp.missing_from_candidate_run == ("q21",)
     assert cmp.paired == 24
     assert cmp.not_compared == ("judged@5",)
-    text = "\n".join(cmp.markdown().splitlines()[-6:])
+    text = "\n".join(comparison_markdown(cmp).splitlines()[-6:])
     assert "q25" in text and "q26" in text and "q21" in text and "judged@5" in text
 
 
@@ -153,14 +155,14 @@ def test_terminal_table_golden():
     base, cand = make_pair()
     cmp = compare(base, cand, by=["lang"], n_resamples=500, n_permutations=999, top=5)
     console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
-    console.print(cmp.table())
+    console.print(comparison_renderable(cmp))
     check_golden("compare_table.txt", console.export_text())
 
 
 def test_markdown_golden():
     base, cand = make_pair()
     cmp = compare(base, cand, by=["lang"], n_resamples=500, n_permutations=999, top=5)
-    check_golden("compare.md", cmp.markdown())
+    check_golden("compare.md", comparison_markdown(cmp))
 
 
 # -- the command, end to end ----------------------------------------------------------------------

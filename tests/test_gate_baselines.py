@@ -13,6 +13,7 @@ from rankgate.baseline import hash_query_id, load_baseline_summary
 from rankgate.cli import main
 from rankgate.errors import InputError
 from rankgate.gates import gate
+from rankgate.report.comment import comment_markdown
 
 DATA = Path(__file__).parent / "data" / "gate"
 
@@ -67,10 +68,10 @@ def test_without_per_query_values_the_means_rule_decides_and_the_comment_says_so
     out = gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
                str(demo / "runs" / "candidate.jsonl"), str(old))
     assert out.rule == "means" and not out.passed  # the drop within noise now blocks: why the paired rule matters
-    md = out.markdown()
+    md = comment_markdown(out)
     assert "**Rule: means only.**" in md and "it has no per-query values" in md
-    paired = gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
-                  str(demo / "runs" / "candidate.jsonl"), str(demo / "baseline" / "summary.json")).markdown()
+    paired = comment_markdown(gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
+                  str(demo / "runs" / "candidate.jsonl"), str(demo / "baseline" / "summary.json")))
     assert "**Rule: paired test.**" in paired and "paired by query (the summary keeps each query's values)" in paired
 
 
@@ -91,7 +92,7 @@ def test_another_gold_set_is_detected_and_falls_back_to_means(tmp_path, capsys):
     out = gate(str(ship), str(edited), str(DATA / "cand.jsonl"), str(base))
     assert out.rule == "means"
     assert any("another gold set" in n for n in out.notes)
-    assert "It is means only because it was computed on another gold set (the gold file's sha256 differs).\n" in out.markdown()
+    assert "It is means only because it was computed on another gold set (the gold file's sha256 differs).\n" in comment_markdown(out)
     same = gate(str(ship), str(DATA / "gold.jsonl"), str(DATA / "cand.jsonl"), str(base))
     assert same.rule == "paired"
 
@@ -232,6 +233,6 @@ def test_a_summary_lacking_one_gated_metric_judges_only_that_gate_on_means(demo,
             assert all(c["kind"] != "regression" or "no paired test" in (c["note"] or "") for c in g["checks"])
         else:  # every other gate keeps the paired rule: the same checks as against the run
             assert g == g_run
-    md = gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
-              str(demo / "runs" / "candidate.jsonl"), str(partial)).markdown()
+    md = comment_markdown(gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
+              str(demo / "runs" / "candidate.jsonl"), str(partial)))
     assert "Gates on hit@5 are judged on the change in means" in md and "no per-query values of hit@5" in md

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rankgate.errors import MetricSpecError, UsageError
+from rankgate.report.tables import segment_markdown, segment_table, sweep_markdown
 from rankgate.results import EvaluationResult
 from rankgate.segments import segment_summary
 from rankgate.stats import bootstrap_ci
@@ -61,10 +62,10 @@ def test_segment_renderers():
 
     s = segment_summary(make_result(), "intent", n_resamples=200)
     console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
-    console.print(s.table())
+    console.print(segment_table(s))
     text = console.export_text()
     assert "intent = a" in text and "95% CI" in text
-    md = s.markdown()
+    md = segment_markdown(s)
     assert md.splitlines()[0] == "| segment | metric | n | mean | 95% CI |"
     # shares as the panel shows them (66.7%, not 0.6667), intervals as "a to b"
     assert "| intent = a | recall@5 | 3 | 66.7% |" in md
@@ -100,7 +101,7 @@ def test_k_sweep_evaluates_once_and_builds_curves():
     assert sweep.result is not None and "hit@5" in sweep.result.values
     d = sweep.to_dict()
     assert d["ks"] == [1, 2, 3, 5] and d["curves"]["hit"]["n"] == [40, 40, 40, 40]
-    assert "| recall | 0.3000 | 0.6000 | 0.9000 | 0.9000 |" in sweep.markdown()
+    assert "| recall | 0.3000 | 0.6000 | 0.9000 | 0.9000 |" in sweep_markdown(sweep)
 
 
 def test_sweep_from_result_with_intervals():

@@ -12,6 +12,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from rankgate.compare import compare
+from rankgate.report.compare import comparison_renderable
 
 from .test_compare import check_golden, make_pair
 
@@ -27,7 +28,7 @@ def _render(renderable, width: int) -> str:
 def test_compare_table_at_80_columns_keeps_metric_names_whole():
     base, cand = make_pair()
     cmp = compare(base, cand, by=["lang"], n_resamples=500, n_permutations=999, top=5)
-    text = _render(cmp.table(), 80)
+    text = _render(comparison_renderable(cmp), 80)
     check_golden("compare_table_80.txt", text)
     lines = text.splitlines()
     assert max(cell_len(line) for line in lines) <= 80

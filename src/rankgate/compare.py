@@ -22,7 +22,6 @@ A row's *verdict* is ``better`` or ``worse`` when its Holm-corrected p-value is 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,30 +29,17 @@ from typing import Any
 import numpy as np
 
 from .errors import UsageError
-from .metrics.registry import metric_info
-from .results import EvaluationResult
-from .segments import _split_by, ordered_labels, segment_labels
+from ._jsonable import exact_mean, nan_to_none
+# metric facts live in the registry; re-exported here for code written against earlier releases
+from .metrics.registry import higher_is_better, is_share, metric_family
+from .results import EvaluationResult, run_label
+from .segments import ordered_labels, segment_labels, split_fields
 from .stats import holm, paired_bootstrap_ci, randomization_test
 
 __all__ = [
-    "Comparison", "DeltaRow", "MultiComparison", "QueryChange", "SystemPairing", "SystemRow", "compare",
-    "compare_systems", "higher_is_better", "is_share",
+    "Comparison", "DeltaRow", "MultiComparison", "QueryChange", "SystemPairing", "SystemRow", "change_dict",
+    "change_stats", "compare", "compare_systems", "higher_is_better", "is_share", "metric_family",
 ]
-
-def metric_family(metric: str) -> str:
-    """The registered metric name of a spec (``ndcg(gain=exp)@10`` -> ``ndcg``)."""
-    return metric_info(metric).family
-
-
-def higher_is_better(metric: str) -> bool:
-    """False for rates of something bad (``forbidden@k``, ``redundancy@k``, ``false_evidence``)."""
-    return metric_info(metric).higher_is_better
-
-
-def is_share(metric: str) -> bool:
-    """True when the metric's values are shares in [0, 1] best read as percentages."""
-    return metric_info(metric).is_share
-
 
 @dataclass(frozen=True)
 class DeltaRow:
@@ -102,9 +88,34 @@ class QueryChange:
     note: str = ""
 
 
+def change_dict(c: QueryChange) -> dict[str, Any]:
+    return {
+        "query_id": c.query_id,
+        "metric": c.metric,
+        "baseline": nan_to_none(c.baseline),
+        "candidate": nan_to_none(c.candidate),
+        "delta": nan_to_none(c.delta),
+        "first_relevant_rank": {"baseline": c.baseline_rank, "candidate": c.candidate_rank},
+        "note": c.note,
+    }
+
+
+def change_stats(r: Any, confidence: float) -> dict[str, Any]:
+    """The paired statistics of one comparison row, as both the two-run and the several-runs dicts give them."""
+    return {
+        "delta": nan_to_none(r.delta),
+        "ci_low": nan_to_none(r.ci_low),
+        "ci_high": nan_to_none(r.ci_high),
+        "p_value": nan_to_none(r.p_value),
+        "p_holm": nan_to_none(r.p_holm),
+        "higher_is_better": r.higher_is_better,
+        "verdict": r.verdict(confidence),
+    }
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """The result of :func:`compare`; render with :meth:`table`, :meth:`markdown`, :meth:`to_dict`."""
+    """The result of :func:`compare`; :meth:`to_dict` for JSON, renderers in :mod:`rankgate.report.compare`."""
 
     metrics: tuple[str, ...]
     by: tuple[str, ...]
@@ -134,31 +145,46 @@ class Comparison:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        from .report.compare import comparison_dict
-
-        return comparison_dict(self)
-
-    def table(self):
-        from .report.compare import comparison_renderable
-
-        return comparison_renderable(self)
-
-    def markdown(self) -> str:
-        from .report.compare import comparison_markdown
-
-        return comparison_markdown(self)
-
-
-def _label(result: EvaluationResult, given: str | None, default: str) -> str:
-    if given:
-        return given
-    run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
-    path = run.get("path") if hasattr(run, "get") else None
-    return os.path.basename(str(path)) if path else default
-
-
-def _mean(x: np.ndarray) -> float:
-    return math.fsum(x.tolist()) / x.size if x.size else math.nan
+        """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
+        return {
+            "baseline": self.baseline_label,
+            "candidate": self.candidate_label,
+            "metrics": list(self.metrics),
+            "by": list(self.by),
+            "rows": [
+                {
+                    "metric": r.metric,
+                    "field": r.field,
+                    "segment": r.segment,
+                    "n": r.n,
+                    "baseline": nan_to_none(r.baseline),
+                    "candidate": nan_to_none(r.candidate),
+                    **change_stats(r, self.confidence),
+                }
+                for r in self.rows
+            ],
+            "queries": {
+                "paired": self.paired,
+                "changed": self.changed,
+                "only_in_baseline": list(self.only_in_baseline),
+                "only_in_candidate": list(self.only_in_candidate),
+                "missing_from_baseline_run": list(self.missing_from_baseline_run),
+                "missing_from_candidate_run": list(self.missing_from_candidate_run),
+            },
+            "primary": self.primary,
+            "most_regressed": [change_dict(c) for c in self.regressions],
+            "most_improved": [change_dict(c) for c in self.improvements],
+            "not_compared": list(self.not_compared),
+            "statistics": {
+                "seed": self.seed,
+                "resamples": self.n_resamples,
+                "permutations": self.n_permutations,
+                "confidence": self.confidence,
+                "interval": "paired percentile bootstrap of the mean change over queries",
+                "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
+                "correction": "Holm across every row of the table",
+            },
+        }
 
 
 def compare(
@@ -194,13 +220,13 @@ def compare(
         names = [m for m in base.metric_names if m in cand.values]
         not_compared = tuple(m for m in (*base.metric_names, *cand.metric_names) if not (m in base.values and m in cand.values))
     else:
-        names = [base._name(m) for m in metrics]
+        names = [base.resolve_metric(m) for m in metrics]
         for m in names:
-            cand._name(m)
+            cand.resolve_metric(m)
         not_compared = ()
     if not names:
         raise UsageError("the two results share no metric; evaluate both runs with the same metrics")
-    prim = names[0] if primary is None else base._name(primary)
+    prim = names[0] if primary is None else base.resolve_metric(primary)
     if prim not in names:
         names.append(prim)
 
@@ -215,7 +241,7 @@ def compare(
 
     scopes: list[tuple[str | None, str | None, np.ndarray]] = [(None, None, np.arange(bi.size))]
     keys: list[str] = []
-    for name in _split_by(by):
+    for name in split_fields(by):
         source = base
         try:
             key, labels = segment_labels(base, name)
@@ -242,7 +268,7 @@ def compare(
             vb, vc = vb_all[idx], vc_all[idx]
             ok = ~(np.isnan(vb) | np.isnan(vc))
             b, c = vb[ok], vc[ok]
-            mb, mc = _mean(b), _mean(c)
+            mb, mc = exact_mean(b), exact_mean(c)
             low, high = paired_bootstrap_ci(b, c, rng=seed, n_resamples=n_resamples, confidence=confidence)
             p = randomization_test(b, c, rng=seed, n_resamples=n_permutations)
             raw.append(DeltaRow(m, key, label, int(ok.sum()), mb, mc, mc - mb, low, high, p, math.nan, hib))
@@ -269,8 +295,8 @@ def compare(
         missing_from_baseline_run=tuple(q for q in paired_ids if q in bmiss),
         missing_from_candidate_run=tuple(q for q in paired_ids if q in cmiss),
         not_compared=tuple(dict.fromkeys(not_compared)),
-        baseline_label=_label(base, baseline_label, "baseline"),
-        candidate_label=_label(cand, candidate_label, "candidate"),
+        baseline_label=run_label(base, baseline_label, "baseline"),
+        candidate_label=run_label(cand, candidate_label, "candidate"),
         seed=seed,
         n_resamples=n_resamples,
         n_permutations=n_permutations,
@@ -365,6 +391,45 @@ class MultiComparison:
                 return r
         return None
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
+        return {
+            "baseline": self.baseline,
+            "runs": list(self.systems),
+            "metrics": list(self.metrics),
+            "rows": [
+                {
+                    "metric": r.metric,
+                    "run": r.system,
+                    "n": r.n,
+                    "baseline": nan_to_none(r.baseline),
+                    "mean": nan_to_none(r.candidate),
+                    **change_stats(r, self.confidence),
+                }
+                for r in self.rows
+            ],
+            "queries": {
+                p.system: {
+                    "paired": p.paired,
+                    "only_in_baseline": list(p.only_in_baseline),
+                    "only_in_run": list(p.only_in_system),
+                    "missing_from_run": list(p.missing_from_run),
+                }
+                for p in self.pairings
+            },
+            "missing_from_baseline_run": list(self.missing_from_baseline_run),
+            "not_compared": list(self.not_compared),
+            "statistics": {
+                "seed": self.seed,
+                "resamples": self.n_resamples,
+                "permutations": self.n_permutations,
+                "confidence": self.confidence,
+                "interval": "paired percentile bootstrap of the mean change over queries",
+                "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
+                "correction": "Holm across every (run, metric) row",
+            },
+        }
+
 
 def compare_systems(
     results: Sequence[EvaluationResult],
@@ -388,7 +453,7 @@ def compare_systems(
     results = list(results)
     if len(results) < 2 or not all(isinstance(r, EvaluationResult) for r in results):
         raise UsageError("compare_systems() takes two or more EvaluationResult objects (from rankgate.evaluate)")
-    names = [_label(r, None, f"run {i + 1}") for i, r in enumerate(results)] if labels is None else [str(x) for x in labels]
+    names = [run_label(r, None, f"run {i + 1}") for i, r in enumerate(results)] if labels is None else [str(x) for x in labels]
     if len(names) != len(results):
         raise UsageError(f"got {len(names)} labels for {len(results)} results")
     if len(set(names)) != len(names):
@@ -408,10 +473,10 @@ def compare_systems(
         every = [m for r in results for m in r.metric_names]
         not_compared = tuple(dict.fromkeys(m for m in every if m not in shared))
     else:
-        shared = [base._name(m) for m in metrics]
+        shared = [base.resolve_metric(m) for m in metrics]
         for r in results:
             for m in shared:
-                r._name(m)
+                r.resolve_metric(m)
         not_compared = ()
     if not shared:
         raise UsageError("the results share no metric; evaluate every run with the same metrics")
@@ -442,7 +507,7 @@ def compare_systems(
             vb, vo = base.values[m][bi], results[i].values[m][oi]
             ok = ~(np.isnan(vb) | np.isnan(vo))
             x, y = vb[ok], vo[ok]
-            mb, mo = _mean(x), _mean(y)
+            mb, mo = exact_mean(x), exact_mean(y)
             low, high = paired_bootstrap_ci(x, y, rng=seed, n_resamples=n_resamples, confidence=confidence)
             p = randomization_test(x, y, rng=seed, n_resamples=n_permutations)
             raw.append(SystemRow(m, None, None, int(ok.sum()), mb, mo, mo - mb, low, high, p, math.nan, hib,

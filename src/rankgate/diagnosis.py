@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .report.numbers import fmt_delta, fmt_value
+from .metrics.display import fmt_delta, fmt_value
 
 __all__ = ["RULES", "Finding", "SegmentSignal", "Signals", "SourceSignal", "Thresholds", "diagnose"]
 

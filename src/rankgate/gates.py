@@ -41,12 +41,14 @@ from typing import Any
 
 import numpy as np
 
+from ._jsonable import nan_to_none
 from .baseline import (BaselineSummary, gold_sha256_of, is_summary_file, load_baseline_summary, per_query_dict,
                        summary_or_run)
-from .compare import Comparison, QueryChange, compare, higher_is_better
+from .compare import Comparison, QueryChange, compare
 from .errors import ConfigError, UsageError
+from .metrics.registry import higher_is_better
 from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
-from .results import EvaluationResult
+from .results import EvaluationResult, run_label
 from .segments import SegmentSummary, display_field, field_key, segment_summary
 from .stats import metric_cis
 
@@ -70,10 +72,6 @@ __all__ = [
 
 EPS = 1e-9
 NAN = math.nan
-
-
-def _clean(x: Any) -> Any:
-    return None if isinstance(x, float) and math.isnan(x) else x
 
 
 # -- outcome ------------------------------------------------------------------------------------
@@ -226,15 +224,15 @@ class GateOutcome:
                     "segments": list(r.gate.segments),
                     "owner": r.gate.owner,
                     "status": r.status,
-                    "checks": [{k: _clean(v) for k, v in vars(c).items() if k != "gate"} for c in r.checks],
+                    "checks": [{k: nan_to_none(v) for k, v in vars(c).items() if k != "gate"} for c in r.checks],
                 }
                 for r in self.results
             ],
             "metrics": self.summary.get("metrics", {}),
             "segments": self.summary.get("segments", {}),
-            "segments_moved": [{k: _clean(v) for k, v in vars(m).items()} for m in self.movers],
+            "segments_moved": [{k: nan_to_none(v) for k, v in vars(m).items()} for m in self.movers],
             "queries": {"kind": self.queries_kind,
-                        "items": [{**{k: _clean(v) for k, v in vars(q).items()}, "query": self.query_texts.get(q.query_id)}
+                        "items": [{**{k: nan_to_none(v) for k, v in vars(q).items()}, "query": self.query_texts.get(q.query_id)}
                                   for q in self.queries]},
             "notes": list(self.notes),
             "counts": dict(self.counts),
@@ -247,12 +245,6 @@ class GateOutcome:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
-
-    def markdown(self) -> str:
-        """The PR comment (see :mod:`rankgate.report.comment`)."""
-        from .report.comment import comment_markdown
-
-        return comment_markdown(self)
 
 
 # -- decide -------------------------------------------------------------------------------------
@@ -355,7 +347,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     summary["per_query"] = per_query_dict(current, config.metrics)
     listed = tuple(queries[:10])
     texts = {q.query_id: t for q in listed for t in [(query_text or {}).get(q.query_id)] if isinstance(t, str) and t}
-    return GateOutcome(passed, tuple(results), kind, blabel, _run_label(current, candidate_label), seed, B, conf,
+    return GateOutcome(passed, tuple(results), kind, blabel, run_label(current, candidate_label), seed, B, conf,
                        summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions, latency,
                        freshness)
 
@@ -385,13 +377,6 @@ def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:
         g = next(g for g in config.gates if name in g.segments)
         i = config.gates.index(g)
         raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"), field=f"gates[{i}].segments") from None
-
-
-def _run_label(result: EvaluationResult, given: str | None) -> str:
-    if given:
-        return given
-    run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
-    return os.path.basename(str(run["path"])) if isinstance(run, Mapping) and run.get("path") else "candidate"
 
 
 def _scopes(g: Gate, fields: Mapping[str, str], segs: SegmentSummary | None):

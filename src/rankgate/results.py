@@ -10,17 +10,18 @@ queries where the metric applies, and ``n`` says how many those are.
 
 from __future__ import annotations
 
-import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._jsonable import exact_mean, nan_to_none
 from .errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["EvaluationResult", "MetricSummary"]
+__all__ = ["EvaluationResult", "MetricSummary", "run_label"]
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,10 @@ class EvaluationResult:
 
     # -- access ---------------------------------------------------------------------------------
     def __getitem__(self, metric: str) -> np.ndarray:
-        return self.values[self._name(metric)]
+        return self.values[self.resolve_metric(metric)]
 
-    def _name(self, metric: str) -> str:
+    def resolve_metric(self, metric: str) -> str:
+        """The canonical name under which ``metric`` (any spelling: ``ndcg@10``, ``NDCG@10``) is stored."""
         if metric in self.values:
             return metric
         from .metrics import parse_metric
@@ -86,13 +88,10 @@ class EvaluationResult:
         """Mean and count of ``metric`` over the queries where it applies."""
         import numpy as np
 
-        name = self._name(metric)
+        name = self.resolve_metric(metric)
         v = self.values[name]
-        ok = ~np.isnan(v)
-        n = int(ok.sum())
-        # math.fsum: exact, order-independent sum, so means are byte-identical run to run.
-        mean = math.fsum(v[ok].tolist()) / n if n else float("nan")
-        return MetricSummary(name, mean, n)
+        ok = v[~np.isnan(v)]
+        return MetricSummary(name, exact_mean(ok), int(ok.size))
 
     @property
     def means(self) -> dict[str, float]:
@@ -133,10 +132,13 @@ class EvaluationResult:
     def query_index(self) -> dict[str, int]:
         return {q: i for i, q in enumerate(self.query_ids)}
 
+    # Kept for code written against earlier releases; use :meth:`resolve_metric`.
+    _name = resolve_metric
+
     def to_dict(self) -> dict[str, Any]:
         """Summary as plain JSON-able data (no per-query values)."""
         return {
-            "metrics": {m: {"mean": _clean(s.mean), "n": s.n} for m in self.metric_names for s in [self.summary(m)]},
+            "metrics": {m: {"mean": nan_to_none(s.mean), "n": s.n} for m in self.metric_names for s in [self.summary(m)]},
             "queries": {
                 "evaluated": len(self.query_ids),
                 "missing_from_run": list(self.missing_from_run),
@@ -148,6 +150,12 @@ class EvaluationResult:
         }
 
 
-def _clean(x: float) -> float | None:
-    return None if math.isnan(x) else x
+def run_label(result: EvaluationResult, given: str | None = None, default: str = "candidate") -> str:
+    """How a result's run is named in comparisons and gates: ``given`` if set, else the run file's
+    name (``inputs["run"]["path"]``), else ``default``."""
+    if given:
+        return given
+    run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
+    path = run.get("path") if hasattr(run, "get") else None
+    return os.path.basename(str(path)) if path else default
 

@@ -12,23 +12,27 @@ their own).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._jsonable import exact_mean, nan_to_none
 from .errors import UsageError
 from .results import EvaluationResult
-from .stats import _cis_for
+from .stats import values_cis
 
-__all__ = ["NONE_LABEL", "SegmentRow", "SegmentSummary", "segment_labels", "segment_summary"]
+__all__ = [
+    "NONE_LABEL", "SegmentRow", "SegmentSummary", "display_field", "field_key", "ordered_labels", "segment_labels",
+    "segment_summary", "split_fields",
+]
 
 NONE_LABEL = "(none)"
 
 
-def _split_by(by: str | Iterable[str]) -> list[str]:
+def split_fields(by: str | Iterable[str]) -> list[str]:
+    """Segment fields from ``"intent,lang"`` or ``["intent", "lang"]``: stripped, empty parts and repeats dropped."""
     items = [by] if isinstance(by, str) else list(by)
     out: list[str] = []
     for item in items:
@@ -36,6 +40,9 @@ def _split_by(by: str | Iterable[str]) -> list[str]:
             if part.strip() and part.strip() not in out:
                 out.append(part.strip())
     return out
+
+
+_split_by = split_fields  # the name earlier releases used
 
 
 def field_key(result: EvaluationResult, name: str) -> str:
@@ -86,7 +93,7 @@ class SegmentRow:
 
 @dataclass(frozen=True)
 class SegmentSummary:
-    """Means and intervals per segment; render with :meth:`table` / :meth:`markdown`."""
+    """Means and intervals per segment; :meth:`to_dict` for JSON, renderers in :mod:`rankgate.report.tables`."""
 
     by: tuple[str, ...]
     metrics: tuple[str, ...]
@@ -109,50 +116,12 @@ class SegmentSummary:
         out: dict[str, Any] = {}
         for r in self.rows:
             out.setdefault(r.field, {}).setdefault(r.label, {})[r.metric] = {
-                "mean": _clean(r.mean),
+                "mean": nan_to_none(r.mean),
                 "n": r.n,
-                "ci_low": _clean(r.ci_low),
-                "ci_high": _clean(r.ci_high),
+                "ci_low": nan_to_none(r.ci_low),
+                "ci_high": nan_to_none(r.ci_high),
             }
         return out
-
-    def table(self, title: str | None = None):
-        """A ``rich`` table: one row per segment and metric."""
-        from rich.table import Table
-
-        with_ci = self.n_resamples > 0
-        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-        table.add_column("segment", no_wrap=True)
-        table.add_column("metric", no_wrap=True)
-        table.add_column("n", justify="right")
-        table.add_column("mean", justify="right")
-        if with_ci:
-            table.add_column(f"{self.confidence:.0%} CI", justify="right", no_wrap=True)
-        previous = None
-        for r in self.rows:
-            name = f"{display_field(r.field)} = {r.label}"
-            cells = [name if name != previous else "", r.metric, str(r.n), _fmt(r.metric, r.mean)]
-            if with_ci:
-                cells.append(_fmt_ci(r.metric, r.ci_low, r.ci_high))
-            if previous is not None and name != previous:
-                table.add_section()
-            previous = name
-            table.add_row(*cells)
-        return table
-
-    def markdown(self) -> str:
-        """The same rows as a GitHub-flavoured markdown table."""
-        from .report.numbers import md_escape
-
-        with_ci = self.n_resamples > 0
-        head = ["segment", "metric", "n", "mean"] + ([f"{self.confidence:.0%} CI"] if with_ci else [])
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join([":--", ":--", "--:", "--:"] + (["--:"] if with_ci else [])) + "|"]
-        for r in self.rows:
-            cells = [md_escape(f"{display_field(r.field)} = {r.label}"), md_escape(r.metric), str(r.n), _fmt(r.metric, r.mean)]
-            if with_ci:
-                cells.append(_fmt_ci(r.metric, r.ci_low, r.ci_high))
-            lines.append("| " + " | ".join(cells) + " |")
-        return "\n".join(lines) + "\n"
 
 
 def segment_summary(
@@ -169,10 +138,10 @@ def segment_summary(
     ``by`` is a field name, a comma-separated string or a list (``["intent", "lang"]``); ``a+b``
     crosses two fields. ``metrics`` defaults to every metric of ``result``.
     """
-    fields = _split_by(by)
+    fields = split_fields(by)
     if not fields:
         raise UsageError("no segment field given; expected e.g. 'intent' or 'lang'")
-    names = list(result.metric_names) if metrics is None else [result._name(m) for m in metrics]
+    names = list(result.metric_names) if metrics is None else [result.resolve_metric(m) for m in metrics]
     rows: list[SegmentRow] = []
     keys: list[str] = []
     for name in fields:
@@ -186,27 +155,9 @@ def segment_summary(
         for label in ordered_labels(labels):
             idx = np.asarray(groups[label], dtype=np.int64)
             values = {m: result.values[m][idx] for m in names}
-            cis = _cis_for(values, seed, n_resamples, confidence)
+            cis = values_cis(values, seed, n_resamples, confidence)
             for m in names:
                 v = values[m]
                 ok = v[~np.isnan(v)]
-                mean = math.fsum(ok.tolist()) / ok.size if ok.size else math.nan
-                rows.append(SegmentRow(key, label, m, int(idx.size), int(ok.size), mean, *cis[m]))
+                rows.append(SegmentRow(key, label, m, int(idx.size), int(ok.size), exact_mean(ok), *cis[m]))
     return SegmentSummary(tuple(keys), tuple(names), tuple(rows), seed, n_resamples, confidence)
-
-
-def _clean(x: float) -> float | None:
-    return None if math.isnan(x) else x
-
-
-def _fmt(metric: str, x: float) -> str:
-    """As the panel shows the metric (85.7% for a share, 0.726 for a score), so both tables agree."""
-    from .report.numbers import fmt_value
-
-    return fmt_value(metric, x)
-
-
-def _fmt_ci(metric: str, low: float, high: float) -> str:
-    from .report.numbers import fmt_value_ci
-
-    return fmt_value_ci(metric, low, high)

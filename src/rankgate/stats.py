@@ -62,6 +62,7 @@ __all__ = [
     "exact_quantile_ci",
     "holm",
     "metric_cis",
+    "values_cis",
     "normal_quantile",
     "paired_bootstrap_ci",
     "paired_quantile_change_ci",
@@ -322,13 +323,15 @@ def metric_cis(
     sets. ``n_resamples=0`` gives NaN intervals.
     """
     _check(n_resamples, confidence)
-    names = list(result.metric_names) if metrics is None else [result._name(m) for m in metrics]
-    return _cis_for({name: result.values[name] for name in names}, seed, n_resamples, confidence)
+    names = list(result.metric_names) if metrics is None else [result.resolve_metric(m) for m in metrics]
+    return values_cis({name: result.values[name] for name in names}, seed, n_resamples, confidence)
 
 
-def _cis_for(
+def values_cis(
     values: Mapping[str, np.ndarray], seed: int, n_resamples: int, confidence: float
 ) -> dict[str, tuple[float, float]]:
+    """:func:`metric_cis` on per-query value arrays (name -> values, NaN = not applicable): the
+    intervals of any subset of queries (a segment) with the same resampling rule. Inputs are trusted."""
     out: dict[str, tuple[float, float]] = {}
     groups: dict[bytes, list[str]] = {}
     for name, v in values.items():
@@ -344,6 +347,9 @@ def _cis_for(
         for name, x, m in zip(names, cols, means):
             out[name] = _interval(x, m, confidence)
     return {name: out[name] for name in values}
+
+
+_cis_for = values_cis  # the name earlier releases used
 
 
 # --- intervals of a proportion ------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ._jsonable import nan_to_none
 from .errors import MetricSpecError, UsageError
 from .results import EvaluationResult
 
@@ -99,7 +100,7 @@ class SweepCurve:
 
 @dataclass(frozen=True)
 class KSweep:
-    """Curves of several metrics over the same ks; render with :meth:`table` / :meth:`markdown`."""
+    """Curves of several metrics over the same ks; :meth:`to_dict` for JSON, renderers in :mod:`rankgate.report.tables`."""
 
     ks: tuple[int, ...]
     curves: tuple[SweepCurve, ...]
@@ -108,43 +109,21 @@ class KSweep:
     depth: int | None = None  # the run's longest ranking, when known: no k lies past it
 
     def to_dict(self) -> dict[str, Any]:
-        def clean(x: float) -> float | None:
-            return None if math.isnan(x) else x
-
         return {
             "ks": list(self.ks),
             **({} if self.depth is None else {"run_depth": self.depth}),
             "auc_method": "trapezoidal area under (k, mean) divided by (k_max - k_min)",
             "curves": {
                 c.metric: {
-                    "means": [clean(v) for v in c.means],
+                    "means": [nan_to_none(v) for v in c.means],
                     "n": list(c.n),
-                    "ci_low": [clean(v) for v in c.ci_low],
-                    "ci_high": [clean(v) for v in c.ci_high],
-                    "auc": clean(c.auc),
+                    "ci_low": [nan_to_none(v) for v in c.ci_low],
+                    "ci_high": [nan_to_none(v) for v in c.ci_high],
+                    "auc": nan_to_none(c.auc),
                 }
                 for c in self.curves
             },
         }
-
-    def table(self, title: str | None = None):
-        from rich.table import Table
-
-        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-        table.add_column("metric", no_wrap=True)
-        for k in self.ks:
-            table.add_column(f"@{k}", justify="right")
-        table.add_column("AUC", justify="right")
-        for c in self.curves:
-            table.add_row(c.metric, *(_fmt(v) for v in c.means), _fmt(c.auc))
-        return table
-
-    def markdown(self) -> str:
-        head = ["metric", *(f"@{k}" for k in self.ks), "AUC"]
-        lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
-        for c in self.curves:
-            lines.append("| " + " | ".join([c.metric.replace("|", "\\|"), *(_fmt(v) for v in c.means), _fmt(c.auc)]) + " |")
-        return "\n".join(lines) + "\n"
 
 
 def sweep_from_result(
@@ -166,7 +145,7 @@ def sweep_from_result(
     curves = []
     for family in _families(metrics):
         specs = tuple(str(dataclasses.replace(family, k=k)) for k in ks_t)
-        names = tuple(result._name(s) for s in specs)
+        names = tuple(result.resolve_metric(s) for s in specs)
         summaries = [result.summary(s) for s in names]
         cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=names)
         means = tuple(s.mean for s in summaries)
@@ -226,7 +205,3 @@ def within_depth(ks: Sequence[int], depth: int) -> tuple[int, ...]:
     if depth <= 0 or all(k <= depth for k in ks):
         return tuple(ks)
     return tuple(sorted({k for k in ks if k <= depth} | {depth}))
-
-
-def _fmt(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x:.4f}"

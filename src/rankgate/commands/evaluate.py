@@ -324,16 +324,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
 
+    from ..report.tables import segment_table, sweep_table
     from ..report.terminal import print_evaluation
 
     console = Console()
     print_evaluation(result, cis, args.confidence, console=console)
     if segments is not None:
         console.print()
-        console.print(segments.table())
+        console.print(segment_table(segments))
     if sweep is not None:
         console.print()
-        console.print(sweep.table())
+        console.print(sweep_table(sweep))
     if components:
         from ..report import experiments as rx
 

@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     for note in outcome.notes:
         if "no retrieved id matches" in note:  # every score is 0: say why before the verdict
             print(f"rankgate gate: warning: {note}", file=sys.stderr)
-    markdown = outcome.markdown()
+    from ..report.comment import comment_markdown
+
+    markdown = comment_markdown(outcome)
     data = outcome.to_json()
     if outcome.gold_differs:
         base, cand = outcome.gold_versions

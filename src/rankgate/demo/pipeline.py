@@ -124,12 +124,12 @@ class SystemRun:
         """Mean of ``metric`` over all queries, or over one language (``segment="de"``)."""
         if segment is None:
             return self.result.summary(metric).mean
-        row = self.segments.get(_segment_key(), segment, self.result._name(metric))
+        row = self.segments.get(_segment_key(), segment, self.result.resolve_metric(metric))
         return math.nan if row is None else row.mean
 
     def ci(self, metric: str, segment: str | None = None) -> tuple[float, float]:
         """95% bootstrap interval of the mean (over all queries, or one language)."""
-        name = self.result._name(metric)
+        name = self.result.resolve_metric(metric)
         if segment is None:
             return self.cis[name]
         row = self.segments.get(_segment_key(), segment, name)
@@ -174,7 +174,7 @@ class DemoResult:
     def change(self, metric: str, segment: str | None = None):
         """The comparison row (:class:`rankgate.compare.DeltaRow`) of ``metric``, overall or per language."""
         field_key = None if segment is None else _segment_key()
-        row = self.comparison.row(self.baseline.result._name(metric), field_key, segment)
+        row = self.comparison.row(self.baseline.result.resolve_metric(metric), field_key, segment)
         if row is None:
             raise KeyError((metric, segment))
         return row
@@ -319,6 +319,8 @@ def _run(out: Path, seed: int) -> DemoResult:
     # 4. The gate, as a pull request's CI job would run it; and the same criteria without segments.
     from ..compare import compare
     from ..gates import decide
+    from ..report.comment import comment_markdown
+    from ..report.compare import comparison_markdown
 
     blabel, clabel = LABELS["baseline"], LABELS["candidate"]
     base_result, cand_result = runs["baseline"].result, runs["candidate"].result
@@ -333,9 +335,9 @@ def _run(out: Path, seed: int) -> DemoResult:
                          baseline_label=blabel, candidate_label=clabel)
     write_bytes(str(wrote("compare", "compare.md",
                           "changes per metric and language (paired CIs, p-values), top queries")),
-                comparison.markdown().encode("utf-8"))
+                comparison_markdown(comparison).encode("utf-8"))
     write_bytes(str(wrote("comment", "pr-comment.md", "the pull-request comment a CI job would post")),
-                outcome.markdown().encode("utf-8"))
+                comment_markdown(outcome).encode("utf-8"))
     write_bytes(str(wrote("gate", "gate.json",
                           "every check of every gate; reusable as a --baseline summary")),
                 outcome.to_json().encode("utf-8"))

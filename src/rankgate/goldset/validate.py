@@ -35,11 +35,13 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..corpus import CorpusManifest
-from ..gate_config import GateConfig
 from .power import min_detectable_drop, min_detectable_drop_bootstrap
+
+if TYPE_CHECKING:  # the config is only read here; goldset sits below the gate layer
+    from ..gate_config import GateConfig
 from .records import GoldFile
 
 __all__ = ["Finding", "LabelAge", "SegmentPower", "ValidationReport", "validate_gold"]
@@ -155,7 +157,7 @@ def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
 
 
 def _amount(metric: str, x: float | None) -> str:
-    from ..compare import is_share
+    from ..metrics.registry import is_share
 
     if x is None:
         return "—"

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from .registry import MetricDefinition, MetricInfo, Param, all_metrics, get_metric, metric_info, register
+from .registry import (
+    MetricDefinition,
+    MetricInfo,
+    Param,
+    all_metrics,
+    get_metric,
+    higher_is_better,
+    is_share,
+    metric_family,
+    metric_info,
+    register,
+)
 from .spec import Metric, parse_metric, parse_metrics
 
 __all__ = [
@@ -12,6 +23,9 @@ __all__ = [
     "Param",
     "all_metrics",
     "get_metric",
+    "higher_is_better",
+    "is_share",
+    "metric_family",
     "metric_info",
     "parse_metric",
     "parse_metrics",

@@ -30,6 +30,9 @@ __all__ = [
     "Param",
     "all_metrics",
     "get_metric",
+    "higher_is_better",
+    "is_share",
+    "metric_family",
     "metric_info",
     "register",
     "resolve_name",
@@ -194,6 +197,21 @@ def metric_info(spec: Any) -> MetricInfo:
     percentages in reports) asks this, so a plug-in metric's declaration is obeyed everywhere.
     """
     return _info(str(spec))
+
+
+def metric_family(spec: Any) -> str:
+    """The registered metric name of a spec (``ndcg(gain=exp)@10`` -> ``ndcg``)."""
+    return metric_info(spec).family
+
+
+def higher_is_better(spec: Any) -> bool:
+    """False for rates of something bad (``forbidden@k``, ``redundancy@k``, ``false_evidence``)."""
+    return metric_info(spec).higher_is_better
+
+
+def is_share(spec: Any) -> bool:
+    """True when the metric's values are shares in [0, 1] best read as percentages."""
+    return metric_info(spec).is_share
 
 
 _REGISTRY: dict[str, MetricDefinition] = {}

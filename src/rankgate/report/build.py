@@ -260,9 +260,9 @@ def build_report(
 
     fields = _auto_fields(result) if by is None else None
     if by is not None:
-        from ..segments import _split_by, field_key
+        from ..segments import field_key, split_fields
 
-        fields = [field_key(result, f) for f in _split_by(by)]
+        fields = [field_key(result, f) for f in split_fields(by)]
     seg_metrics = _dedupe([f"recall@{k}", f"ndcg@{k}", f"precision@{k}", "mrr", *[m for m in gated if m in result.values]])
     segments = None
     if fields:

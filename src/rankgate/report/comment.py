@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..compare import higher_is_better, is_share
+from ..metrics.registry import higher_is_better, is_share
 from ..segments import display_field
 from .numbers import (
     MINUS,

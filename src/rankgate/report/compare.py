@@ -18,80 +18,13 @@ __all__ = [
 ]
 
 
-def _clean(x: float) -> float | None:
-    return None if isinstance(x, float) and math.isnan(x) else x
-
-
 def _scope(r: DeltaRow) -> str:
     return "all queries" if r.field is None else f"{display_field(r.field)} = {r.segment}"
 
 
-def _change_dict(c: QueryChange) -> dict[str, Any]:
-    return {
-        "query_id": c.query_id,
-        "metric": c.metric,
-        "baseline": _clean(c.baseline),
-        "candidate": _clean(c.candidate),
-        "delta": _clean(c.delta),
-        "first_relevant_rank": {"baseline": c.baseline_rank, "candidate": c.candidate_rank},
-        "note": c.note,
-    }
-
-
-def _change_stats(r: Any, confidence: float) -> dict[str, Any]:
-    """The paired statistics of one comparison row, as both the two-run and the several-runs dicts give them."""
-    return {
-        "delta": _clean(r.delta),
-        "ci_low": _clean(r.ci_low),
-        "ci_high": _clean(r.ci_high),
-        "p_value": _clean(r.p_value),
-        "p_holm": _clean(r.p_holm),
-        "higher_is_better": r.higher_is_better,
-        "verdict": r.verdict(confidence),
-    }
-
-
 def comparison_dict(cmp: Comparison) -> dict[str, Any]:
-    """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
-    return {
-        "baseline": cmp.baseline_label,
-        "candidate": cmp.candidate_label,
-        "metrics": list(cmp.metrics),
-        "by": list(cmp.by),
-        "rows": [
-            {
-                "metric": r.metric,
-                "field": r.field,
-                "segment": r.segment,
-                "n": r.n,
-                "baseline": _clean(r.baseline),
-                "candidate": _clean(r.candidate),
-                **_change_stats(r, cmp.confidence),
-            }
-            for r in cmp.rows
-        ],
-        "queries": {
-            "paired": cmp.paired,
-            "changed": cmp.changed,
-            "only_in_baseline": list(cmp.only_in_baseline),
-            "only_in_candidate": list(cmp.only_in_candidate),
-            "missing_from_baseline_run": list(cmp.missing_from_baseline_run),
-            "missing_from_candidate_run": list(cmp.missing_from_candidate_run),
-        },
-        "primary": cmp.primary,
-        "most_regressed": [_change_dict(c) for c in cmp.regressions],
-        "most_improved": [_change_dict(c) for c in cmp.improvements],
-        "not_compared": list(cmp.not_compared),
-        "statistics": {
-            "seed": cmp.seed,
-            "resamples": cmp.n_resamples,
-            "permutations": cmp.n_permutations,
-            "confidence": cmp.confidence,
-            "interval": "paired percentile bootstrap of the mean change over queries",
-            "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
-            "correction": "Holm across every row of the table",
-        },
-    }
+    """Plain JSON-able data (NaN as null): :meth:`Comparison.to_dict`."""
+    return cmp.to_dict()
 
 
 def _queries(n: int) -> str:
@@ -234,43 +167,8 @@ def comparison_markdown(cmp: Comparison) -> str:
 
 # -- several runs against one baseline ------------------------------------------------------------
 def multi_comparison_dict(cmp: MultiComparison) -> dict[str, Any]:
-    """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
-    return {
-        "baseline": cmp.baseline,
-        "runs": list(cmp.systems),
-        "metrics": list(cmp.metrics),
-        "rows": [
-            {
-                "metric": r.metric,
-                "run": r.system,
-                "n": r.n,
-                "baseline": _clean(r.baseline),
-                "mean": _clean(r.candidate),
-                **_change_stats(r, cmp.confidence),
-            }
-            for r in cmp.rows
-        ],
-        "queries": {
-            p.system: {
-                "paired": p.paired,
-                "only_in_baseline": list(p.only_in_baseline),
-                "only_in_run": list(p.only_in_system),
-                "missing_from_run": list(p.missing_from_run),
-            }
-            for p in cmp.pairings
-        },
-        "missing_from_baseline_run": list(cmp.missing_from_baseline_run),
-        "not_compared": list(cmp.not_compared),
-        "statistics": {
-            "seed": cmp.seed,
-            "resamples": cmp.n_resamples,
-            "permutations": cmp.n_permutations,
-            "confidence": cmp.confidence,
-            "interval": "paired percentile bootstrap of the mean change over queries",
-            "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
-            "correction": "Holm across every (run, metric) row",
-        },
-    }
+    """Plain JSON-able data (NaN as null): :meth:`MultiComparison.to_dict`."""
+    return cmp.to_dict()
 
 
 def _multi_coverage(cmp: MultiComparison, limit: int = 5) -> list[str]:
@@ -367,4 +265,4 @@ if __name__ == "__main__":  # pragma: no cover
 
     gold = load_gold(sys.argv[1])
     specs = sys.argv[4] if len(sys.argv) > 4 else "recall@5,mrr,ndcg@10"
-    Console().print(compare(evaluate(gold, sys.argv[2], specs), evaluate(gold, sys.argv[3], specs)).table())
+    Console().print(comparison_renderable(compare(evaluate(gold, sys.argv[2], specs), evaluate(gold, sys.argv[3], specs))))

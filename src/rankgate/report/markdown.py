@@ -43,6 +43,7 @@ def evaluation_markdown(
 ) -> str:
     """The evaluation as markdown: a table of every metric (mean, interval, n), then latency, what was
     (not) evaluated, and the segment and k-sweep tables when given."""
+    from .tables import segment_markdown, sweep_markdown
     from .terminal import coverage_lines
 
     conf = f"{confidence:.0%} CI"
@@ -65,9 +66,9 @@ def evaluation_markdown(
         lines += ["", "**Latency** " + "; ".join(lat)]
     lines += [""] + [f"- {md_escape(line, 300)}" for line in coverage_lines(result)]
     if segments is not None:
-        lines += ["", "### Segments", "", segments.markdown().rstrip("\n")]
+        lines += ["", "### Segments", "", segment_markdown(segments).rstrip("\n")]
     if sweep is not None:
-        lines += ["", "### k-sweep", "", sweep.markdown().rstrip("\n")]
+        lines += ["", "### k-sweep", "", sweep_markdown(sweep).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

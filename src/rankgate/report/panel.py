@@ -70,7 +70,7 @@ def retrieval_panel(
     if metrics is None:
         names = [m for m in PANEL_METRICS if m in result.values] or list(result.metric_names)
     else:
-        names = [result._name(m) for m in metrics]
+        names = [result.resolve_metric(m) for m in metrics]
     conf = f"{confidence:.0%} CI"
     table = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     table.add_column("metric", no_wrap=True)

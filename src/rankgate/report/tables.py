@@ -1,0 +1,94 @@
+"""Renderers of per-segment summaries and k-sweeps: a ``rich`` table for the terminal and a markdown table.
+
+Run it to see it: ``python -m rankgate.report.tables gold.jsonl run.jsonl intent``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from ..segments import SegmentSummary, display_field
+from ..sweep import KSweep
+from .numbers import fmt_value, fmt_value_ci, md_escape
+
+__all__ = ["segment_markdown", "segment_table", "sweep_markdown", "sweep_table"]
+
+
+def segment_table(summary: SegmentSummary, title: str | None = None):
+    """A ``rich`` table: one row per segment and metric (values as the panel shows them: 85.7% for a
+    share, 0.726 for a score, so both tables agree)."""
+    from rich.table import Table
+
+    with_ci = summary.n_resamples > 0
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("segment", no_wrap=True)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("n", justify="right")
+    table.add_column("mean", justify="right")
+    if with_ci:
+        table.add_column(f"{summary.confidence:.0%} CI", justify="right", no_wrap=True)
+    previous = None
+    for r in summary.rows:
+        name = f"{display_field(r.field)} = {r.label}"
+        cells = [name if name != previous else "", r.metric, str(r.n), fmt_value(r.metric, r.mean)]
+        if with_ci:
+            cells.append(fmt_value_ci(r.metric, r.ci_low, r.ci_high))
+        if previous is not None and name != previous:
+            table.add_section()
+        previous = name
+        table.add_row(*cells)
+    return table
+
+
+def segment_markdown(summary: SegmentSummary) -> str:
+    """The same rows as a GitHub-flavoured markdown table."""
+    with_ci = summary.n_resamples > 0
+    head = ["segment", "metric", "n", "mean"] + ([f"{summary.confidence:.0%} CI"] if with_ci else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join([":--", ":--", "--:", "--:"] + (["--:"] if with_ci else [])) + "|"]
+    for r in summary.rows:
+        cells = [md_escape(f"{display_field(r.field)} = {r.label}"), md_escape(r.metric), str(r.n), fmt_value(r.metric, r.mean)]
+        if with_ci:
+            cells.append(fmt_value_ci(r.metric, r.ci_low, r.ci_high))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt4(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x:.4f}"
+
+
+def sweep_table(sweep: KSweep, title: str | None = None):
+    """A ``rich`` table: one row per metric, one column per k, and the area under the curve."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("metric", no_wrap=True)
+    for k in sweep.ks:
+        table.add_column(f"@{k}", justify="right")
+    table.add_column("AUC", justify="right")
+    for c in sweep.curves:
+        table.add_row(c.metric, *(_fmt4(v) for v in c.means), _fmt4(c.auc))
+    return table
+
+
+def sweep_markdown(sweep: KSweep) -> str:
+    """The same rows as a GitHub-flavoured markdown table."""
+    head = ["metric", *(f"@{k}" for k in sweep.ks), "AUC"]
+    lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
+    for c in sweep.curves:
+        lines.append("| " + " | ".join([c.metric.replace("|", "\\|"), *(_fmt4(v) for v in c.means), _fmt4(c.auc)]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - a demonstration
+    from rich.console import Console
+
+    from ..engine import evaluate
+    from ..segments import segment_summary
+
+    if len(sys.argv) != 4:
+        sys.exit("usage: python -m rankgate.report.tables GOLD RUN FIELD")
+    result = evaluate(sys.argv[1], sys.argv[2], ["recall@10", "ndcg@10"])
+    Console().print(segment_table(segment_summary(result, sys.argv[3])))
+    print(segment_markdown(segment_summary(result, sys.argv[3])))
