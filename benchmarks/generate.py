@@ -44,9 +44,11 @@ FILES = {
     "trec-untied": ("qrels.trec", "run.untied.trec"),
     "jsonl": ("gold.jsonl", "run.jsonl"),
     "parquet": ("gold.parquet", "run.parquet"),
+    "jsonl-texts": ("gold.texts.jsonl", "run.texts.jsonl"),
 }
 CONTROL = "trec-untied"
-FORMATS = tuple(f for f in FILES if f != CONTROL)  # the benchmarked formats
+TEXTS = "jsonl-texts"  # for the report benchmark (report_cost.py): texts make the report's examples real
+FORMATS = tuple(f for f in FILES if f not in (CONTROL, TEXTS))  # the benchmarked formats
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,8 @@ def ensure(root: Path, spec: Spec, formats: list[str], log=print) -> Path:
         "run.jsonl": write_jsonl_run,
         "gold.parquet": write_parquet_gold,
         "run.parquet": write_parquet_run,
+        "gold.texts.jsonl": write_jsonl_gold_texts,
+        "run.texts.jsonl": write_jsonl_run_texts,
     }
     for p in missing:
         tmp = p.with_name(p.name + ".tmp")
@@ -322,6 +326,57 @@ def write_jsonl_gold(t: Tables, path: Path) -> None:
     counts = np.bincount(t.gold_q, minlength=t.n_queries)
     with open(path, "wb") as f:
         _write(f, _json_lines(_query_ids(t, np.arange(t.n_queries)), counts, entries, "relevant_chunks"))
+
+
+_WORDS = np.array("retrieval ranking index chunk query answer document vector lexical dense rerank corpus token "
+                  "embedding passage score cutoff recall precision gold label release gate segment".split())
+
+
+def _texts(numbers: np.ndarray, words: int, salt: int) -> pa.Array:
+    """A deterministic sentence per number (``words`` words chosen by a hash of the number)."""
+    h = (numbers.astype(np.uint64)[:, None] * np.uint64(0x9E3779B97F4A7C15) + np.uint64(salt)
+         + np.arange(words, dtype=np.uint64)[None, :] * np.uint64(0xBF58476D1CE4E5B9))
+    picks = (h >> np.uint64(33)) % np.uint64(_WORDS.size)
+    cols = [pa.array(_WORDS[picks[:, j].astype(np.int64)]) for j in range(words)]
+    return pc.binary_join_element_wise(*cols, " ")
+
+
+def write_jsonl_run_texts(t: Tables, path: Path) -> None:
+    """The JSONL run with each item's text (about 30 words), as a RAG pipeline logs its retrievals."""
+    depth = t.run_q.size // t.n_queries
+    with open(path, "wb") as f:
+        for lo, hi in _query_blocks(t.n_queries, depth):
+            rows = slice(lo * depth, hi * depth)
+            entries = pc.binary_join_element_wise(
+                '{"chunk_id": "',
+                _doc_ids(t, t.run_doc[rows]),
+                '", "score": ',
+                _scores(t.run_ticks[rows]),
+                ', "text": "',
+                _texts(t.run_doc[rows], 30, 1),
+                '"}',
+                "",
+            )
+            counts = np.full(hi - lo, depth)
+            qids = _query_ids(t, np.arange(lo, hi))
+            offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+            joined = pc.binary_join(pa.ListArray.from_arrays(offsets, entries), ", ")
+            _write(f, pc.binary_join_element_wise('{"query_id": "', qids, '", "query": "',
+                                                  _texts(np.arange(lo, hi), 8, 2), '", "topk": [', joined, "]}\n", ""))
+
+
+def write_jsonl_gold_texts(t: Tables, path: Path) -> None:
+    """The JSONL gold set with a query text and an intent (a segment field) per query."""
+    entries = pc.binary_join_element_wise(
+        '{"chunk_id": "', _doc_ids(t, t.gold_doc), '", "grade": ', pc.cast(pa.array(t.gold_grade), pa.string()), "}", "")
+    q = np.arange(t.n_queries)
+    counts = np.bincount(t.gold_q, minlength=t.n_queries)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, entries), ", ")
+    intents = pa.array(np.array(["lookup", "howto", "compare", "debug"])[q % 4])
+    with open(path, "wb") as f:
+        _write(f, pc.binary_join_element_wise('{"query_id": "', _query_ids(t, q), '", "query": "', _texts(q, 8, 2),
+                                              '", "intent": "', intents, '", "relevant_chunks": [', joined, "]}\n", ""))
 
 
 def write_parquet_run(t: Tables, path: Path) -> None:

@@ -287,6 +287,9 @@ def _evaluate_loaded(
     def doc_list() -> list[str]:
         return run_docs.take(arrow_of(src_rows())).to_pylist()
 
+    def docs_at(rows: np.ndarray) -> Any:
+        return run_docs.take(arrow_of(src_rows()[rows]))
+
     # Gold judgements per evaluated query (CSR), then each ranked row's grade.
     jpos = eval_pos[g.j_query]
     jm = jpos >= 0
@@ -325,6 +328,7 @@ def _evaluate_loaded(
         gold_max_grade=int(g.j_grade.max()) if g.j_grade.size else 0,
         score_source=(lambda: r.r_score[src_rows()]) if r.r_score is not None else None,
         docs=doc_list,
+        docs_at=docs_at,
         items={name: items(name) for name in r.items},
         queries=queries,
         doc_of=doc_of,

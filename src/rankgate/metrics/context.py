@@ -35,6 +35,9 @@ class EvalContext:
     # Score per row: an array, or a callable that makes it when a kernel first reads ``score``.
     score_source: np.ndarray | Callable[[], np.ndarray] | None = None
     docs: Callable[[], list[str]] | None = None  # doc id per row, materialised on demand
+    # Doc ids of some rows (an int64 array of row numbers) as an arrow string array: what kernels that
+    # read ids of the top k use, so that the ids of rows past k are never made into Python strings.
+    docs_at: Callable[[np.ndarray], Any] | None = None
     items: dict[str, Callable[[], list[Any]]] = field(default_factory=dict)  # doc_version, text per row
     queries: dict[str, list[Any]] = field(default_factory=dict)  # per-query gold fields
     doc_of: Callable[[str], str] = lambda chunk: chunk
@@ -77,6 +80,37 @@ class EvalContext:
             assert self.docs is not None
             self.cache["docs"] = self.docs()
         return self.cache["docs"]
+
+    def parent_codes(self, rows: np.ndarray) -> np.ndarray:
+        """For the given rows: an int64 code of each row's parent document (``doc_of`` of its id);
+        equal codes mean the same parent. Each distinct id is mapped once."""
+        index: dict[str, int] = {}
+        if self.docs_at is None:  # a context built by hand: through the materialised ids
+            ids = self.doc_ids()
+            return np.fromiter((index.setdefault(self.doc_of(ids[r]), len(index)) for r in rows.tolist()),
+                               dtype=np.int64, count=rows.size)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        enc = pc.dictionary_encode(self.docs_at(rows))
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        mapped = np.fromiter((index.setdefault(self.doc_of(d), len(index)) for d in enc.dictionary.to_pylist()),
+                             dtype=np.int64, count=len(enc.dictionary))
+        return mapped[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
+
+    def distinct_parents(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per query: the number of distinct parent documents among its top-k rows, and of rows."""
+        key = ("distinct_parents", k.tobytes() if k.size and not (k == k[0]).all() else int(k[0]) if k.size else 0)
+        if key not in self.cache:
+            rows = np.flatnonzero(self.within(k))
+            codes = self.parent_codes(rows)
+            q = self.qrow[rows]
+            width = int(codes.max()) + 1 if codes.size else 1
+            pairs = np.unique(q * width + codes)
+            distinct = np.bincount(pairs // width, minlength=self.nq).astype(np.int64)
+            self.cache[key] = (distinct, np.bincount(q, minlength=self.nq).astype(np.int64))
+        return self.cache[key]
 
     # -- cutoffs --------------------------------------------------------------------------------
     def k_for(self, metric: Metric) -> np.ndarray:

@@ -182,8 +182,8 @@ class DistinctDocs(MetricDefinition):
     formula = "distinct_docs@k = |{doc(d) : d ∈ D_k}| (doc(d): the chunk's parent via the doc separator or mapping)"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
-        parents = _parents(ctx)
-        return ctx.finish(_per_query(ctx, k, lambda i, rows: float(len({parents[r] for r in rows}))), metric)
+        distinct, _ = ctx.distinct_parents(k)
+        return ctx.finish(distinct.astype(np.float64), metric)
 
     def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
         return float(len({q.doc_of(d) for d in q.top(k)}))
@@ -198,22 +198,15 @@ class Redundancy(MetricDefinition):
     formula = "redundancy@k = 1 - distinct_docs@k / min(k, |ranking|)"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
-        parents = _parents(ctx)
-
-        def one(i: int, rows: range) -> float:
-            return 1.0 - len({parents[r] for r in rows}) / len(rows) if len(rows) else math.nan
-
-        return ctx.finish(_per_query(ctx, k, one), metric)
+        distinct, rows = ctx.distinct_parents(k)
+        out = np.full(ctx.nq, np.nan)
+        some = rows > 0
+        out[some] = 1.0 - distinct[some] / rows[some]
+        return ctx.finish(out, metric)
 
     def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
         top = q.top(k)
         return 1.0 - len({q.doc_of(d) for d in top}) / len(top) if top else math.nan
-
-
-def _parents(ctx: EvalContext) -> list[str]:
-    if "parents" not in ctx.cache:
-        ctx.cache["parents"] = [ctx.doc_of(d) for d in ctx.doc_ids()]
-    return ctx.cache["parents"]
 
 
 @register
