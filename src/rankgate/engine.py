@@ -334,12 +334,12 @@ def _evaluate_loaded(
         doc_of=doc_of,
     )
     values: dict[str, np.ndarray] = {}
-    definitions: dict[str, str] = {}
-    for metric in metric_list:
-        name = str(metric)
-        definition = metric.definition
-        values[name] = definition.compute(ctx, metric, ctx.k_for(metric))
-        definitions[name] = definition.describe(metric)
+    for metric in _deepest_first(metric_list):  # a shallower cut is then made from a deeper one
+        if metric.k is not None:
+            ctx.drop_cuts_deeper_than(metric.k)
+        values[str(metric)] = metric.definition.compute(ctx, metric, ctx.k_for(metric))
+    values = {str(m): values[str(m)] for m in metric_list}
+    definitions = {str(m): m.definition.describe(m) for m in metric_list}
 
     rel_rows, rel_query, nth = ctx.hits(ctx.is_rel(1))
     first_rel = np.zeros(evaluated.size, dtype=np.int64)  # 0: nothing relevant retrieved
@@ -380,6 +380,12 @@ def _evaluate_loaded(
         inputs=inputs,
         info=info,
     )
+
+
+def _deepest_first(metrics: list[Metric]) -> list[Metric]:
+    """The metrics with an ``@k`` by descending k (stable), then the rest: each metric's values do not
+    depend on the order, and the rows of a cut at k are taken from the cut just deeper."""
+    return sorted(metrics, key=lambda m: -m.k if m.k is not None else 0)
 
 
 def _ranks(seg_len: np.ndarray, total: int) -> np.ndarray:

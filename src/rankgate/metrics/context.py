@@ -132,27 +132,48 @@ class EvalContext:
         keep = np.minimum(lengths, k)
         if np.array_equal(keep, lengths):
             return self
-        key = ("cut", k.tobytes() if k.size and not (k == k[0]).all() else int(k[0]))
+        uniform = not k.size or bool((k == k[0]).all())
+        key = ("cut", int(k[0]) if uniform and k.size else k.tobytes())
         sub = self.cache.get(key)
         if sub is None:
-            rows = self.within(k)
-            shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted", "ideal_counts", "max_grade")}
-            sub = EvalContext(
-                offsets=np.concatenate(([0], np.cumsum(keep))).astype(np.int64),
-                rank=self.rank[rows],
-                grade=self.grade[rows],
-                judged_offsets=self.judged_offsets,
-                judged_grade=self.judged_grade,
-                query_k=self.query_k,
-                default_k=self.default_k,
-                answerable=self.answerable,
-                trec=self.trec,
-                gold_max_grade=self.gold_max_grade,
-                score_source=None if self.score_source is None else (lambda: self.score[rows]),
-                cache=shared,
-            )
+            source = self
+            if uniform and k.size:
+                # A cut of a deeper cut is the same rows: start from the smallest one already made.
+                deeper = [c[1] for c in self.cache
+                          if isinstance(c, tuple) and len(c) == 2 and c[0] == "cut" and isinstance(c[1], int) and c[1] > int(k[0])]
+                if deeper:
+                    source = self.cache[("cut", min(deeper))]
+            sub = source._cut_of(k, self)
             self.cache[key] = sub
         return sub
+
+    def _cut_of(self, k: np.ndarray, root: EvalContext) -> EvalContext:
+        """The top-k rows of this context as a new one (not cached here). ``root`` is the context the
+        cut is asked of: its scores are read through it, so a cut never keeps a deeper cut alive."""
+        rows = self.within(k)
+        shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted", "ideal_counts", "max_grade")}
+        return EvalContext(
+            offsets=np.concatenate(([0], np.cumsum(np.minimum(np.diff(self.offsets), k)))).astype(np.int64),
+            rank=self.rank[rows],
+            grade=self.grade[rows],
+            judged_offsets=self.judged_offsets,
+            judged_grade=self.judged_grade,
+            query_k=self.query_k,
+            default_k=self.default_k,
+            answerable=self.answerable,
+            trec=self.trec,
+            gold_max_grade=self.gold_max_grade,
+            score_source=None if root.score_source is None else (lambda: root.score[root.within(k)]),
+            cache=shared,
+        )
+
+    def drop_cuts_deeper_than(self, k: int) -> None:
+        """Forget the cached cuts deeper than ``k`` but the shallowest of them (the one a cut at ``k``
+        is taken from): when metrics come deepest first, at most two cuts are held at a time."""
+        deeper = sorted(c[1] for c in self.cache
+                        if isinstance(c, tuple) and len(c) == 2 and c[0] == "cut" and isinstance(c[1], int) and c[1] > k)
+        for depth in deeper[1:]:
+            del self.cache[("cut", depth)]
 
     def within(self, k: np.ndarray) -> np.ndarray:
         """Row mask: rank <= k of the row's query."""

@@ -132,7 +132,8 @@ def _latency(result: EvaluationResult, base: EvaluationResult | None) -> tuple[L
 
 
 def _histogram(result: EvaluationResult, depth: int) -> tuple[tuple[str, int], ...]:
-    answerable = np.asarray([q not in set(result.no_answer) for q in result.query_ids], dtype=bool)
+    no_answer = set(result.no_answer)
+    answerable = np.asarray([q not in no_answer for q in result.query_ids], dtype=bool)
     ranks = np.asarray(result.first_relevant_rank)[answerable]
     edges = [(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 10), (11, 20), (21, 50), (51, 100), (101, None)]
     out = []
@@ -471,7 +472,8 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
              lists: dt.RankedLists, min_score: float | None, rescued: int | None) -> Signals:
     k = rep.k
     means = {m: result.summary(m).mean for m in result.metric_names}
-    answerable = [i for i, q in enumerate(result.query_ids) if q not in set(result.no_answer)]
+    no_answer = set(result.no_answer)
+    answerable = [i for i, q in enumerate(result.query_ids) if q not in no_answer]
     deep_src = raw_result if raw_result is not None else result
     if raw_result is not None and rep.stages is not None:
         deep_k = rep.stages.k_raw
@@ -484,14 +486,16 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     found = [int(fr[di[result.query_ids[i]]]) for i in answerable if result.query_ids[i] in di]
     never = sum(1 for x in found if x == 0) / len(answerable) if answerable else None
     ceiling = None
+    in_gold = np.fromiter((gidx.index[q] for q in result.query_ids), dtype=np.int64, count=len(result.query_ids))
     if answerable:
         slots = min(k, rep.depth) if rep.depth > 0 else k  # a shorter run cannot fill k slots
-        ceiling = math.fsum(min(gidx.relevant_count(result.query_ids[i]), slots) / k for i in answerable) / len(answerable)
+        relevant = gidx.relevant_counts()[in_gold[np.asarray(answerable, dtype=np.int64)]]
+        ceiling = math.fsum((np.minimum(relevant, slots) / k).tolist()) / len(answerable)
     jk = judged_k(rep.depth)
     jceil = None
     if result.query_ids:
         # at most min(judgements, jk) of a query's top jk can be judged
-        jceil = math.fsum(min(len(gidx.judged[gidx.index[q]]), jk) / jk for q in result.query_ids) / len(result.query_ids)
+        jceil = math.fsum((np.minimum(gidx.judged_counts()[in_gold], jk) / jk).tolist()) / len(result.query_ids)
     segs = ()
     if rep.segments is not None:
         segs = tuple(SegmentSignal(r.field.removeprefix("tags."), r.label, r.metric, r.n, r.mean, r.ci_low, r.ci_high)

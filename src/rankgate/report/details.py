@@ -32,7 +32,11 @@ def snippet(text: str | None, words: int = SNIPPET_WORDS) -> str | None:
 
 
 class GoldIndex:
-    """Judgements per query, with grades looked up at the level evaluated (chunk or document)."""
+    """Judgements per query, with grades looked up at the level evaluated (chunk or document).
+
+    Built lazily: a query's judgements become objects only when a section shows that query, and the
+    counts every query needs (judged, relevant) are computed on the arrays, so a 100k-query gold set
+    costs what the report shows of it."""
 
     def __init__(self, gold: Gold, level: str, doc_of: Callable[[str], str],
                  query_texts: Mapping[str, str] | None = None) -> None:
@@ -41,10 +45,7 @@ class GoldIndex:
         self.level = level
         self.doc_of = doc_of
         self.index = {q: i for i, q in enumerate(gold.query_ids)}
-        self.judged: list[list[Judgement]] = [[] for _ in gold.query_ids]
-        notes = gold.notes or [None] * len(gold.j_doc)
-        for qi, d, g, note in zip(gold.j_query.tolist(), gold.j_doc.to_pylist(), gold.j_grade.tolist(), notes):
-            self.judged[qi].append(Judgement(d, int(g), note))
+        self.judged = _Judged(gold)
         self._grades: list[dict[str, int] | None] = [None] * len(gold.query_ids)
 
     def field(self, name: str, qid: str) -> Any:
@@ -72,6 +73,58 @@ class GoldIndex:
 
     def relevant_count(self, qid: str) -> int:
         return sum(1 for g in self.grades(qid).values() if g >= 1)
+
+    def judged_counts(self) -> np.ndarray:
+        """Judgements per query (gold order)."""
+        return np.bincount(np.asarray(self.gold.j_query, dtype=np.int64), minlength=len(self.gold.query_ids))
+
+    def relevant_counts(self) -> np.ndarray:
+        """:meth:`relevant_count` of every query (gold order): distinct ids (at the evaluated level)
+        whose best grade is at least 1."""
+        g = self.gold
+        if self.level != "chunk":
+            return np.asarray([self.relevant_count(q) for q in g.query_ids], dtype=np.int64)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rel = np.flatnonzero(np.asarray(g.j_grade) >= 1)
+        docs = g.j_doc.take(pa.array(rel)) if rel.size else g.j_doc.slice(0, 0)
+        enc = pc.dictionary_encode(docs)
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        q = np.asarray(g.j_query, dtype=np.int64)[rel]
+        width = int(codes.max()) + 1 if codes.size else 1
+        pairs = np.unique(q * width + codes)  # an id judged twice in one query counts once
+        return np.bincount(pairs // width, minlength=len(g.query_ids)).astype(np.int64)
+
+
+class _Judged:
+    """``judged[i]``: the judgements of gold query ``i`` (in file order), made on first use."""
+
+    def __init__(self, gold: Gold) -> None:
+        self.gold = gold
+        q = np.asarray(gold.j_query, dtype=np.int64)
+        self.order = np.argsort(q, kind="stable")
+        counts = np.bincount(q, minlength=len(gold.query_ids))
+        self.start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self.memo: dict[int, list[Judgement]] = {}
+
+    def __len__(self) -> int:
+        return len(self.gold.query_ids)
+
+    def __getitem__(self, i: int) -> list[Judgement]:
+        got = self.memo.get(i)
+        if got is None:
+            import pyarrow as pa
+
+            rows = self.order[self.start[i]:self.start[i + 1]]
+            ids = self.gold.j_doc.take(pa.array(rows)).to_pylist() if rows.size else []
+            grades = np.asarray(self.gold.j_grade)[rows].tolist()
+            notes = self.gold.notes or None
+            got = [Judgement(d, int(gr), None if notes is None else notes[r]) for d, gr, r in zip(ids, grades, rows.tolist())]
+            self.memo[i] = got
+        return got
 
 
 class RankedLists:
