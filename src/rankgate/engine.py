@@ -30,7 +30,7 @@ from .metrics.context import NO_CUTOFF, EvalContext
 from .metrics.spec import MAX_K
 from .results import EvaluationResult
 
-__all__ = ["DEFAULT_K", "evaluate"]
+__all__ = ["DEFAULT_K", "doc_mapper", "evaluate"]
 
 DEFAULT_K = 5
 FULL_DEPTH_ROWS = 2_000_000  # runs up to this many rows are never cut at the deepest cutoff
@@ -115,7 +115,7 @@ def evaluate(
             if files:
                 hashes[name] = pool.submit(sha256_files, files)
 
-        doc_of = _doc_mapper(doc_sep, doc_map)
+        doc_of = doc_mapper(doc_sep, doc_map)
         if level == "doc":
             g = _gold_to_docs(g, doc_of)
         result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
@@ -128,12 +128,17 @@ def evaluate(
     return result
 
 
-def _doc_mapper(sep: str, mapping: dict[str, str] | None) -> Callable[[str], str]:
+def doc_mapper(sep: str, mapping: dict[str, str] | None) -> Callable[[str], str]:
+    """Chunk id -> document id: through ``mapping`` when given (ids it lacks are their own document),
+    else the part before the first ``sep`` (an empty ``sep``: every chunk is its own document)."""
     if mapping is not None:
         return lambda chunk: mapping.get(chunk, chunk)
     if not sep:
         return lambda chunk: chunk
     return lambda chunk: chunk.split(sep, 1)[0]
+
+
+_doc_mapper = doc_mapper  # the name earlier releases used
 
 
 def _map_array(arr: pa.Array | pa.ChunkedArray, doc_of: Callable[[str], str]) -> pa.Array:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -25,7 +26,10 @@ from ..stats import metric_cis
 from . import details as dt
 from .model import Curve, Latency, PanelRow, Report, Stages
 
-__all__ = ["build_report", "knee", "panel_metrics", "sweep_ks"]
+__all__ = [
+    "ReportRequest", "assemble", "build_report", "collect_baseline", "collect_lexical", "collect_lists", "collect_stages",
+    "evaluate_main", "knee", "load_inputs", "panel_metrics", "sweep_ks",
+]
 
 Evaluator = Callable[[Gold, Run, list[str], str], EvaluationResult]
 SWEEP_FAMILIES = ("recall", "ndcg")
@@ -154,6 +158,116 @@ def _curves(result: EvaluationResult, ks: tuple[int, ...], seed: int, n_resample
     return tuple(Curve(c.metric, sw.ks, c.means, c.ci_low, c.ci_high, knee(sw.ks, c.means)) for c in sw.curves)
 
 
+@dataclass(frozen=True)
+class ReportRequest:
+    """The options of one report, resolved: ``k``, ``level`` and ``doc_sep`` already take the ship
+    criteria's ``evaluate`` options where the caller gave none (see :func:`build_report`)."""
+
+    k: int
+    level: str
+    doc_sep: str
+    doc_map: Mapping[str, str] | None = None
+    by: str | Iterable[str] | None = None
+    min_score: float | None = None
+    metrics: tuple[str, ...] = ()
+    top_misses: int = 50
+    seed: int = 0
+    n_resamples: int = 2000
+    confidence: float = 0.95
+    title: str | None = None
+    generated_at: str | None = None
+    gold_format: str | None = None
+    run_format: str | None = None
+    queries: str | None = None
+    sources_dir: str | None = None
+    ties: str = "id"
+    columns: Any = None
+
+    def on_disk(self, arg: Any, loaded: Any) -> Any:
+        """A loaded input's file, when ``sources_dir`` says where it is (else ``arg`` itself)."""
+        if isinstance(arg, (str, os.PathLike)) or self.sources_dir is None:
+            return arg
+        source = str(getattr(loaded, "source", ""))
+        path = os.path.join(self.sources_dir, source)
+        return path if source and not os.path.isabs(source) and os.path.isfile(path) else arg
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The loaded gold set and run, the files read (with their sha256) and the query texts."""
+
+    gold: Gold
+    run: Run
+    files: tuple[tuple[str, str, str | None], ...]
+    query_texts: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class MainEvaluation:
+    """The run scored on every metric the report shows, with what is read from it."""
+
+    result: EvaluationResult
+    lists: dt.RankedLists
+    gold_index: dt.GoldIndex
+    depth: int
+    ks: tuple[int, ...]
+    panel: tuple[str, ...]
+    gated: tuple[str, ...]
+    cis: Mapping[str, tuple[float, float]]
+    false_evidence: str
+    fields: tuple[str, ...] | None
+    segment_metrics: tuple[str, ...]
+    segments: Any  # SegmentSummary | None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The baseline: a run (scored and compared query by query) or a summary of means."""
+
+    result: EvaluationResult | None = None
+    summary: Any = None  # BaselineSummary | None
+    comparison: Any = None  # Comparison | None
+    label: str | None = None
+    file: tuple[str, str, str | None] | None = None
+    run: Run | None = None
+
+
+@dataclass(frozen=True)
+class Lexical:
+    """The lexical baseline shown beside the misses."""
+
+    label: str | None = None
+    panel: tuple[tuple[str, float], ...] = ()
+    pair: tuple[EvaluationResult, dt.RankedLists] | None = None
+    file: tuple[str, str, str | None] | None = None
+
+
+@dataclass(frozen=True)
+class DetailLists:
+    """The lists behind the numbers, and how many there are in all."""
+
+    misses: tuple[Any, ...]
+    misses_total: int
+    rescued: int | None  # misses the lexical run finds in its top 10 (None without one)
+    forbidden: tuple[Any, ...]
+    stale: tuple[Any, ...]
+    forbidden_total: int
+    stale_total: int
+    forbidden_checked: int
+    stale_checked: int
+    no_answer: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class StageNumbers:
+    """Raw candidates against the final list, and where the source table reads from."""
+
+    stages: Stages | None
+    raw_result: EvaluationResult | None
+    sources: tuple[Any, ...]
+    sources_from: str
+
+
 def build_report(
     gold: Any,
     run: Any,
@@ -199,243 +313,288 @@ def build_report(
         evaluator: ``(gold, run, metrics, level) -> EvaluationResult``; default :func:`rankgate.evaluate`
             with ``k``, ``doc_sep``, ``doc_map`` and ``evaluate_kwargs`` (``dedupe``, ``trec``…).
     """
-    from ..engine import DEFAULT_K, _doc_mapper
+    from ..engine import DEFAULT_K
 
     cfg = _config(config)
     opts = dict(cfg.evaluate) if cfg is not None else {}
     # The report's lists follow the same ranking rule as its numbers.
     ties = evaluate_kwargs.setdefault("ties", opts.get("ties", "id"))
-    columns = evaluate_kwargs.get("columns")
-    k = k or opts.get("k") or DEFAULT_K
-    level = level or opts.get("level") or "chunk"
-    doc_sep = doc_sep if doc_sep is not None else opts.get("doc_sep", "#")
+    req = ReportRequest(
+        k=k or opts.get("k") or DEFAULT_K, level=level or opts.get("level") or "chunk",
+        doc_sep=doc_sep if doc_sep is not None else opts.get("doc_sep", "#"), doc_map=doc_map, by=by,
+        min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, n_resamples=n_resamples,
+        confidence=confidence, title=title, generated_at=generated_at, gold_format=gold_format,
+        run_format=run_format, queries=queries, sources_dir=sources_dir, ties=ties,
+        columns=evaluate_kwargs.get("columns"),
+    )
     if evaluator is None:
-        from ..engine import evaluate
+        evaluator = _default_evaluator(req, evaluate_kwargs)
+    inputs = load_inputs(gold, run, req)
+    main = evaluate_main(inputs, req, cfg, evaluator)
+    run_label = _label(run, inputs.run, *(_path(x) for x in (baseline, lexical) if x is not None))
+    base = collect_baseline(baseline, inputs, main, req, evaluator, run, run_label)
+    lex = collect_lexical(lexical, inputs, req, evaluator, run, base)
+    stage = collect_stages(inputs, main, req, evaluator)
+    outcome = None
+    if cfg is not None:
+        from ..gates import decide
 
-        def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
-            return evaluate(g, r, ms, k=k, level=lvl, doc_sep=doc_sep, doc_map=dict(doc_map) if doc_map else None,
-                            **evaluate_kwargs)
+        outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
+                         baseline_label=base.label, candidate_label=run_label)
+    details = collect_lists(main, lex, req)
+    doc_level = _doc_level(inputs, main, req, evaluator)
+    report = assemble(inputs, main, base, lex, stage, details, doc_level, req, cfg, outcome, run_label)
+    signals = _signals(report, main.result, stage.raw_result, main.gold_index, main.lists, req.min_score, details.rescued)
+    return dataclasses.replace(report, findings=diagnose(signals))
 
-    g = load_gold(gold, format=gold_format, columns=columns)
-    r = load_run(run, format=run_format, columns=columns)
+
+def _default_evaluator(req: ReportRequest, evaluate_kwargs: Mapping[str, Any]) -> Evaluator:
+    from ..engine import evaluate
+
+    def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
+        return evaluate(g, r, ms, k=req.k, level=lvl, doc_sep=req.doc_sep,
+                        doc_map=dict(req.doc_map) if req.doc_map else None, **evaluate_kwargs)
+
+    return evaluator
+
+
+def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
+    """Load the gold set and the run; list the files read (sha256) and find the query texts."""
     from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
 
-    def on_disk(arg: Any, loaded: Any) -> Any:  # a loaded input's file, when sources_dir says where it is
-        if isinstance(arg, (str, os.PathLike)) or sources_dir is None:
-            return arg
-        source = str(getattr(loaded, "source", ""))
-        path = os.path.join(sources_dir, source)
-        return path if source and not os.path.isabs(source) and os.path.isfile(path) else arg
-
-    read, run_read = gold_files(on_disk(gold, g)), run_files(on_disk(run, r))
-    inputs = [("gold", g.source, sha256_files(read) if read else None),
-              ("run", r.source, sha256_files(run_read) if run_read else None)]
+    g = load_gold(gold, format=req.gold_format, columns=req.columns)
+    r = load_run(run, format=req.run_format, columns=req.columns)
+    read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
+    files = [("gold", g.source, sha256_files(read) if read else None),
+             ("run", r.source, sha256_files(run_read) if run_read else None)]
     query_texts: dict[str, str] = {}
-    folder = beir_folder(gold) if "query" not in g.fields and queries is None else None
-    if queries is not None:  # --queries: a queries file beside a gold set without texts (TREC qrels, CSV)
+    folder = beir_folder(gold) if "query" not in g.fields and req.queries is None else None
+    if req.queries is not None:  # --queries: a queries file beside a gold set without texts (TREC qrels, CSV)
         from ..data.inputs import read_query_texts
 
-        query_texts = read_query_texts(os.fspath(queries))
-        inputs.insert(1, ("gold queries", os.fspath(queries), sha256_file(os.fspath(queries))))
+        query_texts = read_query_texts(os.fspath(req.queries))
+        files.insert(1, ("gold queries", os.fspath(req.queries), sha256_file(os.fspath(req.queries))))
     elif folder is not None:  # BEIR: the query text lives beside the qrels
         qpath, query_texts = beir_query_texts(folder)
-        inputs.insert(1, ("gold queries", qpath, sha256_file(qpath)))
-    lists = dt.RankedLists(r, ties=ties)
+        files.insert(1, ("gold queries", qpath, sha256_file(qpath)))
+    return Inputs(g, r, tuple(files), query_texts)
+
+
+def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:
+    """Score the run on the panel, the k-sweep, the diagnosis's metrics and the gated ones; the panel's
+    intervals; the segments."""
+    from ..engine import doc_mapper
+    from ..sweep import sweep_specs
+
+    g, r, k = inputs.gold, inputs.run, req.k
+    lists = dt.RankedLists(r, ties=req.ties)
     depth = lists.depth
     ks = sweep_ks(depth)
     has_versions = "doc_version" in r.items and "as_of" in g.fields
     has_no_answer = "no_answer" in g.fields
-    fe = f"false_evidence{'' if min_score is None else f'(min_score={min_score:g})'}@{k}"
-    panel = _dedupe([*panel_metrics(k), *metrics])
+    fe = f"false_evidence{'' if req.min_score is None else f'(min_score={req.min_score:g})'}@{k}"
+    panel = _dedupe([*panel_metrics(k), *req.metrics])
     extra = ["hit@10", "recall@10", f"judged@{judged_k(depth)}", *(["forbidden"] if "must_not_retrieve" in g.fields else []),
              *(["fresh"] if has_versions else []), *([fe] if has_no_answer else [])]
     gated = list(cfg.metrics) if cfg is not None else []
-    from ..sweep import sweep_specs
-
     all_metrics = _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *extra, *gated])
-    result = evaluator(g, r, all_metrics, level)
+    result = evaluator(g, r, all_metrics, req.level)
     fe = str(next((m for m in result.metric_names if m.startswith("false_evidence")), "")) or ""
-    cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=panel)
-    doc_of = _doc_mapper(doc_sep, dict(doc_map) if doc_map else None)
-    gidx = dt.GoldIndex(g, level, doc_of, query_texts)
+    cis = metric_cis(result, seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence, metrics=panel)
+    doc_of = doc_mapper(req.doc_sep, dict(req.doc_map) if req.doc_map else None)
+    gidx = dt.GoldIndex(g, req.level, doc_of, inputs.query_texts)
 
-    fields = _auto_fields(result) if by is None else None
-    if by is not None:
+    fields = _auto_fields(result) if req.by is None else None
+    if req.by is not None:
         from ..segments import field_key, split_fields
 
-        fields = [field_key(result, f) for f in split_fields(by)]
+        fields = [field_key(result, f) for f in split_fields(req.by)]
     seg_metrics = _dedupe([f"recall@{k}", f"ndcg@{k}", f"precision@{k}", "mrr", *[m for m in gated if m in result.values]])
     segments = None
     if fields:
         from ..segments import segment_summary
 
-        segments = segment_summary(result, fields, metrics=seg_metrics, seed=seed, n_resamples=n_resamples,
-                                   confidence=confidence)
+        segments = segment_summary(result, fields, metrics=seg_metrics, seed=req.seed, n_resamples=req.n_resamples,
+                                   confidence=req.confidence)
+    return MainEvaluation(result, lists, gidx, depth, ks, tuple(panel), tuple(gated), cis, fe,
+                          None if fields is None else tuple(fields), tuple(seg_metrics), segments)
 
-    # Baseline: same metrics, paired comparison, its curves.
-    base_result = base_summary = cmp = None
-    base_label = None
-    run_label = _label(run, r, *(_path(x) for x in (baseline, lexical) if x is not None))
-    if baseline is not None:
-        from ..baseline import BaselineSummary, summary_or_run
 
-        def run_and_sha(path: str) -> tuple[Run, str | None]:
-            br = load_run(path, format=run_format, columns=columns)
-            return br, _sha(on_disk(path, br))
+def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator,
+                     run: Any, run_label: str) -> Baseline:
+    """Same metrics on the baseline run and the paired comparison, or the means of a baseline summary."""
+    if baseline is None:
+        return Baseline()
+    from ..baseline import BaselineSummary, summary_or_run
+    from ..sweep import sweep_specs
 
-        loaded: BaselineSummary | tuple[Run, str | None]
-        if isinstance(baseline, BaselineSummary):
-            loaded = baseline
-        elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
-            loaded = summary_or_run(os.fspath(baseline), run_and_sha)
-        else:
-            base_run = load_run(baseline, format=run_format, columns=columns)
-            loaded = (base_run, _sha(on_disk(baseline, base_run)))
-        if isinstance(loaded, BaselineSummary):
-            base_summary = loaded
-            base_label = os.path.basename(base_summary.source)
-        else:
-            br, base_sha = loaded
-            inputs.append(("baseline", br.source, base_sha))
-            base_label = _label(baseline, br, _path(run, r))
-            base_result = evaluator(g, br, _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *gated]), level)
-            from ..compare import compare
+    def run_and_sha(path: str) -> tuple[Run, str | None]:
+        br = load_run(path, format=req.run_format, columns=req.columns)
+        return br, _sha(req.on_disk(path, br))
 
-            cmp = compare(base_result, result, metrics=[*panel, *[m for m in seg_metrics if m not in panel]],
-                          by=fields or (), seed=seed, n_resamples=n_resamples, confidence=confidence,
-                          baseline_label=base_label, candidate_label=run_label)
+    loaded: BaselineSummary | tuple[Run, str | None]
+    if isinstance(baseline, BaselineSummary):
+        loaded = baseline
+    elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
+        loaded = summary_or_run(os.fspath(baseline), run_and_sha)
+    else:
+        base_run = load_run(baseline, format=req.run_format, columns=req.columns)
+        loaded = (base_run, _sha(req.on_disk(baseline, base_run)))
+    if isinstance(loaded, BaselineSummary):
+        return Baseline(summary=loaded, label=os.path.basename(loaded.source))
+    br, base_sha = loaded
+    label = _label(baseline, br, _path(run, inputs.run))
+    result = evaluator(inputs.gold, br, _dedupe([*main.panel, *sweep_specs(list(SWEEP_FAMILIES), main.ks), *main.gated]),
+                       req.level)
+    from ..compare import compare
 
-    rows = []
-    for m in panel:
-        s = result.summary(m)
-        row = PanelRow(m, s.mean, s.n, *cis[m], definition=result.definitions.get(m, ""))
-        if cmp is not None:
-            d = cmp.row(m)
-            row = dataclasses.replace(row, baseline=d.baseline, delta=d.delta, delta_low=d.ci_low, delta_high=d.ci_high,
-                                      p_value=d.p_holm, verdict=d.verdict(confidence))
-        elif base_summary is not None:
-            st = base_summary.lookup(m, None, None)
-            if st is not None and not math.isnan(st.mean):
-                row = dataclasses.replace(row, baseline=st.mean, delta=s.mean - st.mean)
-        rows.append(row)
-    seg_deltas = {}
-    if cmp is not None:
-        seg_deltas = {(x.field, x.segment, x.metric): x.delta for x in cmp.rows if x.field is not None}
+    cmp = compare(result, main.result, metrics=[*main.panel, *[m for m in main.segment_metrics if m not in main.panel]],
+                  by=main.fields or (), seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
+                  baseline_label=label, candidate_label=run_label)
+    return Baseline(result, None, cmp, label, ("baseline", br.source, base_sha), br)
 
-    # Lexical baseline beside the misses.
-    lex = None
-    lex_label = None
-    lexical_panel: tuple[tuple[str, float], ...] = ()
-    if lexical is not None:
-        lr = load_run(lexical, format=run_format, columns=columns)
-        inputs.append(("lexical baseline", lr.source, _sha(on_disk(lexical, lr))))
-        lex_label = _label(lexical, lr, _path(run, r), *([_path(baseline, br)] if base_result is not None else []))
-        lres = evaluator(g, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), level)
-        lex = (lres, dt.RankedLists(lr, ties=ties))
-        lexical_panel = tuple((m, lres.summary(m).mean) for m in lres.metric_names)
 
-    misses, misses_total, rescued = dt.misses(result, lists, gidx, limit=top_misses, fields=list(fields or []), lexical=lex)
-    forb, stale, ftotal, stotal, fchecked, schecked = dt.offences(result, lists, gidx, k, limit=top_misses)
-    no_answer = dt.no_answer_items(result, lists, gidx, fe or None, limit=top_misses)
+def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator: Evaluator, run: Any,
+                    base: Baseline) -> Lexical:
+    """The lexical run's panel and rankings, shown beside the misses."""
+    if lexical is None:
+        return Lexical()
+    k = req.k
+    lr = load_run(lexical, format=req.run_format, columns=req.columns)
+    label = _label(lexical, lr, _path(run, inputs.run), *([_path(base.run)] if base.result is not None else []))
+    lres = evaluator(inputs.gold, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), req.level)
+    return Lexical(label, tuple((m, lres.summary(m).mean) for m in lres.metric_names),
+                   (lres, dt.RankedLists(lr, ties=req.ties)), ("lexical baseline", lr.source, _sha(req.on_disk(lexical, lr))))
 
-    # Stages: raw candidates vs the final list.
+
+def collect_stages(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> StageNumbers:
+    """Raw candidates (``raw_topk``) against the final list, and the source table."""
+    g, r, k = inputs.gold, inputs.run, req.k
     stages = None
     raw = dt.raw_run(r)
     raw_result = None
     if raw is not None:
         kr = dt.k_raw(r, raw)
         stage_metrics = _dedupe([f"recall@{kr}", f"mrr@{kr}", f"recall@{k}", f"ndcg@{k}", f"precision@{k}"])
-        raw_result = evaluator(g, raw, stage_metrics, level)
-        fin = evaluator(g, r, stage_metrics, level)
+        raw_result = evaluator(g, raw, stage_metrics, req.level)
+        fin = evaluator(g, r, stage_metrics, req.level)
         have = set(raw.query_ids)
         mask = np.asarray([q in have for q in raw_result.query_ids], dtype=bool)
         rs, fs = raw_result.subset(mask), fin.subset(mask)
         stages = Stages(kr, k, int(mask.sum()), tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
-    src_lists = dt.RankedLists(raw, ties=ties) if raw is not None and "source" in raw.items else lists
-    sources = dt.source_rows(src_lists, gidx, raw_result if src_lists is not lists else result)
+    src_lists = dt.RankedLists(raw, ties=req.ties) if raw is not None and "source" in raw.items else main.lists
+    sources = dt.source_rows(src_lists, main.gold_index, raw_result if src_lists is not main.lists else main.result)
+    return StageNumbers(stages, raw_result, tuple(sources), "raw_topk" if src_lists is not main.lists else "topk")
 
-    # Doc level against chunk level.
-    doc_level: dict[str, float] = {}
-    if level == "chunk" and (doc_map or (doc_sep and any(doc_sep in d for d in g.j_doc.to_pylist()))):
-        dk = min(10, depth) if depth else 10  # never past the run's depth (a top-5 run: recall@5)
-        m = f"recall@{dk}"
-        doc_result = evaluator(g, r, [m], "doc")
-        chunk = result if m in result.metric_names else evaluator(g, r, [m], level)
-        doc_level = {"chunk": chunk.summary(m).mean, "doc": doc_result.summary(m).mean, "k": float(dk)}
 
-    outcome = None
-    if cfg is not None:
-        from ..gates import decide
+def _doc_level(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> dict[str, float]:
+    """recall@10 at chunk and at document level, when chunk ids name their documents."""
+    g, r = inputs.gold, inputs.run
+    if not (req.level == "chunk" and (req.doc_map or (req.doc_sep and any(req.doc_sep in d for d in g.j_doc.to_pylist())))):
+        return {}
+    dk = min(10, main.depth) if main.depth else 10  # never past the run's depth (a top-5 run: recall@5)
+    m = f"recall@{dk}"
+    doc_result = evaluator(g, r, [m], "doc")
+    chunk = main.result if m in main.result.metric_names else evaluator(g, r, [m], req.level)
+    return {"chunk": chunk.summary(m).mean, "doc": doc_result.summary(m).mean, "k": float(dk)}
 
-        outcome = decide(cfg, result, base_result if base_result is not None else base_summary,
-                         baseline_label=base_label, candidate_label=run_label)
-    floors = {}
+
+def _panel_rows(main: MainEvaluation, base: Baseline, confidence: float) -> tuple[PanelRow, ...]:
+    rows = []
+    result, cmp = main.result, base.comparison
+    for m in main.panel:
+        s = result.summary(m)
+        row = PanelRow(m, s.mean, s.n, *main.cis[m], definition=result.definitions.get(m, ""))
+        if cmp is not None:
+            d = cmp.row(m)
+            row = dataclasses.replace(row, baseline=d.baseline, delta=d.delta, delta_low=d.ci_low, delta_high=d.ci_high,
+                                      p_value=d.p_holm, verdict=d.verdict(confidence))
+        elif base.summary is not None:
+            st = base.summary.lookup(m, None, None)
+            if st is not None and not math.isnan(st.mean):
+                row = dataclasses.replace(row, baseline=st.mean, delta=s.mean - st.mean)
+        rows.append(row)
+    return tuple(rows)
+
+
+def collect_lists(main: MainEvaluation, lex: Lexical, req: ReportRequest) -> DetailLists:
+    """The lists behind the numbers: misses, offending items, no-answer queries (up to ``top_misses`` each)."""
+    result, gidx, lists, limit = main.result, main.gold_index, main.lists, req.top_misses
+    misses, misses_total, rescued = dt.misses(result, lists, gidx, limit=limit, fields=list(main.fields or []),
+                                              lexical=lex.pair)
+    forb, stale, ftotal, stotal, fchecked, schecked = dt.offences(result, lists, gidx, req.k, limit=limit)
+    no_answer = dt.no_answer_items(result, lists, gidx, main.false_evidence or None, limit=limit)
+    return DetailLists(tuple(misses), misses_total, rescued, tuple(forb), tuple(stale), ftotal, stotal, fchecked, schecked,
+                       tuple(no_answer))
+
+
+def assemble(inputs: Inputs, main: MainEvaluation, base: Baseline, lex: Lexical, stage: StageNumbers,
+             details: DetailLists, doc_level: Mapping[str, float], req: ReportRequest, cfg: Any, outcome: Any,
+             run_label: str) -> Report:
+    """The report, from the parts the steps gathered."""
+    result, k = main.result, req.k
+    floors: dict[str, float] = {}
     if cfg is not None:
         for gt in cfg.gates:
             if gt.threshold is not None:
                 floors[gt.metric] = max(floors.get(gt.metric, -math.inf), gt.threshold)
-
-    curves = _curves(result, ks, seed, n_resamples, confidence)
-    base_curves = _curves(base_result, ks, seed, 0, confidence) if base_result is not None else ()
-
-    facts = _facts(result, g)
-    counts = {
-        "evaluated": len(result.query_ids),
-        "no_answer": len(result.no_answer),
-        "missing_from_run": len(result.missing_from_run),
-        "not_in_gold": len(result.not_in_gold),
-        "duplicates_dropped": int(result.info.get("duplicates_dropped") or 0),
-    }
+    base_result, cmp = base.result, base.comparison
+    files = list(inputs.files) + [f for f in (base.file, lex.file) if f is not None]
+    fe = main.false_evidence
     from .incidents import incident_view
 
-    report = Report(
-        incidents=incident_view(g, result, k),
-        title=title or f"Retrieval report: {run_label}",
+    return Report(
+        incidents=incident_view(inputs.gold, result, k),
+        title=req.title or f"Retrieval report: {run_label}",
         version=__version__,
-        generated_at=generated_at,
-        inputs=tuple(inputs),
-        facts=facts,
-        counts=counts,
+        generated_at=req.generated_at,
+        inputs=tuple(files),
+        facts=_facts(result, inputs.gold),
+        counts={
+            "evaluated": len(result.query_ids),
+            "no_answer": len(result.no_answer),
+            "missing_from_run": len(result.missing_from_run),
+            "not_in_gold": len(result.not_in_gold),
+            "duplicates_dropped": int(result.info.get("duplicates_dropped") or 0),
+        },
         k=k,
-        level=level,
-        seed=seed,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        panel=tuple(rows),
+        level=req.level,
+        seed=req.seed,
+        n_resamples=req.n_resamples,
+        confidence=req.confidence,
+        panel=_panel_rows(main, base, req.confidence),
         latency=_latency(result, base_result),
         run_label=run_label,
-        baseline_label=base_label,
+        baseline_label=base.label,
         changes_tested=len(cmp.rows) if cmp is not None else 0,
-        lexical_label=lex_label,
-        lexical_panel=lexical_panel,
-        curves=curves,
-        baseline_curves=base_curves,
-        depth=depth,
-        rank_histogram=_histogram(result, depth),
-        baseline_rank_histogram=_histogram(base_result, depth) if base_result is not None else (),
-        segments=segments,
-        segment_deltas=seg_deltas,
+        lexical_label=lex.label,
+        lexical_panel=lex.panel,
+        curves=_curves(result, main.ks, req.seed, req.n_resamples, req.confidence),
+        baseline_curves=_curves(base_result, main.ks, req.seed, 0, req.confidence) if base_result is not None else (),
+        depth=main.depth,
+        rank_histogram=_histogram(result, main.depth),
+        baseline_rank_histogram=_histogram(base_result, main.depth) if base_result is not None else (),
+        segments=main.segments,
+        segment_deltas={(x.field, x.segment, x.metric): x.delta for x in cmp.rows if x.field is not None} if cmp is not None else {},
         floors=floors,
-        segments_auto=by is None and bool(fields),
-        misses=tuple(misses),
-        misses_total=misses_total,
-        offences_forbidden=tuple(forb),
-        offences_stale=tuple(stale),
-        forbidden_total=ftotal,
-        stale_total=stotal,
-        forbidden_checked=fchecked,
-        stale_checked=schecked,
-        stages=stages,
-        sources=tuple(sources),
-        sources_from="raw_topk" if src_lists is not lists else "topk",
-        no_answer=tuple(no_answer),
+        segments_auto=req.by is None and bool(main.fields),
+        misses=details.misses,
+        misses_total=details.misses_total,
+        offences_forbidden=details.forbidden,
+        offences_stale=details.stale,
+        forbidden_total=details.forbidden_total,
+        stale_total=details.stale_total,
+        forbidden_checked=details.forbidden_checked,
+        stale_checked=details.stale_checked,
+        stages=stage.stages,
+        sources=stage.sources,
+        sources_from=stage.sources_from,
+        no_answer=details.no_answer,
         false_evidence_metric=fe,
         false_evidence_rate=result.summary(fe).mean if fe else math.nan,
-        doc_level=doc_level,
+        doc_level=dict(doc_level),
         gate=outcome,
     )
-    signals = _signals(report, result, raw_result, gidx, lists, min_score, rescued)
-    return dataclasses.replace(report, findings=diagnose(signals))
 
 
 def _config(config: Any):
