@@ -22,7 +22,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     1: ("data", "corpus"),                                                         # readers and the models they fill
     2: ("metrics",),                                                               # metric definitions and facts
     3: ("engine", "results", "retrieval", "fusion"),                               # scoring runs
-    4: ("stats", "segments", "compare", "sweep", "baseline",                       # statistics over results,
+    4: ("stats", "segments", "compare", "sweep", "baseline", "agreement",          # statistics over results,
         "traces", "goldset", "answers"),                                          # traces, gold sets, answers
     5: ("gate_config", "gates", "diagnosis", "testing", "experiments", ""),        # decisions (and the public API)
     6: ("report",),                                                                # renderers
@@ -34,6 +34,15 @@ LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 # A package may be held to less than its layer allows: the judge talks to model APIs and must stay
 # importable on its own (only rankgate.errors and the standard library).
 ONLY: dict[str, frozenset[str]] = {"judges": frozenset({"errors"}), "judge": frozenset({"errors"})}
+
+# Edges that break the rules today, each named so that it is seen and no new one slips in beside it.
+# The judge reads its label files with the data layer's readers and loads user judges with the
+# retrieval registry's module:Class loader; both belong in a module of their own under the judge.
+KNOWN: frozenset[tuple[str, str]] = frozenset({
+    ("rankgate.judges.files", "rankgate.data.jsonl"),
+    ("rankgate.judges.files", "rankgate.data.source"),
+    ("rankgate.judges", "rankgate.retrieval.registry"),
+})
 
 
 def _top(module: str) -> str:
@@ -109,7 +118,7 @@ def test_imports_go_one_way() -> None:
         src = _top(module)
         for line, target in imports_of(path):
             dst = _top(target)
-            if dst == src:
+            if dst == src or (module, target) in KNOWN:
                 continue
             rel = f"{path.relative_to(SRC.parent)}:{line}: {module} -> {target}"
             if src in ONLY and dst not in ONLY[src]:
@@ -141,6 +150,12 @@ def test_the_walker_sees_lazy_imports(tmp_path: Path, source: str, allowed: bool
     path.write_text(source, encoding="utf-8")
     targets = {_top(t) for _, t in imports_of(path, fake)}
     assert (not targets & {"report", "commands"}) == allowed
+
+
+def test_known_exceptions_still_exist() -> None:
+    """An exception that is gone is taken off the list, so the list never hides a new edge."""
+    edges = {(_module_name(p)[0], t) for p in _files() for _, t in imports_of(p)}
+    assert not KNOWN - edges, f"remove from KNOWN: {sorted(KNOWN - edges)}"
 
 
 def test_layer_names_follow_the_documented_order() -> None:
