@@ -490,13 +490,20 @@ def collect_stages(inputs: Inputs, main: MainEvaluation, req: ReportRequest, eva
 def _doc_level(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> dict[str, float]:
     """recall@10 at chunk and at document level, when chunk ids name their documents."""
     g, r = inputs.gold, inputs.run
-    if not (req.level == "chunk" and (req.doc_map or (req.doc_sep and any(req.doc_sep in d for d in g.j_doc.to_pylist())))):
+    if not (req.level == "chunk" and (req.doc_map or (req.doc_sep and _any_contains(g.j_doc, req.doc_sep)))):
         return {}
     dk = min(10, main.depth) if main.depth else 10  # never past the run's depth (a top-5 run: recall@5)
     m = f"recall@{dk}"
     doc_result = evaluator(g, r, [m], "doc")
     chunk = main.result if m in main.result.metric_names else evaluator(g, r, [m], req.level)
     return {"chunk": chunk.summary(m).mean, "doc": doc_result.summary(m).mean, "k": float(dk)}
+
+
+def _any_contains(ids: Any, text: str) -> bool:
+    """Whether any id holds ``text`` (on the arrow array: no Python string per id)."""
+    import pyarrow.compute as pc
+
+    return len(ids) > 0 and bool(pc.any(pc.match_substring(ids, text, ignore_case=False)).as_py())
 
 
 def _panel_rows(main: MainEvaluation, base: Baseline, confidence: float) -> tuple[PanelRow, ...]:

@@ -31,6 +31,19 @@ def snippet(text: str | None, words: int = SNIPPET_WORDS) -> str | None:
     return out + (" …" if len(parts) > words else "")
 
 
+def strings_at(column: Any, rows: list[int]) -> list[str]:
+    """The values of a few rows of an arrow string column. A column read in pieces is a chunked
+    array, where one ``take`` costs as much as the whole column: each row is read from its own piece."""
+    if not rows:
+        return []
+    chunks = getattr(column, "chunks", None)
+    if chunks is None or len(chunks) <= 1:
+        return column.take(rows).to_pylist()
+    bounds = np.cumsum([0] + [len(c) for c in chunks])
+    where = np.searchsorted(bounds, rows, side="right") - 1
+    return [chunks[c][r - int(bounds[c])].as_py() for c, r in zip(where.tolist(), rows)]
+
+
 class GoldIndex:
     """Judgements per query, with grades looked up at the level evaluated (chunk or document).
 
@@ -116,10 +129,8 @@ class _Judged:
     def __getitem__(self, i: int) -> list[Judgement]:
         got = self.memo.get(i)
         if got is None:
-            import pyarrow as pa
-
             rows = self.order[self.start[i]:self.start[i + 1]]
-            ids = self.gold.j_doc.take(pa.array(rows)).to_pylist() if rows.size else []
+            ids = strings_at(self.gold.j_doc, rows.tolist())
             grades = np.asarray(self.gold.j_grade)[rows].tolist()
             notes = self.gold.notes or None
             got = [Judgement(d, int(gr), None if notes is None else notes[r]) for d, gr, r in zip(ids, grades, rows.tolist())]
@@ -151,14 +162,16 @@ class RankedLists:
         return self.perm[s:s + n].tolist()
 
     def ids(self, qid: str, depth: int | None = None) -> list[str]:
-        rows = self.rows(qid, depth)
-        return self.run.r_doc.take(rows).to_pylist() if rows else []
+        return self._ids_at(self.rows(qid, depth))
+
+    def _ids_at(self, rows: list[int]) -> list[str]:
+        return strings_at(self.run.r_doc, rows)
 
     def items(self, qid: str, depth: int | None, gold: GoldIndex | None) -> list[Item]:
         rows = self.rows(qid, depth)
         if not rows:
             return []
-        ids = self.run.r_doc.take(rows).to_pylist()
+        ids = self._ids_at(rows)
         items = self.run.items
         out, seen = [], set()
         for row, d in zip(rows, ids):
@@ -332,7 +345,7 @@ def source_rows(lists: RankedLists, gold: GoldIndex, result: EvaluationResult) -
         if q not in gold.index:
             continue
         rows = lists.rows(q)
-        ids = run.r_doc.take(rows).to_pylist() if rows else []
+        ids = lists._ids_at(rows)
         n_rel = gold.relevant_count(q)
         seen: set[str] = set()
         via: Counter[str] = Counter()

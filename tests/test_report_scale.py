@@ -1,0 +1,104 @@
+"""The report's fast paths give exactly what the plain ones give: distinct parents from arrow ids,
+column blocks of the bootstrap, cuts taken from deeper cuts, lazy gold judgements, reads of a few rows
+from a chunked column."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rankgate
+from rankgate import stats
+from rankgate.data import load_gold
+from rankgate.engine import doc_mapper
+from rankgate.metrics.context import EvalContext
+from rankgate.report import details as dt
+
+GOLD = [
+    {"query_id": "q1", "relevant_chunks": [{"chunk_id": "a#1", "grade": 2}, {"chunk_id": "b#1", "grade": 0}]},
+    {"query_id": "q2", "relevant_chunks": [{"chunk_id": "c#9", "grade": 1}, {"chunk_id": "c#8", "grade": 1}]},
+    {"query_id": "q3", "relevant_chunks": [{"chunk_id": "x", "grade": 1}]},
+]
+RUN = [
+    {"query_id": "q1", "retrieved": ["a#1", "a#2", "b#1", "a#3", "c#1"]},
+    {"query_id": "q2", "retrieved": ["c#9", "c#8", "d#1", "d#2"]},
+    {"query_id": "q3", "retrieved": []},
+]
+
+
+@pytest.mark.parametrize("options, distinct, redundancy", [
+    ({}, [2, 2, 0], [1 - 2 / 4, 1 - 2 / 4, None]),                       # parents by '#'
+    ({"doc_sep": ""}, [4, 4, 0], [0.0, 0.0, None]),                     # every chunk its own document
+    ({"doc_map": {"a#1": "A", "a#2": "A", "b#1": "A", "a#3": "Z"}}, [2, 4, 0], [0.5, 0.0, None]),
+    ({"level": "doc"}, [3, 2, 0], [0.0, 0.0, None]),                      # doc level: repeated documents are one item
+])
+def test_distinct_docs_and_redundancy_by_hand(options, distinct, redundancy):
+    r = rankgate.evaluate(GOLD, RUN, ["distinct_docs@4", "redundancy@4"], **options)
+    assert r["distinct_docs@4"].tolist() == [float(x) for x in distinct]
+    got = r["redundancy@4"]
+    for g, want in zip(got.tolist(), redundancy):
+        assert (np.isnan(g) if want is None else g == want)
+
+
+def test_parent_codes_without_arrow_ids_match():
+    """A context built by hand (no arrow ids) counts parents through the materialised ids, alike."""
+    ids = ["a#1", "a#2", "b#1", "c#1", "c#2"]
+    ctx = EvalContext(offsets=np.array([0, 3, 5]), rank=np.array([1, 2, 3, 1, 2]), grade=np.full(5, np.nan),
+                      judged_offsets=np.array([0, 0, 0]), judged_grade=np.zeros(0, np.int64), query_k=np.zeros(2, np.int64),
+                      default_k=5, answerable=np.zeros(2, bool), docs=lambda: ids, doc_of=doc_mapper("#", None))
+    distinct, rows = ctx.distinct_parents(np.array([3, 3]))
+    assert distinct.tolist() == [2, 1] and rows.tolist() == [3, 2]
+    arrow = EvalContext(**{**ctx.__dict__, "cache": {}, "docs_at": lambda r: pa.array(ids).take(pa.array(r))})
+    assert arrow.distinct_parents(np.array([3, 3]))[0].tolist() == [2, 1]
+
+
+def test_bootstrap_column_blocks_change_no_number(monkeypatch):
+    rng = np.random.default_rng(7)
+    values = {f"m{j}": np.where(rng.random(300) < 0.1, np.nan, rng.random(300)) for j in range(11)}
+    whole = stats.values_cis(values, 3, 400, 0.9)
+    monkeypatch.setattr(stats, "_CACHE_BYTES", 8 * 300 * 2)  # blocks of the minimum width
+    monkeypatch.setattr(stats, "_MIN_BLOCK_COLUMNS", 1)
+    blocked = stats.values_cis(values, 3, 400, 0.9)
+    alone = {name: stats.values_cis({name: v}, 3, 400, 0.9)[name] for name, v in values.items()}
+    assert whole == blocked == alone
+
+
+def test_metric_order_and_cuts_change_no_value():
+    rng = np.random.default_rng(1)
+    gold = [{"query_id": f"q{i}", "relevant_chunks": [{"chunk_id": f"d{j}", "grade": int(rng.integers(0, 4))}
+                                                        for j in rng.choice(40, 6, replace=False)]} for i in range(60)]
+    run = [{"query_id": f"q{i}", "retrieved": [f"d{j}" for j in rng.permutation(40)[: int(rng.integers(0, 30))]]}
+           for i in range(60)]
+    specs = [f"{m}@{k}" for m in ("recall", "ndcg", "precision", "mrr") for k in (1, 2, 3, 5, 8, 13, 21)]
+    together = rankgate.evaluate(gold, run, specs)
+    for spec in specs:
+        alone = rankgate.evaluate(gold, run, [spec])
+        assert np.array_equal(together[spec], alone[spec], equal_nan=True), spec
+    backwards = rankgate.evaluate(gold, run, specs[::-1])
+    assert list(backwards.metric_names) == specs[::-1]
+    for spec in specs:
+        assert np.array_equal(together[spec], backwards[spec], equal_nan=True), spec
+
+
+def test_lazy_gold_index_counts_match_the_per_query_ones(tmp_path):
+    path = tmp_path / "gold.jsonl"
+    path.write_text("\n".join([
+        '{"query_id": "q1", "relevant_chunks": [{"chunk_id": "a#1", "grade": 2}, {"chunk_id": "a#2", "grade": 0}]}',
+        '{"query_id": "q2", "relevant_chunks": [{"chunk_id": "b#1", "grade": 1}, {"chunk_id": "c#1", "grade": 3}]}',
+        '{"query_id": "q3", "no_answer": true}',
+    ]) + "\n", encoding="utf-8")
+    g = load_gold(str(path))
+    for level in ("chunk", "doc"):
+        gi = dt.GoldIndex(g, level, doc_mapper("#", None))
+        assert gi.relevant_counts().tolist() == [gi.relevant_count(q) for q in g.query_ids]
+        assert gi.judged_counts().tolist() == [len(gi.judged[i]) for i in range(len(g.query_ids))]
+    assert [j.chunk_id for j in dt.GoldIndex(g, "chunk", doc_mapper("#", None)).judged[1]] == ["b#1", "c#1"]
+
+
+def test_strings_at_reads_rows_of_a_chunked_column():
+    col = pa.chunked_array([["a", "b"], [], ["c"], ["d", "e", "f"]])
+    rows = [5, 0, 2, 3, 2]
+    assert dt.strings_at(col, rows) == col.take(rows).to_pylist() == ["f", "a", "c", "d", "c"]
+    assert dt.strings_at(col, []) == []
+    assert dt.strings_at(pa.array(["x", "y"]), [1]) == ["y"]
