@@ -237,6 +237,20 @@ class EvalContext:
         position = np.arange(1, rows.size + 1, dtype=np.int64) - np.repeat(first, per_query)
         return rows, query, position
 
+    def hits_within(self, key: Any, make: Callable[[], tuple[np.ndarray, ...]], k: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Sparse per-row arrays (query, rank, …, as ``make`` gives them from :meth:`hits` over all rows,
+        made once under ``key``) kept to the rows with rank <= k of their query. Rows within k are a
+        prefix of each query's rows, so positions from :meth:`hits` stay what a cut at k would give:
+        a metric of every k reads the sparse rows, never a cut of every row."""
+        if key not in self.cache:
+            self.cache[key] = make()
+        arrays = self.cache[key]
+        query, rank = arrays[0], arrays[1]
+        if not k.size or int(k.min()) >= NO_CUTOFF:
+            return arrays
+        keep = rank <= (k[0] if (k == k[0]).all() else k[query])
+        return tuple(a[keep] for a in arrays)
+
     def sparse_sum(self, values: np.ndarray, query: np.ndarray, position: np.ndarray) -> np.ndarray:
         """Per-query sums of sparse values, added one at a time in rank order, as trec_eval adds
         them: ``((v1 + v2) + v3) + …``. ``position`` is each value's 1-based place in its query

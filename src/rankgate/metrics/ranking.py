@@ -53,9 +53,14 @@ class Recall(MetricDefinition):
     trec_name = "recall_{k}"
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
-        ctx = ctx.cut(k)  # nothing past k is read
         rel = _rel(metric)
-        found = ctx.seg_sum(ctx.is_rel(rel) & ctx.within(k))
+
+        def relevant_rows() -> tuple[np.ndarray, np.ndarray]:
+            rows, query, _ = ctx.hits(ctx.is_rel(rel))
+            return query, ctx.rank[rows]
+
+        query, _ = ctx.hits_within(("relevant_rows", rel), relevant_rows, k)  # nothing past k is read
+        found = np.bincount(query, minlength=ctx.nq).astype(np.int64)
         n = ctx.num_rel(rel)
         with np.errstate(invalid="ignore", divide="ignore"):
             return ctx.finish(np.where(n > 0, found / np.maximum(n, 1), 0.0), metric)
@@ -156,12 +161,16 @@ class NDCG(MetricDefinition):
         # As trec_eval computes it, operation for operation: each item with a gain adds
         # gain / log2(rank + 1), in rank order; the ideal list likewise. Only items with a gain add
         # anything, so the sums run over those rows alone.
-        ctx = ctx.cut(k)  # nothing past k is read
         kind = metric.param("gain")
-        gain = _gain(ctx.grade, kind)
-        rows, query, place = ctx.hits((gain > 0) & ctx.within(k))
-        rank = ctx.rank[rows]
-        dcg = ctx.sparse_sum(gain[rows] / _log2(rank + 1), query, place)
+
+        def gain_rows() -> tuple[np.ndarray, ...]:
+            gain = _gain(ctx.grade, kind)
+            rows, query, place = ctx.hits(gain > 0)
+            rank = ctx.rank[rows]
+            return query, rank, place, gain[rows] / _log2(rank + 1)
+
+        query, _, place, terms = ctx.hits_within(("gain_rows", kind), gain_rows, k)  # nothing past k is read
+        dcg = ctx.sparse_sum(terms, query, place)
         idcg = self._ideal(ctx, kind, k)
         with np.errstate(invalid="ignore", divide="ignore"):
             return ctx.finish(np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), metric)
