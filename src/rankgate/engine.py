@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -190,18 +191,42 @@ def _check_exp_gain(g: Gold, metric_list: Sequence[Metric]) -> None:
     )
 
 
-def _evaluate_loaded(
-    g: Gold, r: Run, metric_list: list[Metric], *, k: int, trec: bool, complete: bool, level: str,
-    doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str = "id",
-) -> EvaluationResult:
-    _check_exp_gain(g, metric_list)
+@dataclass(frozen=True)
+class QueryAlignment:
+    """Which queries are evaluated, in gold order, and how the run's queries map onto them."""
+
+    run_to_gold: np.ndarray  # gold index of each run query, -1 when the gold set lacks it
+    evaluated: np.ndarray  # gold indices evaluated, ascending
+    eval_pos: np.ndarray  # per gold query: its place among the evaluated ones, -1 if not evaluated
+    in_run: np.ndarray  # per gold query: the run ranks it
+    not_in_gold: tuple[str, ...]
+    missing: tuple[str, ...]  # evaluated gold queries the run does not rank (they score 0)
+
+
+@dataclass(frozen=True)
+class RankedRows:
+    """The run's rows in ranking order, query by query (repeats dropped), cut at the depth needed."""
+
+    run_docs: pa.Array  # the ids the rows are matched on (document ids at doc level)
+    gold_codes: np.ndarray  # item code of each judgement
+    order: Reorder  # input row of each ranked row (built when asked)
+    n_rows: int  # input rows
+    offsets: np.ndarray  # CSR over evaluated queries
+    rank: np.ndarray
+    row_codes: np.ndarray  # item code of each ranked, kept row
+    picked: np.ndarray | None  # ranked row of each kept row, None when every row is kept in order
+    depth: int
+    query_k: np.ndarray
+    dropped_dupes: int
+
+
+def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignment:
+    """The evaluated queries: all gold queries, or in trec mode (without ``complete``) those the run ranks."""
     gold_index = {q: i for i, q in enumerate(g.query_ids)}
     run_to_gold = np.fromiter((gold_index.get(q, -1) for q in r.query_ids), dtype=np.int64, count=len(r.query_ids))
     not_in_gold = tuple(q for q, gi in zip(r.query_ids, run_to_gold.tolist()) if gi < 0)
     in_run = np.zeros(len(g.query_ids), dtype=bool)
     in_run[run_to_gold[run_to_gold >= 0]] = True
-
-    # The queries evaluated, in gold order.
     if trec and not complete:
         evaluated = np.flatnonzero(in_run)
     else:
@@ -214,12 +239,17 @@ def _evaluate_loaded(
     eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
     eval_pos[evaluated] = np.arange(evaluated.size)
     missing = tuple(g.query_ids[i] for i in evaluated.tolist() if not in_run[i])
+    return QueryAlignment(run_to_gold, evaluated, eval_pos, in_run, not_in_gold, missing)
 
+
+def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metric], *, k: int, level: str,
+                doc_of: Callable[[str], str], dedupe: str, ties: str) -> RankedRows:
+    """Rank the run once, drop repeated ids (or refuse them), lay the rows out query by query in
+    evaluation order and cut them at the deepest cutoff the metrics need."""
     # One pass over the id strings; integer codes from here on.
     run_docs = _map_array(r.r_doc, doc_of) if level == "doc" else r.r_doc
     codes, gold_codes, byte_ordered = item_codes_ordered(run_docs, g.j_doc)
 
-    # Rank, then lay rows out query by query in evaluation order, cut at the deepest cutoff needed.
     # Most runs are already ranked, or only runs of tied scores move: then nothing is gathered and the
     # full permutation is built only if something asks for input rows (ids, texts, scores).
     order = rank_order(r.r_query, run_docs, r.r_score, r.r_order, id_keys=codes if byte_ordered else None,
@@ -253,6 +283,7 @@ def _evaluate_loaded(
         run_off = np.concatenate(([0], np.cumsum(counts)))
     run_start = run_off[:-1]
 
+    evaluated, eval_pos, run_to_gold = aligned.evaluated, aligned.eval_pos, aligned.run_to_gold
     query_k = np.zeros(evaluated.size, dtype=np.int64)
     kcol = g.field("k")
     if any(v is not None for v in kcol):
@@ -280,35 +311,42 @@ def _evaluate_loaded(
     else:
         picked = np.repeat(seg_start - offsets[:-1], seg_len) + np.arange(total, dtype=np.int64)
         row_codes = codes_sorted[picked]
+    return RankedRows(run_docs, gold_codes, order, codes.size, offsets, rank, row_codes, picked, depth, query_k,
+                      dropped_dupes)
+
+
+def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *, k: int, trec: bool,
+                   doc_of: Callable[[str], str]) -> EvalContext:
+    """Each ranked row's grade from the gold judgements, and what metric kernels read."""
     memo: dict[str, np.ndarray] = {}
 
     def src_rows() -> np.ndarray:
         """Input row of each evaluated row (built on first use)."""
         if "rows" not in memo:
-            perm = order.full(codes.size)
-            memo["rows"] = perm if picked is None else perm[picked]
+            perm = rows.order.full(rows.n_rows)
+            memo["rows"] = perm if rows.picked is None else perm[rows.picked]
         return memo["rows"]
 
     def doc_list() -> list[str]:
-        return run_docs.take(arrow_of(src_rows())).to_pylist()
+        return rows.run_docs.take(arrow_of(src_rows())).to_pylist()
 
-    def docs_at(rows: np.ndarray) -> Any:
-        return run_docs.take(arrow_of(src_rows()[rows]))
+    def docs_at(at: np.ndarray) -> Any:
+        return rows.run_docs.take(arrow_of(src_rows()[at]))
 
     # Gold judgements per evaluated query (CSR), then each ranked row's grade.
+    evaluated, eval_pos = aligned.evaluated, aligned.eval_pos
     jpos = eval_pos[g.j_query]
     jm = jpos >= 0
     jsel = jpos[jm]
-    judged_grade, judged_codes = g.j_grade[jm], gold_codes[jm]
+    judged_grade, judged_codes = g.j_grade[jm], rows.gold_codes[jm]
     if not bool((jsel[1:] >= jsel[:-1]).all()):  # usually the gold set is already in evaluation order
         jorder = np.argsort(jsel, kind="stable")
         judged_grade, judged_codes = judged_grade[jorder], judged_codes[jorder]
     judged_offsets = np.concatenate(([0], np.cumsum(np.bincount(jsel, minlength=evaluated.size)))).astype(np.int64)
     # The row codes are not read again: the grades may take their memory.
-    grade = _join_grades(offsets, row_codes, judged_offsets, judged_codes, judged_grade, reuse=True)
+    grade = _join_grades(rows.offsets, rows.row_codes, judged_offsets, judged_codes, judged_grade, reuse=True)
     cs = np.concatenate(([0], np.cumsum(judged_grade >= 1)))
     num_rel1 = cs[judged_offsets[1:]] - cs[judged_offsets[:-1]]
-    answerable = num_rel1 > 0
 
     def items(name: str) -> Callable[[], list[Any]]:
         col = r.items[name]
@@ -320,15 +358,15 @@ def _evaluate_loaded(
         for name in ("must_not_retrieve", "as_of", "expected_answer", "entities")
         if name in g.fields
     }
-    ctx = EvalContext(
-        offsets=offsets,
-        rank=rank,
+    return EvalContext(
+        offsets=rows.offsets,
+        rank=rows.rank,
         grade=grade,
         judged_offsets=judged_offsets,
         judged_grade=judged_grade,
-        query_k=query_k,
+        query_k=rows.query_k,
         default_k=k,
-        answerable=answerable,
+        answerable=num_rel1 > 0,
         trec=trec,
         gold_max_grade=int(g.j_grade.max()) if g.j_grade.size else 0,
         score_source=(lambda: r.r_score[src_rows()]) if r.r_score is not None else None,
@@ -338,48 +376,74 @@ def _evaluate_loaded(
         queries=queries,
         doc_of=doc_of,
     )
+
+
+def score_all(ctx: EvalContext, metric_list: list[Metric]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Every metric's per-query values and its definition, in the order asked."""
     values: dict[str, np.ndarray] = {}
     for metric in _deepest_first(metric_list):  # a shallower cut is then made from a deeper one
         if metric.k is not None:
             ctx.drop_cuts_deeper_than(metric.k)
         values[str(metric)] = metric.definition.compute(ctx, metric, ctx.k_for(metric))
     values = {str(m): values[str(m)] for m in metric_list}
-    definitions = {str(m): m.definition.describe(m) for m in metric_list}
+    return values, {str(m): m.definition.describe(m) for m in metric_list}
 
+
+def _evaluate_loaded(
+    g: Gold, r: Run, metric_list: list[Metric], *, k: int, trec: bool, complete: bool, level: str,
+    doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str = "id",
+) -> EvaluationResult:
+    _check_exp_gain(g, metric_list)
+    aligned = align_queries(g, r, trec=trec, complete=complete)
+    rows = ranked_rows(g, r, aligned, metric_list, k=k, level=level, doc_of=doc_of, dedupe=dedupe, ties=ties)
+    ctx = judged_context(g, r, aligned, rows, k=k, trec=trec, doc_of=doc_of)
+    values, definitions = score_all(ctx, metric_list)
+    return _result(g, r, aligned, rows, ctx, tuple(str(m) for m in metric_list), values, definitions, level=level,
+                   trec=trec, complete=complete, k=k, ties=ties, inputs=inputs)
+
+
+def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: EvalContext, names: tuple[str, ...],
+            values: dict[str, np.ndarray],
+            definitions: dict[str, str], *, level: str, trec: bool, complete: bool, k: int, ties: str,
+            inputs: dict[str, Any]) -> EvaluationResult:
+    """The result: values, first relevant ranks, coverage lists and the facts reports show."""
+    evaluated = aligned.evaluated
     rel_rows, rel_query, nth = ctx.hits(ctx.is_rel(1))
     first_rel = np.zeros(evaluated.size, dtype=np.int64)  # 0: nothing relevant retrieved
-    first_rel[rel_query[nth == 1]] = rank[rel_rows[nth == 1]]
+    first_rel[rel_query[nth == 1]] = rows.rank[rel_rows[nth == 1]]
+    sel = evaluated.tolist()
     qids = tuple(g.query_ids[i] for i in sel)
     info: dict[str, Any] = {
         "level": level,
         "trec": trec,
         "complete": complete or not trec,
         "default_k": k,
-        "evaluated_depth": None if depth >= NO_CUTOFF else depth,
-        "duplicates_dropped": dropped_dupes,
+        "evaluated_depth": None if rows.depth >= NO_CUTOFF else rows.depth,
+        "duplicates_dropped": rows.dropped_dupes,
         "ties": ties,
         "run": _run_facts(r),
         "gold": _gold_facts(g),
     }
-    if len(run_docs) and len(g.j_doc) and answerable.any() and not first_rel.any():
-        unmatched = _id_mismatch(run_docs, g.j_doc)  # nothing relevant anywhere: did any id match at all?
+    answerable = ctx.answerable
+    if len(rows.run_docs) and len(g.j_doc) and answerable.any() and not first_rel.any():
+        unmatched = _id_mismatch(rows.run_docs, g.j_doc)  # nothing relevant anywhere: did any id match at all?
         if unmatched:
             info["id_mismatch"] = unmatched
-    lat = _latency(r, run_to_gold, eval_pos, evaluated.size)
+    lat = _latency(r, aligned.run_to_gold, aligned.eval_pos, evaluated.size)
     if lat:
         info["latency_ms"] = lat
-    run_values = {name: _per_query(r.fields[name], run_to_gold, eval_pos, evaluated.size)
+    run_values = {name: _per_query(r.fields[name], aligned.run_to_gold, aligned.eval_pos, evaluated.size)
                   for name in RUN_VALUE_FIELDS if name in r.fields}
     if run_values:
         info["run_values"] = run_values
     return EvaluationResult(
         query_ids=qids,
-        metric_names=tuple(str(m) for m in metric_list),
+        metric_names=names,
         values=values,
         fields=_segments(g, sel),
         first_relevant_rank=first_rel,
-        missing_from_run=missing,
-        not_in_gold=not_in_gold,
+        missing_from_run=aligned.missing,
+        not_in_gold=aligned.not_in_gold,
         no_answer=tuple(q for q, a in zip(qids, answerable.tolist()) if not a),
         definitions=definitions,
         inputs=inputs,
