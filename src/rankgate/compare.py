@@ -113,6 +113,19 @@ def change_stats(r: Any, confidence: float) -> dict[str, Any]:
     }
 
 
+def _statistics(cmp: Any, correction: str) -> dict[str, Any]:
+    """How a comparison's numbers were made, as both comparison dicts give it."""
+    return {
+        "seed": cmp.seed,
+        "resamples": cmp.n_resamples,
+        "permutations": cmp.n_permutations,
+        "confidence": cmp.confidence,
+        "interval": "paired percentile bootstrap of the mean change over queries",
+        "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
+        "correction": correction,
+    }
+
+
 @dataclass(frozen=True)
 class Comparison:
     """The result of :func:`compare`; :meth:`to_dict` for JSON, renderers in :mod:`rankgate.report.compare`."""
@@ -175,15 +188,7 @@ class Comparison:
             "most_regressed": [change_dict(c) for c in self.regressions],
             "most_improved": [change_dict(c) for c in self.improvements],
             "not_compared": list(self.not_compared),
-            "statistics": {
-                "seed": self.seed,
-                "resamples": self.n_resamples,
-                "permutations": self.n_permutations,
-                "confidence": self.confidence,
-                "interval": "paired percentile bootstrap of the mean change over queries",
-                "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
-                "correction": "Holm across every row of the table",
-            },
+            "statistics": _statistics(self, "Holm across every row of the table"),
         }
 
 
@@ -419,15 +424,7 @@ class MultiComparison:
             },
             "missing_from_baseline_run": list(self.missing_from_baseline_run),
             "not_compared": list(self.not_compared),
-            "statistics": {
-                "seed": self.seed,
-                "resamples": self.n_resamples,
-                "permutations": self.n_permutations,
-                "confidence": self.confidence,
-                "interval": "paired percentile bootstrap of the mean change over queries",
-                "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
-                "correction": "Holm across every (run, metric) row",
-            },
+            "statistics": _statistics(self, "Holm across every (run, metric) row"),
         }
 
 

@@ -151,11 +151,14 @@ def _histogram(result: EvaluationResult, depth: int) -> tuple[tuple[str, int], .
     return tuple(out)
 
 
-def _curves(result: EvaluationResult, ks: tuple[int, ...], seed: int, n_resamples: int, confidence: float) -> tuple[Curve, ...]:
+def _curves(result: EvaluationResult, ks: tuple[int, ...], cis: Mapping[str, tuple[float, float]] | None = None) -> tuple[Curve, ...]:
+    """The k-sweep's curves; the interval of each point from ``cis`` (the panel's, drawn together), none without."""
     from ..sweep import sweep_from_result
 
-    sw = sweep_from_result(result, list(SWEEP_FAMILIES), ks, seed=seed, n_resamples=n_resamples, confidence=confidence)
-    return tuple(Curve(c.metric, sw.ks, c.means, c.ci_low, c.ci_high, knee(sw.ks, c.means)) for c in sw.curves)
+    sw = sweep_from_result(result, list(SWEEP_FAMILIES), ks, n_resamples=0)
+    nan = (math.nan, math.nan)
+    return tuple(Curve(c.metric, sw.ks, c.means, tuple((cis or {}).get(s, nan)[0] for s in c.specs),
+                       tuple((cis or {}).get(s, nan)[1] for s in c.specs), knee(sw.ks, c.means)) for c in sw.curves)
 
 
 @dataclass(frozen=True)
@@ -400,7 +403,11 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
     all_metrics = _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *extra, *gated])
     result = evaluator(g, r, all_metrics, req.level)
     fe = str(next((m for m in result.metric_names if m.startswith("false_evidence")), "")) or ""
-    cis = metric_cis(result, seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence, metrics=panel)
+    # The panel's intervals and the k-sweep's in one call: a metric's interval does not depend on the
+    # others drawn with it, and queries are drawn once for all of them.
+    sweep = [m for m in sweep_specs(list(SWEEP_FAMILIES), ks) if m not in panel]
+    cis = metric_cis(result, seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
+                     metrics=[*panel, *sweep])
     doc_of = doc_mapper(req.doc_sep, dict(req.doc_map) if req.doc_map else None)
     gidx = dt.GoldIndex(g, req.level, doc_of, inputs.query_texts)
 
@@ -576,8 +583,8 @@ def assemble(inputs: Inputs, main: MainEvaluation, base: Baseline, lex: Lexical,
         changes_tested=len(cmp.rows) if cmp is not None else 0,
         lexical_label=lex.label,
         lexical_panel=lex.panel,
-        curves=_curves(result, main.ks, req.seed, req.n_resamples, req.confidence),
-        baseline_curves=_curves(base_result, main.ks, req.seed, 0, req.confidence) if base_result is not None else (),
+        curves=_curves(result, main.ks, main.cis),
+        baseline_curves=_curves(base_result, main.ks) if base_result is not None else (),
         depth=main.depth,
         rank_histogram=_histogram(result, main.depth),
         baseline_rank_histogram=_histogram(base_result, main.depth) if base_result is not None else (),
