@@ -66,6 +66,8 @@ class EvaluationResult:
     definitions: Mapping[str, str] = field(default_factory=dict)
     inputs: Mapping[str, Any] = field(default_factory=dict)
     info: Mapping[str, Any] = field(default_factory=dict)
+    # Means already summed (a report asks for the same ones several times); never copied by replace().
+    _summaries: dict[str, MetricSummary] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- access ---------------------------------------------------------------------------------
     def __getitem__(self, metric: str) -> np.ndarray:
@@ -89,9 +91,12 @@ class EvaluationResult:
         import numpy as np
 
         name = self.resolve_metric(metric)
-        v = self.values[name]
-        ok = v[~np.isnan(v)]
-        return MetricSummary(name, exact_mean(ok), int(ok.size))
+        got = self._summaries.get(name)
+        if got is None:
+            v = self.values[name]
+            ok = v[~np.isnan(v)]
+            got = self._summaries[name] = MetricSummary(name, exact_mean(ok), int(ok.size))
+        return got
 
     @property
     def means(self) -> dict[str, float]:
