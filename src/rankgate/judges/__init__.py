@@ -96,7 +96,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
 
 
 def _user_judge(spec: str, **given: str | None) -> Any:
-    from ..retrieval.registry import load_object
+    from ..plugins import load_object
 
     factory = load_object(spec, "judge")
     options = {k: v for k, v in given.items() if v is not None}

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rankgate.errors import UsageError
+from rankgate.plugins import load_object  # re-exported: the retrievers' loader is the shared one
 from rankgate.retrieval.base import Retriever
 
 __all__ = ["available", "check_retriever", "get_retriever", "register"]
@@ -82,31 +83,6 @@ def check_retriever(obj: Any, origin: str) -> Retriever:
 
 def _import(spec: str) -> RetrieverFactory:
     return load_object(spec, "retriever")  # type: ignore[no-any-return]
-
-
-def load_object(spec: str, what: str) -> Any:
-    """The callable named by ``'package.module:Name'`` (``Name`` may be dotted); ``what`` names it in errors.
-
-    Shared by every ``module:Class`` extension point (retrievers, judges); UsageError when the
-    module does not import, has no such attribute, or the attribute is not callable.
-    """
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise UsageError(f"{what.capitalize()} {spec!r} must look like 'package.module:ClassName'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise UsageError(
-            f"Cannot import module {module_name!r} for {what} {spec!r}: {error}",
-        ) from None
-    target: Any = module
-    for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise UsageError(f"Module {module_name!r} has no attribute {attribute!r} ({what} {spec!r})")
-        target = getattr(target, part)
-    if not callable(target):
-        raise UsageError(f"{spec!r} is a {type(target).__name__}, not a class or factory function")
-    return target
 
 
 def _call(factory: RetrieverFactory, origin: str, options: dict[str, Any]) -> Any:
