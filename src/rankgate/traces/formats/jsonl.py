@@ -1,0 +1,167 @@
+"""rankgate's own trace JSONL: one request per line (docs/traces.md, "rankgate trace JSONL").
+
+::
+
+    {"request_id": "r1", "timestamp": "2026-05-29T13:46:19.963Z", "query": "refund window?",
+     "tenant": "acme", "surface": "chat", "session": "s-1", "data_source": "kb-main", "top_k": 5,
+     "trace_id": "5b8e…", "rewritten_query": "…", "corpus_version": "c-42", "index_version": "ix-7",
+     "status": "ok", "http_status": 200, "error_type": null, "client_abort": false, "fallback": false,
+     "timings_ms": {"parse": 3.1, "retrieval": 41.0, "rerank": 12.5, "synthesis": 820.0, "total": 880.2},
+     "soft_deadline_ms": 1500, "retry": {"attempts": 0, "reason": null},
+     "privacy": {"mode": "redact", "sensitive_tokens": 4, "leaked_tokens": 0, "blocked": false,
+                 "secure_fields": 2, "bypassed": 0},
+     "retrieved": [{"stage": "candidate", "rank": 1, "id": "kb/policy#3", "doc_id": "kb/policy",
+                    "doc_version": "v3", "score": 0.82, "status": "active", "source": "policies", "tenant": "acme"}],
+     "citations": [{"id": "kb/policy#3", "doc_id": "kb/policy", "version": "v3"}],
+     "feedback": [{"value": 0, "reason": "wrong policy"}]}
+
+Required: ``request_id`` (string or integer) and ``timestamp`` (ISO 8601; no offset means UTC).
+Everything else is optional; ``query`` and ``query_text`` are the same field. ``client_abort``, when
+not logged, is derived: HTTP 499 or an abort ``error_type`` (see :data:`..build.ABORT_ERROR_TYPES`).
+Feedback ``value`` is a number (negative under 0.5) or a label (``thumbs_down``…); ``"negative":
+true/false`` on a feedback entry overrides. Unknown fields are ignored. Blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...errors import InputError
+from ..build import Builder, Check, derive_abort, parse_iso
+
+__all__ = ["parse_request", "read_jsonl"]
+
+_REQ_STRINGS = ("tenant", "surface", "session", "data_source", "trace_id", "rewritten_query", "corpus_version",
+                "index_version", "error_type")
+_TIMINGS = ("parse", "retrieval", "rerank", "synthesis", "total")
+_PRIVACY_COUNTS = ("sensitive_tokens", "leaked_tokens", "secure_fields", "bypassed")
+_ITEM_STRINGS = ("doc_id", "doc_version", "source", "tenant")
+
+
+def _obj(chk: Check, v: Any, field: str) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise chk.fail(field, f"must be an object; got {json.dumps(v)[:40]}")
+    return v
+
+
+def _list(chk: Check, v: Any, field: str) -> list[Any]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise chk.fail(field, f"must be a list; got {json.dumps(v)[:40]}")
+    return v
+
+
+def parse_request(obj: Any, chk: Check) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]],
+                                                  list[dict[str, Any]]]:
+    """One request object -> (request columns, items, citations, feedback); InputError on bad content."""
+    if not isinstance(obj, dict):
+        raise chk.fail(None, f"must be a JSON object (one request); got {type(obj).__name__}")
+    req: dict[str, Any] = {"source_file": chk.path, "source_line": chk.line}
+    req["request_id"] = chk.string(obj.get("request_id"), "request_id", required=True, ids=True)
+    if "timestamp" not in obj or obj["timestamp"] is None:
+        raise chk.fail("timestamp", "is missing", hint="an ISO 8601 date-time, e.g. 2026-05-29T13:46:19Z")
+    req["ts"] = parse_iso(obj["timestamp"], chk.path, chk.line, "timestamp")
+    q = obj.get("query")
+    req["query_text"] = chk.string(q if q is not None else obj.get("query_text"),
+                                   "query" if q is not None else "query_text")
+    for k in _REQ_STRINGS:
+        req[k] = chk.string(obj.get(k), k)
+    req["top_k"] = chk.integer(obj.get("top_k"), "top_k", low=1, high=2**31 - 1)
+    status = chk.string(obj.get("status"), "status")
+    if status is not None and status not in ("ok", "error"):
+        raise chk.fail("status", f"must be ok or error; got {status[:40]!r}")
+    req["status"] = status
+    req["http_status"] = chk.integer(obj.get("http_status"), "http_status", low=100, high=599)
+    abort = chk.boolean(obj.get("client_abort"), "client_abort")
+    req["client_abort"] = abort if abort is not None else derive_abort(req["http_status"], req["error_type"])
+    req["fallback"] = chk.boolean(obj.get("fallback"), "fallback")
+    timings = _obj(chk, obj.get("timings_ms"), "timings_ms")
+    for k in _TIMINGS:
+        req[k + "_ms"] = chk.number(timings.get(k), "timings_ms." + k, nonneg=True)
+    req["soft_deadline_ms"] = chk.number(obj.get("soft_deadline_ms"), "soft_deadline_ms", nonneg=True)
+    retry = _obj(chk, obj.get("retry"), "retry")
+    req["retry_attempts"] = chk.integer(retry.get("attempts"), "retry.attempts", high=2**31 - 1)
+    req["retry_reason"] = chk.string(retry.get("reason"), "retry.reason")
+    privacy = _obj(chk, obj.get("privacy"), "privacy")
+    req["privacy_mode"] = chk.string(privacy.get("mode"), "privacy.mode")
+    for k in _PRIVACY_COUNTS:
+        req[k] = chk.integer(privacy.get(k), "privacy." + k)
+    req["blocked"] = chk.boolean(privacy.get("blocked"), "privacy.blocked")
+
+    items = []
+    for i, it in enumerate(_list(chk, obj.get("retrieved"), "retrieved")):
+        w = f"retrieved[{i}]."
+        if not isinstance(it, dict):
+            raise chk.fail(w[:-1], f"must be an object; got {json.dumps(it)[:40]}")
+        row = {"stage": chk.stage(it.get("stage"), w + "stage"),
+               "rank": chk.integer(it.get("rank"), w + "rank", low=1, high=2**31 - 1),
+               "item_id": chk.string(it.get("id"), w + "id", required=True, ids=True),
+               "score": chk.number(it.get("score"), w + "score"),
+               "status": chk.item_status(it.get("status"), w + "status")}
+        for k in _ITEM_STRINGS:
+            row[k] = chk.string(it.get(k), w + k, ids=k == "doc_id")
+        items.append(row)
+    citations = []
+    for i, c in enumerate(_list(chk, obj.get("citations"), "citations")):
+        w = f"citations[{i}]."
+        if not isinstance(c, dict):
+            raise chk.fail(w[:-1], f"must be an object; got {json.dumps(c)[:40]}")
+        row = {"item_id": chk.string(c.get("id"), w + "id", ids=True),
+               "doc_id": chk.string(c.get("doc_id"), w + "doc_id", ids=True),
+               "version": chk.string(c.get("version"), w + "version")}
+        if row["item_id"] is None and row["doc_id"] is None:
+            raise chk.fail(w + "id", "is missing", hint="a citation names the cited chunk (id) or document (doc_id)")
+        citations.append(row)
+    feedback = []
+    for i, f in enumerate(_list(chk, obj.get("feedback"), "feedback")):
+        w = f"feedback[{i}]."
+        if not isinstance(f, dict):
+            raise chk.fail(w[:-1], f"must be an object; got {json.dumps(f)[:40]}")
+        value, negative = chk.feedback(f.get("value"), w + "value")
+        explicit = chk.boolean(f.get("negative"), w + "negative")
+        feedback.append({"value": value, "negative": negative if explicit is None else explicit,
+                         "reason": chk.string(f.get("reason"), w + "reason")})
+    return req, items, citations, feedback
+
+
+def _loads(line: str, path: str, n: int) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"is not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=n,
+                         hint="each line of a trace JSONL is one request as a JSON object") from None
+    except RecursionError:
+        raise InputError("is nested too deeply to be a request", path=path, line=n) from None
+
+
+def read_jsonl(path: str, builder: Builder, *, label: str | None = None) -> None:
+    """Read every line of ``path`` into ``builder`` (``label`` names the file in messages)."""
+    from ...data.source import text_lines
+
+    name = label or path
+    try:
+        for n, line in text_lines(path):
+            if not line.strip():
+                continue
+
+            def one(line: str = line, n: int = n) -> None:
+                obj = _loads(line, name, n)
+                builder.add(*parse_request(obj, Check(name, n)))
+
+            builder.guard(one)
+    except InputError as exc:
+        if label is not None and exc.path == path:
+            from ...data.source import relabel
+
+            raise relabel(exc, path, label) from None
+        raise
+
+
+def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
+    """The reader entry of :mod:`rankgate.traces.read`: each (path, label) in order."""
+    for path, label in files:
+        read_jsonl(path, builder, label=label)

@@ -1,0 +1,144 @@
+"""Reading trace exports into the canonical tables: :func:`read_traces`.
+
+Inputs are files or folders (a folder means every file under it, in sorted order: a Langfuse export
+folder holds ``observations_v2/`` and ``scores/``). Each file's format is sniffed from its content
+(:mod:`.formats.table`) unless ``format`` is given; gzip is recognised by content, pipes are copied
+to a temporary file first, a UTF-8 byte-order mark is skipped (:mod:`rankgate.data.source`). The
+files of one format are read together, so a reader can join rows across files (Langfuse scores to
+their traces). Nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
+from typing import Any
+
+from ..errors import InputError, UsageError
+from .build import Builder
+from .formats.table import FORMAT_NAMES, FORMATS
+from .model import TraceTables
+
+__all__ = ["detect_format", "read_traces"]
+
+# name -> "module:function"; the function takes (files: list[(path, label)], builder, options)
+_READERS: Mapping[str, str] = {
+    "jsonl": "rankgate.traces.formats.jsonl:read_files",
+}
+
+
+def _reader(name: str) -> Callable[..., None]:
+    import importlib
+
+    module, _, fn = _READERS[name].partition(":")
+    return getattr(importlib.import_module(module), fn)  # type: ignore[no-any-return]
+
+
+def _expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out: list[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            found = sorted(os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs if not f.startswith("."))
+            if not found:
+                raise InputError("is a folder with no files", path=p, hint="point --traces at the export files")
+            out.extend(found)
+        else:
+            out.append(p)
+    if not out:
+        raise UsageError("no trace inputs given")
+    return out
+
+
+def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
+    """The first record's keys source: a Parquet schema, the first JSONL line, or a JSON document's
+    first element."""
+    from ..data.source import PARQUET_MAGIC, first_byte, magic, text_lines
+
+    if magic(path) == PARQUET_MAGIC:
+        import pyarrow.parquet as pq
+
+        try:
+            names = pq.read_schema(path).names
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+            raise InputError(f"is not a readable Parquet file ({exc})", path=label) from None
+        return dict.fromkeys(names)
+    head = first_byte(path)
+    if head == b"[" or head == b"{":
+        for n, line in text_lines(path):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except (json.JSONDecodeError, RecursionError):
+                break  # not one object per line: a JSON document spread over lines
+            if isinstance(obj, list):
+                obj = obj[0] if obj and isinstance(obj[0], dict) else None
+            return obj if isinstance(obj, dict) else None
+        from ..data.source import open_text
+
+        try:
+            with open_text(path) as fh:
+                doc = json.load(fh)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            return None
+        if isinstance(doc, dict) and isinstance(doc.get("data"), list):
+            doc = doc["data"]
+        if isinstance(doc, list):
+            doc = doc[0] if doc and isinstance(doc[0], dict) else None
+        return doc if isinstance(doc, dict) else None
+    return None
+
+
+def detect_format(path: str, label: str | None = None) -> str:
+    """The format name of one trace file, from its first record (see :mod:`.formats.table`)."""
+    label = label or path
+    rec = _first_record(path, label)
+    if rec is not None:
+        for fmt in FORMATS:
+            if any(k in rec for k in fmt.sniff):
+                return fmt.name
+    raise InputError(
+        "is not a trace export rankgate recognises", path=label,
+        hint=f"pass --format, one of {', '.join(FORMAT_NAMES)} (see docs/traces.md)",
+    )
+
+
+def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None,
+                on_error: str = "error", field_map: str | Mapping[str, Any] | None = None,
+                fast: bool = True) -> TraceTables:
+    """Read trace exports into :class:`TraceTables` (see the module docs).
+
+    ``format``: one of :data:`FORMAT_NAMES`, or ``None`` to sniff each file. ``on_error``: ``"error"``
+    (a row that cannot be used is an InputError naming file, line and field) or ``"skip"`` (such rows
+    are counted by reason in ``TraceTables.skipped``, the first 20 listed). ``field_map``: a YAML file
+    or a mapping overriding where the export-row readers find each canonical field (docs/traces.md,
+    "Field map"). ``fast``: let large canonical inputs take the columnar path (same result)."""
+    from ..data.source import check_file, local_copy
+
+    if format is not None and format not in FORMAT_NAMES:
+        raise UsageError(f"unknown trace format {format!r}; formats: {', '.join(FORMAT_NAMES)}")
+    builder = Builder(on_error)
+    options: dict[str, Any] = {"fast": fast}
+    if field_map is not None:
+        from .fieldmap import load_field_map
+
+        options["field_map"] = load_field_map(field_map)
+    files = _expand(paths)
+    with ExitStack() as stack:
+        groups: dict[str, list[tuple[str, str]]] = {}
+        for label in files:
+            path = stack.enter_context(local_copy(label, "trace"))
+            check_file(path, "trace")
+            fmt = format or detect_format(path, label)
+            groups.setdefault(fmt, []).append((path, label))
+            builder.formats.append(fmt)
+        for fmt, group in groups.items():
+            if fmt not in _READERS:
+                raise UsageError(f"the {fmt} trace format is not available in this version")
+            _reader(fmt)(group, builder, options)
+    return builder.finish()
