@@ -59,7 +59,13 @@ def skip_reason(exc: InputError) -> str:
 
 def parse_iso(value: Any, path: str, line: int | None, field: str) -> int:
     """ISO 8601 date-time -> microseconds since the epoch, UTC. A time without an offset is UTC;
-    fractions beyond microseconds are truncated (nanosecond exports)."""
+    fractions beyond microseconds are truncated (nanosecond exports). A timezone-aware datetime (a
+    Parquet timestamp column) is taken as is."""
+    import datetime as dt
+
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        u = value.astimezone(dt.timezone.utc)
+        return calendar.timegm(u.utctimetuple()) * 1_000_000 + u.microsecond
     if not isinstance(value, str):
         raise InputError(f"must be an ISO 8601 date-time string; got {json.dumps(value)[:40]}",
                          path=path, line=line, field=field, hint="e.g. 2026-05-29T13:46:19.963Z")

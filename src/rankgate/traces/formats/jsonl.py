@@ -129,8 +129,13 @@ def parse_request(obj: Any, chk: Check) -> tuple[dict[str, Any], list[dict[str, 
 
 
 def _loads(line: str, path: str, n: int) -> Any:
+    from ...data.jsonl import MAX_DEPTH, json_depth
+
     try:
-        return json.loads(line)
+        obj = json.loads(line)
+        if line.count("[") + line.count("{") > MAX_DEPTH and json_depth(obj) > MAX_DEPTH:
+            raise RecursionError
+        return obj
     except json.JSONDecodeError as exc:
         raise InputError(f"is not valid JSON: {exc.msg} (column {exc.colno})", path=path, line=n,
                          hint="each line of a trace JSONL is one request as a JSON object") from None
@@ -162,6 +167,129 @@ def read_jsonl(path: str, builder: Builder, *, label: str | None = None) -> None
 
 
 def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
-    """The reader entry of :mod:`rankgate.traces.read`: each (path, label) in order."""
+    """The reader entry of :mod:`rankgate.traces.read`: each (path, label) in order, JSONL or Parquet.
+
+    Large files take the columnar path (:mod:`rankgate.traces.columnar`) when it can reproduce the
+    row reader's result exactly; otherwise (or in skip mode) the row reader runs."""
+    from ...data.source import PARQUET_MAGIC, magic
+
     for path, label in files:
-        read_jsonl(path, builder, label=label)
+        parquet = magic(path) == PARQUET_MAGIC
+        if options.get("fast", True) and builder.on_error == "error":
+            part = (_parquet_fast if parquet else _jsonl_fast)(path, label, options.get("min_bytes", MIN_BYTES))
+            if part is not None:
+                builder.add_tables(part, zip(part.requests["request_id"].to_pylist(), [label] * part.requests.num_rows,
+                                             range(1, part.requests.num_rows + 1)))
+                continue
+        if parquet:
+            read_parquet(path, builder, label=label)
+        else:
+            read_jsonl(path, builder, label=label)
+
+
+MIN_BYTES = 4 << 20  # smaller files go straight to the row reader
+
+
+def _jsonl_fast(path: str, label: str, min_bytes: int) -> Any:
+    """The file through pyarrow's JSON reader, batch by batch, then :func:`columnar.convert`; None
+    when the file is small or the row reader must decide (see :mod:`rankgate.data.jsonl_fast` for
+    the line-structure checks shared with the gold/run readers)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    from ...data.jsonl import MAX_DEPTH
+    from ...data.jsonl_fast import BLOCK, SURROGATE_BYTES, _file_bytes, _line_count, _type_depth, _valid_utf8
+    from ..columnar import RECORD_SCHEMA, convert
+
+    data = _file_bytes(path, min_bytes)
+    if data is None:
+        return None
+    shape = _line_count(data)
+    if shape is None or not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):
+        return None
+    lines, longest = shape
+    parts = []
+    row = 1
+    try:
+        reader = pj.open_json(pa.BufferReader(data),
+                              read_options=pj.ReadOptions(block_size=max(BLOCK * 16, longest + 2), use_threads=True),
+                              parse_options=pj.ParseOptions(explicit_schema=RECORD_SCHEMA,
+                                                            unexpected_field_behavior="infer"))
+        for batch in reader:
+            if 1 + max((_type_depth(t) for t in batch.schema.types), default=0) > MAX_DEPTH:
+                return None
+            part = convert(pa.Table.from_batches([batch]), label, row)
+            if part is None:
+                return None
+            parts.append(part)
+            row += batch.num_rows
+    except (pa.ArrowException, ValueError):  # a value of another type, bad JSON…: the row reader explains
+        return None
+    if row - 1 != lines:
+        return None
+    return _concat(parts)
+
+
+def _concat(parts: list[Any]) -> Any:
+    import pyarrow as pa
+
+    from ..model import TraceTables, empty_tables
+
+    if not parts:
+        return empty_tables()
+    if len(parts) == 1:
+        return parts[0]
+    return TraceTables(*(pa.concat_tables([getattr(p, n) for p in parts])
+                         for n in ("requests", "items", "citations", "feedback")))
+
+
+def _parquet_batches(path: str, label: str) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=65536):
+            yield batch
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"is not a readable Parquet file ({exc})", path=label) from None
+
+
+def _parquet_fast(path: str, label: str, min_bytes: int) -> Any:
+    import pyarrow as pa
+
+    from ..columnar import convert
+
+    parts = []
+    row = 1
+    for batch in _parquet_batches(path, label):
+        part = convert(pa.Table.from_batches([batch]), label, row)
+        if part is None:
+            return None
+        parts.append(part)
+        row += batch.num_rows
+    return _concat(parts)
+
+
+def read_parquet(path: str, builder: Builder, *, label: str | None = None) -> None:
+    """The row reader on a Parquet file of trace records (row numbers are 1-based; a timestamp
+    column is read as UTC instants, a naive one as UTC)."""
+    import pyarrow as pa
+
+    name = label or path
+    row = 0
+    for batch in _parquet_batches(path, name):
+        if "timestamp" in batch.schema.names:
+            i = batch.schema.get_field_index("timestamp")
+            col = batch.column(i)
+            if pa.types.is_timestamp(col.type):
+                col = col.cast(pa.timestamp(col.type.unit)).cast(pa.timestamp("us"), safe=False).cast(
+                    pa.timestamp("us", tz="UTC"))
+                batch = batch.set_column(i, "timestamp", col)
+        for obj in batch.to_pylist():
+            row += 1
+
+            def one(obj: Any = obj, row: int = row) -> None:
+                builder.add(*parse_request(obj, Check(name, row)))
+
+            builder.guard(one)

@@ -1,0 +1,170 @@
+"""The columnar path of the trace JSONL/Parquet readers gives exactly the row reader's tables and errors."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import rankgate.traces.formats.jsonl as tj
+from rankgate.errors import InputError
+from rankgate.traces import read_traces
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import trace_gen  # noqa: E402
+
+BASE = trace_gen.records_table(trace_gen.logical(trace_gen.Spec(days=7, per_day=6, seed=3)), iso=True).to_pylist()
+
+
+def _set(path, value):
+    def f(rec):
+        obj = rec
+        keys = path.split(".")
+        for k in keys[:-1]:
+            obj = obj[int(k)] if isinstance(obj, list) else obj[k]
+        last = keys[-1]
+        if value is _DEL:
+            obj.pop(last, None)
+        elif isinstance(obj, list):
+            obj[int(last)] = value
+        else:
+            obj[last] = value
+        return rec
+    return f
+
+
+_DEL = object()
+MUTATIONS = {
+    "int id": _set("request_id", 12345),
+    "empty query": _set("query", ""),
+    "query_text only": lambda r: (r.pop("query"), r.update(query_text="Q?"), r)[2],
+    "no timestamp": _set("timestamp", _DEL),
+    "offset ts": _set("timestamp", "2026-05-01T10:00:00.5+05:30"),
+    "space ts": _set("timestamp", "2026-05-01 10:00:00"),
+    "nanos ts": _set("timestamp", "2026-05-01T10:00:00.123456789Z"),
+    "padded ts": _set("timestamp", " 2026-05-01T10:00:00Z"),
+    "leap second": _set("timestamp", "2026-06-30T23:59:60Z"),
+    "feb 29 2026": _set("timestamp", "2026-02-29T00:00:00Z"),
+    "feb 29 2028": _set("timestamp", "2028-02-29T00:00:00Z"),
+    "offset 2400": _set("timestamp", "2026-05-01T00:00:00+24:00"),
+    "top_k 0": _set("top_k", 0),
+    "top_k text": _set("top_k", "5"),
+    "top_k float": _set("top_k", 5.0),
+    "http 499": _set("http_status", 499),
+    "http 700": _set("http_status", 700),
+    "abort type": lambda r: (r.update(client_abort=None, error_type=" Cancelled "), r)[1],
+    "non-ascii error": lambda r: (r.update(client_abort=None, error_type="ÇANCELLED"), r)[1],
+    "status odd": _set("status", "timeout"),
+    "status empty": _set("status", ""),
+    "negative timing": _set("timings_ms.rerank", -1.0),
+    "timings not object": _set("timings_ms", 5),
+    "retry -1": _set("retry.attempts", -1),
+    "privacy huge": _set("privacy.sensitive_tokens", 2**63),
+    "no rank": _set("retrieved.3.rank", _DEL),
+    "rank 0": _set("retrieved.0.rank", 0),
+    "stage odd": _set("retrieved.0.stage", "final"),
+    "status empty item": _set("retrieved.0.status", ""),
+    "status odd item": _set("retrieved.0.status", "old"),
+    "empty id": _set("retrieved.0.id", ""),
+    "int doc_id": _set("retrieved.0.doc_id", 17),
+    "score text": _set("retrieved.0.score", "0.5"),
+    "score int": _set("retrieved.0.score", 1),
+    "item not object": _set("retrieved.0", "x"),
+    "extra field": _set("retrieved.0.extra", {"a": [1, {"b": 2}]}),
+    "citation no id": _set("citations", [{"version": "v1"}]),
+    "citation doc only": _set("citations", [{"doc_id": "d1", "version": "v1"}]),
+    "feedback label": _set("feedback", [{"value": "thumbs_down"}]),
+    "feedback null": _set("feedback", [{"value": None}]),
+    "feedback negative": _set("feedback", [{"value": 1, "negative": True}]),
+    "duplicate id": _set("request_id", "r0"),
+    "null lists": lambda r: (r.update(retrieved=None, citations=None, feedback=None), r)[1],
+}
+RAW = {  # whole-line edits of the JSONL text (line 3)
+    "blank line": lambda line: line + "\n",
+    "crlf": lambda line: line + "\r",
+    "duplicate key": lambda line: line[:-1] + ', "tenant": "zz"}',
+    "surrogate": lambda line: line.replace('"query": "', '"query": "\\ud800', 1),
+    "paired surrogate": lambda line: line.replace('"query": "', '"query": "\\ud83d\\ude00', 1),
+    "nan": lambda line: line.replace('"soft_deadline_ms": 2500.0', '"soft_deadline_ms": NaN'),
+    "huge number": lambda line: line.replace('"soft_deadline_ms": 2500.0', '"soft_deadline_ms": 1e400'),
+    "two objects": lambda line: line + ' {"request_id": "zz"}',
+    "garbage": lambda line: line + " x",
+    "deep": lambda line: line[:-1] + ', "deep": ' + "[" * 600 + "]" * 600 + "}",
+    "array line": lambda line: "[" + line + "]",
+}
+
+
+def outcome(path, fast):
+    try:
+        t = read_traces(path, format="jsonl", fast=fast)
+    except InputError as exc:
+        return ("error", str(exc))
+    return ("ok", {n: getattr(t, n) for n in ("requests", "items", "citations", "feedback")})
+
+
+def same(a, b):
+    assert a[0] == b[0], (a, b)
+    if a[0] == "error":
+        assert a[1] == b[1]
+    else:
+        for n in a[1]:
+            assert a[1][n].equals(b[1][n]), n
+
+
+@pytest.fixture(autouse=True)
+def _force_fast(monkeypatch):
+    monkeypatch.setattr(tj, "MIN_BYTES", 0)
+
+
+def test_clean_file_takes_the_fast_path_and_agrees(tmp_path, monkeypatch):
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in BASE))
+    calls = []
+    real = tj.convert if hasattr(tj, "convert") else None  # noqa: F841
+    import rankgate.traces.columnar as col
+
+    orig = col.convert
+    monkeypatch.setattr(col, "convert", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    fast = outcome(p, True)
+    assert calls, "the columnar path was not taken"
+    same(fast, outcome(p, False))
+    pq.write_table(pa.Table.from_pylist(BASE), tmp_path / "t.parquet")
+    same(outcome(tmp_path / "t.parquet", True), outcome(tmp_path / "t.parquet", False))
+    a = read_traces(tmp_path / "t.parquet").requests.drop(["source_file"])
+    assert a.equals(read_traces(p).requests.drop(["source_file"]))
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutation_jsonl(tmp_path, name):
+    recs = copy.deepcopy(BASE)
+    recs[2] = MUTATIONS[name](recs[2])
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    same(outcome(p, True), outcome(p, False))
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutation_parquet(tmp_path, name):
+    recs = copy.deepcopy(BASE)
+    recs[2] = MUTATIONS[name](recs[2])
+    try:
+        table = pa.Table.from_pylist(recs)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pytest.skip("not storable as one Parquet column type")
+    p = tmp_path / "t.parquet"
+    pq.write_table(table, p)
+    same(outcome(p, True), outcome(p, False))
+
+
+@pytest.mark.parametrize("name", sorted(RAW))
+def test_raw_line_edits(tmp_path, name):
+    lines = [json.dumps(r) for r in BASE]
+    lines[2] = RAW[name](lines[2])
+    p = tmp_path / "t.jsonl"
+    p.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
+    same(outcome(p, True), outcome(p, False))
