@@ -441,6 +441,9 @@ def generate(out_dir: str | os.PathLike[str], spec: Spec = Spec(), formats: tupl
         files["jsonl"] = ["jsonl/traces.jsonl"]
     others = [f for f in formats if f not in ("jsonl", "parquet")]
     if others:
+        here = os.path.dirname(os.path.abspath(__file__))
+        if here not in sys.path:
+            sys.path.insert(0, here)
         import trace_gen_formats as tf  # the per-request writers of the tools' export shapes
 
         recs = records_table(L, iso=True).to_pylist()

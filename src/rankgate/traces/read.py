@@ -26,6 +26,9 @@ __all__ = ["detect_format", "read_traces"]
 # name -> "module:function"; the function takes (files: list[(path, label)], builder, options)
 _READERS: Mapping[str, str] = {
     "jsonl": "rankgate.traces.formats.jsonl:read_files",
+    "otlp": "rankgate.traces.formats.otlp:read_files",
+    "otel-sdk": "rankgate.traces.formats.otlp:read_sdk_files",
+    "phoenix": "rankgate.traces.formats.phoenix:read_files",
 }
 
 

@@ -1,0 +1,208 @@
+"""OTLP/JSON traces, and the OpenTelemetry Python SDK's ``span.to_json()`` look-alike.
+
+**OTLP/JSON** (the collector's file exporter writes one ``ExportTraceServiceRequest`` per line):
+``resourceSpans[] -> {resource.attributes[], scopeSpans[] -> {spans[]}}``; a span has ``traceId``,
+``spanId``, ``parentSpanId`` (hex, any case), ``name``, ``kind`` (1-5 or ``SPAN_KIND_*``),
+``startTimeUnixNano``/``endTimeUnixNano`` (int64 as a string or a number), ``attributes[]`` of
+``{key, value: AnyValue}``, ``events[]``, ``status {code, message}``. Phoenix's snake_case variant
+(``resource_spans``, ``span_id``, ``string_value``, ``STATUS_CODE_ERROR``…) reads the same. Unknown
+fields are ignored, as the OTLP specification asks.
+
+**SDK look-alike**: one span object per record with ``context {trace_id, span_id}`` (``0x`` hex),
+``parent_id``, ``kind: "SpanKind.SERVER"``, ISO ``start_time``/``end_time``, a flat ``attributes``
+object, ``status {status_code, description}``, ``events [{name, timestamp, attributes}]`` and
+``resource {attributes}``. Records may be JSON lines or pretty-printed documents one after another
+(the console exporter's output).
+
+Spans become requests by the join rule of :mod:`.spans`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ...errors import InputError
+from ..build import Builder, Check, parse_iso
+from .jsontext import json_values
+from .spans import Span, assemble_all
+
+__all__ = ["read_files", "read_sdk_files"]
+
+_KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
+_STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _g(obj: dict[str, Any], key: str) -> Any:
+    """``obj[key]`` by its lowerCamelCase or snake_case name."""
+    v = obj.get(key)
+    if v is None:
+        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+        v = obj.get(snake)
+    return v
+
+
+def any_value(chk: Check, v: Any, field: str) -> Any:
+    """An OTLP AnyValue as a Python value (int64 from text or number; arrays and kvlists nested)."""
+    if not isinstance(v, dict):
+        raise chk.fail(field, f"must be an AnyValue object; got {json.dumps(v)[:40]}")
+    for key, conv in (("stringValue", None), ("boolValue", None), ("intValue", "int"), ("doubleValue", "float"),
+                      ("arrayValue", "array"), ("kvlistValue", "kvlist"), ("bytesValue", None)):
+        x = _g(v, key)
+        if x is None:
+            continue
+        if conv == "int":
+            return chk.integer(x, field, low=-(2**63), strings=True)
+        if conv == "float":
+            return chk.number(x, field, strings=True)
+        if conv == "array":
+            return [any_value(chk, e, field) for e in (_g(x, "values") or [])]
+        if conv == "kvlist":
+            return {_key(chk, kv, field): any_value(chk, kv.get("value", {}), field) for kv in (_g(x, "values") or [])}
+        return x
+    return None
+
+
+def _key(chk: Check, kv: Any, field: str) -> str:
+    if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+        raise chk.fail(field, "must be a list of {key, value}")
+    return kv["key"]
+
+
+def _attrs(chk: Check, raw: Any, field: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise chk.fail(field, "must be a list of {key, value}")
+    return {_key(chk, kv, field): any_value(chk, kv.get("value", {}), f"{field}.{kv['key']}") for kv in raw}
+
+
+def _hex_id(chk: Check, v: Any, field: str, length: int, *, required: bool) -> str | None:
+    if v is None or v == "":
+        if required:
+            raise chk.fail(field, "is missing")
+        return None
+    if not isinstance(v, str):
+        raise chk.fail(field, f"must be a hex string; got {json.dumps(v)[:40]}")
+    s = v[2:] if v[:2] in ("0x", "0X") else v
+    if len(s) != length or not _HEX.fullmatch(s):
+        raise chk.fail(field, f"must be {length} hex digits; got {v[:40]!r}",
+                       hint="OTLP/JSON ids are hex, not base64 (the JSON encoding of the OTLP specification)")
+    if set(s) == {"0"}:
+        return None if not required else s.lower()
+    return s.lower()
+
+
+def _nanos(chk: Check, v: Any, field: str, *, required: bool) -> int | None:
+    n = chk.integer(v, field, low=0, strings=True)
+    if n is None:
+        if required:
+            raise chk.fail(field, "is missing")
+        return None
+    return n // 1000
+
+
+def _enum(v: Any, table: dict[int, str], prefix: str) -> str:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return table.get(v, "UNSET" if table is _STATUS else "UNSPECIFIED")
+    if isinstance(v, str):
+        s = v.upper()
+        for p in (prefix, "SPANKIND.", "STATUSCODE."):
+            if s.startswith(p):
+                s = s[len(p):]
+        return s
+    return "UNSET" if table is _STATUS else "UNSPECIFIED"
+
+
+def _events(chk: Check, raw: Any, flat: bool) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for e in raw or []:
+        if not isinstance(e, dict):
+            raise chk.fail("events", "must be a list of objects")
+        attrs = e.get("attributes") or {}
+        out.append((str(e.get("name") or ""), attrs if flat else _attrs(chk, attrs, "events.attributes")))
+    return out
+
+
+def otlp_spans(obj: Any, chk: Check) -> list[Span]:
+    """The spans of one ExportTraceServiceRequest."""
+    if not isinstance(obj, dict):
+        raise chk.fail(None, f"must be an ExportTraceServiceRequest object; got {type(obj).__name__}")
+    out = []
+    rs_list = _g(obj, "resourceSpans")
+    if not isinstance(rs_list, list):
+        raise chk.fail("resourceSpans", "is missing or not a list", hint="one ExportTraceServiceRequest per line")
+    for rs in rs_list:
+        resource = _attrs(chk, (_g(rs, "resource") or {}).get("attributes"), "resource.attributes")
+        for ss in _g(rs, "scopeSpans") or _g(rs, "instrumentationLibrarySpans") or []:
+            for sp in _g(ss, "spans") or []:
+                if not isinstance(sp, dict):
+                    raise chk.fail("spans", "must be a list of span objects")
+                st = _g(sp, "status") or {}
+                out.append(Span(
+                    trace_id=_hex_id(chk, _g(sp, "traceId"), "traceId", 32, required=True),  # type: ignore[arg-type]
+                    span_id=_hex_id(chk, _g(sp, "spanId"), "spanId", 16, required=True),  # type: ignore[arg-type]
+                    parent_id=_hex_id(chk, _g(sp, "parentSpanId"), "parentSpanId", 16, required=False),
+                    name=str(sp.get("name") or ""),
+                    kind=_enum(sp.get("kind"), _KINDS, "SPAN_KIND_"),
+                    start_us=_nanos(chk, _g(sp, "startTimeUnixNano"), "startTimeUnixNano", required=True),  # type: ignore[arg-type]
+                    end_us=_nanos(chk, _g(sp, "endTimeUnixNano"), "endTimeUnixNano", required=False),
+                    status=_enum(st.get("code"), _STATUS, "STATUS_CODE_"),
+                    status_message=st.get("message") if isinstance(st.get("message"), str) else None,
+                    attrs=_attrs(chk, sp.get("attributes"), "attributes"),
+                    events=_events(chk, sp.get("events"), False),
+                    resource=resource, path=chk.path, line=chk.line,
+                ))
+    return out
+
+
+def sdk_span(obj: Any, chk: Check) -> Span:
+    """One span of the Python SDK's ``to_json()``."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("context"), dict):
+        raise chk.fail("context", "is missing", hint="an OpenTelemetry SDK span has context.trace_id/span_id")
+    ctx = obj["context"]
+    st = obj.get("status") or {}
+    attrs = obj.get("attributes") or {}
+    if not isinstance(attrs, dict):
+        raise chk.fail("attributes", "must be an object")
+    end = obj.get("end_time")
+    return Span(
+        trace_id=_hex_id(chk, ctx.get("trace_id"), "context.trace_id", 32, required=True),  # type: ignore[arg-type]
+        span_id=_hex_id(chk, ctx.get("span_id"), "context.span_id", 16, required=True),  # type: ignore[arg-type]
+        parent_id=_hex_id(chk, obj.get("parent_id"), "parent_id", 16, required=False),
+        name=str(obj.get("name") or ""), kind=_enum(obj.get("kind"), _KINDS, "SPAN_KIND_"),
+        start_us=parse_iso(obj.get("start_time"), chk.path, chk.line, "start_time"),
+        end_us=None if end is None else parse_iso(end, chk.path, chk.line, "end_time"),
+        status=_enum(st.get("status_code"), _STATUS, "STATUS_CODE_"),
+        status_message=st.get("description") if isinstance(st.get("description"), str) else None,
+        attrs=dict(attrs), events=_events(chk, obj.get("events"), True),
+        resource=dict((obj.get("resource") or {}).get("attributes") or {}), path=chk.path, line=chk.line,
+    )
+
+
+def _read(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any], parse: Any) -> None:
+    spans: list[Span] = []
+    for path, label in files:
+        for n, obj in json_values(path, label, builder):
+            try:
+                got = parse(obj, Check(label, n))
+            except InputError as exc:
+                builder.reject(exc)
+                continue
+            spans.extend(got if isinstance(got, list) else [got])
+    assemble_all(spans, builder, options)
+
+
+def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
+    _read(files, builder, options, otlp_spans)
+
+
+def read_sdk_files(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
+    _read(files, builder, options, sdk_span)
