@@ -200,4 +200,104 @@ def write_phoenix(recs: list[dict[str, Any]], folder: Path, spec: Any) -> list[s
     return [f"{folder.name}/spans.parquet"]
 
 
-WRITERS = {"otlp": write_otlp, "phoenix": write_phoenix}
+# -- Langfuse blob-storage export ---------------------------------------------------------------------------
+def _meta(rec: dict[str, Any]) -> dict[str, Any]:
+    m = {"request_id": rec["request_id"], "tenant": rec["tenant"], "surface": rec["surface"],
+         "data_source": rec["data_source"], "top_k": rec["top_k"], "index_version": rec["index_version"],
+         "corpus_version": rec["corpus_version"], "fallback": rec["fallback"],
+         "soft_deadline_ms": rec["soft_deadline_ms"], "retry_attempts": rec["retry"]["attempts"],
+         "retry_reason": rec["retry"]["reason"], "http_status": rec["http_status"], "error_type": rec["error_type"],
+         "privacy_mode": rec["privacy"]["mode"], "citations": rec["citations"] or None}
+    for k in ("sensitive_tokens", "leaked_tokens", "blocked", "secure_fields", "bypassed"):
+        m[k] = rec["privacy"][k]
+    return {k: v for k, v in m.items() if v is not None}
+
+
+def _naive(us: int) -> str:
+    return _iso_us(us).replace("T", " ").rstrip("Z")
+
+
+def write_langfuse(recs: list[dict[str, Any]], folder: Path, spec: Any) -> list[str]:
+    (folder / "observations_v2").mkdir(parents=True, exist_ok=True)
+    (folder / "scores").mkdir(parents=True, exist_ok=True)
+    obs, scores = [], []
+    for rec in recs:
+        rid, tid = rec["request_id"], rec["trace_id"]
+        t = _stage_times(rec)
+        root = f"{rid}-root"
+        err = rec["status"] == "error"
+
+        def row(suffix: str, typ: str, name: str, span: tuple[int, int], parent: str | None = root,
+                **extra: Any) -> dict[str, Any]:
+            return {"id": f"{rid}-{suffix}" if suffix != "root" else root, "trace_id": tid, "type": typ, "name": name,
+                    "parent_observation_id": parent, "start_time": _naive(span[0]), "end_time": _naive(span[1]),
+                    "latency": (span[1] - span[0]) / 1e6, "level": "DEFAULT", "status_message": None,
+                    "session_id": rec["session"], "user_id": None, "metadata": None, "input": None, "output": None,
+                    **extra}
+
+        obs.append(row("root", "SPAN", "request", t["root"], None, metadata=json.dumps(_meta(rec)),
+                       level="ERROR" if err else "DEFAULT", status_message=rec["error_type"] if err else None))
+        obs.append(row("parse", "SPAN", "parse", t["parse"]))
+        obs.append(row("ret", "RETRIEVER", "vector-search", t["retrieval"], input=json.dumps({"query": rec["query"]}),
+                       output=json.dumps({"documents": _docs(rec, "candidate")})))
+        obs.append(row("rr", "SPAN", "rerank", t["rerank"], output=json.dumps({"documents": _docs(rec, "reranked")})))
+        packed = _docs(rec, "packed")
+        obs.append(row("ctx", "SPAN", "context", (t["rerank"][1], t["rerank"][1]),
+                       output=json.dumps({"documents": packed})))
+        obs.append(row("gen", "GENERATION", "answer", t["synthesis"]))
+        for i, f in enumerate(rec["feedback"] or []):
+            scores.append({"id": f"{rid}-fb{i}", "trace_id": tid, "observation_id": None, "name": "user-feedback",
+                           "value": f["value"], "string_value": None, "data_type": "NUMERIC", "source": "API",
+                           "comment": f["reason"]})
+    with open(folder / "observations_v2" / "part-0.jsonl", "w", encoding="utf-8") as fh:
+        for o in obs:
+            fh.write(json.dumps(o) + "\n")
+    schema = pa.schema([("id", pa.string()), ("trace_id", pa.string()), ("observation_id", pa.string()),
+                        ("name", pa.string()), ("value", pa.float64()), ("string_value", pa.string()),
+                        ("data_type", pa.string()), ("source", pa.string()), ("comment", pa.string())])
+    pq.write_table(pa.Table.from_pylist(scores, schema=schema), folder / "scores" / "part-0.parquet")
+    return [f"{folder.name}/observations_v2/part-0.jsonl", f"{folder.name}/scores/part-0.parquet"]
+
+
+# -- LangSmith runs ------------------------------------------------------------------------------------------
+def write_langsmith(recs: list[dict[str, Any]], folder: Path, spec: Any) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    runs, fbs = [], []
+    for rec in recs:
+        rid, tid = rec["request_id"], rec["trace_id"]
+        t = _stage_times(rec)
+        root = f"{rid}-root"
+        err = rec["status"] == "error"
+
+        def run(suffix: str, rt: str, name: str, span: tuple[int, int], **extra: Any) -> dict[str, Any]:
+            return {"id": f"{rid}-{suffix}", "trace_id": tid, "parent_run_id": root, "run_type": rt, "name": name,
+                    "start_time": _iso_us(span[0]), "end_time": _iso_us(span[1]), "inputs": {}, "outputs": {},
+                    "error": None, "extra": {}, **extra}
+
+        def lc(docs: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"documents": [{"page_content": f"text of {d['id']}", "type": "Document", "metadata": d}
+                                  for d in docs]}
+
+        meta = dict(_meta(rec), session_id=rec["session"])
+        r0 = run("root", "chain", "RAG", t["root"], inputs={"question": rec["query"]},
+                 error=rec["error_type"] if err else None, extra={"metadata": meta})
+        r0["parent_run_id"] = None
+        runs += [r0, run("parse", "parser", "parse", t["parse"]),
+                 run("ret", "retriever", "Retriever", t["retrieval"], inputs={"query": rec["query"]},
+                     outputs=lc(_docs(rec, "candidate"))),
+                 run("rr", "chain", "rerank", t["rerank"], outputs=lc(_docs(rec, "reranked"))),
+                 run("ctx", "chain", "context", (t["rerank"][1], t["rerank"][1]), outputs=lc(_docs(rec, "packed"))),
+                 run("llm", "llm", "ChatOpenAI", t["synthesis"])]
+        for i, f in enumerate(rec["feedback"] or []):
+            fbs.append({"id": f"{rid}-fb{i}", "run_id": root, "key": "user_score", "score": f["value"],
+                        "comment": f["reason"]})
+    with open(folder / "runs.jsonl", "w", encoding="utf-8") as fh:
+        for r in runs:
+            fh.write(json.dumps(r) + "\n")
+    with open(folder / "feedback.jsonl", "w", encoding="utf-8") as fh:
+        for f in fbs:
+            fh.write(json.dumps(f) + "\n")
+    return [f"{folder.name}/runs.jsonl", f"{folder.name}/feedback.jsonl"]
+
+
+WRITERS = {"otlp": write_otlp, "phoenix": write_phoenix, "langfuse": write_langfuse, "langsmith": write_langsmith}

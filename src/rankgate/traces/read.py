@@ -29,6 +29,8 @@ _READERS: Mapping[str, str] = {
     "otlp": "rankgate.traces.formats.otlp:read_files",
     "otel-sdk": "rankgate.traces.formats.otlp:read_sdk_files",
     "phoenix": "rankgate.traces.formats.phoenix:read_files",
+    "langfuse": "rankgate.traces.formats.observations:read_langfuse",
+    "langsmith": "rankgate.traces.formats.observations:read_langsmith",
 }
 
 

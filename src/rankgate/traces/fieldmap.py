@@ -1,0 +1,159 @@
+"""The field map: where the export-row readers (Langfuse, LangSmith) find each canonical field.
+
+A YAML file (``--field-map FILE.yaml``) or a mapping. Every key is optional; what is given replaces
+the default of the format being read (the defaults are :data:`DEFAULTS`)::
+
+    request:                       # canonical request field -> dotted path in the trace's root row
+      tenant: metadata.tenant
+      index_version: metadata.index.version
+    documents: output.documents    # where a retriever row keeps its documents
+    document:                      # canonical item field -> dotted path in one document
+      id: metadata.chunk_id
+      score: metadata.relevance
+    stages:                        # row names that hold the reranked / packed documents
+      reranked: [rerank]
+      packed: [context]
+    feedback_names: [user-feedback, thumbs]   # score / feedback names that are user feedback
+    negative_below: 0.5            # a numeric feedback value under this is negative
+    negative_labels: [thumbs_down, bad]       # text feedback values that are negative
+    abort_error_types: [client_abort, cancelled]   # error types / messages that mean a client abort
+
+A dotted path walks objects (``metadata.tenant``); a JSON string met on the way is parsed (Langfuse
+exports ``input``, ``output`` and ``metadata`` as JSON text). A path that leads nowhere gives null.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["DEFAULTS", "REQUEST_FIELDS", "DOCUMENT_FIELDS", "load_field_map", "resolve", "walk"]
+
+REQUEST_FIELDS = ("request_id", "tenant", "surface", "session", "data_source", "query_text", "top_k",
+                  "rewritten_query", "index_version", "corpus_version", "http_status", "error_type", "fallback",
+                  "soft_deadline_ms", "retry_attempts", "retry_reason", "privacy_mode", "sensitive_tokens",
+                  "leaked_tokens", "blocked", "secure_fields", "bypassed", "citations")
+DOCUMENT_FIELDS = ("id", "score", "doc_id", "version", "status", "source", "tenant", "deprecated")
+_TOP = ("request", "documents", "query", "document", "stages", "feedback_names", "negative_below", "negative_labels",
+        "abort_error_types")
+
+_META_REQUEST = {k: f"metadata.{k}" for k in REQUEST_FIELDS if k not in ("request_id", "query_text", "session")}
+DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    "langfuse": {
+        "request": {"request_id": "metadata.request_id", "session": "session_id", **_META_REQUEST},
+        "query": ["input.query", "input"],
+        "documents": ["output.documents", "output"],
+        "document": {"id": "id", "score": "score", "doc_id": "doc_id", "version": "version", "status": "status",
+                     "source": "source", "tenant": "tenant", "deprecated": "deprecated"},
+        "stages": {"reranked": ["rerank", "reranker", "rerank-documents"], "packed": ["pack", "context",
+                                                                                      "context-packing"]},
+        "feedback_names": ["user-feedback", "user_feedback", "feedback", "thumbs"],
+    },
+    "langsmith": {
+        "request": {"request_id": "extra.metadata.request_id", "session": "extra.metadata.session_id",
+                    **{k: f"extra.{v}" for k, v in _META_REQUEST.items()}},
+        "query": ["inputs.query", "inputs.question", "inputs.input"],
+        "documents": ["outputs.documents", "outputs.output", "outputs"],
+        "document": {"id": "metadata.id", "score": "metadata.score", "doc_id": "metadata.doc_id",
+                     "version": "metadata.version", "status": "metadata.status", "source": "metadata.source",
+                     "tenant": "metadata.tenant", "deprecated": "metadata.deprecated"},
+        "stages": {"reranked": ["rerank", "reranker", "compressor"], "packed": ["pack", "context",
+                                                                                "context-packing"]},
+        "feedback_names": ["user-feedback", "user_feedback", "feedback", "thumbs", "user_score"],
+    },
+}
+
+
+def walk(obj: Any, path: str) -> Any:
+    """The value at a dotted path (JSON text on the way is parsed); None when it leads nowhere."""
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, str) and cur[:1] in "{[":
+            try:
+                cur = json.loads(cur)
+            except (json.JSONDecodeError, RecursionError):
+                return None
+        if isinstance(cur, dict):
+            if part not in cur:
+                return None
+            cur = cur[part]
+        else:
+            return None
+    if isinstance(cur, str) and cur[:1] in "{[":
+        try:
+            return json.loads(cur)
+        except (json.JSONDecodeError, RecursionError):
+            return cur
+    return cur
+
+
+def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """The user's overrides, checked (unknown keys are a ConfigError naming them)."""
+    path = "<field map>"
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+    else:
+        import yaml
+
+        path = os.fspath(source)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = yaml.safe_load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot be read: {exc.strerror or exc}", path=path) from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise ConfigError(f"is not valid YAML ({getattr(exc, 'problem', exc)})", path=path,
+                              line=None if mark is None else mark.line + 1) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("must be a mapping of field-map keys", path=path, hint=f"keys: {', '.join(_TOP)}")
+    for k, v in data.items():
+        if k not in _TOP:
+            raise ConfigError(f"is not a field-map key; keys: {', '.join(_TOP)}", path=path, field=str(k))
+        if k == "request":
+            _paths(v, REQUEST_FIELDS, path, k)
+        elif k == "document":
+            _paths(v, DOCUMENT_FIELDS, path, k)
+        elif k in ("documents", "query"):
+            if isinstance(v, str):
+                data[k] = [v]
+            elif not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                raise ConfigError("must be a dotted path or a list of them", path=path, field=k)
+        elif k == "stages":
+            if not isinstance(v, dict) or set(v) - {"reranked", "packed"} or not all(
+                    isinstance(x, list) and all(isinstance(y, str) for y in x) for x in v.values()):
+                raise ConfigError("must map reranked/packed to lists of row names", path=path, field=k)
+        elif k == "negative_below":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError(f"must be a number; got {v!r}", path=path, field=k)
+        elif not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise ConfigError("must be a list of strings", path=path, field=k)
+    return data
+
+
+def _paths(v: Any, allowed: tuple[str, ...], path: str, key: str) -> None:
+    if not isinstance(v, dict):
+        raise ConfigError("must map canonical fields to dotted paths", path=path, field=key)
+    for f, p in v.items():
+        if f not in allowed:
+            raise ConfigError(f"is not a canonical field; fields: {', '.join(allowed)}", path=path, field=f"{key}.{f}")
+        if not isinstance(p, str) or not p:
+            raise ConfigError("must be a dotted path (text)", path=path, field=f"{key}.{f}")
+
+
+def resolve(fmt: str, user: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The format's defaults with the user's overrides applied (``request``/``document``/``stages``
+    merge key by key; everything else replaces)."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULTS[fmt].items()}
+    for k, v in (user or {}).items():
+        if k in ("request", "document", "stages"):
+            out[k] = {**out.get(k, {}), **v}
+        else:
+            out[k] = v
+    return out

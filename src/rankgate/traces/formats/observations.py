@@ -1,0 +1,343 @@
+"""Langfuse and LangSmith exports: rows of observations / runs, joined per trace through the field map.
+
+**Langfuse** blob-storage export (JSON lines, JSON or Parquet; ``observations_v2/`` and ``scores/``,
+optionally ``traces/``): an observation row has ``id, trace_id, type, parent_observation_id,
+start_time, end_time, name, metadata, level, status_message, input, output`` (``input``, ``output``
+and ``metadata`` may be JSON text). ``latency`` is ignored (seconds or milliseconds depending on
+when the integration was created): durations come from ``start_time``/``end_time``. A score row
+(``trace_id, name, value, string_value, data_type, comment``) is user feedback when its name is one
+of the field map's ``feedback_names``; other scores (evaluations) are not feedback and are left out.
+
+**LangSmith** runs (bulk export Parquet, or JSON/JSON lines from the API): ``id, trace_id,
+parent_run_id, run_type, name, start_time, end_time, inputs, outputs, error, extra``; retriever
+runs' ``outputs.documents`` are ``{page_content, type, metadata}``. Feedback rows (``run_id, key,
+score, value, comment``) whose key is one of ``feedback_names`` attach to the run's trace.
+
+The join (both): one trace is one request. Its root row (no parent, or a parent not in the trace;
+the earliest if several) gives the time, ``total_ms`` and the request fields (paths of the field
+map's ``request``, looked up in the root row, then the other rows in start order). Candidates are
+the documents (``documents`` paths) of retriever rows (Langfuse type RETRIEVER, LangSmith run_type
+retriever) whose name is not a reranked/packed stage name; rows named as ``stages.reranked`` /
+``stages.packed`` give those stages. ``retrieval_ms``/``rerank_ms`` are wall-clock over those rows,
+``synthesis_ms`` over GENERATION / llm rows, ``parse_ms`` over rows named ``parse``. A row with
+level ERROR (Langfuse) or an ``error`` (LangSmith) makes the request an error; its status message or
+error text naming an abort makes it a client abort.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import InputError
+from ..build import ABORT_ERROR_TYPES, Builder, Check, parse_iso
+from ..fieldmap import resolve, walk
+from .jsontext import json_values
+
+__all__ = ["read_langfuse", "read_langsmith"]
+
+_STATUS = {"active": "active", "current": "active", "live": "active", "deprecated": "deprecated",
+           "superseded": "superseded", "retired": "retired", "deleted": "retired", "removed": "retired"}
+
+
+@dataclass
+class Obs:
+    trace_id: str
+    id: str
+    parent: str | None
+    kind: str  # retriever, llm, span
+    name: str
+    start_us: int
+    end_us: int | None
+    row: dict[str, Any]
+    error: str | None  # None: no error; "": an error without text
+    path: str
+    line: int | None
+
+
+@dataclass
+class Fb:
+    trace_id: str
+    value: Any
+    reason: str | None
+    path: str
+    line: int | None
+
+
+def _rows(path: str, label: str, builder: Builder) -> Any:
+    from .phoenix import _rows as rows
+
+    yield from rows(path, label, builder)
+
+
+def _time(chk: Check, v: Any, field: str, required: bool) -> int | None:
+    if v is None or v == "":
+        if required:
+            raise chk.fail(field, "is missing")
+        return None
+    return parse_iso(v, chk.path, chk.line, field)
+
+
+def _wall(rows: list[Obs]) -> float | None:
+    if not rows or any(r.end_us is None for r in rows):
+        return None
+    return (max(r.end_us for r in rows) - min(r.start_us for r in rows)) / 1000.0  # type: ignore[type-var]
+
+
+def _first(row: dict[str, Any], paths: list[str]) -> Any:
+    for p in paths:
+        v = walk(row, p)
+        if v is not None:
+            return v
+    return None
+
+
+def _docs(o: Obs, fm: dict[str, Any], stage: str) -> list[dict[str, Any]]:
+    chk = Check(o.path, o.line)
+    raw = None
+    for p in fm["documents"]:
+        v = walk(o.row, p)
+        if isinstance(v, list):
+            raw = v
+            break
+        if isinstance(v, dict) and isinstance(v.get("documents"), list):
+            raw = v["documents"]
+            break
+    if raw is None:
+        return []
+    out = []
+    dm = fm["document"]
+    for i, d in enumerate(raw):
+        w = f"{o.name or o.kind}.documents[{i}]."
+        if not isinstance(d, dict):
+            raise chk.fail(w[:-1], f"must be an object; got {json.dumps(d)[:40]}")
+        status = chk.string(walk(d, dm["status"]), w + "status")
+        if status is not None:
+            st = _STATUS.get(status.strip().lower())
+            if st is None:
+                raise chk.fail(w + "status", f"is not a document status; got {status[:40]!r}",
+                               hint="active, deprecated, superseded or retired")
+            status = st
+        dep = walk(d, dm["deprecated"])
+        if status is None and dep is not None and chk.boolean(dep, w + "deprecated"):
+            status = "deprecated"
+        version = walk(d, dm["version"])
+        out.append({
+            "stage": stage,
+            "item_id": chk.string(walk(d, dm["id"]), w + dm["id"], required=True, ids=True),
+            "doc_id": chk.string(walk(d, dm["doc_id"]), w + dm["doc_id"], ids=True),
+            "doc_version": chk.string(str(version) if isinstance(version, int) and not isinstance(version, bool)
+                                      else version, w + dm["version"]),
+            "score": chk.number(walk(d, dm["score"]), w + dm["score"], strings=True),
+            "status": status,
+            "source": chk.string(walk(d, dm["source"]), w + dm["source"]),
+            "tenant": chk.string(walk(d, dm["tenant"]), w + dm["tenant"]),
+        })
+    return out
+
+
+_KINDS = {"string": ("tenant", "surface", "session", "data_source", "rewritten_query", "index_version",
+                     "corpus_version", "error_type", "retry_reason", "privacy_mode", "request_id"),
+          "bool": ("fallback", "blocked"),
+          "int": ("top_k", "http_status", "retry_attempts", "sensitive_tokens", "leaked_tokens", "secure_fields",
+                  "bypassed"),
+          "float": ("soft_deadline_ms",)}
+_RANGE = {"top_k": (1, 2**31 - 1), "http_status": (100, 599), "retry_attempts": (0, 2**31 - 1)}
+
+
+def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[str, Any]) -> None:
+    trace = sorted(trace, key=lambda o: (o.start_us, o.id))
+    ids = {o.id for o in trace}
+    roots = [o for o in trace if not o.parent or o.parent not in ids]
+    root = roots[0] if roots else trace[0]
+    ordered = [root] + [o for o in trace if o is not root]
+    chk = Check(root.path, root.line)
+    names = {k: {n.lower() for n in v} for k, v in fm["stages"].items()}
+    rr = [o for o in trace if o.name.lower() in names.get("reranked", set())]
+    pk = [o for o in trace if o.name.lower() in names.get("packed", set())]
+    ret = [o for o in trace if o.kind == "retriever" and o not in rr and o not in pk]
+    items = [d for o in ret for d in _docs(o, fm, "candidate")]
+    items += [d for o in rr for d in _docs(o, fm, "reranked")]
+    items += [d for o in pk for d in _docs(o, fm, "packed")]
+
+    req: dict[str, Any] = {"source_file": root.path, "source_line": root.line, "ts": root.start_us,
+                           "trace_id": root.trace_id}
+    for f, path in fm["request"].items():
+        if f == "citations":
+            continue
+        v, c = None, chk
+        for o in ordered:
+            v = walk(o.row, path)
+            if v is not None:
+                c = Check(o.path, o.line)
+                break
+        if f in _KINDS["string"]:
+            req[f] = c.string(v, path, ids=f in ("request_id", "session"))
+        elif f in _KINDS["bool"]:
+            req[f] = c.boolean(v, path)
+        elif f in _KINDS["int"]:
+            lo, hi = _RANGE.get(f, (0, 2**63 - 1))
+            req[f] = c.integer(v, path, low=lo, high=hi, strings=True)
+        else:
+            req[f] = c.number(v, path, nonneg=True, strings=True)
+    req["request_id"] = req.get("request_id") or root.trace_id
+    q = None
+    for o in ret + rr:
+        q = _first(o.row, fm["query"])
+        if isinstance(q, dict):
+            q = q.get("query")
+        if isinstance(q, str):
+            break
+        q = None
+    req["query_text"] = chk.string(q, "query")
+    errs = [o for o in trace if o.error is not None]
+    req["status"] = "error" if errs or (req.get("http_status") or 0) >= 500 or req.get("error_type") else "ok"
+    aborts = set(fm.get("abort_error_types", ABORT_ERROR_TYPES))
+    msgs = [m.strip().lower() for m in [req.get("error_type"), *(o.error for o in errs)] if m]
+    req["client_abort"] = req.get("http_status") == 499 or any(m in aborts for m in msgs)
+    req["total_ms"] = _wall([root])
+    req["retrieval_ms"] = _wall(ret)
+    req["rerank_ms"] = _wall(rr)
+    req["synthesis_ms"] = _wall([o for o in trace if o.kind == "llm"])
+    req["parse_ms"] = _wall([o for o in trace if o.name.lower() == "parse"])
+
+    citations = []
+    cpath = fm["request"].get("citations")
+    raw = walk(root.row, cpath) if cpath else None
+    if raw is not None:
+        if not isinstance(raw, list):
+            raise chk.fail(cpath, "must be a list of {id, doc_id, version}")
+        for i, x in enumerate(raw):
+            w = f"{cpath}[{i}]."
+            if not isinstance(x, dict):
+                raise chk.fail(w[:-1], "must be an object")
+            row = {"item_id": chk.string(x.get("id"), w + "id", ids=True),
+                   "doc_id": chk.string(x.get("doc_id"), w + "doc_id", ids=True),
+                   "version": chk.string(x.get("version"), w + "version")}
+            if row["item_id"] is None and row["doc_id"] is None:
+                raise chk.fail(w + "id", "is missing")
+            citations.append(row)
+    fbs = []
+    kw: dict[str, Any] = {}
+    if "negative_below" in fm:
+        kw["negative_below"] = float(fm["negative_below"])
+    if "negative_labels" in fm:
+        kw["negative_labels"] = {x.lower() for x in fm["negative_labels"]}
+    for f in feedback:
+        c = Check(f.path, f.line)
+        value, negative = c.feedback(f.value, "value", **kw)
+        fbs.append({"value": value, "negative": negative, "reason": c.string(f.reason, "comment")})
+    builder.add(req, items, citations, fbs)
+
+
+def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any]) -> None:
+    traces: dict[str, list[Obs]] = {}
+    for o in obs:
+        traces.setdefault(o.trace_id, []).append(o)
+    by_trace: dict[str, list[Fb]] = {}
+    for f in fbs:
+        if f.trace_id not in traces:
+            builder.reject(InputError(f"feedback for trace {f.trace_id!r}, which is in no observation row",
+                                      path=f.path, line=f.line, field="trace_id",
+                                      hint="read the export's observations with its scores (the same hours)"))
+            continue
+        by_trace.setdefault(f.trace_id, []).append(f)
+    for tid, rows in traces.items():
+        builder.guard(lambda rows=rows, tid=tid: _assemble(rows, by_trace.get(tid, []), builder, fm))
+
+
+# -- Langfuse ------------------------------------------------------------------------------------------
+def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
+    fm = resolve("langfuse", options.get("field_map"))
+    names = {n.lower() for n in fm["feedback_names"]}
+    obs: list[Obs] = []
+    fbs: list[Fb] = []
+    trace_rows: dict[str, dict[str, Any]] = {}
+    for path, label in files:
+        for n, row in _rows(path, label, builder):
+            chk = Check(label, n)
+            try:
+                if not isinstance(row, dict):
+                    raise chk.fail(None, f"must be an object; got {type(row).__name__}")
+                if row.get("type") is not None:
+                    typ = chk.string(row.get("type"), "type")
+                    kind = {"RETRIEVER": "retriever", "GENERATION": "llm"}.get(str(typ).upper(), "span")
+                    level = str(row.get("level") or "DEFAULT").upper()
+                    msg = row.get("status_message")
+                    obs.append(Obs(
+                        trace_id=str(chk.string(row.get("trace_id"), "trace_id", required=True, ids=True)),
+                        id=str(chk.string(row.get("id"), "id", required=True, ids=True)),
+                        parent=chk.string(row.get("parent_observation_id"), "parent_observation_id", ids=True),
+                        kind=kind, name=str(row.get("name") or ""),
+                        start_us=_time(chk, row.get("start_time"), "start_time", True),  # type: ignore[arg-type]
+                        end_us=_time(chk, row.get("end_time"), "end_time", False), row=row,
+                        error=(msg if isinstance(msg, str) else "") if level == "ERROR" else None,
+                        path=label, line=n))
+                elif "data_type" in row or "string_value" in row or "observation_id" in row:
+                    name = str(row.get("name") or "").lower()
+                    if name not in names:
+                        continue  # an evaluation score, not user feedback
+                    value = row.get("value") if row.get("value") is not None else row.get("string_value")
+                    fbs.append(Fb(str(chk.string(row.get("trace_id"), "trace_id", required=True, ids=True)), value,
+                                  chk.string(row.get("comment"), "comment"), label, n))
+                elif row.get("id") is not None and "timestamp" in row:  # a traces/ row: the trace's own fields
+                    trace_rows[str(row["id"])] = row
+                else:
+                    raise chk.fail(None, "is neither an observation (type) nor a score (data_type) row",
+                                   hint="read observations_v2/ and scores/ of a Langfuse blob-storage export")
+            except InputError as exc:
+                builder.reject(exc)
+    for o in obs:  # a trace row's metadata and session fill what the observations lack
+        t = trace_rows.get(o.trace_id)
+        if t is not None and not o.parent:
+            o.row = {**{k: v for k, v in t.items() if v is not None}, **{k: v for k, v in o.row.items()
+                                                                         if v is not None}}
+    _join(obs, fbs, builder, fm)
+
+
+# -- LangSmith -----------------------------------------------------------------------------------------
+def read_langsmith(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
+    fm = resolve("langsmith", options.get("field_map"))
+    names = {n.lower() for n in fm["feedback_names"]}
+    obs: list[Obs] = []
+    raw_fb: list[tuple[str, Any, Any, str, int | None]] = []
+    for path, label in files:
+        for n, row in _rows(path, label, builder):
+            chk = Check(label, n)
+            try:
+                if not isinstance(row, dict):
+                    raise chk.fail(None, f"must be an object; got {type(row).__name__}")
+                if "run_type" in row:
+                    rid = str(chk.string(row.get("id"), "id", required=True, ids=True))
+                    rt = str(chk.string(row.get("run_type"), "run_type", required=True)).lower()
+                    err = row.get("error")
+                    obs.append(Obs(
+                        trace_id=str(chk.string(row.get("trace_id"), "trace_id", ids=True) or rid), id=rid,
+                        parent=chk.string(row.get("parent_run_id"), "parent_run_id", ids=True),
+                        kind={"retriever": "retriever", "llm": "llm"}.get(rt, "span"),
+                        name=str(row.get("name") or ""),
+                        start_us=_time(chk, row.get("start_time"), "start_time", True),  # type: ignore[arg-type]
+                        end_us=_time(chk, row.get("end_time"), "end_time", False), row=row,
+                        error=None if err in (None, "") else str(err), path=label, line=n))
+                elif "run_id" in row and "key" in row:
+                    if str(row.get("key") or "").lower() not in names:
+                        continue
+                    value = row.get("score") if row.get("score") is not None else row.get("value")
+                    raw_fb.append((str(chk.string(row.get("run_id"), "run_id", required=True, ids=True)), value,
+                                   row.get("comment"), label, n))
+                else:
+                    raise chk.fail(None, "is neither a run (run_type) nor a feedback (run_id, key) row",
+                                   hint="export LangSmith runs with their run_type")
+            except InputError as exc:
+                builder.reject(exc)
+    run_trace = {o.id: o.trace_id for o in obs}
+    fbs = []
+    for run_id, value, comment, label, n in raw_fb:
+        tid = run_trace.get(run_id)
+        if tid is None:
+            builder.reject(InputError(f"feedback for run {run_id!r}, which is in no run row", path=label, line=n,
+                                      field="run_id", hint="read the runs with their feedback"))
+            continue
+        fbs.append(Fb(tid, value, comment if isinstance(comment, str) else None, label, n))
+    _join(obs, fbs, builder, fm)
