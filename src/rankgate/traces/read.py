@@ -81,6 +81,8 @@ def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
                 obj = json.loads(line)
             except (json.JSONDecodeError, RecursionError):
                 break  # not one object per line: a JSON document spread over lines
+            if isinstance(obj, dict) and isinstance(obj.get("data"), list):
+                obj = obj["data"]
             if isinstance(obj, list):
                 obj = obj[0] if obj and isinstance(obj[0], dict) else None
             return obj if isinstance(obj, dict) else None
@@ -88,7 +90,8 @@ def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
 
         try:
             with open_text(path) as fh:
-                doc = json.load(fh)
+                text = fh.read()
+            doc = json.JSONDecoder().raw_decode(text, len(text) - len(text.lstrip()))[0]  # the first document
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return None
         if isinstance(doc, dict) and isinstance(doc.get("data"), list):

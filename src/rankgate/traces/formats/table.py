@@ -26,10 +26,10 @@ FORMATS: tuple[TraceFormat, ...] = (
     TraceFormat("otlp", (".otlp.json", ".otlp.jsonl"), ("jsonl", "json"), ("resourceSpans", "resource_spans"),
                 "OTLP/JSON: one ExportTraceServiceRequest per line (collector file exporter), camelCase or "
                 "Phoenix's snake_case; GenAI retrieval and OpenInference RETRIEVER/RERANKER spans"),
-    TraceFormat("otel-sdk", (), ("jsonl", "json"), ("context",),
-                "the OpenTelemetry Python SDK's span.to_json() / ConsoleSpanExporter output"),
     TraceFormat("phoenix", (), ("parquet", "jsonl", "json"), ("context.span_id", "span_kind"),
                 "a Phoenix spans export (get_spans_dataframe, TraceDataset.save, REST /v1/projects/{id}/spans)"),
+    TraceFormat("otel-sdk", (), ("jsonl", "json"), ("context",),
+                "the OpenTelemetry Python SDK's span.to_json() / ConsoleSpanExporter output"),
     TraceFormat("langfuse", (), ("jsonl", "parquet", "json"), ("parent_observation_id", "observation_id", "data_type"),
                 "a Langfuse blob-storage export: observations_v2 rows and scores rows"),
     TraceFormat("langsmith", (), ("jsonl", "parquet", "json"), ("run_type", "run_id"),

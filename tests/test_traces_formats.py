@@ -1,0 +1,249 @@
+"""Trace readers on small files written in the shapes each tool documents (docs/traces.md)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rankgate.errors import ConfigError, InputError
+from rankgate.traces import read_traces
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import trace_gen  # noqa: E402
+
+TID = "5b8efff798038103d269b633813fc60c"
+
+
+def kv(k, v):
+    return {"key": k, "value": v}
+
+
+def otlp_line(spans, snake=False):
+    req = {"resourceSpans": [{"resource": {"attributes": [kv("service.name", {"stringValue": "rag-api"})]},
+                              "scopeSpans": [{"scope": {"name": "rag"}, "spans": spans}]}]}
+    text = json.dumps(req)
+    if snake:
+        for a, b in (("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("traceId", "trace_id"),
+                     ("spanId", "span_id"), ("parentSpanId", "parent_span_id"), ("stringValue", "string_value"),
+                     ("intValue", "int_value"), ("doubleValue", "double_value"), ("startTimeUnixNano",
+                                                                                   "start_time_unix_nano"),
+                     ("endTimeUnixNano", "end_time_unix_nano"), ("arrayValue", "array_value"),
+                     ("kvlistValue", "kvlist_value")):
+            text = text.replace(f'"{a}"', f'"{b}"')
+    return text
+
+
+RETRIEVAL = {"traceId": TID, "spanId": "eee19b7ec3c1b174", "name": "retrieval kb-main", "kind": 3,
+             "startTimeUnixNano": "1760000000000000000", "endTimeUnixNano": "1760000000049802535",
+             "status": {"code": 0}, "attributes": [
+                 kv("gen_ai.operation.name", {"stringValue": "retrieval"}),
+                 kv("gen_ai.data_source.id", {"stringValue": "kb-main"}),
+                 kv("gen_ai.retrieval.top_k", {"intValue": "3"}),
+                 kv("gen_ai.retrieval.query.text", {"stringValue": "refund window?"}),
+                 kv("gen_ai.retrieval.documents", {"stringValue": json.dumps(
+                     [{"id": "doc_123", "score": 0.95, "version": "v3"}, {"id": "doc_9", "score": None,
+                                                                          "deprecated": True}])})]}
+
+
+def test_otlp_minimal_genai_span(tmp_path):
+    p = tmp_path / "spans.jsonl"
+    p.write_text(otlp_line([RETRIEVAL]) + "\n")
+    tt = read_traces(p)
+    assert tt.formats == ("otlp",)
+    (r,) = tt.requests.to_pylist()
+    assert (r["request_id"], r["trace_id"], r["data_source"], r["top_k"], r["query_text"]) == (
+        TID, TID, "kb-main", 3, "refund window?")
+    assert r["retrieval_ms"] == r["total_ms"] == 49.802 and r["status"] == "ok" and r["http_status"] is None
+    assert r["ts"].timestamp() == 1760000000.0
+    assert [(i["item_id"], i["score"], i["doc_version"], i["status"]) for i in tt.items.to_pylist()] == [
+        ("doc_123", 0.95, "v3", None), ("doc_9", None, None, "deprecated")]
+
+
+def test_otlp_array_of_kvlists_int_numbers_upper_hex_and_http_root(tmp_path):
+    span = json.loads(json.dumps(RETRIEVAL))
+    span["traceId"] = TID.upper()
+    span["parentSpanId"] = "AAAAAAAAAAAAAAAA"
+    span["startTimeUnixNano"] = 1760000000010000000  # a number, not a string
+    span["attributes"][2] = kv("gen_ai.request.top_k", {"intValue": 3})
+    span["attributes"][4] = kv("gen_ai.retrieval.documents", {"arrayValue": {"values": [
+        {"kvlistValue": {"values": [kv("id", {"stringValue": "a"}), kv("score", {"doubleValue": 0.5})]}},
+        {"kvlistValue": {"values": [kv("id", {"intValue": "42"}), kv("score", {"doubleValue": "0.25"})]}}]}})
+    root = {"traceId": TID, "spanId": "aaaaaaaaaaaaaaaa", "name": "POST /ask", "kind": "SPAN_KIND_SERVER",
+            "startTimeUnixNano": "1760000000000000000", "endTimeUnixNano": "1760000000500000000",
+            "status": {"code": 2, "message": "boom"},
+            "attributes": [kv("http.response.status_code", {"intValue": "503"}),
+                           kv("error.type", {"stringValue": "upstream"})],
+            "events": [{"name": "feedback", "attributes": [kv("value", {"stringValue": "thumbs_down"})]}]}
+    p = tmp_path / "x.json"
+    p.write_text(otlp_line([span]) + "\n" + otlp_line([root]) + "\n")  # the two spans on two lines
+    tt = read_traces(p, format="otlp")
+    (r,) = tt.requests.to_pylist()
+    assert (r["top_k"], r["http_status"], r["error_type"], r["status"], r["client_abort"]) == (
+        3, 503, "upstream", "error", False)
+    assert (r["total_ms"], r["retrieval_ms"], r["source_line"]) == (500.0, 39.802, 2)
+    assert [(i["item_id"], i["score"]) for i in tt.items.to_pylist()] == [("a", 0.5), ("42", 0.25)]
+    assert tt.feedback.to_pylist()[0]["negative"] is True
+
+
+def test_otlp_snake_case_phoenix_variant(tmp_path):
+    span = json.loads(json.dumps(RETRIEVAL))
+    span["kind"] = "SPAN_KIND_CLIENT"
+    span["status"] = {"code": "STATUS_CODE_ERROR", "message": "client_disconnected"}
+    p = tmp_path / "s.jsonl.gz"
+    p.write_bytes(gzip.compress((otlp_line([span], snake=True) + "\n").encode()))
+    (r,) = read_traces(p).requests.to_pylist()
+    assert (r["status"], r["client_abort"], r["top_k"]) == ("error", True, 3)
+
+
+def test_openinference_retriever_and_reranker_flattened(tmp_path):
+    attrs = {"openinference.span.kind": "RETRIEVER", "input.value": "refund window?", "session.id": "s-1",
+             "retrieval.documents.0.document.id": "kb/policy#v3", "retrieval.documents.0.document.score": 0.82,
+             "retrieval.documents.0.document.metadata": json.dumps({"version": "v3", "deprecated": False,
+                                                                     "source": "policies"}),
+             "retrieval.documents.1.document.id": "kb/old#1", "retrieval.documents.1.document.score": 0.7,
+             "retrieval.documents.1.document.metadata": json.dumps({"status": "superseded"})}
+    ret = {"traceId": TID, "spanId": "1111111111111111", "name": "retrieve", "kind": 1,
+           "startTimeUnixNano": "1760000000000000000", "endTimeUnixNano": "1760000000020000000",
+           "attributes": [kv(k, {"doubleValue": v} if isinstance(v, float) else {"stringValue": v})
+                          for k, v in attrs.items()]}
+    rr = {"traceId": TID, "spanId": "2222222222222222", "parentSpanId": "1111111111111111", "name": "rerank",
+          "startTimeUnixNano": "1760000000020000000", "endTimeUnixNano": "1760000000030000000",
+          "attributes": [kv("openinference.span.kind", {"stringValue": "RERANKER"}),
+                         kv("reranker.output_documents.0.document.id", {"stringValue": "kb/old#1"}),
+                         kv("reranker.output_documents.0.document.score", {"doubleValue": 0.9})]}
+    p = tmp_path / "oi.jsonl"
+    p.write_text(otlp_line([ret, rr]) + "\n")
+    tt = read_traces(p)
+    (r,) = tt.requests.to_pylist()
+    assert (r["query_text"], r["session"], r["retrieval_ms"], r["rerank_ms"]) == ("refund window?", "s-1", 20.0,
+                                                                                 10.0)
+    assert [(i["stage"], i["item_id"], i["status"], i["source"]) for i in tt.items.to_pylist()] == [
+        ("candidate", "kb/policy#v3", None, "policies"), ("candidate", "kb/old#1", "superseded", None),
+        ("reranked", "kb/old#1", None, None)]
+
+
+def test_sdk_to_json_console_output(tmp_path):
+    span = {"name": "retrieval kb", "context": {"trace_id": "0x" + TID, "span_id": "0xeee19b7ec3c1b174",
+                                                "trace_state": "[]"},
+            "kind": "SpanKind.CLIENT", "parent_id": None, "start_time": "2025-10-09T08:53:20.000000Z",
+            "end_time": "2025-10-09T08:53:20.050000Z", "status": {"status_code": "UNSET"},
+            "attributes": {"gen_ai.operation.name": "retrieval", "gen_ai.retrieval.top_k": 2,
+                           "gen_ai.retrieval.documents": json.dumps([{"id": "a", "score": 1}])},
+            "events": [], "links": [], "resource": {"attributes": {"rankgate.tenant": "acme"}, "schema_url": ""}}
+    p = tmp_path / "console.txt"
+    p.write_text(json.dumps(span, indent=4) + "\n" + json.dumps(dict(span, context={
+        "trace_id": "0x" + "1" * 32, "span_id": "0x" + "2" * 16}), indent=4) + "\n")
+    tt = read_traces(p)
+    assert tt.formats == ("otel-sdk",)
+    assert tt.requests["tenant"].to_pylist() == ["acme", "acme"]
+    assert tt.requests["source_line"].to_pylist() == [1, 1 + json.dumps(span, indent=4).count("\n") + 1]
+    assert tt.requests["retrieval_ms"].to_pylist() == [50.0, 50.0]
+
+
+def test_phoenix_rest_json_and_dataframe_json(tmp_path):
+    spans = [{"id": "x", "name": "retrieve", "context": {"trace_id": TID, "span_id": "1111111111111111"},
+              "span_kind": "RETRIEVER", "parent_id": None, "start_time": "2026-05-29T13:46:19.963+00:00",
+              "end_time": "2026-05-29T13:46:20.011+00:00", "status_code": "OK", "status_message": "",
+              "attributes": {"input": {"value": "refund window?"}, "retrieval": {"documents": [
+                  {"document": {"id": "kb/policy", "score": 0.82, "metadata": {"version": "v3"}}}]}},
+              "events": []}]
+    p = tmp_path / "spans.json"
+    p.write_text(json.dumps({"data": spans, "next_cursor": None}))
+    tt = read_traces(p)
+    assert tt.formats == ("phoenix",)
+    assert tt.items.to_pylist()[0]["doc_version"] == "v3" and tt.requests["retrieval_ms"].to_pylist() == [48.0]
+
+
+def test_langfuse_export_latency_ignored_and_scores(tmp_path):
+    (tmp_path / "observations_v2").mkdir()
+    (tmp_path / "scores").mkdir()
+    obs = {"id": "obs1", "trace_id": "t1", "type": "RETRIEVER", "name": "vector-search",
+           "parent_observation_id": None, "start_time": "2026-05-29 13:46:19.963000",
+           "end_time": "2026-05-29 13:46:20.011000", "input": "{\"query\":\"refund window?\"}",
+           "output": "{\"documents\":[{\"id\":\"kb/policy#v3\",\"score\":0.82}]}", "level": "DEFAULT",
+           "session_id": "s-1", "user_id": "u-9", "latency": 48}  # ms (an old integration): not used
+    (tmp_path / "observations_v2" / "a.jsonl").write_text(json.dumps(obs) + "\n")
+    pq.write_table(pa.Table.from_pylist([
+        {"id": "s1", "trace_id": "t1", "observation_id": None, "name": "user-feedback", "value": 0.0,
+         "string_value": None, "data_type": "NUMERIC", "comment": "wrong policy"},
+        {"id": "s2", "trace_id": "t1", "observation_id": None, "name": "faithfulness", "value": 0.9,
+         "string_value": None, "data_type": "NUMERIC", "comment": None}]), tmp_path / "scores" / "b.parquet")
+    tt = read_traces(tmp_path)
+    (r,) = tt.requests.to_pylist()
+    assert (r["request_id"], r["session"], r["query_text"], r["retrieval_ms"]) == ("t1", "s-1", "refund window?",
+                                                                                  48.0)
+    assert tt.feedback.to_pylist() == [{"request_id": "t1", "value": 0.0, "negative": True, "reason": "wrong policy"}]
+
+
+def test_langsmith_retriever_run_and_field_map(tmp_path):
+    run = {"id": "r-1", "trace_id": "t-1", "run_type": "retriever", "name": "Retriever",
+           "start_time": "2026-05-29T13:46:19.963Z", "end_time": "2026-05-29T13:46:20.011Z",
+           "inputs": {"query": "refund window?"}, "error": None,
+           "outputs": {"documents": [{"page_content": "…", "type": "Document",
+                                      "metadata": {"chunk": "kb/policy", "version": "v3", "relevance": 0.82}}]},
+           "extra": {"metadata": {"session_id": "s-1", "team": "acme"}}}
+    p = tmp_path / "runs.jsonl"
+    p.write_text(json.dumps(run) + "\n")
+    with pytest.raises(InputError, match=r"runs.jsonl:1: field 'Retriever.documents\[0\].metadata.id' is missing"):
+        read_traces(p)
+    fm = tmp_path / "map.yaml"
+    fm.write_text("document:\n  id: metadata.chunk\n  score: metadata.relevance\nrequest:\n  tenant: extra.metadata.team\n")
+    tt = read_traces(p, field_map=fm)
+    (r,) = tt.requests.to_pylist()
+    assert (r["tenant"], r["session"]) == ("acme", "s-1")
+    assert [(i["item_id"], i["score"], i["doc_version"]) for i in tt.items.to_pylist()] == [("kb/policy", 0.82, "v3")]
+    fm.write_text("documnet:\n  id: x\n")
+    with pytest.raises(ConfigError, match="documnet"):
+        read_traces(p, field_map=fm)
+
+
+def test_broken_lines_error_and_skip_modes(tmp_path):
+    good = otlp_line([RETRIEVAL])
+    bad_id = otlp_line([dict(RETRIEVAL, traceId="xyz", spanId="1" * 16)])
+    bad_int = otlp_line([dict(RETRIEVAL, traceId="2" * 32, startTimeUnixNano="soon")])
+    p = tmp_path / "t.otlp.jsonl"
+    p.write_text("\n".join([good, "{oops", bad_id, bad_int]) + "\n")
+    with pytest.raises(InputError, match=r"t.otlp.jsonl:2: is not valid JSON"):
+        read_traces(p)
+    tt = read_traces(p, on_error="skip")
+    assert tt.requests.num_rows == 1
+    reasons = tt.skipped.counts
+    assert tt.skipped.total == 3 and reasons["field 'traceId' must be 32 hex digits"] == 1
+    assert [n for _, n, _ in tt.skipped.first] == [2, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    truth = trace_gen.generate(out, trace_gen.Spec(days=7, per_day=12, seed=5, documents="array"))
+    return out, truth
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "otlp", "phoenix", "langfuse", "langsmith"])
+def test_every_format_reads_the_same_requests(generated, fmt):
+    out, truth = generated
+    base = read_traces([out / f for f in truth["files"]["jsonl"]])
+    other = read_traces([out / f for f in truth["files"][fmt]])
+    for name in ("requests", "items", "citations", "feedback"):
+        a, b = getattr(base, name), getattr(other, name)
+        if name == "requests":
+            a, b = a.drop(["source_file", "source_line"]), b.drop(["source_file", "source_line"])
+        assert a.equals(b), (fmt, name)
+
+
+def test_generator_is_seeded_and_lists_incidents(tmp_path, generated):
+    out, truth = generated
+    again = trace_gen.generate(tmp_path, trace_gen.Spec(days=7, per_day=12, seed=5, documents="array"))
+    for f in truth["files"]["jsonl"] + truth["files"]["otlp"]:
+        assert (out / f).read_bytes() == (tmp_path / f).read_bytes()
+    assert {i["name"] for i in again["incidents"]} == {"error_burst", "redaction_failure", "latency_spike",
+                                                      "deprecated_leak", "index_instability", "bad_feedback_source"}
+    assert again["clean_days"] == [0]
+    with pytest.raises(ValueError, match="days >= 7"):
+        trace_gen.logical(trace_gen.Spec(days=3))
