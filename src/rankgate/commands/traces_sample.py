@@ -1,0 +1,83 @@
+"""``rankgate traces sample`` and ``rankgate gold sample``: production queries worth labelling, written
+as gold-set candidates (see :mod:`rankgate.traces.sample` and docs/traces.md, "sample"). Exit 0;
+2 bad input or options.
+
+``add_arguments(parser)`` and ``run(args)`` are shared by both commands; ``rankgate traces`` wires
+the ``sample`` action with :func:`add_parser`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+HELP = "write production queries worth labelling (low confidence, fallback, negative feedback) as gold candidates"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..traces.formats.table import FORMAT_NAMES
+
+    p.add_argument("--traces", required=True, nargs="+", metavar="PATH",
+                   help="trace exports: files or folders (see docs/traces.md)")
+    p.add_argument("--format", choices=FORMAT_NAMES, help="override format detection")
+    p.add_argument("--field-map", metavar="YAML", help="where Langfuse/LangSmith rows keep each field")
+    p.add_argument("--on-error", choices=("error", "skip"), default="error",
+                   help="a trace row that cannot be used: stop (default) or skip it and count it")
+    p.add_argument("--abstention", metavar="YAML",
+                   help="the calibrate-abstention file: requests whose top score is under its threshold are candidates")
+    p.add_argument("--n", type=int, default=50, help="how many candidates (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="the sampling seed (default 0)")
+    p.add_argument("--by", default="tenant", metavar="FIELDS",
+                   help="request fields to stratify by besides reason and source (default: tenant)")
+    p.add_argument("-o", "--out", required=True, metavar="JSONL", help="the candidates file to write")
+
+
+def add_parser(verbs: Any) -> None:
+    """The ``sample`` action under a command's sub-parsers."""
+    add_arguments(verbs.add_parser("sample", help=HELP, description=HELP + ". Exit 0; 2 bad input."))
+
+
+def read_threshold(path: str) -> float:
+    import yaml
+
+    from ..data.source import check_file, open_text
+    from ..errors import ConfigError
+
+    check_file(path, "abstention")
+    try:
+        with open_text(path) as fh:
+            data = yaml.safe_load(fh)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"is not valid YAML ({exc.__class__.__name__})", path=path) from None
+    block = data.get("abstention") if isinstance(data, dict) else None
+    t = block.get("threshold") if isinstance(block, dict) else None
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        raise ConfigError(f"must be a number; got {t!r}", path=path, field="abstention.threshold",
+                          hint="write it with rankgate calibrate-abstention (a null threshold means none was found)")
+    return float(t)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from ..atomic import check_file, check_not_input, write_text
+    from ..traces import read_traces
+    from ..traces.sample import sample_candidates
+
+    check_file(args.out, option="-o")
+    check_not_input(args.out, [*args.traces, args.abstention, args.field_map], option="-o")
+    threshold = read_threshold(args.abstention) if args.abstention else None
+    tables = read_traces(args.traces, format=args.format, on_error=args.on_error, field_map=args.field_map)
+    by = tuple(f.strip() for f in args.by.split(",") if f.strip())
+    recs = sample_candidates(tables, threshold=threshold, n=args.n, seed=args.seed, by=by)
+    write_text(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+    counts: dict[str, int] = {}
+    for r in recs:
+        counts[r["sample_reason"]] = counts.get(r["sample_reason"], 0) + 1
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none found"
+    skipped = f"; {tables.skipped.total} unusable rows skipped" if tables.skipped.total else ""
+    note = "" if threshold is not None else " (no --abstention: low-confidence requests not sampled)"
+    sys.stdout.write(f"wrote {len(recs)} candidates to {args.out} ({detail}){note}{skipped}; "
+                     f"fill each grade, then rankgate gold validate\n")
+    return 0
