@@ -184,3 +184,25 @@ def test_folder_and_unknown_format(tmp_path):
         read_traces(p)
     with pytest.raises(UsageError, match="on_error"):
         read_traces(p, format="jsonl", on_error="ignore")
+
+
+def test_incident_trace_is_checked_by_the_trace_reader(tmp_path):
+    """incident new --trace reads one trace line through the JSONL reader: fields only the trace model
+    knows (timings, HTTP status, privacy) are checked too; a trace without a timestamp is still fine."""
+    from rankgate.goldset.incident import read_trace
+
+    one = dict(FULL)
+    one.pop("timestamp")
+    p = tmp_path / "trace.json"
+    p.write_text(json.dumps(one, indent=2))
+    assert read_trace(str(p)).request_id == "r1"
+    p.write_text(json.dumps(dict(FULL, http_status=700)))
+    with pytest.raises(InputError, match=r"trace.json: field 'http_status' must be between 100 and 599"):
+        read_trace(str(p))
+
+
+def test_status_synonyms_and_date_only_timestamps(tmp_path):
+    line = dict(FULL, timestamp="2026-05-29", retrieved=[{"stage": "packed", "id": "a", "status": "Current"}])
+    tt = read_traces(write(tmp_path, [line]))
+    assert tt.items["status"].to_pylist() == ["active"]
+    assert tt.requests["ts"][0].as_py() == datetime(2026, 5, 29, tzinfo=timezone.utc)

@@ -129,6 +129,10 @@ def read_trace(path: str) -> Trace:
                          hint="a trace is one request; take one line of a trace JSONL")
     rid = _str(obj, "request_id", path, "", required=True)
     query = _str(obj, "query", path, "") or _str(obj, "query_text", path, "", required=True)
+    from ..traces.build import Check
+    from ..traces.formats.jsonl import parse_request
+
+    parse_request(obj, Check(path, None), require_timestamp=False)  # one line of the trace JSONL, checked by its reader
     fields = {k: v for k in ("timestamp", "tenant", "trace_id", "rewritten_query", "corpus_version", "index_version")
               for v in [_str(obj, k, path, "")] if v is not None}
     return Trace(str(rid), str(query), tuple(_items(obj, path)), _pairs(obj, "citations", "id", "version", path),

@@ -45,8 +45,10 @@ POSITIVE_LABELS = frozenset({"thumbs_up", "thumbsup", "up", "positive", "good", 
 ABORT_ERROR_TYPES = frozenset({"client_abort", "client_aborted", "client_disconnect", "client_disconnected",
                                "clientdisconnect", "clientdisconnected", "cancelled", "canceled", "499"})
 
+STATUS_SYNONYMS = {"active": "active", "current": "active", "live": "active", "deprecated": "deprecated",
+                   "superseded": "superseded", "retired": "retired", "deleted": "retired", "removed": "retired"}
 _ISO = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?"
+    r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?)?"
 )
 MAX_INT32 = 2**31 - 1
 
@@ -73,7 +75,7 @@ def parse_iso(value: Any, path: str, line: int | None, field: str) -> int:
     if m is None:
         raise InputError(f"is not an ISO 8601 date-time; got {value[:40]!r}", path=path, line=line, field=field,
                          hint="e.g. 2026-05-29T13:46:19.963Z (no offset means UTC)")
-    y, mo, d, h, mi, s = (int(m.group(i)) for i in range(1, 7))
+    y, mo, d, h, mi, s = (int(m.group(i) or 0) for i in range(1, 7))  # a date alone is its midnight, UTC
     if not (1 <= mo <= 12 and 1 <= d <= calendar.monthrange(y, mo)[1] and h < 24 and mi < 60 and s < 61) or y < 1:
         raise InputError(f"is not a valid date-time; got {value[:40]!r}", path=path, line=line, field=field)
     frac = (m.group(7) or "").ljust(6, "0")[:6]
@@ -161,10 +163,15 @@ class Check:
         return s  # type: ignore[return-value]
 
     def item_status(self, v: Any, field: str) -> str | None:
+        """A corpus status; the corpus manifest's synonyms (current, live, deleted, removed) are mapped."""
         s = self.string(v, field)
-        if s is not None and s not in ITEM_STATUSES:
-            raise self.fail(field, f"must be one of {', '.join(ITEM_STATUSES)}; got {s[:40]!r}")
-        return s
+        if s is None:
+            return None
+        st = STATUS_SYNONYMS.get(s.strip().lower())
+        if st is None:
+            raise self.fail(field, f"must be one of {', '.join(ITEM_STATUSES)}; got {s[:40]!r}",
+                            hint="current/live mean active, deleted/removed mean retired")
+        return st
 
     def feedback(self, value: Any, field: str, negative_below: float = NEGATIVE_BELOW,
                  negative_labels: Iterable[str] = NEGATIVE_LABELS,

@@ -55,16 +55,21 @@ def _list(chk: Check, v: Any, field: str) -> list[Any]:
     return v
 
 
-def parse_request(obj: Any, chk: Check) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]],
-                                                  list[dict[str, Any]]]:
-    """One request object -> (request columns, items, citations, feedback); InputError on bad content."""
+def parse_request(obj: Any, chk: Check, *, require_timestamp: bool = True
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """One request object -> (request columns, items, citations, feedback); InputError on bad content.
+    ``require_timestamp=False`` (one trace given alone, as ``incident new`` reads it) leaves ``ts`` None
+    when the trace has no timestamp."""
     if not isinstance(obj, dict):
         raise chk.fail(None, f"must be a JSON object (one request); got {type(obj).__name__}")
     req: dict[str, Any] = {"source_file": chk.path, "source_line": chk.line}
     req["request_id"] = chk.string(obj.get("request_id"), "request_id", required=True, ids=True)
-    if "timestamp" not in obj or obj["timestamp"] is None:
-        raise chk.fail("timestamp", "is missing", hint="an ISO 8601 date-time, e.g. 2026-05-29T13:46:19Z")
-    req["ts"] = parse_iso(obj["timestamp"], chk.path, chk.line, "timestamp")
+    if obj.get("timestamp") is None:
+        if require_timestamp:
+            raise chk.fail("timestamp", "is missing", hint="an ISO 8601 date-time, e.g. 2026-05-29T13:46:19Z")
+        req["ts"] = None
+    else:
+        req["ts"] = parse_iso(obj["timestamp"], chk.path, chk.line, "timestamp")
     q = obj.get("query")
     req["query_text"] = chk.string(q if q is not None else obj.get("query_text"),
                                    "query" if q is not None else "query_text")
