@@ -91,6 +91,7 @@ class Spec:
     start: str = "2026-05-01"
     incidents: bool = True
     documents: str = "json"  # OTLP gen_ai.retrieval.documents: "json" (a JSON string) or "array" (kvlists)
+    reranked: bool = True  # False: no reranked stage in the outputs (20 candidates + 5 packed per request)
 
 
 def _day_plan(spec: Spec) -> dict[str, int]:
@@ -230,6 +231,12 @@ def logical(spec: Spec) -> dict[str, Any]:
     }
 
 
+def _arr(x: Any, typ: Any = None) -> pa.Array:
+    """pa.array, always one chunk (numpy text arrays can come back chunked)."""
+    a = pa.array(x, typ) if typ is not None else pa.array(x)
+    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+
+
 def _query_texts(q_pool: int) -> np.ndarray:
     verbs = ["reset", "change", "cancel", "renew", "export", "share", "delete", "restore"]
     topics = ["password", "invoice", "subscription", "api key", "refund", "workspace", "report", "sso"]
@@ -250,7 +257,7 @@ def records_table(L: dict[str, Any], *, iso: bool = False) -> pa.Table:
     cd, ds, dv = L["chunk_doc"], L["doc_source"], L["doc_version"]
     q_pool = int(L["q_low"].shape[0])
     texts = _query_texts(q_pool)
-    rid = pc.binary_join_element_wise("r", pa.array(np.arange(n)).cast(pa.string()), "")
+    rid = pc.binary_join_element_wise("r", pa.array(np.arange(n) + L.get("offset", 0)).cast(pa.string()), "")
     ver_names = np.array(["ix-1", "ix-2"])
     corp_names = np.array(["c-2026-04", "c-2026-05"])
     status = np.where(L["http"] == 200, "ok", "error")
@@ -265,26 +272,26 @@ def records_table(L: dict[str, Any], *, iso: bool = False) -> pa.Table:
         doc = cd[flat]
         st = np.where(ds[doc] == LEGACY, "deprecated", "active")
         chunk_ids = pc.binary_join_element_wise(
-            pc.binary_join_element_wise("d", pa.array(doc).cast(pa.string()), ""),
-            pa.array(flat % CHUNKS_PER_DOC).cast(pa.string()), "#")
-        doc_ids = pc.binary_join_element_wise("d", pa.array(doc).cast(pa.string()), "")
+            pc.binary_join_element_wise("d", _arr(doc).cast(pa.string()), ""),
+            _arr(flat % CHUNKS_PER_DOC).cast(pa.string()), "#")
+        doc_ids = pc.binary_join_element_wise("d", _arr(doc).cast(pa.string()), "")
         struct = pa.StructArray.from_arrays(
-            [pa.array(np.full(len(flat), stage)), pa.array(ranks.astype(np.int64)), chunk_ids, doc_ids,
-             pc.binary_join_element_wise("v", pa.array(dv[doc]).cast(pa.string()), ""),
-             pa.array(sc, pa.float64()) if sc is not None else pa.nulls(len(flat), pa.float64()),
-             pa.array(st), pa.array(SOURCES[ds[doc]]), pa.array(TENANTS[L["tenant"]][np.repeat(np.arange(n),
+            [_arr(np.full(len(flat), stage)), _arr(ranks.astype(np.int64)), chunk_ids, doc_ids,
+             pc.binary_join_element_wise("v", _arr(dv[doc]).cast(pa.string()), ""),
+             _arr(sc, pa.float64()) if sc is not None else pa.nulls(len(flat), pa.float64()),
+             _arr(st), _arr(SOURCES[ds[doc]]), _arr(TENANTS[L["tenant"]][np.repeat(np.arange(n),
                                                                                               counts)])],
             names=["stage", "rank", "id", "doc_id", "doc_version", "score", "status", "source", "tenant"])
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        return pa.ListArray.from_arrays(pa.array(offsets), struct)
+        return pa.ListArray.from_arrays(_arr(offsets), struct)
 
     cand = items(L["cand"], L["score"], L["n_items"], "candidate")
-    rr = items(L["reranked"], L["rr_score"], np.minimum(L["n_items"], N_RERANK), "reranked")
+    n_rr = np.minimum(L["n_items"], N_RERANK) if spec.reranked else np.zeros(n, np.int64)
+    rr = items(L["reranked"], L["rr_score"], n_rr, "reranked")
     pk = items(L["packed"], None, L["n_packed"], "packed")
     # one list per request: candidates, then reranked, then packed
     retrieved = pa.ListArray.from_arrays(
-        pa.array(np.concatenate([[0], np.cumsum(L["n_items"] + np.minimum(L["n_items"], N_RERANK) + L["n_packed"])])
-                 .astype(np.int32)),
+        pa.array(np.concatenate([[0], np.cumsum(L["n_items"] + n_rr + L["n_packed"])]).astype(np.int32)),
         _interleave([cand, rr, pk]))
     # citations
     ncit = L["n_cit"]
@@ -433,11 +440,19 @@ def generate(out_dir: str | os.PathLike[str], spec: Spec = Spec(), formats: tupl
     files: dict[str, list[str]] = {}
     if "parquet" in formats:
         (out / "parquet").mkdir(exist_ok=True)
-        pq.write_table(records_table(L), out / "parquet" / "traces.parquet", row_group_size=100_000)
+        path = out / "parquet" / "traces.parquet"
+        writer = None
+        for part in _parts(L):
+            t = records_table(part)
+            writer = writer or pq.ParquetWriter(str(path) + ".tmp", t.schema)
+            writer.write_table(t, row_group_size=CHUNK)
+        if writer is not None:
+            writer.close()
+            os.replace(str(path) + ".tmp", path)
         files["parquet"] = ["parquet/traces.parquet"]
     if "jsonl" in formats:
         (out / "jsonl").mkdir(exist_ok=True)
-        _write_jsonl(records_table(L, iso=True), out / "jsonl" / "traces.jsonl")
+        _write_jsonl([records_table(part, iso=True) for part in _parts(L)], out / "jsonl" / "traces.jsonl")
         files["jsonl"] = ["jsonl/traces.jsonl"]
     others = [f for f in formats if f not in ("jsonl", "parquet")]
     if others:
@@ -446,7 +461,7 @@ def generate(out_dir: str | os.PathLike[str], spec: Spec = Spec(), formats: tupl
             sys.path.insert(0, here)
         import trace_gen_formats as tf  # the per-request writers of the tools' export shapes
 
-        recs = records_table(L, iso=True).to_pylist()
+        recs = [r for part in _parts(L) for r in records_table(part, iso=True).to_pylist()]
         for fmt in others:
             files[fmt] = tf.WRITERS[fmt](recs, out / fmt, spec)
     truth = _truth(L)
@@ -457,14 +472,38 @@ def generate(out_dir: str | os.PathLike[str], spec: Spec = Spec(), formats: tupl
     return truth
 
 
-def _write_jsonl(table: pa.Table, path: Path) -> None:
-    """JSON lines through DuckDB (columnar, fast); nulls are written as null, which readers treat as absent."""
+CHUNK = 100_000  # requests per block written (bounds the generator's memory)
+
+
+def _parts(L: dict[str, Any]) -> Any:
+    """``L`` in blocks of :data:`CHUNK` requests (arrays sliced; the corpus arrays shared)."""
+    n = L["n"]
+    per_request = {k for k, v in L.items() if isinstance(v, np.ndarray) and v.shape[:1] == (n,)}
+    for a in range(0, n, CHUNK):
+        b = min(n, a + CHUNK)
+        part = {k: (v[a:b] if k in per_request else v) for k, v in L.items()}
+        part["timings"] = {k: v[a:b] for k, v in L["timings"].items()}
+        part["n"], part["offset"] = b - a, a
+        yield part
+
+
+def _write_jsonl(tables: Any, path: Path) -> None:
+    """JSON lines through DuckDB (columnar, fast), block by block; nulls are written as null, which
+    readers treat as absent."""
     import duckdb
 
-    con = duckdb.connect()
-    con.register("t", table)
     tmp = str(path) + ".tmp"
-    con.execute(f"COPY t TO '{tmp}' (FORMAT json)")
+    con = duckdb.connect()
+    with open(tmp, "wb") as out:
+        for i, table in enumerate(tables):
+            con.register("t", table)
+            part = f"{tmp}.{i}"
+            con.execute(f"COPY t TO '{part}' (FORMAT json)")
+            con.unregister("t")
+            with open(part, "rb") as fh:
+                while block := fh.read(1 << 24):
+                    out.write(block)
+            os.remove(part)
     con.close()
     os.replace(tmp, path)
 
@@ -479,9 +518,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", default="all", help=f"comma-separated: {','.join(ALL_FORMATS)} or all")
     ap.add_argument("--clean", action="store_true", help="no incidents")
     ap.add_argument("--documents", choices=("json", "array"), default="json")
+    ap.add_argument("--no-reranked", action="store_true", help="omit the reranked stage (25 items per request)")
     a = ap.parse_args(argv)
     fmts = ALL_FORMATS if a.formats == "all" else tuple(a.formats.split(","))
-    truth = generate(a.out, Spec(a.days, a.per_day, a.seed, a.start, not a.clean, a.documents), fmts)
+    truth = generate(a.out, Spec(a.days, a.per_day, a.seed, a.start, not a.clean, a.documents, not a.no_reranked), fmts)
     print(json.dumps({"files": truth["files"], "incidents": [i["name"] for i in truth["incidents"]]}))
     return 0
 

@@ -70,6 +70,8 @@ MUTATIONS = {
     "stage odd": _set("retrieved.0.stage", "final"),
     "status empty item": _set("retrieved.0.status", ""),
     "status odd item": _set("retrieved.0.status", "old"),
+    "status synonym": _set("retrieved.0.status", "Current"),
+    "date only ts": _set("timestamp", "2026-05-01"),
     "empty id": _set("retrieved.0.id", ""),
     "int doc_id": _set("retrieved.0.doc_id", 17),
     "score text": _set("retrieved.0.score", "0.5"),
@@ -168,3 +170,18 @@ def test_raw_line_edits(tmp_path, name):
     p = tmp_path / "t.jsonl"
     p.write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
     same(outcome(p, True), outcome(p, False))
+
+
+def test_duplicates_across_fast_and_row_read_files(tmp_path):
+    """A request id used twice is named at both places whichever path read each file."""
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.parquet"
+    a.write_text("".join(json.dumps(r) + "\n" for r in BASE))
+    b.write_text("".join(json.dumps(r) + "\n" for r in BASE[5:7]))
+    pq.write_table(pa.Table.from_pylist(BASE[3:4]), c)
+    for files, where in (([a, b], f"{b}:1: field 'request_id' request_id 'r5' is already used at {a}:6"),
+                         ([b, a], f"{a}:6: field 'request_id' request_id 'r5' is already used at {b}:1"),
+                         ([a, c], f"{c}:1: field 'request_id' request_id 'r3' is already used at {a}:4")):
+        for fast in (True, False):
+            with pytest.raises(InputError) as e:
+                read_traces(files, fast=fast)
+            assert str(e.value).startswith(where), (files, fast)

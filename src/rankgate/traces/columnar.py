@@ -109,7 +109,11 @@ def _np(arr: pa.Array, dtype: Any, fill: Any) -> np.ndarray:
 
 
 def _strings(arr: pa.Array) -> pa.Array:
-    """'' reads as missing."""
+    """'' reads as missing (the column is copied only when it holds one)."""
+    if len(arr) == arr.null_count:
+        return arr
+    if pc.min(pc.binary_length(arr)).as_py() != 0:
+        return arr
     return pc.if_else(pc.equal(arr, ""), pa.scalar(None, pa.string()), arr)
 
 
@@ -197,10 +201,12 @@ def _ranks(req_idx: np.ndarray, stage_code: np.ndarray, ranks: pa.Array) -> pa.A
     return pc.if_else(pc.is_null(ranks), pa.array(pos), ranks).cast(pa.int32())
 
 
-def convert(table: pa.Table, path: str, first_line: int = 1) -> TraceTables | None:
-    """The canonical tables of ``table``'s records (row i is line/row ``first_line + i``), or None."""
+def convert(table: pa.Table, path: str, first_line: int = 1, cache: dict[Any, str] | None = None
+            ) -> TraceTables | None:
+    """The canonical tables of ``table``'s records (row i is line/row ``first_line + i``), or None.
+    ``cache`` keeps query keys between blocks of one read."""
     try:
-        return _convert(table, path, first_line)
+        return _convert(table, path, first_line, {} if cache is None else cache)
     except _Decline:
         return None
 
@@ -216,7 +222,30 @@ def _col(table: pa.Table, name: str) -> pa.Array:
     return _conform(arr, want)
 
 
-def _convert(table: pa.Table, path: str, first_line: int) -> TraceTables:
+def _query_keys(parts: list[pa.Array], cache: dict[Any, str]) -> pa.Array:
+    encoded = [pc.dictionary_encode(a) for a in parts]
+    codes = [_np(e.indices, np.int64, -1) + 1 for e in encoded]  # 0 = null
+    sizes = [len(e.dictionary) + 1 for e in encoded]
+    if float(np.prod(np.array(sizes, dtype=np.float64))) < 2**62:
+        key = np.zeros(len(codes[0]), np.int64)
+        for c, size in zip(codes, sizes):
+            key = key * size + c
+        uniq_key, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        uniq = np.stack([c[first] for c in codes], axis=1)
+    else:
+        uniq, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+    dicts = [e.dictionary.to_pylist() for e in encoded]
+    keys = []
+    for row in uniq.tolist():
+        parts_ = tuple(None if i == 0 else dicts[j][i - 1] for j, i in enumerate(row))
+        k = cache.get(parts_)
+        if k is None:
+            k = cache[parts_] = query_key(*parts_)
+        keys.append(k)
+    return pa.array(keys, pa.string()).take(pa.array(inverse.reshape(-1)))
+
+
+def _convert(table: pa.Table, path: str, first_line: int, cache: dict[Any, str]) -> TraceTables:
     n = table.num_rows
     rid = _col(table, "request_id")
     _require(rid.null_count == 0 and not pc.any(pc.equal(rid, "")).as_py())
@@ -256,15 +285,8 @@ def _convert(table: pa.Table, path: str, first_line: int) -> TraceTables:
     for k in ("sensitive_tokens", "leaked_tokens", "secure_fields", "bypassed"):
         cols[k] = _int_range(pv.field(k), 0, 2**63 - 1)
     cols["blocked"] = pv.field("blocked")
-    # query_key: one hash per distinct (text, data source, top_k, tenant)
-    codes = []
-    for k in ("query_text", "data_source", "top_k", "tenant"):
-        enc = pc.dictionary_encode(cols[k])
-        codes.append((enc, _np(enc.indices, np.int64, -1)))
-    uniq, inverse = np.unique(np.stack([c for _, c in codes], axis=1), axis=0, return_inverse=True)
-    dicts = [e.dictionary.to_pylist() for e, _ in codes]
-    keys = [query_key(*(None if i < 0 else dicts[j][i] for j, i in enumerate(row))) for row in uniq.tolist()]
-    cols["query_key"] = pa.array(keys, pa.string()).take(pa.array(inverse.reshape(-1)))
+    # query_key: one hash per distinct (text, data source, top_k, tenant), cached across blocks
+    cols["query_key"] = _query_keys([cols[k] for k in ("query_text", "data_source", "top_k", "tenant")], cache)
     cols["source_file"] = pa.array(np.full(n, path, dtype=object), pa.string()) if n else pa.array([], pa.string())
     cols["source_line"] = pa.array(np.arange(first_line, first_line + n, dtype=np.int64))
     requests = pa.Table.from_arrays([cols[f.name].cast(f.type) for f in REQUESTS_SCHEMA], schema=REQUESTS_SCHEMA)
