@@ -330,7 +330,7 @@ class Builder:
             p = parts[0]
             out = TraceTables(p.requests, p.items, p.citations, p.feedback, skipped, tuple(self.formats))
         else:
-            out = TraceTables(*(pa.concat_tables([getattr(p, n) for p in parts]).combine_chunks()
+            out = TraceTables(*(pa.concat_tables([getattr(p, n) for p in parts])
                                 for n in ("requests", "items", "citations", "feedback")),
                               skipped=skipped, formats=tuple(self.formats))
         check_tables(out, deep=False)  # the value rules hold by construction (see Check and columnar)
