@@ -137,3 +137,29 @@ def test_cli_refuses_bad_options(tmp_path, capsys):
     bad.write_text('{"query_id": "q1", "results": [{"id": "a", "score": "high"}]}\n')
     assert_refused(["calibrate-abstention", "--gold", str(g), "--run", str(bad), "-o", str(out_dir / "a.yaml")],
                    out_dir, names=["bad.jsonl"], capsys=capsys)
+
+
+def test_report_shows_the_abstention_section(tmp_path, capsys):
+    from .hostile import assert_refused
+
+    g, r = _files(tmp_path, n=300)
+    ab = tmp_path / "abstention.yaml"
+    assert main(["calibrate-abstention", "--gold", str(g), "--run", str(r), "--target-precision", "0.8",
+                 "-o", str(ab)]) == 0
+    html = tmp_path / "report.html"
+    assert main(["report", "--gold", str(g), "--run", str(r), "--abstention", str(ab), "--resamples", "50",
+                 "-o", str(html)]) == 0
+    text = html.read_text()
+    section = text[text.index('<section id="abstention">'):]
+    section = section[:section.index("</section>")]
+    a = yaml.safe_load(ab.read_text())["abstention"]
+    assert "Abstain when the top score is below" in section and f"{a['answered']} of 300" in section
+    assert 'aria-label="risk–coverage curve' in section
+    assert '<section id="abstention">' not in (tmp_path / "plain.html").read_text() if main(
+        ["report", "--gold", str(g), "--run", str(r), "--resamples", "50", "-o", str(tmp_path / "plain.html")]) == 0 \
+        else False
+    ab.write_text("nothing: here\n")
+    out_dir = tmp_path / "o"
+    out_dir.mkdir()
+    assert_refused(["report", "--gold", str(g), "--run", str(r), "--abstention", str(ab), "--resamples", "50",
+                    "-o", str(out_dir / "r.html")], out_dir, names=["abstention.yaml"], capsys=capsys)

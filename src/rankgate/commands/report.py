@@ -52,6 +52,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rewrite", metavar="LOG",
                    help="a rewrite log (records with 'original' and 'rewritten' results): adds the query-rewriting "
                         "section (recall@k, nDCG@k of each, the paired change, the queries the rewrite broke)")
+    p.add_argument("--abstention", metavar="YAML",
+                   help="a calibrate-abstention file: adds its risk-coverage curve and threshold (docs/traces.md)")
     add_stats_options(p)
     for action in p._actions:  # the shared option means "extra metrics" here
         if action.dest == "metrics":
@@ -74,8 +76,12 @@ def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input
 
     check_file(args.output, option="--output")
-    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map, args.queries),
+    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map, args.queries,
+                                  args.abstention),
                     option="--output")
+    from ..report.abstention import load_abstention
+
+    abstention = load_abstention(args.abstention)  # checked before the evaluation, not after
     config = None
     level, doc_sep, k = args.level, args.doc_sep, args.k
     if args.config:
@@ -105,10 +111,12 @@ def run(args: argparse.Namespace) -> int:
     )
     sections = _experiment_sections(argparse.Namespace(**{**vars(args), "level": level, "doc_sep": doc_sep, "k": k}),
                                     evaluator, level)
-    if sections:
-        from dataclasses import replace
+    from dataclasses import replace
 
+    if sections:
         report = replace(report, experiments=sections)
+    if abstention is not None:
+        report = replace(report, abstention=abstention)
     from ..atomic import write_text
 
     write_text(args.output, render_html(report))

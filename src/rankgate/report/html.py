@@ -504,6 +504,10 @@ def render_html(rep: Report) -> str:
         from .incidents import incidents_html
 
         body.append(incidents_html(rep.incidents))
+    if rep.abstention is not None:
+        from .abstention import abstention_html
+
+        body.append(abstention_html(rep.abstention))
     body.append(_method(rep))
     body.append(f'<footer>rankgate {e(rep.version)}</footer></main>')
     # Every table scrolls inside its own box when it is wider than the page, never the page itself.

@@ -192,3 +192,4 @@ class Report:
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
     incidents: Any = None  # report.incidents.IncidentView: the gold set's regression cases from incidents
+    abstention: Any = None  # report.abstention.Abstention: the calibrate-abstention file, charted

@@ -1,0 +1,104 @@
+"""The abstention section of the HTML report (``rankgate report --abstention FILE``): the risk–coverage
+curve of the calibration, the threshold chosen and its guarantee. The file is what
+``rankgate calibrate-abstention`` writes (docs/traces.md); this module reads it and renders it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["Abstention", "abstention_html", "load_abstention"]
+
+
+@dataclass(frozen=True)
+class Abstention:
+    path: str
+    block: dict[str, Any]  # the 'abstention' mapping
+    curve: tuple[dict[str, Any], ...]  # strict to loose
+
+
+def load_abstention(path: str | None) -> Abstention | None:
+    """The calibration file, checked enough to draw it; None when no path is given."""
+    if path is None:
+        return None
+    import yaml
+
+    from ..data.source import check_file, open_text
+
+    check_file(path, "abstention")
+    try:
+        with open_text(path) as fh:
+            data = yaml.safe_load(fh)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"is not valid YAML ({exc.__class__.__name__})", path=path) from None
+    block = data.get("abstention") if isinstance(data, dict) else None
+    if not isinstance(block, dict):
+        raise ConfigError("has no 'abstention' mapping", path=path, hint="write it with rankgate calibrate-abstention")
+    curve = data.get("curve") or []
+    if not isinstance(curve, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("coverage"), (int, float)) and not isinstance(s.get("coverage"), bool)
+            for s in curve):
+        raise ConfigError("must be a list of steps with a numeric coverage", path=path, field="curve")
+    for k in ("target_precision", "n"):
+        v = block.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ConfigError(f"must be a number; got {v!r}", path=path, field=f"abstention.{k}")
+    return Abstention(path, block, tuple(curve))
+
+
+def _num(x: Any, fmt: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def _chart(a: Abstention) -> str:
+    import matplotlib
+
+    from .charts import _RC, AMBER, BLUE, GREY, _figure, _pct_axis, _svg
+
+    pts = [(s["coverage"], 1 - s["precision"]) for s in a.curve if isinstance(s.get("precision"), (int, float))]
+    with matplotlib.rc_context(_RC):
+        fig = _figure(6.0, 3.2)
+        ax = fig.subplots()
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color=BLUE, linewidth=2, marker="o", markersize=2.8,
+                    label="selective risk (1 − precision)")
+        target = float(a.block["target_precision"])
+        ax.axhline(1 - target, color=GREY, linestyle="--", linewidth=1.2, label=f"allowed risk ({1 - target:.0%})")
+        if a.block.get("threshold") is not None and isinstance(a.block.get("coverage"), (int, float)):
+            cov, prec = a.block["coverage"], a.block.get("precision")
+            if isinstance(prec, (int, float)):
+                ax.plot([cov], [1 - prec], marker="o", markersize=8, markerfacecolor="white", markeredgecolor=AMBER,
+                        markeredgewidth=2, linestyle="none", label="chosen threshold")
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(0, max([0.05, 1 - target + 0.05] + [p[1] * 1.1 for p in pts]))
+        ax.set_xlabel("coverage (share of gold queries answered)")
+        _pct_axis(ax)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))
+        ax.set_title("risk–coverage")
+        ax.legend(loc="upper left")
+        return _svg(fig, "risk–coverage curve of the abstention threshold")
+
+
+def abstention_html(a: Abstention) -> str:
+    """The report section."""
+    b = a.block
+    t = b.get("threshold")
+    if t is None:
+        verdict = (f"No threshold reaches precision {_num(b.get('target_precision'), 'g')} with confidence "
+                   f"1 − {_num(b.get('delta'), 'g')}: the retriever cannot tell its confident answers apart yet.")
+    else:
+        verdict = (f"Abstain when the top score is below <b>{escape(_num(t, '.6g'))}</b>: answers "
+                   f"{escape(_num(b.get('answered'), 'd'))} of {escape(_num(b.get('n'), 'd'))} gold queries "
+                   f"(coverage {escape(_num(b.get('coverage'), '.1%'))}), {escape(str(b.get('metric', '')))} precision "
+                   f"{escape(_num(b.get('precision'), '.3f'))}, one-sided Clopper–Pearson lower bound "
+                   f"{escape(_num(b.get('lower_bound'), '.3f'))} ≥ {escape(_num(b.get('target_precision'), 'g'))} "
+                   f"(delta {escape(_num(b.get('delta'), 'g'))}).")
+    return ('<section id="abstention"><h2>Abstention</h2>'
+            f"<p>{verdict}</p>{_chart(a)}"
+            f'<p class="note">From {escape(a.path)}; thresholds walked strict to loose, stopping at the first whose '
+            "bound falls under the target (see docs/traces.md).</p></section>")
