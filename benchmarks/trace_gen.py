@@ -452,7 +452,7 @@ def generate(out_dir: str | os.PathLike[str], spec: Spec = Spec(), formats: tupl
         files["parquet"] = ["parquet/traces.parquet"]
     if "jsonl" in formats:
         (out / "jsonl").mkdir(exist_ok=True)
-        _write_jsonl([records_table(part, iso=True) for part in _parts(L)], out / "jsonl" / "traces.jsonl")
+        _write_jsonl((records_table(part, iso=True) for part in _parts(L)), out / "jsonl" / "traces.jsonl")
         files["jsonl"] = ["jsonl/traces.jsonl"]
     others = [f for f in formats if f not in ("jsonl", "parquet")]
     if others:
