@@ -103,3 +103,27 @@ def test_n_must_be_positive(tmp_path, n):
     tt = read_traces(write(tmp_path, [req(0)]))
     with pytest.raises(UsageError):
         sample_candidates(tt, n=n)
+
+
+@pytest.mark.parametrize("name, content, contains", [
+    ("empty.jsonl", b"", ["is empty"]),
+    ("fake.jsonl.gz", b'{"request_id": "a"}\n', ["not gzip"]),
+    ("latin1.jsonl", '{"request_id": "a", "timestamp": "2026-01-01T00:00:00Z", "query": "caf\xe9"}\n'.encode("latin-1"),
+     ["not UTF-8", ":1"]),
+    ("utf16.jsonl", '{"request_id": "a"}\n'.encode("utf-16"), ["UTF-16"]),
+    ("broken.parquet", b"PAR1" + b"\x00" * 64, ["Parquet"]),
+    ("otlp.jsonl", json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "zz", "spanId": "1" * 16, "startTimeUnixNano": "1"}]}]}]}).encode() + b"\n", ["traceId", ":1"]),
+    ("odd.json", b'{"hello": "world"}\n', ["--format"]),
+    ("deep.jsonl", b'{"request_id": "a", "timestamp": "2026-01-01T00:00:00Z", "x": ' + b"[" * 5000 + b"]" * 5000
+     + b"}\n", ["nested too deeply"]),
+])
+def test_hostile_trace_files_are_refused(tmp_path, capsys, name, content, contains):
+    from .hostile import assert_refused
+
+    p = tmp_path / name
+    p.write_bytes(content)
+    out_dir = tmp_path / "o"
+    out_dir.mkdir()
+    assert_refused(["gold", "sample", "--traces", str(p), "-o", str(out_dir / "c.jsonl")], out_dir, names=[name],
+                   contains=contains, capsys=capsys)

@@ -79,7 +79,9 @@ def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
                 continue
             try:
                 obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
+            except RecursionError:
+                raise InputError("is nested too deeply to be a trace record", path=label, line=n) from None
+            except json.JSONDecodeError:
                 break  # not one object per line: a JSON document spread over lines
             if isinstance(obj, dict) and isinstance(obj.get("data"), list):
                 obj = obj["data"]
@@ -99,6 +101,8 @@ def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
         if isinstance(doc, list):
             doc = doc[0] if doc and isinstance(doc[0], dict) else None
         return doc if isinstance(doc, dict) else None
+    for _ in text_lines(path):  # UTF-16, bytes that are not UTF-8…: the reader's own error names them
+        break
     return None
 
 
