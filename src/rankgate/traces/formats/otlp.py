@@ -19,6 +19,7 @@ Spans become requests by the join rule of :mod:`.spans`.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -35,17 +36,16 @@ _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _HEX = re.compile(r"[0-9a-fA-F]+")
 
 
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+@functools.lru_cache(maxsize=None)
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
 
 def _g(obj: dict[str, Any], key: str) -> Any:
     """``obj[key]`` by its lowerCamelCase or snake_case name."""
     v = obj.get(key)
     if v is None:
-        snake = re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
-        v = obj.get(snake)
+        v = obj.get(_snake(key))
     return v
 
 
