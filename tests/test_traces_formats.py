@@ -247,3 +247,18 @@ def test_generator_is_seeded_and_lists_incidents(tmp_path, generated):
     assert again["clean_days"] == [0]
     with pytest.raises(ValueError, match="days >= 7"):
         trace_gen.logical(trace_gen.Spec(days=3))
+
+
+def test_field_map_abort_and_feedback_rules_reach_the_span_readers(tmp_path):
+    span = json.loads(json.dumps(RETRIEVAL))
+    span["status"] = {"code": 2, "message": "UserWentAway"}
+    span["events"] = [{"name": "feedback", "attributes": [kv("value", {"doubleValue": 0.6}),
+                                                           kv("reason", {"stringValue": "meh"})]}]
+    p = tmp_path / "t.otlp.jsonl"
+    p.write_text(otlp_line([span]) + "\n")
+    tt = read_traces(p)
+    assert tt.requests["client_abort"].to_pylist() == [False] and tt.feedback["negative"].to_pylist() == [False]
+    fm = tmp_path / "fm.yaml"
+    fm.write_text("abort_error_types: [UserWentAway]\nnegative_below: 0.7\n")
+    tt = read_traces(p, field_map=fm)
+    assert tt.requests["client_abort"].to_pylist() == [True] and tt.feedback["negative"].to_pylist() == [True]

@@ -139,7 +139,14 @@ def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     if field_map is not None:
         from .fieldmap import load_field_map
 
-        options["field_map"] = load_field_map(field_map)
+        fm = options["field_map"] = load_field_map(field_map)
+        # the span readers (OTLP, SDK, Phoenix) take these three from the map too
+        if "abort_error_types" in fm:
+            options["abort_error_types"] = frozenset(x.strip().lower() for x in fm["abort_error_types"])
+        if "negative_below" in fm:
+            options["negative_below"] = float(fm["negative_below"])
+        if "negative_labels" in fm:
+            options["negative_labels"] = frozenset(x.strip().lower() for x in fm["negative_labels"])
     files = _expand(paths)
     with ExitStack() as stack:
         groups: dict[str, list[tuple[str, str]]] = {}

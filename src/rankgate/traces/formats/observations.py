@@ -193,7 +193,7 @@ def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[s
     req["query_text"] = chk.string(q, "query")
     errs = [o for o in trace if o.error is not None]
     req["status"] = "error" if errs or (req.get("http_status") or 0) >= 500 or req.get("error_type") else "ok"
-    aborts = set(fm.get("abort_error_types", ABORT_ERROR_TYPES))
+    aborts = {x.strip().lower() for x in fm.get("abort_error_types", ABORT_ERROR_TYPES)}
     msgs = [m.strip().lower() for m in [req.get("error_type"), *(o.error for o in errs)] if m]
     req["client_abort"] = req.get("http_status") == 499 or any(m in aborts for m in msgs)
     req["total_ms"] = _wall([root])
