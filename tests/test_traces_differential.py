@@ -101,9 +101,9 @@ RAW = {  # whole-line edits of the JSONL text (line 3)
 }
 
 
-def outcome(path, fast):
+def outcome(path, fast, on_error="error"):
     try:
-        t = read_traces(path, format="jsonl", fast=fast)
+        t = read_traces(path, format="jsonl", fast=fast, on_error=on_error)
     except InputError as exc:
         return ("error", str(exc))
     return ("ok", {n: getattr(t, n) for n in ("requests", "items", "citations", "feedback")})
@@ -161,6 +161,18 @@ def test_mutation_parquet(tmp_path, name):
     p = tmp_path / "t.parquet"
     pq.write_table(table, p)
     same(outcome(p, True), outcome(p, False))
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutation_jsonl_skip_mode(tmp_path, name):
+    recs = copy.deepcopy(BASE)
+    recs[2] = MUTATIONS[name](recs[2])
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    fast, slow = (read_traces(p, format="jsonl", fast=f, on_error="skip") for f in (True, False))
+    assert fast.skipped == slow.skipped
+    for n in ("requests", "items", "citations", "feedback"):
+        assert getattr(fast, n).equals(getattr(slow, n)), n
 
 
 @pytest.mark.parametrize("name", sorted(RAW))

@@ -175,12 +175,12 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
     """The reader entry of :mod:`rankgate.traces.read`: each (path, label) in order, JSONL or Parquet.
 
     Large files take the columnar path (:mod:`rankgate.traces.columnar`) when it can reproduce the
-    row reader's result exactly; otherwise (or in skip mode) the row reader runs."""
+    row reader's result exactly; otherwise the row reader runs (and, in skip mode, skips)."""
     from ...data.source import PARQUET_MAGIC, magic
 
     for path, label in files:
         parquet = magic(path) == PARQUET_MAGIC
-        if options.get("fast", True) and builder.on_error == "error":
+        if options.get("fast", True):  # (it succeeds only when no row is unusable, so skip mode may use it)
             part = (_parquet_fast if parquet else _jsonl_fast)(path, label, options.get("min_bytes", MIN_BYTES))
             if part is not None:
                 builder.add_tables(part)
