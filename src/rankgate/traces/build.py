@@ -272,10 +272,11 @@ class Builder:
             for name, col in self._fb.items():
                 col.append(rid if name == "request_id" else f.get(name))
 
-    def add_tables(self, part: TraceTables) -> None:
+    def add_tables(self, part: TraceTables) -> bool:
         """A block of rows already in canonical form (a columnar fast path). Request ids are checked
         for uniqueness against everything read so far, on whole columns; only when a duplicate exists
-        are they walked one by one, to name the same two places the row reader would."""
+        are they walked one by one, to name the same two places the row reader would. In skip mode a
+        block with a duplicate is not taken (False): the caller reads it row by row, skipping the one."""
         import pyarrow.compute as pc
 
         req = part.requests
@@ -285,6 +286,8 @@ class Builder:
             clash = clash or bool(pc.any(pc.is_in(ids, value_set=prev[0])).as_py())
         if self._seen and not clash:
             clash = bool(pc.any(pc.is_in(ids, value_set=pa.array(list(self._seen), pa.string()))).as_py())
+        if clash and self.on_error == "skip":
+            return False
         if clash:
             self._materialise()
             for rid, path, line in zip(ids.to_pylist(), req["source_file"].to_pylist(), req["source_line"].to_pylist()):
@@ -296,6 +299,7 @@ class Builder:
         if self._req["request_id"]:
             self._flush()
         self._parts.append(part)
+        return True
 
     def _materialise(self) -> None:
         """Move the ids of columnar blocks into the one-by-one index (only when a duplicate is to be named)."""

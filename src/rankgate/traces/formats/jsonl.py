@@ -182,8 +182,7 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
         parquet = magic(path) == PARQUET_MAGIC
         if options.get("fast", True):  # (it succeeds only when no row is unusable, so skip mode may use it)
             part = (_parquet_fast if parquet else _jsonl_fast)(path, label, options.get("min_bytes", MIN_BYTES))
-            if part is not None:
-                builder.add_tables(part)
+            if part is not None and builder.add_tables(part):
                 continue
         if parquet:
             read_parquet(path, builder, label=label)
