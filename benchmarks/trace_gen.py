@@ -263,36 +263,36 @@ def records_table(L: dict[str, Any], *, iso: bool = False) -> pa.Table:
     status = np.where(L["http"] == 200, "ok", "error")
     err = np.where(L["http"] == 499, "client_abort", np.where(L["http"] >= 500, "upstream_unavailable", None))
 
-    def items(mat: np.ndarray, scores: np.ndarray, counts: np.ndarray, stage: str) -> pa.Array:
+    def flat(mat: np.ndarray, scores: np.ndarray | None, counts: np.ndarray, stage: int) -> tuple[np.ndarray, ...]:
         width = mat.shape[1]
         mask = np.arange(width)[None, :] < counts[:, None]
-        flat = mat[mask]
-        sc = scores[mask] if scores is not None else None
+        rows = np.broadcast_to(np.arange(n)[:, None], mat.shape)[mask]
+        sc = scores[mask].astype(np.float64) if scores is not None else np.full(int(mask.sum()), np.nan)
         ranks = np.broadcast_to(np.arange(1, width + 1), mat.shape)[mask]
-        doc = cd[flat]
-        st = np.where(ds[doc] == LEGACY, "deprecated", "active")
-        chunk_ids = pc.binary_join_element_wise(
-            pc.binary_join_element_wise("d", _arr(doc).cast(pa.string()), ""),
-            _arr(flat % CHUNKS_PER_DOC).cast(pa.string()), "#")
-        doc_ids = pc.binary_join_element_wise("d", _arr(doc).cast(pa.string()), "")
-        struct = pa.StructArray.from_arrays(
-            [_arr(np.full(len(flat), stage)), _arr(ranks.astype(np.int64)), chunk_ids, doc_ids,
-             pc.binary_join_element_wise("v", _arr(dv[doc]).cast(pa.string()), ""),
-             _arr(sc, pa.float64()) if sc is not None else pa.nulls(len(flat), pa.float64()),
-             _arr(st), _arr(SOURCES[ds[doc]]), _arr(TENANTS[L["tenant"]][np.repeat(np.arange(n),
-                                                                                              counts)])],
-            names=["stage", "rank", "id", "doc_id", "doc_version", "score", "status", "source", "tenant"])
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        return pa.ListArray.from_arrays(_arr(offsets), struct)
+        return rows, np.full(len(rows), stage, np.int8), ranks, mat[mask], sc
 
-    cand = items(L["cand"], L["score"], L["n_items"], "candidate")
     n_rr = np.minimum(L["n_items"], N_RERANK) if spec.reranked else np.zeros(n, np.int64)
-    rr = items(L["reranked"], L["rr_score"], n_rr, "reranked")
-    pk = items(L["packed"], None, L["n_packed"], "packed")
-    # one list per request: candidates, then reranked, then packed
+    parts = [flat(L["cand"], L["score"], L["n_items"], 0), flat(L["reranked"], L["rr_score"], n_rr, 1),
+             flat(L["packed"], None, L["n_packed"], 2)]
+    rows, stage, ranks, chunk, sc = (np.concatenate(x) for x in zip(*parts))
+    order = np.lexsort((stage, rows))  # per request: candidates, then reranked, then packed (each in rank order)
+    rows, stage, ranks, chunk, sc = rows[order], stage[order], ranks[order], chunk[order], sc[order]
+    doc = cd[chunk]
+
+    def vocab(words: Any, idx: np.ndarray) -> pa.Array:  # text from a small vocabulary, without numpy text
+        return pa.array(list(words), pa.string()).take(pa.array(idx))
+
+    doc_ids = pc.binary_join_element_wise("d", pa.array(doc).cast(pa.string()), "")
+    struct = pa.StructArray.from_arrays(
+        [vocab(("candidate", "reranked", "packed"), stage.astype(np.int64)), pa.array(ranks.astype(np.int64)),
+         pc.binary_join_element_wise(doc_ids, pa.array(chunk % CHUNKS_PER_DOC).cast(pa.string()), "#"), doc_ids,
+         pc.binary_join_element_wise("v", pa.array(dv[doc]).cast(pa.string()), ""),
+         pa.array(sc, pa.float64(), from_pandas=True),
+         vocab(("active", "deprecated"), (ds[doc] == LEGACY).astype(np.int64)), vocab(SOURCES, ds[doc]),
+         vocab(TENANTS, L["tenant"][rows])],
+        names=["stage", "rank", "id", "doc_id", "doc_version", "score", "status", "source", "tenant"])
     retrieved = pa.ListArray.from_arrays(
-        pa.array(np.concatenate([[0], np.cumsum(L["n_items"] + n_rr + L["n_packed"])]).astype(np.int32)),
-        _interleave([cand, rr, pk]))
+        pa.array(np.concatenate([[0], np.cumsum(L["n_items"] + n_rr + L["n_packed"])]).astype(np.int32)), struct)
     # citations
     ncit = L["n_cit"]
     cmask = np.arange(2)[None, :] < ncit[:, None]
@@ -346,30 +346,6 @@ def records_table(L: dict[str, Any], *, iso: bool = False) -> pa.Table:
         "citations": cits,
         "feedback": fb,
     })
-
-
-def _interleave(lists: list[pa.ListArray]) -> pa.Array:
-    """Concatenate per-row lists: row i of the result's values is lists[0][i] + lists[1][i] + …"""
-    n = len(lists[0])
-    lens = [np.diff(np.asarray(x.offsets)) for x in lists]
-    values = pa.concat_arrays([x.flatten() for x in lists])
-    # position of each value in the concatenated array, in row-major order
-    starts = np.cumsum([0] + [len(x.flatten()) for x in lists[:-1]])
-    idx = []
-    total = np.stack(lens, axis=1)
-    row_off = [np.asarray(x.offsets)[:-1] for x in lists]
-    out_len = int(total.sum())
-    order = np.empty(out_len, np.int64)
-    pos = np.concatenate([[0], np.cumsum(total.sum(axis=1))])[:-1]
-    cursor = pos.copy()
-    for j, x in enumerate(lists):
-        ln = lens[j]
-        rows = np.repeat(np.arange(n), ln)
-        within = np.arange(len(rows)) - np.repeat(row_off[j], ln)
-        order[cursor[rows] + within] = starts[j] + row_off[j][rows] + within
-        cursor = cursor + ln
-    del idx
-    return values.take(pa.array(order))
 
 
 def write_corpus(L: dict[str, Any], path: Path) -> None:
