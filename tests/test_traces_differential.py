@@ -16,7 +16,7 @@ from rankgate.errors import InputError
 from rankgate.traces import read_traces
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import trace_gen  # noqa: E402
+import trace_gen
 
 BASE = trace_gen.records_table(trace_gen.logical(trace_gen.Spec(days=7, per_day=6, seed=3)), iso=True).to_pylist()
 
@@ -127,7 +127,6 @@ def test_clean_file_takes_the_fast_path_and_agrees(tmp_path, monkeypatch):
     p = tmp_path / "t.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in BASE))
     calls = []
-    real = tj.convert if hasattr(tj, "convert") else None  # noqa: F841
     import rankgate.traces.columnar as col
 
     orig = col.convert

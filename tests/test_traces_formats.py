@@ -15,7 +15,7 @@ from rankgate.errors import ConfigError, InputError
 from rankgate.traces import read_traces
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import trace_gen  # noqa: E402
+import trace_gen
 
 TID = "5b8efff798038103d269b633813fc60c"
 

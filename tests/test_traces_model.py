@@ -45,7 +45,7 @@ def test_query_key_hand_computed():
     norm = "refund window"
     want = hashlib.sha256("\x1f".join([norm, "kb", "5", "acme"]).encode()).hexdigest()
     assert query_key("  Refund\t WINDOW ?! ", "kb", 5, "acme") == want
-    assert query_key(None) == hashlib.sha256("\x1f\x1f\x1f".encode()).hexdigest() == query_key("")
+    assert query_key(None) == hashlib.sha256(b"\x1f\x1f\x1f").hexdigest() == query_key("")
     assert query_key("a", top_k=5) != query_key("a", top_k=6) != query_key("a")
 
 

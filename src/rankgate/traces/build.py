@@ -33,7 +33,7 @@ from .model import (
     query_key,
 )
 
-__all__ = ["ABORT_ERROR_TYPES", "NEGATIVE_BELOW", "Builder", "ON_ERROR", "parse_iso", "skip_reason"]
+__all__ = ["ABORT_ERROR_TYPES", "NEGATIVE_BELOW", "ON_ERROR", "Builder", "parse_iso", "skip_reason"]
 
 ON_ERROR = ("error", "skip")
 MAX_SKIPPED_LISTED = 20

@@ -230,7 +230,7 @@ def _query_keys(parts: list[pa.Array], cache: dict[Any, str]) -> pa.Array:
         key = np.zeros(len(codes[0]), np.int64)
         for c, size in zip(codes, sizes):
             key = key * size + c
-        uniq_key, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         uniq = np.stack([c[first] for c in codes], axis=1)
     else:
         uniq, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)

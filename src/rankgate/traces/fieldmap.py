@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["DEFAULTS", "REQUEST_FIELDS", "DOCUMENT_FIELDS", "load_field_map", "resolve", "walk"]
+__all__ = ["DEFAULTS", "DOCUMENT_FIELDS", "REQUEST_FIELDS", "load_field_map", "resolve", "walk"]
 
 REQUEST_FIELDS = ("request_id", "tenant", "surface", "session", "data_source", "query_text", "top_k",
                   "rewritten_query", "index_version", "corpus_version", "http_status", "error_type", "fallback",

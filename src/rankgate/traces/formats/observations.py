@@ -33,7 +33,6 @@ from typing import Any
 from ...errors import InputError
 from ..build import ABORT_ERROR_TYPES, Builder, Check, parse_iso
 from ..fieldmap import resolve, walk
-from .jsontext import json_values
 
 __all__ = ["read_langfuse", "read_langsmith"]
 

@@ -36,7 +36,7 @@ _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _HEX = re.compile(r"[0-9a-fA-F]+")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _snake(key: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
@@ -115,8 +115,7 @@ def _enum(v: Any, table: dict[int, str], prefix: str) -> str:
     if isinstance(v, str):
         s = v.upper()
         for p in (prefix, "SPANKIND.", "STATUSCODE."):
-            if s.startswith(p):
-                s = s[len(p):]
+            s = s.removeprefix(p)
         return s
     return "UNSET" if table is _STATUS else "UNSPECIFIED"
 

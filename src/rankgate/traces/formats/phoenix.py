@@ -21,7 +21,7 @@ from ..build import Builder, Check, parse_iso
 from .jsontext import json_values
 from .spans import Span, assemble_all, flatten_attrs
 
-__all__ = ["read_files", "phoenix_span"]
+__all__ = ["phoenix_span", "read_files"]
 
 
 def _rows(path: str, label: str, builder: Builder) -> Any:

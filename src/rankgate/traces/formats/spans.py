@@ -43,7 +43,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import InputError
 from ..build import ABORT_ERROR_TYPES, Builder, Check
 
 __all__ = ["Span", "assemble", "documents", "flatten_attrs"]
@@ -121,7 +120,7 @@ def _doc(chk: Check, d: Any, where: str) -> dict[str, Any]:
     if not isinstance(d, dict):
         raise chk.fail(where, f"must be an object; got {json.dumps(d)[:40]}")
     flat = flatten_attrs(d)
-    flat = {(k[9:] if k.startswith("document.") else k): v for k, v in flat.items()}
+    flat = {(k.removeprefix("document.")): v for k, v in flat.items()}
     meta = flat.get("metadata")
     meta = _json_value(chk, meta, where + ".metadata") if meta is not None else {}
     if not isinstance(meta, dict):
@@ -316,5 +315,3 @@ def assemble_all(spans: list[Span], builder: Builder, options: dict[str, Any]) -
     for trace in traces.values():
         builder.guard(lambda trace=trace: assemble(trace, builder, options))
 
-
-_ = InputError
