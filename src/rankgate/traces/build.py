@@ -184,6 +184,12 @@ class Check:
                 return 0.0, True
             if label in positive_labels:
                 return 1.0, False
+            try:
+                number = float(label)  # a number written as text ("0", "4.5")
+            except ValueError:
+                number = math.nan
+            if math.isfinite(number):
+                return number, number < negative_below
             raise self.fail(field, f"is not a known feedback label; got {value[:40]!r}",
                             hint="use a number, or a label such as thumbs_up/thumbs_down; "
                                  "a field map can name more labels (negative_labels)")
