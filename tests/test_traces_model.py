@@ -211,4 +211,4 @@ def test_status_synonyms_and_date_only_timestamps(tmp_path):
 def test_feedback_numbers_written_as_text(tmp_path):
     line = dict(FULL, feedback=[{"value": "0"}, {"value": "4.5"}, {"value": "-1"}])
     tt = read_traces(write(tmp_path, [line]))
-    assert [(f["value"], f["negative"]) for f in tt.feedback.to_pylist()] == [(0.0, True), (4.5, False), (0.0, True)]
+    assert [(f["value"], f["negative"]) for f in tt.feedback.to_pylist()] == [(0.0, True), (4.5, False), (-1.0, True)]

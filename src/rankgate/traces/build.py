@@ -38,9 +38,9 @@ __all__ = ["ABORT_ERROR_TYPES", "NEGATIVE_BELOW", "ON_ERROR", "Builder", "parse_
 ON_ERROR = ("error", "skip")
 MAX_SKIPPED_LISTED = 20
 NEGATIVE_BELOW = 0.5  # a numeric feedback value under this is negative (thumbs 1/0 or 1/-1, scores in [0, 1])
-NEGATIVE_LABELS = frozenset({"thumbs_down", "thumbsdown", "down", "negative", "bad", "dislike", "no", "false", "-1",
+NEGATIVE_LABELS = frozenset({"thumbs_down", "thumbsdown", "down", "negative", "bad", "dislike", "no", "false",
                              "👎"})
-POSITIVE_LABELS = frozenset({"thumbs_up", "thumbsup", "up", "positive", "good", "like", "yes", "true", "1", "👍"})
+POSITIVE_LABELS = frozenset({"thumbs_up", "thumbsup", "up", "positive", "good", "like", "yes", "true", "👍"})
 # error.type / status values that mean "the client went away", not a server failure (case-insensitive)
 ABORT_ERROR_TYPES = frozenset({"client_abort", "client_aborted", "client_disconnect", "client_disconnected",
                                "clientdisconnect", "clientdisconnected", "cancelled", "canceled", "499"})
