@@ -154,7 +154,7 @@ def test_report_shows_the_abstention_section(tmp_path, capsys):
     section = section[:section.index("</section>")]
     a = yaml.safe_load(ab.read_text())["abstention"]
     assert "Abstain when the top score is below" in section and f"{a['answered']} of 300" in section
-    assert 'aria-label="risk–coverage curve' in section
+    assert 'aria-label="risk–coverage curve' in section and '<a href="#abstention">Abstention</a>' in text
     assert '<section id="abstention">' not in (tmp_path / "plain.html").read_text() if main(
         ["report", "--gold", str(g), "--run", str(r), "--resamples", "50", "-o", str(tmp_path / "plain.html")]) == 0 \
         else False

@@ -75,6 +75,8 @@ def _nav(rep: Report) -> str:
     links += [(anchor, title) for anchor, title, _ in rep.experiments]
     if rep.incidents is not None:
         links.append(("incidents", "Incidents"))
+    if rep.abstention is not None:
+        links.append(("abstention", "Abstention"))
     links.append(("method", "Method"))
     return '<nav class="toc"><div class="inner">' + "".join(f'<a href="#{a}">{e(t)}</a>' for a, t in links) + "</div></nav>"
 
