@@ -15,9 +15,10 @@ RUN_FORMATS = ("jsonl", "trec", "parquet", "csv", "ragas", "deepeval", "hf")
 COLUMN_FIELDS = ("query_id", "chunk_id", "grade", "score", "rank", "query", "doc_version", "text", "note")
 
 
-def parse_columns(spec: str | None) -> dict[str, str] | None:
+def parse_columns(spec: str | None, fields: tuple[str, ...] = COLUMN_FIELDS) -> dict[str, str] | None:
     """``"query_id=qid,chunk_id=doc"`` -> ``{"query_id": "qid", "chunk_id": "doc"}``; a UsageError
-    names the first part that is not ``FIELD=COLUMN`` with a known field."""
+    names the first part that is not ``FIELD=COLUMN`` with a known field (one of ``fields``: the
+    answers reader passes its own, :data:`rankgate.data.answers.ANSWER_FIELDS`)."""
     if spec is None:
         return None
     from ..errors import UsageError
@@ -30,8 +31,8 @@ def parse_columns(spec: str | None) -> dict[str, str] | None:
         name, column = name.strip(), column.strip()
         if not eq or not name or not column:
             raise UsageError(f"--columns: {part.strip()!r} is not FIELD=COLUMN (e.g. query_id=qid,chunk_id=doc,score=s)")
-        if name not in COLUMN_FIELDS:
-            raise UsageError(f"--columns: unknown field {name!r}; fields: {', '.join(COLUMN_FIELDS)}")
+        if name not in fields:
+            raise UsageError(f"--columns: unknown field {name!r}; fields: {', '.join(fields)}")
         if name in out:
             raise UsageError(f"--columns: field {name!r} is mapped twice")
         out[name] = column

@@ -29,7 +29,7 @@ from .models import Gold, Run
 from .records import Record, Records, fail
 from .shapes import text_id
 
-__all__ = ["ToolShape", "gold_from_samples", "run_from_samples"]
+__all__ = ["ToolShape", "gold_from_samples", "list_field", "query_ids", "run_from_samples"]
 
 ID_KEYS = ("query_id", "id", "qid", "sample_id")
 RUN_PASSTHROUGH_SKIP = frozenset({"query", "question"})
@@ -239,3 +239,15 @@ def run_from_samples(records: Records, shape: ToolShape) -> Run:
         raise fail(path, None, f"lists no retrieved contexts for any sample (field {side})",
                    hint="log what the retriever returned for each question")
     return parse_run_records(out, path)
+
+
+def list_field(records: Records, rec: Record, key: str, shape: ToolShape) -> list[str] | None:
+    """A list-of-strings field of one sample, read as the gold and run readers read it (JSON/Arrow
+    list, or a CSV cell holding a list literal or the tool's joined text); None when absent or empty."""
+    return _list(records, rec, key, _sep(records, shape))
+
+
+def query_ids(records: Records, shape: ToolShape) -> list[tuple[str, str | None]]:
+    """(query id, question text) of each sample, as the gold and run readers give them (so answers,
+    gold set and run of the same samples share ids); a repeated id is an error naming both places."""
+    return _query_ids(records, shape)

@@ -308,6 +308,7 @@ class QueryView:
     trec: bool = False
     gold_max_grade: int | None = None
     doc_of: Callable[[str], str] = lambda chunk: chunk
+    answer_labels: Any = None  # rankgate.metrics.answer.AnswerLabels, for the answer metrics
 
     def cutoff(self, metric: Metric, k: int | None) -> int | None:
         if k is not None:

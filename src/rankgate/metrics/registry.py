@@ -254,7 +254,7 @@ def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDef
 
 def _load_builtin() -> None:
     if "recall" not in _REGISTRY:
-        from . import incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
+        from . import answer, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
 
 
 def _load_entry_points() -> None:

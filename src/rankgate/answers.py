@@ -1,0 +1,418 @@
+"""Layer two: answers scored from judge labels, joined per query with the retrieval verdict.
+
+Three steps, each a function with no I/O:
+
+1. :func:`judge_answers` asks a judge client (:mod:`rankgate.judges`) for the labels every answer
+   metric needs — statements, their support by the packed context and by the reference, the answer's
+   relevance, each packed chunk's relevance — and folds them into one
+   :class:`~rankgate.metrics.answer.AnswerLabels` per query. A failed call stays a failed call
+   (``None`` plus its reason); it is never a 0.
+2. :func:`evaluate_answers` scores the answers: the answer metrics (from the labels, through the
+   metric registry) next to the retrieval verdict (gold ``hit@k`` and ``recall@k`` at the packed k,
+   from the engine: the packed contexts are the run), as one
+   :class:`~rankgate.results.EvaluationResult`, so compare, gates, segments and reports read it as
+   they read any other.
+3. :func:`diagnosis_grid` puts each query in one cell of the diagnosis grid:
+
+   ===================  ==========================  =========================================
+   retrieval (hit@k)    answer                      cell
+   ===================  ==========================  =========================================
+   hit                  faithful (and correct)      ``ok``
+   hit                  not faithful, or a refusal  ``generation problem``
+   hit                  faithful but not correct    ``corpus problem`` (the source is wrong or stale)
+   miss                 not good                    ``retrieval problem``
+   miss                 good                        ``lucky`` (parametric memory, or a gold gap)
+   no-answer query      refusal                     ``ok``
+   no-answer query      statements                  ``generation problem``
+   any                  a judge call failed         ``undetermined``
+   ===================  ==========================  =========================================
+
+   "Good" means correct when the query has a reference answer (``answer_correctness >=
+   correct_min``), else faithful (``faithfulness >= faithful_min`` and ``contradiction_rate <=
+   contradiction_max``). The thresholds are :class:`GridThresholds` (defaults 0.8, 0.0, 0.8).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import InputError, UsageError
+from .metrics.answer import ANSWER_METRICS, JUDGE_ERROR, NOT_APPLICABLE, OK, AnswerLabels, status
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .data import Gold
+    from .data.answers import AnswerRecord, Answers
+    from .results import EvaluationResult
+
+__all__ = ["CELLS", "DEFAULT_ANSWER_METRICS", "GridRow", "GridThresholds", "JudgedAnswers", "diagnosis_grid",
+           "evaluate_answers", "grid_counts", "judge_answers", "question_of"]
+
+CELLS = ("ok", "generation problem", "retrieval problem", "corpus problem", "lucky", "undetermined")
+DEFAULT_ANSWER_METRICS = ("faithfulness", "contradiction_rate", "answer_relevance", "context_relevance",
+                          "answer_correctness")
+SEP = "\x1f"
+# which judge task each metric needs
+_TASKS = {"faithfulness": ("statements", "support"), "contradiction_rate": ("statements", "support"),
+          "answer_correctness": ("statements", "correctness"), "answer_relevance": ("answer_relevance",),
+          "context_relevance": ("context_relevance",)}
+
+
+# -- 1. judging -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JudgedAnswers:
+    """Labels per query, plus what the judge did: calls per task, cache hits, label changes across
+    repeats (``variance[task] = (items judged more than once, items whose label changed)``)."""
+
+    labels: Mapping[str, AnswerLabels]
+    calls: Mapping[str, int]
+    cached: Mapping[str, int]
+    variance: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def question_of(record: AnswerRecord, gold_questions: Mapping[str, str | None]) -> str:
+    """The question of an answer: as logged with it, else the gold set's query text."""
+    q = record.question or gold_questions.get(record.query_id)
+    return q or ""
+
+
+def tasks_for(metrics: Sequence[str]) -> tuple[str, ...]:
+    names = {str(m).split("(", 1)[0].split("@", 1)[0] for m in metrics}
+    return tuple(dict.fromkeys(t for m in ANSWER_METRICS if m in names for t in _TASKS[m]))
+
+
+def judge_items(answers: Answers, gold_questions: Mapping[str, str | None], tasks: Sequence[str],
+                statements: Mapping[str, tuple[str, ...] | None] | None = None) -> dict[str, list[Any]]:
+    """The judge items of each task (support/correctness need the statements, so a second round)."""
+    from .judges import JudgeItem
+
+    out: dict[str, list[Any]] = {}
+    for rec in answers.records:
+        q = question_of(rec, gold_questions)
+        if "statements" in tasks and statements is None:
+            out.setdefault("statements", []).append(JudgeItem(rec.query_id, {"question": q, "answer": rec.answer}))
+        if "answer_relevance" in tasks and statements is None:
+            out.setdefault("answer_relevance", []).append(JudgeItem(rec.query_id, {"question": q, "answer": rec.answer}))
+        if "context_relevance" in tasks and statements is None:
+            for i, c in enumerate(rec.contexts):
+                out.setdefault("context_relevance", []).append(
+                    JudgeItem(f"{rec.query_id}{SEP}{i}{SEP}{c.id}", {"question": q, "passage": c.text}))
+        if statements is not None:
+            stmts = statements.get(rec.query_id) or ()
+            context = "\n\n".join(c.text for c in rec.contexts)
+            for j, s in enumerate(stmts):
+                if "support" in tasks:
+                    out.setdefault("support", []).append(JudgeItem(f"{rec.query_id}{SEP}s{j}", {"statement": s, "context": context}))
+                if "correctness" in tasks and rec.reference is not None:
+                    out.setdefault("correctness", []).append(
+                        JudgeItem(f"{rec.query_id}{SEP}s{j}", {"statement": s, "reference": rec.reference}))
+    return out
+
+
+def _first(judgements: Sequence[Any], repeats: int) -> tuple[dict[str, Any], dict[str, str], int, int, int]:
+    """Sample 0's label (or error) per key, cache hits, and (items judged repeatedly, items changed)."""
+    labels: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    per_key: dict[str, list[Any]] = {}
+    cached = 0
+    for j in judgements:
+        cached += bool(j.cached)
+        if j.sample == 0:
+            if j.error is not None:
+                errors[j.key] = j.error
+            else:
+                labels[j.key] = j.label
+        if j.error is None:
+            per_key.setdefault(j.key, []).append(j.label)
+    repeated = changed = 0
+    if repeats > 1:
+        for got in per_key.values():
+            if len(got) > 1:
+                repeated += 1
+                changed += len({repr(x) for x in got}) > 1
+    return labels, errors, cached, repeated, changed
+
+
+def judge_answers(client: Any, answers: Answers, gold_questions: Mapping[str, str | None], *,
+                  metrics: Sequence[str] = DEFAULT_ANSWER_METRICS, repeats: int = 1) -> JudgedAnswers:
+    """Ask ``client`` (from :func:`rankgate.judges.open_judge`) for every label ``metrics`` need."""
+    tasks = tasks_for(metrics)
+    calls: dict[str, int] = {}
+    cached: dict[str, int] = {}
+    variance: dict[str, tuple[int, int]] = {}
+    got: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
+
+    def run(task: str, items: list[Any]) -> None:
+        res = client.run(task, items, repeats=repeats)
+        labels, errors, hits, repeated, changed = _first(res, repeats)
+        got[task] = (labels, errors)
+        calls[task] = len(res)
+        cached[task] = hits
+        if repeats > 1:
+            variance[task] = (repeated, changed)
+
+    first = judge_items(answers, gold_questions, tasks)
+    for task in ("statements", "answer_relevance", "context_relevance"):
+        if task in first:
+            run(task, first[task])
+    stmts: dict[str, tuple[str, ...] | None] = {}
+    if "statements" in tasks:
+        labels, _ = got.get("statements", ({}, {}))
+        for rec in answers.records:
+            s = labels.get(rec.query_id)
+            stmts[rec.query_id] = None if s is None else tuple(str(x) for x in s)
+        second = judge_items(answers, gold_questions, tasks, statements=stmts)
+        for task in ("support", "correctness"):
+            if task in second:
+                run(task, second[task])
+    out: dict[str, AnswerLabels] = {}
+    for rec in answers.records:
+        q = rec.query_id
+        errors: list[str] = []
+
+        def look(task: str, key: str) -> Any:
+            labels, errs = got.get(task, ({}, {}))
+            if key in errs:
+                errors.append(f"{task}: {errs[key]}")
+                return None
+            return labels.get(key)
+
+        statements = stmts.get(q) if "statements" in tasks else ()
+        if "statements" in tasks and statements is None:
+            look("statements", q)
+        n = len(statements or ())
+        support = tuple(look("support", f"{q}{SEP}s{j}") for j in range(n)) if "support" in tasks else ()
+        correctness = None
+        if "correctness" in tasks and rec.reference is not None:
+            correctness = tuple(look("correctness", f"{q}{SEP}s{j}") for j in range(n))
+        relevance = look("answer_relevance", q) if "answer_relevance" in tasks else None
+        ctx = tuple(look("context_relevance", f"{q}{SEP}{i}{SEP}{c.id}") for i, c in enumerate(rec.contexts)) \
+            if "context_relevance" in tasks else ()
+        out[q] = AnswerLabels(statements=statements if "statements" in tasks else (), support=support,
+                              correctness=correctness, answer_relevance=relevance, context_relevance=ctx,
+                              errors=tuple(errors))
+    return JudgedAnswers(out, calls, cached, variance)
+
+
+def plan_answers(client: Any, answers: Answers, gold_questions: Mapping[str, str | None], *,
+                 metrics: Sequence[str] = DEFAULT_ANSWER_METRICS, repeats: int = 1,
+                 statements_per_answer: float | None = None) -> dict[str, Any]:
+    """What :func:`judge_answers` would call, calling nothing. The support/correctness rounds depend
+    on the statements, which are not known before the run: they are estimated as one call per
+    sentence of each answer (said so in the output)."""
+    import re
+
+    tasks = tasks_for(metrics)
+    first = judge_items(answers, gold_questions, tasks)
+    rows: dict[str, Any] = {}
+    for task, items in first.items():
+        p = client.plan(task, items, repeats=repeats)
+        rows[task] = {"calls": p.calls, "cache_hits": p.cache_hits, "approx_tokens": p.approx_tokens}
+    if "statements" in tasks:
+        guess = {r.query_id: tuple(s for s in re.split(r"(?<=[.!?])\s+", r.answer.strip()) if s) for r in answers.records}
+        second = judge_items(answers, gold_questions, tasks, statements=guess)
+        for task, items in second.items():
+            p = client.plan(task, items, repeats=repeats)
+            rows[task] = {"calls": p.calls, "cache_hits": p.cache_hits, "approx_tokens": p.approx_tokens,
+                          "estimated": "one statement per sentence of the answer"}
+    return rows
+
+
+# -- 2. scoring -------------------------------------------------------------------------------------
+def _answer_run(answers: Answers) -> Any:
+    from .data.jsonl import parse_run_records
+
+    recs = []
+    for i, rec in enumerate(answers.records, start=1):
+        ids = list(dict.fromkeys(c.id for c in rec.contexts))  # a chunk packed twice counts once
+        recs.append((rec.line or i, {"query_id": rec.query_id, "topk": [{"chunk_id": c} for c in ids]}))
+    return parse_run_records(recs, answers.source)
+
+
+def check_answers_join(gold: Gold, answers: Answers) -> None:
+    """Every answer's query is in the gold set, and no query is answered twice."""
+    known = set(gold.query_ids)
+    seen: dict[str, int | None] = {}
+    for rec in answers.records:
+        if rec.query_id not in known:
+            raise InputError(f"answers query {rec.query_id!r}, which is not in the gold set {gold.source}",
+                             path=answers.source, line=rec.line, field="query_id",
+                             hint=f"gold ids look like {gold.query_ids[0]!r}" if gold.query_ids else None)
+        if rec.query_id in seen:
+            raise InputError(f"answers query {rec.query_id!r} again (first at line {seen[rec.query_id]})",
+                             path=answers.source, line=rec.line, field="query_id", hint="keep one answer per query")
+        seen[rec.query_id] = rec.line
+
+
+def packed_k(answers: Answers) -> int:
+    return max((len(dict.fromkeys(c.id for c in r.contexts)) for r in answers.records), default=0) or 1
+
+
+def evaluate_answers(gold: Gold, answers: Answers, metrics: Sequence[str] = DEFAULT_ANSWER_METRICS, *,
+                     judgements: Mapping[str, AnswerLabels]) -> EvaluationResult:
+    """Answer metrics (from ``judgements``, one :class:`AnswerLabels` per answered query) and the
+    retrieval verdict (``hit@k``, ``recall@k`` against the gold set, k = the longest packed context)
+    for the gold queries that have an answer, in gold order."""
+    from .engine import evaluate
+    from .metrics import parse_metrics
+    from .metrics.context import EvalContext
+    from .results import EvaluationResult
+
+    check_answers_join(gold, answers)
+    parsed = parse_metrics(list(metrics))
+    for m in parsed:
+        if m.name not in ANSWER_METRICS:
+            raise UsageError(f"{m} is not an answer metric; answer metrics: {', '.join(ANSWER_METRICS)}")
+    missing = [r.query_id for r in answers.records if r.query_id not in judgements]
+    if missing:
+        raise UsageError(f"no judge labels for query {missing[0]!r} ({len(missing)} in all)")
+    k = packed_k(answers)
+    retrieval = evaluate(gold, _answer_run(answers), [f"hit@{k}", f"recall@{k}"], dedupe="first")
+    answered = {r.query_id for r in answers.records}
+    retrieval = retrieval.subset(np.array([q in answered for q in retrieval.query_ids], dtype=bool))
+    qids = retrieval.query_ids
+    labels = [judgements[q] for q in qids]
+    nq = len(qids)
+    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank=np.zeros(0, dtype=np.int64),
+                      grade=np.zeros(0), judged_offsets=np.zeros(nq + 1, dtype=np.int64),
+                      judged_grade=np.zeros(0, dtype=np.int64), query_k=np.zeros(nq, dtype=np.int64), default_k=k,
+                      answerable=np.ones(nq, dtype=bool), queries={"answer_labels": labels})
+    values = dict(retrieval.values)
+    definitions = dict(retrieval.definitions)
+    statuses: dict[str, list[str]] = {}
+    for m in parsed:
+        name = str(m)
+        values[name] = m.definition.compute(ctx, m, ctx.k_for(m))
+        definitions[name] = m.definition.describe(m)
+        cut = None if m.k is None else int(m.k)
+        rel = m.param("rel") if "rel" in m.definition.params else 1
+        statuses[name] = [status(m.name, lab, cut, rel)[0] for lab in labels]
+    by_q = {r.query_id: r for r in answers.records}
+    info = dict(retrieval.info)
+    info["answers"] = {
+        "packed_k": k,
+        "retrieval_metrics": list(retrieval.metric_names),
+        "status": statuses,
+        "judge_errors": [list(lab.errors) for lab in labels],
+        "statements": [None if lab.statements is None else len(lab.statements) for lab in labels],
+        "has_reference": [by_q[q].reference is not None for q in qids],
+        "unanswered": [q for q in gold.query_ids if q not in answered],
+        "format": answers.format,
+    }
+    return EvaluationResult(
+        query_ids=qids, metric_names=tuple(retrieval.metric_names) + tuple(str(m) for m in parsed), values=values,
+        fields=retrieval.fields, first_relevant_rank=retrieval.first_relevant_rank,
+        missing_from_run=retrieval.missing_from_run, not_in_gold=(), no_answer=retrieval.no_answer,
+        definitions=definitions, inputs=dict(retrieval.inputs), info=info)
+
+
+def coverage(result: EvaluationResult, metric: str) -> dict[str, int]:
+    """scored / judge_error / not_applicable counts of an answer metric."""
+    got = Counter(result.info["answers"]["status"][metric])
+    return {"scored": got.get(OK, 0), "judge_error": got.get(JUDGE_ERROR, 0),
+            "not_applicable": got.get(NOT_APPLICABLE, 0), "total": len(result.query_ids)}
+
+
+# -- 3. the diagnosis grid --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GridThresholds:
+    """Cut-offs that turn scores into verdicts (``rankgate answers --faithful-min`` …)."""
+
+    faithful_min: float = 0.8  # faithfulness at or above: faithful …
+    contradiction_max: float = 0.0  # … and contradiction_rate at or below
+    correct_min: float = 0.8  # answer_correctness at or above: correct
+
+    def __post_init__(self) -> None:
+        for name in ("faithful_min", "contradiction_max", "correct_min"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise UsageError(f"{name} must be a number between 0 and 1; got {v!r}")
+
+
+@dataclass(frozen=True)
+class GridRow:
+    query_id: str
+    retrieval: str  # "hit" | "miss" | "no_answer"
+    answer: str  # "faithful" | "unfaithful" | "refusal" | "correct" | "incorrect" | "answered" | "undetermined"
+    cell: str
+    why: str
+
+
+def _value(result: EvaluationResult, name: str, i: int) -> float:
+    v = result.values.get(name)
+    return math.nan if v is None else float(v[i])
+
+
+def diagnosis_grid(result: EvaluationResult, thresholds: GridThresholds = GridThresholds()) -> list[GridRow]:
+    """One :class:`GridRow` per query of an :func:`evaluate_answers` result (see module docs)."""
+    t = thresholds
+    a = result.info["answers"]
+    hit_name = a["retrieval_metrics"][0]
+    status_of = a["status"]
+    no_answer = set(result.no_answer)
+    rows = []
+    for i, q in enumerate(result.query_ids):
+        n_stmt = a["statements"][i]
+        has_ref = a["has_reference"][i]
+
+        def st(name: str) -> str:
+            return status_of[name][i] if name in status_of else NOT_APPLICABLE
+
+        needed = ["faithfulness", "contradiction_rate"] + (["answer_correctness"] if has_ref else [])
+        if n_stmt is None or any(st(m) == JUDGE_ERROR for m in needed):
+            rows.append(GridRow(q, "no_answer" if q in no_answer else "?", "undetermined", "undetermined",
+                                "a judge call failed: " + "; ".join(a["judge_errors"][i])[:200]))
+            continue
+        refusal = n_stmt == 0
+        if q in no_answer:
+            cell = "ok" if refusal else "generation problem"
+            why = "refused a question the corpus cannot answer" if refusal else "answered a question the corpus cannot answer"
+            rows.append(GridRow(q, "no_answer", "refusal" if refusal else "answered", cell, why))
+            continue
+        hit = _value(result, hit_name, i) >= 1.0
+        retrieval = "hit" if hit else "miss"
+        if refusal:
+            cell = "generation problem" if hit else "retrieval problem"
+            why = "refused although a gold chunk was in the context" if hit else "refused; no gold chunk in the context"
+            rows.append(GridRow(q, retrieval, "refusal", cell, why))
+            continue
+        if "faithfulness" not in status_of:
+            raise UsageError("the diagnosis grid needs faithfulness and contradiction_rate among the metrics")
+        faithful = (_value(result, "faithfulness", i) >= t.faithful_min
+                    and _value(result, "contradiction_rate", i) <= t.contradiction_max)
+        correct = _value(result, "answer_correctness", i) >= t.correct_min if has_ref and st("answer_correctness") == OK else None
+        good = correct if correct is not None else faithful
+        verdict = ("correct" if correct else "incorrect") if correct is not None else ("faithful" if faithful else "unfaithful")
+        if hit:
+            if faithful and (correct is None or correct):
+                cell, why = "ok", "gold chunk in the context; answer faithful" + (" and correct" if correct else "")
+            elif faithful:
+                cell, why = "corpus problem", "faithful to a gold chunk but wrong against the reference: the source is wrong or stale"
+            else:
+                cell, why = "generation problem", "gold chunk in the context; answer not faithful to it"
+        elif good:
+            cell, why = "lucky", ("correct without a gold chunk in the context (parametric memory)" if correct is not None
+                                  else "faithful to a context the gold set does not judge relevant (a gold gap?)")
+        else:
+            cell, why = "retrieval problem", "no gold chunk in the context; answer not good"
+        rows.append(GridRow(q, retrieval, verdict if not (hit and not faithful) else "unfaithful", cell, why))
+    return rows
+
+
+def grid_counts(rows: Sequence[GridRow], *, examples: int = 3, confidence: float = 0.95) -> dict[str, Any]:
+    """Per cell: count, share of the queries with its Wilson interval, and example query ids."""
+    from .stats import wilson_interval
+
+    n = len(rows)
+    out: dict[str, Any] = {"queries": n, "cells": {}}
+    for cell in CELLS:
+        members = [r.query_id for r in rows if r.cell == cell]
+        lo, hi = wilson_interval(len(members), n, confidence=confidence) if n else (math.nan, math.nan)
+        out["cells"][cell] = {"count": len(members), "share": len(members) / n if n else None,
+                              "ci": [lo, hi] if n else None, "examples": members[:examples]}
+    return out

@@ -1,0 +1,279 @@
+"""Layer two: answers input, answer metrics from given labels (hand-computed), the diagnosis grid."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankgate.answers import GridThresholds, diagnosis_grid, evaluate_answers, grid_counts
+from rankgate.data import load_gold
+from rankgate.data.answers import ANSWER_FIELDS, read_answers
+from rankgate.data.formats import parse_columns
+from rankgate.errors import InputError, UsageError
+from rankgate.metrics import get_metric, parse_metric
+from rankgate.metrics.answer import AnswerLabels, status
+from rankgate.metrics.context import QueryView
+
+S, C, N = "supported", "contradicted", "not_found"
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+# -- statement verdicts -> scores (hand-computed) ---------------------------------------------------
+@pytest.mark.parametrize("labels, metric, k, expected", [
+    (AnswerLabels(("a", "b", "c", "d"), (S, S, C, N)), "faithfulness", None, ("ok", 0.5)),
+    (AnswerLabels(("a", "b", "c", "d"), (S, S, C, N)), "contradiction_rate", None, ("ok", 0.25)),
+    (AnswerLabels(("a", "b", "c"), (S, S, S), (S, N, C)), "answer_correctness", None, ("ok", 1 / 3)),
+    (AnswerLabels((), ()), "faithfulness", None, ("not_applicable", None)),  # a refusal
+    (AnswerLabels(("a",), (S,), None), "answer_correctness", None, ("not_applicable", None)),  # no reference
+    (AnswerLabels(None, (), errors=("statements: timeout after 60 s",)), "faithfulness", None, ("judge_error", None)),
+    (AnswerLabels(("a", "b"), (S, None)), "faithfulness", None, ("judge_error", None)),
+    (AnswerLabels((), answer_relevance=1), "answer_relevance", None, ("ok", 1.0)),
+    (AnswerLabels((), answer_relevance=None), "answer_relevance", None, ("judge_error", None)),
+    (AnswerLabels((), context_relevance=(2, 0, 1, 0)), "context_relevance", None, ("ok", 0.5)),
+    (AnswerLabels((), context_relevance=(2, 0, 1, 0)), "context_relevance", 1, ("ok", 1.0)),
+    (AnswerLabels((), context_relevance=(2, 0, None)), "context_relevance", 2, ("ok", 0.5)),  # the error is past k
+    (AnswerLabels((), context_relevance=(2, 0, None)), "context_relevance", 3, ("judge_error", None)),
+    (AnswerLabels((), context_relevance=()), "context_relevance", None, ("not_applicable", None)),
+])
+def test_status_hand_computed(labels, metric, k, expected):
+    got_status, value = status(metric, labels, k)
+    assert got_status == expected[0]
+    if expected[1] is None:
+        assert math.isnan(value)
+    else:
+        assert value == pytest.approx(expected[1])
+
+
+def test_context_relevance_rel2():
+    assert status("context_relevance", AnswerLabels((), context_relevance=(2, 1, 1, 0)), None, 2) == ("ok", 0.25)
+
+
+@pytest.mark.parametrize("name", ["faithfulness", "contradiction_rate", "answer_relevance", "context_relevance@2",
+                                  "context_relevance(rel=2)", "answer_correctness"])
+def test_kernel_matches_reference(name):
+    """compute (through the registry) and the reference formula agree on every label pattern."""
+    from rankgate.metrics.context import EvalContext
+
+    rng = np.random.default_rng(7)
+    labels = []
+    for _ in range(200):
+        n = int(rng.integers(0, 4))
+        stm = None if rng.random() < 0.1 else tuple(f"s{i}" for i in range(n))
+        pick = lambda: None if rng.random() < 0.05 else [S, C, N][int(rng.integers(0, 3))]  # noqa: E731
+        sup = tuple(pick() for _ in range(len(stm or ())))
+        cor = None if rng.random() < 0.4 else tuple(pick() for _ in range(len(stm or ())))
+        rel = None if rng.random() < 0.05 else int(rng.integers(0, 3))
+        ctx = tuple(None if rng.random() < 0.05 else int(rng.integers(0, 3)) for _ in range(int(rng.integers(0, 5))))
+        labels.append(AnswerLabels(stm, sup, cor, rel, ctx))
+    m = parse_metric(name)
+    nq = len(labels)
+    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank=np.zeros(0, dtype=np.int64), grade=np.zeros(0),
+                      judged_offsets=np.zeros(nq + 1, dtype=np.int64), judged_grade=np.zeros(0, dtype=np.int64),
+                      query_k=np.zeros(nq, dtype=np.int64), default_k=5, answerable=np.ones(nq, dtype=bool),
+                      queries={"answer_labels": labels})
+    fast = m.definition.compute(ctx, m, ctx.k_for(m))
+    slow = [m.definition.reference(QueryView([], {}, 5, answer_labels=lab), m, m.k) for lab in labels]
+    np.testing.assert_array_equal(fast, np.array(slow))
+
+
+def test_answer_metric_outside_answers_is_a_usage_error(tmp_path):
+    from rankgate import evaluate
+
+    gold = write_jsonl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["a"]}])
+    run = write_jsonl(tmp_path / "r.jsonl", [{"query_id": "q1", "topk": ["a"]}])
+    with pytest.raises(UsageError, match="answer metric"):
+        evaluate(gold, run, ["faithfulness"])
+
+
+def test_metrics_listing_has_answer_metrics(capsys):
+    from rankgate.cli import main
+
+    assert main(["metrics"]) == 0
+    out = capsys.readouterr().out
+    for name in ("faithfulness", "contradiction_rate", "answer_relevance", "context_relevance@k", "answer_correctness"):
+        assert name in out
+    assert get_metric("answer_relevance").bounds == (0.0, 2.0)
+
+
+# -- input ------------------------------------------------------------------------------------------
+def test_rankgate_shape_texts_ids_objects(tmp_path):
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [{"chunk_id": "d1#c1", "text": "Alpha text."},
+                                                     {"chunk_id": "d2#c1", "text": "Beta text."}])
+    from rankgate.corpus import load_manifest
+
+    ans = write_jsonl(tmp_path / "a.jsonl", [
+        {"query_id": "q1", "answer": "A.", "contexts": ["d1#c1", "  beta   TEXT. ", {"id": "x", "text": "Gamma."}],
+         "citations": ["d1#c1"], "reference": "R"},
+    ])
+    got = read_answers(str(ans), corpus=load_manifest(corpus))
+    (rec,) = got.records
+    assert [(c.id, c.text) for c in rec.contexts] == [("d1#c1", "Alpha text."), ("d2#c1", "  beta   TEXT. "), ("x", "Gamma.")]
+    assert rec.citations == ("d1#c1",) and rec.reference == "R" and got.format == "rankgate"
+
+
+def test_id_without_text_needs_corpus(tmp_path):
+    ans = write_jsonl(tmp_path / "a.jsonl", [{"query_id": "q1", "answer": "A.", "contexts": ["d1#c1"]}])
+    with pytest.raises(InputError, match=r"a.jsonl:1: field 'contexts' context 'd1#c1' has no text.*--corpus"):
+        read_answers(str(ans), gold_ids=frozenset({"d1#c1"}))
+
+
+def test_ragas_single_turn_sample_preset(tmp_path):
+    # EvaluationDataset.to_jsonl writes one SingleTurnSample per line
+    ans = write_jsonl(tmp_path / "ragas.jsonl", [
+        {"user_input": "When was it founded?", "retrieved_contexts": ["Founded in 1990.", "Other."],
+         "retrieved_context_ids": ["c1", "c2"], "reference_context_ids": ["c1"], "response": "In 1990.",
+         "reference": "1990"},
+    ])
+    (rec,) = read_answers(str(ans)).records
+    assert rec.query_id.startswith("q:") and rec.question == "When was it founded?"
+    assert [(c.id, c.text) for c in rec.contexts] == [("c1", "Founded in 1990."), ("c2", "Other.")]
+    assert rec.answer == "In 1990." and rec.reference == "1990"
+    # the gold set read from the same file has the same query id
+    gold = load_gold(str(ans), format="ragas")
+    assert gold.query_ids == [rec.query_id]
+
+
+def test_ragas_legacy_csv_preset(tmp_path):
+    path = tmp_path / "legacy.csv"
+    path.write_text('question,answer,contexts,ground_truth\n"Who?","Bob did it.","[\'Bob did it in May.\']","Bob"\n',
+                    encoding="utf-8")
+    got = read_answers(str(path))
+    assert got.format == "ragas_legacy"
+    (rec,) = got.records
+    assert rec.contexts[0].text == "Bob did it in May." and rec.contexts[0].id.startswith("t:")
+    assert rec.reference == "Bob"
+
+
+def test_deepeval_preset(tmp_path):
+    path = tmp_path / "deepeval.json"
+    path.write_text(json.dumps({"test_cases": [
+        {"input": "Who?", "actual_output": "Bob.", "expected_output": "Bob", "context": ["Bob did it."],
+         "retrieval_context": ["Bob did it.", "Alice watched."]},
+        {"input": "Where?", "actual_output": "I don't know.",
+         "retrieval_context": [{"context": "In Rome.", "source": "doc-9"}]},
+    ]}), encoding="utf-8")
+    got = read_answers(str(path))
+    assert got.format == "deepeval"
+    assert [c.text for c in got.records[0].contexts] == ["Bob did it.", "Alice watched."]
+    assert [(c.id, c.text) for c in got.records[1].contexts] == [("doc-9", "In Rome.")]
+    assert got.records[1].reference is None
+
+
+def test_deepeval_csv_joined_lists(tmp_path):
+    path = tmp_path / "de.csv"
+    path.write_text("input,actual_output,retrieval_context\nWho?,Bob.,Bob did it.;Alice watched.\n", encoding="utf-8")
+    assert [c.text for c in read_answers(str(path)).records[0].contexts] == ["Bob did it.", "Alice watched."]
+
+
+def test_column_map_dotted_paths(tmp_path):
+    ans = write_jsonl(tmp_path / "ls.jsonl", [
+        {"id": "q7", "inputs": {"question": "Why?"},
+         "outputs": {"answer": "Because.", "docs": [{"page_content": "One.", "metadata": {"id": "c1"}},
+                                                    {"page_content": "Two.", "metadata": {"id": "c2"}}]}},
+    ])
+    cols = parse_columns("query_id=id,question=inputs.question,answer=outputs.answer,"
+                         "contexts=outputs.docs[*].page_content,context_ids=outputs.docs[*].metadata.id", ANSWER_FIELDS)
+    (rec,) = read_answers(str(ans), columns=cols).records
+    assert (rec.query_id, rec.question, rec.answer) == ("q7", "Why?", "Because.")
+    assert [(c.id, c.text) for c in rec.contexts] == [("c1", "One."), ("c2", "Two.")]
+
+
+def test_column_map_unknown_field_is_usage_error():
+    with pytest.raises(UsageError, match="unknown field 'chunk_id'"):
+        parse_columns("chunk_id=x", ANSWER_FIELDS)
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"query_id": "q1", "answer": None, "contexts": []}, "a.jsonl:1: field 'answer' is missing"),
+    ({"query_id": "q1", "answer": 3.5, "contexts": [{"text": 5}]}, "text that is not a string"),
+    ({"query_id": "q1", "answer": "A", "contexts": [7]}, "must be a text, an id"),
+    ({"query_id": "q1", "answer": "A", "contexts": "nope", "context_ids": ["a", "b"]}, "lists 2 ids for 1 contexts"),
+])
+def test_bad_records(tmp_path, row, message):
+    ans = write_jsonl(tmp_path / "a.jsonl", [row])
+    with pytest.raises(InputError, match=message):
+        read_answers(str(ans))
+
+
+# -- scoring and the grid ---------------------------------------------------------------------------
+GOLD = [
+    {"query_id": "q1", "query": "Q1?", "relevant_chunks": ["g1"]},
+    {"query_id": "q2", "query": "Q2?", "relevant_chunks": ["g2"]},
+    {"query_id": "q3", "query": "Q3?", "relevant_chunks": ["g3"]},
+    {"query_id": "q4", "query": "Q4?", "relevant_chunks": ["g4"]},
+    {"query_id": "q5", "query": "Q5?", "relevant_chunks": ["g5"]},
+    {"query_id": "q6", "query": "Q6?", "relevant_chunks": [], "no_answer": True},
+    {"query_id": "q7", "query": "Q7?", "relevant_chunks": ["g7"]},
+    {"query_id": "q8", "query": "Q8?", "relevant_chunks": ["g8"]},
+]
+
+
+def _answers(tmp_path):
+    rows = [
+        {"query_id": "q1", "answer": "x", "contexts": [{"id": "g1", "text": "t"}, {"id": "o", "text": "t"}], "reference": "r"},
+        {"query_id": "q2", "answer": "x", "contexts": [{"id": "g2", "text": "t"}]},
+        {"query_id": "q3", "answer": "x", "contexts": [{"id": "g3", "text": "t"}], "reference": "r"},
+        {"query_id": "q4", "answer": "x", "contexts": [{"id": "o", "text": "t"}]},
+        {"query_id": "q5", "answer": "x", "contexts": [{"id": "o", "text": "t"}], "reference": "r"},
+        {"query_id": "q6", "answer": "", "contexts": [{"id": "o", "text": "t"}]},
+        {"query_id": "q7", "answer": "x", "contexts": [{"id": "g7", "text": "t"}]},
+    ]
+    return read_answers(str(write_jsonl(tmp_path / "a.jsonl", rows)))
+
+
+LABELS = {
+    "q1": AnswerLabels(("a", "b"), (S, S), (S, S), 2, (2, 0)),  # hit, faithful, correct -> ok
+    "q2": AnswerLabels(("a", "b"), (S, C), None, 1, (2,)),  # hit, contradiction -> generation problem
+    "q3": AnswerLabels(("a",), (S,), (C,), 2, (2,)),  # hit, faithful, wrong vs reference -> corpus problem
+    "q4": AnswerLabels(("a",), (N,), None, 0, (0,)),  # miss, unfaithful -> retrieval problem
+    "q5": AnswerLabels(("a", "b"), (N, N), (S, S), 2, (0,)),  # miss, correct anyway -> lucky
+    "q6": AnswerLabels((), (), None, 0, (0,)),  # no-answer query, refusal -> ok
+    "q7": AnswerLabels(None, (), None, 2, (2,), errors=("statements: HTTP 500 after 4 attempts",)),  # -> undetermined
+}
+
+
+def test_evaluate_answers_and_grid(tmp_path):
+    gold = load_gold(str(write_jsonl(tmp_path / "g.jsonl", GOLD)))
+    answers = _answers(tmp_path)
+    result = evaluate_answers(gold, answers, ["faithfulness", "contradiction_rate", "answer_relevance",
+                                              "context_relevance", "answer_correctness"], judgements=LABELS)
+    assert result.query_ids == ("q1", "q2", "q3", "q4", "q5", "q6", "q7")
+    assert result.metric_names[:2] == ("hit@2", "recall@2")
+    assert result.info["answers"]["unanswered"] == ["q8"]
+    np.testing.assert_array_equal(result["hit@2"], [1, 1, 1, 0, 0, np.nan, 1])
+    np.testing.assert_array_equal(result["faithfulness"], [1, 0.5, 1, 0, 0, np.nan, np.nan])
+    assert result.summary("faithfulness").mean == pytest.approx(2.5 / 5)
+    assert result.summary("answer_correctness").n == 3
+    st = result.info["answers"]["status"]
+    assert st["faithfulness"] == ["ok"] * 5 + ["not_applicable", "judge_error"]
+    rows = diagnosis_grid(result)
+    assert [r.cell for r in rows] == ["ok", "generation problem", "corpus problem", "retrieval problem", "lucky", "ok",
+                                      "undetermined"]
+    counts = grid_counts(rows)
+    assert counts["cells"]["ok"]["count"] == 2 and counts["cells"]["ok"]["examples"] == ["q1", "q6"]
+    lo, hi = counts["cells"]["ok"]["ci"]
+    assert lo < 2 / 7 < hi
+
+
+def test_grid_thresholds_move_cells(tmp_path):
+    gold = load_gold(str(write_jsonl(tmp_path / "g.jsonl", GOLD)))
+    labels = dict(LABELS, q2=AnswerLabels(("a", "b", "c", "d", "e"), (S, S, S, S, N), None, 2, (2,)))
+    result = evaluate_answers(gold, _answers(tmp_path), ["faithfulness", "contradiction_rate"], judgements=labels)
+    assert diagnosis_grid(result)[1].cell == "ok"  # 0.8 >= default 0.8
+    assert diagnosis_grid(result, GridThresholds(faithful_min=0.9))[1].cell == "generation problem"
+    with pytest.raises(UsageError):
+        GridThresholds(correct_min=1.5)
+
+
+def test_answers_for_unknown_query(tmp_path):
+    gold = load_gold(str(write_jsonl(tmp_path / "g.jsonl", GOLD[:1])))
+    with pytest.raises(InputError, match=r"a.jsonl:2: field 'query_id' answers query 'q2', which is not in the gold set"):
+        evaluate_answers(gold, _answers(tmp_path), ["faithfulness"], judgements=LABELS)
