@@ -64,6 +64,13 @@ def add_parser(sub: Any) -> None:
 
     add_enforce_as_of(p)
     add_component_options(p)
+    p.add_argument("--judged", metavar="LABELS",
+                   help="judge (or human) labels of items the gold set lacks, JSONL {query_id, id, grade} (from "
+                        "`rankgate pool` + `rankgate judge relevance`): also report precision@k and ndcg@k as gold only "
+                        "(lower bound) and gold + judge (upper bound), k = --k (default 10)")
+    p.add_argument("--calibration", metavar="JSON",
+                   help="with --judged: the judge's calibration file (rankgate judge calibrate) for the Rogan-Gladen "
+                        "corrected estimate between the bounds")
     add_stats_options(p)
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
@@ -193,7 +200,7 @@ def _read_pipes_once(args: argparse.Namespace) -> tuple[Any, Any]:
     """(gold, run) to evaluate: the paths, or the loaded data for a pipe when --sweep evaluates a
     second time (a pipe delivers its content once)."""
     gold, run = args.gold, args.run
-    once = ("sweep", "enforce_as_of", "routing", "entity_linking")  # each reads the inputs a second time
+    once = ("sweep", "enforce_as_of", "routing", "entity_linking", "judged")  # each reads the inputs a second time
     if any(getattr(args, name, None) for name in once):
         from ..data.formats import parse_columns
         from ..data.load import load_gold, load_run
@@ -212,6 +219,10 @@ OUT_FILES = ("metrics.csv", "summary.json")
 
 def run(args: argparse.Namespace) -> int:
     check_stats_args(args)
+    if getattr(args, "calibration", None) and not getattr(args, "judged", None):
+        from ..errors import UsageError
+
+        raise UsageError("--calibration needs --judged (the labels it corrects)")
     if args.out:
         from ..atomic import check_folder, check_not_input
 
@@ -287,6 +298,9 @@ def run(args: argparse.Namespace) -> int:
 
         sweep = k_sweep(gold_src, run_src, args.sweep, args.ks, evaluate_kwargs=_sweep_kwargs(args))
         extra["sweep"] = sweep.to_dict()
+    judged = _judged_bounds(args, gold_src, run_src) if getattr(args, "judged", None) else None
+    if judged is not None:
+        extra["bounds"] = judged.to_dict()
     if v0:
         from ..report.layout_v0 import v0_summary
 
@@ -351,10 +365,30 @@ def run(args: argparse.Namespace) -> int:
 
         console.print()
         console.print(freshness_renderable(freshness, args.confidence))
+    if judged is not None:
+        from ..report.bounds import bounds_table
+
+        console.print()
+        console.print(bounds_table(judged, args.confidence))
     if args.out:
         console.print(f"wrote {os.path.join(args.out, 'metrics.csv')} and {os.path.join(args.out, 'summary.json')}",
                       highlight=False, markup=False)
     return 0
+
+
+def _judged_bounds(args: argparse.Namespace, gold: Any, run: Any) -> Any:
+    """precision@k and ndcg@k with lower/upper bounds and the corrected estimate (--judged)."""
+    from ..data.formats import parse_columns
+    from ..data.load import load_gold, load_run
+    from ..pooling import bounds, read_calibration, read_judged
+
+    columns = parse_columns(getattr(args, "columns", None))
+    g = load_gold(gold, format=args.gold_format, columns=columns)
+    r = load_run(run, format=args.run_format, columns=columns)
+    labels, failed = read_judged(args.judged, g)
+    cal = read_calibration(args.calibration) if args.calibration else None
+    return bounds(g, r, labels, k=args.k or 10, calibration=cal, judge_failed=failed, seed=args.seed,
+                  n_resamples=args.resamples, confidence=args.confidence, ties=args.ties or "id")
 
 
 def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:

@@ -1,0 +1,85 @@
+"""Precision and nDCG with bounds (``rankgate evaluate --judged``): a table, side by side.
+
+Run it to see it: ``python -m rankgate.report.bounds summary.json`` (a summary with ``bounds``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .numbers import fmt_value
+
+
+def _v(metric: str, x: Any) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt_value(metric, float(x))
+
+
+def bounds_rows(b: Any) -> list[tuple[str, str, str, str]]:
+    """(metric, lower, corrected [CI], upper) as text; ``b`` is a :class:`~rankgate.pooling.Bounds` or its dict."""
+    d = b if isinstance(b, dict) else b.to_dict()
+    rows = []
+    for metric, low in d["lower"].items():
+        corr = "— (no --calibration)"
+        if d.get("corrected") is not None:
+            ci = (d.get("corrected_ci") or {}).get(metric) or [None, None]
+            corr = _v(metric, d["corrected"][metric])
+            if ci[0] is not None:
+                corr += f" [{_v(metric, ci[0])}, {_v(metric, ci[1])}]"
+        rows.append((metric, _v(metric, low), corr, _v(metric, d["upper"][metric])))
+    return rows
+
+
+def bounds_notes(b: Any) -> list[str]:
+    d = b if isinstance(b, dict) else b.to_dict()
+    notes = [f"{d['queries']} queries with a relevant gold item; {d['judged_items']} judge labels of items the gold "
+             f"set lacks; hit and recall stay on the gold set alone"]
+    if d.get("judge_failed"):
+        notes.append(f"{d['judge_failed']} items the judge failed on stay unjudged")
+    if d.get("unlabelled_in_topk"):
+        notes.append(f"{d['unlabelled_in_topk']} top-{d['k']} items have neither a gold nor a judge label "
+                     f"(pool deeper to narrow the bounds)")
+    prev = d.get("prevalence")
+    if prev:
+        notes.append(f"judge calls {_pct(prev['apparent'])} of the pooled items relevant; corrected for its "
+                     f"sensitivity {prev['sensitivity']:.2f} and specificity {prev['specificity']:.2f}: "
+                     f"{_pct(prev['corrected'])} (Rogan–Gladen)")
+    if d.get("above_upper"):
+        notes.append(f"corrected above gold + judge for {', '.join(d['above_upper'])}: the judge misses relevant "
+                     "items, so gold + judge is no upper bound here")
+    return notes
+
+
+def _pct(x: Any) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def bounds_table(b: Any, confidence: float = 0.95) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Incomplete gold set: bounds", title_justify="left")
+    table.add_column("metric", no_wrap=True)
+    table.add_column("lower: gold only", justify="right", no_wrap=True)
+    table.add_column(f"corrected [{round(confidence * 100)}% CI]", justify="right", no_wrap=True)
+    table.add_column("upper: gold + judge", justify="right", no_wrap=True)
+    for row in bounds_rows(b):
+        table.add_row(*row)
+    table.caption = "\n".join(bounds_notes(b))
+    table.caption_justify = "left"
+    return table
+
+
+def bounds_markdown(b: Any, confidence: float = 0.95) -> str:
+    lines = ["| metric | lower: gold only | corrected [" + f"{round(confidence * 100)}% CI] | upper: gold + judge |",
+             "|---|---:|---:|---:|"]
+    lines += [f"| {m} | {lo} | {c} | {up} |" for m, lo, c, up in bounds_rows(b)]
+    lines += [""] + [f"- {n}" for n in bounds_notes(b)]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import json
+    import sys
+
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        sys.stdout.write(bounds_markdown(json.load(fh)["bounds"]))
