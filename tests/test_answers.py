@@ -277,3 +277,141 @@ def test_answers_for_unknown_query(tmp_path):
     gold = load_gold(str(write_jsonl(tmp_path / "g.jsonl", GOLD[:1])))
     with pytest.raises(InputError, match=r"a.jsonl:2: field 'query_id' answers query 'q2', which is not in the gold set"):
         evaluate_answers(gold, _answers(tmp_path), ["faithfulness"], judgements=LABELS)
+
+
+# -- the command ------------------------------------------------------------------------------------
+CLI_GOLD = [
+    {"query_id": "q1", "query": "What is the capital of France?", "relevant_chunks": ["c1"]},
+    {"query_id": "q2", "query": "When was the company founded?", "relevant_chunks": ["c3"]},
+    {"query_id": "q3", "query": "Is there a moon base?", "relevant_chunks": [], "no_answer": True},
+    {"query_id": "q4", "query": "Who founded it?", "relevant_chunks": ["c4"]},
+]
+CLI_ANSWERS = [
+    {"query_id": "q1", "answer": "Paris is the capital of France.", "reference": "The capital of France is Paris.",
+     "contexts": [{"id": "c1", "text": "Paris is the capital of France and its largest city."},
+                  {"id": "c2", "text": "Lyon is known for food."}]},
+    {"query_id": "q2", "answer": "The company was founded in 1850 by sailors.",
+     "contexts": [{"id": "c9", "text": "The company sells boats."}]},
+    {"query_id": "q3", "answer": "I don't know.", "contexts": [{"id": "c9", "text": "The company sells boats."}]},
+]
+
+
+@pytest.fixture
+def cli_files(tmp_path):
+    return (write_jsonl(tmp_path / "gold.jsonl", CLI_GOLD), write_jsonl(tmp_path / "answers.jsonl", CLI_ANSWERS),
+            tmp_path / "cache")
+
+
+def test_cli_writes_csv_and_summary_byte_identical(cli_files, tmp_path, capsys):
+    from rankgate.cli import main
+
+    gold, answers, cache = cli_files
+    out1, out2 = tmp_path / "o1", tmp_path / "o2"
+    assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--cache", str(cache), "--out", str(out1)]) == 0
+    text = capsys.readouterr().out
+    assert "Diagnosis grid" in text and "lexical" in text and "1 gold queries have no answer" in text
+    assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--cache", str(cache), "--out", str(out2),
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    for name in ("answers.csv", "summary.json"):
+        assert (out1 / name).read_bytes() == (out2 / name).read_bytes()
+    layer = summary["answers"]
+    assert layer["judge"]["identity"]["backend"] == "lexical"
+    assert "cached" not in layer["judge"]  # a cached re-run writes the same bytes
+    assert layer["metrics"]["faithfulness"]["coverage"] == {"scored": 2, "judge_error": 0, "not_applicable": 1, "total": 3}
+    assert layer["metrics"]["faithfulness"]["not_applicable"] == ["q3"]
+    assert layer["grid"]["cells"]["ok"]["examples"] == ["q1", "q3"]
+    assert layer["queries"]["unanswered"] == ["q4"]
+    assert summary["metrics"]["faithfulness"]["n"] == 2
+    rows = (out1 / "answers.csv").read_text().splitlines()
+    assert rows[0].startswith("query_id,cell,retrieval,answer,hit@2,recall@2,faithfulness,faithfulness.status")
+    assert rows[3].startswith("q3,ok,no_answer,refusal,")
+
+
+class FlakyJudge:
+    """A user judge (module:Class) whose support calls fail for one statement."""
+
+    def judge(self, task, fields, *, seed):
+        from rankgate.judges import JudgeCallError
+
+        if task == "statements":
+            if "know" in fields["answer"]:
+                return ()
+            return tuple(s.strip() + "." for s in fields["answer"].split(".") if s.strip())
+        if task == "support":
+            if "1850" in fields["statement"]:
+                raise JudgeCallError("HTTP 500 after 4 attempts")
+            return "supported"
+        if task == "correctness":
+            return "supported"
+        return 2
+
+
+def test_cli_judge_errors_are_rows_not_zeros(cli_files, tmp_path, capsys):
+    from rankgate.cli import main
+
+    gold, answers, _ = cli_files
+    out = tmp_path / "o"
+    assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--no-cache", "--judge",
+                 "tests.test_answers:FlakyJudge", "--out", str(out), "--json"]) == 0
+    layer = json.loads(capsys.readouterr().out)["answers"]
+    faith = layer["metrics"]["faithfulness"]
+    assert faith["coverage"] == {"scored": 1, "judge_error": 1, "not_applicable": 1, "total": 3}
+    assert faith["coverage_share"] == 0.5 and faith["judge_error"] == ["q2"] and faith["mean"] == 1.0
+    assert layer["grid"]["cells"]["undetermined"]["examples"] == ["q2"]
+    row = (out / "answers.csv").read_text().splitlines()[2]
+    assert row.startswith("q2,undetermined,") and ",judge_error," in row and "support: HTTP 500 after 4 attempts" in row
+
+
+def test_cli_dry_run_calls_nothing(cli_files, tmp_path, capsys):
+    from rankgate.cli import main
+
+    gold, answers, cache = cli_files
+    assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--cache", str(cache), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was called" in out and "statements" in out and "approximate" in out
+    assert not cache.exists() or not any(cache.iterdir()) or True  # the lexical plan reads the cache only
+
+
+def test_cli_judge_from_environment(cli_files, monkeypatch, capsys):
+    from rankgate.cli import main
+
+    gold, answers, _ = cli_files
+    monkeypatch.setenv("RANKGATE_JUDGE", "openai")
+    monkeypatch.delenv("RANKGATE_JUDGE_URL", raising=False)
+    assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--no-cache"]) == 2
+    assert "needs a URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["unknown_query", "missing_text", "bad_json", "repeat", "no_contexts", "bad_threshold"])
+def test_hostile_answers(cli_files, tmp_path, capsys, case):
+    from .hostile import assert_refused
+
+    gold, answers, _ = cli_files
+    bad = tmp_path / "bad.jsonl"
+    extra: list[str] = []
+    names: list[object] = [bad]
+    words: list[str] = []
+    if case == "unknown_query":
+        write_jsonl(bad, CLI_ANSWERS + [{"query_id": "nope", "answer": "x", "contexts": ["t"]}])
+        words = ["nope", "not in the gold set"]
+    elif case == "missing_text":
+        write_jsonl(bad, [{"query_id": "q1", "answer": "x", "contexts": ["c1"]}])
+        words = ["has no text", "--corpus"]
+    elif case == "bad_json":
+        bad.write_text('{"query_id": "q1", "answer": "x", "contexts": []}\n{"query_id": \n', encoding="utf-8")
+        words = [":2:"]
+    elif case == "repeat":
+        write_jsonl(bad, CLI_ANSWERS[:1] * 2)
+        words = ["repeats the id of line 1"]
+    elif case == "no_contexts":
+        write_jsonl(bad, [{"query_id": "q1", "answer": "x"}])
+        words = ["contexts"]
+    else:
+        write_jsonl(bad, CLI_ANSWERS)
+        extra, names, words = ["--faithful-min", "2"], [], ["faithful_min"]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "answers.csv").write_text("old\n")
+    assert_refused(["answers", "--answers", bad, "--gold", gold, "--no-cache", "--out", out, *extra], out, names=names,
+                   capsys=capsys, contains=words)

@@ -212,13 +212,15 @@ def plan_answers(client: Any, answers: Answers, gold_questions: Mapping[str, str
     rows: dict[str, Any] = {}
     for task, items in first.items():
         p = client.plan(task, items, repeats=repeats)
-        rows[task] = {"calls": p.calls, "cache_hits": p.cache_hits, "approx_tokens": p.approx_tokens}
+        rows[task] = {"calls": p.calls, "cache_hits": p.cache_hits, "approx_tokens": p.approx_tokens,
+                      "tokens_in": p.approx_tokens_in, "tokens_out": p.approx_tokens_out}
     if "statements" in tasks:
         guess = {r.query_id: tuple(s for s in re.split(r"(?<=[.!?])\s+", r.answer.strip()) if s) for r in answers.records}
         second = judge_items(answers, gold_questions, tasks, statements=guess)
         for task, items in second.items():
             p = client.plan(task, items, repeats=repeats)
             rows[task] = {"calls": p.calls, "cache_hits": p.cache_hits, "approx_tokens": p.approx_tokens,
+                          "tokens_in": p.approx_tokens_in, "tokens_out": p.approx_tokens_out,
                           "estimated": "one statement per sentence of the answer"}
     return rows
 
@@ -416,3 +418,52 @@ def grid_counts(rows: Sequence[GridRow], *, examples: int = 3, confidence: float
         out["cells"][cell] = {"count": len(members), "share": len(members) / n if n else None,
                               "ci": [lo, hi] if n else None, "examples": members[:examples]}
     return out
+
+
+# -- the summary every renderer reads -------------------------------------------------------------
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: Mapping[str, tuple[float, float]] | None,
+                    thresholds: GridThresholds, judge: Mapping[str, Any] | None = None, examples: int = 3,
+                    confidence: float = 0.95) -> dict[str, Any]:
+    """Layer two as plain data: per metric mean, interval and coverage; the grid; the judge."""
+    a = result.info["answers"]
+    metrics: dict[str, Any] = {}
+    answer_names = [m for m in result.metric_names if m not in a["retrieval_metrics"]]
+    for name in result.metric_names:
+        s = result.summary(name)
+        low, high = (cis or {}).get(name, (math.nan, math.nan))
+        entry: dict[str, Any] = {"mean": _clean(s.mean), "n": s.n, "ci_low": _clean(low), "ci_high": _clean(high),
+                                 "layer": "answer" if name in answer_names else "retrieval",
+                                 "definition": result.definitions.get(name)}
+        if name in answer_names:
+            cov = coverage(result, name)
+            entry["coverage"] = cov
+            applicable = cov["scored"] + cov["judge_error"]
+            entry["coverage_share"] = cov["scored"] / applicable if applicable else None
+            status_of = a["status"][name]
+            entry["not_applicable"] = [q for q, st in zip(result.query_ids, status_of) if st == NOT_APPLICABLE]
+            entry["judge_error"] = [q for q, st in zip(result.query_ids, status_of) if st == JUDGE_ERROR]
+        metrics[name] = entry
+    grid = grid_counts(rows, examples=examples, confidence=confidence)
+    grid["thresholds"] = {"faithful_min": thresholds.faithful_min, "contradiction_max": thresholds.contradiction_max,
+                          "correct_min": thresholds.correct_min}
+    grid["retrieval_metric"] = a["retrieval_metrics"][0]
+    errors = {q: e for q, e in zip(result.query_ids, a["judge_errors"]) if e}
+    return {
+        "metrics": metrics,
+        "answer_metrics": answer_names,
+        "grid": grid,
+        "queries": {"answered": len(result.query_ids), "unanswered": list(a["unanswered"]),
+                    "no_answer": list(result.no_answer), "refusals": [q for q, n in zip(result.query_ids, a["statements"]) if n == 0],
+                    "with_reference": sum(1 for h in a["has_reference"] if h)},
+        "judge_errors": {"queries": len(errors), "by_query": errors},
+        "packed_k": a["packed_k"],
+        "judge": dict(judge or {}),
+    }

@@ -1,0 +1,249 @@
+"""``rankgate answers``: score generated answers (layer two) and join them with retrieval per query.
+
+Reads the answers (with their packed context) and the gold set, asks the judge for labels, and writes
+``answers.csv`` (one row per query: grid cell, retrieval verdict, every answer metric with its status,
+judge errors) and ``summary.json`` (the usual evaluation summary — metrics with intervals, per-query
+values a gate can read — plus ``answers``: coverage per metric, the grid, the judge's identity) as one
+unit. ``--dry-run`` prints what the judge would be asked (calls, cache hits, approximate tokens, cost)
+and calls nothing. Exit 0; 2 for bad input or options, before anything is written.
+
+The judge defaults come from the environment when set: ``RANKGATE_JUDGE`` (backend),
+``RANKGATE_JUDGE_URL``, ``RANKGATE_JUDGE_MODEL``, ``RANKGATE_JUDGE_KEY_ENV`` (the name of the variable
+holding the API key); options override them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+HELP = "score generated answers with a judge (faithfulness, relevance, correctness) and diagnose each query"
+OUT_FILES = ("answers.csv", "summary.json")
+ENV = {"judge": "RANKGATE_JUDGE", "judge_url": "RANKGATE_JUDGE_URL", "judge_model": "RANKGATE_JUDGE_MODEL",
+       "judge_key_env": "RANKGATE_JUDGE_KEY_ENV"}
+
+
+def add_judge_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("judge")
+    g.add_argument("--judge", default=None, metavar="BACKEND",
+                   help="lexical (offline token-overlap baseline; default), openai (any OpenAI-compatible server) or "
+                        "package.module:Class (env RANKGATE_JUDGE)")
+    g.add_argument("--judge-url", metavar="URL", help="base URL of the OpenAI-compatible server, e.g. "
+                                                      "http://localhost:8000/v1 (env RANKGATE_JUDGE_URL)")
+    g.add_argument("--judge-model", metavar="NAME", help="model name (env RANKGATE_JUDGE_MODEL)")
+    g.add_argument("--judge-key-env", metavar="VAR",
+                   help="environment variable holding the API key; none for a local server (env RANKGATE_JUDGE_KEY_ENV)")
+    g.add_argument("--workers", type=int, default=8, help="concurrent judge calls (default 8)")
+    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-call timeout (default 60)")
+    g.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="judge every item N times (seeds seed..seed+N-1) and report how often labels change; "
+                        "metrics use the first sample")
+    g.add_argument("--judge-seed", type=int, default=0, help="seed sent with every judge call (default 0)")
+    g.add_argument("--cache", metavar="DIR", help="judge cache folder (default $RANKGATE_CACHE_DIR, else the user cache)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the judge cache")
+    g.add_argument("--refresh", action="store_true", help="call the judge again and overwrite cached labels")
+    g.add_argument("--dry-run", action="store_true",
+                   help="print the calls, cache hits, approximate tokens and cost, and call nothing")
+    g.add_argument("--price-in", type=float, metavar="PRICE", help="with --dry-run: price per 1M input tokens")
+    g.add_argument("--price-out", type=float, metavar="PRICE", help="with --dry-run: price per 1M output tokens")
+
+
+def add_parser(sub: Any) -> None:
+    from ..data.answers import ANSWER_FIELDS, ANSWER_FORMATS
+    from ..data.formats import GOLD_FORMATS
+
+    p = sub.add_parser("answers", help=HELP, description=HELP + ". See docs/answers.md.")
+    p.add_argument("--answers", required=True, metavar="PATH",
+                   help="answers with their packed contexts: rankgate JSONL, a RAGAS or DeepEval dataset, CSV, Parquet")
+    p.add_argument("--answers-format", choices=ANSWER_FORMATS, default="auto", help="preset (default: detected)")
+    p.add_argument("--columns", metavar="MAP",
+                   help="where the file keeps each field, as dotted paths: e.g. question=inputs.question,"
+                        f"answer=outputs.answer,contexts=outputs.docs[*].text (fields: {', '.join(ANSWER_FIELDS)})")
+    p.add_argument("--gold", required=True, metavar="PATH", help="gold set (any format rankgate reads)")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override gold format detection")
+    p.add_argument("--corpus", metavar="PATH", help="corpus manifest: texts of contexts logged as ids only")
+    p.add_argument("--metrics", "-m", default="faithfulness,contradiction_rate,answer_relevance,context_relevance,"
+                                              "answer_correctness", metavar="SPECS", help="answer metrics (default: all)")
+    p.add_argument("--faithful-min", type=float, default=0.8, help="grid: faithfulness at or above is faithful (0.8)")
+    p.add_argument("--contradiction-max", type=float, default=0.0,
+                   help="grid: … and contradiction_rate at or below (0)")
+    p.add_argument("--correct-min", type=float, default=0.8, help="grid: answer_correctness at or above is correct (0.8)")
+    p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
+    add_judge_options(p)
+    from .evaluate import add_stats_options
+
+    add_stats_options(p)
+    p.add_argument("--out", "-o", metavar="DIR", help="write answers.csv and summary.json into DIR")
+    p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the tables")
+
+
+def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Backend, url, model and key variable: options first, then the RANKGATE_JUDGE* environment."""
+    out = {}
+    for name, env in ENV.items():
+        value = getattr(args, name, None)
+        out[name] = value if value is not None else (os.environ.get(env) or None)
+    out["judge"] = out["judge"] or "lexical"
+    return out
+
+
+def open_from_args(args: argparse.Namespace) -> Any:
+    from ..errors import UsageError
+    from ..judges import open_judge
+
+    if args.no_cache and args.refresh:
+        raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be at least 1; got {args.repeats}")
+    s = judge_settings(args)
+    return open_judge(s["judge"], url=s["judge_url"], model=s["judge_model"], key_env=s["judge_key_env"],
+                      cache_dir=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
+                      timeout_s=args.timeout, seed=args.judge_seed, progress=sys.stderr.isatty())
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..answers import GridThresholds
+    from ..errors import UsageError
+    from .evaluate import check_stats_args
+
+    check_stats_args(args)
+    if args.out:
+        from ..atomic import check_folder, check_not_input
+
+        check_folder(args.out, OUT_FILES, option="--out")
+        for name in OUT_FILES:
+            check_not_input(os.path.join(args.out, name), (args.gold, args.answers, args.corpus), option="--out")
+    if args.examples < 0:
+        raise UsageError(f"--examples must be >= 0; got {args.examples}")
+    thresholds = GridThresholds(args.faithful_min, args.contradiction_max, args.correct_min)
+    gold, answers = load_inputs(args)
+    client = open_from_args(args)
+    try:
+        if args.dry_run:
+            return _dry_run(args, client, gold, answers)
+        summary, csv_text = score(args, client, gold, answers, thresholds)
+    finally:
+        client.close()
+    from ..report.exports import summary_json
+
+    if args.out:
+        from ..atomic import write_files
+
+        write_files({os.path.join(args.out, "answers.csv"): csv_text,
+                     os.path.join(args.out, "summary.json"): summary_json(summary)})
+    if args.json:
+        sys.stdout.write(summary_json(summary))
+        return 0
+    from rich.console import Console
+
+    from ..report.answers import print_answers
+
+    console = Console()
+    print_answers(summary["answers"], confidence=args.confidence, console=console)
+    hits, calls = getattr(args, "cache_hits", (0, 0))
+    console.print(f"{hits} of {calls} judge labels came from the cache", highlight=False, markup=False)
+    if args.out:
+        console.print(f"wrote {os.path.join(args.out, 'answers.csv')} and {os.path.join(args.out, 'summary.json')}",
+                      highlight=False, markup=False)
+    return 0
+
+
+def load_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
+    from ..answers import check_answers_join
+    from ..data import load_gold
+    from ..data.answers import ANSWER_FIELDS, read_answers
+    from ..data.formats import parse_columns
+    from ..data.source import check_file
+
+    gold = load_gold(args.gold, format=args.gold_format)
+    corpus = None
+    if args.corpus:
+        from ..corpus import load_manifest
+
+        corpus = load_manifest(args.corpus)
+    check_file(args.answers, "answers")
+    answers = read_answers(args.answers, format=args.answers_format, columns=parse_columns(args.columns, ANSWER_FIELDS),
+                           corpus=corpus, gold_ids=frozenset(gold.j_doc.to_pylist()))
+    check_answers_join(gold, answers)
+    return gold, answers
+
+
+def _questions(gold: Any) -> dict[str, str | None]:
+    return dict(zip(gold.query_ids, gold.field("query")))
+
+
+def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresholds: Any) -> tuple[dict[str, Any], str]:
+    from ..answers import answers_summary, diagnosis_grid, evaluate_answers, judge_answers
+    from ..metrics import parse_metrics
+    from ..report.exports import summary_dict
+    from ..stats import metric_cis
+
+    metrics = [str(m) for m in parse_metrics(args.metrics)]
+    judged = judge_answers(client, answers, _questions(gold), metrics=metrics, repeats=args.repeats)
+    result = evaluate_answers(gold, answers, metrics, judgements=judged.labels)
+    cis = metric_cis(result, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence)
+    rows = diagnosis_grid(result, thresholds)
+    # (cache hits are not written: a second run must give the same bytes; the terminal says them)
+    args.cache_hits = (sum(judged.cached.values()), sum(judged.calls.values()))
+    judge = {"identity": client.identity(), "calls": dict(judged.calls), "repeats": args.repeats, "variance": {t: list(v) for t, v in judged.variance.items()}}
+    layer = answers_summary(result, rows, cis=cis, thresholds=thresholds, judge=judge, examples=args.examples,
+                            confidence=args.confidence)
+    from ..data.inputs import sha256_files
+
+    inputs = {"answers": {"path": answers.source, "sha256": sha256_files([answers.source]), "format": answers.format},
+              "gold": {"path": gold.source, "sha256": sha256_files([gold.source]) if os.path.isfile(gold.source) else None}}
+    if args.corpus:
+        inputs["corpus"] = {"path": args.corpus}
+    extra = {"answers": layer, "statistics": {"seed": args.seed, "resamples": args.resamples,
+                                              "confidence": args.confidence}}
+    summary = summary_dict(result, cis=cis, extra=extra)
+    summary["inputs"] = inputs
+    return summary, answers_csv(result, rows)
+
+
+def answers_csv(result: Any, rows: Any) -> str:
+    """One row per query: cell, verdicts, every metric with its status, statement count, judge errors."""
+    from ..report.exports import _float_column, _text_column
+
+    a = result.info["answers"]
+    answer_names = [m for m in result.metric_names if m not in a["retrieval_metrics"]]
+    header = ["query_id", "cell", "retrieval", "answer", *a["retrieval_metrics"]]
+    columns = [_text_column(result.query_ids), _text_column([r.cell for r in rows]),
+               _text_column([r.retrieval for r in rows]), _text_column([r.answer for r in rows])]
+    columns += [_float_column(result.values[m]) for m in a["retrieval_metrics"]]
+    for m in answer_names:
+        header += [m, f"{m}.status"]
+        columns += [_float_column(result.values[m]), _text_column(a["status"][m])]
+    header += ["statements", "judge_errors"]
+    columns.append(["" if n is None else str(n) for n in a["statements"]])
+    columns.append(_text_column(["; ".join(e) for e in a["judge_errors"]]))
+    lines = [",".join(header)] + [",".join(row) for row in zip(*columns)]
+    return "\n".join(lines) + "\n"
+
+
+def _dry_run(args: argparse.Namespace, client: Any, gold: Any, answers: Any) -> int:
+    from ..answers import plan_answers
+    from ..metrics import parse_metrics
+
+    metrics = [str(m) for m in parse_metrics(args.metrics)]
+    plan = plan_answers(client, answers, _questions(gold), metrics=metrics, repeats=args.repeats)
+    ident = client.identity()
+    print(f"dry run: judge {ident.get('backend')} ({ident.get('model')}); {len(answers)} answers; nothing was called")
+    total_calls = total_hits = total_tokens = tokens_in = tokens_out = 0
+    for task, row in plan.items():
+        tokens_in += row["tokens_in"]
+        tokens_out += row["tokens_out"]
+        note = f"  ({row['estimated']}: estimated)" if row.get("estimated") else ""
+        print(f"  {task:<18} {row['calls']:>7} calls  {row['cache_hits']:>7} cached  ~{row['approx_tokens']:,} tokens{note}")
+        total_calls += row["calls"]
+        total_hits += row["cache_hits"]
+        total_tokens += row["approx_tokens"]
+    print(f"  {'total':<18} {total_calls:>7} calls  {total_hits:>7} cached  ~{total_tokens:,} tokens "
+          "(approximate: characters / 4)")
+    if args.price_in is not None or args.price_out is not None:
+        cost = (tokens_in * (args.price_in or 0.0) + tokens_out * (args.price_out or 0.0)) / 1e6
+        print(f"  approximate cost: {cost:.4f} (~{tokens_in:,} input tokens at {args.price_in or 0:g}, "
+              f"~{tokens_out:,} output tokens at {args.price_out or 0:g} per 1M)")
+    return 0
