@@ -415,3 +415,69 @@ def test_hostile_answers(cli_files, tmp_path, capsys, case):
     (out / "answers.csv").write_text("old\n")
     assert_refused(["answers", "--answers", bad, "--gold", gold, "--no-cache", "--out", out, *extra], out, names=names,
                    capsys=capsys, contains=words)
+
+
+# -- the gate rule: a judge metric needs a calibration ----------------------------------------------
+def _cal(path: Path, n: int = 140, agreement: float = 0.86, task: str = "support") -> Path:
+    path.write_text(json.dumps({"calibration": {"task": task, "n": n, "agreement": agreement, "kappa": 0.7,
+                                                "sensitivity": 0.9, "specificity": 0.8}}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("gate, cal_args, words", [
+    ("metric: faithfulness\n    threshold: 0.8", None, ["gates[0].metric", "scored by a judge", "100 human-labelled"]),
+    ("metric: faithfulness\n    threshold: 0.8\n    calibration: cal.json", {"n": 40},
+     ["gates[0].calibration", "40 human-labelled items", "at least 100"]),
+    ("metric: faithfulness\n    threshold: 0.8\n    calibration: cal.json", {"agreement": 0.6},
+     ["agreement 0.60", "at least 0.80"]),
+    ("metric: answer_relevance\n    threshold: 1.5\n    calibration: cal.json", {},
+     ["calibrates the support task", "answer_relevance"]),
+    ("metric: recall@5\n    threshold: 0.5\n    calibration: cal.json", {}, ["judge metrics only"]),
+    ("metric: faithfulness\n    threshold: 0.8\n    calibration: missing.json", None, ["missing.json"]),
+])
+def test_gate_config_refuses_uncalibrated_judge_metrics(tmp_path, gate, cal_args, words):
+    from rankgate.errors import ConfigError
+    from rankgate.gates import load_config
+
+    if cal_args is not None:
+        _cal(tmp_path / "cal.json", **cal_args)
+    cfg = tmp_path / "ship.yaml"
+    cfg.write_text(f"gates:\n  - {gate}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(str(cfg))
+    for w in words:
+        assert w in str(info.value)
+    assert "ship.yaml:2" in str(info.value) or "ship.yaml:4" in str(info.value)
+
+
+def test_gate_config_accepts_calibrated_judge_metric(tmp_path):
+    from rankgate.gates import load_config
+
+    _cal(tmp_path / "cal.json", n=60)
+    cfg = tmp_path / "ship.yaml"
+    cfg.write_text("judge: {min_calibration_items: 50}\ngates:\n  - metric: faithfulness\n    threshold: 0.8\n"
+                   "    calibration: cal.json\n", encoding="utf-8")
+    (g,) = load_config(str(cfg)).gates
+    assert g.calibration == {"path": "cal.json", "task": "support", "n": 60, "agreement": 0.86}
+    assert g.title == "answers faithfulness"
+
+
+def test_cli_answers_with_gate(cli_files, tmp_path, capsys):
+    from rankgate.cli import main
+
+    gold, answers, cache = cli_files
+    _cal(tmp_path / "cal.json")
+    cfg = tmp_path / "ship.yaml"
+    cfg.write_text("gates:\n  - metric: faithfulness\n    threshold: 0.9\n    calibration: cal.json\n", encoding="utf-8")
+    comment = tmp_path / "comment.md"
+    code = main(["answers", "--answers", str(answers), "--gold", str(gold), "--cache", str(cache), "--config", str(cfg),
+                 "--comment", str(comment)])
+    assert code == 1  # faithfulness 0.5 < 0.9
+    text = comment.read_text()
+    assert "faithfulness" in text and "### Answers (layer two)" in text and "| retrieval problem | 1 |" in text
+    cfg.write_text("gates:\n  - metric: faithfulness\n    threshold: 0.9\n", encoding="utf-8")
+    out = tmp_path / "o"
+    from .hostile import assert_refused
+
+    assert_refused(["answers", "--answers", answers, "--gold", gold, "--no-cache", "--config", cfg, "--out", out],
+                   out, names=[cfg], capsys=capsys, contains=["calibration"])

@@ -15,6 +15,10 @@
         label: answers found in the top 5   # optional wording for the PR comment
         owner: search-team            # optional: who answers for this gate (shown by 'rankgate gold validate')
         not_applicable: warning       # the metric applies to no query: warn (default) or error (blocks)
+      - metric: faithfulness          # a judge metric (layer two) ...
+        threshold: 0.8
+        calibration: judge-support.json   # ... needs the judge's calibration file (rankgate judge calibrate),
+                                          # relative to this file, of >= 100 human-labelled items
       - metric: forbidden@5
         max: 0                        # ceiling, for lower-is-better metrics (forbidden, redundancy, false_evidence)
     defaults: {seed: 0, resamples: 2000, confidence: 0.95}
@@ -26,6 +30,7 @@
         median_ms: 60                 # ceilings on percentiles: median_ms, p90_ms, p95_ms, p99_ms
         regression_max_ms: 10         # may not grow more than 10 ms over the baseline run (paired CI excludes 0)
         on: ci_lower                  # ci_lower (default: clearly over budget) | estimate | ci_upper (strict)
+    judge: {min_calibration_items: 100, min_agreement: 0.8}   # what a judge metric's calibration must show
 
 See ``docs/gating.md`` for what each check means.
 """
@@ -43,12 +48,17 @@ from .errors import ConfigError, RankgateError
 
 __all__ = ["Gate", "GateConfig", "config_from_dict", "load_config", "parse_config"]
 
-TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency")
+TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency", "judge")
 LATENCY_KEYS = ("name", "stage", "median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms", "on", "segments",
                 "min_queries", "severity", "label")
 LATENCY_ON = ("ci_lower", "estimate", "ci_upper")
 GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
-             "not_applicable")
+             "not_applicable", "calibration")
+JUDGE_KEYS = ("min_calibration_items", "min_agreement")
+#: A gate on a judge metric needs a calibration of at least this many human-labelled items …
+MIN_CALIBRATION_ITEMS = 100
+#: … on which judge and humans agree at least this often.
+MIN_AGREEMENT = 0.8
 DEFAULT_KEYS = ("seed", "resamples", "confidence")
 EVALUATE_KEYS = ("k", "level", "doc_sep", "ties")
 SEVERITIES = ("error", "warning")
@@ -77,11 +87,12 @@ class Gate:
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
     owner: str | None = None
     not_applicable: str = "warning"  # when the metric applies to no query: warning, or error (fails the gate)
+    calibration: Mapping[str, Any] | None = field(default=None, compare=False)  # a judge metric's: path, n, agreement, kappa
 
     @property
     def title(self) -> str:
         """How the PR comment names the gate's metric: the label, else ``retrieval <metric>``."""
-        return self.label or f"retrieval {self.metric}"
+        return self.label or f"{'answers' if self.calibration else 'retrieval'} {self.metric}"
 
 
 @dataclass(frozen=True)
@@ -278,6 +289,15 @@ def _build(root: _Item, path: str) -> GateConfig:
     if not gates_item.value:
         raise r.fail("gates", gates_item.line, "must list at least one gate")
 
+    min_items, min_agreement = MIN_CALIBRATION_ITEMS, MIN_AGREEMENT
+    if "judge" in top:
+        j = r.mapping(top["judge"], "judge", JUDGE_KEYS)
+        if "min_calibration_items" in j:
+            min_items = r.integer(j["min_calibration_items"], "judge.min_calibration_items", 1)
+        if "min_agreement" in j:
+            min_agreement = r.number(j["min_agreement"], "judge.min_agreement", share=True)
+            if not 0.0 <= min_agreement <= 1.0:
+                raise r.fail("judge.min_agreement", j["min_agreement"].line, f"must be between 0 and 1; got {min_agreement!r}")
     gates: list[Gate] = []
     names: dict[str, int] = {}
     for i, item in enumerate(gates_item.value):
@@ -346,8 +366,10 @@ def _build(root: _Item, path: str) -> GateConfig:
         owner = r.text(g["owner"], f"{at}.owner") if "owner" in g else None
         not_applicable = (r.choice(g["not_applicable"], f"{at}.not_applicable", SEVERITIES)
                           if "not_applicable" in g else "warning")
+        calibration = _calibration(r, g, at, metric, item.line, min_items, min_agreement)
         gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
-                          segments, min_queries, label, lines, owner=owner, not_applicable=not_applicable))
+                          segments, min_queries, label, lines, owner=owner, not_applicable=not_applicable,
+                          calibration=calibration))
 
     seed, resamples, confidence = 0, 2000, 0.95
     if "defaults" in top:
@@ -439,6 +461,47 @@ def _latency_gates(r: _Reader, item: _Item, taken: set[str]) -> tuple[Any, ...]:
             r.text(g["label"], f"{at}.label") if "label" in g else None,
             {k: v.line for k, v in g.items() if v.line is not None}))
     return tuple(out)
+
+
+def _calibration(r: _Reader, g: Mapping[str, _Item], at: str, metric: str, line: int | None, min_items: int,
+                 min_agreement: float) -> dict[str, Any] | None:
+    """A judge metric's calibration facts; a judge metric without an adequate calibration file is an
+    error saying why (an uncalibrated judge looks rigorous while it may mislead)."""
+    import os
+
+    from .metrics import parse_metric
+
+    task = getattr(parse_metric(metric).definition, "judge_task", None)
+    if task is None:
+        if "calibration" in g:
+            raise r.fail(f"{at}.calibration", g["calibration"].line, f"applies to judge metrics only; {metric} is "
+                         "computed from the gold set", "remove the key")
+        return None
+    if "calibration" not in g:
+        raise r.fail(f"{at}.metric", line, f"{metric} is scored by a judge, and a judge metric may gate a release only "
+                     f"with a calibration file of at least {min_items} human-labelled items",
+                     f"run `rankgate judge calibrate` on human labels of the {task} task and add "
+                     "'calibration: FILE' to this gate (docs/answers.md)")
+    given = r.text(g["calibration"], f"{at}.calibration")
+    path = given if os.path.isabs(given) or r.path.startswith("<") else os.path.join(os.path.dirname(r.path), given)
+    from .pooling import read_calibration
+
+    try:
+        cal = read_calibration(path)
+    except RankgateError as exc:
+        raise r.fail(f"{at}.calibration", g["calibration"].line, f"cannot be used: {exc}") from None
+    where = g["calibration"].line
+    if cal.task and cal.task != task:
+        raise r.fail(f"{at}.calibration", where, f"{given} calibrates the {cal.task} task; {metric} counts {task} labels",
+                     f"calibrate the judge on human labels of the {task} task")
+    if cal.n < min_items:
+        raise r.fail(f"{at}.calibration", where, f"{given} has {cal.n} human-labelled items; a gate on {metric} needs at "
+                     f"least {min_items}", "label more items (or lower judge.min_calibration_items, knowingly)")
+    if cal.agreement is None or cal.agreement < min_agreement:
+        shown = "no agreement" if cal.agreement is None else f"agreement {cal.agreement:.2f}"
+        raise r.fail(f"{at}.calibration", where, f"{given} shows {shown} between judge and humans; a gate on {metric} "
+                     f"needs at least {min_agreement:.2f}", "improve the judge (model, prompt) and calibrate again")
+    return {"path": given, "task": task, "n": cal.n, "agreement": cal.agreement}
 
 
 def _stale_limit(r: _Reader, item: _Item) -> tuple[int | None, float | None]:

@@ -51,8 +51,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: Any) -> None:
-    from ..data.answers import ANSWER_FIELDS, ANSWER_FORMATS
-    from ..data.formats import GOLD_FORMATS
+    from ..data.formats import ANSWER_FIELDS, ANSWER_FORMATS, GOLD_FORMATS
 
     p = sub.add_parser("answers", help=HELP, description=HELP + ". See docs/answers.md.")
     p.add_argument("--answers", required=True, metavar="PATH",
@@ -75,6 +74,12 @@ def add_parser(sub: Any) -> None:
     from .evaluate import add_stats_options
 
     add_stats_options(p)
+    p.add_argument("--config", metavar="YAML",
+                   help="ship criteria to check on the answers (a judge metric's gate needs a calibration file); "
+                        "exit 1 when a blocking gate fails")
+    p.add_argument("--baseline", metavar="SUMMARY", help="with --config: the summary.json of an earlier answers run")
+    p.add_argument("--comment", metavar="PATH", help="with --config: write the PR comment (gates and the answers "
+                                                     "section) to PATH")
     p.add_argument("--out", "-o", metavar="DIR", help="write answers.csv and summary.json into DIR")
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the tables")
 
@@ -118,24 +123,56 @@ def run(args: argparse.Namespace) -> int:
     if args.examples < 0:
         raise UsageError(f"--examples must be >= 0; got {args.examples}")
     thresholds = GridThresholds(args.faithful_min, args.contradiction_max, args.correct_min)
+    config = None
+    if (args.baseline or args.comment) and not args.config:
+        raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
+    if args.comment:
+        from ..atomic import check_file, check_not_input
+
+        check_file(args.comment, option="--comment")
+        check_not_input(args.comment, (args.gold, args.answers, args.corpus, args.config, args.baseline),
+                        option="--comment")
+    if args.config:
+        from ..gates import load_config
+
+        config = load_config(args.config)  # a judge metric without calibration is refused here, before any call
+        wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        from ..metrics import parse_metric
+
+        for m in config.metrics:
+            if hasattr(parse_metric(m).definition, "judge_task") and m not in wanted:
+                wanted.append(m)
+        args.metrics = ",".join(wanted)
     gold, answers = load_inputs(args)
     client = open_from_args(args)
     try:
         if args.dry_run:
             return _dry_run(args, client, gold, answers)
-        summary, csv_text = score(args, client, gold, answers, thresholds)
+        summary, csv_text, result = score(args, client, gold, answers, thresholds)
     finally:
         client.close()
     from ..report.exports import summary_json
 
+    outcome = None
+    files: dict[str, str] = {}
+    if config is not None:
+        from ..gates import gate
+        from ..report.answers import answers_markdown
+
+        outcome = gate(config, gold, result, args.baseline, candidate_label=os.path.basename(args.answers))
+        if args.comment:
+            files[args.comment] = outcome.markdown() + "\n" + answers_markdown(summary["answers"], confidence=args.confidence)
     if args.out:
+        files[os.path.join(args.out, "answers.csv")] = csv_text
+        files[os.path.join(args.out, "summary.json")] = summary_json(summary)
+    if files:
         from ..atomic import write_files
 
-        write_files({os.path.join(args.out, "answers.csv"): csv_text,
-                     os.path.join(args.out, "summary.json"): summary_json(summary)})
+        write_files(files)  # all or none
+    code = 0 if outcome is None else outcome.exit_code
     if args.json:
         sys.stdout.write(summary_json(summary))
-        return 0
+        return code
     from rich.console import Console
 
     from ..report.answers import print_answers
@@ -147,7 +184,12 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         console.print(f"wrote {os.path.join(args.out, 'answers.csv')} and {os.path.join(args.out, 'summary.json')}",
                       highlight=False, markup=False)
-    return 0
+    if outcome is not None:
+        from .gate import _print
+
+        console.print()
+        _print(outcome)
+    return code
 
 
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -200,7 +242,7 @@ def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresh
                                               "confidence": args.confidence}}
     summary = summary_dict(result, cis=cis, extra=extra)
     summary["inputs"] = inputs
-    return summary, answers_csv(result, rows)
+    return summary, answers_csv(result, rows), result
 
 
 def answers_csv(result: Any, rows: Any) -> str:

@@ -44,14 +44,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .formats import ANSWER_FIELDS, ANSWER_FORMATS
 from .records import Record, Records, fail, read_records
 from .samples import ID_KEYS, ToolShape, list_field, query_ids
 from .shapes import normalise_text, text_id
 
 __all__ = ["ANSWER_FIELDS", "ANSWER_FORMATS", "AnswerRecord", "Answers", "Context", "read_answers"]
 
-ANSWER_FIELDS = ("query_id", "question", "answer", "contexts", "context_ids", "citations", "reference")
-ANSWER_FORMATS = ("auto", "rankgate", "ragas", "ragas_legacy", "deepeval")
 
 # field -> keys a preset looks for, in order
 PRESETS: dict[str, dict[str, tuple[str, ...]]] = {

@@ -6,13 +6,16 @@ files (RAGAS, DeepEval, LlamaIndex) in :mod:`rankgate.data.shapes`.
 
 from __future__ import annotations
 
-__all__ = ["COLUMN_FIELDS", "GOLD_FORMATS", "RUN_FORMATS", "parse_columns"]
+__all__ = ["ANSWER_FIELDS", "ANSWER_FORMATS", "COLUMN_FIELDS", "GOLD_FORMATS", "RUN_FORMATS", "parse_columns"]
 
 GOLD_FORMATS = ("jsonl", "trec", "beir", "parquet", "csv", "ragas", "deepeval", "llamaindex", "hf")
 RUN_FORMATS = ("jsonl", "trec", "parquet", "csv", "ragas", "deepeval", "hf")
 
 # Fields a CSV/TSV column can be mapped to with --columns FIELD=COLUMN,...
 COLUMN_FIELDS = ("query_id", "chunk_id", "grade", "score", "rank", "query", "doc_version", "text", "note")
+# Answers (rankgate answers): presets, and the fields --columns maps (see rankgate.data.answers)
+ANSWER_FORMATS = ("auto", "rankgate", "ragas", "ragas_legacy", "deepeval")
+ANSWER_FIELDS = ("query_id", "question", "answer", "contexts", "context_ids", "citations", "reference")
 
 
 def parse_columns(spec: str | None, fields: tuple[str, ...] = COLUMN_FIELDS) -> dict[str, str] | None:

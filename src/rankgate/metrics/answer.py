@@ -100,6 +100,8 @@ class _AnswerMetric(MetricDefinition):
     applies = "all"
     cutoff = "never"
     needs = frozenset({"answer_labels"})
+    #: The judge task whose labels the metric counts: a gate on it needs a calibration of that task.
+    judge_task: str = "support"
 
     def _labels(self, ctx: EvalContext) -> list[AnswerLabels]:
         labels = ctx.queries.get("answer_labels")
@@ -134,6 +136,7 @@ class Faithfulness(_AnswerMetric):
 
 @register
 class ContradictionRate(_AnswerMetric):
+    judge_task = "support"
     name = "contradiction_rate"
     higher_is_better = False
     summary = "Share of the answer's statements that the packed context contradicts (judge labels; answer layer)."
@@ -149,6 +152,7 @@ class ContradictionRate(_AnswerMetric):
 
 @register
 class AnswerRelevance(_AnswerMetric):
+    judge_task = "answer_relevance"
     name = "answer_relevance"
     unit = "grade"
     bounds = (0.0, 2.0)
@@ -162,6 +166,7 @@ class AnswerRelevance(_AnswerMetric):
 
 @register
 class ContextRelevance(_AnswerMetric):
+    judge_task = "context_relevance"
     name = "context_relevance"
     cutoff = "optional"
     params = {"rel": Param("rel", int, 1, minimum=1, maximum=2, help="lowest judge grade counted as relevant")}
@@ -181,6 +186,7 @@ class ContextRelevance(_AnswerMetric):
 
 @register
 class AnswerCorrectness(_AnswerMetric):
+    judge_task = "correctness"
     name = "answer_correctness"
     summary = "Share of the answer's statements that the reference answer supports (only with a reference; answer layer)."
     formula = ("answer_correctness = |{s ∈ S : support(s, reference) = supported}| / |S| "
