@@ -481,3 +481,20 @@ def test_cli_answers_with_gate(cli_files, tmp_path, capsys):
 
     assert_refused(["answers", "--answers", answers, "--gold", gold, "--no-cache", "--config", cfg, "--out", out],
                    out, names=[cfg], capsys=capsys, contains=["calibration"])
+
+
+def test_report_shows_answers_and_bounds(cli_files, tmp_path, capsys):
+    from rankgate.cli import main
+
+    gold, answers, cache = cli_files
+    out = tmp_path / "o"
+    assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--cache", str(cache), "--out", str(out)]) == 0
+    run = write_jsonl(tmp_path / "run.jsonl", [{"query_id": "q1", "topk": ["c1", "c2"]}, {"query_id": "q2", "topk": ["c9", "c3"]},
+                                              {"query_id": "q4", "topk": ["c4"]}])
+    labels = write_jsonl(tmp_path / "labels.jsonl", [{"query_id": "q1", "id": "c2", "grade": 1}])
+    html_path = tmp_path / "report.html"
+    assert main(["report", "--gold", str(gold), "--run", str(run), "--answers", str(out / "summary.json"),
+                 "--judged", str(labels), "--resamples", "50", "-o", str(html_path)]) == 0
+    page = html_path.read_text()
+    assert '<section id="answers">' in page and "retrieval problem" in page and '<section id="bounds">' in page
+    assert 'href="#answers"' in page

@@ -157,11 +157,11 @@ def run(args: argparse.Namespace) -> int:
     files: dict[str, str] = {}
     if config is not None:
         from ..gates import gate
-        from ..report.answers import answers_markdown
+        from ..report.comment import comment_markdown
 
         outcome = gate(config, gold, result, args.baseline, candidate_label=os.path.basename(args.answers))
         if args.comment:
-            files[args.comment] = outcome.markdown() + "\n" + answers_markdown(summary["answers"], confidence=args.confidence)
+            files[args.comment] = comment_markdown(outcome, answers=summary["answers"])
     if args.out:
         files[os.path.join(args.out, "answers.csv")] = csv_text
         files[os.path.join(args.out, "summary.json")] = summary_json(summary)

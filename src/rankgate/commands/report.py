@@ -44,6 +44,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--title", metavar="TEXT", help="report title (default: 'Retrieval report: <run file>')")
     p.add_argument("--generated-at", metavar="TEXT",
                    help="a date or build id to print in the header (none by default, so the file is reproducible)")
+    p.add_argument("--answers", metavar="SUMMARY", help="summary.json of `rankgate answers`: adds the answers section "
+                                                        "(layer two) and the diagnosis grid")
+    p.add_argument("--judged", metavar="LABELS", help="judge labels of items the gold set lacks: adds precision/nDCG "
+                                                      "bounds (as `rankgate evaluate --judged`)")
+    p.add_argument("--calibration", metavar="JSON", help="with --judged: the judge's calibration (corrected estimate)")
     p.add_argument("-o", "--output", required=True, metavar="HTML", help="the HTML file to write")
     from ._whatif import add_component_options, add_enforce_as_of
 
@@ -77,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_file(args.output, option="--output")
     check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map, args.queries,
-                                  args.abstention),
+                                  args.abstention, args.answers, args.judged,
+                                  args.calibration),
                     option="--output")
     from ..report.abstention import load_abstention
 
@@ -102,12 +108,13 @@ def run(args: argparse.Namespace) -> int:
         return evaluate_from_args(ns, run, gold)
 
     extra = [m.strip() for m in (args.metrics or "").split(",") if m.strip()]
+    layer_two = _layer_two(args)
     report = build_report(
         args.gold, args.run, baseline=args.baseline, lexical=args.lexical, by=args.by, config=config,
         k=k, level=level, doc_sep=doc_sep, doc_map=load_doc_map(args.doc_map), min_score=args.min_score, metrics=extra,
         top_misses=args.top_misses, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence,
         title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
-        evaluator=evaluator, ties=args.ties, columns=parse_columns(args.columns), queries=args.queries,
+        evaluator=evaluator, ties=args.ties, columns=parse_columns(args.columns), queries=args.queries, **layer_two,
     )
     sections = _experiment_sections(argparse.Namespace(**{**vars(args), "level": level, "doc_sep": doc_sep, "k": k}),
                                     evaluator, level)
@@ -165,3 +172,32 @@ def _experiment_sections(args: argparse.Namespace, evaluator: Any, level: str) -
         out.append((anchor, "Routing" if name == "routing" else "Entity linking",
                     rx.section_html(render(part, args.confidence), anchor)))
     return tuple(out)
+
+
+def _layer_two(args: argparse.Namespace) -> dict[str, Any]:
+    """The answers summary (--answers) and the bounds (--judged) the report shows, read before the report is built."""
+    out: dict[str, Any] = {}
+    if getattr(args, "calibration", None) and not getattr(args, "judged", None):
+        from ..errors import UsageError
+
+        raise UsageError("--calibration needs --judged (the labels it corrects)")
+    if getattr(args, "answers", None):
+        import json
+
+        from ..data.source import check_file, open_text
+        from ..errors import InputError
+
+        check_file(args.answers, "answers summary")
+        try:
+            with open_text(args.answers) as fh:
+                data = json.load(fh)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise InputError("is not a JSON summary", path=args.answers, hint="pass the summary.json `rankgate answers` wrote") from None
+        if not isinstance(data, dict) or not isinstance(data.get("answers"), dict):
+            raise InputError("has no 'answers' part", path=args.answers, hint="pass the summary.json `rankgate answers` wrote")
+        out["answers"] = data["answers"]
+    if getattr(args, "judged", None):
+        from .evaluate import _judged_bounds
+
+        out["bounds"] = _judged_bounds(args, args.gold, args.run).to_dict()
+    return out

@@ -77,6 +77,25 @@ def bounds_markdown(b: Any, confidence: float = 0.95) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bounds_section(b: Any, confidence: float = 0.95) -> str:
+    """The report's section on an incomplete gold set, or "" without bounds."""
+    if not b:
+        return ""
+    import html
+
+    e = html.escape
+    pct = round(confidence * 100)
+    out = ['<section id="bounds"><h2>Incomplete gold set: bounds</h2>',
+           "<p>Unjudged items count as not relevant in every other number (a lower bound). With the judge's labels "
+           "the same metrics read higher; corrected for the judge's errors they lie in between.</p>",
+           f"<table><thead><tr><th>metric</th><th>lower: gold only</th><th>corrected [{pct}% CI]</th>"
+           "<th>upper: gold + judge</th></tr></thead><tbody>"]
+    for row in bounds_rows(b):
+        out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
+    out.append("</tbody></table><ul>" + "".join(f"<li>{e(n)}</li>" for n in bounds_notes(b)) + "</ul></section>")
+    return "\n".join(out) + "\n"
+
+
 if __name__ == "__main__":  # pragma: no cover
     import json
     import sys

@@ -296,6 +296,8 @@ def build_report(
     evaluator: Evaluator | None = None,
     queries: str | None = None,
     sources_dir: str | None = None,
+    answers: Mapping[str, Any] | None = None,
+    bounds: Mapping[str, Any] | None = None,
     **evaluate_kwargs: Any,
 ) -> Report:
     """Evaluate ``run`` (and ``baseline``, ``lexical``) against ``gold`` and gather the report.
@@ -309,6 +311,8 @@ def build_report(
             gate verdict; its ``evaluate`` options apply where ``k``/``level``/``doc_sep`` are None.
         min_score: confidence line of ``false_evidence`` on no-answer queries.
         metrics: extra metrics for the panel.
+        answers, bounds: layer two (the ``answers`` part of a ``rankgate answers`` summary) and the
+            bounds of an incomplete gold set (``evaluate --judged``), shown in their own sections.
         sources_dir: the folder that relative ``source`` names of inputs given as loaded objects
             refer to, so that their files are hashed too (the demo shows ``data/gold.jsonl``).
         queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts show
@@ -348,7 +352,7 @@ def build_report(
     doc_level = _doc_level(inputs, main, req, evaluator)
     report = assemble(inputs, main, base, lex, stage, details, doc_level, req, cfg, outcome, run_label)
     signals = _signals(report, main.result, stage.raw_result, main.gold_index, main.lists, req.min_score, details.rescued)
-    return dataclasses.replace(report, findings=diagnose(signals))
+    return dataclasses.replace(report, findings=diagnose(signals), answers=answers, bounds=bounds)
 
 
 def _default_evaluator(req: ReportRequest, evaluate_kwargs: Mapping[str, Any]) -> Evaluator:

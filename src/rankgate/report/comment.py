@@ -420,6 +420,10 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
         shown = ", ".join(md_escape(q, 40) for q in missing[:5]) + (" …" if len(missing) > 5 else "")
         many = f"{len(missing)} gold queries are" if len(missing) != 1 else "1 gold query is"
         out += ["", f"{many} missing from the candidate run and scored 0 there: {shown}"]
+    if o.get("answers"):  # layer two (rankgate answers): its metrics and the diagnosis grid
+        from .answers import answers_markdown
+
+        out += ["", answers_markdown(o["answers"], confidence=o["statistics"]["confidence"]).rstrip("\n")]
     st = o["statistics"]
     out += ["", "<details><summary>How these numbers are computed</summary>", "",
             (f"- Means are over the queries where each metric applies ({counts.get('evaluated', '?')} gold queries"
@@ -432,9 +436,12 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     return "\n".join(out)
 
 
-def comment_markdown(outcome: Any, *, max_bytes: int = MAX_BYTES) -> str:
-    """The comment for a :class:`GateOutcome` (or its ``to_dict()``), at most ``max_bytes`` of UTF-8."""
+def comment_markdown(outcome: Any, *, max_bytes: int = MAX_BYTES, answers: Mapping[str, Any] | None = None) -> str:
+    """The comment for a :class:`GateOutcome` (or its ``to_dict()``), at most ``max_bytes`` of UTF-8;
+    ``answers`` (the ``answers`` part of a ``rankgate answers`` summary) adds layer two and the grid."""
     data = outcome.to_dict() if hasattr(outcome, "to_dict") else outcome
+    if answers:
+        data = {**data, "answers": answers}
     caps = {"sentences": 20, "table": 200, "movers": 5, "queries": 5}
     text = _render(data, caps)
     while len(text.encode("utf-8")) > max_bytes and any(v > 1 for v in caps.values()):

@@ -63,6 +63,7 @@ def _header(rep: Report) -> str:
 
 def _nav(rep: Report) -> str:
     links = [("diagnosis", "Diagnosis"), ("panel", "Retrieval panel"), ("sweep", "k-sweep")]
+    links += [(a, t) for a, t, on in (("answers", "Answers", rep.answers), ("bounds", "Bounds", rep.bounds)) if on]
     if rep.gate is not None:
         links.insert(0, ("gate", "Gate"))
     if rep.segments is not None:
@@ -488,12 +489,20 @@ def _method(rep: Report) -> str:
             f'<table><thead><tr><th>metric</th><th>definition</th></tr></thead><tbody>{rows}</tbody></table></section>')
 
 
+def layer_two_section(rep: Report) -> str:
+    from .answers import answers_section
+    from .bounds import bounds_section
+
+    return answers_section(rep.answers, confidence=rep.confidence) + bounds_section(rep.bounds, confidence=rep.confidence)
+
+
 def render_html(rep: Report) -> str:
     """The report as one HTML document (a string)."""
     body = [_header(rep), _nav(rep), "<main>"]
     if rep.gate is not None:
         body.append(_gate(rep))
     body += [_diagnosis(rep), _panel(rep), _sweep(rep)]
+    body.append(layer_two_section(rep))  # answers and the diagnosis grid; bounds of an incomplete gold set
     if rep.segments is not None:
         body.append(_segments(rep))
     body += [_misses(rep), _forbidden(rep)]

@@ -193,3 +193,5 @@ class Report:
     notes: tuple[str, ...] = ()
     incidents: Any = None  # report.incidents.IncidentView: the gold set's regression cases from incidents
     abstention: Any = None  # report.abstention.Abstention: the calibrate-abstention file, charted
+    answers: Mapping[str, Any] | None = None  # layer two: the "answers" part of a rankgate answers summary
+    bounds: Mapping[str, Any] | None = None  # precision/nDCG bounds of an incomplete gold set (evaluate --judged)
