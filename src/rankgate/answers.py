@@ -343,11 +343,40 @@ class GridRow:
     answer: str  # "faithful" | "unfaithful" | "refusal" | "correct" | "incorrect" | "answered" | "undetermined"
     cell: str
     why: str
+    faithful: bool | None = None  # the judge's faithful verdict (None: a refusal, or undetermined)
+    correct: bool | None = None  # the judge's correct verdict (None: no reference, a refusal, or undetermined)
 
 
 def _value(result: EvaluationResult, name: str, i: int) -> float:
     v = result.values.get(name)
     return math.nan if v is None else float(v[i])
+
+
+def grid_cell(retrieval: str, refusal: bool, faithful: bool | None, correct: bool | None) -> tuple[str, str, str]:
+    """(cell, answer verdict, why) from the verdicts of one query (see module docs). ``retrieval`` is
+    ``hit``, ``miss`` or ``no_answer``; ``correct`` is None without a reference answer."""
+    if retrieval == "no_answer":
+        if refusal:
+            return "ok", "refusal", "refused a question the corpus cannot answer"
+        return "generation problem", "answered", "answered a question the corpus cannot answer"
+    hit = retrieval == "hit"
+    if refusal:
+        if hit:
+            return "generation problem", "refusal", "refused although a gold chunk was in the context"
+        return "retrieval problem", "refusal", "refused; no gold chunk in the context"
+    good = correct if correct is not None else bool(faithful)
+    verdict = ("correct" if correct else "incorrect") if correct is not None else ("faithful" if faithful else "unfaithful")
+    if hit:
+        if faithful and (correct is None or correct):
+            return "ok", verdict, "gold chunk in the context; answer faithful" + (" and correct" if correct else "")
+        if faithful:
+            return ("corpus problem", verdict,
+                    "faithful to its context but wrong against the reference: the source is wrong or stale")
+        return "generation problem", "unfaithful", "gold chunk in the context; answer not faithful to it"
+    if good:
+        return "lucky", verdict, ("correct without a gold chunk in the context (parametric memory)" if correct is not None
+                                  else "faithful to a context the gold set does not judge relevant (a gold gap?)")
+    return "retrieval problem", verdict, "no gold chunk in the context; answer not good"
 
 
 def diagnosis_grid(result: EvaluationResult, thresholds: GridThresholds = GridThresholds()) -> list[GridRow]:
@@ -356,53 +385,25 @@ def diagnosis_grid(result: EvaluationResult, thresholds: GridThresholds = GridTh
     a = result.info["answers"]
     hit_name = a["retrieval_metrics"][0]
     status_of = a["status"]
+    if "faithfulness" not in status_of or "contradiction_rate" not in status_of:
+        raise UsageError("the diagnosis grid needs faithfulness and contradiction_rate among the metrics")
     no_answer = set(result.no_answer)
     rows = []
     for i, q in enumerate(result.query_ids):
         n_stmt = a["statements"][i]
-        has_ref = a["has_reference"][i]
-
-        def st(name: str) -> str:
-            return status_of[name][i] if name in status_of else NOT_APPLICABLE
-
+        has_ref = a["has_reference"][i] and "answer_correctness" in status_of
+        retrieval = "no_answer" if q in no_answer else ("hit" if _value(result, hit_name, i) >= 1.0 else "miss")
         needed = ["faithfulness", "contradiction_rate"] + (["answer_correctness"] if has_ref else [])
-        if n_stmt is None or any(st(m) == JUDGE_ERROR for m in needed):
-            rows.append(GridRow(q, "no_answer" if q in no_answer else "?", "undetermined", "undetermined",
+        if n_stmt is None or any(status_of[m][i] == JUDGE_ERROR for m in needed):
+            rows.append(GridRow(q, retrieval, "undetermined", "undetermined",
                                 "a judge call failed: " + "; ".join(a["judge_errors"][i])[:200]))
             continue
         refusal = n_stmt == 0
-        if q in no_answer:
-            cell = "ok" if refusal else "generation problem"
-            why = "refused a question the corpus cannot answer" if refusal else "answered a question the corpus cannot answer"
-            rows.append(GridRow(q, "no_answer", "refusal" if refusal else "answered", cell, why))
-            continue
-        hit = _value(result, hit_name, i) >= 1.0
-        retrieval = "hit" if hit else "miss"
-        if refusal:
-            cell = "generation problem" if hit else "retrieval problem"
-            why = "refused although a gold chunk was in the context" if hit else "refused; no gold chunk in the context"
-            rows.append(GridRow(q, retrieval, "refusal", cell, why))
-            continue
-        if "faithfulness" not in status_of:
-            raise UsageError("the diagnosis grid needs faithfulness and contradiction_rate among the metrics")
-        faithful = (_value(result, "faithfulness", i) >= t.faithful_min
+        faithful = (not refusal and _value(result, "faithfulness", i) >= t.faithful_min
                     and _value(result, "contradiction_rate", i) <= t.contradiction_max)
-        correct = _value(result, "answer_correctness", i) >= t.correct_min if has_ref and st("answer_correctness") == OK else None
-        good = correct if correct is not None else faithful
-        verdict = ("correct" if correct else "incorrect") if correct is not None else ("faithful" if faithful else "unfaithful")
-        if hit:
-            if faithful and (correct is None or correct):
-                cell, why = "ok", "gold chunk in the context; answer faithful" + (" and correct" if correct else "")
-            elif faithful:
-                cell, why = "corpus problem", "faithful to a gold chunk but wrong against the reference: the source is wrong or stale"
-            else:
-                cell, why = "generation problem", "gold chunk in the context; answer not faithful to it"
-        elif good:
-            cell, why = "lucky", ("correct without a gold chunk in the context (parametric memory)" if correct is not None
-                                  else "faithful to a context the gold set does not judge relevant (a gold gap?)")
-        else:
-            cell, why = "retrieval problem", "no gold chunk in the context; answer not good"
-        rows.append(GridRow(q, retrieval, verdict if not (hit and not faithful) else "unfaithful", cell, why))
+        correct = _value(result, "answer_correctness", i) >= t.correct_min if has_ref and not refusal else None
+        cell, verdict, why = grid_cell(retrieval, refusal, faithful, correct)
+        rows.append(GridRow(q, retrieval, verdict, cell, why, None if refusal else faithful, correct))
     return rows
 
 
@@ -467,3 +468,71 @@ def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: M
         "packed_k": a["packed_k"],
         "judge": dict(judge or {}),
     }
+
+
+# -- the judge against human labels of the same answers ---------------------------------------------
+def read_human_verdicts(path: str, known: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Human verdicts per answer, JSONL ``{query_id, faithful, correct, note}``: ``faithful`` true/false, or
+    null for an answer that makes no statement (a refusal); ``correct`` true/false, or null without a
+    reference. A query that has no answer, a repeat or a value of another type is an input error."""
+    import json
+
+    from .data.source import check_file, text_lines
+
+    check_file(path, "human labels")
+    ids = set(known)
+    out: dict[str, dict[str, Any]] = {}
+    for line, text in text_lines(path):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            raise InputError("is not valid JSON", path=path, line=line,
+                             hint="one {query_id, faithful, correct} object per line") from None
+        if not isinstance(obj, dict):
+            raise InputError("must be a JSON object", path=path, line=line)
+        q = obj.get("query_id")
+        if not isinstance(q, str) or q not in ids:
+            raise InputError(f"labels query {q!r}, which has no answer", path=path, line=line, field="query_id")
+        if q in out:
+            raise InputError(f"labels query {q!r} again", path=path, line=line, field="query_id")
+        for key in ("faithful", "correct"):
+            if obj.get(key) is not None and not isinstance(obj.get(key), bool):
+                raise InputError(f"must be true, false or null; got {json.dumps(obj.get(key))}", path=path, line=line,
+                                 field=key)
+        out[q] = {"faithful": obj.get("faithful"), "correct": obj.get("correct"), "note": obj.get("note")}
+    if not out:
+        raise InputError("holds no labels", path=path, hint="one {query_id, faithful, correct} object per line")
+    return out
+
+
+def agreement_with_human(rows: Sequence[GridRow], human: Mapping[str, Mapping[str, Any]], *,
+                         confidence: float = 0.95) -> dict[str, Any]:
+    """How often the judge's verdicts and grid cells match human ones on the same answers, each share
+    with its Wilson interval, and the disagreements. The human cell uses the same retrieval verdict
+    (the gold set's) and the same rules (:func:`grid_cell`)."""
+    from .stats import wilson_interval
+
+    tallies: dict[str, list[int]] = {"cell": [0, 0], "faithful": [0, 0], "correct": [0, 0]}
+    disagreements = []
+    for r in rows:
+        h = human.get(r.query_id)
+        if h is None or r.cell == "undetermined":
+            continue
+        refusal = h["faithful"] is None
+        cell, _, _ = grid_cell(r.retrieval, refusal, h["faithful"], None if refusal else h["correct"])
+        tallies["cell"][1] += 1
+        tallies["cell"][0] += cell == r.cell
+        tallies["faithful"][1] += 1  # refusal / faithful / unfaithful, on both sides
+        tallies["faithful"][0] += r.faithful == h["faithful"]
+        if h["correct"] is not None and r.correct is not None:
+            tallies["correct"][1] += 1
+            tallies["correct"][0] += r.correct == h["correct"]
+        if cell != r.cell:
+            disagreements.append({"query_id": r.query_id, "judge": r.cell, "human": cell, "note": h.get("note")})
+    out: dict[str, Any] = {"items": tallies["cell"][1], "disagreements": disagreements}
+    for name, (agree, n) in tallies.items():
+        lo, hi = wilson_interval(agree, n, confidence=confidence) if n else (math.nan, math.nan)
+        out[name] = {"agree": agree, "n": n, "share": agree / n if n else None, "ci": [_clean(lo), _clean(hi)]}
+    return out

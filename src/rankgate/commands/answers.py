@@ -69,6 +69,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--contradiction-max", type=float, default=0.0,
                    help="grid: … and contradiction_rate at or below (0)")
     p.add_argument("--correct-min", type=float, default=0.8, help="grid: answer_correctness at or above is correct (0.8)")
+    p.add_argument("--human", metavar="JSONL",
+                   help="human verdicts of the same answers {query_id, faithful, correct}: report how often the judge "
+                        "agrees (verdicts and grid cells, with intervals) and where it does not")
     p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
     add_judge_options(p)
     from .evaluate import add_stats_options
@@ -119,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
 
         check_folder(args.out, OUT_FILES, option="--out")
         for name in OUT_FILES:
-            check_not_input(os.path.join(args.out, name), (args.gold, args.answers, args.corpus), option="--out")
+            check_not_input(os.path.join(args.out, name), (args.gold, args.answers, args.corpus, args.human),
+                            option="--out")
     if args.examples < 0:
         raise UsageError(f"--examples must be >= 0; got {args.examples}")
     thresholds = GridThresholds(args.faithful_min, args.contradiction_max, args.correct_min)
@@ -209,6 +213,10 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     answers = read_answers(args.answers, format=args.answers_format, columns=parse_columns(args.columns, ANSWER_FIELDS),
                            corpus=corpus, gold_ids=frozenset(gold.j_doc.to_pylist()))
     check_answers_join(gold, answers)
+    if getattr(args, "human", None):
+        from ..answers import read_human_verdicts
+
+        args.human_labels = read_human_verdicts(args.human, answers.query_ids)
     return gold, answers
 
 
@@ -232,6 +240,10 @@ def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresh
     judge = {"identity": client.identity(), "calls": dict(judged.calls), "repeats": args.repeats, "variance": {t: list(v) for t, v in judged.variance.items()}}
     layer = answers_summary(result, rows, cis=cis, thresholds=thresholds, judge=judge, examples=args.examples,
                             confidence=args.confidence)
+    if getattr(args, "human", None):
+        from ..answers import agreement_with_human
+
+        layer["human"] = agreement_with_human(rows, args.human_labels, confidence=args.confidence)
     from ..data.inputs import sha256_files
 
     inputs = {"answers": {"path": answers.source, "sha256": sha256_files([answers.source]), "format": answers.format},

@@ -102,6 +102,18 @@ def notes(s: Mapping[str, Any]) -> list[str]:
     if q["refusals"]:
         shown = ", ".join(q["refusals"][:5]) + (" …" if len(q["refusals"]) > 5 else "")
         out.append(f"{len(q['refusals'])} answers make no statement (refusals; faithfulness not_applicable): {shown}")
+    h = s.get("human")
+    if h and h.get("items"):
+        def share(k: str) -> str:
+            x = h[k]
+            if not x["n"]:
+                return f"{k} —"
+            return f"{k} {x['agree']}/{x['n']} ({_pct(x['ci'][0])}–{_pct(x['ci'][1])})"
+
+        out.append(f"judge against human labels of {h['items']} answers: agrees on {share('cell')}, "
+                   f"{share('faithful')}, {share('correct')}"
+                   + (f"; e.g. {h['disagreements'][0]['query_id']}: judge {h['disagreements'][0]['judge']}, human "
+                      f"{h['disagreements'][0]['human']}" if h["disagreements"] else ""))
     errs = s["judge_errors"]
     if errs["queries"]:
         first = next(iter(errs["by_query"].items()))
