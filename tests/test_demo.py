@@ -27,6 +27,8 @@ FILES = (
     "data/corpus.jsonl",
     "data/gold.jsonl",
     "data/ship-criteria.yaml",
+    "data/answers.jsonl",
+    "data/answer-labels.jsonl",
     "runs/baseline.jsonl",
     "runs/candidate.jsonl",
     "baseline/metrics.csv",
@@ -36,6 +38,8 @@ FILES = (
     "compare.md",
     "pr-comment.md",
     "gate.json",
+    "answers/answers.csv",
+    "answers/summary.json",
     "report.html",
 )
 
@@ -67,7 +71,7 @@ def test_every_output_is_written_and_listed(demo) -> None:
 
 def test_data_copies_are_the_packaged_files(demo) -> None:
     packaged = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
-    for name in ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml"):
+    for name in ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml", "answers.jsonl", "answer-labels.jsonl"):
         assert (demo.out_dir / "data" / name).read_bytes() == (packaged / name).read_bytes()
 
 
@@ -244,6 +248,25 @@ def test_the_files_are_what_the_commands_write(demo, monkeypatch: pytest.MonkeyP
     capsys.readouterr()
 
 
+def test_layer_two_answers_and_grid(demo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The demo's answers land in every grid cell the data was written for, offline, and the command
+    the story suggests reproduces answers/ byte for byte."""
+    s = demo.answers
+    assert s["judge"]["identity"]["backend"] == "lexical"
+    cells = {cell: c["count"] for cell, c in s["grid"]["cells"].items()}
+    assert cells == {"ok": 9, "generation problem": 8, "retrieval problem": 4, "corpus problem": 4, "lucky": 1,
+                     "undetermined": 0}
+    assert s["queries"]["refusals"] == ["q_0029", "q_0057", "q_0136", "q_0141"]
+    assert s["human"]["cell"]["agree"] == 21 and s["human"]["items"] == 26
+    html = (demo.out_dir / "report.html").read_text(encoding="utf-8")
+    assert '<section id="answers">' in html and "corpus problem" in html
+    monkeypatch.chdir(demo.out_dir)
+    assert main(["answers", "--answers", "data/answers.jsonl", "--gold", "data/gold.jsonl", "--corpus",
+                 "data/corpus.jsonl", "--human", "data/answer-labels.jsonl", "--no-cache", "--out", str(tmp_path)]) == 0
+    for name in ("answers.csv", "summary.json"):
+        assert (tmp_path / name).read_bytes() == (demo.out_dir / "answers" / name).read_bytes(), name
+
+
 # -- the terminal story -------------------------------------------------------------------------
 def test_the_story_tells_what_happened(demo) -> None:
     text = render(demo, elapsed=1.25)
@@ -262,6 +285,8 @@ def test_the_story_tells_what_happened(demo) -> None:
         "exits 0",
         "runs/candidate.jsonl",
         "rankgate gate --config",
+        "6. Answers (layer two): 26 answers",
+        "ok 9, generation problem 8",
         "Done in 1.2 s.",
     ):
         assert expected in text, expected

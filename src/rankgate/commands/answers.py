@@ -224,7 +224,10 @@ def _questions(gold: Any) -> dict[str, str | None]:
     return dict(zip(gold.query_ids, gold.field("query")))
 
 
-def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresholds: Any) -> tuple[dict[str, Any], str]:
+def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresholds: Any,
+          shown: Any = None) -> tuple[dict[str, Any], str, Any]:
+    """summary.json (as a dict), answers.csv (text) and the evaluation result. ``shown`` maps an input's
+    path to the name summary.json gives it (the demo names its files relative to its folder)."""
     from ..answers import answers_summary, diagnosis_grid, evaluate_answers, judge_answers
     from ..metrics import parse_metrics
     from ..report.exports import summary_dict
@@ -246,10 +249,16 @@ def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresh
         layer["human"] = agreement_with_human(rows, args.human_labels, confidence=args.confidence)
     from ..data.inputs import sha256_files
 
-    inputs = {"answers": {"path": answers.source, "sha256": sha256_files([answers.source]), "format": answers.format},
-              "gold": {"path": gold.source, "sha256": sha256_files([gold.source]) if os.path.isfile(gold.source) else None}}
+    def name(path: str) -> str:
+        return (shown or {}).get(path, path)
+
+    inputs = {"answers": {"path": name(answers.source), "sha256": sha256_files([answers.source]), "format": answers.format},
+              "gold": {"path": name(gold.source),
+                       "sha256": sha256_files([gold.source]) if os.path.isfile(gold.source) else None}}
     if args.corpus:
-        inputs["corpus"] = {"path": args.corpus}
+        inputs["corpus"] = {"path": name(args.corpus)}
+    if getattr(args, "human", None):
+        inputs["human"] = {"path": name(args.human), "sha256": sha256_files([args.human])}
     extra = {"answers": layer, "statistics": {"seed": args.seed, "resamples": args.resamples,
                                               "confidence": args.confidence}}
     summary = summary_dict(result, cis=cis, extra=extra)

@@ -16,7 +16,13 @@ Output folder (paths relative to it)::
     candidate/metrics.csv, candidate/summary.json
     compare.md                                                    as `rankgate compare --by lang --markdown`
     pr-comment.md, gate.json                                      as `rankgate gate --comment --json`
-    report.html                                                   as `rankgate report --baseline --by lang --config`
+    data/answers.jsonl, data/answer-labels.jsonl                  answers to 26 queries, and human verdicts of them
+    answers/answers.csv, answers/summary.json                     as `rankgate answers --corpus --human --out`
+    report.html                                                   as `rankgate report --baseline --by lang --config --answers`
+
+Layer two (the answers) is judged by the offline ``lexical`` judge, unless the ``RANKGATE_JUDGE*``
+variables name another (``RANKGATE_JUDGE=openai``, ``RANKGATE_JUDGE_URL``, ``RANKGATE_JUDGE_MODEL``,
+``RANKGATE_JUDGE_KEY_ENV``): then the same demo asks that judge (and uses the judge cache).
 
 Determinism: the retrievers are exhaustive and round their scores, run files carry no latency, every
 statistic is seeded with ``seed``, and the files name their inputs by paths relative to the output
@@ -72,7 +78,7 @@ MARKER = ".rankgate-demo"
 LABELS = {"baseline": "bm25-multilingual (main)", "candidate": "bm25-english (pull request)"}
 ROLES = ("baseline", "candidate")
 
-_DATA = ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml")
+_DATA = ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml", "answers.jsonl", "answer-labels.jsonl")
 _MARKER_TEXT = (
     "This folder was written by `rankgate demo`. Running the demo again with the same --out\n"
     "overwrites the files it wrote here (see docs/demo.md for the list).\n"
@@ -154,6 +160,7 @@ class DemoResult:
     outputs: tuple[Output, ...]
     queries: Mapping[str, str] = field(default_factory=dict)  # query id -> query text
     notes: tuple[str, ...] = ()  # what the demo could not do, and why
+    answers: Mapping[str, Any] | None = None  # layer two: the "answers" part of answers/summary.json
 
     @property
     def runs(self) -> tuple[SystemRun, SystemRun]:
@@ -280,6 +287,8 @@ def _run(out: Path, seed: int) -> DemoResult:
         "corpus.jsonl": "the built-in corpus (copy)",
         "gold.jsonl": "the built-in gold set (copy)",
         "ship-criteria.yaml": "the ship criteria the gate checked",
+        "answers.jsonl": "answers to 26 queries with their packed contexts (chunk ids)",
+        "answer-labels.jsonl": "human verdicts of those answers (faithful, correct)",
     }
     for name in _DATA:
         write_bytes(str(wrote(f"data:{name}", f"data/{name}", what[name])), _packaged(name))
@@ -342,9 +351,12 @@ def _run(out: Path, seed: int) -> DemoResult:
                           "every check of every gate; reusable as a --baseline summary")),
                 outcome.to_json().encode("utf-8"))
 
-    # 6. The HTML report, as `rankgate report` writes it.
+    # 6. Layer two: the answers, judged, joined per query with the retrieval verdict (the diagnosis grid).
+    layer = _answers(out, seed, wrote)
+
+    # 7. The HTML report, as `rankgate report` writes it.
     notes: list[str] = []
-    missing = _write_report(out / "report.html", out, config)
+    missing = _write_report(out / "report.html", out, config, answers=layer)
     if missing is None:
         wrote("report", "report.html", "HTML report, offline: gate, curves, languages, misses, diagnosis")
     else:
@@ -370,6 +382,7 @@ def _run(out: Path, seed: int) -> DemoResult:
         outputs=tuple(outputs),
         queries=dict(zip(gold.query_ids, gold.field("query"))),
         notes=tuple(notes),
+        answers=layer,
     )
 
 
@@ -430,7 +443,44 @@ def _write_evaluation(result: EvaluationResult, seed: int, csv_path: Path, summa
     return cis, segments
 
 
-def _write_report(path: Path, out: Path, config: GateConfig) -> str | None:
+def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
+    """answers/answers.csv and answers/summary.json as ``rankgate answers --corpus --human --out`` writes them."""
+    import argparse
+
+    from ..answers import GridThresholds
+    from ..atomic import write_text
+    from ..commands.answers import load_inputs, open_from_args, score
+    from ..report.exports import summary_json
+
+    data = out / "data"
+    shown = {str(data / name): f"data/{name}" for name in _DATA}
+    args = argparse.Namespace(
+        answers=str(data / "answers.jsonl"), answers_format="auto", columns=None, gold=str(data / "gold.jsonl"),
+        gold_format=None, corpus=str(data / "corpus.jsonl"), human=str(data / "answer-labels.jsonl"),
+        metrics="faithfulness,contradiction_rate,answer_relevance,context_relevance,answer_correctness",
+        judge=None, judge_url=None, judge_model=None, judge_key_env=None, workers=8, timeout=60.0, repeats=1,
+        judge_seed=0, cache=None, no_cache=False, refresh=False, seed=seed, resamples=2000, confidence=0.95,
+        examples=3)
+    gold, answers = load_inputs(args)
+    from ..commands.answers import judge_settings
+
+    # The offline judge needs no cache; a real one (RANKGATE_JUDGE*) uses the user's cache across runs.
+    args.no_cache = judge_settings(args)["judge"] == "lexical"
+    client = open_from_args(args)
+    try:
+        summary, csv_text, _ = score(args, client, gold, answers, GridThresholds(), shown=shown)
+    finally:
+        client.close()
+    write_text(str(wrote("answers:csv", "answers/answers.csv",
+                         "layer two per query: grid cell, retrieval verdict, every answer metric, judge errors")),
+               csv_text)
+    write_text(str(wrote("answers:summary", "answers/summary.json",
+                         "answer metrics with CIs and coverage, the diagnosis grid, the judge, judge vs human")),
+               summary_json(summary))
+    return summary["answers"]
+
+
+def _write_report(path: Path, out: Path, config: GateConfig, answers: Mapping[str, Any] | None = None) -> str | None:
     """report.html for the candidate against the baseline, naming inputs relative to the demo folder.
 
     Returns None when written, or the name of a missing third-party package the report needs (then
@@ -446,7 +496,7 @@ def _write_report(path: Path, out: Path, config: GateConfig) -> str | None:
         runs = {role: replace(load_run(str(out / f"runs/{role}.jsonl")), source=f"runs/{role}.jsonl") for role in ROLES}
         write_report(str(path), gold, runs["candidate"], baseline=runs["baseline"], by=[SEGMENT_FIELD], config=config,
                      seed=config.seed, title=f"rankgate demo: {LABELS['candidate']} against {LABELS['baseline']}",
-                     sources_dir=str(out))  # the header hashes data/ and runs/ as for files given by path
+                     sources_dir=str(out), answers=answers)  # the header hashes data/ and runs/ as for files given by path
     except ModuleNotFoundError as exc:
         if not exc.name or exc.name.split(".")[0] == "rankgate":
             raise

@@ -83,7 +83,7 @@ def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = F
     lines: list[Line] = [Para("rankgate demo: score two retrievers on a built-in gold set, compare them, gate the change.",
                               "", ""), ""]
     width = max(MIN_WIDTH, width)
-    for part in (_data, _configs, _scores, _changes, _gate, _files, _next):
+    for part in (_data, _configs, _scores, _changes, _gate, _answers, _files, _next):
         lines += part(result, strict, width)
         lines.append("")
     if elapsed is not None:
@@ -328,7 +328,7 @@ def _evidence(r: DemoResult) -> list[Line]:
 
 def _files(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     folder = _shown(r.out_dir)
-    out: list[Line] = [f"6. Files, in {folder}{os.sep}"]
+    out: list[Line] = [f"7. Files, in {folder}{os.sep}"]
     width = max(len(o.relative) for o in r.outputs)
     for o in r.outputs:
         out.append(Para(o.what, f"   {o.relative:<{width}}  ", " " * (width + 5)))
@@ -344,7 +344,7 @@ def _next(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     def at(rel: str) -> str:
         return shlex.quote(_shown(r.out_dir / rel))
 
-    out: list[Line] = ["7. Next"]
+    out: list[Line] = ["8. Next"]
     if any(o.key == "report" for o in r.outputs):
         out.append(Para(f"Open {at('report.html')} in a browser: the same story with charts and the missed queries."))
     out += [
@@ -361,7 +361,54 @@ def _next(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
         Command("rankgate report --gold gold.jsonl --run pr.jsonl --baseline main.jsonl --by lang "
                 "--config ship-criteria.yaml -o report.html"),
         Para("Plug in your own retriever with --retriever package.module:YourClass (rankgate retrieve --help)."),
+        Para("Score your RAG answers (layer two) with any OpenAI-compatible judge, or the offline lexical one "
+             "(docs/answers.md):"),
+        Command("rankgate answers --answers answers.jsonl --gold gold.jsonl --corpus corpus.jsonl --out answers"),
     ]
+    return out
+
+
+def _answers(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
+    """Part 6: layer two — the answer metrics and the diagnosis grid, kept apart from retrieval."""
+    s = r.answers
+    if not s:
+        return []
+    ident = (s.get("judge") or {}).get("identity") or {}
+    judge = ident.get("model") or ident.get("backend") or "?"
+    lexical = ident.get("backend") == "lexical"
+    q = s["queries"]
+    out: list[Line] = [Para(f"6. Answers (layer two): {q['answered']} answers written for the demo, judged by "
+                            f"{'the offline lexical judge (token overlap, a baseline, not a model)' if lexical else judge}; "
+                            "scored apart from retrieval and never merged with it:", "", "   ")]
+    m = s["metrics"]
+    name_w = max(len(n) for n in m)
+    for name, entry in m.items():
+        cov = entry.get("coverage")
+        covered = (f"{cov['scored']}/{cov['scored'] + cov['judge_error']} scored" if cov else f"{entry['n']} scored")
+        if cov and cov["not_applicable"]:
+            covered += f", {cov['not_applicable']} n/a"
+        value = "—" if entry["mean"] is None else (f"{entry['mean']:.2f}" if name == "answer_relevance"
+                                                     else fmt_value(name, entry["mean"]))
+        ci = "" if entry["ci_low"] is None else (f" ({entry['ci_low']:.2f} to {entry['ci_high']:.2f})" if name == "answer_relevance"
+                                                  else f" ({fmt_value_ci(name, entry['ci_low'], entry['ci_high'])})")
+        out.append(Para(f"{name:<{name_w}}  {value}{ci}; {covered}", f"   {entry['layer'][:3]}  ", " " * 10))
+    cells = s["grid"]["cells"]
+    parts = [f"{cell} {c['count']}" for cell, c in cells.items() if c["count"]]
+    out.append(Para(f"Diagnosis grid ({s['grid']['retrieval_metric']} of the packed context × the answer): "
+                    + ", ".join(parts) + "."))
+    for cell in ("generation problem", "corpus problem", "retrieval problem", "lucky"):
+        c = cells.get(cell)
+        if c and c["examples"]:
+            ex = c["examples"][0]
+            text = r.queries.get(ex)
+            out.append(Para(f"{cell}: {ex}" + (f" '{text}'" if text else ""), "   - ", "     "))
+    h = s.get("human")
+    if h and h.get("items"):
+        cell = h["cell"]
+        out.append(Para(f"Against human verdicts of the same {h['items']} answers (data/answer-labels.jsonl) the judge "
+                        f"puts {cell['agree']} of {cell['n']} in the same cell "
+                        f"(95% CI {100 * cell['ci'][0]:.0f}–{100 * cell['ci'][1]:.0f}%). That is too few labels to "
+                        "gate on a judge metric: a gate needs a calibration of at least 100 (docs/answers.md)."))
     return out
 
 
