@@ -498,3 +498,48 @@ def test_report_shows_answers_and_bounds(cli_files, tmp_path, capsys):
     page = html_path.read_text()
     assert '<section id="answers">' in page and "retrieval problem" in page and '<section id="bounds">' in page
     assert 'href="#answers"' in page
+
+
+def test_agreement_with_human_hand_computed():
+    from rankgate.answers import GridRow, agreement_with_human, grid_cell
+
+    rows = [GridRow("a", "hit", "faithful", "ok", "", True, None),
+            GridRow("b", "hit", "unfaithful", "generation problem", "", False, None),
+            GridRow("c", "miss", "refusal", "retrieval problem", ""),
+            GridRow("d", "hit", "incorrect", "corpus problem", "", True, False),
+            GridRow("e", "hit", "x", "undetermined", "")]
+    human = {"a": {"faithful": True, "correct": None, "note": None},
+             "b": {"faithful": True, "correct": None, "note": "judge too strict"},
+             "c": {"faithful": None, "correct": None, "note": None},
+             "d": {"faithful": True, "correct": True, "note": None},
+             "e": {"faithful": True, "correct": None, "note": None}}
+    got = agreement_with_human(rows, human)
+    assert got["items"] == 4  # the undetermined row is left out
+    assert (got["cell"]["agree"], got["cell"]["n"]) == (2, 4)  # a, c agree; b (ok vs generation), d (ok vs corpus) not
+    assert (got["faithful"]["agree"], got["faithful"]["n"]) == (3, 4)
+    assert (got["correct"]["agree"], got["correct"]["n"]) == (0, 1)
+    assert [d["query_id"] for d in got["disagreements"]] == ["b", "d"]
+    assert grid_cell("hit", False, True, True)[0] == "ok"
+    assert grid_cell("miss", False, False, True)[0] == "lucky"
+    assert grid_cell("miss", False, True, None)[0] == "lucky"
+    assert grid_cell("no_answer", False, True, None)[0] == "generation problem"
+
+
+def test_cli_calibration_out_feeds_the_gate(tmp_path, capsys):
+    from rankgate.cli import main
+
+    data = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
+    cal = tmp_path / "cal.json"
+    base = ["answers", "--answers", str(data / "answers.jsonl"), "--gold", str(data / "gold.jsonl"), "--corpus",
+            str(data / "corpus.jsonl"), "--no-cache", "--resamples", "200"]
+    assert main(base + ["--human", str(data / "answer-labels.jsonl"), "--calibration-out", str(cal), "--json"]) == 0
+    body = json.loads(cal.read_text())["calibration"]
+    assert body["task"] == "faithfulness" and body["n"] == 22 and body["positives"] + body["negatives"] == 22
+    cfg = tmp_path / "ship.yaml"
+    cfg.write_text("gates:\n  - metric: faithfulness\n    threshold: 0.6\n    calibration: cal.json\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(base + ["--config", str(cfg)]) == 2  # 22 items < 100
+    assert "22 human-labelled items" in capsys.readouterr().err
+    cfg.write_text("judge: {min_calibration_items: 20, min_agreement: 0.7}\n"
+                   "gates:\n  - metric: faithfulness\n    threshold: 0.6\n    calibration: cal.json\n", encoding="utf-8")
+    assert main(base + ["--config", str(cfg)]) == 0

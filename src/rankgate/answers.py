@@ -536,3 +536,22 @@ def agreement_with_human(rows: Sequence[GridRow], human: Mapping[str, Mapping[st
         lo, hi = wilson_interval(agree, n, confidence=confidence) if n else (math.nan, math.nan)
         out[name] = {"agree": agree, "n": n, "share": agree / n if n else None, "ci": [_clean(lo), _clean(hi)]}
     return out
+
+
+def faithfulness_calibration(rows: Sequence[GridRow], human: Mapping[str, Mapping[str, Any]], *, seed: int = 0,
+                             n_resamples: int = 2000, confidence: float = 0.95) -> Any:
+    """The judge's faithful verdicts against human ones, as a calibration (task ``faithfulness``:
+    1 = faithful, 0 = not; answers that are refusals on either side are left out), in the format
+    ``rankgate judge calibrate`` writes, so a gate on faithfulness or contradiction_rate can cite it."""
+    from .agreement import calibrate
+
+    keys, h, j = [], [], []
+    for r in rows:
+        hv = human.get(r.query_id)
+        if hv is None or hv["faithful"] is None or r.faithful is None:
+            continue
+        keys.append((r.query_id, "answer"))
+        h.append(int(bool(hv["faithful"])))
+        j.append(int(bool(r.faithful)))
+    return calibrate(keys, h, j, task="faithfulness", relevant_at=1, weights=None, confidence=confidence,
+                     n_resamples=n_resamples, seed=seed)

@@ -480,7 +480,8 @@ def _calibration(r: _Reader, g: Mapping[str, _Item], at: str, metric: str, line:
     if "calibration" not in g:
         raise r.fail(f"{at}.metric", line, f"{metric} is scored by a judge, and a judge metric may gate a release only "
                      f"with a calibration file of at least {min_items} human-labelled items",
-                     f"run `rankgate judge calibrate` on human labels of the {task} task and add "
+                     f"measure the judge against human labels of the {task} task (`rankgate judge calibrate`, or "
+                     "`rankgate answers --human H --calibration-out FILE` for faithfulness) and add "
                      "'calibration: FILE' to this gate (docs/answers.md)")
     given = r.text(g["calibration"], f"{at}.calibration")
     path = given if os.path.isabs(given) or r.path.startswith("<") else os.path.join(os.path.dirname(r.path), given)
@@ -491,9 +492,11 @@ def _calibration(r: _Reader, g: Mapping[str, _Item], at: str, metric: str, line:
     except RankgateError as exc:
         raise r.fail(f"{at}.calibration", g["calibration"].line, f"cannot be used: {exc}") from None
     where = g["calibration"].line
-    if cal.task and cal.task != task:
+    # statement-level labels of the task, or answer-level verdicts (rankgate answers --calibration-out)
+    accepted = {task, {"support": "faithfulness", "correctness": "answer_correctness"}.get(task, task)}
+    if cal.task and cal.task not in accepted:
         raise r.fail(f"{at}.calibration", where, f"{given} calibrates the {cal.task} task; {metric} counts {task} labels",
-                     f"calibrate the judge on human labels of the {task} task")
+                     f"calibrate the judge on human labels of the {' or '.join(sorted(accepted))} task")
     if cal.n < min_items:
         raise r.fail(f"{at}.calibration", where, f"{given} has {cal.n} human-labelled items; a gate on {metric} needs at "
                      f"least {min_items}", "label more items (or lower judge.min_calibration_items, knowingly)")

@@ -72,6 +72,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--human", metavar="JSONL",
                    help="human verdicts of the same answers {query_id, faithful, correct}: report how often the judge "
                         "agrees (verdicts and grid cells, with intervals) and where it does not")
+    p.add_argument("--calibration-out", metavar="FILE",
+                   help="with --human: write the judge's faithful verdicts against the human ones as a calibration "
+                        "file (task faithfulness), which a gate on faithfulness or contradiction_rate can cite")
     p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
     add_judge_options(p)
     from .evaluate import add_stats_options
@@ -128,6 +131,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--examples must be >= 0; got {args.examples}")
     thresholds = GridThresholds(args.faithful_min, args.contradiction_max, args.correct_min)
     config = None
+    if getattr(args, "calibration_out", None):
+        if not args.human:
+            raise UsageError("--calibration-out needs --human (the human verdicts the judge is measured against)")
+        from ..atomic import check_file, check_not_input
+
+        check_file(args.calibration_out, option="--calibration-out")
+        check_not_input(args.calibration_out, (args.gold, args.answers, args.corpus, args.human), option="--calibration-out")
     if (args.baseline or args.comment) and not args.config:
         raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
     if args.comment:
@@ -166,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
         outcome = gate(config, gold, result, args.baseline, candidate_label=os.path.basename(args.answers))
         if args.comment:
             files[args.comment] = comment_markdown(outcome, answers=summary["answers"])
+    if getattr(args, "calibration_text", None):
+        files[args.calibration_out] = args.calibration_text
     if args.out:
         files[os.path.join(args.out, "answers.csv")] = csv_text
         files[os.path.join(args.out, "summary.json")] = summary_json(summary)
@@ -241,14 +253,23 @@ def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresh
     # (cache hits are not written: a second run must give the same bytes; the terminal says them)
     args.cache_hits = (sum(judged.cached.values()), sum(judged.calls.values()))
     judge = {"identity": client.identity(), "calls": dict(judged.calls), "repeats": args.repeats, "variance": {t: list(v) for t, v in judged.variance.items()}}
+    from ..data.inputs import sha256_files
+
     layer = answers_summary(result, rows, cis=cis, thresholds=thresholds, judge=judge, examples=args.examples,
                             confidence=args.confidence)
     if getattr(args, "human", None):
         from ..answers import agreement_with_human
 
         layer["human"] = agreement_with_human(rows, args.human_labels, confidence=args.confidence)
-    from ..data.inputs import sha256_files
+        if getattr(args, "calibration_out", None):
+            import json
 
+            from ..answers import faithfulness_calibration
+
+            body = faithfulness_calibration(rows, args.human_labels, seed=args.seed, n_resamples=args.resamples,
+                                            confidence=args.confidence).to_dict()
+            body.update({"judge": client.identity(), "human": f"sha256:{sha256_files([args.human])}"})
+            args.calibration_text = json.dumps({"calibration": body}, indent=2, ensure_ascii=False) + "\n"
     def name(path: str) -> str:
         return (shown or {}).get(path, path)
 
