@@ -166,3 +166,14 @@ def test_gold_covers_segments_and_no_answer_items(gold: list[dict], by_id: dict[
             assert all(by_id[item["chunk_id"]]["tenant"] == tenant for item in record["relevant_chunks"])
     stale = {c for record in gold for c in record["must_not_retrieve"] if by_id[c]["status"] != "current"}
     assert {by_id[c]["doc_id"] for c in stale} >= {"doc_pricing_2023", "doc_api_v1"}
+
+
+def test_demo_answers_name_known_queries_and_chunks() -> None:
+    """Every demo answer is for a gold query and packs chunks of the corpus; every human verdict is for an answer."""
+    gold = {json.loads(line)["query_id"] for line in (DATA / "gold.jsonl").read_text(encoding="utf-8").splitlines()}
+    chunks = {json.loads(line)["chunk_id"] for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()}
+    answers = [json.loads(line) for line in (DATA / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    labels = [json.loads(line) for line in (DATA / "answer-labels.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(answers) == len({a["query_id"] for a in answers}) == 26
+    assert all(a["query_id"] in gold and a["contexts"] and set(a["contexts"]) <= chunks for a in answers)
+    assert [x["query_id"] for x in labels] == [a["query_id"] for a in answers]
