@@ -191,3 +191,24 @@ def test_read_judged_duplicates(tmp_path):
 
     with pytest.raises(InputError, match=r"l.jsonl:2: labels \('q1', 'c'\) again \(first at line 1\)"):
         read_judged(str(labels), gold)
+
+
+def test_corrected_table_matches_the_per_query_formula():
+    """The vectorised corrected scores equal the plain per-query formula for any weights."""
+    from rankgate.pooling import _CorrectedTable, _query_scores
+
+    rng = np.random.default_rng(5)
+    qids, tops, gold, judge = [], {}, {}, {}
+    for q in range(40):
+        qid = f"q{q}"
+        docs = [f"d{i}" for i in range(15)]
+        gold[qid] = {d: int(rng.integers(-1, 4)) for d in rng.choice(docs, 4, replace=False).tolist()}
+        judge[qid] = {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.6}
+        tops[qid] = rng.permutation(docs).tolist()[: int(rng.integers(0, 15))]
+        qids.append(qid)
+    for rel_at in (1, 2):
+        table = _CorrectedTable(qids, tops, gold, judge, 7, rel_at)
+        for w in ((0.9, 0.1), (0.5, 0.0), (1.0, 0.7), (0.2, 0.3)):
+            slow = np.array([_query_scores(tops[q], gold[q], {d: g for d, g in judge[q].items() if d not in gold[q]},
+                                           7, w, rel_at)[:2] for q in qids])
+            np.testing.assert_allclose(table.scores(*w), slow, rtol=1e-12, atol=1e-12)

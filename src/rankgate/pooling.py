@@ -333,20 +333,15 @@ def bounds(gold: Any, run: Any, judged: Mapping[tuple[str, str], int], *, k: int
         pos = np.array([sum(1 for g in judge_by_q[q].values() if g >= rel_at) for q in qids], dtype=np.float64)
         tot = np.array([len(judge_by_q[q]) for q in qids], dtype=np.float64)
 
+        table = _CorrectedTable(qids, tops, gold_j, judge_by_q, k, rel_at)
+
         def per_query(se: float, sp: float, idx: np.ndarray) -> np.ndarray:
             n_all = tot[idx].sum()
             p = pos[idx].sum() / n_all if n_all else math.nan
             pi = rogan_gladen(p, se, sp)
             if math.isnan(pi):
                 return np.full((idx.size, 2), math.nan)
-            w = _weights(p, pi, se)
-            cache: dict[int, tuple[float, float]] = {}
-            rows = []
-            for i in idx.tolist():
-                if i not in cache:
-                    cache[i] = _query_scores(tops[qids[i]], gold_j[qids[i]], judge_by_q[qids[i]], k, w, rel_at)[:2]
-                rows.append(cache[i])
-            return np.array(rows).reshape(-1, 2)
+            return table.scores(*_weights(p, pi, se))[idx]
 
         everything = np.arange(len(qids))
         n_all = tot.sum()
@@ -378,6 +373,76 @@ def bounds(gold: Any, run: Any, judged: Mapping[tuple[str, str], int], *, k: int
                   judged_items=n_judged, judge_failed=judge_failed, unlabelled_in_topk=unlabelled,
                   prevalence=prevalence, calibration=None if calibration is None else calibration.source,
                   above_upper=above)
+
+
+class _CorrectedTable:
+    """The corrected precision@k and nDCG@k of every query at once, for any weights (w+, w−).
+
+    Both are linear in the weights except the ideal DCG, whose list is the query's positive gold
+    gains, its judge-positive items at w+·grade and its judge-negative ones at w−·relevant_at: the
+    order of those value classes is the same for every query, so each query's ideal is a sum over
+    classes of value × (H(end) − H(start)), H(m) = Σ_{i<=min(m,k)} 1/log2(i+1). Equal to
+    :func:`_query_scores` with the same weights (a test checks it), without a loop over queries.
+    """
+
+    def __init__(self, qids: Sequence[str], tops: Mapping[str, list[str]], gold: Mapping[str, dict[str, int]],
+                 judge: Mapping[str, dict[str, int]], k: int, rel_at: int) -> None:
+        self.k = k
+        self.rel_at = rel_at
+        levels = sorted({g for q in qids for g in gold[q].values() if g > 0} | {0})
+        jpos = sorted({g for q in qids for g in judge[q].values() if g >= rel_at} | {rel_at})
+        self.gold_levels = np.array(levels[1:], dtype=np.float64)  # positive gold grades
+        self.pos_levels = np.array(jpos, dtype=np.float64)
+        n = len(qids)
+        self.gold_counts = np.zeros((n, self.gold_levels.size))
+        self.pos_counts = np.zeros((n, self.pos_levels.size))
+        self.neg_counts = np.zeros(n)
+        self.fixed = np.zeros((n, 2))  # gold part of (relevant in top k, DCG@k)
+        self.pos_top = np.zeros((n, 2))  # judge positives in the top k: (count, Σ grade / log2(rank+1))
+        self.neg_top = np.zeros((n, 2))  # judge negatives in the top k: (count, Σ rel_at / log2(rank+1))
+        gi = {g: i for i, g in enumerate(levels[1:])}
+        pi = {g: i for i, g in enumerate(jpos)}
+        for i, q in enumerate(qids):
+            for g in gold[q].values():
+                if g > 0:
+                    self.gold_counts[i, gi[g]] += 1
+            for d, g in judge[q].items():
+                if d in gold[q]:
+                    continue
+                if g >= rel_at:
+                    self.pos_counts[i, pi[g]] += 1
+                else:
+                    self.neg_counts[i] += 1
+            for rank, d in enumerate(tops[q][:k], start=1):
+                disc = _log2(rank)
+                if d in gold[q]:
+                    g = gold[q][d]
+                    self.fixed[i] += (1.0 if g >= 1 else 0.0, max(g, 0) / disc)
+                elif d in judge[q]:
+                    g = judge[q][d]
+                    if g >= rel_at:
+                        self.pos_top[i] += (1.0, g / disc)
+                    else:
+                        self.neg_top[i] += (1.0, rel_at / disc)
+        self.harmonic = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(2, k + 2)))))
+
+    def scores(self, w_pos: float, w_neg: float) -> np.ndarray:
+        """(precision@k, nDCG@k) per query, for judge-positive weight ``w_pos`` and negative ``w_neg``."""
+        k = self.k
+        precision = (self.fixed[:, 0] + w_pos * self.pos_top[:, 0] + w_neg * self.neg_top[:, 0]) / k
+        dcg = self.fixed[:, 1] + w_pos * self.pos_top[:, 1] + w_neg * self.neg_top[:, 1]
+        values = np.concatenate((self.gold_levels, w_pos * self.pos_levels, [w_neg * self.rel_at]))
+        counts = np.concatenate((self.gold_counts, self.pos_counts, self.neg_counts[:, None]), axis=1)
+        keep = values > 0
+        values, counts = values[keep], counts[:, keep]
+        order = np.argsort(-values, kind="stable")
+        values, counts = values[order], counts[:, order]
+        end = np.minimum(np.cumsum(counts, axis=1), k).astype(np.int64)
+        start = np.concatenate((np.zeros((counts.shape[0], 1), dtype=np.int64), end[:, :-1]), axis=1)
+        idcg = ((self.harmonic[end] - self.harmonic[start]) * values).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ndcg = np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0)
+        return np.stack((precision, ndcg), axis=1)
 
 
 def _redraw(cal: Calibration, rng: np.random.Generator) -> tuple[float, float]:
