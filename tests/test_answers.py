@@ -543,3 +543,36 @@ def test_cli_calibration_out_feeds_the_gate(tmp_path, capsys):
     cfg.write_text("judge: {min_calibration_items: 20, min_agreement: 0.7}\n"
                    "gates:\n  - metric: faithfulness\n    threshold: 0.6\n    calibration: cal.json\n", encoding="utf-8")
     assert main(base + ["--config", str(cfg)]) == 0
+
+
+def test_cli_on_a_ragas_file_as_answers_and_gold(tmp_path, capsys):
+    """One RAGAS export holds the gold set (reference_context_ids) and the answers (response)."""
+    from rankgate.cli import main
+
+    ragas = write_jsonl(tmp_path / "ragas.jsonl", [
+        {"user_input": "When was Taskfolio founded?", "response": "Taskfolio was founded in 2019 in Berlin.",
+         "retrieved_contexts": ["Taskfolio was founded in 2019 in Berlin by two engineers.", "Pricing starts at $9."],
+         "retrieved_context_ids": ["about#c1", "pricing#c1"], "reference_context_ids": ["about#c1"],
+         "reference": "Taskfolio was founded in 2019."},
+        {"user_input": "Does Taskfolio have a Linux app?", "response": "I don't know.",
+         "retrieved_contexts": ["The mobile apps run on iOS and Android."], "retrieved_context_ids": ["mobile#c1"],
+         "reference_context_ids": ["apps#c2"]},
+    ])
+    assert main(["answers", "--answers", str(ragas), "--gold", str(ragas), "--gold-format", "ragas", "--no-cache",
+                 "--json", "--resamples", "0"]) == 0
+    layer = json.loads(capsys.readouterr().out)["answers"]
+    assert layer["grid"]["cells"]["ok"]["count"] == 1 and layer["grid"]["cells"]["retrieval problem"]["count"] == 1
+    assert layer["queries"]["refusals"] and layer["queries"]["refusals"][0].startswith("q:")
+
+
+def test_report_refuses_a_summary_without_answers(cli_files, tmp_path, capsys):
+    from .hostile import assert_refused
+
+    gold, _, _ = cli_files
+    run = write_jsonl(tmp_path / "run.jsonl", [{"query_id": "q1", "topk": ["c1"]}])
+    bad = tmp_path / "summary.json"
+    bad.write_text(json.dumps({"metrics": {}}), encoding="utf-8")
+    out = tmp_path / "o"
+    out.mkdir()
+    assert_refused(["report", "--gold", gold, "--run", run, "--answers", bad, "-o", out / "r.html"], out, names=[bad],
+                   capsys=capsys, contains=["no 'answers' part"])

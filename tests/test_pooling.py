@@ -212,3 +212,28 @@ def test_corrected_table_matches_the_per_query_formula():
             slow = np.array([_query_scores(tops[q], gold[q], {d: g for d, g in judge[q].items() if d not in gold[q]},
                                            7, w, rel_at)[:2] for q in qids])
             np.testing.assert_allclose(table.scores(*w), slow, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("content, words", [
+    ("not json", ["not a JSON calibration file"]),
+    (json.dumps({"calibration": {"n": 150, "sensitivity": 1.4, "specificity": 0.9}}), ["calibration.sensitivity"]),
+    (json.dumps({"calibration": {"sensitivity": 0.9, "specificity": 0.9}}), ["calibration.n"]),
+    (json.dumps({"other": 1}), ["no 'calibration' object"]),
+])
+def test_hostile_calibration(tmp_path, capsys, content, words):
+    g = jl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["a"]}])
+    r = jl(tmp_path / "r.jsonl", [{"query_id": "q1", "topk": ["a", "c"]}])
+    labels = jl(tmp_path / "labels.jsonl", [{"query_id": "q1", "id": "c", "grade": 1}])
+    cal = tmp_path / "cal.json"
+    cal.write_text(content, encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert_refused(["evaluate", "--gold", g, "--run", r, "--judged", labels, "--calibration", cal, "--out", out], out,
+                   names=[cal], capsys=capsys, contains=words)
+
+
+def test_calibration_without_judged_is_a_usage_error(tmp_path, capsys):
+    g = jl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["a"]}])
+    r = jl(tmp_path / "r.jsonl", [{"query_id": "q1", "topk": ["a", "c"]}])
+    assert_refused(["evaluate", "--gold", g, "--run", r, "--calibration", tmp_path / "c.json"], None, capsys=capsys,
+                   contains=["--calibration needs --judged"])

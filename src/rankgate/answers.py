@@ -127,7 +127,7 @@ def _first(judgements: Sequence[Any], repeats: int) -> tuple[dict[str, Any], dic
                 errors[j.key] = j.error
             else:
                 labels[j.key] = j.label
-        if j.error is None:
+        if repeats > 1 and j.error is None:
             per_key.setdefault(j.key, []).append(j.label)
     repeated = changed = 0
     if repeats > 1:

@@ -313,8 +313,10 @@ def _dry_run(args: argparse.Namespace, client: Any, gold: Any, answers: Any) -> 
 
     metrics = [str(m) for m in parse_metrics(args.metrics)]
     plan = plan_answers(client, answers, _questions(gold), metrics=metrics, repeats=args.repeats)
-    ident = client.identity()
-    print(f"dry run: judge {ident.get('backend')} ({ident.get('model')}); {len(answers)} answers; nothing was called")
+    from ..report.answers import judge_line
+
+    print(f"dry run: {judge_line({'judge': {'identity': client.identity()}})}; {len(answers)} answers; "
+          "nothing was called")
     total_calls = total_hits = total_tokens = tokens_in = tokens_out = 0
     for task, row in plan.items():
         tokens_in += row["tokens_in"]
