@@ -141,7 +141,7 @@ def test_pool_cli_and_evaluate_judged(tmp_path, capsys):
     queue = [json.loads(x) for x in out.read_text().splitlines()]
     assert [(x["query_id"], x["id"], x["text"]) for x in queue] == [("q1", "c", "C"), ("q1", "d", "D"), ("q2", "e", "E")]
     labels = jl(tmp_path / "labels.jsonl", [{"query_id": "q1", "id": "c", "grade": 2}, {"query_id": "q1", "id": "d", "grade": 0},
-                                            {"query_id": "q2", "id": "e", "grade": None, "error": "timeout after 60 s"}])
+                                            {"query_id": "q2", "id": "e", "grade": None, "judge_error": "timeout after 60 s"}])
     calib = tmp_path / "cal.json"
     calib.write_text(json.dumps({"calibration": {"task": "context_relevance", "n": 150, "sensitivity": 0.9,
                                                  "sensitivity_ci": [0.8, 0.95], "specificity": 0.85,

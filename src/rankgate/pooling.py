@@ -7,8 +7,8 @@ relevant (what every metric does) makes precision a *lower bound*. This module
   ``depth`` items that the gold set does not judge, with their texts, in a stable order — best rank
   in any run first, then the first run that has it, then the id — for humans or a judge to label;
 * reads the labels back (:func:`read_judged`: JSONL ``{query_id, id, grade}``, as ``rankgate judge
-  relevance`` writes them; a line with ``grade: null`` and an ``error`` is an item the judge failed
-  on, which stays unjudged and is counted);
+  relevance`` writes them; a line with ``grade: null`` and a ``judge_error`` is an item the judge
+  failed on, which stays unjudged and is counted);
 * reports precision@k and nDCG@k three ways (:func:`bounds`), over the queries with a relevant gold
   item (the same queries for all three):
 
@@ -135,7 +135,7 @@ def read_judged(path: str, gold: Any) -> tuple[dict[tuple[str, str], int], int]:
         q, d, g = str(obj["query_id"]), str(obj["id"]), obj.get("grade")
         if q not in known:
             raise InputError(f"labels query {q!r}, which is not in the gold set", path=path, line=line, field="query_id")
-        if g is None and obj.get("error"):
+        if g is None and (obj.get("judge_error") or obj.get("error")):
             failed += 1
             continue
         if isinstance(g, bool) or not isinstance(g, int) or g not in (0, 1, 2):
