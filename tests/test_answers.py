@@ -576,3 +576,20 @@ def test_report_refuses_a_summary_without_answers(cli_files, tmp_path, capsys):
     out.mkdir()
     assert_refused(["report", "--gold", gold, "--run", run, "--answers", bad, "-o", out / "r.html"], out, names=[bad],
                    capsys=capsys, contains=["no 'answers' part"])
+
+
+def test_text_contexts_against_chunk_ids_warn(tmp_path, capsys):
+    """Contexts logged as texts never meet a gold set of chunk ids: said, not shown as retrieval problems only."""
+    from rankgate.cli import main
+
+    gold = write_jsonl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["c1"]}])
+    ans = write_jsonl(tmp_path / "a.jsonl", [{"query_id": "q1", "question": "Who did it?", "answer": "Bob did it in May.",
+                                              "contexts": ["Bob did it in May."]}])
+    assert main(["answers", "--answers", str(ans), "--gold", str(gold), "--no-cache", "--json", "--resamples", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "no packed context id matches" in captured.err and "--corpus" in captured.err
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"chunk_id": "c1", "text": "Bob  did it in May."}])
+    assert main(["answers", "--answers", str(ans), "--gold", str(gold), "--corpus", str(corpus), "--no-cache", "--json",
+                 "--resamples", "0"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and json.loads(captured.out)["answers"]["grid"]["cells"]["ok"]["count"] == 1

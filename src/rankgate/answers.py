@@ -457,7 +457,15 @@ def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: M
                           "correct_min": thresholds.correct_min}
     grid["retrieval_metric"] = a["retrieval_metrics"][0]
     errors = {q: e for q, e in zip(result.query_ids, a["judge_errors"]) if e}
+    from .engine import id_mismatch_line
+
+    warnings = []
+    mismatch = id_mismatch_line(result)
+    if mismatch:  # every retrieval verdict would be "miss": say why instead of a grid of retrieval problems
+        warnings.append(mismatch.replace("no retrieved id", "no packed context id")
+                        + "; when the answers log context texts only, pass --corpus so texts find their chunk ids")
     return {
+        "warnings": warnings,
         "metrics": metrics,
         "answer_metrics": answer_names,
         "grid": grid,

@@ -185,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
         from ..atomic import write_files
 
         write_files(files)  # all or none
+    for warning in summary["answers"].get("warnings") or []:
+        print(f"rankgate answers: {warning}", file=sys.stderr)
     code = 0 if outcome is None else outcome.exit_code
     if args.json:
         sys.stdout.write(summary_json(summary))

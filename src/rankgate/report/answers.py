@@ -94,7 +94,8 @@ def judge_line(s: Mapping[str, Any]) -> str:
 
 def notes(s: Mapping[str, Any]) -> list[str]:
     q = s["queries"]
-    out = [f"{q['answered']} answered queries (packed context up to {s['packed_k']} chunks); "
+    out = list(s.get("warnings") or [])
+    out += [f"{q['answered']} answered queries (packed context up to {s['packed_k']} chunks); "
            f"{q['with_reference']} with a reference answer"]
     if q["unanswered"]:
         shown = ", ".join(q["unanswered"][:5]) + (" …" if len(q["unanswered"]) > 5 else "")
