@@ -583,12 +583,12 @@ def test_text_contexts_against_chunk_ids_warn(tmp_path, capsys):
     from rankgate.cli import main
 
     gold = write_jsonl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["c1"]}])
-    ans = write_jsonl(tmp_path / "a.jsonl", [{"query_id": "q1", "question": "Who did it?", "answer": "Bob did it in May.",
-                                              "contexts": ["Bob did it in May."]}])
+    ans = write_jsonl(tmp_path / "a.jsonl", [{"query_id": "q1", "question": "Who repaired the boiler?", "answer": "Bob repaired the boiler in May.",
+                                              "contexts": ["Bob repaired the boiler in May."]}])
     assert main(["answers", "--answers", str(ans), "--gold", str(gold), "--no-cache", "--json", "--resamples", "0"]) == 0
     captured = capsys.readouterr()
     assert "no packed context id matches" in captured.err and "--corpus" in captured.err
-    corpus = write_jsonl(tmp_path / "c.jsonl", [{"chunk_id": "c1", "text": "Bob  did it in May."}])
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"chunk_id": "c1", "text": "Bob  repaired the BOILER in May."}])
     assert main(["answers", "--answers", str(ans), "--gold", str(gold), "--corpus", str(corpus), "--no-cache", "--json",
                  "--resamples", "0"]) == 0
     captured = capsys.readouterr()
