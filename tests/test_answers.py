@@ -583,7 +583,8 @@ def test_text_contexts_against_chunk_ids_warn(tmp_path, capsys):
     from rankgate.cli import main
 
     gold = write_jsonl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["c1"]}])
-    ans = write_jsonl(tmp_path / "a.jsonl", [{"query_id": "q1", "question": "Who repaired the boiler?", "answer": "Bob repaired the boiler in May.",
+    ans = write_jsonl(tmp_path / "a.jsonl", [{"query_id": "q1", "question": "Who repaired the boiler?",
+                                              "answer": "Bob repaired the boiler in May.",
                                               "contexts": ["Bob repaired the boiler in May."]}])
     assert main(["answers", "--answers", str(ans), "--gold", str(gold), "--no-cache", "--json", "--resamples", "0"]) == 0
     captured = capsys.readouterr()
@@ -593,3 +594,27 @@ def test_text_contexts_against_chunk_ids_warn(tmp_path, capsys):
                  "--resamples", "0"]) == 0
     captured = capsys.readouterr()
     assert captured.err == "" and json.loads(captured.out)["answers"]["grid"]["cells"]["ok"]["count"] == 1
+
+
+class MoodyJudge(FlakyJudge):
+    """Grades answer relevance by the seed: a judge that changes its mind across samples."""
+
+    def judge(self, task, fields, *, seed):
+        if task == "answer_relevance":
+            return seed % 3 if "1850" in fields["answer"] else 2
+        if task == "support":
+            return "supported"
+        return super().judge(task, fields, seed=seed)
+
+
+def test_cli_repeats_measure_the_judges_variance(cli_files, capsys):
+    from rankgate.cli import main
+
+    gold, answers, _ = cli_files
+    assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--no-cache", "--judge",
+                 "tests.test_answers:MoodyJudge", "--repeats", "3", "--json", "--resamples", "0"]) == 0
+    layer = json.loads(capsys.readouterr().out)["answers"]
+    assert layer["judge"]["variance"]["answer_relevance"] == [3, 1]  # 3 answers judged 3 times, q2's label changed
+    assert layer["judge"]["variance"]["statements"] == [3, 0]
+    assert layer["judge"]["calls"]["answer_relevance"] == 9
+    assert layer["metrics"]["answer_relevance"]["mean"] == pytest.approx((2 + 0 + 2) / 3)  # sample 0 (seed 0) counts
