@@ -519,6 +519,10 @@ def test_agreement_with_human_hand_computed():
     assert (got["faithful"]["agree"], got["faithful"]["n"]) == (3, 4)
     assert (got["correct"]["agree"], got["correct"]["n"]) == (0, 1)
     assert [d["query_id"] for d in got["disagreements"]] == ["b", "d"]
+    # judge faithful on a, b(no), d -> 2/3; on the labelled a, b, d the judge errs by (0 + -1 + 0)/3
+    fs = got["faithful_share"]
+    assert (fs["judged"], fs["labelled"]) == (3, 3)
+    assert fs["judge"] == pytest.approx(2 / 3) and fs["ppi"] == pytest.approx(2 / 3 + 1 / 3)
     assert grid_cell("hit", False, True, True)[0] == "ok"
     assert grid_cell("miss", False, False, True)[0] == "lucky"
     assert grid_cell("miss", False, True, None)[0] == "lucky"

@@ -540,6 +540,18 @@ def agreement_with_human(rows: Sequence[GridRow], human: Mapping[str, Mapping[st
         if cell != r.cell:
             disagreements.append({"query_id": r.query_id, "judge": r.cell, "human": cell, "note": h.get("note")})
     out: dict[str, Any] = {"items": tallies["cell"][1], "disagreements": disagreements}
+    # The share of faithful answers, prediction-powered: the judge's share over every answer it judged,
+    # corrected by its average error on the answers humans labelled (ARES; rankgate.agreement.ppi_mean).
+    from .agreement import ppi_mean
+
+    judged = [float(r.faithful) for r in rows if r.faithful is not None]
+    pairs = [(float(r.faithful), float(human[r.query_id]["faithful"])) for r in rows
+             if r.faithful is not None and r.query_id in human and human[r.query_id]["faithful"] is not None]
+    est = ppi_mean(judged, [a for a, _ in pairs], [b for _, b in pairs], confidence=confidence)
+    out["faithful_share"] = {"judge": _clean(math.fsum(judged) / len(judged)) if judged else None,
+                             "judged": len(judged), "labelled": len(pairs), "ppi": _clean(est.estimate),
+                             # (a share: the normal interval is clipped to [0, 1])
+                             "ppi_ci": [_clean(min(1.0, max(0.0, est.ci[0]))), _clean(min(1.0, max(0.0, est.ci[1])))]}
     for name, (agree, n) in tallies.items():
         lo, hi = wilson_interval(agree, n, confidence=confidence) if n else (math.nan, math.nan)
         out[name] = {"agree": agree, "n": n, "share": agree / n if n else None, "ci": [_clean(lo), _clean(hi)]}

@@ -115,6 +115,12 @@ def notes(s: Mapping[str, Any]) -> list[str]:
                    f"{share('faithful')}, {share('correct')}"
                    + (f"; e.g. {h['disagreements'][0]['query_id']}: judge {h['disagreements'][0]['judge']}, human "
                       f"{h['disagreements'][0]['human']}" if h["disagreements"] else ""))
+        fs = h.get("faithful_share")
+        if fs and fs.get("ppi") is not None:
+            ci = fs["ppi_ci"]
+            out.append(f"share of faithful answers: judge {_pct(fs['judge'])} over {fs['judged']}; corrected by its "
+                       f"error on {fs['labelled']} human-labelled ones (prediction-powered): {_pct(fs['ppi'])}"
+                       + ("" if ci[0] is None else f" ({_pct(ci[0])}–{_pct(ci[1])})"))
     errs = s["judge_errors"]
     if errs["queries"]:
         first = next(iter(errs["by_query"].items()))
