@@ -551,7 +551,7 @@ def agreement_with_human(rows: Sequence[GridRow], human: Mapping[str, Mapping[st
     out["faithful_share"] = {"judge": _clean(math.fsum(judged) / len(judged)) if judged else None,
                              "judged": len(judged), "labelled": len(pairs), "ppi": _clean(est.estimate),
                              # (a share: the normal interval is clipped to [0, 1])
-                             "ppi_ci": [_clean(min(1.0, max(0.0, est.ci[0]))), _clean(min(1.0, max(0.0, est.ci[1])))]}
+                             "ppi_ci": [None if math.isnan(x) else min(1.0, max(0.0, x)) for x in est.ci]}
     for name, (agree, n) in tallies.items():
         lo, hi = wilson_interval(agree, n, confidence=confidence) if n else (math.nan, math.nan)
         out[name] = {"agree": agree, "n": n, "share": agree / n if n else None, "ci": [_clean(lo), _clean(hi)]}
