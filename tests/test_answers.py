@@ -363,6 +363,16 @@ def test_cli_judge_errors_are_rows_not_zeros(cli_files, tmp_path, capsys):
     assert row.startswith("q2,undetermined,") and ",judge_error," in row and "support: HTTP 500 after 4 attempts" in row
 
 
+def test_cli_by_segment(tmp_path, capsys):
+    from rankgate.cli import main
+
+    data = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
+    assert main(["answers", "--answers", str(data / "answers.jsonl"), "--gold", str(data / "gold.jsonl"), "--corpus",
+                 str(data / "corpus.jsonl"), "--no-cache", "--by", "intent", "--json", "--resamples", "100"]) == 0
+    segments = json.loads(capsys.readouterr().out)["segments"]
+    assert "intent" in json.dumps(segments) and "faithfulness" in json.dumps(segments)
+
+
 def test_cli_dry_run_calls_nothing(cli_files, tmp_path, capsys):
     from rankgate.cli import main
 

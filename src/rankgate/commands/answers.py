@@ -75,6 +75,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--calibration-out", metavar="FILE",
                    help="with --human: write the judge's faithful verdicts against the human ones as a calibration "
                         "file (task faithfulness), which a gate on faithfulness or contradiction_rate can cite")
+    p.add_argument("--by", action="append", default=[], metavar="FIELD",
+                   help="also break the metrics down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
     add_judge_options(p)
     from .evaluate import add_stats_options
@@ -197,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console()
     print_answers(summary["answers"], confidence=args.confidence, console=console)
+    if getattr(args, "segments", None) is not None:
+        console.print()
+        console.print(args.segments.table())
     hits, calls = getattr(args, "cache_hits", (0, 0))
     console.print(f"{hits} of {calls} judge labels came from the cache", highlight=False, markup=False)
     if args.out:
@@ -282,8 +287,14 @@ def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresh
         inputs["corpus"] = {"path": name(args.corpus)}
     if getattr(args, "human", None):
         inputs["human"] = {"path": name(args.human), "sha256": sha256_files([args.human])}
-    extra = {"answers": layer, "statistics": {"seed": args.seed, "resamples": args.resamples,
-                                              "confidence": args.confidence}}
+    extra: dict[str, Any] = {"answers": layer, "statistics": {"seed": args.seed, "resamples": args.resamples,
+                                                              "confidence": args.confidence}}
+    if getattr(args, "by", None):
+        from ..segments import segment_summary
+
+        args.segments = segment_summary(result, args.by, seed=args.seed, n_resamples=args.resamples,
+                                        confidence=args.confidence)
+        extra["segments"] = args.segments.to_dict()
     summary = summary_dict(result, cis=cis, extra=extra)
     summary["inputs"] = inputs
     return summary, answers_csv(result, rows), result

@@ -460,7 +460,7 @@ def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
         metrics="faithfulness,contradiction_rate,answer_relevance,context_relevance,answer_correctness",
         judge=None, judge_url=None, judge_model=None, judge_key_env=None, workers=8, timeout=60.0, repeats=1,
         judge_seed=0, cache=None, no_cache=False, refresh=False, seed=seed, resamples=2000, confidence=0.95,
-        examples=3)
+        examples=3, by=[])
     gold, answers = load_inputs(args)
     from ..commands.answers import judge_settings
 
