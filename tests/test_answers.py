@@ -67,7 +67,7 @@ def test_kernel_matches_reference(name):
     for _ in range(200):
         n = int(rng.integers(0, 4))
         stm = None if rng.random() < 0.1 else tuple(f"s{i}" for i in range(n))
-        pick = lambda: None if rng.random() < 0.05 else [S, C, N][int(rng.integers(0, 3))]  # noqa: E731
+        pick = lambda: None if rng.random() < 0.05 else [S, C, N][int(rng.integers(0, 3))]
         sup = tuple(pick() for _ in range(len(stm or ())))
         cor = None if rng.random() < 0.4 else tuple(pick() for _ in range(len(stm or ())))
         rel = None if rng.random() < 0.05 else int(rng.integers(0, 3))
@@ -397,7 +397,7 @@ def test_cli_judge_from_environment(cli_files, monkeypatch, capsys):
 def test_hostile_answers(cli_files, tmp_path, capsys, case):
     from .hostile import assert_refused
 
-    gold, answers, _ = cli_files
+    gold, _, _ = cli_files
     bad = tmp_path / "bad.jsonl"
     extra: list[str] = []
     names: list[object] = [bad]

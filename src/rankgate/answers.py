@@ -171,16 +171,21 @@ def judge_answers(client: Any, answers: Answers, gold_questions: Mapping[str, st
             if task in second:
                 run(task, second[task])
     out: dict[str, AnswerLabels] = {}
-    for rec in answers.records:
-        q = rec.query_id
-        errors: list[str] = []
 
+    def lookup(errors: list[str]) -> Any:
         def look(task: str, key: str) -> Any:
             labels, errs = got.get(task, ({}, {}))
             if key in errs:
                 errors.append(f"{task}: {errs[key]}")
                 return None
             return labels.get(key)
+
+        return look
+
+    for rec in answers.records:
+        q = rec.query_id
+        errors: list[str] = []
+        look = lookup(errors)
 
         statements = stmts.get(q) if "statements" in tasks else ()
         if "statements" in tasks and statements is None:

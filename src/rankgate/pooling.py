@@ -283,7 +283,7 @@ def _query_scores(top: list[str], gold: dict[str, int], judge: dict[str, int], k
             if w is None:
                 return max(g, 0), 1.0 if g >= relevant_at else 0.0
             prob = w[0] if g >= relevant_at else w[1]
-            return prob * (g if g >= relevant_at else relevant_at), prob
+            return prob * max(g, relevant_at), prob
         return 0.0, 0.0
 
     top = top[:k]

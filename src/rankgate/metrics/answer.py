@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -169,7 +169,8 @@ class ContextRelevance(_AnswerMetric):
     judge_task = "context_relevance"
     name = "context_relevance"
     cutoff = "optional"
-    params = {"rel": Param("rel", int, 1, minimum=1, maximum=2, help="lowest judge grade counted as relevant")}
+    params: ClassVar[dict[str, Param]] = {
+        "rel": Param("rel", int, 1, minimum=1, maximum=2, help="lowest judge grade counted as relevant")}
     summary = "Share of the packed chunks (the first k) the judge grades relevant to the question (answer layer)."
     formula = ("context_relevance@k = |{c ∈ C_k : g(question, c) >= rel}| / |C_k|, C_k = the first k packed chunks "
                "(not_applicable when none; judge_error when a call failed)")

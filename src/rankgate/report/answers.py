@@ -95,8 +95,8 @@ def judge_line(s: Mapping[str, Any]) -> str:
 def notes(s: Mapping[str, Any]) -> list[str]:
     q = s["queries"]
     out = list(s.get("warnings") or [])
-    out += [f"{q['answered']} answered queries (packed context up to {s['packed_k']} chunks); "
-           f"{q['with_reference']} with a reference answer"]
+    out.append(f"{q['answered']} answered queries (packed context up to {s['packed_k']} chunks); "
+               f"{q['with_reference']} with a reference answer")
     if q["unanswered"]:
         shown = ", ".join(q["unanswered"][:5]) + (" …" if len(q["unanswered"]) > 5 else "")
         out.append(f"{len(q['unanswered'])} gold queries have no answer in the file (not scored): {shown}")
@@ -177,10 +177,10 @@ def answers_section(s: Mapping[str, Any] | None, *, confidence: float = 0.95) ->
     e = html.escape
     pct = round(confidence * 100)
     out = ['<section id="answers"><h2>Answers (layer two) and the diagnosis grid</h2>',
-           "<p>Retrieval is scored against the gold set; answers are scored from judge labels. "
-           "They are never merged into one number: the grid joins them per query.</p>",
-           f"<table><thead><tr><th>layer</th><th>metric</th><th>mean</th><th>{pct}% CI</th><th>coverage</th>"
-           "</tr></thead><tbody>"]
+           ("<p>Retrieval is scored against the gold set; answers are scored from judge labels. "
+            "They are never merged into one number: the grid joins them per query.</p>"),
+           (f"<table><thead><tr><th>layer</th><th>metric</th><th>mean</th><th>{pct}% CI</th><th>coverage</th>"
+            "</tr></thead><tbody>")]
     for row in metric_rows(s):
         out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
     out.append("</tbody></table>")

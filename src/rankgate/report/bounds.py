@@ -32,8 +32,8 @@ def bounds_rows(b: Any) -> list[tuple[str, str, str, str]]:
 
 def bounds_notes(b: Any) -> list[str]:
     d = b if isinstance(b, dict) else b.to_dict()
-    notes = [f"{d['queries']} queries with a relevant gold item; {d['judged_items']} judge labels of items the gold "
-             f"set lacks; hit and recall stay on the gold set alone"]
+    notes = [(f"{d['queries']} queries with a relevant gold item; {d['judged_items']} judge labels of items the gold "
+              "set lacks; hit and recall stay on the gold set alone")]
     if d.get("judge_failed"):
         notes.append(f"{d['judge_failed']} items the judge failed on stay unjudged")
     if d.get("unlabelled_in_topk"):
@@ -86,10 +86,10 @@ def bounds_section(b: Any, confidence: float = 0.95) -> str:
     e = html.escape
     pct = round(confidence * 100)
     out = ['<section id="bounds"><h2>Incomplete gold set: bounds</h2>',
-           "<p>Unjudged items count as not relevant in every other number (a lower bound). With the judge's labels "
-           "the same metrics read higher; corrected for the judge's errors they lie in between.</p>",
-           f"<table><thead><tr><th>metric</th><th>lower: gold only</th><th>corrected [{pct}% CI]</th>"
-           "<th>upper: gold + judge</th></tr></thead><tbody>"]
+           ("<p>Unjudged items count as not relevant in every other number (a lower bound). With the judge's labels "
+            "the same metrics read higher; corrected for the judge's errors they lie in between.</p>"),
+           (f"<table><thead><tr><th>metric</th><th>lower: gold only</th><th>corrected [{pct}% CI]</th>"
+            "<th>upper: gold + judge</th></tr></thead><tbody>")]
     for row in bounds_rows(b):
         out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
     out.append("</tbody></table><ul>" + "".join(f"<li>{e(n)}</li>" for n in bounds_notes(b)) + "</ul></section>")
