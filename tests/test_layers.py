@@ -23,7 +23,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     2: ("metrics",),                                                               # metric definitions and facts
     3: ("engine", "results", "retrieval", "fusion"),                               # scoring runs
     4: ("stats", "segments", "compare", "sweep", "baseline", "agreement",          # statistics over results,
-        "traces", "goldset", "answers"),                                          # traces, gold sets, answers
+        "traces", "goldset", "answers", "pooling"),                               # traces, gold sets, answers, bounds
     5: ("gate_config", "gates", "diagnosis", "testing", "experiments", ""),        # decisions (and the public API)
     6: ("report",),                                                                # renderers
     7: ("commands", "cli", "__main__", "demo"),                                    # the command line
