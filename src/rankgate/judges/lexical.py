@@ -31,8 +31,9 @@ context_relevance
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 from .base import Label
@@ -91,7 +92,7 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
-def _coverage(needle: list[str], hay: set[str]) -> float:
+def _coverage(needle: list[str], hay: Set[str]) -> float:
     wanted = set(needle)
     return len(wanted & hay) / len(wanted) if wanted else 0.0
 
@@ -102,6 +103,17 @@ def _negated(text: str) -> bool:
 
 def _numbers(tokens: list[str]) -> set[str]:
     return {t for t in tokens if _NUMBER.match(t)}
+
+
+@lru_cache(maxsize=256)
+def _analysed(context: str) -> tuple[tuple[tuple[frozenset[str], bool, frozenset[str]], ...], frozenset[str]]:
+    """A context cut once into its sentences' (token set, negated, numbers) and all its tokens: every
+    statement of an answer is checked against the same context, so it is tokenised once, not per statement."""
+    sentences = []
+    for sentence in split_sentences(context):
+        s_tokens = content_tokens(sentence)
+        sentences.append((frozenset(s_tokens), _negated(sentence), frozenset(_numbers(s_tokens))))
+    return tuple(sentences), frozenset(content_tokens(context))
 
 
 class LexicalJudge:
@@ -149,16 +161,17 @@ class LexicalJudge:
         if not tokens:
             return "not_found"
         t = self.thresholds
-        for sentence in split_sentences(context):
-            s_tokens = content_tokens(sentence)
-            if _coverage(tokens, set(s_tokens)) < t.contradiction_overlap:
+        negated = _negated(statement)
+        mine = _numbers(tokens)
+        sentences, everything = _analysed(context)
+        for s_tokens, s_negated, theirs in sentences:
+            if _coverage(tokens, s_tokens) < t.contradiction_overlap:
                 continue
-            if _negated(statement) != _negated(sentence):
+            if negated != s_negated:
                 return "contradicted"
-            mine, theirs = _numbers(tokens), _numbers(s_tokens)
             if mine and theirs and not mine <= theirs:
                 return "contradicted"
-        return "supported" if _coverage(tokens, set(content_tokens(context))) >= t.support_coverage else "not_found"
+        return "supported" if _coverage(tokens, everything) >= t.support_coverage else "not_found"
 
     @staticmethod
     def _grade(question: str, text: str, two: float, one: float) -> int:
