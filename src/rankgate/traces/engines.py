@@ -1,0 +1,137 @@
+"""The engines the trace analysis runs on: DuckDB (default, embedded) and Apache Spark.
+
+:class:`TraceBackend` is what the analysis needs from an engine: take Arrow tables, run a SQL
+statement of :mod:`.queries`, keep an intermediate result, hand rows back. Both engines run the
+same statements; only :class:`~.queries.Dialect` differs. DuckDB and pyspark are imported when a
+backend is made, never by ``import rankgate``.
+
+A Spark backend is given a ``SparkSession`` (yours, on a cluster) or makes one from a master URL
+(``local[2]``, ``spark://host:7077``, ``yarn``); it never looks for a global session by itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Protocol
+
+from ..errors import UsageError
+from .queries import DUCKDB, SPARK, Dialect
+
+__all__ = ["DuckDBBackend", "SparkBackend", "TraceBackend", "make_backend"]
+
+
+class TraceBackend(Protocol):
+    """An engine the analysis can run on."""
+
+    name: str
+    dialect: Dialect
+
+    def register(self, name: str, table: Any) -> None:
+        """Make a pyarrow Table queryable as ``name``."""
+
+    def keep(self, name: str, sql: str) -> None:
+        """Compute ``sql`` once and keep it as ``name`` for the following statements."""
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql``; its rows as tuples of Python values."""
+
+    def close(self) -> None:
+        """Free what the backend holds (temporary files, cached tables)."""
+
+
+class DuckDBBackend:
+    """DuckDB in this process (in memory, spilling to a temporary folder when it must)."""
+
+    name = "duckdb"
+    dialect = DUCKDB
+
+    def __init__(self, connection: Any = None, *, threads: int | None = None) -> None:
+        import duckdb
+
+        self._con = connection if connection is not None else duckdb.connect()
+        if threads:
+            self._con.execute(f"SET threads = {int(threads)}")
+        self._con.execute("SET TimeZone = 'UTC'")
+        self._names: list[str] = []
+
+    def register(self, name: str, table: Any) -> None:
+        self._con.register(name, table)
+        self._names.append(name)
+
+    def keep(self, name: str, sql: str) -> None:
+        self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return self._con.execute(sql).fetchall()
+
+    def close(self) -> None:
+        for name in self._names:
+            try:
+                self._con.unregister(name)
+            except Exception:  # noqa: BLE001 - best effort: the connection may be closing
+                pass
+
+
+class SparkBackend:
+    """Apache Spark: the tables go to Parquet in a temporary folder, which Spark reads (on a cluster,
+    put that folder on shared storage with ``staging=``). Intermediate results are cached."""
+
+    name = "spark"
+    dialect = SPARK
+
+    def __init__(self, session: Any = None, *, master: str | None = None, staging: str | None = None) -> None:
+        if session is None:
+            session = spark_session(master or "local[2]")
+        self.session = session
+        self.session.conf.set("spark.sql.session.timeZone", "UTC")
+        self._dir = tempfile.mkdtemp(prefix="rankgate-spark-", dir=staging)
+        self._cached: list[str] = []
+
+    def register(self, name: str, table: Any) -> None:
+        import pyarrow.parquet as pq
+
+        path = os.path.join(self._dir, f"{name}.parquet")
+        pq.write_table(table, path)
+        self.session.read.parquet(path).createOrReplaceTempView(name)
+
+    def keep(self, name: str, sql: str) -> None:
+        df = self.session.sql(sql)
+        df.createOrReplaceTempView(name)
+        self.session.catalog.cacheTable(name)
+        self._cached.append(name)
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.session.sql(sql).collect()]
+
+    def close(self) -> None:
+        for name in self._cached:
+            try:
+                self.session.catalog.uncacheTable(name)
+            except Exception:  # noqa: BLE001 - best effort on shutdown
+                pass
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def spark_session(master: str) -> Any:
+    """A SparkSession for ``master`` (bound to 127.0.0.1 when local)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise UsageError("--engine spark needs pyspark (pip install 'rankgate[spark]') and Java 17") from None
+    if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
+        raise UsageError("--engine spark needs Java 17 (Debian: apt-get install openjdk-17-jre-headless)")
+    builder = SparkSession.builder.master(master).appName("rankgate-traces")
+    builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+    return builder.getOrCreate()
+
+
+def make_backend(engine: str | None, *, spark_master: str | None = None) -> TraceBackend:
+    if engine in (None, "duckdb"):
+        return DuckDBBackend()
+    if engine == "spark":
+        return SparkBackend(master=spark_master)
+    raise UsageError(f"unknown engine {engine!r}; engines: duckdb, spark")

@@ -1,0 +1,301 @@
+"""Every SQL statement of the trace analysis, in one place, written once for DuckDB and Spark SQL.
+
+The statements use the part of SQL both engines read with the same meaning: joins, ``GROUP BY``,
+``CASE``, ``count``/``sum``/``min``/``max``, ``row_number() OVER``, ``NOT EXISTS``, ``md5``,
+``CAST(… AS DOUBLE)`` and the exact quantile ``percentile_cont(p) WITHIN GROUP (ORDER BY x)``
+(linear interpolation between order statistics, numpy's default, on both engines). The only
+construct that differs is on an allow-list, :class:`Dialect`, filled in per engine:
+
+``ordered_concat(expr, order)``  the values of a group joined in ``order`` (DuckDB ``string_agg … ORDER
+                                 BY``; Spark ``array_join(transform(array_sort(collect_list(struct…))))``)
+
+Rates are returned as whole-number counts (``*_k`` of ``*_n``) and divided in Python, so both
+engines give the same bits; sums of floating-point values (RBO, Jaccard) may differ in the last
+place between engines (summation order), which the parity test allows to 1e-12.
+
+Tables the statements read (registered by :mod:`.engines`): ``requests`` (the canonical table plus
+``w``, the start of the request's window in microseconds since the epoch), ``items``, ``citations``,
+``feedback``, ``rbo_w(m, s, l, w)`` (:func:`.similarity.rbo_weights`), and when a corpus manifest is
+given ``manifest(item_id, doc_id, status)`` and ``stale_pairs(doc_id, version, stale, current)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DUCKDB", "SPARK", "Dialect", "Plan"]
+
+BAD_STATUSES = ("deprecated", "superseded", "retired")
+STAGES_MS = ("parse", "retrieval", "rerank", "synthesis", "total")
+LATENCY_Q = (0.5, 0.95, 0.99)
+SCORE_Q = (0.1, 0.5, 0.9)
+SEP = "chr(31)"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The allow-list of constructs written differently per engine."""
+
+    name: str
+    concat_template: str
+
+    def ordered_concat(self, expr: str, order: str) -> str:
+        return self.concat_template.format(expr=expr, order=order, sep=SEP)
+
+
+DUCKDB = Dialect("duckdb", "string_agg({expr}, {sep} ORDER BY {order})")
+SPARK = Dialect("spark", "array_join(transform(array_sort(collect_list(named_struct('o', {order}, 'v', {expr}))), "
+                         "x -> x.v), {sep})")
+
+
+def _q(p: float, col: str) -> str:
+    return f"percentile_cont({p}) WITHIN GROUP (ORDER BY {col})"
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the statements are built for: the stages to read, the segment fields, the options."""
+
+    dialect: Dialect
+    score_stage: str
+    context_stage: str
+    list_stage: str
+    by: tuple[str, ...] = ()
+    threshold: float | None = None
+    manifest: bool = False
+    k: int = 10
+    min_support: int = 2
+    width_us: int = 86_400_000_000
+
+    # -- materialised per-request facts ---------------------------------------------------------------
+    def req_items(self) -> str:
+        status = "coalesce(m.status, i.status)" if self.manifest else "i.status"
+        join = "LEFT JOIN manifest m ON m.item_id = i.item_id" if self.manifest else ""
+        bad = ", ".join(_lit(s) for s in BAD_STATUSES)
+        sc, cx = _lit(self.score_stage), _lit(self.context_stage)
+        return f"""
+SELECT request_id,
+  max(CASE WHEN stage = {sc} AND rank = 1 THEN score END) AS top1,
+  max(CASE WHEN stage = {sc} AND rank = 2 THEN score END) AS top2,
+  count(*) AS n_items,
+  sum(CASE WHEN stage = {cx} AND st IS NOT NULL THEN 1 ELSE 0 END) AS n_ctx_known,
+  sum(CASE WHEN stage = {cx} AND st IN ({bad}) THEN 1 ELSE 0 END) AS n_ctx_bad
+FROM (SELECT i.request_id, i.stage, i.rank, i.score, {status} AS st FROM items i {join}) t
+GROUP BY request_id"""
+
+    def rq(self) -> str:
+        return """
+SELECT r.*, ri.top1, ri.top2, ri.top1 - ri.top2 AS margin, coalesce(ri.n_items, 0) AS n_items,
+  coalesce(ri.n_ctx_known, 0) AS n_ctx_known, coalesce(ri.n_ctx_bad, 0) AS n_ctx_bad
+FROM requests r LEFT JOIN req_items ri ON ri.request_id = r.request_id"""
+
+    def req_src(self) -> str:
+        """A request's sources: those of the items it cited, else those of its context items."""
+        cx = _lit(self.context_stage)
+        return f"""
+SELECT DISTINCT c.request_id, i.source FROM citations c
+  JOIN items i ON i.request_id = c.request_id AND i.item_id = c.item_id AND i.stage = {cx}
+  WHERE i.source IS NOT NULL
+UNION ALL
+SELECT DISTINCT i.request_id, i.source FROM items i
+  WHERE i.stage = {cx} AND i.source IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM citations c JOIN items j ON j.request_id = c.request_id AND j.item_id = c.item_id
+                  AND j.stage = {cx} AND j.source IS NOT NULL WHERE c.request_id = i.request_id)"""
+
+    def seg(self, period: bool = False) -> str:
+        """``rq`` once per segment: all traffic (field ''), then each --by field. ``period``: one window."""
+        w = "CAST(0 AS BIGINT)" if period else "r.w"
+        parts = [f"SELECT r.*, {w} AS win, '' AS seg_field, '' AS seg_value FROM rq r"]
+        for f in self.by:
+            if f == "source":
+                parts.append(f"SELECT r.*, {w} AS win, 'source' AS seg_field, s.source AS seg_value "
+                             "FROM rq r JOIN req_src s ON s.request_id = r.request_id")
+            else:
+                parts.append(f"SELECT r.*, {w} AS win, {_lit(f)} AS seg_field, "
+                             f"coalesce(CAST(r.{f} AS STRING), '(none)') AS seg_value FROM rq r")
+        return "\nUNION ALL\n".join(parts)
+
+    # -- window x segment aggregates ---------------------------------------------------------------------
+    def counts(self, seg: str = "seg") -> str:
+        low = (f"sum(CASE WHEN top1 < {float(self.threshold)!r} THEN 1 ELSE 0 END)" if self.threshold is not None
+               else "CAST(NULL AS BIGINT)")
+        error = "(http_status >= 400 OR (http_status IS NULL AND status = 'error'))"
+        abort = "(coalesce(client_abort, false) OR coalesce(http_status, 0) = 499)"
+        answered = "(coalesce(status, 'ok') <> 'error' AND coalesce(http_status, 0) < 400)"
+        return f"""
+SELECT win, seg_field, seg_value,
+  count(*) AS n_requests,
+  sum(CASE WHEN top1 IS NOT NULL THEN 1 ELSE 0 END) AS scored_n,
+  {low} AS lowconf_k,
+  sum(CASE WHEN {answered} THEN 1 ELSE 0 END) AS answered_n,
+  sum(CASE WHEN {answered} AND n_items = 0 THEN 1 ELSE 0 END) AS noresult_k,
+  sum(CASE WHEN fallback IS NOT NULL THEN 1 ELSE 0 END) AS fallback_n,
+  sum(CASE WHEN fallback THEN 1 ELSE 0 END) AS fallback_k,
+  sum(CASE WHEN n_ctx_known > 0 THEN 1 ELSE 0 END) AS ctxreq_n,
+  sum(CASE WHEN n_ctx_bad > 0 THEN 1 ELSE 0 END) AS ctxreq_k,
+  sum(n_ctx_known) AS ctxitem_n,
+  sum(n_ctx_bad) AS ctxitem_k,
+  sum(CASE WHEN http_status IS NOT NULL OR status IS NOT NULL THEN 1 ELSE 0 END) AS err_n,
+  sum(CASE WHEN {error} AND NOT {abort} THEN 1 ELSE 0 END) AS err_k,
+  sum(CASE WHEN {abort} THEN 1 ELSE 0 END) AS abort_k,
+  sum(CASE WHEN total_ms IS NOT NULL AND soft_deadline_ms IS NOT NULL THEN 1 ELSE 0 END) AS timeout_n,
+  sum(CASE WHEN total_ms > soft_deadline_ms THEN 1 ELSE 0 END) AS timeout_k,
+  sum(CASE WHEN retry_attempts IS NOT NULL THEN 1 ELSE 0 END) AS retry_n,
+  sum(CASE WHEN retry_attempts > 0 THEN 1 ELSE 0 END) AS retry_k,
+  sum(CASE WHEN retry_attempts > 0 THEN retry_attempts ELSE 0 END) AS retries,
+  sum(CASE WHEN sensitive_tokens IS NOT NULL THEN 1 ELSE 0 END) AS privacy_n,
+  sum(sensitive_tokens) AS sensitive,
+  sum(CASE WHEN sensitive_tokens IS NOT NULL THEN coalesce(leaked_tokens, 0) ELSE 0 END) AS leaked,
+  sum(CASE WHEN privacy_mode = 'block' AND sensitive_tokens > 0 THEN 1 ELSE 0 END) AS block_n,
+  sum(CASE WHEN privacy_mode = 'block' AND sensitive_tokens > 0 AND blocked THEN 1 ELSE 0 END) AS block_k,
+  sum(CASE WHEN secure_fields IS NOT NULL THEN 1 ELSE 0 END) AS secure_req_n,
+  sum(secure_fields) AS secure,
+  sum(CASE WHEN secure_fields IS NOT NULL THEN coalesce(bypassed, 0) ELSE 0 END) AS bypassed
+FROM {seg} GROUP BY win, seg_field, seg_value"""
+
+    def quantiles(self, seg: str = "seg") -> str:
+        cols = []
+        for stage in STAGES_MS:
+            c = f"{stage}_ms"
+            cols += [f"{_q(p, c)} AS {stage}_p{round(p * 100)}" for p in LATENCY_Q] + [f"count({c}) AS {stage}_n"]
+        for c in ("top1", "margin"):
+            cols += [f"{_q(p, c)} AS {c}_p{round(p * 100)}" for p in SCORE_Q] + [f"count({c}) AS {c}_n"]
+        return f"SELECT win, seg_field, seg_value,\n  " + ",\n  ".join(cols) + f"\nFROM {seg} GROUP BY win, seg_field, seg_value"
+
+    def feedback(self, seg: str = "seg") -> str:
+        return f"""
+SELECT s.win, s.seg_field, s.seg_value, count(*) AS fb_n, sum(CASE WHEN f.negative THEN 1 ELSE 0 END) AS fb_k
+FROM {seg} s JOIN feedback f ON f.request_id = s.request_id GROUP BY s.win, s.seg_field, s.seg_value"""
+
+    def feedback_by_source(self) -> str:
+        return """
+SELECT r.w AS win, s.source, count(*) AS fb_n, sum(CASE WHEN f.negative THEN 1 ELSE 0 END) AS fb_k
+FROM req_src s JOIN requests r ON r.request_id = s.request_id JOIN feedback f ON f.request_id = s.request_id
+GROUP BY r.w, s.source"""
+
+    # -- stale citations ---------------------------------------------------------------------------------
+    def citation_pairs(self) -> str:
+        """The distinct (document, cited version) pairs, for the manifest to judge in Python."""
+        return """
+SELECT DISTINCT coalesce(c.doc_id, m.doc_id) AS doc_id, c.version
+FROM citations c LEFT JOIN manifest m ON m.item_id = c.item_id
+WHERE c.version IS NOT NULL AND coalesce(c.doc_id, m.doc_id) IS NOT NULL"""
+
+    def cit(self) -> str:
+        return """
+SELECT c.request_id, coalesce(c.doc_id, m.doc_id) AS doc_id, c.version, sp.stale, sp.current_version
+FROM citations c LEFT JOIN manifest m ON m.item_id = c.item_id
+JOIN stale_pairs sp ON sp.doc_id = coalesce(c.doc_id, m.doc_id) AND sp.version = c.version"""
+
+    def citations(self, seg: str = "seg") -> str:
+        return f"""
+SELECT s.win, s.seg_field, s.seg_value, count(*) AS cit_n, sum(c.stale) AS cit_k
+FROM {seg} s JOIN cit c ON c.request_id = s.request_id GROUP BY s.win, s.seg_field, s.seg_value"""
+
+    def stale_examples(self, limit: int = 20) -> str:
+        return f"""
+SELECT doc_id, version, current_version, count(*) AS n FROM cit WHERE stale = 1
+GROUP BY doc_id, version, current_version ORDER BY n DESC, doc_id, version LIMIT {int(limit)}"""
+
+    # -- instability ---------------------------------------------------------------------------------------
+    def topk(self) -> str:
+        """The top k distinct items of each request's result list (positions 1..k)."""
+        return f"""
+SELECT request_id, item_id, pos FROM (
+  SELECT request_id, item_id, row_number() OVER (PARTITION BY request_id ORDER BY rank, item_id) AS pos
+  FROM (SELECT request_id, item_id, min(rank) AS rank FROM items WHERE stage = {_lit(self.list_stage)}
+        GROUP BY request_id, item_id) d
+) t WHERE pos <= {int(self.k)}"""
+
+    def lists(self) -> str:
+        """One row per request with a result list: window, query key, versions, list signature, length."""
+        d = self.dialect
+        return f"""
+SELECT r.request_id, r.w, r.query_key, r.ts,
+  concat(coalesce(r.index_version, ''), {SEP}, coalesce(r.corpus_version, '')) AS ver, t.sig, t.len
+FROM requests r JOIN (
+  SELECT request_id, md5({d.ordered_concat('item_id', 'pos')}) AS sig, count(*) AS len FROM topk GROUP BY request_id
+) t ON t.request_id = r.request_id"""
+
+    def pairs(self) -> str:
+        """Each request against the reference list of its query key in the previous window: the list
+        most requests got there (ties: the earliest first seen), if at least ``min_support`` agreed."""
+        return f"""
+WITH sup AS (
+  SELECT w, query_key, sig, count(*) AS support, min(ts) AS first_ts, min(request_id) AS rep
+  FROM lists GROUP BY w, query_key, sig
+), ranked AS (
+  SELECT w, query_key, rep, support,
+    row_number() OVER (PARTITION BY w, query_key ORDER BY support DESC, first_ts, rep) AS rn
+  FROM sup
+), ref AS (
+  SELECT w, query_key, rep FROM ranked WHERE rn = 1 AND support >= {int(self.min_support)}
+), p AS (
+  SELECT a.request_id, a.w, ref.rep AS ref_id, a.len AS len_a, b.len AS len_b,
+    CASE WHEN a.ver = b.ver THEN 1 ELSE 0 END AS same_ver, CASE WHEN a.sig = b.sig THEN 1 ELSE 0 END AS same_list
+  FROM lists a JOIN ref ON ref.query_key = a.query_key AND ref.w = a.w - {int(self.width_us)}
+  JOIN lists b ON b.request_id = ref.rep
+), common AS (
+  SELECT p.request_id, CASE WHEN x.pos > y.pos THEN x.pos ELSE y.pos END AS m
+  FROM p JOIN topk x ON x.request_id = p.request_id JOIN topk y ON y.request_id = p.ref_id AND y.item_id = x.item_id
+), scored AS (
+  SELECT p.request_id, p.w, p.ref_id, p.len_a, p.len_b, p.same_ver, p.same_list,
+    count(c.m) AS n_common, coalesce(sum(rw.w), 0.0) AS rbo
+  FROM p LEFT JOIN common c ON c.request_id = p.request_id
+  LEFT JOIN rbo_w rw ON rw.m = c.m
+    AND rw.s = CASE WHEN p.len_a < p.len_b THEN p.len_a ELSE p.len_b END
+    AND rw.l = CASE WHEN p.len_a < p.len_b THEN p.len_b ELSE p.len_a END
+  GROUP BY p.request_id, p.w, p.ref_id, p.len_a, p.len_b, p.same_ver, p.same_list
+)
+SELECT request_id, w, ref_id, same_ver, same_list, n_common, rbo,
+  CAST(n_common AS DOUBLE) / CAST(len_a + len_b - n_common AS DOUBLE) AS jaccard
+FROM scored"""
+
+    def instability(self, seg: str = "seg") -> str:
+        return f"""
+SELECT s.win, s.seg_field, s.seg_value,
+  sum(CASE WHEN p.same_ver = 1 THEN 1 ELSE 0 END) AS same_n,
+  sum(CASE WHEN p.same_ver = 1 AND p.same_list = 0 THEN 1 ELSE 0 END) AS same_changed,
+  sum(CASE WHEN p.same_ver = 1 THEN p.rbo ELSE 0.0 END) AS same_rbo,
+  sum(CASE WHEN p.same_ver = 1 THEN p.jaccard ELSE 0.0 END) AS same_jaccard,
+  sum(CASE WHEN p.same_ver = 0 THEN 1 ELSE 0 END) AS diff_n,
+  sum(CASE WHEN p.same_ver = 0 AND p.same_list = 0 THEN 1 ELSE 0 END) AS diff_changed,
+  sum(CASE WHEN p.same_ver = 0 THEN p.rbo ELSE 0.0 END) AS diff_rbo,
+  sum(CASE WHEN p.same_ver = 0 THEN p.jaccard ELSE 0.0 END) AS diff_jaccard
+FROM {seg} s JOIN pairs p ON p.request_id = s.request_id GROUP BY s.win, s.seg_field, s.seg_value"""
+
+    def unstable_examples(self, limit: int = 10) -> str:
+        return f"""
+SELECT p.request_id, p.ref_id, p.w, p.rbo, p.jaccard, r.query_key, r.query_text
+FROM pairs p JOIN requests r ON r.request_id = p.request_id
+WHERE p.same_ver = 1 AND p.same_list = 0
+ORDER BY p.rbo, p.w, p.request_id LIMIT {int(limit)}"""
+
+    def list_items(self, ids: list[str]) -> str:
+        return ("SELECT request_id, item_id, pos FROM topk WHERE request_id IN ("
+                + ", ".join(_lit(i) for i in ids) + ") ORDER BY request_id, pos")
+
+    # -- examples for the report ---------------------------------------------------------------------------
+    def low_confidence_examples(self, limit: int = 20) -> str:
+        return f"""
+SELECT query_key, min(query_text) AS query_text, count(*) AS n, min(top1) AS min_top1, max(top1) AS max_top1
+FROM rq WHERE top1 < {float(self.threshold or 0.0)!r}
+GROUP BY query_key ORDER BY n DESC, query_key LIMIT {int(limit)}"""
+
+    def retries_by_reason(self) -> str:
+        return """
+SELECT coalesce(retry_reason, '(none)') AS reason, count(*) AS requests, sum(retry_attempts) AS retries
+FROM requests WHERE retry_attempts > 0 GROUP BY coalesce(retry_reason, '(none)') ORDER BY retries DESC, reason"""
+
+    def stages(self) -> str:
+        return "SELECT stage, count(*) AS n FROM items GROUP BY stage"
+
+    def presence(self) -> str:
+        """Which request columns hold any value at all (a signal on an all-null column is not measurable)."""
+        cols = ("fallback", "http_status", "status", "soft_deadline_ms", "total_ms", "retry_attempts",
+                "sensitive_tokens", "privacy_mode", "secure_fields") + tuple(f"{s}_ms" for s in STAGES_MS[:-1])
+        return "SELECT " + ", ".join(f"count({c}) AS {c}" for c in cols) + " FROM requests"

@@ -1,0 +1,524 @@
+"""The trace signals per time window and segment: :func:`summarize_traces` -> :class:`TraceSummary`.
+
+Numbers in, numbers out; no files are written and nothing is rendered here (renderers live in
+:mod:`rankgate.report.traces`). The tables are the canonical ones of :mod:`.model`; the SQL is in
+:mod:`.queries`, run by an engine of :mod:`.engines`. docs/traces.md ("Signals") defines each signal.
+
+Windows are aligned to the UTC epoch (a ``1d`` window starts at 00:00 UTC; ``1w`` on Monday).
+Segments: all traffic (``all``), then each ``by`` field separately (``tenant=acme``). The field
+``source`` puts a request under the sources of the items it cited (else of its context items).
+
+A signal whose inputs are absent from the data is *not measurable* (``value=None`` and a note such
+as ``not measurable (no fallback)``), never 0. A window or segment with no applicable row has
+``value=None`` and ``n=0``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+from .queries import LATENCY_Q, SCORE_Q, STAGES_MS, Plan
+
+__all__ = ["SIGNALS", "SignalInfo", "SignalValue", "SourceFeedback", "TraceSummary", "parse_window",
+           "summarize_traces"]
+
+SEGMENT_FIELDS = ("tenant", "surface", "session", "data_source", "source", "index_version", "corpus_version",
+                  "privacy_mode", "status", "top_k")
+_UNITS = {"m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+_MONDAY_US = 4 * 86_400 * 1_000_000  # the epoch was a Thursday
+
+
+@dataclass(frozen=True)
+class SignalInfo:
+    name: str
+    group: str  # retrieval | operational | privacy
+    unit: str  # share | per_1k | ms | score | count
+    worse: str  # "up": a higher value is worse; "down": a lower one; "": neither
+    label: str
+
+
+def _catalogue() -> tuple[SignalInfo, ...]:
+    s = [
+        SignalInfo("low_confidence_rate", "retrieval", "share", "up", "requests whose top score is under the abstention threshold"),
+    ]
+    for c, lab in (("top1_score", "top-1 score"), ("margin", "top-1 minus top-2 score")):
+        s += [SignalInfo(f"{c}.p{round(p * 100)}", "retrieval", "score", "", f"{lab}, p{round(p * 100)}") for p in SCORE_Q]
+    s += [
+        SignalInfo("no_result_rate", "retrieval", "share", "up", "answered requests with no retrieved item"),
+        SignalInfo("fallback_rate", "retrieval", "share", "up", "requests where the application fell back"),
+        SignalInfo("deprecated_context_rate", "retrieval", "share", "up",
+                   "requests whose context holds a deprecated, superseded or retired item"),
+        SignalInfo("deprecated_item_share", "retrieval", "share", "up",
+                   "context items that are deprecated, superseded or retired"),
+        SignalInfo("stale_citation_rate", "retrieval", "share", "up",
+                   "citations of a version older than the document's current one"),
+        SignalInfo("instability.rbo", "retrieval", "score", "down",
+                   "RBO (p=0.9) with the previous window's list, same index/corpus version"),
+        SignalInfo("instability.jaccard", "retrieval", "score", "down", "top-k Jaccard, same version"),
+        SignalInfo("instability.changed_rate", "retrieval", "share", "up", "lists that changed, same version"),
+        SignalInfo("corpus_changed.rbo", "retrieval", "score", "", "RBO with the previous window's list, new version"),
+        SignalInfo("corpus_changed.jaccard", "retrieval", "score", "", "top-k Jaccard, new version"),
+        SignalInfo("corpus_changed.changed_rate", "retrieval", "share", "", "lists that changed, new version"),
+        SignalInfo("negative_feedback_rate", "retrieval", "share", "up", "feedback that is negative"),
+        SignalInfo("error_rate_per_1k", "operational", "per_1k", "up", "4xx/5xx errors per 1,000 requests (client aborts excluded)"),
+        SignalInfo("client_abort_rate", "operational", "share", "", "requests the client aborted (HTTP 499)"),
+        SignalInfo("timeout_rate", "operational", "share", "up", "requests over their soft deadline"),
+        SignalInfo("retry_rate", "operational", "share", "up", "requests that were retried"),
+        SignalInfo("retries", "operational", "count", "", "retry attempts"),
+    ]
+    for stage in STAGES_MS:
+        s += [SignalInfo(f"latency.{stage}.p{round(p * 100)}", "operational", "ms", "up", f"{stage} latency, p{round(p * 100)}")
+              for p in LATENCY_Q]
+    s += [
+        SignalInfo("redaction_efficacy", "privacy", "share", "down", "1 - leaked/sensitive tokens"),
+        SignalInfo("block_efficacy", "privacy", "share", "down", "block-mode requests with sensitive tokens that were blocked"),
+        SignalInfo("secure_field_bypass_rate", "privacy", "share", "up", "secure fields that were bypassed"),
+    ]
+    return tuple(s)
+
+
+SIGNALS: tuple[SignalInfo, ...] = _catalogue()
+SIGNAL_INFO: Mapping[str, SignalInfo] = {s.name: s for s in SIGNALS}
+
+
+@dataclass(frozen=True)
+class SignalValue:
+    """One signal in one window and segment. ``window`` is the window start (microseconds since the
+    epoch, UTC) or ``None`` for the whole period; ``k`` the numerator of a rate (else None)."""
+
+    window: int | None
+    segment: str
+    signal: str
+    value: float | None
+    n: int
+    k: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceFeedback:
+    """Negative feedback on the requests of one source, with its Wilson interval; ``flagged`` when
+    the interval lies above the overall rate of the same window."""
+
+    window: int | None
+    source: str
+    n: int
+    negative: int
+    rate: float
+    low: float
+    high: float
+    overall: float
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    window_us: int
+    window: str
+    windows: tuple[int, ...]
+    by: tuple[str, ...]
+    values: tuple[SignalValue, ...]  # per window
+    period: tuple[SignalValue, ...]  # the whole period
+    feedback_by_source: tuple[SourceFeedback, ...]
+    retries_by_reason: tuple[tuple[str, int, int], ...]
+    unstable: tuple[Mapping[str, Any], ...]
+    low_confidence: tuple[Mapping[str, Any], ...]
+    stale_citations: tuple[Mapping[str, Any], ...]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    skipped: Mapping[str, Any] = field(default_factory=dict)
+
+    def value(self, signal: str, window: int | None = None, segment: str = "all") -> SignalValue | None:
+        rows = self.period if window is None else self.values
+        for v in rows:
+            if v.signal == signal and v.segment == segment and v.window == window:
+                return v
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (summary.json): the whole period grouped as retrieval/operational/privacy,
+        with ``operational.latency_ms.<stage>.{p50,p95,p99,n}``, then the windows."""
+        def entry(v: SignalValue) -> dict[str, Any]:
+            d: dict[str, Any] = {"value": _clean(v.value), "n": v.n}
+            if v.k is not None:
+                d["k"] = v.k
+            if v.note:
+                d["note"] = v.note
+            return d
+
+        out: dict[str, Any] = {"window": self.window, "windows": [iso(w) for w in self.windows], "by": list(self.by)}
+        out.update({k: v for k, v in self.meta.items()})
+        groups: dict[str, dict[str, Any]] = {"retrieval": {}, "operational": {"latency_ms": {}}, "privacy": {}}
+        segments: dict[str, dict[str, Any]] = {}
+        for v in self.period:
+            info = SIGNAL_INFO[v.signal]
+            if v.segment != "all":
+                segments.setdefault(v.segment, {})[v.signal] = entry(v)
+                continue
+            if v.signal.startswith("latency."):
+                _, stage, q = v.signal.split(".")
+                slot = groups["operational"]["latency_ms"].setdefault(stage, {})
+                slot[q] = _clean(v.value)
+                slot["n"] = v.n
+                if v.note:
+                    slot["note"] = v.note
+            else:
+                groups[info.group][v.signal] = entry(v)
+        groups["operational"]["retries_by_reason"] = [{"reason": r, "requests": n, "retries": k}
+                                                      for r, n, k in self.retries_by_reason]
+        out.update(groups)
+        out["segments"] = segments
+        out["feedback_by_source"] = [
+            {"source": f.source, "n": f.n, "negative": f.negative, "rate": f.rate, "low": f.low, "high": f.high,
+             "overall": f.overall, "flagged": f.flagged} for f in self.feedback_by_source if f.window is None]
+        out["examples"] = {"unstable": list(self.unstable), "low_confidence": list(self.low_confidence),
+                           "stale_citations": list(self.stale_citations)}
+        out["skipped"] = dict(self.skipped)
+        return out
+
+
+def _clean(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def iso(window_us: int | None) -> str:
+    if window_us is None:
+        return "all"
+    return dt.datetime.fromtimestamp(window_us / 1e6, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_window(text: str) -> int:
+    """``15m``, ``1h``, ``6h``, ``1d``, ``1w`` -> the window width in microseconds."""
+    m = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", str(text))
+    if not m or int(m.group(1)) == 0:
+        raise UsageError(f"--window must be a whole number and a unit m, h, d or w (e.g. 1h, 1d); got {text!r}")
+    return int(m.group(1)) * _UNITS[m.group(2)] * 1_000_000
+
+
+# -- the analysis ---------------------------------------------------------------------------------------
+def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None, window: str = "1d",
+                     threshold: float | None = None, manifest: Any = None, k: int = 10, min_support: int = 2,
+                     p: float = 0.9, examples: int = 10) -> TraceSummary:
+    """Every signal per window and segment (module docs). ``source``: :class:`~.model.TraceTables`
+    or the paths :func:`~.read.read_traces` takes. ``backend``: a :class:`~.engines.TraceBackend`
+    (default: a new DuckDB one). ``threshold``: the abstention threshold (top-1 score). ``manifest``:
+    a :class:`rankgate.corpus.CorpusManifest` for item status and current document versions.
+    ``k``: the list depth compared for instability; ``min_support``: requests that must agree on a
+    window's list before it is a reference; ``p``: RBO's persistence."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .model import TraceTables
+    from .similarity import rbo_weights
+
+    if not isinstance(source, TraceTables):
+        from .read import read_traces
+
+        source = read_traces(source)
+    by = tuple(dict.fromkeys(by))
+    for f in by:
+        if f not in SEGMENT_FIELDS:
+            raise UsageError(f"--by {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
+    if k < 1:
+        raise UsageError(f"the instability depth k must be at least 1; got {k}")
+    width = parse_window(window)
+    own = backend is None
+    if backend is None:
+        from .engines import DuckDBBackend
+
+        backend = DuckDBBackend()
+    try:
+        req = source.requests
+        ts = np.asarray(req.column("ts").cast(pa.int64()).to_numpy(zero_copy_only=False))
+        offset = _MONDAY_US if window.strip().endswith("w") else 0
+        w = (ts - offset) // width * width + offset
+        backend.register("requests", req.append_column("w", pa.array(w, pa.int64())))
+        backend.register("items", source.items)
+        backend.register("citations", source.citations)
+        backend.register("feedback", source.feedback)
+        rw = rbo_weights(k, p)
+        backend.register("rbo_w", pa.table({"m": [r[0] for r in rw], "s": [r[1] for r in rw], "l": [r[2] for r in rw],
+                                            "w": [r[3] for r in rw]},
+                                           schema=pa.schema([("m", pa.int64()), ("s", pa.int64()), ("l", pa.int64()),
+                                                             ("w", pa.float64())])))
+        stages = {s: n for s, n in backend.rows("SELECT stage, count(*) AS n FROM items GROUP BY stage")}
+        plan = Plan(
+            dialect=backend.dialect,
+            score_stage=_first(stages, ("candidate", "reranked", "packed")),
+            context_stage=_first(stages, ("packed", "reranked", "candidate")),
+            list_stage=_first(stages, ("reranked", "candidate", "packed")),
+            by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width)
+        if manifest is not None:
+            backend.register("manifest", _manifest_table(manifest))
+        return _run(backend, plan, source, width, window, manifest, examples)
+    finally:
+        if own:
+            backend.close()
+
+
+def _first(stages: Mapping[str, int], order: Iterable[str]) -> str:
+    for s in order:
+        if stages.get(s):
+            return s
+    return "candidate"
+
+
+def _manifest_table(manifest: Any) -> Any:
+    import pyarrow as pa
+
+    def arr(col: Any) -> Any:
+        a = getattr(col, "array", None)
+        return (a if a is not None else pa.array(list(col), pa.string())).cast(pa.string())
+
+    return pa.table({"item_id": arr(manifest.chunk_ids), "doc_id": arr(manifest.doc_ids),
+                     "status": arr(manifest.statuses)})
+
+
+def _keyed(rows: list[tuple[Any, ...]], names: Sequence[str]) -> dict[tuple[int, str, str], dict[str, Any]]:
+    out: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for r in rows:
+        out[(int(r[0]), r[1], r[2])] = dict(zip(names, r[3:]))
+    return out
+
+
+def _names(sql: str) -> list[str]:
+    """The output column names of a statement of :mod:`.queries` (after the three key columns)."""
+    head = sql[sql.upper().index("SELECT") + 6: sql.upper().rindex("FROM")].strip()
+    return re.findall(r"\bAS\s+(\w+)\s*(?=,|$)", head)
+
+
+def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifest: Any, examples: int) -> TraceSummary:
+    backend.keep("req_items", plan.req_items())
+    backend.keep("rq", plan.rq())
+    backend.keep("req_src", plan.req_src())
+    backend.keep("seg", plan.seg())
+    presence = dict(zip(re.findall(r"\bAS\s+(\w+)", plan.presence()), backend.rows(plan.presence())[0]))
+    tables: dict[str, dict[tuple[int, str, str], dict[str, Any]]] = {}
+    for key, sql in (("counts", plan.counts()), ("quantiles", plan.quantiles()), ("feedback", plan.feedback())):
+        tables[key] = _keyed(backend.rows(sql), _names(sql))
+    # the whole period: quantiles need their own pass; counts add up
+    backend.keep("seg_all", plan.seg(period=True))
+    period_q = _keyed(backend.rows(plan.quantiles("seg_all")), _names(plan.quantiles()))
+    if manifest is not None:
+        pairs = backend.rows(plan.citation_pairs())
+        backend.register("stale_pairs", _stale_pairs(pairs, manifest))
+        backend.keep("cit", plan.cit())
+        tables["citations"] = _keyed(backend.rows(plan.citations()), ["cit_n", "cit_k"])
+    backend.keep("topk", plan.topk())
+    backend.keep("lists", plan.lists())
+    backend.keep("pairs", plan.pairs())
+    tables["instability"] = _keyed(backend.rows(plan.instability()), _names(plan.instability()))
+
+    # availability of each input over the whole data
+    absent: dict[str, str] = {}
+    n_items = source.items.num_rows
+    scored = source.items.column("score").null_count < n_items
+    item_status = source.items.column("status").null_count < n_items
+    if plan.threshold is None:
+        absent["low_confidence_rate"] = "not measurable (no abstention threshold)"
+    if not scored:
+        for name in ("low_confidence_rate",) + tuple(s.name for s in SIGNALS if s.name.startswith(("top1_score", "margin"))):
+            absent[name] = "not measurable (no score)"
+    if not presence["fallback"]:
+        absent["fallback_rate"] = "not measurable (no fallback)"
+    if not item_status and manifest is None:
+        absent["deprecated_context_rate"] = absent["deprecated_item_share"] = "not measurable (no item status)"
+    if manifest is None:
+        absent["stale_citation_rate"] = "not measurable (no corpus manifest)"
+    elif source.citations.column("version").null_count == source.citations.num_rows:
+        absent["stale_citation_rate"] = "not measurable (no citation version)"
+    if source.feedback.num_rows == 0:
+        absent["negative_feedback_rate"] = "not measurable (no feedback)"
+    if not presence["http_status"] and not presence["status"]:
+        absent["error_rate_per_1k"] = "not measurable (no http_status)"
+        absent["client_abort_rate"] = "not measurable (no http_status)"
+    if not presence["soft_deadline_ms"] or not presence["total_ms"]:
+        absent["timeout_rate"] = "not measurable (no soft_deadline_ms)" if not presence["soft_deadline_ms"] \
+            else "not measurable (no total_ms)"
+    if not presence["retry_attempts"]:
+        absent["retry_rate"] = absent["retries"] = "not measurable (no retry_attempts)"
+    for stage in STAGES_MS:
+        if not presence[f"{stage}_ms"]:
+            for q in LATENCY_Q:
+                absent[f"latency.{stage}.p{round(q * 100)}"] = f"not measurable (no {stage}_ms)"
+    if not presence["sensitive_tokens"]:
+        absent["redaction_efficacy"] = "not measurable (no sensitive_tokens)"
+    if not presence["secure_fields"]:
+        absent["secure_field_bypass_rate"] = "not measurable (no secure_fields)"
+    if not presence["privacy_mode"]:
+        absent["block_efficacy"] = "not measurable (no privacy_mode)"
+    if n_items == 0:
+        absent["no_result_rate"] = "not measurable (no retrieved items)"
+
+    keys = sorted(set().union(*(t.keys() for t in tables.values())), key=_order(plan.by))
+    values: list[SignalValue] = []
+    for key in keys:
+        facts = {name: tables[name].get(key, {}) for name in tables}
+        values += _signals(key[0], key, facts, absent)
+    sums: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for key in keys:
+        slot = sums.setdefault((key[1], key[2]), {})
+        for name, t in tables.items():
+            if name == "quantiles":
+                continue
+            _add(slot.setdefault(name, {}), t.get(key, {}))
+    period: list[SignalValue] = []
+    for seg in sorted(sums, key=lambda s: _order(plan.by)((0,) + s)):
+        facts = dict(sums[seg])
+        facts["quantiles"] = period_q.get((0,) + seg, {})
+        period += _signals(None, (0,) + seg, facts, absent)
+
+    fb = _feedback_by_source(backend.rows(plan.feedback_by_source()), presence_feedback=source.feedback.num_rows > 0)
+    unstable = _unstable_examples(backend, plan, examples)
+    low = ()
+    if plan.threshold is not None and scored:
+        low = tuple({"query_key": r[0], "query_text": r[1], "n": int(r[2]), "min_top1": r[3], "max_top1": r[4]}
+                    for r in backend.rows(plan.low_confidence_examples(examples)))
+    stale = ()
+    if manifest is not None:
+        stale = tuple({"doc_id": r[0], "version": r[1], "current_version": r[2], "n": int(r[3])}
+                      for r in backend.rows(plan.stale_examples(examples)))
+    retries = tuple((r[0], int(r[1]), int(r[2])) for r in backend.rows(plan.retries_by_reason()))
+    windows = tuple(sorted({k[0] for k in keys}))
+    meta = {"engine": backend.name, "score_stage": plan.score_stage, "context_stage": plan.context_stage,
+            "list_stage": plan.list_stage, "instability_k": plan.k, "rbo_p": 0.9, "min_support": plan.min_support,
+            "abstention_threshold": plan.threshold, "requests": source.requests.num_rows,
+            "items": source.items.num_rows, "formats": list(getattr(source, "formats", ()))}
+    skipped = source.skipped.as_dict() if hasattr(source.skipped, "as_dict") else {}
+    return TraceSummary(window_us=width, window=window, windows=windows, by=plan.by, values=tuple(values),
+                        period=tuple(period), feedback_by_source=fb, retries_by_reason=retries, unstable=unstable,
+                        low_confidence=low, stale_citations=stale, meta=meta, skipped=skipped)
+
+
+def _order(by: Sequence[str]) -> Any:
+    rank = {f: i for i, f in enumerate(("",) + tuple(by))}
+    return lambda key: (key[0], rank.get(key[1], 99), key[2] or "")
+
+
+def _add(into: dict[str, Any], row: Mapping[str, Any]) -> None:
+    for name, v in row.items():
+        if v is None:
+            into.setdefault(name, None)
+        else:
+            into[name] = (into.get(name) or 0) + v
+
+
+def _stale_pairs(pairs: list[tuple[Any, ...]], manifest: Any) -> Any:
+    import pyarrow as pa
+
+    docs, versions, stale, current = [], [], [], []
+    for doc, version in sorted(pairs):
+        latest = manifest.latest_version(doc)
+        if latest is None:
+            continue  # a document the manifest does not know, or knows without versions
+        docs.append(doc)
+        versions.append(version)
+        stale.append(1 if manifest.has_newer_version(doc, version) else 0)
+        current.append(latest)
+    return pa.table({"doc_id": pa.array(docs, pa.string()), "version": pa.array(versions, pa.string()),
+                     "stale": pa.array(stale, pa.int64()), "current_version": pa.array(current, pa.string())})
+
+
+def _segment(key: tuple[int, str, str]) -> str:
+    return "all" if not key[1] else f"{key[1]}={key[2]}"
+
+
+def _signals(window: int | None, key: tuple[int, str, str], facts: Mapping[str, Mapping[str, Any]],
+             absent: Mapping[str, str]) -> list[SignalValue]:
+    c, q = facts.get("counts", {}), facts.get("quantiles", {})
+    fb, cit, ins = facts.get("feedback", {}), facts.get("citations", {}), facts.get("instability", {})
+    seg = _segment(key)
+    out: list[SignalValue] = []
+
+    def num(d: Mapping[str, Any], name: str) -> int:
+        v = d.get(name)
+        return int(v) if v is not None else 0
+
+    def rate(name: str, k: int, n: int, scale: float = 1.0) -> None:
+        out.append(SignalValue(window, seg, name, scale * k / n if n else None, n, k))
+
+    def mean(name: str, total: Any, n: int) -> None:
+        out.append(SignalValue(window, seg, name, float(total) / n if n else None, n))
+
+    rate("low_confidence_rate", num(c, "lowconf_k"), num(c, "scored_n"))
+    for col, label in (("top1", "top1_score"), ("margin", "margin")):
+        for p in SCORE_Q:
+            out.append(SignalValue(window, seg, f"{label}.p{round(p * 100)}", _f(q.get(f"{col}_p{round(p * 100)}")),
+                                   num(q, f"{col}_n")))
+    rate("no_result_rate", num(c, "noresult_k"), num(c, "answered_n"))
+    rate("fallback_rate", num(c, "fallback_k"), num(c, "fallback_n"))
+    rate("deprecated_context_rate", num(c, "ctxreq_k"), num(c, "ctxreq_n"))
+    rate("deprecated_item_share", num(c, "ctxitem_k"), num(c, "ctxitem_n"))
+    rate("stale_citation_rate", num(cit, "cit_k"), num(cit, "cit_n"))
+    same_n, diff_n = num(ins, "same_n"), num(ins, "diff_n")
+    mean("instability.rbo", ins.get("same_rbo") or 0.0, same_n)
+    mean("instability.jaccard", ins.get("same_jaccard") or 0.0, same_n)
+    rate("instability.changed_rate", num(ins, "same_changed"), same_n)
+    mean("corpus_changed.rbo", ins.get("diff_rbo") or 0.0, diff_n)
+    mean("corpus_changed.jaccard", ins.get("diff_jaccard") or 0.0, diff_n)
+    rate("corpus_changed.changed_rate", num(ins, "diff_changed"), diff_n)
+    rate("negative_feedback_rate", num(fb, "fb_k"), num(fb, "fb_n"))
+    rate("error_rate_per_1k", num(c, "err_k"), num(c, "err_n"), 1000.0)
+    rate("client_abort_rate", num(c, "abort_k"), num(c, "err_n"))
+    rate("timeout_rate", num(c, "timeout_k"), num(c, "timeout_n"))
+    rate("retry_rate", num(c, "retry_k"), num(c, "retry_n"))
+    out.append(SignalValue(window, seg, "retries", float(num(c, "retries")) if num(c, "retry_n") else None,
+                           num(c, "retry_n")))
+    for stage in STAGES_MS:
+        for p in LATENCY_Q:
+            out.append(SignalValue(window, seg, f"latency.{stage}.p{round(p * 100)}",
+                                   _f(q.get(f"{stage}_p{round(p * 100)}")), num(q, f"{stage}_n")))
+    sens, leaked = num(c, "sensitive"), num(c, "leaked")
+    out.append(SignalValue(window, seg, "redaction_efficacy", 1.0 - leaked / sens if sens else None, sens,
+                           sens - leaked, None if sens or not num(c, "privacy_n") else "no sensitive tokens"))
+    rate("block_efficacy", num(c, "block_k"), num(c, "block_n"))
+    rate("secure_field_bypass_rate", num(c, "bypassed"), num(c, "secure"))
+    return [SignalValue(v.window, v.segment, v.signal, None, 0, None, absent[v.signal]) if v.signal in absent else v
+            for v in out]
+
+
+def _f(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def _feedback_by_source(rows: list[tuple[Any, ...]], *, presence_feedback: bool) -> tuple[SourceFeedback, ...]:
+    from ..stats import wilson_interval
+
+    if not presence_feedback:
+        return ()
+    per: dict[int | None, dict[str, list[int]]] = {}
+    for w, src, n, k in rows:
+        for win in (int(w), None):
+            slot = per.setdefault(win, {}).setdefault(src, [0, 0])
+            slot[0] += int(n)
+            slot[1] += int(k or 0)
+    out: list[SourceFeedback] = []
+    for win in sorted(per, key=lambda x: (x is None, x or 0)):
+        srcs = per[win]
+        tot_n = sum(v[0] for v in srcs.values())
+        tot_k = sum(v[1] for v in srcs.values())
+        overall = tot_k / tot_n if tot_n else math.nan
+        for src in sorted(srcs):
+            n, k = srcs[src]
+            lo, hi = wilson_interval(k, n)
+            out.append(SourceFeedback(win, src, n, k, k / n, lo, hi, overall, lo > overall))
+    return tuple(out)
+
+
+def _unstable_examples(backend: Any, plan: Plan, limit: int) -> tuple[Mapping[str, Any], ...]:
+    rows = backend.rows(plan.unstable_examples(limit))
+    if not rows:
+        return ()
+    ids = sorted({r[0] for r in rows} | {r[1] for r in rows})
+    lists: dict[str, list[str]] = {}
+    for rid, item, _pos in backend.rows(plan.list_items(ids)):
+        lists.setdefault(rid, []).append(item)
+    return tuple({"request_id": r[0], "reference_id": r[1], "window": iso(int(r[2])), "rbo": float(r[3]),
+                  "jaccard": float(r[4]), "query_key": r[5], "query_text": r[6],
+                  "list": lists.get(r[0], []), "reference_list": lists.get(r[1], [])} for r in rows)
+
