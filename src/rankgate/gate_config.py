@@ -195,6 +195,8 @@ def _from_plain(value: Any) -> _Item:
 
 # -- validation ---------------------------------------------------------------------------------
 class _Reader:
+    """Checks values of a parsed tree; errors name file, line and key (public as ConfigReader)."""
+
     def __init__(self, path: str) -> None:
         self.path = path
 
@@ -246,6 +248,10 @@ class _Reader:
         if not isinstance(item.value, str) or not item.value.strip():
             raise self.fail(key, item.line, f"must be a non-empty string; got {_show(item.value)}")
         return item.value.strip()
+
+
+ConfigReader = _Reader
+ConfigItem = _Item
 
 
 def _show(v: Any) -> str:
@@ -536,8 +542,9 @@ def _check_nesting(text: str, path: str) -> None:
             depth -= 1
 
 
-def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
-    """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
+def parse_tree(text: str, *, path: str = "<config>") -> _Item:
+    """YAML text as a tree of values that remember their line (bounded: size, depth, aliases). The
+    ship criteria and the trace monitors (:mod:`rankgate.traces.monitors`) are read through it."""
     import yaml
 
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
@@ -557,30 +564,40 @@ def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
     except RecursionError:
         raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path,
                           hint="a ship-criteria file needs a few levels") from None
-    return _build(_Item(None, 1) if root is None else _from_yaml(root, path), path)
+    return _Item(None, 1) if root is None else _from_yaml(root, path)
 
 
-def load_config(path: str) -> GateConfig:
-    """Read and validate a gate config file (YAML)."""
+def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
+    """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
+    return _build(parse_tree(text, path=path), path)
+
+
+def read_config_text(path: str, *, hint: str = "pass the gate config with --config") -> str:
+    """The text of a config file, bounded in size; a missing, unreadable or non-UTF-8 file is a ConfigError."""
     import os
 
     try:
         if os.path.isdir(path):
-            raise ConfigError("is a folder; expected the YAML file of ship criteria", path=str(path))
+            raise ConfigError("is a folder; expected a YAML file", path=str(path))
         with open(os.fspath(path), "rb") as fh:
             data = fh.read(MAX_BYTES + 1)  # bounded: a huge file (or an endless pipe) is refused unread
         if len(data) > MAX_BYTES:
             raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=str(path),
                               hint="ship criteria are a few hundred bytes; is this the right file?")
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except FileNotFoundError:
-        raise ConfigError("does not exist", path=str(path), hint="pass the gate config with --config") from None
+        raise ConfigError("does not exist", path=str(path), hint=hint) from None
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"is not UTF-8 text (byte {exc.start + 1})", path=str(path), line=line,
                           hint="save the file as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
+
+
+def load_config(path: str) -> GateConfig:
+    """Read and validate a gate config file (YAML)."""
+    text = read_config_text(path)
     return parse_config(text, path=str(path))
 
 

@@ -1,0 +1,342 @@
+"""Monitors on the trace signals: thresholds and change rules per signal and segment, in a YAML file
+in the style of the ship criteria (``rankgate traces check --monitors monitors.yaml``).
+
+::
+
+    monitors:
+      - signal: error_rate_per_1k     # a signal name (docs/traces.md, "Signals")
+        max: 20                       # threshold: flag a window above it (min: flags below)
+        change: robust_z              # robust_z | proportion | none: against the trailing windows
+        direction: up                 # up | down | both (default: the signal's worse direction)
+        segments: [tenant]            # also check each value of these fields (all traffic always)
+        min_n: 100                    # windows with fewer applicable rows are not checked (nor baseline)
+        z: 3.5                        # robust z limit
+        mad_floor: 1.0                # the MAD is at least this (signal units) ...
+        mad_floor_rel: 0.05           # ... and at least this share of |median|
+        severity: error               # error: exit 1; warning: reported only
+        owner: search-oncall
+        name: errors                  # optional; defaults to the signal
+    defaults: {baseline_windows: 7, min_baseline: 3, z: 3.5, confidence: 0.95}
+
+Rules, for window x of one segment against its baseline (the up to ``baseline_windows`` windows
+just before it that have ``n >= min_n``; fewer than ``min_baseline`` of them: not checked):
+
+* ``robust_z``: ``M = 0.6745 · (x − median) / max(MAD, mad_floor, mad_floor_rel·|median|)`` with
+  MAD the median absolute deviation of the baseline (Iglewicz & Hoaglin 1993); flagged when
+  ``M > z`` (up), ``M < −z`` (down) or ``|M| > z`` (both). The floors stop a flat baseline (MAD 0)
+  from turning any wobble into an alarm.
+* ``proportion`` (rates, small counts): the window's Wilson interval against the Wilson interval of
+  the pooled baseline (``Σk / Σn``); flagged when they do not overlap in the worse direction.
+* ``max`` / ``min``: a fixed threshold, checked with or without a change rule.
+
+Numbers in, findings out: :func:`check_monitors` is pure; rendering is in :mod:`rankgate.report.traces`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+from .signals import SIGNAL_INFO, SEGMENT_FIELDS, SignalValue, TraceSummary, iso
+
+__all__ = ["DEFAULT_MONITORS", "Flag", "Monitor", "MonitorConfig", "MonitorOutcome", "check_monitors",
+           "load_monitors", "parse_monitors", "robust_z"]
+
+TOP_KEYS = ("monitors", "defaults", "window")
+MONITOR_KEYS = ("name", "signal", "max", "min", "change", "direction", "segments", "min_n", "z", "mad_floor",
+                "mad_floor_rel", "baseline_windows", "min_baseline", "severity", "owner", "confidence")
+DEFAULT_KEYS = ("baseline_windows", "min_baseline", "z", "confidence")
+CHANGES = ("robust_z", "proportion", "none")
+DIRECTIONS = ("up", "down", "both")
+SEVERITIES = ("error", "warning")
+
+#: The monitors ``rankgate traces check`` uses without ``--monitors`` (docs/traces.md, "Monitors").
+DEFAULT_MONITORS = """\
+# rankgate trace monitors: the defaults. Copy this file and tune it (docs/traces.md, "Monitors").
+defaults: {baseline_windows: 7, min_baseline: 3, z: 3.5, confidence: 0.95}
+monitors:
+  - {signal: error_rate_per_1k, change: robust_z, min_n: 100, mad_floor: 2.0, severity: error}
+  - {signal: timeout_rate, change: robust_z, min_n: 100, mad_floor: 0.01, severity: warning}
+  - {signal: latency.retrieval.p95, change: robust_z, min_n: 100, mad_floor_rel: 0.1, severity: warning}
+  - {signal: latency.rerank.p95, change: robust_z, min_n: 100, mad_floor_rel: 0.1, severity: warning}
+  - {signal: latency.synthesis.p95, change: robust_z, min_n: 100, mad_floor_rel: 0.1, severity: warning}
+  - {signal: latency.total.p95, change: robust_z, min_n: 100, mad_floor_rel: 0.1, severity: warning}
+  - {signal: no_result_rate, change: robust_z, min_n: 100, mad_floor: 0.01, severity: warning}
+  - {signal: fallback_rate, change: robust_z, min_n: 100, mad_floor: 0.02, severity: warning}
+  - {signal: low_confidence_rate, change: robust_z, min_n: 100, mad_floor: 0.03, severity: warning}
+  - {signal: deprecated_context_rate, change: robust_z, max: 0.05, min_n: 50, mad_floor: 0.01, severity: error}
+  - {signal: stale_citation_rate, change: robust_z, min_n: 100, mad_floor: 0.01, severity: warning}
+  - {signal: instability.rbo, change: robust_z, min_n: 50, mad_floor: 0.02, severity: error}
+  - {signal: negative_feedback_rate, change: proportion, segments: [source], min_n: 20, severity: warning}
+  - {signal: redaction_efficacy, change: robust_z, segments: [tenant], min_n: 50, mad_floor: 0.02, severity: error}
+  - {signal: secure_field_bypass_rate, change: robust_z, min_n: 50, mad_floor: 0.01, severity: error}
+  - {signal: block_efficacy, change: robust_z, min_n: 20, mad_floor: 0.02, severity: error}
+"""
+
+
+@dataclass(frozen=True)
+class Monitor:
+    name: str
+    signal: str
+    max: float | None = None
+    min: float | None = None
+    change: str = "robust_z"
+    direction: str = "up"
+    segments: tuple[str, ...] = ()
+    min_n: int = 1
+    z: float = 3.5
+    mad_floor: float = 0.0
+    mad_floor_rel: float = 0.0
+    baseline_windows: int = 7
+    min_baseline: int = 3
+    severity: str = "error"
+    owner: str | None = None
+    confidence: float = 0.95
+    line: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    monitors: tuple[Monitor, ...]
+    window: str | None = None
+    path: str | None = None
+
+    @property
+    def segment_fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f for m in self.monitors for f in m.segments))
+
+
+@dataclass(frozen=True)
+class Flag:
+    monitor: str
+    signal: str
+    window: int
+    segment: str
+    value: float
+    n: int
+    rule: str  # "max", "min", "robust_z", "proportion"
+    baseline: float | None
+    statistic: float | None  # the robust z, or the interval bound that crossed
+    severity: str
+    owner: str | None
+    detail: str
+
+    @property
+    def window_iso(self) -> str:
+        return iso(self.window)
+
+
+@dataclass(frozen=True)
+class MonitorOutcome:
+    flags: tuple[Flag, ...]
+    checked: int  # (monitor, window, segment) cells that were checked
+    unchecked: Mapping[str, int]  # reason -> cells not checked
+    not_measurable: Mapping[str, str]  # monitor -> note, for signals the traces cannot give
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(f.severity == "error" for f in self.flags) else 0
+
+
+# -- the rules ---------------------------------------------------------------------------------------
+def robust_z(x: float, baseline: Sequence[float], *, mad_floor: float = 0.0, mad_floor_rel: float = 0.0) -> tuple[float, float, float]:
+    """``(M, median, scale)`` with ``M = 0.6745 (x − median) / scale`` and ``scale = max(MAD, mad_floor,
+    mad_floor_rel·|median|)``; ``M`` is 0 when ``x`` equals the median and the scale is 0, else ±inf."""
+    med = statistics.median(baseline)
+    mad = statistics.median(abs(b - med) for b in baseline)
+    scale = max(mad, mad_floor, mad_floor_rel * abs(med))
+    diff = x - med
+    if scale == 0:
+        return (0.0 if diff == 0 else math.copysign(math.inf, diff), med, scale)
+    return (0.6745 * diff / scale, med, scale)
+
+
+def _baseline(series: list[SignalValue], i: int, m: Monitor, width: int) -> list[SignalValue]:
+    x = series[i]
+    assert x.window is not None
+    start = x.window - m.baseline_windows * width
+    return [v for v in series[:i] if v.window is not None and v.window >= start and v.value is not None and v.n >= m.min_n]
+
+
+def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutcome:
+    """Every monitor on every window and segment of ``summary`` (module docs)."""
+    from ..stats import wilson_interval
+
+    series: dict[tuple[str, str], list[SignalValue]] = {}
+    for v in summary.values:
+        series.setdefault((v.signal, v.segment), []).append(v)
+    for s in series.values():
+        s.sort(key=lambda v: v.window or 0)
+    flags: list[Flag] = []
+    checked = 0
+    unchecked: dict[str, int] = {}
+    absent: dict[str, str] = {}
+    for m in config.monitors:
+        segs = [seg for (sig, seg) in series if sig == m.signal and
+                (seg == "all" or seg.split("=", 1)[0] in m.segments)]
+        segs.sort(key=lambda s: (s != "all", s))
+        for seg in segs:
+            ser = series[(m.signal, seg)]
+            for i, x in enumerate(ser):
+                if x.note and x.note.startswith("not measurable"):
+                    absent[m.name] = x.note
+                    break
+                if x.value is None or x.n < m.min_n:
+                    unchecked["too few rows"] = unchecked.get("too few rows", 0) + 1
+                    continue
+                checked += 1
+                assert x.window is not None
+                found: list[Flag] = []
+                if m.max is not None and x.value > m.max:
+                    found.append(_flag(m, x, "max", m.max, None, f"{_num(x.value)} > max {_num(m.max)}"))
+                if m.min is not None and x.value < m.min:
+                    found.append(_flag(m, x, "min", m.min, None, f"{_num(x.value)} < min {_num(m.min)}"))
+                if m.change != "none":
+                    base = _baseline(ser, i, m, summary.window_us)
+                    if len(base) < m.min_baseline:
+                        unchecked["no baseline yet"] = unchecked.get("no baseline yet", 0) + 1
+                    elif m.change == "robust_z":
+                        z, med, scale = robust_z(x.value, [b.value for b in base if b.value is not None],
+                                                 mad_floor=m.mad_floor, mad_floor_rel=m.mad_floor_rel)
+                        if _worse(z, m.direction, m.z):
+                            found.append(_flag(m, x, "robust_z", med, z,
+                                               f"robust z {z:+.1f} vs median {_num(med)} of {len(base)} windows"))
+                    elif x.k is not None:
+                        bk = sum(b.k or 0 for b in base)
+                        bn = sum(b.n for b in base)
+                        lo, hi = wilson_interval(x.k, x.n, confidence=m.confidence)
+                        blo, bhi = wilson_interval(bk, bn, confidence=m.confidence)
+                        up, down = lo > bhi, hi < blo
+                        if (m.direction in ("up", "both") and up) or (m.direction in ("down", "both") and down):
+                            scale = 1000.0 if SIGNAL_INFO[m.signal].unit == "per_1k" else 1.0
+                            found.append(_flag(m, x, "proportion", scale * bk / bn, lo if up else hi,
+                                               f"{x.k}/{x.n}, interval [{_num(lo)}, {_num(hi)}] vs baseline "
+                                               f"{bk}/{bn} [{_num(blo)}, {_num(bhi)}]"))
+                flags += found
+    flags.sort(key=lambda f: (f.window, f.severity != "error", f.signal, f.segment != "all", f.segment, f.rule))
+    return MonitorOutcome(tuple(flags), checked, unchecked, absent)
+
+
+def _worse(z: float, direction: str, limit: float) -> bool:
+    return (direction in ("up", "both") and z > limit) or (direction in ("down", "both") and z < -limit)
+
+
+def _flag(m: Monitor, x: SignalValue, rule: str, baseline: float | None, stat: float | None, detail: str) -> Flag:
+    assert x.window is not None and x.value is not None
+    return Flag(m.name, m.signal, x.window, x.segment, x.value, x.n, rule, baseline, stat, m.severity, m.owner, detail)
+
+
+def _num(x: float) -> str:
+    return f"{x:.4g}"
+
+
+# -- the file ----------------------------------------------------------------------------------------
+def load_monitors(path: str | None) -> MonitorConfig:
+    """Read and check a monitors file; ``None`` gives :data:`DEFAULT_MONITORS`."""
+    from ..gate_config import read_config_text
+
+    if path is None:
+        return parse_monitors(DEFAULT_MONITORS, path="<default monitors>")
+    return parse_monitors(read_config_text(path, hint="pass the monitors file with --monitors"), path=str(path))
+
+
+def parse_monitors(text: str, *, path: str = "<monitors>") -> MonitorConfig:
+    from ..gate_config import ConfigReader, parse_tree
+
+    root = parse_tree(text, path=path)
+    r = ConfigReader(path)
+    if root.value is None:
+        raise r.fail("monitors", 1, "is required: the file has no monitors", "start with 'monitors:' and a list")
+    top = r.mapping(root, "", TOP_KEYS)
+    if "monitors" not in top:
+        raise r.fail("monitors", root.line, "is required", "start with 'monitors:' and a list")
+    defaults: dict[str, Any] = {"baseline_windows": 7, "min_baseline": 3, "z": 3.5, "confidence": 0.95}
+    if "defaults" in top:
+        for key, item in r.mapping(top["defaults"], "defaults", DEFAULT_KEYS).items():
+            defaults[key] = _value(r, key, item, f"defaults.{key}")
+    window = None
+    if "window" in top:
+        from .signals import parse_window
+
+        window = r.text(top["window"], "window")
+        try:
+            parse_window(window)
+        except Exception:  # noqa: BLE001 - re-raised as a config error with the line
+            raise r.fail("window", top["window"].line, f"must be like 1h or 1d; got {window!r}") from None
+    items = top["monitors"]
+    if not isinstance(items.value, list) or not items.value:
+        raise r.fail("monitors", items.line, "must be a non-empty list of monitors")
+    monitors: list[Monitor] = []
+    names: set[str] = set()
+    for i, item in enumerate(items.value):
+        at = f"monitors[{i}]"
+        d = r.mapping(item, at, MONITOR_KEYS)
+        if "signal" not in d:
+            raise r.fail(f"{at}.signal", item.line, "is required", "name the signal to watch, e.g. error_rate_per_1k")
+        signal = r.text(d["signal"], f"{at}.signal")
+        if signal not in SIGNAL_INFO:
+            import difflib
+
+            close = difflib.get_close_matches(signal, list(SIGNAL_INFO), n=1, cutoff=0.6)
+            raise r.fail(f"{at}.signal", d["signal"].line, f"names no trace signal: {signal!r}",
+                         f"did you mean '{close[0]}'?" if close else "see docs/traces.md, 'Signals'")
+        info = SIGNAL_INFO[signal]
+        kw: dict[str, Any] = dict(defaults)
+        kw["direction"] = info.worse or "both"
+        for key, sub in d.items():
+            if key == "signal":
+                continue
+            kw[key] = _value(r, key, sub, f"{at}.{key}")
+        if kw.get("max") is not None and kw.get("min") is not None and kw["min"] > kw["max"]:
+            raise r.fail(f"{at}.min", d["min"].line, "is above max", "min flags values below it, max values above it")
+        if kw.get("change") == "proportion" and info.unit not in ("share", "per_1k"):
+            raise r.fail(f"{at}.change", d["change"].line, f"proportion applies to rates; {signal} is a {info.unit}",
+                         "use robust_z")
+        name = kw.pop("name", None) or signal
+        if name in names:
+            raise r.fail(f"{at}.name", item.line, f"repeats the monitor name {name!r}", "give each monitor its own name")
+        names.add(name)
+        monitors.append(Monitor(name=name, signal=signal, line=item.line, **kw))
+    return MonitorConfig(tuple(monitors), window, path)
+
+
+def _value(r: Any, key: str, item: Any, where: str) -> Any:
+    if key in ("max", "min", "mad_floor", "mad_floor_rel", "z"):
+        v = r.number(item, where, share=key in ("max", "min", "mad_floor"))
+        if key != "max" and key != "min" and v < 0:
+            raise r.fail(where, item.line, f"must be at least 0; got {v:g}")
+        return v
+    if key == "confidence":
+        v = r.number(item, where, share=True)
+        if not 0 < v < 1:
+            raise r.fail(where, item.line, f"must lie between 0 and 1; got {v:g}")
+        return v
+    if key in ("min_n", "baseline_windows", "min_baseline"):
+        return r.integer(item, where, 1, 10_000) if key != "min_n" else r.integer(item, where, 0)
+    if key == "change":
+        return r.choice(item, where, CHANGES)
+    if key == "direction":
+        return r.choice(item, where, DIRECTIONS)
+    if key == "severity":
+        return r.choice(item, where, SEVERITIES)
+    if key in ("owner", "name"):
+        return r.text(item, where)
+    if key == "segments":
+        v = item.value
+        elements = v if isinstance(v, list) else [item]
+        out = []
+        for e in elements:
+            name = getattr(e, "value", e)
+            if not isinstance(name, str):
+                raise r.fail(where, item.line, "must be a list of segment fields, e.g. [tenant, source]")
+            if name not in SEGMENT_FIELDS:
+                raise r.fail(where, getattr(e, "line", None) or item.line, f"names no segment field: {name!r}",
+                             f"fields: {', '.join(SEGMENT_FIELDS)}")
+            out.append(name)
+        return tuple(dict.fromkeys(out))
+    raise ConfigError(f"unhandled key {key}", path=r.path)  # pragma: no cover - MONITOR_KEYS is exhaustive
+
