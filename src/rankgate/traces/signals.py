@@ -373,6 +373,11 @@ def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifes
         facts["quantiles"] = period_q.get((0,) + seg, {})
         period += _signals(None, (0,) + seg, facts, absent)
 
+    # a rate with no applicable row over the whole period cannot be measured from these traces
+    if not any(v.n for v in period if v.signal == "block_efficacy") and "block_efficacy" not in absent:
+        absent["block_efficacy"] = "not measurable (no request in block mode with sensitive tokens)"
+        values = [_absent(v, absent) for v in values]
+        period = [_absent(v, absent) for v in period]
     fb = _feedback_by_source(backend.rows(plan.feedback_by_source()), presence_feedback=source.feedback.num_rows > 0)
     unstable = _unstable_examples(backend, plan, examples)
     low = ()
@@ -478,8 +483,11 @@ def _signals(window: int | None, key: tuple[int, str, str], facts: Mapping[str, 
                            sens - leaked, None if sens or not num(c, "privacy_n") else "no sensitive tokens"))
     rate("block_efficacy", num(c, "block_k"), num(c, "block_n"))
     rate("secure_field_bypass_rate", num(c, "bypassed"), num(c, "secure"))
-    return [SignalValue(v.window, v.segment, v.signal, None, 0, None, absent[v.signal]) if v.signal in absent else v
-            for v in out]
+    return [_absent(v, absent) for v in out]
+
+
+def _absent(v: SignalValue, absent: Mapping[str, str]) -> SignalValue:
+    return SignalValue(v.window, v.segment, v.signal, None, 0, None, absent[v.signal]) if v.signal in absent else v
 
 
 def _f(x: Any) -> float | None:
