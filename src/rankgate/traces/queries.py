@@ -70,6 +70,7 @@ class Plan:
     k: int = 10
     min_support: int = 2
     width_us: int = 86_400_000_000
+    p: float = 0.9
 
     # -- materialised per-request facts ---------------------------------------------------------------
     def req_items(self) -> str:
@@ -221,7 +222,7 @@ FROM requests r JOIN (
   SELECT request_id, md5({d.ordered_concat('item_id', 'pos')}) AS sig, count(*) AS len FROM topk GROUP BY request_id
 ) t ON t.request_id = r.request_id"""
 
-    def pairs(self) -> str:
+    def pair_heads(self) -> str:
         """Each request against the reference list of its query key in the previous window: the list
         most requests got there (ties: the earliest first seen), if at least ``min_support`` agreed."""
         return f"""
@@ -234,46 +235,60 @@ WITH sup AS (
   FROM sup
 ), ref AS (
   SELECT w, query_key, rep FROM ranked WHERE rn = 1 AND support >= {int(self.min_support)}
-), p AS (
-  SELECT a.request_id, a.w, ref.rep AS ref_id, a.len AS len_a, b.len AS len_b,
-    CASE WHEN a.ver = b.ver THEN 1 ELSE 0 END AS same_ver, CASE WHEN a.sig = b.sig THEN 1 ELSE 0 END AS same_list
-  FROM lists a JOIN ref ON ref.query_key = a.query_key AND ref.w = a.w - {int(self.width_us)}
-  JOIN lists b ON b.request_id = ref.rep
-), common AS (
-  SELECT p.request_id, CASE WHEN x.pos > y.pos THEN x.pos ELSE y.pos END AS m
-  FROM p JOIN topk x ON x.request_id = p.request_id JOIN topk y ON y.request_id = p.ref_id AND y.item_id = x.item_id
-), scored AS (
-  SELECT p.request_id, p.w, p.ref_id, p.len_a, p.len_b, p.same_ver, p.same_list,
-    count(c.m) AS n_common, coalesce(sum(rw.w), 0.0) AS rbo
-  FROM p LEFT JOIN common c ON c.request_id = p.request_id
-  LEFT JOIN rbo_w rw ON rw.m = c.m
-    AND rw.s = CASE WHEN p.len_a < p.len_b THEN p.len_a ELSE p.len_b END
-    AND rw.l = CASE WHEN p.len_a < p.len_b THEN p.len_b ELSE p.len_a END
-  GROUP BY p.request_id, p.w, p.ref_id, p.len_a, p.len_b, p.same_ver, p.same_list
 )
-SELECT request_id, w, ref_id, same_ver, same_list, n_common, rbo,
-  CAST(n_common AS DOUBLE) / CAST(len_a + len_b - n_common AS DOUBLE) AS jaccard
-FROM scored"""
+SELECT a.request_id, a.w, ref.rep AS ref_id, a.len AS len_a, b.len AS len_b,
+  CASE WHEN a.ver = b.ver THEN 1 ELSE 0 END AS same_ver, CASE WHEN a.sig = b.sig THEN 1 ELSE 0 END AS same_list
+FROM lists a JOIN ref ON ref.query_key = a.query_key AND ref.w = a.w - {int(self.width_us)}
+JOIN lists b ON b.request_id = ref.rep"""
+
+    def common(self) -> str:
+        """The items a request shares with its reference, with m = the larger of their two positions."""
+        return """
+SELECT p.request_id, CASE WHEN x.pos > y.pos THEN x.pos ELSE y.pos END AS m
+FROM pair_heads p JOIN topk x ON x.request_id = p.request_id
+JOIN topk y ON y.request_id = p.ref_id AND y.item_id = x.item_id"""
+
+    def pairs(self) -> str:
+        """The pairs with their common-item count and RBO (the RBO here orders the examples only)."""
+        return """
+SELECT p.request_id, p.w, p.ref_id, p.len_a, p.len_b, p.same_ver, p.same_list,
+  count(c.m) AS n_common, coalesce(sum(rw.w), 0.0) AS rbo
+FROM pair_heads p LEFT JOIN common c ON c.request_id = p.request_id
+LEFT JOIN rbo_w rw ON rw.m = c.m
+  AND rw.s = CASE WHEN p.len_a < p.len_b THEN p.len_a ELSE p.len_b END
+  AND rw.l = CASE WHEN p.len_a < p.len_b THEN p.len_b ELSE p.len_a END
+GROUP BY p.request_id, p.w, p.ref_id, p.len_a, p.len_b, p.same_ver, p.same_list"""
 
     def instability(self, seg: str = "seg") -> str:
+        """Compared lists per window, segment and version match (same_ver): how many, how many changed."""
         return f"""
-SELECT s.win, s.seg_field, s.seg_value,
-  sum(CASE WHEN p.same_ver = 1 THEN 1 ELSE 0 END) AS same_n,
-  sum(CASE WHEN p.same_ver = 1 AND p.same_list = 0 THEN 1 ELSE 0 END) AS same_changed,
-  sum(CASE WHEN p.same_ver = 1 THEN p.rbo ELSE 0.0 END) AS same_rbo,
-  sum(CASE WHEN p.same_ver = 1 THEN p.jaccard ELSE 0.0 END) AS same_jaccard,
-  sum(CASE WHEN p.same_ver = 0 THEN 1 ELSE 0 END) AS diff_n,
-  sum(CASE WHEN p.same_ver = 0 AND p.same_list = 0 THEN 1 ELSE 0 END) AS diff_changed,
-  sum(CASE WHEN p.same_ver = 0 THEN p.rbo ELSE 0.0 END) AS diff_rbo,
-  sum(CASE WHEN p.same_ver = 0 THEN p.jaccard ELSE 0.0 END) AS diff_jaccard
-FROM {seg} s JOIN pairs p ON p.request_id = s.request_id GROUP BY s.win, s.seg_field, s.seg_value"""
+SELECT s.win, s.seg_field, s.seg_value, p.same_ver, count(*) AS n, sum(1 - p.same_list) AS changed
+FROM {seg} s JOIN pairs p ON p.request_id = s.request_id GROUP BY s.win, s.seg_field, s.seg_value, p.same_ver"""
+
+    def rbo_terms(self, seg: str = "seg") -> str:
+        """How often each RBO weight w(m, s, l) occurs: RBO sums are formed in Python from these whole
+        numbers (math.fsum), so they do not depend on the engine's summation order."""
+        return f"""
+SELECT s.win, s.seg_field, s.seg_value, p.same_ver, c.m,
+  CASE WHEN p.len_a < p.len_b THEN p.len_a ELSE p.len_b END AS s_len,
+  CASE WHEN p.len_a < p.len_b THEN p.len_b ELSE p.len_a END AS l_len, count(*) AS n
+FROM {seg} s JOIN pairs p ON p.request_id = s.request_id JOIN common c ON c.request_id = p.request_id
+GROUP BY s.win, s.seg_field, s.seg_value, p.same_ver, c.m,
+  CASE WHEN p.len_a < p.len_b THEN p.len_a ELSE p.len_b END, CASE WHEN p.len_a < p.len_b THEN p.len_b ELSE p.len_a END"""
+
+    def jaccard_terms(self, seg: str = "seg") -> str:
+        """How often each Jaccard value common / (|A| + |B| - common) occurs (see rbo_terms)."""
+        return f"""
+SELECT s.win, s.seg_field, s.seg_value, p.same_ver, p.n_common, p.len_a + p.len_b AS len_sum, count(*) AS n
+FROM {seg} s JOIN pairs p ON p.request_id = s.request_id
+GROUP BY s.win, s.seg_field, s.seg_value, p.same_ver, p.n_common, p.len_a + p.len_b"""
 
     def unstable_examples(self, limit: int = 10) -> str:
         return f"""
-SELECT p.request_id, p.ref_id, p.w, p.rbo, p.jaccard, r.query_key, r.query_text
+SELECT p.request_id, p.ref_id, p.w, p.n_common, p.len_a, p.len_b, r.query_key, r.query_text
 FROM pairs p JOIN requests r ON r.request_id = p.request_id
 WHERE p.same_ver = 1 AND p.same_list = 0
-ORDER BY p.rbo, p.w, p.request_id LIMIT {int(limit)}"""
+ORDER BY round(p.rbo, 9), p.w, p.request_id LIMIT {int(limit)}"""
 
     def list_items(self, ids: list[str]) -> str:
         return ("SELECT request_id, item_id, pos FROM topk WHERE request_id IN ("

@@ -252,7 +252,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
             score_stage=_first(stages, ("candidate", "reranked", "packed")),
             context_stage=_first(stages, ("packed", "reranked", "candidate")),
             list_stage=_first(stages, ("reranked", "candidate", "packed")),
-            by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width)
+            by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width, p=p)
         if manifest is not None:
             backend.register("manifest", _manifest_table(manifest))
         return _run(backend, plan, source, width, window, manifest, examples)
@@ -311,19 +311,21 @@ def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifes
         tables["citations"] = _keyed(backend.rows(plan.citations()), ["cit_n", "cit_k"])
     backend.keep("topk", plan.topk())
     backend.keep("lists", plan.lists())
+    backend.keep("pair_heads", plan.pair_heads())
+    backend.keep("common", plan.common())
     backend.keep("pairs", plan.pairs())
-    tables["instability"] = _keyed(backend.rows(plan.instability()), _names(plan.instability()))
+    tables["instability"] = _instability(backend, plan)
 
     # availability of each input over the whole data
     absent: dict[str, str] = {}
     n_items = source.items.num_rows
     scored = source.items.column("score").null_count < n_items
     item_status = source.items.column("status").null_count < n_items
-    if plan.threshold is None:
-        absent["low_confidence_rate"] = "not measurable (no abstention threshold)"
     if not scored:
         for name in ("low_confidence_rate",) + tuple(s.name for s in SIGNALS if s.name.startswith(("top1_score", "margin"))):
             absent[name] = "not measurable (no score)"
+    if plan.threshold is None:
+        absent["low_confidence_rate"] = "not measurable (no abstention threshold)"
     if not presence["fallback"]:
         absent["fallback_rate"] = "not measurable (no fallback)"
     if not item_status and manifest is None:
@@ -391,13 +393,47 @@ def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifes
     retries = tuple((r[0], int(r[1]), int(r[2])) for r in backend.rows(plan.retries_by_reason()))
     windows = tuple(sorted({k[0] for k in keys}))
     meta = {"engine": backend.name, "score_stage": plan.score_stage, "context_stage": plan.context_stage,
-            "list_stage": plan.list_stage, "instability_k": plan.k, "rbo_p": 0.9, "min_support": plan.min_support,
+            "list_stage": plan.list_stage, "instability_k": plan.k, "rbo_p": plan.p, "min_support": plan.min_support,
             "abstention_threshold": plan.threshold, "requests": source.requests.num_rows,
             "items": source.items.num_rows, "formats": list(getattr(source, "formats", ()))}
     skipped = source.skipped.as_dict() if hasattr(source.skipped, "as_dict") else {}
     return TraceSummary(window_us=width, window=window, windows=windows, by=plan.by, values=tuple(values),
                         period=tuple(period), feedback_by_source=fb, retries_by_reason=retries, unstable=unstable,
                         low_confidence=low, stale_citations=stale, meta=meta, skipped=skipped)
+
+
+def _instability(backend: Any, plan: Plan) -> dict[tuple[int, str, str], dict[str, Any]]:
+    """Per window and segment: compared lists, changed lists, and the RBO and Jaccard sums, formed
+    with math.fsum from whole-number counts (identical on every engine, in any order)."""
+    from .similarity import rbo_weight
+
+    out: dict[tuple[int, str, str], dict[str, Any]] = {}
+    terms: dict[tuple[int, str, str], dict[str, list[float]]] = {}
+
+    def slot(row: tuple[Any, ...]) -> tuple[tuple[int, str, str], str]:
+        return (int(row[0]), row[1], row[2]), ("same" if int(row[3]) == 1 else "diff")
+
+    for row in backend.rows(plan.instability()):
+        key, kind = slot(row)
+        d = out.setdefault(key, {})
+        d[f"{kind}_n"] = int(row[4])
+        d[f"{kind}_changed"] = int(row[5])
+    weights: dict[tuple[int, int, int], float] = {}
+    for row in backend.rows(plan.rbo_terms()):
+        key, kind = slot(row)
+        m, s_len, l_len, n = (int(x) for x in row[4:8])
+        w = weights.get((m, s_len, l_len))
+        if w is None:
+            w = weights[(m, s_len, l_len)] = rbo_weight(m, s_len, l_len, plan.p)
+        terms.setdefault(key, {}).setdefault(f"{kind}_rbo", []).append(n * w)
+    for row in backend.rows(plan.jaccard_terms()):
+        key, kind = slot(row)
+        common, len_sum, n = (int(x) for x in row[4:7])
+        terms.setdefault(key, {}).setdefault(f"{kind}_jaccard", []).append(n * (common / (len_sum - common)))
+    for key, sums in terms.items():
+        for name, parts in sums.items():
+            out.setdefault(key, {})[name] = math.fsum(sorted(parts))
+    return out
 
 
 def _order(by: Sequence[str]) -> Any:
@@ -526,7 +562,10 @@ def _unstable_examples(backend: Any, plan: Plan, limit: int) -> tuple[Mapping[st
     lists: dict[str, list[str]] = {}
     for rid, item, _pos in backend.rows(plan.list_items(ids)):
         lists.setdefault(rid, []).append(item)
-    return tuple({"request_id": r[0], "reference_id": r[1], "window": iso(int(r[2])), "rbo": float(r[3]),
-                  "jaccard": float(r[4]), "query_key": r[5], "query_text": r[6],
+    from .similarity import jaccard, rbo
+
+    return tuple({"request_id": r[0], "reference_id": r[1], "window": iso(int(r[2])),
+                  "rbo": rbo(lists.get(r[0], []), lists.get(r[1], []), plan.p),
+                  "jaccard": jaccard(lists.get(r[0], []), lists.get(r[1], [])), "query_key": r[6], "query_text": r[7],
                   "list": lists.get(r[0], []), "reference_list": lists.get(r[1], [])} for r in rows)
 

@@ -1,0 +1,180 @@
+"""Monitors: the YAML file (errors at file:line:key), the rules on hand-made series, the CLI (analyze,
+check: exit 0/1/2, outputs) and the acceptance test on the seeded generator: each injected incident
+is flagged in its window and segment by the default monitors, with no flag on the clean days."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rankgate.cli import main
+from rankgate.errors import ConfigError
+from rankgate.traces.monitors import Monitor, MonitorConfig, check_monitors, parse_monitors
+from rankgate.traces.signals import SignalValue, TraceSummary
+
+from .hostile import assert_refused
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+DAY = 86_400_000_000
+
+
+def _summary(signal: str, points: list[tuple[float, int, int | None]], segment: str = "all") -> TraceSummary:
+    values = tuple(SignalValue(i * DAY, segment, signal, x, n, k) for i, (x, n, k) in enumerate(points))
+    return TraceSummary(DAY, "1d", tuple(i * DAY for i in range(len(points))), (), values, (), (), (), (), (), ())
+
+
+def test_robust_z_rule_flags_the_spike_only():
+    pts = [(2.0, 1000, 2), (3.0, 1000, 3), (2.0, 1000, 2), (4.0, 1000, 4), (40.0, 1000, 40), (3.0, 1000, 3)]
+    cfg = MonitorConfig((Monitor("e", "error_rate_per_1k", mad_floor=1.0),))
+    out = check_monitors(_summary("error_rate_per_1k", pts), cfg)
+    assert [(f.window // DAY, f.rule) for f in out.flags] == [(4, "robust_z")]
+    # median 2.5 of (2, 3, 2, 4), MAD 0.5 -> floor 1: M = 0.6745 * 37.5
+    assert out.flags[0].statistic == pytest.approx(0.6745 * 37.5)
+    assert out.exit_code == 1
+    assert out.unchecked == {"no baseline yet": 3}
+
+
+def test_direction_min_n_threshold_and_warning_severity():
+    pts = [(1.0, 500, None), (1.0, 500, None), (1.0, 500, None), (0.5, 10, None), (0.5, 500, None)]
+    cfg = MonitorConfig((Monitor("r", "redaction_efficacy", direction="down", min_n=50, mad_floor=0.02,
+                                 severity="warning", min=0.9),))
+    out = check_monitors(_summary("redaction_efficacy", pts), cfg)
+    assert {(f.window // DAY, f.rule) for f in out.flags} == {(4, "robust_z"), (4, "min")}
+    assert out.exit_code == 0  # warnings only
+    assert out.unchecked["too few rows"] == 1
+
+
+def test_proportion_rule_on_small_counts():
+    pts = [(0.15, 40, 6), (0.125, 40, 5), (0.175, 40, 7), (0.6, 30, 18)]
+    cfg = MonitorConfig((Monitor("f", "negative_feedback_rate", change="proportion", min_n=20),))
+    out = check_monitors(_summary("negative_feedback_rate", pts), cfg)
+    assert [(f.window // DAY, f.rule) for f in out.flags] == [(3, "proportion")]
+    assert out.flags[0].baseline == pytest.approx(18 / 120)
+
+
+@pytest.mark.parametrize("text, line, match", [
+    ("monitors:\n  - signal: error_rate_per_1k\n    sevrity: error\n", 3, "did you mean 'severity'"),
+    ("monitors:\n  - signal: eror_rate_per_1k\n", 2, "error_rate_per_1k"),
+    ("monitors:\n  - signal: latency.total.p95\n    change: proportion\n", 3, "proportion applies to rates"),
+    ("monitors:\n  - signal: fallback_rate\n    segments: [tenant, colour]\n", 3, "no segment field"),
+    ("monitors:\n  - signal: fallback_rate\n    severity: fatal\n", 3, "error|warning"),
+    ("monitors: []\n", 1, "non-empty list"),
+])
+def test_monitor_file_errors_name_line_and_key(text, line, match):
+    with pytest.raises(ConfigError, match=match) as exc:
+        parse_monitors(text, path="m.yaml")
+    assert f"m.yaml:{line}:" in str(exc.value)
+
+
+def test_default_monitors_parse():
+    from rankgate.traces.monitors import load_monitors
+
+    cfg = load_monitors(None)
+    assert "instability.rbo" in {m.signal for m in cfg.monitors}
+    assert cfg.segment_fields == ("source", "tenant")
+
+
+# -- the CLI on generated traces -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    from trace_gen import Spec, generate
+
+    out = tmp_path_factory.mktemp("gen")
+    truth = generate(out, Spec(days=10, per_day=1500, seed=3), formats=("parquet",))
+    return out, truth
+
+
+def test_incidents_flagged_in_their_window_and_segment_no_false_alarm_on_clean_days(generated, tmp_path, capsys):
+    out, truth = generated
+    traces = str(out / truth["files"]["parquet"][0])
+    summary_md, flags_json = tmp_path / "check.md", tmp_path / "flags.json"
+    code = main(["traces", "check", "--traces", traces, "--corpus", str(out / "corpus.jsonl"),
+                 "--summary", str(summary_md), "--json", str(flags_json)])
+    assert code == 1
+    flags = json.loads(flags_json.read_text())["flags"]
+    seen = {(f["window"][:10], f["segment"], f["signal"]) for f in flags}
+    signal_of = {"latency.rerank": "latency.rerank.p95", "deprecated_share": "deprecated_context_rate",
+                 "instability": "instability.rbo", "negative_feedback": "negative_feedback_rate",
+                 "error_rate": "error_rate_per_1k", "redaction_efficacy": "redaction_efficacy"}
+    for inc in truth["incidents"]:
+        seg = "all" if not inc["segment"] else "{}={}".format(*next(iter(inc["segment"].items())))
+        assert (inc["start"][:10], seg, signal_of[inc["signal"]]) in seen, inc["name"]
+    clean = {truth["days"][d] for d in truth["clean_days"]}
+    assert not [f for f in flags if f["window"][:10] in clean]
+    # the abort burst (HTTP 499 only) is not an error
+    abort_day = next(x for x in truth["non_incidents"] if x["name"] == "abort_burst")["start"][:10]
+    assert not [f for f in flags if f["window"][:10] == abort_day and f["signal"] == "error_rate_per_1k"]
+    md = summary_md.read_text()
+    assert "## Trace monitors: FAILED" in md and "| error |" in md
+    assert capsys.readouterr().out == md
+
+
+def test_analyze_writes_csv_summary_and_panel(generated, tmp_path, capsys):
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    out, truth = generated
+    traces = str(out / truth["files"]["parquet"][0])
+    dest = tmp_path / "out"
+    assert main(["traces", "analyze", "--traces", traces, "--by", "tenant", "--abstention-threshold", "0.3",
+                 "--out", str(dest)]) == 0
+    summary = json.loads((dest / "summary.json").read_text())
+    total = pq.read_table(traces, columns=["timings_ms"]).column("timings_ms").combine_chunks().field("total")
+    lat = summary["operational"]["latency_ms"]["total"]
+    for q in (50, 95, 99):
+        assert lat[f"p{q}"] == float(np.percentile(total.to_numpy(), q))
+    assert summary["retrieval"]["stale_citation_rate"]["note"] == "not measurable (no corpus manifest)"
+    header, *rows = (dest / "signals.csv").read_text().splitlines()
+    assert header == "window_start,window_end,segment,signal,value,n,k,note"
+    assert any(r.startswith("2026-05-01T00:00:00Z,2026-05-02T00:00:00Z,tenant=acme,low_confidence_rate,") for r in rows)
+    text = capsys.readouterr().out
+    panel = text.split("\nwrote ")[0]
+    assert "Latency per stage" in panel and max(len(x) for x in panel.splitlines()) <= 80
+
+
+def test_analyze_is_deterministic(generated, tmp_path):
+    out, truth = generated
+    traces = str(out / truth["files"]["parquet"][0])
+    for d in ("a", "b"):
+        assert main(["traces", "analyze", "--traces", traces, "--out", str(tmp_path / d)]) == 0
+    for name in ("signals.csv", "summary.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+@pytest.mark.parametrize("extra, names", [
+    (["--window", "5y"], []),
+    (["--by", "colour"], []),
+    (["--abstention-threshold", "0.3", "--abstention", "a.yaml"], []),
+])
+def test_bad_options_are_refused(generated, tmp_path, capsys, extra, names):
+    out, truth = generated
+    traces = str(out / truth["files"]["parquet"][0])
+    dest = tmp_path / "out"
+    assert_refused(["traces", "analyze", "--traces", traces, "--out", str(dest), *extra], dest, names=names,
+                   capsys=capsys)
+
+
+def test_bad_monitor_file_is_refused(generated, tmp_path, capsys):
+    out, truth = generated
+    bad = tmp_path / "m.yaml"
+    bad.write_text("monitors:\n  - signal: nope\n")
+    assert_refused(["traces", "check", "--traces", str(out / truth["files"]["parquet"][0]), "--monitors", str(bad)],
+                   tmp_path / "none", names=[bad], capsys=capsys)
+
+
+def test_bad_abstention_file_is_refused(generated, tmp_path, capsys):
+    out, truth = generated
+    bad = tmp_path / "abst.yaml"
+    bad.write_text("abstention: {threshold: high}\n")
+    dest = tmp_path / "o"
+    assert_refused(["traces", "analyze", "--traces", str(out / truth["files"]["parquet"][0]), "--abstention",
+                    str(bad), "--out", str(dest)], dest, names=[bad], capsys=capsys)
+    good = tmp_path / "ok.yaml"
+    good.write_text("abstention: {threshold: 0.42, metric: hit@5, n: 10}\n")
+    assert main(["traces", "analyze", "--traces", str(out / truth["files"]["parquet"][0]), "--abstention",
+                 str(good), "--out", str(dest)]) == 0
+    assert json.loads((dest / "summary.json").read_text())["abstention_threshold"] == 0.42
