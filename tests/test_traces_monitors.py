@@ -84,7 +84,7 @@ def generated(tmp_path_factory):
     from trace_gen import Spec, generate
 
     out = tmp_path_factory.mktemp("gen")
-    truth = generate(out, Spec(days=10, per_day=1500, seed=3), formats=("parquet",))
+    truth = generate(out, Spec(days=10, per_day=1000, seed=3), formats=("parquet",))
     return out, truth
 
 
@@ -113,15 +113,28 @@ def test_incidents_flagged_in_their_window_and_segment_no_false_alarm_on_clean_d
     assert capsys.readouterr().out == md
 
 
-def test_analyze_writes_csv_summary_and_panel(generated, tmp_path, capsys):
+ANALYZE = ["--by", "tenant", "--abstention-threshold", "0.3"]
+
+
+@pytest.fixture(scope="module")
+def analyzed(generated, tmp_path_factory):
+    out, truth = generated
+    traces = str(out / truth["files"]["parquet"][0])
+    dest = tmp_path_factory.mktemp("analyzed")
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert main(["traces", "analyze", "--traces", traces, *ANALYZE, "--out", str(dest)]) == 0
+    return traces, dest, text.getvalue()
+
+
+def test_analyze_writes_csv_summary_and_panel(analyzed):
     import numpy as np
     import pyarrow.parquet as pq
 
-    out, truth = generated
-    traces = str(out / truth["files"]["parquet"][0])
-    dest = tmp_path / "out"
-    assert main(["traces", "analyze", "--traces", traces, "--by", "tenant", "--abstention-threshold", "0.3",
-                 "--out", str(dest)]) == 0
+    traces, dest, text = analyzed
     summary = json.loads((dest / "summary.json").read_text())
     total = pq.read_table(traces, columns=["timings_ms"]).column("timings_ms").combine_chunks().field("total")
     lat = summary["operational"]["latency_ms"]["total"]
@@ -131,18 +144,15 @@ def test_analyze_writes_csv_summary_and_panel(generated, tmp_path, capsys):
     header, *rows = (dest / "signals.csv").read_text().splitlines()
     assert header == "window_start,window_end,segment,signal,value,n,k,note"
     assert any(r.startswith("2026-05-01T00:00:00Z,2026-05-02T00:00:00Z,tenant=acme,low_confidence_rate,") for r in rows)
-    text = capsys.readouterr().out
     panel = text.split("\nwrote ")[0]
     assert "Latency per stage" in panel and max(len(x) for x in panel.splitlines()) <= 80
 
 
-def test_analyze_is_deterministic(generated, tmp_path):
-    out, truth = generated
-    traces = str(out / truth["files"]["parquet"][0])
-    for d in ("a", "b"):
-        assert main(["traces", "analyze", "--traces", traces, "--out", str(tmp_path / d)]) == 0
+def test_analyze_is_deterministic(analyzed, tmp_path):
+    traces, first, _ = analyzed
+    assert main(["traces", "analyze", "--traces", traces, *ANALYZE, "--out", str(tmp_path)]) == 0
     for name in ("signals.csv", "summary.json"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+        assert (tmp_path / name).read_bytes() == (first / name).read_bytes()
 
 
 @pytest.mark.parametrize("extra, names", [
