@@ -123,10 +123,15 @@ def spark_session(master: str) -> Any:
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         raise UsageError("--engine spark needs Java 17 (Debian: apt-get install openjdk-17-jre-headless)")
     builder = SparkSession.builder.master(master).appName("rankgate-traces")
-    builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+    builder = (builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
     if master.startswith("local"):
-        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-    return builder.getOrCreate()
+        # one machine: a few shuffle partitions, not the cluster default of 200 (each is a task)
+        builder = (builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+                   .config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2))))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 def make_backend(engine: str | None, *, spark_master: str | None = None) -> TraceBackend:
