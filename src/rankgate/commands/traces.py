@@ -9,7 +9,6 @@ flag), 1 (a monitor of severity error flagged a window) or 2 (bad input). See do
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from typing import Any
@@ -58,10 +57,9 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--monitors", metavar="YAML", help="the monitors (default: rankgate's defaults, docs/traces.md)")
     c.add_argument("--summary", metavar="MD", help="write the markdown summary of the flags here")
     c.add_argument("--json", metavar="PATH", help="write the flags as JSON here")
-    if importlib.util.find_spec("rankgate.commands.traces_sample") is not None:
-        from . import traces_sample
+    from . import traces_sample
 
-        traces_sample.add_parser(verbs)
+    traces_sample.add_parser(verbs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,27 +87,18 @@ def _threshold(args: argparse.Namespace) -> float | None:
 
 
 def read_abstention_threshold(path: str) -> float:
-    """``abstention.threshold`` of the YAML file ``calibrate-abstention`` writes."""
+    """``abstention.threshold`` of the YAML file ``calibrate-abstention`` writes (one reader, shared
+    with ``traces sample``)."""
     import math
 
-    import yaml
-
     from ..errors import ConfigError
-    from ..gate_config import read_config_text
+    from .traces_sample import read_threshold
 
-    text = read_config_text(path, hint="pass the file 'rankgate calibrate-abstention' wrote")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"is not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
-                          line=None if mark is None else mark.line + 1) from None
-    block = data.get("abstention") if isinstance(data, dict) else None
-    value = block.get("threshold") if isinstance(block, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"must hold a number; got {value!r}", path=path, field="abstention.threshold",
+    value = read_threshold(path)
+    if not math.isfinite(value):
+        raise ConfigError(f"must be a finite number; got {value!r}", path=path, field="abstention.threshold",
                           hint="write it with 'rankgate calibrate-abstention', or pass --abstention-threshold")
-    return float(value)
+    return value
 
 
 def _summarize(args: argparse.Namespace, by_extra: tuple[str, ...] = (), window: str | None = None) -> Any:
