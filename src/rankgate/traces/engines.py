@@ -34,6 +34,9 @@ class TraceBackend(Protocol):
     def keep(self, name: str, sql: str) -> None:
         """Compute ``sql`` once and keep it as ``name`` for the following statements."""
 
+    def view(self, name: str, sql: str) -> None:
+        """Name ``sql`` for the following statements, computed where it is used."""
+
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql``; its rows as tuples of Python values."""
 
@@ -47,13 +50,18 @@ class DuckDBBackend:
     name = "duckdb"
     dialect = DUCKDB
 
-    def __init__(self, connection: Any = None, *, threads: int | None = None) -> None:
+    def __init__(self, connection: Any = None, *, threads: int | None = None, memory_limit: str | None = None) -> None:
         import duckdb
 
         self._con = connection if connection is not None else duckdb.connect()
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
         self._con.execute("SET TimeZone = 'UTC'")
+        # results never depend on row order (every statement groups or orders), and keeping the
+        # insertion order costs memory on large inputs
+        self._con.execute("SET preserve_insertion_order = false")
+        if memory_limit:
+            self._con.execute(f"SET memory_limit = '{memory_limit}'")
         self._names: list[str] = []
 
     def register(self, name: str, table: Any) -> None:
@@ -62,6 +70,9 @@ class DuckDBBackend:
 
     def keep(self, name: str, sql: str) -> None:
         self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+
+    def view(self, name: str, sql: str) -> None:
+        self._con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         return self._con.execute(sql).fetchall()
@@ -101,6 +112,9 @@ class SparkBackend:
         df.createOrReplaceTempView(name)
         self.session.catalog.cacheTable(name)
         self._cached.append(name)
+
+    def view(self, name: str, sql: str) -> None:
+        self.session.sql(sql).createOrReplaceTempView(name)
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.session.sql(sql).collect()]

@@ -98,14 +98,14 @@ FROM requests r LEFT JOIN req_items ri ON ri.request_id = r.request_id"""
         """A request's sources: those of the items it cited, else those of its context items."""
         cx = _lit(self.context_stage)
         return f"""
-SELECT DISTINCT c.request_id, i.source FROM citations c
-  JOIN items i ON i.request_id = c.request_id AND i.item_id = c.item_id AND i.stage = {cx}
-  WHERE i.source IS NOT NULL
+WITH ctx AS (SELECT request_id, item_id, source FROM items WHERE stage = {cx} AND source IS NOT NULL),
+cited AS (SELECT DISTINCT c.request_id, x.source FROM citations c
+          JOIN ctx x ON x.request_id = c.request_id AND x.item_id = c.item_id)
+SELECT request_id, source FROM cited
 UNION ALL
-SELECT DISTINCT i.request_id, i.source FROM items i
-  WHERE i.stage = {cx} AND i.source IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM citations c JOIN items j ON j.request_id = c.request_id AND j.item_id = c.item_id
-                  AND j.stage = {cx} AND j.source IS NOT NULL WHERE c.request_id = i.request_id)"""
+SELECT DISTINCT x.request_id, x.source FROM ctx x
+  LEFT JOIN (SELECT DISTINCT request_id FROM cited) h ON h.request_id = x.request_id
+  WHERE h.request_id IS NULL"""
 
     def seg(self, period: bool = False) -> str:
         """``rq`` once per segment: all traffic (field ''), then each --by field. ``period``: one window."""
@@ -204,12 +204,13 @@ GROUP BY doc_id, version, current_version ORDER BY n DESC, doc_id, version LIMIT
 
     # -- instability ---------------------------------------------------------------------------------------
     def topk(self) -> str:
-        """The top k distinct items of each request's result list (positions 1..k)."""
+        """The distinct items among the first k ranks of each request's result list, at positions 1.. in
+        rank order (an item listed twice counts at its first rank)."""
         return f"""
 SELECT request_id, item_id, pos FROM (
   SELECT request_id, item_id, row_number() OVER (PARTITION BY request_id ORDER BY rank, item_id) AS pos
-  FROM (SELECT request_id, item_id, min(rank) AS rank FROM items WHERE stage = {_lit(self.list_stage)}
-        GROUP BY request_id, item_id) d
+  FROM (SELECT request_id, item_id, min(rank) AS rank FROM items
+        WHERE stage = {_lit(self.list_stage)} AND rank <= {int(self.k)} GROUP BY request_id, item_id) d
 ) t WHERE pos <= {int(self.k)}"""
 
     def lists(self) -> str:

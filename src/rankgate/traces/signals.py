@@ -294,15 +294,15 @@ def _names(sql: str) -> list[str]:
 
 def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifest: Any, examples: int) -> TraceSummary:
     backend.keep("req_items", plan.req_items())
-    backend.keep("rq", plan.rq())
+    backend.view("rq", plan.rq())
     backend.keep("req_src", plan.req_src())
-    backend.keep("seg", plan.seg())
+    backend.view("seg", plan.seg())
     presence = dict(zip(re.findall(r"\bAS\s+(\w+)", plan.presence()), backend.rows(plan.presence())[0]))
     tables: dict[str, dict[tuple[int, str, str], dict[str, Any]]] = {}
     for key, sql in (("counts", plan.counts()), ("quantiles", plan.quantiles()), ("feedback", plan.feedback())):
         tables[key] = _keyed(backend.rows(sql), _names(sql))
     # the whole period: quantiles need their own pass; counts add up
-    backend.keep("seg_all", plan.seg(period=True))
+    backend.view("seg_all", plan.seg(period=True))
     period_q = _keyed(backend.rows(plan.quantiles("seg_all")), _names(plan.quantiles()))
     if manifest is not None:
         pairs = backend.rows(plan.citation_pairs())
