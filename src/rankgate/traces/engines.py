@@ -141,8 +141,10 @@ def spark_session(master: str) -> Any:
                .config("spark.ui.showConsoleProgress", "false"))
     if master.startswith("local"):
         # one machine: a few shuffle partitions, not the cluster default of 200 (each is a task)
+        # the driver is the executor too; Spark's 1 GB default runs out of heap on a million requests
         builder = (builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
-                   .config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2))))
+                   .config("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 2)))
+                   .config("spark.driver.memory", os.environ.get("RANKGATE_SPARK_DRIVER_MEMORY", "4g")))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
