@@ -11,9 +11,11 @@ A Spark backend is given a ``SparkSession`` (yours, on a cluster) or makes one f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from ..errors import UsageError
@@ -108,16 +110,19 @@ class SparkBackend:
         self.session.read.parquet(path).createOrReplaceTempView(name)
 
     def keep(self, name: str, sql: str) -> None:
-        df = self.session.sql(sql)
-        df.createOrReplaceTempView(name)
-        self.session.catalog.cacheTable(name)
+        with _spark_errors():
+            df = self.session.sql(sql)
+            df.createOrReplaceTempView(name)
+            self.session.catalog.cacheTable(name)
         self._cached.append(name)
 
     def view(self, name: str, sql: str) -> None:
-        self.session.sql(sql).createOrReplaceTempView(name)
+        with _spark_errors():
+            self.session.sql(sql).createOrReplaceTempView(name)
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.session.sql(sql).collect()]
+        with _spark_errors():
+            return [tuple(r) for r in self.session.sql(sql).collect()]
 
     def close(self) -> None:
         for name in self._cached:
@@ -126,6 +131,17 @@ class SparkBackend:
             except Exception:  # noqa: BLE001 - best effort on shutdown
                 pass
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _spark_errors() -> Iterator[None]:
+    """A Java heap exhausted in Spark is "out of memory" (the CLI's exit 3 with advice), not a bug report."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - py4j wraps every JVM error in one type
+        if "OutOfMemoryError" in str(exc):
+            raise MemoryError("Spark ran out of Java heap; raise RANKGATE_SPARK_DRIVER_MEMORY or use a cluster") from None
+        raise
 
 
 def spark_session(master: str) -> Any:
