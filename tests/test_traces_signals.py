@@ -12,8 +12,8 @@ import pytest
 from rankgate.corpus import manifest_from_records
 from rankgate.stats import wilson_interval
 from rankgate.traces.monitors import robust_z
-from rankgate.traces.similarity import jaccard, rbo, rbo_weight
 from rankgate.traces.signals import parse_window, summarize_traces
+from rankgate.traces.similarity import jaccard, rbo, rbo_weight
 
 from .traces_tables import at, ranked, tables
 

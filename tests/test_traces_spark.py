@@ -58,7 +58,7 @@ def test_spark_matches_duckdb(spark, inputs):
     from rankgate.traces.engines import SparkBackend
 
     tables, manifest = inputs
-    options = dict(by=("tenant", "source"), threshold=0.3, manifest=manifest)
+    options = {"by": ("tenant", "source"), "threshold": 0.3, "manifest": manifest}
     backend = SparkBackend(spark)
     try:
         on_spark = summarize_traces(tables, backend=backend, **options)

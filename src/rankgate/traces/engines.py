@@ -81,10 +81,8 @@ class DuckDBBackend:
 
     def close(self) -> None:
         for name in self._names:
-            try:
+            with contextlib.suppress(Exception):  # best effort: the connection may be closing
                 self._con.unregister(name)
-            except Exception:  # noqa: BLE001 - best effort: the connection may be closing
-                pass
 
 
 class SparkBackend:
@@ -126,10 +124,8 @@ class SparkBackend:
 
     def close(self) -> None:
         for name in self._cached:
-            try:
+            with contextlib.suppress(Exception):  # best effort on shutdown
                 self.session.catalog.uncacheTable(name)
-            except Exception:  # noqa: BLE001 - best effort on shutdown
-                pass
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
@@ -138,7 +134,7 @@ def _spark_errors() -> Iterator[None]:
     """A Java heap exhausted in Spark is "out of memory" (the CLI's exit 3 with advice), not a bug report."""
     try:
         yield
-    except Exception as exc:  # noqa: BLE001 - py4j wraps every JVM error in one type
+    except Exception as exc:
         if "OutOfMemoryError" in str(exc):
             raise MemoryError("Spark ran out of Java heap; raise RANKGATE_SPARK_DRIVER_MEMORY or use a cluster") from None
         raise

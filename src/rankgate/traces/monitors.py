@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
-from .signals import SIGNAL_INFO, SEGMENT_FIELDS, SignalValue, TraceSummary, iso
+from .signals import SEGMENT_FIELDS, SIGNAL_INFO, SignalValue, TraceSummary, iso
 
 __all__ = ["DEFAULT_MONITORS", "Flag", "Monitor", "MonitorConfig", "MonitorOutcome", "check_monitors",
            "load_monitors", "parse_monitors", "robust_z"]

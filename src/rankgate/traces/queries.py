@@ -165,7 +165,7 @@ FROM {seg} GROUP BY win, seg_field, seg_value"""
             cols += [f"{_q(p, c)} AS {stage}_p{round(p * 100)}" for p in LATENCY_Q] + [f"count({c}) AS {stage}_n"]
         for c in ("top1", "margin"):
             cols += [f"{_q(p, c)} AS {c}_p{round(p * 100)}" for p in SCORE_Q] + [f"count({c}) AS {c}_n"]
-        return f"SELECT win, seg_field, seg_value,\n  " + ",\n  ".join(cols) + f"\nFROM {seg} GROUP BY win, seg_field, seg_value"
+        return "SELECT win, seg_field, seg_value,\n  " + ",\n  ".join(cols) + f"\nFROM {seg} GROUP BY win, seg_field, seg_value"
 
     def feedback(self, seg: str = "seg") -> str:
         return f"""
