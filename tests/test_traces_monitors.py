@@ -12,7 +12,8 @@ import pytest
 
 from rankgate.cli import main
 from rankgate.errors import ConfigError
-from rankgate.traces.monitors import Monitor, MonitorConfig, check_monitors, parse_monitors
+from rankgate.gate_config import parse_monitors
+from rankgate.traces.monitors import Monitor, MonitorConfig, check_monitors
 from rankgate.traces.signals import SignalValue, TraceSummary
 
 from .hostile import assert_refused
@@ -71,7 +72,7 @@ def test_monitor_file_errors_name_line_and_key(text, line, match):
 
 
 def test_default_monitors_parse():
-    from rankgate.traces.monitors import load_monitors
+    from rankgate.gate_config import load_monitors
 
     cfg = load_monitors(None)
     assert "instability.rbo" in {m.signal for m in cfg.monitors}
