@@ -490,21 +490,11 @@ def read_human_verdicts(path: str, known: Sequence[str]) -> dict[str, dict[str, 
     reference. A query that has no answer, a repeat or a value of another type is an input error."""
     import json
 
-    from .data.source import check_file, text_lines
+    from .data.jsonl import json_objects
 
-    check_file(path, "human labels")
     ids = set(known)
     out: dict[str, dict[str, Any]] = {}
-    for line, text in text_lines(path):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError):
-            raise InputError("is not valid JSON", path=path, line=line,
-                             hint="one {query_id, faithful, correct} object per line") from None
-        if not isinstance(obj, dict):
-            raise InputError("must be a JSON object", path=path, line=line)
+    for line, obj in json_objects(path, "human labels", "{query_id, faithful, correct}"):
         q = obj.get("query_id")
         if not isinstance(q, str) or q not in ids:
             raise InputError(f"labels query {q!r}, which has no answer", path=path, line=line, field="query_id")

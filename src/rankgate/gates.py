@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._jsonable import nan_to_none
-from .baseline import (BaselineSummary, gold_sha256_of, is_summary_file, load_baseline_summary, per_query_dict,
-                       summary_or_run)
+from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, summary_or_run
 from .compare import Comparison, QueryChange, compare
 from .errors import ConfigError, UsageError
 from .metrics.registry import higher_is_better

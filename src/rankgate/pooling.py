@@ -113,22 +113,13 @@ def pool_queue(gold: Any, runs: Sequence[Any], labels: Sequence[str], *, depth: 
 def read_judged(path: str, gold: Any) -> tuple[dict[tuple[str, str], int], int]:
     """``{(query_id, id): grade}`` from a labels JSONL, and the number of lines the judge failed on.
     A query the gold set lacks, a repeated item or a grade that is not 0/1/2 is an input error."""
-    from .data.source import check_file, text_lines
+    from .data.jsonl import json_objects
 
-    check_file(path, "labels")
     known = set(gold.query_ids)
     out: dict[tuple[str, str], int] = {}
     where: dict[tuple[str, str], int] = {}
     failed = 0
-    for line, text in text_lines(path):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError):
-            raise InputError("is not valid JSON", path=path, line=line, hint="one {query_id, id, grade} object per line") from None
-        if not isinstance(obj, dict):
-            raise InputError("must be a JSON object", path=path, line=line)
+    for line, obj in json_objects(path, "labels", "{query_id, id, grade}"):
         for key in ("query_id", "id"):
             if not isinstance(obj.get(key), (str, int)) or isinstance(obj.get(key), bool) or obj.get(key) == "":
                 raise InputError(f"must be a non-empty string; got {obj.get(key)!r}", path=path, line=line, field=key)

@@ -56,21 +56,12 @@ def parse_ranks(text: str) -> tuple[int, ...]:
 
 
 def _negatives_file(path: str, gold_ids: set[str]) -> dict[str, list[str]]:
-    import json
-
-    from ..data.source import check_file, text_lines
+    from ..data.jsonl import json_objects
     from ..errors import InputError
 
-    check_file(path, "negatives file")
     out: dict[str, list[str]] = {}
-    for lineno, line in text_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-            raise InputError(f"is not valid JSON ({getattr(exc, 'msg', exc)})", path=path, line=lineno) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("query_id"), str):
+    for lineno, obj in json_objects(path, "negatives file", '{"query_id", "negatives"}'):
+        if not isinstance(obj.get("query_id"), str):
             raise InputError("must be an object with a string 'query_id'", path=path, line=lineno,
                              hint='e.g. {"query_id": "q1", "negatives": ["doc_7#c2"]}')
         negs = obj.get("negatives")

@@ -130,6 +130,33 @@ def check_surrogates(line: str, obj: Any, path: str, lineno: int | None) -> None
                 ) from None
 
 
+
+def json_objects(path: str, what: str, shape: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSONL file of objects.
+
+    The one reader of the small JSONL side files (labels, queues, negatives, rewrite logs): the file
+    is checked and decoded like every input (gzip, BOM, UTF-8 named by line and byte); a line that is
+    not JSON, not an object, or holds an unpaired surrogate is an :class:`InputError` naming it.
+    ``what`` names the file in messages ("labels"), ``shape`` the object a line should hold
+    ("{query_id, id, grade}").
+    """
+    from .source import check_file, text_lines
+
+    check_file(path, what)
+    for line, text in text_lines(path):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            detail = getattr(exc, "msg", None)
+            raise InputError(f"is not valid JSON{': ' + detail if detail else ''}", path=path, line=line,
+                             hint=f"one {shape} object per line") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"must be a JSON object {shape}; got {type(obj).__name__}", path=path, line=line)
+        check_surrogates(text, obj, path, line)
+        yield line, obj
+
 def _too_deep(path: str, lineno: int) -> InputError:
     return InputError(f"nests deeper than {MAX_DEPTH} levels", path=path, line=lineno,
                       hint="each line must be one JSON object of a few levels")

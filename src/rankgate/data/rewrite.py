@@ -14,7 +14,6 @@ ids). Other fields (a final ``topk``, ``latency_ms`` …) are ignored here. Each
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -50,23 +49,14 @@ def _side(obj: Any, side: str, path: str, line: int) -> tuple[list[Any], str | N
 
 def read_rewrite_runs(path: str | os.PathLike[str]) -> RewriteRuns:
     """Read a rewrite log (see the module docs); every record needs both sides."""
+    from .jsonl import json_objects
     from .load import load_run
-    from .source import check_file, text_lines
 
     path = os.fspath(path)
-    check_file(path, "run")
     records: dict[str, list[dict[str, Any]]] = {s: [] for s in SIDES}
     texts: dict[str, dict[str, str]] = {s: {} for s in SIDES}
     lines: dict[str, int] = {}
-    for lineno, line in text_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-            raise InputError(f"is not valid JSON ({getattr(exc, 'msg', exc)})", path=path, line=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError("must be a JSON object per line", path=path, line=lineno)
+    for lineno, obj in json_objects(path, "run", '{"query_id", "original", "rewritten"}'):
         qkey = next((k for k in QUERY_ID_KEYS if k in obj), None)
         qid = obj.get(qkey) if qkey else None
         if isinstance(qid, int) and not isinstance(qid, bool):

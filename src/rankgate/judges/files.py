@@ -32,22 +32,9 @@ class QueueItem:
 
 
 def _objects(path: str, what: str, shape: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    from ..data.jsonl import check_surrogates
-    from ..data.source import check_file, text_lines
+    from ..data.jsonl import json_objects
 
-    check_file(path, what)
-    for line, text in text_lines(path):
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except (ValueError, RecursionError):
-            raise InputError("is not valid JSON", path=path, line=line, hint=f"one {shape} object per line") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"must be a JSON object {shape}; got {type(obj).__name__}", path=path, line=line)
-        check_surrogates(text, obj, path, line)
-        yield line, obj
-
+    return json_objects(path, what, shape)
 
 def _text(path: str, line: int, obj: dict[str, Any], key: str, *, allow_int: bool = False,
           allow_empty: bool = False) -> str:

@@ -5,10 +5,9 @@ Run it to see it: ``python -m rankgate.report.compare gold.jsonl base_run.jsonl 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ..compare import Comparison, DeltaRow, MultiComparison, QueryChange
+from ..compare import Comparison, DeltaRow, MultiComparison
 from ..segments import display_field
 from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
 

@@ -15,7 +15,6 @@ Options are passed to the factory as keyword arguments; a factory that rejects t
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
