@@ -65,6 +65,34 @@ def test_bootstrap_counts_match_the_fallback_and_sums_run_in_query_order() -> No
 
 
 @needs_kernels
+@pytest.mark.parametrize(("n", "rows", "group", "widths"), [
+    (9, 7, 2, [1, 4, 3]),  # odd n and odd resamples: a half word and a last resample without a partner
+    (1000, 13, 4, [5, 5, 2]),  # groups that do not divide the resamples
+    (3, 250, 250, [1]),
+    (2001, 6, 64, [7, 9]),  # a group larger than the resamples
+])
+def test_blocks_sharing_one_draw_give_the_sums_of_one_call_per_block(n: int, rows: int, group: int,
+                                                                        widths: list[int]) -> None:
+    """bootstrap_sums_blocks draws each resample once for all blocks: the same floats as re-drawing per block."""
+    rng = np.random.default_rng(n)
+    stacks = [np.ascontiguousarray(rng.random((n, w)) * 10.0 ** rng.integers(-3, 4, size=w)) for w in widths]
+    parts = [np.empty((rows, w)) for w in widths]
+    kernels.bootstrap_sums_blocks(_state(n), stacks, rows, parts, group)
+    for stack, part in zip(stacks, parts):
+        want = np.empty((rows, stack.shape[1]))
+        kernels.bootstrap_sums(_state(n), stack, stack.shape[1], rows, want)
+        assert np.array_equal(part.view(np.uint64), want.view(np.uint64))
+
+
+@needs_kernels
+def test_blocks_kernel_refuses_inconsistent_shapes() -> None:
+    with pytest.raises(ValueError):
+        kernels.bootstrap_sums_blocks(_state(1), [np.ones((5, 2)), np.ones((4, 2))], 3, [np.empty((3, 2))] * 2, 2)
+    with pytest.raises(ValueError):
+        kernels.bootstrap_sums_blocks(_state(1), [np.ones((5, 2))], 3, [np.empty((3, 2))], 3)  # odd group
+
+
+@needs_kernels
 def test_bootstrap_means_agree_with_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     cols = [np.random.default_rng(j).random(30_001) for j in range(3)]
     fast = stats._resampled_means(cols, np.random.default_rng(8), 600)  # several chunks, two threads

@@ -333,6 +333,98 @@ fail:
     return NULL;
 }
 
+/* bootstrap_sums_blocks(state, stacks, n_resamples, outs, group): bootstrap_sums over column blocks
+ * that share one stream. stacks[b] holds n rows of w_b values (row-major), outs[b] n_resamples rows
+ * of w_b sums. The draws of `group` resamples (even) are counted once into a buffer, then every block
+ * takes its sums from those counts: a block stays small enough for the cache while the resamples
+ * read it, yet the indices are drawn once per resample instead of once per block. Each sum is the
+ * same chain of additions in query order as bootstrap_sums computes, so the results are identical. */
+static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
+    PyObject *o_state, *o_stacks, *o_outs;
+    Py_ssize_t nres, group;
+    if (!PyArg_ParseTuple(args, "OOnOn", &o_state, &o_stacks, &nres, &o_outs, &group)) return NULL;
+    PyObject *stacks = PySequence_Fast(o_stacks, "stacks: expected a sequence");
+    if (!stacks) return NULL;
+    PyObject *outs = PySequence_Fast(o_outs, "outs: expected a sequence");
+    if (!outs) {
+        Py_DECREF(stacks);
+        return NULL;
+    }
+    const Py_ssize_t nb = PySequence_Fast_GET_SIZE(stacks);
+    Py_buffer *views = NULL;
+    Py_ssize_t *widths = NULL;
+    uint32_t *counts = NULL;
+    Py_ssize_t got = 0, n = -1;
+    PyObject *result = NULL;
+    draws_t d;
+    if (nb < 1 || PySequence_Fast_GET_SIZE(outs) != nb || nres < 0 || group < 2 || group % 2) {
+        PyErr_SetString(PyExc_ValueError, "bootstrap_sums_blocks: need as many outs as stacks (>= 1), an even group");
+        goto done;
+    }
+    views = (Py_buffer *)calloc((size_t)nb * 2, sizeof(Py_buffer));
+    widths = (Py_ssize_t *)calloc((size_t)nb, sizeof(Py_ssize_t));
+    if (!views || !widths) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        if (get_buffer(PySequence_Fast_GET_ITEM(stacks, b), &views[got], "stacks", 8, 0) < 0) goto done;
+        got++;
+        if (get_buffer(PySequence_Fast_GET_ITEM(outs, b), &views[got], "outs", 8, 1) < 0) goto done;
+        got++;
+        const Py_buffer *sv = &views[got - 2], *ov = &views[got - 1];
+        const Py_ssize_t w = nres > 0 ? ov->len / 8 / nres : 0;
+        if (nres < 1 || w < 1 || ov->len / 8 != nres * w || sv->len / 8 % w != 0 ||
+            (n >= 0 && sv->len / 8 / w != n)) {
+            PyErr_SetString(PyExc_ValueError, "bootstrap_sums_blocks: inconsistent shapes");
+            goto done;
+        }
+        n = sv->len / 8 / w;
+        widths[b] = w;
+    }
+    if (read_state(o_state, &d, n) < 0) goto done;
+    if (group > nres + (nres & 1)) group = nres + (nres & 1);
+    counts = (uint32_t *)malloc((size_t)n * (size_t)group * sizeof(uint32_t));
+    if (!counts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r0 = 0; r0 < nres; r0 += group) {
+        const Py_ssize_t g = nres - r0 < group ? nres - r0 : group;
+        memset(counts, 0, (size_t)n * (size_t)g * sizeof(uint32_t));
+        for (Py_ssize_t k = 0; k < g; k++) {
+            uint32_t *c = counts + k * n;
+            FOR_EACH_DRAW(&d, n, c[idx_]++); /* resample r0 + k's draws, in resample order */
+        }
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            const double *v = (const double *)views[2 * b].buf;
+            double *o = (double *)views[2 * b + 1].buf;
+            const Py_ssize_t m = widths[b];
+            for (Py_ssize_t k = 0; k < g; k += 2) {
+                const Py_ssize_t r = r0 + k;
+                const int two = k + 1 < g;
+                const uint32_t *c0 = counts + k * n, *c1 = two ? counts + (k + 1) * n : NULL;
+                for (Py_ssize_t j = 0; j < m; j += 4) {
+                    weighted_sums(c0, c1, v, n, m, j, (int)(m - j < 4 ? m - j : 4), o + r * m + j,
+                                  two ? o + (r + 1) * m + j : NULL);
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    free(counts);
+    while (got > 0) PyBuffer_Release(&views[--got]);
+    free(views);
+    free(widths);
+    Py_DECREF(stacks);
+    Py_DECREF(outs);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------------------------- */
 /* fixed_width_numbers(data, offsets, width, cut, out) -> bool: ids that are all `width` bytes long
  * (int32 arrow offsets step by width), share a prefix (the first id's first `cut` bytes) and then
@@ -514,6 +606,8 @@ static PyMethodDef methods[] = {
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
     {"bootstrap_sums", bootstrap_sums, METH_VARARGS,
      "bootstrap_sums(sfc64_state, values, m, n_resamples, out): resampled column sums"},
+    {"bootstrap_sums_blocks", bootstrap_sums_blocks, METH_VARARGS,
+     "bootstrap_sums_blocks(sfc64_state, stacks, n_resamples, outs, group): bootstrap_sums of column blocks, one draw"},
     {"fixed_width_numbers", fixed_width_numbers, METH_VARARGS,
      "fixed_width_numbers(data, offsets, width, cut, out) -> bool: prefix + digits ids of one width as numbers"},
     {"rank_permutation", rank_permutation, METH_VARARGS,

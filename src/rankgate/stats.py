@@ -79,6 +79,7 @@ _BLOCK_ELEMENTS = 1 << 22  # draws per block in the numpy paths: ~32 MB of indic
 _STREAM_RESAMPLES = 250  # resamples per random stream (a chunk); fixed, so threads change no number
 _PARALLEL_DRAWS = 1 << 21  # below this many draws, one thread does all chunks
 _CACHE_BYTES = 4 << 20  # values of one column block of the bootstrap: small enough to stay in the cache
+_COUNTS_BYTES = 6 << 20  # per-query counts of the resamples drawn at once, shared by every column block
 _MIN_BLOCK_COLUMNS = 4  # the compiled kernel sums four columns per pass
 #: Most resamples (or sign flips) one call takes: 16 MB of means per metric, and far beyond what an
 #: interval or p-value needs; more would only exhaust memory or time.
@@ -121,6 +122,11 @@ def _block_rows(n: int) -> int:
     return max(1, _BLOCK_ELEMENTS // max(n, 1))
 
 
+def _count_group(n: int) -> int:
+    """Resamples whose per-query counts are drawn at once and shared by every column block (even)."""
+    return max(2, min(_STREAM_RESAMPLES, _COUNTS_BYTES // (4 * max(n, 1))) // 2 * 2)
+
+
 def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_resamples: int) -> list[np.ndarray]:
     """Bootstrap means of each column, all columns resampled with the same query indices.
 
@@ -147,6 +153,14 @@ def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_
     def chunk(i: int) -> None:
         start = starts[i]
         stop = min(start + _STREAM_RESAMPLES, n_resamples)
+        if kernels is not None and n < 2**32:
+            # One draw of each resample's queries serves every column block (the same sums as one
+            # bootstrap_sums call per block, each of which re-draws the stream).
+            parts = [np.empty((stop - start, hi - lo)) for lo, hi in blocks]
+            kernels.bootstrap_sums_blocks(states[i], stacks, stop - start, parts, _count_group(n))
+            for (lo, hi), part in zip(blocks, parts):
+                out[start:stop, lo:hi] = part
+            return
         for (lo, hi), stack in zip(blocks, stacks):
             part = np.empty((stop - start, hi - lo))
             if kernels is not None and n < 2**32:
