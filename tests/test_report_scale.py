@@ -53,6 +53,26 @@ def test_parent_codes_without_arrow_ids_match():
     assert arrow.distinct_parents(np.array([3, 3]))[0].tolist() == [2, 1]
 
 
+@pytest.mark.parametrize("sep", ["#", "::", "é"])
+def test_parent_codes_split_at_once_match_the_id_by_id_mapping(sep):
+    """doc_mapper's cut at the first separator is applied to the whole dictionary at once: the same codes
+    as mapping id by id (a doc_of without the marker), in the same order of first appearance."""
+    rng = np.random.default_rng(len(sep))
+    parts = ["", "a", "b", "ü", "a" + sep, sep, "x" + sep + "y" + sep + "z"]
+    ids = ["".join(rng.choice(parts, size=3)) for _ in range(400)]
+    fast = doc_mapper(sep, None)
+    assert getattr(fast, "split_sep", None) == sep
+    slow = lambda chunk: fast(chunk)  # noqa: E731 - the same mapping, without the marker
+    rows = np.arange(len(ids))[::-1].copy()
+    ctxs = [EvalContext(offsets=np.array([0, len(ids)]), rank=np.arange(1, len(ids) + 1), grade=np.full(len(ids), np.nan),
+                        judged_offsets=np.array([0, 0]), judged_grade=np.zeros(0, np.int64), query_k=np.zeros(1, np.int64),
+                        default_k=5, answerable=np.zeros(1, bool), docs=lambda: ids, doc_of=f,
+                        docs_at=lambda r: pa.array(ids).take(pa.array(r))) for f in (fast, slow)]
+    got, want = (c.parent_codes(rows) for c in ctxs)
+    assert got.tolist() == want.tolist()
+    assert len(set(got.tolist())) == len({fast(i) for i in ids})
+
+
 def test_bootstrap_column_blocks_change_no_number(monkeypatch):
     rng = np.random.default_rng(7)
     values = {f"m{j}": np.where(rng.random(300) < 0.1, np.nan, rng.random(300)) for j in range(11)}

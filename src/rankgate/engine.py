@@ -136,7 +136,11 @@ def doc_mapper(sep: str, mapping: dict[str, str] | None) -> Callable[[str], str]
         return lambda chunk: mapping.get(chunk, chunk)
     if not sep:
         return lambda chunk: chunk
-    return lambda chunk: chunk.split(sep, 1)[0]
+    def before_sep(chunk: str) -> str:
+        return chunk.split(sep, 1)[0]
+
+    before_sep.split_sep = sep  # type: ignore[attr-defined]  # lets column code split whole arrays at once
+    return before_sep
 
 
 _doc_mapper = doc_mapper  # the name earlier releases used

@@ -95,8 +95,14 @@ class EvalContext:
         enc = pc.dictionary_encode(self.docs_at(rows))
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
-        mapped = np.fromiter((index.setdefault(self.doc_of(d), len(index)) for d in enc.dictionary.to_pylist()),
-                             dtype=np.int64, count=len(enc.dictionary))
+        sep = getattr(self.doc_of, "split_sep", None)  # doc_of cuts at the first sep: split the whole dictionary
+        if sep:
+            parents = pc.list_element(pc.split_pattern(enc.dictionary, pattern=sep, max_splits=1), 0)
+            # dictionary_encode numbers values in order of first appearance, as setdefault below does
+            mapped = np.asarray(pc.dictionary_encode(parents).indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        else:
+            mapped = np.fromiter((index.setdefault(self.doc_of(d), len(index)) for d in enc.dictionary.to_pylist()),
+                                 dtype=np.int64, count=len(enc.dictionary))
         return mapped[np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)]
 
     def distinct_parents(self, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
