@@ -122,3 +122,12 @@ def test_strings_at_reads_rows_of_a_chunked_column():
     assert dt.strings_at(col, rows) == col.take(rows).to_pylist() == ["f", "a", "c", "d", "c"]
     assert dt.strings_at(col, []) == []
     assert dt.strings_at(pa.array(["x", "y"]), [1]) == ["y"]
+
+
+@pytest.mark.parametrize("values", [[], [5], [3, 3, 3], [2, -1, 2, 7, -1, 0], list(range(50, 0, -3)) * 2])
+def test_sorted_unique_is_np_unique(values):
+    from rankgate.metrics.context import sorted_unique
+
+    a = np.asarray(values, dtype=np.int64)
+    got = sorted_unique(a)
+    assert got.dtype == np.int64 and got.tolist() == np.unique(a).tolist()

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..data import Gold, Run
 from ..data.ranking import rank_rows
+from ..metrics.context import sorted_unique
 from ..results import EvaluationResult
 from .model import Item, Judgement, Miss, NoAnswer, Offence, SourceRow
 
@@ -108,7 +109,7 @@ class GoldIndex:
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         q = np.asarray(g.j_query, dtype=np.int64)[rel]
         width = int(codes.max()) + 1 if codes.size else 1
-        pairs = np.unique(q * width + codes)  # an id judged twice in one query counts once
+        pairs = sorted_unique(q * width + codes)  # an id judged twice in one query counts once
         return np.bincount(pairs // width, minlength=len(g.query_ids)).astype(np.int64)
 
 
