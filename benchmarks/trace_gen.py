@@ -496,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--documents", choices=("json", "array"), default="json")
     ap.add_argument("--no-reranked", action="store_true", help="omit the reranked stage (25 items per request)")
     a = ap.parse_args(argv)
+    if not a.clean and a.days < 7:
+        ap.error("the injected incidents need --days 7 or more (or --clean for days without incidents)")
     fmts = ALL_FORMATS if a.formats == "all" else tuple(a.formats.split(","))
     truth = generate(a.out, Spec(a.days, a.per_day, a.seed, a.start, not a.clean, a.documents, not a.no_reranked), fmts)
     print(json.dumps({"files": truth["files"], "incidents": [i["name"] for i in truth["incidents"]]}))
