@@ -156,6 +156,23 @@ class Check:
             raise self.fail(field, f"must be true or false; got {json.dumps(v)[:40]}")
         return v
 
+    def citations(self, raw: Any, field: str, what: str = "a list") -> list[dict[str, Any]]:
+        """Citation rows from a list of ``{id, doc_id, version}`` objects (one of the ids required)."""
+        if not isinstance(raw, list):
+            raise self.fail(field, f"must be {what} of {{id, doc_id, version}}")
+        rows = []
+        for i, x in enumerate(raw):
+            w = f"{field}[{i}]."
+            if not isinstance(x, dict):
+                raise self.fail(w[:-1], f"must be an object; got {json.dumps(x)[:40]}")
+            row = {"item_id": self.string(x.get("id"), w + "id", ids=True),
+                   "doc_id": self.string(x.get("doc_id"), w + "doc_id", ids=True),
+                   "version": self.string(x.get("version"), w + "version")}
+            if row["item_id"] is None and row["doc_id"] is None:
+                raise self.fail(w + "id", "is missing", hint="a citation names the cited chunk (id) or document (doc_id)")
+            rows.append(row)
+        return rows
+
     def stage(self, v: Any, field: str) -> str:
         s = self.string(v, field, required=True)
         if s not in STAGES:

@@ -110,17 +110,7 @@ def parse_request(obj: Any, chk: Check, *, require_timestamp: bool = True
         for k in _ITEM_STRINGS:
             row[k] = chk.string(it.get(k), w + k, ids=k == "doc_id")
         items.append(row)
-    citations = []
-    for i, c in enumerate(_list(chk, obj.get("citations"), "citations")):
-        w = f"citations[{i}]."
-        if not isinstance(c, dict):
-            raise chk.fail(w[:-1], f"must be an object; got {json.dumps(c)[:40]}")
-        row = {"item_id": chk.string(c.get("id"), w + "id", ids=True),
-               "doc_id": chk.string(c.get("doc_id"), w + "doc_id", ids=True),
-               "version": chk.string(c.get("version"), w + "version")}
-        if row["item_id"] is None and row["doc_id"] is None:
-            raise chk.fail(w + "id", "is missing", hint="a citation names the cited chunk (id) or document (doc_id)")
-        citations.append(row)
+    citations = chk.citations(_list(chk, obj.get("citations"), "citations"), "citations")
     feedback = []
     for i, f in enumerate(_list(chk, obj.get("feedback"), "feedback")):
         w = f"feedback[{i}]."

@@ -205,18 +205,7 @@ def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[s
     cpath = fm["request"].get("citations")
     raw = walk(root.row, cpath) if cpath else None
     if raw is not None:
-        if not isinstance(raw, list):
-            raise chk.fail(cpath, "must be a list of {id, doc_id, version}")
-        for i, x in enumerate(raw):
-            w = f"{cpath}[{i}]."
-            if not isinstance(x, dict):
-                raise chk.fail(w[:-1], "must be an object")
-            row = {"item_id": chk.string(x.get("id"), w + "id", ids=True),
-                   "doc_id": chk.string(x.get("doc_id"), w + "doc_id", ids=True),
-                   "version": chk.string(x.get("version"), w + "version")}
-            if row["item_id"] is None and row["doc_id"] is None:
-                raise chk.fail(w + "id", "is missing")
-            citations.append(row)
+        citations.extend(chk.citations(raw, cpath))
     fbs = []
     kw: dict[str, Any] = {}
     if "negative_below" in fm:

@@ -273,18 +273,7 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
     raw, c = attr("rankgate.citations")
     if raw is not None:
         raw = _json_value(c, raw, "rankgate.citations")
-        if not isinstance(raw, list):
-            raise c.fail("rankgate.citations", "must be a JSON list of {id, doc_id, version}")
-        for i, x in enumerate(raw):
-            w = f"rankgate.citations[{i}]."
-            if not isinstance(x, dict):
-                raise c.fail(w[:-1], "must be an object")
-            row = {"item_id": c.string(x.get("id"), w + "id", ids=True),
-                   "doc_id": c.string(x.get("doc_id"), w + "doc_id", ids=True),
-                   "version": c.string(x.get("version"), w + "version")}
-            if row["item_id"] is None and row["doc_id"] is None:
-                raise c.fail(w + "id", "is missing")
-            citations.append(row)
+        citations.extend(c.citations(raw, "rankgate.citations", "a JSON list"))
     feedback: list[dict[str, Any]] = []
     for s in ordered:
         for name, ev in s.events:
