@@ -30,19 +30,32 @@ EXTRA_FIELDS = ['"must_not_retrieve": ["evil"]', '"k": 1', '"k": 0', '"k": 99999
                 '"no_answer": true', '"system": "bm25"', '"system": 3', '"latency_ms": 2', '"latency_ms": 2.5',
                 '"latency_ms": {"r": 1}', '"qid": "other"', '"query_id": "dup"', '"retrieved": ["z"]',
                 '"topk": ["z"]', '"relevant": ["z"]', '"metadata": {"k": 2}', '"note": 5', '"created": "2026-01-01"',
-                '"k_raw": [1, 2]', '"flag": true', '"x": null']
+                '"k_raw": [1, 2]', '"flag": true', '"x": null',
+                # the per-query values retrieve logs, read from the line's bytes by the fast path:
+                # repeated, escaped, reordered, null, spaced, inside a string, ints beside floats
+                '"latency_ms": {"rerank": 1.25, "retrieve": 2}', '"latency\\u005fms": {"retrieve": 2.5}',
+                '"latency_ms": null', '"latency_ms" :\t{ "retrieve" : 7.125 }', '"latency_ms": {"retrieve": {"x": 1}}',
+                '"note2": "a, \\"latency_ms\\": 9"', '"latency_ms": [1.5, 2]', '"latency_ms": 12345678901234567890',
+                '"latency_ms": {"retrieve": 1e400}', '"latency_ms": {"retrieve": "\\u00e9"}', '"latency_ms": {}']
 ITEM_EXTRAS = ['"rank": 3', '"rank": NaN', '"rank": "1"', '"rank": 9007199254740993', '"rank": -9007199254740992',
                '"text": "\\udc80"', '"text": "\\ud83d\\ude00"', '"score": null', '"text": "t"', '"text": 5',
                '"doc_version": "2026-01-01"', '"doc_version": 3', '"version": "v2"', '"content": "c"',
                '"source": "bm25"', '"note": "n"', '"note": 1', '"id": "other"', '"doc_id": 4', '"grade": 1',
-               '"label": 2', '"meta": Infinity', '"meta": [1, "a"]', '"score": -0.0', '"score": 1e308']
+               '"label": 2', '"meta": Infinity', '"meta": [1, "a"]', '"score": -0.0', '"score": 1e308',
+               '"latency_ms": 4', '"meta": {"latency_ms": 5.5}']
 STRUCTURAL = ["blank", "two on one line", "split object", "leading space", "bom", "crlf", "u2028", "u2029", "nel",
               "bad utf8", "raw cr", "trailing comma", "array line", "truncated", "nul byte", "trailing spaces"]
 
 
 def _run_line(i: int, n_items: int, shape: str | bool) -> dict:
-    """shape: "scored", "ranked" (objects with a rank), "ids" (bare ids), "numbers" (integer ids)."""
+    """shape: "scored", "ranked" (objects with a rank), "ids" (bare ids), "numbers" (integer ids),
+    "timed" (scored, with the ``latency_ms`` object ``rankgate retrieve`` writes)."""
     shape = {True: "scored", False: "ranked"}.get(shape, shape)  # type: ignore[arg-type]
+    if shape == "timed":
+        line = _run_line(i, n_items, "scored")
+        stages = {"retrieve": round(1 + i * 0.37 % 9, 3), "rerank": 3 if i % 5 else 2.5}
+        line["latency_ms"] = stages if i % 7 else {"total": 4.0, **stages}
+        return line
     docs = [(i * 7 + j * 13) % 97 for j in range(n_items)]
     if shape == "ids":
         return {"query_id": f"q{i}", "topk": [f"d{d}" for d in docs]}
@@ -191,7 +204,7 @@ def _file(tmp_path, name: str, lines: list[bytes]) -> str:
 @st.composite
 def run_files(draw):
     n = draw(st.integers(N_MIN, N_MAX))
-    shape = draw(st.sampled_from(["scored", "ranked", "ids", "numbers"]))
+    shape = draw(st.sampled_from(["scored", "ranked", "ids", "numbers", "timed"]))
     lines = [json.dumps(_run_line(i, 1 + i % 4, shape)).encode() for i in range(n)]
     for _ in range(draw(st.integers(0, 3))):
         _apply(lines, min(draw(_position(n)), len(lines) - 1), draw(edit))
@@ -226,7 +239,7 @@ def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
     assert _outcome(load_gold, path, fast=True) == _outcome(load_gold, path, fast=False)
 
 
-@pytest.mark.parametrize("kind", ["run", "gold"])
+@pytest.mark.parametrize("kind", ["run", "gold", "timed run"])
 @pytest.mark.parametrize("change", [("field", '"system": "bm25"', None), ("item field", '"text": "t"', None),
                                     ("structure", "crlf", None), ("structure", "bom", None),
                                     ("structure", "u2028", None), ("item field", '"rank": 3', None)])
@@ -234,7 +247,9 @@ def test_regular_variations_keep_the_fast_path(kind, change, tmp_path):
     """The differential tests above would pass with a fast path that always declines: these shapes,
     edited far past the sampled lines, must still be read by it."""
     n = N_MIN
-    make = (lambda i: _run_line(i, 3, True)) if kind == "run" else (lambda i: _gold_line(i, 2))
+    make = {"run": lambda i: _run_line(i, 3, True), "timed run": lambda i: _run_line(i, 3, "timed"),
+            "gold": lambda i: _gold_line(i, 2)}[kind]
+    kind = "run" if kind == "timed run" else kind
     lines = [json.dumps(make(i)).encode() for i in range(n)]
     if kind == "gold" and change[0] == "field" or (kind == "gold" and change[1] in ('"text": "t"', '"rank": 3')):
         change = ("item field", '"note": "n"', None)

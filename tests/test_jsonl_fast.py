@@ -23,10 +23,16 @@ CASES = {
                          {"query_id": "q2", "topk": [{"chunk_id": "a", "score": 1.0}], "tags": ["x", "y"]}],
     "ranks, some missing": [{"query_id": "q1", "retrieved": [{"id": "a", "rank": 2}, {"id": "b"}]}],
 }
+# Objects and floats are read from the line's bytes, as json.loads gives them (key order, 3 vs 3.0).
+CASES["object and float fields"] = [
+    {"query_id": "q1", "latency_ms": {"retrieve": 3, "rerank": 1.5}, "w": 3.5, "topk": [{"chunk_id": "a", "score": 1.0}]},
+    {"query_id": "q2", "latency_ms": {"rerank": 2.0, "retrieve": 0.125}, "w": 3, "topk": [{"chunk_id": "a", "score": 1.0}]},
+    {"query_id": "q3", "topk": [{"chunk_id": "a", "score": 1.0}], "latency_ms": {"total": 9, "retrieve": 7}, "x": {"y": [1, 2], "z": "é"}},
+    {"query_id": "q4", "topk": [{"chunk_id": "a", "score": 1.0}], "w": None}]
 # Exact in the parser, not provable from a table: the fast path declines and the parser reads them.
 DECLINED = {
-    "object field": [{"query_id": "q1", "latency_ms": {"retrieve": 3}, "topk": [{"chunk_id": "a", "score": 1.0}]}],
-    "float field": [{"query_id": "q1", "latency_ms": 3.5, "topk": [{"chunk_id": "a", "score": 1.0}]}],
+    "object field also nested": [{"query_id": "q1", "latency_ms": {"retrieve": 3},
+                                  "topk": [{"chunk_id": "a", "score": 1.0, "meta": {"latency_ms": 2}}]}],
     "mixed id types": [{"query_id": "q1", "topk": ["a"]}, {"query_id": 7, "topk": ["b"]}],
     "version and doc_version": [{"query_id": "q1", "topk": [{"chunk_id": "a", "doc_version": "1", "version": "2"}]}],
 }

@@ -19,9 +19,11 @@ It never changes a result or an error message, by construction:
   (or ``}\\r``) and ``{``, and pyarrow must return as many rows as there are lines, so an object
   spread over lines, two objects on one line or a blank line all take the validating parser.
 * **Only what the validating parser would read, in the shape it reads it.** A field the fast path
-  cannot reproduce exactly (a per-query value that is a float or an object, both ``doc_version`` and
-  ``version`` on items, notes that are not strings, any gold field beyond the id and the judgements)
-  makes it decline.
+  cannot reproduce exactly (both ``doc_version`` and ``version`` on items, notes that are not
+  strings, any gold field beyond the id and the judgements) makes it decline. Per-query floats and
+  objects (the ``latency_ms`` that ``rankgate retrieve`` logs) are decoded from each line's own bytes
+  by :mod:`json`, so key order and ``3`` against ``3.0`` come out as the parser gives them; where the
+  key cannot be located beyond doubt (see :func:`_json_values`) the fast path declines.
 
 Used for files of at least :data:`MIN_BYTES` (a parameter of the readers, so tests can force the
 fast path on small files); smaller files go straight to the validating parser.
@@ -32,7 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -77,7 +79,17 @@ def _file_bytes(path: str, min_bytes: int | None) -> pa.Buffer | None:
 
 
 def _line_count(data: pa.Buffer) -> tuple[int, int] | None:
-    """(number of lines, longest line) when each line is one ``{...}`` with nothing around it, else None.
+    """(number of lines, longest line) when each line is one ``{...}`` with nothing around it, else None."""
+    bounds = _line_bounds(data)
+    if bounds is None:
+        return None
+    starts, ends = bounds
+    return int(starts.size), int((ends - starts).max())
+
+
+def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where each line starts and ends (byte offsets; an end is its line break's offset, so a ``\\r``
+    before it belongs to the line), when each line is one ``{...}`` with nothing around it, else None.
 
     Every line must start with ``{`` and end with ``}`` (or ``}\\r``). Outside a JSON string a ``}``
     can be followed by ``{`` only between top-level values (inside an object or array a ``,``, ``:``
@@ -107,7 +119,7 @@ def _line_count(data: pa.Buffer) -> tuple[int, int] | None:
         return None
     if not _shallow(arr, starts, ends):
         return None
-    return int(starts.size), int((ends - starts).max())
+    return starts, ends
 
 
 def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -183,15 +195,26 @@ def _sample(data: pa.Buffer) -> list[dict[str, Any]]:
     return out
 
 
-def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table, list[dict[str, Any]]] | None:
+class _File(NamedTuple):
+    """A file the fast path read: its table, first lines, bytes and line bounds."""
+
+    table: pa.Table
+    sample: list[dict[str, Any]]
+    data: pa.Buffer
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def _read_table(path: str, min_bytes: int | None, schema: Any) -> _File | None:
     """The whole file as a table, or None when it is small, irregular or not exactly readable."""
     data = _file_bytes(path, min_bytes)
     if data is None:
         return None
-    shape = _line_count(data)
-    if shape is None or not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (parser names it)
+    bounds = _line_bounds(data)
+    if bounds is None or not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (parser names it)
         return None
-    lines, longest = shape
+    starts, ends = bounds
+    lines, longest = int(starts.size), int((ends - starts).max())
     sample = _sample(data)
     if not sample:
         return None
@@ -213,7 +236,7 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> tuple[pa.Table
     table = table.combine_chunks()  # one chunk per column from here on
     if not _all_finite(table):
         return None
-    return table, sample
+    return _File(table, sample, data, starts, ends)
 
 
 def _all_finite(table: pa.Table) -> bool:
@@ -325,16 +348,16 @@ def read_run_fast(path: str, *, min_bytes: int | None = None) -> Run | None:
     read = _read_table(path, min_bytes, _run_schema)
     if read is None:
         return None
-    table, sample = read
     try:
-        return _to_run(table, path, list(sample[0]))
+        return _to_run(read, path)
     except (pa.ArrowException, ValueError, TypeError):
         return None
 
 
-def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
+def _to_run(read: _File, path: str) -> Run | None:
     import pyarrow.compute as pc
 
+    table, first_keys = read.table, list(read.sample[0])
     names = table.schema.names
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RUN_LIST_KEYS, names)
     if qkey is None or lkey is None:
@@ -397,10 +420,98 @@ def _to_run(table: pa.Table, path: str, first_keys: list[str]) -> Run | None:
     extra.sort(key=lambda n: (first_keys.index(n) if n in first_keys else len(first_keys), names.index(n)))
     for name in extra:
         col = _one(table.column(name))
-        if not _plain(col):
-            return None  # floats and objects: their exact JSON values are the parser's to give
-        run.fields[name] = col.to_pylist()
+        if _plain(col):
+            run.fields[name] = col.to_pylist()
+            continue
+        values = _json_values(read, name, col)  # floats and objects (``latency_ms``): as json.loads gives them
+        if values is None:
+            return None
+        run.fields[name] = values
     return run
+
+
+_UNREADABLE = object()
+_SPACE = frozenset(b" \t\r\n")
+_OPENERS = frozenset(b"{,")
+
+
+def _decode_at(decode: Any, buf: memoryview, at: int, end: int) -> Any:
+    """The JSON value starting at byte ``at`` of a line ending at ``end``: read from a short window
+    first, which is only trusted when the value ends inside it (a number cut short would still read)."""
+    for stop in (min(at + 256, end), end):
+        text = bytes(buf[at:stop]).decode("utf-8", errors="ignore" if stop < end else "strict")
+        try:
+            value, used = decode(text)
+        except ValueError:
+            if stop == end:
+                return _UNREADABLE
+            continue
+        if used < len(text) or stop == end:
+            return value
+    return _UNREADABLE
+
+
+def _nested_names(t: pa.DataType) -> set[str]:
+    """Every field name inside a column's type, at any depth."""
+    out: set[str] = set()
+    stack = [t]
+    while stack:
+        t = stack.pop()
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                out.add(t.field(i).name)
+                stack.append(t.field(i).type)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            stack.append(t.value_type)
+    return out
+
+
+def _json_values(read: _File, name: str, col: pa.Array) -> list[Any] | None:
+    """A top-level field's values exactly as ``json.loads`` gives them (key order, ints and floats),
+    decoded from the line's own bytes, or None when that cannot be proven.
+
+    The key is found where it is written literally after ``{`` or ``,`` (and spaces): a ``"`` preceded
+    by those is not escaped, so it opens or closes a string, and in valid JSON a closing quote is not
+    followed by a letter; the string it opens is followed by ``:``, so it is a key. The file's schema
+    (inferred from every line) has no nested field of that name, so each such place is the top-level
+    key. There must be at most one per
+    line (a repeated key is the parser's to resolve), one on every line where the table has a value
+    (a key spelled with escapes is not found), and where the table has none the value found must be
+    ``null``.
+    """
+    if any(name in _nested_names(t) for t in read.table.schema.types):
+        return None
+    key = re.compile(b'"' + re.escape(name.encode()) + rb'"[ \t\r\n]*:[ \t\r\n]*')  # a literal start: a fast scan
+    buf = memoryview(read.data)
+    found = []
+    for m in key.finditer(buf):
+        before = m.start() - 1
+        while buf[before] in _SPACE:
+            before -= 1
+        if buf[before] in _OPENERS:
+            found.append((m.start(), m.end()))
+    if not found:
+        return None
+    at = np.fromiter((a for a, _ in found), dtype=np.int64, count=len(found))
+    line = np.searchsorted(read.starts, at, side="right") - 1
+    if (np.diff(line) <= 0).any():
+        return None  # twice on one line
+    values: list[Any] = [None] * len(col)
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+    if np.count_nonzero(valid) > len(found):
+        return None  # a value on a line where the key is not written literally
+    decode = json.JSONDecoder().raw_decode
+    ends = read.ends.tolist()
+    for (_, value_at), li in zip(found, line.tolist()):
+        value = _decode_at(decode, buf, value_at, ends[li])
+        if value is _UNREADABLE:
+            return None
+        if value is not None and not valid[li]:
+            return None
+        values[li] = value
+    if any(v is None for v, ok in zip(values, valid.tolist()) if ok):
+        return None  # a value the table has where no key was found
+    return values
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -440,7 +551,7 @@ def read_gold_fast(path: str, *, min_bytes: int | None = None) -> Gold | None:
     if read is None:
         return None
     try:
-        return _to_gold(read[0], path)
+        return _to_gold(read.table, path)
     except (pa.ArrowException, ValueError, TypeError):
         return None
 
