@@ -42,7 +42,7 @@ __all__ = ["BinaryRates", "Calibration", "PPIEstimate", "binary_rates", "calibra
 WEIGHTS = ("linear", "quadratic", None)
 
 
-def _pair(human: Sequence[int], judge: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def _pair(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     h = np.asarray(human, dtype=np.int64)
     j = np.asarray(judge, dtype=np.int64)
     if h.shape != j.shape or h.ndim != 1:
@@ -74,7 +74,7 @@ def _kappa_from_tables(tables: np.ndarray, w: np.ndarray) -> np.ndarray:
     return kappa
 
 
-def cohen_kappa(human: Sequence[int], judge: Sequence[int], *, weights: str | None = "linear",
+def cohen_kappa(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarray, *, weights: str | None = "linear",
                 categories: int | None = None) -> float:
     """Cohen's κ between two raters (module docstring); ``categories`` defaults to max label + 1."""
     h, j = _pair(human, judge)
@@ -86,7 +86,7 @@ def cohen_kappa(human: Sequence[int], judge: Sequence[int], *, weights: str | No
     return float(_kappa_from_tables(table, _weight_matrix(k, weights))[0])
 
 
-def kappa_ci(human: Sequence[int], judge: Sequence[int], *, weights: str | None = "linear",
+def kappa_ci(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarray, *, weights: str | None = "linear",
              confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
              categories: int | None = None) -> tuple[float, float]:
     """Percentile-bootstrap interval of κ over items (module docstring); NaN with fewer than 2 items."""
@@ -129,7 +129,7 @@ class BinaryRates:
     specificity_ci: tuple[float, float]
 
 
-def binary_rates(human: Sequence[int], judge: Sequence[int], *, relevant_at: int = 1,
+def binary_rates(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarray, *, relevant_at: int = 1,
                  confidence: float = 0.95) -> BinaryRates:
     h, j = _pair(human, judge)
     hp, jp = h >= relevant_at, j >= relevant_at
@@ -151,7 +151,7 @@ def _average_ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
     """Spearman's ρ with average ranks for ties; NaN when either side is constant or empty."""
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if a.shape != b.shape or a.size < 2:

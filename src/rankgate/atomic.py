@@ -21,6 +21,8 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 from .errors import OutputError
 
@@ -120,7 +122,7 @@ def held_signals() -> Iterator[None]:
         yield
         return
     pending: list[int] = []
-    saved: dict[int, object] = {}
+    saved: dict[signal.Signals, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         old = signal.getsignal(sig)
         if old is None:
@@ -131,13 +133,14 @@ def held_signals() -> Iterator[None]:
         yield
     finally:
         for sig, old in saved.items():
-            signal.signal(sig, old)  # type: ignore[arg-type]
+            signal.signal(sig, old)
         if pending:
             signal.raise_signal(pending[0])
 
 
 # -- writing ----------------------------------------------------------------------------------------
-def write_files(files: Mapping[str | os.PathLike[str], Data | None]) -> None:
+def write_files(files: Mapping[str, Data | None] | Mapping[Path, Data | None]
+                | Mapping[str | os.PathLike[str], Data | None]) -> None:
     """Write every ``path -> data`` as one unit: all new files, or (on any failure) all old ones.
 
     ``str`` data is written as UTF-8; ``None`` removes the file at that path (if any) as part of the

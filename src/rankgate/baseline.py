@@ -114,6 +114,7 @@ class PerQuery:
             raise InputError(f"must be a string or null; got {sha!r}", path=source, field=f"{where}.gold_sha256")
 
         def column(v: Any, key: str, *, integer: bool = False) -> tuple:
+            out: list[int | float]
             if not isinstance(v, list) or len(v) != len(ids):
                 raise InputError(f"must be a list of {len(ids)} values (one per id)", path=source, field=key)
             out = []

@@ -22,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -42,7 +43,7 @@ class Terminated(KeyboardInterrupt):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's default exit code is 2 too; keep one line
+    def error(self, message: str) -> NoReturn:  # argparse's default exit code is 2 too; keep one line
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"rankgate: error: {message}\n")
 

@@ -269,14 +269,14 @@ def compare(
         vb_all = base.values[m][bi]
         vc_all = cand.values[m][ci]
         hib = higher_is_better(m)
-        for key, label, idx in scopes:
+        for scope, label, idx in scopes:
             vb, vc = vb_all[idx], vc_all[idx]
             ok = ~(np.isnan(vb) | np.isnan(vc))
             b, c = vb[ok], vc[ok]
             mb, mc = exact_mean(b), exact_mean(c)
             low, high = paired_bootstrap_ci(b, c, rng=seed, n_resamples=n_resamples, confidence=confidence)
             p = randomization_test(b, c, rng=seed, n_resamples=n_permutations)
-            raw.append(DeltaRow(m, key, label, int(ok.sum()), mb, mc, mc - mb, low, high, p, math.nan, hib))
+            raw.append(DeltaRow(m, scope, label, int(ok.sum()), mb, mc, mc - mb, low, high, p, math.nan, hib))
     adjusted = holm([r.p_value for r in raw])
     rows = tuple(
         DeltaRow(r.metric, r.field, r.segment, r.n, r.baseline, r.candidate, r.delta, r.ci_low, r.ci_high,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from .metrics.display import fmt_delta, fmt_value
 
@@ -147,7 +148,7 @@ class Thresholds:
     low_judged_ratio: float = 0.6  # … and below this share of what the gold set's judgements allow
 
 
-def _ok(x: float | None) -> bool:
+def _ok(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 

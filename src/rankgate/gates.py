@@ -156,7 +156,7 @@ def stale_check(config: GateConfig, report: Any | None) -> StaleCheck | None:
     if config.max_stale_labels is None and config.max_stale_share is None:
         return None
     limit = (f"{config.max_stale_labels} labels" if config.max_stale_labels is not None
-             else f"{config.max_stale_share * 100:.1f}%")
+             else f"{(config.max_stale_share or 0.0) * 100:.1f}%")
     if report is None:
         return StaleCheck("not_checked", limit, config.stale_severity, config.stale_owner)
     # the config's limit decides, whatever limit the report was made with
@@ -331,7 +331,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     primary = _primary_metric(config, results)
     summary = _summary(current, config.metrics, cis, segs)
     movers = _movers(config, current, cmp, segs, baseline if rule == "means" else None, summary)
-    if cmp is not None:
+    if cmp is not None and paired is not None:
         queries, qkind = cmp.regressions, "regressed"
         if primary != cmp.primary and primary in paired.metric_names:  # list the queries of the metric that failed
             queries = compare(paired, current, metrics=[primary], n_resamples=0, n_permutations=0).regressions
@@ -442,6 +442,7 @@ def _with(check: Check, **changes: Any) -> Check:
 def _regression(g: Gate, base: Check, hib: bool, small: bool, cmp: Comparison | None,
                 summary: BaselineSummary | None, conf: str) -> Check:
     limit = g.regression_max
+    assert limit is not None  # (only gates with a regression limit come here)
     c = _with(base, kind="regression", limit=limit, ci_low=NAN, ci_high=NAN)
     if small:
         return _with(c, status="skipped", note=f"only {base.n} queries (min_queries {g.min_queries}): not gated")

@@ -161,6 +161,6 @@ def run_label(result: EvaluationResult, given: str | None = None, default: str =
     if given:
         return given
     run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
-    path = run.get("path") if hasattr(run, "get") else None
+    path = run.get("path") if run is not None and hasattr(run, "get") else None
     return os.path.basename(str(path)) if path else default
 

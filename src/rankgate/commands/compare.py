@@ -8,6 +8,7 @@ it (``--fused-run``) and compares it with them.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from typing import Any
@@ -165,7 +166,7 @@ def _rewrite(args: argparse.Namespace) -> int:
         return evaluate_from_args(argparse.Namespace(**{**vars(args), "metrics": ",".join(metrics)}), run, gold=gold)
 
     effect = rewrite_effect(original, rewritten, score, k=k, by=args.by, seed=args.seed, n_resamples=args.resamples,
-                            confidence=args.confidence, texts=texts, labels=labels)  # type: ignore[arg-type]
+                            confidence=args.confidence, texts=texts, labels=labels)
     base = evaluate_from_args(args, original, gold=gold)
     cand = evaluate_from_args(args, rewritten, gold=gold)
     result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
@@ -278,14 +279,6 @@ def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any,
 def _plain_table(renderable: Any) -> str:
     from rich.console import Console
 
-    console = Console(width=100, color_system=None, force_terminal=False, record=True, file=_Null())
+    console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
     console.print(renderable)
     return console.export_text()
-
-
-class _Null:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass

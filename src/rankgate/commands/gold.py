@@ -128,7 +128,7 @@ def _validate(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else None
     corpus = load_manifest(args.corpus) if args.corpus else None
     gold = read_gold_file(args.gold)
-    baseline, notes = None, []
+    baseline, notes = None, list[str]()
     if args.baseline and config is not None:
         baseline, notes = _baseline_values(args, gold, config)
     report = validate_gold(gold, corpus, config, as_of=args.as_of, baseline=baseline,
@@ -153,7 +153,7 @@ def _baseline_values(args: argparse.Namespace, gold: Any, config: Any) -> tuple[
 
         return evaluate(args.gold, path, list(config.metrics), **config.evaluate)
 
-    found = summary_or_run(args.baseline, scored)
+    found: Any = summary_or_run(args.baseline, scored)
     if hasattr(found, "values") and hasattr(found, "query_ids"):  # a run, scored
         return {m: dict(zip(found.query_ids, found.values[m].tolist())) for m in found.metric_names}, []
     per_query = found.per_query

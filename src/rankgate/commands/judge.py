@@ -141,7 +141,7 @@ def _relevance(args: argparse.Namespace) -> int:
     rows = []
     for n, q in enumerate(queue):
         samples = out[n * args.repeats:(n + 1) * args.repeats]
-        grades = [int(s.label) for s in samples if s.error is None]  # type: ignore[arg-type]
+        grades = [int(s.label) for s in samples if s.error is None and s.label is not None]
         row: dict[str, Any] = {"query_id": q.query_id, "id": q.id, "grade": _majority(grades) if grades else None}
         if not grades:
             row["judge_error"] = samples[0].error

@@ -119,8 +119,9 @@ def run(args: argparse.Namespace) -> int:
 
         corpus = load_corpus(args.corpus)
         chunks.update({c.chunk_id: c for c in corpus})
-        if callable(getattr(reranker, "index", None)):
-            reranker.index(corpus)
+        index = getattr(reranker, "index", None)
+        if callable(index):
+            index(corpus)
     tags = gold.field("tags")
     queries: dict[str, Query] = {}
     for i, (qid, text) in enumerate(zip(gold.query_ids, gold.field("query"))):

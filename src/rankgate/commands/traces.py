@@ -151,12 +151,9 @@ def _analyze(args: argparse.Namespace) -> int:
     outcome = check_monitors(summary, monitors)
     files = {os.path.join(args.out, "signals.csv"): signals_csv(summary),
              os.path.join(args.out, "summary.json"): summary_json(summary)}
-    try:
-        from ..report.traces_html import trace_report_html
-    except ImportError:  # pragma: no cover - the HTML report is optional in this build
-        trace_report_html = None
-    if trace_report_html is not None:
-        files[os.path.join(args.out, "trace_report.html")] = trace_report_html(summary, outcome, monitors)
+    from ..report.traces_html import trace_report_html
+
+    files[os.path.join(args.out, "trace_report.html")] = trace_report_html(summary, outcome, monitors)
     write_files(files)
     _print(trace_panel(summary))
     sys.stdout.write(f"\nwrote {', '.join(os.path.basename(f) for f in files)} to {args.out}\n")

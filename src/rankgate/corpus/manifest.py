@@ -126,15 +126,14 @@ class CorpusManifest:
         """A manifest from equal-length columns (values already validated; ``None`` hashes are computed
         from the text when needed). Columns other than the ids and hashes may be arrow string arrays,
         read one value at a time."""
-        chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, texts = (
+        ids, docs, versions, status, successors, tenant, text = (
             _Column(c) if not isinstance(c, (list, _Column)) else c
             for c in (chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, texts))
         self = cls.__new__(cls)
-        self._set(chunk_ids, doc_ids, doc_versions, statuses, superseded_by, tenants, content_hashes, texts,
-                  source=source)
+        self._set(ids, docs, versions, status, successors, tenant, content_hashes, text, source=source)
         return self
 
-    def _set(self, chunk_ids: list[str], doc_ids: Sequence[str], doc_versions: Sequence[str | None],
+    def _set(self, chunk_ids: Sequence[str], doc_ids: Sequence[str], doc_versions: Sequence[str | None],
              statuses: Sequence[str], superseded_by: Sequence[str | None], tenants: Sequence[str | None],
              content_hashes: list[str | None], texts: Sequence[Any], *, source: str) -> None:
         self.source = source
@@ -268,8 +267,8 @@ class CorpusManifest:
             return self._latest[doc_id]
         several = self.multi_version_docs().get(doc_id)
         if several is not None:
-            latest = self._latest[doc_id] = max(several, key=lambda v: (version_key(v), v))
-            return latest
+            newest = self._latest[doc_id] = max(several, key=lambda v: (version_key(v), v))
+            return newest
         if self._docs is None and isinstance(self.doc_ids, _Column) and isinstance(self.doc_versions, _Column):
             import pyarrow as pa
             import pyarrow.compute as pc

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from typing import Any
 
 from ..errors import InputError
@@ -130,7 +131,8 @@ def read_query_texts(path: str) -> dict[str, str]:
                                  field=key, hint=QUERIES_HINT)
             put(str(qid), text, lineno)
     elif first.lower().startswith("<top>") or first.lower().startswith("<num>"):
-        num, num_line, title, in_title = None, 0, [], False
+        num, num_line, in_title = None, 0, False
+        title: list[str] = []
         for lineno, line in lines:
             low = line.strip().lower()
             if low.startswith("<num>"):
@@ -191,7 +193,7 @@ def sha256_files(paths: list[str]) -> str:
     h = hashlib.sha256()
     for p in paths:
         with open(p, "rb") as fh:
-            for block in iter(lambda fh=fh: fh.read(1 << 22), b""):
+            for block in iter(partial(fh.read, 1 << 22), b""):
                 h.update(block)
     return h.hexdigest()
 

@@ -189,9 +189,10 @@ def summary_error(obj: Any, path: str, what: str) -> InputError | None:
 
 
 def _text(value: str, path: str, lineno: int, field: str) -> str:
-    if not value.isascii() and _SURROGATE.search(value):
+    bad = None if value.isascii() else _SURROGATE.search(value)
+    if bad:
         raise InputError(
-            f"holds an unpaired surrogate escape ({ascii(_SURROGATE.search(value).group())}); got {value!r}"[:200],
+            f"holds an unpaired surrogate escape ({ascii(bad.group())}); got {value!r}"[:200],
             path=path, line=lineno, field=field, hint="ids must be valid Unicode text",
         )
     return value
@@ -523,16 +524,16 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
         for name, value in obj.items():
             if name in RUN_LIST_KEYS or name in QUERY_ID_KEYS:
                 continue
-            col = fields.get(name)
-            if col is None:
-                col = fields[name] = [None] * len(qids)
-            col[qi] = value
+            column = fields.get(name)
+            if column is None:
+                column = fields[name] = [None] * len(qids)
+            column[qi] = value
     if not qids:
         raise InputError("has no queries", path=path, hint="a run needs at least one JSON line")
     items_cols: dict[str, list[Any]] = {}
-    for name, col in (("doc_version", versions), ("text", texts), ("source", sources)):
-        if any(v is not None for v in col):
-            items_cols[name] = col
+    for name, values in (("doc_version", versions), ("text", texts), ("source", sources)):
+        if any(v is not None for v in values):
+            items_cols[name] = values
     return Run(
         query_ids=qids,
         r_query=np.asarray(rq, dtype=np.int64),

@@ -100,8 +100,8 @@ def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
     arr = np.frombuffer(data, dtype=np.uint8)
     n = arr.size
     step = 1 << 20
-    breaks = np.concatenate([np.flatnonzero(arr[s : s + step] == 10) + s for s in range(0, n, step)] or [[]])
-    breaks = breaks.astype(np.int64)
+    parts = [np.flatnonzero(arr[s : s + step] == 10) + s for s in range(0, n, step)]
+    breaks = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
     starts = np.concatenate(([0], breaks + 1))
     ends = np.append(breaks, n)
     if starts[-1] == n:  # a final line break ends the last line; it does not start an empty one

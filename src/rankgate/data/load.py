@@ -95,7 +95,7 @@ def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, A
     for i, (qid, value) in enumerate(data.items(), start=1):
         if kind == "gold":
             rel = {str(d): g for d, g in value.items()} if isinstance(value, Mapping) else {str(d): 1 for d in value}
-            rec = {"query_id": str(qid), "relevant": rel}
+            rec: dict[str, Any] = {"query_id": str(qid), "relevant": rel}
             if not any(isinstance(g, int) and g >= 1 for g in rel.values()):
                 rec["no_answer"] = True
         else:

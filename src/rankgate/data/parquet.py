@@ -266,7 +266,7 @@ def read_parquet_run(path: str) -> Run:
     if s is not None:
         run.r_score = numbers[s]
         run.r_order = numbers.get(r) if r is not None else None  # orders equal scores under ties="input"
-    else:
+    elif r is not None:  # (one of the two, checked above)
         run.r_order = numbers[r]
     for name in ("doc_version", "text"):
         if name in t.column_names:

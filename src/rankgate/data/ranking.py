@@ -40,7 +40,7 @@ def check_ties(ties: object) -> str:
         from ..errors import UsageError
 
         raise UsageError(f"ties must be one of: {', '.join(TIES)}; got {ties!r}")
-    return ties  # type: ignore[return-value]
+    return ties
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Reorder:
         if self.perm is not None:
             return self.perm
         perm = np.arange(n, dtype=np.int64)
-        if self.rows is not None:
+        if self.rows is not None and self.src is not None:
             perm[self.rows] = self.src
         return perm
 

@@ -253,9 +253,9 @@ def rows_of(source: object) -> list:
     """The records of in-memory data: a list/iterable of dicts, a pandas DataFrame (``to_dict``), or a
     dataset object with ``to_list()`` (RAGAS ``EvaluationDataset``, Hugging Face ``Dataset``)."""
     if hasattr(source, "to_dict") and hasattr(source, "columns"):
-        return list(source.to_dict(orient="records"))  # type: ignore[attr-defined]
+        return list(source.to_dict(orient="records"))
     if hasattr(source, "to_list") and not isinstance(source, list):
-        return list(source.to_list())  # type: ignore[attr-defined]
+        return list(source.to_list())
     return list(source)  # type: ignore[call-overload]
 
 

@@ -268,7 +268,7 @@ def read_trec_run(path: str) -> Run:
         # Ids stay in the reader's blocks: they are parsed to numbers block by block and otherwise
         # read only for the few rows a message or a report names.
         return Run(query_ids=qids, r_query=codes, r_doc=table.column("d"), r_score=scores, source=path)
-    qids: list[str] = []
+    qids = []
     index: dict[str, int] = {}
     rq: list[int] = []
     rd: list[str] = []

@@ -389,7 +389,7 @@ def _run(out: Path, seed: int) -> DemoResult:
 def _packaged(name: str) -> bytes:
     from importlib.resources import files
 
-    return files("rankgate.demo").joinpath("data", name).read_bytes()
+    return files("rankgate.demo").joinpath("data").joinpath(name).read_bytes()
 
 
 def _check_out(out: Path) -> Path:

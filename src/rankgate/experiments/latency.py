@@ -265,7 +265,7 @@ def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
             for stat in g.stats:
                 q = STATS[stat]
                 lo, hi = _cis(xs, [q], n_resamples, confidence)[0]
-                base = {"gate": g.name, "stage": g.stage, "segment": label, "n": n, "estimate": _quantile(xs, q),
+                base: dict[str, Any] = {"gate": g.name, "stage": g.stage, "segment": label, "n": n, "estimate": _quantile(xs, q),
                         "ci_low": lo, "ci_high": hi}
                 if stat in g.ceilings:
                     checks.append(_ceiling_check(g, stat, g.ceilings[stat], base, small, conf))

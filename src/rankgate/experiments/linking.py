@@ -100,7 +100,10 @@ def linking_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, 
         f1 = 2 * prec * reca / (prec + reca) if got and hit else 0.0
         rq = float(rec[rec_index[qid]]) if qid in rec_index else math.nan
         ids.append(qid)
-        p.append(prec), r.append(reca), f.append(f1), rc.append(rq)
+        p.append(prec)
+        r.append(reca)
+        f.append(f1)
+        rc.append(rq)
         if g - got:
             missed.append((qid, tuple(sorted(g - got)), rq))
     if not ids:

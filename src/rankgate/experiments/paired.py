@@ -69,8 +69,8 @@ def paired_rows(before: EvaluationResult, after: EvaluationResult, *, metrics: S
     for field in by:
         key, labels = segment_labels(before, field)
         arr = np.asarray(labels, dtype=object)
-        for label in ordered_labels(labels):
-            groups.append((f"{display_field(key)}={label}", arr == label))
+        for value in ordered_labels(labels):
+            groups.append((f"{display_field(key)}={value}", arr == value))
     rows = []
     for name in names:
         b, a = np.asarray(before.values[name], dtype=np.float64), np.asarray(after.values[name], dtype=np.float64)

@@ -12,7 +12,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -58,12 +58,12 @@ def _parse(task: str, data: bytes) -> Prompt:
                   sections["system"].strip(), sections["user"].strip())
 
 
-@lru_cache(maxsize=None)
+@cache
 def prompt(task: str) -> Prompt:
     """The packaged prompt for ``task``."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}")
-    data = resources.files("rankgate.judges").joinpath("prompts", f"{task}.md").read_bytes()
+    data = resources.files("rankgate.judges").joinpath("prompts").joinpath(f"{task}.md").read_bytes()
     return _parse(task, data)
 
 

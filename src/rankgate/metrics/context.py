@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -181,7 +181,7 @@ class EvalContext:
             answerable=self.answerable,
             trec=self.trec,
             gold_max_grade=self.gold_max_grade,
-            score_source=None if root.score_source is None else (lambda: root.score[root.within(k)]),
+            score_source=None if root.score_source is None else (lambda: cast(np.ndarray, root.score)[root.within(k)]),
             cache=shared,
         )
 

@@ -12,6 +12,7 @@ are sentences with numbers in them; the renderers re-export them from :mod:`rank
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 from .registry import is_share
 
@@ -22,8 +23,8 @@ MINUS = "\u2212"
 DASH = "—"
 
 
-def _missing(x: float | None) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+def _present(x: float | None) -> TypeGuard[float]:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 def _signed(x: float, digits: int) -> str:
@@ -34,25 +35,25 @@ def _signed(x: float, digits: int) -> str:
 
 
 def fmt_value(metric: str, x: float | None) -> str:
-    if _missing(x):
+    if not _present(x):
         return DASH
     return f"{x * 100:.1f}%" if is_share(metric) else f"{x:.3f}"
 
 
 def fmt_delta(metric: str, d: float | None) -> str:
-    if _missing(d):
+    if not _present(d):
         return DASH
     return f"{_signed(d * 100, 1)} pp" if is_share(metric) else _signed(d, 3)
 
 
 def fmt_value_ci(metric: str, low: float | None, high: float | None) -> str:
-    if _missing(low) or _missing(high):
+    if not (_present(low) and _present(high)):
         return DASH
     return f"{fmt_value(metric, low)} to {fmt_value(metric, high)}"
 
 
 def fmt_delta_ci(metric: str, low: float | None, high: float | None) -> str:
-    if _missing(low) or _missing(high):
+    if not (_present(low) and _present(high)):
         return DASH
     if is_share(metric):
         return f"{_signed(low * 100, 1)} to {_signed(high * 100, 1)} pp"
@@ -74,7 +75,7 @@ def fmt_pp(metric: str, x: float) -> str:
 
 
 def fmt_p(p: float | None) -> str:
-    if _missing(p):
+    if not _present(p):
         return DASH
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 

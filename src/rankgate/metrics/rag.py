@@ -259,7 +259,9 @@ class FalseEvidence(MetricDefinition):
 
     def compute(self, ctx: EvalContext, metric: Metric, k: np.ndarray) -> np.ndarray:
         line = float(metric.param("min_score"))
-        score = ctx.score if ctx.score_source is not None else np.zeros(ctx.rank.size)
+        score = ctx.score
+        if score is None:
+            score = np.zeros(ctx.rank.size)
         ok = (score >= line) & ctx.within(k) if math.isfinite(line) else ctx.within(k)
         return ctx.finish((ctx.seg_sum(ok) > 0).astype(np.float64), metric)
 

@@ -59,7 +59,7 @@ _STOPWORD_LISTS = {
 def normalise_language(value: str, *, what: str = "language") -> str:
     """Return the Snowball name for a language code or name; raise UsageError if unknown."""
     name = LANGUAGES.get(value.lower(), value.lower())
-    import Stemmer  # PyStemmer; lazy because only lexical retrieval needs it
+    import Stemmer  # type: ignore[import-not-found,unused-ignore]  # PyStemmer; lazy because only lexical retrieval needs it
 
     if name not in Stemmer.algorithms():
         known = ", ".join(sorted(LANGUAGES))

@@ -77,11 +77,11 @@ def check_retriever(obj: Any, origin: str) -> Retriever:
             f"{' or '.join(f'{name}()' for name in missing)} method (a retriever needs "
             f"index(chunks) -> None and search(queries, k) -> list[dict]; see rankgate.retrieval.base)"
         )
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def _import(spec: str) -> RetrieverFactory:
-    return load_object(spec, "retriever")  # type: ignore[no-any-return]
+    return load_object(spec, "retriever")
 
 
 def _call(factory: RetrieverFactory, origin: str, options: dict[str, Any]) -> Any:

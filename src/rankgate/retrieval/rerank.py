@@ -118,7 +118,7 @@ def get_reranker(spec: str, **options: Any) -> Reranker:
     if not callable(getattr(obj, "rerank", None)):
         raise UsageError(f"Reranker {spec!r} gave a {type(obj).__name__}, which has no rerank(query, items) method "
                          "(a reranker returns one score per item; see rankgate.retrieval.rerank)")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def apply_reranker(reranker: Reranker, query: Query, items: Sequence[Chunk]) -> list[tuple[Chunk, float]]:
