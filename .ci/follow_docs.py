@@ -337,7 +337,25 @@ def follow(base: Path, venv: Path | None) -> int:
     proc = subprocess.run(["bash", "-c", command], cwd=quick, env=env, capture_output=True, text=True, check=False)
     check(proc.returncode == 0 and "recall@5" in proc.stdout and "ndcg@10" in proc.stdout,
           f"`{command}` prints the comparison (exit {proc.returncode})")
-    print("(not run: the docs' `pip install \"rankgate @ git+https://github.com/<owner>/rankgate@<ref>\"` needs the network)")
+
+    print("docs/gating.md, Without the action (pip install from the repository at a pinned ref):", flush=True)
+    (step_block,) = [b for b in blocks(doc, "yaml") if "git+https://github.com/<owner>/rankgate@<ref>" in b]
+    install = next(s["run"] for s in yaml.safe_load(textwrap.dedent(step_block)) if "pip install" in s.get("run", ""))
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    if head.returncode != 0:
+        print("(not run: this checkout is not a git repository, so there is no ref to install)")
+    else:  # the repository is this checkout, the ref its commit; a fresh venv, as on a runner
+        git_venv = base / "git-venv"
+        subprocess.run([sys.executable, "-m", "venv", str(git_venv)], check=True)
+        git_env = {**env, "PATH": f"{git_venv / 'bin'}{os.pathsep}{env['PATH']}", "VIRTUAL_ENV": str(git_venv)}
+        command = (install.replace("https://github.com/<owner>/rankgate", ROOT.resolve().as_uri())
+                   .replace("<ref>", head.stdout.strip()))
+        proc = subprocess.run(["bash", "-eo", "pipefail", "-c", command], cwd=base, env=git_env, capture_output=True,
+                              text=True, check=False)
+        check(proc.returncode == 0, f"`{install}` installs (exit {proc.returncode}{': ' + proc.stderr.strip()[-300:] if proc.returncode else ''})")
+        proc = subprocess.run([str(git_venv / "bin" / "rankgate"), "--version"], env=git_env, capture_output=True,
+                              text=True, check=False)
+        check(proc.returncode == 0 and "rankgate" in proc.stdout, f"the installed `rankgate --version` runs (exit {proc.returncode})")
 
     if PROBLEMS:
         print(f"follow_docs: {len(PROBLEMS)} problem(s)", file=sys.stderr)

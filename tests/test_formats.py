@@ -428,8 +428,8 @@ def test_every_command_reads_the_new_formats(tmp_path, capsys):
 
 # -- the CSV fast path gives exactly the line-by-line reader's result ------------------------------
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 CELL_ID = st.sampled_from(["q1", "q2", "d1", "d2", " d3", "d4 ", "", "x,y", "é"])
 CELL_NUM = st.sampled_from(["1", "0", "-1", "2.0", "0.5", "nan", "", "high", "1e3", " 3", "inf", "1e400"])

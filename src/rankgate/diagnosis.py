@@ -271,7 +271,7 @@ def weak_segment(s: Signals, t: Thresholds) -> list[Finding]:
     found = []
     for (fld, label), rows in weak.items():
         parts, numbers = [], {}
-        for gap, seg, overall, below_floor in rows:
+        for _gap, seg, overall, below_floor in rows:
             m = seg.metric
             ci = "" if not _ok(seg.ci_low) else f", 95% CI {fmt_value(m, seg.ci_low)} to {fmt_value(m, seg.ci_high)}"
             part = f"{m} {fmt_value(m, seg.mean)} vs {fmt_value(m, overall)} overall ({seg.n} queries{ci})"

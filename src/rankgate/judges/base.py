@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "GRADES",
@@ -48,7 +48,7 @@ TASK_FIELDS: dict[str, tuple[str, ...]] = {
 }
 VERDICTS = ("supported", "contradicted", "not_found")
 GRADES = (0, 1, 2)
-Label = Union[str, int, tuple[str, ...]]
+Label = str | int | tuple[str, ...]
 
 
 @dataclass(frozen=True)
