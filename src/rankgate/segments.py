@@ -108,6 +108,13 @@ class SegmentSummary:
                 return row
         return None
 
+    def row(self, field: str, label: str, metric: str) -> SegmentRow:
+        """:meth:`get` for a row that is there (every drawn segment has every metric); KeyError if not."""
+        found = self.get(field, label, metric)
+        if found is None:
+            raise KeyError((field, label, metric))
+        return found
+
     def to_dict(self) -> dict[str, Any]:
         """``{field: {label: {metric: {"mean", "n", "ci_low", "ci_high"}}}}`` (NaN as null).
 

@@ -194,7 +194,8 @@ def _row_scopes(g: Mapping[str, Any]):
 
 
 def _gate_rows(o: Mapping[str, Any], gates: list[Mapping[str, Any]], cap: int) -> list[str]:
-    rows, total = [], 0
+    rows: list[str] = []
+    total = 0
     for g in gates:
         for f, seg, checks in _row_scopes(g):
             total += 1
@@ -417,9 +418,9 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     counts = o.get("counts") or {}
     missing = counts.get("missing_from_run") or []
     if missing:
-        shown = ", ".join(md_escape(q, 40) for q in missing[:5]) + (" …" if len(missing) > 5 else "")
+        listed = ", ".join(md_escape(q, 40) for q in missing[:5]) + (" …" if len(missing) > 5 else "")
         many = f"{len(missing)} gold queries are" if len(missing) != 1 else "1 gold query is"
-        out += ["", f"{many} missing from the candidate run and scored 0 there: {shown}"]
+        out += ["", f"{many} missing from the candidate run and scored 0 there: {listed}"]
     if o.get("answers"):  # layer two (rankgate answers): its metrics and the diagnosis grid
         from .answers import answers_markdown
 

@@ -345,7 +345,7 @@ def routing_renderable(rt: Any, confidence: float) -> Any:
     for r in rt.per_source:
         per.add_row(r.source, str(r.queries), str(r.routed), f"{_share(r.coverage)} ({_share_ci(r.coverage_ci)})",
                     f"{_share(r.recall)} ({_share_ci(r.recall_ci)})")
-    lines = [Text(f"Routing: {rt.routed} of {rt.queries} queries sent to their expected source, coverage "
+    lines: list[Any] = [Text(f"Routing: {rt.routed} of {rt.queries} queries sent to their expected source, coverage "
                   f"{_share(rt.coverage)} ({conf} CI {_share_ci(rt.coverage_ci)})."), matrix, per]
     lines += [Text(f"{f.title}: {f.evidence}") for f in rt.findings]
     return Group(*lines)

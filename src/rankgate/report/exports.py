@@ -52,8 +52,8 @@ def _float_column(values: Any) -> list[str]:
     if distinct is None or distinct.size * 2 > x.size:  # small, or mostly distinct: format every value
         texts = list(map(repr, x.tolist()))
         return ["" if t == "nan" else t for t in texts] if bool(np.isnan(x).any()) else texts
-    texts = np.array(["" if t == "nan" else t for t in map(repr, distinct.tolist())], dtype=object)
-    return texts[where].tolist()
+    table = np.array(["" if t == "nan" else t for t in map(repr, distinct.tolist())], dtype=object)
+    return table[where].tolist()
 
 
 def _text_column(values: Any) -> list[str]:

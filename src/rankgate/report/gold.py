@@ -122,7 +122,7 @@ def _age_lines(r: ValidationReport) -> list[str]:
 
 
 def _power_rows(r: ValidationReport) -> list[tuple[object, ...]]:
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for p in r.power:
         seg = "all queries" if p.field == "all" else f"{p.field}={p.value}"
         if not p.gated:

@@ -87,6 +87,7 @@ def _gate(rep: Report) -> str:
     from .numbers import fmt_limit, fmt_pp
 
     o = rep.gate
+    assert o is not None  # (the section is drawn only for a gate outcome)
     out = ['<section id="gate"><h2>Gate</h2>']
     if o.gold_differs:
         base, cand = o.gold_versions
@@ -253,6 +254,7 @@ def _segment_marks(rep: Report, key: str, lab: str, overall: dict[str, float]) -
     its whole CI lies below a gate floor that only all queries are checked against, or (without a floor)
     the whole CI of the primary metric lies below all queries."""
     seg = rep.segments
+    assert seg is not None  # (asked only for the segments drawn)
     marks, checked = _gate_marks(rep)
     primary = f"recall@{rep.k}"
     out: dict[str, tuple[str, str]] = {}
@@ -263,7 +265,7 @@ def _segment_marks(rep: Report, key: str, lab: str, overall: dict[str, float]) -
             continue
         if where in checked:
             continue
-        r = seg.get(key, lab, m)
+        r = seg.row(key, lab, m)
         floor = rep.floors.get(m)
         if floor is not None and not math.isnan(r.ci_high) and r.ci_high < floor:
             out[m] = ("warn", f"{m} CI below {fmt_value(m, floor)}")
@@ -274,6 +276,7 @@ def _segment_marks(rep: Report, key: str, lab: str, overall: dict[str, float]) -
 
 def _segments(rep: Report) -> str:
     seg = rep.segments
+    assert seg is not None  # (the section is drawn only with segments)
     conf = f"{seg.confidence:.0%} CI"
     primary = f"recall@{rep.k}"
     floors = ", ".join(f"{m} {fmt_value(m, v)}" for m, v in rep.floors.items())
@@ -302,11 +305,11 @@ def _segments(rep: Report) -> str:
                    + (f'<th class="n">Δ {e(primary)}</th>' if delta else "") + "<th>flags</th></tr></thead><tbody>")
         for lab in labels:
             cells = []
-            pr = seg.get(key, lab, primary) or seg.get(key, lab, seg.metrics[0])
+            pr = seg.get(key, lab, primary) or seg.row(key, lab, seg.metrics[0])
             queries = pr.n
             found = marks[lab]
             for m in seg.metrics:
-                r = seg.get(key, lab, m)
+                r = seg.row(key, lab, m)
                 ci = fmt_value_ci(m, r.ci_low, r.ci_high)
                 extra = f'<span class="ci">{e(ci)}</span>' if ci != "—" else ""
                 cls = f" {found[m][0]}" if m in found else ""

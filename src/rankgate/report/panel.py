@@ -110,7 +110,7 @@ def retrieval_panel(
     lat = latency_lines(result)
     if lat:
         captions.append("latency " + "; ".join(lat))
-    if holm:
+    if holm and comparison is not None:
         captions.append(f"* the change's {conf} excludes 0, but the randomisation test, Holm-corrected across "
                         f"{len(comparison.rows)} changes, is not below {1 - comparison.confidence:.2g} "
                         f"({'; '.join(holm)})")

@@ -11,7 +11,7 @@ in red), so a report over months of hourly windows stays fast and byte-identical
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set as AbstractSet
 from html import escape
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,7 @@ def _fmt_axis(signal: str, v: float) -> str:
     return fmt_signal(signal, v)
 
 
-def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: set[int] = frozenset(),
+def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: AbstractSet[int] = frozenset(),
                lines: Sequence[tuple[str, float]] = (), width: int = 560, height: int = 170) -> str:
     """A line of the signal's values over the windows; dashed lines at ``lines`` (label, value); red
     dots on ``flagged`` windows. Windows without a value leave a gap."""
@@ -98,7 +98,7 @@ def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: set[int] 
             continue
         seg.append(f"{x(p.window):.1f},{y(p.value):.1f}")
     for p in pts:
-        if p.window in flagged and p.value is not None:
+        if p.window is not None and p.window in flagged and p.value is not None:
             out.append(f'<circle cx="{x(p.window):.1f}" cy="{y(p.value):.1f}" r="4" fill="#dc2626" class="flagged">'
                        f'<title>{e(iso(p.window))}: {e(fmt_signal(signal, p.value))} (n={p.n:,})</title></circle>')
     out.append("</svg>")
