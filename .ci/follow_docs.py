@@ -348,7 +348,8 @@ def follow(base: Path, venv: Path | None) -> int:
         git_venv = base / "git-venv"
         subprocess.run([sys.executable, "-m", "venv", str(git_venv)], check=True)
         git_env = {**env, "PATH": f"{git_venv / 'bin'}{os.pathsep}{env['PATH']}", "VIRTUAL_ENV": str(git_venv)}
-        command = (install.replace("https://github.com/<owner>/rankgate", ROOT.resolve().as_uri())
+        url = "file://localhost" + ROOT.resolve().as_uri().removeprefix("file://")  # (pip refuses git+file:///…@ref)
+        command = (install.replace("https://github.com/<owner>/rankgate", url)
                    .replace("<ref>", head.stdout.strip()))
         proc = subprocess.run(["bash", "-eo", "pipefail", "-c", command], cwd=base, env=git_env, capture_output=True,
                               text=True, check=False)
