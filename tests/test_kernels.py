@@ -70,6 +70,7 @@ def test_bootstrap_counts_match_the_fallback_and_sums_run_in_query_order() -> No
     (1000, 13, 4, [5, 5, 2]),  # groups that do not divide the resamples
     (3, 250, 250, [1]),
     (2001, 6, 64, [7, 9]),  # a group larger than the resamples
+    (9000, 11, 6, [8, 4, 5, 3]),  # row tiles (4,096 rows) of the vector path; 4 + 2 resamples per group
 ])
 def test_blocks_sharing_one_draw_give_the_sums_of_one_call_per_block(n: int, rows: int, group: int,
                                                                         widths: list[int]) -> None:

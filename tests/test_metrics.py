@@ -275,3 +275,26 @@ def test_ideal_lists_from_counts_equal_sorted_ideal_lists(spec: str, monkeypatch
     monkeypatch.setattr(ranking, "IDEAL_BY_COUNTS_MAX_GRADE", 0)
     sorted_ = rankgate.evaluate(gold, run, metrics=[spec]).values[spec]
     assert fast.tobytes() == sorted_.tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=12), st.booleans(), st.integers(0, 2**31))
+def test_ndcg_sweep_in_one_call_equals_each_cutoff_alone(ks: list[int], per_query_k: bool, seed: int) -> None:
+    """Within one evaluation a later nDCG cutoff goes on from the ideal sums of an earlier one: the bits
+    must be those of each cutoff computed alone, whatever order the cutoffs come in, with per-query k too."""
+    rng = np.random.default_rng(seed)
+    gold = []
+    for q in range(80):
+        rec = {"query_id": f"q{q}",
+               "relevant_chunks": [{"chunk_id": f"d{d}", "grade": int(rng.integers(1 if i == 0 else -1, 4))}
+                                   for i, d in enumerate(rng.choice(50, int(rng.integers(1, 30)), replace=False))]}
+        if per_query_k and q % 3 == 0:
+            rec["k"] = int(rng.integers(1, 30))
+        gold.append(rec)
+    run = [{"query_id": f"q{q}", "topk": [{"chunk_id": f"d{d}", "score": float(rng.integers(0, 9))}
+                                          for d in rng.choice(50, 25, replace=False)]} for q in range(80)]
+    specs = list(dict.fromkeys([f"ndcg@{k}" for k in ks] + ["ndcg", "ndcg(gain=exp)@7", "ndcg(gain=exp)@3"]))
+    together = rankgate.evaluate(gold, run, metrics=specs)
+    for spec in specs:
+        alone = rankgate.evaluate(gold, run, metrics=[spec])
+        assert together.values[spec].tobytes() == alone.values[spec].tobytes(), spec

@@ -144,7 +144,7 @@ def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_
     # Columns go through in blocks whose values stay in the cache while every resample reads them: a
     # block's sums are those of the whole (a column's sums do not depend on the others), and re-drawing
     # the same streams per block costs less than reading a large table from memory once per resample.
-    width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * max(n, 1)))
+    width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * max(n, 1)) // 4 * 4)  # (the kernel sums four at a time)
     blocks = [(lo, min(lo + width, m)) for lo in range(0, m, width)]
     stacks = [np.ascontiguousarray(np.column_stack(columns[lo:hi]), dtype=np.float64) for lo, hi in blocks]
 

@@ -197,12 +197,20 @@ class NDCG(MetricDefinition):
             depth = np.minimum(at_least[:, 0], k) if ctx.nq else np.zeros(0, dtype=np.int64)
             places = int(depth.max()) if depth.size else 0
             if places * ctx.nq <= 8 * grades.size + 4096:
-                out = np.zeros(ctx.nq)
+                # Each query's sum is a chain of additions in place order, so the sums of a smaller
+                # cutoff are where a larger one's chains pass: a sweep over k (ndcg@1 … @100) goes on
+                # from the deepest cut already made that no query passes, adding only the places after it.
+                cuts: list[tuple[np.ndarray, np.ndarray]] = ctx.cache.setdefault(("ideal_cuts", kind), [])
+                start = max((c for c in cuts if bool((c[0] <= depth).all())), key=lambda c: int(c[0].sum()), default=None)
+                done = start[0] if start is not None else np.zeros_like(depth)
+                out = start[1].copy() if start is not None else np.zeros(ctx.nq)
                 logs = _log2(np.arange(places + 2))
-                for place in range(1, places + 1):
-                    active = np.flatnonzero(depth >= place)
+                for place in range(int(done.min()) + 1 if done.size else 1, places + 1):
+                    active = np.flatnonzero((depth >= place) & (done < place))
                     grade = (at_least[active] >= place).sum(axis=1)  # the grade at this place
                     out[active] += gain_of[grade] / logs[place + 1]
+                cuts.append((depth, out.copy()))
+                del cuts[:-4]  # a sweep goes up: the last few cuts serve it
                 return out
         key = ("ideal_sorted", kind)
         if key not in ctx.cache:
