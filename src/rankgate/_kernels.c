@@ -281,7 +281,7 @@ static void weighted_sums(const uint32_t *c0, const uint32_t *c1, const double *
     }
 }
 
-/* Sums of four columns (col .. col+3) weighted by the counts of up to four resamples (c[0..nr-1]), in
+/* Sums of four columns (col .. col+3) weighted by the counts (as doubles) of up to four resamples (c[0..nr-1]), in
  * row order, added to out[r][0..3] (the sums of the rows before these, or zeros): the same chains of
  * additions as weighted_sums, one vector lane per column. Four columns
  * of four resamples are sixteen sums from one pass over the values, with four independent vector
@@ -300,7 +300,7 @@ typedef double v4d __attribute__((vector_size(32)));
 #endif
 
 RG_CLONES
-static void weighted_sums4(const uint32_t *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t m,
+static void weighted_sums4(const double *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t m,
                            Py_ssize_t col, double *const *out) {
     v4d a0, a1, a2, a3; /* each chain goes on from where the previous row tile left it in out */
     memcpy(&a0, out[0], sizeof a0);
@@ -308,11 +308,11 @@ static void weighted_sums4(const uint32_t *const *c, int nr, const double *v, Py
     memcpy(&a2, out[nr > 2 ? 2 : 0], sizeof a2);
     memcpy(&a3, out[nr > 3 ? 3 : 0], sizeof a3);
     const double *p = v + col;
-    const uint32_t *c0 = c[0], *c1 = nr > 1 ? c[1] : c[0], *c2 = nr > 2 ? c[2] : c[0], *c3 = nr > 3 ? c[3] : c[0];
+    const double *c0 = c[0], *c1 = nr > 1 ? c[1] : c[0], *c2 = nr > 2 ? c[2] : c[0], *c3 = nr > 3 ? c[3] : c[0];
     for (Py_ssize_t i = 0; i < n; i++, p += m) {
         v4d x;
         memcpy(&x, p, sizeof x);
-        const double w0 = (double)c0[i], w1 = (double)c1[i], w2 = (double)c2[i], w3 = (double)c3[i];
+        const double w0 = c0[i], w1 = c1[i], w2 = c2[i], w3 = c3[i];
         a0 += (v4d){w0, w0, w0, w0} * x;
         a1 += (v4d){w1, w1, w1, w1} * x;
         a2 += (v4d){w2, w2, w2, w2} * x;
@@ -321,6 +321,7 @@ static void weighted_sums4(const uint32_t *const *c, int nr, const double *v, Py
     const v4d acc[4] = {a0, a1, a2, a3};
     for (int r = 0; r < nr; r++) memcpy(out[r], &acc[r], sizeof acc[r]);
 }
+
 #endif
 
 /* bootstrap_sums(state, values, m, n_resamples, out): for each resample, n indices from the stream
@@ -396,6 +397,7 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     Py_buffer *views = NULL;
     Py_ssize_t *widths = NULL;
     uint32_t *counts = NULL;
+    double *tile = NULL; /* the vector path's counts of one row tile, as doubles */
     Py_ssize_t got = 0, n = -1;
     PyObject *result = NULL;
     draws_t d;
@@ -427,6 +429,13 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     if (read_state(o_state, &d, n) < 0) goto done;
     if (group > nres + (nres & 1)) group = nres + (nres & 1);
     counts = (uint32_t *)malloc((size_t)n * (size_t)group * sizeof(uint32_t));
+#ifdef RG_VECTORS
+    tile = (double *)malloc((size_t)ROW_TILE * (size_t)group * sizeof(double));
+    if (!tile) {
+        PyErr_NoMemory();
+        goto done;
+    }
+#endif
     if (!counts) {
         PyErr_NoMemory();
         goto done;
@@ -439,29 +448,47 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
             uint32_t *c = counts + k * n;
             FOR_EACH_DRAW(&d, n, c[idx_]++); /* resample r0 + k's draws, in resample order */
         }
-        for (Py_ssize_t b = 0; b < nb; b++) {
-            const double *v = (const double *)views[2 * b].buf;
-            double *o = (double *)views[2 * b + 1].buf;
-            const Py_ssize_t m = widths[b];
-            Py_ssize_t j0 = 0; /* columns summed so far by the vector path, four at a time */
 #ifdef RG_VECTORS
-            /* Rows in tiles, so that a tile's values and counts stay in the core's cache while every
-             * resample of the group reads them; each sum's chain goes on across tiles unchanged. */
-            j0 = m / 4 * 4;
-            for (Py_ssize_t k = 0; k < g; k++) memset(o + (r0 + k) * m, 0, (size_t)j0 * sizeof(double));
-            for (Py_ssize_t t0 = 0; t0 < n && j0 > 0; t0 += ROW_TILE) {
-                const Py_ssize_t rows = n - t0 < ROW_TILE ? n - t0 : ROW_TILE;
-                for (Py_ssize_t k = 0; k < g; k += 4) {
+        /* The vector path, four columns of every block at a time, over rows in tiles: a tile's counts
+         * (as doubles, converted once for all blocks) and values stay in the core's cache while every
+         * resample of the group reads them; each sum's chain goes on across tiles unchanged. */
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            const Py_ssize_t m = widths[b];
+            double *o = (double *)views[2 * b + 1].buf;
+            for (Py_ssize_t k = 0; k < g; k++) memset(o + (r0 + k) * m, 0, (size_t)(m / 4 * 4) * sizeof(double));
+        }
+        for (Py_ssize_t t0 = 0; t0 < n; t0 += ROW_TILE) {
+            const Py_ssize_t rows = n - t0 < ROW_TILE ? n - t0 : ROW_TILE;
+            for (Py_ssize_t k = 0; k < g; k++) {
+                const uint32_t *src = counts + k * n + t0;
+                double *dc = tile + k * ROW_TILE;
+                for (Py_ssize_t i = 0; i < rows; i++) dc[i] = (double)src[i];
+            }
+            for (Py_ssize_t b = 0; b < nb; b++) {
+                const double *v = (const double *)views[2 * b].buf + t0 * widths[b];
+                double *o = (double *)views[2 * b + 1].buf;
+                const Py_ssize_t m = widths[b], j0 = m / 4 * 4;
+                for (Py_ssize_t k = 0; k < g && j0 > 0; k += 4) {
                     const int nr = (int)(g - k < 4 ? g - k : 4);
-                    const uint32_t *c[4];
+                    const double *c[4];
                     double *dst[4];
-                    for (int q = 0; q < nr; q++) c[q] = counts + (k + q) * n + t0;
+                    for (int q = 0; q < nr; q++) c[q] = tile + (k + q) * ROW_TILE;
                     for (Py_ssize_t j = 0; j < j0; j += 4) {
                         for (int q = 0; q < nr; q++) dst[q] = o + (r0 + k + q) * m + j;
-                        weighted_sums4(c, nr, v + t0 * m, rows, m, j, dst);
+                        weighted_sums4(c, nr, v, rows, m, j, dst);
                     }
                 }
             }
+        }
+#endif
+        for (Py_ssize_t b = 0; b < nb; b++) { /* the columns left: the scalar path, two resamples at a time */
+            const double *v = (const double *)views[2 * b].buf;
+            double *o = (double *)views[2 * b + 1].buf;
+            const Py_ssize_t m = widths[b];
+#ifdef RG_VECTORS
+            const Py_ssize_t j0 = m / 4 * 4;
+#else
+            const Py_ssize_t j0 = 0;
 #endif
             for (Py_ssize_t k = 0; k < g && j0 < m; k += 2) {
                 const Py_ssize_t r = r0 + k;
@@ -479,6 +506,7 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     result = Py_None;
 done:
     free(counts);
+    free(tile);
     while (got > 0) PyBuffer_Release(&views[--got]);
     free(views);
     free(widths);
