@@ -108,7 +108,9 @@ class EvalContext:
         if isinstance(enc, pa.ChunkedArray):
             enc = enc.combine_chunks()
         sep = getattr(self.doc_of, "split_sep", None)  # doc_of cuts at the first sep: split the whole dictionary
-        if sep:
+        if sep and not pc.any(pc.match_substring(enc.dictionary, sep)).as_py():
+            mapped = np.arange(len(enc.dictionary), dtype=np.int64)  # no id has a part: each is its own parent
+        elif sep:
             parents = pc.list_element(pc.split_pattern(enc.dictionary, pattern=sep, max_splits=1), 0)
             # dictionary_encode numbers values in order of first appearance, as setdefault below does
             mapped = np.asarray(pc.dictionary_encode(parents).indices.to_numpy(zero_copy_only=False), dtype=np.int64)

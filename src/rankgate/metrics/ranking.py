@@ -126,6 +126,19 @@ def _gain(grades: np.ndarray, kind: str) -> np.ndarray:
     return np.exp2(g) - 1.0 if kind == "exp" else g
 
 
+def _ideal_sums(at_least: np.ndarray, depth: np.ndarray, gain_of: np.ndarray) -> np.ndarray:
+    """IDCG of each row of per-grade counts (``at_least[:, g - 1]``: judgements of grade >= g), cut at
+    ``depth``: place by place, each gain divided by log2(place + 1) and added in place order."""
+    out = np.zeros(at_least.shape[0])
+    places = int(depth.max()) if depth.size else 0
+    logs = _log2(np.arange(places + 2))
+    for place in range(1, places + 1):
+        active = np.flatnonzero(depth >= place)
+        grade = (at_least[active] >= place).sum(axis=1)  # the grade at this place
+        out[active] += gain_of[grade] / logs[place + 1]
+    return out
+
+
 def _log2(x: np.ndarray) -> np.ndarray:
     """log2 of positive integers with the C library's log2 (as trec_eval), one call per distinct value."""
     if x.size == 0:
@@ -197,21 +210,17 @@ class NDCG(MetricDefinition):
             depth = np.minimum(at_least[:, 0], k) if ctx.nq else np.zeros(0, dtype=np.int64)
             places = int(depth.max()) if depth.size else 0
             if places * ctx.nq <= 8 * grades.size + 4096:
-                # Each query's sum is a chain of additions in place order, so the sums of a smaller
-                # cutoff are where a larger one's chains pass: a sweep over k (ndcg@1 … @100) goes on
-                # from the deepest cut already made that no query passes, adding only the places after it.
-                cuts: list[tuple[np.ndarray, np.ndarray]] = ctx.cache.setdefault(("ideal_cuts", kind), [])
-                start = max((c for c in cuts if bool((c[0] <= depth).all())), key=lambda c: int(c[0].sum()), default=None)
-                done = start[0] if start is not None else np.zeros_like(depth)
-                out = start[1].copy() if start is not None else np.zeros(ctx.nq)
-                logs = _log2(np.arange(places + 2))
-                for place in range(int(done.min()) + 1 if done.size else 1, places + 1):
-                    active = np.flatnonzero((depth >= place) & (done < place))
-                    grade = (at_least[active] >= place).sum(axis=1)  # the grade at this place
-                    out[active] += gain_of[grade] / logs[place + 1]
-                cuts.append((depth, out.copy()))
-                del cuts[:-4]  # a sweep goes up: the last few cuts serve it
-                return out
+                if k.size and bool((k == k[0]).all()):
+                    # One cutoff for all: a query's ideal sum depends only on its counts per grade, so
+                    # it is added up once per distinct row of counts (the same chain of additions)
+                    # and handed to every query with that row. A k-sweep asks for it at every k.
+                    pkey = ("ideal_profiles", kind)
+                    if pkey not in ctx.cache:
+                        rows, inverse = np.unique(at_least, axis=0, return_inverse=True)
+                        ctx.cache[pkey] = (np.ascontiguousarray(rows), inverse.reshape(-1))
+                    rows, inverse = ctx.cache[pkey]
+                    return _ideal_sums(rows, np.minimum(rows[:, 0], k[0]), gain_of)[inverse]
+                return _ideal_sums(at_least, depth, gain_of)
         key = ("ideal_sorted", kind)
         if key not in ctx.cache:
             off = ctx.judged_offsets
