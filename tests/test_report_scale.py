@@ -116,6 +116,16 @@ def test_lazy_gold_index_counts_match_the_per_query_ones(tmp_path):
     assert [j.chunk_id for j in dt.GoldIndex(g, "chunk", doc_mapper("#", None)).judged[1]] == ["b#1", "c#1"]
 
 
+def test_relevant_counts_of_numbered_ids(tmp_path):
+    """Ids such as d000123 are counted by their number (no string hashing): the same answers."""
+    path = tmp_path / "qrels.txt"
+    path.write_text("q1 0 d000001 1\nq1 0 d000002 0\nq2 0 d000003 1\nq2 0 d000010 3\nq3 0 d000002 0\n",
+                    encoding="utf-8")
+    g = load_gold(str(path))
+    gi = dt.GoldIndex(g, "chunk", doc_mapper("#", None))
+    assert gi.relevant_counts().tolist() == [gi.relevant_count(q) for q in g.query_ids] == [1, 2, 0]
+
+
 def test_strings_at_reads_rows_of_a_chunked_column():
     col = pa.chunked_array([["a", "b"], [], ["c"], ["d", "e", "f"]])
     rows = [5, 0, 2, 3, 2]

@@ -101,12 +101,18 @@ class GoldIndex:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from ..data.ids import _fixed_width
+
         rel = np.flatnonzero(np.asarray(g.j_grade) >= 1)
         docs = g.j_doc.take(pa.array(rel)) if rel.size else g.j_doc.slice(0, 0)
-        enc = pc.dictionary_encode(docs)
-        if isinstance(enc, pa.ChunkedArray):
-            enc = enc.combine_chunks()
-        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        if isinstance(docs, pa.ChunkedArray):
+            docs = docs.combine_chunks()
+        numbered = _fixed_width(docs)  # ids such as d000123: the number is the code
+        if numbered is not None:
+            codes = numbered[2]
+        else:
+            enc = pc.dictionary_encode(docs)
+            codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         q = np.asarray(g.j_query, dtype=np.int64)[rel]
         width = int(codes.max()) + 1 if codes.size else 1
         pairs = sorted_unique(q * width + codes)  # an id judged twice in one query counts once
@@ -193,11 +199,10 @@ class RankedLists:
         """Score of rank 1 of each query with a non-empty list (scored runs only)."""
         if self.run.r_score is None:
             return {}
-        out = {}
-        for i, q in enumerate(self.run.query_ids):
-            if self.count[i]:
-                out[q] = float(self.run.r_score[self.perm[int(self.start[i])]])
-        return out
+        some = np.flatnonzero(self.count > 0)
+        scores = np.asarray(self.run.r_score)[self.perm[self.start[some]]].tolist()
+        ids = self.run.query_ids
+        return {ids[i]: s for i, s in zip(some.tolist(), scores)}
 
 
 def _labels(result: EvaluationResult, i: int, fields: list[str]) -> dict[str, str]:
