@@ -10,7 +10,7 @@ import pytest
 
 import rankgate
 from rankgate import stats
-from rankgate.data import load_gold
+from rankgate.data import load_gold, load_run
 from rankgate.engine import doc_mapper
 from rankgate.metrics.context import EvalContext
 from rankgate.report import details as dt
@@ -141,3 +141,28 @@ def test_sorted_unique_is_np_unique(values):
     a = np.asarray(values, dtype=np.int64)
     got = sorted_unique(a)
     assert got.dtype == np.int64 and got.tolist() == np.unique(a).tolist()
+
+
+@pytest.mark.parametrize("shape", ["in order", "ties to fix", "shuffled"])
+def test_ranked_lists_read_rows_as_the_whole_permutation_gives_them(shape, tmp_path):
+    """RankedLists keeps rank_order's small form (no whole permutation unless rows move between
+    queries): every position must map to the row the whole permutation names."""
+    from rankgate.data.ranking import rank_rows
+
+    rng = np.random.default_rng(3)
+    lines = []
+    for q in range(40):
+        scores = np.sort(rng.integers(0, 4 if shape == "ties to fix" else 10**6, size=12))[::-1]
+        lines += [f"q{q:02d} Q0 d{int(d):04d} {r + 1} {float(s)} t"
+                  for r, (d, s) in enumerate(zip(rng.choice(5000, 12, replace=False), scores))]
+    if shape == "shuffled":
+        rng.shuffle(lines)
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = load_run(str(path))
+    lists = dt.RankedLists(r)
+    want = rank_rows(r.r_query, r.r_doc, r.r_score, r.r_order, ties="id")
+    assert lists.rows_at(np.arange(want.size)).tolist() == want.tolist()
+    assert (lists.order.perm is not None) == (shape == "shuffled")
+    if shape == "ties to fix":
+        assert lists.order.rows is not None and lists.order.rows.size

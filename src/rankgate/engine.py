@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -357,7 +357,7 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
         return lambda: [col[i] for i in src_rows().tolist()]
 
     sel = evaluated.tolist()
-    queries = {
+    queries: dict[str, list[Any]] = {
         name: [g.field(name)[i] for i in sel]
         for name in ("must_not_retrieve", "as_of", "expected_answer", "entities")
         if name in g.fields
@@ -373,7 +373,7 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
         answerable=num_rel1 > 0,
         trec=trec,
         gold_max_grade=int(g.j_grade.max()) if g.j_grade.size else 0,
-        score_source=(lambda: r.r_score[src_rows()]) if r.r_score is not None else None,
+        score_source=(lambda: cast(np.ndarray, r.r_score)[src_rows()]) if r.r_score is not None else None,
         docs=doc_list,
         docs_at=docs_at,
         items={name: items(name) for name in r.items},

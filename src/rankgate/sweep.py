@@ -46,7 +46,7 @@ def parse_ks(ks: str | Iterable[int]) -> tuple[int, ...]:
             k = int(text)
         except ValueError:
             k = 0
-        if k < 1 or isinstance(item, bool) or (isinstance(item, float) and not item.is_integer()):
+        if k < 1 or isinstance(item, bool) or (isinstance(item, float) and not float(item).is_integer()):
             raise UsageError(f"cutoffs must be positive integers, e.g. 1,3,5,10,20; got {item!r}")
         if k > MAX_K:
             raise UsageError(f"cutoffs must be at most {MAX_K:,}; got {item!r}")

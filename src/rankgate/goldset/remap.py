@@ -306,7 +306,7 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
         t, at = found_in_old(key, text_of)
         hit_text.append(t)
         hit_at.append(at)
-    del table
+    table = np.zeros(0, dtype=bool)  # the bit table's memory back (found_in_old is done)
     df = np.zeros(len(uniq), dtype=np.int64)  # occurrences in the new corpus of each old shingle
     for at in hit_at:
         df += np.bincount(at, minlength=len(uniq))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import MetricSpecError
@@ -151,7 +152,7 @@ def _checked(param: Any, value: Any, raw: str, spec: str) -> Any:
     return value
 
 
-def parse_metrics(texts: str | list[str] | tuple[str, ...]) -> list[Metric]:
+def parse_metrics(texts: str | Sequence[str | Metric]) -> list[Metric]:
     """Parse a comma-separated string (commas inside parentheses are kept) or a list of specs."""
     if isinstance(texts, str):
         parts: list[str] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import Any, cast
 
 from ..errors import ConfigError
 
@@ -61,7 +61,7 @@ def _chart(a: Abstention) -> str:
     from .charts import _RC, AMBER, BLUE, GREY, _figure, _pct_axis, _svg
 
     pts = [(s["coverage"], 1 - s["precision"]) for s in a.curve if isinstance(s.get("precision"), (int, float))]
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(cast(Any, _RC)):
         fig = _figure(6.0, 3.2)
         ax = fig.subplots()
         if pts:

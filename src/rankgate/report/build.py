@@ -331,7 +331,7 @@ def build_report(
         doc_sep=doc_sep if doc_sep is not None else opts.get("doc_sep", "#"), doc_map=doc_map, by=by,
         min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, n_resamples=n_resamples,
         confidence=confidence, title=title, generated_at=generated_at, gold_format=gold_format,
-        run_format=run_format, queries=queries, sources_dir=sources_dir, ties=ties,
+        run_format=run_format, queries=queries, sources_dir=sources_dir, ties=str(ties),
         columns=evaluate_kwargs.get("columns"),
     )
     if evaluator is None:
@@ -494,7 +494,8 @@ def collect_stages(inputs: Inputs, main: MainEvaluation, req: ReportRequest, eva
         rs, fs = raw_result.subset(mask), fin.subset(mask)
         stages = Stages(kr, k, int(mask.sum()), tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
     src_lists = dt.RankedLists(raw, ties=req.ties) if raw is not None and "source" in raw.items else main.lists
-    sources = dt.source_rows(src_lists, main.gold_index, raw_result if src_lists is not main.lists else main.result)
+    sources = dt.source_rows(src_lists, main.gold_index,
+                             raw_result if raw_result is not None and src_lists is not main.lists else main.result)
     return StageNumbers(stages, raw_result, tuple(sources), "raw_topk" if src_lists is not main.lists else "topk")
 
 
@@ -652,6 +653,7 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     no_answer = set(result.no_answer)
     answerable = [i for i, q in enumerate(result.query_ids) if q not in no_answer]
     deep_src = raw_result if raw_result is not None else result
+    deep_k: int | None
     if raw_result is not None and rep.stages is not None:
         deep_k = rep.stages.k_raw
         deep = {m: raw for m, raw, _ in rep.stages.rows}.get(f"recall@{deep_k}")
@@ -673,18 +675,19 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     if result.query_ids:
         # at most min(judgements, jk) of a query's top jk can be judged
         jceil = math.fsum((np.minimum(gidx.judged_counts()[in_gold], jk) / jk).tolist()) / len(result.query_ids)
-    segs = ()
+    segs: tuple[SegmentSignal, ...] = ()
     if rep.segments is not None:
         segs = tuple(SegmentSignal(r.field.removeprefix("tags."), r.label, r.metric, r.n, r.mean, r.ci_low, r.ci_high)
                      for r in rep.segments.rows if r.metric == f"recall@{k}" or r.metric in rep.floors)
     tops = lists.top_scores()
     na_scores = [tops[q] for q in result.no_answer if q in tops]
-    frr = result.first_relevant_rank
+    frr = np.asarray(result.first_relevant_rank)
     ans_scores = [tops[q] for i, q in enumerate(result.query_ids) if int(frr[i]) == 1 and q in tops]
     st = {m: (raw, fin) for m, raw, fin in rep.stages.rows} if rep.stages else {}
     recall_curve = next((c for c in rep.curves if c.metric == "recall"), None)
     knee_k = recall_curve.knee if recall_curve is not None else None
-    knee_recall = recall_curve.means[recall_curve.ks.index(knee_k)] if knee_k is not None else None
+    knee_recall = (recall_curve.means[recall_curve.ks.index(knee_k)]
+                   if recall_curve is not None and knee_k is not None else None)
     return Signals(
         k=k, depth=rep.depth, means=means, knee=knee_k, knee_recall=knee_recall, evaluated=len(result.query_ids), answerable=len(answerable),
         missing_from_run=len(result.missing_from_run), deep_k=deep_k, deep_recall=deep,

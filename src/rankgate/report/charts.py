@@ -15,7 +15,7 @@ import io
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .model import Curve
 
@@ -100,7 +100,7 @@ def sweep_svg(curves: Sequence[Curve], baseline: Sequence[Curve] = (), *, run_la
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
     base = {c.metric: c for c in baseline}
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(cast(Any, _RC)):
         fig = _figure(10.5, 3.4)
         axes = fig.subplots(1, len(curves), sharey=False, squeeze=False)[0]
         for ax, c in zip(axes, curves):
@@ -139,7 +139,7 @@ def rank_histogram_svg(hist: Sequence[tuple[str, int]], baseline: Sequence[tuple
     """Where the first relevant chunk lands: queries per rank bucket."""
     import matplotlib
 
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(cast(Any, _RC)):
         fig = _figure(10.5, 2.6)
         ax = fig.subplots()
         labels = [h[0] for h in hist]
@@ -168,7 +168,7 @@ def segment_svg(rows: Sequence[tuple[str, float, float, float, int]], *, metric:
     without it a segment whose CI lies below all queries, or reaches below the floor, is amber."""
     import matplotlib
 
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(cast(Any, _RC)):
         fig = _figure(10.5, 0.9 + 0.28 * len(rows))
         ax = fig.subplots()
         y = list(range(len(rows)))[::-1]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..data import Gold, Run
-from ..data.ranking import rank_rows
+from ..data.ranking import rank_order
 from ..metrics.context import sorted_unique
 from ..results import EvaluationResult
 from .model import Item, Judgement, Miss, NoAnswer, Offence, SourceRow
@@ -150,7 +150,10 @@ class RankedLists:
 
     def __init__(self, run: Run, *, ties: str = "id") -> None:
         self.run = run
-        self.perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=ties)
+        # The ranking as rank_order gives it: no whole permutation unless rows move between queries
+        # (the report reads a few lists, not all of them).
+        self.order = rank_order(run.r_query, run.r_doc, run.r_score, run.r_order, ties=ties)
+        self._moved: tuple[np.ndarray, np.ndarray] | None = None
         counts = np.bincount(run.r_query, minlength=len(run.query_ids))
         self.count = counts
         self.start = np.concatenate(([0], np.cumsum(counts)))[:-1]
@@ -166,7 +169,23 @@ class RankedLists:
             return []
         n = int(self.count[i]) if depth is None else min(int(self.count[i]), depth)
         s = int(self.start[i])
-        return self.perm[s:s + n].tolist()
+        return self.rows_at(np.arange(s, s + n, dtype=np.int64)).tolist()
+
+    def rows_at(self, positions: np.ndarray) -> np.ndarray:
+        """The input rows at these positions of the ranked run (``rank_rows(...)[positions]``)."""
+        o = self.order
+        if o.perm is not None:
+            return o.perm[positions]
+        out = np.asarray(positions, dtype=np.int64).copy()
+        if o.rows is not None and o.src is not None and o.rows.size:
+            if self._moved is None:
+                by = np.argsort(o.rows, kind="stable")
+                self._moved = (o.rows[by], o.src[by])
+            moved, src = self._moved
+            j = np.minimum(np.searchsorted(moved, out), moved.size - 1)
+            hit = moved[j] == out
+            out[hit] = src[j[hit]]
+        return out
 
     def ids(self, qid: str, depth: int | None = None) -> list[str]:
         return self._ids_at(self.rows(qid, depth))
@@ -180,7 +199,8 @@ class RankedLists:
             return []
         ids = self._ids_at(rows)
         items = self.run.items
-        out, seen = [], set()
+        out: list[Item] = []
+        seen: set[str] = set()
         for row, d in zip(rows, ids):
             if d in seen:  # a repeated id keeps its best rank (as --dedupe first)
                 continue
@@ -200,7 +220,7 @@ class RankedLists:
         if self.run.r_score is None:
             return {}
         some = np.flatnonzero(self.count > 0)
-        scores = np.asarray(self.run.r_score)[self.perm[self.start[some]]].tolist()
+        scores = np.asarray(self.run.r_score)[self.rows_at(self.start[some])].tolist()
         ids = self.run.query_ids
         return {ids[i]: s for i, s in zip(some.tolist(), scores)}
 
@@ -231,27 +251,27 @@ def misses(result: EvaluationResult, lists: RankedLists, gold: GoldIndex, *, lim
             j = li.get(result.query_ids[i])
             if j is not None:
                 lex_hit[result.query_ids[i]] = float(lhit[j])
-                lex_rank[result.query_ids[i]] = int(lres.first_relevant_rank[j])
+                lex_rank[result.query_ids[i]] = int(np.asarray(lres.first_relevant_rank)[j])
         rescued = sum(1 for v in lex_hit.values() if v == 1.0)
     missing = set(result.missing_from_run)
     out = []
     for i in idx[:limit]:
         q = result.query_ids[i]
         ids = lists.ids(q)
-        pos = {}
+        pos: dict[str, int] = {}
         for r, d in enumerate(ids, start=1):
             pos.setdefault(d if gold.level == "chunk" else gold.doc_of(d), r)
-        judged = []
-        for j in gold.judged[gold.index[q]]:
-            key = j.chunk_id if gold.level == "chunk" else gold.doc_of(j.chunk_id)
-            judged.append(Judgement(j.chunk_id, j.grade, j.note, pos.get(key, 0)))
-        judged.sort(key=lambda j: (-j.grade, j.chunk_id))
+        judged: list[Judgement] = []
+        for jd in gold.judged[gold.index[q]]:
+            key = jd.chunk_id if gold.level == "chunk" else gold.doc_of(jd.chunk_id)
+            judged.append(Judgement(jd.chunk_id, jd.grade, jd.note, pos.get(key, 0)))
+        judged.sort(key=lambda x: (-x.grade, x.chunk_id))
         lex_items = None
         if lexical is not None:
             lex_items = tuple(lexical[1].items(q, 10, gold))
         out.append(Miss(
             query_id=q, query=gold.field("query", q), labels=_labels(result, i, fields), gold=tuple(judged),
-            retrieved=tuple(lists.items(q, 10, gold)), first_relevant_rank=int(result.first_relevant_rank[i]),
+            retrieved=tuple(lists.items(q, 10, gold)), first_relevant_rank=int(np.asarray(result.first_relevant_rank)[i]),
             depth=len(ids), missing_from_run=q in missing, lexical=lex_items, lexical_rank=lex_rank.get(q),
         ))
     return out, len(idx), rescued
@@ -266,7 +286,8 @@ def offences(result: EvaluationResult, lists: RankedLists, gold: GoldIndex, defa
              limit: int) -> tuple[list[Offence], list[Offence], int, int, int, int]:
     """Queries whose top k holds must_not_retrieve items / items newer than as_of (up to ``limit`` each),
     then how many there are in all, and how many queries could be checked for each."""
-    forb, stale = [], []
+    forb: list[Offence] = []
+    stale: list[Offence] = []
     ftotal = stotal = 0
     fvals = result.values.get("forbidden")
     svals = result.values.get("fresh")

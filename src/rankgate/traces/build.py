@@ -177,7 +177,7 @@ class Check:
         s = self.string(v, field, required=True)
         if s not in STAGES:
             raise self.fail(field, f"must be one of {', '.join(STAGES)}; got {s!r}")
-        return s  # type: ignore[return-value]
+        return s
 
     def item_status(self, v: Any, field: str) -> str | None:
         """A corpus status; the corpus manifest's synonyms (current, live, deleted, removed) are mapped."""
@@ -357,8 +357,8 @@ class Builder:
             p = parts[0]
             out = TraceTables(p.requests, p.items, p.citations, p.feedback, skipped, tuple(self.formats))
         else:
-            out = TraceTables(*(pa.concat_tables([getattr(p, n) for p in parts])
-                                for n in ("requests", "items", "citations", "feedback")),
-                              skipped=skipped, formats=tuple(self.formats))
+            requests, items, citations, feedback = (pa.concat_tables([getattr(p, n) for p in parts])
+                                                    for n in ("requests", "items", "citations", "feedback"))
+            out = TraceTables(requests, items, citations, feedback, skipped=skipped, formats=tuple(self.formats))
         check_tables(out, deep=False)  # the value rules hold by construction (see Check and columnar)
         return out

@@ -233,7 +233,8 @@ def query_key(text: str | None, data_source: str | None = None, top_k: int | Non
 
 def empty_tables(skipped: Skipped | None = None) -> TraceTables:
     """Four empty tables with the canonical schemas."""
-    return TraceTables(*(s.empty_table() for s in SCHEMAS.values()), skipped=skipped or Skipped())
+    requests, items, citations, feedback = (s.empty_table() for s in SCHEMAS.values())
+    return TraceTables(requests, items, citations, feedback, skipped=skipped or Skipped())
 
 
 def duplicate_error(request_id: str, first: tuple[str, int], second: tuple[str, int]) -> InputError:

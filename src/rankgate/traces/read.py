@@ -38,7 +38,7 @@ def _reader(name: str) -> Callable[..., None]:
     import importlib
 
     module, _, fn = _READERS[name].partition(":")
-    return getattr(importlib.import_module(module), fn)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module), fn)
 
 
 def _expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:

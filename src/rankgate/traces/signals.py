@@ -359,16 +359,16 @@ def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifes
 
     keys = sorted(set().union(*(t.keys() for t in tables.values())), key=_order(plan.by))
     values: list[SignalValue] = []
-    for key in keys:
-        facts = {name: tables[name].get(key, {}) for name in tables}
-        values += _signals(key[0], key, facts, absent)
+    for wkey in keys:
+        facts = {name: tables[name].get(wkey, {}) for name in tables}
+        values += _signals(wkey[0], wkey, facts, absent)
     sums: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for key in keys:
-        slot = sums.setdefault((key[1], key[2]), {})
+    for wkey in keys:
+        slot = sums.setdefault((wkey[1], wkey[2]), {})
         for name, t in tables.items():
             if name == "quantiles":
                 continue
-            _add(slot.setdefault(name, {}), t.get(key, {}))
+            _add(slot.setdefault(name, {}), t.get(wkey, {}))
     period: list[SignalValue] = []
     for seg in sorted(sums, key=lambda s: _order(plan.by)((0,) + s)):
         facts = dict(sums[seg])
@@ -382,11 +382,11 @@ def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifes
         period = [_absent(v, absent) for v in period]
     fb = _feedback_by_source(backend.rows(plan.feedback_by_source()), presence_feedback=source.feedback.num_rows > 0)
     unstable = _unstable_examples(backend, plan, examples)
-    low = ()
+    low: tuple[dict[str, Any], ...] = ()
     if plan.threshold is not None and scored:
         low = tuple({"query_key": r[0], "query_text": r[1], "n": int(r[2]), "min_top1": r[3], "max_top1": r[4]}
                     for r in backend.rows(plan.low_confidence_examples(examples)))
-    stale = ()
+    stale: tuple[dict[str, Any], ...] = ()
     if manifest is not None:
         stale = tuple({"doc_id": r[0], "version": r[1], "current_version": r[2], "n": int(r[3])}
                       for r in backend.rows(plan.stale_examples(examples)))

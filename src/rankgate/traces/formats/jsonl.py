@@ -243,8 +243,7 @@ def _parquet_batches(path: str, label: str) -> Any:
 
     try:
         pf = pq.ParquetFile(path)
-        for batch in pf.iter_batches(batch_size=65536):
-            yield batch
+        yield from pf.iter_batches(batch_size=65536)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"is not a readable Parquet file ({exc})", path=label) from None
 

@@ -27,6 +27,7 @@ error text naming an abort makes it a client abort.
 from __future__ import annotations
 
 import json
+from functools import partial
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,9 +80,10 @@ def _time(chk: Check, v: Any, field: str, required: bool) -> int | None:
 
 
 def _wall(rows: list[Obs]) -> float | None:
-    if not rows or any(r.end_us is None for r in rows):
+    ends = [r.end_us for r in rows]
+    if not rows or any(e is None for e in ends):
         return None
-    return (max(r.end_us for r in rows) - min(r.start_us for r in rows)) / 1000.0  # type: ignore[type-var]
+    return (max(e for e in ends if e is not None) - min(r.start_us for r in rows)) / 1000.0
 
 
 def _first(row: dict[str, Any], paths: list[str]) -> Any:
@@ -232,7 +234,7 @@ def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any]) -
             continue
         by_trace.setdefault(f.trace_id, []).append(f)
     for tid, rows in traces.items():
-        builder.guard(lambda rows=rows, tid=tid: _assemble(rows, by_trace.get(tid, []), builder, fm))
+        builder.guard(partial(_assemble, rows, by_trace.get(tid, []), builder, fm))
 
 
 # -- Langfuse ------------------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ One trace (all spans with the same trace id, across every input file of the form
 from __future__ import annotations
 
 import json
+from functools import partial
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -302,5 +303,5 @@ def assemble_all(spans: list[Span], builder: Builder, options: dict[str, Any]) -
     for s in spans:
         traces.setdefault(s.trace_id, []).append(s)
     for trace in traces.values():
-        builder.guard(lambda trace=trace: assemble(trace, builder, options))
+        builder.guard(partial(assemble, trace, builder, options))
 
