@@ -218,6 +218,33 @@ def test_broken_lines_error_and_skip_modes(tmp_path):
     assert [n for _, n, _ in tt.skipped.first] == [2, 3, 4]
 
 
+def test_otlp_ids_in_base64_read_as_their_hex(tmp_path):
+    """protobuf's JSON mapping writes bytes as base64: the same span read with base64 ids (padded,
+    unpadded, URL-safe) is the same request; a cut hex id or other text is refused, naming the field."""
+    import base64
+
+    def b64(hexid, *, pad=True, url=False):
+        text = (base64.urlsafe_b64encode if url else base64.b64encode)(bytes.fromhex(hexid)).decode()
+        return text if pad else text.rstrip("=")
+
+    def requests(path):
+        return [{k: v for k, v in r.items() if k != "source_file"} for r in read_traces(path).requests.to_pylist()]
+
+    want = requests(_write(tmp_path / "hex.jsonl", otlp_line([RETRIEVAL])))
+    for pad, url in ((True, False), (False, False), (False, True)):
+        span = dict(RETRIEVAL, traceId=b64(TID, pad=pad, url=url), spanId=b64(RETRIEVAL["spanId"], pad=pad, url=url))
+        assert requests(_write(tmp_path / f"b64-{pad}-{url}.jsonl", otlp_line([span]))) == want
+    for bad in (TID[:22], "not base64 at all!!!!!", b64(TID)[:-4] + "===="):
+        p = _write(tmp_path / "bad.jsonl", otlp_line([dict(RETRIEVAL, traceId=bad)]))
+        with pytest.raises(InputError, match=r"bad.jsonl:1: field 'traceId' must be 32 hex digits \(or the base64 of 16 bytes\)"):
+            read_traces(p)
+
+
+def _write(path, line):
+    path.write_text(line + "\n")
+    return path
+
+
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen")

@@ -2,7 +2,8 @@
 
 **OTLP/JSON** (the collector's file exporter writes one ``ExportTraceServiceRequest`` per line):
 ``resourceSpans[] -> {resource.attributes[], scopeSpans[] -> {spans[]}}``; a span has ``traceId``,
-``spanId``, ``parentSpanId`` (hex, any case), ``name``, ``kind`` (1-5 or ``SPAN_KIND_*``),
+``spanId``, ``parentSpanId`` (hex, any case; or base64, as exporters that use protobuf's JSON mapping
+write bytes), ``name``, ``kind`` (1-5 or ``SPAN_KIND_*``),
 ``startTimeUnixNano``/``endTimeUnixNano`` (int64 as a string or a number), ``attributes[]`` of
 ``{key, value: AnyValue}``, ``events[]``, ``status {code, message}``. Phoenix's snake_case variant
 (``resource_spans``, ``span_id``, ``string_value``, ``STATUS_CODE_ERROR``…) reads the same. Unknown
@@ -34,6 +35,7 @@ __all__ = ["read_files", "read_sdk_files"]
 _KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+")
 
 
 @functools.cache
@@ -84,6 +86,26 @@ def _attrs(chk: Check, raw: Any, field: str) -> dict[str, Any]:
     return {_key(chk, kv, field): any_value(chk, kv.get("value", {}), f"{field}.{kv['key']}") for kv in raw}
 
 
+def _base64_id(v: str, n_bytes: int) -> str | None:
+    """The hex of an id written in base64, as protobuf's JSON mapping writes bytes (standard or URL-safe
+    alphabet, padded or not), when it decodes to exactly ``n_bytes``; else None. A base64 id is shorter
+    than the hex one (24 or 22 characters for a trace id, 12 or 11 for a span id), so the two never
+    read the same text."""
+    import base64
+    import binascii
+
+    body = v.rstrip("=")
+    if len(body) != (4 * n_bytes + 2) // 3 or len(v) - len(body) > 2 or not _BASE64.fullmatch(body):
+        return None
+    if _HEX.fullmatch(body):  # hex digits of the wrong length: a cut id, not base64 (random bytes never look so)
+        return None
+    try:
+        raw = base64.b64decode(body.replace("-", "+").replace("_", "/") + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw.hex() if len(raw) == n_bytes else None
+
+
 def _hex_id(chk: Check, v: Any, field: str, length: int, *, required: bool) -> str | None:
     if v is None or v == "":
         if required:
@@ -93,8 +115,10 @@ def _hex_id(chk: Check, v: Any, field: str, length: int, *, required: bool) -> s
         raise chk.fail(field, f"must be a hex string; got {json.dumps(v)[:40]}")
     s = v[2:] if v[:2] in ("0x", "0X") else v
     if len(s) != length or not _HEX.fullmatch(s):
-        raise chk.fail(field, f"must be {length} hex digits; got {v[:40]!r}",
-                       hint="OTLP/JSON ids are hex, not base64 (the JSON encoding of the OTLP specification)")
+        s = _base64_id(v, length // 2) or ""
+    if not s:
+        raise chk.fail(field, f"must be {length} hex digits (or the base64 of {length // 2} bytes); got {v[:40]!r}",
+                       hint="OTLP/JSON ids are hex; exporters that use protobuf's JSON mapping write base64")
     if set(s) == {"0"}:
         return None if not required else s.lower()
     return s.lower()
