@@ -193,3 +193,22 @@ def test_large_inputs_run_in_blocks_quickly():
     low, high = bootstrap_ci(x, rng=0, n_resamples=60)
     assert low <= x.mean() <= high
     assert high - low < 0.01
+
+
+def test_newcombe_interval_hand_computed_and_against_statsmodels():
+    from rankgate.stats import newcombe_interval, wilson_interval
+
+    # by hand from the two Wilson intervals: 11/30 against 18/120
+    l1, u1 = wilson_interval(11, 30)
+    l2, u2 = wilson_interval(18, 120)
+    d = 11 / 30 - 18 / 120
+    want = (d - math.sqrt((11 / 30 - l1) ** 2 + (u2 - 18 / 120) ** 2), d + math.sqrt((u1 - 11 / 30) ** 2 + (18 / 120 - l2) ** 2))
+    assert newcombe_interval(11, 30, 18, 120) == want
+    assert want[0] > 0 and wilson_interval(18, 120)[1] > wilson_interval(11, 30)[0]  # sharper than non-overlap
+    sm = pytest.importorskip("statsmodels.stats.proportion")
+    for k1, n1, k2, n2, conf in [(18, 30, 18, 120, 0.95), (8, 25, 36, 250, 0.99), (0, 10, 5, 7, 0.95),
+                                 (10, 10, 0, 3, 0.9), (1, 1000, 3, 5000, 0.95)]:
+        got = newcombe_interval(k1, n1, k2, n2, confidence=conf)
+        ref = sm.confint_proportions_2indep(k1, n1, k2, n2, method="newcomb", compare="diff", alpha=1 - conf)
+        assert got == pytest.approx(tuple(float(x) for x in ref), abs=1e-12)
+    assert all(math.isnan(x) for x in newcombe_interval(0, 0, 1, 2))

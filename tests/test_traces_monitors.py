@@ -57,6 +57,39 @@ def test_proportion_rule_on_small_counts():
     assert out.flags[0].baseline == pytest.approx(18 / 120)
 
 
+def test_proportion_rule_tests_the_difference_not_overlap_of_intervals():
+    """Seed 0's bad source, 11/30 against 18/120: the two Wilson intervals overlap, but Newcombe's
+    interval of the difference lies above 0 even at 99% (the default for feedback per source). Seed 1's
+    clean day, 8/25 against 36/250: above 0 at 95%, not at 99%."""
+    from rankgate.stats import newcombe_interval, wilson_interval
+
+    assert wilson_interval(11, 30, confidence=0.99)[0] < wilson_interval(18, 120, confidence=0.99)[1]
+    assert newcombe_interval(11, 30, 18, 120, confidence=0.99)[0] > 0
+    assert newcombe_interval(8, 25, 36, 250)[0] > 0 > newcombe_interval(8, 25, 36, 250, confidence=0.99)[0]
+    base = [(0.15, 50, 7), (0.125, 50, 6), (0.175, 50, 9), (0.125, 50, 6), (0.125, 50, 8)]  # 36/250
+    for conf, flagged in ((0.95, [5]), (0.99, [])):
+        cfg = MonitorConfig((Monitor("f", "negative_feedback_rate", change="proportion", min_n=20, confidence=conf),))
+        pts = [*base, (8 / 25, 25, 8)]
+        assert [f.window // DAY for f in check_monitors(_summary("negative_feedback_rate", pts), cfg).flags] == flagged
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_default_feedback_monitor_catches_the_bad_source_without_clean_day_alarms(seed, tmp_path):
+    """Seed 0's bad source (11 negative of 30 on its day) was missed by the rule of non-overlapping
+    intervals; seed 1 has a clean day with 8 of 25 that a 95% test would flag."""
+    from trace_gen import Spec, generate
+
+    truth = generate(tmp_path, Spec(days=10, per_day=1000, seed=seed), formats=("parquet",))
+    flags_json = tmp_path / "flags.json"
+    main(["traces", "check", "--traces", str(tmp_path / truth["files"]["parquet"][0]), "--json", str(flags_json)])
+    flags = [f for f in json.loads(flags_json.read_text())["flags"] if f["signal"] == "negative_feedback_rate"]
+    (inc,) = [i for i in truth["incidents"] if i["signal"] == "negative_feedback"]
+    seg = "{}={}".format(*next(iter(inc["segment"].items())))
+    assert (inc["start"][:10], seg) in {(f["window"][:10], f["segment"]) for f in flags}
+    clean = {truth["days"][d] for d in truth["clean_days"]}
+    assert not [f for f in flags if f["window"][:10] in clean]
+
+
 @pytest.mark.parametrize("text, line, match", [
     ("monitors:\n  - signal: error_rate_per_1k\n    sevrity: error\n", 3, "did you mean 'severity'"),
     ("monitors:\n  - signal: eror_rate_per_1k\n", 2, "error_rate_per_1k"),

@@ -406,6 +406,23 @@ def wilson_interval(k: int, n: int, *, confidence: float = 0.95) -> tuple[float,
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def newcombe_interval(k1: int, n1: int, k2: int, n2: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided interval of ``k1/n1 − k2/n2`` from the two Wilson intervals (Newcombe 1998, method 10,
+    the "hybrid score" interval): with ``(l1, u1)``, ``(l2, u2)`` the Wilson intervals and ``d`` the
+    difference, ``(d − √((p1 − l1)² + (u2 − p2)²), d + √((u1 − p1)² + (p2 − l2)²))``. ``(nan, nan)``
+    when either ``n`` is 0. Two Wilson intervals that do not overlap imply this one excludes 0, not
+    the reverse: this is the sharper test."""
+    if n1 == 0 or n2 == 0:
+        _check_proportion(k1, n1, confidence)
+        _check_proportion(k2, n2, confidence)
+        return (math.nan, math.nan)
+    l1, u1 = wilson_interval(k1, n1, confidence=confidence)
+    l2, u2 = wilson_interval(k2, n2, confidence=confidence)
+    p1, p2 = k1 / n1, k2 / n2
+    d = p1 - p2
+    return (d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))
+
+
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
     tiny = 1e-300

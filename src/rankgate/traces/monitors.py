@@ -25,8 +25,11 @@ just before it that have ``n >= min_n``; fewer than ``min_baseline`` of them: no
   MAD the median absolute deviation of the baseline (Iglewicz & Hoaglin 1993); flagged when
   ``M > z`` (up), ``M < −z`` (down) or ``|M| > z`` (both). The floors stop a flat baseline (MAD 0)
   from turning any wobble into an alarm.
-* ``proportion`` (rates, small counts): the window's Wilson interval against the Wilson interval of
-  the pooled baseline (``Σk / Σn``); flagged when they do not overlap in the worse direction.
+* ``proportion`` (rates, small counts): the window's ``k/n`` against the pooled baseline ``Σk / Σn``
+  by Newcombe's hybrid score interval of their difference (built from the two Wilson intervals,
+  :func:`rankgate.stats.newcombe_interval`, at ``confidence``); flagged when the interval lies wholly
+  above 0 (up) or below 0 (down). (Requiring the two Wilson intervals not to overlap, the rule before,
+  is a test at a much smaller α: it missed a source whose feedback turned bad on a day of 84 votes.)
 * ``max`` / ``min``: a fixed threshold, checked with or without a change rule.
 
 Numbers in, findings out: :func:`check_monitors` is pure; rendering is in :mod:`rankgate.report.traces`;
@@ -70,7 +73,7 @@ monitors:
   - {signal: deprecated_context_rate, change: robust_z, max: 0.05, min_n: 50, mad_floor: 0.01, severity: error}
   - {signal: stale_citation_rate, change: robust_z, min_n: 100, mad_floor: 0.01, severity: warning}
   - {signal: instability.rbo, change: robust_z, min_n: 50, mad_floor: 0.02, severity: error}
-  - {signal: negative_feedback_rate, change: proportion, segments: [source], min_n: 20, severity: warning}
+  - {signal: negative_feedback_rate, change: proportion, segments: [source], min_n: 20, confidence: 0.99, severity: warning}
   - {signal: redaction_efficacy, change: robust_z, segments: [tenant], min_n: 50, mad_floor: 0.02, severity: error}
   - {signal: secure_field_bypass_rate, change: robust_z, min_n: 50, mad_floor: 0.01, severity: error}
   - {signal: block_efficacy, change: robust_z, min_n: 20, mad_floor: 0.02, severity: error}
@@ -163,7 +166,7 @@ def _baseline(series: list[SignalValue], i: int, m: Monitor, width: int) -> list
 
 def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutcome:
     """Every monitor on every window and segment of ``summary`` (module docs)."""
-    from ..stats import wilson_interval
+    from ..stats import newcombe_interval, wilson_interval
 
     series: dict[tuple[str, str], list[SignalValue]] = {}
     for v in summary.values:
@@ -208,13 +211,14 @@ def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutco
                         bk = sum(b.k or 0 for b in base)
                         bn = sum(b.n for b in base)
                         lo, hi = wilson_interval(x.k, x.n, confidence=m.confidence)
-                        blo, bhi = wilson_interval(bk, bn, confidence=m.confidence)
-                        up, down = lo > bhi, hi < blo
+                        dlo, dhi = newcombe_interval(x.k, x.n, bk, bn, confidence=m.confidence)
+                        up, down = dlo > 0, dhi < 0
                         if (m.direction in ("up", "both") and up) or (m.direction in ("down", "both") and down):
                             scale = 1000.0 if SIGNAL_INFO[m.signal].unit == "per_1k" else 1.0
-                            found.append(_flag(m, x, "proportion", scale * bk / bn, lo if up else hi,
-                                               f"{x.k}/{x.n}, interval [{_num(lo)}, {_num(hi)}] vs baseline "
-                                               f"{bk}/{bn} [{_num(blo)}, {_num(bhi)}]"))
+                            found.append(_flag(m, x, "proportion", scale * bk / bn, dlo if up else dhi,
+                                               f"{x.k}/{x.n} [{_num(lo)}, {_num(hi)}] vs baseline {bk}/{bn}: "
+                                               f"difference {_num(x.k / x.n - bk / bn)}, interval "
+                                               f"[{_num(dlo)}, {_num(dhi)}]"))
                 flags += found
     flags.sort(key=lambda f: (f.window, f.severity != "error", f.signal, f.segment != "all", f.segment, f.rule))
     return MonitorOutcome(tuple(flags), checked, unchecked, absent)
