@@ -127,3 +127,29 @@ def test_hostile_trace_files_are_refused(tmp_path, capsys, name, content, contai
     out_dir.mkdir()
     assert_refused(["gold", "sample", "--traces", str(p), "-o", str(out_dir / "c.jsonl")], out_dir, names=[name],
                    contains=contains, capsys=capsys)
+
+
+def test_corpus_gives_candidates_their_text_and_status_and_lists_the_missing(tmp_path, capsys):
+    """--corpus: a labeller reads each candidate chunk's text; a retired chunk says so; a chunk the
+    corpus lacks is marked and listed, never dropped."""
+    traces = write(tmp_path, [req(0, score=0.2), req(1, feedback=0)])
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(c) + "\n" for c in [
+        {"chunk_id": "c0", "doc_id": "c", "text": "Refunds are possible within 30 days."},
+        {"chunk_id": "d0", "doc_id": "d", "text": "Old refund rules.", "status": "retired"},
+        {"chunk_id": "c1", "doc_id": "c", "text": "Invoices list every line item."}]))
+    out = tmp_path / "cands.jsonl"
+    assert main(["traces", "sample", "--traces", str(traces), "--corpus", str(corpus), "-o", str(out),
+                 "--abstention", str(_abstention(tmp_path, 0.5))]) == 0
+    text = capsys.readouterr().out
+    assert "1 candidate chunks are not in the corpus" in text and "d1" in text
+    by_id = {c["chunk_id"]: c for r in map(json.loads, out.read_text().splitlines()) for c in r["relevant_chunks"]}
+    assert by_id["c0"]["text"] == "Refunds are possible within 30 days." and by_id["c0"]["corpus_status"] == "active"
+    assert by_id["d0"]["corpus_status"] == "retired" and by_id["d0"]["text"] == "Old refund rules."
+    assert by_id["d1"]["in_corpus"] is False and "text" not in by_id["d1"]
+
+
+def _abstention(tmp_path, threshold):
+    p = tmp_path / "abstention.yaml"
+    p.write_text(f"abstention:\n  threshold: {threshold}\n")
+    return p

@@ -26,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a trace row that cannot be used: stop (default) or skip it and count it")
     p.add_argument("--abstention", metavar="YAML",
                    help="the calibrate-abstention file: requests whose top score is under its threshold are candidates")
+    p.add_argument("--corpus", metavar="PATH",
+                   help="corpus manifest (JSONL, Parquet or a folder): each candidate chunk gets its text and "
+                        "corpus status; chunks it lacks are marked \"in_corpus\": false and listed")
     p.add_argument("--n", type=int, default=50, help="how many candidates (default 50)")
     p.add_argument("--seed", type=int, default=0, help="the sampling seed (default 0)")
     p.add_argument("--by", default="tenant", metavar="FIELDS",
@@ -66,11 +69,21 @@ def run(args: argparse.Namespace) -> int:
     from ..traces.sample import sample_candidates
 
     check_file(args.out, option="-o")
-    check_not_input(args.out, [*args.traces, args.abstention, args.field_map], option="-o")
+    check_not_input(args.out, [*args.traces, args.abstention, args.field_map, args.corpus], option="-o")
     threshold = read_threshold(args.abstention) if args.abstention else None
+    corpus = None
+    if args.corpus:
+        from ..corpus import load_manifest
+
+        corpus = load_manifest(args.corpus)
     tables = read_traces(args.traces, format=args.format, on_error=args.on_error, field_map=args.field_map)
     by = tuple(f.strip() for f in args.by.split(",") if f.strip())
     recs = sample_candidates(tables, threshold=threshold, n=args.n, seed=args.seed, by=by)
+    missing: list[str] = []
+    if corpus is not None:
+        from ..traces.sample import add_corpus_texts
+
+        missing = add_corpus_texts(recs, corpus)
     write_text(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
     counts: dict[str, int] = {}
     for r in recs:
@@ -80,4 +93,8 @@ def run(args: argparse.Namespace) -> int:
     note = "" if threshold is not None else " (no --abstention: low-confidence requests not sampled)"
     sys.stdout.write(f"wrote {len(recs)} candidates to {args.out} ({detail}){note}{skipped}; "
                      f"fill each grade, then rankgate gold validate\n")
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        sys.stdout.write(f"{len(missing)} candidate chunks are not in the corpus {args.corpus} (marked "
+                         f"\"in_corpus\": false): {shown}\n")
     return 0

@@ -29,7 +29,7 @@ import numpy as np
 
 from .model import TraceTables
 
-__all__ = ["REASONS", "sample_candidates"]
+__all__ = ["REASONS", "add_corpus_texts", "sample_candidates"]
 
 REASONS = ("negative_feedback", "fallback", "low_confidence")
 REQUEST_BY = ("tenant", "surface", "data_source", "session", "index_version", "corpus_version")
@@ -113,6 +113,32 @@ def sample_candidates(tables: TraceTables, *, threshold: float | None = None, n:
             turn[r] += 1
             picked.append(q.pop(0))
     return [_record(i, reasons[i], req, items[i], depth) for i in picked]
+
+
+def add_corpus_texts(records: list[dict[str, Any]], corpus: Any) -> list[str]:
+    """Give each pre-filled chunk of ``records`` its ``text`` from ``corpus`` (a
+    :class:`rankgate.corpus.CorpusManifest`) and, where the corpus says so, its current ``status`` in
+    the corpus as ``corpus_status`` (a labeller should know that a chunk was retired). A chunk the
+    corpus does not hold gets ``"in_corpus": false``; the ids are returned (each once, in order) so the
+    command can list them. In place; the records keep their keys' order, new keys last."""
+    chunks = [c for r in records for c in r["relevant_chunks"]]
+    ids = [c["chunk_id"] for c in chunks]
+    at = corpus.positions(ids).tolist() if ids else []
+    found = [i for i in at if i >= 0]
+    statuses = dict(zip(found, corpus.take("statuses", found))) if found else {}
+    missing: list[str] = []
+    for c, i in zip(chunks, at):
+        if i < 0:
+            c["in_corpus"] = False
+            if c["chunk_id"] not in missing:
+                missing.append(c["chunk_id"])
+            continue
+        text = corpus.text_at(i)
+        if text is not None:
+            c["text"] = text
+        if statuses.get(i) is not None:
+            c["corpus_status"] = statuses[i]
+    return missing
 
 
 def _record(i: int, reason: str, req: dict[str, list[Any]], its: list[dict[str, Any]], depth: int) -> dict[str, Any]:
