@@ -387,7 +387,7 @@ def write_parquet_run(t: Tables, path: Path) -> None:
             "score": pa.array(t.run_ticks / SCORE_SCALE, pa.float64()),
         }
     )
-    pq.write_table(table, path)
+    pq.write_table(table, path, write_page_checksum=True)
 
 
 def write_parquet_gold(t: Tables, path: Path) -> None:
@@ -398,4 +398,4 @@ def write_parquet_gold(t: Tables, path: Path) -> None:
             "grade": pa.array(t.gold_grade, pa.int64()),
         }
     )
-    pq.write_table(table, path)
+    pq.write_table(table, path, write_page_checksum=True)

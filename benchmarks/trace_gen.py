@@ -420,7 +420,7 @@ def generate(out_dir: str | os.PathLike[str], spec: Spec = Spec(), formats: tupl
         writer = None
         for part in _parts(L):
             t = records_table(part)
-            writer = writer or pq.ParquetWriter(str(path) + ".tmp", t.schema)
+            writer = writer or pq.ParquetWriter(str(path) + ".tmp", t.schema, write_page_checksum=True)
             writer.write_table(t, row_group_size=CHUNK)
         if writer is not None:
             writer.close()

@@ -196,7 +196,7 @@ def write_phoenix(recs: list[dict[str, Any]], folder: Path, spec: Any) -> list[s
                              pa.array([_us(r["start_time"]) for r in rows]).cast(pa.timestamp("us", tz="UTC")))
     table = table.set_column(table.schema.get_field_index("end_time"), "end_time",
                              pa.array([_us(r["end_time"]) for r in rows]).cast(pa.timestamp("us", tz="UTC")))
-    pq.write_table(table, folder / "spans.parquet")
+    pq.write_table(table, folder / "spans.parquet", write_page_checksum=True)
     return [f"{folder.name}/spans.parquet"]
 
 
@@ -255,7 +255,8 @@ def write_langfuse(recs: list[dict[str, Any]], folder: Path, spec: Any) -> list[
     schema = pa.schema([("id", pa.string()), ("trace_id", pa.string()), ("observation_id", pa.string()),
                         ("name", pa.string()), ("value", pa.float64()), ("string_value", pa.string()),
                         ("data_type", pa.string()), ("source", pa.string()), ("comment", pa.string())])
-    pq.write_table(pa.Table.from_pylist(scores, schema=schema), folder / "scores" / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(scores, schema=schema), folder / "scores" / "part-0.parquet",
+                   write_page_checksum=True)
     return [f"{folder.name}/observations_v2/part-0.jsonl", f"{folder.name}/scores/part-0.parquet"]
 
 

@@ -64,3 +64,43 @@ def test_reading_parquet_keeps_pandas_out(tmp_path: Path) -> None:
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def _damaged(path: Path, table: pa.Table) -> Path:
+    """``table`` written with page checksums, then 64 bytes in the middle of its last column's values
+    zeroed: the file still parses, and without the checksums it reads as other values."""
+    pq.write_table(table, path, write_page_checksum=True, compression="none", use_dictionary=False)
+    col = pq.ParquetFile(path).metadata.row_group(0).column(table.num_columns - 1)
+    at = (col.dictionary_page_offset or col.data_page_offset) + col.total_compressed_size // 2
+    data = bytearray(path.read_bytes())
+    data[at:at + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    assert not pq.read_table(path).equals(table)  # read without the checksums: silently other values
+    return path
+
+
+def test_a_damaged_parquet_file_is_refused_not_read_as_other_numbers(tmp_path: Path, capsys) -> None:
+    """Bytes changed after writing: pyarrow reads them as other scores unless the page checksums are
+    checked, so every pyarrow reader checks them and the command names the file (exit 2, no output)."""
+    from rankgate.corpus import load_manifest
+    from rankgate.errors import InputError
+
+    from .hostile import assert_refused
+
+    n = 2000
+    run = pa.table({"query_id": [f"q{i % 50}" for i in range(n)], "chunk_id": [f"d{i}" for i in range(n)],
+                    "score": np.linspace(1.0, 0.0, n)})
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "q1", "relevant_chunks": [{"chunk_id": "d1", "grade": 1}]}\n')
+    bad = _damaged(tmp_path / "run.parquet", run)
+    with pytest.raises(OSError, match="CRC"):  # the damage is real: pyarrow itself sees it when asked
+        pq.read_table(bad, page_checksum_verification=True)
+    out = tmp_path / "out"
+    err = assert_refused(["evaluate", "--gold", str(gold), "--run", str(bad), "--out", str(out)], out,
+                         names=[str(bad)], capsys=capsys)
+    assert "is damaged: a page's checksum does not match its data" in err
+    corpus = _damaged(tmp_path / "corpus.parquet", pa.table({"chunk_id": [f"d{i}" for i in range(n)],
+                                                            "doc_id": [f"doc{i}" for i in range(n)],
+                                                            "text": [f"text {i} " + "x" * 500 for i in range(n)]}))
+    with pytest.raises(InputError, match="is damaged"):
+        load_manifest(str(corpus))

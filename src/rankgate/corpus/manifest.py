@@ -425,9 +425,13 @@ def _parquet_table(path: str) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from ..data.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
+
     try:
-        return pq.read_table(path)
+        return pq.read_table(path, page_checksum_verification=True)
     except (OSError, pa.ArrowException) as exc:
+        if is_damaged_parquet(exc):
+            raise InputError(DAMAGED, path=path, hint=DAMAGED_HINT) from None
         raise InputError(f"cannot be read as Parquet: {exc}", path=path) from None
 
 

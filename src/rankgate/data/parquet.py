@@ -33,21 +33,24 @@ def _read(path: str) -> pa.Table:
 
     try:
         if os.path.isdir(path):  # a partitioned dataset
-            return pq.read_table(path, memory_map=True)
+            return pq.read_table(path, memory_map=True, page_checksum_verification=True)
         # One file through ParquetFile: pq.read_table goes through pyarrow.dataset, which imports
         # pandas where it is installed (0.3 s). Memory-mapped: from the page cache, no copy.
         schema = pq.read_schema(path, memory_map=True)
         q = next((n for n in QUERY if n in schema.names), None)
         text = q is not None and (pa.types.is_string(schema.field(q).type) or pa.types.is_large_string(schema.field(q).type))
-        return pq.ParquetFile(path, memory_map=True, read_dictionary=[q] if text else None).read()
+        return pq.ParquetFile(path, memory_map=True, read_dictionary=[q] if text else None,
+                              page_checksum_verification=True).read()
     except (pa.ArrowException, OSError) as exc:
-        from .source import is_gzip
+        from .source import DAMAGED, DAMAGED_HINT, is_damaged_parquet, is_gzip
 
         if is_gzip(path):
             raise InputError(
                 "is gzip-compressed Parquet", path=path,
                 hint="Parquet compresses its own columns: decompress the file (gunzip) and pass the .parquet",
             ) from None
+        if is_damaged_parquet(exc):
+            raise InputError(DAMAGED, path=path, hint=DAMAGED_HINT) from None
         raise InputError(
             f"is not a readable Parquet file: {exc}", path=path,
             hint="write it again with a Parquet writer; is it truncated, or another format named .parquet?",

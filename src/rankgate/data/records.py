@@ -266,9 +266,13 @@ def _parquet_table(path: str) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
+
     try:
-        return pq.ParquetFile(path).read()
+        return pq.ParquetFile(path, page_checksum_verification=True).read()
     except (pa.ArrowInvalid, OSError) as exc:
+        if is_damaged_parquet(exc):
+            raise InputError(DAMAGED, path=path, hint=DAMAGED_HINT) from None
         raise InputError(f"is not a readable Parquet file: {exc}", path=path) from None
 
 

@@ -269,3 +269,16 @@ def relabel(exc: InputError, old: str, new: str) -> InputError:
         field=exc.field,
         hint=exc.hint.replace(old, new) if exc.hint else exc.hint,
     )
+
+
+# -- Parquet page checksums ----------------------------------------------------------------------
+# rankgate's own Parquet writers store a CRC per page (write_page_checksum) and its pyarrow readers
+# check them (page_checksum_verification): a file damaged after it was written is refused instead of
+# being read as other numbers. Files written without checksums cannot be checked this way.
+DAMAGED = "is damaged: a page's checksum does not match its data"
+DAMAGED_HINT = "copy or export the file again from its source; the bytes changed after it was written"
+
+
+def is_damaged_parquet(exc: BaseException) -> bool:
+    """Whether a Parquet read failed on a page checksum (pyarrow's message)."""
+    return "checksum" in str(exc).lower() and "crc" in str(exc).lower()

@@ -104,7 +104,7 @@ class SparkBackend:
         import pyarrow.parquet as pq
 
         path = os.path.join(self._dir, f"{name}.parquet")
-        pq.write_table(table, path)
+        pq.write_table(table, path, write_page_checksum=True)
         self.session.read.parquet(path).createOrReplaceTempView(name)
 
     def keep(self, name: str, sql: str) -> None:

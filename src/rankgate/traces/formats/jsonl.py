@@ -241,10 +241,14 @@ def _parquet_batches(path: str, label: str) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from ...data.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
+
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
         yield from pf.iter_batches(batch_size=65536)
     except (pa.ArrowException, OSError) as exc:
+        if is_damaged_parquet(exc):
+            raise InputError(DAMAGED, path=label, hint=DAMAGED_HINT) from None
         raise InputError(f"is not a readable Parquet file ({exc})", path=label) from None
 
 

@@ -35,7 +35,7 @@ def _rows(path: str, label: str, builder: Builder) -> Any:
 
     row = 0
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
         for batch in pf.iter_batches(batch_size=8192):
             for i, f in enumerate(batch.schema):
                 if pa.types.is_timestamp(f.type):
@@ -47,6 +47,10 @@ def _rows(path: str, label: str, builder: Builder) -> Any:
                 row += 1
                 yield row, rec
     except (pa.ArrowException, OSError) as exc:
+        from ...data.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
+
+        if is_damaged_parquet(exc):
+            raise InputError(DAMAGED, path=label, hint=DAMAGED_HINT) from None
         raise InputError(f"is not a readable Parquet file ({exc})", path=label) from None
 
 
