@@ -281,19 +281,20 @@ class Builder:
                                                 req.get("tenant")))
         for name, col in self._req.items():
             col.append(req.get(name))
-        pos: Counter[str] = Counter()
-        for it in items:
-            pos[it["stage"]] += 1
+        if items:  # column by column (one comprehension per column, not one append per cell)
+            first = len(self._items["rank"])
             for name, col in self._items.items():
-                col.append(rid if name == "request_id" else it.get(name))
-            if it.get("rank") is None:
-                self._items["rank"][-1] = pos[it["stage"]]
-        for c in citations:
-            for name, col in self._cit.items():
-                col.append(rid if name == "request_id" else c.get(name))
-        for f in feedback:
-            for name, col in self._fb.items():
-                col.append(rid if name == "request_id" else f.get(name))
+                col.extend([rid] * len(items) if name == "request_id" else [it.get(name) for it in items])
+            ranks = self._items["rank"]
+            pos: Counter[str] = Counter()
+            for j, it in enumerate(items):  # an item without a rank: its place within its stage
+                pos[it["stage"]] += 1
+                if it.get("rank") is None:
+                    ranks[first + j] = pos[it["stage"]]
+        for rows, cols in ((citations, self._cit), (feedback, self._fb)):
+            if rows:
+                for name, col in cols.items():
+                    col.extend([rid] * len(rows) if name == "request_id" else [r.get(name) for r in rows])
 
     def add_tables(self, part: TraceTables) -> bool:
         """A block of rows already in canonical form (a columnar fast path). Request ids are checked

@@ -117,19 +117,34 @@ def documents(attrs: dict[str, Any], prefix: str, chk: Check) -> list[dict[str, 
     return [_doc(chk, d, f"{prefix}[{i}]") for i, d in enumerate(docs)]
 
 
+def _plain(d: dict[str, Any]) -> bool:
+    """A document that is already flat: no nested object, no ``document.``/``metadata`` key (the
+    general path would return it as it is)."""
+    for k, v in d.items():
+        if isinstance(v, dict) or k.startswith(_NESTING_KEYS):
+            return False
+    return True
+
+
+_NESTING_KEYS = ("document.", "metadata")
+
+
 def _doc(chk: Check, d: Any, where: str) -> dict[str, Any]:
     if not isinstance(d, dict):
         raise chk.fail(where, f"must be an object; got {json.dumps(d)[:40]}")
-    flat = flatten_attrs(d)
-    flat = {(k.removeprefix("document.")): v for k, v in flat.items()}
-    meta = flat.get("metadata")
-    meta = _json_value(chk, meta, where + ".metadata") if meta is not None else {}
-    if not isinstance(meta, dict):
-        meta = {}
-    for k, v in flatten_attrs(meta).items():
-        flat.setdefault(k, v)
-    for k in [k for k in flat if k.startswith("metadata.")]:
-        flat.setdefault(k[9:], flat[k])
+    if _plain(d):
+        flat = d
+    else:
+        flat = flatten_attrs(d)
+        flat = {(k.removeprefix("document.")): v for k, v in flat.items()}
+        meta = flat.get("metadata")
+        meta = _json_value(chk, meta, where + ".metadata") if meta is not None else {}
+        if not isinstance(meta, dict):
+            meta = {}
+        for k, v in flatten_attrs(meta).items():
+            flat.setdefault(k, v)
+        for k in [k for k in flat if k.startswith("metadata.")]:
+            flat.setdefault(k[9:], flat[k])
     score = flat.get("score")
     status = flat.get("status")
     if status is not None:
