@@ -317,3 +317,33 @@ def test_live_endpoint(tmp_path):
             JudgeItem("no", {"question": "How long is the refund window?", "passage": "Our office is in Berlin."})])
         assert [j.error for j in out] == [None, None], out
         assert out[0].label >= out[1].label
+
+
+def test_cache_opens_while_another_process_holds_the_file(tmp_path, monkeypatch):
+    """SQLite can answer "database is locked" at once while another process switches a new file to WAL:
+    opening the cache tries again (it must not fail the run), and a real error still fails at once."""
+    import sqlite3
+
+    from rankgate.judges import cache as cache_mod
+    from rankgate.errors import UsageError
+
+    calls = {"n": 0}
+    real = cache_mod._setup
+
+    def busy_twice(db):
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        real(db)
+
+    monkeypatch.setattr(cache_mod, "_setup", busy_twice)
+    c = cache_mod.JudgeCache(tmp_path)
+    c.put_many([("k", "t", "1", "r", {}, None)])
+    assert calls["n"] == 3 and c.get_many(["k"]) == {"k": "1"}
+
+    def broken(db):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(cache_mod, "_setup", broken)
+    with pytest.raises(UsageError, match="cannot open the judge cache .*disk I/O error"):
+        cache_mod.JudgeCache(tmp_path / "other")

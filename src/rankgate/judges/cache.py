@@ -28,8 +28,34 @@ from ..errors import UsageError
 __all__ = ["CACHE_ENV", "CACHE_FILE", "JudgeCache", "default_cache_dir", "request_key"]
 
 CACHE_ENV = "RANKGATE_CACHE_DIR"
+OPEN_TIMEOUT = 30.0  # seconds another process may hold the file while this one opens it
 CACHE_FILE = "judge-cache.sqlite3"
 _BATCH = 500
+
+
+def _setup(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE IF NOT EXISTS judgements (key TEXT PRIMARY KEY, task TEXT NOT NULL, "
+               "label TEXT NOT NULL, raw TEXT, usage TEXT, fingerprint TEXT, created REAL NOT NULL)")
+
+
+def _until_free(db: sqlite3.Connection, timeout: float) -> None:
+    """:func:`_setup`, tried again while another process holds the file. Switching a new file to WAL
+    needs it to itself, and SQLite may answer "database is locked" at once instead of waiting its
+    busy timeout (seen with two processes opening one new cache together)."""
+    deadline = time.monotonic() + timeout
+    pause = 0.01
+    while True:
+        try:
+            _setup(db)
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if ("locked" not in text and "busy" not in text) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
 
 
 def default_cache_dir() -> Path:
@@ -60,12 +86,8 @@ class JudgeCache:
         self.broken = False
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS judgements (key TEXT PRIMARY KEY, task TEXT NOT NULL, "
-                "label TEXT NOT NULL, raw TEXT, usage TEXT, fingerprint TEXT, created REAL NOT NULL)")
+            self._db = sqlite3.connect(self.path, timeout=OPEN_TIMEOUT, isolation_level=None, check_same_thread=False)
+            _until_free(self._db, OPEN_TIMEOUT)
         except (OSError, sqlite3.Error) as exc:
             raise UsageError(
                 f"cannot open the judge cache {self.path}: {exc} "
