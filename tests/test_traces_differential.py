@@ -196,3 +196,122 @@ def test_duplicates_across_fast_and_row_read_files(tmp_path):
             with pytest.raises(InputError) as e:
                 read_traces(files, fast=fast)
             assert str(e.value).startswith(where), (files, fast)
+
+
+# -- items left in the Parquet file for DuckDB (rankgate.traces.native) --------------------------------
+def _sorted(t):
+    return t.sort_by([(c, "ascending") for c in t.column_names])
+
+
+def _engine_outcome(path):
+    try:
+        t = read_traces(path, engine_items=True)
+    except InputError as exc:
+        return ("error", str(exc)), None
+    items = t.all_items()
+    return ("ok", {"requests": t.requests, "items": _sorted(items), "citations": t.citations,
+                   "feedback": t.feedback}), t
+
+
+def _summaries_agree(engine_tables, path, backend=None):
+    from rankgate.report.traces import signals_csv, summary_json
+    from rankgate.traces.signals import summarize_traces
+
+    arrow = read_traces(path)
+    assert not arrow.item_sources
+    kw = dict(by=("tenant", "source"), threshold=0.5, window="1d")
+    a = summarize_traces(engine_tables, backend=backend, **kw)
+    b = summarize_traces(arrow, **kw)
+    assert signals_csv(a) == signals_csv(b)
+    assert summary_json(a).replace('"engine": "other"', '"engine": "duckdb"') == summary_json(b)
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_mutation_parquet_items_in_engine(tmp_path, name):
+    """Items read by DuckDB in place are the rows the Arrow paths build; anything they would refuse
+    sends the file to them (same result or same error)."""
+    recs = copy.deepcopy(BASE)
+    recs[2] = MUTATIONS[name](recs[2])
+    try:
+        table = pa.Table.from_pylist(recs)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pytest.skip("not storable as one Parquet column type")
+    p = tmp_path / "t.parquet"
+    pq.write_table(table, p)
+    got, tables = _engine_outcome(p)
+    want = outcome(p, False)
+    if want[0] == "ok":
+        want[1]["items"] = _sorted(want[1]["items"])
+    same(got, want)
+    if tables is not None and tables.item_sources:
+        _summaries_agree(tables, p)
+
+
+def test_items_in_engine_whole_summary(tmp_path):
+    """A generated week with incidents, unranked items and empty strings: one file's items stay in
+    the file, and every signal, example and count is the Arrow path's, on DuckDB and on an engine
+    that is given the items as Arrow rows."""
+    recs = trace_gen.records_table(trace_gen.logical(trace_gen.Spec(days=7, per_day=120, seed=5)), iso=True).to_pylist()
+    for i, r in enumerate(recs):
+        for j, it in enumerate(r["retrieved"]):
+            if (i + j) % 11 == 0:
+                it["rank"] = None  # an input position decides
+            if (i * 7 + j) % 13 == 0:
+                it["source"] = ""
+            if (i + 3 * j) % 17 == 0:
+                it["status"] = ""
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(recs), p)
+    got, tables = _engine_outcome(p)
+    assert tables.item_sources and tables.item_sources[0].positions and tables.items.num_rows == 0
+    want = outcome(p, False)
+    want[1]["items"] = _sorted(want[1]["items"])
+    same(got, want)
+    _summaries_agree(tables, p)
+
+    from rankgate.traces.engines import DuckDBBackend
+
+    class Other(DuckDBBackend):  # an engine that cannot read the file in place (as Spark)
+        name = "other"
+
+    _summaries_agree(tables, p, backend=Other())
+
+
+def test_items_in_engine_mixed_with_arrow_items(tmp_path):
+    """One file in place, one small file read row by row: the view unites both."""
+    a, b = tmp_path / "a.parquet", tmp_path / "b.jsonl"
+    pq.write_table(pa.Table.from_pylist(BASE[:30]), a)
+    b.write_text("".join(json.dumps(r) + "\n" for r in BASE[30:]))
+    tables = read_traces([a, b], engine_items=True)
+    assert len(tables.item_sources) == 1 and tables.items.num_rows > 0
+    both = read_traces([a, b])
+    assert _sorted(tables.all_items()).equals(_sorted(both.items))
+    from rankgate.report.traces import signals_csv
+    from rankgate.traces.signals import summarize_traces
+
+    assert signals_csv(summarize_traces(tables, by=("tenant",))) == signals_csv(summarize_traces(both, by=("tenant",)))
+
+
+def test_items_in_engine_file_changed_is_an_error(tmp_path):
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(BASE), p)
+    tables = read_traces(p, engine_items=True)
+    assert tables.item_sources
+    pq.write_table(pa.Table.from_pylist(BASE[:-1]), p)
+    from rankgate.traces.signals import summarize_traces
+
+    with pytest.raises(InputError, match="changed or disappeared while it was being read"):
+        summarize_traces(tables)
+
+
+def test_items_in_engine_types_it_does_not_take(tmp_path):
+    """Integer scores go through Arrow (the columnar path casts them), with the same result."""
+    recs = copy.deepcopy(BASE)
+    for r in recs:
+        for it in r["retrieved"]:
+            it["score"] = None if it["score"] is None else int(it["score"] * 1000)
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(recs), p)
+    tables = read_traces(p, engine_items=True)
+    assert not tables.item_sources and tables.items.num_rows
+    same(_engine_outcome(p)[0], (lambda o: (o[0], {**o[1], "items": _sorted(o[1]["items"])}))(outcome(p, False)))

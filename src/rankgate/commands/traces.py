@@ -123,7 +123,9 @@ def _summarize(args: argparse.Namespace, by_extra: tuple[str, ...] = (), window:
         from ..corpus import load_manifest
 
         manifest = load_manifest(args.corpus)
-    tables = read_traces(args.traces, format=args.format, on_error=args.on_error, field_map=args.field_map)
+    # on DuckDB, items of large rankgate Parquet files stay in the file (rankgate.traces.native)
+    tables = read_traces(args.traces, format=args.format, on_error=args.on_error, field_map=args.field_map,
+                         engine_items=args.engine in (None, "duckdb"))
     backend = make_backend(args.engine, spark_master=args.spark_master)
     try:
         return summarize_traces(tables, by=tuple(dict.fromkeys(by + by_extra)), backend=backend, window=window,

@@ -354,12 +354,14 @@ class Builder:
         self._flush()
         parts = self._parts
         skipped = Skipped(dict(self._counts), tuple(self._first))
+        sources = tuple(s for p in parts for s in p.item_sources)
         if len(parts) == 1:
             p = parts[0]
-            out = TraceTables(p.requests, p.items, p.citations, p.feedback, skipped, tuple(self.formats))
+            out = TraceTables(p.requests, p.items, p.citations, p.feedback, skipped, tuple(self.formats), sources)
         else:
             requests, items, citations, feedback = (pa.concat_tables([getattr(p, n) for p in parts])
                                                     for n in ("requests", "items", "citations", "feedback"))
-            out = TraceTables(requests, items, citations, feedback, skipped=skipped, formats=tuple(self.formats))
+            out = TraceTables(requests, items, citations, feedback, skipped=skipped, formats=tuple(self.formats),
+                              item_sources=sources)
         check_tables(out, deep=False)  # the value rules hold by construction (see Check and columnar)
         return out

@@ -155,7 +155,12 @@ class Skipped:
 
 @dataclass(frozen=True)
 class TraceTables:
-    """The four canonical tables (pyarrow Tables with the schemas above) and the skip report."""
+    """The four canonical tables (pyarrow Tables with the schemas above) and the skip report.
+
+    ``item_sources``: more items, left in Parquet files for a DuckDB analysis to read in place
+    (:class:`rankgate.traces.native.ItemSource`; only when :func:`~.read.read_traces` is asked with
+    ``engine_items=True``). ``items`` then holds the other files' items only; :meth:`all_items`
+    gives every item as one Arrow table."""
 
     requests: pa.Table
     items: pa.Table
@@ -163,6 +168,15 @@ class TraceTables:
     feedback: pa.Table
     skipped: Skipped = field(default_factory=Skipped)
     formats: tuple[str, ...] = ()  # the format read from each input, in input order
+    item_sources: tuple[Any, ...] = ()
+
+    def all_items(self) -> pa.Table:
+        """``items`` with the items of ``item_sources`` read into it."""
+        if not self.item_sources:
+            return self.items
+        from .native import items_table
+
+        return pa.concat_tables([self.items, items_table(self.item_sources)])
 
     def tables(self) -> dict[str, pa.Table]:
         return {"requests": self.requests, "items": self.items, "citations": self.citations, "feedback": self.feedback}

@@ -122,20 +122,22 @@ def detect_format(path: str, label: str | None = None) -> str:
 
 def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None,
                 on_error: str = "error", field_map: str | Mapping[str, Any] | None = None,
-                fast: bool = True) -> TraceTables:
+                fast: bool = True, engine_items: bool = False) -> TraceTables:
     """Read trace exports into :class:`TraceTables` (see the module docs).
 
     ``format``: one of :data:`FORMAT_NAMES`, or ``None`` to sniff each file. ``on_error``: ``"error"``
     (a row that cannot be used is an InputError naming file, line and field) or ``"skip"`` (such rows
     are counted by reason in ``TraceTables.skipped``, the first 20 listed). ``field_map``: a YAML file
     or a mapping overriding where the export-row readers find each canonical field (docs/traces.md,
-    "Field map"). ``fast``: let large canonical inputs take the columnar path (same result)."""
+    "Field map"). ``fast``: let large canonical inputs take the columnar path (same result).
+    ``engine_items``: items of large rankgate Parquet files may stay in the file for a DuckDB analysis
+    (``TraceTables.item_sources``, :mod:`.native`); ``TraceTables.all_items()`` reads them."""
     from ..data.source import check_file, local_copy
 
     if format is not None and format not in FORMAT_NAMES:
         raise UsageError(f"unknown trace format {format!r}; formats: {', '.join(FORMAT_NAMES)}")
     builder = Builder(on_error)
-    options: dict[str, Any] = {"fast": fast}
+    options: dict[str, Any] = {"fast": fast, "engine_items": engine_items}
     if field_map is not None:
         from .fieldmap import load_field_map
 

@@ -238,7 +238,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
         offset = _MONDAY_US if window.strip().endswith("w") else 0
         w = (ts - offset) // width * width + offset
         backend.register("requests", req.append_column("w", pa.array(w, pa.int64())))
-        backend.register("items", source.items)
+        facts = _item_facts(source, backend)
         backend.register("citations", source.citations)
         backend.register("feedback", source.feedback)
         rw = rbo_weights(k, p)
@@ -246,7 +246,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
                                             "w": [r[3] for r in rw]},
                                            schema=pa.schema([("m", pa.int64()), ("s", pa.int64()), ("l", pa.int64()),
                                                              ("w", pa.float64())])))
-        stages = {s: n for s, n in backend.rows("SELECT stage, count(*) AS n FROM items GROUP BY stage")}
+        stages = facts["stages"]
         plan = Plan(
             dialect=backend.dialect,
             score_stage=_first(stages, ("candidate", "reranked", "packed")),
@@ -255,10 +255,44 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
             by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width, p=p)
         if manifest is not None:
             backend.register("manifest", _manifest_table(manifest))
-        return _run(backend, plan, source, width, window, manifest, examples)
+        return _run(backend, plan, source, facts, width, window, manifest, examples)
     finally:
         if own:
             backend.close()
+
+
+def _item_facts(source: Any, backend: Any) -> dict[str, Any]:
+    """Register ``items`` with ``backend`` and count what the plan needs: rows, scored rows, rows with
+    a status, rows per stage. Items left in Parquet files (``source.item_sources``) are a view over
+    the files on DuckDB, counted when they were read; other engines get them as Arrow rows."""
+    items = source.items
+    sources = tuple(getattr(source, "item_sources", ()))
+    if sources and backend.name != "duckdb":
+        items, sources = source.all_items(), ()
+    n = items.num_rows
+    facts: dict[str, Any] = {"rows": n, "scored": n - items.column("score").null_count,
+                             "with_status": n - items.column("status").null_count, "stages": {}}
+    if sources:
+        from .native import items_view
+
+        if n:
+            backend.register("items_arrow", items)
+        backend.view("items", items_view(sources, "items_arrow" if n else None))
+    else:
+        backend.register("items", items)
+    stages: dict[str, int] = {}
+    if n:
+        table = "items_arrow" if sources else "items"
+        for s, c in backend.rows(f"SELECT stage, count(*) AS n FROM {table} GROUP BY stage"):
+            stages[s] = stages.get(s, 0) + int(c)
+    for src in sources:
+        facts["rows"] += src.rows
+        facts["scored"] += src.scored
+        facts["with_status"] += src.with_status
+        for s, c in src.stages.items():
+            stages[s] = stages.get(s, 0) + c
+    facts["stages"] = stages
+    return facts
 
 
 def _first(stages: Mapping[str, int], order: Iterable[str]) -> str:
@@ -292,7 +326,8 @@ def _names(sql: str) -> list[str]:
     return re.findall(r"\bAS\s+(\w+)\s*(?=,|$)", head)
 
 
-def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifest: Any, examples: int) -> TraceSummary:
+def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width: int, window: str, manifest: Any,
+         examples: int) -> TraceSummary:
     backend.keep("req_items", plan.req_items())
     backend.view("rq", plan.rq())
     backend.keep("req_src", plan.req_src())
@@ -318,9 +353,9 @@ def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifes
 
     # availability of each input over the whole data
     absent: dict[str, str] = {}
-    n_items = source.items.num_rows
-    scored = source.items.column("score").null_count < n_items
-    item_status = source.items.column("status").null_count < n_items
+    n_items = facts["rows"]
+    scored = facts["scored"] > 0
+    item_status = facts["with_status"] > 0
     if not scored:
         for name in ("low_confidence_rate",) + tuple(s.name for s in SIGNALS if s.name.startswith(("top1_score", "margin"))):
             absent[name] = "not measurable (no score)"
@@ -395,7 +430,7 @@ def _run(backend: Any, plan: Plan, source: Any, width: int, window: str, manifes
     meta = {"engine": backend.name, "score_stage": plan.score_stage, "context_stage": plan.context_stage,
             "list_stage": plan.list_stage, "instability_k": plan.k, "rbo_p": plan.p, "min_support": plan.min_support,
             "abstention_threshold": plan.threshold, "requests": source.requests.num_rows,
-            "items": source.items.num_rows, "formats": list(getattr(source, "formats", ()))}
+            "items": n_items, "formats": list(getattr(source, "formats", ()))}
     skipped = source.skipped.as_dict() if hasattr(source.skipped, "as_dict") else {}
     return TraceSummary(window_us=width, window=window, windows=windows, by=plan.by, values=tuple(values),
                         period=tuple(period), feedback_by_source=fb, retries_by_reason=retries, unstable=unstable,

@@ -171,7 +171,11 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
     for path, label in files:
         parquet = magic(path) == PARQUET_MAGIC
         if options.get("fast", True):  # (it succeeds only when no row is unusable, so skip mode may use it)
-            part = (_parquet_fast if parquet else _jsonl_fast)(path, label, options.get("min_bytes", MIN_BYTES))
+            min_bytes = options.get("min_bytes", MIN_BYTES)
+            if parquet:
+                part = _parquet_fast(path, label, min_bytes, engine_items=options.get("engine_items", False))
+            else:
+                part = _jsonl_fast(path, label, min_bytes)
             if part is not None and builder.add_tables(part):
                 continue
         if parquet:
@@ -252,14 +256,18 @@ def _parquet_batches(path: str, label: str) -> Any:
         raise InputError(f"is not a readable Parquet file ({exc})", path=label) from None
 
 
-def _parquet_fast(path: str, label: str, min_bytes: int) -> Any:
+def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool = False) -> Any:
     """The Parquet file through DuckDB's reader (several times faster than pyarrow's on nested
     list<struct> columns), block by block, then :func:`columnar.convert`; None when the row reader
-    must decide (a type the columnar path does not take, a file DuckDB cannot read)."""
+    must decide (a type the columnar path does not take, a file DuckDB cannot read).
+
+    ``engine_items``: when the file's items pass :func:`rankgate.traces.native.inspect`, leave them in
+    the file for a DuckDB analysis (the tables' ``item_sources``) and convert the rest only."""
     import duckdb
     import pyarrow as pa
 
     from ..columnar import convert
+    from ..model import TraceTables
 
     parts = []
     row = 1
@@ -268,7 +276,13 @@ def _parquet_fast(path: str, label: str, min_bytes: int) -> Any:
     try:
         con.execute("SET enable_progress_bar = false")
         literal = "'" + path.replace("'", "''") + "'"
-        reader = con.sql(f"SELECT * FROM read_parquet({literal})").to_arrow_reader(1 << 17)
+        source = None
+        if engine_items and path == label:  # (a temporary copy would be gone by the time of the analysis)
+            from ..native import inspect
+
+            source = inspect(con, path, label)
+        columns = "* EXCLUDE (retrieved)" if source is not None else "*"
+        reader = con.sql(f"SELECT {columns} FROM read_parquet({literal})").to_arrow_reader(1 << 17)
         for batch in reader:
             part = convert(pa.Table.from_batches([batch]), label, row, cache)
             if part is None:
@@ -279,7 +293,10 @@ def _parquet_fast(path: str, label: str, min_bytes: int) -> Any:
         return None
     finally:
         con.close()
-    return _concat(parts)
+    out = _concat(parts)
+    if source is not None:
+        out = TraceTables(out.requests, out.items, out.citations, out.feedback, item_sources=(source,))
+    return out
 
 
 def read_parquet(path: str, builder: Builder, *, label: str | None = None) -> None:

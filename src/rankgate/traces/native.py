@@ -1,0 +1,185 @@
+"""Items of rankgate trace Parquet files, left in the file for DuckDB to read in place.
+
+A million requests with 35 retrieved items each are 35M item rows: as Arrow tables in this process
+they cost about 3 GB and most of the reading time (DuckDB decodes the nested ``retrieved`` column
+in about a second; turning it into Arrow strings takes five). When the analysis runs on DuckDB, the
+reader (:func:`rankgate.traces.formats.jsonl.read_files` with ``engine_items``) therefore converts
+only the request-level columns (``requests``, ``citations``, ``feedback``, through
+:func:`rankgate.traces.columnar.convert`, as always) and describes the items with an
+:class:`ItemSource`: the file, and one pass of checks over its items made in DuckDB. The analysis
+then reads ``items`` as a view over the file (:func:`items_select`), which gives exactly the rows
+:func:`~rankgate.traces.columnar.convert` would have built.
+
+Exactly, because both start from DuckDB's reading of the same file, and every rule the columnar path
+applies to items is checked here on the same values (:func:`inspect`): a stage in
+:data:`~.model.STAGES`, a non-empty id, a rank in 1..2^31-1 (or none: the input position within the
+request and stage), a finite score, an item status in :data:`~.model.ITEM_STATUSES` after ``''``
+reads as missing. Types are stricter than the columnar path's (text fields must be text, the rank an
+integer, the score floating point). Anything else gives ``None``, and the file takes the Arrow path,
+which reproduces the result or names the offending row. A differential test runs both paths on the
+same files. A file that changes between reading and analysis is an error, not a mixed result.
+
+Other engines (Spark) get the same rows as an Arrow table from :func:`items_table`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from .model import ITEM_STATUSES, STAGES
+
+__all__ = ["ItemSource", "inspect", "items_select", "items_table", "items_view"]
+
+MAX_INT32 = 2**31 - 1
+_STRING_FIELDS = ("stage", "id", "doc_id", "doc_version", "status", "source", "tenant")
+_FIELDS = _STRING_FIELDS + ("rank", "score")
+
+
+@dataclass(frozen=True)
+class ItemSource:
+    """The items of one Parquet file of rankgate trace records, checked and counted."""
+
+    path: str  # what DuckDB reads
+    label: str  # what messages name
+    fields: tuple[str, ...]  # the item fields the file has (others read as missing)
+    positions: bool  # some item has no rank: ranks come from input positions
+    rows: int
+    scored: int  # items with a score
+    with_status: int  # items with a status
+    stages: Mapping[str, int] = field(default_factory=dict)
+    stat: tuple[int, int] = (0, 0)  # size and mtime_ns when read
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _list(values: Sequence[str]) -> str:
+    return ", ".join(_lit(v) for v in values)
+
+
+def _stat(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _field_types(con: Any, path: str) -> dict[str, Any] | None:
+    """The item struct's fields and their Arrow types as DuckDB reads them, or None when ``retrieved``
+    is absent or is not a list of structs of types this path takes."""
+    import pyarrow as pa
+
+    from .columnar import RECORD_SCHEMA, _conform, _Decline
+
+    schema = con.sql(f"SELECT * FROM read_parquet({_lit(path)}) LIMIT 0").to_arrow_table().schema
+    if "retrieved" not in schema.names:
+        return None
+    t = schema.field("retrieved").type
+    try:  # the columnar path's own type rules first
+        _conform(pa.array([], type=t), RECORD_SCHEMA.field("retrieved").type)
+    except _Decline:
+        return None
+    if not pa.types.is_list(t) or not pa.types.is_struct(t.value_type):
+        return None
+    types = {f.name: f.type for f in t.value_type}
+    for name in _FIELDS:
+        if name not in types:
+            continue
+        ft = types[name]
+        ok = (pa.types.is_string(ft) if name in _STRING_FIELDS else
+              pa.types.is_integer(ft) if name == "rank" else pa.types.is_floating(ft))
+        if not ok:
+            return None
+    return {name: types[name] for name in _FIELDS if name in types}
+
+
+def _u(fields: Sequence[str], name: str) -> str:
+    """``u.<name>`` when the file has the field, else a typed NULL."""
+    if name in fields:
+        return f"u.{name}"
+    return {"rank": "CAST(NULL AS BIGINT)", "score": "CAST(NULL AS DOUBLE)"}.get(name, "CAST(NULL AS VARCHAR)")
+
+
+def inspect(con: Any, path: str, label: str) -> ItemSource | None:
+    """Check and count the items of ``path`` in one pass (module docs); None when the columnar path
+    must decide. ``con``: a DuckDB connection."""
+    stat = _stat(path)
+    fields = _field_types(con, path)
+    if fields is None:
+        return None
+    f = tuple(fields)
+    stage, rank, item, score, status = (_u(f, n) for n in ("stage", "rank", "id", "score", "status"))
+    counts = ", ".join(f"count(*) FILTER (WHERE {stage} = {_lit(s)})" for s in STAGES)
+    row = con.execute(f"""
+SELECT count(*),
+  count(*) FILTER (WHERE u IS NULL OR {stage} IS NULL OR {stage} NOT IN ({_list(STAGES)})
+                   OR {item} IS NULL OR {item} = ''
+                   OR {rank} < 1 OR {rank} > {MAX_INT32}
+                   OR NOT isfinite({score})
+                   OR (nullif({status}, '') IS NOT NULL AND nullif({status}, '') NOT IN ({_list(ITEM_STATUSES)}))),
+  count(*) FILTER (WHERE {rank} IS NULL),
+  count({score}), count(nullif({status}, '')), {counts}
+FROM (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)}))""").fetchall()[0]
+    n, bad, unranked, scored, with_status, *per_stage = (int(x or 0) for x in row)
+    if bad:
+        return None
+    return ItemSource(path, label, f, unranked > 0, n, scored, with_status,
+                      {s: c for s, c in zip(STAGES, per_stage) if c}, stat)
+
+
+def items_select(src: ItemSource) -> str:
+    """The DuckDB statement giving the canonical ``items`` rows of ``src`` (:data:`~.model.ITEMS_SCHEMA`)."""
+    f = src.fields
+    p = _lit(src.path)
+    if src.positions:
+        # the input position within the record and stage, as the columnar path numbers missing ranks
+        inner = (f"SELECT request_id, u, CAST(coalesce({_u(f, 'rank')}, row_number() OVER "
+                 f"(PARTITION BY file_row_number, {_u(f, 'stage')} ORDER BY ix)) AS INTEGER) AS rank "
+                 f"FROM (SELECT request_id, file_row_number, unnest(retrieved) AS u, "
+                 f"unnest(range(len(retrieved))) AS ix FROM read_parquet({p}, file_row_number = true))")
+    else:
+        inner = (f"SELECT request_id, u, CAST({_u(f, 'rank')} AS INTEGER) AS rank "
+                 f"FROM (SELECT request_id, unnest(retrieved) AS u FROM read_parquet({p}))")
+    text = {n: f"nullif({_u(f, n)}, '')" for n in ("doc_id", "doc_version", "status", "source", "tenant")}
+    return (f"SELECT request_id, {_u(f, 'stage')} AS stage, rank, {_u(f, 'id')} AS item_id, "
+            f"{text['doc_id']} AS doc_id, {text['doc_version']} AS doc_version, "
+            f"CAST({_u(f, 'score')} AS DOUBLE) AS score, {text['status']} AS status, {text['source']} AS source, "
+            f"{text['tenant']} AS tenant FROM ({inner}) t")
+
+
+def _check_unchanged(sources: Sequence[ItemSource]) -> None:
+    for s in sources:
+        try:
+            same = _stat(s.path) == s.stat
+        except OSError:
+            same = False
+        if not same:
+            raise InputError("changed or disappeared while it was being read", path=s.label,
+                             hint="run the analysis again on a file that is not being written")
+
+
+def items_view(sources: Sequence[ItemSource], arrow_part: str | None) -> str:
+    """The statement uniting the Arrow-held items (registered as ``arrow_part``) with each file's."""
+    _check_unchanged(sources)
+    parts = [f"SELECT * FROM {arrow_part}"] if arrow_part else []
+    parts += [items_select(s) for s in sources]
+    return "\nUNION ALL\n".join(parts)
+
+
+def items_table(sources: Sequence[ItemSource]) -> Any:
+    """The items of ``sources`` as one Arrow table (for engines that cannot read the files in place)."""
+    import duckdb
+    import pyarrow as pa
+
+    from .model import ITEMS_SCHEMA
+
+    _check_unchanged(sources)
+    con = duckdb.connect()
+    try:
+        tables = [con.sql(items_select(s)).to_arrow_table() for s in sources]
+    finally:
+        con.close()
+    return pa.concat_tables([t.cast(ITEMS_SCHEMA) for t in tables]) if tables else ITEMS_SCHEMA.empty_table()
