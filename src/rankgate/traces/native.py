@@ -24,6 +24,7 @@ Other engines (Spark) get the same rows as an Arrow table from :func:`items_tabl
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,22 +113,23 @@ def inspect(con: Any, path: str, label: str) -> ItemSource | None:
         return None
     f = tuple(fields)
     stage, rank, item, score, status = (_u(f, n) for n in ("stage", "rank", "id", "score", "status"))
-    counts = ", ".join(f"count(*) FILTER (WHERE {stage} = {_lit(s)})" for s in STAGES)
+    # plain aggregates (cheaper than a per-row condition): every rule is a comparison of these
+    per_stage = ", ".join(f"count(*) FILTER (WHERE {stage} = {_lit(s)})" for s in STAGES)
+    per_status = ", ".join(f"count(*) FILTER (WHERE {status} = {_lit(s)})" for s in ITEM_STATUSES)
     row = con.execute(f"""
-SELECT count(*),
-  count(*) FILTER (WHERE u IS NULL OR {stage} IS NULL OR {stage} NOT IN ({_list(STAGES)})
-                   OR {item} IS NULL OR {item} = ''
-                   OR {rank} < 1 OR {rank} > {MAX_INT32}
-                   OR NOT isfinite({score})
-                   OR (nullif({status}, '') IS NOT NULL AND nullif({status}, '') NOT IN ({_list(ITEM_STATUSES)}))),
-  count(*) FILTER (WHERE {rank} IS NULL),
-  count({score}), count(nullif({status}, '')), {counts}
+SELECT count(*), count(u), count({item}), min(strlen({item})), count({rank}), min({rank}), max({rank}),
+  count({score}), min({score}), max({score}), count(nullif({status}, '')), {per_stage}, {per_status}
 FROM (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)}))""").fetchall()[0]
-    n, bad, unranked, scored, with_status, *per_stage = (int(x or 0) for x in row)
-    if bad:
+    n, structs, ids, shortest, ranked, low, high, scored, s_min, s_max, with_status = row[:11]
+    stages = dict(zip(STAGES, row[11:11 + len(STAGES)]))
+    known_status = sum(row[11 + len(STAGES):])
+    ok = (structs == n and ids == n and (n == 0 or shortest > 0) and sum(stages.values()) == n
+          and (not ranked or (low >= 1 and high <= MAX_INT32))
+          and (not scored or (math.isfinite(s_min) and math.isfinite(s_max)))
+          and known_status == with_status)
+    if not ok:
         return None
-    return ItemSource(path, label, f, unranked > 0, n, scored, with_status,
-                      {s: c for s, c in zip(STAGES, per_stage) if c}, stat)
+    return ItemSource(path, label, f, ranked < n, n, scored, with_status, {s: c for s, c in stages.items() if c}, stat)
 
 
 def items_select(src: ItemSource) -> str:

@@ -107,16 +107,15 @@ SELECT DISTINCT x.request_id, x.source FROM ctx x
   LEFT JOIN (SELECT DISTINCT request_id FROM cited) h ON h.request_id = x.request_id
   WHERE h.request_id IS NULL"""
 
-    def seg(self, period: bool = False) -> str:
-        """``rq`` once per segment: all traffic (field ''), then each --by field. ``period``: one window."""
-        w = "CAST(0 AS BIGINT)" if period else "r.w"
-        parts = [f"SELECT r.*, {w} AS win, '' AS seg_field, '' AS seg_value FROM rq r"]
+    def seg(self) -> str:
+        """``rq`` once per segment: all traffic (field ''), then each --by field."""
+        parts = ["SELECT r.*, r.w AS win, '' AS seg_field, '' AS seg_value FROM rq r"]
         for f in self.by:
             if f == "source":
-                parts.append(f"SELECT r.*, {w} AS win, 'source' AS seg_field, s.source AS seg_value "
+                parts.append("SELECT r.*, r.w AS win, 'source' AS seg_field, s.source AS seg_value "
                              "FROM rq r JOIN req_src s ON s.request_id = r.request_id")
             else:
-                parts.append(f"SELECT r.*, {w} AS win, {_lit(f)} AS seg_field, "
+                parts.append(f"SELECT r.*, r.w AS win, {_lit(f)} AS seg_field, "
                              f"coalesce(CAST(r.{f} AS STRING), '(none)') AS seg_value FROM rq r")
         return "\nUNION ALL\n".join(parts)
 
@@ -159,13 +158,16 @@ SELECT win, seg_field, seg_value,
 FROM {seg} GROUP BY win, seg_field, seg_value"""
 
     def quantiles(self, seg: str = "seg") -> str:
+        """Exact quantiles per window and segment, and over the whole period (rows with ``win`` NULL;
+        one pass: the same multiset of values as a period-only statement, so the same quantiles)."""
         cols = []
         for stage in STAGES_MS:
             c = f"{stage}_ms"
             cols += [f"{_q(p, c)} AS {stage}_p{round(p * 100)}" for p in LATENCY_Q] + [f"count({c}) AS {stage}_n"]
         for c in ("top1", "margin"):
             cols += [f"{_q(p, c)} AS {c}_p{round(p * 100)}" for p in SCORE_Q] + [f"count({c}) AS {c}_n"]
-        return "SELECT win, seg_field, seg_value,\n  " + ",\n  ".join(cols) + f"\nFROM {seg} GROUP BY win, seg_field, seg_value"
+        return ("SELECT win, seg_field, seg_value,\n  " + ",\n  ".join(cols)
+                + f"\nFROM {seg} GROUP BY GROUPING SETS ((win, seg_field, seg_value), (seg_field, seg_value))")
 
     def feedback(self, seg: str = "seg") -> str:
         return f"""
@@ -214,13 +216,16 @@ SELECT request_id, item_id, pos FROM (
 ) t WHERE pos <= {int(self.k)}"""
 
     def lists(self) -> str:
-        """One row per request with a result list: window, query key, versions, list signature, length."""
+        """One row per request with a result list: window, query key, versions, list signature, length.
+        The signature hashes each id with its length in front, so two lists share one only when they
+        are the same ids in the same order (an id holding the separator cannot make two lists alike)."""
         d = self.dialect
+        entry = "concat(CAST(length(item_id) AS STRING), ':', item_id)"
         return f"""
 SELECT r.request_id, r.w, r.query_key, r.ts,
   concat(coalesce(r.index_version, ''), {SEP}, coalesce(r.corpus_version, '')) AS ver, t.sig, t.len
 FROM requests r JOIN (
-  SELECT request_id, md5({d.ordered_concat('item_id', 'pos')}) AS sig, count(*) AS len FROM topk GROUP BY request_id
+  SELECT request_id, md5({d.ordered_concat(entry, 'pos')}) AS sig, count(*) AS len FROM topk GROUP BY request_id
 ) t ON t.request_id = r.request_id"""
 
     def pair_heads(self) -> str:
@@ -243,17 +248,21 @@ FROM lists a JOIN ref ON ref.query_key = a.query_key AND ref.w = a.w - {int(self
 JOIN lists b ON b.request_id = ref.rep"""
 
     def common(self) -> str:
-        """The items a request shares with its reference, with m = the larger of their two positions."""
+        """The items a request shares with its reference, with m = the larger of their two positions,
+        for the pairs whose lists differ. (A list equal to its reference shares every item at its own
+        position: m = 1..len, which :meth:`pairs` and :meth:`same_list_terms` use without a join.)"""
         return """
 SELECT p.request_id, CASE WHEN x.pos > y.pos THEN x.pos ELSE y.pos END AS m
 FROM pair_heads p JOIN topk x ON x.request_id = p.request_id
-JOIN topk y ON y.request_id = p.ref_id AND y.item_id = x.item_id"""
+JOIN topk y ON y.request_id = p.ref_id AND y.item_id = x.item_id
+WHERE p.same_list = 0"""
 
     def pairs(self) -> str:
         """The pairs with their common-item count and RBO (the RBO here orders the examples only)."""
         return """
 SELECT p.request_id, p.w, p.ref_id, p.len_a, p.len_b, p.same_ver, p.same_list,
-  count(c.m) AS n_common, coalesce(sum(rw.w), 0.0) AS rbo
+  CASE WHEN p.same_list = 1 THEN p.len_a ELSE count(c.m) END AS n_common,
+  CASE WHEN p.same_list = 1 THEN 1.0 ELSE coalesce(sum(rw.w), 0.0) END AS rbo
 FROM pair_heads p LEFT JOIN common c ON c.request_id = p.request_id
 LEFT JOIN rbo_w rw ON rw.m = c.m
   AND rw.s = CASE WHEN p.len_a < p.len_b THEN p.len_a ELSE p.len_b END
@@ -276,6 +285,14 @@ SELECT s.win, s.seg_field, s.seg_value, p.same_ver, c.m,
 FROM {seg} s JOIN pairs p ON p.request_id = s.request_id JOIN common c ON c.request_id = p.request_id
 GROUP BY s.win, s.seg_field, s.seg_value, p.same_ver, c.m,
   CASE WHEN p.len_a < p.len_b THEN p.len_a ELSE p.len_b END, CASE WHEN p.len_a < p.len_b THEN p.len_b ELSE p.len_a END"""
+
+    def same_list_terms(self, seg: str = "seg") -> str:
+        """How many pairs of equal lists there are of each length: each adds one common item at every
+        m = 1..len with s = l = len to :meth:`rbo_terms`' counts (summed in Python)."""
+        return f"""
+SELECT s.win, s.seg_field, s.seg_value, p.same_ver, p.len_a AS len, count(*) AS n
+FROM {seg} s JOIN pairs p ON p.request_id = s.request_id WHERE p.same_list = 1
+GROUP BY s.win, s.seg_field, s.seg_value, p.same_ver, p.len_a"""
 
     def jaccard_terms(self, seg: str = "seg") -> str:
         """How often each Jaccard value common / (|A| + |B| - common) occurs (see rbo_terms)."""

@@ -329,16 +329,18 @@ def _names(sql: str) -> list[str]:
 def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width: int, window: str, manifest: Any,
          examples: int) -> TraceSummary:
     backend.keep("req_items", plan.req_items())
-    backend.view("rq", plan.rq())
+    backend.keep("rq", plan.rq())  # (kept: every window x segment statement reads it)
     backend.keep("req_src", plan.req_src())
     backend.view("seg", plan.seg())
     presence = dict(zip(re.findall(r"\bAS\s+(\w+)", plan.presence()), backend.rows(plan.presence())[0]))
     tables: dict[str, dict[tuple[int, str, str], dict[str, Any]]] = {}
-    for key, sql in (("counts", plan.counts()), ("quantiles", plan.quantiles()), ("feedback", plan.feedback())):
+    for key, sql in (("counts", plan.counts()), ("feedback", plan.feedback())):
         tables[key] = _keyed(backend.rows(sql), _names(sql))
-    # the whole period: quantiles need their own pass; counts add up
-    backend.view("seg_all", plan.seg(period=True))
-    period_q = _keyed(backend.rows(plan.quantiles("seg_all")), _names(plan.quantiles()))
+    # quantiles per window, and over the whole period (win NULL) in the same pass; counts add up
+    q_rows = backend.rows(plan.quantiles())
+    q_names = _names(plan.quantiles())
+    tables["quantiles"] = _keyed([r for r in q_rows if r[0] is not None], q_names)
+    period_q = _keyed([(0,) + tuple(r[1:]) for r in q_rows if r[0] is None], q_names)
     if manifest is not None:
         pairs = backend.rows(plan.citation_pairs())
         backend.register("stale_pairs", _stale_pairs(pairs, manifest))
@@ -453,10 +455,20 @@ def _instability(backend: Any, plan: Plan) -> dict[tuple[int, str, str], dict[st
         d = out.setdefault(key, {})
         d[f"{kind}_n"] = int(row[4])
         d[f"{kind}_changed"] = int(row[5])
-    weights: dict[tuple[int, int, int], float] = {}
+    # how many common items have each weight w(m, s, l), per window, segment and kind: from the
+    # pairs whose lists differ (rbo_terms), plus m = 1..len of every pair of equal lists
+    counts: dict[tuple[tuple[int, str, str], str, int, int, int], int] = {}
     for row in backend.rows(plan.rbo_terms()):
         key, kind = slot(row)
         m, s_len, l_len, n = (int(x) for x in row[4:8])
+        counts[(key, kind, m, s_len, l_len)] = counts.get((key, kind, m, s_len, l_len), 0) + n
+    for row in backend.rows(plan.same_list_terms()):
+        key, kind = slot(row)
+        length, n = int(row[4]), int(row[5])
+        for m in range(1, length + 1):
+            counts[(key, kind, m, length, length)] = counts.get((key, kind, m, length, length), 0) + n
+    weights: dict[tuple[int, int, int], float] = {}
+    for (key, kind, m, s_len, l_len), n in counts.items():
         w = weights.get((m, s_len, l_len))
         if w is None:
             w = weights[(m, s_len, l_len)] = rbo_weight(m, s_len, l_len, plan.p)
