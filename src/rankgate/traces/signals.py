@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from .queries import LATENCY_Q, SCORE_Q, STAGES_MS, Plan
+from .queries import LATENCY_Q, QUANTILE_COLUMNS, SCORE_Q, STAGES_MS, Plan
 
 __all__ = ["SIGNALS", "SignalInfo", "SignalValue", "SourceFeedback", "TraceSummary", "parse_window",
            "summarize_traces"]
@@ -337,8 +337,8 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     for key, sql in (("counts", plan.counts()), ("feedback", plan.feedback())):
         tables[key] = _keyed(backend.rows(sql), _names(sql))
     # quantiles per window, and over the whole period (win NULL) in the same pass; counts add up
-    q_rows = backend.rows(plan.quantiles())
-    q_names = _names(plan.quantiles())
+    q_rows = _quantile_rows(backend.rows(plan.quantiles()))
+    q_names = [n for _, name, ps in QUANTILE_COLUMNS for n in [f"{name}_p{round(p * 100)}" for p in ps] + [f"{name}_n"]]
     tables["quantiles"] = _keyed([r for r in q_rows if r[0] is not None], q_names)
     period_q = _keyed([(0,) + tuple(r[1:]) for r in q_rows if r[0] is None], q_names)
     if manifest is not None:
@@ -437,6 +437,18 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     return TraceSummary(window_us=width, window=window, windows=windows, by=plan.by, values=tuple(values),
                         period=tuple(period), feedback_by_source=fb, retries_by_reason=retries, unstable=unstable,
                         low_confidence=low, stale_citations=stale, meta=meta, skipped=skipped)
+
+
+def _quantile_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows of :meth:`Plan.quantiles` with each array of levels spread into one value per level."""
+    out = []
+    for r in rows:
+        flat = list(r[:3])
+        for (_, _, ps), q, n in zip(QUANTILE_COLUMNS, r[3::2], r[4::2]):
+            flat += list(q) if q is not None else [None] * len(ps)
+            flat.append(n)
+        out.append(tuple(flat))
+    return out
 
 
 def _instability(backend: Any, plan: Plan) -> dict[tuple[int, str, str], dict[str, Any]]:
