@@ -23,6 +23,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static int get_buffer(PyObject *obj, Py_buffer *view, const char *name, Py_ssize_t itemsize, int writable) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
@@ -691,6 +694,600 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* gold remap (rankgate.goldset.remap): the tokens and shingles of ASCII texts, and the (old, new)
+ * text pairs that share rare shingles.
+ *
+ * A text's tokens are its maximal runs of ASCII letters and digits, lower-cased. For a text whose
+ * bytes are all ASCII that is exactly what remap's arrow path gives (utf8_lower, then a split at
+ * [^\p{L}\p{N}]+, empty strings dropped: the only letters and digits below 0x80 are A-Z, a-z and
+ * 0-9, and lower-casing ASCII changes only A-Z). A text holding any byte >= 0x80 is not read here:
+ * its count is -1 and the caller tokenises it with arrow, whose Unicode rules stay the only ones.
+ * Texts come as an arrow string array's int32 offsets (n + 1 of them; they need not start at 0) and
+ * its data buffer; a null text must have been filled with "" by the caller. */
+
+static unsigned char tok_class[256]; /* 0: separator; 1: a byte >= 0x80; else the byte lower-cased */
+
+static void init_tok_class(void) {
+    for (int c = 0; c < 256; c++) {
+        if (c >= 0x80) tok_class[c] = 1;
+        else if (c >= 'A' && c <= 'Z') tok_class[c] = (unsigned char)(c + 32);
+        else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) tok_class[c] = (unsigned char)c;
+        else tok_class[c] = 0;
+    }
+}
+
+/* The texts' offsets and data; sets *n and *longest (bytes of the longest text). */
+static int get_texts(PyObject *o_off, PyObject *o_data, Py_buffer *off, Py_buffer *data, Py_ssize_t *n,
+                     Py_ssize_t *longest) {
+    if (get_buffer(o_off, off, "offsets", 4, 0) < 0) return -1;
+    if (get_buffer(o_data, data, "data", 1, 0) < 0) {
+        PyBuffer_Release(off);
+        return -1;
+    }
+    const int32_t *o = (const int32_t *)off->buf;
+    *n = off->len / 4 - 1;
+    *longest = 0;
+    int ok = *n >= 0 && o[0] >= 0 && (Py_ssize_t)o[*n] <= data->len;
+    for (Py_ssize_t i = 0; ok && i < *n; i++) {
+        if (o[i + 1] < o[i]) ok = 0;
+        else if (o[i + 1] - o[i] > *longest) *longest = o[i + 1] - o[i];
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "texts: offsets out of range");
+        PyBuffer_Release(off);
+        PyBuffer_Release(data);
+        return -1;
+    }
+    return 0;
+}
+
+/* ascii_tokens(offsets, data, counts_out) -> (token_offsets, token_data): the tokens of every ASCII
+ * text, lower-cased, as the buffers of an arrow string array (int32 offsets, then bytes), in text
+ * order; counts_out (int64, one per text) gets each text's number of tokens, -1 for a text that is
+ * not ASCII (it adds no tokens). */
+static PyObject *ascii_tokens(PyObject *self, PyObject *args) {
+    PyObject *o_off, *o_data, *o_counts;
+    if (!PyArg_ParseTuple(args, "OOO", &o_off, &o_data, &o_counts)) return NULL;
+    Py_buffer off, data, counts;
+    Py_ssize_t n, longest;
+    if (get_texts(o_off, o_data, &off, &data, &n, &longest) < 0) return NULL;
+    PyObject *toff = NULL, *tdata = NULL, *result = NULL;
+    if (get_buffer(o_counts, &counts, "counts_out", 8, 1) < 0) goto release;
+    if (counts.len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "ascii_tokens: counts_out must have one item per text");
+        goto done;
+    }
+    const int32_t *o = (const int32_t *)off.buf;
+    const unsigned char *d = (const unsigned char *)data.buf;
+    int64_t *cnt = (int64_t *)counts.buf;
+    const Py_ssize_t used = n ? (Py_ssize_t)o[n] - (Py_ssize_t)o[0] : 0;
+    const Py_ssize_t most = used / 2 + n + 1; /* a token is at least one byte, then a separator or the end */
+    toff = PyBytes_FromStringAndSize(NULL, (most + 1) * 4);
+    tdata = PyBytes_FromStringAndSize(NULL, used);
+    if (!toff || !tdata) goto done;
+    int32_t *to = (int32_t *)PyBytes_AS_STRING(toff);
+    unsigned char *td = (unsigned char *)PyBytes_AS_STRING(tdata);
+    Py_ssize_t nt = 0;
+    int32_t pos = 0;
+    to[0] = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_ssize_t nt0 = nt;
+        const int32_t pos0 = pos;
+        int in = 0, bad = 0;
+        for (int32_t k = o[i]; k < o[i + 1]; k++) {
+            const unsigned char c = tok_class[d[k]];
+            if (c > 1) {
+                td[pos++] = c;
+                in = 1;
+            } else if (c == 1) {
+                bad = 1;
+                break;
+            } else if (in) {
+                to[++nt] = pos;
+                in = 0;
+            }
+        }
+        if (bad) {
+            nt = nt0;
+            pos = pos0;
+            cnt[i] = -1;
+            continue;
+        }
+        if (in) to[++nt] = pos;
+        cnt[i] = nt - nt0;
+    }
+    Py_END_ALLOW_THREADS
+    if (_PyBytes_Resize(&toff, (nt + 1) * 4) < 0 || _PyBytes_Resize(&tdata, pos) < 0) goto done;
+    result = PyTuple_Pack(2, toff, tdata);
+done:
+    PyBuffer_Release(&counts);
+release:
+    Py_XDECREF(toff);
+    Py_XDECREF(tdata);
+    PyBuffer_Release(&off);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* A growing int64 array (for outputs whose length is known only at the end). */
+typedef struct {
+    int64_t *v;
+    size_t n, cap;
+} i64vec_t;
+
+static int i64vec_push(i64vec_t *a, int64_t x) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 1024;
+        int64_t *v = (int64_t *)realloc(a->v, cap * sizeof(int64_t));
+        if (!v) return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+static PyObject *i64vec_bytes(i64vec_t *a) {
+    return PyBytes_FromStringAndSize(a->v ? (const char *)a->v : "", (Py_ssize_t)(a->n * sizeof(int64_t)));
+}
+
+/* A token's first 8 bytes as one word (zero-padded), and a hash of all its bytes. tok_word reads
+ * only the token; tok_word8 the same from a buffer with 8 readable bytes past the token. */
+static inline uint64_t tok_word(const unsigned char *p, int32_t len) {
+    uint64_t w = 0;
+    for (int32_t k = 0; k < len && k < 8; k++) w |= (uint64_t)p[k] << (8 * k);
+    return w;
+}
+
+static inline uint64_t tok_word8(const unsigned char *p, int32_t len) {
+    uint64_t w = 0;
+    for (int k = 0; k < 8; k++) w |= (uint64_t)p[k] << (8 * k); /* one load on little- and big-endian */
+    return len >= 8 ? w : w & ((1ULL << (8 * len)) - 1);
+}
+
+static inline uint64_t tok_hash_of(uint64_t first, const unsigned char *p, int32_t len, int padded) {
+    uint64_t h = mix64(first ^ ((uint64_t)len * 0x9E3779B97F4A7C15ULL));
+    for (int32_t k = 8; k < len; k += 8) h = mix64(h ^ (padded ? tok_word8(p + k, len - k) : tok_word(p + k, len - k)));
+    return h;
+}
+
+/* a bit of the filter: the top bits of another multiplicative hash (the tables use mix64's low bits) */
+#define FILTER_BIT(h, shift) ((size_t)(((h) * 0x9E3779B97F4A7C15ULL) >> (64 - (shift))))
+
+typedef struct {
+    uint64_t word; /* the token's first 8 bytes */
+    int32_t len;
+    int32_t id; /* -1: empty */
+} vocslot_t;
+
+typedef struct {
+    int64_t key;
+    int32_t at; /* -1: empty */
+    int32_t df; /* finds so far (kept here: the slot is in cache when a find counts) */
+} keyslot_t;
+
+/* A large table, on huge pages where the system gives them on request: a random read then rarely
+ * misses the TLB, and the table takes fewer page faults. Freed with free(). */
+static void *table_alloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)1 << 21;
+    if (bytes >= huge) {
+        void *p = NULL;
+        if (posix_memalign(&p, huge, (bytes + huge - 1) & ~(huge - 1)) != 0) return NULL;
+        madvise(p, (bytes + huge - 1) & ~(huge - 1), MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return malloc(bytes ? bytes : 1);
+}
+
+enum { SCAN_BLOCK_BYTES = 16384, SCAN_BLOCK_TEXTS = 1024 };
+
+/* shingle_scan(offsets, data, vocab_offsets, vocab_data, V, uniq, tokens_out, found_out, df) -> bytes
+ *
+ * Every shingle of every ASCII text, keyed as remap's _keys keys it: tokens are numbered by the
+ * vocabulary (an arrow string array's offsets and data, distinct strings; a token outside it is
+ * V - 2), a shingle of tokens a, b, c is (a * V + b) * V + c, and a text of one or two tokens has one
+ * shingle padded with V - 1. The caller ensures V**3 fits an int64. uniq None: the bytes hold every
+ * shingle's key, in text order. uniq (int64 keys, distinct): they hold, for every shingle found in
+ * uniq, its position there, in text order, and df (int64, one per uniq key, or None) gets each
+ * key's finds added (at most 2**31 - 1 of them per call). tokens_out: each text's number of tokens (-1: not ASCII, not read); found_out: how many
+ * values each text added.
+ *
+ * Texts are read a block (~16 KB) at a time, in phases (tokens, their numbers, shingle keys and the
+ * filter, table lookups), each phase requesting (prefetching) the table entries the next one reads:
+ * the lookups are independent, so the memory waits overlap instead of adding up. */
+static PyObject *shingle_scan(PyObject *self, PyObject *args) {
+    PyObject *o_off, *o_data, *o_voff, *o_vdata, *o_uniq, *o_tokens, *o_found, *o_df;
+    long long V;
+    if (!PyArg_ParseTuple(args, "OOOOLOOOO", &o_off, &o_data, &o_voff, &o_vdata, &V, &o_uniq, &o_tokens, &o_found,
+                          &o_df))
+        return NULL;
+    Py_buffer off, data, voff, vdata, uniq, tokens, found, df;
+    Py_ssize_t n, longest, nv, vlongest;
+    int have_uniq = o_uniq != Py_None, have_df = o_df != Py_None;
+    int got = 0; /* views held beyond the texts: 1 vocab, 2 uniq, 3 tokens, 4 found, 5 df */
+    PyObject *result = NULL;
+    vocslot_t *vslots = NULL;
+    keyslot_t *kslots = NULL;
+    uint64_t *bits = NULL, *th = NULL, *sh = NULL;
+    int64_t *ids = NULL, *keys = NULL, *tstart = NULL, *sstart = NULL;
+    int32_t *tpos = NULL, *tlen = NULL;
+    unsigned char *lower = NULL;
+    PyObject *outb = NULL; /* the result, allocated for every shingle there can be, cut to size at the end */
+    if (get_texts(o_off, o_data, &off, &data, &n, &longest) < 0) return NULL;
+    if (get_texts(o_voff, o_vdata, &voff, &vdata, &nv, &vlongest) < 0) goto done;
+    got = 1;
+    if (have_uniq) {
+        if (get_buffer(o_uniq, &uniq, "uniq", 8, 0) < 0) goto done;
+    }
+    got = 2;
+    if (get_buffer(o_tokens, &tokens, "tokens_out", 8, 1) < 0) goto done;
+    got = 3;
+    if (get_buffer(o_found, &found, "found_out", 8, 1) < 0) goto done;
+    got = 4;
+    if (have_df) {
+        if (get_buffer(o_df, &df, "df", 8, 1) < 0) goto done;
+    }
+    got = 5;
+    const Py_ssize_t nu = have_uniq ? uniq.len / 8 : 0;
+    if (tokens.len / 8 != n || found.len / 8 != n || (have_df && (!have_uniq || df.len / 8 != nu)) || V < nv + 2 ||
+        V > 2097151 || nv >= INT32_MAX || nu >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "shingle_scan: inconsistent shapes or V");
+        goto done;
+    }
+    const int32_t *o = (const int32_t *)off.buf, *vo = (const int32_t *)voff.buf;
+    const unsigned char *d = (const unsigned char *)data.buf, *vd = (const unsigned char *)vdata.buf;
+    const int64_t *uk = have_uniq ? (const int64_t *)uniq.buf : NULL;
+    int64_t *tok_n = (int64_t *)tokens.buf, *found_n = (int64_t *)found.buf;
+    int64_t *dfv = have_df ? (int64_t *)df.buf : NULL;
+    const int64_t foreign = V - 2, pad = V - 1;
+    /* the vocabulary: open addressing on the token hash, each slot holding the token's first 8 bytes */
+    size_t vmask = 16;
+    while (vmask < (size_t)nv * 2) vmask <<= 1;
+    vmask -= 1;
+    /* the keys to find: open addressing on mix64, behind a bit filter (8 bits per key) that rules
+     * most absent keys out with one read of a smaller table */
+    size_t kmask = 16;
+    int fshift = 6; /* the filter has 2**fshift bits */
+    if (have_uniq) {
+        while (kmask < (size_t)nu * 2) kmask <<= 1;
+        while (((size_t)1 << fshift) < (size_t)nu * 8) fshift++;
+    }
+    kmask -= 1;
+    /* a block: texts until SCAN_BLOCK_BYTES are passed (or SCAN_BLOCK_TEXTS texts); a text of L bytes
+     * has at most (L + 1) / 2 tokens and no more shingles than tokens */
+    const size_t block_bytes = (size_t)SCAN_BLOCK_BYTES + (size_t)longest;
+    const size_t most = block_bytes / 2 + SCAN_BLOCK_TEXTS + 2;
+    vslots = (vocslot_t *)table_alloc((vmask + 1) * sizeof(vocslot_t));
+    ids = (int64_t *)malloc(most * sizeof(int64_t));
+    keys = (int64_t *)malloc(most * sizeof(int64_t));
+    th = (uint64_t *)malloc(most * sizeof(uint64_t));
+    sh = (uint64_t *)malloc(most * sizeof(uint64_t));
+    tpos = (int32_t *)malloc(most * sizeof(int32_t));
+    tlen = (int32_t *)malloc(most * sizeof(int32_t));
+    tstart = (int64_t *)malloc((SCAN_BLOCK_TEXTS + 1) * sizeof(int64_t));
+    sstart = (int64_t *)malloc((SCAN_BLOCK_TEXTS + 1) * sizeof(int64_t));
+    lower = (unsigned char *)calloc(block_bytes + 8, 1);
+    if (have_uniq) {
+        kslots = (keyslot_t *)table_alloc((kmask + 1) * sizeof(keyslot_t));
+        bits = (uint64_t *)calloc(((size_t)1 << fshift) / 64, sizeof(uint64_t));
+    }
+    /* every shingle there can be; pages never written are never mapped */
+    const Py_ssize_t bound = n ? ((Py_ssize_t)o[n] - (Py_ssize_t)o[0] + n) / 2 + n : 0;
+    outb = PyBytes_FromStringAndSize(NULL, bound * 8);
+    if (!outb) goto done;
+    int64_t *outv = (int64_t *)PyBytes_AS_STRING(outb);
+    Py_ssize_t n_out = 0;
+    if (!vslots || !ids || !keys || !th || !sh || !tpos || !tlen || !tstart || !sstart || !lower ||
+        (have_uniq && (!kslots || !bits))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t q = 0; q <= vmask; q++) vslots[q].id = -1;
+    for (Py_ssize_t v = 0; v < nv; v++) {
+        const int32_t len = vo[v + 1] - vo[v];
+        const uint64_t first = tok_word(vd + vo[v], len);
+        size_t q = (size_t)tok_hash_of(first, vd + vo[v], len, 0) & vmask;
+        while (vslots[q].id >= 0) q = (q + 1) & vmask;
+        vslots[q].word = first;
+        vslots[q].len = len;
+        vslots[q].id = (int32_t)v;
+    }
+    if (have_uniq) {
+        for (size_t q = 0; q <= kmask; q++) kslots[q].at = -1;
+        for (Py_ssize_t u = 0; u < nu; u++) {
+            const uint64_t h = mix64((uint64_t)uk[u]);
+            const size_t f = FILTER_BIT(h, fshift);
+            bits[f >> 6] |= 1ULL << (f & 63);
+            size_t q = (size_t)h & kmask;
+            while (kslots[q].at >= 0 && kslots[q].key != uk[u]) q = (q + 1) & kmask;
+            kslots[q].key = uk[u];
+            kslots[q].at = (int32_t)u;
+            kslots[q].df = 0;
+        }
+    }
+    for (Py_ssize_t i0 = 0, i1; i0 < n; i0 = i1) {
+        /* 1. the block's tokens, lower-cased into `lower`, and their hashes; vocabulary slots requested */
+        Py_ssize_t t = 0;
+        int32_t at = 0;
+        for (i1 = i0; i1 < n && i1 - i0 < SCAN_BLOCK_TEXTS && (size_t)at < SCAN_BLOCK_BYTES; i1++) {
+            const Py_ssize_t t0 = t;
+            const int32_t at0 = at;
+            int32_t len = 0;
+            int ascii = 1;
+            tstart[i1 - i0] = t;
+            for (int32_t k = o[i1];; k++) {
+                const unsigned char c = k < o[i1 + 1] ? tok_class[d[k]] : 0;
+                if (c > 1) {
+                    lower[at + len++] = c;
+                    continue;
+                }
+                if (c == 1) {
+                    ascii = 0;
+                    break;
+                }
+                if (len) {
+                    tpos[t] = at;
+                    tlen[t] = len;
+                    th[t] = tok_hash_of(tok_word8(lower + at, len), lower + at, len, 1);
+                    __builtin_prefetch(&vslots[th[t] & vmask]);
+                    t++;
+                    at += len;
+                    len = 0;
+                }
+                if (k >= o[i1 + 1]) break;
+            }
+            if (!ascii) { /* not read here: the caller's arrow path */
+                t = t0;
+                at = at0;
+                tok_n[i1] = -1;
+            } else {
+                tok_n[i1] = t - t0;
+            }
+        }
+        tstart[i1 - i0] = t;
+        /* 2. their numbers in the vocabulary */
+        for (Py_ssize_t s = 0; s < t; s++) {
+            const unsigned char *w = lower + tpos[s];
+            const int32_t l = tlen[s];
+            const uint64_t word = tok_word8(w, l);
+            int64_t id = foreign;
+            for (size_t q = th[s] & vmask; vslots[q].id >= 0; q = (q + 1) & vmask) {
+                const vocslot_t *e = &vslots[q];
+                if (e->word == word && e->len == l && (l <= 8 || memcmp(vd + vo[e->id] + 8, w + 8, (size_t)l - 8) == 0)) {
+                    id = e->id;
+                    break;
+                }
+            }
+            ids[s] = id;
+        }
+        /* 3. the shingles' keys, text by text; with uniq, their hashes, filter words requested */
+        Py_ssize_t ns = 0;
+        for (Py_ssize_t k = 0; k < i1 - i0; k++) {
+            sstart[k] = ns;
+            const int64_t *x = ids + tstart[k];
+            const Py_ssize_t tn = tstart[k + 1] - tstart[k];
+            const Py_ssize_t n_sh = tn >= 3 ? tn - 2 : (tn > 0);
+            for (Py_ssize_t s = 0; s < n_sh; s++) {
+                const int64_t a = x[s], b = s + 1 < tn ? x[s + 1] : pad, c = s + 2 < tn ? x[s + 2] : pad;
+                keys[ns] = (a * V + b) * V + c;
+                if (have_uniq) {
+                    sh[ns] = mix64((uint64_t)keys[ns]);
+                    __builtin_prefetch(&bits[FILTER_BIT(sh[ns], fshift) >> 6]);
+                }
+                ns++;
+            }
+        }
+        sstart[i1 - i0] = ns;
+        if (!have_uniq) {
+            for (Py_ssize_t k = 0; k < i1 - i0; k++) found_n[i0 + k] = sstart[k + 1] - sstart[k];
+            memcpy(outv + n_out, keys, (size_t)ns * sizeof(int64_t));
+            n_out += ns;
+            continue;
+        }
+        /* 4. the filter; table slots of the shingles that pass requested (sh[s] = 0 marks a miss) */
+        for (Py_ssize_t s = 0; s < ns; s++) {
+            const size_t f = FILTER_BIT(sh[s], fshift);
+            if ((bits[f >> 6] >> (f & 63)) & 1) {
+                sh[s] = ((size_t)sh[s] & kmask) + 1;
+                __builtin_prefetch(&kslots[sh[s] - 1]);
+            } else {
+                sh[s] = 0;
+            }
+        }
+        /* 5. the lookups, in text order */
+        for (Py_ssize_t k = 0; k < i1 - i0; k++) {
+            const Py_ssize_t before = n_out;
+            for (Py_ssize_t s = sstart[k]; s < sstart[k + 1]; s++) {
+                if (!sh[s]) continue;
+                for (size_t q = (size_t)sh[s] - 1; kslots[q].at >= 0; q = (q + 1) & kmask) {
+                    if (kslots[q].key == keys[s]) {
+                        outv[n_out++] = kslots[q].at;
+                        if (kslots[q].df < INT32_MAX) kslots[q].df++; /* only df <= MAX_DF matters */
+                        break;
+                    }
+                }
+            }
+            found_n[i0 + k] = n_out - before;
+        }
+    }
+    if (dfv) {
+        for (size_t q = 0; q <= kmask; q++) {
+            if (kslots[q].at >= 0) dfv[kslots[q].at] += kslots[q].df;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (_PyBytes_Resize(&outb, n_out * 8) == 0) { /* a shrink: the allocator keeps the pages in place */
+        result = outb;
+        outb = NULL;
+    }
+done:
+    free(vslots);
+    free(kslots);
+    free(bits);
+    free(th);
+    free(sh);
+    free(ids);
+    free(keys);
+    free(tstart);
+    free(sstart);
+    free(tpos);
+    free(tlen);
+    free(lower);
+    Py_XDECREF(outb);
+    if (got >= 5 && have_df) PyBuffer_Release(&df);
+    if (got >= 4) PyBuffer_Release(&found);
+    if (got >= 3) PyBuffer_Release(&tokens);
+    if (got >= 2 && have_uniq) PyBuffer_Release(&uniq);
+    if (got >= 1) {
+        PyBuffer_Release(&voff);
+        PyBuffer_Release(&vdata);
+    }
+    PyBuffer_Release(&off);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* pair_hits(found, hit_pos, rare, old_inv, old_text, old_tokens, new_tokens, shingle, piece, pure)
+ *   -> (old, new) bytes (int64)
+ *
+ * The (old text, new text) pairs that share rare shingles at enough positions to be candidates:
+ * with hits the number of pairs of their positions holding the same rare shingle, a pair is kept when
+ * shingle * hits >= piece * old_tokens[old] or shingle * hits >= pure * new_tokens[new] (remap's
+ * _enough, compared in double precision as numpy compares them). found (int64, one per new text) says
+ * how many of hit_pos (positions of shingles in uniq, in text order, as shingle_scan gives them)
+ * belong to each new text; rare (uint8, one per uniq shingle) marks the shingles to follow; old_inv
+ * and old_text hold, for every shingle position of the old texts, its shingle (position in uniq) and
+ * its old text. Pairs come new text by new text, each new text's in no particular order. */
+static PyObject *pair_hits(PyObject *self, PyObject *args) {
+    enum { FOUND, POS, RARE, INV, OTEXT, OTOK, NTOK, NBUF };
+    PyObject *objs[NBUF];
+    long long shingle;
+    double piece, pure;
+    if (!PyArg_ParseTuple(args, "OOOOOOOLdd", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &shingle, &piece, &pure))
+        return NULL;
+    static const char *names[NBUF] = {"found", "hit_pos", "rare", "old_inv", "old_text", "old_tokens", "new_tokens"};
+    Py_buffer v[NBUF];
+    int got = 0;
+    PyObject *result = NULL, *a = NULL, *b = NULL;
+    typedef struct {
+        int32_t text; /* the new text whose pairs are being counted */
+        int32_t hits;
+    } count_t;
+    int64_t *start = NULL, *post = NULL, *touched = NULL, *ranges = NULL;
+    count_t *stamp = NULL;
+    i64vec_t po = {NULL, 0, 0}, pn = {NULL, 0, 0};
+    for (; got < NBUF; got++) {
+        if (get_buffer(objs[got], &v[got], names[got], got == RARE ? 1 : 8, 0) < 0) goto done;
+    }
+    const int64_t *fnd = (const int64_t *)v[FOUND].buf, *hp = (const int64_t *)v[POS].buf;
+    const unsigned char *rare = (const unsigned char *)v[RARE].buf;
+    const int64_t *inv = (const int64_t *)v[INV].buf, *otx = (const int64_t *)v[OTEXT].buf;
+    const int64_t *otok = (const int64_t *)v[OTOK].buf, *ntok = (const int64_t *)v[NTOK].buf;
+    const Py_ssize_t n_new = v[FOUND].len / 8, nh = v[POS].len / 8, nu = v[RARE].len, m = v[INV].len / 8;
+    const Py_ssize_t n_old = v[OTOK].len / 8;
+    int ok = v[OTEXT].len / 8 == m && v[NTOK].len / 8 == n_new && n_new < INT32_MAX && m < INT32_MAX;
+    Py_ssize_t total = 0, most = 0;
+    for (Py_ssize_t j = 0; ok && j < n_new; j++) {
+        ok = fnd[j] >= 0;
+        total += fnd[j];
+        if (fnd[j] > most) most = fnd[j];
+    }
+    ok = ok && total == nh;
+    for (Py_ssize_t h = 0; ok && h < nh; h++) ok = hp[h] >= 0 && hp[h] < nu;
+    for (Py_ssize_t k = 0; ok && k < m; k++) ok = inv[k] >= 0 && inv[k] < nu && otx[k] >= 0 && otx[k] < n_old;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "pair_hits: inconsistent shapes or values out of range");
+        goto done;
+    }
+    start = (int64_t *)calloc((size_t)nu + 1, sizeof(int64_t));
+    post = (int64_t *)malloc(((size_t)m + 1) * sizeof(int64_t));
+    stamp = (count_t *)malloc(((size_t)n_old + 1) * sizeof(count_t));
+    touched = (int64_t *)malloc(((size_t)n_old + 1) * sizeof(int64_t));
+    ranges = (int64_t *)malloc(((size_t)most + 1) * 2 * sizeof(int64_t));
+    if (!start || !post || !stamp || !touched || !ranges) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* the old texts of each rare shingle (a counting sort of the old positions by shingle) */
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (rare[inv[k]]) start[inv[k] + 1]++;
+    }
+    for (Py_ssize_t u = 0; u < nu; u++) start[u + 1] += start[u];
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (rare[inv[k]]) post[start[inv[k]]++] = otx[k];
+    }
+    for (Py_ssize_t u = nu; u > 0; u--) start[u] = start[u - 1]; /* back to the starts */
+    start[0] = 0;
+    for (Py_ssize_t o = 0; o < n_old; o++) stamp[o].text = -1;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t j = 0; j < n_new && !bad; j++) {
+        /* the postings of this text's rare shingles: their bounds requested, then read */
+        const int64_t *hj = hp + at;
+        const Py_ssize_t nh_j = fnd[j];
+        at += nh_j;
+        for (Py_ssize_t h = 0; h < nh_j; h++) __builtin_prefetch(&start[hj[h]]);
+        Py_ssize_t nr = 0;
+        for (Py_ssize_t h = 0; h < nh_j; h++) {
+            const int64_t lo = start[hj[h]], hi = start[hj[h] + 1];
+            if (lo == hi) continue; /* not rare (or in no old text) */
+            __builtin_prefetch(&post[lo]);
+            ranges[2 * nr] = lo;
+            ranges[2 * nr + 1] = hi;
+            nr++;
+        }
+        Py_ssize_t nt = 0;
+        for (Py_ssize_t r = 0; r < nr; r++) {
+            for (int64_t k = ranges[2 * r]; k < ranges[2 * r + 1]; k++) {
+                const int64_t o = post[k];
+                if (stamp[o].text != (int32_t)j) {
+                    stamp[o].text = (int32_t)j;
+                    stamp[o].hits = 0;
+                    touched[nt++] = o;
+                }
+                if (stamp[o].hits < INT32_MAX) stamp[o].hits++; /* capped: far past any threshold */
+            }
+        }
+        const double by_new = pure * (double)ntok[j];
+        for (Py_ssize_t k = 0; k < nt; k++) {
+            const int64_t o = touched[k];
+            const double carried = (double)(shingle * (int64_t)stamp[o].hits);
+            if (!(carried >= piece * (double)otok[o] || carried >= by_new)) continue;
+            if (i64vec_push(&po, o) < 0 || i64vec_push(&pn, (int64_t)j) < 0) {
+                bad = 1;
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    a = i64vec_bytes(&po);
+    b = i64vec_bytes(&pn);
+    if (a && b) result = PyTuple_Pack(2, a, b);
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    free(start);
+    free(post);
+    free(stamp);
+    free(touched);
+    free(ranges);
+    free(po.v);
+    free(pn.v);
+    while (got > 0) PyBuffer_Release(&v[--got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"join_grades", join_grades, METH_VARARGS,
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
@@ -703,9 +1300,20 @@ static PyMethodDef methods[] = {
     {"rank_permutation", rank_permutation, METH_VARARGS,
      "rank_permutation(query, n_queries, score, id_offsets, id_data, out): the ranking rule as a permutation"},
     {"draw_indices", draw_indices, METH_VARARGS, "draw_indices(sfc64_state, n, out): the stream's first indices"},
+    {"ascii_tokens", ascii_tokens, METH_VARARGS,
+     "ascii_tokens(offsets, data, counts_out) -> (token_offsets, token_data): remap's tokens of ASCII texts"},
+    {"shingle_scan", shingle_scan, METH_VARARGS,
+     "shingle_scan(offsets, data, vocab_offsets, vocab_data, V, uniq, tokens_out, found_out, df) -> bytes: "
+     "remap's shingle keys of ASCII texts, or their positions in uniq"},
+    {"pair_hits", pair_hits, METH_VARARGS,
+     "pair_hits(found, hit_pos, rare, old_inv, old_text, old_tokens, new_tokens, shingle, piece, pure) -> (old, new): "
+     "remap's candidate pairs"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernels(void) {
+    init_tok_class();
+    return PyModule_Create(&module);
+}

@@ -102,8 +102,8 @@ class Remap:
 _SPLIT = r"[^\p{L}\p{N}]+"
 
 
-def _token_lists(texts: Any) -> Any:
-    """Arrow list array of the tokens of each text (see module docs), empty strings removed."""
+def _string_array(texts: Any) -> Any:
+    """``texts`` as one arrow string array (int32 offsets), nulls read as ``""``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -112,7 +112,32 @@ def _token_lists(texts: Any) -> Any:
         arr = arr.combine_chunks()
     if pa.types.is_large_string(arr.type):
         arr = arr.cast(pa.string())
-    return pc.split_pattern_regex(pc.utf8_lower(pc.fill_null(arr, "")), pattern=_SPLIT)
+    return pc.fill_null(arr, "") if arr.null_count else arr
+
+
+def _token_lists(texts: Any) -> Any:
+    """Arrow list array of the tokens of each text (see module docs), empty strings removed."""
+    import pyarrow.compute as pc
+
+    return pc.split_pattern_regex(pc.utf8_lower(_string_array(texts)), pattern=_SPLIT)
+
+
+def _kernels() -> Any:
+    """The compiled remap kernels (``_kernels.c``), or None: then arrow and numpy do the same work."""
+    from .._accel import kernels
+
+    return kernels if kernels is not None and hasattr(kernels, "shingle_scan") else None
+
+
+def _buffers(arr: Any) -> tuple[Any, Any]:
+    """The int32 offsets (numpy, one more than texts) and the data buffer of an arrow string array
+    without nulls, for the kernels."""
+    import numpy as np
+
+    _, offsets, data = arr.buffers()
+    off = np.frombuffer(offsets, dtype=np.int32, count=arr.offset + len(arr) + 1)[arr.offset:] if len(arr) else \
+        np.zeros(1, dtype=np.int32)
+    return off, (data if data is not None else b"")
 
 
 def tokenize(texts: Sequence[str | None]) -> list[list[str]]:
@@ -175,10 +200,21 @@ def candidates_reference(old_texts: Sequence[str | None], new_texts: Sequence[st
 
 
 def _tokens(texts: Any) -> tuple[Any, Any]:
-    """The non-empty tokens of ``texts`` (one arrow string array) and each text's number of them."""
+    """The non-empty tokens of ``texts`` (one arrow string array) and each text's number of them.
+    With the kernels, texts that are all ASCII are cut in C (the same tokens: ``_kernels.c``); if any
+    text is not, all of them go through arrow's Unicode rules."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
+    kern = _kernels()
+    if kern is not None:
+        arr = _string_array(texts)
+        counts = np.empty(len(arr), dtype=np.int64)
+        t_off, t_data = kern.ascii_tokens(*_buffers(arr), counts)
+        if not len(counts) or counts.min() >= 0:
+            flat = pa.StringArray.from_buffers(len(t_off) // 4 - 1, pa.py_buffer(t_off), pa.py_buffer(t_data))
+            return flat, counts
     lists = _token_lists(texts)
     flat = pc.list_flatten(lists)
     parent = pc.list_parent_indices(lists).to_numpy()
@@ -277,14 +313,18 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
     old_inv = old_inv.reshape(-1)
     # A bit table of the old shingles' hashes rules most new shingles out with one memory read each;
     # only those that pass are looked up in ``uniq``, by a hash join (a binary search over millions
-    # of keys per shingle, at random places in memory, took most of the run at 1M chunks).
+    # of keys per shingle, at random places in memory, took most of the run at 1M chunks). Built when
+    # first needed (the compiled scan has its own).
     bits = _HASH_BITS if len(uniq) > 1 << 16 else 20
-    table = np.zeros(1 << bits, dtype=bool)
-    table[_slot(uniq, bits)] = True
-    value_set = pa.array(uniq)
+    lookup: list[Any] = []  # the bit table and the arrow value set
 
     def found_in_old(new_code: Any, new_text: Any) -> tuple[Any, Any]:
         """The new shingles that are old shingles: their text, and their place in ``uniq``."""
+        if not lookup:
+            table = np.zeros(1 << bits, dtype=bool)
+            table[_slot(uniq, bits)] = True
+            lookup.extend((table, pa.array(uniq)))
+        table, value_set = lookup
         maybe = np.flatnonzero(table[_slot(new_code, bits)])
         if not len(uniq) or not len(maybe):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -293,8 +333,45 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
         ok = pos >= 0
         return new_text[maybe[ok]], pos[ok]
 
+    kern = None if whole else _kernels()
+    if kern is not None:  # the compiled scan: no batches (it keeps only the shingles found in old texts)
+        cands, found_new, n_counts = _pairs_compiled(kern, new_texts, vocab, V, uniq, old_inv, old_text, o_counts,
+                                                     codes, found_in_old, max(1, batch or BATCH))
+    else:
+        cands, found_new = _pairs_batched(new_texts, V, uniq, old_inv, old_text, o_counts, n_counts, codes,
+                                          found_in_old, batches, whole, max(1, batch or BATCH))
+    lookup.clear()  # the bit table's memory back (found_in_old is done)
+    pn = np.concatenate(found_new) if found_new else np.zeros(0, dtype=np.int64)
+    olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), o_counts)
+    wanted = np.unique(pn)
+    # the candidate texts' own shingles, keyed as above
+    if whole:  # pair numbers hold only within one keying: take them from it
+        key, text_of = batches[0]
+        mark = np.zeros(max(n_new, 1), dtype=bool)
+        mark[wanted] = True
+        sel = mark[text_of]
+        news = _texts_of(text_of[sel], key[sel], wanted, n_counts)
+    elif len(wanted) and kern is not None:
+        news = _own_shingles_compiled(kern, _string_array(new_texts).take(pa.array(wanted)), vocab, V, codes)
+    elif len(wanted):
+        ids, counts = codes(new_texts.take(pa.array(wanted)))
+        key, text_of = _keys(ids, counts, V)
+        news = _texts_of(text_of, key, np.arange(len(wanted), dtype=np.int64), counts)
+    else:
+        news = []
+    return olds, dict(zip(wanted.tolist(), news)), cands
+
+
+def _pairs_batched(new_texts: Any, V: int, uniq: Any, old_inv: Any, old_text: Any, o_counts: Any, n_counts: Any,
+                   codes: Any, found_in_old: Any, batches: list[tuple[Any, Any]], whole: bool, step: int
+                   ) -> tuple[list[list[int]], list[Any]]:
+    """The candidate pairs, numpy and arrow only: the new corpus keyed ``step`` texts at a time (or
+    already keyed, in ``batches``), each batch's shingles found among the old ones, then the hits on
+    rare shingles joined with the old postings. Fills ``n_counts``."""
+    import numpy as np
+
+    n_old, n_new = len(o_counts), len(n_counts)
     hit_text, hit_at = [], []
-    step = max(1, batch or BATCH)
     for b0 in range(0, 0 if whole else n_new, step):
         ids, counts = codes(new_texts.slice(b0, min(step, n_new - b0)))
         n_counts[b0:b0 + len(counts)] = counts
@@ -306,7 +383,6 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
         t, at = found_in_old(key, text_of)
         hit_text.append(t)
         hit_at.append(at)
-    table = np.zeros(0, dtype=bool)  # the bit table's memory back (found_in_old is done)
     df = np.zeros(len(uniq), dtype=np.int64)  # occurrences in the new corpus of each old shingle
     for at in hit_at:
         df += np.bincount(at, minlength=len(uniq))
@@ -333,23 +409,77 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
             cands[o].append(j)
         found_new.append(pn)
     del hit_text, hit_at
-    pn = np.concatenate(found_new) if found_new else np.zeros(0, dtype=np.int64)
-    olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), o_counts)
-    wanted = np.unique(pn)
-    # the candidate texts' own shingles, keyed as above
-    if whole:  # pair numbers hold only within one keying: take them from it
-        key, text_of = batches[0]
-        mark = np.zeros(width, dtype=bool)
-        mark[wanted] = True
-        sel = mark[text_of]
-        news = _texts_of(text_of[sel], key[sel], wanted, n_counts)
-    elif len(wanted):
-        ids, counts = codes(new_texts.take(pa.array(wanted)))
+    return cands, found_new
+
+
+def _pairs_compiled(kern: Any, new_texts: Any, vocab: Any, V: int, uniq: Any, old_inv: Any, old_text: Any,
+                    o_counts: Any, codes: Any, found_in_old: Any, step: int) -> tuple[list[list[int]], list[Any], Any]:
+    """:func:`_pairs_batched` with the kernels: one pass over the new corpus in C tokenises, keys and
+    looks up every shingle of each ASCII text (``shingle_scan``), and ``pair_hits`` joins the rare
+    ones with the old postings. Texts holding non-ASCII bytes are tokenised by arrow, as in the
+    batched path, and join the same counts. Returns the candidates, the new texts of the pairs and
+    every new text's number of tokens."""
+    import numpy as np
+    import pyarrow as pa
+
+    n_old = len(o_counts)
+    arr = _string_array(new_texts)
+    n_new = len(arr)
+    n_counts = np.empty(n_new, dtype=np.int64)
+    found = np.empty(n_new, dtype=np.int64)
+    df = np.zeros(len(uniq), dtype=np.int64)  # occurrences in the new corpus of each old shingle
+    vocab_buffers = _buffers(vocab)
+    hit_pos = np.frombuffer(kern.shingle_scan(*_buffers(arr), *vocab_buffers, V, uniq, n_counts, found, df),
+                            dtype=np.int64)
+    odd = np.flatnonzero(n_counts < 0)  # not ASCII: arrow's Unicode rules, as in the batched path
+    others = []
+    for b0 in range(0, len(odd), step):
+        idx = odd[b0:b0 + step]
+        ids, counts = codes(arr.take(pa.array(idx)))
+        n_counts[idx] = counts
+        t, at = found_in_old(*_keys(ids, counts, V))
+        df += np.bincount(at, minlength=len(uniq))
+        others.append((idx, np.bincount(t, minlength=len(idx)), at))
+    rare = (df <= MAX_DF).view(np.uint8)
+
+    def pairs(per_text: Any, at: Any, n_tokens: Any) -> tuple[Any, Any]:  # the rule of _enough, in C
+        po, pn = kern.pair_hits(per_text, at, rare, old_inv, old_text, o_counts, n_tokens, SHINGLE, PIECE, PURE)
+        return np.frombuffer(po, dtype=np.int64), np.frombuffer(pn, dtype=np.int64)
+
+    parts = [pairs(found, hit_pos, n_counts)]
+    del hit_pos
+    for idx, per_text, at in others:
+        po, pn = pairs(per_text, at, np.ascontiguousarray(n_counts[idx]))
+        parts.append((po, idx[pn]))
+    po, pn = (np.concatenate(x) for x in zip(*parts))
+    order = np.lexsort((pn, po))
+    po, pn = po[order], pn[order]
+    cands: list[list[int]] = [[] for _ in range(n_old)]
+    for o, j in zip(po.tolist(), pn.tolist()):
+        cands[o].append(j)
+    return cands, [pn], n_counts
+
+
+def _own_shingles_compiled(kern: Any, texts: Any, vocab: Any, V: int, codes: Any) -> list[Text]:
+    """Every shingle of each text, keyed by ``shingle_scan`` (arrow and :func:`_keys` for texts that
+    are not ASCII)."""
+    import numpy as np
+
+    n_tokens = np.empty(len(texts), dtype=np.int64)
+    per_text = np.empty(len(texts), dtype=np.int64)
+    keys = np.frombuffer(kern.shingle_scan(*_buffers(texts), *_buffers(vocab), V, None, n_tokens, per_text, None),
+                         dtype=np.int64).tolist()
+    ends = np.cumsum(per_text).tolist()
+    out: list[Text] = [(keys[a:b], t) for a, b, t in zip([0, *ends[:-1]], ends, n_tokens.tolist())]
+    odd = np.flatnonzero(n_tokens < 0)
+    if len(odd):
+        import pyarrow as pa
+
+        ids, counts = codes(texts.take(pa.array(odd)))
         key, text_of = _keys(ids, counts, V)
-        news = _texts_of(text_of, key, np.arange(len(wanted), dtype=np.int64), counts)
-    else:
-        news = []
-    return olds, dict(zip(wanted.tolist(), news)), cands
+        for i, text in zip(odd.tolist(), _texts_of(text_of, key, np.arange(len(odd), dtype=np.int64), counts)):
+            out[i] = text
+    return out
 
 
 BATCH = 100_000  # new-corpus texts tokenised at once by candidates_fast
