@@ -1288,6 +1288,232 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* pick_greedy(old_code, old_start, old_tokens, new_code, new_start, new_tokens, cand_start, cand,
+ *             cand_order, same_doc, shingle, piece, pure, shared_out, covers_out, from_out, picked_out,
+ *             have_out) -> None
+ *
+ * remap's _pick for every old text at once, on integer shingle codes (int64 arrays; text i's items
+ * are x[start[i]:start[i + 1]]). Old text i's candidates are cand[cand_start[i]:cand_start[i + 1]]
+ * (positions among the new texts), in new-corpus order; cand_order gives each one's place in the new
+ * corpus (ties go to the lower) and same_doc (uint8) whether it is in the old text's document. Per
+ * candidate: shared_out, the distinct shingles it shares with the old text; covers_out, the old
+ * text's tokens lying in a shingle it has; from_out, its tokens lying in a shingle the old text has;
+ * picked_out, 0 or the turn (1, 2, ...) in which it was picked. have_out: per old text, the tokens
+ * the picked candidates carry. The rule (see the module docs of rankgate.goldset.remap) is the one
+ * _pick applies; the comparisons with piece and pure are made in double precision, as Python makes
+ * them for integers below 2**53. An old text without shingles is left alone (all outputs 0). */
+
+static int cmp_i64(const void *x, const void *y) {
+    const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* sorts x[0:n] and removes repeats; returns the distinct count */
+static Py_ssize_t sort_unique(int64_t *x, Py_ssize_t n) {
+    if (n < 2) return n;
+    qsort(x, (size_t)n, sizeof(int64_t), cmp_i64);
+    Py_ssize_t u = 1;
+    for (Py_ssize_t k = 1; k < n; k++) {
+        if (x[k] != x[u - 1]) x[u++] = x[k];
+    }
+    return u;
+}
+
+static int contains_i64(const int64_t *sorted, Py_ssize_t n, int64_t key) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && sorted[lo] == key;
+}
+
+/* remap's covered(): the tokens of a text of `tokens` tokens and n shingles lying in at least one
+ * shingle marked in `mark` */
+static int64_t covered_tokens(const unsigned char *mark, Py_ssize_t n, int64_t tokens, int64_t shingle) {
+    if (n == 1 && tokens < shingle) return mark[0] ? tokens : 0;
+    int64_t total = 0;
+    Py_ssize_t prev = -1;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        if (!mark[p]) continue;
+        total += prev < 0 ? shingle : (p - prev < shingle ? p - prev : shingle);
+        prev = p;
+    }
+    return total;
+}
+
+static PyObject *pick_greedy(PyObject *self, PyObject *args) {
+    enum { OCODE, OSTART, OTOK, NCODE, NSTART, NTOK, CSTART, CAND, CORDER, SAME, SHARED, COVERS, FROM, PICKED, HAVE, NBUF };
+    static const char *names[NBUF] = {"old_code", "old_start", "old_tokens", "new_code", "new_start", "new_tokens",
+                                      "cand_start", "cand", "cand_order", "same_doc", "shared_out", "covers_out",
+                                      "from_out", "picked_out", "have_out"};
+    PyObject *objs[NBUF];
+    long long shingle;
+    double piece, pure;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOLddOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &objs[8], &objs[9], &shingle, &piece, &pure, &objs[10], &objs[11],
+                          &objs[12], &objs[13], &objs[14]))
+        return NULL;
+    Py_buffer v[NBUF];
+    int got = 0;
+    PyObject *result = NULL;
+    int64_t *so = NULL, *sj = NULL;
+    unsigned char *marks = NULL, *nmark = NULL, *uni = NULL, *pool = NULL;
+    for (; got < NBUF; got++) {
+        if (get_buffer(objs[got], &v[got], names[got], got == SAME ? 1 : 8, got >= SHARED) < 0) goto done;
+    }
+#define I64(k) ((int64_t *)v[k].buf)
+    const Py_ssize_t n_old = v[OTOK].len / 8, n_new = v[NTOK].len / 8, n_cand = v[CAND].len / 8;
+    const int64_t *ocode = I64(OCODE), *ostart = I64(OSTART), *otok = I64(OTOK);
+    const int64_t *ncode = I64(NCODE), *nstart = I64(NSTART), *ntok = I64(NTOK);
+    const int64_t *cstart = I64(CSTART), *cand = I64(CAND), *corder = I64(CORDER);
+    const unsigned char *same = (const unsigned char *)v[SAME].buf;
+    int64_t *shared = I64(SHARED), *covers = I64(COVERS), *from = I64(FROM), *picked = I64(PICKED), *have_out = I64(HAVE);
+#undef I64
+    int ok = shingle > 0 && v[OSTART].len / 8 == n_old + 1 && v[NSTART].len / 8 == n_new + 1 &&
+             v[CSTART].len / 8 == n_old + 1 && v[CORDER].len / 8 == n_cand && v[SAME].len == n_cand &&
+             v[SHARED].len / 8 == n_cand && v[COVERS].len / 8 == n_cand && v[FROM].len / 8 == n_cand &&
+             v[PICKED].len / 8 == n_cand && v[HAVE].len / 8 == n_old && ostart[0] == 0 && nstart[0] == 0 &&
+             cstart[0] == 0 && ostart[n_old] == v[OCODE].len / 8 && nstart[n_new] == v[NCODE].len / 8 &&
+             cstart[n_old] == n_cand;
+    Py_ssize_t most_old = 0, most_new = 0, most_cand = 0;
+    for (Py_ssize_t i = 0; ok && i < n_old; i++) {
+        ok = ostart[i + 1] >= ostart[i] && cstart[i + 1] >= cstart[i];
+        if (ostart[i + 1] - ostart[i] > most_old) most_old = ostart[i + 1] - ostart[i];
+        if (cstart[i + 1] - cstart[i] > most_cand) most_cand = cstart[i + 1] - cstart[i];
+    }
+    for (Py_ssize_t w = 0; ok && w < n_new; w++) {
+        ok = nstart[w + 1] >= nstart[w] && ntok[w] > 0;
+        if (nstart[w + 1] - nstart[w] > most_new) most_new = nstart[w + 1] - nstart[w];
+    }
+    for (Py_ssize_t p = 0; ok && p < n_cand; p++) ok = cand[p] >= 0 && cand[p] < n_new;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "pick_greedy: inconsistent shapes or values out of range");
+        goto done;
+    }
+    so = (int64_t *)malloc(((size_t)most_old + 1) * sizeof(int64_t));
+    sj = (int64_t *)malloc(((size_t)most_new + 1) * sizeof(int64_t));
+    size_t marks_cap = 1 << 16; /* one mark per old shingle per candidate: grown for the largest text */
+    marks = (unsigned char *)malloc(marks_cap);
+    nmark = (unsigned char *)malloc((size_t)most_new + 1);
+    uni = (unsigned char *)malloc((size_t)most_old + 1);
+    pool = (unsigned char *)malloc((size_t)most_cand + 1);
+    if (!so || !sj || !marks || !nmark || !uni || !pool) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_old && !bad; i++) {
+        const int64_t *K = ocode + ostart[i];
+        const Py_ssize_t L = ostart[i + 1] - ostart[i], c0 = cstart[i], nc = cstart[i + 1] - c0;
+        const int64_t n_tok = otok[i];
+        have_out[i] = 0;
+        for (Py_ssize_t p = c0; p < c0 + nc; p++) shared[p] = covers[p] = from[p] = picked[p] = 0;
+        if (L == 0) continue;
+        if ((size_t)L * (size_t)nc > marks_cap) {
+            while ((size_t)L * (size_t)nc > marks_cap) marks_cap *= 2;
+            unsigned char *grown = (unsigned char *)realloc(marks, marks_cap);
+            if (!grown) {
+                bad = 1;
+                break;
+            }
+            marks = grown;
+        }
+        memcpy(so, K, (size_t)L * sizeof(int64_t));
+        const Py_ssize_t us = sort_unique(so, L), dup_old = L - us;
+        for (Py_ssize_t c = 0; c < nc; c++) {
+            const Py_ssize_t p = c0 + c, w = (Py_ssize_t)cand[p];
+            const int64_t *Kj = ncode + nstart[w];
+            const Py_ssize_t Lj = nstart[w + 1] - nstart[w];
+            memcpy(sj, Kj, (size_t)Lj * sizeof(int64_t));
+            const Py_ssize_t uj = sort_unique(sj, Lj);
+            Py_ssize_t a = 0, b = 0, sh = 0;
+            while (a < us && b < uj) {
+                if (so[a] < sj[b]) a++;
+                else if (so[a] > sj[b]) b++;
+                else sh++, a++, b++;
+            }
+            shared[p] = sh;
+            unsigned char *mark = marks + (size_t)c * (size_t)L;
+            for (Py_ssize_t q = 0; q < L; q++) mark[q] = (unsigned char)contains_i64(sj, uj, K[q]);
+            for (Py_ssize_t q = 0; q < Lj; q++) nmark[q] = (unsigned char)contains_i64(so, us, Kj[q]);
+            covers[p] = covered_tokens(mark, L, n_tok, shingle);
+            from[p] = covered_tokens(nmark, Lj, ntok[w], shingle);
+            /* upper bounds first (as _pick: a candidate past them is never measured there, but the
+             * measures are the same), then the pool's rule */
+            const int viable = (double)(shingle * (sh + dup_old)) >= piece * (double)n_tok ||
+                               (double)(shingle * (sh + Lj - uj)) >= pure * (double)ntok[w];
+            pool[c] = viable && ((double)covers[p] >= piece * (double)n_tok || (double)from[p] >= pure * (double)ntok[w]);
+        }
+        memset(uni, 0, (size_t)L);
+        int64_t have = 0, turn = 0;
+        for (;;) {
+            if (have >= n_tok) break;
+            Py_ssize_t best = -1;
+            int64_t best_gain = 0;
+            for (Py_ssize_t c = 0; c < nc; c++) {
+                if (!pool[c]) continue;
+                const Py_ssize_t p = c0 + c;
+                int64_t gain;
+                if (!turn) {
+                    gain = covers[p];
+                } else {
+                    const unsigned char *mark = marks + (size_t)c * (size_t)L;
+                    int64_t total = 0;
+                    Py_ssize_t prev = -1;
+                    if (L == 1 && n_tok < shingle) {
+                        total = (uni[0] | mark[0]) ? n_tok : 0;
+                    } else {
+                        for (Py_ssize_t q = 0; q < L; q++) {
+                            if (!(uni[q] | mark[q])) continue;
+                            total += prev < 0 ? shingle : (q - prev < shingle ? q - prev : shingle);
+                            prev = q;
+                        }
+                    }
+                    gain = total - have;
+                }
+                if (best < 0 || gain > best_gain ||
+                    (gain == best_gain && (same[p] > same[c0 + best] ||
+                                           (same[p] == same[c0 + best] && corder[p] < corder[c0 + best])))) {
+                    best = c;
+                    best_gain = gain;
+                }
+            }
+            if (best < 0) break; /* the pool is empty */
+            const Py_ssize_t p = c0 + best;
+            const Py_ssize_t w = (Py_ssize_t)cand[p];
+            if (best_gain <= 0 ||
+                !((double)best_gain >= piece * (double)n_tok || (double)from[p] >= pure * (double)ntok[w]))
+                break;
+            picked[p] = ++turn;
+            const unsigned char *mark = marks + (size_t)best * (size_t)L;
+            for (Py_ssize_t q = 0; q < L; q++) uni[q] |= mark[q];
+            have += best_gain;
+            pool[best] = 0;
+        }
+        have_out[i] = have;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    free(so);
+    free(sj);
+    free(marks);
+    free(nmark);
+    free(uni);
+    free(pool);
+    while (got > 0) PyBuffer_Release(&v[--got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"join_grades", join_grades, METH_VARARGS,
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
@@ -1308,6 +1534,9 @@ static PyMethodDef methods[] = {
     {"pair_hits", pair_hits, METH_VARARGS,
      "pair_hits(found, hit_pos, rare, old_inv, old_text, old_tokens, new_tokens, shingle, piece, pure) -> (old, new): "
      "remap's candidate pairs"},
+    {"pick_greedy", pick_greedy, METH_VARARGS,
+     "pick_greedy(old_code, old_start, old_tokens, new_code, new_start, new_tokens, cand_start, cand, cand_order, "
+     "same_doc, shingle, piece, pure, shared_out, covers_out, from_out, picked_out, have_out): remap's picking"},
     {NULL, NULL, 0, NULL},
 };
 

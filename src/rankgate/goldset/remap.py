@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from collections.abc import Mapping as Mapping_
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..corpus import CorpusManifest
 from .records import GoldFile
@@ -264,9 +264,51 @@ def _keys(ids: Any, counts: Any, V: int) -> tuple[Any, Any]:
     return key, text_of
 
 
+class _Arrays(NamedTuple):
+    """:data:`Found` as flat arrays (numpy int64): text ``i``'s items are ``x[start[i]:start[i + 1]]``."""
+
+    old_code: Any  # the old texts' shingles, in text order
+    old_start: Any
+    old_tokens: Any
+    wanted: Any  # the candidate new texts (positions in the new corpus, ascending)
+    new_code: Any  # their shingles
+    new_start: Any
+    new_tokens: Any
+    cand_start: Any  # each old text's candidates, as positions in ``wanted``, ascending
+    cand: Any
+
+
 def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: int | None = None) -> Found:
     """:func:`candidates_reference` with shingles as integers, tokenised by arrow and indexed by
-    numpy. Same candidates; the shingles are integer codes instead of token tuples.
+    numpy (see :func:`_candidate_arrays`). Same candidates; the shingles are integer codes instead of
+    token tuples."""
+    a = _candidate_arrays(old_texts, new_texts, batch=batch)
+    olds = _split(a.old_code, a.old_start, a.old_tokens)
+    news = _split(a.new_code, a.new_start, a.new_tokens)
+    wanted = a.wanted.tolist()
+    cand_j = a.wanted[a.cand].tolist() if len(a.cand) else []
+    bounds = a.cand_start.tolist()
+    cands = [cand_j[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    return olds, dict(zip(wanted, news)), cands
+
+
+def _split(codes: Any, start: Any, n_tokens: Any) -> list[Text]:
+    """Flat shingle codes cut into one :data:`Text` per text."""
+    flat, bounds = codes.tolist(), start.tolist()
+    return [(flat[a:b], t) for a, b, t in zip(bounds, bounds[1:], n_tokens.tolist())]
+
+
+def _csr(counts: Any) -> Any:
+    """Start offsets (n + 1) of consecutive runs of the given lengths."""
+    import numpy as np
+
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+def _candidate_arrays(old_texts: Sequence[str | None], new_texts: Any, *, batch: int | None = None) -> _Arrays:
+    """The candidate search of :func:`candidates_fast`, as arrays.
 
     Tokens are numbered by the old texts' vocabulary; a new token outside it gets one shared code
     (``foreign``), since a shingle holding it can equal no old shingle (two new shingles that differ
@@ -309,8 +351,10 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
         old_code, old_text = _keys(old_ids, o_counts, V)
         n_counts = np.zeros(n_new, dtype=np.int64)
     del old_ids
-    uniq, old_inv = np.unique(old_code, return_inverse=True)
-    old_inv = old_inv.reshape(-1)
+    enc = pa.array(old_code, pa.int64()).dictionary_encode()  # the distinct old shingles (any order will do)
+    uniq = enc.dictionary.to_numpy(zero_copy_only=False)
+    old_inv = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    del enc
     # A bit table of the old shingles' hashes rules most new shingles out with one memory read each;
     # only those that pass are looked up in ``uniq``, by a hash join (a binary search over millions
     # of keys per shingle, at random places in memory, took most of the run at 1M chunks). Built when
@@ -335,36 +379,39 @@ def candidates_fast(old_texts: Sequence[str | None], new_texts: Any, *, batch: i
 
     kern = None if whole else _kernels()
     if kern is not None:  # the compiled scan: no batches (it keeps only the shingles found in old texts)
-        cands, found_new, n_counts = _pairs_compiled(kern, new_texts, vocab, V, uniq, old_inv, old_text, o_counts,
-                                                     codes, found_in_old, max(1, batch or BATCH))
+        pairs, n_counts = _pairs_compiled(kern, new_texts, vocab, V, uniq, old_inv, old_text, o_counts, codes,
+                                          found_in_old, max(1, batch or BATCH))
     else:
-        cands, found_new = _pairs_batched(new_texts, V, uniq, old_inv, old_text, o_counts, n_counts, codes,
-                                          found_in_old, batches, whole, max(1, batch or BATCH))
+        pairs = _pairs_batched(new_texts, V, uniq, old_inv, old_text, o_counts, n_counts, codes, found_in_old,
+                               batches, whole, max(1, batch or BATCH))
     lookup.clear()  # the bit table's memory back (found_in_old is done)
-    pn = np.concatenate(found_new) if found_new else np.zeros(0, dtype=np.int64)
-    olds = _texts_of(old_text, old_code, np.arange(n_old, dtype=np.int64), o_counts)
+    po, pn = pairs
     wanted = np.unique(pn)
+    cand = np.searchsorted(wanted, pn)
+    cand_start = _csr(np.bincount(po, minlength=n_old))
+    old_start = _csr(np.bincount(old_text, minlength=n_old))
     # the candidate texts' own shingles, keyed as above
     if whole:  # pair numbers hold only within one keying: take them from it
         key, text_of = batches[0]
         mark = np.zeros(max(n_new, 1), dtype=bool)
         mark[wanted] = True
         sel = mark[text_of]
-        news = _texts_of(text_of[sel], key[sel], wanted, n_counts)
-    elif len(wanted) and kern is not None:
-        news = _own_shingles_compiled(kern, _string_array(new_texts).take(pa.array(wanted)), vocab, V, codes)
-    elif len(wanted):
-        ids, counts = codes(new_texts.take(pa.array(wanted)))
-        key, text_of = _keys(ids, counts, V)
-        news = _texts_of(text_of, key, np.arange(len(wanted), dtype=np.int64), counts)
+        new_code = key[sel]
+        new_start = _csr(np.bincount(np.searchsorted(wanted, text_of[sel]), minlength=len(wanted)))
+        new_tokens = n_counts[wanted]
+    elif kern is not None:
+        new_code, new_start, new_tokens = _own_shingles_compiled(kern, _string_array(new_texts).take(pa.array(wanted)),
+                                                                 vocab, V, codes)
     else:
-        news = []
-    return olds, dict(zip(wanted.tolist(), news)), cands
+        ids, new_tokens = codes(new_texts.take(pa.array(wanted)))
+        new_code, text_of = _keys(ids, new_tokens, V)
+        new_start = _csr(np.bincount(text_of, minlength=len(wanted)))
+    return _Arrays(old_code, old_start, o_counts, wanted, new_code, new_start, new_tokens, cand_start, cand)
 
 
 def _pairs_batched(new_texts: Any, V: int, uniq: Any, old_inv: Any, old_text: Any, o_counts: Any, n_counts: Any,
                    codes: Any, found_in_old: Any, batches: list[tuple[Any, Any]], whole: bool, step: int
-                   ) -> tuple[list[list[int]], list[Any]]:
+                   ) -> tuple[Any, Any]:
     """The candidate pairs, numpy and arrow only: the new corpus keyed ``step`` texts at a time (or
     already keyed, in ``batches``), each batch's shingles found among the old ones, then the hits on
     rare shingles joined with the old postings. Fills ``n_counts``."""
@@ -391,8 +438,7 @@ def _pairs_batched(new_texts: Any, V: int, uniq: Any, old_inv: Any, old_text: An
     ot = old_text[order]
     start = np.concatenate(([0], np.cumsum(np.bincount(old_inv, minlength=len(uniq)))))
     width = max(n_new, 1)
-    cands: list[list[int]] = [[] for _ in range(n_old)]
-    found_new = []
+    found_old, found_new = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
     # batch by batch: the batches hold different new texts, so their (old, new) pairs never meet
     for f_text, f_at in zip(hit_text, hit_at):
         rare = df[f_at] <= MAX_DF
@@ -404,21 +450,21 @@ def _pairs_batched(new_texts: Any, V: int, uniq: Any, old_inv: Any, old_text: An
         del pair_old
         po, pn = pairs // width, pairs % width
         ok = _enough(hits, o_counts[po], n_counts[pn])
-        po, pn = po[ok], pn[ok]
-        for o, j in zip(po.tolist(), pn.tolist()):
-            cands[o].append(j)
-        found_new.append(pn)
+        found_old.append(po[ok])
+        found_new.append(pn[ok])
     del hit_text, hit_at
-    return cands, found_new
+    po, pn = np.concatenate(found_old), np.concatenate(found_new)
+    order = np.lexsort((pn, po))  # by old text, then new text
+    return po[order], pn[order]
 
 
 def _pairs_compiled(kern: Any, new_texts: Any, vocab: Any, V: int, uniq: Any, old_inv: Any, old_text: Any,
-                    o_counts: Any, codes: Any, found_in_old: Any, step: int) -> tuple[list[list[int]], list[Any], Any]:
+                    o_counts: Any, codes: Any, found_in_old: Any, step: int) -> tuple[tuple[Any, Any], Any]:
     """:func:`_pairs_batched` with the kernels: one pass over the new corpus in C tokenises, keys and
     looks up every shingle of each ASCII text (``shingle_scan``), and ``pair_hits`` joins the rare
     ones with the old postings. Texts holding non-ASCII bytes are tokenised by arrow, as in the
-    batched path, and join the same counts. Returns the candidates, the new texts of the pairs and
-    every new text's number of tokens."""
+    batched path, and join the same counts. Returns the pairs (old texts, new texts; sorted) and every
+    new text's number of tokens."""
     import numpy as np
     import pyarrow as pa
 
@@ -453,33 +499,37 @@ def _pairs_compiled(kern: Any, new_texts: Any, vocab: Any, V: int, uniq: Any, ol
         parts.append((po, idx[pn]))
     po, pn = (np.concatenate(x) for x in zip(*parts))
     order = np.lexsort((pn, po))
-    po, pn = po[order], pn[order]
-    cands: list[list[int]] = [[] for _ in range(n_old)]
-    for o, j in zip(po.tolist(), pn.tolist()):
-        cands[o].append(j)
-    return cands, [pn], n_counts
+    return (po[order], pn[order]), n_counts
 
 
-def _own_shingles_compiled(kern: Any, texts: Any, vocab: Any, V: int, codes: Any) -> list[Text]:
-    """Every shingle of each text, keyed by ``shingle_scan`` (arrow and :func:`_keys` for texts that
-    are not ASCII)."""
+def _own_shingles_compiled(kern: Any, texts: Any, vocab: Any, V: int, codes: Any) -> tuple[Any, Any, Any]:
+    """Every shingle of each text (flat, with start offsets) and each text's number of tokens, keyed by
+    ``shingle_scan``, or by arrow and :func:`_keys` for texts that are not ASCII."""
     import numpy as np
 
     n_tokens = np.empty(len(texts), dtype=np.int64)
     per_text = np.empty(len(texts), dtype=np.int64)
     keys = np.frombuffer(kern.shingle_scan(*_buffers(texts), *_buffers(vocab), V, None, n_tokens, per_text, None),
-                         dtype=np.int64).tolist()
-    ends = np.cumsum(per_text).tolist()
-    out: list[Text] = [(keys[a:b], t) for a, b, t in zip([0, *ends[:-1]], ends, n_tokens.tolist())]
+                         dtype=np.int64)
     odd = np.flatnonzero(n_tokens < 0)
-    if len(odd):
-        import pyarrow as pa
+    if not len(odd):
+        return keys, _csr(per_text), n_tokens
+    import pyarrow as pa
 
-        ids, counts = codes(texts.take(pa.array(odd)))
-        key, text_of = _keys(ids, counts, V)
-        for i, text in zip(odd.tolist(), _texts_of(text_of, key, np.arange(len(odd), dtype=np.int64), counts)):
-            out[i] = text
-    return out
+    ids, counts = codes(texts.take(pa.array(odd)))
+    key, text_of = _keys(ids, counts, V)
+    n_tokens[odd] = counts
+    per_odd = np.bincount(text_of, minlength=len(odd))
+    per_text[odd] = per_odd
+    start = _csr(per_text)
+    flat = np.empty(int(start[-1]), dtype=np.int64)
+    mine = np.ones(len(texts), dtype=bool)
+    mine[odd] = False
+    c_start = start[:-1][mine]  # the texts read in C, in order: their keys go to their own places
+    c_count = per_text[mine]
+    flat[np.repeat(c_start - _csr(c_count)[:-1], c_count) + np.arange(len(keys), dtype=np.int64)] = keys
+    flat[np.repeat(start[odd] - _csr(per_odd)[:-1], per_odd) + np.arange(len(key), dtype=np.int64)] = key
+    return flat, start, n_tokens
 
 
 BATCH = 100_000  # new-corpus texts tokenised at once by candidates_fast
@@ -493,15 +543,6 @@ def _slot(keys: Any, bits: int) -> Any:
 
     with np.errstate(over="ignore"):
         return (keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
-
-
-def _texts_of(owner: Any, codes: Any, want: Any, n_tokens: Any) -> list[Text]:
-    """The shingle codes of each wanted text, in text order (``owner`` is sorted, as generated)."""
-    import numpy as np
-
-    lo, hi = np.searchsorted(owner, want, "left"), np.searchsorted(owner, want, "right")
-    flat = codes.tolist()
-    return [(flat[a:b], t) for a, b, t in zip(lo.tolist(), hi.tolist(), n_tokens[want].tolist())]
 
 
 # -- picking ---------------------------------------------------------------------------------------
@@ -534,22 +575,35 @@ def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: d
         union |= sets[j]
         have += g
         pool.remove(j)
+
+    def measured(j: int) -> tuple[int, int, int, int]:
+        cov = covers[j] if j in covers else covered(old, sets[j])
+        return j, cov, from_old[j] if j in from_old else covered(news[j], s_old), news[j][1]
+
+    others = sorted((j for j in cands if j not in picked), key=lambda c: (-shared[c], c))[:3]
+    return _label(old_id, n_old, have, [measured(j) for j in sorted(picked)], [measured(j) for j in others], new_ids)
+
+
+def _label(old_id: str, n_old: int, have: int, kept: list[tuple[int, int, int, int]],
+           others: list[tuple[int, int, int, int]], new_ids: Mapping_[int, str]) -> LabelRemap:
+    """The remap of one old chunk of ``n_old`` tokens, ``have`` of them carried by the ``kept`` new
+    chunks (in new-corpus order); ``others`` are the best of the rest. Each chunk comes as (its place
+    in the new corpus, old tokens it covers, its tokens that are old text, its tokens)."""
     carried = have / n_old
 
-    def mapping(j: int, kept: bool) -> Mapping:
-        cov = (covers[j] if j in covers else covered(old, sets[j])) / n_old
-        frm = (from_old[j] if j in from_old else covered(news[j], s_old)) / news[j][1]
+    def mapping(m: tuple[int, int, int, int], kept: bool) -> Mapping:
+        j, cov_tokens, from_tokens, tokens = m
+        cov, frm = cov_tokens / n_old, from_tokens / tokens
         return Mapping(new_ids[j], round(min(carried, max(cov, frm)), 4) if kept else 0.0, round(cov, 4), round(frm, 4))
 
-    kept = tuple(mapping(j, True) for j in sorted(picked))  # in new-corpus order
-    others = sorted((j for j in cands if j not in picked), key=lambda c: (-shared[c], c))[:3]
-    rejected = tuple(mapping(j, False) for j in others)
-    if not kept:
+    maps = tuple(mapping(m, True) for m in kept)
+    rejected = tuple(mapping(m, False) for m in others)
+    if not maps:
         return LabelRemap(old_id, "unmapped", 0.0, (), rejected, "no new chunk carries its text")
-    if len(kept) > 1:
+    if len(maps) > 1:
         kind = "split"
     else:
-        m = kept[0]
+        m = maps[0]
         if m.covers == 1 and m.from_old == 1:
             kind = "moved"
         elif m.covers >= 0.8 and m.from_old >= 0.8:
@@ -558,7 +612,7 @@ def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: d
             kind = "merged"
         else:
             kind = "partial"
-    return LabelRemap(old_id, kind, round(carried, 4), kept, rejected)
+    return LabelRemap(old_id, kind, round(carried, 4), maps, rejected)
 
 
 def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_confidence: float = 0.8,
@@ -587,6 +641,11 @@ def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_
     texts = [old.text_at(i) for _, i in need]
     if need:
         new_texts = new._texts.array if hasattr(new._texts, "array") else pa.array(list(new._texts), pa.string())
+        kern = _kernels() if fast else None
+        if kern is not None:
+            out.update(_pick_compiled(kern, need, texts, new_texts, old, new))
+            ordered = {cid: out[cid] for cid in uses}
+            return Remap(gold.path, old.source, new.source, min_confidence, ordered, dict(uses))
         find = candidates_fast if fast else candidates_reference
         olds, news, cands = find(texts, new_texts if fast else new_texts.to_pylist())
         wanted = sorted(news)
@@ -600,6 +659,44 @@ def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_
             out[cid] = _pick(cid, doc, o, c, news, ids, docs)
     ordered = {cid: out[cid] for cid in uses}
     return Remap(gold.path, old.source, new.source, min_confidence, ordered, dict(uses))
+
+
+def _pick_compiled(kern: Any, need: list[tuple[str, int]], texts: list[str | None], new_texts: Any,
+                   old: CorpusManifest, new: CorpusManifest) -> dict[str, LabelRemap]:
+    """:func:`_pick` for every old chunk in ``need`` at once, by the kernel ``pick_greedy`` on the
+    arrays of :func:`_candidate_arrays` (the same rule; the tests compare the two)."""
+    import numpy as np
+
+    a = _candidate_arrays(texts, new_texts)
+    wanted = a.wanted.tolist()
+    ids = new.take("chunk_ids", wanted)  # by position in wanted
+    docs = new.take("doc_ids", wanted)
+    old_docs = old.take("doc_ids", [i for _, i in need])
+    cand, bounds = a.cand.tolist(), a.cand_start.tolist()
+    per_old = np.repeat(np.arange(len(need), dtype=np.int64), np.diff(a.cand_start)).tolist()
+    same_doc = np.array([docs[w] == old_docs[o] for o, w in zip(per_old, cand)], dtype=np.uint8)
+    n = len(cand)
+    shared, covers, from_old, picked = (np.zeros(n, dtype=np.int64) for _ in range(4))
+    have = np.zeros(len(need), dtype=np.int64)
+    kern.pick_greedy(a.old_code, a.old_start, a.old_tokens, a.new_code, a.new_start, a.new_tokens, a.cand_start,
+                     a.cand, a.cand, same_doc, SHINGLE, PIECE, PURE, shared, covers, from_old, picked, have)
+    shared_l, covers_l, from_l, picked_l = shared.tolist(), covers.tolist(), from_old.tolist(), picked.tolist()
+    new_tokens, old_tokens = a.new_tokens.tolist(), a.old_tokens.tolist()
+    n_shingles = np.diff(a.old_start).tolist()
+    out: dict[str, LabelRemap] = {}
+    for o, ((cid, _), text) in enumerate(zip(need, texts)):
+        if text is None:
+            out[cid] = LabelRemap(cid, "unmapped", 0.0, (), (), "the old corpus has no text for it")
+            continue
+        if not n_shingles[o]:
+            out[cid] = LabelRemap(cid, "unmapped", 0.0, (), (), "no words in its text")
+            continue
+        mine = range(bounds[o], bounds[o + 1])
+        kept = [(cand[p], covers_l[p], from_l[p], new_tokens[cand[p]]) for p in mine if picked_l[p]]
+        rest = sorted((p for p in mine if not picked_l[p]), key=lambda p: (-shared_l[p], cand[p]))[:3]
+        others = [(cand[p], covers_l[p], from_l[p], new_tokens[cand[p]]) for p in rest]
+        out[cid] = _label(cid, old_tokens[o], int(have[o]), kept, others, ids)
+    return out
 
 
 # -- the proposed gold set ---------------------------------------------------------------------------
