@@ -46,10 +46,12 @@ def columns_fast(table: Any, source: str) -> CorpusManifest | None:
         col = cols.get(name)
         if col is None:
             return nulls
-        return pc.if_else(pc.equal(col, ""), pa.scalar(None, pa.string()), col) if col.null_count < n else col
+        if col.null_count == n or not _has_empty(col):
+            return col
+        return pc.if_else(pc.equal(col, ""), pa.scalar(None, pa.string()), col)
 
     ids_col = cols[ids[0]]
-    if ids_col.null_count or pc.any(pc.equal(ids_col, "")).as_py():
+    if ids_col.null_count or _has_empty(ids_col):
         return None  # a null or empty id: the row reader names its line
     superseded_by = opt("superseded_by")
     raw = opt("status")
@@ -70,6 +72,21 @@ def columns_fast(table: Any, source: str) -> CorpusManifest | None:
         ids_col, doc_ids, opt("doc_version" if "doc_version" in cols else "version"), statuses,
         superseded_by, opt("tenant"), [None] * n if hashes is None else opt("content_hash").to_pylist(), texts,
         source=source)
+
+
+def _has_empty(col: Any) -> bool:
+    """Whether a string array (int32 offsets) holds "" anywhere (a null is not ""): read from the
+    offsets, without comparing every string."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if not len(col):
+        return False
+    offsets = np.frombuffer(col.buffers()[1], dtype=np.int32, count=col.offset + len(col) + 1)[col.offset:]
+    empty = offsets[1:] == offsets[:-1]
+    if col.null_count:
+        empty &= pc.is_valid(col).to_numpy(zero_copy_only=False)
+    return bool(empty.any())
 
 
 def jsonl_fast(path: str) -> CorpusManifest | None:

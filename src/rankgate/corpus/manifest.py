@@ -143,7 +143,9 @@ class CorpusManifest:
         if isinstance(chunk_ids, _Column):
             import pyarrow.compute as pc
 
-            distinct = pc.count_distinct(chunk_ids.array).as_py()  # no Python dict of a million ids
+            # no Python dict of a million ids; unique() is the faster hash count (a null id would
+            # count as one value, hence the correction)
+            distinct = len(pc.unique(chunk_ids.array)) - (1 if chunk_ids.array.null_count else 0)
         else:
             self._index = dict(zip(chunk_ids, range(len(chunk_ids))))
             distinct = len(self._index)
