@@ -35,8 +35,9 @@ labels of a query land on one new chunk it keeps the higher grade and both notes
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from collections.abc import Mapping as Mapping_
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -307,7 +308,7 @@ def _csr(counts: Any) -> Any:
     return out
 
 
-def _candidate_arrays(old_texts: Sequence[str | None], new_texts: Any, *, batch: int | None = None) -> _Arrays:
+def _candidate_arrays(old_texts: Any, new_texts: Any, *, batch: int | None = None) -> _Arrays:
     """The candidate search of :func:`candidates_fast`, as arrays.
 
     Tokens are numbered by the old texts' vocabulary; a new token outside it gets one shared code
@@ -325,7 +326,7 @@ def _candidate_arrays(old_texts: Sequence[str | None], new_texts: Any, *, batch:
     if not isinstance(new_texts, (pa.Array, pa.ChunkedArray)):
         new_texts = pa.array(list(new_texts), pa.string())
     n_new = len(new_texts)
-    o_flat, o_counts = _tokens(list(old_texts))
+    o_flat, o_counts = _tokens(old_texts if isinstance(old_texts, (pa.Array, pa.ChunkedArray)) else list(old_texts))
     enc = o_flat.dictionary_encode()
     vocab = enc.dictionary
     V = len(vocab) + 2  # V - 2: a token the old texts do not have; V - 1: the pad
@@ -545,6 +546,22 @@ def _slot(keys: Any, bits: int) -> Any:
         return (keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
 
 
+@contextmanager
+def _cycles_unchecked() -> Iterator[None]:
+    """Pause Python's cycle collector (and restore it). Remapping builds a few hundred thousand
+    small objects that hold no reference cycles, next to a gold set and two corpora already in
+    memory: at 100k labels the collector's full passes over that heap took ~1 s and found nothing."""
+    import gc
+
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 # -- picking ---------------------------------------------------------------------------------------
 def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: dict[int, Text],
           new_ids: Mapping_[int, str], new_docs: Mapping_[int, str | None]) -> LabelRemap:
@@ -619,6 +636,11 @@ def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_
                fast: bool = True) -> Remap:
     """Map every chunk the gold set labels (relevant and ``must_not_retrieve``) from ``old`` to ``new``
     (see module docs). ``fast=False`` finds candidates with the plain-Python reference."""
+    with _cycles_unchecked():
+        return _remap_gold(gold, old, new, min_confidence, fast)
+
+
+def _remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, min_confidence: float, fast: bool) -> Remap:
     import pyarrow as pa
 
     uses: Counter[str] = Counter()
@@ -638,14 +660,14 @@ def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_
                 out[cid] = LabelRemap(cid, "unchanged", 1.0, (Mapping(cid, 1.0, 1.0, 1.0),))
                 continue
         need.append((cid, i))
+    kern = _kernels() if fast and need else None
+    if kern is not None:
+        new_texts = new._texts.array if hasattr(new._texts, "array") else pa.array(list(new._texts), pa.string())
+        out.update(_pick_compiled(kern, need, old._texts_taken([i for _, i in need]), new_texts, old, new))
+        need = []
     texts = [old.text_at(i) for _, i in need]
     if need:
         new_texts = new._texts.array if hasattr(new._texts, "array") else pa.array(list(new._texts), pa.string())
-        kern = _kernels() if fast else None
-        if kern is not None:
-            out.update(_pick_compiled(kern, need, texts, new_texts, old, new))
-            ordered = {cid: out[cid] for cid in uses}
-            return Remap(gold.path, old.source, new.source, min_confidence, ordered, dict(uses))
         find = candidates_fast if fast else candidates_reference
         olds, news, cands = find(texts, new_texts if fast else new_texts.to_pylist())
         wanted = sorted(news)
@@ -661,10 +683,11 @@ def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_
     return Remap(gold.path, old.source, new.source, min_confidence, ordered, dict(uses))
 
 
-def _pick_compiled(kern: Any, need: list[tuple[str, int]], texts: list[str | None], new_texts: Any,
+def _pick_compiled(kern: Any, need: list[tuple[str, int]], texts: Any, new_texts: Any,
                    old: CorpusManifest, new: CorpusManifest) -> dict[str, LabelRemap]:
-    """:func:`_pick` for every old chunk in ``need`` at once, by the kernel ``pick_greedy`` on the
-    arrays of :func:`_candidate_arrays` (the same rule; the tests compare the two)."""
+    """:func:`_pick` for every old chunk in ``need`` at once (``texts``: theirs, an arrow string
+    array), by the kernel ``pick_greedy`` on the arrays of :func:`_candidate_arrays` (the same rule;
+    the tests compare the two)."""
     import numpy as np
 
     a = _candidate_arrays(texts, new_texts)
@@ -684,8 +707,9 @@ def _pick_compiled(kern: Any, need: list[tuple[str, int]], texts: list[str | Non
     new_tokens, old_tokens = a.new_tokens.tolist(), a.old_tokens.tolist()
     n_shingles = np.diff(a.old_start).tolist()
     out: dict[str, LabelRemap] = {}
-    for o, ((cid, _), text) in enumerate(zip(need, texts)):
-        if text is None:
+    missing = texts.is_null().to_pylist()
+    for o, ((cid, _), no_text) in enumerate(zip(need, missing)):
+        if no_text:
             out[cid] = LabelRemap(cid, "unmapped", 0.0, (), (), "the old corpus has no text for it")
             continue
         if not n_shingles[o]:
@@ -710,19 +734,24 @@ def propose(records: Sequence[dict[str, Any]], gold: GoldFile, remap: Remap
     ``note``, and for a remapped item ``remapped_from`` and ``confidence``); its ``remap`` field lists
     each old chunk that moved (``from``, ``to``, ``kind``, ``confidence``). Unchanged queries are
     copied as they are; every other field is kept in its place."""
+    with _cycles_unchecked():
+        return _propose(records, gold, remap)
+
+
+def _propose(records: Sequence[dict[str, Any]], gold: GoldFile, remap: Remap
+             ) -> tuple[list[dict[str, Any]], int, list[tuple[str, str]]]:
     from ..data.jsonl import QUERY_ID_KEYS, RELEVANT_KEYS
 
     by_id = {q.query_id: q for q in gold.queries}
+    applied = {cid: r.applied(remap.min_confidence) for cid, r in remap.labels.items() if r.kind != "unchanged"}
     out: list[dict[str, Any]] = []
     changed = 0
     conflicts: list[tuple[str, str]] = []
     for obj in records:
         key = next((k for k in QUERY_ID_KEYS if k in obj), None)
         q = None if key is None else by_id.get(str(obj[key]))
-        moves = {} if q is None else {cid: r.applied(remap.min_confidence) for cid in
-                                      [lab.chunk_id for lab in q.labels] + list(q.must_not_retrieve)
-                                      for r in (remap.labels[cid],)
-                                      if r.kind != "unchanged" and r.applied(remap.min_confidence)}
+        moves = {} if q is None else {cid: ms for cid in [lab.chunk_id for lab in q.labels] + list(q.must_not_retrieve)
+                                      if (ms := applied.get(cid))}
         if q is None or not moves:
             out.append(obj)
             continue
