@@ -74,8 +74,11 @@ class LabelRemap:
 
     def applied(self, min_confidence: float) -> tuple[Mapping, ...]:
         """The mappings to apply: all of them when each reaches ``min_confidence``, else none."""
-        if self.kind == "unmapped" or any(m.confidence < min_confidence for m in self.mappings):
+        if self.kind == "unmapped":
             return ()
+        for m in self.mappings:  # a loop, not any(): called for every label by propose and the reports
+            if m.confidence < min_confidence:
+                return ()
         return self.mappings
 
 
@@ -607,14 +610,9 @@ def _label(old_id: str, n_old: int, have: int, kept: list[tuple[int, int, int, i
     chunks (in new-corpus order); ``others`` are the best of the rest. Each chunk comes as (its place
     in the new corpus, old tokens it covers, its tokens that are old text, its tokens)."""
     carried = have / n_old
-
-    def mapping(m: tuple[int, int, int, int], kept: bool) -> Mapping:
-        j, cov_tokens, from_tokens, tokens = m
-        cov, frm = cov_tokens / n_old, from_tokens / tokens
-        return Mapping(new_ids[j], round(min(carried, max(cov, frm)), 4) if kept else 0.0, round(cov, 4), round(frm, 4))
-
-    maps = tuple(mapping(m, True) for m in kept)
-    rejected = tuple(mapping(m, False) for m in others)
+    maps = tuple(Mapping(new_ids[j], round(min(carried, max(c / n_old, f / t)), 4), round(c / n_old, 4), round(f / t, 4))
+                 for j, c, f, t in kept)
+    rejected = tuple(Mapping(new_ids[j], 0.0, round(c / n_old, 4), round(f / t, 4)) for j, c, f, t in others)
     if not maps:
         return LabelRemap(old_id, "unmapped", 0.0, (), rejected, "no new chunk carries its text")
     if len(maps) > 1:
