@@ -53,7 +53,7 @@ PURE = 0.5
 KINDS = ("unchanged", "moved", "edited", "merged", "partial", "split", "unmapped")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a remap holds hundreds of thousands of these
 class Mapping:
     chunk_id: str
     confidence: float
@@ -61,7 +61,7 @@ class Mapping:
     from_old: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LabelRemap:
     """What became of one old chunk that the gold set labels."""
 
