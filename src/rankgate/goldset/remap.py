@@ -421,7 +421,7 @@ def _pairs_batched(new_texts: Any, V: int, uniq: Any, old_inv: Any, old_text: An
     rare shingles joined with the old postings. Fills ``n_counts``."""
     import numpy as np
 
-    n_old, n_new = len(o_counts), len(n_counts)
+    n_new = len(n_counts)
     hit_text, hit_at = [], []
     for b0 in range(0, 0 if whole else n_new, step):
         ids, counts = codes(new_texts.slice(b0, min(step, n_new - b0)))
@@ -472,7 +472,6 @@ def _pairs_compiled(kern: Any, new_texts: Any, vocab: Any, V: int, uniq: Any, ol
     import numpy as np
     import pyarrow as pa
 
-    n_old = len(o_counts)
     arr = _string_array(new_texts)
     n_new = len(arr)
     n_counts = np.empty(n_new, dtype=np.int64)
@@ -605,7 +604,7 @@ def _pick(old_id: str, old_doc: str | None, old: Text, cands: list[int], news: d
 
 
 def _label(old_id: str, n_old: int, have: int, kept: list[tuple[int, int, int, int]],
-           others: list[tuple[int, int, int, int]], new_ids: Mapping_[int, str]) -> LabelRemap:
+           others: list[tuple[int, int, int, int]], new_ids: Mapping_[int, str] | Sequence[str]) -> LabelRemap:
     """The remap of one old chunk of ``n_old`` tokens, ``have`` of them carried by the ``kept`` new
     chunks (in new-corpus order); ``others`` are the best of the rest. Each chunk comes as (its place
     in the new corpus, old tokens it covers, its tokens that are old text, its tokens)."""
