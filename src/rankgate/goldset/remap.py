@@ -320,7 +320,9 @@ def _candidate_arrays(old_texts: Any, new_texts: Any, *, batch: int | None = Non
     The new corpus is read in batches of ``batch`` texts (default :data:`BATCH`), keeping only its
     shingles that are old shingles, so memory follows the batch and the labelled texts, not the
     corpus. (Past ~1.6M distinct old tokens the keys number token pairs, which needs every text at
-    once: one batch.) The candidate new texts are tokenised again at the end for their own shingles."""
+    once: one batch.) With the compiled kernels the corpus is read in one pass instead, which keeps
+    only the shingles found in old texts (:func:`_pairs_compiled`). The candidate new texts are
+    tokenised again at the end for their own shingles."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
