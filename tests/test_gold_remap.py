@@ -276,3 +276,28 @@ def test_must_not_entry_landing_on_a_relevant_chunk_is_kept_and_listed(tmp_path:
     assert q3["must_not_retrieve"] == ["doc_pricing#all"]
     assert "### Must-not-retrieve entries that landed on a relevant chunk" in review
     assert "| q\\_0003 | doc\\_pricing\\#all |" in review
+
+
+def test_remap_reads_a_piped_gold_set_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--gold <(zcat gold.jsonl.gz)``: the gold lines are kept from the one read, so the proposal
+    from a pipe is the proposal from the file."""
+    import threading
+
+    new = _write(tmp_path / "new.jsonl", _split(_lines(CORPUS)))
+    _, from_file, _ = _remap(tmp_path, _split(_lines(CORPUS)), capsys)
+    fifo = tmp_path / "gold.pipe"
+    os.mkfifo(fifo)
+    data = GOLD.read_bytes()
+
+    def feed() -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    out = tmp_path / "piped.jsonl"
+    code, stdout = _run(["gold", "remap", "--gold", fifo, "--old-corpus", CORPUS, "--new-corpus", new, "-o", out],
+                        capsys)
+    writer.join(10)
+    assert code == 0, stdout
+    assert _lines(out) == from_file

@@ -220,7 +220,6 @@ def _remap(args: argparse.Namespace) -> int:
 
     from ..atomic import check_file, check_not_input, write_files
     from ..corpus import load_manifest
-    from ..data.source import text_lines
     from ..errors import UsageError
     from ..goldset import read_gold_file
     from ..goldset.remap import propose, remap_gold
@@ -235,14 +234,15 @@ def _remap(args: argparse.Namespace) -> int:
         raise UsageError(f"-o and --review name the same file ({args.out}); give the review list another name")
     if str(args.gold).endswith((".parquet", ".pq")):
         raise UsageError(f"{args.gold}: remap reads a JSONL gold set (it keeps every field of each line)")
-    gold = read_gold_file(args.gold)
+    kept: list[tuple[str, Any]] = []  # every line with its object, read once (a pipe cannot be read twice)
+    gold = read_gold_file(args.gold, kept)
     problem = gold.first_problem()
     if problem is not None:
         raise problem
     old, new = load_manifest(args.old_corpus), load_manifest(args.new_corpus)
     result = remap_gold(gold, old, new, min_confidence=args.min_confidence)
-    lines = [line.rstrip("\r\n") for _, line in text_lines(args.gold) if line.strip()]  # read clean above
-    records = [json.loads(line) for line in lines]
+    lines = [line for line, _ in kept]
+    records = [obj for _, obj in kept]
     rows, changed, conflicts = propose(records, gold, result)
     # a query nothing happened to keeps its line as it was
     text = "".join((line if row is obj else json.dumps(row, ensure_ascii=False)) + "\n"

@@ -147,19 +147,22 @@ def _collect(records: list[tuple[int, Any]], json_problems: list[Problem], path:
     return queries, problems
 
 
-def read_gold_file(path: str | os.PathLike[str]) -> GoldFile:
+def read_gold_file(path: str | os.PathLike[str], lines: list[tuple[str, Any]] | None = None) -> GoldFile:
     """Read a JSONL gold file (``.gz`` too) with every problem listed; a Parquet gold set is read by
     the gold loader (its first problem is an error). Unreadable files raise :class:`InputError`.
-    A pipe (``<(zcat gold.jsonl.gz)``) is read once, through a temporary copy."""
+    A pipe (``<(zcat gold.jsonl.gz)``) is read once, through a temporary copy.
+
+    ``lines``: when given, receives ``(text, object)`` for every line that is valid JSON, in file
+    order (the text without its line end), for commands that rewrite the file keeping its lines."""
     from ..data.source import local_copy
 
     path = os.fspath(path)
     with local_copy(path, "gold") as local:
-        found = _read_gold_file(local)
+        found = _read_gold_file(local, lines)
     return found if local == path else GoldFile(path, found.sha256, found.queries, found.problems)
 
 
-def _read_gold_file(path: str) -> GoldFile:
+def _read_gold_file(path: str, lines: list[tuple[str, Any]] | None = None) -> GoldFile:
     from ..data.jsonl import MAX_DEPTH, check_surrogates, json_depth
     from ..data.source import check_file, sha256_file, text_lines
 
@@ -193,6 +196,8 @@ def _read_gold_file(path: str) -> GoldFile:
             continue
         check_surrogates(line, obj, path, lineno)
         records.append((lineno, obj))
+        if lines is not None:
+            lines.append((line.rstrip("\r\n"), obj))
     if not records and not json_problems:
         raise InputError("has no queries", path=path, hint="a gold set needs at least one JSON line")
     if not json_problems:
