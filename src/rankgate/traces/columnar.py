@@ -234,10 +234,15 @@ def _query_keys(parts: list[pa.Array], cache: dict[Any, str]) -> pa.Array:
         uniq = np.stack([c[first] for c in codes], axis=1)
     else:
         uniq, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
-    dicts = [e.dictionary.to_pylist() for e in encoded]
+    # each distinct row as a tuple of its four values (code 0 = None), built column by column
+    values = []
+    for j, e in enumerate(encoded):
+        table = np.empty(len(e.dictionary) + 1, dtype=object)
+        table[0] = None
+        table[1:] = e.dictionary.to_pylist()
+        values.append(table[uniq[:, j]].tolist())
     keys = []
-    for row in uniq.tolist():
-        parts_ = tuple(None if i == 0 else dicts[j][i - 1] for j, i in enumerate(row))
+    for parts_ in zip(*values):
         k = cache.get(parts_)
         if k is None:
             k = cache[parts_] = query_key(*parts_)

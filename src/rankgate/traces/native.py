@@ -113,23 +113,26 @@ def inspect(con: Any, path: str, label: str) -> ItemSource | None:
         return None
     f = tuple(fields)
     stage, rank, item, score, status = (_u(f, n) for n in ("stage", "rank", "id", "score", "status"))
-    # plain aggregates (cheaper than a per-row condition): every rule is a comparison of these
-    per_stage = ", ".join(f"count(*) FILTER (WHERE {stage} = {_lit(s)})" for s in STAGES)
-    per_status = ", ".join(f"count(*) FILTER (WHERE {status} = {_lit(s)})" for s in ITEM_STATUSES)
-    row = con.execute(f"""
-SELECT count(*), count(u), count({item}), min(strlen({item})), count({rank}), min({rank}), max({rank}),
-  count({score}), min({score}), max({score}), count(nullif({status}, '')), {per_stage}, {per_status}
-FROM (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)}))""").fetchall()[0]
-    n, structs, ids, shortest, ranked, low, high, scored, s_min, s_max, with_status = row[:11]
-    stages = dict(zip(STAGES, row[11:11 + len(STAGES)]))
-    known_status = sum(row[11 + len(STAGES):])
-    ok = (structs == n and ids == n and (n == 0 or shortest > 0) and sum(stages.values()) == n
-          and (not ranked or (low >= 1 and high <= MAX_INT32))
-          and (not scored or (math.isfinite(s_min) and math.isfinite(s_max)))
-          and known_status == with_status)
-    if not ok:
-        return None
-    return ItemSource(path, label, f, ranked < n, n, scored, with_status, {s: c for s, c in stages.items() if c}, stat)
+    # plain aggregates per (stage, status) (cheaper than conditions on every row); every rule is a
+    # comparison of these
+    groups = con.execute(f"""
+SELECT {stage}, nullif({status}, ''), count(*), count(u), count({item}), min(strlen({item})), count({rank}),
+  min({rank}), max({rank}), count({score}), min({score}), max({score})
+FROM (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)})) GROUP BY ALL""").fetchall()
+    stages: dict[str, int] = {}
+    n = ranked = scored = with_status = 0
+    for st, status_, rows, structs, ids, shortest, n_ranked, low, high, n_scored, s_min, s_max in groups:
+        if (st not in STAGES or (status_ is not None and status_ not in ITEM_STATUSES) or structs != rows
+                or ids != rows or shortest < 1 or (n_ranked and (low < 1 or high > MAX_INT32))
+                or (n_scored and not (math.isfinite(s_min) and math.isfinite(s_max)))):
+            return None
+        stages[st] = stages.get(st, 0) + rows
+        n += rows
+        ranked += n_ranked
+        scored += n_scored
+        with_status += rows if status_ is not None else 0
+    return ItemSource(path, label, f, ranked < n, n, scored, with_status,
+                      {s: stages[s] for s in STAGES if stages.get(s)}, stat)
 
 
 def items_select(src: ItemSource) -> str:
