@@ -230,6 +230,20 @@ def test_a_list_seen_once_is_no_reference():
     assert _one(s, "instability.rbo", s.windows[1]).value == 0.0
 
 
+def test_ids_holding_the_list_separator_do_not_make_lists_alike():
+    """Joined by U+001F, ["a\x1fb", "c"] and ["a", "b\x1fc"] read the same; they are different lists
+    (nothing in common), and lists equal to their reference are still found equal."""
+    reqs = [{"request_id": f"a{j}", "ts": at(0, j), "query_text": "q"} for j in range(2)]
+    reqs += [{"request_id": "b", "ts": at(1), "query_text": "q"}, {"request_id": "c", "ts": at(1, 1), "query_text": "q"}]
+    items = ranked("a0", ["a\x1fb", "c"]) + ranked("a1", ["a\x1fb", "c"]) + ranked("b", ["a", "b\x1fc"])
+    items += ranked("c", ["a\x1fb", "c"])
+    s = summarize_traces(tables(reqs, items))
+    w1 = s.windows[1]
+    assert (_one(s, "instability.changed_rate", w1).k, _one(s, "instability.changed_rate", w1).n) == (1, 2)
+    assert _one(s, "instability.rbo", w1).value == pytest.approx((0.0 + 1.0) / 2, abs=1e-12)
+    assert _one(s, "instability.jaccard", w1).value == pytest.approx(0.5, abs=1e-12)
+
+
 def test_windows_and_segments():
     reqs = [{"request_id": f"r{i}", "ts": at(0, i), "tenant": "acme" if i % 2 else None, "total_ms": float(i)}
             for i in range(6)]

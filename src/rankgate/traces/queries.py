@@ -223,12 +223,17 @@ SELECT request_id, item_id, pos FROM (
         WHERE stage = {_lit(self.list_stage)} AND rank <= {int(self.k)} GROUP BY request_id, item_id) d
 ) t WHERE pos <= {int(self.k)}"""
 
-    def lists(self) -> str:
+    def separator_in_ids(self) -> str:
+        """How many listed ids hold the signature's separator (U+001F): see :meth:`lists`."""
+        return f"SELECT count(*) AS n FROM topk WHERE instr(item_id, {SEP}) > 0"
+
+    def lists(self, separator_in_ids: bool = False) -> str:
         """One row per request with a result list: window, query key, versions, list signature, length.
-        The signature hashes each id with its length in front, so two lists share one only when they
-        are the same ids in the same order (an id holding the separator cannot make two lists alike)."""
+        Two lists share a signature only when they are the same ids in the same order: the ids are
+        joined by U+001F, and when some id holds that character each id gets its length in front, so
+        that it cannot make two different lists alike (0.4 s more at 10M listed items, so only then)."""
         d = self.dialect
-        entry = "concat(CAST(length(item_id) AS STRING), ':', item_id)"
+        entry = "concat(CAST(length(item_id) AS STRING), ':', item_id)" if separator_in_ids else "item_id"
         return f"""
 SELECT r.request_id, r.w, r.query_key, r.ts,
   concat(coalesce(r.index_version, ''), {SEP}, coalesce(r.corpus_version, '')) AS ver, t.sig, t.len

@@ -347,7 +347,7 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
         backend.keep("cit", plan.cit())
         tables["citations"] = _keyed(backend.rows(plan.citations()), ["cit_n", "cit_k"])
     backend.keep("topk", plan.topk())
-    backend.keep("lists", plan.lists())
+    backend.keep("lists", plan.lists(separator_in_ids=backend.rows(plan.separator_in_ids())[0][0] > 0))
     backend.keep("pair_heads", plan.pair_heads())
     backend.keep("common", plan.common())
     backend.keep("pairs", plan.pairs())
