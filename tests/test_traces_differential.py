@@ -303,6 +303,28 @@ def test_items_in_engine_file_changed_is_an_error(tmp_path):
         summarize_traces(tables)
 
 
+def test_items_in_engine_file_changed_during_the_analysis_is_an_error(tmp_path, monkeypatch):
+    import os
+
+    import rankgate.traces.native as native
+    from rankgate.traces.signals import summarize_traces
+
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(BASE), p)
+    tables = read_traces(p, engine_items=True)
+    view = native.items_view
+
+    def then_touch(*a, **k):  # the file changes after the view is made, while statements run
+        out = view(*a, **k)
+        st = os.stat(p)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        return out
+
+    monkeypatch.setattr(native, "items_view", then_touch)
+    with pytest.raises(InputError, match="changed or disappeared while it was being read"):
+        summarize_traces(tables)
+
+
 def test_items_in_engine_types_it_does_not_take(tmp_path):
     """Integer scores go through Arrow (the columnar path casts them), with the same result."""
     recs = copy.deepcopy(BASE)

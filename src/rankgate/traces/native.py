@@ -33,7 +33,7 @@ from typing import Any
 from ..errors import InputError
 from .model import ITEM_STATUSES, STAGES
 
-__all__ = ["ItemSource", "inspect", "items_select", "items_table", "items_view"]
+__all__ = ["ItemSource", "check_unchanged", "inspect", "items_select", "items_table", "items_view"]
 
 MAX_INT32 = 2**31 - 1
 _STRING_FIELDS = ("stage", "id", "doc_id", "doc_version", "status", "source", "tenant")
@@ -155,7 +155,8 @@ def items_select(src: ItemSource) -> str:
             f"{text['tenant']} AS tenant FROM ({inner}) t")
 
 
-def _check_unchanged(sources: Sequence[ItemSource]) -> None:
+def check_unchanged(sources: Sequence[ItemSource]) -> None:
+    """InputError when a file has changed (size or modification time) since its items were checked."""
     for s in sources:
         try:
             same = _stat(s.path) == s.stat
@@ -168,7 +169,7 @@ def _check_unchanged(sources: Sequence[ItemSource]) -> None:
 
 def items_view(sources: Sequence[ItemSource], arrow_part: str | None) -> str:
     """The statement uniting the Arrow-held items (registered as ``arrow_part``) with each file's."""
-    _check_unchanged(sources)
+    check_unchanged(sources)
     parts = [f"SELECT * FROM {arrow_part}"] if arrow_part else []
     parts += [items_select(s) for s in sources]
     return "\nUNION ALL\n".join(parts)
@@ -181,7 +182,7 @@ def items_table(sources: Sequence[ItemSource]) -> Any:
 
     from .model import ITEMS_SCHEMA
 
-    _check_unchanged(sources)
+    check_unchanged(sources)
     con = duckdb.connect()
     try:
         tables = [con.sql(items_select(s)).to_arrow_table() for s in sources]

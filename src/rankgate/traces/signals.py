@@ -255,7 +255,12 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
             by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width, p=p)
         if manifest is not None:
             backend.register("manifest", _manifest_table(manifest))
-        return _run(backend, plan, source, facts, width, window, manifest, examples)
+        summary = _run(backend, plan, source, facts, width, window, manifest, examples)
+        if facts["sources"]:  # every statement read the files the checks saw
+            from .native import check_unchanged
+
+            check_unchanged(facts["sources"])
+        return summary
     finally:
         if own:
             backend.close()
@@ -292,6 +297,7 @@ def _item_facts(source: Any, backend: Any) -> dict[str, Any]:
         for s, c in src.stages.items():
             stages[s] = stages.get(s, 0) + c
     facts["stages"] = stages
+    facts["sources"] = sources
     return facts
 
 
