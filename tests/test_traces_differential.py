@@ -219,13 +219,13 @@ def _engine_outcome(path):
                    "feedback": t.feedback}), t
 
 
-def _summaries_agree(engine_tables, path, backend=None):
+def _summaries_agree(engine_tables, path, backend=None, manifest=None):
     from rankgate.report.traces import signals_csv, summary_json
     from rankgate.traces.signals import summarize_traces
 
     arrow = read_traces(path)
     assert not arrow.item_sources
-    kw = dict(by=("tenant", "source"), threshold=0.5, window="1d")
+    kw = dict(by=("tenant", "source"), threshold=0.5, window="1d", manifest=manifest)
     a = summarize_traces(engine_tables, backend=backend, **kw)
     b = summarize_traces(arrow, **kw)
     assert signals_csv(a) == signals_csv(b)
@@ -274,6 +274,17 @@ def test_items_in_engine_whole_summary(tmp_path):
         name = "other"
 
     _summaries_agree(tables, p, backend=Other())
+
+
+def test_items_in_engine_with_a_corpus_manifest(tmp_path):
+    """Item status and stale citations from a corpus manifest: the manifest joins the file's items."""
+    from rankgate.corpus import load_manifest
+
+    trace_gen.generate(tmp_path, trace_gen.Spec(days=7, per_day=150, seed=4), formats=("parquet",))
+    p = tmp_path / "parquet" / "traces.parquet"
+    tables = read_traces(p, engine_items=True)
+    assert tables.item_sources
+    _summaries_agree(tables, p, manifest=load_manifest(str(tmp_path / "corpus.jsonl")))
 
 
 def test_items_in_engine_mixed_with_arrow_items(tmp_path):
