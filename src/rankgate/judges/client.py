@@ -156,7 +156,7 @@ class JudgeClient:
                 except (ValueError, RecursionError):  # a damaged cache row is asked again
                     label = None
                 if label is not None and not is_problem(label):
-                    error = self._over_cap(task, label)  # type: ignore[arg-type]
+                    error = self._over_cap(task, label)
                     out[index] = Judgement(item.key, task, index % repeats, None if error else label,  # type: ignore[arg-type]
                                            error, True)
                     continue

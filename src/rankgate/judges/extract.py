@@ -4,10 +4,10 @@ Tried in order: the whole reply; each fenced code block (```json … ```); the f
 then the first JSON array, that decodes from some ``{`` / ``[`` in the text (prose around it is
 ignored). None when nothing decodes.
 
-A reply is data from outside: a candidate that nests deeper than the readers' limit
-(:data:`rankgate.data.jsonl.MAX_DEPTH`, whatever Python's stack would allow) is not used, and when
-nothing else decodes the reply is refused with :class:`~.base.JudgeCallError` naming the limit, so
-it becomes that call's ``judge_error`` and never ends the run.
+A reply is data from outside: when a candidate nests deeper than the readers' limit
+(:data:`rankgate.data.jsonl.MAX_DEPTH`, whatever Python's stack would allow) the reply is refused
+with :class:`~.base.JudgeCallError` naming the limit (nothing is hunted for inside it), so it
+becomes that call's ``judge_error`` and never ends the run.
 """
 
 from __future__ import annotations
@@ -48,27 +48,22 @@ def extract_json(text: str | None) -> Any | None:
     if not text or not text.strip():
         return None
     text = text.strip()
-    too_deep = False
-    fenced = (m.group(1).strip() for m in _FENCE.finditer(text))
-    for candidate in itertools.chain((text,), fenced):
-        try:
-            return _decode(candidate)
-        except ValueError:
-            continue
-        except _TooDeep:
-            too_deep = True
-    for opener in "{[":
-        start, tried = text.find(opener), 0
-        while start != -1 and tried < _MAX_STARTS:
+    try:
+        fenced = (m.group(1).strip() for m in _FENCE.finditer(text))
+        for candidate in itertools.chain((text,), fenced):
             try:
-                return _decode(text, start)
+                return _decode(candidate)
             except ValueError:
-                pass
-            except _TooDeep:
-                too_deep = True
-            start, tried = text.find(opener, start + 1), tried + 1
-    if too_deep:
+                continue
+        for opener in "{[":
+            start, tried = text.find(opener), 0
+            while start != -1 and tried < _MAX_STARTS:
+                try:
+                    return _decode(text, start)
+                except ValueError:
+                    start, tried = text.find(opener, start + 1), tried + 1
+    except _TooDeep:  # not a value to hunt inside of: the reply is refused
         from ..data.jsonl import MAX_DEPTH
 
-        raise JudgeCallError(f"the reply's JSON nests deeper than {MAX_DEPTH} levels")
+        raise JudgeCallError(f"the reply's JSON nests deeper than {MAX_DEPTH} levels") from None
     return None
