@@ -76,7 +76,8 @@ def budget_warning(client: Any, command: str) -> str | None:
         return None
     return (f"the call budget (--max-calls {client.max_calls:,}) was spent: {skipped:,} judge "
             f"call{'s were' if skipped != 1 else ' was'} not made; those items are judge_error rows "
-            f"'call budget reached' (run {command} again to judge them: cached labels cost nothing)")
+            f"'call budget reached' (raise --max-calls, or run {command} again: labels in the judge cache "
+            f"cost nothing)")
 
 
 def open_judge_from_args(args: argparse.Namespace) -> Any:
