@@ -22,6 +22,7 @@ other than 1) and ``latency`` (seconds slept on every request).
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
@@ -87,7 +88,8 @@ def default_answer(body: dict[str, Any]) -> dict[str, Any]:
     if "seedlabel" in user:
         return {"label": int(body.get("seed", 0)) % 3}
     if task == "statements":
-        answer = user.split("Answer:\n", 1)[-1]
+        block = re.search(r"<answer>\n(.*)\n</answer>", user, re.S)  # the prompt's data block, unescaped
+        answer = html.unescape(block.group(1)) if block else user
         return {"statements": [s.strip() for s in re.split(r"(?<=[.!?])\s+", answer) if s.strip()]}
     if task in ("support", "correctness"):
         return {"label": "supported"}

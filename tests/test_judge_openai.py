@@ -252,7 +252,7 @@ def test_plan_counts_tokens_as_characters_over_four(fake, tmp_path):
         plan = judge.plan("context_relevance", items("x" * 400))
     assert fake.count == 0
     assert plan.calls == 1 and plan.cache_hits == 0 and plan.approx_tokens_out == 8
-    assert 100 < plan.approx_tokens_in < 250 and plan.approx_tokens == plan.approx_tokens_in + 8
+    assert 100 < plan.approx_tokens_in < 350 and plan.approx_tokens == plan.approx_tokens_in + 8  # 400 + ~800 prompt chars
     assert plan.cost(1.0, 2.0) == pytest.approx((plan.approx_tokens_in + 16) / 1e6)
     assert plan.cost(None, None) is None
 
