@@ -139,22 +139,33 @@ def _raw_messages(path: str, label: str, builder: Builder) -> Iterator[tuple[int
             yield n, body
 
 
-def proto_messages(path: str, label: str, builder: Builder) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(message number, the request in protobuf's JSON mapping) of each message of a binary OTLP file;
-    a message that does not parse is an error (in skip mode, counted and skipped)."""
+def _parser() -> Any:
     try:
         from google.protobuf.json_format import MessageToDict
         from google.protobuf.message import DecodeError
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     except ImportError:
-        raise InputError("is binary OTLP (protobuf), which needs the opentelemetry-proto package", path=label,
-                         hint="pip install 'rankgate[otlp]', or export OTLP/JSON") from None
+        return None
+    return ExportTraceServiceRequest, MessageToDict, DecodeError
+
+
+def proto_messages(path: str, label: str, builder: Builder) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(message number, the request in protobuf's JSON mapping) of each message of a binary OTLP file;
+    a message that does not parse is an error (in skip mode, counted and skipped). The framing is
+    checked before the parser is imported."""
+    parser = None
     for n, body in _raw_messages(path, label, builder):
-        msg = ExportTraceServiceRequest()
+        if parser is None:
+            parser = _parser()
+            if parser is None:
+                raise InputError("is binary OTLP (protobuf), which needs the opentelemetry-proto package",
+                                 path=label, hint="pip install 'rankgate[otlp]', or export OTLP/JSON")
+        request, to_dict, decode_error = parser
+        msg = request()
         try:
             msg.ParseFromString(body)
-            obj = MessageToDict(msg)
-        except (DecodeError, RecursionError, ValueError) as exc:
+            obj = to_dict(msg)
+        except (decode_error, RecursionError, ValueError) as exc:
             builder.reject(InputError(f"message {n} is not a valid OTLP protobuf ExportTraceServiceRequest "
                                       f"({str(exc)[:80]})", path=label, line=n,
                                       hint="the file is damaged or not binary OTLP traces"))
