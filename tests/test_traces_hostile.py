@@ -217,3 +217,18 @@ def test_a_threshold_above_every_top_score_is_named_in_one_line(tmp_path, capsys
     assert out.count("every request's top score is under the abstention threshold 12.5") == 1
     analyze(tmp_path, p, "--abstention-threshold", "0.5")
     assert "every request's top score" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["langfuse", "langsmith"])
+def test_feedback_delivered_twice_counts_once(fmt, tmp_path, capsys):
+    fb = ({"id": "score-1", "trace_id": "t-1", "name": "user-feedback", "value": 0, "data_type": "NUMERIC",
+           "comment": "wrong"} if fmt == "langfuse" else
+          {"id": "fb-1", "run_id": "run-1", "key": "user_score", "score": 0, "comment": "wrong"})
+    p = write(tmp_path, fmt, [row(fmt), json.dumps(fb), json.dumps(fb)])
+    tt = read_traces(p)
+    assert tt.feedback.num_rows == 1 and tt.reading == {"duplicate_feedback": 1}
+    other = dict(fb, comment="changed my mind")
+    q = write(tmp_path, fmt, [row(fmt), json.dumps(fb), json.dumps(other)], "conflict.jsonl")
+    o = out_dir(tmp_path)
+    assert_refused(["traces", "analyze", "--traces", q, "--out", o], o, names=[q], capsys=capsys,
+                   contains=["conflict.jsonl:3:", "already at", "conflict.jsonl:2 with different content"])

@@ -73,6 +73,9 @@ def reading_notes(summary: TraceSummary) -> list[str]:
     dup = summary.meta.get("duplicate_spans")
     if dup:
         out.append(f"{dup:,} duplicate spans/observations dropped (same id, same content; delivered twice)")
+    dup_fb = summary.meta.get("duplicate_feedback")
+    if dup_fb:
+        out.append(f"{dup_fb:,} duplicate feedback rows dropped (same id, same content; delivered twice)")
     derived = summary.meta.get("derived_item_ids")
     if derived:
         out.append(f"{derived:,} documents had no id; ids derived from text")

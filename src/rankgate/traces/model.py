@@ -163,7 +163,8 @@ class TraceTables:
     gives every item as one Arrow table.
 
     ``reading``: what the readers did to the input, counted: ``duplicate_spans`` (spans or observations
-    delivered twice with the same content, read once) and ``derived_item_ids`` (documents logged
+    delivered twice with the same content, read once), ``duplicate_feedback`` (Langfuse score or
+    LangSmith feedback rows with an id, delivered twice) and ``derived_item_ids`` (documents logged
     without an id, given the id of their text, :func:`rankgate.data.shapes.text_id`). Only non-zero
     counts are present."""
 

@@ -272,6 +272,24 @@ def dedupe(obs: list[Obs], builder: Builder) -> list[Obs]:
     return out
 
 
+def _seen_before(row: dict[str, Any], seen: dict[str, tuple[dict[str, Any], str, int | None]], chk: Check,
+                 builder: Builder) -> bool:
+    """A feedback/score row with an id seen before: True (drop it) when it is the same row delivered
+    again (counted as ``duplicate_feedback``); the same id with other content is an error naming both."""
+    rid = row.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        return False
+    first = seen.get(str(rid))
+    if first is None:
+        seen[str(rid)] = (row, chk.path, chk.line)
+        return False
+    if first[0] == row:
+        builder.reading["duplicate_feedback"] += 1
+        return True
+    raise chk.fail("id", f"feedback row {str(rid)[:40]!r} is already at {first[1]}:{first[2]} with different content",
+                   hint="two different rows cannot share an id; a row delivered twice must be identical")
+
+
 def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any]) -> None:
     traces: dict[str, list[Obs]] = {}
     for o in obs:
@@ -295,6 +313,7 @@ def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[
     obs: list[Obs] = []
     fbs: list[Fb] = []
     trace_rows: dict[str, dict[str, Any]] = {}
+    seen_fb: dict[str, tuple[dict[str, Any], str, int | None]] = {}
     for path, label in files:
         for n, row in _rows(path, label, builder):
             chk = Check(label, n)
@@ -321,6 +340,8 @@ def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[
                     name = str(row.get("name") or "").lower()
                     if name not in names:
                         continue  # an evaluation score, not user feedback
+                    if _seen_before(row, seen_fb, chk, builder):
+                        continue
                     value = row.get("value") if row.get("value") is not None else row.get("string_value")
                     fbs.append(Fb(str(chk.string(row.get("trace_id"), "trace_id", required=True, ids=True)), value,
                                   chk.string(row.get("comment"), "comment"), label, n))
@@ -346,6 +367,7 @@ def read_langsmith(files: list[tuple[str, str]], builder: Builder, options: dict
     names = {n.lower() for n in fm["feedback_names"]}
     obs: list[Obs] = []
     raw_fb: list[tuple[str, Any, Any, str, int | None]] = []
+    seen_fb: dict[str, tuple[dict[str, Any], str, int | None]] = {}
     for path, label in files:
         for n, row in _rows(path, label, builder):
             chk = Check(label, n)
@@ -368,6 +390,8 @@ def read_langsmith(files: list[tuple[str, str]], builder: Builder, options: dict
                     obs.append(ob)
                 elif "run_id" in row and "key" in row:
                     if str(row.get("key") or "").lower() not in names:
+                        continue
+                    if _seen_before(row, seen_fb, chk, builder):
                         continue
                     value = row.get("score") if row.get("score") is not None else row.get("value")
                     raw_fb.append((str(chk.string(row.get("run_id"), "run_id", required=True, ids=True)), value,
