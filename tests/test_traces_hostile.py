@@ -232,3 +232,25 @@ def test_feedback_delivered_twice_counts_once(fmt, tmp_path, capsys):
     o = out_dir(tmp_path)
     assert_refused(["traces", "analyze", "--traces", q, "--out", o], o, names=[q], capsys=capsys,
                    contains=["conflict.jsonl:3:", "already at", "conflict.jsonl:2 with different content"])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_any_replay_of_lines_reads_as_the_lines_once(fmt, tmp_path_factory):
+    """Overlapping exports: whatever lines are delivered again, in whatever order after the first
+    delivery, the tables equal those of each line read once, and the replays are counted."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    lines = [row(fmt, trace=str(i), span=str(i), query=f"query {i}") for i in range(1, 5)]
+    d = tmp_path_factory.mktemp("replay")
+    once = read_traces(write(d, fmt, lines, "once.jsonl"))
+
+    @settings(max_examples=15, deadline=None, derandomize=True)
+    @given(st.lists(st.integers(0, len(lines) - 1), max_size=6))
+    def check(replays):
+        tt = read_traces(write(d, fmt, lines + [lines[i] for i in replays], "replayed.jsonl"))
+        assert tt.items.equals(once.items) and tt.feedback.equals(once.feedback)
+        assert tt.requests.drop(["source_file"]).equals(once.requests.drop(["source_file"]))
+        assert tt.reading == ({"duplicate_spans": len(replays)} if replays else {})
+
+    check()

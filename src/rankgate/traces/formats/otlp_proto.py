@@ -63,6 +63,8 @@ def _starts_request(buf: bytes, total: int) -> bool:
 
 def _layout(head: bytes, size: int | None) -> str | None:
     """``"framed"``, ``"single"`` or None (not binary OTLP) from the first bytes of the content."""
+    if head[:1] in (b"{", b"[", b" ", b"\t", b"\r") or head[:3] == b"\xef\xbb\xbf" or head[:4] == b"PAR1":
+        return None  # JSON, a byte-order mark, Parquet
     if len(head) > _PREFIX and head[0] != _RESOURCE_SPANS_TAG:
         n = int.from_bytes(head[:_PREFIX], "big")
         if 0 < n and _starts_request(head[_PREFIX:], n):

@@ -53,7 +53,6 @@ _STATUS_SYNONYMS = {"active": "active", "current": "active", "live": "active", "
                     "superseded": "superseded", "retired": "retired", "deleted": "retired", "removed": "retired"}
 _LLM_OPS = {"chat", "text_completion", "generate_content", "completion"}
 _FLAT_DOC = re.compile(r"^(?P<prefix>.+?)\.(?P<n>\d+)\.(?P<rest>.+)$")
-MAX_DOCUMENTS = 100_000  # flattened document numbers a span may use (retrieval.documents.N.*)
 DOC_PREFIXES = ("gen_ai.retrieval.documents", "retrieval.documents", "reranker.input_documents",
                 "reranker.output_documents", "rankgate.packed.documents")
 
@@ -116,11 +115,7 @@ def documents(attrs: dict[str, Any], prefix: str, chk: Check,
             if k.startswith(head):
                 m = _FLAT_DOC.match(k)
                 if m and m.group("prefix") == prefix:
-                    n = int(m.group("n"))
-                    if n >= MAX_DOCUMENTS:
-                        raise chk.fail(k, f"numbers a document beyond {MAX_DOCUMENTS:,}",
-                                       hint="a span lists at most that many documents")
-                    found.setdefault(n, {})[m.group("rest")] = v
+                    found.setdefault(int(m.group("n")), {})[m.group("rest")] = v
         if not found:
             return None
         docs = [found[i] for i in sorted(found)]
