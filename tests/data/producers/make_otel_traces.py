@@ -97,16 +97,39 @@ def llamaindex_traces(provider: TracerProvider) -> None:
     LlamaIndexInstrumentor().uninstrument()
 
 
+def _local_paths_out(request) -> None:
+    """Exception messages carry a traceback with this machine's paths: keep the file names only."""
+    import os
+    import re
+
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for sp in ss.spans:
+                if sp.status.message:
+                    sp.status.message = re.sub(r'File "[^"]*[/\\]([^"/\\]+)"', r'File "\1"', sp.status.message)
+                for ev in sp.events:
+                    for kv in ev.attributes:
+                        if kv.value.HasField("string_value") and os.sep in kv.value.string_value:
+                            kv.value.string_value = re.sub(r'File "[^"]*[/\\]([^"/\\]+)"', r'File "\1"',
+                                                           kv.value.string_value)
+
+
+def _encode(spans: list):
+    request = encode_spans(spans)
+    _local_paths_out(request)
+    return request
+
+
 def write(name: str, spans: list) -> None:
     by_trace: dict[int, list] = {}
     for s in spans:
         by_trace.setdefault(s.context.trace_id, []).append(s)
-    whole = encode_spans(spans)
+    whole = _encode(spans)
     (OUT / f"{name}.otlp.json").write_text(json.dumps(MessageToDict(whole), sort_keys=True) + "\n")
     (OUT / f"{name}.otlp.pb").write_bytes(whole.SerializeToString())
     framed = b""
     for trace in by_trace.values():
-        body = encode_spans(trace).SerializeToString()
+        body = _encode(trace).SerializeToString()
         framed += struct.pack(">I", len(body)) + body
     (OUT / f"{name}.otlp.bin").write_bytes(framed)
     expected = []
