@@ -36,7 +36,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--judge-key-env", metavar="VAR",
                    help="environment variable holding the API key; none for a local server (env RANKGATE_JUDGE_KEY_ENV)")
     g.add_argument("--workers", type=int, default=8, help="concurrent judge calls (default 8)")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-call timeout (default 60)")
+    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
+    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
     g.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="judge every item N times (seeds seed..seed+N-1) and report how often labels change; "
                         "metrics use the first sample")
@@ -113,7 +116,8 @@ def open_from_args(args: argparse.Namespace) -> Any:
     s = judge_settings(args)
     return open_judge(s["judge"], url=s["judge_url"], model=s["judge_model"], key_env=s["judge_key_env"],
                       cache_dir=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
-                      timeout_s=args.timeout, seed=args.judge_seed, progress=sys.stderr.isatty())
+                      timeout_s=args.timeout, seed=args.judge_seed, progress=sys.stderr.isatty(),
+                      max_reply_bytes=getattr(args, "max_reply_bytes", None))
 
 
 def run(args: argparse.Namespace) -> int:
