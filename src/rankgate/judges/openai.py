@@ -341,7 +341,7 @@ class OpenAIJudge:
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
             elif content is not None and not isinstance(content, str):
                 content = json.dumps(content)
-            used = body.get("usage") or {}
+            used = body.get("usage") if isinstance(body.get("usage"), dict) else {}
             usage = {name: _count(used.get(name)) for name in ("prompt_tokens", "completion_tokens")}
             fingerprint = body.get("system_fingerprint")
             fingerprint = redact(fingerprint)[:200] if isinstance(fingerprint, str) else None
