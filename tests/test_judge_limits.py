@@ -18,7 +18,7 @@ import pytest
 
 from rankgate.cli import main
 from rankgate.data.jsonl import MAX_DEPTH
-from rankgate.judges import JudgeItem, coverage, open_judge
+from rankgate.judges import JudgeItem, open_judge
 from rankgate.judges import transport
 
 from .conftest import ROOT
