@@ -3,7 +3,9 @@
 It implements what the sticky-comment upsert uses: ``GET /user``, listing an issue's comments with
 ``per_page``/``page`` and RFC 8288 ``Link`` headers, creating and updating a comment. Switches
 simulate a read-only token (403 on writes, as on a fork's pull request) and an app installation
-token (403 on ``GET /user``).
+token (403 on ``GET /user``); hostile ones echo the request's Authorization header in every error
+message (``echo``, as some proxies do) and pad each comment list reply with ``pad`` bytes of JSON
+whitespace (an oversized list).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class FakeGitHub:
         self.read_only = False
         self.user_refused = False
         self.truncate = False  # answer with fewer bytes than Content-Length says, then close
+        self.echo = False  # error messages carry the Authorization header the request came with
+        self.pad = 0  # bytes of whitespace after each comment list
         self._next_id = 1000
         self._lock = threading.Lock()
         handler = _handler(self)
@@ -56,8 +60,10 @@ def _handler(gh: FakeGitHub):
         def log_message(self, *args):  # keep pytest output clean
             pass
 
-        def _send(self, status: int, data, headers: dict | None = None) -> None:
-            raw = json.dumps(data).encode("utf-8")
+        def _send(self, status: int, data, headers: dict | None = None, pad: int = 0) -> None:
+            if gh.echo and status >= 400:
+                data = {**data, "message": f"{data['message']} (Authorization: {self.headers.get('Authorization')})"}
+            raw = json.dumps(data).encode("utf-8") + b" " * pad
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw) + (1000 if gh.truncate else 0)))
@@ -95,7 +101,10 @@ def _handler(gh: FakeGitHub):
                 if page * per < len(gh.comments):
                     headers["Link"] = (f'<{gh.url}{parts.path}?per_page={per}&page={page + 1}>; rel="next", '
                                        f'<{gh.url}{parts.path}?per_page={per}&page=1>; rel="first"')
-                return self._send(200, chunk, headers)
+                try:
+                    return self._send(200, chunk, headers, pad=gh.pad)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: as it should
+                    return None
             return self._send(404, {"message": "Not Found"})
 
         def do_POST(self):

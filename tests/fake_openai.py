@@ -21,7 +21,8 @@ headers=False)`` (the reply, or its status line and headers, one byte every ``se
 ``reply(data)`` (a 200 whose body is exactly ``data``), ``nested(depth)`` (a reply nested ``depth``
 arrays deep) and ``echo(code, template)`` (the template
 with ``{auth}`` replaced by the request's Authorization or api-key header: the content of a 200, else
-the error message, as some gateways echo credentials). ``always`` (a step) is served to every chat
+the error message, as some gateways echo credentials; a 200 answers as usual with the text added
+as a ``note`` field, and as one more statement). ``always`` (a step) is served to every chat
 request instead of the scripts. Server-wide modes:
 ``reject_formats`` (a set of ``response_format`` types refused with a 400 naming
 ``response_format``), ``llama_cpp`` (a 400 "Only one completion choice is allowed" for any ``n``
@@ -243,9 +244,13 @@ class FakeOpenAI:
                     return self._hostile(step, text)
                 if step is not None and step.kind == "echo":
                     auth = self.headers.get("authorization") or self.headers.get("api-key") or ""
+                    note = step.text.format(auth=auth)
                     if step.status != 200:
-                        return self._send(step.status, {"error": {"message": step.text.format(auth=auth)}})
-                    step = content(step.text.format(auth=auth))
+                        return self._send(step.status, {"error": {"message": note}})
+                    answer = {**default_answer(body), "note": note}
+                    if "statements" in answer:
+                        answer["statements"] = [*answer["statements"], note]
+                    step = content(json.dumps(answer))
                 if step is not None:
                     if step.kind == "status":
                         return self._send(step.status, {"error": {"message": step.message}}, step.headers)

@@ -5,9 +5,11 @@ the GitHub token and a password in ``GITHUB_API_URL`` (:mod:`rankgate.report.git
 the judge URL. :func:`redact` then replaces, in any text, with ``***``:
 
 * a registered value, and any run of :data:`MIN_RUN` or more of its characters (gateways and proxies
-  print a key's first or last characters: ``sk-proj-AbC…xYz``);
+  print a key's first or last characters: ``sk-proj-AbC…xYz``), together with the rest of the word
+  it stands in (letters, digits and ``+/=_-``);
 * its Basic-auth form: the base64 of ``user:value`` for any user (matched through the base64 of the
-  value itself at each of the three byte alignments, with the same rule for runs);
+  value itself at each of the three byte alignments; the whole base64 word goes, so neither the user
+  nor the value's first or last characters can be decoded from what is left);
 * the userinfo of any URL (``https://user:password@host`` becomes ``https://***@host``), registered
   or not.
 
@@ -30,6 +32,7 @@ __all__ = ["MASK", "MIN_RUN", "redact", "register", "register_url", "registered"
 
 MASK = "***"
 MIN_RUN = 6  # the shortest run of a secret's characters that is replaced wherever it appears
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
 
 # scheme://userinfo@ : the userinfo runs to the last "@" before the host's end (/ ? # or a space/quote)
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#'\"<>()\[\]{}\\]*@")
@@ -123,7 +126,8 @@ def redact(text: str) -> str:
 
 
 def _mask_runs(text: str, runs: frozenset[str]) -> str:
-    """Replace each stretch of ``text`` covered by overlapping or touching pieces found in ``runs``."""
+    """Replace each word of ``text`` holding a piece found in ``runs`` (pieces that overlap or touch, and the
+    word characters around them, are one stretch)."""
     n = MIN_RUN
     spans: list[tuple[int, int]] = []
     start = end = -1
@@ -134,9 +138,16 @@ def _mask_runs(text: str, runs: frozenset[str]) -> str:
             else:
                 if start >= 0:
                     spans.append((start, end))
-                start, end = i, i + n
+                start = i
+                while start > 0 and text[start - 1] in _WORD and (not spans or start > spans[-1][1]):
+                    start -= 1
+                end = i + n
+        elif start >= 0 and i == end and text[i] in _WORD:
+            end = i + 1  # the rest of the word the piece stands in
     if start < 0:
         return text
+    while end < len(text) and text[end] in _WORD:
+        end += 1
     spans.append((start, end))
     out: list[str] = []
     last = 0
