@@ -69,7 +69,7 @@ def _backend(inner: Any) -> Any:
             self._stream = stream
 
         def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return self._stream.read(max_bytes, _left(timeout, httpcore.ReadTimeout))  # type: ignore[no-any-return]
+            return self._stream.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
 
         def write(self, buffer: bytes, timeout: float | None = None) -> None:
             self._stream.write(buffer, _left(timeout, httpcore.WriteTimeout))
