@@ -217,4 +217,25 @@ def test_the_cli_reports_a_capped_reply_as_a_failed_item(fake, tmp_path, capsys)
                  "--judge-model", "m", "--no-cache", "--max-reply-bytes", "2000000"]) == 0
     rows = [json.loads(line) for line in labels.read_text().splitlines()]
     assert rows[0]["judge_error"].startswith("reply larger than 2,000,000 bytes") and rows[1]["grade"] == 2
-    assert "judge failed on 1 items" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "judge failed on 1 items" in err and "Traceback" not in err
+
+
+def test_a_deeply_nested_reply_through_the_cli_keeps_every_other_label(fake, tmp_path, capsys):
+    fake.script("Berlin", nested(300_000))
+    queue = tmp_path / "queue.jsonl"
+    queue.write_text("".join(json.dumps({"query_id": "q1", "query": "where", "id": f"c{i}", "text": t}) + "\n"
+                             for i, t in enumerate(["We ship to Canada.", "Our office is in Berlin.", "Hours: 9-5."])))
+    labels, cache = tmp_path / "labels.jsonl", tmp_path / "cache"
+    assert main(["judge", "relevance", str(queue), "-o", str(labels), "--judge", "openai", "--judge-url", fake.url,
+                 "--judge-model", "m", "--cache", str(cache)]) == 0
+    err = capsys.readouterr().err
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    assert [r["grade"] for r in rows] == [2, None, 2]
+    assert rows[1]["judge_error"].startswith(f"the server's reply is not a chat completion (nested deeper than {MAX_DEPTH}")
+    assert "Traceback" not in err and "judge failed on 1 items" in err
+    # the labels paid for are in the cache: a second run asks only for the failed item
+    before = fake.count
+    assert main(["judge", "relevance", str(queue), "-o", str(labels), "--judge", "openai", "--judge-url", fake.url,
+                 "--judge-model", "m", "--cache", str(cache)]) == 0
+    assert fake.count == before + 1

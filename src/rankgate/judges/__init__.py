@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..redact import register_url
 from .base import TASK_FIELDS, TASKS, Judge, JudgeCallError, JudgeItem, Judgement, Label, Plan
 from .client import JudgeClient
 
@@ -58,6 +59,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
     whole time one request may take; ``max_reply_bytes`` (default 1 MB) caps each reply body after
     decompression.
     """
+    register_url(url)  # a password in the URL is a secret whichever judge gets it
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise UsageError(f"judge workers must be an integer >= 1; got {workers!r}")
     if not (timeout_s > 0):

@@ -130,29 +130,30 @@ def _server_message(raw: bytes) -> str:
 
 
 def _loads(raw: bytes) -> Any:
-    """The reply's JSON; ValueError for one that is not JSON or nests too deep to be a completion."""
+    """The reply's JSON; ValueError for one that is not JSON or nests deeper than the readers allow."""
     try:
         body = json.loads(raw)
     except RecursionError:
-        body = None
-        deep = True
-    else:
-        deep = raw.count(b"[") + raw.count(b"{") > _max_depth() and _depth(body) > _max_depth()
-    if deep:
-        raise ValueError(f"nested deeper than {_max_depth()} levels")
+        raise _TooDeep() from None
+    if raw.count(b"[") + raw.count(b"{") > 64:  # a completion holds a handful: only then is it measured
+        from ..data.jsonl import json_depth
+
+        if json_depth(body) > _TooDeep.levels():
+            raise _TooDeep()
     return body
 
 
-def _max_depth() -> int:
-    from ..data.jsonl import MAX_DEPTH
+class _TooDeep(ValueError):
+    """A reply nesting deeper than the JSON readers allow (:data:`rankgate.data.jsonl.MAX_DEPTH`)."""
 
-    return MAX_DEPTH
+    @staticmethod
+    def levels() -> int:
+        from ..data.jsonl import MAX_DEPTH
 
+        return MAX_DEPTH
 
-def _depth(body: Any) -> int:
-    from ..data.jsonl import json_depth
-
-    return json_depth(body)
+    def __str__(self) -> str:
+        return f"nested deeper than {self.levels()} levels"
 
 
 def _count(value: Any) -> int:
@@ -347,7 +348,7 @@ class OpenAIJudge:
             fingerprint = redact(fingerprint)[:200] if isinstance(fingerprint, str) else None
             return (None if content is None else redact(content)), choice.get("finish_reason"), usage, fingerprint
         except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
-            why = f" ({exc})" if isinstance(exc, ValueError) and "nested deeper" in str(exc) else ""
+            why = f" ({exc})" if isinstance(exc, _TooDeep) else ""
             shown = redact(raw[:400].decode("utf-8", "replace"))[:200]
             raise JudgeCallError(f"the server's reply is not a chat completion{why}: {shown!r}") from None
 
