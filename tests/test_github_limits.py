@@ -81,3 +81,13 @@ def test_gate_max_reply_bytes_out_of_range_is_a_usage_error(github, tmp_path, mo
     lines = [line for line in out.err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "--max-reply-bytes must be a whole number of bytes" in lines[0]
     assert "Traceback" not in out.err and not step.exists() and github.requests == []
+
+
+@pytest.mark.parametrize("body_only", [False, True], ids=["headers-dripped", "body-dripped"])
+def test_a_dripping_api_is_cut_off_and_nothing_is_posted(github, tmp_path, monkeypatch, body_only):
+    monkeypatch.setattr(gh_module, "TIMEOUT", 0.3)  # one byte every 0.02 s: each wait is short, the whole is not
+    github.drip, github.drip_body = 0.02, body_only
+    out = upsert_comment(body("new"), env=github.env(tmp_path))
+    assert out.action == "failed" and out.level == "warning"
+    assert "GET /user: no whole reply within 0.3 s" in out.message
+    assert writes(github) == [] and github.comments == []

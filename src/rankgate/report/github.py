@@ -13,9 +13,10 @@ from ``GITHUB_REPOSITORY``, the pull request number from the event payload at ``
 (``pull_request.number``, or ``issue.number`` when the issue is a pull request).
 
 Bounded and secret-safe: each reply body is read up to ``max_reply_bytes`` (default 1 MB,
-``gate --max-reply-bytes``) and a body still arriving :data:`TIMEOUT` seconds after it started is
-abandoned; a reply over either limit, or a comment list longer than :data:`MAX_PAGES` pages, ends
-the attempt with a warning and nothing posted (a comment that could not be looked for is never
+``gate --max-reply-bytes``), and each request, from connecting to the reply's last byte, has
+:data:`TIMEOUT` seconds in all (a watchdog shuts the connection when they are up, so a server
+dripping its headers or body cannot hold the step); a reply over either limit, or a comment list
+longer than :data:`MAX_PAGES` pages, ends the attempt with a warning and nothing posted (a comment that could not be looked for is never
 posted again beside itself). The token and a password in ``GITHUB_API_URL`` are registered with
 :mod:`rankgate.redact` and every message passes :func:`~rankgate.redact.redact`.
 
@@ -28,7 +29,8 @@ import http.client
 import json
 import os
 import re
-import time
+import socket
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -45,7 +47,7 @@ MAX_CHARS = 65_536  # GitHub refuses a comment body longer than this many charac
 CUT_NOTE = "\n\n… comment cut to fit GitHub's limit of 65,536 characters; the job summary and the JSON outcome have it all.\n"
 PER_PAGE = 100
 MAX_PAGES = 100  # 10,000 comments: enough for any pull request, and a bound on a broken Link chain
-TIMEOUT = 30.0  # seconds: the longest wait for the server, and the longest a reply body may take to arrive
+TIMEOUT = 30.0  # seconds one request may take in all, from connecting to the reply's last byte
 MAX_REPLY_BYTES = 1_000_000  # a page of 100 comments is a few hundred KB; GitHub does not compress for urllib
 _READ = 64 * 1024
 
@@ -102,8 +104,7 @@ def pull_request_from_env(env: Mapping[str, str] | None = None) -> tuple[str | N
 
 
 def _read_body(resp: Any, cap: int, what: str) -> bytes:
-    """At most ``cap`` bytes of a reply (no encoding is asked for, so none is undone), within TIMEOUT."""
-    until = time.monotonic() + TIMEOUT
+    """At most ``cap`` bytes of a reply (no encoding is asked for, so none is undone)."""
     body = bytearray()
     while True:
         chunk = resp.read1(_READ) if hasattr(resp, "read1") else resp.read(_READ)
@@ -115,8 +116,58 @@ def _read_body(resp: Any, cap: int, what: str) -> bytes:
         if len(body) > cap:
             raise _ApiError(None, f"{what}: reply larger than {cap:,} bytes (raise --max-reply-bytes if this is "
                                   "a real comment list)")
-        if time.monotonic() > until:
-            raise _ApiError(None, f"{what}: the reply was still arriving after {TIMEOUT:g} s")
+
+
+class _Watchdog:
+    """Shuts down the sockets a request opened once its time is up: a blocked read then ends at once."""
+
+    def __init__(self) -> None:
+        self.sockets: list[socket.socket] = []
+        self.fired = False
+        self._lock = threading.Lock()
+
+    def opened(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.sockets.append(sock)
+            if self.fired:
+                self._shut(sock)
+
+    def fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for sock in self.sockets:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """urllib's usual opener (proxies from the environment included) whose connections report here."""
+        dog = self
+
+        class HTTPConnection(http.client.HTTPConnection):
+            def connect(self) -> None:
+                super().connect()
+                dog.opened(self.sock)
+
+        class HTTPSConnection(http.client.HTTPSConnection):
+            def connect(self) -> None:
+                super().connect()
+                dog.opened(self.sock)
+
+        class HTTPHandler(urllib.request.HTTPHandler):
+            def http_open(self, req: Any) -> Any:
+                return self.do_open(HTTPConnection, req)
+
+        class HTTPSHandler(urllib.request.HTTPSHandler):
+            def https_open(self, req: Any) -> Any:
+                return self.do_open(HTTPSConnection, req, context=getattr(self, "_context", None))
+
+        return urllib.request.build_opener(HTTPHandler, HTTPSHandler)
 
 
 class _Client:
@@ -140,8 +191,25 @@ class _Client:
             **({"Content-Type": "application/json"} if body is not None else {}),
         })
         what = f"{method} {urllib.parse.urlsplit(url).path}"
+        dog = _Watchdog()
+        timer = threading.Timer(TIMEOUT, dog.fire)
+        timer.daemon = True
+        timer.start()
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
+            result = self._send(req, what, dog)
+        except _ApiError:
+            if not dog.fired:
+                raise
+            result = None
+        finally:
+            timer.cancel()
+        if dog.fired or result is None:  # whatever the cut-off connection looked like, the time ran out
+            raise _ApiError(None, f"{what}: no whole reply within {TIMEOUT:g} s")
+        return result
+
+    def _send(self, req: urllib.request.Request, what: str, dog: _Watchdog) -> tuple[Any, Mapping[str, str]]:
+        try:
+            with dog.opener().open(req, timeout=TIMEOUT) as resp:
                 raw = _read_body(resp, self.max_reply_bytes, what)
                 headers = dict(resp.headers.items())
         except urllib.error.HTTPError as exc:
@@ -151,15 +219,14 @@ class _Client:
                 detail = str(message.get("message", ""))[:300]
             except (ValueError, AttributeError, OSError, RecursionError, _ApiError, http.client.HTTPException):
                 pass
-            raise _ApiError(exc.code, f"HTTP {exc.code} from {method} {urllib.parse.urlsplit(url).path}"
-                            + (f": {detail}" if detail else "")) from None
+            raise _ApiError(exc.code, f"HTTP {exc.code} from {what}" + (f": {detail}" if detail else "")) from None
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
             raise _ApiError(None, f"cannot reach {self.api}: {reason}") from None
         try:
             return (json.loads(raw.decode("utf-8")) if raw else None), headers
         except (ValueError, UnicodeDecodeError, RecursionError):
-            raise _ApiError(None, f"{method} {urllib.parse.urlsplit(url).path} did not return JSON") from None
+            raise _ApiError(None, f"{what} did not return JSON") from None
 
     def login(self) -> str | None:
         """The token's own login, or None when the token may not ask (an app's installation token)."""
