@@ -30,6 +30,17 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _secrets_stay_in_their_test():
+    """A secret registered for redaction by one test (a judge key, a token) is not masked in the next:
+    in-process CLI runs share the registry that one real process would hold alone."""
+    from rankgate import redact
+
+    before = redact.registered()
+    yield
+    redact.restore(before)
+
+
 @pytest.fixture
 def fixtures() -> Path:
     return shared_path("fixtures")

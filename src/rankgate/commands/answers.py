@@ -38,7 +38,10 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--judge-key-env", metavar="VAR",
                    help="environment variable holding the API key; none for a local server (env RANKGATE_JUDGE_KEY_ENV)")
     g.add_argument("--workers", type=int, default=8, help=f"concurrent judge calls (default 8, at most {MAX_WORKERS})")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-call timeout (default 60)")
+    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
+    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
     g.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="judge every item N times (seeds seed..seed+N-1) and report how often labels change; "
                         f"metrics use the first sample (at most {MAX_REPEATS})")
@@ -125,7 +128,8 @@ def open_from_args(args: argparse.Namespace) -> Any:
                       cache_dir=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
                       timeout_s=args.timeout, seed=args.judge_seed, progress=sys.stderr.isatty(),
                       max_statements=getattr(args, "max_statements", DEFAULT_MAX_STATEMENTS),
-                      max_calls=getattr(args, "max_calls", None))
+                      max_calls=getattr(args, "max_calls", None),
+                      max_reply_bytes=getattr(args, "max_reply_bytes", None))
 
 
 def run(args: argparse.Namespace) -> int:

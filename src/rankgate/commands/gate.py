@@ -42,11 +42,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--post-comment", action="store_true",
                    help="post or update one sticky comment on the pull request (GitHub Actions: token from "
                         "$GITHUB_TOKEN, pull request from the event); a failure to post is a warning, never an error")
+    p.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="with --post-comment: largest GitHub API reply read (default 1000000); a larger one is a "
+                        "warning and nothing is posted")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input, write_files
     from ..gates import gate, load_config
+
+    reply_cap = _reply_cap(args.max_reply_bytes)
 
     outputs = {"--comment": args.comment, "--json": args.json}
     for option, path in outputs.items():
@@ -99,12 +104,26 @@ def run(args: argparse.Namespace) -> int:
     if args.post_comment:
         from ..report.github import upsert_comment, workflow_command
 
-        line = workflow_command(upsert_comment(markdown))  # never raises: a failed post is a notice or warning
+        # never raises: a failed post is a notice or warning
+        line = workflow_command(upsert_comment(markdown, max_reply_bytes=reply_cap))
         try:
             print(line, flush=True)
         except BrokenPipeError:
             pass
     return outcome.exit_code
+
+
+def _reply_cap(value: int | None) -> int:
+    from ..report.github import MAX_REPLY_BYTES
+
+    if value is None:
+        return MAX_REPLY_BYTES
+    if not 1024 <= value <= 1 << 30:
+        from ..errors import UsageError
+
+        raise UsageError(f"--max-reply-bytes must be a whole number of bytes from 1024 to {1 << 30:,} "
+                         f"(default {MAX_REPLY_BYTES:,}); got {value}")
+    return value
 
 
 def _append_step_summary(path: str, markdown: str) -> None:

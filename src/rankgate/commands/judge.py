@@ -39,7 +39,10 @@ def add_judge_arguments(p: argparse.ArgumentParser, *, repeats: bool = True) -> 
     g.add_argument("--judge-key-env", metavar="VAR", help="environment variable holding the API key (none for a local server; env RANKGATE_JUDGE_KEY_ENV)")
     g.add_argument("--workers", type=int, default=8, metavar="N",
                    help=f"calls in flight at once (default 8, at most {MAX_WORKERS})")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per call (default 60)")
+    g.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
+    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
     g.add_argument("--retries", type=int, default=4, metavar="N", help=f"retries of a failed call (default 4, at most {MAX_RETRIES})")
     g.add_argument("--seed", type=int, default=0, help="seed sent with every call; sample i uses seed+i (default 0)")
     g.add_argument("--cache", metavar="DIR", help="judge cache folder (default $RANKGATE_CACHE_DIR or $XDG_CACHE_HOME/rankgate)")
@@ -107,7 +110,8 @@ def open_judge_from_args(args: argparse.Namespace) -> Any:
     return open_judge(args.judge, url=args.judge_url, model=args.judge_model, key_env=args.judge_key_env,
                       cache_dir=args.cache, use_cache=not args.no_cache, refresh=args.refresh,
                       workers=args.workers, timeout_s=args.timeout, seed=args.seed, retries=args.retries,
-                      progress=True, max_calls=getattr(args, "max_calls", None))
+                      progress=True, max_calls=getattr(args, "max_calls", None),
+                      max_reply_bytes=args.max_reply_bytes)
 
 
 def add_parser(sub: Any) -> None:

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import UsageError
+from ..redact import redact
 from .base import TASK_FIELDS, TASKS, CallResult, JudgeCallError, JudgeItem, Judgement, Plan, check_label, is_problem
 from .cache import JudgeCache, request_key
 
@@ -222,7 +223,7 @@ class JudgeClient:
             except BaseException as exc:  # noqa: BLE001 - a bug in a built-in backend: re-raised below
                 results.put((index, exc, "\x00crash"))
                 return
-            results.put((index, result, error))
+            results.put((index, result, None if error is None else redact(error)))
 
         finished = False
         pool = None if inline else ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rankgate-judge")
