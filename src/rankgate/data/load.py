@@ -6,7 +6,9 @@ accepted for text formats. Detection uses the extension, then the content: Parqu
 else the first byte that is not whitespace or a byte-order mark (``{`` or ``[`` means JSON lines,
 anything else TREC), then the field names (:mod:`rankgate.data.tools`: ``csv`` for CSV/TSV with a
 header, ``columns=`` mapping its columns; ``ragas`` and ``deepeval``, gold and run in one file;
-``llamaindex``, a gold set; ``hf``, a Hugging Face ``save_to_disk`` folder); ``format=`` overrides.
+``llamaindex``, a gold set; ``hf``, a Hugging Face ``save_to_disk`` folder; ``samples``, the sample
+contract's YAML/JSON samples and outputs, see :mod:`rankgate.data.contract`, also for ``.yaml``/``.yml``
+files); ``format=`` overrides.
 Pipes are read through a temporary copy (:func:`~rankgate.data.source.local_copy`).
 """
 
@@ -42,6 +44,8 @@ def _detect(path: str, allowed: tuple[str, ...], what: str) -> str:
         return "jsonl"
     if ext == ".tsv" and what == "gold":
         return "beir"
+    if ext in (".yaml", ".yml"):
+        return "samples"
     first = first_byte(path)
     if first in (b"{", b"["):
         return "jsonl"
@@ -167,6 +171,10 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         fmt = "hf"
     else:
         fmt = format or tools.refine(path, _detect(path, formats, noun), noun)
+    if fmt == "samples":
+        from .contract import read_contract_gold, read_contract_run
+
+        return read_contract_gold(path) if gold else read_contract_run(path)
     # a LlamaIndex file is a gold set only: its run reader says so
     if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet") or (not gold and fmt == "llamaindex"):
         return tools.read_gold(path, fmt, columns) if gold else tools.read_run(path, fmt, columns)
