@@ -222,6 +222,7 @@ class GateOutcome:
                     "regression_max": r.gate.regression_max,
                     "segments": list(r.gate.segments),
                     "owner": r.gate.owner,
+                    **({"metric_from_name": True} if r.gate.metric_from_name else {}),
                     "status": r.status,
                     "checks": [{k: nan_to_none(v) for k, v in vars(c).items() if k != "gate"} for c in r.checks],
                 }

@@ -318,6 +318,16 @@ def _sentences(o: Mapping[str, Any], esc) -> list[str]:
     return out + [s for g in gates for s in _noise_sentences(g, conf, who[id(g)], esc)]
 
 
+def _read_from_name(gates: list[Mapping[str, Any]]) -> list[str]:
+    """One line per gate whose metric was read from its name (ship criteria without ``metric:``)."""
+    read = [g for g in gates if g.get("metric_from_name")]
+    if not read:
+        return []
+    shown = "; ".join(f"{md_escape(g['name'], 80)} as **{md_escape(g['metric'], 80)}**" for g in read[:20])
+    more = f" and {len(read) - 20} more" if len(read) > 20 else ""
+    return ["", f"Metrics read from gate names (no `metric:` given): {shown}{more}."]
+
+
 def gate_sentences(outcome: Any, *, markdown: bool = True) -> list[str]:
     """One plain sentence per failing or warning gate, then one per regression within noise."""
     data = outcome.to_dict() if hasattr(outcome, "to_dict") else outcome
@@ -382,6 +392,7 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
                 out.append(f"It is means only because {md_escape(why, 200)}{hint}.")
             continue
         out.append(f"{md_escape(note, 500)}")
+    out += _read_from_name(gates)
     out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
             "|:-:|:--|:--|--:|--:|--:|:--|:--|"]
     out += _gate_rows(o, gates, caps["table"])
