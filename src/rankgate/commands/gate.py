@@ -143,7 +143,7 @@ def _print(outcome: Any) -> None:
     st = outcome.stale
     if st is not None:
         word = {"not_checked": "[yellow]NOT CHECKED[/]"}.get(st.status, f"[{style.get(st.status, '')}]{st.status.upper()}[/]")
-        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} (max {st.limit})"
+        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} gold ids (max {st.limit})"
         table.add_row(word, "stale labels", "max_stale_labels", shown)
     console.print(table)
     for line in gate_sentences(outcome, markdown=False):
