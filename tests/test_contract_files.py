@@ -233,3 +233,27 @@ def test_v0_summary_keys_error_rate_and_leaks_from_must_not_retrieve(tmp_path):
     assert s["privacy_detail"]["sources"] == ["gold must_not_retrieve in the top k"]
     rows = (out / "metrics.csv").read_text().splitlines()
     assert rows[1].endswith(",2,,1") and rows[3].endswith(",0,,")
+
+
+# -- traces sample --abstention-threshold ---------------------------------------------------------
+
+def test_traces_sample_takes_the_threshold_as_an_option_like_the_file(tmp_path, capsys):
+    reqs = [{"request_id": f"r{i}", "timestamp": f"2026-05-01T10:00:0{i}Z", "query": f"q {i}", "status": "ok",
+             "retrieved": [{"stage": "candidate", "rank": 1, "id": f"c{i}", "score": score}]}
+            for i, score in enumerate([0.2, 0.9, 0.3])]
+    traces = tmp_path / "t.jsonl"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in reqs))
+    ab = tmp_path / "abstention.yaml"
+    ab.write_text("abstention:\n  threshold: 0.5\n")
+    by_file, by_option = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert main(["traces", "sample", "--traces", str(traces), "--abstention", str(ab), "-o", str(by_file)]) == 0
+    assert main(["traces", "sample", "--traces", str(traces), "--abstention-threshold", "0.5", "-o", str(by_option)]) == 0
+    assert by_option.read_bytes() == by_file.read_bytes()
+    assert len(by_option.read_text().splitlines()) == 2  # the two requests under 0.5
+    capsys.readouterr()
+    assert main(["gold", "sample", "--traces", str(traces), "--abstention", str(ab), "--abstention-threshold", "0.5",
+                 "-o", str(tmp_path / "c.jsonl")]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["traces", "sample", "--traces", str(traces), "--abstention-threshold", "nan",
+                 "-o", str(tmp_path / "c.jsonl")]) == 2
+    assert not (tmp_path / "c.jsonl").exists()
