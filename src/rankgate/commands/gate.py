@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
     from ..data.formats import GOLD_FORMATS, RUN_FORMATS
 
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override format detection")
-    p.add_argument("--run-format", choices=RUN_FORMATS, help="override format detection of the runs")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
+    p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection of the runs: %(choices)s")
     p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
     p.add_argument("--ties", choices=("id", "input"), default=None,
                    help="order of equal scores: id (default) or input; overrides the config's evaluate.ties")

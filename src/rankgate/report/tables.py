@@ -17,15 +17,18 @@ __all__ = ["segment_markdown", "segment_table", "sweep_markdown", "sweep_table"]
 
 def segment_table(summary: SegmentSummary, title: str | None = None):
     """A ``rich`` table: one row per segment and metric (values as the panel shows them: 85.7% for a
-    share, 0.726 for a score, so both tables agree)."""
+    share, 0.726 for a score, so both tables agree).
+
+    On a narrow terminal only the segment column gives way: its label wraps (at spaces, else inside
+    the word), while the metric, ``n``, mean and CI columns keep their full width."""
     from rich.table import Table
 
     with_ci = summary.n_resamples > 0
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("segment", no_wrap=True)
+    table.add_column("segment", overflow="fold")
     table.add_column("metric", no_wrap=True)
-    table.add_column("n", justify="right")
-    table.add_column("mean", justify="right")
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("mean", justify="right", no_wrap=True)
     if with_ci:
         table.add_column(f"{summary.confidence:.0%} CI", justify="right", no_wrap=True)
     previous = None
