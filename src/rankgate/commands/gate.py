@@ -129,8 +129,8 @@ def _print(outcome: Any) -> None:
     wide = tty or bool(os.environ.get("COLUMNS"))
     console = Console(width=None if wide else 100, color_system="auto" if tty else None, highlight=False)
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("result", "gate", "metric", "checks failed"):
-        table.add_column(name)
+    for name in ("result", "gate", "metric", "checks failed"):  # in a narrow terminal names wrap, counts never
+        table.add_column(name, overflow="fold", no_wrap=name in ("result", "checks failed"))
     style = {"pass": "green", "fail": "red", "warn": "yellow"}
     for r in outcome.results:
         failed = len(r.failures)
