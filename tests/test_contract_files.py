@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rankgate
 from rankgate.cli import main
@@ -257,3 +259,51 @@ def test_traces_sample_takes_the_threshold_as_an_option_like_the_file(tmp_path, 
     assert main(["traces", "sample", "--traces", str(traces), "--abstention-threshold", "nan",
                  "-o", str(tmp_path / "c.jsonl")]) == 2
     assert not (tmp_path / "c.jsonl").exists()
+
+
+def test_samples_as_json_lines_and_a_bare_json_list(tmp_path):
+    import yaml
+
+    samples = yaml.safe_load((DATA / "samples.yaml").read_text())["samples"]
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    (tmp_path / "list.json").write_text(json.dumps(samples))
+    want = rankgate.evaluate(str(DATA / "samples.yaml"), str(DATA / "outputs.json"), ALIASES.split(","))
+    for gold in ("samples.jsonl", "list.json"):
+        got = rankgate.evaluate(str(tmp_path / gold), str(DATA / "outputs.json"), ALIASES.split(","))
+        assert got.query_ids == want.query_ids
+        for n in NAMES:
+            assert got.values[n].tolist() == pytest.approx(want.values[n].tolist(), nan_ok=True)
+
+
+# -- the contract names equal their base metric cut at each sample's k -----------------------------
+
+DOCS = [f"d{i}" for i in range(8)]
+
+
+@st.composite
+def _samples(draw):
+    n = draw(st.integers(1, 6))
+    gold, run = [], {}
+    for i in range(n):
+        graded = draw(st.dictionaries(st.sampled_from(DOCS), st.integers(1, 3), min_size=1, max_size=4))
+        sample = {"id": f"s{i}", "expected_output": graded}
+        k = draw(st.none() | st.integers(1, 9))
+        if k is not None:
+            sample["metadata"] = {"k": k}
+        gold.append(sample)
+        run[f"s{i}"] = draw(st.lists(st.sampled_from(DOCS), unique=True, max_size=8))
+    return gold, run, draw(st.integers(1, 9))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_samples())
+def test_contract_names_are_their_base_metric_at_each_samples_k(case):
+    gold, run, default_k = case
+    got = rankgate.evaluate(gold, run, ["retrieval-hit-at-k", "retrieval-recall-at-k", "retrieval-mrr",
+                                        "retrieval-ndcg-at-k"], k=default_k)
+    for i, sample in enumerate(gold):
+        k = (sample.get("metadata") or {}).get("k", default_k)
+        one = rankgate.evaluate([{"query_id": sample["id"], "relevant": sample["expected_output"]}],
+                                {sample["id"]: run[sample["id"]]}, [f"hit@{k}", f"recall@{k}", f"mrr@{k}", f"ndcg@{k}"])
+        for name, base in zip(NAMES[:4], ("hit", "recall", "mrr", "ndcg")):
+            assert got.values[name][i] == pytest.approx(one.values[f"{base}@{k}"][0]), (name, sample, run[sample["id"]])

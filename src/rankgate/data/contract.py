@@ -271,8 +271,9 @@ def is_contract_value(value: Any, what: str) -> bool:
 
 
 def is_contract_json(path: str, what: str) -> bool:
-    """Whether a JSON/JSONL file is in the contract's shape: a ``samples`` list, an outputs mapping,
-    or JSON lines of ``{"id", "output"}`` (the first line decides for JSON lines)."""
+    """Whether a JSON/JSONL file is in the contract's shape: a ``samples`` list (or a bare list of
+    samples), an outputs mapping, or JSON lines of samples with an ``input`` object or of
+    ``{"id", "output"}`` (the first line decides for JSON lines)."""
     from .source import open_text
 
     try:
@@ -292,7 +293,11 @@ def is_contract_json(path: str, what: str) -> bool:
         return is_contract_value(value, what)
     except (ValueError, RecursionError):
         return False
-    if isinstance(value, dict) and ("samples" in value or what == "run"):
+    if isinstance(value, list) or (isinstance(value, dict) and ("samples" in value or what == "run")):
         if is_contract_value(value, what):
             return True
-    return what == "run" and _is_sample(value, "run")
+    # JSON lines, the first decides: a sample whose input is an object (rankgate's own reader takes the
+    # other samples as they are), or an output line {"id", "output"}
+    if what == "gold":
+        return _is_sample(value, "gold") and isinstance(value.get("input"), dict)
+    return _is_sample(value, "run")
