@@ -140,6 +140,8 @@ def _columns(result: EvaluationResult) -> tuple[dict[str, list[float]], dict[str
         cols["privacy_leak"] = [max((x for x in (a, b) if not math.isnan(x)), default=math.nan)
                                 for a, b in zip(run_leak, forbidden.tolist())]
         missing.pop("privacy_leak", None)
+    elif "privacy_leak" in missing:
+        missing["privacy_leak"] = "not in the run (no privacy_leak field), and no gold query lists must_not_retrieve"
     return cols, missing, timings
 
 
