@@ -307,3 +307,18 @@ def test_contract_names_are_their_base_metric_at_each_samples_k(case):
                                 {sample["id"]: run[sample["id"]]}, [f"hit@{k}", f"recall@{k}", f"mrr@{k}", f"ndcg@{k}"])
         for name, base in zip(NAMES[:4], ("hit", "recall", "mrr", "ndcg")):
             assert got.values[name][i] == pytest.approx(one.values[f"{base}@{k}"][0]), (name, sample, run[sample["id"]])
+
+
+def test_in_memory_samples_and_outputs():
+    import yaml
+
+    samples = yaml.safe_load((DATA / "samples.yaml").read_text())
+    outputs = json.loads((DATA / "outputs.json").read_text())
+    got = rankgate.evaluate(samples, outputs, ALIASES.split(","))
+    want = rankgate.evaluate(str(DATA / "samples.yaml"), str(DATA / "outputs.json"), ALIASES.split(","))
+    assert got.query_ids == want.query_ids
+    for n in NAMES:
+        assert got.values[n].tolist() == pytest.approx(want.values[n].tolist(), nan_ok=True)
+    # rankgate's own mappings keep their meaning: {qid: {doc: score}} is scores, not an output
+    scored = rankgate.evaluate({"q": ["a", "b"]}, {"q": {"b": 2.0, "a": 1.0}}, ["mrr"])
+    assert scored.values["mrr"].tolist() == [1.0]

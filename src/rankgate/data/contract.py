@@ -33,7 +33,8 @@ from typing import Any
 from ..errors import InputError
 from .models import Gold, Run
 
-__all__ = ["MAX_VALUES", "YAML_EXTENSIONS", "is_contract_json", "read_contract_gold", "read_contract_run"]
+__all__ = ["MAX_VALUES", "YAML_EXTENSIONS", "gold_from_value", "is_contract_json", "is_contract_value",
+           "read_contract_gold", "read_contract_run", "run_from_value"]
 
 YAML_EXTENSIONS = (".yaml", ".yml")
 #: Values a YAML samples/outputs file may stand for once aliases (``*name``) are expanded.
@@ -186,9 +187,15 @@ def _gold_record(sample: dict[str, Any], sid: str, path: str, line: int | None, 
 
 def read_contract_gold(path: str) -> Gold:
     """The gold set of a samples file (see module docs)."""
+    value, lines = _document(path)
+    return gold_from_value(value, path, lines)
+
+
+def gold_from_value(value: Any, path: str, lines: list[int | None] | None = None) -> Gold:
+    """The gold set of parsed samples (``lines``: each sample's line in the file, when known)."""
     from .jsonl import parse_gold_records
 
-    value, lines = _document(path)
+    lines = lines or []
     samples = _samples(value, path)
     if samples is None:
         raise InputError("has no 'samples:' list", path=path, field="samples", hint=SHAPE_HINT)
@@ -217,9 +224,15 @@ def _run_record(sid: str, output: Any, path: str, line: int | None, where: str) 
 
 def read_contract_run(path: str) -> Run:
     """The run of an outputs file, or of a samples file whose samples carry their output."""
+    value, lines = _document(path)
+    return run_from_value(value, path, lines)
+
+
+def run_from_value(value: Any, path: str, lines: list[int | None] | None = None) -> Run:
+    """The run of parsed outputs (a mapping of sample id to output, or samples with their output)."""
     from .jsonl import parse_run_records
 
-    value, lines = _document(path)
+    lines = lines or []
     records = []
     samples = _samples(value, path)
     if samples is not None:
