@@ -322,3 +322,15 @@ def test_in_memory_samples_and_outputs():
     # rankgate's own mappings keep their meaning: {qid: {doc: score}} is scores, not an output
     scored = rankgate.evaluate({"q": ["a", "b"]}, {"q": {"b": 2.0, "a": 1.0}}, ["mrr"])
     assert scored.values["mrr"].tolist() == [1.0]
+
+
+def test_gold_validate_reads_samples_and_lists_every_bad_sample(tmp_path, capsys):
+    assert main(["gold", "validate", "--gold", str(DATA / "samples.yaml")]) == 0
+    assert "3 queries, 5 graded labels, 0 must-not-retrieve ids" in capsys.readouterr().out
+    bad = tmp_path / "samples.yaml"
+    bad.write_text("samples:\n  - id: a\n    input: {question: q}\n    expected_output: 5\n"
+                   "  - id: b\n    expected_output: [x]\n  - id: b\n    expected_output: [y]\n")
+    assert main(["gold", "validate", "--gold", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "| error | 2 |  | schema | field 'expected\\_output' must be a list of ids" in out
+    assert "| error | 7 | b | duplicate | repeats query id 'b' of line 5 |" in out

@@ -33,7 +33,7 @@ from typing import Any
 from ..errors import InputError
 from .models import Gold, Run
 
-__all__ = ["MAX_VALUES", "YAML_EXTENSIONS", "gold_from_value", "is_contract_json", "is_contract_value",
+__all__ = ["MAX_VALUES", "YAML_EXTENSIONS", "contract_gold_records", "gold_from_value", "gold_records", "is_contract_json", "is_contract_value",
            "read_contract_gold", "read_contract_run", "run_from_value"]
 
 YAML_EXTENSIONS = (".yaml", ".yml")
@@ -43,6 +43,12 @@ SAMPLE_KEYS = ("id", "input", "expected_output", "metadata")
 OUTPUT_KEYS = ("output", "outputs", "retrieved")
 SHAPE_HINT = ("samples are {id, input: {question}, expected_output: [ids] or {id: gain}, metadata: {k}}; "
               "outputs are {sample id: {retrieved: [{id, text}, ...]} or [ids]}")
+
+
+def is_samples_file(path: str) -> bool:
+    """Whether ``path`` holds the contract's samples (a YAML file, or JSON in the contract's shape)."""
+    ext = os.path.splitext(path.removesuffix(".gz"))[1].lower()
+    return is_yaml(path) or (ext in (".json", ".jsonl", ".ndjson") and is_contract_json(path, "gold"))
 
 
 def is_yaml(path: str) -> bool:
@@ -195,6 +201,17 @@ def gold_from_value(value: Any, path: str, lines: list[int | None] | None = None
     """The gold set of parsed samples (``lines``: each sample's line in the file, when known)."""
     from .jsonl import parse_gold_records
 
+    return parse_gold_records(gold_records(value, path, lines), path)
+
+
+def contract_gold_records(path: str) -> list[tuple[int, dict[str, Any]]]:
+    """The records of a samples file (line, record), for readers that check each on its own."""
+    value, lines = _document(path)
+    return gold_records(value, path, lines)
+
+
+def gold_records(value: Any, path: str, lines: list[int | None] | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """Each sample as the (line, record) rankgate's JSON gold reader validates."""
     lines = lines or []
     samples = _samples(value, path)
     if samples is None:
@@ -206,7 +223,7 @@ def gold_from_value(value: Any, path: str, lines: list[int | None] | None = None
         line, where = _line(lines, i), f"samples[{i}]"
         sid = _sample_id(sample, path, line, where)
         records.append((line if line is not None else i + 1, _gold_record(sample, sid, path, line, where)))
-    return parse_gold_records(records, path)
+    return records
 
 
 # -- run --------------------------------------------------------------------------------------------
