@@ -56,16 +56,6 @@ def is_yaml(path: str) -> bool:
 
 
 # -- reading the document --------------------------------------------------------------------------
-class _Node:
-    """A value with the line it starts on (YAML), so errors can point at a sample."""
-
-    __slots__ = ("line", "value")
-
-    def __init__(self, value: Any, line: int | None) -> None:
-        self.value = value
-        self.line = line
-
-
 def _yaml(path: str, text: str) -> tuple[Any, list[int | None]]:
     """The document as plain values, and the line of each top-level item (of ``samples:`` or of
     the mapping); aliases are expanded under a budget of :data:`MAX_VALUES` values."""
@@ -145,7 +135,7 @@ def _document(path: str) -> tuple[Any, list[int | None]]:
     return whole, []
 
 
-def _samples(value: Any, path: str) -> list[Any] | None:
+def _samples(value: Any) -> list[Any] | None:
     if isinstance(value, dict) and isinstance(value.get("samples"), list):
         return list(value["samples"])
     if isinstance(value, list):
@@ -213,7 +203,7 @@ def contract_gold_records(path: str) -> list[tuple[int, dict[str, Any]]]:
 def gold_records(value: Any, path: str, lines: list[int | None] | None = None) -> list[tuple[int, dict[str, Any]]]:
     """Each sample as the (line, record) rankgate's JSON gold reader validates."""
     lines = lines or []
-    samples = _samples(value, path)
+    samples = _samples(value)
     if samples is None:
         raise InputError("has no 'samples:' list", path=path, field="samples", hint=SHAPE_HINT)
     if not samples:
@@ -251,7 +241,7 @@ def run_from_value(value: Any, path: str, lines: list[int | None] | None = None)
 
     lines = lines or []
     records = []
-    samples = _samples(value, path)
+    samples = _samples(value)
     if samples is not None:
         for i, sample in enumerate(samples):
             line, where = _line(lines, i), ("samples" if isinstance(value, dict) else "") + f"[{i}]"
@@ -285,7 +275,7 @@ def _is_sample(obj: Any, what: str) -> bool:
 
 def is_contract_value(value: Any, what: str) -> bool:
     """Whether a parsed JSON value is in the contract's shape for ``what`` ("gold" or "run")."""
-    samples = _samples(value, "")
+    samples = _samples(value)
     if samples is not None:
         first = next((s for s in samples if isinstance(s, dict)), None)
         return first is not None and (_is_sample(first, what) or (isinstance(value, dict) and what == "gold"
