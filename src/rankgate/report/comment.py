@@ -282,9 +282,8 @@ def stale_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
         return (f"{ICON['warn']} Stale labels were not checked: the ship criteria set max_stale_labels "
                 f"({esc(st['limit'])}), but the gate was not given the corpus (`--corpus`).")
     reasons = ", ".join(f"{n} {esc(k.replace('_', ' '))}" for k, n in st["by_reason"].items())
-    text = (f"{ICON[st['status']]} Stale labels: {st['stale']} of {st['labels']} gold ids (graded labels and "
-            "must-not-retrieve ids) "
-            f"({st['share'] * 100:.1f}%) point at chunks the corpus {esc(st['corpus'] or '')} has retired, replaced "
+    text = (f"{ICON[st['status']]} Stale labels: {st['stale']} of {st['labels']} gold ids "
+            f"({st['share'] * 100:.1f}%; graded labels and must-not-retrieve ids) point at chunks the corpus {esc(st['corpus'] or '')} has retired, replaced "
             f"or changed ({reasons}); the limit is {esc(st['limit'])}. `rankgate gold stale` lists them.")
     if st["severity"] == "warning":
         text += " (warning: does not block)"
