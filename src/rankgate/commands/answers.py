@@ -73,7 +73,7 @@ def add_parser(sub: Any) -> None:
                    help="where the file keeps each field, as dotted paths: e.g. question=inputs.question,"
                         f"answer=outputs.answer,contexts=outputs.docs[*].text (fields: {', '.join(ANSWER_FIELDS)})")
     p.add_argument("--gold", required=True, metavar="PATH", help="gold set (any format rankgate reads)")
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override gold format detection")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override gold format detection: %(choices)s")
     p.add_argument("--corpus", metavar="PATH", help="corpus manifest: texts of contexts logged as ids only")
     p.add_argument("--metrics", "-m", default="faithfulness,contradiction_rate,answer_relevance,context_relevance,"
                                               "answer_correctness", metavar="SPECS", help="answer metrics (default: all)")

@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
     from ..data.formats import GOLD_FORMATS, RUN_FORMATS
 
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override format detection")
-    p.add_argument("--run-format", choices=RUN_FORMATS, help="override format detection of the runs")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
+    p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection of the runs: %(choices)s")
     p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
     p.add_argument("--ties", choices=("id", "input"), default=None,
                    help="order of equal scores: id (default) or input; overrides the config's evaluate.ties")
@@ -148,8 +148,8 @@ def _print(outcome: Any) -> None:
     wide = tty or bool(os.environ.get("COLUMNS"))
     console = Console(width=None if wide else 100, color_system="auto" if tty else None, highlight=False)
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("result", "gate", "metric", "checks failed"):
-        table.add_column(name)
+    for name in ("result", "gate", "metric", "checks failed"):  # in a narrow terminal names wrap, counts never
+        table.add_column(name, overflow="fold", no_wrap=name in ("result", "checks failed"))
     style = {"pass": "green", "fail": "red", "warn": "yellow"}
     for r in outcome.results:
         failed = len(r.failures)
@@ -162,7 +162,7 @@ def _print(outcome: Any) -> None:
     st = outcome.stale
     if st is not None:
         word = {"not_checked": "[yellow]NOT CHECKED[/]"}.get(st.status, f"[{style.get(st.status, '')}]{st.status.upper()}[/]")
-        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} (max {st.limit})"
+        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} gold ids (max {st.limit})"
         table.add_row(word, "stale labels", "max_stale_labels", shown)
     console.print(table)
     for line in gate_sentences(outcome, markdown=False):

@@ -255,6 +255,7 @@ def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDef
 def _load_builtin() -> None:
     if "recall" not in _REGISTRY:
         from . import answer, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
+        from . import contract  # noqa: F401  (the sample contract's names for some of the above)
 
 
 def _load_entry_points() -> None:
