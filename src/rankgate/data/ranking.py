@@ -193,8 +193,7 @@ def tie_effect(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
     if not ranked and not bool((same & (s_sorted[1:] == s_sorted[:-1])).any()):
         return TieEffect()
     other = "id" if ties == "input" else "input"
-    mine = used.full(n)
-    theirs = rank_order(query, doc, score, order, id_keys=id_keys, ties=other).full(n)
+    theirs = rank_order(query, doc, score, order, id_keys=id_keys, ties=other)
     keep = np.ones(int(query.max()) + 1, dtype=bool) if counted is None else counted
 
     def queries_where(rows: np.ndarray) -> int:
@@ -204,18 +203,39 @@ def tie_effect(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
     rank_vs_score = 0
     if ranked:
         assert order is not None
-        in_input = mine if ties == "input" else theirs
+        in_input = (used if ties == "input" else theirs).full(n)
         full = _fully_ranked(query, ~np.isnan(order))[in_input]
         s_in = score[in_input]
         rise = np.flatnonzero(same & full[1:] & (s_in[1:] > s_in[:-1])) + 1
         rank_vs_score = queries_where(rise)
-    moved = mine != theirs
-    if depth is not None and moved.any():
+    moved = _moved_positions(used, theirs, n)
+    if depth is not None and moved.size:
         starts = np.flatnonzero(np.concatenate(([True], ~same)))
-        lengths = np.diff(np.append(starts, n))
-        position = np.arange(n) - np.repeat(starts, lengths)
-        moved &= position < depth
-    return TieEffect(differ=queries_where(np.flatnonzero(moved)), rank_vs_score=rank_vs_score)
+        query_start = starts[np.searchsorted(starts, moved, side="right") - 1]
+        moved = moved[moved - query_start < depth]
+    return TieEffect(differ=queries_where(moved), rank_vs_score=rank_vs_score)
+
+
+def _moved_positions(a: Reorder, b: Reorder, n: int) -> np.ndarray:
+    """Positions (ascending) where two rankings of the same rows hold different input rows; without a
+    whole permutation when neither moves rows between queries' positions (the usual case)."""
+    if a.perm is not None or b.perm is not None:
+        return np.flatnonzero(a.full(n) != b.full(n))
+    candidates = np.union1d(*(r.rows if r.rows is not None else np.zeros(0, np.int64) for r in (a, b)))
+    return candidates[_rows_at(a, candidates) != _rows_at(b, candidates)]
+
+
+def _rows_at(r: Reorder, positions: np.ndarray) -> np.ndarray:
+    """The input row at each position of a within-query reorder (``r.full(n)[positions]``)."""
+    out = positions.copy()
+    if r.rows is None or r.src is None or not r.rows.size:
+        return out
+    by = np.argsort(r.rows, kind="stable")
+    rows, src = r.rows[by], r.src[by]
+    j = np.minimum(np.searchsorted(rows, positions), rows.size - 1)
+    hit = rows[j] == positions
+    out[hit] = src[j[hit]]
+    return out
 
 
 def _full_sort(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.ndarray) -> np.ndarray:
