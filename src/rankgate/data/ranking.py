@@ -197,8 +197,9 @@ def tie_effect(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
     keep = np.ones(int(query.max()) + 1, dtype=bool) if counted is None else counted
 
     def queries_where(rows: np.ndarray) -> int:
-        codes = np.unique(q_sorted[rows])
-        return int(keep[codes].sum())
+        hit = np.zeros(keep.size, dtype=bool)
+        hit[q_sorted[rows]] = True
+        return int((hit & keep).sum())
 
     rank_vs_score = 0
     if ranked:
@@ -221,7 +222,14 @@ def _moved_positions(a: Reorder, b: Reorder, n: int) -> np.ndarray:
     whole permutation when neither moves rows between queries' positions (the usual case)."""
     if a.perm is not None or b.perm is not None:
         return np.flatnonzero(a.full(n) != b.full(n))
-    candidates = np.union1d(*(r.rows if r.rows is not None else np.zeros(0, np.int64) for r in (a, b)))
+    for one, other in ((a, b), (b, a)):
+        if other.rows is None or not other.rows.size:  # only one side moves rows: those that moved
+            if one.rows is None or one.src is None:
+                return np.zeros(0, np.int64)
+            return np.sort(one.rows[one.rows != one.src])
+    candidates = np.concatenate([r.rows for r in (a, b) if r.rows is not None] or [np.zeros(0, np.int64)])
+    candidates.sort()
+    candidates = candidates[np.concatenate(([True], candidates[1:] != candidates[:-1]))] if candidates.size else candidates
     return candidates[_rows_at(a, candidates) != _rows_at(b, candidates)]
 
 
@@ -230,8 +238,10 @@ def _rows_at(r: Reorder, positions: np.ndarray) -> np.ndarray:
     out = positions.copy()
     if r.rows is None or r.src is None or not r.rows.size:
         return out
-    by = np.argsort(r.rows, kind="stable")
-    rows, src = r.rows[by], r.src[by]
+    rows, src = r.rows, r.src
+    if not bool((rows[1:] > rows[:-1]).all()):
+        by = np.argsort(rows, kind="stable")
+        rows, src = rows[by], src[by]
     j = np.minimum(np.searchsorted(rows, positions), rows.size - 1)
     hit = rows[j] == positions
     out[hit] = src[j[hit]]
