@@ -414,3 +414,36 @@ def test_dict_of_scores_is_trec_eval_shaped():
     assert res.info["ties"] == "id" and math.isclose(res["mrr"][0], 1 / 3)
     assert rankgate.evaluate({"q1": {"a": 1}}, run, ["mrr"], ties="input")["mrr"].tolist() == [1.0]
     assert load_run(run).ties == "id" and load_run({"q1": ["a", "b"]}).ties == "input"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 1.0, 2.0]), st.one_of(st.none(), st.integers(1, 4))),
+                min_size=1, max_size=30),
+       st.booleans(), st.sampled_from([None, 1, 2, 3]), st.sampled_from(["id", "input"]))
+def test_tie_effect_counts_what_the_two_rules_order_differently(rows, presorted, depth, rule):
+    """Against both rankings built in full: queries whose top ``depth`` differ, and fully ranked queries
+    whose ranks put a higher score below a lower one. ``presorted`` lays rows out grouped and by score,
+    as most runs come, where only runs of tied scores move."""
+    from rankgate.data.ranking import rank_order, tie_effect
+
+    if presorted:
+        rows = sorted(rows, key=lambda r: (r[0], -r[1]))
+    query = np.array([r[0] for r in rows], np.int64)
+    score = np.array([r[1] for r in rows])
+    order = np.array([np.nan if r[2] is None else r[2] for r in rows]) if any(r[2] is not None for r in rows) else None
+    doc = pa.array([f"d{i % 7}{i}" for i in range(len(rows))])
+    used = rank_order(query, doc, score, order, ties=rule)
+    effect = tie_effect(query, doc, score, order, used, rule, depth=depth)
+    ranked = {t: rank_rows(query, doc, score, order, ties=t) for t in ("id", "input")}
+    lists = {t: {} for t in ranked}
+    for t, perm in ranked.items():
+        for i in perm.tolist():
+            lists[t].setdefault(int(query[i]), []).append(i)
+    cut = depth or len(rows)
+    assert effect.differ == sum(lists["id"][q][:cut] != lists["input"][q][:cut] for q in lists["id"])
+    clash = 0
+    if rule == "input" and order is not None:
+        for items in lists["input"].values():
+            if all(not np.isnan(order[i]) for i in items):
+                clash += any(score[b] > score[a] for a, b in zip(items, items[1:]))
+    assert effect.rank_vs_score == clash

@@ -202,9 +202,9 @@ def tie_effect(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
         return int((hit & keep).sum())
 
     rank_vs_score = 0
-    if ranked:
+    if ranked and ties == "input":  # (trec_eval's rule ignores ranks: nothing to disagree with)
         assert order is not None
-        in_input = (used if ties == "input" else theirs).full(n)
+        in_input = used.full(n)
         full = _fully_ranked(query, ~np.isnan(order))[in_input]
         s_in = score[in_input]
         rise = np.flatnonzero(same & full[1:] & (s_in[1:] > s_in[:-1])) + 1
