@@ -447,3 +447,11 @@ def test_tie_effect_counts_what_the_two_rules_order_differently(rows, presorted,
             if all(not np.isnan(order[i]) for i in items):
                 clash += any(score[b] > score[a] for a, b in zip(items, items[1:]))
     assert effect.rank_vs_score == clash
+
+
+def test_report_says_the_note_once_for_a_run_scored_several_times(tmp_path, capsys):
+    gold, run = _files(tmp_path, TIED)
+    assert main(["report", "--gold", str(gold), "--run", str(run), "--baseline", str(run), "--resamples", "0",
+                 "-o", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: 1 query has tied scores") == 1

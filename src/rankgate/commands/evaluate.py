@@ -47,6 +47,9 @@ TIES_HELP = ("the ranking rule: input (the file's order: ranks when every item h
 def add_ties_option(p: argparse.ArgumentParser, help: str = TIES_HELP) -> None:
     """``--ties id|input``: every command that ranks a run takes it."""
     p.add_argument("--ties", choices=("id", "input"), default=None, help=help)
+    # The lines already said on stderr: a command that scores one run several times (report: the
+    # sweep, the baseline, the stages) says each once. (A new parser, so a new set, per command run.)
+    p.set_defaults(lines_said=set())
 
 
 def add_stats_options(p: argparse.ArgumentParser) -> None:
@@ -170,9 +173,13 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, 
     )
     lines = ([id_mismatch_line(result)] if warn else []) + ties_lines(result)
     name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
+    said = getattr(args, "lines_said", None)
     for line in lines:
-        if line:
-            print(f"rankgate {getattr(args, 'command', None) or 'evaluate'}: {name}: {line}", file=sys.stderr)
+        text = f"rankgate {getattr(args, 'command', None) or 'evaluate'}: {name}: {line}"
+        if line and (said is None or text not in said):
+            print(text, file=sys.stderr)
+            if said is not None:
+                said.add(text)
     return result
 
 
