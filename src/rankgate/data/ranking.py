@@ -181,8 +181,8 @@ def tie_effect(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
     """How many queries the other rule would order differently (``used``: the ranking by ``ties``).
 
     ``counted``: per query code, whether the query counts (e.g. it is evaluated); all by default.
-    Costs one O(n) pass when no two scores of a query are equal and no rank is given; only then is
-    the other rule's ranking built."""
+    Costs one O(n) pass when no two scores of a query are equal and no rank is given; otherwise the
+    other rule's ranking is built once (as cheap as ranking itself when rows are already in order)."""
     n = query.size
     if score is None or n == 0:
         return TieEffect()  # both rules keep the given order
