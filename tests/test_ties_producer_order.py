@@ -360,6 +360,13 @@ def test_gate_says_when_the_rules_differ(tmp_path, capsys):
     assert "**Different ranking rules:** the baseline ranked equal scores by score, then id descending" in text
     assert "the candidate by the file's order" in text
     assert json.loads(outcome.read_text())["tie_rules"] == {"baseline": "id", "candidate": "input", "differ": True}
+    # the outcome, as the next baseline, carries its candidate's rule
+    rolled = tmp_path / "rolled.json"
+    rolled.write_bytes(outcome.read_bytes())
+    assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(base), "--comment", str(comment),
+                 "--baseline", str(rolled)]) == 0
+    capsys.readouterr()
+    assert "the baseline ranked equal scores by the file's order, the candidate by score, then id" in comment.read_text()
     # one rule forced on both sides: no note
     assert main([*argv, "--baseline", str(base), "--ties", "id"]) == 0
     capsys.readouterr()
