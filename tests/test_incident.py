@@ -382,3 +382,71 @@ def test_any_trace_text_round_trips_to_exactly_the_filled_case(tmp_path_factory:
     after = gold.read_bytes()
     assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1
     assert json.loads(after.splitlines()[-1]) == expected
+
+
+# -- incidents from any trace export the trace readers know -----------------------------------------------
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import trace_gen
+
+    out = tmp_path_factory.mktemp("exports")
+    trace_gen.generate(out, trace_gen.Spec(days=7, per_day=2, seed=3, documents="array"),
+                       formats=("jsonl", "otlp", "phoenix", "langfuse", "langsmith"))
+    return out
+
+
+EXPORTS = {"jsonl": "jsonl/traces.jsonl", "otlp": "otlp/traces.otlp.jsonl", "phoenix": "phoenix/spans.parquet",
+           "langfuse": "langfuse", "langsmith": "langsmith"}
+
+
+def test_incident_new_reads_every_trace_export(exports: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same request read from rankgate's JSONL, OTLP, Phoenix (Parquet), a Langfuse export folder
+    and a LangSmith export folder gives the same postmortem, byte for byte; it fills and adds."""
+    from rankgate.traces import read_traces
+
+    row = [r for r in read_traces(exports / EXPORTS["jsonl"]).requests.to_pylist() if r["request_id"] == "r5"][0]
+    texts = {}
+    for fmt, rel in EXPORTS.items():
+        pm = tmp_path / f"{fmt}.md"
+        code, _ = _run(["incident", "new", "--trace", exports / rel, "--request-id", "r5", "-o", pm], capsys)
+        assert code == 0, fmt
+        texts[fmt] = pm.read_text(encoding="utf-8")
+    assert len(set(texts.values())) == 1
+    text = texts["otlp"]
+    assert "- request_id: r5" in text and f"- tenant: {row['tenant']}" in text
+    assert f"- corpus_version: {row['corpus_version']}" in text and "- date: 2026-05-03" in text
+    assert text.count("\n| candidate |") == 20 and text.count("\n| packed |") == 5
+    gold = _small_gold(tmp_path)
+    pm = tmp_path / "otlp.md"
+    pm.write_text(_fill(text), encoding="utf-8")
+    code, _ = _run(["incident", "add", pm, "--gold", gold], capsys)
+    assert code == 0
+    case = json.loads(gold.read_text(encoding="utf-8").splitlines()[-1])
+    assert (case["query_id"], case["query"], case["tags"]) == ("inc-r5", row["query_text"], {"tenant": row["tenant"]})
+
+
+def test_incident_new_picks_one_request_or_says_which_exist(exports: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for fmt in ("otlp", "langsmith"):
+        path = exports / EXPORTS[fmt]
+        assert_refused(["incident", "new", "--trace", path, "-o", out / "pm.md"], out, names=[path], capsys=capsys,
+                       contains=["holds 14 requests; pick one with --request-id", "'r0', 'r1'", "(14 in all)"])
+        assert_refused(["incident", "new", "--trace", path, "--request-id", "r99", "-o", out / "pm.md"], out,
+                       names=[path], capsys=capsys, contains=["holds no request 'r99'", "'r0'"])
+    own = _trace_file(tmp_path)
+    assert_refused(["incident", "new", "--trace", own, "--request-id", "r99", "-o", out / "pm.md"], out,
+                   names=[own], capsys=capsys, contains=["holds request 'req-7f3a', not 'r99'"])
+    # a file of one request needs no id
+    from .test_traces_formats import RETRIEVAL, otlp_line
+
+    one = tmp_path / "one.otlp.jsonl"
+    one.write_text(otlp_line([RETRIEVAL]) + "\n", encoding="utf-8")
+    code, _ = _run(["incident", "new", "--trace", one, "-o", out / "one.md"], capsys)
+    assert code == 0
+    text = (out / "one.md").read_text(encoding="utf-8")
+    assert "- query: refund window?\n" in text and "| candidate | 1 | doc\\_123 |" in text

@@ -56,7 +56,7 @@ REGENERATE = ("regenerate it: rankgate incident new --trace TRACE -o NEW.md, the
               "(older postmortems have no trace data block)")
 
 # -- values from the trace, written into the postmortem ----------------------------------------------
-_WORD = r"[^\W_][\w.,;/#=+%-]*"
+_WORD = r"[^\W_][\w.,;/#=+%?!'()-]*"
 _PLAIN = re.compile(rf"{_WORD}(?: {_WORD})*")  # words: never markup, never a field, box or comment
 _PLAIN_ITEM = re.compile(r"[^\W_][\w.;/#=+%-]*")  # one list item (a chunk id): no space, no colon
 _SAFE = frozenset(" .,:;/?=+%$'()#_-")
