@@ -450,3 +450,31 @@ def test_incident_new_picks_one_request_or_says_which_exist(exports: Path, tmp_p
     assert code == 0
     text = (out / "one.md").read_text(encoding="utf-8")
     assert "- query: refund window?\n" in text and "| candidate | 1 | doc\\_123 |" in text
+
+
+def test_a_symlinked_gold_file_is_written_where_it_lives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``gold.jsonl -> sets/gold-v3.jsonl``: incident add appends to gold-v3.jsonl and the link stays a
+    link (docs/gold.md); a link to nothing is refused."""
+    (tmp_path / "sets").mkdir()
+    real = _write(tmp_path / "sets" / "gold-v3.jsonl", _lines(DEMO / "gold.jsonl"))
+    link = tmp_path / "gold.jsonl"
+    link.symlink_to(Path("sets") / "gold-v3.jsonl")
+    pm = _new(tmp_path, capsys, link)
+    pm.write_text(_fill(pm.read_text(encoding="utf-8")), encoding="utf-8")
+    before = real.read_bytes()
+    code, _ = _run(["incident", "add", pm, "--gold", link], capsys)
+    assert code == 0
+    assert link.is_symlink() and os.readlink(link) == os.path.join("sets", "gold-v3.jsonl")
+    after = real.read_bytes()
+    assert after.startswith(before) and json.loads(after.splitlines()[-1])["incident_id"] == "inc-req-7f3a"
+    assert not [p for p in [*tmp_path.iterdir(), *(tmp_path / "sets").iterdir()] if p.name.startswith(".rankgate-")]
+    from rankgate.atomic import write_text
+
+    chain = tmp_path / "chain"
+    chain.symlink_to(link)  # a link to a link: written at the end of the chain
+    write_text(chain, "x\n")
+    assert real.read_text() == "x\n" and chain.is_symlink() and link.is_symlink()
+    dangling = tmp_path / "dangling.md"
+    dangling.symlink_to(tmp_path / "nowhere" / "x.md")
+    assert_refused(["incident", "new", "--trace", _trace_file(tmp_path), "-o", dangling], tmp_path / "nowhere",
+                   names=[dangling], capsys=capsys, contains=["broken link"])
