@@ -347,7 +347,7 @@ def test_any_trace_text_round_trips_to_exactly_the_filled_case(tmp_path_factory:
 
     tmp = tmp_path_factory.mktemp("prop")
     trace = {"request_id": rid, "query": query, "tenant": tenant, "corpus_version": version, "rewritten_query": note,
-             "timestamp": "2026-06-03T09:14:02Z",
+             "timestamp": "2026-06-03T09:14:02Z", "trace_id": note, "index_version": chunk,
              "retrieved": [{"stage": "packed", "rank": 1, "id": chunk, "doc_id": note, "doc_version": version,
                             "status": "deprecated", "source": note, "tenant": tenant},
                            {"stage": "candidate", "rank": 1, "id": note, "status": "retired", "doc_id": chunk}],
