@@ -194,7 +194,7 @@ def read_trace(path: str, request_id: str | None = None) -> Trace:
     if os.path.isdir(path):  # a Langfuse export folder
         return trace_from_tables(read_traces(path), request_id, path)
     check_file(path, "trace")
-    if first_byte(path) not in (b"{", b"[") or _is_export(path):
+    if first_byte(path) not in (b"{", b"[") or _is_export(path) or _several_lines(path):
         return trace_from_tables(read_traces(path), request_id, path)
     text = "".join(line for _, line in text_lines(path))
     try:
@@ -211,6 +211,26 @@ def read_trace(path: str, request_id: str | None = None) -> Trace:
         raise InputError(f"holds request {trace.request_id!r}, not {request_id!r}", path=path,
                          hint="drop --request-id, or give the file of that request")
     return trace
+
+
+def _several_lines(path: str) -> bool:
+    """Whether the file is JSONL: its first line is a whole JSON object and another line follows
+    (read as far as the second line, so a large export is not read whole here)."""
+    from ..data.source import text_lines
+
+    first = None
+    for _, line in text_lines(path):
+        if not line.strip():
+            continue
+        if first is not None:
+            return True
+        try:
+            first = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            return False
+        if not isinstance(first, dict):
+            return False
+    return False
 
 
 def _is_export(path: str) -> bool:
