@@ -118,7 +118,8 @@ def _add(args: argparse.Namespace) -> int:
         corpus = load_manifest(args.corpus)
         absent = [c for c in chunks if c not in corpus]
         if absent:
-            raise InputError(f"names chunks that are not in the corpus: {', '.join(absent[:5])}", path=args.postmortem,
+            shown = ", ".join(pm_value(c, item=True) for c in absent[:5])  # one line, whatever the ids hold
+            raise InputError(f"names chunks that are not in the corpus: {shown}", path=args.postmortem,
                              field="regression test", hint=f"check the ids against {args.corpus}")
     lines = sum(1 for _ in text_lines(args.gold))
     parse_gold_records([(lines + 1, record)], args.postmortem)  # the case is a valid gold line
