@@ -1,4 +1,4 @@
-"""Imports go one way: data → metrics → engine → statistics → decisions → report → commands.
+"""Imports go one way: data → metrics → engine → statistics → decisions → flows → report → commands.
 
 Every module under src/rankgate is parsed (not imported) and each of its imports of another rankgate
 module, at the top or inside a function, is checked against the table below: a module may import
@@ -25,10 +25,12 @@ LAYERS: dict[int, tuple[str, ...]] = {
     4: ("stats", "segments", "compare", "sweep", "baseline", "agreement",          # statistics over results,
         "traces", "goldset", "answers", "pooling"),                               # traces, gold sets, answers, bounds
     5: ("gate_config", "gates", "diagnosis", "testing", "experiments", ""),        # decisions (and the public API)
-    6: ("report",),                                                                # renderers
-    7: ("commands", "cli", "__main__", "demo"),                                    # the command line
+    6: ("flows",),                                                                 # the use cases: request -> result
+    7: ("report",),                                                                # renderers
+    8: ("commands", "cli", "__main__", "demo"),                                    # the command line
 }
-NAMES = {"data": 1, "metrics": 2, "engine": 3, "statistics": 4, "decisions": 5, "report": 6, "commands": 7}
+NAMES = {"data": 1, "metrics": 2, "engine": 3, "statistics": 4, "decisions": 5, "flows": 6, "report": 7,
+         "commands": 8}
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 
 # A package may be held to less than its layer allows: the judge talks to model APIs and stays small
@@ -125,7 +127,7 @@ def test_imports_go_one_way() -> None:
 
 def test_core_never_imports_renderers_or_commands() -> None:
     """The two edges the layering exists to forbid, said on their own."""
-    upper = {"report", "commands", "cli", "__main__", "demo"}
+    upper = {"flows", "report", "commands", "cli", "__main__", "demo"}
     wrong = [f"{p.relative_to(SRC.parent)}:{line}: -> {t}" for p in _files() if _top(_module_name(p)[0]) not in upper
              for line, t in imports_of(p) if _top(t) in upper]
     assert not wrong, "\n".join(wrong)
@@ -154,5 +156,5 @@ def test_known_exceptions_still_exist() -> None:
 
 
 def test_layer_names_follow_the_documented_order() -> None:
-    assert list(NAMES) == ["data", "metrics", "engine", "statistics", "decisions", "report", "commands"]
+    assert list(NAMES) == ["data", "metrics", "engine", "statistics", "decisions", "flows", "report", "commands"]
     assert sorted(NAMES.values()) == list(NAMES.values())
