@@ -169,8 +169,13 @@ def test_deepeval_preset(tmp_path):
 
 def test_deepeval_csv_joined_lists(tmp_path):
     path = tmp_path / "de.csv"
-    path.write_text("input,actual_output,retrieval_context\nWho?,Bob.,Bob did it.;Alice watched.\n", encoding="utf-8")
-    assert [c.text for c in read_answers(str(path)).records[0].contexts] == ["Bob did it.", "Alice watched."]
+    # DeepEval 4.x joins lists with '|' (context_col_delimiter's default); a ';' is ordinary prose
+    path.write_text("input,actual_output,retrieval_context\nWho?,Bob.,Bob did it; he said so.|Alice watched.\n",
+                    encoding="utf-8")
+    assert [c.text for c in read_answers(str(path)).records[0].contexts] == ["Bob did it; he said so.", "Alice watched."]
+    cols = parse_columns("list_sep=semicolon", ANSWER_FIELDS)  # a file joined by another delimiter
+    assert [c.text for c in read_answers(str(path), columns=cols).records[0].contexts] == [
+        "Bob did it", "he said so.|Alice watched."]
 
 
 def test_column_map_dotted_paths(tmp_path):

@@ -117,10 +117,13 @@ def evaluate(
                 hashes[name] = pool.submit(sha256_files, files)
 
         doc_of = doc_mapper(doc_sep, doc_map)
+        notices = input_notices(g, r)
         if level == "doc":
             g = _gold_to_docs(g, doc_of)
         result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
                                   level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs, ties=ties)
+        if notices:
+            result.info["notices"] = notices
         for name, obj in (("gold", g), ("run", r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
@@ -453,6 +456,13 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
         inputs=inputs,
         info=info,
     )
+
+
+def input_notices(g: Gold, r: Run) -> list[str]:
+    """What the readers of the two inputs want said (each sentence once, gold set first), then the
+    near-misses of text matching (:func:`rankgate.data.nearmiss.near_miss_line`)."""
+    notices = list(dict.fromkeys([*getattr(g, "notices", ()), *getattr(r, "notices", ())]))
+    return notices
 
 
 def _deepest_first(metrics: list[Metric]) -> list[Metric]:

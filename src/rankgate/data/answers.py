@@ -68,7 +68,7 @@ PRESETS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 _LABELS = {"rankgate": "rankgate answers", "ragas": "RAGAS", "ragas_legacy": "RAGAS (legacy columns)",
            "deepeval": "DeepEval"}
-_SEPS = {"deepeval": (";", "|", "custom_column_key_values")}
+_SEPS = {"deepeval": ("|", "|", "custom_column_key_values")}  # DeepEval 4.x joins every list with "|"
 _ID_OBJ = ("id", "chunk_id", "source", "doc_id")
 _TEXT_OBJ = ("text", "content", "context", "page_content")
 _STEP = re.compile(r"([^.\[\]]+)|\[(\*|\d+)\]")
@@ -169,6 +169,8 @@ def _getters(recs: Records, fmt: str, columns: Mapping[str, str] | None) -> dict
 def _shape(fmt: str, getters: Mapping[str, Any], columns: Mapping[str, str] | None) -> ToolShape:
     """The samples reader's description of this file, for ids and list cells."""
     sep, saved, marker = _SEPS.get(fmt, (None, None, None))
+    if columns and columns.get("list_sep"):  # --columns list_sep=SEP: the user's delimiter, in every file
+        sep = saved = columns["list_sep"]
     qkeys = (columns["question"],) if columns and "question" in columns else PRESETS[fmt]["question"]
     ikeys = (columns["query_id"],) if columns and "query_id" in columns else PRESETS[fmt]["query_id"]
     return ToolShape(name=fmt, label=_LABELS[fmt], query_keys=qkeys, gold_ids=None, gold_texts=(), run_ids=None,

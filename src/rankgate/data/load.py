@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError, UsageError
-from .formats import GOLD_FORMATS, RUN_FORMATS
+from .formats import GOLD_FORMATS, RUN_FORMATS, split_list_sep
 from .jsonl import iter_json_lines, json_lines, parse_gold_records, parse_run_records, read_text, summary_error
 from .models import Gold, Run
 from .source import PARQUET_MAGIC, check_file, first_byte, is_pipe, local_copy, magic
@@ -167,9 +167,10 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         fmt = "hf"
     else:
         fmt = format or tools.refine(path, _detect(path, formats, noun), noun)
+    columns, list_sep = split_list_sep(dict(columns) if columns else None)
     # a LlamaIndex file is a gold set only: its run reader says so
     if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet") or (not gold and fmt == "llamaindex"):
-        return tools.read_gold(path, fmt, columns) if gold else tools.read_run(path, fmt, columns)
+        return tools.read_gold(path, fmt, columns, list_sep) if gold else tools.read_run(path, fmt, columns, list_sep)
     read = _load_gold_path if gold else _load_run_path
     if format is None:
         return read(path, fmt)

@@ -99,6 +99,10 @@ def summary_dict(
         k: result.info[k] for k in ("level", "trec", "complete", "default_k", "duplicates_dropped", "ties") if k in result.info
     }
     data["systems"] = {"run": result.info.get("run", {}), "gold": result.info.get("gold", {})}
+    if result.info.get("notices"):  # how the inputs were read, when that can differ from what was meant
+        data["notices"] = list(result.info["notices"])
+    if result.info.get("near_misses"):
+        data["near_misses"] = result.info["near_misses"]
     from ..baseline import per_query_dict
 
     data["per_query"] = per_query_dict(result)  # what a later gate needs for its paired rule

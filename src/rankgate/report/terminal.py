@@ -34,6 +34,7 @@ def coverage_lines(result: EvaluationResult) -> list[str]:
     dropped = result.info.get("duplicates_dropped")
     if dropped:
         lines.append(f"{dropped} repeated ids dropped (kept each id's best rank)")
+    lines.extend(result.info.get("notices") or ())
     return lines
 
 
