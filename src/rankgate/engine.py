@@ -118,12 +118,17 @@ def evaluate(
 
         doc_of = doc_mapper(doc_sep, doc_map)
         notices = input_notices(g, r)
+        from .data.nearmiss import near_misses
+
+        near = near_misses(g, r)
         if level == "doc":
             g = _gold_to_docs(g, doc_of)
         result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
                                   level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs, ties=ties)
         if notices:
             result.info["notices"] = notices
+        if near:
+            result.info["near_misses"] = near
         for name, obj in (("gold", g), ("run", r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
@@ -459,10 +464,8 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
 
 
 def input_notices(g: Gold, r: Run) -> list[str]:
-    """What the readers of the two inputs want said (each sentence once, gold set first), then the
-    near-misses of text matching (:func:`rankgate.data.nearmiss.near_miss_line`)."""
-    notices = list(dict.fromkeys([*getattr(g, "notices", ()), *getattr(r, "notices", ())]))
-    return notices
+    """What the readers of the two inputs want said, each sentence once, the gold set's first."""
+    return list(dict.fromkeys([*getattr(g, "notices", ()), *getattr(r, "notices", ())]))
 
 
 def _deepest_first(metrics: list[Metric]) -> list[Metric]:
