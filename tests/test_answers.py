@@ -582,6 +582,16 @@ def test_cli_on_a_ragas_file_as_answers_and_gold(tmp_path, capsys):
     layer = json.loads(capsys.readouterr().out)["answers"]
     assert layer["grid"]["cells"]["ok"]["count"] == 1 and layer["grid"]["cells"]["retrieval problem"]["count"] == 1
     assert layer["queries"]["refusals"] and layer["queries"]["refusals"][0].startswith("q:")
+    # ids that are hashes of the question: the question is carried beside them
+    assert layer["grid"]["cells"]["ok"]["example_questions"] == ["When was Taskfolio founded?"]
+    assert layer["questions"][layer["queries"]["refusals"][0]] == "Does Taskfolio have a Linux app?"
+    out = tmp_path / "out"
+    assert main(["answers", "--answers", str(ragas), "--gold", str(ragas), "--gold-format", "ragas", "--no-cache",
+                 "--resamples", "0", "--out", str(out)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "refusals; faithfulness not_applicable): 'Does Taskfolio have a Linux app?'" in shown
+    rows = (out / "answers.csv").read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("query_id,query,cell,") and "When was Taskfolio founded?" in rows[1]
 
 
 def test_report_refuses_a_summary_without_answers(cli_files, tmp_path, capsys):

@@ -260,3 +260,23 @@ def test_near_misses_leave_numbers_alone_and_are_capped(monkeypatch):
 def test_no_near_miss_check_for_inputs_matched_by_id():
     result = rankgate.evaluate(DATA / "llamaindex_qa.json", DATA / "llamaindex_bm25_run.jsonl", ["recall@3"])
     assert "near_misses" not in result.info and "notices" not in result.info
+
+
+# -- the question of a query known by a hash of it ------------------------------------------------
+
+def test_metrics_csv_carries_the_question_of_hashed_query_ids(tmp_path):
+    path = DATA / "ragas_texts.jsonl"
+    out = tmp_path / "out"
+    assert main(["evaluate", "--gold", str(path), "--run", str(path), "-m", "recall@3", "--resamples", "0",
+                 "--out", str(out)]) == 0
+    with open(out / "metrics.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    questions = [json.loads(line)["user_input"] for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [r["query"] for r in rows] == questions and all(r["query_id"].startswith("q:") for r in rows)
+
+
+def test_metrics_csv_of_inputs_with_ids_has_no_query_column(tmp_path):
+    out = tmp_path / "out"
+    assert main(["evaluate", "--gold", str(DATA / "llamaindex_qa.json"), "--run", str(DATA / "llamaindex_bm25_run.jsonl"),
+                 "-m", "recall@3", "--resamples", "0", "--out", str(out)]) == 0
+    assert (out / "metrics.csv").read_text(encoding="utf-8").splitlines()[0] == "query_id,recall@3"

@@ -118,6 +118,7 @@ def evaluate(
 
         doc_of = doc_mapper(doc_sep, doc_map)
         notices = input_notices(g, r)
+        texts = query_texts(g)
         from .data.nearmiss import near_misses
 
         near = near_misses(g, r)
@@ -129,6 +130,8 @@ def evaluate(
             result.info["notices"] = notices
         if near:
             result.info["near_misses"] = near
+        if texts:
+            result.info["query_texts"] = texts
         for name, obj in (("gold", g), ("run", r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
@@ -461,6 +464,16 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
         inputs=inputs,
         info=info,
     )
+
+
+def query_texts(g: Gold) -> dict[str, str] | None:
+    """Question text by query id, for the queries whose id is only a hash of their question (a RAG
+    tool's samples without ids: ``q:…``), so that outputs can show the question; None when there are none.
+    A mapping, not a list: it stays right for a subset of the queries."""
+    if "query" not in g.fields or not any(q.startswith("q:") for q in g.query_ids):
+        return None
+    texts = {q: t for q, t in zip(g.query_ids, g.field("query")) if q.startswith("q:") and isinstance(t, str)}
+    return texts or None
 
 
 def input_notices(g: Gold, r: Run) -> list[str]:
