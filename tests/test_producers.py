@@ -280,3 +280,21 @@ def test_metrics_csv_of_inputs_with_ids_has_no_query_column(tmp_path):
     assert main(["evaluate", "--gold", str(DATA / "llamaindex_qa.json"), "--run", str(DATA / "llamaindex_bm25_run.jsonl"),
                  "-m", "recall@3", "--resamples", "0", "--out", str(out)]) == 0
     assert (out / "metrics.csv").read_text(encoding="utf-8").splitlines()[0] == "query_id,recall@3"
+
+
+# -- pandas' default to_json ------------------------------------------------------------------------
+
+def test_pandas_default_to_json_reads_as_its_rows():
+    """EvaluationDataset.to_pandas().to_json(path): one object per column (pandas' default orient)."""
+    columns, lines = DATA / "ragas_pandas_columns.json", DATA / "ragas_texts.jsonl"
+    specs = compat_metrics("ragas", TOP_K)
+    a, b = rankgate.evaluate(columns, columns, specs), rankgate.evaluate(lines, lines, specs)
+    assert a.query_ids == b.query_ids and all(a[m].tolist() == b[m].tolist() for m in a.metric_names)
+
+
+def test_pandas_default_to_json_of_rankgate_records(tmp_path):
+    gold, run = tmp_path / "gold.json", tmp_path / "run.json"
+    gold.write_text(json.dumps({"query_id": {"0": "a", "1": "b"}, "relevant": {"0": ["d1"], "1": ["d2", "d4"]}}))
+    run.write_text(json.dumps({"query_id": {"0": "a", "1": "b"}, "topk": {"0": ["d1", "d3"], "1": ["d2"]}}))
+    result = rankgate.evaluate(gold, run, ["recall@3"])
+    assert result.query_ids == ("a", "b") and result["recall@3"].tolist() == [1.0, 0.5]

@@ -180,12 +180,41 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         raise tools.explain(path, noun, fmt, exc) from None
 
 
+def _pandas_rows(path: str) -> list[tuple[int, Any]] | None:
+    """The rows of a file pandas' default ``DataFrame.to_json()`` wrote (one object per column), or
+    None for any other file; read only after the file failed to read as records."""
+    from .records import _pandas_columns
+
+    try:
+        text = read_text(path).strip()
+        whole = json.loads(text) if text.startswith("{") and "\n" not in text else None
+    except (InputError, ValueError, RecursionError):
+        return None
+    rows = _pandas_columns(whole) if isinstance(whole, dict) else None
+    return None if rows is None else list(enumerate(rows, start=1))
+
+
+def _json_or_pandas(path: str, read: Any) -> Any:
+    """``read(path)``; when that fails on a file pandas wrote with its default ``to_json()``, its rows."""
+    try:
+        return read(path)
+    except InputError:
+        rows = _pandas_rows(path)
+        if rows is None:
+            raise
+        return rows
+
+
 def _load_gold_path(path: str, fmt: str) -> Gold:
     if fmt == "jsonl":
         from .jsonl_fast import read_gold_fast
 
-        fast = read_gold_fast(path)
-        return fast if fast is not None else parse_gold_records(_json_records(path, "gold set"), path)
+        def read(p: str) -> Any:
+            fast = read_gold_fast(p)
+            return fast if fast is not None else parse_gold_records(_json_records(p, "gold set"), p)
+
+        got = _json_or_pandas(path, read)
+        return got if isinstance(got, Gold) else parse_gold_records(got, path)
     if fmt == "trec":
         from .trec import read_trec_qrels
 
@@ -203,8 +232,12 @@ def _load_run_path(path: str, fmt: str) -> Run:
     if fmt == "jsonl":
         from .jsonl_fast import read_run_fast
 
-        fast = read_run_fast(path)
-        return fast if fast is not None else parse_run_records(_json_records(path), path)
+        def read_run(p: str) -> Any:
+            fast = read_run_fast(p)
+            return fast if fast is not None else parse_run_records(_json_records(p), p)
+
+        got = _json_or_pandas(path, read_run)
+        return got if isinstance(got, Run) else parse_run_records(got, path)
     if fmt == "trec":
         from .trec import read_trec_run
 
