@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
@@ -126,12 +126,9 @@ def evaluate(
             g = _gold_to_docs(g, doc_of)
         result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
                                   level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs, ties=ties)
-        if notices:
-            result.info["notices"] = notices
-        if near:
-            result.info["near_misses"] = near
-        if texts:
-            result.info["query_texts"] = texts
+        read = {"notices": notices, "near_misses": near, "query_texts": texts}  # what reading the inputs found
+        if any(read.values()):
+            result = replace(result, info={**result.info, **{key: v for key, v in read.items() if v}})
         for name, obj in (("gold", g), ("run", r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
