@@ -135,7 +135,7 @@ def test_llamaindex_mock_embedding_ties_in_the_producers_order():
 # -- DeepEval ------------------------------------------------------------------------------------
 
 DEEPEVAL_FILES = ["deepeval_goldens.json", "deepeval_goldens.csv", "deepeval_goldens.jsonl",
-                  "deepeval_test_cases.json", "deepeval_hand.csv"]
+                  "deepeval_test_cases.json", "deepeval_hand.csv", "deepeval_sourced.json", "deepeval_sourced.csv"]
 
 
 @pytest.mark.parametrize("name", DEEPEVAL_FILES)

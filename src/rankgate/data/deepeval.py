@@ -13,16 +13,30 @@ joined as DeepEval joins them: by ``|``, the delimiter of every DeepEval save an
 with another delimiter is read with ``--columns list_sep=...`` (``columns={"list_sep": ...}`` in Python). A joined
 list cannot hold a context that contains ``|``: reading such a file says so once, and a JSON list
 whose contexts contain ``|`` gets a warning (saved as CSV, the same dataset would score
-differently). ``save_as("json")`` keeps each context whole.
+differently). ``save_as("json")`` keeps each context whole. A retrieved item saved from a
+``RetrievedContextData`` (``deepeval_source=…,deepeval_context=…``) is its context text, as
+DeepEval's loaders read it back.
 """
 
 from __future__ import annotations
+
+import re
 
 from .models import Gold, Run
 from .records import Records
 from .samples import ID_KEYS, ToolShape, gold_from_samples, run_from_samples, with_list_sep
 
 __all__ = ["DEEPEVAL", "read_deepeval_gold", "read_deepeval_run"]
+
+# How save_as writes a RetrievedContextData (a context with its source) so that its loaders can rebuild it
+_RETRIEVED = re.compile(r"deepeval_source=.*?,deepeval_context=(?P<context>.*)", re.DOTALL)
+
+
+def _context_text(text: str) -> str:
+    """The context of a retrieved item ``save_as`` wrote as ``deepeval_source=…,deepeval_context=…``."""
+    m = _RETRIEVED.fullmatch(text)
+    return m.group("context") if m else text
+
 
 DEEPEVAL = ToolShape(
     name="deepeval",
@@ -44,6 +58,7 @@ DEEPEVAL = ToolShape(
     saved_marker="custom_column_key_values",
     gold_hint="'expected_output' is the answer text, not a relevance judgement: add 'context' (the texts of the "
               "chunks that answer)",
+    unwrap=_context_text,
 )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -54,6 +55,7 @@ class ToolShape:
     saved_sep: str | None = None  # the same, in files the tool wrote itself (told apart by saved_marker)
     saved_marker: str | None = None  # a field only the tool's own export writes
     gold_hint: str = ""
+    unwrap: Callable[[str], str] | None = None  # a context's text from the way the tool saved it, if it wraps it
 
 
 def _sep(records: Records, shape: ToolShape) -> str | None:
@@ -195,6 +197,8 @@ def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None,
     """(ids, texts) of one side of a sample, or None when the sample does not give that side."""
     text_key = next((k for k in texts_keys if k in rec.data), None)
     texts = _list(records, rec, text_key, _sep(records, shape), stats) if text_key else None
+    if texts is not None and shape.unwrap is not None:
+        texts = [shape.unwrap(t) for t in texts]
     if use_ids and ids_key is not None:
         ids = _list(records, rec, ids_key, _sep(records, shape))
         if ids is None:

@@ -148,6 +148,15 @@ def deepeval_files(runs: dict[str, list[tuple[str, float]]]) -> dict:
                                         context=[CORPUS[d] for d in rel],
                                         retrieval_context=[CORPUS[d] for d, _ in runs[qid]]))
     cases.save_as("json", HERE, file_name="deepeval_test_cases", include_test_cases=True)
+    # Retrieved items with their source (RetrievedContextData): save_as writes a marker DeepEval parses back.
+    from deepeval.test_case import RetrievedContextData
+
+    sourced = EvaluationDataset(goldens=[
+        Golden(input=q, expected_output=answer, context=[CORPUS[d] for d in rel],
+               retrieval_context=[RetrievedContextData(source=d, context=CORPUS[d]) for d, _ in runs[qid]])
+        for qid, (q, rel, answer) in QUERIES.items()])
+    for ext in ("json", "csv"):
+        sourced.save_as(ext, HERE, file_name="deepeval_sourced")
     # A CSV written by hand for add_goldens_from_csv_file (no custom_column_key_values column),
     # lists joined with DeepEval's delimiter as its loaders expect.
     from deepeval.dataset.utils import DELIMITER
@@ -171,11 +180,13 @@ def deepeval_files(runs: dict[str, list[tuple[str, float]]]) -> dict:
         else:
             back.add_goldens_from_json_file(path)
         return [{"input": g.input, "context": list(g.context or []),
-                 "retrieval_context": [str(c) for c in (g.retrieval_context or [])]} for g in back.goldens]
+                 "retrieval_context": [getattr(c, "context", c) for c in (g.retrieval_context or [])]}
+                for g in back.goldens]
 
     return {name: {"delimiter": DELIMITER, "read_back": read_back(kind, name)} for kind, name in (
         ("json", "deepeval_goldens.json"), ("csv", "deepeval_goldens.csv"), ("jsonl", "deepeval_goldens.jsonl"),
-        ("json", "deepeval_test_cases.json"), ("csv", "deepeval_hand.csv"))}
+        ("json", "deepeval_test_cases.json"), ("csv", "deepeval_hand.csv"), ("json", "deepeval_sourced.json"),
+        ("csv", "deepeval_sourced.csv"))}
 
 
 # -- LlamaIndex ----------------------------------------------------------------------------------
