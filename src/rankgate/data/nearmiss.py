@@ -23,7 +23,8 @@ __all__ = ["MAX_PAIRS", "near_distance", "near_miss_line", "near_misses"]
 
 MAX_PAIRS = 20_000  # pairs of texts compared in one evaluation
 MAX_MIDDLE = 256  # characters left after the common start and end, per text
-MAX_EXAMPLES = 5
+MAX_EXAMPLES = 5  # kept in summary.json
+SHOWN = 3  # shown in the line
 
 
 def allowed_distance(length: int) -> int:
@@ -122,12 +123,15 @@ def near_miss_line(found: dict[str, Any] | None) -> str | None:
                     "(the cap of one evaluation)")
         return None
     n = found["count"]
-    ex = found["examples"][0]
-    who = ex["query"] or ex["query_id"]
+    shown = []
+    for ex in found["examples"][:SHOWN]:
+        who = ex["query"] or ex["query_id"]
+        shown.append(f"for {_cut(who, 60)!r}: retrieved {_cut(ex['retrieved'])!r}, reference {_cut(ex['reference'])!r}")
+    more = n - len(shown)
     line = (f"{n} retrieved {'text differs' if n == 1 else 'texts differ'} from a reference text only slightly "
             f"(edit distance up to 3 after normalising), so {'it counts' if n == 1 else 'they count'} as not relevant: "
-            f"probably the same chunk, re-chunked or re-punctuated. E.g. for {_cut(who, 60)!r}: retrieved "
-            f"{_cut(ex['retrieved'])!r}, reference {_cut(ex['reference'])!r}")
+            f"probably the same chunk, re-chunked or re-punctuated. E.g. " + "; ".join(shown)
+            + (f"; {more} more" if more > 0 else ""))
     if found.get("capped"):
         line += f" (checked the first {found['pairs_compared']:,} pairs of texts only)"
     return line
