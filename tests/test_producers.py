@@ -298,3 +298,16 @@ def test_pandas_default_to_json_of_rankgate_records(tmp_path):
     run.write_text(json.dumps({"query_id": {"0": "a", "1": "b"}, "topk": {"0": ["d1", "d3"], "1": ["d2"]}}))
     result = rankgate.evaluate(gold, run, ["recall@3"])
     assert result.query_ids == ("a", "b") and result["recall@3"].tolist() == [1.0, 0.5]
+
+
+def test_list_sep_option_words_and_limits():
+    from rankgate.data.formats import parse_columns, split_list_sep
+    from rankgate.errors import UsageError
+
+    assert parse_columns("list_sep=comma") == {"list_sep": ","}
+    assert split_list_sep(parse_columns("query_id=qid,list_sep=tab")) == ({"query_id": "qid"}, "\t")
+    assert split_list_sep({"list_sep": ";"}) == (None, ";")
+    with pytest.raises(UsageError, match="at most 16 characters"):
+        parse_columns("list_sep=" + "x" * 17)
+    with pytest.raises(UsageError, match="list_sep"):
+        parse_columns("nope=1")

@@ -184,11 +184,16 @@ def _pandas_rows(path: str) -> list[tuple[int, Any]] | None:
     """The rows of a file pandas' default ``DataFrame.to_json()`` wrote (one object per column), or
     None for any other file; read only after the file failed to read as records."""
     from .records import _pandas_columns
+    from .source import open_text
 
     try:
+        with open_text(path) as fh:  # one line (pandas writes no newline inside): else not such a file
+            head = fh.read(1 << 16)
+            if not head.lstrip().startswith("{") or "\n" in head.strip():
+                return None
         text = read_text(path).strip()
         whole = json.loads(text) if text.startswith("{") and "\n" not in text else None
-    except (InputError, ValueError, RecursionError):
+    except (InputError, ValueError, RecursionError, OSError):
         return None
     rows = _pandas_columns(whole) if isinstance(whole, dict) else None
     return None if rows is None else list(enumerate(rows, start=1))
