@@ -8,8 +8,9 @@ compared with every retrieved text that is not judged, and a pair whose normalis
 a small edit distance is a near-miss. The numbers are not changed.
 
 Bounded: texts are compared only when their lengths are close; the common start and end are
-skipped and the edit distance is computed on what is left, at most :data:`MAX_MIDDLE` characters
-each; at most :data:`MAX_PAIRS` pairs are compared in one evaluation (then the count says so).
+skipped and the edit distance is computed on what is left (at most :data:`MAX_MIDDLE` characters
+each, within a band around the diagonal); at most :data:`MAX_PAIRS` pairs are compared in one
+evaluation (then the line says so).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from .shapes import normalise_text
 
 __all__ = ["MAX_PAIRS", "near_distance", "near_miss_line", "near_misses"]
 
-MAX_PAIRS = 20_000  # pairs of texts compared in one evaluation
-MAX_MIDDLE = 256  # characters left after the common start and end, per text
+MAX_PAIRS = 5_000  # pairs of texts compared in one evaluation
+MAX_MIDDLE = 128  # characters left after the common start and end, per text
 MAX_EXAMPLES = 5  # kept in summary.json
 SHOWN = 3  # shown in the line
 
@@ -33,26 +34,40 @@ def allowed_distance(length: int) -> int:
     return max(1, min(3, length // 20))
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common start of ``a`` and ``b`` (a binary search of slice comparisons,
+    which run in C: long texts that share most of their length cost no per-character loop)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def near_distance(a: str, b: str, limit: int) -> int | None:
     """The edit distance (Levenshtein) of ``a`` and ``b`` when it is at most ``limit``, else None."""
     if abs(len(a) - len(b)) > limit:
         return None
-    start = 0
-    top = min(len(a), len(b))
-    while start < top and a[start] == b[start]:
-        start += 1
-    end = 0
-    while end < top - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
-        end += 1
+    start = _common_prefix(a, b)
+    end = _common_prefix(a[start:][::-1], b[start:][::-1])
     x, y = a[start:len(a) - end], b[start:len(b) - end]
     if len(x) > MAX_MIDDLE or len(y) > MAX_MIDDLE:
         return None
-    previous = list(range(len(y) + 1))
-    for i, cx in enumerate(x, start=1):
-        current = [i] + [0] * len(y)
-        for j, cy in enumerate(y, start=1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (cx != cy))
-        if min(current) > limit:
+    # Levenshtein within a band of ``limit`` cells around the diagonal (a cell outside it is more than
+    # ``limit`` edits away): at most MAX_MIDDLE * (2 * limit + 1) cells per pair.
+    far = limit + 1
+    previous = [j if j <= limit else far for j in range(len(y) + 1)]
+    for i in range(1, len(x) + 1):
+        lo, hi = max(1, i - limit), min(len(y), i + limit)
+        current = [far] * (len(y) + 1)
+        current[0] = i if i <= limit else far
+        cx = x[i - 1]
+        for j in range(lo, hi + 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (cx != y[j - 1]), far)
+        if min(current[lo - 1:hi + 1]) > limit:
             return None
         previous = current
     d = previous[-1]
@@ -65,12 +80,24 @@ def near_misses(g: Gold, r: Run) -> dict[str, Any] | None:
     texts = r.items.get("text")
     if not g.notes or not texts:
         return None
+    import numpy as np
+
+    noted = np.array([i for i, note in enumerate(g.notes) if isinstance(note, str)], dtype=np.int64)
+    if not noted.size:
+        return None
+    # (only the judgements with a text, one by one: a gold set of ids has none; no compute kernel, as
+    # pyarrow's would import pandas)
+    by_text = [i for i in noted.tolist() if str(g.j_doc[i].as_py()).startswith("t:")]
+    if not by_text:
+        return None
+    queries_by_text = set(g.j_query[by_text].tolist())
     relevant: dict[str, dict[str, tuple[str, str]]] = {}  # query id -> {reference id: (normalised, as given)}
     judged: dict[str, set[str]] = {}
-    docs = g.j_doc.to_pylist()
-    for qi, d, grade, note in zip(g.j_query.tolist(), docs, g.j_grade.tolist(), g.notes):
-        qid = g.query_ids[qi]
+    rows = np.flatnonzero(np.isin(g.j_query, list(queries_by_text)))
+    for i, qi, grade in zip(rows.tolist(), g.j_query[rows].tolist(), g.j_grade[rows].tolist()):
+        qid, d = g.query_ids[qi], g.j_doc[i].as_py()
         judged.setdefault(qid, set()).add(d)
+        note = g.notes[i]
         if grade >= 1 and isinstance(note, str) and isinstance(d, str) and d.startswith("t:"):
             relevant.setdefault(qid, {})[d] = (normalise_text(note), note)
     if not relevant:
