@@ -4,8 +4,11 @@ Run once, by hand, in a virtual environment that has the producers (they are not
 dependencies)::
 
     python -m venv /tmp/producers && /tmp/producers/bin/pip install ragas==0.4.3 deepeval==4.3.1 \
-        llama-index-core llama-index-retrievers-bm25
+        llama-index-core llama-index-retrievers-bm25 rapidfuzz 'langchain-community<0.4'
     /tmp/producers/bin/pip install --no-deps llama-index-finetuning   # EmbeddingQAFinetuneDataset only
+
+(rapidfuzz: RAGAS's non-LLM string metrics; langchain-community < 0.4: RAGAS 0.4.3 imports a module
+that 0.4 removed.) Running it again rewrites the same files.
     DEEPEVAL_TELEMETRY_OPT_OUT=YES /tmp/producers/bin/python tests/data/producers/generate.py
 
 Nothing here calls an LLM or the network: BM25 and MockEmbedding retrieve, and only the producers'
