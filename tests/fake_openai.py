@@ -14,7 +14,16 @@ Answers. The task is read from the system prompt. By default ``context_relevance
 Faults. ``script(marker, *steps)``: the requests whose last user message contains ``marker`` are
 served the steps in order, one each, then normal answers. A step is ``status(code, message,
 headers)``, ``delay(seconds)`` (then a normal answer), ``content(text, finish_reason)``, or
-``parts(text)`` (content as a list of parts), ``length()`` (a cut-off answer with ``finish_reason: "length"``). Server-wide modes:
+``parts(text)`` (content as a list of parts), ``length()`` (a cut-off answer with ``finish_reason: "length"``).
+Hostile steps: ``huge(n)`` (a completion of ``n`` bytes, streamed, with or without Content-Length),
+``bomb(n)`` (a gzip body, produced as it is read, that inflates to ``n`` bytes), ``drip(seconds,
+headers=False)`` (the reply, or its status line and headers, one byte every ``seconds``),
+``reply(data)`` (a 200 whose body is exactly ``data``), ``nested(depth)`` (a reply nested ``depth``
+arrays deep) and ``echo(code, template)`` (the template
+with ``{auth}`` replaced by the request's Authorization or api-key header: the content of a 200, else
+the error message, as some gateways echo credentials; a 200 answers as usual with the text added
+as a ``note`` field, and as one more statement). ``always`` (a step) is served to every chat
+request instead of the scripts. Server-wide modes:
 ``reject_formats`` (a set of ``response_format`` types refused with a 400 naming
 ``response_format``), ``llama_cpp`` (a 400 "Only one completion choice is allowed" for any ``n``
 other than 1) and ``latency`` (seconds slept on every request).
@@ -22,10 +31,12 @@ other than 1) and ``latency`` (seconds slept on every request).
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
 import time
+import zlib
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +52,8 @@ class Step:
     seconds: float = 0.0
     text: str = ""
     finish_reason: str = "stop"
+    size: int = 0
+    flag: bool = False
 
 
 def status(code: int, message: str = "", headers: dict[str, str] | None = None) -> Step:
@@ -60,8 +73,45 @@ def parts(text: str) -> Step:
     return Step("parts", text=text)
 
 
+def huge(size: int, content_length: bool = False, code: int = 200) -> Step:
+    """A completion (or, with ``code``, an error) ``size`` bytes long, written in 64 KB blocks (never held whole)."""
+    return Step("huge", size=size, flag=content_length, status=code)
+
+
+def bomb(size: int) -> Step:
+    """A 200 reply with ``content-encoding: gzip`` inflating to ``size`` bytes, compressed as it is sent."""
+    return Step("bomb", size=size)
+
+
+def drip(seconds: float, headers: bool = False) -> Step:
+    """The normal answer sent one byte every ``seconds`` (its headers too with ``headers=True``)."""
+    return Step("drip", seconds=seconds, flag=headers)
+
+
+def reply(data: bytes, encoding: str = "") -> Step:
+    """A 200 reply whose body is ``data`` exactly (sent with ``content-encoding: encoding`` when given)."""
+    return Step("reply", text=data.decode("latin-1"), message=encoding)
+
+
+def nested(depth: int) -> Step:
+    """A 200 reply whose body is ``depth`` arrays inside each other."""
+    return reply(b"[" * depth + b"]" * depth)
+
+
+def echo(code: int, template: str) -> Step:
+    """``template`` with ``{auth}`` = the credential header the request carried (content or error message)."""
+    return Step("echo", status=code, text=template)
+
+
 def length() -> Step:
     return Step("content", text='{"label": ', finish_reason="length")
+
+
+def _completion(text: Any, finish: str, model: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+            "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}
 
 
 def _task(system: str) -> str:
@@ -87,7 +137,8 @@ def default_answer(body: dict[str, Any]) -> dict[str, Any]:
     if "seedlabel" in user:
         return {"label": int(body.get("seed", 0)) % 3}
     if task == "statements":
-        answer = user.split("Answer:\n", 1)[-1]
+        block = re.search(r"<answer>\n(.*)\n</answer>", user, re.S)  # the prompt's data block, unescaped
+        answer = html.unescape(block.group(1)) if block else user
         return {"statements": [s.strip() for s in re.split(r"(?<=[.!?])\s+", answer) if s.strip()]}
     if task in ("support", "correctness"):
         return {"label": "supported"}
@@ -101,6 +152,7 @@ class FakeOpenAI:
         self.llama_cpp = llama_cpp
         self.reject_formats = set(reject_formats or ())
         self.record = record
+        self.always: Step | None = None
         self.requests: list[dict[str, Any]] = []
         self.count = 0
         self.active = 0
@@ -115,6 +167,8 @@ class FakeOpenAI:
             self._scripts[marker].extend(steps)
 
     def _next_step(self, body: dict[str, Any]) -> Step | None:
+        if self.always is not None:
+            return self.always
         users = [m.get("content", "") for m in body.get("messages") or [] if m.get("role") == "user"]
         first = users[0] if users else ""
         with self._lock:
@@ -188,6 +242,17 @@ class FakeOpenAI:
                                                       "message": f"response_format type {kind!r} is not supported"}})
                 step = fake._next_step(body)
                 text, finish = json.dumps(default_answer(body)), "stop"
+                if step is not None and step.kind in ("huge", "bomb", "drip", "reply"):
+                    return self._hostile(step, text)
+                if step is not None and step.kind == "echo":
+                    auth = self.headers.get("authorization") or self.headers.get("api-key") or ""
+                    note = step.text.format(auth=auth)
+                    if step.status != 200:
+                        return self._send(step.status, {"error": {"message": note}})
+                    answer = {**default_answer(body), "note": note}
+                    if "statements" in answer:
+                        answer["statements"] = [*answer["statements"], note]
+                    step = content(json.dumps(answer))
                 if step is not None:
                     if step.kind == "status":
                         return self._send(step.status, {"error": {"message": step.message}}, step.headers)
@@ -204,6 +269,53 @@ class FakeOpenAI:
                                  "finish_reason": finish}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
                 })
+
+            def _hostile(self, step: Step, text: str) -> None:
+                self.close_connection = True
+                try:
+                    if step.kind == "reply":
+                        data = step.text.encode("latin-1")
+                        coding = {"content-encoding": step.message} if step.message else {}
+                        return self._raw(200, {"content-length": str(len(data)), **coding}, data)
+                    if step.kind == "drip":
+                        data = json.dumps(_completion(text, "stop", "fake-model")).encode()
+                        head = (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                                f"content-length: {len(data)}\r\n\r\n").encode()
+                        if not step.flag:
+                            self.wfile.write(head)
+                        for byte in (head + data if step.flag else data):
+                            time.sleep(step.seconds)
+                            self.wfile.write(bytes([byte]))
+                        return None
+                    opening = b'{"choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "'
+                    closing = b'"}}]}'
+                    block = b"x" * 65536
+                    if step.kind == "huge":
+                        self._raw(step.status, {"content-length": str(step.size)} if step.flag else {}, opening)
+                        left = step.size - len(opening) - len(closing)
+                        while left > 0:
+                            self.wfile.write(block[:left])
+                            left -= len(block)
+                        self.wfile.write(closing)
+                        return None
+                    # bomb: gzip of the completion, made block by block as the client reads it
+                    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+                    self._raw(200, {"content-encoding": "gzip"}, z.compress(opening))
+                    block = b" " * (1 << 20)
+                    for _ in range(step.size >> 20):
+                        self.wfile.write(z.compress(block))
+                    self.wfile.write(z.compress(closing) + z.flush())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                return None
+
+            def _raw(self, code: int, headers: dict[str, str], first: bytes) -> None:
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(first)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -47,11 +46,7 @@ FILES = (
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("demo") / "rankgate-demo"
-    start = time.perf_counter()
-    result = run_demo(out, seed=0)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 60, f"the demo took {elapsed:.1f} s; it must stay well under a minute"
-    return result
+    return run_demo(out, seed=0)
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -72,7 +72,7 @@ def test_a_corpus_change_without_a_gold_change_is_flagged(demo: Path, tmp_path: 
     assert st["stale"] == sum(st["by_reason"].values()) and st["share"] == pytest.approx(st["stale"] / st["labels"])
     comment = (tmp_path / "c.md").read_text(encoding="utf-8")
     line = next(s for s in comment.splitlines() if s.startswith("❌ Stale labels:"))
-    assert f"{st['stale']} of {st['labels']} gold labels" in line and "the limit is 2.0%" in line
+    assert f"{st['stale']} of {st['labels']} gold ids (" in line and "graded labels and must-not-retrieve ids)" in line and "the limit is 2.0%" in line
     assert line.rstrip().endswith("Owner: docs-team.")
     assert "| ❌ | stale labels | — |" in comment
     assert "Retrieval gate failed" in comment.splitlines()[1]
@@ -81,7 +81,7 @@ def test_a_corpus_change_without_a_gold_change_is_flagged(demo: Path, tmp_path: 
     capsys.readouterr()
     assert main(["gold", "stale", "--gold", str(demo / "data" / "gold.jsonl"), "--corpus", str(next_release),
                  "--config", str(config), "--format", "text"]) == 1
-    assert f"{st['stale']} of {st['labels']} labels are stale" in capsys.readouterr().out
+    assert f"{st['stale']} of {st['labels']} gold ids are stale" in capsys.readouterr().out
 
 
 def test_without_the_corpus_the_limit_is_not_checked_and_says_so(demo: Path, tmp_path: Path,

@@ -201,7 +201,12 @@ def test_outcome_json_is_byte_identical_and_serves_as_a_baseline():
         ("gates:\n  - metric: recall@5\n    threshold: high\n",
          "ship.yaml:3: field 'gates[0].threshold' must be a number; got 'high' (write 0.85 or '85%')"),
         ("gates:\n  - name: r5\n    threshold: 0.85\n",
-         "ship.yaml:2: field 'gates[0].metric' is required (e.g. metric: recall@5)"),
+         "ship.yaml:2: field 'gates[0].name' 'r5' does not name a metric, and the gate has no metric: (add metric: "
+         "(e.g. metric: recall@5), or name the gate retrieval_<metric>[_at_<k>], e.g. retrieval_recall_at_5, "
+         "retrieval_mrr, retrieval_ndcg_at_10)"),
+        ("gates:\n  - threshold: 0.85\n",
+         "ship.yaml:2: field 'gates[0].metric' is required (e.g. metric: recall@5, or a name of the shape "
+         "retrieval_<metric>[_at_<k>] (retrieval_recall_at_5))"),
         ("gates:\n  - metric: recall@5\n    threshold: 0.85\n    severity: fatal\n",
          "ship.yaml:4: field 'gates[0].severity' must be one of error|warning; got 'fatal'"),
         ("gates:\n  - metric: recal@5\n    threshold: 0.85\n",

@@ -212,7 +212,7 @@ def test_stale_on_moved_corpus_golden(tmp_path: Path, moved: Path, capsys: pytes
     assert got[("q_0003", "doc_pricing_2026#c1")] == "deprecated"
     assert got[("q_0003", "doc_pricing_2023#c1")] == "retired"
     assert next(r for r in rows if r["kind"] == "must_not_retrieve")["chunk_id"] == "doc_pricing_2023#c1"
-    assert f"**{len(rows)} of 190 labels are stale" in out
+    assert f"**{len(rows)} of 190 gold ids are stale" in out
     assert [f.name for f in out_dir.iterdir()] == ["stale.csv"]  # no temp file left behind
 
 
@@ -236,7 +236,7 @@ def test_stale_max_stale_labels_from_ship_criteria(tmp_path: Path, moved: Path, 
 def test_stale_on_unchanged_corpus_finds_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(["gold", "stale", "--gold", DEMO / "gold.jsonl", "--corpus", DEMO / "corpus.jsonl",
                       "--since", DEMO / "corpus.jsonl"], capsys)
-    assert code == 0 and "**0 of 190 labels are stale (0.0%)**" in out
+    assert code == 0 and "**0 of 190 gold ids are stale (0.0%; the gold ids are 156 graded labels and 34 must-not-retrieve ids)**" in out
 
 
 # -- diff ----------------------------------------------------------------------------------------

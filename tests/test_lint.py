@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # ruff and mypy over the whole tree: the full tier
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -11,6 +11,7 @@ from .conftest import ROOT, shared_path
 
 def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != "CI"}
+    environ["RANKGATE_FULL_TESTS"] = "1"  # the skip lines are about the suites of the full tier
     environ.update(env)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=ROOT, env=environ,
                           capture_output=True, text=True, timeout=300, check=False)
@@ -36,3 +37,10 @@ def test_a_full_run_here_prints_neither_line():
     shared_path("fixtures", "edge_cases")
     out = _pytest("tests/test_trec_conformance.py", "-k", "edge")
     assert "did not run" not in out.stdout
+
+
+def test_a_default_run_says_the_slow_tier_did_not_run():
+    out = _pytest("tests/test_lint.py", RANKGATE_FULL_TESTS="0")
+    assert out.returncode in (0, 5), out.stdout  # 5: every test deselected
+    line = [x for x in out.stdout.splitlines() if "slow tier did not run" in x]
+    assert len(line) == 1 and "RANKGATE_FULL_TESTS=1" in line[0], out.stdout

@@ -105,3 +105,68 @@ def test_coverage_line_counts_one_query_in_the_singular():
     two = rankgate.evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}}, ["mrr"])
     assert coverage_lines(one)[0] == "1 gold query evaluated"
     assert coverage_lines(two)[0] == "2 gold queries evaluated"
+
+
+# -- a long --by value at 80 columns: the label gives way, never a number ----------------------------
+
+LONG = "customer-support-escalations-enterprise-tier-long-segment-name"
+
+
+def _long_segment_result(run_shift: int = 0):
+    from rankgate.engine import evaluate
+
+    gold = [{"query_id": f"q{i}", "relevant": ["a"], "tags": {"team": LONG if i % 2 else "short"}} for i in range(30)]
+    run = [{"query_id": f"q{i}", "topk": ["a"] if (i + run_shift) % 3 else ["b", "c", "a"],
+            "latency_ms": {"retrieve": 10 + i, "rerank": 5 + i % 7}} for i in range(30)]
+    return evaluate(gold, run, ["recall@1", "ndcg@10", "mrr"])
+
+
+def _cells(text: str) -> list[str]:
+    return [c.strip() for line in text.splitlines() for c in line.split("│")]
+
+
+def test_segment_table_wraps_a_long_label_and_keeps_every_number_whole():
+    from rankgate.report.numbers import fmt_value, fmt_value_ci
+    from rankgate.report.tables import segment_table
+    from rankgate.segments import segment_summary
+
+    summary = segment_summary(_long_segment_result(), ["tags.team"], n_resamples=200)
+    text = _render(segment_table(summary), 80)
+    assert max(cell_len(line) for line in text.splitlines()) <= 80
+    cells = _cells(text)
+    for r in summary.rows:  # every n, mean and interval in full, in a cell of its own
+        assert str(r.n) in cells and fmt_value(r.metric, r.mean) in cells
+        assert fmt_value_ci(r.metric, r.ci_low, r.ci_high) in cells
+    assert "…" not in text and LONG.replace("-", "") in text.replace("\n", "").replace(" ", "").replace("│", "").replace("-", "")
+    wide = _render(segment_table(summary), 200)  # at a normal width the label stays on its line
+    assert any(line.startswith(f"team = {LONG} ") for line in wide.splitlines())
+
+
+def test_compare_table_with_a_long_segment_keeps_numbers_whole_at_80_columns():
+    from rankgate.report.numbers import fmt_delta_ci, fmt_value
+
+    cmp = compare(_long_segment_result(1), _long_segment_result(0), by=["tags.team"], n_resamples=200,
+                  n_permutations=199, top=3)
+    text = _render(comparison_renderable(cmp), 80)
+    assert max(cell_len(line) for line in text.splitlines()) <= 80
+    table = text.split("Most")[0]
+    for r in cmp.rows:
+        for value in (fmt_value(r.metric, r.baseline), fmt_value(r.metric, r.candidate),
+                      fmt_delta_ci(r.metric, r.ci_low, r.ci_high)):
+            assert value in table, (value, table)
+    assert "…" not in table.replace("ent…", "")  # only the segment label (shortened to 40) may end in one
+    assert {"recall@1", "ndcg@10", "mrr"} <= {line.split()[0] for line in table.splitlines() if line.strip()}
+
+
+def test_latency_table_stacks_intervals_under_values_when_narrow():
+    from rankgate.experiments.latency import latency_summary
+    from rankgate.report.experiments import latency_renderable
+
+    summary = latency_summary(_long_segment_result(), by=["tags.team"], n_resamples=200)
+    text = _render(latency_renderable(summary), 80)
+    assert max(cell_len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text and "CI under each value" in text
+    intervals = [w for line in text.splitlines()[1:] for w in line.split() if w.startswith("(")]
+    assert len(intervals) == 4 * 3 * 3 and all(w.endswith(")") for w in intervals)  # 4 stats, 3 stages, 3 scopes
+    wide = _render(latency_renderable(latency_summary(_long_segment_result(), n_resamples=200)), 120)
+    assert "CI under each value" not in wide and "│ retrieve │ all queries │" in wide

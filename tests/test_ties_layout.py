@@ -123,12 +123,14 @@ def test_layout_v0_files(tmp_path, capsys):
     assert rows[2] == ["q2", "0.2", "0.1", "1.0", "1.0", "", "40.0", "40.0", "1", "", "1"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["version"] == "v0"
-    assert set(summary["quality"]) == {"p_at_5", "p_at_10", "ndcg_10", "mrr_10", "cov_entities"}
-    assert summary["quality"]["mrr_10"] == {"mean": 0.75, "n": 2, "metric": "mrr@10"}
-    op = summary["operational"]
-    assert (op["p50_ms"], op["p95_ms"], op["latency_timings"], op["errors"], op["retries"], op["queries_with_errors"]) == \
-        (25.0, 38.5, 4, 1, 2, 1)
-    assert summary["privacy"] == {"privacy_leak": 1, "privacy_leak_rate": 0.5, "queries": 2}
+    assert summary["quality"] == {"p@5": pytest.approx(0.3), "ndcg@10": pytest.approx((ndcg + 1) / 2), "mrr@10": 0.75}
+    assert set(summary["quality_detail"]) == {"p@5", "p@10", "ndcg@10", "mrr@10", "cov_entities"}
+    assert summary["quality_detail"]["mrr@10"] == {"mean": 0.75, "n": 2, "metric": "mrr@10"}
+    op, detail = summary["operational"], summary["operational_detail"]
+    assert op == {"p50_ms": 25.0, "p95_ms": 38.5, "error_rate": 0.5}
+    assert (detail["latency_timings"], detail["errors"], detail["retries"], detail["queries_with_errors"]) == (4, 1, 2, 1)
+    assert summary["privacy"] == {"leak_rate": 0.5}
+    assert summary["privacy_detail"] == {"queries_with_leak": 1, "queries": 2, "sources": ["run privacy_leak"]}
     assert summary["not_in_run"] == {}
     assert summary["metrics"]["mrr@10"]["mean"] == 0.75  # the default blocks too: usable as a gate baseline
     cfg = tmp_path / "c.yaml"

@@ -190,8 +190,16 @@ def test_langsmith_retriever_run_and_field_map(tmp_path):
            "extra": {"metadata": {"session_id": "s-1", "team": "acme"}}}
     p = tmp_path / "runs.jsonl"
     p.write_text(json.dumps(run) + "\n")
-    with pytest.raises(InputError, match=r"runs.jsonl:1: field 'Retriever.documents\[0\].metadata.id' is missing"):
-        read_traces(p)
+    from rankgate.data.shapes import text_id
+
+    tt = read_traces(p)  # no id: the id of the document's text, counted
+    assert tt.items["item_id"].to_pylist() == [text_id("…")] and tt.reading == {"derived_item_ids": 1}
+    textless = json.loads(json.dumps(run))
+    del textless["outputs"]["documents"][0]["page_content"]
+    q = tmp_path / "textless.jsonl"
+    q.write_text(json.dumps(textless) + "\n")
+    with pytest.raises(InputError, match=r"textless.jsonl:1: field 'Retriever.documents\[0\].metadata.id' is missing"):
+        read_traces(q)
     fm = tmp_path / "map.yaml"
     fm.write_text("document:\n  id: metadata.chunk\n  score: metadata.relevance\nrequest:\n  tenant: extra.metadata.team\n")
     tt = read_traces(p, field_map=fm)

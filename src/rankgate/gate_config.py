@@ -5,7 +5,7 @@
 
     gates:
       - name: retrieval_recall_at_5   # optional; defaults to the metric
-        metric: recall@5
+        metric: recall@5              # optional when the name is retrieval_<metric>[_at_<k>]
         threshold: 0.85               # floor: mean (or CI lower bound) must be >= 0.85; "85%" works too
         regression_max: 0.03          # may not drop more than 0.03 (3 pp) below the baseline
         severity: error               # error blocks the merge (exit 1); warning only comments
@@ -88,6 +88,7 @@ class Gate:
     owner: str | None = None
     not_applicable: str = "warning"  # when the metric applies to no query: warning, or error (fails the gate)
     calibration: Mapping[str, Any] | None = field(default=None, compare=False)  # a judge metric's: path, n, agreement, kappa
+    metric_from_name: bool = field(default=False, compare=False)  # no metric: given; read from the name
 
     @property
     def title(self) -> str:
@@ -264,6 +265,31 @@ def _show(v: Any) -> str:
     return f"{v!r} ({type(v).__name__})" if not isinstance(v, str) else repr(v)
 
 
+NAME_SHAPE_TEXT = "retrieval_<metric>[_at_<k>]"
+_NAME_SHAPE = re.compile(r"^retrieval_(?P<metric>[a-z][a-z0-9_]*?)(?:_at_(?P<k>[0-9]+))?$")
+
+
+def _metric_of_name(r: _Reader, name: str, key: str, line: int | None) -> str:
+    """The metric a gate's name carries when the gate gives no ``metric:``: ``retrieval_recall_at_5``
+    is ``recall@5``, ``retrieval_mrr`` is ``mrr``; a name that is itself a metric (``recall@5``,
+    ``retrieval_recall_at_k``, the sample contract's name) is that metric."""
+    from .metrics import parse_metric
+
+    m = _NAME_SHAPE.match(name.strip().lower())
+    candidates = []
+    if m:
+        candidates.append(m.group("metric") + (f"@{m.group('k')}" if m.group("k") else ""))
+    candidates.append(name)
+    for spec in candidates:
+        try:
+            return str(parse_metric(spec))
+        except RankgateError:
+            continue
+    raise r.fail(key, line, f"{name!r} does not name a metric, and the gate has no metric:",
+                 f"add metric: (e.g. metric: recall@5), or name the gate {NAME_SHAPE_TEXT}, e.g. retrieval_recall_at_5, "
+                 "retrieval_mrr, retrieval_ndcg_at_10")
+
+
 def _range_text(low: float, high: float) -> str:
     def num(x: float) -> str:
         return f"{x:g}"
@@ -312,13 +338,18 @@ def _build(root: _Item, path: str) -> GateConfig:
         lines = {k: v.line for k, v in g.items() if v.line is not None}
         if item.line is not None:
             lines.setdefault("", item.line)
-        if "metric" not in g:
-            raise r.fail(f"{at}.metric", item.line, "is required", "e.g. metric: recall@5")
-        spec = r.text(g["metric"], f"{at}.metric")
-        try:
-            metric = str(parse_metric(spec))
-        except RankgateError as exc:
-            raise r.fail(f"{at}.metric", g["metric"].line, str(exc)) from None
+        from_name = "metric" not in g
+        if from_name:
+            if "name" not in g:
+                raise r.fail(f"{at}.metric", item.line, "is required",
+                             f"e.g. metric: recall@5, or a name of the shape {NAME_SHAPE_TEXT} (retrieval_recall_at_5)")
+            metric = _metric_of_name(r, r.text(g["name"], f"{at}.name"), f"{at}.name", g["name"].line)
+        else:
+            spec = r.text(g["metric"], f"{at}.metric")
+            try:
+                metric = str(parse_metric(spec))
+            except RankgateError as exc:
+                raise r.fail(f"{at}.metric", g["metric"].line, str(exc)) from None
         info = metric_info(metric)  # the metric's own declaration: unit, direction, bounds
         share = info.is_share
         name = r.text(g["name"], f"{at}.name") if "name" in g else metric
@@ -375,7 +406,7 @@ def _build(root: _Item, path: str) -> GateConfig:
         calibration = _calibration(r, g, at, metric, item.line, min_items, min_agreement)
         gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
                           segments, min_queries, label, lines, owner=owner, not_applicable=not_applicable,
-                          calibration=calibration))
+                          calibration=calibration, metric_from_name=from_name))
 
     seed, resamples, confidence = 0, 2000, 0.95
     if "defaults" in top:

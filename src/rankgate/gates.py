@@ -132,11 +132,11 @@ class StaleCheck:
     warning) or ``not_checked`` (the gate was not given the corpus; never a silent pass)."""
 
     status: str
-    limit: str  # "2.0%" or "10 labels"
+    limit: str  # "2.0%" or "10 gold ids"
     severity: str = "error"
     owner: str | None = None
     stale: int = 0
-    labels: int = 0
+    labels: int = 0  # gold ids: graded labels + must_not_retrieve ids (see rankgate.goldset.StaleReport)
     by_reason: Mapping[str, int] = field(default_factory=dict)
     corpus: str | None = None
 
@@ -155,7 +155,7 @@ def stale_check(config: GateConfig, report: Any | None) -> StaleCheck | None:
     corpus was not given); None when the ship criteria set no ``max_stale_labels``."""
     if config.max_stale_labels is None and config.max_stale_share is None:
         return None
-    limit = (f"{config.max_stale_labels} labels" if config.max_stale_labels is not None
+    limit = (f"{config.max_stale_labels} gold ids" if config.max_stale_labels is not None
              else f"{(config.max_stale_share or 0.0) * 100:.1f}%")
     if report is None:
         return StaleCheck("not_checked", limit, config.stale_severity, config.stale_owner)
@@ -222,6 +222,7 @@ class GateOutcome:
                     "regression_max": r.gate.regression_max,
                     "segments": list(r.gate.segments),
                     "owner": r.gate.owner,
+                    **({"metric_from_name": True} if r.gate.metric_from_name else {}),
                     "status": r.status,
                     "checks": [{k: nan_to_none(v) for k, v in vars(c).items() if k != "gate"} for c in r.checks],
                 }

@@ -26,6 +26,8 @@ ENV = {"judge": "RANKGATE_JUDGE", "judge_url": "RANKGATE_JUDGE_URL", "judge_mode
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
+    from ..judges import DEFAULT_MAX_STATEMENTS, MAX_REPEATS, MAX_STATEMENTS, MAX_WORKERS
+
     g = p.add_argument_group("judge")
     g.add_argument("--judge", default=None, metavar="BACKEND",
                    help="lexical (offline token-overlap baseline; default), openai (any OpenAI-compatible server) or "
@@ -35,11 +37,21 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--judge-model", metavar="NAME", help="model name (env RANKGATE_JUDGE_MODEL)")
     g.add_argument("--judge-key-env", metavar="VAR",
                    help="environment variable holding the API key; none for a local server (env RANKGATE_JUDGE_KEY_ENV)")
-    g.add_argument("--workers", type=int, default=8, help="concurrent judge calls (default 8)")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-call timeout (default 60)")
+    g.add_argument("--workers", type=int, default=8, help=f"concurrent judge calls (default 8, at most {MAX_WORKERS})")
+    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
+    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
     g.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="judge every item N times (seeds seed..seed+N-1) and report how often labels change; "
-                        "metrics use the first sample")
+                        f"metrics use the first sample (at most {MAX_REPEATS})")
+    g.add_argument("--max-statements", type=int, default=DEFAULT_MAX_STATEMENTS, metavar="N",
+                   help=f"statements per answer the judge may find (default {DEFAULT_MAX_STATEMENTS}, at most "
+                        f"{MAX_STATEMENTS:,}); an answer with more is a judge_error and none of its statements is "
+                        "checked")
+    g.add_argument("--max-calls", type=int, default=None, metavar="N",
+                   help="call budget of the run (default: none): once N calls were sent, every item left is a "
+                        "judge_error 'call budget reached'; cache hits are free")
     g.add_argument("--judge-seed", type=int, default=0, help="seed sent with every judge call (default 0)")
     g.add_argument("--cache", metavar="DIR", help="judge cache folder (default $RANKGATE_CACHE_DIR, else the user cache)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the judge cache")
@@ -61,7 +73,7 @@ def add_parser(sub: Any) -> None:
                    help="where the file keeps each field, as dotted paths: e.g. question=inputs.question,"
                         f"answer=outputs.answer,contexts=outputs.docs[*].text (fields: {', '.join(ANSWER_FIELDS)})")
     p.add_argument("--gold", required=True, metavar="PATH", help="gold set (any format rankgate reads)")
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override gold format detection")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override gold format detection: %(choices)s")
     p.add_argument("--corpus", metavar="PATH", help="corpus manifest: texts of contexts logged as ids only")
     p.add_argument("--metrics", "-m", default="faithfulness,contradiction_rate,answer_relevance,context_relevance,"
                                               "answer_correctness", metavar="SPECS", help="answer metrics (default: all)")
@@ -104,16 +116,20 @@ def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def open_from_args(args: argparse.Namespace) -> Any:
     from ..errors import UsageError
-    from ..judges import open_judge
+    from ..judges import DEFAULT_MAX_STATEMENTS, open_judge
 
     if args.no_cache and args.refresh:
         raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be at least 1; got {args.repeats}")
+    from .judge import check_judge_counts
+
+    check_judge_counts(args)
     s = judge_settings(args)
     return open_judge(s["judge"], url=s["judge_url"], model=s["judge_model"], key_env=s["judge_key_env"],
                       cache_dir=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
-                      timeout_s=args.timeout, seed=args.judge_seed, progress=sys.stderr.isatty())
+                      timeout_s=args.timeout, seed=args.judge_seed, progress=sys.stderr.isatty(),
+                      max_statements=getattr(args, "max_statements", DEFAULT_MAX_STATEMENTS),
+                      max_calls=getattr(args, "max_calls", None),
+                      max_reply_bytes=getattr(args, "max_reply_bytes", None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -260,10 +276,17 @@ def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresh
     # (cache hits are not written: a second run must give the same bytes; the terminal says them)
     args.cache_hits = (sum(judged.cached.values()), sum(judged.calls.values()))
     judge = {"identity": client.identity(), "calls": dict(judged.calls), "repeats": args.repeats, "variance": {t: list(v) for t, v in judged.variance.items()}}
+    if getattr(args, "max_calls", None) is not None:  # (only then: the summary of a run without it is unchanged)
+        judge["call_budget"] = {"max_calls": args.max_calls, "not_called": client.stats.get("over_budget", 0)}
     from ..data.inputs import sha256_files
 
     layer = answers_summary(result, rows, cis=cis, thresholds=thresholds, judge=judge, examples=args.examples,
                             confidence=args.confidence)
+    from .judge import budget_warning
+
+    warning = budget_warning(client, "rankgate answers")
+    if warning:
+        layer["warnings"].append(warning)
     if getattr(args, "human", None):
         from ..answers import agreement_with_human
 
@@ -345,6 +368,13 @@ def _dry_run(args: argparse.Namespace, client: Any, gold: Any, answers: Any) -> 
         total_tokens += row["approx_tokens"]
     print(f"  {'total':<18} {total_calls:>7} calls  {total_hits:>7} cached  ~{total_tokens:,} tokens "
           "(approximate: characters / 4)")
+    at_most = sum(row["at_most"] for row in plan.values())
+    second = any(row.get("estimated") for row in plan.values())
+    bound = (f"at most {at_most:,} calls to send" + (f" (support/correctness: at most {client.max_statements:,} "
+                                                     "statements per answer, --max-statements)" if second else ""))
+    if client.max_calls is not None:
+        bound += f"; --max-calls stops the run after {client.max_calls:,}"
+    print(f"  {bound}")
     if args.price_in is not None or args.price_out is not None:
         cost = (tokens_in * (args.price_in or 0.0) + tokens_out * (args.price_out or 0.0)) / 1e6
         print(f"  approximate cost: {cost:.4f} (~{tokens_in:,} input tokens at {args.price_in or 0:g}, "

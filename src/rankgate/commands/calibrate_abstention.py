@@ -22,8 +22,8 @@ def add_parser(sub: Any) -> None:
 
     p.add_argument("--gold", required=True, metavar="PATH", help="the gold set")
     p.add_argument("--run", required=True, metavar="PATH", help="a run with scores, on the gold queries")
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override format detection")
-    p.add_argument("--run-format", choices=RUN_FORMATS, help="override format detection")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
+    p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
     p.add_argument("--target-precision", type=float, default=0.9, metavar="P",
                    help="the precision (hit@k among answered queries) to guarantee (default 0.9)")
     p.add_argument("--k", type=int, default=5, help="a query is answered correctly when a relevant item is in the top k "

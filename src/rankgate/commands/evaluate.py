@@ -18,9 +18,9 @@ def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_requ
     p.add_argument("--gold", required=gold_required, metavar="PATH",
                    help="gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet, CSV/TSV with a header, "
                         "a RAGAS/DeepEval dataset, a LlamaIndex EmbeddingQAFinetuneDataset JSON, a Hugging Face save_to_disk folder")
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override format detection")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
     if run:
-        p.add_argument("--run-format", choices=RUN_FORMATS, help="override format detection")
+        p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
     p.add_argument("--columns", metavar="MAP",
                    help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s "
                         "(fields: query_id, chunk_id, grade, score, rank, query, doc_version, text, note)")

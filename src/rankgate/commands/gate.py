@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
     from ..data.formats import GOLD_FORMATS, RUN_FORMATS
 
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, help="override format detection")
-    p.add_argument("--run-format", choices=RUN_FORMATS, help="override format detection of the runs")
+    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
+    p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection of the runs: %(choices)s")
     p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
     p.add_argument("--ties", choices=("id", "input"), default=None,
                    help="order of equal scores: id (default) or input; overrides the config's evaluate.ties")
@@ -42,11 +42,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--post-comment", action="store_true",
                    help="post or update one sticky comment on the pull request (GitHub Actions: token from "
                         "$GITHUB_TOKEN, pull request from the event); a failure to post is a warning, never an error")
+    p.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="with --post-comment: largest GitHub API reply read (default 1000000); a larger one is a "
+                        "warning and nothing is posted")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input, write_files
     from ..gates import gate, load_config
+
+    reply_cap = _reply_cap(args.max_reply_bytes)
 
     outputs = {"--comment": args.comment, "--json": args.json}
     for option, path in outputs.items():
@@ -99,12 +104,26 @@ def run(args: argparse.Namespace) -> int:
     if args.post_comment:
         from ..report.github import upsert_comment, workflow_command
 
-        line = workflow_command(upsert_comment(markdown))  # never raises: a failed post is a notice or warning
+        # never raises: a failed post is a notice or warning
+        line = workflow_command(upsert_comment(markdown, max_reply_bytes=reply_cap))
         try:
             print(line, flush=True)
         except BrokenPipeError:
             pass
     return outcome.exit_code
+
+
+def _reply_cap(value: int | None) -> int:
+    from ..report.github import MAX_REPLY_BYTES
+
+    if value is None:
+        return MAX_REPLY_BYTES
+    if not 1024 <= value <= 1 << 30:
+        from ..errors import UsageError
+
+        raise UsageError(f"--max-reply-bytes must be a whole number of bytes from 1024 to {1 << 30:,} "
+                         f"(default {MAX_REPLY_BYTES:,}); got {value}")
+    return value
 
 
 def _append_step_summary(path: str, markdown: str) -> None:
@@ -129,8 +148,8 @@ def _print(outcome: Any) -> None:
     wide = tty or bool(os.environ.get("COLUMNS"))
     console = Console(width=None if wide else 100, color_system="auto" if tty else None, highlight=False)
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("result", "gate", "metric", "checks failed"):
-        table.add_column(name)
+    for name in ("result", "gate", "metric", "checks failed"):  # in a narrow terminal names wrap, counts never
+        table.add_column(name, overflow="fold", no_wrap=name in ("result", "checks failed"))
     style = {"pass": "green", "fail": "red", "warn": "yellow"}
     for r in outcome.results:
         failed = len(r.failures)
@@ -143,7 +162,7 @@ def _print(outcome: Any) -> None:
     st = outcome.stale
     if st is not None:
         word = {"not_checked": "[yellow]NOT CHECKED[/]"}.get(st.status, f"[{style.get(st.status, '')}]{st.status.upper()}[/]")
-        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} (max {st.limit})"
+        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} gold ids (max {st.limit})"
         table.add_row(word, "stale labels", "max_stale_labels", shown)
     console.print(table)
     for line in gate_sentences(outcome, markdown=False):

@@ -28,6 +28,8 @@ HELP = "label a pooling queue with a judge (relevance), or measure a judge again
 
 def add_judge_arguments(p: argparse.ArgumentParser, *, repeats: bool = True) -> None:
     """The judge options every judged command takes (see docs/judges.md)."""
+    from ..judges import MAX_REPEATS, MAX_RETRIES, MAX_WORKERS
+
     g = p.add_argument_group("judge")
     g.add_argument("--judge", default=None, metavar="NAME",
                    help="lexical (offline token-overlap baseline, the default), openai (any OpenAI-compatible "
@@ -35,19 +37,50 @@ def add_judge_arguments(p: argparse.ArgumentParser, *, repeats: bool = True) -> 
     g.add_argument("--judge-url", metavar="URL", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (env RANKGATE_JUDGE_URL)")
     g.add_argument("--judge-model", metavar="NAME", help="model name the server serves (env RANKGATE_JUDGE_MODEL)")
     g.add_argument("--judge-key-env", metavar="VAR", help="environment variable holding the API key (none for a local server; env RANKGATE_JUDGE_KEY_ENV)")
-    g.add_argument("--workers", type=int, default=8, metavar="N", help="calls in flight at once (default 8)")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per call (default 60)")
-    g.add_argument("--retries", type=int, default=4, metavar="N", help="retries of a failed call (default 4)")
+    g.add_argument("--workers", type=int, default=8, metavar="N",
+                   help=f"calls in flight at once (default 8, at most {MAX_WORKERS})")
+    g.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
+    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
+    g.add_argument("--retries", type=int, default=4, metavar="N", help=f"retries of a failed call (default 4, at most {MAX_RETRIES})")
     g.add_argument("--seed", type=int, default=0, help="seed sent with every call; sample i uses seed+i (default 0)")
     g.add_argument("--cache", metavar="DIR", help="judge cache folder (default $RANKGATE_CACHE_DIR or $XDG_CACHE_HOME/rankgate)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the judge cache")
     g.add_argument("--refresh", action="store_true", help="ask again and overwrite cached answers")
     if repeats:
         g.add_argument("--repeats", type=int, default=1, metavar="N",
-                       help="judge each item N times (seeds seed..seed+N-1) to measure the judge's variance")
+                       help=f"judge each item N times (seeds seed..seed+N-1) to measure the judge's variance "
+                            f"(at most {MAX_REPEATS})")
+    g.add_argument("--max-calls", type=int, default=None, metavar="N",
+                   help="call budget of the run (default: none): once N calls were sent, every item left is a "
+                        "judge_error 'call budget reached'; cache hits are free")
     g.add_argument("--dry-run", action="store_true", help="print calls, cache hits, approximate tokens and cost; call nothing")
     g.add_argument("--price-in", type=float, metavar="P", help="price per 1M input tokens: --dry-run estimates the cost, a run reports it from the server's usage")
     g.add_argument("--price-out", type=float, metavar="P", help="price per 1M output tokens (see --price-in)")
+
+
+def check_judge_counts(args: argparse.Namespace) -> None:
+    """Every count option of the judge within its bound, or a UsageError naming the option (exit 2)."""
+    from ..judges import MAX_REPEATS, MAX_RETRIES, MAX_STATEMENTS, MAX_WORKERS, check_count
+
+    for option, low, high, why in (("repeats", 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"),
+                                   ("workers", 1, MAX_WORKERS, ""), ("retries", 0, MAX_RETRIES, ""),
+                                   ("max_statements", 1, MAX_STATEMENTS, ""), ("max_calls", 0, None, "")):
+        value = getattr(args, option, None)
+        if value is not None:
+            check_count(value, "--" + option.replace("_", "-"), low, high, why)
+
+
+def budget_warning(client: Any, command: str) -> str | None:
+    """The one line saying the call budget ran out, or None."""
+    skipped = client.stats.get("over_budget", 0) if isinstance(getattr(client, "stats", None), dict) else 0
+    if not skipped:
+        return None
+    return (f"the call budget (--max-calls {client.max_calls:,}) was spent: {skipped:,} judge "
+            f"call{'s were' if skipped != 1 else ' was'} not made; those items are judge_error rows "
+            f"'call budget reached' (raise --max-calls, or run {command} again: labels in the judge cache "
+            f"cost nothing)")
 
 
 def open_judge_from_args(args: argparse.Namespace) -> Any:
@@ -64,6 +97,7 @@ def open_judge_from_args(args: argparse.Namespace) -> Any:
     args.judge = args.judge or "lexical"
     if args.no_cache and args.refresh:
         raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
+    check_judge_counts(args)
     if args.judge == "lexical":
         if given:
             raise UsageError("--judge-url/--judge-model are for --judge openai (or your own judge); "
@@ -76,7 +110,8 @@ def open_judge_from_args(args: argparse.Namespace) -> Any:
     return open_judge(args.judge, url=args.judge_url, model=args.judge_model, key_env=args.judge_key_env,
                       cache_dir=args.cache, use_cache=not args.no_cache, refresh=args.refresh,
                       workers=args.workers, timeout_s=args.timeout, seed=args.seed, retries=args.retries,
-                      progress=True)
+                      progress=True, max_calls=getattr(args, "max_calls", None),
+                      max_reply_bytes=args.max_reply_bytes)
 
 
 def add_parser(sub: Any) -> None:
@@ -116,12 +151,11 @@ def _majority(labels: list[int]) -> int:
 def _relevance(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input, write_files
     from ..errors import UsageError
-    from ..judges import JudgeItem, coverage, repeat_variance
+    from ..judges import BUDGET_REACHED, JudgeItem, coverage, repeat_variance
     from ..judges.files import read_queue, sidecar_path
     from ..report.judge import render_plan
 
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be a positive integer; got {args.repeats}")
+    check_judge_counts(args)
     if not args.out and not args.dry_run:
         raise UsageError("give -o/--out FILE for the labels (or --dry-run to see what it would cost)")
     if args.out:
@@ -133,11 +167,13 @@ def _relevance(args: argparse.Namespace) -> int:
     with open_judge_from_args(args) as judge:
         if args.dry_run:
             plan = judge.plan("context_relevance", items, repeats=args.repeats)
-            sys.stdout.write(render_plan([plan], judge.identity(), price_in=args.price_in, price_out=args.price_out))
+            sys.stdout.write(render_plan([plan], judge.identity(), price_in=args.price_in, price_out=args.price_out,
+                                         max_calls=judge.max_calls))
             return 0
         judge.check_reachable()
         out = judge.run("context_relevance", items, repeats=args.repeats)
         identity, stats = judge.identity(), dict(judge.stats)
+        warning = budget_warning(judge, "rankgate judge relevance")
     rows = []
     for n, q in enumerate(queue):
         samples = out[n * args.repeats:(n + 1) * args.repeats]
@@ -158,6 +194,8 @@ def _relevance(args: argparse.Namespace) -> int:
                                                                "share": None if variance.items == 0 else variance.share},
             "cache_hits": stats["cache_hits"], "tokens": {"prompt": stats["prompt_tokens"],
                                                           "completion": stats["completion_tokens"]}}
+    if args.max_calls is not None:  # (only then: the sidecar of a run without it is unchanged)
+        meta["call_budget"] = {"max_calls": args.max_calls, "not_called": stats["over_budget"]}
     if args.price_in is not None or args.price_out is not None:  # from the usage the server reported
         meta["cost"] = round((stats["prompt_tokens"] * (args.price_in or 0.0)
                               + stats["completion_tokens"] * (args.price_out or 0.0)) / 1e6, 6)
@@ -168,8 +206,10 @@ def _relevance(args: argparse.Namespace) -> int:
     if "cost" in meta:
         print(f"cost: {meta['cost']:,.4f} for {stats['prompt_tokens']:,} prompt and {stats['completion_tokens']:,} "
               f"completion tokens the server reported", file=sys.stderr)
-    if labelled < len(rows):
-        failed = [r for r in rows if r["grade"] is None]
+    if warning:
+        print(f"rankgate judge relevance: {warning}", file=sys.stderr)
+    failed = [r for r in rows if r["grade"] is None and r.get("judge_error") != BUDGET_REACHED]
+    if failed:  # (items the budget left out were said in the warning above)
         print(f"judge failed on {len(failed)} items (rows with judge_error), e.g. {failed[0]['query_id']} / "
               f"{failed[0]['id']}: {failed[0]['judge_error']}", file=sys.stderr)
     if args.repeats > 1:
@@ -190,8 +230,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     if not 0 < args.confidence < 1:
         raise UsageError(f"--confidence must be between 0 and 1; got {args.confidence}")
-    if args.resamples < 1:
-        raise UsageError(f"--resamples must be a positive integer; got {args.resamples}")
+    from ..stats import MAX_RESAMPLES
+
+    if not 1 <= args.resamples <= MAX_RESAMPLES:
+        raise UsageError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}; got {args.resamples:,}")
     if args.out:
         check_file(args.out, option="--out")
         check_not_input(args.out, (args.human, args.judge_labels), option="--out")

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
 
     rows = []
     for d in all_metrics():
-        spec = d.name + ("@k" if d.cutoff != "never" else "")
+        spec = d.name + ("@k" if d.cutoff != "never" and not getattr(d, "per_sample_k", False) else "")
         params = ", ".join(f"{p.name}={p.default}" for p in d.params.values())
         rows.append((spec, params, d.summary, d.formula, (d.trec_name or "").replace("{k}", "k")))
     if args.markdown:

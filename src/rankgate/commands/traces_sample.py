@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a trace row that cannot be used: stop (default) or skip it and count it")
     p.add_argument("--abstention", metavar="YAML",
                    help="the calibrate-abstention file: requests whose top score is under its threshold are candidates")
+    p.add_argument("--abstention-threshold", type=float, metavar="SCORE",
+                   help="top-1 score under which a request is a low-confidence candidate (instead of --abstention)")
     p.add_argument("--corpus", metavar="PATH",
                    help="corpus manifest (JSONL, Parquet or a folder): each candidate chunk gets its text and "
                         "corpus status; chunks it lacks are marked \"in_corpus\": false and listed")
@@ -61,6 +63,22 @@ def read_threshold(path: str) -> float:
     return float(t)
 
 
+def _threshold(args: argparse.Namespace) -> float | None:
+    """The low-confidence line: ``--abstention-threshold``, or the threshold of the ``--abstention`` file."""
+    import math
+
+    from ..errors import UsageError
+
+    given = getattr(args, "abstention_threshold", None)
+    if given is not None:
+        if args.abstention:
+            raise UsageError("give --abstention or --abstention-threshold, not both")
+        if not math.isfinite(given):
+            raise UsageError(f"--abstention-threshold must be a finite number; got {given}")
+        return float(given)
+    return read_threshold(args.abstention) if args.abstention else None
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -70,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_file(args.out, option="-o")
     check_not_input(args.out, [*args.traces, args.abstention, args.field_map, args.corpus], option="-o")
-    threshold = read_threshold(args.abstention) if args.abstention else None
+    threshold = _threshold(args)
     corpus = None
     if args.corpus:
         from ..corpus import load_manifest
@@ -90,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         counts[r["sample_reason"]] = counts.get(r["sample_reason"], 0) + 1
     detail = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none found"
     skipped = f"; {tables.skipped.total} unusable rows skipped" if tables.skipped.total else ""
-    note = "" if threshold is not None else " (no --abstention: low-confidence requests not sampled)"
+    note = "" if threshold is not None else " (no --abstention or --abstention-threshold: low-confidence requests not sampled)"
     sys.stdout.write(f"wrote {len(recs)} candidates to {args.out} ({detail}){note}{skipped}; "
                      f"fill each grade, then rankgate gold validate\n")
     if missing:

@@ -9,8 +9,8 @@ from __future__ import annotations
 __all__ = ["ANSWER_FIELDS", "ANSWER_FORMATS", "COLUMN_FIELDS", "GOLD_FORMATS", "LIST_SEP_WORDS", "RUN_FORMATS", "parse_columns",
            "split_list_sep"]
 
-GOLD_FORMATS = ("jsonl", "trec", "beir", "parquet", "csv", "ragas", "deepeval", "llamaindex", "hf")
-RUN_FORMATS = ("jsonl", "trec", "parquet", "csv", "ragas", "deepeval", "hf")
+GOLD_FORMATS = ("jsonl", "trec", "beir", "parquet", "csv", "ragas", "deepeval", "llamaindex", "hf", "samples")
+RUN_FORMATS = ("jsonl", "trec", "parquet", "csv", "ragas", "deepeval", "hf", "samples")
 
 # Fields a CSV/TSV column can be mapped to with --columns FIELD=COLUMN,...
 COLUMN_FIELDS = ("query_id", "chunk_id", "grade", "score", "rank", "query", "doc_version", "text", "note")

@@ -6,7 +6,9 @@ accepted for text formats. Detection uses the extension, then the content: Parqu
 else the first byte that is not whitespace or a byte-order mark (``{`` or ``[`` means JSON lines,
 anything else TREC), then the field names (:mod:`rankgate.data.tools`: ``csv`` for CSV/TSV with a
 header, ``columns=`` mapping its columns; ``ragas`` and ``deepeval``, gold and run in one file;
-``llamaindex``, a gold set; ``hf``, a Hugging Face ``save_to_disk`` folder); ``format=`` overrides.
+``llamaindex``, a gold set; ``hf``, a Hugging Face ``save_to_disk`` folder; ``samples``, the sample
+contract's YAML/JSON samples and outputs, see :mod:`rankgate.data.contract`, also for ``.yaml``/``.yml``
+files); ``format=`` overrides.
 Pipes are read through a temporary copy (:func:`~rankgate.data.source.local_copy`).
 """
 
@@ -42,6 +44,8 @@ def _detect(path: str, allowed: tuple[str, ...], what: str) -> str:
         return "jsonl"
     if ext == ".tsv" and what == "gold":
         return "beir"
+    if ext in (".yaml", ".yml"):
+        return "samples"
     first = first_byte(path)
     if first in (b"{", b"["):
         return "jsonl"
@@ -120,6 +124,11 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
 
     if format is not None:
         _check_format(format, GOLD_FORMATS, "gold")
+    if isinstance(source, Mapping) and format in (None, "samples"):
+        from .contract import gold_from_value, is_contract_value
+
+        if format == "samples" or is_contract_value(source, "gold"):  # {"samples": [...]}: the sample contract
+            return gold_from_value(dict(source), label)
     if isinstance(source, Mapping):
         tool_gold = tools.gold_from_objects(source, label, format)
         return tool_gold if tool_gold is not None else parse_gold_records(_as_mapping_records(source, "gold"), label)
@@ -143,6 +152,10 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
 
     if format is not None:
         _check_format(format, RUN_FORMATS, "run")
+    if isinstance(source, Mapping) and (format == "samples" or (format is None and _outputs_mapping(source))):
+        from .contract import run_from_value
+
+        return run_from_value(dict(source), label)  # {sample id: {"retrieved": [...]}}: the sample contract
     if isinstance(source, Mapping):
         tool_run = tools.run_from_objects(source, label, format)
         return tool_run if tool_run is not None else parse_run_records(_as_mapping_records(source, "run"), label)
@@ -151,6 +164,16 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
         tool_run = tools.run_from_objects(rows, label, format)
         return tool_run if tool_run is not None else parse_run_records(list(enumerate(rows, start=1)), label)
     raise UsageError(f"cannot read a run from {type(source).__name__}; pass a path, a dict or a list of records")
+
+
+def _outputs_mapping(source: Mapping[str, Any]) -> bool:
+    """A mapping of sample id to the sample contract's output with at least one ``{"retrieved": …}``
+    (a mapping of bare id lists reads the same either way), or a ``samples`` list carrying outputs."""
+    from .contract import is_contract_value
+
+    if "samples" in source:
+        return is_contract_value(source, "run")
+    return is_contract_value(source, "run") and any(isinstance(v, Mapping) for v in source.values())
 
 
 def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, str] | None) -> Any:
@@ -167,6 +190,10 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         fmt = "hf"
     else:
         fmt = format or tools.refine(path, _detect(path, formats, noun), noun)
+    if fmt == "samples":
+        from .contract import read_contract_gold, read_contract_run
+
+        return read_contract_gold(path) if gold else read_contract_run(path)
     columns, list_sep = split_list_sep(dict(columns) if columns else None)
     # a LlamaIndex file is a gold set only: its run reader says so
     if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet") or (not gold and fmt == "llamaindex"):

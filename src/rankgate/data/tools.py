@@ -93,7 +93,11 @@ def refine(path: str, fmt: str, what: str) -> str:
         return fmt
     if fmt == "jsonl":
         shape = _json_shape(path)
-        return shape if shape in TOOL_SHAPES else fmt
+        if shape in TOOL_SHAPES:
+            return shape
+        from .contract import is_contract_json
+
+        return "samples" if is_contract_json(path, what) else fmt
     if fmt == "parquet":
         shape = _table_shape(path)
         return shape if shape in TOOL_SHAPES else fmt

@@ -175,6 +175,14 @@ def _read_gold_file(path: str, lines: list[tuple[str, Any]] | None = None) -> Go
 
         gold = load_gold(path)
         return GoldFile(path, digest, tuple(_queries_of(gold, [None] * len(gold))), ())
+    from ..data.contract import contract_gold_records, is_samples_file
+
+    if is_samples_file(path):  # the sample contract's samples (YAML or JSON): each sample checked on its own
+        if lines is not None:
+            raise InputError("holds the sample contract's samples, which this command cannot rewrite in place",
+                             path=path, hint="rewriting keeps JSON lines: convert the samples to a rankgate JSONL gold set")
+        queries, problems = _collect(contract_gold_records(path), [], path)
+        return GoldFile(path, digest, tuple(queries), tuple(problems))
     records: list[tuple[int, Any]] = []
     json_problems: list[Problem] = []
     for lineno, line in text_lines(path):

@@ -50,10 +50,16 @@ class StaleReport:
     gold_path: str
     corpus_path: str
     since_path: str | None
-    labels: int  # judged chunks + must_not_retrieve entries
+    labels: int  # gold ids: graded labels (judged chunks, any grade) + must_not_retrieve ids
     stale: tuple[StaleLabel, ...]
     max_stale_labels: int | None = None
     max_stale_share: float | None = None
+    must_not: int = 0  # of ``labels``, the must_not_retrieve ids
+
+    @property
+    def graded(self) -> int:
+        """Of ``labels``, the graded labels (what ``gold validate`` counts)."""
+        return self.labels - self.must_not
 
     @property
     def share(self) -> float:
@@ -151,7 +157,7 @@ def stale_labels(gold: GoldFile, corpus: CorpusManifest, since: CorpusManifest |
                 out.append(StaleLabel(q.query_id, cid, "must_not_retrieve", None, ("missing",),
                                       "not in the corpus: the check tests nothing"))
     return StaleReport(gold.path, corpus.source, None if since is None else since.source, len(ids) + len(must_not),
-                       tuple(out), max_stale_labels, max_stale_share)
+                       tuple(out), max_stale_labels, max_stale_share, must_not=len(must_not))
 
 
 def stale_labels_reference(gold: GoldFile, corpus: CorpusManifest, since: CorpusManifest | None = None, *,
@@ -214,4 +220,4 @@ def stale_labels_reference(gold: GoldFile, corpus: CorpusManifest, since: Corpus
                 out.append(StaleLabel(q.query_id, cid, "must_not_retrieve", None, ("missing",),
                                       "not in the corpus: the check tests nothing"))
     return StaleReport(gold.path, corpus.source, None if since is None else since.source, total, tuple(out),
-                       max_stale_labels, max_stale_share)
+                       max_stale_labels, max_stale_share, must_not=sum(len(q.must_not_retrieve) for q in gold.queries))

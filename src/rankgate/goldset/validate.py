@@ -112,6 +112,7 @@ class ValidationReport:
     owners: tuple[tuple[str, str | None], ...]  # (gate name, owner)
     baseline_path: str | None = None
     confidence: float = 0.95  # of the smallest-visible-drop figures (the ship criteria's)
+    must_not: int = 0  # must_not_retrieve ids (``labels`` counts the graded labels only)
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -269,4 +270,5 @@ def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: 
         tuple(findings), _mix([q.value("source_of_query") for q in gold.queries]),
         _mix(tiers) if any(t is not None for t in tiers) else (), _age(gold, as_of), tuple(power), tuple(owners),
         baseline_path, config.confidence if config is not None else 0.95,
+        must_not=sum(len(q.must_not_retrieve) for q in gold.queries),
     )

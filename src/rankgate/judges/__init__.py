@@ -22,10 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from ..redact import register_url
 from .base import TASK_FIELDS, TASKS, Judge, JudgeCallError, JudgeItem, Judgement, Label, Plan
-from .client import JudgeClient
+from .client import (BUDGET_REACHED, DEFAULT_MAX_STATEMENTS, MAX_REPEATS, MAX_STATEMENTS, JudgeClient,
+                     check_count)
 
 __all__ = [
+    "BUDGET_REACHED",
+    "DEFAULT_MAX_STATEMENTS",
+    "MAX_REPEATS",
+    "MAX_RETRIES",
+    "MAX_STATEMENTS",
+    "MAX_WORKERS",
     "TASKS",
     "TASK_FIELDS",
     "Judge",
@@ -42,27 +50,44 @@ __all__ = [
 ]
 
 BACKENDS = ("lexical", "openai")
+MAX_WORKERS = 64  # calls in flight at once
+MAX_RETRIES = 10  # retries of one failed call (the backoff doubles up to 30 s each)
 
 
 def open_judge(backend: str, *, url: str | None = None, model: str | None = None, key_env: str | None = None,
                cache_dir: str | None = None, use_cache: bool = True, refresh: bool = False, workers: int = 8,
                timeout_s: float = 60.0, seed: int = 0, retries: int = 4, progress: bool = False,
-               backoff_s: float = 0.5, max_retry_after_s: float = 60.0) -> JudgeClient:
+               backoff_s: float = 0.5, max_retry_after_s: float = 60.0,
+               max_statements: int = DEFAULT_MAX_STATEMENTS, max_calls: int | None = None,
+               max_reply_bytes: int | None = None) -> JudgeClient:
     """Build a judge client; bad configuration is a UsageError here, before any call.
 
     ``backend`` is ``"lexical"``, ``"openai"`` (needs ``url`` and ``model``; ``key_env`` names the
     environment variable holding the API key, none for a local server) or ``"package.module:Class"``
     (called with no arguments, or with ``url``/``model`` when given and accepted). ``use_cache=False``
-    neither reads nor writes the cache; ``refresh=True`` writes without reading.
+    neither reads nor writes the cache; ``refresh=True`` writes without reading. ``workers`` is at most
+    :data:`MAX_WORKERS`, ``retries`` at most :data:`MAX_RETRIES`; ``max_statements`` and ``max_calls``
+    bound what the run may cost (:mod:`.client`). ``timeout_s`` is the whole time one request may take;
+    ``max_reply_bytes`` (default 1 MB) caps each reply body after decompression.
     """
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise UsageError(f"judge workers must be an integer >= 1; got {workers!r}")
+    register_url(url)  # a password in the URL is a secret whichever judge gets it
+    check_count(workers, "judge workers", 1, MAX_WORKERS)
     if not (timeout_s > 0):
         raise UsageError(f"judge timeout must be > 0 seconds; got {timeout_s!r}")
-    if not isinstance(retries, int) or retries < 0:
-        raise UsageError(f"judge retries must be an integer >= 0; got {retries!r}")
+    check_count(retries, "judge retries", 0, MAX_RETRIES)
+    check_count(max_statements, "max_statements", 1, MAX_STATEMENTS)
+    if max_calls is not None:
+        check_count(max_calls, "max_calls", 0, None)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UsageError(f"judge seed must be an integer; got {seed!r}")
+    from .transport import DEFAULT_MAX_REPLY_BYTES, MAX_MAX_REPLY_BYTES
+
+    if max_reply_bytes is None:
+        max_reply_bytes = DEFAULT_MAX_REPLY_BYTES
+    if (not isinstance(max_reply_bytes, int) or isinstance(max_reply_bytes, bool)
+            or not 1024 <= max_reply_bytes <= MAX_MAX_REPLY_BYTES):
+        raise UsageError(f"--max-reply-bytes must be a whole number of bytes from 1024 to {MAX_MAX_REPLY_BYTES:,} "
+                         f"(default {DEFAULT_MAX_REPLY_BYTES:,}); got {max_reply_bytes!r}")
     builtin = True
     if backend == "lexical":
         from .lexical import LexicalJudge
@@ -75,7 +100,8 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
         from .openai import OpenAIJudge
 
         impl = OpenAIJudge(url, model or "", key_env=key_env, timeout_s=timeout_s, retries=retries,
-                           workers=workers, backoff_s=backoff_s, max_retry_after_s=max_retry_after_s)
+                           workers=workers, backoff_s=backoff_s, max_retry_after_s=max_retry_after_s,
+                           max_reply_bytes=max_reply_bytes)
     elif isinstance(backend, str) and ":" in backend:
         impl = _user_judge(backend, url=url, model=model)
         builtin = False
@@ -92,7 +118,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
 
         cache = JudgeCache(cache_dir)
     return JudgeClient(impl, spec=backend, seed=seed, workers=workers, cache=cache, refresh=refresh,
-                       progress=progress, builtin=builtin)
+                       progress=progress, builtin=builtin, max_statements=max_statements, max_calls=max_calls)
 
 
 def _user_judge(spec: str, **given: str | None) -> Any:

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..redact import redact
+
 __all__ = [
     "GRADES",
     "TASKS",
@@ -110,7 +112,14 @@ class Plan:
 
 
 class JudgeCallError(Exception):
-    """A call that failed for good (after the backend's own retries); the message is the reason."""
+    """A call that failed for good (after the backend's own retries); the message is the reason.
+
+    The message passes :func:`rankgate.redact.redact` here, so no backend's error can carry a
+    registered key or URL userinfo into a labels file, ``answers.csv`` or the terminal.
+    """
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact(str(message)))
 
 
 @runtime_checkable

@@ -7,6 +7,18 @@ set and ``label`` None, and is never cached. Sample ``i`` is sent with ``seed + 
 looked up in the cache in batches before any call, and written to it from the calling thread every
 few hundred answers (and when the run ends or is interrupted), so an interrupted run keeps what it
 paid for.
+
+Bounds, so that no input and no reply can make the run's cost grow without end:
+
+* ``repeats`` is at most :data:`MAX_REPEATS`;
+* a ``statements`` label with more than ``max_statements`` statements (default
+  :data:`DEFAULT_MAX_STATEMENTS`, at most :data:`MAX_STATEMENTS`) is that item's error, naming the
+  count (the label stays in the cache: a run with a higher cap uses it), so a caller never fans it
+  out into one call per statement;
+* ``max_calls`` (None: no budget) is a budget of calls for the client's whole life, checked before
+  each call, in item order: a call is one (item, sample) sent to the judge, its retries and re-ask
+  included; cache hits are free. Once it is spent every further item becomes the error
+  :data:`BUDGET_REACHED`, and ``stats["over_budget"]`` counts them.
 """
 
 from __future__ import annotations
@@ -20,13 +32,29 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import UsageError
+from ..redact import redact
 from .base import TASK_FIELDS, TASKS, CallResult, JudgeCallError, JudgeItem, Judgement, Plan, check_label, is_problem
 from .cache import JudgeCache, request_key
 
-__all__ = ["JudgeClient"]
+__all__ = ["BUDGET_REACHED", "DEFAULT_MAX_STATEMENTS", "MAX_REPEATS", "MAX_STATEMENTS", "JudgeClient",
+           "check_count"]
 
 _FLUSH_ROWS, _FLUSH_SECONDS = 256, 2.0
 _PROGRESS_MIN_CALLS = 20
+MAX_REPEATS = 20  # samples per item: 3 to 5 measure a judge's variance
+DEFAULT_MAX_STATEMENTS = 200  # statements per answer; each costs a support (and a correctness) call
+MAX_STATEMENTS = 10_000
+BUDGET_REACHED = "call budget reached"
+
+
+def check_count(value: Any, name: str, low: int, high: int | None, why: str = "") -> int:
+    """``value`` as an int in ``[low, high]`` (``high`` None: no upper bound), else a UsageError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} must be an integer; got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low:,} and {high:,}" if high is not None else f">= {low:,}"
+        raise UsageError(f"{name} must be {bound}; got {value:,}{why}")
+    return value
 
 
 class JudgeClient:
@@ -34,7 +62,11 @@ class JudgeClient:
 
     def __init__(self, backend: Any, *, spec: str, seed: int = 0, workers: int = 8,
                  cache: JudgeCache | None = None, refresh: bool = False, progress: bool = False,
-                 builtin: bool = False) -> None:
+                 builtin: bool = False, max_statements: int = DEFAULT_MAX_STATEMENTS,
+                 max_calls: int | None = None) -> None:
+        self.max_statements = check_count(max_statements, "max_statements", 1, MAX_STATEMENTS)
+        self.max_calls = None if max_calls is None else check_count(max_calls, "max_calls", 0, None)
+        self._budget_used = 0
         self.backend = backend
         self.spec = spec
         self.seed = seed
@@ -44,14 +76,13 @@ class JudgeClient:
         self.progress = progress
         self._builtin = builtin
         self.stats = {"calls": 0, "sent": 0, "cache_hits": 0, "errors": 0, "prompt_tokens": 0,
-                      "completion_tokens": 0}
+                      "completion_tokens": 0, "over_budget": 0}
 
     # -- what is asked -----------------------------------------------------------------------------
     def _check(self, task: str, items: Sequence[JudgeItem], repeats: int) -> None:
         if task not in TASKS:
             raise UsageError(f"unknown judge task {task!r}; expected one of {', '.join(TASKS)}")
-        if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
-            raise UsageError(f"repeats must be an integer >= 1; got {repeats!r}")
+        check_count(repeats, "repeats", 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)")
         need = TASK_FIELDS[task]
         for item in items:
             missing = [f for f in need if not isinstance(item.fields.get(f), str)]
@@ -123,10 +154,12 @@ class JudgeClient:
             if key is not None and key in found:
                 try:
                     label = check_label(task, json.loads(found[key]))
-                except ValueError:
+                except (ValueError, RecursionError):  # a damaged cache row is asked again
                     label = None
                 if label is not None and not is_problem(label):
-                    out[index] = Judgement(item.key, task, index % repeats, label, None, True)  # type: ignore[arg-type]
+                    error = self._over_cap(task, label)
+                    out[index] = Judgement(item.key, task, index % repeats, None if error else label,  # type: ignore[arg-type]
+                                           error, True)
                     continue
             todo.append(index)
         self.stats["calls"] += len(keys)
@@ -136,11 +169,28 @@ class JudgeClient:
         self.stats["errors"] += sum(1 for j in out if j is not None and j.error is not None)
         return [j for j in out if j is not None]
 
+    def _over_cap(self, task: str, label: Any) -> str | None:
+        """The error for a statements label over the cap (the answer gets no call per statement), else None."""
+        if task == "statements" and isinstance(label, tuple) and len(label) > self.max_statements:
+            return (f"the judge found {len(label):,} statements, more than the cap of {self.max_statements:,} "
+                    f"per answer (--max-statements); no statement was checked")
+        return None
+
+    def _take_budget(self) -> bool:
+        """One call from the budget (True), or False when it is spent. Called in item order, before the call."""
+        if self.max_calls is not None and self._budget_used >= self.max_calls:
+            self.stats["over_budget"] += 1
+            return False
+        self._budget_used += 1
+        return True
+
     def _one(self, task: str, fields: Mapping[str, str], sample: int) -> tuple[Any, str | None]:
         try:
             answer = self.backend.judge(task, fields, seed=self.seed + sample)
         except JudgeCallError as exc:
             return None, str(exc) or "the judge call failed"
+        except RecursionError:  # a reply nested past Python's stack, in any backend: this call's error
+            return None, "the judge's reply nests too deeply to read"
         except Exception as exc:  # noqa: BLE001 - a user's judge failing is a failed call, not a crash
             if self._builtin:
                 raise
@@ -173,16 +223,17 @@ class JudgeClient:
             except BaseException as exc:  # noqa: BLE001 - a bug in a built-in backend: re-raised below
                 results.put((index, exc, "\x00crash"))
                 return
-            results.put((index, result, error))
+            results.put((index, result, None if error is None else redact(error)))
 
         finished = False
         pool = None if inline else ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rankgate-judge")
         try:
-            if pool is None:  # no model to wait for: judge in this thread, in order
-                for index in todo:
+            for index in todo:  # the budget is taken here, in item order, so the same items get it every run
+                if not self._take_budget():
+                    results.put((index, None, BUDGET_REACHED))
+                elif pool is None:  # no model to wait for: judge in this thread, in order
                     work(index)
-            else:
-                for index in todo:
+                else:
                     pool.submit(work, index)
             for done in range(1, len(todo) + 1):
                 index, result, error = results.get()
@@ -192,7 +243,9 @@ class JudgeClient:
                 if error is not None:
                     out[index] = Judgement(item.key, task, index % repeats, None, error, False)
                 else:
-                    out[index] = Judgement(item.key, task, index % repeats, result.label, None, False)
+                    capped = self._over_cap(task, result.label)
+                    out[index] = Judgement(item.key, task, index % repeats, None if capped else result.label,
+                                           capped, False)
                     self.stats["sent"] += 1
                     for name in ("prompt_tokens", "completion_tokens"):
                         self.stats[name] += int(result.usage.get(name, 0) or 0)

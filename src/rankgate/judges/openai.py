@@ -23,10 +23,24 @@ Retries
     waits the same). ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date) replaces the
     backoff, capped at ``max_retry_after_s``. Other statuses fail at once, naming the status and the
     server's message.
+Replies
+    Every reply body, error bodies included, is read as a stream and decompressed here (gzip and
+    deflate are asked for; another encoding is refused) in pieces, with at most ``max_reply_bytes``
+    (default 1 MB, ``--max-reply-bytes``) kept after decompression: a larger reply, or a compressed
+    one that inflates past the cap, is a failed call "reply larger than …", never retried. A reply
+    nesting deeper than :data:`rankgate.data.jsonl.MAX_DEPTH` levels, or that is not JSON, is a
+    failed call too.
+Deadline
+    ``timeout_s`` (``--timeout``) is the whole time one request may take, from connecting to the last
+    byte of the reply, not only the longest wait for one read: every socket read and write is given
+    what is left of it, so a server that drips a byte at a time cannot hold a call past it. Each
+    retry gets a new deadline.
 Key
     Read from the environment variable the user names (``key_env``) and sent as
     ``Authorization: Bearer`` (``api-key`` for Azure hosts); no key for a local server. The key is
-    never part of the identity, the cache key or a message.
+    never part of the identity, the cache key or a message: it (and a password in the URL) is
+    registered with :mod:`rankgate.redact`, and every error message and every reply passes
+    :func:`~rankgate.redact.redact` before it is shown or cached.
 """
 
 from __future__ import annotations
@@ -44,6 +58,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
+from ..redact import redact, register, register_url
+from . import transport
 from .base import CallResult, JudgeCallError, check_label, is_problem
 from .extract import extract_json
 from .prompts import answer_schema, max_tokens, prompt
@@ -94,17 +110,57 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _server_message(response: Any) -> str:
+def _server_message(raw: bytes) -> str:
+    """The server's own words from an error body (redacted before it is cut to 300 characters)."""
     try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip()[:300]
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return redact(raw.decode("utf-8", "replace").strip())[:300]
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])[:300]
-    if isinstance(error, str):
-        return error[:300]
-    return json.dumps(body)[:300]
+        text = str(error["message"])
+    elif isinstance(error, str):
+        text = error
+    else:
+        try:
+            text = json.dumps(body)
+        except (ValueError, RecursionError):
+            text = raw.decode("utf-8", "replace")
+    return redact(text)[:300]
+
+
+def _loads(raw: bytes) -> Any:
+    """The reply's JSON; ValueError for one that is not JSON or nests deeper than the readers allow."""
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise _TooDeep() from None
+    if raw.count(b"[") + raw.count(b"{") > 64:  # a completion holds a handful: only then is it measured
+        from ..data.jsonl import json_depth
+
+        if json_depth(body) > _TooDeep.levels():
+            raise _TooDeep()
+    return body
+
+
+class _TooDeep(ValueError):
+    """A reply nesting deeper than the JSON readers allow (:data:`rankgate.data.jsonl.MAX_DEPTH`)."""
+
+    @staticmethod
+    def levels() -> int:
+        from ..data.jsonl import MAX_DEPTH
+
+        return MAX_DEPTH
+
+    def __str__(self) -> str:
+        return f"nested deeper than {self.levels()} levels"
+
+
+def _count(value: Any) -> int:
+    """A token count the server reported; anything but a whole number >= 0 counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return 0
+    return int(value)
 
 
 class OpenAIJudge:
@@ -114,7 +170,9 @@ class OpenAIJudge:
 
     def __init__(self, url: str, model: str, *, key_env: str | None = None, timeout_s: float = 60.0,
                  retries: int = 4, workers: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
-                 max_retry_after_s: float = 60.0) -> None:
+                 max_retry_after_s: float = 60.0,
+                 max_reply_bytes: int = transport.DEFAULT_MAX_REPLY_BYTES) -> None:
+        register_url(url)  # before anything can name the URL
         if not model or not isinstance(model, str):
             raise UsageError("the openai judge needs a model name: pass --judge-model (e.g. gpt-4o-mini, or the "
                              "name your vLLM/Ollama/llama.cpp server serves)")
@@ -124,7 +182,8 @@ class OpenAIJudge:
         self.retries = int(retries)
         self.workers = int(workers)
         self.backoff_s, self.max_backoff_s, self.max_retry_after_s = backoff_s, max_backoff_s, max_retry_after_s
-        self._headers = {"content-type": "application/json"}
+        self.max_reply_bytes = int(max_reply_bytes)
+        self._headers = {"content-type": "application/json", "accept-encoding": transport.ACCEPT_ENCODING}
         key = None
         if key_env:
             key = os.environ.get(key_env)
@@ -135,6 +194,7 @@ class OpenAIJudge:
             raise UsageError("api.openai.com needs an API key: name the variable that holds it with "
                              "--judge-key-env (e.g. --judge-key-env OPENAI_API_KEY)")
         if key:
+            register(key)
             if _is_azure(self.endpoint):
                 self._headers["api-key"] = key
             else:
@@ -160,7 +220,7 @@ class OpenAIJudge:
     def identity(self) -> dict[str, Any]:
         from . import TASKS
 
-        return {"backend": "openai", "model": self.model, "url": self.endpoint,
+        return {"backend": "openai", "model": self.model, "url": redact(self.endpoint),
                 "prompts": {task: prompt(task).label for task in TASKS}, "response_format": self.mode}
 
     def _body(self, task: str, messages: list[dict[str, str]], seed: int, budget: int, mode: str) -> dict[str, Any]:
@@ -182,12 +242,15 @@ class OpenAIJudge:
         for round_ in (0, 1):
             content, finish, used, fingerprint = self._post(task, messages, seed, budget)
             for name in usage:
-                usage[name] += int(used.get(name, 0) or 0) if isinstance(used, dict) else 0
+                usage[name] += used.get(name, 0)
             if finish == "length":
                 problem = f"the answer was cut off at {budget} tokens (finish_reason length)"
                 budget *= 2
             else:
-                parsed = extract_json(content)
+                try:
+                    parsed = extract_json(content)
+                except RecursionError:  # an answer nested past Python's own parser
+                    parsed = None
                 if parsed is None:
                     problem = "unparseable answer (no JSON found)"
                 else:
@@ -205,11 +268,7 @@ class OpenAIJudge:
     def _client(self) -> Any:
         with self._lock:
             if self._http is None:
-                import httpx
-
-                self._http = httpx.Client(timeout=httpx.Timeout(self.timeout_s),
-                                          limits=httpx.Limits(max_connections=max(1, self.workers),
-                                                              max_keepalive_connections=max(1, self.workers)))
+                self._http = transport.client(self.timeout_s, max(1, self.workers))
             return self._http
 
     def _downgrade(self, mode: str) -> None:
@@ -230,18 +289,28 @@ class OpenAIJudge:
         while True:
             mode = self.mode
             wait: float | None = None
+            too_large = False
             try:
-                response = http.post(self.endpoint, json=self._body(task, messages, seed, budget, mode),
-                                     headers=self._headers)
+                with transport.deadline(self.timeout_s), \
+                        http.stream("POST", self.endpoint, json=self._body(task, messages, seed, budget, mode),
+                                    headers=self._headers) as response:
+                    status, headers = response.status_code, response.headers
+                    try:
+                        raw = transport.read_body(response, self.max_reply_bytes)
+                    except transport.ReplyTooLarge:
+                        raw, too_large = b"", True
             except httpx.TimeoutException:
                 reason = f"timeout after {self.timeout_s:g} s"
             except httpx.TransportError as exc:
-                reason = f"connection error ({type(exc).__name__}: {exc})"[:300]
+                reason = redact(f"connection error ({type(exc).__name__}: {exc})")[:300]
+            except transport.BadReply as exc:
+                raise JudgeCallError(str(exc)) from None
             else:
-                status = response.status_code
                 if status == 200:
-                    return self._read(response)
-                message = _server_message(response)
+                    if too_large:
+                        raise JudgeCallError(self._too_large())
+                    return self._read(raw)
+                message = self._too_large() if too_large else _server_message(raw)
                 if status == 400 and mode != MODES[-1] and any(w in message.lower() for w in _FORMAT_WORDS):
                     self._downgrade(mode)
                     continue
@@ -249,7 +318,7 @@ class OpenAIJudge:
                     hint = " (check --judge-key-env)" if status in (401, 403) else ""
                     raise JudgeCallError(f"HTTP {status}: {message}{hint}")
                 reason = f"HTTP {status}"
-                after = _retry_after(response.headers)
+                after = _retry_after(headers)
                 if after is not None:
                     wait = min(after, self.max_retry_after_s)
             attempt += 1
@@ -257,10 +326,15 @@ class OpenAIJudge:
                 raise JudgeCallError(f"{reason} after {attempt} attempt{'s' if attempt > 1 else ''}")
             time.sleep(wait if wait is not None else self._delay(attempt - 1, messages, seed))
 
+    def _too_large(self) -> str:
+        return (f"reply larger than {self.max_reply_bytes:,} bytes (--max-reply-bytes; a chat completion is a "
+                f"few KB)")
+
     @staticmethod
-    def _read(response: Any) -> tuple[str | None, Any, Any, str | None]:
+    def _read(raw: bytes) -> tuple[str | None, Any, dict[str, int], str | None]:
+        """(content, finish_reason, usage, fingerprint) of a completion; every server text redacted."""
         try:
-            body = response.json()
+            body = _loads(raw)
             choice = body["choices"][0]
             message = choice.get("message") or {}
             content = message.get("content")
@@ -268,19 +342,27 @@ class OpenAIJudge:
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
             elif content is not None and not isinstance(content, str):
                 content = json.dumps(content)
-            return content, choice.get("finish_reason"), body.get("usage") or {}, body.get("system_fingerprint")
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise JudgeCallError(f"the server's reply is not a chat completion: {response.text[:200]!r}") from None
+            used = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+            usage = {name: _count(used.get(name)) for name in ("prompt_tokens", "completion_tokens")}
+            fingerprint = body.get("system_fingerprint")
+            fingerprint = redact(fingerprint)[:200] if isinstance(fingerprint, str) else None
+            return (None if content is None else redact(content)), choice.get("finish_reason"), usage, fingerprint
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as exc:
+            why = f" ({exc})" if isinstance(exc, _TooDeep) else ""
+            shown = redact(raw[:400].decode("utf-8", "replace"))[:200]
+            raise JudgeCallError(f"the server's reply is not a chat completion{why}: {shown!r}") from None
 
     def check_reachable(self) -> None:
         """Raise UsageError when nothing answers at the endpoint's host (any HTTP reply will do)."""
         import httpx
 
         try:
-            self._client().get(self.endpoint.rsplit("/chat/completions", 1)[0] + "/models", headers=self._headers)
+            with transport.deadline(self.timeout_s), self._client().stream(
+                    "GET", self.endpoint.rsplit("/chat/completions", 1)[0] + "/models", headers=self._headers):
+                pass  # the status line is enough; the body is never read
         except httpx.TransportError as exc:
-            raise UsageError(f"the judge URL {self.endpoint} does not answer ({type(exc).__name__}: {exc}); "
-                             f"is the server running?") from None
+            raise UsageError(redact(f"the judge URL {self.endpoint} does not answer ({type(exc).__name__}: {exc}); "
+                                    f"is the server running?")) from None
 
     def close(self) -> None:
         with self._lock:

@@ -261,6 +261,7 @@ def _load_builtin() -> None:
     if not _builtin_loaded:
         _builtin_loaded = True
         from . import answer, compat, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
+        from . import contract  # noqa: F401  (the sample contract's names for some of the above)
 
 
 def _load_entry_points() -> None:

@@ -30,7 +30,7 @@ __all__ = ["MAX_K", "Metric", "parse_metric", "parse_metrics"]
 MAX_K = 1_000_000_000
 
 _SPEC = re.compile(
-    r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.]*?)\s*
+    r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.-]*?)\s*
         (?:\((?P<params>[^()]*)\))?\s*
         (?:@\s*(?P<k>[^\s]+))?\s*$""",
     re.VERBOSE,
@@ -123,6 +123,9 @@ def parse_metric(text: str | Metric) -> Metric:
                                   "(write the metric without @k to use the whole ranking)")
         if definition.cutoff == "never":
             raise MetricSpecError(f"metric {name!r} takes no cutoff; write it as {name!r}")
+        if getattr(definition, "per_sample_k", False):
+            raise MetricSpecError(f"metric {name!r} takes its k from each sample's metadata.k, else --k (default 5); "
+                                  f"write it as {raw_name!r}")
 
     params: dict[str, Any] = {}
     if m.group("params") is not None and m.group("params").strip():

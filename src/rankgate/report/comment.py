@@ -282,8 +282,8 @@ def stale_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
         return (f"{ICON['warn']} Stale labels were not checked: the ship criteria set max_stale_labels "
                 f"({esc(st['limit'])}), but the gate was not given the corpus (`--corpus`).")
     reasons = ", ".join(f"{n} {esc(k.replace('_', ' '))}" for k, n in st["by_reason"].items())
-    text = (f"{ICON[st['status']]} Stale labels: {st['stale']} of {st['labels']} gold labels "
-            f"({st['share'] * 100:.1f}%) point at chunks the corpus {esc(st['corpus'] or '')} has retired, replaced "
+    text = (f"{ICON[st['status']]} Stale labels: {st['stale']} of {st['labels']} gold ids "
+            f"({st['share'] * 100:.1f}%; graded labels and must-not-retrieve ids) point at chunks the corpus {esc(st['corpus'] or '')} has retired, replaced "
             f"or changed ({reasons}); the limit is {esc(st['limit'])}. `rankgate gold stale` lists them.")
     if st["severity"] == "warning":
         text += " (warning: does not block)"
@@ -298,7 +298,7 @@ def _stale_row(o: Mapping[str, Any]) -> str | None:
         return None
     status = {"pass": "pass", "fail": "fail", "warn": "warn", "not_checked": "skipped"}[st["status"]]
     result = {"fail": "fail", "warn": "warning", "pass": "pass", "skipped": "not checked (no `--corpus`)"}[status]
-    value = "—" if st["share"] is None else f"{st['share'] * 100:.1f}% ({st['stale']} of {st['labels']})"
+    value = "—" if st["share"] is None else f"{st['share'] * 100:.1f}% ({st['stale']} of {st['labels']} gold ids)"
     return f"| {ICON[status]} | stale labels | — | {value} | — | — | ≤ {md_escape(st['limit'])} | {result} |"
 
 
@@ -316,6 +316,16 @@ def _sentences(o: Mapping[str, Any], esc) -> list[str]:
     if stale:
         out.append(stale)
     return out + [s for g in gates for s in _noise_sentences(g, conf, who[id(g)], esc)]
+
+
+def _read_from_name(gates: list[Mapping[str, Any]]) -> list[str]:
+    """One line per gate whose metric was read from its name (ship criteria without ``metric:``)."""
+    read = [g for g in gates if g.get("metric_from_name")]
+    if not read:
+        return []
+    shown = "; ".join(f"{md_escape(g['name'], 80)} as **{md_escape(g['metric'], 80)}**" for g in read[:20])
+    more = f" and {len(read) - 20} more" if len(read) > 20 else ""
+    return ["", f"Metrics read from gate names (no `metric:` given): {shown}{more}."]
 
 
 def gate_sentences(outcome: Any, *, markdown: bool = True) -> list[str]:
@@ -382,6 +392,7 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
                 out.append(f"It is means only because {md_escape(why, 200)}{hint}.")
             continue
         out.append(f"{md_escape(note, 500)}")
+    out += _read_from_name(gates)
     out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
             "|:-:|:--|:--|--:|--:|--:|:--|:--|"]
     out += _gate_rows(o, gates, caps["table"])

@@ -72,6 +72,15 @@ class _ComparisonView:
         natural = Measurement.get(console, options.update_width(10_000), table).maximum
         if natural > options.max_width:
             table = _delta_table(self.cmp, pad=0)  # the box's own space still separates the columns
+            natural = Measurement.get(console, options.update_width(10_000), table).maximum
+            if natural > options.max_width:
+                # Still too wide: the first column gives way (a long segment label wraps, metric names
+                # stay whole), never a number column.
+                widest = max((len(_label(r)) for r in self.cmp.rows), default=6)
+                verdicts = [r.verdict(self.cmp.confidence) for r in self.cmp.rows]
+                slack = max(map(len, verdicts), default=0) - max(len(w) for w in ["verdict", *" ".join(verdicts).split()])
+                excess = max(0, natural - options.max_width - max(0, slack))  # what the verdict's wrap cannot take
+                table = _delta_table(self.cmp, pad=0, label_width=widest - excess)
         yield from _parts(self.cmp, table, pad=0 if options.max_width < 100 else 1)
 
     def __rich_measure__(self, console: Any, options: Any):
@@ -80,16 +89,26 @@ class _ComparisonView:
         return Measurement.get(console, options, _delta_table(self.cmp, pad=1))
 
 
-def _delta_table(cmp: Comparison, pad: int):
+def _label(r: Any) -> str:
+    return r.metric if r.field is None else f"  {shorten(_scope(r), 40)}"
+
+
+def _delta_table(cmp: Comparison, pad: int, label_width: int | None = None):
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, pad, 0, 0))
     # In a narrow terminal the first column keeps its names whole (never "metri"/"c"); the verdict
-    # wraps at its space instead ("within" / "noise").
-    labels = [r.metric if r.field is None else f"  {shorten(_scope(r), 40)}" for r in cmp.rows]
-    table.add_column("metric", no_wrap=True, min_width=max(map(len, labels), default=6))
+    # wraps at its space instead ("within" / "noise"). With ``label_width`` (a terminal too narrow
+    # even so) a segment label wraps within that width, but never below the longest metric name.
+    labels = [_label(r) for r in cmp.rows]
+    if label_width is None:
+        table.add_column("metric", no_wrap=True, min_width=max(map(len, labels), default=6))
+    else:
+        names = max((len(r.metric) for r in cmp.rows), default=6)
+        width = max(label_width, names, len("metric"))
+        table.add_column("metric", overflow="fold", width=width)
     for name in ("n", "baseline", "candidate", "change", f"{cmp.confidence:.0%} CI", "Holm p"):
         table.add_column(name, justify="right", no_wrap=True)
     words = [w for r in cmp.rows for w in r.verdict(cmp.confidence).split()]

@@ -169,16 +169,33 @@ def _by_scope(rows: Sequence[Any]) -> dict[tuple[str, str | None], list[Any]]:
 
 
 def latency_renderable(summary: Any) -> Any:
+    """The latency table; in a terminal too narrow for it, each interval goes under its value and the
+    scope label wraps, so no number is cut."""
+    from .tables import FitToWidth
+
+    return FitToWidth(lambda narrow: _latency_table(summary, narrow))
+
+
+def _latency_table(summary: Any, narrow: bool) -> Any:
+    from rich import box
     from rich.table import Table
 
     conf = _pct(summary.confidence)
-    table = Table(title=f"Latency (ms; {conf} CI)", title_justify="left")
+    if narrow:
+        table = Table(title=f"Latency (ms; {conf} CI under each value)", title_justify="left", box=box.SIMPLE_HEAD,
+                      show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    else:
+        table = Table(title=f"Latency (ms; {conf} CI)", title_justify="left")
     for name, justify in (("stage", "left"), ("scope", "left"), ("n", "right"), ("median", "right"),
                           ("p90", "right"), ("p95", "right"), ("p99", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        if narrow:
+            table.add_column(name, justify=justify, overflow="fold", no_wrap=name not in ("stage", "scope"))  # type: ignore[arg-type]
+        else:
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    sep = "\n" if narrow else " "
     for (stage, seg), rows in _by_scope(summary.rows).items():
         table.add_row(stage, seg or "all queries", str(rows[0].n),
-                      *(f"{_num_ms(r.value)} ({_ms(r.ci[0])[:-3]}–{_ms(r.ci[1])[:-3]})" if not math.isnan(r.value) else "—"
+                      *(f"{_num_ms(r.value)}{sep}({_ms(r.ci[0])[:-3]}–{_ms(r.ci[1])[:-3]})" if not math.isnan(r.value) else "—"
                         for r in rows))
     return table
 

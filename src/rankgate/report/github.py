@@ -12,6 +12,14 @@ Where things come from (as GitHub Actions sets them): the token from ``GITHUB_TO
 from ``GITHUB_REPOSITORY``, the pull request number from the event payload at ``GITHUB_EVENT_PATH``
 (``pull_request.number``, or ``issue.number`` when the issue is a pull request).
 
+Bounded and secret-safe: each reply body is read up to ``max_reply_bytes`` (default 1 MB,
+``gate --max-reply-bytes``), and each request, from connecting to the reply's last byte, has
+:data:`TIMEOUT` seconds in all (a watchdog shuts the connection when they are up, so a server
+dripping its headers or body cannot hold the step); a reply over either limit, or a comment list
+longer than :data:`MAX_PAGES` pages, ends the attempt with a warning and nothing posted (a comment that could not be looked for is never
+posted again beside itself). The token and a password in ``GITHUB_API_URL`` are registered with
+:mod:`rankgate.redact` and every message passes :func:`~rankgate.redact.redact`.
+
 Run it on a file: ``python -m rankgate.report.github pr-comment.md``.
 """
 
@@ -21,6 +29,8 @@ import http.client
 import json
 import os
 import re
+import socket
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,15 +38,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..redact import redact, register, register_url
 from .comment import MARKER
 
-__all__ = ["MAX_CHARS", "Posted", "fit_body", "pull_request_from_env", "upsert_comment"]
+__all__ = ["MAX_CHARS", "MAX_REPLY_BYTES", "Posted", "fit_body", "pull_request_from_env", "upsert_comment"]
 
 MAX_CHARS = 65_536  # GitHub refuses a comment body longer than this many characters
 CUT_NOTE = "\n\n… comment cut to fit GitHub's limit of 65,536 characters; the job summary and the JSON outcome have it all.\n"
 PER_PAGE = 100
 MAX_PAGES = 100  # 10,000 comments: enough for any pull request, and a bound on a broken Link chain
-TIMEOUT = 30.0
+TIMEOUT = 30.0  # seconds one request may take in all, from connecting to the reply's last byte
+MAX_REPLY_BYTES = 1_000_000  # a page of 100 comments is a few hundred KB; GitHub does not compress for urllib
+_READ = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -90,11 +103,79 @@ def pull_request_from_env(env: Mapping[str, str] | None = None) -> tuple[str | N
     return repo, number
 
 
+def _read_body(resp: Any, cap: int, what: str) -> bytes:
+    """At most ``cap`` bytes of a reply (no encoding is asked for, so none is undone)."""
+    body = bytearray()
+    while True:
+        chunk = resp.read1(_READ) if hasattr(resp, "read1") else resp.read(_READ)
+        if not chunk:
+            if getattr(resp, "length", None):  # closed before Content-Length said (read1 does not raise it)
+                raise http.client.IncompleteRead(bytes(body), resp.length)
+            return bytes(body)
+        body += chunk
+        if len(body) > cap:
+            raise _ApiError(None, f"{what}: reply larger than {cap:,} bytes (raise --max-reply-bytes if this is "
+                                  "a real comment list)")
+
+
+class _Watchdog:
+    """Shuts down the sockets a request opened once its time is up: a blocked read then ends at once."""
+
+    def __init__(self) -> None:
+        self.sockets: list[socket.socket] = []
+        self.fired = False
+        self._lock = threading.Lock()
+
+    def opened(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.sockets.append(sock)
+            if self.fired:
+                self._shut(sock)
+
+    def fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for sock in self.sockets:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def opener(self) -> urllib.request.OpenerDirector:
+        """urllib's usual opener (proxies from the environment included) whose connections report here."""
+        dog = self
+
+        class HTTPConnection(http.client.HTTPConnection):
+            def connect(self) -> None:
+                super().connect()
+                dog.opened(self.sock)
+
+        class HTTPSConnection(http.client.HTTPSConnection):
+            def connect(self) -> None:
+                super().connect()
+                dog.opened(self.sock)
+
+        class HTTPHandler(urllib.request.HTTPHandler):
+            def http_open(self, req: Any) -> Any:
+                return self.do_open(HTTPConnection, req)
+
+        class HTTPSHandler(urllib.request.HTTPSHandler):
+            def https_open(self, req: Any) -> Any:
+                return self.do_open(HTTPSConnection, req, context=getattr(self, "_context", None))
+
+        return urllib.request.build_opener(HTTPHandler, HTTPSHandler)
+
+
 class _Client:
-    def __init__(self, api: str, token: str) -> None:
+    def __init__(self, api: str, token: str, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         self.api = api.rstrip("/")
         self.origin = urllib.parse.urlsplit(self.api)[:2]
         self.token = token
+        self.max_reply_bytes = max_reply_bytes
 
     def request(self, method: str, url: str, data: Any = None) -> tuple[Any, Mapping[str, str]]:
         if not url.startswith(("http://", "https://")):
@@ -109,25 +190,43 @@ class _Client:
             "User-Agent": "rankgate",
             **({"Content-Type": "application/json"} if body is not None else {}),
         })
+        what = f"{method} {urllib.parse.urlsplit(url).path}"
+        dog = _Watchdog()
+        timer = threading.Timer(TIMEOUT, dog.fire)
+        timer.daemon = True
+        timer.start()
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:
-                raw = resp.read()
+            result = self._send(req, what, dog)
+        except _ApiError:
+            if not dog.fired:
+                raise
+            result = None
+        finally:
+            timer.cancel()
+        if dog.fired or result is None:  # whatever the cut-off connection looked like, the time ran out
+            raise _ApiError(None, f"{what}: no whole reply within {TIMEOUT:g} s")
+        return result
+
+    def _send(self, req: urllib.request.Request, what: str, dog: _Watchdog) -> tuple[Any, Mapping[str, str]]:
+        try:
+            with dog.opener().open(req, timeout=TIMEOUT) as resp:
+                raw = _read_body(resp, self.max_reply_bytes, what)
                 headers = dict(resp.headers.items())
         except urllib.error.HTTPError as exc:
             detail = ""
             try:
-                detail = json.loads(exc.read().decode("utf-8", "replace")).get("message", "")
-            except (ValueError, AttributeError, OSError):
+                message = json.loads(_read_body(exc, self.max_reply_bytes, what).decode("utf-8", "replace"))
+                detail = str(message.get("message", ""))[:300]
+            except (ValueError, AttributeError, OSError, RecursionError, _ApiError, http.client.HTTPException):
                 pass
-            raise _ApiError(exc.code, f"HTTP {exc.code} from {method} {urllib.parse.urlsplit(url).path}"
-                            + (f": {detail}" if detail else "")) from None
+            raise _ApiError(exc.code, f"HTTP {exc.code} from {what}" + (f": {detail}" if detail else "")) from None
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
             raise _ApiError(None, f"cannot reach {self.api}: {reason}") from None
         try:
             return (json.loads(raw.decode("utf-8")) if raw else None), headers
-        except (ValueError, UnicodeDecodeError):
-            raise _ApiError(None, f"{method} {urllib.parse.urlsplit(url).path} did not return JSON") from None
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise _ApiError(None, f"{what} did not return JSON") from None
 
     def login(self) -> str | None:
         """The token's own login, or None when the token may not ask (an app's installation token)."""
@@ -149,6 +248,9 @@ class _Client:
                 raise _ApiError(None, "the comment list is not a JSON list")
             yield from (c for c in page if isinstance(c, dict))
             url = _next_link(headers)
+        if url is not None:  # the rest was not seen: the comment may be there, so posting could duplicate it
+            raise _ApiError(None, f"the pull request has more than {MAX_PAGES * PER_PAGE:,} comments; "
+                                  "not looked through further")
 
 
 def _next_link(headers: Mapping[str, str]) -> str | None:
@@ -161,13 +263,26 @@ def _next_link(headers: Mapping[str, str]) -> str | None:
 
 
 def upsert_comment(body: str, *, repo: str | None = None, number: int | None = None, token: str | None = None,
-                   api_url: str | None = None, env: Mapping[str, str] | None = None) -> Posted:
-    """Create or update the sticky comment on a pull request; never raises for API or network errors."""
+                   api_url: str | None = None, env: Mapping[str, str] | None = None,
+                   max_reply_bytes: int = MAX_REPLY_BYTES) -> Posted:
+    """Create or update the sticky comment on a pull request; never raises for API or network errors.
+
+    The returned message (and URL) are redacted: the token and ``GITHUB_API_URL``'s userinfo never show.
+    """
     env = os.environ if env is None else env
-    env_repo, env_number = pull_request_from_env(env)
-    repo, number = repo or env_repo, number or env_number
     token = token or env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
     api = api_url or env.get("GITHUB_API_URL") or "https://api.github.com"
+    register(token)
+    register_url(api)
+    posted = _upsert(body, repo, number, token, api, env, max_reply_bytes)
+    return Posted(posted.action, redact(posted.message), posted.level, posted.comment_id,
+                  None if posted.url is None else redact(posted.url))
+
+
+def _upsert(body: str, repo: str | None, number: int | None, token: str | None, api: str,
+            env: Mapping[str, str], max_reply_bytes: int) -> Posted:
+    env_repo, env_number = pull_request_from_env(env)
+    repo, number = repo or env_repo, number or env_number
     if not repo or number is None:
         return Posted("skipped", "not a pull request (no GITHUB_REPOSITORY or pull request number in the event): "
                       "comment not posted", "notice")
@@ -178,7 +293,7 @@ def upsert_comment(body: str, *, repo: str | None = None, number: int | None = N
     if not _starts_with_marker(body):  # a hand-written file: mark it, so the next run finds it
         body = f"{MARKER}\n{body}"
     body = fit_body(body)
-    client = _Client(api, token)
+    client = _Client(api, token, max_reply_bytes)
     try:
         login = client.login()
         mine = next((c for c in client.comments(repo, number)
@@ -211,11 +326,11 @@ def workflow_command(posted: Posted, env: Mapping[str, str] | None = None) -> st
     (``GITHUB_ACTIONS=true``), else ``rankgate: notice: …``; plain when all went well."""
     env = os.environ if env is None else env
     if not posted.level:
-        return f"rankgate: {posted.message}"
+        return redact(f"rankgate: {posted.message}")
     if env.get("GITHUB_ACTIONS") == "true":
-        message = posted.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        message = redact(posted.message).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         return f"::{posted.level}::{message}"
-    return f"rankgate: {posted.level}: {posted.message}"
+    return redact(f"rankgate: {posted.level}: {posted.message}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -90,7 +90,8 @@ def _verdict(r: ValidationReport) -> str:
 
 
 def _facts(r: ValidationReport) -> str:
-    text = f"{r.queries} queries, {r.labels} labels, {r.no_answer} no-answer; gold sha256 {r.gold_sha256[:12]}"
+    text = (f"{r.queries} queries, {r.labels} graded labels, {r.must_not} must-not-retrieve ids, {r.no_answer} no-answer; "
+            f"gold sha256 {r.gold_sha256[:12]}")
     if r.corpus_path:
         text += f"; corpus {_name(r.corpus_path)}"
     if r.config_path:
@@ -199,10 +200,11 @@ def _stale_head(r: StaleReport) -> str:
 
 
 def _stale_summary(r: StaleReport) -> str:
-    text = f"{len(r.stale)} of {r.labels} labels are stale ({_pct(r.share)})"
+    text = (f"{len(r.stale)} of {r.labels} gold ids are stale ({_pct(r.share)}; the gold ids are {r.graded} graded "
+            f"labels and {r.must_not} must-not-retrieve ids)")
     limit = None
     if r.max_stale_labels is not None:
-        limit = f"{r.max_stale_labels} labels"
+        limit = f"{r.max_stale_labels} gold ids"
     elif r.max_stale_share is not None:
         limit = _pct(r.max_stale_share)
     if limit:
@@ -223,7 +225,7 @@ def stale_markdown(r: StaleReport, *, rows: int = STALE_ROWS_SHOWN) -> str:
     out = [f"## Stale labels: {_stale_head(r)}", "", f"**{_stale_summary(r)}**", ""]
     counts = [(k, n) for k, n in r.by_reason().items() if n]
     if counts:
-        out += [*_table(("reason", "labels"), counts), "", *_table(_STALE_HEAD, _stale_rows(r, rows))]
+        out += [*_table(("reason", "gold ids"), counts), "", *_table(_STALE_HEAD, _stale_rows(r, rows))]
         if len(r.stale) > rows:
             out += ["", f"_…and {len(r.stale) - rows} more; stale.csv (-o DIR) lists every one._"]
         out.append("")

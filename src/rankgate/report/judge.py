@@ -19,8 +19,9 @@ def _who(identity: Mapping[str, Any]) -> str:
 
 
 def render_plan(plans: Sequence[Any], identity: Mapping[str, Any], *, price_in: float | None = None,
-                price_out: float | None = None) -> str:
-    """Lines saying what a judged run would cost; nothing is called to compute them."""
+                price_out: float | None = None, max_calls: int | None = None) -> str:
+    """Lines saying what a judged run would cost; nothing is called to compute them. ``max_calls``:
+    the run's call budget (``--max-calls``), said when it would stop the run early."""
     lines = [f"dry run: nothing was called. Judge: {_who(identity)}"]
     total_calls = total_hits = total_in = total_out = 0
     model = all(p.model_calls for p in plans)
@@ -33,6 +34,9 @@ def render_plan(plans: Sequence[Any], identity: Mapping[str, Any], *, price_in: 
     if len(plans) > 1:
         lines.append(f"  {'total':<18} {total_calls:>9,} calls  {total_hits:>9,} cached  "
                      f"{total_calls - total_hits:>9,} to send")
+    if max_calls is not None and total_calls - total_hits > max_calls:
+        lines.append(f"  --max-calls {max_calls:,}: the run stops sending after {max_calls:,} calls; "
+                     f"{total_calls - total_hits - max_calls:,} items would be judge_error 'call budget reached'")
     if not model:
         lines.append("  no model is called (offline judge): no tokens, no cost")
         return "\n".join(lines) + "\n"

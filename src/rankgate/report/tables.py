@@ -12,20 +12,47 @@ from ..segments import SegmentSummary, display_field
 from ..sweep import KSweep
 from .numbers import fmt_value, fmt_value_ci, md_escape
 
-__all__ = ["segment_markdown", "segment_table", "sweep_markdown", "sweep_table"]
+__all__ = ["FitToWidth", "segment_markdown", "segment_table", "sweep_markdown", "sweep_table"]
+
+
+class FitToWidth:
+    """A table drawn as ``build(False)`` when it fits the console, else as ``build(True)``: the
+    builder's narrow form (a value and its interval stacked in one cell, lighter borders, labels that
+    wrap), so a narrow terminal (a CI log at 80 columns) never cuts a number."""
+
+    def __init__(self, build) -> None:  # build: (narrow: bool) -> a rich renderable
+        self.build = build
+
+    def _pick(self, console, options):
+        from rich.measure import Measurement
+
+        wide = self.build(False)
+        natural = Measurement.get(console, options.update_width(10_000), wide).maximum
+        return wide if natural <= options.max_width else self.build(True)
+
+    def __rich_console__(self, console, options):
+        yield self._pick(console, options)
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self._pick(console, options))
 
 
 def segment_table(summary: SegmentSummary, title: str | None = None):
     """A ``rich`` table: one row per segment and metric (values as the panel shows them: 85.7% for a
-    share, 0.726 for a score, so both tables agree)."""
+    share, 0.726 for a score, so both tables agree).
+
+    On a narrow terminal only the segment column gives way: its label wraps (at spaces, else inside
+    the word), while the metric, ``n``, mean and CI columns keep their full width."""
     from rich.table import Table
 
     with_ci = summary.n_resamples > 0
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("segment", no_wrap=True)
+    table.add_column("segment", overflow="fold")
     table.add_column("metric", no_wrap=True)
-    table.add_column("n", justify="right")
-    table.add_column("mean", justify="right")
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("mean", justify="right", no_wrap=True)
     if with_ci:
         table.add_column(f"{summary.confidence:.0%} CI", justify="right", no_wrap=True)
     previous = None

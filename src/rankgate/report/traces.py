@@ -66,6 +66,28 @@ def fmt_signal(signal: str, value: float | None) -> str:
     return f"{value:.3f}"
 
 
+def reading_notes(summary: TraceSummary) -> list[str]:
+    """One line each for what reading did to the input (duplicates dropped, ids derived from text) and
+    for an abstention threshold above every request's top score."""
+    out = []
+    dup = summary.meta.get("duplicate_spans")
+    if dup:
+        out.append(f"{dup:,} duplicate spans/observations dropped (same id, same content; delivered twice)")
+    dup_fb = summary.meta.get("duplicate_feedback")
+    if dup_fb:
+        out.append(f"{dup_fb:,} duplicate feedback rows dropped (same id, same content; delivered twice)")
+    derived = summary.meta.get("derived_item_ids")
+    if derived:
+        out.append(f"{derived:,} documents had no id; ids derived from text")
+    low = summary.value("low_confidence_rate")
+    threshold = summary.meta.get("abstention_threshold")
+    if low is not None and low.n and low.value == 1.0 and threshold is not None:
+        out.append(f"every request's top score is under the abstention threshold {threshold:g} "
+                   "(low_confidence_rate 100%): the threshold was probably calibrated on another system's "
+                   "score scale")
+    return out
+
+
 def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
     """The terminal view (rich renderable, fits 80 columns): the whole period, the last window, the
     latency per stage, flagged sources, skipped rows."""
@@ -100,6 +122,10 @@ def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
             continue
         lat.add_row(stage, *[f"{v.value:.1f}" if v and v.value is not None else "—" for v in vals], f"{vals[0].n:,}")
     parts: list[Any] = [t, Text(""), lat]
+    reading = reading_notes(summary)
+    if reading:
+        parts.append(Text(""))
+        parts += [Text(n) for n in reading]
     bad = [f for f in summary.feedback_by_source if f.window is None and f.flagged]
     if bad:
         parts.append(Text(""))

@@ -33,7 +33,7 @@ from .model import (
     query_key,
 )
 
-__all__ = ["ABORT_ERROR_TYPES", "NEGATIVE_BELOW", "ON_ERROR", "Builder", "parse_iso", "skip_reason"]
+__all__ = ["ABORT_ERROR_TYPES", "NEGATIVE_BELOW", "ON_ERROR", "Builder", "check_end", "parse_iso", "skip_reason"]
 
 ON_ERROR = ("error", "skip")
 MAX_SKIPPED_LISTED = 20
@@ -88,6 +88,14 @@ def parse_iso(value: Any, path: str, line: int | None, field: str) -> int:
             raise InputError(f"has an invalid UTC offset; got {value[:40]!r}", path=path, line=line, field=field)
         secs -= (1 if off[0] == "+" else -1) * (oh * 3600 + om * 60)
     return secs * 1_000_000 + int(frac)
+
+
+def check_end(chk: Check, start_us: int, end_us: int | None, start_field: str, end_field: str) -> None:
+    """Refuse a span or observation that ends before it starts (every span/observation reader
+    applies it; the JSONL reader refuses negative timings the same way)."""
+    if end_us is not None and end_us < start_us:
+        raise chk.fail(end_field, f"is before {start_field} (by {(start_us - end_us) / 1000:g} ms)",
+                       hint="a span cannot end before it starts; check the exporter's clock or the file")
 
 
 class Check:
@@ -248,6 +256,8 @@ class Builder:
         self._parts: list[TraceTables] = []
         self._fast_ids: list[tuple[pa.Array, Any, Any]] = []
         self.formats: list[str] = []
+        # what reading did to the input, counted (TraceTables.reading): duplicate spans dropped, ids derived
+        self.reading: Counter[str] = Counter()
 
     # -- rows ---------------------------------------------------------------------------------------
     def guard(self, fn: Callable[[], None]) -> None:
@@ -357,11 +367,12 @@ class Builder:
         sources = tuple(s for p in parts for s in p.item_sources)
         if len(parts) == 1:
             p = parts[0]
-            out = TraceTables(p.requests, p.items, p.citations, p.feedback, skipped, tuple(self.formats), sources)
+            out = TraceTables(p.requests, p.items, p.citations, p.feedback, skipped, tuple(self.formats), sources,
+                              dict(self.reading))
         else:
             requests, items, citations, feedback = (pa.concat_tables([getattr(p, n) for p in parts])
                                                     for n in ("requests", "items", "citations", "feedback"))
             out = TraceTables(requests, items, citations, feedback, skipped=skipped, formats=tuple(self.formats),
-                              item_sources=sources)
+                              item_sources=sources, reading=dict(self.reading))
         check_tables(out, deep=False)  # the value rules hold by construction (see Check and columnar)
         return out

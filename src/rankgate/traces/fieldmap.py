@@ -1,4 +1,10 @@
-"""The field map: where the export-row readers (Langfuse, LangSmith) find each canonical field.
+"""The field map: where the trace readers find each canonical field.
+
+The export-row readers (Langfuse, LangSmith) take every key. The span readers (OTLP, OpenTelemetry
+SDK, Phoenix) take ``request`` and ``query`` (attribute names, tried before the defaults),
+``documents`` (attribute prefixes of a retrieval span's documents), ``document`` (keys in one
+flattened document: ``metadata.chunk_id``), ``feedback_names`` (span event names) and the feedback
+and abort rules; ``stages`` is refused there. rankgate's own JSONL takes none (a field map is refused).
 
 A YAML file (``--field-map FILE.yaml``) or a mapping. Every key is optional; what is given replaces
 the default of the format being read (the defaults are :data:`DEFAULTS`)::
@@ -37,7 +43,7 @@ REQUEST_FIELDS = ("request_id", "tenant", "surface", "session", "data_source", "
                   "rewritten_query", "index_version", "corpus_version", "http_status", "error_type", "fallback",
                   "soft_deadline_ms", "retry_attempts", "retry_reason", "privacy_mode", "sensitive_tokens",
                   "leaked_tokens", "blocked", "secure_fields", "bypassed", "citations")
-DOCUMENT_FIELDS = ("id", "score", "doc_id", "version", "status", "source", "tenant", "deprecated")
+DOCUMENT_FIELDS = ("id", "score", "doc_id", "version", "status", "source", "tenant", "deprecated", "text")
 _TOP = ("request", "documents", "query", "document", "stages", "feedback_names", "negative_below", "negative_labels",
         "abort_error_types")
 

@@ -160,7 +160,13 @@ class TraceTables:
     ``item_sources``: more items, left in Parquet files for a DuckDB analysis to read in place
     (:class:`rankgate.traces.native.ItemSource`; only when :func:`~.read.read_traces` is asked with
     ``engine_items=True``). ``items`` then holds the other files' items only; :meth:`all_items`
-    gives every item as one Arrow table."""
+    gives every item as one Arrow table.
+
+    ``reading``: what the readers did to the input, counted: ``duplicate_spans`` (spans or observations
+    delivered twice with the same content, read once), ``duplicate_feedback`` (Langfuse score or
+    LangSmith feedback rows with an id, delivered twice) and ``derived_item_ids`` (documents logged
+    without an id, given the id of their text, :func:`rankgate.data.shapes.text_id`). Only non-zero
+    counts are present."""
 
     requests: pa.Table
     items: pa.Table
@@ -169,6 +175,7 @@ class TraceTables:
     skipped: Skipped = field(default_factory=Skipped)
     formats: tuple[str, ...] = ()  # the format read from each input, in input order
     item_sources: tuple[Any, ...] = ()
+    reading: Mapping[str, int] = field(default_factory=dict)
 
     def all_items(self) -> pa.Table:
         """``items`` with the items of ``item_sources`` read into it."""

@@ -109,6 +109,10 @@ def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
 def detect_format(path: str, label: str | None = None) -> str:
     """The format name of one trace file, from its first record (see :mod:`.formats.table`)."""
     label = label or path
+    from .formats.otlp_proto import is_otlp_proto
+
+    if is_otlp_proto(path):
+        return "otlp"
     rec = _first_record(path, label)
     if rec is not None:
         for fmt in FORMATS:
@@ -118,6 +122,27 @@ def detect_format(path: str, label: str | None = None) -> str:
         "is not a trace export rankgate recognises", path=label,
         hint=f"pass --format, one of {', '.join(FORMAT_NAMES)} (see docs/traces.md)",
     )
+
+
+# field-map keys a format cannot use (refused, never ignored): rankgate's own JSONL has fixed fields; span
+# formats mark stages by span kind, not by span name
+_FIELD_MAP_UNUSED: Mapping[str, tuple[str, ...]] = {
+    "jsonl": ("request", "documents", "query", "document", "stages", "feedback_names", "negative_below",
+              "negative_labels", "abort_error_types"),
+    "otlp": ("stages",), "otel-sdk": ("stages",), "phoenix": ("stages",),
+}
+
+
+def _check_field_map(fm: Mapping[str, Any], fmt: str, source: Any) -> None:
+    from ..errors import ConfigError
+
+    unused = [k for k in fm if k in _FIELD_MAP_UNUSED.get(fmt, ())]
+    if unused:
+        why = ("rankgate's own trace JSONL has fixed field names (docs/traces.md)" if fmt == "jsonl" else
+               "span formats take stages from the span kind (RETRIEVER, RERANKER), not from span names")
+        raise ConfigError(f"does not apply to {fmt} traces: {why}",
+                          path=os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<field map>",
+                          field=unused[0], hint="remove it, or read only the formats it applies to")
 
 
 def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None,
@@ -161,5 +186,7 @@ def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
         for fmt, group in groups.items():
             if fmt not in _READERS:
                 raise UsageError(f"the {fmt} trace format is not available in this version")
+            if field_map is not None:
+                _check_field_map(options["field_map"], fmt, field_map)
             _reader(fmt)(group, builder, options)
     return builder.finish()

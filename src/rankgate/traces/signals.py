@@ -439,6 +439,9 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
             "list_stage": plan.list_stage, "instability_k": plan.k, "rbo_p": plan.p, "min_support": plan.min_support,
             "abstention_threshold": plan.threshold, "requests": source.requests.num_rows,
             "items": n_items, "formats": list(getattr(source, "formats", ()))}
+    for key, n in sorted((getattr(source, "reading", None) or {}).items()):  # only what happened (non-zero)
+        if n:
+            meta[key] = int(n)
     skipped = source.skipped.as_dict() if hasattr(source.skipped, "as_dict") else {}
     return TraceSummary(window_us=width, window=window, windows=windows, by=plan.by, values=tuple(values),
                         period=tuple(period), feedback_by_source=fb, retries_by_reason=retries, unstable=unstable,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InputError
-from ..build import ABORT_ERROR_TYPES, Builder, Check, parse_iso
+from ..build import ABORT_ERROR_TYPES, Builder, Check, check_end, parse_iso
 from ..fieldmap import resolve, walk
 
 __all__ = ["read_langfuse", "read_langsmith"]
@@ -94,17 +94,31 @@ def _first(row: dict[str, Any], paths: list[str]) -> Any:
     return None
 
 
+_TEXT_KEYS = ("page_content", "content", "text")
+
+
 def _docs(o: Obs, fm: dict[str, Any], stage: str) -> list[dict[str, Any]]:
+    """The documents of one row: the first ``documents`` path holding something decides. A list, or
+    an object with a ``documents`` list, is read; anything else there (a JSON string cut short, a
+    number, an object without documents) is an error naming the path, never an empty list."""
     chk = Check(o.path, o.line)
     raw = None
     for p in fm["documents"]:
         v = walk(o.row, p)
+        if v is None:
+            continue
+        if isinstance(v, dict) and "documents" in v:
+            v, p = v["documents"], p + ".documents"
         if isinstance(v, list):
             raw = v
             break
-        if isinstance(v, dict) and isinstance(v.get("documents"), list):
-            raw = v["documents"]
-            break
+        if isinstance(v, dict) and not v:
+            continue  # an empty object: this row returned nothing there
+        got = (f"text that is not a JSON list ({v[:30]!r})" if isinstance(v, str)
+               else f"{'an object without documents' if isinstance(v, dict) else type(v).__name__}")
+        raise chk.fail(p, f"must be a list of documents; got {got}",
+                       hint="the export was cut short or written another way; a field map's 'documents' "
+                            "names where the documents are")
     if raw is None:
         return []
     out = []
@@ -124,9 +138,21 @@ def _docs(o: Obs, fm: dict[str, Any], stage: str) -> list[dict[str, Any]]:
         if status is None and dep is not None and chk.boolean(dep, w + "deprecated"):
             status = "deprecated"
         version = walk(d, dm["version"])
+        item_id = chk.string(walk(d, dm["id"]), w + dm["id"], ids=True)
+        derived = False
+        if item_id is None:
+            tpath = dm.get("text")
+            text = walk(d, tpath) if tpath else next((d[k] for k in _TEXT_KEYS if d.get(k) not in (None, "")), None)
+            if text is None:
+                raise chk.fail(w + dm["id"], "is missing",
+                               hint="a document needs an id or its text (page_content); a field map can name "
+                                    "where the id is (document: {id: metadata.chunk_id})")
+            from ...data.shapes import text_id
+
+            item_id, derived = text_id(str(chk.string(text, w + (tpath or "text"), required=True))), True
         out.append({
             "stage": stage,
-            "item_id": chk.string(walk(d, dm["id"]), w + dm["id"], required=True, ids=True),
+            "item_id": item_id,
             "doc_id": chk.string(walk(d, dm["doc_id"]), w + dm["doc_id"], ids=True),
             "doc_version": chk.string(str(version) if isinstance(version, int) and not isinstance(version, bool)
                                       else version, w + dm["version"]),
@@ -134,6 +160,7 @@ def _docs(o: Obs, fm: dict[str, Any], stage: str) -> list[dict[str, Any]]:
             "status": status,
             "source": chk.string(walk(d, dm["source"]), w + dm["source"]),
             "tenant": chk.string(walk(d, dm["tenant"]), w + dm["tenant"]),
+            "derived": derived,
         })
     return out
 
@@ -219,6 +246,48 @@ def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[s
         value, negative = c.feedback(f.value, "value", **kw)
         fbs.append({"value": value, "negative": negative, "reason": c.string(f.reason, "comment")})
     builder.add(req, items, citations, fbs)
+    derived = sum(1 for it in items if it.get("derived"))
+    if derived:
+        builder.reading["derived_item_ids"] += derived
+
+
+def dedupe(obs: list[Obs], builder: Builder) -> list[Obs]:
+    """Each observation once: a row delivered twice with the same content (overlapping exports) is
+    read once and counted in ``builder.reading``; the same id with different content is an error
+    naming both places (in skip mode the second row is skipped)."""
+    seen: dict[str, Obs] = {}
+    out = []
+    for o in obs:
+        first = seen.get(o.id)
+        if first is None:
+            seen[o.id] = o
+            out.append(o)
+        elif first.row == o.row:
+            builder.reading["duplicate_spans"] += 1
+        else:
+            builder.reject(InputError(
+                f"observation {o.id!r} is already at {first.path}:{first.line} with different content",
+                path=o.path, line=o.line, field="id",
+                hint="two different rows cannot share an id; a row delivered twice must be identical"))
+    return out
+
+
+def _seen_before(row: dict[str, Any], seen: dict[str, tuple[dict[str, Any], str, int | None]], chk: Check,
+                 builder: Builder) -> bool:
+    """A feedback/score row with an id seen before: True (drop it) when it is the same row delivered
+    again (counted as ``duplicate_feedback``); the same id with other content is an error naming both."""
+    rid = row.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        return False
+    first = seen.get(str(rid))
+    if first is None:
+        seen[str(rid)] = (row, chk.path, chk.line)
+        return False
+    if first[0] == row:
+        builder.reading["duplicate_feedback"] += 1
+        return True
+    raise chk.fail("id", f"feedback row {str(rid)[:40]!r} is already at {first[1]}:{first[2]} with different content",
+                   hint="two different rows cannot share an id; a row delivered twice must be identical")
 
 
 def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any]) -> None:
@@ -244,6 +313,7 @@ def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[
     obs: list[Obs] = []
     fbs: list[Fb] = []
     trace_rows: dict[str, dict[str, Any]] = {}
+    seen_fb: dict[str, tuple[dict[str, Any], str, int | None]] = {}
     for path, label in files:
         for n, row in _rows(path, label, builder):
             chk = Check(label, n)
@@ -255,7 +325,7 @@ def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[
                     kind = {"RETRIEVER": "retriever", "GENERATION": "llm"}.get(str(typ).upper(), "span")
                     level = str(row.get("level") or "DEFAULT").upper()
                     msg = row.get("status_message")
-                    obs.append(Obs(
+                    ob = Obs(
                         trace_id=str(chk.string(row.get("trace_id"), "trace_id", required=True, ids=True)),
                         id=str(chk.string(row.get("id"), "id", required=True, ids=True)),
                         parent=chk.string(row.get("parent_observation_id"), "parent_observation_id", ids=True),
@@ -263,11 +333,15 @@ def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[
                         start_us=_time(chk, row.get("start_time"), "start_time", True),  # type: ignore[arg-type]
                         end_us=_time(chk, row.get("end_time"), "end_time", False), row=row,
                         error=(msg if isinstance(msg, str) else "") if level == "ERROR" else None,
-                        path=label, line=n))
+                        path=label, line=n)
+                    check_end(chk, ob.start_us, ob.end_us, "start_time", "end_time")
+                    obs.append(ob)
                 elif "data_type" in row or "string_value" in row or "observation_id" in row:
                     name = str(row.get("name") or "").lower()
                     if name not in names:
                         continue  # an evaluation score, not user feedback
+                    if _seen_before(row, seen_fb, chk, builder):
+                        continue
                     value = row.get("value") if row.get("value") is not None else row.get("string_value")
                     fbs.append(Fb(str(chk.string(row.get("trace_id"), "trace_id", required=True, ids=True)), value,
                                   chk.string(row.get("comment"), "comment"), label, n))
@@ -278,6 +352,7 @@ def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[
                                    hint="read observations_v2/ and scores/ of a Langfuse blob-storage export")
             except InputError as exc:
                 builder.reject(exc)
+    obs = dedupe(obs, builder)
     for o in obs:  # a trace row's metadata and session fill what the observations lack
         t = trace_rows.get(o.trace_id)
         if t is not None and not o.parent:
@@ -292,6 +367,7 @@ def read_langsmith(files: list[tuple[str, str]], builder: Builder, options: dict
     names = {n.lower() for n in fm["feedback_names"]}
     obs: list[Obs] = []
     raw_fb: list[tuple[str, Any, Any, str, int | None]] = []
+    seen_fb: dict[str, tuple[dict[str, Any], str, int | None]] = {}
     for path, label in files:
         for n, row in _rows(path, label, builder):
             chk = Check(label, n)
@@ -302,16 +378,20 @@ def read_langsmith(files: list[tuple[str, str]], builder: Builder, options: dict
                     rid = str(chk.string(row.get("id"), "id", required=True, ids=True))
                     rt = str(chk.string(row.get("run_type"), "run_type", required=True)).lower()
                     err = row.get("error")
-                    obs.append(Obs(
+                    ob = Obs(
                         trace_id=str(chk.string(row.get("trace_id"), "trace_id", ids=True) or rid), id=rid,
                         parent=chk.string(row.get("parent_run_id"), "parent_run_id", ids=True),
                         kind={"retriever": "retriever", "llm": "llm"}.get(rt, "span"),
                         name=str(row.get("name") or ""),
                         start_us=_time(chk, row.get("start_time"), "start_time", True),  # type: ignore[arg-type]
                         end_us=_time(chk, row.get("end_time"), "end_time", False), row=row,
-                        error=None if err in (None, "") else str(err), path=label, line=n))
+                        error=None if err in (None, "") else str(err), path=label, line=n)
+                    check_end(chk, ob.start_us, ob.end_us, "start_time", "end_time")
+                    obs.append(ob)
                 elif "run_id" in row and "key" in row:
                     if str(row.get("key") or "").lower() not in names:
+                        continue
+                    if _seen_before(row, seen_fb, chk, builder):
                         continue
                     value = row.get("score") if row.get("score") is not None else row.get("value")
                     raw_fb.append((str(chk.string(row.get("run_id"), "run_id", required=True, ids=True)), value,
@@ -321,6 +401,7 @@ def read_langsmith(files: list[tuple[str, str]], builder: Builder, options: dict
                                    hint="export LangSmith runs with their run_type")
             except InputError as exc:
                 builder.reject(exc)
+    obs = dedupe(obs, builder)
     run_trace = {o.id: o.trace_id for o in obs}
     fbs = []
     for run_id, value, comment, label, n in raw_fb:

@@ -15,6 +15,9 @@ object, ``status {status_code, description}``, ``events [{name, timestamp, attri
 ``resource {attributes}``. Records may be JSON lines or pretty-printed documents one after another
 (the console exporter's output).
 
+**Binary OTLP** (protobuf: one serialized request, or the collector file exporter's ``format:
+proto``) is recognised by content and read through :mod:`.otlp_proto` into the same JSON mapping.
+
 Spans become requests by the join rule of :mod:`.spans`.
 """
 
@@ -26,7 +29,7 @@ import re
 from typing import Any
 
 from ...errors import InputError
-from ..build import Builder, Check, parse_iso
+from ..build import Builder, Check, check_end, parse_iso
 from .jsontext import json_values
 from .spans import Span, assemble_all
 
@@ -169,7 +172,7 @@ def otlp_spans(obj: Any, chk: Check) -> list[Span]:
                 if not isinstance(sp, dict):
                     raise chk.fail("spans", "must be a list of span objects")
                 st = _g(sp, "status") or {}
-                out.append(Span(
+                span = Span(
                     trace_id=_hex_id(chk, _g(sp, "traceId"), "traceId", 32, required=True),  # type: ignore[arg-type]
                     span_id=_hex_id(chk, _g(sp, "spanId"), "spanId", 16, required=True),  # type: ignore[arg-type]
                     parent_id=_hex_id(chk, _g(sp, "parentSpanId"), "parentSpanId", 16, required=False),
@@ -182,7 +185,9 @@ def otlp_spans(obj: Any, chk: Check) -> list[Span]:
                     attrs=_attrs(chk, sp.get("attributes"), "attributes"),
                     events=_events(chk, sp.get("events"), False),
                     resource=resource, path=chk.path, line=chk.line,
-                ))
+                )
+                check_end(chk, span.start_us, span.end_us, "startTimeUnixNano", "endTimeUnixNano")
+                out.append(span)
     return out
 
 
@@ -196,7 +201,7 @@ def sdk_span(obj: Any, chk: Check) -> Span:
     if not isinstance(attrs, dict):
         raise chk.fail("attributes", "must be an object")
     end = obj.get("end_time")
-    return Span(
+    span = Span(
         trace_id=_hex_id(chk, ctx.get("trace_id"), "context.trace_id", 32, required=True),  # type: ignore[arg-type]
         span_id=_hex_id(chk, ctx.get("span_id"), "context.span_id", 16, required=True),  # type: ignore[arg-type]
         parent_id=_hex_id(chk, obj.get("parent_id"), "parent_id", 16, required=False),
@@ -208,24 +213,33 @@ def sdk_span(obj: Any, chk: Check) -> Span:
         attrs=dict(attrs), events=_events(chk, obj.get("events"), True),
         resource=dict((obj.get("resource") or {}).get("attributes") or {}), path=chk.path, line=chk.line,
     )
+    check_end(chk, span.start_us, span.end_us, "start_time", "end_time")
+    return span
 
 
-def _read(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any], parse: Any) -> None:
+def _read(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any], parse: Any,
+          id_field: str) -> None:
     spans: list[Span] = []
     for path, label in files:
-        for n, obj in json_values(path, label, builder):
+        values = json_values(path, label, builder)
+        if parse is otlp_spans:
+            from .otlp_proto import is_otlp_proto, proto_messages
+
+            if is_otlp_proto(path):
+                values = proto_messages(path, label, builder)
+        for n, obj in values:
             try:
                 got = parse(obj, Check(label, n))
             except InputError as exc:
                 builder.reject(exc)
                 continue
             spans.extend(got if isinstance(got, list) else [got])
-    assemble_all(spans, builder, options)
+    assemble_all(spans, builder, options, id_field)
 
 
 def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
-    _read(files, builder, options, otlp_spans)
+    _read(files, builder, options, otlp_spans, "spanId")
 
 
 def read_sdk_files(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
-    _read(files, builder, options, sdk_span)
+    _read(files, builder, options, sdk_span, "context.span_id")

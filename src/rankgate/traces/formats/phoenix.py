@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from ...errors import InputError
-from ..build import Builder, Check, parse_iso
+from ..build import Builder, Check, check_end, parse_iso
 from .jsontext import json_values
 from .spans import Span, assemble_all, flatten_attrs
 
@@ -84,7 +84,7 @@ def phoenix_span(rec: Any, chk: Check) -> Span:
     start = _time(chk, flat.get("start_time"), "start_time")
     if start is None:
         raise chk.fail("start_time", "is missing")
-    return Span(
+    span = Span(
         trace_id=_hex_id(chk, flat.get("context.trace_id"), "context.trace_id", 32, required=True),  # type: ignore[arg-type]
         span_id=_hex_id(chk, flat.get("context.span_id"), "context.span_id", 16, required=True),  # type: ignore[arg-type]
         parent_id=_hex_id(chk, rec.get("parent_id"), "parent_id", 16, required=False),
@@ -93,6 +93,8 @@ def phoenix_span(rec: Any, chk: Check) -> Span:
         status_message=rec.get("status_message") or None, attrs=attrs, events=events,
         path=chk.path, line=chk.line,
     )
+    check_end(chk, span.start_us, span.end_us, "start_time", "end_time")
+    return span
 
 
 def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any]) -> None:
@@ -103,4 +105,4 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
                 spans.append(phoenix_span(rec, Check(label, n)))
             except InputError as exc:
                 builder.reject(exc)
-    assemble_all(spans, builder, options)
+    assemble_all(spans, builder, options, "context.span_id")

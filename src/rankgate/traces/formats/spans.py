@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import InputError
 from ..build import ABORT_ERROR_TYPES, Builder, Check
 
 __all__ = ["Span", "assemble", "documents", "flatten_attrs"]
@@ -95,9 +96,13 @@ def _json_value(chk: Check, v: Any, field: str) -> Any:
     return v
 
 
-def documents(attrs: dict[str, Any], prefix: str, chk: Check) -> list[dict[str, Any]] | None:
+def documents(attrs: dict[str, Any], prefix: str, chk: Check,
+              document_map: dict[str, str] | None = None) -> list[dict[str, Any]] | None:
     """The documents under ``prefix``: a list value (or JSON string), or OpenInference's flattened
-    ``prefix.N.document.field`` keys; None when the span has none."""
+    ``prefix.N.document.field`` keys; None when the span has none. ``document_map``: the field map's
+    ``document`` paths (canonical field -> key in the flattened document). A document without an id
+    but with its text (``content``, ``page_content`` or ``text``) gets the id of its text
+    (:func:`rankgate.data.shapes.text_id`) and ``derived: True``."""
     if prefix in attrs and attrs[prefix] is not None:
         raw = _json_value(chk, attrs[prefix], prefix)
         if not isinstance(raw, list):
@@ -114,7 +119,7 @@ def documents(attrs: dict[str, Any], prefix: str, chk: Check) -> list[dict[str, 
         if not found:
             return None
         docs = [found[i] for i in sorted(found)]
-    return [_doc(chk, d, f"{prefix}[{i}]") for i, d in enumerate(docs)]
+    return [_doc(chk, d, f"{prefix}[{i}]", document_map) for i, d in enumerate(docs)]
 
 
 def _plain(d: dict[str, Any]) -> bool:
@@ -129,7 +134,10 @@ def _plain(d: dict[str, Any]) -> bool:
 _NESTING_KEYS = ("document.", "metadata")
 
 
-def _doc(chk: Check, d: Any, where: str) -> dict[str, Any]:
+_TEXT_KEYS = ("content", "page_content", "text")
+
+
+def _doc(chk: Check, d: Any, where: str, dm: dict[str, str] | None = None) -> dict[str, Any]:
     if not isinstance(d, dict):
         raise chk.fail(where, f"must be an object; got {json.dumps(d)[:40]}")
     if _plain(d):
@@ -143,29 +151,55 @@ def _doc(chk: Check, d: Any, where: str) -> dict[str, Any]:
             meta = {}
         for k, v in flatten_attrs(meta).items():
             flat.setdefault(k, v)
+            flat.setdefault("metadata." + k, v)
         for k in [k for k in flat if k.startswith("metadata.")]:
             flat.setdefault(k[9:], flat[k])
+    if dm:  # the field map's document paths, looked up as flattened keys, then walked in the document
+        from ..fieldmap import walk
+
+        flat = dict(flat)
+        for f, path in dm.items():
+            key = "version" if f == "version" else f
+            v = flat.get(path)
+            flat[key] = walk(d, path) if v is None else v
+            if f == "version":
+                flat.pop("doc_version", None)
+    where_of = {f: where + "." + ((dm or {}).get(f) or f) for f in ("id", "score", "doc_id", "version", "status",
+                                                                    "deprecated", "source", "tenant", "text")}
     score = flat.get("score")
     status = flat.get("status")
     if status is not None:
-        s = chk.string(status, where + ".status")
+        s = chk.string(status, where_of["status"])
         status = None if s is None else _STATUS_SYNONYMS.get(s.strip().lower())
         if s is not None and status is None:
-            raise chk.fail(where + ".status", f"is not a document status; got {s[:40]!r}",
+            raise chk.fail(where_of["status"], f"is not a document status; got {s[:40]!r}",
                            hint="active, deprecated, superseded or retired")
     dep = flat.get("deprecated")
-    if status is None and dep is not None and chk.boolean(dep, where + ".deprecated"):
+    if status is None and dep is not None and chk.boolean(dep, where_of["deprecated"]):
         status = "deprecated"
     version = flat.get("version", flat.get("doc_version"))
+    item_id = chk.string(flat.get("id"), where_of["id"], ids=True)
+    derived = False
+    if item_id is None:
+        text = flat.get("text") if (dm or {}).get("text") else next(
+            (flat[k] for k in _TEXT_KEYS if flat.get(k) not in (None, "")), None)
+        if text is None:
+            raise chk.fail(where_of["id"], "is missing",
+                           hint="a document needs an id or its text (content); a field map can name "
+                                "where the id is (document: {id: metadata.chunk_id})")
+        from ...data.shapes import text_id
+
+        item_id, derived = text_id(str(chk.string(text, where_of["text"], required=True))), True
     return {
-        "item_id": chk.string(flat.get("id"), where + ".id", required=True, ids=True),
-        "doc_id": chk.string(flat.get("doc_id"), where + ".doc_id", ids=True),
+        "item_id": item_id,
+        "doc_id": chk.string(flat.get("doc_id"), where_of["doc_id"], ids=True),
         "doc_version": chk.string(version if not isinstance(version, int) or isinstance(version, bool)
-                                  else str(version), where + ".version"),
-        "score": chk.number(score, where + ".score", strings=True),
+                                  else str(version), where_of["version"]),
+        "score": chk.number(score, where_of["score"], strings=True),
         "status": status,
-        "source": chk.string(flat.get("source"), where + ".source"),
-        "tenant": chk.string(flat.get("tenant"), where + ".tenant"),
+        "source": chk.string(flat.get("source"), where_of["source"]),
+        "tenant": chk.string(flat.get("tenant"), where_of["tenant"]),
+        "derived": derived,
     }
 
 
@@ -186,6 +220,9 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
     aborts = options.get("abort_error_types", ABORT_ERROR_TYPES)
     ordered = [root] + [s for s in trace if s is not root]
 
+    fm = options.get("field_map") or {}
+    user = fm.get("request") or {}
+
     def attr(*keys: str) -> Any:
         for s in ordered:
             for k in keys:
@@ -196,7 +233,9 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
                 return root.resource[k], chk
         return None, chk
 
-    def get(kind: str, *keys: str, **kw: Any) -> Any:
+    def get(kind: str, *keys: str, field: str | None = None, **kw: Any) -> Any:
+        if field is not None and user.get(field):  # the field map names the attribute: it comes first
+            keys = (user[field], *keys)
         v, c = attr(*keys)
         fn = getattr(c, kind)
         return fn(v, keys[0], **kw)
@@ -212,31 +251,34 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
     llms = [s for s in trace if kind_of(s) == "LLM" or op(s) in _LLM_OPS]
 
     items: list[dict[str, Any]] = []
+    dm = fm.get("document")
 
     def take(spans: list[Span], prefixes: tuple[str, ...], stage: str) -> bool:
         got = False
         for s in spans:
             c = Check(s.path, s.line)
             for p in prefixes:
-                docs = documents(s.attrs, p, c)
+                docs = documents(s.attrs, p, c, dm)
                 if docs is not None:
                     items.extend(dict(d, stage=stage) for d in docs)
                     got = True
                     break
         return got
 
-    if not take(retrievers, ("gen_ai.retrieval.documents", "retrieval.documents"), "candidate"):
+    if not take(retrievers, (*fm.get("documents", ()), "gen_ai.retrieval.documents", "retrieval.documents"),
+                "candidate"):
         take(rerankers, ("reranker.input_documents",), "candidate")
     take(rerankers, ("reranker.output_documents",), "reranked")
     take(ordered, ("rankgate.packed.documents",), "packed")
 
     req: dict[str, Any] = {"source_file": root.path, "source_line": root.line, "ts": root.start_us}
-    rid, c = attr("rankgate.request_id")
-    req["request_id"] = c.string(rid, "rankgate.request_id", ids=True) or root.trace_id
+    req["request_id"] = get("string", "rankgate.request_id", field="request_id", ids=True) or root.trace_id
     req["trace_id"] = root.trace_id
     q = None
+    qkeys = (*fm.get("query", ()), *((user["query_text"],) if user.get("query_text") else ()),
+             "gen_ai.retrieval.query.text", "input.value", "reranker.query")
     for s in retrievers + rerankers:
-        q = s.attrs.get("gen_ai.retrieval.query.text") or s.attrs.get("input.value") or s.attrs.get("reranker.query")
+        q = next((s.attrs[k] for k in qkeys if s.attrs.get(k)), None)
         if q is not None:
             c = Check(s.path, s.line)
             break
@@ -247,31 +289,36 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
         except json.JSONDecodeError:
             pass
     req["query_text"] = chk.string(q, "gen_ai.retrieval.query.text")
-    req["data_source"] = get("string", "gen_ai.data_source.id")
-    req["top_k"] = get("integer", "gen_ai.retrieval.top_k", "gen_ai.request.top_k", "reranker.top_k",
+    req["data_source"] = get("string", "gen_ai.data_source.id", field="data_source")
+    req["top_k"] = get("integer", "gen_ai.retrieval.top_k", "gen_ai.request.top_k", "reranker.top_k", field="top_k",
                        low=1, high=2**31 - 1, strings=True)
-    req["tenant"] = get("string", "rankgate.tenant", "tenant.id")
-    req["surface"] = get("string", "rankgate.surface")
-    req["session"] = get("string", "session.id", "gen_ai.conversation.id", "rankgate.session", ids=True)
+    req["tenant"] = get("string", "rankgate.tenant", "tenant.id", field="tenant")
+    req["surface"] = get("string", "rankgate.surface", field="surface")
+    req["session"] = get("string", "session.id", "gen_ai.conversation.id", "rankgate.session", field="session", ids=True)
     for k in ("index_version", "corpus_version", "rewritten_query"):
-        req[k] = get("string", "rankgate." + k)
-    req["fallback"] = get("boolean", "rankgate.fallback")
-    req["soft_deadline_ms"] = get("number", "rankgate.soft_deadline_ms", nonneg=True, strings=True)
-    req["retry_attempts"] = get("integer", "rankgate.retry.attempts", "http.request.resend_count",
+        req[k] = get("string", "rankgate." + k, field=k)
+    req["fallback"] = get("boolean", "rankgate.fallback", field="fallback")
+    req["soft_deadline_ms"] = get("number", "rankgate.soft_deadline_ms", field="soft_deadline_ms", nonneg=True, strings=True)
+    req["retry_attempts"] = get("integer", "rankgate.retry.attempts", "http.request.resend_count", field="retry_attempts",
                                 high=2**31 - 1, strings=True)
-    req["retry_reason"] = get("string", "rankgate.retry.reason")
-    req["privacy_mode"] = get("string", "rankgate.privacy.mode")
+    req["retry_reason"] = get("string", "rankgate.retry.reason", field="retry_reason")
+    req["privacy_mode"] = get("string", "rankgate.privacy.mode", field="privacy_mode")
     for k in ("sensitive_tokens", "leaked_tokens", "secure_fields", "bypassed"):
-        req[k] = get("integer", "rankgate.privacy." + k, strings=True)
-    req["blocked"] = get("boolean", "rankgate.privacy.blocked")
-    http = root.attrs.get("http.response.status_code", root.attrs.get("http.status_code"))
+        req[k] = get("integer", "rankgate.privacy." + k, field=k, strings=True)
+    req["blocked"] = get("boolean", "rankgate.privacy.blocked", field="blocked")
+    http_keys = ((user["http_status"],) if user.get("http_status") else ()) + ("http.response.status_code",
+                                                                                 "http.status_code")
+    http = next((root.attrs[k] for k in http_keys if root.attrs.get(k) is not None), None)
+    hc = chk
     if http is None:
-        http, c = attr("http.response.status_code", "http.status_code")
-    req["http_status"] = chk.integer(http, "http.response.status_code", low=100, high=599, strings=True)
-    et = root.attrs.get("error.type")
+        http, hc = attr(*http_keys)
+    req["http_status"] = hc.integer(http, http_keys[0], low=100, high=599, strings=True)
+    et_keys = ((user["error_type"],) if user.get("error_type") else ()) + ("error.type",)
+    et = next((root.attrs[k] for k in et_keys if root.attrs.get(k) is not None), None)
+    ec = chk
     if et is None:
-        et, c = attr("error.type")
-    req["error_type"] = chk.string(et, "error.type")
+        et, ec = attr(*et_keys)
+    req["error_type"] = ec.string(et, et_keys[0])
     errors = [s for s in trace if s.status == "ERROR"]
     req["status"] = "error" if (errors or (req["http_status"] or 0) >= 500 or req["error_type"]) else "ok"
     msgs = [m.strip().lower() for m in [req["error_type"], *(s.status_message for s in errors)] if m]
@@ -286,14 +333,16 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
         req[stage + "_ms"] = timing[stage]
 
     citations: list[dict[str, Any]] = []
-    raw, c = attr("rankgate.citations")
+    ckey = user.get("citations") or "rankgate.citations"
+    raw, c = attr(ckey)
     if raw is not None:
-        raw = _json_value(c, raw, "rankgate.citations")
-        citations.extend(c.citations(raw, "rankgate.citations", "a JSON list"))
+        raw = _json_value(c, raw, ckey)
+        citations.extend(c.citations(raw, ckey, "a JSON list"))
     feedback: list[dict[str, Any]] = []
+    fb_names = {n.lower() for n in fm.get("feedback_names", ("feedback", "rankgate.feedback"))}
     for s in ordered:
         for name, ev in s.events:
-            if name not in ("feedback", "rankgate.feedback"):
+            if name.lower() not in fb_names:
                 continue
             c = Check(s.path, s.line)
             value, negative = c.feedback(ev.get("value"), "feedback.value", **_fb_opts(options))
@@ -301,6 +350,9 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
             feedback.append({"value": value, "negative": negative if explicit is None else explicit,
                              "reason": c.string(ev.get("reason"), "feedback.reason")})
     builder.add(req, items, citations, feedback)
+    derived = sum(1 for it in items if it.get("derived"))
+    if derived:
+        builder.reading["derived_item_ids"] += derived
 
 
 def _fb_opts(options: dict[str, Any]) -> dict[str, Any]:
@@ -312,10 +364,33 @@ def _fb_opts(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def assemble_all(spans: list[Span], builder: Builder, options: dict[str, Any]) -> None:
-    """Group spans by trace id (in order of first appearance) and assemble each trace."""
+def _content(s: Span) -> tuple[Any, ...]:
+    """What a span says, without where it was read."""
+    return (s.trace_id, s.span_id, s.parent_id, s.name, s.kind, s.start_us, s.end_us, s.status, s.status_message,
+            s.attrs, s.events, s.resource)
+
+
+def assemble_all(spans: list[Span], builder: Builder, options: dict[str, Any], id_field: str = "spanId") -> None:
+    """Group spans by trace id (in order of first appearance) and assemble each trace.
+
+    A span delivered twice (the same trace and span id with the same content: collectors deliver at
+    least once, hourly exports overlap) is read once and counted in ``builder.reading``; the same ids
+    with different content are an error naming both places (in skip mode the second is skipped)."""
     traces: dict[str, list[Span]] = {}
+    seen: dict[tuple[str, str], Span] = {}
     for s in spans:
+        key = (s.trace_id, s.span_id)
+        first = seen.get(key)
+        if first is not None:
+            if _content(first) == _content(s):
+                builder.reading["duplicate_spans"] += 1
+            else:
+                builder.reject(InputError(
+                    f"span {s.span_id!r} of trace {s.trace_id!r} is already at {first.path}:{first.line} "
+                    "with different content", path=s.path, line=s.line, field=id_field,
+                    hint="two different spans cannot share an id; a span delivered twice must be identical"))
+            continue
+        seen[key] = s
         traces.setdefault(s.trace_id, []).append(s)
     for trace in traces.values():
         builder.guard(partial(assemble, trace, builder, options))

@@ -1,0 +1,175 @@
+"""Binary OTLP: protobuf-encoded ``ExportTraceServiceRequest`` messages, recognised by content.
+
+Two layouts are read:
+
+* **one message**: the whole file is one serialized request (an OTLP/HTTP ``application/x-protobuf``
+  body, or ``TracesData``, which has the same encoding);
+* **length-prefixed messages**: the OpenTelemetry Collector's ``file`` exporter with ``format: proto``
+  writes each message after its length as a 4-byte big-endian unsigned integer.
+
+gzip is decompressed (:mod:`rankgate.data.source`); the collector's ``compression: zstd`` is not
+read (decompress with ``zstd -d`` first). The framing is checked before anything is parsed: a length
+beyond what the file holds, or beyond :data:`MAX_MESSAGE_BYTES`, is an error naming the message, not
+an allocation. Messages are parsed with ``opentelemetry-proto`` (the ``otlp`` extra: ``pip install
+'rankgate[otlp]'``), imported only when such a file is read, and handed to the OTLP/JSON reader in
+protobuf's JSON mapping (ids in base64, int64 as text), so both encodings give the same requests. In
+messages, the "line" of an error is the message's number (1 for a one-message file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ...errors import InputError
+from ..build import Builder
+
+__all__ = ["MAX_MESSAGE_BYTES", "is_otlp_proto", "proto_messages"]
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one message; the collector's own receivers default to less
+_PREFIX = 4
+_RESOURCE_SPANS_TAG = 0x0A  # field 1 (resource_spans), length-delimited
+_RESOURCE_SPANS_FIELDS = (0x0A, 0x12, 0x1A)  # resource, scope_spans, schema_url: length-delimited
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
+    value = shift = 0
+    while pos < len(buf) and shift < 64:
+        b = buf[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+    return None
+
+
+def _starts_request(buf: bytes, total: int) -> bool:
+    """``buf`` (the first bytes of a message of ``total`` bytes) opens an ExportTraceServiceRequest:
+    a resource_spans field whose length fits, holding a known field whose length fits in turn."""
+    if not buf or buf[0] != _RESOURCE_SPANS_TAG:
+        return False
+    got = _varint(buf, 1)
+    if got is None:
+        return False
+    n, pos = got
+    if n == 0:
+        return pos <= total
+    if pos + n > total or pos >= len(buf) or buf[pos] not in _RESOURCE_SPANS_FIELDS:
+        return False
+    inner = _varint(buf, pos + 1)
+    return inner is not None and inner[1] + inner[0] <= pos + n
+
+
+def _layout(head: bytes, size: int | None) -> str | None:
+    """``"framed"``, ``"single"`` or None (not binary OTLP) from the first bytes of the content."""
+    if head[:1] in (b"{", b"[", b" ", b"\t", b"\r") or head[:3] == b"\xef\xbb\xbf" or head[:4] == b"PAR1":
+        return None  # JSON, a byte-order mark, Parquet
+    if len(head) > _PREFIX and head[0] != _RESOURCE_SPANS_TAG:
+        n = int.from_bytes(head[:_PREFIX], "big")
+        if 0 < n and _starts_request(head[_PREFIX:], n):
+            return "framed"
+    if _starts_request(head, size if size is not None else len(head)):
+        return "single"
+    return None
+
+
+def _head(path: str) -> tuple[bytes, int]:
+    """The first 64 KiB of the (decompressed) content, and its size when that is all (else a bound
+    no message length reaches)."""
+    from ...data.source import open_binary
+
+    with open_binary(path) as fh:
+        head = fh.read(1 << 16)
+        more = fh.read(1)
+    return head, (1 << 62) if more else len(head)
+
+
+def is_otlp_proto(path: str) -> bool:
+    """Whether the (decompressed) content is binary OTLP in one of the two layouts. Text never is:
+    JSON starts with ``{``, ``[`` or whitespace, and a leading newline is not followed by a valid
+    message header."""
+    return _layout(*_head(path)) is not None
+
+
+def _read_exact(fh: Any, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        b = fh.read(min(left, 1 << 20))
+        if not b:
+            break
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
+
+
+def _raw_messages(path: str, label: str, builder: Builder) -> Iterator[tuple[int, bytes]]:
+    """The messages' bytes. A framing error ends the file: an error, or in skip mode one counted skip."""
+    from ...data.source import open_binary
+
+    layout = _layout(*_head(path))
+    with open_binary(path) as fh:
+        if layout == "single":
+            body = fh.read(MAX_MESSAGE_BYTES + 1)
+            if len(body) > MAX_MESSAGE_BYTES:
+                raise InputError(f"is one OTLP protobuf message larger than {MAX_MESSAGE_BYTES >> 20} MiB",
+                                 path=label, line=1, hint="split the export, or use the collector's file "
+                                                          "exporter, which writes one message per batch")
+            yield 1, body
+            return
+        n = 0
+        while True:
+            prefix = fh.read(_PREFIX)
+            if not prefix:
+                return
+            n += 1
+            if len(prefix) < _PREFIX:
+                builder.reject(InputError(f"ends inside the length of message {n} ({len(prefix)} of 4 bytes)", path=label,
+                                 line=n, hint="the file was cut short; copy or export it again"))
+                return
+            size_n = int.from_bytes(prefix, "big")
+            if size_n > MAX_MESSAGE_BYTES:
+                builder.reject(InputError(f"message {n} declares {size_n:,} bytes, over the cap of "
+                                 f"{MAX_MESSAGE_BYTES >> 20} MiB per message", path=label, line=n,
+                                 hint="this is not a collector proto file, or it is damaged"))
+                return
+            body = _read_exact(fh, size_n)
+            if len(body) < size_n:
+                builder.reject(InputError(f"message {n} declares {size_n:,} bytes but only {len(body):,} remain",
+                                          path=label, line=n, hint="the file was cut short; copy or export it again"))
+                return
+            yield n, body
+
+
+def _parser() -> Any:
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    except ImportError:
+        return None
+    return ExportTraceServiceRequest, MessageToDict, DecodeError
+
+
+def proto_messages(path: str, label: str, builder: Builder) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(message number, the request in protobuf's JSON mapping) of each message of a binary OTLP file;
+    a message that does not parse is an error (in skip mode, counted and skipped). The framing is
+    checked before the parser is imported."""
+    parser = None
+    for n, body in _raw_messages(path, label, builder):
+        if parser is None:
+            parser = _parser()
+            if parser is None:
+                raise InputError("is binary OTLP (protobuf), which needs the opentelemetry-proto package",
+                                 path=label, hint="pip install 'rankgate[otlp]', or export OTLP/JSON")
+        request, to_dict, decode_error = parser
+        msg = request()
+        try:
+            msg.ParseFromString(body)
+            obj = to_dict(msg)
+        except (decode_error, RecursionError, ValueError) as exc:
+            builder.reject(InputError(f"message {n} is not a valid OTLP protobuf ExportTraceServiceRequest "
+                                      f"({str(exc)[:80]})", path=label, line=n,
+                                      hint="the file is damaged or not binary OTLP traces"))
+            continue
+        yield n, obj
