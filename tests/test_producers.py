@@ -1,8 +1,8 @@
 """Files written by the real producers (RAGAS 0.4.3, DeepEval 4.3.1, LlamaIndex 0.14), read through
 rankgate: per query, rankgate's numbers equal the numbers the libraries computed themselves.
 
-The files and the libraries' own numbers (``expected.json``, with the library versions) were made
-once by ``tests/data/producers/generate.py``; the libraries are not test dependencies. Which rankgate
+The files and the libraries' own numbers (``rag_datasets.expected.json``, with the library versions) were made
+once by ``tests/data/producers/make_rag_datasets.py``; the libraries are not test dependencies. Which rankgate
 spec reproduces which of their metrics is taken from :data:`rankgate.metrics.compat.COMPAT`, the
 table ``rankgate metrics --compat`` prints, so the table itself is what is tested.
 """
@@ -27,7 +27,7 @@ from rankgate.metrics import parse_metric
 from rankgate.metrics.compat import compat_rows
 
 DATA = Path(__file__).parent / "data" / "producers"
-EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
+EXPECTED = json.loads((DATA / "rag_datasets.expected.json").read_text(encoding="utf-8"))
 TOP_K = EXPECTED["top_k"]
 
 

@@ -9,11 +9,11 @@ dependencies)::
 
 (rapidfuzz: RAGAS's non-LLM string metrics; langchain-community < 0.4: RAGAS 0.4.3 imports a module
 that 0.4 removed.) Running it again rewrites the same files.
-    DEEPEVAL_TELEMETRY_OPT_OUT=YES /tmp/producers/bin/python tests/data/producers/generate.py
+    DEEPEVAL_TELEMETRY_OPT_OUT=YES /tmp/producers/bin/python tests/data/producers/make_rag_datasets.py
 
 Nothing here calls an LLM or the network: BM25 and MockEmbedding retrieve, and only the producers'
 non-LLM metrics are computed. Every file is written by the library's own save/export call; the
-libraries' own numbers (and what DeepEval reads back from its files) go to ``expected.json`` with
+libraries' own numbers (and what DeepEval reads back from its files) go to ``rag_datasets.expected.json`` with
 the library versions. The tests read these files through rankgate and compare, per query.
 """
 
@@ -252,7 +252,7 @@ def main() -> None:
     expected.update(ragas_files(runs))
     expected.update(deepeval_files(runs))
     expected.update(llamaindex_files())
-    with open(os.path.join(HERE, "expected.json"), "w", encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "rag_datasets.expected.json"), "w", encoding="utf-8") as fh:
         json.dump(expected, fh, indent=1, ensure_ascii=False, sort_keys=True)
         fh.write("\n")
     shutil.rmtree(os.path.join(HERE, "__pycache__"), ignore_errors=True)
