@@ -222,7 +222,9 @@ def _pandas_rows(path: str) -> list[tuple[int, Any]] | None:
         whole = json.loads(text) if text.startswith("{") and "\n" not in text else None
     except (InputError, ValueError, RecursionError, OSError):
         return None
-    rows = _pandas_columns(whole) if isinstance(whole, dict) else None
+    if not isinstance(whole, dict) or summary_error(whole, path, "run") is not None:  # (a summary.json says so)
+        return None
+    rows = _pandas_columns(whole)
     return None if rows is None else list(enumerate(rows, start=1))
 
 
