@@ -123,6 +123,10 @@ class Runner:
                 METRICS,
                 "--out",
                 str(out_dir),
+                # trec_eval's rule in every format: the formats (and the peers) are checked to agree, and
+                # a JSONL or Parquet file would otherwise keep its own order among tied scores
+                "--ties",
+                "id",
                 *self.rankgate_args,
             ]
             try:

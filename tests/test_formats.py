@@ -422,7 +422,11 @@ def test_every_command_reads_the_new_formats(tmp_path, capsys):
     cfg.write_text("gates:\n  - {name: mrr, metric: mrr, threshold: 0.9}\n")
     argv = ["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(run), "--columns", cols]
     assert main([*argv, "--ties", "input"]) == 0  # d1 first as given: mrr 1
-    assert main(argv) == 1  # d2 first (id descending): mrr 0.5
+    assert main(argv) == 0  # the default for a CSV: its rows' order
+    assert main([*argv, "--ties", "id"]) == 1  # d2 first (id descending): mrr 0.5
+    cfg.write_text("evaluate: {ties: id}\ngates:\n  - {name: mrr, metric: mrr, threshold: 0.9}\n")
+    assert main(argv) == 1  # the ship criteria's rule
+    assert main([*argv, "--ties", "input"]) == 0  # the option overrides it
     capsys.readouterr()
 
 

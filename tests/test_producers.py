@@ -123,13 +123,17 @@ def test_llamaindex_cli_metrics_csv_equals_retriever_evaluator(tmp_path):
 
 def test_llamaindex_mock_embedding_ties_in_the_producers_order():
     """MockEmbedding: every score is equal, so only the retriever's order (its ``rank`` field)
-    ranks the items. Compared in the input order (``ties="input"``): rankgate's numbers are
-    LlamaIndex's. (Which rule applies by default to such a file is the tie rule's own concern.)"""
+    ranks the items: by default (the producer's order) and with ``ties="input"`` rankgate's numbers
+    are LlamaIndex's; trec_eval's rule (``ties="id"``) orders them otherwise."""
     gold, run = DATA / "llamaindex_qa.json", DATA / "llamaindex_mock_ties_run.jsonl"
     lines = [json.loads(line) for line in run.read_text(encoding="utf-8").splitlines()]
     assert len({it["score"] for line in lines for it in line["topk"]}) == 1  # every score ties
-    result = rankgate.evaluate(gold, run, compat_metrics("llamaindex", 4), ties="input")
-    assert check(result, EXPECTED["llamaindex_mock_ties_run"], "llamaindex", 4, tol=1e-15) == 36
+    case = EXPECTED["llamaindex_mock_ties_run"]
+    for ties in (None, "input"):
+        result = rankgate.evaluate(gold, run, compat_metrics("llamaindex", 4), **({"ties": ties} if ties else {}))
+        assert check(result, case, "llamaindex", 4, tol=1e-15) == 36
+    by_id = rankgate.evaluate(gold, run, ["mrr@4"], ties="id")
+    assert by_id["mrr@4"].tolist() != [s["mrr"] for s in case["scores"]]
 
 
 # -- DeepEval ------------------------------------------------------------------------------------

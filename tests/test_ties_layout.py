@@ -28,11 +28,17 @@ GOLD = [{"query_id": "q1", "relevant": ["a"]}]
 
 
 def test_input_ties_keep_the_retrievers_order_and_id_ties_are_trec_eval():
-    by_id = rankgate.evaluate(GOLD, TIED_RUN, "mrr")
+    by_id = rankgate.evaluate(GOLD, TIED_RUN, "mrr", ties="id")
     by_input = rankgate.evaluate(GOLD, TIED_RUN, "mrr", ties="input")
     assert by_id["mrr"].tolist() == [1 / 3]  # c, b, a: id descending
     assert by_input["mrr"].tolist() == [1.0]  # a, c, b as given
     assert by_id.info["ties"] == "id" and by_input.info["ties"] == "input"
+    default = rankgate.evaluate(GOLD, TIED_RUN, "mrr")  # records: the producer gave an order
+    assert default["mrr"].tolist() == [1.0] and default.info["ties"] == "input" and default.info["ties_differ"] == 1
+    # {query: {doc: score}} (pytrec_eval's shape) and trec=True keep trec_eval's rule
+    scores = {"q1": {"a": 1.0, "c": 1.0, "b": 1.0, "z": 0.5}}
+    assert rankgate.evaluate(GOLD, scores, "mrr").info["ties"] == "id"
+    assert rankgate.evaluate(GOLD, TIED_RUN, "mrr", trec=True).info["ties"] == "id"
     with pytest.raises(UsageError, match="ties must be one of: id, input"):
         rankgate.evaluate(GOLD, TIED_RUN, "mrr", ties="score")
 
@@ -79,12 +85,16 @@ def test_cli_ties_recorded_in_summary_and_report(tmp_path, capsys):
                  "--ties", "input"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["options"]["ties"] == "input" and summary["metrics"]["mrr"]["mean"] == 1.0
-    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--resamples", "0", "--json"]) == 0
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--resamples", "0", "--json",
+                 "--ties", "id"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["options"]["ties"] == "id" and summary["metrics"]["mrr"]["mean"] == pytest.approx(1 / 3)
     html = tmp_path / "r.html"
-    assert main(["report", "--gold", str(gold), "--run", str(run), "--resamples", "0", "--ties", "input", "-o", str(html)]) == 0
-    assert "kept in input order (--ties input)" in html.read_text()
+    assert main(["report", "--gold", str(gold), "--run", str(run), "--resamples", "0", "-o", str(html)]) == 0
+    assert "the file&#x27;s order; 1 query with tied scores or explicit ranks would be ordered differently by --ties id" \
+        in html.read_text()
+    assert main(["report", "--gold", str(gold), "--run", str(run), "--resamples", "0", "--ties", "id", "-o", str(html)]) == 0
+    assert "score, then id descending (trec_eval&#x27;s rule); 1 query" in html.read_text()
 
 
 def test_gate_config_evaluate_ties(tmp_path):
@@ -194,10 +204,10 @@ def test_sweep_takes_the_same_input_options(tmp_path, capsys):
     run.write_text("qid,doc,s\nq1,a,1.0\nq1,b,1.0\n")
     argv = ["evaluate", "--gold", str(gold), "--run", str(run), "--columns", "query_id=qid,chunk_id=doc,score=s,grade=rel",
             "-m", "mrr", "--resamples", "0", "--json", "--sweep", "mrr", "--ks", "1,2"]
-    assert main([*argv, "--ties", "input"]) == 0
+    assert main([*argv, "--ties", "id"]) == 0
     sweep = json.loads(capsys.readouterr().out)["sweep"]
     assert main(argv) == 0
-    assert json.loads(capsys.readouterr().out)["sweep"] != sweep  # a first, or b first (id descending)
+    assert json.loads(capsys.readouterr().out)["sweep"] != sweep  # b first (id descending), or a first (row order)
 
 
 def test_input_ties_follow_a_jsonl_rank_given_beside_scores(tmp_path):
@@ -208,9 +218,10 @@ def test_input_ties_follow_a_jsonl_rank_given_beside_scores(tmp_path):
                                           {"chunk_id": "z", "score": 2.0, "rank": 4}]}]
     path = tmp_path / "run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in ranked))
-    by_input = rankgate.evaluate(GOLD, str(path), "mrr", ties="input")
-    assert by_input["mrr"].tolist() == [0.5]  # z (higher score), then a (rank 1) among the ties
-    assert rankgate.evaluate(GOLD, str(path), "mrr")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
+    by_input = rankgate.evaluate(GOLD, str(path), "mrr")
+    assert by_input["mrr"].tolist() == [1.0]  # a rank on every item: the ranks alone (a, c, b, z)
+    assert by_input.info["rank_vs_score"] == 1  # z (score 2.0) is ranked below scores of 1.0
+    assert rankgate.evaluate(GOLD, str(path), "mrr", ties="id")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
     # The columnar reader (large files) keeps the ranks the same way.
     from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
     from rankgate.data.jsonl_fast import read_run_fast
@@ -220,13 +231,17 @@ def test_input_ties_follow_a_jsonl_rank_given_beside_scores(tmp_path):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from([0.0, 1.0]), st.integers(1, 5)), min_size=1, max_size=12))
-def test_input_ties_with_ranks_are_score_then_rank_then_record(rows):
-    score = np.array([r[0] for r in rows])
-    order = np.array([r[1] for r in rows], dtype=np.float64)
-    perm = rank_rows(np.zeros(len(rows), np.int64), pa.array([str(i) for i in range(len(rows))]), score, order,
-                     ties="input")
-    assert perm.tolist() == sorted(range(len(rows)), key=lambda i: (-score[i], order[i], i))
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0.0, 1.0]), st.one_of(st.none(), st.integers(1, 5))),
+                min_size=1, max_size=16))
+def test_input_rule_ranks_alone_when_every_item_has_one(rows):
+    """A query whose items all have a rank: by rank (then record); any other: score, then record."""
+    query = np.array([r[0] for r in rows], np.int64)
+    score = np.array([r[1] for r in rows])
+    order = np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=np.float64)
+    perm = rank_rows(query, pa.array([str(i) for i in range(len(rows))]), score, order, ties="input")
+    full = {q: all(r[2] is not None for r in rows if r[0] == q) for q in set(query.tolist())}
+    want = sorted(range(len(rows)), key=lambda i: (query[i], (order[i], i) if full[query[i]] else (-score[i], i)))
+    assert perm.tolist() == want
 
 
 @pytest.mark.parametrize("kind", ["csv", "parquet"])
@@ -240,8 +255,8 @@ def test_input_ties_follow_a_table_rank_column_beside_scores(tmp_path, kind):
 
         pq.write_table(pa.table({"query_id": [r[0] for r in rows], "chunk_id": [r[1] for r in rows],
                                  "score": [r[2] for r in rows], "rank": [r[3] for r in rows]}), path)
-    assert rankgate.evaluate(GOLD, str(path), "mrr", ties="input")["mrr"].tolist() == [0.5]  # z, then a (rank 1)
-    assert rankgate.evaluate(GOLD, str(path), "mrr")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
+    assert rankgate.evaluate(GOLD, str(path), "mrr")["mrr"].tolist() == [1.0]  # the ranks alone: a, c, b, z
+    assert rankgate.evaluate(GOLD, str(path), "mrr", ties="id")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
     if kind == "csv":  # pyarrow's reader and the line-by-line one keep the same ranks
         from rankgate.data.csvtable import read_csv_fast, read_table_run
         from rankgate.data.records import read_records

@@ -275,10 +275,11 @@ def packed_k(answers: Answers) -> int:
 
 
 def evaluate_answers(gold: Gold, answers: Answers, metrics: Sequence[str] = DEFAULT_ANSWER_METRICS, *,
-                     judgements: Mapping[str, AnswerLabels]) -> EvaluationResult:
+                     judgements: Mapping[str, AnswerLabels], ties: str | None = None) -> EvaluationResult:
     """Answer metrics (from ``judgements``, one :class:`AnswerLabels` per answered query) and the
     retrieval verdict (``hit@k``, ``recall@k`` against the gold set, k = the longest packed context)
-    for the gold queries that have an answer, in gold order."""
+    for the gold queries that have an answer, in gold order. ``ties``: the ranking rule (as in
+    :func:`rankgate.evaluate`); packed contexts carry no scores, so both rules keep the packed order."""
     from .engine import evaluate
     from .metrics import parse_metrics
     from .metrics.context import EvalContext
@@ -293,7 +294,7 @@ def evaluate_answers(gold: Gold, answers: Answers, metrics: Sequence[str] = DEFA
     if missing:
         raise UsageError(f"no judge labels for query {missing[0]!r} ({len(missing)} in all)")
     k = packed_k(answers)
-    retrieval = evaluate(gold, _answer_run(answers), [f"hit@{k}", f"recall@{k}"], dedupe="first")
+    retrieval = evaluate(gold, _answer_run(answers), [f"hit@{k}", f"recall@{k}"], dedupe="first", ties=ties)
     answered = {r.query_id for r in answers.records}
     retrieval = retrieval.subset(np.array([q in answered for q in retrieval.query_ids], dtype=bool))
     qids = retrieval.query_ids

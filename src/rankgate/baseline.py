@@ -40,7 +40,7 @@ from .segments import display_field
 
 T = TypeVar("T")
 
-__all__ = ["BaselineSummary", "PerQuery", "Stat", "gold_sha256_of", "hash_query_id", "is_summary_file",
+__all__ = ["BaselineSummary", "PerQuery", "Stat", "gold_sha256_of", "hash_query_id", "is_summary_file", "ties_of",
            "load_baseline_summary", "per_query_dict", "summary_or_run"]
 
 ID_HASH = "sha256/16"
@@ -59,6 +59,33 @@ class Stat:
 def hash_query_id(query_id: str) -> str:
     """The first 16 hex digits of the sha256 of a query id (UTF-8): how summaries name queries."""
     return hashlib.sha256(query_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def ties_of(result: Any) -> str | None:
+    """The ranking rule an evaluation result (or baseline summary) was scored by, when recorded."""
+    if isinstance(result, BaselineSummary):
+        return result.ties
+    info = getattr(result, "info", None)
+    rule = info.get("ties") if isinstance(info, Mapping) else None
+    return rule if isinstance(rule, str) else None
+
+
+def _ties_of(data: Mapping[str, Any], source: str) -> str | None:
+    """``options.ties`` of a summary.json, or ``tie_rules.candidate`` of a gate outcome; None when the
+    file predates the record (such baselines stay readable: nothing is compared then)."""
+    from .data.ranking import TIES
+
+    options, rules = data.get("options"), data.get("tie_rules")
+    if isinstance(options, Mapping) and "ties" in options:
+        rule, where = options["ties"], "options.ties"
+    elif isinstance(rules, Mapping) and rules.get("candidate") is not None:
+        rule, where = rules["candidate"], "tie_rules.candidate"
+    else:
+        return None
+    if rule not in TIES:
+        raise InputError(f"must be one of: {', '.join(TIES)}; got {_short(rule)}", path=source, field=where,
+                         hint="was the file edited by hand? write it with rankgate evaluate --out or gate --json")
+    return str(rule)
 
 
 def gold_sha256_of(result: Any) -> str | None:
@@ -187,6 +214,7 @@ class BaselineSummary:
     source: str = "<baseline summary>"
     per_query: PerQuery | None = None
     gold_sha256: str | None = None  # the gold file it was scored on (inputs.gold.sha256 or per_query's)
+    ties: str | None = None  # the ranking rule it was scored by (options.ties); None in summaries that predate it
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<baseline summary>") -> BaselineSummary:
@@ -244,7 +272,8 @@ class BaselineSummary:
         sha = gold.get("sha256") if isinstance(gold, Mapping) else None
         if sha is not None and not isinstance(sha, str):
             raise InputError(f"must be a string or null; got {_short(sha)}", path=source, field="inputs.gold.sha256")
-        return cls(metrics, segments, source, per_query, sha or (per_query.gold_sha256 if per_query else None))
+        return cls(metrics, segments, source, per_query, sha or (per_query.gold_sha256 if per_query else None),
+                   _ties_of(data, source))
 
     def lookup(self, metric: str, field_name: str | None = None, label: str | None = None) -> Stat | None:
         if field_name is None:

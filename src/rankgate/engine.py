@@ -24,14 +24,14 @@ import pyarrow as pa
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes_ordered, segment_duplicates
-from .data.ranking import Reorder, check_ties, rank_order
+from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ties, tie_effect
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext
 from .metrics.spec import MAX_K
 from .results import EvaluationResult
 
-__all__ = ["DEFAULT_K", "doc_mapper", "evaluate"]
+__all__ = ["DEFAULT_K", "doc_mapper", "evaluate", "ties_lines"]
 
 DEFAULT_K = 5
 FULL_DEPTH_ROWS = 2_000_000  # runs up to this many rows are never cut at the deepest cutoff
@@ -54,7 +54,7 @@ def evaluate(
     dedupe: str = "error",
     gold_format: str | None = None,
     run_format: str | None = None,
-    ties: str = "id",
+    ties: str | None = None,
     columns: Mapping[str, str] | None = None,
 ) -> EvaluationResult:
     """Score ``run`` against ``gold`` and return per-query values and means.
@@ -75,8 +75,12 @@ def evaluate(
             ``"first"`` (keep its best-ranked occurrence; the count dropped is in ``info``).
         gold_format, run_format: force a format (see :data:`rankgate.data.GOLD_FORMATS`); detected
             from the file otherwise.
-        ties: how equal scores are ordered: ``"id"`` (trec_eval: id descending) or ``"input"`` (the
-            order of the input records, a stable sort); see :mod:`rankgate.data.ranking`.
+        ties: the ranking rule: ``"id"`` (trec_eval's: score descending, equal scores by id
+            descending) or ``"input"`` (the producer's order: explicit ranks when every item of a query
+            has one, else score descending with equal scores in list or row order). Default (None):
+            ``"id"`` for TREC runs, score dicts and ``trec=True``, ``"input"`` for every other format;
+            see :mod:`rankgate.data.ranking`. ``info["ties"]`` is the rule used, ``info["ties_differ"]``
+            the number of evaluated queries the other rule would order differently up to the deepest cutoff.
         columns: for CSV/TSV files with a header, which column holds each field, e.g.
             ``{"query_id": "qid", "chunk_id": "doc", "score": "s"}``.
     """
@@ -87,7 +91,8 @@ def evaluate(
         raise UsageError(f"level must be 'chunk' or 'doc'; got {level!r}")
     if dedupe not in ("error", "first"):
         raise UsageError(f"dedupe must be 'error' or 'first'; got {dedupe!r}")
-    check_ties(ties)
+    if ties is not None:
+        check_ties(ties)
     if level == "doc" and doc_map is None and not (isinstance(doc_sep, str) and doc_sep):
         # An empty separator would make every chunk its own document: doc level would silently be chunk level.
         raise UsageError(f"doc_sep (--doc-sep) must be a non-empty string for level='doc'; got {doc_sep!r} "
@@ -230,6 +235,7 @@ class RankedRows:
     depth: int
     query_k: np.ndarray
     dropped_dupes: int
+    ties: TieEffect = TieEffect()  # what the other ranking rule would change
 
 
 def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignment:
@@ -264,8 +270,18 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
 
     # Most runs are already ranked, or only runs of tied scores move: then nothing is gathered and the
     # full permutation is built only if something asks for input rows (ids, texts, scores).
-    order = rank_order(r.r_query, run_docs, r.r_score, r.r_order, id_keys=codes if byte_ordered else None,
-                       ties=ties)
+    id_keys = codes if byte_ordered else None
+    order = rank_order(r.r_query, run_docs, r.r_score, r.r_order, id_keys=id_keys, ties=ties)
+    evaluated, eval_pos, run_to_gold = aligned.evaluated, aligned.eval_pos, aligned.run_to_gold
+    query_k = np.zeros(evaluated.size, dtype=np.int64)
+    kcol = g.field("k")
+    if any(v is not None for v in kcol):
+        query_k = np.array([kcol[i] or 0 for i in evaluated.tolist()], dtype=np.int64)
+    depth = _max_depth(metric_list, query_k, k)
+    # (before the codes are put in ranked order: the other rule ranks them from the input order)
+    counted = (run_to_gold >= 0) & (eval_pos[np.maximum(run_to_gold, 0)] >= 0)
+    effect = tie_effect(r.r_query, run_docs, r.r_score, r.r_order, order, ties, id_keys=id_keys, counted=counted,
+                        depth=None if depth >= NO_CUTOFF else depth)
     codes_sorted = order.apply(codes)
     if order.perm is None:  # grouped, so query codes ascend: counts from where each code starts
         counts = np.diff(np.searchsorted(r.r_query, np.arange(len(r.query_ids) + 1)))
@@ -295,12 +311,6 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
         run_off = np.concatenate(([0], np.cumsum(counts)))
     run_start = run_off[:-1]
 
-    evaluated, eval_pos, run_to_gold = aligned.evaluated, aligned.eval_pos, aligned.run_to_gold
-    query_k = np.zeros(evaluated.size, dtype=np.int64)
-    kcol = g.field("k")
-    if any(v is not None for v in kcol):
-        query_k = np.array([kcol[i] or 0 for i in evaluated.tolist()], dtype=np.int64)
-    depth = _max_depth(metric_list, query_k, k)
     if codes_sorted.size <= FULL_DEPTH_ROWS:
         # Small runs keep every row, so first-relevant ranks (shown when comparing runs) are exact.
         depth = int(NO_CUTOFF)
@@ -324,7 +334,7 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
         picked = np.repeat(seg_start - offsets[:-1], seg_len) + np.arange(total, dtype=np.int64)
         row_codes = codes_sorted[picked]
     return RankedRows(run_docs, gold_codes, order, codes.size, offsets, rank, row_codes, picked, depth, query_k,
-                      dropped_dupes)
+                      dropped_dupes, effect)
 
 
 def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *, k: int, trec: bool,
@@ -403,9 +413,10 @@ def score_all(ctx: EvalContext, metric_list: list[Metric]) -> tuple[dict[str, np
 
 def _evaluate_loaded(
     g: Gold, r: Run, metric_list: list[Metric], *, k: int, trec: bool, complete: bool, level: str,
-    doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str = "id",
+    doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str | None = None,
 ) -> EvaluationResult:
     _check_exp_gain(g, metric_list)
+    ties = resolve_ties(ties, r, trec=trec)
     aligned = align_queries(g, r, trec=trec, complete=complete)
     rows = ranked_rows(g, r, aligned, metric_list, k=k, level=level, doc_of=doc_of, dedupe=dedupe, ties=ties)
     ctx = judged_context(g, r, aligned, rows, k=k, trec=trec, doc_of=doc_of)
@@ -433,9 +444,12 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
         "evaluated_depth": None if rows.depth >= NO_CUTOFF else rows.depth,
         "duplicates_dropped": rows.dropped_dupes,
         "ties": ties,
+        "ties_differ": rows.ties.differ,
         "run": _run_facts(r),
         "gold": _gold_facts(g),
     }
+    if rows.ties.rank_vs_score:
+        info["rank_vs_score"] = rows.ties.rank_vs_score
     answerable = ctx.answerable
     if len(rows.run_docs) and len(g.j_doc) and answerable.any() and not first_rel.any():
         unmatched = _id_mismatch(rows.run_docs, g.j_doc)  # nothing relevant anywhere: did any id match at all?
@@ -635,6 +649,28 @@ def id_mismatch_line(result: EvaluationResult) -> str | None:
     return (f"warning: no retrieved id matches any id in the gold set, so every score is 0: the run has ids "
             f"like {run}; the gold set has {gold}. Name items the same way in both files (contexts matched by "
             f"text get t: ids, so give ids on both sides or texts on both; see docs/formats.md)")
+
+
+RULE_NAMES = {"input": "the file's order", "id": "score, then id descending (trec_eval's rule)"}
+
+
+def ties_lines(result: EvaluationResult) -> list[str]:
+    """What the tie rule changed, in one line each: a note when the other rule would order some
+    queries differently up to the deepest cutoff, a warning when explicit ranks (which order those
+    queries alone) put a higher score below a lower one. Empty when neither happened."""
+    rule = result.info.get("ties")
+    out = []
+    differ = result.info.get("ties_differ") or 0
+    if differ and rule in RULE_NAMES:
+        other = "--ties id ranks them by score, then id, as trec_eval" if rule == "input" else \
+            "--ties input keeps the file's order"
+        out.append(f"note: {differ} {'query has' if differ == 1 else 'queries have'} tied scores or explicit ranks that "
+                   f"the two tie rules order differently; ranked by {RULE_NAMES[rule]} ({other})")
+    clash = result.info.get("rank_vs_score") or 0
+    if clash:
+        out.append(f"warning: in {clash} {'query' if clash == 1 else 'queries'} with a rank on every item, the ranks put a "
+                   "higher score below a lower one; ranked by the ranks alone (--ties id ranks by score instead)")
+    return out
 
 
 def _run_facts(r: Run) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Fuse several runs into one: reciprocal rank fusion, CombSUM and CombMNZ.
 
-Each input run is first put in order by the one ranking rule (:mod:`rankgate.data.ranking`): score
-descending, ties by id descending; runs without scores keep their order. Then, for every query in any
+Each input run is first put in order by the one ranking rule (:mod:`rankgate.data.ranking`), the rule
+its format asks for unless ``ties=`` forces one (a TREC run: score descending, ties by id descending;
+a JSONL run: the file's order among equal scores); runs without scores keep their order. Then, for every query in any
 run and every item any run retrieved for it:
 
 ``rrf(k=60)`` (Cormack, Clarke & Büttcher 2009)
@@ -33,7 +34,7 @@ import pyarrow as pa
 
 from .data import Run, load_run
 from .data.arrow import arrow_of, np_of
-from .data.ranking import rank_rows
+from .data.ranking import rank_rows, resolve_ties
 from .errors import InputError, UsageError
 
 __all__ = ["FUSION_METHODS", "FusionMethod", "fuse", "parse_fusion", "run_jsonl", "run_records", "write_run_jsonl"]
@@ -72,9 +73,9 @@ def parse_fusion(text: str | FusionMethod) -> FusionMethod:
     return FusionMethod(name, int(m["k"]))
 
 
-def _ranked(run: Run) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray | None]:
+def _ranked(run: Run, ties: str | None = None) -> tuple[np.ndarray, pa.Array, np.ndarray, np.ndarray | None]:
     """(query code, id, 1-based rank, score or None) of every row, in ranking order."""
-    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order)
+    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(ties, run))
     query = run.r_query[perm].astype(np.int64)
     doc = run.r_doc.take(arrow_of(perm))
     if isinstance(doc, pa.ChunkedArray):
@@ -115,8 +116,10 @@ def _refuse_duplicates(run: Run, name: str, query: np.ndarray, doc: pa.Array) ->
 
 
 def fuse(runs: Sequence[Run | str | os.PathLike[str]], method: str | FusionMethod = "rrf", *,
-         labels: Sequence[str] | None = None) -> Run:
+         labels: Sequence[str] | None = None, ties: str | None = None) -> Run:
     """Fuse ``runs`` (loaded runs or paths) with ``method`` into one scored :class:`Run`.
+
+    ``ties``: the rule that ranks each input run (``"id"`` or ``"input"``; default: each run's own).
 
     See the module docs for the formulas, ties and items a run did not retrieve.
     """
@@ -140,7 +143,7 @@ def fuse(runs: Sequence[Run | str | os.PathLike[str]], method: str | FusionMetho
 
     all_query, all_doc, all_value = [], [], []
     for run, name in zip(loaded, names):
-        query, doc, rank, score = _ranked(run)
+        query, doc, rank, score = _ranked(run, ties)
         _refuse_duplicates(run, name, query, doc)
         if how.name == "rrf" or score is None:  # (only rrf gets here without scores: checked above)
             value = 1.0 / (how.k + rank).astype(np.float64)
@@ -176,13 +179,14 @@ def fuse(runs: Sequence[Run | str | os.PathLike[str]], method: str | FusionMetho
         r_score=fused[perm],
         fields={"system": [str(how)] * len(query_ids)},
         source=f"{how} of " + ", ".join(names),
+        ties="id",  # fused scores: ties by id descending, as ranked above
     )
 
 
 def run_records(run: Run) -> list[dict]:
     """The run as JSONL records (``query_id``, ``system``, ``topk`` of ``chunk_id``/``score``), in
     ranking order; a query with nothing retrieved gets an empty ``topk``."""
-    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order)
+    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(None, run))
     query = run.r_query[perm].tolist()
     docs = run.r_doc.take(arrow_of(perm)).to_pylist()
     scores = run.r_score[perm].tolist() if run.r_score is not None else None

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._jsonable import nan_to_none
-from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, summary_or_run
+from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, summary_or_run, ties_of
 from .compare import Comparison, QueryChange, compare
 from .errors import ConfigError, UsageError
 from .metrics.registry import higher_is_better
@@ -190,6 +190,14 @@ class GateOutcome:
     gold_versions: tuple[str | None, str | None] = (None, None)  # gold sha256 of (baseline, candidate), when known
     latency: tuple[Any, ...] = ()  # LatencyGateResult of each latency gate (rankgate.experiments.latency)
     stale: StaleCheck | None = None  # max_stale_labels of the ship criteria, when set
+    tie_rules: tuple[str | None, str | None] = (None, None)  # ranking rule of (baseline, candidate), when known
+
+    @property
+    def ties_differ(self) -> bool:
+        """True when baseline and candidate were ranked by different rules (``--ties``): equal scores
+        were ordered one way on one side and another way on the other."""
+        base, cand = self.tie_rules
+        return base is not None and cand is not None and base != cand
 
     @property
     def gold_differs(self) -> bool:
@@ -239,6 +247,7 @@ class GateOutcome:
             "per_query": self.summary.get("per_query"),
             "gold_versions": {"baseline": self.gold_versions[0], "candidate": self.gold_versions[1],
                               "differ": self.gold_differs},
+            "tie_rules": {"baseline": self.tie_rules[0], "candidate": self.tie_rules[1], "differ": self.ties_differ},
             **({"latency": [r.to_dict() for r in self.latency]} if self.latency else {}),
             "stale_labels": None if self.stale is None else self.stale.to_dict(),
         }
@@ -271,12 +280,14 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
                             n_resamples=B, confidence=conf) if fields else None)
     cmp: Comparison | None = None
     notes: list[str] = []
-    from .engine import id_mismatch_line
+    from .engine import id_mismatch_line, ties_lines
 
     for side, res in (("candidate", current), ("baseline", baseline)):
-        line = id_mismatch_line(res) if isinstance(res, EvaluationResult) else None
-        if line:
-            notes.append(f"The {side} run: {line[len('warning: '):]}")
+        if not isinstance(res, EvaluationResult):
+            continue
+        for line in [id_mismatch_line(res), *ties_lines(res)]:
+            if line:
+                notes.append(f"The {side} run: {line.split(': ', 1)[1]}")
     paired: EvaluationResult | None = None  # the baseline's per-query values, from a run or a summary
     means_metrics: set[str] = set()  # gated metrics a summary baseline has means of only
     rule = "none"
@@ -349,7 +360,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     texts = {q.query_id: t for q in listed for t in [(query_text or {}).get(q.query_id)] if isinstance(t, str) and t}
     return GateOutcome(passed, tuple(results), kind, blabel, run_label(current, candidate_label), seed, B, conf,
                        summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions, latency,
-                       freshness)
+                       freshness, (ties_of(baseline) if baseline is not None else None, ties_of(current)))
 
 
 def _latency_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:

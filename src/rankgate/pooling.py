@@ -61,11 +61,12 @@ class PoolItem:
                 "runs": list(self.runs), "best_rank": self.best_rank}
 
 
-def ranked(run: Any, *, ties: str = "id") -> dict[str, list[tuple[str, str | None]]]:
-    """Each query's ranked (id, text) list, by the one ranking rule (:mod:`rankgate.data.ranking`)."""
-    from .data.ranking import rank_rows
+def ranked(run: Any, *, ties: str | None = None) -> dict[str, list[tuple[str, str | None]]]:
+    """Each query's ranked (id, text) list, by the one ranking rule (:mod:`rankgate.data.ranking`;
+    ``ties``: ``"id"``, ``"input"`` or None for the rule the run's format asks for)."""
+    from .data.ranking import rank_rows, resolve_ties
 
-    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=ties)
+    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(ties, run))
     docs = run.r_doc.take(perm).to_pylist() if len(perm) else []
     texts = run.items.get("text")
     queries = run.r_query[perm].tolist()
@@ -76,7 +77,7 @@ def ranked(run: Any, *, ties: str = "id") -> dict[str, list[tuple[str, str | Non
 
 
 def pool_queue(gold: Any, runs: Sequence[Any], labels: Sequence[str], *, depth: int, corpus: Any = None,
-               ties: str = "id") -> list[PoolItem]:
+               ties: str | None = None) -> list[PoolItem]:
     """The unjudged items of the union of the runs' top ``depth``, per gold query (see module docs).
     A text comes from a run that logged it, else the corpus; an item with neither is an input error."""
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
@@ -291,7 +292,7 @@ def _query_scores(top: list[str], gold: dict[str, int], judge: dict[str, int], k
 
 def bounds(gold: Any, run: Any, judged: Mapping[tuple[str, str], int], *, k: int, calibration: Calibration | None = None,
            judge_failed: int = 0, seed: int = 0, n_resamples: int = 2000, confidence: float = 0.95,
-           ties: str = "id") -> Bounds:
+           ties: str | None = None) -> Bounds:
     """precision@k and nDCG@k (linear gain) of ``run``: lower, upper and corrected (see module docs)."""
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 0:
         raise UsageError(f"n_resamples must be a non-negative integer; got {n_resamples!r}")

@@ -91,9 +91,10 @@ def add_parser(sub: Any) -> None:
                    help="also break the metrics down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
     add_judge_options(p)
-    from .evaluate import add_stats_options
+    from .evaluate import TIES_HELP, add_stats_options, add_ties_option
 
     add_stats_options(p)
+    add_ties_option(p, TIES_HELP + "; packed contexts carry no scores, so both keep the packed order")
     p.add_argument("--config", metavar="YAML",
                    help="ship criteria to check on the answers (a judge metric's gate needs a calibration file); "
                         "exit 1 when a blocking gate fails")
@@ -270,7 +271,7 @@ def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresh
 
     metrics = [str(m) for m in parse_metrics(args.metrics)]
     judged = judge_answers(client, answers, _questions(gold), metrics=metrics, repeats=args.repeats)
-    result = evaluate_answers(gold, answers, metrics, judgements=judged.labels)
+    result = evaluate_answers(gold, answers, metrics, judgements=judged.labels, ties=getattr(args, "ties", None))
     cis = metric_cis(result, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence)
     rows = diagnosis_grid(result, thresholds)
     # (cache hits are not written: a second run must give the same bytes; the terminal says them)

@@ -122,6 +122,7 @@ def _two_runs(args: argparse.Namespace) -> int:
         base = evaluate_from_args(args, paths[0], gold=gold)
         cand = evaluate_from_args(args, paths[1], gold=gold)
     _warn_gold_versions([base, cand], _labels(paths), 0)
+    _warn_tie_rules([base, cand], _labels(paths), 0)
     result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
                      n_permutations=args.permutations, confidence=args.confidence, top=args.top)
     from ..report.compare import comparison_dict, comparison_markdown, comparison_renderable
@@ -193,6 +194,20 @@ def _warn_gold_versions(results: list[Any], names: list[str], baseline: int) -> 
                   "relabelling, not the retriever", file=sys.stderr)
 
 
+def _warn_tie_rules(results: list[Any], names: list[str], baseline: int) -> None:
+    """Warn (stderr) when a run was ranked by another rule than the baseline (a TREC file against a
+    JSONL one, say: trec_eval's rule against the file's order); the difference is then partly the rule's."""
+    from ..baseline import ties_of
+
+    base = ties_of(results[baseline])
+    for i, (r, name) in enumerate(zip(results, names)):
+        rule = ties_of(r)
+        if i != baseline and base and rule and rule != base:
+            print(f"rankgate compare: warning: {name} was ranked by --ties {rule}, the baseline {names[baseline]} by "
+                  f"--ties {base}; changes may come from the ranking rule, not the retriever (give --ties to rank "
+                  "both the same way)", file=sys.stderr)
+
+
 def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labels: list[str] | None = None,
                extra_files: dict[str, str] | None = None) -> int:
     """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for --baseline to match."""
@@ -210,6 +225,7 @@ def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labe
     gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
     results = [evaluate_from_args(args, r, gold=gold) for r in runs]
     _warn_gold_versions(results, names, baseline)
+    _warn_tie_rules(results, names, baseline)
     result = compare_systems(results, labels=names, baseline=baseline, seed=args.seed, n_resamples=args.resamples,
                              n_permutations=args.permutations, confidence=args.confidence)
     from ..report.compare import multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable
@@ -231,7 +247,7 @@ def _fuse_and_compare(args: argparse.Namespace) -> int:
         raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
     labels = _labels(list(args.runs))
     loaded = [load_run(path, format=args.run_format, columns=_columns(args)) for path in args.runs]
-    fused = fuse(loaded, method, labels=labels)
+    fused = fuse(loaded, method, labels=labels, ties=args.ties)
     if args.gold is None:
         write_text(args.fused_run, run_jsonl(fused))
         sys.stderr.write(f"wrote the {method} fusion of {len(loaded)} runs to {args.fused_run}\n")

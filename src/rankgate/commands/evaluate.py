@@ -24,8 +24,7 @@ def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_requ
     p.add_argument("--columns", metavar="MAP",
                    help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s "
                         "(fields: query_id, chunk_id, grade, score, rank, query, doc_version, text, note)")
-    p.add_argument("--ties", choices=("id", "input"), default=None,
-                   help="order of equal scores: id (trec_eval: id descending; default) or input (the order of the input records)")
+    add_ties_option(p)
     p.add_argument("--metrics", "-m", default=DEFAULT_METRICS, metavar="SPECS",
                    help=f"comma-separated metric specs (default: {DEFAULT_METRICS}); see 'rankgate metrics'")
     p.add_argument("--k", type=int, default=None, metavar="K",
@@ -38,6 +37,19 @@ def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_requ
                    help="a repeated id in one query's ranking: error (default), or keep its best rank and report the count")
     p.add_argument("--trec", action="store_true", help="trec_eval v10 semantics: queries in both files; all-non-relevant queries score 0")
     p.add_argument("-c", "--complete", action="store_true", help="with --trec: average over all gold queries (trec_eval -c)")
+
+
+TIES_HELP = ("the ranking rule: input (the file's order: ranks when every item has one, else score with equal "
+             "scores in list/row order; the default, except for TREC runs and --trec) or id (trec_eval's: score, "
+             "then id descending)")
+
+
+def add_ties_option(p: argparse.ArgumentParser, help: str = TIES_HELP) -> None:
+    """``--ties id|input``: every command that ranks a run takes it."""
+    p.add_argument("--ties", choices=("id", "input"), default=None, help=help)
+    # The lines already said on stderr: a command that scores one run several times (report: the
+    # sweep, the baseline, the stages) says each once. (A new parser, so a new set, per command run.)
+    p.set_defaults(lines_said=set())
 
 
 def add_stats_options(p: argparse.ArgumentParser) -> None:
@@ -136,7 +148,7 @@ def _doc_map_of(args: argparse.Namespace) -> dict[str, str] | None:
 def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, warn: bool = True):
     """The evaluation the options ask for; ``warn``: say on stderr when no run id meets a gold id."""
     from ..data.formats import parse_columns
-    from ..engine import evaluate, id_mismatch_line
+    from ..engine import evaluate, id_mismatch_line, ties_lines
     from ..metrics.spec import MAX_K
 
     if args.k is not None and not 1 <= args.k <= MAX_K:
@@ -156,13 +168,18 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, 
         dedupe=args.dedupe,
         gold_format=args.gold_format,
         run_format=args.run_format,
-        ties=getattr(args, "ties", None) or "id",
+        ties=getattr(args, "ties", None),
         columns=parse_columns(getattr(args, "columns", None)),
     )
-    line = id_mismatch_line(result) if warn else None
-    if line:
-        name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
-        print(f"rankgate {getattr(args, 'command', None) or 'evaluate'}: {name}: {line}", file=sys.stderr)
+    lines = ([id_mismatch_line(result)] if warn else []) + ties_lines(result)
+    name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
+    said = getattr(args, "lines_said", None)
+    for line in lines:
+        text = f"rankgate {getattr(args, 'command', None) or 'evaluate'}: {name}: {line}"
+        if line and (said is None or text not in said):
+            print(text, file=sys.stderr)
+            if said is not None:
+                said.add(text)
     return result
 
 
@@ -388,7 +405,7 @@ def _judged_bounds(args: argparse.Namespace, gold: Any, run: Any) -> Any:
     labels, failed = read_judged(args.judged, g)
     cal = read_calibration(args.calibration) if args.calibration else None
     return bounds(g, r, labels, k=args.k or 10, calibration=cal, judge_failed=failed, seed=args.seed,
-                  n_resamples=args.resamples, confidence=args.confidence, ties=args.ties or "id")
+                  n_resamples=args.resamples, confidence=args.confidence, ties=args.ties)
 
 
 def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -403,6 +420,6 @@ def _sweep_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "dedupe": args.dedupe,
         "gold_format": args.gold_format,
         "run_format": args.run_format,
-        "ties": args.ties or "id",
+        "ties": args.ties,
         "columns": parse_columns(args.columns),
     }

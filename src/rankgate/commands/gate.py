@@ -23,12 +23,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--baseline", metavar="RUN|SUMMARY",
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
     from ..data.formats import GOLD_FORMATS, RUN_FORMATS
+    from .evaluate import TIES_HELP, add_ties_option
 
     p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
     p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection of the runs: %(choices)s")
     p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
-    p.add_argument("--ties", choices=("id", "input"), default=None,
-                   help="order of equal scores: id (default) or input; overrides the config's evaluate.ties")
+    add_ties_option(p, TIES_HELP + "; overrides the ship criteria's evaluate.ties")
     p.add_argument("--queries", metavar="PATH",
                    help="a queries file (BEIR queries.jsonl, id<TAB>text, TREC topics): query texts shown beside ids when the gold set has none")
     p.add_argument("--corpus", metavar="PATH",
@@ -90,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"rankgate gate: warning: the baseline was scored on another version of the gold set (sha256 "
               f"{str(base)[:12]}, the candidate on {str(cand)[:12]}); changes may come from the relabelling "
               "(rankgate gold diff shows it)", file=sys.stderr)
+    if outcome.ties_differ:
+        base, cand = outcome.tie_rules
+        print(f"rankgate gate: warning: the baseline was ranked by --ties {base}, the candidate by --ties {cand}; "
+              "changes may come from the ranking rule (score both with the same --ties)", file=sys.stderr)
 
     files = {path: text for path, text in ((args.comment, markdown), (args.json, data)) if path}
     if files:

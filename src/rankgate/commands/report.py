@@ -98,7 +98,6 @@ def run(args: argparse.Namespace) -> int:
         doc_sep = doc_sep if doc_sep is not None else config.evaluate.get("doc_sep")
         k = k if k is not None else config.evaluate.get("k")
         args.ties = args.ties or config.evaluate.get("ties")
-    args.ties = args.ties or "id"
     level = level or "chunk"
     doc_sep = "#" if doc_sep is None else doc_sep
 

@@ -21,6 +21,8 @@ OUT_FILES = ("stress.json", "stress.md", "before.jsonl", "after.jsonl")
 
 
 def add_parser(sub: Any) -> None:
+    from .evaluate import add_ties_option
+
     p = sub.add_parser("stress", help=HELP, description=HELP + ". See docs/experiments.md.")
     p.add_argument("--gold", required=True, metavar="PATH", help="gold set with query texts (any gold format)")
     p.add_argument("--run", required=True, metavar="PATH", help="the first stage's run: the reranker's input (e.g. top 50)")
@@ -38,6 +40,7 @@ def add_parser(sub: Any) -> None:
                    help="largest nDCG@5 drop the reranker may show (default 0.05); it fails beyond it when the "
                         "paired interval is below zero")
     p.add_argument("--by", action="append", default=[], metavar="FIELD", help="also per segment of a gold field or tag; repeatable")
+    add_ties_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
@@ -133,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if mode == "must-not":
         negatives = negatives_from_gold(gold)
     elif mode == "lexical":
-        negatives = lexical_negatives(gold, corpus, queries, ranked_items(run_), len(ranks))
+        negatives = lexical_negatives(gold, corpus, queries, ranked_items(run_, args.ties), len(ranks))
     else:
         negatives = _negatives_file(mode, set(gold.query_ids))
     negatives = {q: v for q, v in negatives.items() if q in queries}
@@ -141,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
                          negatives_name=mode if mode in ("must-not", "lexical") else os.path.basename(mode),
                          ranks=ranks, n=args.n or None, depth=args.depth, seed=args.seed, max_drop=args.max_drop,
                          by=args.by, n_resamples=args.resamples, confidence=args.confidence,
-                         reranker_name=args.reranker)
+                         reranker_name=args.reranker, ties=args.ties)
     import json
 
     from ..report.experiments import stress_markdown, stress_renderable

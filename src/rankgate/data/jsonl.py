@@ -452,7 +452,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
     texts: list[Any] = []
     sources: list[Any] = []
     has_score: bool | None = None
-    any_rank = False  # a JSONL rank given beside scores orders equal scores under ties="input"
+    any_rank = False  # ranks given beside scores order a query under ties="input" (ranking.py)
     fields: dict[str, list[Any]] = {}
     lines: list[int] = []
 
@@ -516,7 +516,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
             rq.append(qi)
             rd.append(doc)
             scores.append(s if s is not None else 0.0)
-            orders.append(r if r is not None else float(pos))
+            orders.append(r if r is not None else float(pos) if not this_has else math.nan)
             any_rank = any_rank or r is not None
             versions.append(None if version is None else str(version))
             texts.append(None if text is None else str(text))
@@ -539,7 +539,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
         r_query=np.asarray(rq, dtype=np.int64),
         r_doc=strings_of(rd),
         r_score=np.asarray(scores, dtype=np.float64) if has_score else None,
-        # With scores, a given rank only orders equal scores under ties="input" (ranking.py).
+        # With scores, the given ranks (NaN where an item has none) only count under ties="input" (ranking.py).
         r_order=np.asarray(orders, dtype=np.float64) if not has_score or any_rank else None,
         items=items_cols,
         fields=fields,

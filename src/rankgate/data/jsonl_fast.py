@@ -394,8 +394,8 @@ def _to_run(read: _File, path: str) -> Run | None:
         scored = ~np.isnan(score)
         if scored.all():
             run.r_score = score
-            if not np.isnan(rank).all():  # the given ranks order equal scores under ties="input"
-                run.r_order = np.where(np.isnan(rank), positions(), rank)
+            if not np.isnan(rank).all():  # the given ranks (NaN: none) count under ties="input" (ranking.py)
+                run.r_order = rank
         elif not scored.any():
             run.r_order = np.where(np.isnan(rank), positions(), rank)
         else:

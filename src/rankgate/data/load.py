@@ -158,7 +158,12 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
         return run_from_value(dict(source), label)  # {sample id: {"retrieved": [...]}}: the sample contract
     if isinstance(source, Mapping):
         tool_run = tools.run_from_objects(source, label, format)
-        return tool_run if tool_run is not None else parse_run_records(_as_mapping_records(source, "run"), label)
+        if tool_run is not None:
+            return tool_run
+        run = parse_run_records(_as_mapping_records(source, "run"), label)
+        if any(isinstance(v, Mapping) for v in source.values()):
+            run.ties = "id"  # {query_id: {doc_id: score}}, pytrec_eval's shape: a score map, not an order
+        return run
     if isinstance(source, Iterable) or hasattr(source, "to_list") or hasattr(source, "to_dict"):
         rows = tools.rows_of(source)
         tool_run = tools.run_from_objects(rows, label, format)

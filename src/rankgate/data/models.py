@@ -73,7 +73,10 @@ class Run:
 
     Rows are a long table: ``r_query`` (index into ``query_ids``), ``r_doc``, and either
     ``r_score`` (float64; ranked by :func:`rankgate.data.ranking.rank_rows`) or ``r_order`` (the
-    given position: JSONL ``rank`` or list position; kept as given). ``items`` holds optional
+    given position: JSONL ``rank`` or list position; kept as given). Beside scores, ``r_order`` holds
+    the explicit ranks, NaN for an item without one (None: no rank given at all). ``ties``: the rule
+    that orders equal scores by default (``"input"``: the producer gave an order, a list's position or
+    a table's rows; ``"id"``: trec_eval's rule, for TREC runs and score dicts). ``items`` holds optional
     per-row columns (``doc_version``, ``text``, ``source``); ``fields`` optional per-query values
     (``system``, ``k_raw``, ``latency_ms``, ``index_version``, ``chunker`` …). ``query_lines``: the
     input line of each query, when the format has one line per query (JSONL), so that errors found
@@ -89,6 +92,7 @@ class Run:
     fields: dict[str, list[Any]] = field(default_factory=dict)
     source: str = "<run>"
     query_lines: np.ndarray | None = None
+    ties: str = "input"
     notices: list[str] = field(default_factory=list)  # what the reader wants the user told (one line each)
 
     def __len__(self) -> int:

@@ -247,7 +247,7 @@ def read_trec_run(path: str) -> Run:
         qids, codes, scores, ids = mapped
         if len(codes) == 0:
             raise InputError("is empty", path=path, hint="a TREC run has lines 'qid Q0 docno rank score tag'")
-        return Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path)
+        return Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path, ties="id")
     # Query ids are dictionary-encoded by the reader itself, in parallel: int32 codes, and 10M id
     # strings are never built.
     table = _fast_table(
@@ -267,7 +267,7 @@ def read_trec_run(path: str) -> Run:
                              field="score (column 5)", hint=NON_FINITE_HINT)
         # Ids stay in the reader's blocks: they are parsed to numbers block by block and otherwise
         # read only for the few rows a message or a report names.
-        return Run(query_ids=qids, r_query=codes, r_doc=table.column("d"), r_score=scores, source=path)
+        return Run(query_ids=qids, r_query=codes, r_doc=table.column("d"), r_score=scores, source=path, ties="id")
     qids = []
     index: dict[str, int] = {}
     rq: list[int] = []
@@ -304,6 +304,7 @@ def read_trec_run(path: str) -> Run:
         r_doc=strings_of(rd),
         r_score=np.asarray(rs, dtype=np.float64),
         source=path,
+        ties="id",  # trec_eval's rule: the rank column is ignored
     )
 
 

@@ -109,7 +109,7 @@ def routing_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, 
     if "source" not in run.items:
         raise InputError("has no 'source' on any retrieved item, so routing cannot be measured", path=run.source,
                          field="source", hint="log which index or retriever each item came from as 'source'")
-    ranked = ranked_items(run)
+    ranked = ranked_items(run, recall.info.get("ties"))  # the rule recall@k was scored by
     src_of: dict[tuple[str, str], str | None] = {}
     docs = run.r_doc.to_pylist()
     for qi, d, s in zip(run.r_query.tolist(), docs, run.items["source"]):

@@ -101,11 +101,12 @@ class StressResult:
         }
 
 
-def ranked_items(run: Run, ties: str = "id") -> dict[str, list[str]]:
-    """Each run query's item ids in rank order (the ranking rule of :mod:`rankgate.data.ranking`)."""
-    from ..data.ranking import rank_rows
+def ranked_items(run: Run, ties: str | None = None) -> dict[str, list[str]]:
+    """Each run query's item ids in rank order (the ranking rule of :mod:`rankgate.data.ranking`;
+    ``ties``: ``"id"``, ``"input"`` or None for the rule the run's format asks for)."""
+    from ..data.ranking import rank_rows, resolve_ties
 
-    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=ties)
+    perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(ties, run))
     docs = run.r_doc.to_pylist() if hasattr(run.r_doc, "to_pylist") else list(run.r_doc)
     out: dict[str, list[str]] = {q: [] for q in run.query_ids}
     q_of = run.r_query
@@ -156,9 +157,11 @@ def stress_test(gold: Gold, run: Run, reranker: Reranker, *, chunks: Mapping[str
                 negatives: Mapping[str, Sequence[str]], negatives_name: str, ranks: Sequence[int], n: int | None = 100,
                 depth: int | None = None, seed: int = 0, max_drop: float = 0.05, by: Sequence[str] = (),
                 n_resamples: int = 2000, confidence: float = 0.95, reranker_name: str = "reranker",
-                evaluate: Callable[[Gold, Any], EvaluationResult] | None = None) -> StressResult:
+                evaluate: Callable[[Gold, Any], EvaluationResult] | None = None,
+                ties: str | None = None) -> StressResult:
     """Run the stress test (see the module docs). ``chunks``: id -> chunk with its text, for every item
-    of the input and every negative; ``queries``: id -> query text."""
+    of the input and every negative; ``queries``: id -> query text; ``ties``: the rule that ranks
+    ``run`` (``"id"``, ``"input"``; default: the one its format asks for)."""
     if not ranks or any(r < 1 for r in ranks) or len(set(ranks)) != len(ranks):
         raise UsageError(f"ranks must be distinct positive ranks (e.g. 1,2,3); got {list(ranks)}")
     if evaluate is None:
@@ -167,7 +170,7 @@ def stress_test(gold: Gold, run: Run, reranker: Reranker, *, chunks: Mapping[str
         def evaluate(g: Gold, records: Any) -> EvaluationResult:
             return _evaluate(g, records, list(STRESS_METRICS))
     judged = gold.judgements()
-    inputs = ranked_items(run)
+    inputs = ranked_items(run, ties)
     skipped = {"no_relevant_item": 0, "no_negative": 0, "not_in_run": 0}
     eligible = []
     for qid in gold.query_ids:

@@ -183,7 +183,7 @@ class ReportRequest:
     run_format: str | None = None
     queries: str | None = None
     sources_dir: str | None = None
-    ties: str = "id"
+    ties: str | None = None  # None: the rule each run's format asks for
     columns: Any = None
 
     def on_disk(self, arg: Any, loaded: Any) -> Any:
@@ -324,14 +324,14 @@ def build_report(
 
     cfg = _config(config)
     opts = dict(cfg.evaluate) if cfg is not None else {}
-    # The report's lists follow the same ranking rule as its numbers.
-    ties = evaluate_kwargs.setdefault("ties", opts.get("ties", "id"))
+    # The report's lists follow the same ranking rule as its numbers (:func:`_lists`).
+    ties = evaluate_kwargs.setdefault("ties", opts.get("ties"))
     req = ReportRequest(
         k=k or opts.get("k") or DEFAULT_K, level=level or opts.get("level") or "chunk",
         doc_sep=doc_sep if doc_sep is not None else opts.get("doc_sep", "#"), doc_map=doc_map, by=by,
         min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, n_resamples=n_resamples,
         confidence=confidence, title=title, generated_at=generated_at, gold_format=gold_format,
-        run_format=run_format, queries=queries, sources_dir=sources_dir, ties=str(ties),
+        run_format=run_format, queries=queries, sources_dir=sources_dir, ties=ties,
         columns=evaluate_kwargs.get("columns"),
     )
     if evaluator is None:
@@ -353,6 +353,11 @@ def build_report(
     report = assemble(inputs, main, base, lex, stage, details, doc_level, req, cfg, outcome, run_label)
     signals = _signals(report, main.result, stage.raw_result, main.gold_index, main.lists, req.min_score, details.rescued)
     return dataclasses.replace(report, findings=diagnose(signals), answers=answers, bounds=bounds)
+
+
+def _lists(run: Run, result: EvaluationResult | None) -> dt.RankedLists:
+    """The run's lists, ranked by the rule its evaluation used."""
+    return dt.RankedLists(run, ties=(result.info.get("ties") if result is not None else None))
 
 
 def _default_evaluator(req: ReportRequest, evaluate_kwargs: Mapping[str, Any]) -> Evaluator:
@@ -394,8 +399,7 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
     from ..sweep import sweep_specs
 
     g, r, k = inputs.gold, inputs.run, req.k
-    lists = dt.RankedLists(r, ties=req.ties)
-    depth = lists.depth
+    depth = int(np.bincount(r.r_query).max()) if len(r.r_query) else 0  # the longest list
     ks = sweep_ks(depth)
     has_versions = "doc_version" in r.items and "as_of" in g.fields
     has_no_answer = "no_answer" in g.fields
@@ -406,6 +410,7 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
     gated = list(cfg.metrics) if cfg is not None else []
     all_metrics = _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *extra, *gated])
     result = evaluator(g, r, all_metrics, req.level)
+    lists = _lists(r, result)
     fe = str(next((m for m in result.metric_names if m.startswith("false_evidence")), "")) or ""
     # The panel's intervals and the k-sweep's in one call: a metric's interval does not depend on the
     # others drawn with it, and queries are drawn once for all of them.
@@ -475,7 +480,7 @@ def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator:
     label = _label(lexical, lr, _path(run, inputs.run), *([_path(base.run)] if base.result is not None else []))
     lres = evaluator(inputs.gold, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), req.level)
     return Lexical(label, tuple((m, lres.summary(m).mean) for m in lres.metric_names),
-                   (lres, dt.RankedLists(lr, ties=req.ties)), ("lexical baseline", lr.source, _sha(req.on_disk(lexical, lr))))
+                   (lres, _lists(lr, lres)), ("lexical baseline", lr.source, _sha(req.on_disk(lexical, lr))))
 
 
 def collect_stages(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> StageNumbers:
@@ -493,7 +498,7 @@ def collect_stages(inputs: Inputs, main: MainEvaluation, req: ReportRequest, eva
         mask = np.asarray([q in have for q in raw_result.query_ids], dtype=bool)
         rs, fs = raw_result.subset(mask), fin.subset(mask)
         stages = Stages(kr, k, int(mask.sum()), tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
-    src_lists = dt.RankedLists(raw, ties=req.ties) if raw is not None and "source" in raw.items else main.lists
+    src_lists = _lists(raw, raw_result) if raw is not None and "source" in raw.items else main.lists
     sources = dt.source_rows(src_lists, main.gold_index,
                              raw_result if raw_result is not None and src_lists is not main.lists else main.result)
     return StageNumbers(stages, raw_result, tuple(sources), "raw_topk" if src_lists is not main.lists else "topk")
@@ -641,8 +646,15 @@ def _facts(result: EvaluationResult, g: Gold) -> tuple[tuple[str, str], ...]:
     gold_facts = result.info.get("gold") or {}
     if gold_facts.get("corpus_version"):
         out.append(("corpus version (gold)", _fact(gold_facts["corpus_version"])))
-    if result.info.get("ties") == "input":  # the default rule (id descending) is not listed
-        out.append(("equal scores", "kept in input order (--ties input)"))
+    from ..engine import RULE_NAMES
+
+    rule, differ = result.info.get("ties"), result.info.get("ties_differ") or 0
+    if rule in RULE_NAMES:
+        other = "--ties id" if rule == "input" else "--ties input"
+        text = RULE_NAMES[rule] if not differ else (
+            f"{RULE_NAMES[rule]}; {differ} {'query' if differ == 1 else 'queries'} with tied scores or explicit ranks "
+            f"would be ordered differently by {other}")
+        out.append(("ranking rule", text))
     return tuple(out)
 
 

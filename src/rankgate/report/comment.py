@@ -156,6 +156,20 @@ def gold_versions_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
             "the baseline on this gold set to compare like with like).")
 
 
+def tie_rules_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
+    """The warning when baseline and candidate were ranked by different rules (``--ties``)."""
+    v = o.get("tie_rules") or {}
+    if not v.get("differ"):
+        return None
+    from ..engine import RULE_NAMES
+
+    return (f"{ICON['warn']} **Different ranking rules:** the baseline ranked equal scores by "
+            f"{esc(RULE_NAMES.get(str(v['baseline']), str(v['baseline'])))}, the candidate by "
+            f"{esc(RULE_NAMES.get(str(v['candidate']), str(v['candidate'])))}; part of any change may come from the "
+            "rule, not the retriever (score both with the same `--ties`, or `evaluate: {ties: ...}` in the ship "
+            "criteria, to compare like with like).")
+
+
 def _noise_sentences(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> list[str]:
     out = []
     for c in g["checks"]:
@@ -366,9 +380,9 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     else:
         out.append(f"Candidate **{cand}**; no baseline given.")
     out.append("")
-    versions = gold_versions_sentence(o)
-    if versions:
-        out += [versions, ""]
+    for sentence in (gold_versions_sentence(o), tie_rules_sentence(o)):
+        if sentence:
+            out += [sentence, ""]
     sentences = _sentences(o, md_escape)
     if sentences:
         shown = sentences[: caps["sentences"]]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..data import Gold, Run
-from ..data.ranking import rank_order
+from ..data.ranking import rank_order, resolve_ties
 from ..metrics.context import sorted_unique
 from ..results import EvaluationResult
 from .model import Item, Judgement, Miss, NoAnswer, Offence, SourceRow
@@ -148,11 +148,11 @@ class _Judged:
 class RankedLists:
     """Each query's ranking of a run, in ranking order."""
 
-    def __init__(self, run: Run, *, ties: str = "id") -> None:
+    def __init__(self, run: Run, *, ties: str | None = None) -> None:
         self.run = run
         # The ranking as rank_order gives it: no whole permutation unless rows move between queries
         # (the report reads a few lists, not all of them).
-        self.order = rank_order(run.r_query, run.r_doc, run.r_score, run.r_order, ties=ties)
+        self.order = rank_order(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(ties, run))
         self._moved: tuple[np.ndarray, np.ndarray] | None = None
         counts = np.bincount(run.r_query, minlength=len(run.query_ids))
         self.count = counts

@@ -102,6 +102,9 @@ def summary_dict(
     data["options"] = {
         k: result.info[k] for k in ("level", "trec", "complete", "default_k", "duplicates_dropped", "ties") if k in result.info
     }
+    for k in ("ties_differ", "rank_vs_score"):  # only when the ranking rule mattered: other summaries keep their bytes
+        if result.info.get(k):
+            data["options"][k] = result.info[k]
     data["systems"] = {"run": result.info.get("run", {}), "gold": result.info.get("gold", {})}
     if result.info.get("notices"):  # how the inputs were read, when that can differ from what was meant
         data["notices"] = list(result.info["notices"])

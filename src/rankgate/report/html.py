@@ -94,6 +94,13 @@ def _gate(rep: Report) -> str:
         out.append(f'<p><span class="tag warn">warning</span> Different gold set versions: the baseline was scored on '
                    f'gold sha256 <code>{e(str(base)[:12])}</code>, the candidate on <code>{e(str(cand)[:12])}</code>; '
                    "part of any change may come from the relabelling, not the retriever.</p>")
+    if o.ties_differ:
+        from ..engine import RULE_NAMES
+
+        base_rule, cand_rule = (RULE_NAMES.get(str(x), str(x)) for x in o.tie_rules)
+        out.append(f'<p><span class="tag warn">warning</span> Different ranking rules: the baseline ranked equal scores '
+                   f"by {e(base_rule)}, the candidate by {e(cand_rule)}; part of any change may come from the rule, "
+                   "not the retriever.</p>")
     sentences = gate_sentences(o, markdown=False)
     if sentences:
         # the comment's emoji become styled tags: an emoji font is not a given on every machine

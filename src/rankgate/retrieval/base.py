@@ -8,9 +8,10 @@ A retriever is anything with two methods (see :class:`Retriever`):
   "latency_ms": {"retrieve": …}, "index_version", "k_raw"}``).
 
 :func:`run_record` builds such a record, so a retriever only has to produce ``(chunk, score)`` pairs.
-:func:`top_k` orders scored hits the way rankgate's ranking rule does (score descending, ties broken
-by chunk id descending, byte-wise), so the ``rank`` a retriever writes is the rank rankgate will
-compute when it reads the run back.
+:func:`top_k` orders scored hits by trec_eval's rule (score descending, ties broken by chunk id
+descending, byte-wise) and :func:`run_record` writes a ``rank`` on every item, so both ranking rules
+(``--ties id``, and the default, under which a rank on every item decides) read the run back in the
+order it was written.
 """
 
 from __future__ import annotations
