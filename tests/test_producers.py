@@ -315,3 +315,15 @@ def test_list_sep_option_words_and_limits():
         parse_columns("list_sep=" + "x" * 17)
     with pytest.raises(UsageError, match="list_sep"):
         parse_columns("nope=1")
+
+
+def test_gate_comment_says_near_misses_and_joined_lists(tmp_path):
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("gates:\n  - metric: recall@100\n    threshold: 0.1\n", encoding="utf-8")
+    near, joined = DATA / "ragas_near_miss.jsonl", DATA / "deepeval_goldens.csv"
+    for path, words in ((near, "probably the same chunk, re-chunked or re-punctuated"),
+                        (joined, "lists are joined by")):
+        comment = tmp_path / f"{path.stem}.md"
+        assert main(["gate", "--config", str(cfg), "--gold", str(path), "--candidate", str(path),
+                     "--comment", str(comment)]) in (0, 1)
+        assert words in " ".join(comment.read_text(encoding="utf-8").split())
