@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -125,7 +126,7 @@ def list_notices(records: Records, shape: ToolShape, stats: ListStats, sep: str 
     if sep is None:
         return []
     out = []
-    name = records.path
+    name = os.path.basename(records.path) or records.path  # (the file's name: a PR comment shows it too)
     if stats.joined:
         out.append(f"{name}: lists are joined by {sep!r} in this file (as {shape.label}'s CSV and JSON lines write "
                    f"them), so a context that itself contains {sep!r} is read as two; {shape.label}'s JSON "
