@@ -178,6 +178,16 @@ def test_deepeval_csv_joined_lists(tmp_path):
         "Bob did it", "he said so.|Alice watched."]
 
 
+def test_deepeval_retrieved_context_data_is_its_context(tmp_path):
+    """save_as writes a RetrievedContextData as deepeval_source=…,deepeval_context=…; DeepEval reads
+    back the context, and so does rankgate."""
+    path = tmp_path / "de.json"
+    path.write_text(json.dumps([{"input": "Who?", "actual_output": "Bob.",
+                                 "retrieval_context": ["deepeval_source=doc7,deepeval_context=Bob did it, he said."]}]),
+                    encoding="utf-8")
+    assert [c.text for c in read_answers(str(path)).records[0].contexts] == ["Bob did it, he said."]
+
+
 def test_column_map_dotted_paths(tmp_path):
     ans = write_jsonl(tmp_path / "ls.jsonl", [
         {"id": "q7", "inputs": {"question": "Why?"},

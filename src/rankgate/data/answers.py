@@ -173,9 +173,14 @@ def _shape(fmt: str, getters: Mapping[str, Any], columns: Mapping[str, str] | No
         sep = saved = columns["list_sep"]
     qkeys = (columns["question"],) if columns and "question" in columns else PRESETS[fmt]["question"]
     ikeys = (columns["query_id"],) if columns and "query_id" in columns else PRESETS[fmt]["query_id"]
+    unwrap = None
+    if fmt == "deepeval":
+        from .deepeval import DEEPEVAL
+
+        unwrap = DEEPEVAL.unwrap  # a RetrievedContextData as save_as writes it: its context text
     return ToolShape(name=fmt, label=_LABELS[fmt], query_keys=qkeys, gold_ids=None, gold_texts=(), run_ids=None,
                      run_texts=(), answer_keys=(), tool_keys=frozenset(), id_keys=ikeys, list_sep=sep, saved_sep=saved,
-                     saved_marker=marker)
+                     saved_marker=marker, unwrap=unwrap)
 
 
 def _string(recs: Records, rec: Record, value: Any, field: str, *, required: bool) -> str | None:
@@ -321,6 +326,8 @@ def read_answers(path: str, *, format: str = "auto", columns: Mapping[str, str] 
         d = rec.data
         answer = _string(recs, rec, get["answer"](d), "answer", required=True)
         raw = _raw_list(recs, rec, get["contexts"](d), "contexts", shape) if "contexts" in get else None
+        if raw and shape.unwrap is not None:
+            raw = [shape.unwrap(c) if isinstance(c, str) else c for c in raw]
         cids = _raw_list(recs, rec, get["context_ids"](d), "context_ids", shape) if "context_ids" in get else None
         if cids is not None and not cids and raw:
             cids = None
