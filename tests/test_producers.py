@@ -327,3 +327,11 @@ def test_gate_comment_says_near_misses_and_joined_lists(tmp_path):
         assert main(["gate", "--config", str(cfg), "--gold", str(path), "--candidate", str(path),
                      "--comment", str(comment)]) in (0, 1)
         assert words in " ".join(comment.read_text(encoding="utf-8").split())
+
+
+def test_html_report_names_near_misses(tmp_path):
+    path = DATA / "ragas_near_miss.jsonl"
+    out = tmp_path / "r.html"
+    assert main(["report", "--gold", str(path), "--run", str(path), "-o", str(out), "--resamples", "0"]) == 0
+    html = " ".join(out.read_text(encoding="utf-8").split())
+    assert "probably the same chunk, re-chunked or re-punctuated" in html
