@@ -4,6 +4,7 @@ slightly edited texts, and the fast candidate search against the plain reference
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
@@ -301,3 +302,25 @@ def test_remap_reads_a_piped_gold_set_once(tmp_path: Path, capsys: pytest.Captur
     writer.join(10)
     assert code == 0, stdout
     assert _lines(out) == from_file
+
+
+def test_remap_refuses_a_corpus_without_texts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """remap maps changed chunks by their texts: a new (or old) corpus without any text is exit 2 naming
+    it, not exit 0 with every label unmapped; when every labelled chunk is unchanged by content hash,
+    no text is needed."""
+    rows = _lines(CORPUS)
+    bare = _write(tmp_path / "bare.jsonl", [{k: v for k, v in r.items() if k != "text"} for r in _split(rows)])
+    bare_old = _write(tmp_path / "bare_old.jsonl", [{k: v for k, v in r.items() if k != "text"} for r in rows])
+    hashed = _write(tmp_path / "hashed.jsonl", [{**{k: v for k, v in r.items() if k != "text"},
+                                                 "content_hash": hashlib.sha256(r["text"].encode()).hexdigest()}
+                                                for r in rows])
+    folder = tmp_path / "out"
+    folder.mkdir()
+    for old, new, bad in ((CORPUS, bare, bare), (bare_old, bare, bare_old), (bare_old, _write(
+            tmp_path / "split.jsonl", _split(rows)), bare_old)):
+        assert_refused(["gold", "remap", "--gold", GOLD, "--old-corpus", old, "--new-corpus", new, "-o",
+                        folder / "p.jsonl"], folder, names=[bad], capsys=capsys,
+                       contains=["field 'text' is missing from every chunk", "comparing the old and the new texts"])
+    code, stdout = _run(["gold", "remap", "--gold", GOLD, "--old-corpus", CORPUS, "--new-corpus", hashed, "-o",
+                         folder / "p.jsonl"], capsys)
+    assert code == 0 and "unchanged 150" in stdout

@@ -191,6 +191,9 @@ def test_analyze_is_deterministic(analyzed, tmp_path):
 
 @pytest.mark.parametrize("extra, names", [
     (["--window", "5y"], []),
+    (["--window", "99999999999w"], ["--window", "at most 36500d"]),
+    (["--window", "36501d"], ["at most 36500d"]),
+    (["--window", "9" * 5000 + "m"], ["--window"]),
     (["--by", "colour"], []),
     (["--abstention-threshold", "0.3", "--abstention", "a.yaml"], []),
 ])
@@ -198,8 +201,26 @@ def test_bad_options_are_refused(generated, tmp_path, capsys, extra, names):
     out, truth = generated
     traces = str(out / truth["files"]["parquet"][0])
     dest = tmp_path / "out"
-    assert_refused(["traces", "analyze", "--traces", traces, "--out", str(dest), *extra], dest, names=names,
-                   capsys=capsys)
+    assert_refused(["traces", "analyze", "--traces", traces, "--out", str(dest), *extra], dest, names=names[:1],
+                   capsys=capsys, contains=names[1:])
+
+
+def test_the_widest_window_and_extreme_finite_scores_still_write_summary_json(tmp_path, capsys):
+    """Scores of ±1.7e308 are finite, but top-1 minus top-2 is not: the margin is recorded as the largest
+    double, so summary.json is written (not an internal error) and says what the scores said."""
+    rows = [{"request_id": f"r{i}", "timestamp": f"2026-05-0{1 + i}T00:00:00Z", "query": f"q{i}",
+             "retrieved": [{"stage": "reranked", "rank": 1, "id": "c1", "score": top1},
+                           {"stage": "reranked", "rank": 2, "id": "c2", "score": -1.7e308}]}
+             for i, top1 in enumerate((1.7e308, 1.7e308, 1.7e308, -1.7e308))]
+    traces = tmp_path / "t.jsonl"
+    traces.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dest = tmp_path / "out"
+    assert main(["traces", "analyze", "--traces", str(traces), "--out", str(dest), "--window", "36500d"]) == 0
+    summary = json.loads((dest / "summary.json").read_text())
+    retrieval = summary["retrieval"]
+    assert retrieval["margin.p50"] == {"value": 1.7976931348623157e308, "n": 4}
+    assert retrieval["top1_score.p50"]["value"] == 1.7e308
+    assert len(summary["windows"]) == 1
 
 
 def test_bad_monitor_file_is_refused(generated, tmp_path, capsys):

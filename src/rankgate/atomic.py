@@ -10,6 +10,11 @@
   mix and never a partial file. SIGINT and SIGTERM that arrive while the unit is written are held
   and delivered once it is done (the write is short: the data is already in memory).
 * :func:`write_bytes` / :func:`write_text` are the one-file case.
+* An output path that is a symbolic link to a regular file is written through: the new content
+  replaces the file the link points to (the temporary file goes to that file's folder), and the link
+  stays a link. A gold set kept as ``gold.jsonl -> data/gold-v3.jsonl`` is updated where it lives.
+  A link to nothing or to something other than a regular file is not followed (:func:`check_file`
+  refuses it).
 """
 
 from __future__ import annotations
@@ -146,7 +151,7 @@ def write_files(files: Mapping[str, Data | None] | Mapping[Path, Data | None]
     ``str`` data is written as UTF-8; ``None`` removes the file at that path (if any) as part of the
     unit. Missing folders are created. OS errors become :class:`OutputError` naming the file.
     """
-    items = [(os.fspath(path), data.encode("utf-8") if isinstance(data, str) else data)
+    items = [(_resolved(os.fspath(path)), data.encode("utf-8") if isinstance(data, str) else data)
              for path, data in files.items()]
     removals = [path for path, data in items if data is None]
     temps: list[tuple[str, str]] = []  # (temporary, target), not yet renamed
@@ -195,6 +200,13 @@ def write_files(files: Mapping[str, Data | None] | Mapping[Path, Data | None]
             if backup is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(backup)
+
+
+def _resolved(path: str) -> str:
+    """``path``, or the regular file it links to (through every link) when it is a symbolic link."""
+    if os.path.islink(path) and os.path.isfile(path):
+        return os.path.realpath(path)
+    return path
 
 
 def _write_temp(path: str, data: bytes) -> str:

@@ -217,8 +217,10 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     print_answers(summary["answers"], confidence=args.confidence, console=console)
     if getattr(args, "segments", None) is not None:
+        from ..report.tables import segment_table
+
         console.print()
-        console.print(args.segments.table())
+        console.print(segment_table(args.segments))
     hits, calls = getattr(args, "cache_hits", (0, 0))
     console.print(f"{hits} of {calls} judge labels came from the cache", highlight=False, markup=False)
     if args.out:

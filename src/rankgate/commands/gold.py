@@ -240,7 +240,7 @@ def _remap(args: argparse.Namespace) -> int:
     if problem is not None:
         raise problem
     old, new = load_manifest(args.old_corpus), load_manifest(args.new_corpus)
-    result = remap_gold(gold, old, new, min_confidence=args.min_confidence)
+    result = remap_gold(gold, old, new, min_confidence=args.min_confidence, require_texts=True)
     lines = [line for line, _ in kept]
     records = [obj for _, obj in kept]
     rows, changed, conflicts = propose(records, gold, result)

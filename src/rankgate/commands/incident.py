@@ -22,7 +22,11 @@ def add_parser(sub: Any) -> None:
     verbs = p.add_subparsers(dest="incident_command", metavar="ACTION", required=True, parser_class=type(p))
     n = verbs.add_parser("new", help="write the postmortem template, prefilled from a retrieval trace",
                          description="Write a postmortem template prefilled from one request's trace. Exit 0; 2 bad input.")
-    n.add_argument("--trace", required=True, metavar="JSON", help="one request's retrieval trace (see docs/gold.md)")
+    n.add_argument("--trace", required=True, metavar="FILE",
+                   help="the request's trace: one request as JSON, or any trace export rankgate reads (OTLP, Phoenix, "
+                        "Langfuse, LangSmith, trace JSONL; see docs/gold.md)")
+    n.add_argument("--request-id", metavar="ID",
+                   help="the request to take from a trace file of several (a file of one request needs none)")
     n.add_argument("--gold", metavar="JSONL", help="the gold set: refuses an incident id it already holds")
     n.add_argument("--id", metavar="ID", help="the incident id (default: inc-<request_id>)")
     n.add_argument("--date", metavar="YYYY-MM-DD", help="the incident's date (default: the trace's, else today, UTC)")
@@ -60,7 +64,7 @@ def _new(args: argparse.Namespace) -> int:
 
     check_file(args.out, option="-o")
     check_not_input(args.out, (args.trace, args.gold), option="-o")
-    trace = read_trace(args.trace)
+    trace = read_trace(args.trace, args.request_id)
     incident_id = args.id or f"inc-{trace.request_id}"
     date = args.date or (trace.fields.get("timestamp") or "")[:10]
     try:
@@ -87,7 +91,7 @@ def _add(args: argparse.Namespace) -> int:
     from ..data.jsonl import parse_gold_records
     from ..data.source import check_file, sha256_file, text_lines
     from ..errors import InputError, UsageError
-    from ..goldset.incident import parse_postmortem, regression_case
+    from ..goldset.incident import parse_postmortem, pm_value, regression_case
 
     check_file(args.postmortem, "postmortem")
     text = "".join(line for _, line in text_lines(args.postmortem))
@@ -114,7 +118,8 @@ def _add(args: argparse.Namespace) -> int:
         corpus = load_manifest(args.corpus)
         absent = [c for c in chunks if c not in corpus]
         if absent:
-            raise InputError(f"names chunks that are not in the corpus: {', '.join(absent[:5])}", path=args.postmortem,
+            shown = ", ".join(pm_value(c, item=True) for c in absent[:5])  # one line, whatever the ids hold
+            raise InputError(f"names chunks that are not in the corpus: {shown}", path=args.postmortem,
                              field="regression test", hint=f"check the ids against {args.corpus}")
     lines = sum(1 for _ in text_lines(args.gold))
     parse_gold_records([(lines + 1, record)], args.postmortem)  # the case is a valid gold line
@@ -126,6 +131,7 @@ def _add(args: argparse.Namespace) -> int:
         data += b"\n"
     line = json.dumps(record, ensure_ascii=False) + "\n"
     write_bytes(args.gold, data + line.encode("utf-8"))
-    sys.stdout.write(f"added incident {pm.incident_id} to {os.path.basename(args.gold)} as query {record['query_id']} "
+    sys.stdout.write(f"added incident {pm_value(pm.incident_id)} to {os.path.basename(args.gold)} as query "
+                     f"{pm_value(record['query_id'])} "
                      f"({pm.failure_link}; lifecycle gap: {pm.lifecycle_stage})\n")
     return 0

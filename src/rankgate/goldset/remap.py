@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..corpus import CorpusManifest
+from ..errors import InputError
 from .records import GoldFile
 
 __all__ = ["MAX_DF", "PIECE", "PURE", "SHINGLE", "LabelRemap", "Mapping", "Remap", "remap_gold", "tokenize"]
@@ -632,14 +633,17 @@ def _label(old_id: str, n_old: int, have: int, kept: list[tuple[int, int, int, i
 
 
 def remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, *, min_confidence: float = 0.8,
-               fast: bool = True) -> Remap:
+               fast: bool = True, require_texts: bool = False) -> Remap:
     """Map every chunk the gold set labels (relevant and ``must_not_retrieve``) from ``old`` to ``new``
-    (see module docs). ``fast=False`` finds candidates with the plain-Python reference."""
+    (see module docs). ``fast=False`` finds candidates with the plain-Python reference.
+    ``require_texts``: raise InputError when a labelled chunk needs its texts compared and the old
+    or the new corpus holds no text at all (instead of calling every such chunk unmapped)."""
     with _cycles_unchecked():
-        return _remap_gold(gold, old, new, min_confidence, fast)
+        return _remap_gold(gold, old, new, min_confidence, fast, require_texts)
 
 
-def _remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, min_confidence: float, fast: bool) -> Remap:
+def _remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, min_confidence: float, fast: bool,
+                require_texts: bool = False) -> Remap:
     import pyarrow as pa
 
     uses: Counter[str] = Counter()
@@ -659,6 +663,11 @@ def _remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, min_co
                 out[cid] = LabelRemap(cid, "unchanged", 1.0, (Mapping(cid, 1.0, 1.0, 1.0),))
                 continue
         need.append((cid, i))
+    for manifest, which in ((old, "old"), (new, "new")):
+        if require_texts and need and not _has_text(manifest):
+            raise InputError(f"is missing from every chunk: {len(need):,} labelled chunk(s) changed or moved, and "
+                             "remap maps them by comparing the old and the new texts", path=manifest.source, field="text",
+                             hint=f"give the {which} corpus with each chunk's text")
     kern = _kernels() if fast and need else None
     if kern is not None:
         new_texts = new._texts.array if hasattr(new._texts, "array") else pa.array(list(new._texts), pa.string())
@@ -680,6 +689,13 @@ def _remap_gold(gold: GoldFile, old: CorpusManifest, new: CorpusManifest, min_co
             out[cid] = _pick(cid, doc, o, c, news, ids, docs)
     ordered = {cid: out[cid] for cid in uses}
     return Remap(gold.path, old.source, new.source, min_confidence, ordered, dict(uses))
+
+
+def _has_text(manifest: CorpusManifest) -> bool:
+    texts = manifest._texts
+    if hasattr(texts, "array"):
+        return bool(texts.array.null_count < len(texts.array))
+    return any(t is not None for t in texts)
 
 
 def _pick_compiled(kern: Any, need: list[tuple[str, int]], texts: Any, new_texts: Any,

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .numbers import fmt_value
+from .numbers import fmt_value, md_escape
 
 CELL_HELP = {
     "ok": "retrieval found a gold chunk; the answer is faithful (and correct)",
@@ -174,10 +174,11 @@ def print_answers(s: Mapping[str, Any], *, confidence: float = 0.95, console: An
 def answers_markdown(s: Mapping[str, Any], *, confidence: float = 0.95, heading: str = "### Answers (layer two)") -> str:
     pct = round(confidence * 100)
     lines = [heading, "", f"| layer | metric | mean | {pct}% CI | coverage |", "|---|---|---:|---:|---|"]
-    lines += [f"| {a} | `{b}` | {c} | {d} | {e} |" for a, b, c, d, e in metric_rows(s)]
+    esc = md_escape  # query ids, model names and notes are data, as everywhere in the comment
+    lines += [f"| {esc(a)} | `{b.replace('`', '')}` | {c} | {d} | {esc(e, 200)} |" for a, b, c, d, e in metric_rows(s)]
     lines += ["", f"| diagnosis | queries | share | {pct}% CI | examples |", "|---|---:|---:|---:|---|"]
-    lines += [f"| {a} | {b} | {c} | {d} | {e} |" for a, b, c, d, e in grid_rows(s) if b != "0"]
-    lines += ["", f"<sub>{html.escape(judge_line(s))}</sub>", ""]
+    lines += [f"| {esc(a)} | {b} | {c} | {d} | {esc(e, 200)} |" for a, b, c, d, e in grid_rows(s) if b != "0"]
+    lines += ["", f"<sub>{esc(judge_line(s), 400)}</sub>", ""]
     return "\n".join(lines) + "\n"
 
 

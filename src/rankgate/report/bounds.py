@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .numbers import fmt_value
+from .numbers import fmt_value, md_escape
 
 
 def _v(metric: str, x: Any) -> str:
@@ -72,8 +72,8 @@ def bounds_table(b: Any, confidence: float = 0.95) -> Any:
 def bounds_markdown(b: Any, confidence: float = 0.95) -> str:
     lines = ["| metric | lower: gold only | corrected [" + f"{round(confidence * 100)}% CI] | upper: gold + judge |",
              "|---|---:|---:|---:|"]
-    lines += [f"| {m} | {lo} | {c} | {up} |" for m, lo, c, up in bounds_rows(b)]
-    lines += [""] + [f"- {n}" for n in bounds_notes(b)]
+    lines += [f"| {md_escape(m, 60)} | {lo} | {c} | {up} |" for m, lo, c, up in bounds_rows(b)]
+    lines += [""] + [f"- {md_escape(n, 400)}" for n in bounds_notes(b)]
     return "\n".join(lines) + "\n"
 
 

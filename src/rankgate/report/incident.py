@@ -1,13 +1,18 @@
 """The postmortem template of ``rankgate incident new``, prefilled from a retrieval trace
 (:class:`rankgate.goldset.incident.Trace`). ``rankgate incident add`` reads it back
 (:func:`rankgate.goldset.incident.parse_postmortem`), so the headings and ``- key: value`` lines are
-the contract: keep them, replace every TODO."""
+the contract: keep them, replace every TODO.
+
+Nothing taken from the trace can become structure: values read back (the header fields, the
+query, chunk ids) pass :func:`rankgate.goldset.incident.pm_value`; what is only shown to people (the
+table, citations, feedback, the title) passes :func:`.numbers.md_escape`; the request id and query
+are also kept verbatim in the fenced trace data block at the end."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
-from ..goldset.incident import FAILURE_LINKS, LIFECYCLE_STAGES, STAGES, Trace
+from ..goldset.incident import FAILURE_LINKS, LIFECYCLE_STAGES, STAGES, Trace, data_block, pm_value
 from .numbers import md_escape
 
 __all__ = ["postmortem_markdown"]
@@ -35,17 +40,18 @@ def postmortem_markdown(t: Trace, *, incident_id: str, date: str) -> str:
     inactive = [it.id for it in t.items if it.status and it.status.lower() not in ("active", "current")]
     suggestions = list(dict.fromkeys(inactive))
     packed = [it.id for it in t.items if it.stage == "packed"]
+    version = t.fields.get("corpus_version") or t.fields.get("index_version")
     out = [
-        f"# Incident {incident_id}: TODO one-line title",
+        f"# Incident {md_escape(incident_id, width=200)}: TODO one-line title",
         "",
         "<!-- rankgate incident: fill every TODO and tick the boxes, then run",
         "     rankgate incident add THIS_FILE --gold GOLD   (it refuses the file while anything is unfilled) -->",
         "",
-        f"- incident_id: {incident_id}",
-        f"- request_id: {t.request_id}",
-        f"- date: {date}",
-        f"- corpus_version: {t.fields.get('corpus_version') or t.fields.get('index_version') or 'TODO'}",
-        f"- tenant: {t.fields.get('tenant', '')}",
+        f"- incident_id: {pm_value(incident_id)}",
+        f"- request_id: {pm_value(t.request_id)}",
+        f"- date: {pm_value(date)}",
+        f"- corpus_version: {pm_value(version) if version else 'TODO'}",
+        f"- tenant: {pm_value(t.fields['tenant']) if t.fields.get('tenant') else ''}",
         "",
         "## Summary",
         "",
@@ -58,12 +64,14 @@ def postmortem_markdown(t: Trace, *, incident_id: str, date: str) -> str:
     if "rewritten_query" in t.fields:
         out.append(f"Rewritten: {md_escape(t.fields['rewritten_query'], width=400)}")
     if "timestamp" in t.fields:
-        out.append(f"At: {t.fields['timestamp']}")
+        out.append(f"At: {md_escape(t.fields['timestamp'], width=60)}")
     out += ["", *_trace_table(t, inactive), ""]
     if t.citations:
-        out.append("Cited: " + ", ".join(md_escape(c, width=200) + (f" ({v})" if v else "") for c, v in t.citations))
+        out.append("Cited: " + ", ".join(md_escape(c, width=200) + (f" ({md_escape(v, width=80)})" if v else "")
+                                         for c, v in t.citations))
     if t.feedback:
-        out.append("Feedback: " + "; ".join(f"{v}" + (f" ({r})" if r else "") for v, r in t.feedback))
+        out.append("Feedback: " + "; ".join(md_escape(v, width=40) + (f" ({md_escape(r, width=200)})" if r else "")
+                                            for v, r in t.feedback))
     out += [
         "",
         "## Failure-chain link that broke",
@@ -89,16 +97,16 @@ def postmortem_markdown(t: Trace, *, incident_id: str, date: str) -> str:
         "",
         "The query and the chunks the gold set should hold for it (`rankgate incident add` appends it).",
         "",
-        f"- query: {t.query}",
+        f"- query: {pm_value(t.query)}",
         "",
         "relevant:",
         "- TODO chunk_id | grade 3 | why it answers the query",
         "",
         "must_not_retrieve:",
     ]
-    out += [f"- {cid}" for cid in suggestions] or ["- (none)"]
+    out += [f"- {pm_value(cid, item=True)}" for cid in suggestions] or ["- (none)"]
     if packed:
-        out += ["", f"<!-- packed into the context: {', '.join(packed)} -->"]
+        out += ["", f"<!-- packed into the context: {', '.join(pm_value(c, item=True) for c in packed)} -->"]
     out += [
         "",
         "## Lifecycle gap",
@@ -106,6 +114,12 @@ def postmortem_markdown(t: Trace, *, incident_id: str, date: str) -> str:
         "Tick the one stage whose gap let it through:",
         "",
         *(f"- [ ] {stage}" for stage in LIFECYCLE_STAGES),
+        "",
+        "## Trace data",
+        "",
+        "The trace's request id and query, read by `rankgate incident add`: leave this block as it is.",
+        "",
+        *data_block(t.request_id, t.query),
         "",
     ]
     return "\n".join(out)

@@ -104,7 +104,7 @@ def sweep_markdown(sweep: KSweep) -> str:
     head = ["metric", *(f"@{k}" for k in sweep.ks), "AUC"]
     lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
     for c in sweep.curves:
-        lines.append("| " + " | ".join([c.metric.replace("|", "\\|"), *(_fmt4(v) for v in c.means), _fmt4(c.auc)]) + " |")
+        lines.append("| " + " | ".join([md_escape(c.metric, 60), *(_fmt4(v) for v in c.means), _fmt4(c.auc)]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -160,7 +160,11 @@ def render_text(renderable: Any, width: int = 80) -> str:
 
 
 def check_markdown(outcome: MonitorOutcome, summary: TraceSummary, config: MonitorConfig) -> str:
-    """The markdown summary of ``rankgate traces check``: each flagged window, segment and signal."""
+    """The markdown summary of ``rankgate traces check``: each flagged window, segment and signal. Every
+    text from the traces or the monitor file (segment values, owners, details, monitor names) passes
+    :func:`.numbers.md_escape`, as in the PR comment."""
+    from .numbers import md_escape as esc
+
     errors = sum(1 for f in outcome.flags if f.severity == "error")
     warnings = len(outcome.flags) - errors
     verdict = "FAILED" if errors else "passed"
@@ -168,30 +172,28 @@ def check_markdown(outcome: MonitorOutcome, summary: TraceSummary, config: Monit
     span = (f"{iso(summary.windows[0])} to {iso(summary.windows[-1] + summary.window_us)}"
             if summary.windows else "no windows")
     lines.append(f"{summary.meta.get('requests', 0):,} requests, {len(summary.windows)} window(s) of {summary.window} "
-                 f"({span}); {len(config.monitors)} monitors from {config.path or 'the defaults'}; "
+                 f"({span}); {len(config.monitors)} monitors from {esc(config.path, 200) if config.path else 'the defaults'}; "
                  f"{outcome.checked:,} window × segment checks; {errors} error(s), {warnings} warning(s).")
     lines.append("")
     if outcome.flags:
         lines += ["| severity | window | segment | signal | value | n | rule | detail | owner |",
                   "|---|---|---|---|---:|---:|---|---|---|"]
         for f in outcome.flags:
-            lines.append(f"| {f.severity} | {f.window_iso} | {f.segment} | {f.signal} | {fmt_signal(f.signal, f.value)} "
-                         f"| {f.n:,} | {f.rule} | {_md(f.detail)} | {_md(f.owner or '')} |")
+            lines.append(f"| {esc(f.severity)} | {f.window_iso} | {esc(f.segment, 120)} | {esc(f.signal)} | "
+                         f"{fmt_signal(f.signal, f.value)} | {f.n:,} | {esc(f.rule)} | {esc(f.detail, 300)} | "
+                         f"{esc(f.owner or '')} |")
         lines.append("")
     else:
         lines += ["No window was flagged.", ""]
     if outcome.not_measurable:
         lines.append("Not checked, the traces do not carry the inputs:")
-        lines += [f"- {name}: {note}" for name, note in sorted(outcome.not_measurable.items())]
+        lines += [f"- {esc(name)}: {esc(note, 200)}" for name, note in sorted(outcome.not_measurable.items())]
         lines.append("")
     if outcome.unchecked:
-        lines.append("Cells not checked: " + ", ".join(f"{n:,} {r}" for r, n in sorted(outcome.unchecked.items())) + ".")
+        lines.append("Cells not checked: " + ", ".join(f"{n:,} {esc(r, 120)}" for r, n in sorted(outcome.unchecked.items()))
+                     + ".")
         lines.append("")
     return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def values_for(summary: TraceSummary, signal: str, segment: str = "all") -> list[SignalValue]:

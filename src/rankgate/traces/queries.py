@@ -33,6 +33,7 @@ BAD_STATUSES = ("deprecated", "superseded", "retired")
 STAGES_MS = ("parse", "retrieval", "rerank", "synthesis", "total")
 LATENCY_Q = (0.5, 0.95, 0.99)
 SCORE_Q = (0.1, 0.5, 0.9)
+MAX_DOUBLE = 1.7976931348623157e308
 SEP = "chr(31)"
 
 
@@ -97,8 +98,12 @@ FROM (SELECT i.request_id, i.stage, i.rank, i.score, {status} AS st FROM items i
 GROUP BY request_id"""
 
     def rq(self) -> str:
-        return """
-SELECT r.*, ri.top1, ri.top2, ri.top1 - ri.top2 AS margin, coalesce(ri.n_items, 0) AS n_items,
+        # two finite scores can differ by more than the largest double (1.7e308 and -1.7e308): such a
+        # margin is recorded as that largest double, never as infinity (summary.json holds finite numbers)
+        d = "ri.top1 - ri.top2"
+        margin = f"CASE WHEN {d} > {MAX_DOUBLE!r} THEN {MAX_DOUBLE!r} WHEN {d} < {-MAX_DOUBLE!r} THEN {-MAX_DOUBLE!r} ELSE {d} END"
+        return f"""
+SELECT r.*, ri.top1, ri.top2, {margin} AS margin, coalesce(ri.n_items, 0) AS n_items,
   coalesce(ri.n_ctx_known, 0) AS n_ctx_known, coalesce(ri.n_ctx_bad, 0) AS n_ctx_bad
 FROM requests r LEFT JOIN req_items ri ON ri.request_id = r.request_id"""
 

@@ -192,12 +192,19 @@ def iso(window_us: int | None) -> str:
     return dt.datetime.fromtimestamp(window_us / 1e6, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+MAX_WINDOW_DAYS = 36_500  # 100 years: wider than any trace export, far inside the int64 microseconds
+
+
 def parse_window(text: str) -> int:
-    """``15m``, ``1h``, ``6h``, ``1d``, ``1w`` -> the window width in microseconds."""
-    m = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", str(text))
+    """``15m``, ``1h``, ``6h``, ``1d``, ``1w`` -> the window width in microseconds (at most
+    :data:`MAX_WINDOW_DAYS`)."""
+    m = re.fullmatch(r"\s*(\d{1,15})\s*([mhdw])\s*", str(text)[:100])
     if not m or int(m.group(1)) == 0:
-        raise UsageError(f"--window must be a whole number and a unit m, h, d or w (e.g. 1h, 1d); got {text!r}")
-    return int(m.group(1)) * _UNITS[m.group(2)] * 1_000_000
+        raise UsageError(f"--window must be a whole number and a unit m, h, d or w (e.g. 1h, 1d); got {text!r:.60}")
+    seconds = int(m.group(1)) * _UNITS[m.group(2)]
+    if seconds > MAX_WINDOW_DAYS * 86_400:
+        raise UsageError(f"--window must be at most {MAX_WINDOW_DAYS}d (100 years); got {text!r:.60}")
+    return seconds * 1_000_000
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
