@@ -335,3 +335,10 @@ def test_html_report_names_near_misses(tmp_path):
     assert main(["report", "--gold", str(path), "--run", str(path), "-o", str(out), "--resamples", "0"]) == 0
     html = " ".join(out.read_text(encoding="utf-8").split())
     assert "probably the same chunk, re-chunked or re-punctuated" in html
+
+
+def test_compare_says_near_misses_on_stderr(capsys):
+    path = DATA / "ragas_near_miss.jsonl"
+    assert main(["compare", "--gold", str(path), str(path), str(path), "-m", "recall@100", "--resamples", "0"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.count("probably the same chunk, re-chunked or re-punctuated") == 1  # said once, not per run
