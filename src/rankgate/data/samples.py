@@ -128,10 +128,13 @@ def list_notices(records: Records, shape: ToolShape, stats: ListStats, sep: str 
     out = []
     name = os.path.basename(records.path) or records.path  # (the file's name: a PR comment shows it too)
     if stats.joined:
-        out.append(f"{name}: lists are joined by {sep!r} in this file (as {shape.label}'s CSV and JSON lines write "
-                   f"them), so a context that itself contains {sep!r} is read as two; {shape.label}'s JSON "
-                   f"(save_as(\"json\")) keeps each context whole: prefer it (another delimiter: --columns "
-                   f"list_sep=...)")
+        own = shape.saved_marker is not None  # a tool whose own CSV/JSONL join lists (DeepEval)
+        out.append(f"{name}: lists are joined by {sep!r} in this file"
+                   + (f" (as {shape.label}'s CSV and JSON lines write them)" if own else "")
+                   + f", so a context that itself contains {sep!r} is read as two; "
+                   + (f"{shape.label}'s JSON (save_as(\"json\")) keeps each context whole: prefer it"
+                      if own else "a JSON list keeps each context whole: prefer it")
+                   + " (another delimiter: --columns list_sep=...)")
     for key, n in stats.holding.items():
         example = stats.example[key]
         example = example if len(example) <= 60 else example[:59] + "…"
