@@ -72,10 +72,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ..redact import redact, register, register_url
-from . import transport as wire
 from .base import TASKS, CallResult, JudgeCallError, check_label, is_problem
 from .extract import extract_json
 from .prompts import answer_schema, max_tokens, prompt
+from .transport import ACCEPT_ENCODING, DEFAULT_MAX_REPLY_BYTES, BadReply, ReplyTooLarge, deadline, read_body
+from .transport import client as http_client
 
 __all__ = ["OpenAIJudge", "chat_endpoint", "failure"]
 
@@ -177,7 +178,7 @@ def _failures() -> tuple[tuple[type[BaseException], bool, Callable[[BaseExceptio
         (httpx.TimeoutException, True, lambda exc, timeout_s: f"timeout after {timeout_s:g} s"),
         (httpx.TransportError, True,
          lambda exc, timeout_s: redact(f"connection error ({type(exc).__name__}: {exc})")[:300]),
-        (wire.BadReply, False, lambda exc, timeout_s: redact(str(exc))[:300]),
+        (BadReply, False, lambda exc, timeout_s: redact(str(exc))[:300]),
     )
 
 
@@ -209,7 +210,7 @@ class OpenAIJudge:
     def __init__(self, url: str, model: str, *, key_env: str | None = None, timeout_s: float = 60.0,
                  retries: int = 4, workers: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
                  max_retry_after_s: float = 60.0,
-                 max_reply_bytes: int = wire.DEFAULT_MAX_REPLY_BYTES, transport: Any = None) -> None:
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, transport: Any = None) -> None:
         register_url(url)  # before anything can name the URL
         if not model or not isinstance(model, str):
             raise UsageError("the openai judge needs a model name: pass --judge-model (e.g. gpt-4o-mini, or the "
@@ -221,7 +222,7 @@ class OpenAIJudge:
         self.workers = int(workers)
         self.backoff_s, self.max_backoff_s, self.max_retry_after_s = backoff_s, max_backoff_s, max_retry_after_s
         self.max_reply_bytes = int(max_reply_bytes)
-        self._headers = {"content-type": "application/json", "accept-encoding": wire.ACCEPT_ENCODING}
+        self._headers = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING}
         key = None
         if key_env:
             key = os.environ.get(key_env)
@@ -317,7 +318,7 @@ class OpenAIJudge:
     def _client(self) -> Any:
         with self._lock:
             if self._http is None:
-                self._http = wire.client(self.timeout_s, max(1, self.workers), self._transport)
+                self._http = http_client(self.timeout_s, max(1, self.workers), self._transport)
             return self._http
 
     def _downgrade(self, mode: str) -> None:
@@ -338,13 +339,13 @@ class OpenAIJudge:
             wait: float | None = None
             too_large = False
             try:
-                with wire.deadline(self.timeout_s), \
+                with deadline(self.timeout_s), \
                         http.stream("POST", self.endpoint, json=self._body(task, messages, seed, budget, mode),
                                     headers=self._headers) as response:
                     status, headers = response.status_code, response.headers
                     try:
-                        raw = wire.read_body(response, self.max_reply_bytes)
-                    except wire.ReplyTooLarge:
+                        raw = read_body(response, self.max_reply_bytes)
+                    except ReplyTooLarge:
                         raw, too_large = b"", True
             except Exception as exc:
                 failed = failure(exc, self.timeout_s)
@@ -403,7 +404,7 @@ class OpenAIJudge:
     def check_reachable(self) -> None:
         """Raise UsageError when nothing answers at the endpoint's host (any HTTP reply will do)."""
         try:
-            with wire.deadline(self.timeout_s), self._client().stream(
+            with deadline(self.timeout_s), self._client().stream(
                     "GET", self.endpoint.rsplit("/chat/completions", 1)[0] + "/models", headers=self._headers):
                 pass  # the status line is enough; the body is never read
         except Exception as exc:
