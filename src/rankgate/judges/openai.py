@@ -258,9 +258,9 @@ class OpenAIJudge:
         p = prompt(task)
         return {"endpoint": self.endpoint, "model": self.model, "messages": p.messages(fields),
                 "temperature": 0, "seed": seed, "max_tokens": max_tokens(task), "schema": answer_schema(task),
-                "prompt": p.label, **self._fake()}
+                "prompt": p.label, **self._fake_transport()}
 
-    def _fake(self) -> dict[str, str]:
+    def _fake_transport(self) -> dict[str, str]:
         return {} if self._transport_name is None else {"transport": self._transport_name}
 
     def estimate_tokens(self, task: str, fields: Mapping[str, str]) -> tuple[int, int]:
@@ -271,7 +271,7 @@ class OpenAIJudge:
 
     def identity(self) -> dict[str, Any]:
         return {"backend": "openai", "model": self.model, "url": redact(self.endpoint),
-                "prompts": {task: prompt(task).label for task in TASKS}, "response_format": self.mode, **self._fake()}
+                "prompts": {task: prompt(task).label for task in TASKS}, "response_format": self.mode, **self._fake_transport()}
 
     def _body(self, task: str, messages: list[dict[str, str]], seed: int, budget: int, mode: str) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "seed": seed,
@@ -345,7 +345,7 @@ class OpenAIJudge:
                     status, headers = response.status_code, response.headers
                     try:
                         raw = read_body(response, self.max_reply_bytes)
-                    except ReplyTooLarge:
+                    except ReplyTooLarge:  # not a failure of the HTTP layer: the status decides what it means
                         raw, too_large = b"", True
             except Exception as exc:
                 failed = failure(exc, self.timeout_s)
