@@ -20,6 +20,12 @@ a *miss*: that call fails, as a real judge's call can, so the item gets a ``judg
 pipeline's handling of failed calls is exercised too. ``asked`` lists every ``(task, fields)`` asked,
 ``misses`` the ones nothing answered (assert ``replay.misses == []`` to require a full table).
 
+Recorded labels. :meth:`ReplayJudge.learn` adds a real judge's labels to a table and
+:meth:`ReplayJudge.dumps` writes the table as JSON lines, one ``{"task", "fields", "label"}`` per
+row; :meth:`ReplayJudge.from_file` reads such a file back (an :class:`~rankgate.errors.InputError`
+naming the line and field for a bad row). Record once against the real judge, commit the file, and
+your tests replay it offline.
+
 Three ways in:
 
 * :meth:`ReplayJudge.client` — a :class:`~rankgate.judges.client.JudgeClient` (no cache, calls made in
@@ -35,11 +41,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import UsageError
-from .base import TASK_FIELDS, TASKS, JudgeCallError, Label, check_label, is_problem, label_to_json
+from ..errors import InputError, UsageError
+from .base import (TASK_FIELDS, TASKS, JudgeCallError, JudgeItem, Judgement, Label, check_label, is_problem,
+                   label_to_json)
 from .client import DEFAULT_MAX_STATEMENTS, JudgeClient
 
 __all__ = ["SUBJECT", "ReplayJudge"]
@@ -100,6 +107,76 @@ class ReplayJudge:
         self.asked: list[tuple[str, dict[str, str]]] = []
         self.misses: list[tuple[str, dict[str, str]]] = []
 
+    # -- recording ---------------------------------------------------------------------------------
+    def learn(self, task: str, items: Sequence[JudgeItem], judgements: Iterable[Judgement]) -> int:
+        """Add the labels a judge gave ``items`` (what ``client.run(task, items)`` returned) to the table.
+
+        Keyed by all the item's fields; failed calls are left out and, with repeats, the first sample
+        counts. Returns how many rows were added or changed.
+        """
+        _task(task, "learn()")
+        by_key = {item.key: item for item in items}
+        table = self._table.setdefault(task, {})
+        added = 0
+        for judgement in judgements:
+            item = by_key.get(judgement.key)
+            if judgement.task != task or judgement.sample != 0 or judgement.label is None or item is None:
+                continue
+            key = tuple(str(item.fields.get(name, "")) for name in TASK_FIELDS[task])
+            label = _label(task, label_to_json(judgement.label), f"{task} {judgement.key!r}")
+            added += table.get(key) != label
+            table[key] = label
+        return added
+
+    def dumps(self) -> str:
+        """The table's rows keyed by all fields, as JSON lines ``{"task", "fields", "label"}`` (for :meth:`from_file`).
+
+        Rows keyed by a subject text alone, the handler and the defaults are code, not data: they are
+        not written.
+        """
+        lines = []
+        for task in TASKS:
+            for key, label in self._table.get(task, {}).items():
+                if isinstance(key, tuple):
+                    lines.append(json.dumps({"task": task, "fields": dict(zip(TASK_FIELDS[task], key)),
+                                             "label": label_to_json(label)}, ensure_ascii=False))
+        return "".join(line + "\n" for line in lines)
+
+    @classmethod
+    def from_file(cls, path: str, *, handler: Handler | None = None,
+                  default: Mapping[str, Any] | None = None) -> ReplayJudge:
+        """A replay of the JSON lines :meth:`dumps` writes; a bad row is an InputError naming its line."""
+        from ..data.jsonl import json_objects
+
+        shape = '{"task", "fields": {...}, "label"}'
+        judge = cls(handler=handler, default=default)
+        seen: dict[tuple[str, tuple[str, ...]], int] = {}
+        for line, obj in json_objects(path, "replay labels", shape):
+            task = obj.get("task")
+            if task not in TASKS:
+                raise InputError(f"must be one of {', '.join(TASKS)}; got {json.dumps(task)[:60]}", path=path,
+                                 line=line, field="task")
+            fields = obj.get("fields")
+            if not isinstance(fields, dict):
+                raise InputError(f"must be an object with the task's fields ({', '.join(TASK_FIELDS[task])})",
+                                 path=path, line=line, field="fields")
+            for name in TASK_FIELDS[task]:
+                if not isinstance(fields.get(name), str):
+                    raise InputError(f"must be a string (the {task} task needs {', '.join(TASK_FIELDS[task])})",
+                                     path=path, line=line, field=f"fields.{name}")
+            key = tuple(fields[name] for name in TASK_FIELDS[task])
+            if (task, key) in seen:
+                raise InputError(f"the same {task} item again (first at line {seen[(task, key)]})", path=path,
+                                 line=line, hint="one label per item")
+            seen[(task, key)] = line
+            checked = check_label(task, obj.get("label"))
+            if is_problem(checked):
+                reason = checked.reason.removeprefix("'label' ")  # type: ignore[union-attr]
+                raise InputError(reason, path=path, line=line, field="label")
+            judge._table.setdefault(task, {})[key] = checked  # type: ignore[assignment]
+        return judge
+
+    # -- answering ---------------------------------------------------------------------------------
     def lookup(self, task: str, fields: Mapping[str, str]) -> Label | None:
         """The label for an item (table, then handler, then default), or None; records nothing."""
         table = self._table.get(task, {})
