@@ -9,8 +9,9 @@
 Backends: ``lexical`` (deterministic token-overlap baseline, offline: :mod:`.lexical`), ``openai``
 (any OpenAI-compatible ``/v1/chat/completions``: :mod:`.openai`) and a user's ``module:Class``
 (the :class:`Judge` protocol). Around each: the persistent cache (:mod:`.cache`), the worker pool
-and failures as data (:mod:`.client`). Imports only the standard library at import time; httpx
-is imported on the first call. See docs/judges.md.
+and failures as data (:mod:`.client`). For tests of your own pipeline, :mod:`.testing` has a replay
+judge that answers from a table. Imports only the standard library at import time; httpx is imported
+on the first call. See docs/judges.md.
 """
 
 from __future__ import annotations
