@@ -332,9 +332,13 @@ def answers_csv(result: Any, rows: Any) -> str:
 
     a = result.info["answers"]
     answer_names = [m for m in result.metric_names if m not in a["retrieval_metrics"]]
-    header = ["query_id", "cell", "retrieval", "answer", *a["retrieval_metrics"]]
-    columns = [_text_column(result.query_ids), _text_column([r.cell for r in rows]),
-               _text_column([r.retrieval for r in rows]), _text_column([r.answer for r in rows])]
+    texts = result.info.get("query_texts")  # queries known by a hash of their question: the question too
+    header = ["query_id", *(["query"] if texts else []), "cell", "retrieval", "answer", *a["retrieval_metrics"]]
+    columns = [_text_column(result.query_ids)]
+    if texts:
+        columns.append(_text_column([texts.get(q) for q in result.query_ids]))
+    columns += [_text_column([r.cell for r in rows]), _text_column([r.retrieval for r in rows]),
+                _text_column([r.answer for r in rows])]
     columns += [_float_column(result.values[m]) for m in a["retrieval_metrics"]]
     for m in answer_names:
         header += [m, f"{m}.status"]

@@ -252,9 +252,15 @@ def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDef
     return definition
 
 
+_builtin_loaded = False
+
+
 def _load_builtin() -> None:
-    if "recall" not in _REGISTRY:
-        from . import answer, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
+    # (a flag, not a look-up of one name: importing one metrics module registers only its own metrics)
+    global _builtin_loaded
+    if not _builtin_loaded:
+        _builtin_loaded = True
+        from . import answer, compat, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
         from . import contract  # noqa: F401  (the sample contract's names for some of the above)
 
 

@@ -34,6 +34,12 @@ def coverage_lines(result: EvaluationResult) -> list[str]:
     dropped = result.info.get("duplicates_dropped")
     if dropped:
         lines.append(f"{dropped} repeated ids dropped (kept each id's best rank)")
+    lines.extend(result.info.get("notices") or ())
+    from ..data.nearmiss import near_miss_line
+
+    near = near_miss_line(result.info.get("near_misses"))
+    if near:
+        lines.append(near)
     return lines
 
 
