@@ -1,4 +1,4 @@
-"""Imports go one way: data → metrics → engine → statistics → decisions → report → commands.
+"""Imports go one way: data → metrics → engine → statistics → decisions → flows → report → commands.
 
 Every module under src/rankgate is parsed (not imported) and each of its imports of another rankgate
 module, at the top or inside a function, is checked against the table below: a module may import
@@ -25,10 +25,12 @@ LAYERS: dict[int, tuple[str, ...]] = {
     4: ("stats", "segments", "compare", "sweep", "baseline", "agreement",          # statistics over results,
         "traces", "goldset", "answers", "pooling"),                               # traces, gold sets, answers, bounds
     5: ("gate_config", "gates", "diagnosis", "testing", "experiments", ""),        # decisions (and the public API)
-    6: ("report",),                                                                # renderers
-    7: ("commands", "cli", "__main__", "demo"),                                    # the command line
+    6: ("flows",),                                                                 # use cases: request in, result out
+    7: ("report",),                                                                # renderers
+    8: ("commands", "cli", "__main__", "demo"),                                    # the command line
 }
-NAMES = {"data": 1, "metrics": 2, "engine": 3, "statistics": 4, "decisions": 5, "report": 6, "commands": 7}
+NAMES = {"data": 1, "metrics": 2, "engine": 3, "statistics": 4, "decisions": 5, "flows": 6, "report": 7,
+         "commands": 8}
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 
 # A package may be held to less than its layer allows: the judge talks to model APIs and stays small
@@ -154,5 +156,5 @@ def test_known_exceptions_still_exist() -> None:
 
 
 def test_layer_names_follow_the_documented_order() -> None:
-    assert list(NAMES) == ["data", "metrics", "engine", "statistics", "decisions", "report", "commands"]
+    assert list(NAMES) == ["data", "metrics", "engine", "statistics", "decisions", "flows", "report", "commands"]
     assert sorted(NAMES.values()) == list(NAMES.values())
