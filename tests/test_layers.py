@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 
 # layer number -> the top-level modules and packages of rankgate in it (``""`` is the package's own __init__)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("errors", "redact", "_accel", "_memory", "_jsonable", "atomic", "plugins"),  # no rankgate imports but these
+    0: ("errors", "redact", "_accel", "_memory", "_jsonable", "atomic", "plugins", "configfile"),  # imports only these
     1: ("data", "corpus", "judges"),                                               # readers and the models they fill
     2: ("metrics",),                                                               # metric definitions and facts
     3: ("engine", "results", "retrieval", "fusion"),                               # scoring runs
@@ -88,7 +88,7 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), str(path))
 
@@ -304,6 +304,19 @@ def test_the_walker_sees_lazy_imports(tmp_path: Path, source: str, allowed: bool
     path.write_text(source, encoding="utf-8")
     targets = {_top(t) for _, t in imports_of(path, fake)}
     assert (not targets & {"report", "commands"}) == allowed
+
+
+def test_config_readers_follow_the_layers() -> None:
+    """gate_config reaches the readers other areas own through its READERS table, not an import: each
+    named function exists, and its module sits at or below gate_config's layer."""
+    from rankgate.gate_config import READERS
+
+    for what, ref in READERS.items():
+        module, name = ref.split(":")
+        path = SRC.parent / (module.replace(".", "/") + ".py")
+        path = path if path.exists() else path.with_suffix("") / "__init__.py"
+        assert f"\ndef {name}(" in path.read_text(encoding="utf-8"), f"READERS[{what!r}]: {ref} is not defined"
+        assert LAYER_OF[_top(module)] <= LAYER_OF["gate_config"], f"READERS[{what!r}]: {ref} is above gate_config"
 
 
 def test_known_exceptions_still_exist() -> None:
