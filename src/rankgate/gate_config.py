@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .configfile import (  # noqa: F401 - MAX_*, parse_tree and read_config_text were defined here first
+from .configfile import (  # noqa: F401 - the MAX_* limits were defined here first: still importable from here
     MAX_BYTES,
     MAX_DEPTH,
     MAX_VALUES,
@@ -399,7 +399,7 @@ def _reader(what: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-# -- the trace monitors file (rankgate traces check --monitors), read by rankgate.traces.monitors --------------------
+# -- the trace monitors file (rankgate traces check --monitors): rankgate.traces.monitors reads it; kept here too ------
 def load_monitors(path: str | None) -> Any:
     """Read and check a monitors file; ``None`` gives the default monitors (docs/traces.md)."""
     return _reader("monitors file")(path)
