@@ -312,7 +312,7 @@ def _build(root: ConfigItem, path: str) -> GateConfig:
             if "owner" in m:
                 stale_owner = r.text(m["owner"], "max_stale_labels.owner")
             if "severity" in m:
-                stale_severity = r.choice(m["severity"], "max_stale_labels.severity", ("error", "warning"))
+                stale_severity = r.choice(m["severity"], "max_stale_labels.severity", SEVERITIES)
         stale_count, stale_share = _stale_limit(r, item)
     latency = _reader("latency")(r, top["latency"], set(names)) if "latency" in top else ()
     return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share,
