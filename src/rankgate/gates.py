@@ -45,7 +45,7 @@ from ._jsonable import nan_to_none
 from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, summary_or_run, ties_of
 from .compare import Comparison, QueryChange, compare
 from .errors import ConfigError, UsageError
-from .metrics.registry import higher_is_better
+from .metrics.info import higher_is_better
 from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
 from .results import EvaluationResult, run_label
 from .segments import SegmentSummary, display_field, field_key, segment_summary

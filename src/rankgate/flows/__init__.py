@@ -1,14 +1,7 @@
-"""The use cases, one module each: a frozen request in, a frozen result out.
+"""The use cases of rankgate, one module each: a frozen request in, a frozen result out.
 
-A flow loads its inputs, scores them and runs the statistics and decisions its request asks for, once;
-it prints nothing and writes nothing but what its request names. The command line (``commands/``)
-builds a request from its options, runs the flow and renders the result; Python callers build the
-request themselves::
-
-    from rankgate.flows.evaluate import EvaluateRequest, run_evaluation
-
-    evaluation = run_evaluation(EvaluateRequest("gold.jsonl", "run.jsonl", by=("intent",)))
-
-Flows sit above the decision modules (gates, compare, stats…) and below ``report/``, which renders
-what a flow returns. Nothing is imported here: each flow imports what it needs when it runs.
+A flow validates its request once, loads the inputs, runs the capabilities and decisions below it and
+returns data; it prints nothing and writes only where its request names a path. ``rankgate.commands``
+turns command-line options into a request and renders the result; Python code builds the request
+directly (see docs/architecture.md).
 """

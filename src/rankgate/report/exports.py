@@ -121,3 +121,33 @@ def summary_dict(
 
 def summary_json(data: Mapping[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def answers_csv(result: EvaluationResult, rows: Any) -> str:
+    """``answers.csv``: one row per query: cell, verdicts, every metric with its status, statement count, judge errors."""
+    a = result.info["answers"]
+    answer_names = [m for m in result.metric_names if m not in a["retrieval_metrics"]]
+    texts = result.info.get("query_texts")  # queries known by a hash of their question: the question too
+    header = ["query_id", *(["query"] if texts else []), "cell", "retrieval", "answer", *a["retrieval_metrics"]]
+    columns = [_text_column(result.query_ids)]
+    if texts:
+        columns.append(_text_column([texts.get(q) for q in result.query_ids]))
+    columns += [_text_column([r.cell for r in rows]), _text_column([r.retrieval for r in rows]),
+                _text_column([r.answer for r in rows])]
+    columns += [_float_column(result.values[m]) for m in a["retrieval_metrics"]]
+    for m in answer_names:
+        header += [m, f"{m}.status"]
+        columns += [_float_column(result.values[m]), _text_column(a["status"][m])]
+    header += ["statements", "judge_errors"]
+    columns.append(["" if n is None else str(n) for n in a["statements"]])
+    columns.append(_text_column(["; ".join(e) for e in a["judge_errors"]]))
+    lines = [",".join(header)] + [",".join(row) for row in zip(*columns)]
+    return "\n".join(lines) + "\n"
+
+
+def answers_summary(scored: Any) -> dict[str, Any]:
+    """``summary.json`` of ``rankgate answers`` (as a dict) from :func:`rankgate.flows.answers.run_answers`' result:
+    the evaluation summary with the answers, statistics (and segments) parts and the inputs."""
+    summary = summary_dict(scored.result, cis=scored.cis, extra=scored.extra)
+    summary["inputs"] = scored.inputs
+    return summary
