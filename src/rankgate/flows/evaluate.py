@@ -37,28 +37,13 @@ class Statistics:
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
-        from ..stats import MAX_RESAMPLES
+        from ._common import check_stats
 
-        if self.resamples < 0:
-            raise UsageError(f"--resamples must be >= 0; got {self.resamples}")
-        if self.resamples > MAX_RESAMPLES:
-            raise UsageError(f"--resamples must be at most {MAX_RESAMPLES:,}; got {self.resamples:,} (the intervals "
-                             f"would need about {_memory(self.resamples)} per metric; 2,000 to 10,000 resamples are "
-                             "plenty)")
-        if not 0.0 < self.confidence < 1.0:
-            raise UsageError(f"--confidence must be between 0 and 1; got {self.confidence}")
-        if self.seed < 0:
-            raise UsageError(f"--seed must be a non-negative integer; got {self.seed}")
+        check_stats(self.seed, self.resamples, self.confidence)
 
     def kwargs(self) -> dict[str, Any]:
         """As the statistics functions take them: ``seed``, ``n_resamples``, ``confidence``."""
         return {"seed": self.seed, "n_resamples": self.resamples, "confidence": self.confidence}
-
-
-def _memory(resamples: int) -> str:
-    """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
-    size = resamples * 16
-    return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
 
 
 @dataclass(frozen=True)
