@@ -22,7 +22,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 
 # layer number -> the top-level modules and packages of rankgate in it (``""`` is the package's own __init__)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("errors", "redact", "_accel", "_memory", "_jsonable", "atomic", "plugins", "configfile"),  # no rankgate imports but these
+    0: ("errors", "redact", "_accel", "_memory", "_jsonable", "atomic", "plugins", "configfile",  # no rankgate imports but these
+        "constraints"),
     1: ("data", "corpus", "judges"),                                               # readers and the models they fill
     2: ("metrics",),                                                               # metric definitions and facts
     3: ("engine", "results", "retrieval", "fusion"),                               # scoring runs
@@ -38,8 +39,9 @@ NAMES = {"data": 1, "metrics": 2, "engine": 3, "statistics": 4, "capabilities": 
 LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 
 # A package may be held to less than its layer allows: the judge talks to model APIs and stays small
-# (rankgate.errors, rankgate.redact, the module:Class loader, and the data layer's readers for its label files).
-ONLY: dict[str, frozenset[str]] = {"judges": frozenset({"errors", "redact", "plugins", "data"})}
+# (rankgate.errors, rankgate.redact, the module:Class loader, the declared parameter bounds, and the data
+# layer's readers for its label files).
+ONLY: dict[str, frozenset[str]] = {"judges": frozenset({"errors", "redact", "plugins", "data", "constraints"})}
 
 # Edges that break the rules today, each named so that it is seen and no new one slips in beside it.
 KNOWN: frozenset[tuple[str, str]] = frozenset()

@@ -21,6 +21,7 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 
+from .constraints import K, check
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes_ordered, segment_duplicates
@@ -28,7 +29,6 @@ from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ti
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext
-from .metrics.spec import MAX_K
 from .results import EvaluationResult
 
 __all__ = ["DEFAULT_K", "doc_mapper", "evaluate", "ties_lines"]
@@ -85,8 +85,8 @@ def evaluate(
             ``{"query_id": "qid", "chunk_id": "doc", "score": "s"}``.
     """
     metric_list = parse_metrics(metrics if isinstance(metrics, str) else list(metrics))
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
-        raise UsageError(f"k must be a positive integer up to {MAX_K:,}; got {k!r}"[:120])
+    if k is not None:
+        check(K, k, caller="evaluate")
     if level not in ("chunk", "doc"):
         raise UsageError(f"level must be 'chunk' or 'doc'; got {level!r}")
     if dedupe not in ("error", "first"):

@@ -37,13 +37,25 @@ class Statistics:
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
-        from ._common import check_stats
+        from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
 
-        check_stats(self.seed, self.resamples, self.confidence)
+        note = ""
+        if isinstance(self.resamples, int) and self.resamples > RESAMPLES.maximum:  # type: ignore[operator]
+            note = (f"the intervals would need about {_memory(self.resamples)} per metric; 2,000 to 10,000 resamples "
+                    "are plenty")
+        check(RESAMPLES, self.resamples, option="--resamples", note=note)
+        check(CONFIDENCE, self.confidence, option="--confidence")
+        check(SEED, self.seed, option="--seed")
 
     def kwargs(self) -> dict[str, Any]:
         """As the statistics functions take them: ``seed``, ``n_resamples``, ``confidence``."""
         return {"seed": self.seed, "n_resamples": self.resamples, "confidence": self.confidence}
+
+
+def _memory(resamples: int) -> str:
+    """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
+    size = resamples * 16
+    return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from ..constraints import Param
 from ..errors import MetricSpecError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,46 +33,6 @@ __all__ = [
     "resolve_name",
     "suggest",
 ]
-
-
-@dataclass(frozen=True)
-class Param:
-    """A metric parameter: its type, default and allowed values."""
-
-    name: str
-    type: type
-    default: Any
-    choices: tuple[Any, ...] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    exclusive: bool = False  # the bounds themselves are not allowed (e.g. 0 < p < 1)
-    help: str = ""
-
-    def convert(self, text: str, *, spec: str = "") -> Any:
-        try:
-            value = self.type(text)
-        except (TypeError, ValueError):
-            raise MetricSpecError(
-                f"parameter {self.name!r} in {spec!r} must be {self.type.__name__}; got {text!r}"
-            ) from None
-        if isinstance(value, float) and math.isnan(value):  # (±inf are meaningful: min_score=-inf is the default)
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be a number; got {text!r}")
-        if isinstance(value, int) and not -(2**63) <= value < 2**63:
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must fit in 64 bits; got {text!r}")
-        if self.choices is not None and value not in self.choices:
-            allowed = "|".join(str(c) for c in self.choices)
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be one of {allowed}; got {text!r}")
-        if self.exclusive and self.minimum is not None and self.maximum is not None:
-            if not self.minimum < value < self.maximum:
-                raise MetricSpecError(
-                    f"parameter {self.name!r} in {spec!r} must be between {self.minimum} and {self.maximum} "
-                    f"(both excluded); got {text!r}"
-                )
-        if self.minimum is not None and value < self.minimum:
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be >= {self.minimum}; got {text!r}")
-        if self.maximum is not None and value > self.maximum:
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be <= {self.maximum}; got {text!r}")
-        return value
 
 
 class MetricDefinition:
