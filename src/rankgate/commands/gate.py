@@ -47,9 +47,27 @@ def add_parser(sub: Any) -> None:
                         "warning and nothing is posted")
 
 
+def request(args: argparse.Namespace) -> Any:
+    """The gate run the options ask for (the ship criteria read here, so a bad file is said first)."""
+    from ..flows.gate import GateRequest
+    from ..gate_config import load_config
+
+    overrides: dict[str, Any] = {}
+    for name in ("gold_format", "run_format", "ties"):
+        if getattr(args, name):
+            overrides[name] = getattr(args, name)
+    if args.columns:
+        from ..data.formats import parse_columns
+
+        overrides["columns"] = parse_columns(args.columns)
+    return GateRequest(load_config(args.config), args.gold, args.candidate, args.baseline,
+                       baseline_label=args.baseline_label, candidate_label=args.candidate_label, queries=args.queries,
+                       corpus=args.corpus, evaluate=overrides)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input, write_files
-    from ..gates import gate, load_config
+    from ..flows.gate import run_gate
 
     reply_cap = _reply_cap(args.max_reply_bytes)
 
@@ -64,20 +82,7 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import UsageError
 
         raise UsageError(f"--comment and --json name the same file {args.comment}; give each its own file")
-    config = load_config(args.config)
-    kwargs: dict[str, Any] = {}
-    if args.gold_format:
-        kwargs["gold_format"] = args.gold_format
-    if args.run_format:
-        kwargs["run_format"] = args.run_format
-    if args.ties:
-        kwargs["ties"] = args.ties
-    if args.columns:
-        from ..data.formats import parse_columns
-
-        kwargs["columns"] = parse_columns(args.columns)
-    outcome = gate(config, args.gold, args.candidate, args.baseline, baseline_label=args.baseline_label,
-                   candidate_label=args.candidate_label, queries=args.queries, corpus=args.corpus, **kwargs)
+    outcome = run_gate(request(args))
     for note in outcome.notes:
         if "no retrieved id matches" in note:  # every score is 0: say why before the verdict
             print(f"rankgate gate: warning: {note}", file=sys.stderr)

@@ -218,7 +218,7 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
         extra["segments"] = segments.to_dict()
     outcome = None
     if loaded.config is not None:
-        from ..gates import gate
+        from .gate import gate
 
         outcome = gate(loaded.config, gold, result, req.baseline, candidate_label=os.path.basename(req.answers))
     return AnswersResult(result=result, cis=cis, rows=tuple(rows), extra=extra, inputs=inputs, segments=segments,
