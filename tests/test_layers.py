@@ -61,8 +61,6 @@ CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {
         "rankgate.gates.gate is kept for its callers and hands over to rankgate.flows.gate.gate (module __getattr__)",
     ("rankgate.traces.model", "rankgate.traces.native"):
         "traces/{build, columnar, model, native}; MAX_INT32, NEGATIVE_BELOW, ABORT_ERROR_TYPES twice (D36)",
-    ("rankgate.commands._whatif", "rankgate.commands.evaluate"):
-        "the what-if helpers evaluate through evaluate_from_args until requests replace the Namespace",
 }
 
 

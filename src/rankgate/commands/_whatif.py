@@ -1,33 +1,17 @@
-"""Command-line plumbing shared by the commands that run an experiment's what-if (evaluate, compare)."""
+"""The options of the component experiments, shared by the commands that run them (evaluate, compare, report);
+the experiments themselves run in the flows (:mod:`rankgate.flows.evaluate`)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-__all__ = ["add_component_options", "add_enforce_as_of", "components_for", "freshness_for"]
+__all__ = ["add_component_options", "add_enforce_as_of"]
 
 
 def add_enforce_as_of(p: argparse.ArgumentParser) -> None:
     p.add_argument("--enforce-as-of", action="store_true",
                    help="freshness what-if: drop retrieved items whose doc_version is newer than the query's as_of "
                         "(gold field), score what is left, and show the change from the run as logged")
-
-
-def freshness_for(args: argparse.Namespace, gold: Any, run: Any) -> Any:
-    """The freshness what-if of ``run`` (a path or a loaded run) on ``gold`` with the command's options."""
-    from ..data.formats import parse_columns
-    from ..data.load import load_gold, load_run
-    from ..data.models import Gold, Run
-    from ..experiments.freshness import freshness_what_if
-    from .evaluate import evaluate_from_args
-
-    columns = parse_columns(getattr(args, "columns", None))
-    g = gold if isinstance(gold, Gold) else load_gold(gold, format=args.gold_format, columns=columns)
-    r = run if isinstance(run, Run) else load_run(run, format=args.run_format, columns=columns)
-    return freshness_what_if(g, r, lambda g_, r_: evaluate_from_args(args, r_, g_, warn=False),
-                             by=list(getattr(args, "by", None) or []), seed=args.seed,
-                             n_resamples=args.resamples, confidence=args.confidence)
 
 
 def add_component_options(p: argparse.ArgumentParser) -> None:
@@ -37,30 +21,3 @@ def add_component_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entity-linking", action="store_true",
                    help="entity linking: precision, recall and F1 of the run's linked_entities against the gold "
                         "entities, per query, beside chunk recall@k")
-
-
-def components_for(args: argparse.Namespace, gold: Any, run: Any) -> dict[str, Any]:
-    """The routing and entity-linking analyses the options ask for: name -> result."""
-    if not (getattr(args, "routing", False) or getattr(args, "entity_linking", False)):
-        return {}
-    from ..data.formats import parse_columns
-    from ..data.load import load_gold, load_run
-    from ..data.models import Gold, Run
-    from .evaluate import evaluate_from_args
-
-    columns = parse_columns(getattr(args, "columns", None))
-    g = gold if isinstance(gold, Gold) else load_gold(gold, format=args.gold_format, columns=columns)
-    r = run if isinstance(run, Run) else load_run(run, format=args.run_format, columns=columns)
-    k = args.k or 5
-    recall = evaluate_from_args(argparse.Namespace(**{**vars(args), "metrics": f"recall@{k}"}), r, g, warn=False)
-    stats = {"seed": args.seed, "n_resamples": args.resamples, "confidence": args.confidence}
-    out: dict[str, Any] = {}
-    if getattr(args, "routing", False):
-        from ..experiments.routing import routing_analysis
-
-        out["routing"] = routing_analysis(g, r, recall, k=k, **stats)
-    if getattr(args, "entity_linking", False):
-        from ..experiments.linking import linking_analysis
-
-        out["entity_linking"] = linking_analysis(g, r, recall, k=k, by=list(getattr(args, "by", None) or []), **stats)
-    return out

@@ -90,54 +90,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
 
 
-def _doc_map_of(args: argparse.Namespace) -> dict[str, str] | None:
-    """The --doc-map file, read once per command (a pipe delivers its content once)."""
-    if getattr(args, "doc_map_data", None) is None and args.doc_map is not None:
-        args.doc_map_data = load_doc_map(args.doc_map)
-    return getattr(args, "doc_map_data", None)
-
-
-def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, warn: bool = True):
-    """The evaluation the options ask for; ``warn``: say on stderr when no run id meets a gold id."""
-    from ..data.formats import parse_columns
-    from ..engine import evaluate, id_mismatch_line, ties_lines
-    from ..metrics.spec import MAX_K
-
-    if args.k is not None and not 1 <= args.k <= MAX_K:
-        from ..errors import UsageError
-
-        raise UsageError(f"--k must be a positive integer up to {MAX_K:,}; got {args.k}")
-    result = evaluate(
-        gold if gold is not None else args.gold,
-        run,
-        args.metrics,
-        k=args.k,
-        trec=args.trec,
-        complete=args.complete,
-        level=args.level,
-        doc_sep=args.doc_sep,
-        doc_map=_doc_map_of(args),
-        dedupe=args.dedupe,
-        gold_format=args.gold_format,
-        run_format=args.run_format,
-        ties=getattr(args, "ties", None),
-        columns=parse_columns(getattr(args, "columns", None)),
-    )
-    from ..data.nearmiss import near_miss_line
-
-    read = [*(result.info.get("notices") or ()), near_miss_line(result.info.get("near_misses"))]  # how inputs were read
-    lines = ([id_mismatch_line(result), *read] if warn else []) + ties_lines(result)
-    name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
-    said = getattr(args, "lines_said", None)
-    for line in lines:
-        text = f"rankgate {getattr(args, 'command', None) or 'evaluate'}: {name}: {line}"
-        if line and (said is None or text not in said):
-            print(text, file=sys.stderr)
-            if said is not None:
-                said.add(text)
-    return result
-
-
 def check_stats_args(args: argparse.Namespace) -> None:
     """--seed, --resamples and --confidence, checked as every flow checks them."""
     statistics(args)
@@ -284,11 +236,3 @@ def _print(ev: Any, out: str | None) -> None:
     if out:
         console.print(f"wrote {os.path.join(out, 'metrics.csv')} and {os.path.join(out, 'summary.json')}",
                       highlight=False, markup=False)
-
-
-def _judged_bounds(args: argparse.Namespace, gold: Any, run: Any) -> Any:
-    """precision@k and ndcg@k with lower/upper bounds and the corrected estimate (--judged)."""
-    from ..flows.evaluate import Scorer, judged_bounds
-
-    return judged_bounds(Scorer(scoring(args, metrics=args.metrics or "")), statistics(args), gold, run, args.judged,
-                         args.calibration)

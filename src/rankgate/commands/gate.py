@@ -52,10 +52,8 @@ def request(args: argparse.Namespace) -> Any:
     from ..flows.gate import GateRequest
     from ..gate_config import load_config
 
-    overrides: dict[str, Any] = {}
-    for name in ("gold_format", "run_format", "ties"):
-        if getattr(args, name):
-            overrides[name] = getattr(args, name)
+    given = {"gold_format": args.gold_format, "run_format": args.run_format, "ties": args.ties}
+    overrides: dict[str, Any] = {name: value for name, value in given.items() if value}
     if args.columns:
         from ..data.formats import parse_columns
 
