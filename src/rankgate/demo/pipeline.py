@@ -49,6 +49,7 @@ from ..errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare import Comparison
     from ..data import Gold
+    from ..flows.evaluate import Evaluation
     from ..gates import GateConfig, GateOutcome
     from ..results import EvaluationResult
     from ..retrieval import Chunk, RetrieverConfig
@@ -316,13 +317,13 @@ def _run(out: Path, seed: int) -> DemoResult:
     # 3. Evaluate both, with intervals and per-language segments; write metrics.csv and summary.json.
     runs: dict[str, SystemRun] = {}
     for role in ROLES:
-        result = _evaluate(gold, out, run_paths[role], metrics)
-        csv_path = wrote(f"metrics:{role}", f"{role}/metrics.csv",
-                         "every metric for every query, with its language and tags")
-        summary_path = wrote(f"summary:{role}", f"{role}/summary.json",
-                             "means, 95% CIs, per-language means, definitions, input hashes")
-        cis, segments = _write_evaluation(result, seed, csv_path, summary_path)
-        runs[role] = SystemRun(role, configs[role], run_paths[role], result, cis, segments,
+        evaluation = _evaluate(gold, out, run_paths[role], metrics, seed)
+        _write_evaluation(evaluation, wrote(f"metrics:{role}", f"{role}/metrics.csv",
+                                            "every metric for every query, with its language and tags"),
+                          wrote(f"summary:{role}", f"{role}/summary.json",
+                                "means, 95% CIs, per-language means, definitions, input hashes"))
+        result = evaluation.result
+        runs[role] = SystemRun(role, configs[role], run_paths[role], result, evaluation.cis or {}, evaluation.segments,
                                _forbidden_hits(gold, result, run_paths[role], chunks))
 
     # 4. The gate, as a pull request's CI job would run it; and the same criteria without segments.
@@ -413,34 +414,30 @@ def _retrieve(config: RetrieverConfig, chunks: Sequence[Chunk], queries, path: P
     write_run(records, path)
 
 
-def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str]) -> EvaluationResult:
-    """Score the run file as `rankgate evaluate` does, naming inputs relative to the demo folder."""
+def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str], seed: int) -> Evaluation:
+    """The run file scored as ``rankgate evaluate --by lang`` scores it (intervals and per-language segments
+    at the command's defaults), its inputs named relative to the demo folder."""
     from ..data.source import sha256_file
-    from ..engine import evaluate
+    from ..flows.evaluate import EvaluateRequest, Scoring, Statistics, run_evaluation
 
-    result = evaluate(gold, str(run_path), list(metrics))
+    evaluation = run_evaluation(EvaluateRequest(gold, str(run_path), Scoring(metrics=list(metrics)), Statistics(seed=seed),
+                                                by=(SEGMENT_FIELD,)))
+    result = evaluation.result
     inputs = {
         "gold": {"path": "data/gold.jsonl", "sha256": sha256_file(str(out / "data/gold.jsonl"))},
         "run": {"path": f"runs/{run_path.name}", "sha256": dict(result.inputs["run"])["sha256"]},
     }
-    return replace(result, inputs=inputs)
+    return replace(evaluation, result=replace(result, inputs=inputs))
 
 
-def _write_evaluation(result: EvaluationResult, seed: int, csv_path: Path, summary_path: Path):
+def _write_evaluation(evaluation: Evaluation, csv_path: Path, summary_path: Path) -> None:
     """metrics.csv and summary.json exactly as ``rankgate evaluate --by lang --out DIR`` writes them."""
     from ..atomic import write_text
     from ..report.exports import metrics_csv, summary_dict, summary_json
-    from ..segments import segment_summary
-    from ..stats import metric_cis
 
-    resamples, confidence = 2000, 0.95  # `rankgate evaluate`'s defaults
-    cis = metric_cis(result, seed=seed, n_resamples=resamples, confidence=confidence)
-    segments = segment_summary(result, [SEGMENT_FIELD], seed=seed, n_resamples=resamples, confidence=confidence)
-    extra = {"statistics": {"seed": seed, "resamples": resamples, "confidence": confidence},
-             "segments": segments.to_dict()}
-    write_text(str(csv_path), metrics_csv(result))
-    write_text(str(summary_path), summary_json(summary_dict(result, cis=cis, extra=extra)))
-    return cis, segments
+    write_text(str(csv_path), metrics_csv(evaluation.result))
+    write_text(str(summary_path), summary_json(summary_dict(evaluation.result, cis=evaluation.cis,
+                                                            extra=evaluation.parts())))
 
 
 def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
