@@ -81,8 +81,7 @@ def _plugin_rows() -> tuple[Format, ...]:
     from ..plugins import entry_point_objects
 
     rows: list[Format] = []
-    for name, obj in entry_point_objects(ENTRY_POINT_GROUP, "format").items():
-        row = obj() if callable(obj) and not isinstance(obj, tuple) else obj
+    for name, row in entry_point_objects(ENTRY_POINT_GROUP, "format").items():
         if not isinstance(row, Format):
             raise UsageError(f"format plug-in {name!r} (entry-point group {ENTRY_POINT_GROUP}) gave a "
                              f"{type(row).__name__}, not a rankgate.data.formats.Format")
