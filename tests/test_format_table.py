@@ -24,7 +24,7 @@ import pytest
 from rankgate import plugins
 from rankgate.data import GOLD_FORMATS, RUN_FORMATS, load_gold, load_run
 from rankgate.data.detect import detect
-from rankgate.data.formats import FORMATS, Format, formats_for
+from rankgate.data.formats import FORMATS, formats_for
 from rankgate.errors import InputError, UsageError
 
 DATA = Path(__file__).parent / "data"
