@@ -366,3 +366,21 @@ def test_entry_point_objects_is_cached_and_serves_each_group(tmp_path, plugin_di
     assert calls == ["rankgate.formats"]
     assert plugins.entry_point_objects("rankgate.retrievers", "retriever") == {}
     assert calls == ["rankgate.formats", "rankgate.retrievers"]
+
+
+def test_built_in_formats_do_not_look_up_plugins(tmp_path, monkeypatch):
+    import importlib.metadata
+
+    calls = []
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: calls.append(kw) or [])
+    plugins.clear_entry_points()
+    for name, text in (("g.jsonl", _jsonl(GOLD)), ("g.csv", "query_id,chunk_id,grade\nq1,d1,1\n"),
+                       ("g.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")):
+        (tmp_path / name).write_text(text)
+        load_gold(str(tmp_path / name), format=None)
+    load_gold(str(tmp_path / "g.jsonl"), format="jsonl")
+    assert calls == []
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")  # the fallback: a plug-in may claim it first
+    assert detect(str(tmp_path / "qrels.txt"), "gold").name == "trec"
+    assert [c["group"] for c in calls] == ["rankgate.formats"]
+    plugins.clear_entry_points()

@@ -2,9 +2,12 @@
 
 Lookup order: an explicit ``format=``; else, for a file, the row its extension names (``.gz`` stripped
 first; an extension picks a row only for the nouns it reads), unless a row ahead of it in the table
-sniffs the file as its own; else the rows' sniffers in table order; else the fallback row (TREC). A
-folder is a Hugging Face ``save_to_disk`` folder or a BEIR folder, else an error. A file that is
-empty is refused here unless the row its extension names reports emptiness itself.
+sniffs the file as its own; else the rows' sniffers in table order; else the rows plug-ins add
+(``rankgate.formats``: by an extension no built-in row uses, or by their sniffers); else the fallback
+row (TREC). A folder is a Hugging Face ``save_to_disk`` folder or a BEIR folder (or a plug-in's),
+else an error. A file that is empty is refused here unless the row its extension names reports
+emptiness itself. The plug-ins are looked up only when the built-in rows do not decide, so reading a
+file in a built-in format costs no scan of the installed packages.
 
 The sniffers look at a :class:`Probe`: the file's container (``folder``, ``parquet`` by extension or
 magic bytes, ``table`` for ``.csv``/``.tsv``, ``json``, ``yaml``, else ``json`` when the first byte that
@@ -21,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import InputError, UsageError
-from .formats import FALLBACK, Format, all_formats, formats_for
+from .formats import FALLBACK, FORMATS, GOLD_FORMATS, RUN_FORMATS, Format, all_formats, formats_for, get_format, plugin_formats
 
 __all__ = ["Probe", "check_format", "detect", "format_row"]
 
@@ -29,6 +32,7 @@ _PARQUET_EXTS = (".parquet", ".pq")
 _TABLE_EXTS = (".csv", ".tsv")
 _JSON_EXTS = (".jsonl", ".ndjson", ".json")
 _YAML_EXTS = (".yaml", ".yml")
+_BUILTIN_EXTENSIONS = frozenset(e for row in FORMATS for e in row.extensions)
 
 
 class Probe:
@@ -153,39 +157,50 @@ def call(spec: str, *args: Any) -> Any:
 
 def check_format(fmt: str | None, noun: str) -> None:
     """A UsageError when ``fmt`` is given and names no format that reads a ``noun``; it lists the formats."""
-    if fmt is None:
+    if fmt is None or fmt in (GOLD_FORMATS if noun == "gold" else RUN_FORMATS):
         return
     allowed = formats_for(noun)
     if fmt not in allowed:
         raise UsageError(f"unknown {noun} format {fmt!r}; expected one of: {', '.join(allowed)}")
 
 
-def format_row(name: str, rows: Sequence[Format] | None = None) -> Format:
-    for row in rows if rows is not None else all_formats():
-        if row.name == name:
-            return row
-    raise UsageError(f"unknown format {name!r}; formats: {', '.join(r.name for r in all_formats())}")
+def format_row(name: str) -> Format:
+    try:
+        return get_format(name)
+    except KeyError:
+        raise UsageError(f"unknown format {name!r}; formats: {', '.join(r.name for r in all_formats())}") from None
+
+
+def _sniffed(rows: Sequence[Format], probe: Probe) -> Format | None:
+    return next((row for row in rows if row.sniff is not None and call(row.sniff, probe)), None)
+
+
+def _by_extension(rows: Sequence[Format], probe: Probe) -> Format | None:
+    return next((r for r in rows if probe.ext and probe.ext in r.extensions and getattr(r, probe.noun)), None)
 
 
 def detect(path: str, noun: str, format: str | None = None) -> Format:
     """The table row for ``path`` read as a ``noun`` ("gold" or "run"); see the module docs."""
-    rows = all_formats()
     if format is not None:
         check_format(format, noun)
-        return format_row(format, rows)
+        return format_row(format)
     probe = Probe(path, noun)
-    what = "gold" if noun == "gold" else noun
     if probe.is_dir:
-        for row in rows:
-            if row.sniff is not None and call(row.sniff, probe):
-                return row
-        raise InputError("is a folder", path=path, hint=f"pass the {what} file itself")
-    by_ext = next((r for r in rows if probe.ext and probe.ext in r.extensions and getattr(r, noun)), None)
+        row = _sniffed(FORMATS, probe) or _sniffed(plugin_formats(), probe)
+        if row is not None:
+            return row
+        raise InputError("is a folder", path=path, hint=f"pass the {noun} file itself")
+    by_ext = _by_extension(FORMATS, probe)
+    if by_ext is None and probe.ext and probe.ext not in _BUILTIN_EXTENSIONS:
+        mine = _by_extension(plugin_formats(), probe)
+        if mine is not None:
+            return mine
     if (by_ext is None or not by_ext.reads_empty) and not probe.first_byte:
-        raise InputError("is empty", path=path, hint=f"the {what} file has no content")
-    for row in rows:
-        if row is by_ext:
+        raise InputError("is empty", path=path, hint=f"the {noun} file has no content")
+    fallback = None
+    for row in FORMATS:
+        if row.name == FALLBACK:
+            fallback = row
+        elif row is by_ext or (row.sniff is not None and call(row.sniff, probe)):
             return row
-        if row.sniff is not None and call(row.sniff, probe):
-            return row
-    return format_row(FALLBACK, rows)
+    return _sniffed(plugin_formats(), probe) or fallback or format_row(FALLBACK)

@@ -10,7 +10,7 @@ The shapes of the RAG tools' files (RAGAS, DeepEval, LlamaIndex) are in :mod:`ra
 from __future__ import annotations
 
 __all__ = ["ANSWER_FIELDS", "ANSWER_FORMATS", "COLUMN_FIELDS", "FALLBACK", "FORMATS", "FORMAT_NAMES", "Format",
-           "GOLD_FORMATS", "LIST_SEP_WORDS", "RUN_FORMATS", "all_formats", "formats_for", "get_format",
+           "GOLD_FORMATS", "LIST_SEP_WORDS", "RUN_FORMATS", "all_formats", "formats_for", "get_format", "plugin_formats",
            "parse_columns", "split_list_sep"]
 
 from typing import NamedTuple
@@ -27,7 +27,7 @@ class Format(NamedTuple):
     :class:`~rankgate.data.Run` (None: the format holds no such thing); ``description``: how errors name
     it; ``reads_empty``: the reader reports an empty file itself (else detection refuses it as empty);
     ``explain``: when the format was forced and reading fails, the error's hint names the format the
-    file's fields look like.
+    file's fields look like. A plug-in's row is tried after the built-in rows, before the fallback.
     """
 
     name: str
@@ -75,8 +75,9 @@ RUN_FORMATS = tuple(n for n in _CHOICE_ORDER if FORMATS[FORMAT_NAMES.index(n)].r
 ENTRY_POINT_GROUP = "rankgate.formats"
 
 
-def _plugin_rows() -> tuple[Format, ...]:
-    """The rows third-party packages add through the ``rankgate.formats`` entry-point group."""
+def plugin_formats() -> tuple[Format, ...]:
+    """The rows third-party packages add through the ``rankgate.formats`` entry-point group (read
+    once per process, and only when a file is not one of the built-in formats)."""
     from ..errors import UsageError
     from ..plugins import entry_point_objects
 
@@ -96,20 +97,22 @@ def _plugin_rows() -> tuple[Format, ...]:
 
 
 def all_formats() -> tuple[Format, ...]:
-    """The table in sniffing order: the plug-ins' rows first (so they can claim files a built-in row
-    would read), then the built-in rows."""
-    return _plugin_rows() + FORMATS
+    """The built-in rows, then the plug-ins' rows."""
+    return FORMATS + plugin_formats()
 
 
 def formats_for(noun: str) -> tuple[str, ...]:
     """The names ``format=`` accepts for a ``noun`` ("gold" or "run"): built-in, then plug-ins."""
     builtin = GOLD_FORMATS if noun == "gold" else RUN_FORMATS
-    return builtin + tuple(r.name for r in _plugin_rows() if getattr(r, noun))
+    return builtin + tuple(r.name for r in plugin_formats() if getattr(r, noun))
 
 
 def get_format(name: str) -> Format:
     """The row named ``name`` (built-in or from a plug-in); KeyError when there is none."""
-    for row in all_formats():
+    for row in FORMATS:
+        if row.name == name:
+            return row
+    for row in plugin_formats():
         if row.name == name:
             return row
     raise KeyError(name)
