@@ -151,8 +151,6 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         return _from_pipe(path, noun, lambda local: _load_path(local, noun, format, columns))
     row = detect(path, noun, format)
     reader = getattr(row, noun)
-    if row.name == "samples":
-        return call(reader, path, row.name, None, None)
     columns, list_sep = split_list_sep(dict(columns) if columns else None)
     if reader is None:  # a format that holds the other noun only (a LlamaIndex dataset is a gold set)
         other = "run" if noun == "gold" else "gold"
