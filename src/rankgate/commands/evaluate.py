@@ -7,10 +7,9 @@ import os
 import sys
 from typing import Any
 
-from ..flows.evaluate import load_doc_map  # noqa: F401 - the doc map reader, where callers find it
+from ..flows.evaluate import DEFAULT_METRICS, load_doc_map  # noqa: F401 - load_doc_map: where callers find it
 
 HELP = "score a run against a gold set: terminal table, metrics.csv, summary.json"
-DEFAULT_METRICS = "hit@5,recall@5,precision@5,mrr,ndcg@10"
 
 
 def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_required: bool = True) -> None:
