@@ -157,3 +157,12 @@ def test_decide_reuses_the_evaluation_intervals(monkeypatch):
     first, *rest = config.metrics
     assert gates.decide(config, cand, base, intervals={first: drawn[first]}).to_json() == expected
     assert asked == [rest]  # only the missing ones are drawn
+
+
+def test_one_string_is_one_item():
+    from rankgate.flows.compare import CompareRequest
+    from rankgate.flows.evaluate import EvaluateRequest
+
+    assert EvaluateRequest("g", "r", by="intent").by == ("intent",)
+    assert CompareRequest(["a", "b"], "g", by="lang").by == ("lang",)
+    assert CompareRequest("rewrite.jsonl", "g", rewrite=True).runs == ("rewrite.jsonl",)
