@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import UsageError
+from .metrics.display import fmt_score
 from .results import EvaluationResult
 
 __all__ = ["Expectation", "assert_retrieval", "parse_expectation"]
@@ -105,8 +106,8 @@ def assert_retrieval(
         what = "mean" if on == "mean" else (f"{conf} lower end" if floor else f"{conf} upper end")
         slack = _SLACK if e.op in (">=", "<=") else -_SLACK
         ok = not math.isnan(value) and _OPS[e.op](value + (slack if floor else -slack), e.limit)
-        ci = "no interval" if math.isnan(low) else f"{conf} {low:.4f} to {high:.4f}"
-        detail = f"{what} {_num(value)}" + ("" if on == "mean" else f" (mean {_num(s.mean)})")
+        ci = "no interval" if math.isnan(low) else f"{conf} {fmt_score(low, 4)} to {fmt_score(high, 4)}"
+        detail = f"{what} {fmt_score(value, 4)}" + ("" if on == "mean" else f" (mean {fmt_score(s.mean, 4)})")
         line = f"  {'ok  ' if ok else 'FAIL'} {e.text}: {detail}; {ci}; n={s.n}"
         if math.isnan(value):
             line += " (not computable: " + ("the metric applies to no query)" if s.n == 0 else "needs at least 2 queries)")
@@ -121,10 +122,6 @@ def assert_retrieval(
                   + ")")
         raise AssertionError("\n".join([header, *lines]))
     return result
-
-
-def _num(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x:.4f}"
 
 
 def _worst_lines(result: EvaluationResult, metric: str, worst: int) -> list[str]:

@@ -1,0 +1,147 @@
+"""Numbers are written for people in one module: rankgate.metrics.display (re-exported by rankgate.report.numbers).
+
+Two rules, checked on the source (parsed, not imported):
+
+1. No module but metrics/display.py defines a private number formatter: a function named ``_pct``,
+   ``_percent``, ``_num``, ``_ms``, ``_share``, ``_signed`` or ``_fmt`` (alone or followed by ``_…`` or
+   digits: ``_num_ms``, ``_share_ci``, ``_fmt4``) that returns text (annotated ``-> str``, or not
+   annotated). A helper named so that returns a number or a flag (``_share(text) -> float``) is not one.
+2. No renderer (a module of rankgate/report) formats a float itself: an f-string field or a
+   ``format(x, spec)`` call whose spec has a precision or a float type (``:.1%``, ``:.3f``, ``:g``,
+   ``:+.1f``) is written with a function of metrics/display.py instead. Plain ``{n:,}`` (a count with
+   thousands separators) and alignment specs are allowed. ``ALLOWED`` names the few functions whose
+   numbers are not for reading (SVG coordinates), each with why.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
+HOME = "metrics/display.py"
+
+FORMATTER_NAME = re.compile(r"^_(pct|percent|num|ms|share|signed|fmt)(_\w+|\d+)?$")
+FLOAT_SPEC = re.compile(r"\.|[eEfFgG%]$")
+
+# (module under rankgate/, enclosing function) -> why its format specs are not numbers for people
+ALLOWED: dict[tuple[str, str], str] = {
+    ("report/traces_html.py", "series_svg"): "SVG coordinates of the inline chart (geometry, one decimal)",
+}
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(SRC).as_posix()
+
+
+def private_formatters(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, name)`` of each function that rule 1 forbids."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and FORMATTER_NAME.match(node.name):
+            ret = node.returns
+            if ret is None or (isinstance(ret, ast.Name) and ret.id == "str") or (
+                    isinstance(ret, ast.Constant) and ret.value == "str"):
+                out.append((node.lineno, node.name))
+    return out
+
+
+def _spec_text(spec: ast.expr) -> str:
+    """The constant parts of a format spec (``.{digits}f`` -> ``.f``)."""
+    if isinstance(spec, ast.Constant) and isinstance(spec.value, str):
+        return spec.value
+    if isinstance(spec, ast.JoinedStr):
+        return "".join(v.value for v in spec.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    return ""
+
+
+def float_specs(tree: ast.AST) -> list[tuple[int, str, str]]:
+    """``(line, enclosing function, spec)`` of each float format spec (rule 2)."""
+    out: list[tuple[int, str, str]] = []
+
+    def visit(node: ast.AST, func: str) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            func = node.name if func == "<module>" else func
+        if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            spec = _spec_text(node.format_spec)
+            if FLOAT_SPEC.search(spec):
+                out.append((node.lineno, func, spec))
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "format"
+                and len(node.args) == 2):
+            spec = _spec_text(node.args[1]) if isinstance(node.args[1], (ast.Constant, ast.JoinedStr)) else "?"
+            if spec == "?" or FLOAT_SPEC.search(spec):
+                out.append((node.lineno, func, spec))
+        for child in ast.iter_child_nodes(node):
+            visit(child, func)
+
+    visit(tree, "<module>")
+    return out
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py") if _rel(p) != HOME)
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_no_private_number_formatter_outside_display() -> None:
+    found = [f"{_rel(p)}:{line}: def {name} formats numbers; use (or add) a function in rankgate/{HOME}"
+             for p in _modules() for line, name in private_formatters(_tree(p))]
+    assert not found, "\n".join(found)
+
+
+def test_renderers_format_no_float_themselves() -> None:
+    found, used = [], set()
+    for p in _modules():
+        rel = _rel(p)
+        if not rel.startswith("report/"):
+            continue
+        for line, func, spec in float_specs(_tree(p)):
+            if (rel, func) in ALLOWED:
+                used.add((rel, func))
+                continue
+            found.append(f"{rel}:{line} (in {func}): format spec {spec!r}; write the number with "
+                         f"rankgate/{HOME} (fmt_share, fmt_score, fmt_ms, fmt_confidence, fmt_sig, …)")
+    assert not found, "\n".join(found)
+    assert used == set(ALLOWED), f"no longer needed, take off ALLOWED: {sorted(set(ALLOWED) - used)}"
+
+
+@pytest.mark.parametrize(("source", "bad"), [
+    ("def _pct(x: float) -> str:\n    return f'{x:.1%}'\n", True),
+    ("def _num(x):\n    return str(x)\n", True),
+    ("def _fmt4(x: float) -> str:\n    return ''\n", True),
+    ("def _share_ci(ci) -> 'str':\n    return ''\n", True),
+    ("class A:\n    def _ms(self) -> str:\n        return ''\n", True),
+    ("def _share(text: str) -> float:\n    return 0.0\n", False),
+    ("def _numbers(tokens: list) -> str:\n    return ''\n", False),
+    ("def _message(x) -> str:\n    return ''\n", False),
+    ("def fmt_share(x) -> str:\n    return ''\n", False),
+])
+def test_private_formatter_rule(source: str, bad: bool) -> None:
+    assert bool(private_formatters(ast.parse(source))) is bad
+
+
+@pytest.mark.parametrize(("source", "bad"), [
+    ("x = f'{a:.1%}'", True),
+    ("x = f'{a:.3f}'", True),
+    ("x = f'{a:g}'", True),
+    ("x = f'{a:+.1f}'", True),
+    ("x = f'{a:,.0f}'", True),
+    ("x = f'{a:.{d}f}'", True),
+    ("x = format(a, '.2f')", True),
+    ("x = format(a, spec)", True),
+    ("x = f'{n:,}'", False),
+    ("x = f'{n}'", False),
+    ("x = f'{s:>8}'", False),
+    ("x = f'{n:d}'", False),
+    ("x = format(n, ',')", False),
+])
+def test_float_spec_rule(source: str, bad: bool) -> None:
+    assert bool(float_specs(ast.parse(source))) is bad
