@@ -1,4 +1,5 @@
-"""Numbers are written for people in one module: rankgate.metrics.display (re-exported by rankgate.report.numbers).
+"""Numbers are written for people in one module: rankgate.metrics.display (re-exported by
+rankgate.report.numbers).
 
 Two rules, checked on the source (parsed, not imported):
 
@@ -6,27 +7,35 @@ Two rules, checked on the source (parsed, not imported):
    ``_percent``, ``_num``, ``_ms``, ``_share``, ``_signed`` or ``_fmt`` (alone or followed by ``_…`` or
    digits: ``_num_ms``, ``_share_ci``, ``_fmt4``) that returns text (annotated ``-> str``, or not
    annotated). A helper named so that returns a number or a flag (``_share(text) -> float``) is not one.
-2. No renderer (a module of rankgate/report) formats a float itself: an f-string field or a
-   ``format(x, spec)`` call whose spec has a precision or a float type (``:.1%``, ``:.3f``, ``:g``,
-   ``:+.1f``) is written with a function of metrics/display.py instead. Plain ``{n:,}`` (a count with
-   thousands separators) and alignment specs are allowed. ``ALLOWED`` names the few functions whose
-   numbers are not for reading (SVG coordinates), each with why.
+2. No renderer formats a float itself. ``RENDERERS`` are rankgate/report and the modules outside it
+   that write sentences for people (findings, gate check notes, the demo's story, assertion
+   messages, latency gate notes). An f-string field or a ``format(x, spec)`` call whose spec has a
+   precision or a float type (``:.1%``, ``:.3f``, ``:g``, ``:+.1f``) is written with a function of
+   metrics/display.py instead. Plain ``{n:,}`` (a count with thousands separators) and alignment
+   specs are allowed. ``ALLOWED`` names the few functions whose numbers are not for reading (SVG
+   coordinates), each with why.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import math
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 HOME = "metrics/display.py"
 
 FORMATTER_NAME = re.compile(r"^_(pct|percent|num|ms|share|signed|fmt)(_\w+|\d+)?$")
 FLOAT_SPEC = re.compile(r"\.|[eEfFgG%]$")
+
+# modules (or folders, ending in /) under rankgate/ that rule 2 reads
+RENDERERS = ("report/", "diagnosis.py", "gates.py", "demo/story.py", "testing.py", "experiments/latency.py")
 
 # (module under rankgate/, enclosing function) -> why its format specs are not numbers for people
 ALLOWED: dict[tuple[str, str], str] = {
@@ -101,7 +110,7 @@ def test_renderers_format_no_float_themselves() -> None:
     found, used = [], set()
     for p in _modules():
         rel = _rel(p)
-        if not rel.startswith("report/"):
+        if not rel.startswith(RENDERERS):
             continue
         for line, func, spec in float_specs(_tree(p)):
             if (rel, func) in ALLOWED:
@@ -145,3 +154,46 @@ def test_private_formatter_rule(source: str, bad: bool) -> None:
 ])
 def test_float_spec_rule(source: str, bad: bool) -> None:
     assert bool(float_specs(ast.parse(source))) is bad
+
+
+# -- what the functions write ----------------------------------------------------------------------------------------
+def test_examples() -> None:
+    from rankgate.metrics import display as d
+
+    assert (d.fmt_share(0.871), d.fmt_share(0.871, 0), d.fmt_share(0.871, unit=""), d.fmt_share(None)) == \
+        ("87.1%", "87%", "87.1", "—")
+    assert d.fmt_share_range(0.82, 0.905) == "82.0–90.5%"
+    assert d.fmt_share_range(math.nan, 0.9) == "—"
+    assert [d.fmt_small_share(x) for x in (0.0, 0.0004, 0.012)] == ["0.0%", "0.04%", "1.2%"]
+    assert (d.fmt_score(0.71234), d.fmt_score(0.71234, 4), d.fmt_score(None, missing="n/a")) == ("0.712", "0.7123", "n/a")
+    assert d.fmt_score(1234.56789, 4, grouped=True) == "1,234.5679"
+    assert (d.fmt_sig(0.95), d.fmt_sig(3.0), d.fmt_sig(1e-06), d.fmt_sig(0.123456, 4)) == ("0.95", "3", "1e-06", "0.1235")
+    assert (d.fmt_exact(0.1), d.fmt_exact(None), d.fmt_exact(math.nan)) == ("0.1", "", "")
+    assert (d.fmt_count(12345), d.fmt_count(12345, grouped=False), d.fmt_count(None)) == ("12,345", "12345", "—")
+    assert [d.fmt_ms(x) for x in (4.267, 1250.0, None)] == ["4.27 ms", "1,250.0 ms", "—"]
+    assert d.fmt_ms(1250.0, 1) == "1250.0 ms"
+    assert [d.fmt_ms_change(x) for x in (12.46, -3.04, 0.04, -0.04)] == ["+12.5 ms", "\u22123.0 ms", "0.0 ms", "0.0 ms"]
+    assert [d.fmt_unit(u, 2.44) for u in ("per_1k", "ms", "count", "score")] == ["2.4/1k", "2.4 ms", "2", "2.440"]
+    assert (d.fmt_confidence(0.975), d.fmt_confidence_exact(0.975), d.fmt_confidence_exact(0.95)) == ("98%", "97.5%", "95%")
+    assert (d.fmt_size("recall@5", 0.064), d.fmt_size("ndcg@10", 0.064), d.fmt_size("ndcg@10", None)) == \
+        ("6 pp", "0.06", "—")
+    assert (d.fmt_answer_value("answer_relevance", 0.8123), d.fmt_answer_value("faithfulness", 0.8123)) == ("0.81", "81.2%")
+    # a change of −0.0103 against a limit of 0.01 reads −0.0103, not −0.010
+    assert d.fmt_apart("ndcg@10", -0.0103, 0.01, delta=True) == "\u22120.0103"
+    assert d.fmt_apart("ndcg@10", -0.05, 0.01, delta=True) == "\u22120.050"
+    assert d.fmt_delta_ci_apart("ndcg@10", -0.0003, 0.02) == "\u22120.0003 to +0.020"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), st.integers(0, 4))
+def test_same_text_as_the_format_specs_they_replace(x: float, digits: int) -> None:
+    from rankgate.metrics import display as d
+
+    assert d.fmt_share(x, digits) == f"{x:.{digits}%}" == f"{x * 100:.{digits}f}%"
+    assert d.fmt_score(x, digits) == f"{x:.{digits}f}"
+    assert d.fmt_sig(x, digits + 1) == f"{x:.{digits + 1}g}"
+    assert d.fmt_sig(x) == f"{x:g}"
+    assert d.fmt_ms(x) == (f"{x:,.2f}" if abs(x) < 10 else f"{x:,.1f}") + " ms"
+    assert d.fmt_exact(x) == repr(x)
+    if 0 < x <= 1:
+        assert d.fmt_confidence(x) == f"{round(x * 100)}%"

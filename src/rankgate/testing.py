@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import UsageError
-from .metrics.display import fmt_score
+from .metrics.display import fmt_confidence, fmt_score
 from .results import EvaluationResult
 
 __all__ = ["Expectation", "assert_retrieval", "parse_expectation"]
@@ -97,7 +97,7 @@ def assert_retrieval(
 
     cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=metrics)
     lines, failed = [], 0
-    conf = f"{confidence:.0%} CI"
+    conf = f"{fmt_confidence(confidence)} CI"
     for e in parsed:
         s = result.summary(e.metric)
         low, high = cis[e.metric]
@@ -131,7 +131,7 @@ def _worst_lines(result: EvaluationResult, metric: str, worst: int) -> list[str]
     for q in worst_queries(result, metric, worst):
         rank = "?" if q.candidate_rank is None else ("none retrieved" if q.candidate_rank == 0 else str(q.candidate_rank))
         note = f", {q.note}" if q.note else ""
-        out.append(f"       {q.query_id}: {metric} = {q.candidate:.4f}, first relevant rank: {rank}{note}")
+        out.append(f"       {q.query_id}: {metric} = {fmt_score(q.candidate, 4)}, first relevant rank: {rank}{note}")
     if out:
         out.insert(0, f"       worst queries on {metric}:")
     return out
