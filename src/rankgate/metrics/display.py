@@ -6,8 +6,9 @@ points (``87.0%``, ``−6.0 pp``); scores (ndcg, mrr, map) and counts keep three
 (a metric that applies to no query) are ``—``.
 
 Every other number a person reads is written here too: shares, scores, milliseconds, rates per 1k,
-confidence levels, counts (``fmt_share``, ``fmt_score``, ``fmt_ms``, ``fmt_per_1k``, ``fmt_confidence``…), so a
-renderer composes sentences and tables but defines no number format of its own (tests/test_numbers.py).
+confidence levels, counts (``fmt_share``, ``fmt_score``, ``fmt_ms``, ``fmt_per_1k``, ``fmt_confidence``…).
+A renderer composes sentences and tables but defines no number format of its own
+(tests/test_numbers.py checks it).
 
 These live beside the metric registry (not in :mod:`rankgate.report`) because findings and gate notes
 are sentences with numbers in them; the renderers re-export them from :mod:`rankgate.report.numbers`.
@@ -140,11 +141,13 @@ def fmt_sig(x: float | None, digits: int = 6) -> str:
     return f"{x:.{digits}g}"
 
 
-def fmt_exact(x: float | None) -> str:
+def fmt_exact(x: float | None, *, whole: bool = False) -> str:
     """The shortest text that reads back as the same float (CSV cells, sortable HTML values); empty
-    when missing."""
+    when missing. ``whole`` writes a whole number without ``.0`` (a count column: ``3``, ``2.5``)."""
     if not _present(x):
         return ""
+    if whole and float(x).is_integer():
+        return str(int(x))
     return repr(float(x))
 
 
