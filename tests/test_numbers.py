@@ -9,11 +9,11 @@ Two rules, checked on the source (parsed, not imported):
    annotated). A helper named so that returns a number or a flag (``_share(text) -> float``) is not one.
 2. No renderer formats a float itself. ``RENDERERS`` are rankgate/report and the modules outside it
    that write sentences for people (findings, gate check notes, the demo's story, assertion
-   messages, latency gate notes). An f-string field or a ``format(x, spec)`` call whose spec has a
-   precision or a float type (``:.1%``, ``:.3f``, ``:g``, ``:+.1f``) is written with a function of
-   metrics/display.py instead. Plain ``{n:,}`` (a count with thousands separators) and alignment
-   specs are allowed. ``ALLOWED`` names the few functions whose numbers are not for reading (SVG
-   coordinates), each with why.
+   messages, latency gate notes, trace monitor flags). An f-string field or a ``format(x, spec)``
+   call whose spec has a precision or a float type (``:.1%``, ``:.3f``, ``:g``, ``:+.1f``) is
+   written with a function of metrics/display.py instead. Plain ``{n:,}`` (a count with thousands
+   separators) and alignment specs are allowed. ``ALLOWED`` names the few functions whose numbers
+   are not for reading (SVG coordinates), each with why.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ FORMATTER_NAME = re.compile(r"^_(pct|percent|num|ms|share|signed|fmt)(_\w+|\d+)?
 FLOAT_SPEC = re.compile(r"\.|[eEfFgG%]$")
 
 # modules (or folders, ending in /) under rankgate/ that rule 2 reads
-RENDERERS = ("report/", "diagnosis.py", "gates.py", "demo/story.py", "testing.py", "experiments/latency.py")
+RENDERERS = ("report/", "diagnosis.py", "gates.py", "demo/story.py", "testing.py", "experiments/latency.py",
+             "traces/monitors.py")
 
 # (module under rankgate/, enclosing function) -> why its format specs are not numbers for people
 ALLOWED: dict[tuple[str, str], str] = {
@@ -169,6 +170,8 @@ def test_examples() -> None:
     assert d.fmt_score(1234.56789, 4, grouped=True) == "1,234.5679"
     assert (d.fmt_sig(0.95), d.fmt_sig(3.0), d.fmt_sig(1e-06), d.fmt_sig(0.123456, 4)) == ("0.95", "3", "1e-06", "0.1235")
     assert (d.fmt_exact(0.1), d.fmt_exact(None), d.fmt_exact(math.nan)) == ("0.1", "", "")
+    assert (d.fmt_exact(3.0), d.fmt_exact(3.0, whole=True), d.fmt_exact(2.5, whole=True)) == ("3.0", "3", "2.5")
+    assert (d.fmt_z(3.64), d.fmt_z(-4.1), d.fmt_z(math.inf)) == ("+3.6", "-4.1", "+inf")
     assert (d.fmt_count(12345), d.fmt_count(12345, grouped=False), d.fmt_count(None)) == ("12,345", "12345", "—")
     assert [d.fmt_ms(x) for x in (4.267, 1250.0, None)] == ["4.27 ms", "1,250.0 ms", "—"]
     assert d.fmt_ms(1250.0, 1) == "1250.0 ms"

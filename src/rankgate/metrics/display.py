@@ -24,7 +24,7 @@ from .info import is_share
 __all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
            "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
            "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_share", "fmt_share_range", "fmt_sig", "fmt_size",
-           "fmt_small_share", "fmt_unit", "fmt_value", "fmt_value_ci", "shorten"]
+           "fmt_small_share", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "shorten"]
 
 MINUS = "\u2212"
 DASH = "—"
@@ -139,6 +139,11 @@ def fmt_sig(x: float | None, digits: int = 6) -> str:
     if not _present(x):
         return DASH
     return f"{x:.{digits}g}"
+
+
+def fmt_z(z: float) -> str:
+    """A standard score, always signed, one decimal, ASCII sign: ``+3.6``, ``-4.1``, ``+inf``."""
+    return f"{z:+.1f}"
 
 
 def fmt_exact(x: float | None, *, whole: bool = False) -> str:

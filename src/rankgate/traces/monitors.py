@@ -47,7 +47,7 @@ from typing import Any
 
 from ..configfile import SEVERITIES, ConfigReader, parse_tree, read_config_text
 from ..errors import ConfigError
-from ..metrics.display import fmt_sig
+from ..metrics.display import fmt_sig, fmt_z
 from .signals import SEGMENT_FIELDS, SIGNAL_INFO, SignalValue, TraceSummary, iso, parse_window
 
 __all__ = ["DEFAULT_MONITORS", "Flag", "Monitor", "MonitorConfig", "MonitorOutcome", "check_monitors",
@@ -210,7 +210,7 @@ def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutco
                                                  mad_floor=m.mad_floor, mad_floor_rel=m.mad_floor_rel)
                         if _worse(z, m.direction, m.z):
                             found.append(_flag(m, x, "robust_z", med, z,
-                                               f"robust z {z:+.1f} vs median {fmt_sig(med, 4)} of {len(base)} windows"))
+                                               f"robust z {fmt_z(z)} vs median {fmt_sig(med, 4)} of {len(base)} windows"))
                     elif x.k is not None:
                         bk = sum(b.k or 0 for b in base)
                         bn = sum(b.n for b in base)
@@ -304,12 +304,12 @@ def _monitor_value(r: Any, key: str, item: Any, where: str) -> Any:
     if key in ("max", "min", "mad_floor", "mad_floor_rel", "z"):
         v = r.number(item, where, share=key in ("max", "min", "mad_floor"))
         if key != "max" and key != "min" and v < 0:
-            raise r.fail(where, item.line, f"must be at least 0; got {v:g}")
+            raise r.fail(where, item.line, f"must be at least 0; got {fmt_sig(v)}")
         return v
     if key == "confidence":
         v = r.number(item, where, share=True)
         if not 0 < v < 1:
-            raise r.fail(where, item.line, f"must lie between 0 and 1; got {v:g}")
+            raise r.fail(where, item.line, f"must lie between 0 and 1; got {fmt_sig(v)}")
         return v
     if key in ("min_n", "baseline_windows", "min_baseline"):
         return r.integer(item, where, 1, 10_000) if key != "min_n" else r.integer(item, where, 0)
