@@ -28,6 +28,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from .conftest import examples
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 HOME = "metrics/display.py"
 
@@ -187,7 +189,7 @@ def test_examples() -> None:
     assert d.fmt_delta_ci_apart("ndcg@10", -0.0003, 0.02) == "\u22120.0003 to +0.020"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), st.integers(0, 4))
 def test_same_text_as_the_format_specs_they_replace(x: float, digits: int) -> None:
     from rankgate.metrics import display as d
