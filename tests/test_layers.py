@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 
 # layer number -> the top-level modules and packages of rankgate in it (``""`` is the package's own __init__)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("errors", "_accel", "_memory", "_jsonable", "atomic", "plugins"),          # no rankgate imports but these
+    0: ("errors", "_accel", "_memory", "_pandas_guard", "_jsonable", "atomic", "plugins"),  # no rankgate imports but these
     1: ("data", "corpus", "judges", "judge"),                                      # readers and the models they fill
     2: ("metrics",),                                                               # metric definitions and facts
     3: ("engine", "results", "retrieval", "fusion"),                               # scoring runs
