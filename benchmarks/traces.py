@@ -127,12 +127,17 @@ def report(rows: list[dict], head: dict) -> None:
               f"| {r.get('load', 0):.1f} | {r['rc']} |")
     if head["table"]:
         print()
-        print("| requests | rankgate --signals headline (s) | polars peer (s) | ratio | rankgate full (s) | ratio "
-              "| figures equal |")
-        print("|---:|---:|---:|---:|---:|---:|---|")
+        print("Medians of the alternated runs; wall seconds (CPU seconds, user + system); ratios to the peer.")
+        print()
+        print("| requests | rankgate --signals headline | polars peer | ratio (CPU ratio) | rankgate full "
+              "| ratio (CPU ratio) | load average | figures equal |")
+        print("|---:|---:|---:|---:|---:|---:|---|---|")
         for t in head["table"]:
-            print(f"| {t['requests']:,} | {t['headline']:.2f} | {t['peer']:.2f} | {t['headline'] / t['peer']:.2f}x "
-                  f"| {t['full']:.2f} | {t['full'] / t['peer']:.2f}x | {t['equal']} |")
+            load = f"{min(t['load']):.1f}-{max(t['load']):.1f}" if t["load"] else "-"
+            print(f"| {t['requests']:,} | {t['headline']:.2f} ({t['headline_cpu']:.2f}) | {t['peer']:.2f} "
+                  f"({t['peer_cpu']:.2f}) | {t['headline'] / t['peer']:.2f}x ({t['headline_cpu'] / t['peer_cpu']:.2f}x) "
+                  f"| {t['full']:.2f} ({t['full_cpu']:.2f}) | {t['full'] / t['peer']:.2f}x "
+                  f"({t['full_cpu'] / t['peer_cpu']:.2f}x) | {load} | {t['equal']} |")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / "traces.json").write_text(json.dumps({"runs": rows, "headline": head["table"]}, indent=2) + "\n")
@@ -179,6 +184,8 @@ def headline(a: argparse.Namespace, root: Path, sizes: list[int], run) -> dict:
     for size in sizes:
         f = str(data(root, size, ("parquet",)) / "parquet" / "traces.parquet")
         walls: dict[str, list[float]] = {"headline": [], "peer": [], "full": []}
+        cpus: dict[str, list[float]] = {"headline": [], "peer": [], "full": []}
+        loads: list[float] = []
         equal = True
         for i in range(a.repeats):
             cmds = {"headline": base + ["--signals", "headline", "--traces", f, "--out", str(root / f"hl-{size}-{i}")],
@@ -190,6 +197,8 @@ def headline(a: argparse.Namespace, root: Path, sizes: list[int], run) -> dict:
                 res[label] = run({"headline": "rankgate --signals headline", "peer": "polars peer",
                                   "full": "rankgate (full)"}[label], size, "parquet", cmds[label])
                 walls[label].append(res[label]["wall"])
+                cpus[label].append(res[label].get("cpu", float("nan")))
+                loads.append(res[label]["load"])
             if any(r["rc"] != 0 for r in res.values()):
                 equal = False
                 continue
@@ -203,7 +212,9 @@ def headline(a: argparse.Namespace, root: Path, sizes: list[int], run) -> dict:
                     print(f"{label} at {size:,} differs from the peer: " + "; ".join(bad[:5]), file=sys.stderr)
         all_ok &= equal
         table.append({"requests": size, "equal": "yes" if equal else "NO",
-                      **{k: statistics.median(v) if v else float("nan") for k, v in walls.items()}})
+                      **{k: statistics.median(v) if v else float("nan") for k, v in walls.items()},
+                      **{f"{k}_cpu": statistics.median(v) if v else float("nan") for k, v in cpus.items()},
+                      "load": loads})
     return {"ok": all_ok, "table": table}
 
 
