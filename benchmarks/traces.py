@@ -186,7 +186,7 @@ def headline(a: argparse.Namespace, root: Path, sizes: list[int], run) -> dict:
         walls: dict[str, list[float]] = {"headline": [], "peer": [], "full": []}
         cpus: dict[str, list[float]] = {"headline": [], "peer": [], "full": []}
         loads: list[float] = []
-        equal = True
+        equal, exact, checked = True, 0, 0
         for i in range(a.repeats):
             cmds = {"headline": base + ["--signals", "headline", "--traces", f, "--out", str(root / f"hl-{size}-{i}")],
                     "peer": [a.polars_python, str(HERE / "peers" / "polars_traces.py"), f, THRESHOLD],
@@ -207,11 +207,13 @@ def headline(a: argparse.Namespace, root: Path, sizes: list[int], run) -> dict:
                 mine = figures(json.loads((root / f"{'hl' if label == 'headline' else 'full'}-{size}-{i}"
                                            / "summary.json").read_text()))
                 bad = compare(mine, peer)
+                exact += sum(1 for k, v in mine.items() if peer.get(k) == v)
+                checked += len(mine)
                 if bad:
                     equal = False
                     print(f"{label} at {size:,} differs from the peer: " + "; ".join(bad[:5]), file=sys.stderr)
         all_ok &= equal
-        table.append({"requests": size, "equal": "yes" if equal else "NO",
+        table.append({"requests": size, "equal": f"{'yes' if equal else 'NO'} ({exact}/{checked} bit for bit)",
                       **{k: statistics.median(v) if v else float("nan") for k, v in walls.items()},
                       **{f"{k}_cpu": statistics.median(v) if v else float("nan") for k, v in cpus.items()},
                       "load": loads})
