@@ -2,7 +2,7 @@
 
 ``analyze`` writes signals.csv (window × segment × signal, with n), summary.json (the whole period,
 with ``operational.latency_ms.<stage>.{p50,p95,p99}``) and trace_report.html to ``--out``, and prints
-the panel. ``check`` runs the monitors (``--monitors``, else the defaults) and exits 0 (no blocking
+the panel; ``--signals`` other than ``all`` computes only the selected groups and writes the first two. ``check`` runs the monitors (``--monitors``, else the defaults) and exits 0 (no blocking
 flag), 1 (a monitor of severity error flagged a window) or 2 (bad input). See docs/traces.md.
 """
 
@@ -45,8 +45,8 @@ def add_parser(sub: Any) -> None:
     verbs = p.add_subparsers(dest="traces_command", metavar="ACTION", required=True, parser_class=type(p))
     a = verbs.add_parser("analyze", help="compute every signal per window and segment",
                          description="Compute the retrieval, operational and privacy signals of trace exports per "
-                                     "window and segment; write signals.csv, summary.json and trace_report.html. "
-                                     "Exit 0; 2 bad input.")
+                                     "window and segment; write signals.csv, summary.json and trace_report.html "
+                                     "(--signals: only some groups, without the report). Exit 0; 2 bad input.")
     _inputs(a)
     a.add_argument("--out", required=True, metavar="DIR", help="the folder to write into")
     a.add_argument("--monitors", metavar="YAML", help="monitors whose flags the HTML report marks (default: the defaults)")
