@@ -60,8 +60,6 @@ def test_each_group_alone_has_the_full_numbers(week, monkeypatch, in_place):
     p = week / "parquet" / "traces.parquet"
     tables = read_traces(p, engine_items=in_place)
     assert bool(tables.item_sources) == in_place
-    if in_place:  # the per-request item facts come from the reader's check pass
-        assert tables.item_sources[0].facts is not None
     manifest = load_manifest(str(week / "corpus.jsonl"))
     opts = {"by": ("tenant", "source"), "threshold": 0.3, "manifest": manifest}
     full = summarize_traces(tables, **opts)
@@ -78,25 +76,6 @@ def test_each_group_alone_has_the_full_numbers(week, monkeypatch, in_place):
     fb = summarize_traces(tables, signals="feedback,instability", **opts)
     assert fb.feedback_by_source == full.feedback_by_source and fb.unstable == full.unstable
     assert "feedback_by_source" not in summarize_traces(tables, signals="latency", **opts).to_dict()
-
-
-def test_items_in_a_file_and_as_rows_together(week, tmp_path, monkeypatch):
-    """One file's items in place (their per-request facts from the check pass), another's as Arrow
-    rows: every group, and the headline, give what reading everything as rows gives."""
-    import pyarrow.parquet as pq
-
-    monkeypatch.setattr(tj, "MIN_BYTES", 0)
-    recs = pq.read_table(week / "parquet" / "traces.parquet").to_pylist()
-    a, b = tmp_path / "a.parquet", tmp_path / "b.jsonl"
-    pq.write_table(pq.read_table(week / "parquet" / "traces.parquet").slice(0, 200), a)
-    b.write_text("".join(json.dumps(r, default=str) + "\n" for r in recs[200:]))
-    mixed = read_traces([a, b], engine_items=True)
-    assert len(mixed.item_sources) == 1 and mixed.item_sources[0].facts is not None and mixed.items.num_rows
-    rows = read_traces([a, b])
-    for signals in (None, "headline", "scores,no_result,deprecated"):
-        got = summarize_traces(mixed, by=("tenant",), threshold=0.3, signals=signals)
-        want = summarize_traces(rows, by=("tenant",), threshold=0.3, signals=signals)
-        assert got.values == want.values and got.period == want.period, signals
 
 
 def test_headline_cli_writes_summary_and_csv_with_the_full_figures(week, tmp_path, monkeypatch):

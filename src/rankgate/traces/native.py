@@ -32,7 +32,6 @@ from typing import Any
 
 from ..errors import InputError
 from .model import ITEM_STATUSES, STAGES
-from .queries import BAD_STATUSES
 
 __all__ = ["ItemSource", "check_unchanged", "inspect", "items_select", "items_table", "items_view"]
 
@@ -54,10 +53,6 @@ class ItemSource:
     with_status: int  # items with a status
     stages: Mapping[str, int] = field(default_factory=dict)
     stat: tuple[int, int] = (0, 0)  # size and mtime_ns when read
-    # per request, from the same pass (when every item has a rank): request_id, n_items, and per stage
-    # s top1_s, top2_s (the scores at ranks 1 and 2), known_s, bad_s (items with a status, with a
-    # deprecated/superseded/retired one): what Plan.req_items computes from the items, as Arrow
-    facts: Any = None
 
 
 def _lit(text: str) -> str:
@@ -119,30 +114,11 @@ def inspect(con: Any, path: str, label: str) -> ItemSource | None:
     f = tuple(fields)
     stage, rank, item, score, status = (_u(f, n) for n in ("stage", "rank", "id", "score", "status"))
     # plain aggregates per (stage, status) (cheaper than conditions on every row); every rule is a
-    # comparison of these. In the same pass, per request, the facts the analysis needs of the items
-    # (rows with g = 0), so that it need not decode them again for them.
-    bad = _list(BAD_STATUSES)
-    per_stage = ",\n  ".join(
-        f"max(CASE WHEN st = {_lit(s)} AND rk = 1 THEN sc END) AS top1_{s}, "
-        f"max(CASE WHEN st = {_lit(s)} AND rk = 2 THEN sc END) AS top2_{s}, "
-        f"CAST(sum(CASE WHEN st = {_lit(s)} AND status_ IS NOT NULL THEN 1 ELSE 0 END) AS BIGINT) AS known_{s}, "
-        f"CAST(sum(CASE WHEN st = {_lit(s)} AND status_ IN ({bad}) THEN 1 ELSE 0 END) AS BIGINT) AS bad_{s}"
-        for s in STAGES)
-    table = con.sql(f"""
-SELECT GROUPING(request_id) AS g, request_id, st, status_, count(*) AS n_items, count(u) AS structs,
-  count(item) AS ids, min(strlen(item)) AS shortest, count(rk) AS n_ranked, min(rk) AS low, max(rk) AS high,
-  count(sc) AS n_scored, min(sc) AS s_min, max(sc) AS s_max,
-  {per_stage}
-FROM (SELECT request_id, u, {stage} AS st, nullif({status}, '') AS status_, {item} AS item, {rank} AS rk,
-        CAST({score} AS DOUBLE) AS sc
-      FROM (SELECT request_id, unnest(retrieved) AS u FROM read_parquet({_lit(path)})))
-GROUP BY GROUPING SETS ((st, status_), (request_id))""").to_arrow_table()
-    import pyarrow.compute as pc
-
-    mask = pc.equal(table.column("g"), 1)
-    names = ["st", "status_", "n_items", "structs", "ids", "shortest", "n_ranked", "low", "high", "n_scored",
-             "s_min", "s_max"]
-    groups = list(zip(*(table.filter(mask).column(c).to_pylist() for c in names)))
+    # comparison of these
+    groups = con.execute(f"""
+SELECT {stage}, nullif({status}, ''), count(*), count(u), count({item}), min(strlen({item})), count({rank}),
+  min({rank}), max({rank}), count({score}), min({score}), max({score})
+FROM (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)})) GROUP BY ALL""").fetchall()
     stages: dict[str, int] = {}
     n = ranked = scored = with_status = 0
     for st, status_, rows, structs, ids, shortest, n_ranked, low, high, n_scored, s_min, s_max in groups:
@@ -155,12 +131,8 @@ GROUP BY GROUPING SETS ((st, status_), (request_id))""").to_arrow_table()
         ranked += n_ranked
         scored += n_scored
         with_status += rows if status_ is not None else 0
-    facts = None
-    if ranked == n:  # (positions: ranks come from row numbers the view assigns; the analysis reads the view)
-        facts = table.filter(pc.invert(mask)).select(
-            ["request_id", "n_items"] + [f"{k}_{s}" for s in STAGES for k in ("top1", "top2", "known", "bad")])
     return ItemSource(path, label, f, ranked < n, n, scored, with_status,
-                      {s: stages[s] for s in STAGES if stages.get(s)}, stat, facts)
+                      {s: stages[s] for s in STAGES if stages.get(s)}, stat)
 
 
 def items_select(src: ItemSource) -> str:

@@ -79,21 +79,9 @@ class Plan:
     min_support: int = 2
     width_us: int = 86_400_000_000
     p: float = 0.9
-    # the per-request item facts of items read in place are in req_facts_native (computed while the
-    # files were checked, rankgate.traces.native); the other items, if any, in items_arrow
-    native_facts: bool = False
-    arrow_items: bool = False
 
     # -- materialised per-request facts ---------------------------------------------------------------
     def req_items(self) -> str:
-        if self.native_facts and not self.manifest:  # (a manifest overrides the items' status)
-            sc, cx = self.score_stage, self.context_stage
-            native = (f"\nSELECT request_id, top1_{sc} AS top1, top2_{sc} AS top2, n_items, "
-                      f"known_{cx} AS n_ctx_known, bad_{cx} AS n_ctx_bad FROM req_facts_native")
-            return native + ("\nUNION ALL" + self._req_items("items_arrow") if self.arrow_items else "")
-        return self._req_items("items")
-
-    def _req_items(self, table: str) -> str:
         status = "coalesce(m.status, i.status)" if self.manifest else "i.status"
         join = "LEFT JOIN manifest m ON m.item_id = i.item_id" if self.manifest else ""
         bad = ", ".join(_lit(s) for s in BAD_STATUSES)
@@ -105,25 +93,16 @@ SELECT request_id,
   count(*) AS n_items,
   sum(CASE WHEN stage = {cx} AND st IS NOT NULL THEN 1 ELSE 0 END) AS n_ctx_known,
   sum(CASE WHEN stage = {cx} AND st IN ({bad}) THEN 1 ELSE 0 END) AS n_ctx_bad
-FROM (SELECT i.request_id, i.stage, i.rank, i.score, {status} AS st FROM {table} i {join}) t
+FROM (SELECT i.request_id, i.stage, i.rank, i.score, {status} AS st FROM items i {join}) t
 GROUP BY request_id"""
 
     def req_top1(self) -> str:
         """:meth:`req_items` reduced to the top-1 score (what the low-confidence share needs): only
         the rank-1 items of the score stage are read."""
-        nulls = ("CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS BIGINT) AS n_items, CAST(NULL AS BIGINT) AS n_ctx_known, "
-                 "CAST(NULL AS BIGINT) AS n_ctx_bad")
-        if self.native_facts:
-            native = f"\nSELECT request_id, top1_{self.score_stage} AS top1, {nulls} FROM req_facts_native"
-            if not self.arrow_items:
-                return native
-            table = "items_arrow"
-            native += "\nUNION ALL"
-        else:
-            native, table = "", "items"
-        return native + f"""
-SELECT request_id, max(score) AS top1, {nulls}
-FROM {table} WHERE stage = {_lit(self.score_stage)} AND rank = 1 GROUP BY request_id"""
+        return f"""
+SELECT request_id, max(score) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS BIGINT) AS n_items,
+  CAST(NULL AS BIGINT) AS n_ctx_known, CAST(NULL AS BIGINT) AS n_ctx_bad
+FROM items WHERE stage = {_lit(self.score_stage)} AND rank = 1 GROUP BY request_id"""
 
     def rq(self, items: bool = True) -> str:
         """The requests with their per-request item facts (``items=False``: none were computed; the

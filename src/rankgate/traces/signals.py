@@ -312,8 +312,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
             score_stage=_first(stages, ("candidate", "reranked", "packed")),
             context_stage=_first(stages, ("packed", "reranked", "candidate")),
             list_stage=_first(stages, ("reranked", "candidate", "packed")),
-            by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width, p=p,
-            native_facts=facts["native_facts"], arrow_items=facts["arrow_items"])
+            by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width, p=p)
         if manifest is not None:
             backend.register("manifest", _manifest_table(manifest))
         summary = _run(backend, plan, source, facts, width, window, manifest, examples, groups)
@@ -338,18 +337,12 @@ def _item_facts(source: Any, backend: Any) -> dict[str, Any]:
     n = items.num_rows
     facts: dict[str, Any] = {"rows": n, "scored": n - items.column("score").null_count,
                              "with_status": n - items.column("status").null_count, "stages": {}}
-    facts["native_facts"] = bool(sources) and all(s.facts is not None for s in sources)
-    facts["arrow_items"] = bool(sources) and n > 0
     if sources:
         from .native import items_view
 
         if n:
             backend.register("items_arrow", items)
         backend.view("items", items_view(sources, "items_arrow" if n else None))
-        if facts["native_facts"]:
-            import pyarrow as pa
-
-            backend.register("req_facts_native", pa.concat_tables([s.facts for s in sources]))
     else:
         backend.register("items", items)
     stages: dict[str, int] = {}
