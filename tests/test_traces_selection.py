@@ -78,6 +78,25 @@ def test_each_group_alone_has_the_full_numbers(week, monkeypatch, in_place):
     assert "feedback_by_source" not in summarize_traces(tables, signals="latency", **opts).to_dict()
 
 
+def test_items_in_a_file_and_as_rows_together(week, tmp_path, monkeypatch):
+    """One file's items read in place, another's as Arrow rows: the whole analysis, the headline and
+    the item-fact groups give what reading everything as rows gives."""
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(tj, "MIN_BYTES", 0)
+    whole = pq.read_table(week / "parquet" / "traces.parquet")
+    a, b = tmp_path / "a.parquet", tmp_path / "b.jsonl"
+    pq.write_table(whole.slice(0, 200), a)
+    b.write_text("".join(json.dumps(r, default=str) + "\n" for r in whole.slice(200).to_pylist()))
+    mixed = read_traces([a, b], engine_items=True)
+    assert len(mixed.item_sources) == 1 and mixed.items.num_rows
+    rows = read_traces([a, b])
+    for signals in (None, "headline", "scores,no_result,deprecated"):
+        got = summarize_traces(mixed, by=("tenant",), threshold=0.3, signals=signals)
+        want = summarize_traces(rows, by=("tenant",), threshold=0.3, signals=signals)
+        assert got.values == want.values and got.period == want.period, signals
+
+
 def test_headline_cli_writes_summary_and_csv_with_the_full_figures(week, tmp_path, monkeypatch):
     monkeypatch.setattr(tj, "MIN_BYTES", 0)  # the file's items stay in the file, as at scale
     p = week / "parquet" / "traces.parquet"
