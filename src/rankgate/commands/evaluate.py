@@ -48,9 +48,6 @@ TIES_HELP = ("the ranking rule: input (the file's order: ranks when every item h
 def add_ties_option(p: argparse.ArgumentParser, help: str = TIES_HELP) -> None:
     """``--ties id|input``: every command that ranks a run takes it."""
     p.add_argument("--ties", choices=("id", "input"), default=None, help=help)
-    # The lines already said on stderr: a command that scores one run several times (report: the
-    # sweep, the baseline, the stages) says each once. (A new parser, so a new set, per command run.)
-    p.set_defaults(lines_said=set())
 
 
 def add_stats_options(p: argparse.ArgumentParser) -> None:
