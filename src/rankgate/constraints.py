@@ -172,5 +172,6 @@ CONFIDENCE = Param("confidence", float, 0.95, minimum=0.0, maximum=1.0, exclusiv
 RESAMPLES = Param("resamples", int, 2000, minimum=0, maximum=MAX_RESAMPLES,
                   help="bootstrap resamples (default 2000; 0 turns CIs off)")
 SEED = Param("seed", int, 0, minimum=0, help="seed of the bootstrap (default 0)")
-K = Param("k", int, None, minimum=1, maximum=MAX_K)
-PERMUTATIONS = Param("permutations", int, 10000, minimum=0, maximum=MAX_RESAMPLES)
+K = Param("k", int, None, minimum=1, maximum=MAX_K, help="cutoff of metrics written without @k")
+PERMUTATIONS = Param("permutations", int, 10000, minimum=0, maximum=MAX_RESAMPLES,
+                     help="sign flips of the paired randomisation test (default 10000; 0 turns p-values off)")

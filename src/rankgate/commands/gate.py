@@ -12,23 +12,21 @@ import os
 import sys
 from typing import Any
 
+from .options import TIES_HELP, add_columns, add_formats, add_gold, add_ties
+
 HELP = "check ship criteria (YAML) on a candidate run, optionally against a baseline; exit 1 if a blocking gate fails"
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("gate", help=HELP, description=HELP + ". Exit codes: 0 pass, 1 a blocking gate failed, 2 usage, input or output error, 3 internal error.")
     p.add_argument("--config", required=True, metavar="YAML", help="ship criteria: gates with thresholds and regression limits (see docs/gating.md)")
-    p.add_argument("--gold", required=True, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR, Parquet")
+    add_gold(p)
     p.add_argument("--candidate", required=True, metavar="RUN", help="the run being proposed")
     p.add_argument("--baseline", metavar="RUN|SUMMARY",
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
-    from ..data.formats import GOLD_FORMATS, RUN_FORMATS
-    from .evaluate import TIES_HELP, add_ties_option
-
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
-    p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection of the runs: %(choices)s")
-    p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
-    add_ties_option(p, TIES_HELP + "; overrides the ship criteria's evaluate.ties")
+    add_formats(p)
+    add_columns(p)
+    add_ties(p, TIES_HELP + "; overrides the ship criteria's evaluate.ties")
     p.add_argument("--queries", metavar="PATH",
                    help="a queries file (BEIR queries.jsonl, id<TAB>text, TREC topics): query texts shown beside ids when the gold set has none")
     p.add_argument("--corpus", metavar="PATH",
