@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"wrote {os.path.join(args.out, 'answers.csv')} and {os.path.join(args.out, 'summary.json')}",
                       highlight=False, markup=False)
     if outcome is not None:
-        from .gate import _print
+        from ._outcome import print_outcome as _print
 
         console.print()
         _print(outcome)

@@ -73,7 +73,7 @@ def add_parser(sub: Any) -> None:
                    help="apply mappings with at least this confidence (0-1, default 0.8); the rest are listed for review")
 
 
-    from .traces_sample import add_parser as add_sample
+    from ._traces_sample import add_parser as add_sample
 
     add_sample(verbs)  # gold sample: the same as traces sample
 
@@ -111,7 +111,7 @@ def _render(args: argparse.Namespace, markdown: Any, text: Any, report: Any) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from .traces_sample import run as _sample
+    from ._traces_sample import run as _sample
 
     return {"validate": _validate, "stale": _stale, "diff": _diff, "remap": _remap,
             "sample": _sample}[args.gold_command](args)

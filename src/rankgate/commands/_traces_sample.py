@@ -46,31 +46,12 @@ def add_parser(verbs: Any) -> None:
     add_arguments(verbs.add_parser("sample", help=HELP, description=HELP + ". Exit 0; 2 bad input."))
 
 
-def read_threshold(path: str) -> float:
-    import yaml
-
-    from ..data.source import check_file, open_text
-    from ..errors import ConfigError
-
-    check_file(path, "abstention")
-    try:
-        with open_text(path) as fh:
-            data = yaml.safe_load(fh)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"is not valid YAML ({exc.__class__.__name__})", path=path) from None
-    block = data.get("abstention") if isinstance(data, dict) else None
-    t = block.get("threshold") if isinstance(block, dict) else None
-    if isinstance(t, bool) or not isinstance(t, (int, float)):
-        raise ConfigError(f"must be a number; got {t!r}", path=path, field="abstention.threshold",
-                          hint="write it with rankgate calibrate-abstention (a null threshold means none was found)")
-    return float(t)
-
-
 def _threshold(args: argparse.Namespace) -> float | None:
     """The low-confidence line: ``--abstention-threshold``, or the threshold of the ``--abstention`` file."""
     import math
 
     from ..errors import UsageError
+    from ..traces.abstention import read_threshold
 
     given = getattr(args, "abstention_threshold", None)
     if given is not None:
