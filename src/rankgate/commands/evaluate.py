@@ -127,7 +127,10 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, 
         ties=getattr(args, "ties", None),
         columns=parse_columns(getattr(args, "columns", None)),
     )
-    lines = ([id_mismatch_line(result)] if warn else []) + ties_lines(result)
+    from ..data.nearmiss import near_miss_line
+
+    read = [*(result.info.get("notices") or ()), near_miss_line(result.info.get("near_misses"))]  # how inputs were read
+    lines = ([id_mismatch_line(result), *read] if warn else []) + ties_lines(result)
     name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
     said = getattr(args, "lines_said", None)
     for line in lines:

@@ -22,7 +22,8 @@ from collections import Counter
 from typing import Any
 
 from ..constraints import CONFIDENCE, RESAMPLES, SEED
-from .options import add_judge, add_out, add_param, budget_warning, check_judge_counts
+from ..flows._common import budget_warning
+from .options import add_judge, add_out, add_param, check_judge_counts
 
 ENV = {"judge": "RANKGATE_JUDGE", "judge_url": "RANKGATE_JUDGE_URL", "judge_model": "RANKGATE_JUDGE_MODEL",
        "judge_key_env": "RANKGATE_JUDGE_KEY_ENV"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..constraints import CONFIDENCE, RESAMPLES, SEED, Param, check
+from ..constraints import CONFIDENCE, RESAMPLES, SEED, Param
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -31,7 +31,6 @@ __all__ = [
     "add_run",
     "add_stats",
     "add_ties",
-    "budget_warning",
     "check_judge_counts",
     "check_stats_args",
     "parse_key_values",
@@ -129,18 +128,9 @@ def add_stats(p: Any, *, seed_help: str | None = None) -> None:
 
 def check_stats_args(args: argparse.Namespace) -> None:
     """The statistics options within their declared bounds, or a UsageError naming the option."""
-    note = ""
-    if isinstance(args.resamples, int) and RESAMPLES.maximum is not None and args.resamples > RESAMPLES.maximum:
-        note = f"the intervals would need about {_memory(args.resamples)} per metric; 2,000 to 10,000 resamples are plenty"
-    check(RESAMPLES, args.resamples, option="--resamples", note=note)
-    check(CONFIDENCE, args.confidence, option="--confidence")
-    check(SEED, args.seed, option="--seed")
+    from ..flows._common import check_stats
 
-
-def _memory(resamples: int) -> str:
-    """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
-    size = resamples * 16
-    return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
+    check_stats(args.seed, args.resamples, args.confidence)
 
 
 def add_enforce_as_of(p: Any) -> None:
@@ -223,17 +213,6 @@ def check_judge_counts(args: argparse.Namespace) -> None:
         value = getattr(args, option, None)
         if value is not None:
             check_count(value, "--" + option.replace("_", "-"), low, high, why)
-
-
-def budget_warning(client: Any, command: str) -> str | None:
-    """The one line saying the call budget ran out, or None."""
-    skipped = client.stats.get("over_budget", 0) if isinstance(getattr(client, "stats", None), dict) else 0
-    if not skipped:
-        return None
-    return (f"the call budget (--max-calls {client.max_calls:,}) was spent: {skipped:,} judge "
-            f"call{'s were' if skipped != 1 else ' was'} not made; those items are judge_error rows "
-            f"'call budget reached' (raise --max-calls, or run {command} again: labels in the judge cache "
-            f"cost nothing)")
 
 
 def parse_key_values(pairs: list[str]) -> dict[str, Any]:

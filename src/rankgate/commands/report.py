@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..report.build import build_report
     from ..report.html import render_html
-    from .evaluate import check_stats_args, evaluate_from_args, load_doc_map
+    from .evaluate import evaluate_from_args, load_doc_map
+    from .options import check_stats_args
 
     check_stats_args(args)
     if args.top_misses < 0:
