@@ -1,37 +1,37 @@
-"""One YAML reader (data.source.read_yaml) and one abstention-file reader for every command."""
+"""One YAML reader (configfile.read_yaml) and one abstention-file reader for every command."""
 
 from __future__ import annotations
 
 import pytest
 
-from rankgate.data.source import read_yaml
-from rankgate.errors import ConfigError, InputError, RankgateError
+from rankgate.configfile import MAX_BYTES, read_yaml
+from rankgate.errors import ConfigError
 from rankgate.traces.abstention import read_abstention, read_threshold
 
 
 def test_bad_yaml_names_the_file_and_line(tmp_path) -> None:
     p = tmp_path / "x.yaml"
     p.write_text("a: 1\nb: [1,\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"x\.yaml:3: is not valid YAML \(expected the node content"):
+    with pytest.raises(ConfigError, match=r"x\.yaml:3: is not valid YAML: expected the node content"):
         read_yaml(str(p), "test")
 
 
 def test_a_byte_that_is_not_utf8_names_its_line(tmp_path) -> None:
     p = tmp_path / "x.yaml"
     p.write_bytes(b"a: 1\nb: \xff\n")
-    with pytest.raises(InputError, match=r"x\.yaml:2: is not UTF-8 text"):
+    with pytest.raises(ConfigError, match=r"x\.yaml:2: is not UTF-8 text"):
         read_yaml(str(p), "test")
 
 
-def test_empty_and_missing_files(tmp_path) -> None:
+def test_empty_missing_and_huge_files(tmp_path) -> None:
     p = tmp_path / "x.yaml"
     p.write_text("", encoding="utf-8")
-    assert read_yaml(str(p), "field map", empty=True) is None
-    with pytest.raises(InputError, match="is empty"):
-        read_yaml(str(p), "abstention")
-    for empty in (True, False):
-        with pytest.raises(RankgateError, match=r"does not exist \(check the abstention path\)"):
-            read_yaml(str(tmp_path / "none.yaml"), "abstention", empty=empty)
+    assert read_yaml(str(p), "field map") is None
+    with pytest.raises(ConfigError, match=r"does not exist \(check the abstention path\)"):
+        read_yaml(str(tmp_path / "none.yaml"), "abstention")
+    p.write_text("a: " + "x" * MAX_BYTES + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"KiB a config file may be \(is this the right field map file\?\)"):
+        read_yaml(str(p), "field map")
 
 
 def test_a_bom_and_crlf_are_read(tmp_path) -> None:

@@ -24,7 +24,7 @@ import stat
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO
 
 from ..errors import InputError
 
@@ -184,33 +184,6 @@ def text_lines(path: str) -> Iterator[tuple[int, str]]:
                 yield lineno, line
         except _GzipDataError as exc:
             raise InputError(exc.detail, path=path, line=lineno + 1, hint=exc.hint) from None
-
-
-def read_yaml(path: str, what: str, *, empty: bool = False) -> Any:
-    """The YAML document in ``path`` as plain values (safe types only); ``what`` names the file in errors.
-
-    A missing (or, unless ``empty``, empty) file, a byte that is not UTF-8 and text that is not YAML
-    are each an error naming the file and, where it has one, the line (the one style of every YAML
-    file rankgate reads; the gate config and the contract's samples add a line per key). An empty
-    document is None.
-    """
-    import yaml
-
-    from ..errors import ConfigError
-
-    if empty and not os.path.exists(path):
-        raise ConfigError("does not exist", path=path, hint=f"check the {what} path")
-    if not empty:
-        check_file(path, what)
-    text = "".join(line for _, line in text_lines(path))  # names the line of a byte that is not UTF-8
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"is not valid YAML ({getattr(exc, 'problem', None) or type(exc).__name__})", path=path,
-                          line=None if mark is None else mark.line + 1) from None
-    except RecursionError:  # nesting past the stack
-        raise ConfigError("nests too deep to be read", path=path) from None
 
 
 def first_byte(path: str) -> bytes:

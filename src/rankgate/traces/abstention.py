@@ -168,7 +168,7 @@ def read_abstention(path: str, *, curve: bool = False) -> AbstentionFile:
     """The file ``rankgate calibrate-abstention`` writes: the one reader of every command that takes
     ``--abstention``. ``curve``: also check what drawing the risk-coverage curve needs (the curve's
     steps, ``target_precision`` and ``n``). A ConfigError names the file and the field otherwise."""
-    from ..data.source import read_yaml
+    from ..configfile import read_yaml
 
     data = read_yaml(path, "abstention")
     block = data.get("abstention") if isinstance(data, dict) else None

@@ -103,10 +103,10 @@ def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
-        from ..data.source import read_yaml
+        from ..configfile import read_yaml
 
         path = os.fspath(source)
-        data = read_yaml(path, "field map", empty=True)
+        data = read_yaml(path, "field map")
     if data is None:
         data = {}
     if not isinstance(data, dict):
