@@ -19,9 +19,10 @@ import argparse
 import json
 import sys
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
-from ..constraints import CONFIDENCE, RESAMPLES, SEED
+from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
 from ..flows._common import budget_warning
 from .options import add_judge, add_out, add_param, check_judge_counts
 
@@ -171,16 +172,13 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from ..agreement import calibrate
     from ..atomic import check_file, check_not_input, write_text
-    from ..errors import InputError, UsageError
+    from ..errors import InputError
     from ..judges.files import file_sha256, read_labels, sidecar_path
     from ..report.judge import render_calibration
 
-    if not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must be between 0 and 1; got {args.confidence}")
-    from ..stats import MAX_RESAMPLES
-
-    if not 1 <= args.resamples <= MAX_RESAMPLES:
-        raise UsageError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}; got {args.resamples:,}")
+    check(CONFIDENCE, args.confidence, option="--confidence")
+    check(replace(RESAMPLES, minimum=1), args.resamples, option="--resamples")  # kappa's interval needs one
+    check(SEED, args.seed, option="--seed")
     if args.out:
         check_file(args.out, option="--out")
         check_not_input(args.out, (args.human, args.judge_labels), option="--out")
