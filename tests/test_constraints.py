@@ -6,6 +6,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankgate.constraints import CONFIDENCE, K, MAX_RESAMPLES, RESAMPLES, SEED, Param, check, describe
 from rankgate.errors import UsageError
@@ -129,3 +131,25 @@ def test_cli_options_use_the_same_sentence(tmp_path, capsys, argv, option) -> No
     assert main(["evaluate", "--gold", str(gold), "--run", str(gold), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert re.fullmatch(rf"rankgate evaluate: error: {option} must be an? \w+ (in the range|between|>=) .*; got -?[\d.]+\.", err), err
+
+
+@settings(max_examples=60, deadline=None)
+@given(low=st.integers(-50, 50), width=st.integers(0, 50), exclusive=st.booleans(), value=st.integers(-120, 120))
+def test_check_accepts_exactly_the_declared_range(low, width, exclusive, value) -> None:
+    p = Param("n", int, low, minimum=low, maximum=low + width, exclusive=exclusive)
+    inside = low < value < low + width if exclusive else low <= value <= low + width
+    if inside:
+        assert check(p, value) == value
+    else:
+        with pytest.raises(UsageError, match=rf"^The 'n' parameter must be an integer .*; got {value}\.$"):
+            check(p, value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=st.floats(allow_nan=True, allow_infinity=True))
+def test_confidence_is_exactly_the_open_unit_interval(value) -> None:
+    if 0.0 < value < 1.0:
+        assert check(CONFIDENCE, value) == value
+    else:
+        with pytest.raises(UsageError):
+            check(CONFIDENCE, value)
