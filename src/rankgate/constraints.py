@@ -117,7 +117,10 @@ def describe(param: Param) -> str:
     if param.type is int and not param.exclusive:  # whole numbers: both ends are plainly included
         if low is not None and high is not None:
             return f"{kind} between {_bound(low)} and {_bound(high)}"
-        return f"{kind} >= {_bound(low)}" if low is not None else f"{kind} <= {_bound(high)}"
+        if low is not None:
+            return f"{kind} >= {_bound(low)}"
+        assert high is not None
+        return f"{kind} <= {_bound(high)}"
     open_, close = ("(", ")") if param.exclusive else ("[", "]")
     left = f"{open_}{_bound(low)}" if low is not None else "(-inf"
     right = f"{_bound(high)}{close}" if high is not None else "inf)"
