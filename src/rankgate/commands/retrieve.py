@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .options import add_gold
 from .options import parse_key_values as _parse_options
 
 __all__ = ["add_parser", "keep_texts", "parse_texts", "run"]
@@ -55,9 +56,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--corpus", type=Path, metavar="FILE", help="corpus JSONL, one chunk per line")
     source.add_argument("--beir", type=Path, metavar="FOLDER", help="BEIR folder: corpus, queries and qrels")
-    parser.add_argument(
-        "--gold", type=Path, metavar="FILE", help="gold JSONL whose queries to run (with --corpus)"
-    )
+    add_gold(parser, required=False, help="gold JSONL whose queries to run (with --corpus)", metavar="FILE")
     parser.add_argument(
         "--split",
         default=None,
