@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from rankgate.constraints import CONFIDENCE, K, MAX_RESAMPLES, RESAMPLES, SEED, Param, check, describe
 from rankgate.errors import UsageError
 
+from .conftest import examples
+
 
 def _refusal(fn) -> str:
     with pytest.raises(UsageError) as info:
@@ -133,7 +135,7 @@ def test_cli_options_use_the_same_sentence(tmp_path, capsys, argv, option) -> No
     assert re.fullmatch(rf"rankgate evaluate: error: {option} must be an? \w+ (in the range|between|>=) .*; got -?[\d.]+\.", err), err
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(low=st.integers(-50, 50), width=st.integers(0, 50), exclusive=st.booleans(), value=st.integers(-120, 120))
 def test_check_accepts_exactly_the_declared_range(low, width, exclusive, value) -> None:
     p = Param("n", int, low, minimum=low, maximum=low + width, exclusive=exclusive)
@@ -145,7 +147,7 @@ def test_check_accepts_exactly_the_declared_range(low, width, exclusive, value) 
             check(p, value)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(value=st.floats(allow_nan=True, allow_infinity=True))
 def test_confidence_is_exactly_the_open_unit_interval(value) -> None:
     if 0.0 < value < 1.0:
