@@ -16,6 +16,7 @@ from ..constraints import CONFIDENCE, RESAMPLES, SEED, Param
 
 __all__ = [
     "DEFAULT_METRICS",
+    "GOLD_FILE_HELP",
     "GOLD_HELP",
     "RUN_HELP",
     "TIES_HELP",
