@@ -13,12 +13,13 @@ import os
 import sys
 from typing import Any
 
+from ..constraints import PERMUTATIONS
+from .options import add_enforce_as_of, add_input_options, add_param, add_stats
+
 HELP = "compare runs: paired change per metric (and segment) with CI and p-value, most-changed queries; fuse runs"
 
 
 def add_parser(sub: Any) -> None:
-    from .evaluate import add_input_options, add_stats_options
-
     p = sub.add_parser("compare", help=HELP, description=HELP + ".")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="runs to compare; the first is the baseline (e.g. main's retriever) unless --baseline names another")
@@ -26,16 +27,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--baseline", metavar="NAME", help="the run to compare against: its file name or path as given")
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also compare per segment of a gold field or tag (intent, lang, intent+lang…); two runs only; repeatable")
-    from ._whatif import add_enforce_as_of
-
     add_enforce_as_of(p)
     p.add_argument("--rewrite", action="store_true",
                    help="query rewriting: RUN is a rewrite log (records with 'original' and 'rewritten' results), or two "
                         "runs ORIGINAL REWRITTEN; adds recall@k and nDCG@k of each (k: --k, default 10), the paired "
                         "change per segment and the queries the rewrite broke")
-    add_stats_options(p)
-    p.add_argument("--permutations", type=int, default=10000, metavar="N",
-                   help="sign flips of the paired randomisation test (default 10000; 0 turns p-values off)")
+    add_stats(p)
+    add_param(p, PERMUTATIONS, metavar="N")
     p.add_argument("--top", type=int, default=10, metavar="N", help="most-regressed and most-improved queries to list (two runs; default 10)")
     p.add_argument("--fuse", metavar="METHOD",
                    help="fuse the runs into one and compare it too: rrf (k=60), rrf(k=N), combsum, combmnz")
@@ -49,7 +47,7 @@ def add_parser(sub: Any) -> None:
 def request(args: argparse.Namespace) -> Any:
     """The comparison the options ask for."""
     from ..flows.compare import CompareRequest
-    from .evaluate import scoring, statistics
+    from ._requests import scoring, statistics
 
     stats = statistics(args)
     return CompareRequest(tuple(args.runs), args.gold, scoring(args), stats, baseline=args.baseline, by=tuple(args.by),
@@ -60,7 +58,7 @@ def request(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..flows.compare import run_comparison
-    from .evaluate import say
+    from ._requests import say
 
     req = request(args)
     for option, path in (("--output", args.output), ("--fused-run", args.fused_run)):

@@ -128,7 +128,7 @@ class Scorer:
     def score(self, gold: Any, run: Any, *, metrics: str | Sequence[str] | None = None, level: str | None = None,
               warn: bool = True) -> EvaluationResult:
         """``run`` scored against ``gold`` (paths or loaded); ``metrics`` and ``level`` override the
-        scoring's; ``warn``: say when no run id meets a gold id."""
+        scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read."""
         from ..engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring
@@ -138,7 +138,14 @@ class Scorer:
             gold_format=s.gold_format, run_format=s.run_format, ties=s.ties, columns=s.column_map(),
         )
         name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
-        for line in ([id_mismatch_line(result)] if warn else []) + ties_lines(result):
+        said = []
+        if warn:
+            from ..data.nearmiss import near_miss_line
+
+            # when no id matches, and how the inputs were read (joined lists, near-misses of text matching)
+            said = [id_mismatch_line(result), *(result.info.get("notices") or ()),
+                    near_miss_line(result.info.get("near_misses"))]
+        for line in said + ties_lines(result):
             if line:
                 self.warn(f"{name}: {line}")
         return result
