@@ -232,9 +232,15 @@ class RankedRows:
 
 def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignment:
     """The evaluated queries: all gold queries, or in trec mode (without ``complete``) those the run ranks."""
-    gold_index = {q: i for i, q in enumerate(g.query_ids)}
-    run_to_gold = np.fromiter((gold_index.get(q, -1) for q in r.query_ids), dtype=np.int64, count=len(r.query_ids))
-    not_in_gold = tuple(q for q, gi in zip(r.query_ids, run_to_gold.tolist()) if gi < 0)
+    nq = len(r.query_ids)
+    if nq == len(g.query_ids) and r.query_ids == g.query_ids:  # the usual case: the same queries in the same order
+        run_to_gold = np.arange(nq, dtype=np.int64)
+    else:
+        from itertools import repeat
+
+        gold_index = {q: i for i, q in enumerate(g.query_ids)}
+        run_to_gold = np.fromiter(map(gold_index.get, r.query_ids, repeat(-1)), dtype=np.int64, count=nq)
+    not_in_gold = tuple(r.query_ids[i] for i in np.flatnonzero(run_to_gold < 0).tolist())
     in_run = np.zeros(len(g.query_ids), dtype=bool)
     in_run[run_to_gold[run_to_gold >= 0]] = True
     if trec and not complete:
@@ -248,7 +254,7 @@ def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignm
         )
     eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
     eval_pos[evaluated] = np.arange(evaluated.size)
-    missing = tuple(g.query_ids[i] for i in evaluated.tolist() if not in_run[i])
+    missing = tuple(g.query_ids[i] for i in evaluated[~in_run[evaluated]].tolist())
     return QueryAlignment(run_to_gold, evaluated, eval_pos, in_run, not_in_gold, missing)
 
 
