@@ -44,7 +44,8 @@ ITEM_EXTRAS = ['"rank": 3', '"rank": NaN', '"rank": "1"', '"rank": 9007199254740
                '"label": 2', '"meta": Infinity', '"meta": [1, "a"]', '"score": -0.0', '"score": 1e308',
                '"latency_ms": 4', '"meta": {"latency_ms": 5.5}']
 STRUCTURAL = ["blank", "two on one line", "split object", "leading space", "bom", "crlf", "u2028", "u2029", "nel",
-              "bad utf8", "raw cr", "trailing comma", "array line", "truncated", "nul byte", "trailing spaces"]
+              "bad utf8", "raw cr", "trailing comma", "array line", "truncated", "nul byte", "trailing spaces",
+              "blank spaces", "trailing blank", "blank crlf", "blank formfeed", "duplicate key"]
 
 
 def _run_line(i: int, n_items: int, shape: str | bool) -> dict:
@@ -138,6 +139,17 @@ def _structural(lines: list[bytes], at: int, what: str) -> list[bytes]:
     line = lines[at]
     if what == "blank":
         lines.insert(at, b"")
+    elif what == "blank spaces":
+        lines.insert(at, b" \t ")
+    elif what == "trailing blank":
+        lines.append(b"")
+    elif what == "blank crlf":
+        lines[:] = [x + b"\r" for x in lines]
+        lines.insert(at, b"\r")
+    elif what == "blank formfeed":  # blank to the parser (str.strip), not to the fast path
+        lines.insert(at, b"\x0c")
+    elif what == "duplicate key":  # the parser keeps the last value
+        lines[at] = line[:-1] + b', "query_id": "dup-' + str(at).encode() + b'"}'
     elif what == "two on one line" and at + 1 < len(lines):
         lines[at : at + 2] = [lines[at] + b" " + lines[at + 1]]
     elif what == "split object":
@@ -242,7 +254,9 @@ def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
 @pytest.mark.parametrize("kind", ["run", "gold", "timed run"])
 @pytest.mark.parametrize("change", [("field", '"system": "bm25"', None), ("item field", '"text": "t"', None),
                                     ("structure", "crlf", None), ("structure", "bom", None),
-                                    ("structure", "u2028", None), ("item field", '"rank": 3', None)])
+                                    ("structure", "u2028", None), ("item field", '"rank": 3', None),
+                                    ("structure", "blank", None), ("structure", "blank spaces", None),
+                                    ("structure", "trailing blank", None), ("structure", "blank crlf", None)])
 def test_regular_variations_keep_the_fast_path(kind, change, tmp_path):
     """The differential tests above would pass with a fast path that always declines: these shapes,
     edited far past the sampled lines, must still be read by it."""
@@ -284,3 +298,19 @@ def test_a_real_large_file_with_the_odd_line_far_past_the_start(tmp_path):
     i = result.query_ids.index("odd")
     assert result["forbidden@5"][i] == 1.0
     assert result["recall"][i] == 0.0  # k = 1 from the odd line: "good" is at rank 2
+
+
+def test_a_declined_file_says_why_in_one_line(tmp_path, capsys):
+    """A large file the fast path cannot read exactly takes the validating parser, and says why."""
+    lines = [json.dumps(_run_line(i, 3, True)).encode() for i in range(N_MIN)]
+    _structural(lines, N_MIN - 1, "duplicate key")
+    path = _file(tmp_path, "run.jsonl", lines)
+    fast = _outcome(load_run, path, fast=True)
+    err = capsys.readouterr().err
+    assert fast == _outcome(load_run, path, fast=False) and fast[0] == "ok"
+    assert err.count("\n") == 1 and f"rankgate: note: {path}: read line by line (slower) because " in err
+    assert "specified twice" in err  # pyarrow's words for a repeated key
+    lines = [json.dumps(_run_line(i, 3, True)).encode() for i in range(N_MIN)]
+    _structural(lines, 5, "blank spaces")
+    path = _file(tmp_path, "run2.jsonl", lines)
+    assert _outcome(load_run, path, fast=True)[0] == "ok" and capsys.readouterr().err == ""

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -83,13 +84,16 @@ def _line_count(data: pa.Buffer) -> tuple[int, int] | None:
     bounds = _line_bounds(data)
     if bounds is None:
         return None
-    starts, ends = bounds
+    starts, ends, _ = bounds
     return int(starts.size), int((ends - starts).max())
 
 
-def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
+def _line_bounds(data: pa.Buffer, *, blank_ok: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
     """Where each line starts and ends (byte offsets; an end is its line break's offset, so a ``\\r``
     before it belongs to the line), when each line is one ``{...}`` with nothing around it, else None.
+    With ``blank_ok``, lines of nothing but spaces, tabs and ``\\r`` are skipped (pyarrow's reader
+    skips them too, and the validating parser skips every blank line); the third item is then the
+    1-based line number of each line kept (None when no line was skipped).
 
     Every line must start with ``{`` and end with ``}`` (or ``}\\r``). Outside a JSON string a ``}``
     can be followed by ``{`` only between top-level values (inside an object or array a ``,``, ``:``
@@ -106,6 +110,19 @@ def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
     ends = np.append(breaks, n)
     if starts[-1] == n:  # a final line break ends the last line; it does not start an empty one
         starts, ends = starts[:-1], ends[:-1]
+    numbers = None
+    if blank_ok and starts.size:
+        odd = np.flatnonzero((ends == starts) | (arr[starts] != ord("{")))
+        if odd.size:
+            blank = np.zeros(starts.size, dtype=bool)
+            spaces = np.zeros(256, dtype=bool)
+            spaces[[ord(" "), ord("\t"), ord("\r")]] = True
+            for i in odd.tolist():
+                blank[i] = bool(spaces[arr[starts[i] : ends[i]]].all())
+            if blank.any():
+                keep = ~blank
+                numbers = np.flatnonzero(keep) + 1
+                starts, ends = starts[keep], ends[keep]
     if starts.size == 0 or (ends - starts < 2).any() or (arr[starts] != ord("{")).any():
         return None
     last = arr[ends - 1]
@@ -119,7 +136,7 @@ def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     if not _shallow(arr, starts, ends):
         return None
-    return starts, ends
+    return starts, ends, numbers
 
 
 def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -185,6 +202,8 @@ def _sample(data: pa.Buffer) -> list[dict[str, Any]]:
     head = data.slice(0, int(breaks[-1])).to_pybytes()
     out = []
     for line in head.split(b"\n"):
+        if not line.strip(b" \t\r"):
+            continue  # a blank line (the caller has checked the file's lines)
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):
@@ -203,6 +222,7 @@ class _File(NamedTuple):
     data: pa.Buffer
     starts: np.ndarray
     ends: np.ndarray
+    numbers: np.ndarray | None  # the line number of each row, when blank lines were skipped
 
 
 def _read_table(path: str, min_bytes: int | None, schema: Any) -> _File | None:
@@ -210,14 +230,16 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> _File | None:
     data = _file_bytes(path, min_bytes)
     if data is None:
         return None
-    bounds = _line_bounds(data)
-    if bounds is None or not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (parser names it)
-        return None
-    starts, ends = bounds
+    bounds = _line_bounds(data, blank_ok=True)
+    if bounds is None:
+        return _no("a line holds something other than one JSON object (an object over two lines, two on one line)")
+    if not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (the parser names it)
+        return _no("it is not UTF-8 or holds a surrogate escape")
+    starts, ends, numbers = bounds
     lines, longest = int(starts.size), int((ends - starts).max())
     sample = _sample(data)
     if not sample:
-        return None
+        return _no("its first line is not a JSON object")
     import pyarrow.json as pj
 
     try:
@@ -227,16 +249,18 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> _File | None:
             read_options=pj.ReadOptions(block_size=max(BLOCK, longest + 2)),  # a line fits in a block
             parse_options=pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer"),
         )
-    except (pa.ArrowException, ValueError):  # a value of another type, bad JSON…: the parser explains
-        return None
+    except (pa.ArrowException, ValueError) as exc:  # a value of another type, bad JSON…: the parser explains
+        text = str(exc).strip().splitlines()
+        return _no("a value is not of the type the first lines have, or not JSON" +
+                   (f" ({text[0][:120]})" if text else ""))
     if table.num_rows != lines:
-        return None
+        return _no("a line holds something other than one JSON object")
     if 1 + max((_type_depth(t) for t in table.schema.types), default=0) > MAX_DEPTH:
-        return None  # a line nests deeper than the validating parser allows: it names the line
+        return _no("a line nests too deep")  # the validating parser names the line
     table = table.combine_chunks()  # one chunk per column from here on
     if not _all_finite(table):
-        return None
-    return _File(table, sample, data, starts, ends)
+        return _no("it holds a number that is not finite")
+    return _File(table, sample, data, starts, ends, numbers)
 
 
 def _all_finite(table: pa.Table) -> bool:
@@ -342,16 +366,19 @@ def _run_schema(sample: list[dict[str, Any]]) -> pa.Schema | None:
     return pa.schema(fields) if fields else None
 
 
-def read_run_fast(path: str, *, min_bytes: int | None = None) -> Run | None:
+def read_run_fast(path: str, *, min_bytes: int | None = None, why: list[str] | None = None) -> Run | None:
     """The run, or None when the file is smaller than ``min_bytes`` (default :data:`MIN_BYTES`) or the
-    fast path cannot prove it reads it exactly as :func:`~rankgate.data.jsonl.parse_run_records` does."""
+    fast path cannot prove it reads it exactly as :func:`~rankgate.data.jsonl.parse_run_records` does.
+    ``why`` (a list) receives the reason of a large file's decline, in a few words."""
+    _declined.reason = None
     read = _read_table(path, min_bytes, _run_schema)
-    if read is None:
-        return None
     try:
-        return _to_run(read, path)
+        out = None if read is None else _to_run(read, path)
     except (pa.ArrowException, ValueError, TypeError):
-        return None
+        out = _no("a value could not be converted exactly")
+    if out is None and why is not None and _declined.reason:
+        why.append(_declined.reason)
+    return out
 
 
 def _to_run(read: _File, path: str) -> Run | None:
@@ -361,13 +388,13 @@ def _to_run(read: _File, path: str) -> Run | None:
     names = table.schema.names
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RUN_LIST_KEYS, names)
     if qkey is None or lkey is None:
-        return None
+        return _no("it has no query id or ranking list")
     qcol = _ids(_one(table.column(qkey)))
     lists = _one(table.column(lkey))
     if qcol is None or lists.null_count or not pa.types.is_list(lists.type):
-        return None
+        return _no("a query id or ranking list is missing, empty or of another type")
     if len(pc.unique(qcol)) != len(qcol):
-        return None  # a query on two lines
+        return _no("a query appears on two lines")
     lengths = np_of(pc.list_value_length(lists), np.int64)
     flat = lists.flatten()
     if len(flat) == 0 or flat.null_count:
@@ -379,7 +406,7 @@ def _to_run(read: _File, path: str) -> Run | None:
 
     run = Run(query_ids=qcol.to_pylist(), r_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
               r_doc=pa.array([], pa.string()), source=path,
-              query_lines=np.arange(1, len(qcol) + 1, dtype=np.int64))  # one query per line, none blank
+              query_lines=np.arange(1, len(qcol) + 1, dtype=np.int64) if read.numbers is None else read.numbers)
     if pa.types.is_struct(flat.type):
         inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
         ikey = _first(ITEM_ID_KEYS, inner)
@@ -425,12 +452,20 @@ def _to_run(read: _File, path: str) -> Run | None:
             continue
         values = _json_values(read, name, col)  # floats and objects (``latency_ms``): as json.loads gives them
         if values is None:
-            return None
+            return _no(f"its per-query field {name!r} could not be located on every line beyond doubt")
         run.fields[name] = values
     return run
 
 
 _UNREADABLE = object()
+_declined = threading.local()  # why the last read on this thread declined (readers run on threads)
+
+
+def _no(reason: str) -> Any:
+    """Decline, saying why in a few words (``why`` of the readers)."""
+    _declined.reason = reason
+    return None
+
 _SPACE = frozenset(b" \t\r\n")
 _OPENERS = frozenset(b"{,")
 
@@ -544,16 +579,19 @@ def _gold_schema(sample: list[dict[str, Any]]) -> pa.Schema | None:
     return pa.schema(fields) if fields else None
 
 
-def read_gold_fast(path: str, *, min_bytes: int | None = None) -> Gold | None:
+def read_gold_fast(path: str, *, min_bytes: int | None = None, why: list[str] | None = None) -> Gold | None:
     """A plain gold set (query id + judgements, nothing else), or None: for a small file, for any other
-    field, or when the fast path cannot prove it reads it exactly as the validating parser does."""
+    field, or when the fast path cannot prove it reads it exactly as the validating parser does.
+    ``why`` (a list) receives the reason of a large file's decline, in a few words."""
+    _declined.reason = None
     read = _read_table(path, min_bytes, _gold_schema)
-    if read is None:
-        return None
     try:
-        return _to_gold(read.table, path)
+        out = None if read is None else _to_gold(read.table, path)
     except (pa.ArrowException, ValueError, TypeError):
-        return None
+        out = _no("a value could not be converted exactly")
+    if out is None and why is not None and _declined.reason:
+        why.append(_declined.reason)
+    return out
 
 
 def _to_gold(table: pa.Table, path: str) -> Gold | None:
@@ -564,7 +602,9 @@ def _to_gold(table: pa.Table, path: str) -> Gold | None:
     names = table.schema.names
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RELEVANT_KEYS, names)
     if qkey is None or lkey is None or any(n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS for n in names):
-        return None  # no_answer, k, tags, must_not_retrieve …: the validating parser reads those
+        other = [n for n in names if n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS][:3]
+        return _no(f"it has per-query fields beyond the id and judgements ({', '.join(other) or 'none'})"
+                   if other else "it has no query id or judgement list")
     qcol = _ids(_one(table.column(qkey)))
     lists = _one(table.column(lkey))
     if qcol is None or lists.null_count or not pa.types.is_list(lists.type) or len(pc.unique(qcol)) != len(qcol):

@@ -215,8 +215,12 @@ def _load_gold_path(path: str, fmt: str) -> Gold:
     if fmt == "jsonl":
         from .jsonl_fast import read_gold_fast
 
-        fast = read_gold_fast(path)
-        return fast if fast is not None else parse_gold_records(_json_records(path, "gold set"), path)
+        why: list[str] = []
+        fast = read_gold_fast(path, why=why)
+        if fast is not None:
+            return fast
+        _say_declined(path, why)
+        return parse_gold_records(_json_records(path, "gold set"), path)
     if fmt == "trec":
         from .trec import read_trec_qrels
 
@@ -234,8 +238,12 @@ def _load_run_path(path: str, fmt: str) -> Run:
     if fmt == "jsonl":
         from .jsonl_fast import read_run_fast
 
-        fast = read_run_fast(path)
-        return fast if fast is not None else parse_run_records(_json_records(path), path)
+        why: list[str] = []
+        fast = read_run_fast(path, why=why)
+        if fast is not None:
+            return fast
+        _say_declined(path, why)
+        return parse_run_records(_json_records(path), path)
     if fmt == "trec":
         from .trec import read_trec_run
 
@@ -243,6 +251,14 @@ def _load_run_path(path: str, fmt: str) -> Run:
     from .parquet import read_parquet_run
 
     return read_parquet_run(path)
+
+
+def _say_declined(path: str, why: list[str]) -> None:
+    """One line on stderr when a large JSONL file takes the line-by-line reader, and why."""
+    if why:
+        import sys
+
+        print(f"rankgate: note: {path}: read line by line (slower) because {why[0]}", file=sys.stderr)
 
 
 def _from_pipe(path: str, what: str, load: Any) -> Any:
