@@ -288,10 +288,9 @@ def test_a_real_large_file_with_the_odd_line_far_past_the_start(tmp_path):
     gold = tmp_path / "gold.jsonl"
     gold.write_text(body + odd)
     assert gold.stat().st_size >= jsonl_fast.MIN_BYTES
-    assert jsonl_fast.read_gold_fast(str(gold)) is None  # must_not_retrieve and k: the parser's to read
-    gold.write_text(body)
-    assert jsonl_fast.read_gold_fast(str(gold)) is not None  # without the odd line: the fast path
-    gold.write_text(body + odd)
+    fast = jsonl_fast.read_gold_fast(str(gold))  # must_not_retrieve and k: read by the fast path too
+    assert fast is not None and _outcome(load_gold, str(gold), fast=False) == ("ok", _canonical(fast))
+    assert fast.fields["k"][-1] == 1 and fast.fields["must_not_retrieve"][-1] == ["evil"]
     run = tmp_path / "run.jsonl"
     run.write_text('{"query_id": "odd", "topk": [{"chunk_id": "evil", "score": 2}, {"chunk_id": "good", "score": 1}]}\n')
     result = evaluate(str(gold), str(run), ["forbidden@5", "recall"])
@@ -314,3 +313,47 @@ def test_a_declined_file_says_why_in_one_line(tmp_path, capsys):
     _structural(lines, 5, "blank spaces")
     path = _file(tmp_path, "run2.jsonl", lines)
     assert _outcome(load_run, path, fast=True)[0] == "ok" and capsys.readouterr().err == ""
+
+
+GOLD_SHAPES = [
+    ['"must_not_retrieve": ["evil", "x2"]'], ['"k": 1'], ['"tags": {"tier": "gold", "n": 2, "x": null}'],
+    ['"metadata": {"owner": "ann", "n": 3}'], ['"query": "what is x?"', '"intent": "faq"'],
+    ['"difficulty": 2', '"owner": "bob"'], ['"intent": null'], ['"k": 2', '"tags": {"t": "a"}', '"lang": "de"'],
+]
+
+
+@pytest.mark.parametrize("fields", GOLD_SHAPES)
+@pytest.mark.parametrize("where", ["sparse", "every line"])
+def test_rich_gold_fields_keep_the_fast_path(fields, where, tmp_path):
+    """Per-query gold fields (on some lines or all, in any key order) and no-answer queries are read by
+    the fast path, exactly as the validating parser reads them."""
+    lines = [json.dumps(_gold_line(i, 2)).encode() for i in range(N_MIN)]
+    for i in (range(N_MIN) if where == "every line" else (3, N_MIN - 40, N_MIN - 1)):
+        extra = fields if i % 2 else fields[::-1]  # both key orders
+        body = ", ".join(extra).encode()
+        lines[i] = (b"{" + body + b", " + lines[i][1:]) if i % 3 == 0 else (lines[i][:-1] + b", " + body + b"}")
+    lines.insert(N_MIN - 5, b'{"query_id": "none-1", "relevant_chunks": [], "no_answer": true}')
+    lines.insert(N_MIN - 3, b'{"no_answer": true, "query_id": "none-2", "relevant_chunks": null, "k": 4}')
+    path = _file(tmp_path, "gold.jsonl", lines)
+    fast = jsonl_fast.read_gold_fast(path, min_bytes=0)
+    assert fast is not None
+    assert ("ok", _canonical(fast)) == _outcome(load_gold, path, fast=False)
+    assert fast.fields["no_answer"][N_MIN - 5] is True
+
+
+@pytest.mark.parametrize("line, why", [
+    (b'{"query_id": "bad", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "k": 0}', "per-query field"),
+    (b'{"query_id": "bad", "relevant_chunks": [], "tags": {"t": "x"}}', "per-query field"),
+    (b'{"query_id": "bad", "relevant_chunks": []}', "no relevant item"),
+    (b'{"query_id": "bad", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "no_answer": true}', "per-query field"),
+    (b'{"query_id": "bad", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "in\\u0074ent": null}', "escape"),
+])
+def test_invalid_rich_gold_lines_take_the_parser_which_names_them(line, why, tmp_path):
+    lines = [json.dumps(_gold_line(i, 2)).encode() for i in range(N_MIN)]
+    lines[7] = lines[7][:-1] + b', "intent": "faq"}'
+    lines.insert(N_MIN - 2, line)
+    path = _file(tmp_path, "gold.jsonl", lines)
+    reasons: list[str] = []
+    assert jsonl_fast.read_gold_fast(path, min_bytes=0, why=reasons) is None
+    assert len(reasons) == 1 and why in reasons[0]
+    assert _outcome(load_gold, path, fast=True) == _outcome(load_gold, path, fast=False)

@@ -376,8 +376,9 @@ def read_run_fast(path: str, *, min_bytes: int | None = None, why: list[str] | N
         out = None if read is None else _to_run(read, path)
     except (pa.ArrowException, ValueError, TypeError):
         out = _no("a value could not be converted exactly")
-    if out is None and why is not None and _declined.reason:
-        why.append(_declined.reason)
+    reason = _declined.reason or (_UNPROVEN if read is not None else None)
+    if out is None and why is not None and reason:
+        why.append(reason)
     return out
 
 
@@ -458,6 +459,7 @@ def _to_run(read: _File, path: str) -> Run | None:
 
 
 _UNREADABLE = object()
+_UNPROVEN = "a value could not be proven to read exactly as the line-by-line reader reads it"
 _declined = threading.local()  # why the last read on this thread declined (readers run on threads)
 
 
@@ -502,14 +504,20 @@ def _nested_names(t: pa.DataType) -> set[str]:
 
 
 def _json_values(read: _File, name: str, col: pa.Array) -> list[Any] | None:
-    """A top-level field's values exactly as ``json.loads`` gives them (key order, ints and floats),
+    """A top-level field's values exactly as ``json.loads`` gives them, or None (see :func:`_located`)."""
+    found = _located(read, name, col)
+    return None if found is None else found[0]
+
+
+def _located(read: _File, name: str, col: pa.Array) -> tuple[list[Any], np.ndarray, np.ndarray] | None:
+    """``(values, lines, at)``: a top-level field's values exactly as ``json.loads`` gives them (key order, ints and floats),
     decoded from the line's own bytes, or None when that cannot be proven.
 
     The key is found where it is written literally after ``{`` or ``,`` (and spaces): a ``"`` preceded
     by those is not escaped, so it opens or closes a string, and in valid JSON a closing quote is not
     followed by a letter; the string it opens is followed by ``:``, so it is a key. The file's schema
     (inferred from every line) has no nested field of that name, so each such place is the top-level
-    key. There must be at most one per
+    key. ``lines`` are the rows whose line writes the key, ``at`` where. There must be at most one per
     line (a repeated key is the parser's to resolve), one on every line where the table has a value
     (a key spelled with escapes is not found), and where the table has none the value found must be
     ``null``.
@@ -546,7 +554,7 @@ def _json_values(read: _File, name: str, col: pa.Array) -> list[Any] | None:
         values[li] = value
     if any(v is None for v, ok in zip(values, valid.tolist()) if ok):
         return None  # a value the table has where no key was found
-    return values
+    return values, line, at
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -586,32 +594,32 @@ def read_gold_fast(path: str, *, min_bytes: int | None = None, why: list[str] | 
     _declined.reason = None
     read = _read_table(path, min_bytes, _gold_schema)
     try:
-        out = None if read is None else _to_gold(read.table, path)
+        out = None if read is None else _to_gold(read, path)
     except (pa.ArrowException, ValueError, TypeError):
         out = _no("a value could not be converted exactly")
-    if out is None and why is not None and _declined.reason:
-        why.append(_declined.reason)
+    reason = _declined.reason or (_UNPROVEN if read is not None else None)
+    if out is None and why is not None and reason:
+        why.append(reason)
     return out
 
 
-def _to_gold(table: pa.Table, path: str) -> Gold | None:
+def _to_gold(read: _File, path: str) -> Gold | None:
     import pyarrow.compute as pc
 
     from .ids import item_codes, segment_duplicates
 
+    table = read.table
     names = table.schema.names
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RELEVANT_KEYS, names)
-    if qkey is None or lkey is None or any(n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS for n in names):
-        other = [n for n in names if n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS][:3]
-        return _no(f"it has per-query fields beyond the id and judgements ({', '.join(other) or 'none'})"
-                   if other else "it has no query id or judgement list")
+    if qkey is None or lkey is None:
+        return _no("it has no query id or judgement list")
+    if any(n in RELEVANT_KEYS and n != lkey for n in names):
+        return _no("its lines name their judgements by different keys")
     qcol = _ids(_one(table.column(qkey)))
     lists = _one(table.column(lkey))
-    if qcol is None or lists.null_count or not pa.types.is_list(lists.type) or len(pc.unique(qcol)) != len(qcol):
-        return None
-    lengths = np_of(pc.list_value_length(lists), np.int64)
-    if (lengths == 0).any():
-        return None  # a query with no relevant item must say "no_answer": true
+    if qcol is None or not pa.types.is_list(lists.type) or len(pc.unique(qcol)) != len(qcol):
+        return _no("a query id is missing, empty, repeated or of another type, or a judgement list is not a list")
+    lengths = np_of(pc.list_value_length(lists), np.int64, fill=0)  # (null: no judgement, as the parser reads it)
     flat = lists.flatten()
     if flat.null_count:
         return None
@@ -643,16 +651,80 @@ def _to_gold(table: pa.Table, path: str) -> Gold | None:
             return None
         g = np.ones(len(flat), dtype=np.float64)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
-    if (np.add.reduceat((g >= 1).astype(np.int64), offsets[:-1]) == 0).any():
-        return None
+    j_query = np.repeat(np.arange(len(qcol), dtype=np.int64), lengths)
+    has_relevant = np.bincount(j_query[g >= 1], minlength=len(qcol)) > 0
     codes, _ = item_codes(docs, pa.array([], pa.string()))
     if segment_duplicates(codes, offsets).size:
+        return _no("a query judges one item twice")
+    extra = [n for n in names if n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS]
+    fields = _gold_fields(read, extra, has_relevant, lkey, path) if extra else {}
+    if fields is None:
         return None
+    if not extra and not has_relevant.all():
+        return _no("a query lists no relevant item")  # the parser names it (or its no_answer)
     return Gold(
         query_ids=qcol.to_pylist(),
-        j_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
+        j_query=j_query,
         j_doc=docs,
         j_grade=g.astype(np.int64),
+        fields=fields,
         notes=notes,
         source=path,
     )
+
+
+_ESCAPED_KEY = re.compile(rb'[{,][ \t\r\n]*"[^"\\\n]*\\.(?:[^"\\\n]|\\.)*"[ \t\r\n]*:')
+"""A key written with an escape (or, harmlessly, text that looks like one inside a string)."""
+
+
+def _gold_fields(read: _File, extra: list[str], has_relevant: np.ndarray, lkey: str,
+                 path: str) -> dict[str, list[Any]] | None:
+    """The gold set's per-query fields (``k``, ``tags``, ``must_not_retrieve``, ``no_answer``…) exactly
+    as the validating parser builds them, or None.
+
+    Each line's extra fields are decoded from its own bytes (:func:`_located`, which also tells where
+    each key is written) and handed, in the line's key order, to the parser's own code
+    (:func:`~.jsonl.gold_no_answer`, :func:`~.jsonl.gold_query_fields`); any error it raises is the
+    parser's to report, with its line, so the fast path declines. A key the table has as null on a
+    line where it is not written literally may still be present (spelled with escapes): when the file
+    has any key written with an escape, the fast path declines."""
+    from .jsonl import gold_no_answer, gold_query_fields
+
+    n = read.table.num_rows
+    per_line: list[list[tuple[int, str, Any]]] = [[] for _ in range(n)]
+    sparse = False
+    for name in extra:
+        col = _one(read.table.column(name))
+        found = _located(read, name, col)
+        if found is None:
+            return _no(f"its per-query field {name!r} could not be located on every line beyond doubt")
+        values, lines, at = found
+        sparse = sparse or len(lines) < n
+        for li, pos in zip(lines.tolist(), at.tolist()):
+            per_line[li].append((pos, name, values[li]))
+    if sparse and _ESCAPED_KEY.search(memoryview(read.data)):
+        return _no("a key is written with an escape")
+    fields: dict[str, list[Any]] = {}
+
+    def put(name: str, qi: int, value: Any) -> None:
+        col = fields.get(name)
+        if col is None:
+            col = fields[name] = [None] * n
+        col[qi] = value
+
+    numbers = read.numbers.tolist() if read.numbers is not None else None
+    relevant = has_relevant.tolist()
+    try:
+        for qi, found_here in enumerate(per_line):
+            if not found_here:
+                if not relevant[qi]:
+                    return _no("a query lists no relevant item")  # the parser names it
+                continue
+            found_here.sort()
+            obj = {name: value for _, name, value in found_here}
+            line = numbers[qi] if numbers is not None else qi + 1
+            no_answer = gold_no_answer(obj, relevant[qi], None, path, line)
+            gold_query_fields(obj, qi, no_answer, put, path, line)
+    except InputError:
+        return _no("a per-query field is not valid (the line-by-line reader names it)")
+    return fields
