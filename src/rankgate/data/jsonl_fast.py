@@ -145,12 +145,23 @@ def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
 
     A line nests at most as deep as it has ``[`` and ``{``, so only lines with more than
     :data:`_SAFE_DEPTH` are measured: by brackets outside strings when the line has no backslash
-    (quotes then delimit strings), else by parsing it."""
-    for i in np.flatnonzero(ends - starts > 2 * _SAFE_DEPTH).tolist():
+    (quotes then delimit strings), else by parsing it. (Brackets are counted for all long lines at
+    once, a block of lines at a time: runs of 100 items make most lines long.)"""
+    long_lines = np.flatnonzero(ends - starts > 2 * _SAFE_DEPTH)
+    if long_lines.size == 0:
+        return True
+    counts = np.zeros(starts.size, dtype=np.int64)
+    i, block = int(long_lines[0]), 16 << 20
+    while i < starts.size:  # per line: how many of the block's bracket positions fall inside it
+        j = max(i + 1, int(np.searchsorted(starts, starts[i] + block)))
+        part = arr[starts[i] : ends[j - 1]]
+        for bracket in (b"[", b"{"):
+            at = np.flatnonzero(part == bracket[0])
+            counts[i:j] += np.searchsorted(at, ends[i:j] - starts[i]) - np.searchsorted(at, starts[i:j] - starts[i])
+        i = j
+    for i in np.flatnonzero(counts > _SAFE_DEPTH).tolist():
         line = arr[starts[i] : ends[i]]
         opens = (line == ord("[")) | (line == ord("{"))
-        if np.count_nonzero(opens) <= _SAFE_DEPTH:
-            continue
         if (line == ord("\\")).any():
             try:
                 if json_depth(json.loads(line.tobytes())) > MAX_DEPTH:
