@@ -324,6 +324,19 @@ class PerQuery:
                              field=f"{where}.missing_from_run")
         return cls(sha, ids, values, ranks_a, frozenset(), ids_sha256=digest, n=n, missing_at=frozenset(missing))
 
+    def values_by_query(self, query_ids: Any) -> dict[str, dict[str, float]] | None:
+        """metric -> query id -> value, for the given queries the block names (those it lacks are left
+        out); None when the block names its queries by one digest and ``query_ids`` (in order) are
+        not the ones it was written for."""
+        if self.ids or self.ids_sha256 is None:
+            at = {h: i for i, h in enumerate(self.ids)}
+            rows = [(q, at.get(hash_query_id(q))) for q in query_ids]
+        else:
+            if len(query_ids) != self.n or ids_sha256(query_ids) != self.ids_sha256:
+                return None
+            rows = [(q, i) for i, q in enumerate(query_ids)]
+        return {m: {q: float(v[i]) for q, i in rows if i is not None} for m, v in self.values.items()}
+
     def paired_result(self, current: Any, metrics: Any, source: str) -> tuple[Any, str]:
         """The baseline as an :class:`~rankgate.results.EvaluationResult` aligned with ``current``
         (its queries, order and segment fields), or ``(None, why not)``. Metrics without per-query
