@@ -21,8 +21,6 @@ from typing import Any
 
 HELP = "score generated answers with a judge (faithfulness, relevance, correctness) and diagnose each query"
 OUT_FILES = ("answers.csv", "summary.json")
-ENV = {"judge": "RANKGATE_JUDGE", "judge_url": "RANKGATE_JUDGE_URL", "judge_model": "RANKGATE_JUDGE_MODEL",
-       "judge_key_env": "RANKGATE_JUDGE_KEY_ENV"}
 
 
 def add_judge_options(p: argparse.ArgumentParser) -> None:
@@ -105,108 +103,70 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the tables")
 
 
-def judge_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Backend, url, model and key variable: options first, then the RANKGATE_JUDGE* environment."""
-    out = {}
-    for name, env in ENV.items():
-        value = getattr(args, name, None)
-        out[name] = value if value is not None else (os.environ.get(env) or None)
-    out["judge"] = out["judge"] or "lexical"
-    return out
-
-
-def open_from_args(args: argparse.Namespace) -> Any:
+def request(args: argparse.Namespace) -> Any:
+    """The :class:`~rankgate.flows.answers.AnswersRequest` the options describe (UsageError on a bad one)."""
     from ..errors import UsageError
-    from ..judges import DEFAULT_MAX_STATEMENTS, open_judge
+    from ..flows._common import JudgeSpec
+    from ..flows.answers import AnswersRequest
 
-    if args.no_cache and args.refresh:
-        raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
-    from .judge import check_judge_counts
-
-    check_judge_counts(args)
-    s = judge_settings(args)
-    return open_judge(s["judge"], url=s["judge_url"], model=s["judge_model"], key_env=s["judge_key_env"],
-                      cache_dir=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
-                      timeout_s=args.timeout, seed=args.judge_seed, progress=sys.stderr.isatty(),
-                      max_statements=getattr(args, "max_statements", DEFAULT_MAX_STATEMENTS),
-                      max_calls=getattr(args, "max_calls", None),
-                      max_reply_bytes=getattr(args, "max_reply_bytes", None))
+    if args.comment and not args.config:
+        raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
+    judge = JudgeSpec(backend=args.judge, url=args.judge_url, model=args.judge_model, key_env=args.judge_key_env,
+                      cache=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
+                      timeout=args.timeout, seed=args.judge_seed, max_statements=args.max_statements,
+                      max_calls=args.max_calls, max_reply_bytes=args.max_reply_bytes, progress=sys.stderr.isatty())
+    return AnswersRequest(
+        answers=args.answers, gold=args.gold, answers_format=args.answers_format, columns=args.columns,
+        gold_format=args.gold_format, corpus=args.corpus, human=args.human, metrics=args.metrics,
+        faithful_min=args.faithful_min, contradiction_max=args.contradiction_max, correct_min=args.correct_min,
+        by=tuple(args.by), examples=args.examples, seed=args.seed, resamples=args.resamples,
+        confidence=args.confidence, ties=args.ties, judge=judge, repeats=args.repeats,
+        calibration=bool(args.calibration_out), config=args.config, baseline=args.baseline)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..answers import GridThresholds
-    from ..errors import UsageError
-    from .evaluate import check_stats_args
+    from ..atomic import check_file, check_folder, check_not_input
+    from ..flows.answers import plan_answers, run_answers
 
-    check_stats_args(args)
+    req = request(args)
     if args.out:
-        from ..atomic import check_folder, check_not_input
-
         check_folder(args.out, OUT_FILES, option="--out")
         for name in OUT_FILES:
             check_not_input(os.path.join(args.out, name), (args.gold, args.answers, args.corpus, args.human),
                             option="--out")
-    if args.examples < 0:
-        raise UsageError(f"--examples must be >= 0; got {args.examples}")
-    thresholds = GridThresholds(args.faithful_min, args.contradiction_max, args.correct_min)
-    config = None
-    if getattr(args, "calibration_out", None):
-        if not args.human:
-            raise UsageError("--calibration-out needs --human (the human verdicts the judge is measured against)")
-        from ..atomic import check_file, check_not_input
-
+    if args.calibration_out:
         check_file(args.calibration_out, option="--calibration-out")
         check_not_input(args.calibration_out, (args.gold, args.answers, args.corpus, args.human), option="--calibration-out")
-    if (args.baseline or args.comment) and not args.config:
-        raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
     if args.comment:
-        from ..atomic import check_file, check_not_input
-
         check_file(args.comment, option="--comment")
         check_not_input(args.comment, (args.gold, args.answers, args.corpus, args.config, args.baseline),
                         option="--comment")
-    if args.config:
-        from ..gates import load_config
+    if args.dry_run:
+        _print_plan(plan_answers(req), price_in=args.price_in, price_out=args.price_out)
+        return 0
+    scored = run_answers(req)
+    import json
 
-        config = load_config(args.config)  # a judge metric without calibration is refused here, before any call
-        wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        from ..metrics import parse_metric
+    from ..report.exports import answers_csv, answers_summary, summary_json
 
-        for m in config.metrics:
-            if hasattr(parse_metric(m).definition, "judge_task") and m not in wanted:
-                wanted.append(m)
-        args.metrics = ",".join(wanted)
-    gold, answers = load_inputs(args)
-    client = open_from_args(args)
-    try:
-        if args.dry_run:
-            return _dry_run(args, client, gold, answers)
-        summary, csv_text, result = score(args, client, gold, answers, thresholds)
-    finally:
-        client.close()
-    from ..report.exports import summary_json
-
-    outcome = None
+    summary = answers_summary(scored)
     files: dict[str, str] = {}
-    if config is not None:
-        from ..gates import gate
+    if scored.outcome is not None and args.comment:
         from ..report.comment import comment_markdown
 
-        outcome = gate(config, gold, result, args.baseline, candidate_label=os.path.basename(args.answers))
-        if args.comment:
-            files[args.comment] = comment_markdown(outcome, answers=summary["answers"])
-    if getattr(args, "calibration_text", None):
-        files[args.calibration_out] = args.calibration_text
+        files[args.comment] = comment_markdown(scored.outcome, answers=summary["answers"])
+    if scored.calibration is not None:
+        files[args.calibration_out] = json.dumps({"calibration": scored.calibration}, indent=2, ensure_ascii=False) + "\n"
     if args.out:
-        files[os.path.join(args.out, "answers.csv")] = csv_text
+        files[os.path.join(args.out, "answers.csv")] = answers_csv(scored.result, scored.rows)
         files[os.path.join(args.out, "summary.json")] = summary_json(summary)
     if files:
         from ..atomic import write_files
 
         write_files(files)  # all or none
-    for warning in summary["answers"].get("warnings") or []:
+    for warning in scored.warnings:
         print(f"rankgate answers: {warning}", file=sys.stderr)
-    code = 0 if outcome is None else outcome.exit_code
+    code = 0 if scored.outcome is None else scored.outcome.exit_code
     if args.json:
         sys.stdout.write(summary_json(summary))
         return code
@@ -216,148 +176,31 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console()
     print_answers(summary["answers"], confidence=args.confidence, console=console)
-    if getattr(args, "segments", None) is not None:
+    if scored.segments is not None:
         from ..report.tables import segment_table
 
         console.print()
-        console.print(segment_table(args.segments))
-    hits, calls = getattr(args, "cache_hits", (0, 0))
+        console.print(segment_table(scored.segments))
+    hits, calls = scored.cache_hits
     console.print(f"{hits} of {calls} judge labels came from the cache", highlight=False, markup=False)
     if args.out:
         console.print(f"wrote {os.path.join(args.out, 'answers.csv')} and {os.path.join(args.out, 'summary.json')}",
                       highlight=False, markup=False)
-    if outcome is not None:
+    if scored.outcome is not None:
         from .gate import _print
 
         console.print()
-        _print(outcome)
+        _print(scored.outcome)
     return code
 
 
-def load_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
-    from ..answers import check_answers_join
-    from ..data import load_gold
-    from ..data.answers import ANSWER_FIELDS, read_answers
-    from ..data.formats import parse_columns
-    from ..data.source import check_file
-
-    gold = load_gold(args.gold, format=args.gold_format)
-    corpus = None
-    if args.corpus:
-        from ..corpus import load_manifest
-
-        corpus = load_manifest(args.corpus)
-    check_file(args.answers, "answers")
-    answers = read_answers(args.answers, format=args.answers_format, columns=parse_columns(args.columns, ANSWER_FIELDS),
-                           corpus=corpus, gold_ids=frozenset(gold.j_doc.to_pylist()))
-    check_answers_join(gold, answers)
-    if getattr(args, "human", None):
-        from ..answers import read_human_verdicts
-
-        args.human_labels = read_human_verdicts(args.human, answers.query_ids)
-    return gold, answers
-
-
-def _questions(gold: Any) -> dict[str, str | None]:
-    return dict(zip(gold.query_ids, gold.field("query")))
-
-
-def score(args: argparse.Namespace, client: Any, gold: Any, answers: Any, thresholds: Any,
-          shown: Any = None) -> tuple[dict[str, Any], str, Any]:
-    """summary.json (as a dict), answers.csv (text) and the evaluation result. ``shown`` maps an input's
-    path to the name summary.json gives it (the demo names its files relative to its folder)."""
-    from ..answers import answers_summary, diagnosis_grid, evaluate_answers, judge_answers
-    from ..metrics import parse_metrics
-    from ..report.exports import summary_dict
-    from ..stats import metric_cis
-
-    metrics = [str(m) for m in parse_metrics(args.metrics)]
-    judged = judge_answers(client, answers, _questions(gold), metrics=metrics, repeats=args.repeats)
-    result = evaluate_answers(gold, answers, metrics, judgements=judged.labels, ties=getattr(args, "ties", None))
-    cis = metric_cis(result, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence)
-    rows = diagnosis_grid(result, thresholds)
-    # (cache hits are not written: a second run must give the same bytes; the terminal says them)
-    args.cache_hits = (sum(judged.cached.values()), sum(judged.calls.values()))
-    judge = {"identity": client.identity(), "calls": dict(judged.calls), "repeats": args.repeats, "variance": {t: list(v) for t, v in judged.variance.items()}}
-    if getattr(args, "max_calls", None) is not None:  # (only then: the summary of a run without it is unchanged)
-        judge["call_budget"] = {"max_calls": args.max_calls, "not_called": client.stats.get("over_budget", 0)}
-    from ..data.inputs import sha256_files
-
-    layer = answers_summary(result, rows, cis=cis, thresholds=thresholds, judge=judge, examples=args.examples,
-                            confidence=args.confidence)
-    from .judge import budget_warning
-
-    warning = budget_warning(client, "rankgate answers")
-    if warning:
-        layer["warnings"].append(warning)
-    if getattr(args, "human", None):
-        from ..answers import agreement_with_human
-
-        layer["human"] = agreement_with_human(rows, args.human_labels, confidence=args.confidence)
-        if getattr(args, "calibration_out", None):
-            import json
-
-            from ..answers import faithfulness_calibration
-
-            body = faithfulness_calibration(rows, args.human_labels, seed=args.seed, n_resamples=args.resamples,
-                                            confidence=args.confidence).to_dict()
-            body.update({"judge": client.identity(), "human": f"sha256:{sha256_files([args.human])}"})
-            args.calibration_text = json.dumps({"calibration": body}, indent=2, ensure_ascii=False) + "\n"
-    def name(path: str) -> str:
-        return (shown or {}).get(path, path)
-
-    inputs = {"answers": {"path": name(answers.source), "sha256": sha256_files([answers.source]), "format": answers.format},
-              "gold": {"path": name(gold.source),
-                       "sha256": sha256_files([gold.source]) if os.path.isfile(gold.source) else None}}
-    if args.corpus:
-        inputs["corpus"] = {"path": name(args.corpus)}
-    if getattr(args, "human", None):
-        inputs["human"] = {"path": name(args.human), "sha256": sha256_files([args.human])}
-    extra: dict[str, Any] = {"answers": layer, "statistics": {"seed": args.seed, "resamples": args.resamples,
-                                                              "confidence": args.confidence}}
-    if getattr(args, "by", None):
-        from ..segments import segment_summary
-
-        args.segments = segment_summary(result, args.by, seed=args.seed, n_resamples=args.resamples,
-                                        confidence=args.confidence)
-        extra["segments"] = args.segments.to_dict()
-    summary = summary_dict(result, cis=cis, extra=extra)
-    summary["inputs"] = inputs
-    return summary, answers_csv(result, rows), result
-
-
-def answers_csv(result: Any, rows: Any) -> str:
-    """One row per query: cell, verdicts, every metric with its status, statement count, judge errors."""
-    from ..report.exports import _float_column, _text_column
-
-    a = result.info["answers"]
-    answer_names = [m for m in result.metric_names if m not in a["retrieval_metrics"]]
-    header = ["query_id", "cell", "retrieval", "answer", *a["retrieval_metrics"]]
-    columns = [_text_column(result.query_ids), _text_column([r.cell for r in rows]),
-               _text_column([r.retrieval for r in rows]), _text_column([r.answer for r in rows])]
-    columns += [_float_column(result.values[m]) for m in a["retrieval_metrics"]]
-    for m in answer_names:
-        header += [m, f"{m}.status"]
-        columns += [_float_column(result.values[m]), _text_column(a["status"][m])]
-    header += ["statements", "judge_errors"]
-    columns.append(["" if n is None else str(n) for n in a["statements"]])
-    columns.append(_text_column(["; ".join(e) for e in a["judge_errors"]]))
-    lines = [",".join(header)] + [",".join(row) for row in zip(*columns)]
-    return "\n".join(lines) + "\n"
-
-
-def _dry_run(args: argparse.Namespace, client: Any, gold: Any, answers: Any) -> int:
-    from ..answers import plan_answers
-    from ..metrics import parse_metrics
-
-    metrics = [str(m) for m in parse_metrics(args.metrics)]
-    plan = plan_answers(client, answers, _questions(gold), metrics=metrics, repeats=args.repeats)
+def _print_plan(plan: Any, *, price_in: float | None, price_out: float | None) -> None:
     from ..report.answers import judge_line
 
-    print(f"dry run: {judge_line({'judge': {'identity': client.identity()}})}; {len(answers)} answers; "
+    print(f"dry run: {judge_line({'judge': {'identity': plan.identity}})}; {plan.answers} answers; "
           "nothing was called")
     total_calls = total_hits = total_tokens = tokens_in = tokens_out = 0
-    for task, row in plan.items():
+    for task, row in plan.tasks.items():
         tokens_in += row["tokens_in"]
         tokens_out += row["tokens_out"]
         note = f"  ({row['estimated']}: estimated)" if row.get("estimated") else ""
@@ -367,15 +210,14 @@ def _dry_run(args: argparse.Namespace, client: Any, gold: Any, answers: Any) -> 
         total_tokens += row["approx_tokens"]
     print(f"  {'total':<18} {total_calls:>7} calls  {total_hits:>7} cached  ~{total_tokens:,} tokens "
           "(approximate: characters / 4)")
-    at_most = sum(row["at_most"] for row in plan.values())
-    second = any(row.get("estimated") for row in plan.values())
-    bound = (f"at most {at_most:,} calls to send" + (f" (support/correctness: at most {client.max_statements:,} "
+    at_most = sum(row["at_most"] for row in plan.tasks.values())
+    second = any(row.get("estimated") for row in plan.tasks.values())
+    bound = (f"at most {at_most:,} calls to send" + (f" (support/correctness: at most {plan.max_statements:,} "
                                                      "statements per answer, --max-statements)" if second else ""))
-    if client.max_calls is not None:
-        bound += f"; --max-calls stops the run after {client.max_calls:,}"
+    if plan.max_calls is not None:
+        bound += f"; --max-calls stops the run after {plan.max_calls:,}"
     print(f"  {bound}")
-    if args.price_in is not None or args.price_out is not None:
-        cost = (tokens_in * (args.price_in or 0.0) + tokens_out * (args.price_out or 0.0)) / 1e6
-        print(f"  approximate cost: {cost:.4f} (~{tokens_in:,} input tokens at {args.price_in or 0:g}, "
-              f"~{tokens_out:,} output tokens at {args.price_out or 0:g} per 1M)")
-    return 0
+    if price_in is not None or price_out is not None:
+        cost = (tokens_in * (price_in or 0.0) + tokens_out * (price_out or 0.0)) / 1e6
+        print(f"  approximate cost: {cost:.4f} (~{tokens_in:,} input tokens at {price_in or 0:g}, "
+              f"~{tokens_out:,} output tokens at {price_out or 0:g} per 1M)")

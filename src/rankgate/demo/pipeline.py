@@ -445,35 +445,24 @@ def _write_evaluation(result: EvaluationResult, seed: int, csv_path: Path, summa
 
 def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
     """answers/answers.csv and answers/summary.json as ``rankgate answers --corpus --human --out`` writes them."""
-    import argparse
+    import sys
 
-    from ..answers import GridThresholds
     from ..atomic import write_text
-    from ..commands.answers import load_inputs, open_from_args, score
-    from ..report.exports import summary_json
+    from ..flows._common import JudgeSpec
+    from ..flows.answers import AnswersRequest, run_answers
+    from ..report.exports import answers_csv, answers_summary, summary_json
 
     data = out / "data"
-    shown = {str(data / name): f"data/{name}" for name in _DATA}
-    args = argparse.Namespace(
-        answers=str(data / "answers.jsonl"), answers_format="auto", columns=None, gold=str(data / "gold.jsonl"),
-        gold_format=None, corpus=str(data / "corpus.jsonl"), human=str(data / "answer-labels.jsonl"),
-        metrics="faithfulness,contradiction_rate,answer_relevance,context_relevance,answer_correctness",
-        judge=None, judge_url=None, judge_model=None, judge_key_env=None, workers=8, timeout=60.0, repeats=1,
-        judge_seed=0, cache=None, no_cache=False, refresh=False, seed=seed, resamples=2000, confidence=0.95,
-        examples=3, by=[])
-    gold, answers = load_inputs(args)
-    from ..commands.answers import judge_settings
-
     # The offline judge needs no cache; a real one (RANKGATE_JUDGE*) uses the user's cache across runs.
-    args.no_cache = judge_settings(args)["judge"] == "lexical"
-    client = open_from_args(args)
-    try:
-        summary, csv_text, _ = score(args, client, gold, answers, GridThresholds(), shown=shown)
-    finally:
-        client.close()
+    judge = JudgeSpec(use_cache=JudgeSpec().settings()["backend"] != "lexical", progress=sys.stderr.isatty())
+    scored = run_answers(AnswersRequest(
+        answers=str(data / "answers.jsonl"), gold=str(data / "gold.jsonl"), corpus=str(data / "corpus.jsonl"),
+        human=str(data / "answer-labels.jsonl"), seed=seed, judge=judge,
+        shown={str(data / name): f"data/{name}" for name in _DATA}))
+    summary = answers_summary(scored)
     write_text(str(wrote("answers:csv", "answers/answers.csv",
                          "layer two per query: grid cell, retrieval verdict, every answer metric, judge errors")),
-               csv_text)
+               answers_csv(scored.result, scored.rows))
     write_text(str(wrote("answers:summary", "answers/summary.json",
                          "answer metrics with CIs and coverage, the diagnosis grid, the judge, judge vs human")),
                summary_json(summary))

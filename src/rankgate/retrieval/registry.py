@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rankgate.errors import UsageError
-from rankgate.plugins import load_object  # re-exported: the retrievers' loader is the shared one
+from rankgate.plugins import entry_point_names, entry_point_objects, load_object  # load_object re-exported: the shared loader
 from rankgate.retrieval.base import Retriever
 
 __all__ = ["available", "check_retriever", "get_retriever", "register"]
@@ -52,9 +52,9 @@ def register(name: str, factory: RetrieverFactory) -> None:
 
 
 def _presets() -> dict[str, Any]:
-    from rankgate.retrieval.configs import demo_configs
+    from rankgate.retrieval.presets import DEMO
 
-    return {config.name: config for config in demo_configs().values()}
+    return {fields["name"]: fields for fields in DEMO.values()}
 
 
 def available() -> list[str]:
@@ -62,10 +62,8 @@ def available() -> list[str]:
     return sorted(set(_REGISTRY) | set(_presets()) | set(_entry_points()))
 
 
-def _entry_points() -> dict[str, Any]:
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+def _entry_points() -> tuple[str, ...]:
+    return entry_point_names(ENTRY_POINT_GROUP)
 
 
 def check_retriever(obj: Any, origin: str) -> Retriever:
@@ -107,14 +105,12 @@ def get_retriever(spec: str, **options: Any) -> Retriever:
     if spec in _REGISTRY:
         return check_retriever(_call(_REGISTRY[spec], spec, options), f"Retriever {spec!r}")
     presets = _presets()
-    if spec in presets:
-        return presets[spec].build(**options)
+    if spec in presets:  # as RetrieverConfig.build: the preset's options, then the caller's
+        preset = presets[spec]
+        return get_retriever(preset["retriever"], **{"name": preset["name"], **preset["options"], **options})
     points = _entry_points()
     if spec in points:
-        try:
-            factory = points[spec].load()
-        except Exception as error:  # noqa: BLE001 - a broken plugin must not look like a rankgate bug
-            raise UsageError(f"Retriever plugin {spec!r} failed to load: {error}") from None
+        factory = entry_point_objects(ENTRY_POINT_GROUP, "retriever", spec)[spec]
         return check_retriever(_call(factory, spec, options), f"Retriever plugin {spec!r}")
     names = sorted(set(_REGISTRY) | set(presets) | set(points))
     import difflib

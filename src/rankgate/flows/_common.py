@@ -1,0 +1,105 @@
+"""Checks and helpers the flows share: the statistics options and the judge a flow talks to."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+JUDGE_ENV = {"backend": "RANKGATE_JUDGE", "url": "RANKGATE_JUDGE_URL", "model": "RANKGATE_JUDGE_MODEL",
+             "key_env": "RANKGATE_JUDGE_KEY_ENV"}
+
+
+def check_stats(seed: int, resamples: int, confidence: float) -> None:
+    """``--seed``, ``--resamples`` and ``--confidence`` within their bounds, or a UsageError naming the option."""
+    from ..errors import UsageError
+    from ..stats import MAX_RESAMPLES
+
+    if resamples < 0:
+        raise UsageError(f"--resamples must be >= 0; got {resamples}")
+    if resamples > MAX_RESAMPLES:
+        size = resamples * 16  # 8 bytes a mean, kept twice
+        memory = f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
+        raise UsageError(f"--resamples must be at most {MAX_RESAMPLES:,}; got {resamples:,} (the intervals would "
+                         f"need about {memory} per metric; 2,000 to 10,000 resamples are plenty)")
+    if not 0.0 < confidence < 1.0:
+        raise UsageError(f"--confidence must be between 0 and 1; got {confidence}")
+    if seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer; got {seed}")
+
+
+def check_counts(**counts: tuple[int | None, int, int | None, str]) -> None:
+    """Each ``option=(value, low, high, why)`` with a value within its bound (None: not given), or a
+    UsageError naming ``--option`` (underscores as dashes)."""
+    from ..judges import check_count
+
+    for option, (value, low, high, why) in counts.items():
+        if value is not None:
+            check_count(value, "--" + option.replace("_", "-"), low, high, why)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """The judge a flow talks to. ``backend``, ``url``, ``model`` and ``key_env`` left None come from
+    ``RANKGATE_JUDGE``, ``RANKGATE_JUDGE_URL``, ``RANKGATE_JUDGE_MODEL`` and ``RANKGATE_JUDGE_KEY_ENV``
+    when the flow runs (the backend then defaults to ``lexical``, the offline baseline)."""
+
+    backend: str | None = None
+    url: str | None = None
+    model: str | None = None
+    key_env: str | None = None
+    cache: str | None = None          # folder; None: $RANKGATE_CACHE_DIR, else the user cache
+    use_cache: bool = True
+    refresh: bool = False
+    workers: int = 8
+    timeout: float = 60.0
+    seed: int = 0
+    retries: int | None = None        # None: the client's default
+    max_statements: int | None = None  # None: the client's default
+    max_calls: int | None = None
+    max_reply_bytes: int | None = None
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        from ..errors import UsageError
+        from ..judges import MAX_RETRIES, MAX_STATEMENTS, MAX_WORKERS
+
+        check_counts(workers=(self.workers, 1, MAX_WORKERS, ""), retries=(self.retries, 0, MAX_RETRIES, ""),
+                     max_statements=(self.max_statements, 1, MAX_STATEMENTS, ""), max_calls=(self.max_calls, 0, None, ""))
+        if not self.use_cache and self.refresh:
+            raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
+
+    def settings(self) -> dict[str, str | None]:
+        """Backend, url, model and key variable: the spec's first, then the RANKGATE_JUDGE* environment."""
+        out: dict[str, str | None] = {}
+        for name, env in JUDGE_ENV.items():
+            value = getattr(self, name)
+            out[name] = value if value is not None else (os.environ.get(env) or None)
+        out["backend"] = out["backend"] or "lexical"
+        return out
+
+    def open(self, settings: dict[str, str | None] | None = None) -> Any:
+        """The judge client (a UsageError on a bad configuration, before any call)."""
+        from ..judges import open_judge
+
+        s = settings or self.settings()
+        extra: dict[str, Any] = {}
+        if self.retries is not None:
+            extra["retries"] = self.retries
+        if self.max_statements is not None:
+            extra["max_statements"] = self.max_statements
+        return open_judge(str(s["backend"]), url=s["url"], model=s["model"], key_env=s["key_env"],
+                          cache_dir=self.cache, use_cache=self.use_cache, refresh=self.refresh, workers=self.workers,
+                          timeout_s=self.timeout, seed=self.seed, progress=self.progress, max_calls=self.max_calls,
+                          max_reply_bytes=self.max_reply_bytes, **extra)
+
+
+def budget_warning(client: Any, command: str) -> str | None:
+    """The one line saying the call budget ran out, or None."""
+    skipped = client.stats.get("over_budget", 0) if isinstance(getattr(client, "stats", None), dict) else 0
+    if not skipped:
+        return None
+    return (f"the call budget (--max-calls {client.max_calls:,}) was spent: {skipped:,} judge "
+            f"call{'s were' if skipped != 1 else ' was'} not made; those items are judge_error rows "
+            f"'call budget reached' (raise --max-calls, or run {command} again: labels in the judge cache "
+            f"cost nothing)")

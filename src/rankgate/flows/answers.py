@@ -1,0 +1,225 @@
+"""Score generated answers (layer two) with a judge and join them with retrieval per query.
+
+:class:`AnswersRequest` names the answers, the gold set and the judge; :func:`run_answers` loads them,
+asks the judge for labels, evaluates every answer metric with its interval, places each query in the
+diagnosis grid, and (when asked) measures the judge against human verdicts, breaks the metrics down by
+segment and checks ship criteria. :func:`plan_answers` says what the judge would be asked and calls
+nothing. Rendering (``summary.json``, ``answers.csv``, the terminal) is :mod:`rankgate.report`'s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._common import JudgeSpec, budget_warning, check_counts, check_stats
+
+DEFAULT_METRICS = "faithfulness,contradiction_rate,answer_relevance,context_relevance,answer_correctness"
+
+
+@dataclass(frozen=True, slots=True)
+class AnswersRequest:
+    answers: str                        # answers with their packed contexts
+    gold: str
+    answers_format: str = "auto"
+    columns: str | None = None          # where the answers file keeps each field, e.g. "question=inputs.q"
+    gold_format: str | None = None
+    corpus: str | None = None           # manifest: texts of contexts logged as ids only
+    human: str | None = None            # human verdicts {query_id, faithful, correct}
+    metrics: str = DEFAULT_METRICS
+    faithful_min: float = 0.8
+    contradiction_max: float = 0.0
+    correct_min: float = 0.8
+    by: tuple[str, ...] = ()
+    examples: int = 3
+    seed: int = 0
+    resamples: int = 2000
+    confidence: float = 0.95
+    ties: str | None = None
+    judge: JudgeSpec = field(default_factory=JudgeSpec)
+    repeats: int = 1
+    calibration: bool = False           # with human: the judge's faithful verdicts as a calibration
+    config: str | None = None           # ship criteria to check
+    baseline: str | None = None         # with config: an earlier answers run's summary.json
+    shown: Mapping[str, str] | None = None  # an input's path -> the name summary.json gives it
+
+    def __post_init__(self) -> None:
+        from ..errors import UsageError
+        from ..judges import MAX_REPEATS
+
+        object.__setattr__(self, "by", tuple(self.by))
+        check_stats(self.seed, self.resamples, self.confidence)
+        if self.examples < 0:
+            raise UsageError(f"--examples must be >= 0; got {self.examples}")
+        if self.calibration and not self.human:
+            raise UsageError("--calibration-out needs --human (the human verdicts the judge is measured against)")
+        if self.baseline and not self.config:
+            raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
+        check_counts(repeats=(self.repeats, 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"))
+
+    def inputs(self) -> tuple[str, ...]:
+        """The files the request reads (an output may be none of them)."""
+        return tuple(p for p in (self.gold, self.answers, self.corpus, self.human, self.config, self.baseline) if p)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswersResult:
+    result: Any                          # the EvaluationResult: retrieval and answer metrics per query
+    cis: Mapping[str, tuple[float, float]]
+    rows: tuple[Any, ...]                # the diagnosis grid, one row per query
+    extra: Mapping[str, Any]             # summary.json's answers, statistics (and segments) parts
+    inputs: Mapping[str, Any]            # summary.json's inputs part
+    segments: Any = None                 # SegmentSummary with ``by``
+    calibration: Mapping[str, Any] | None = None  # with ``calibration``: the body of the calibration file
+    outcome: Any = None                  # GateOutcome with ``config``
+    cache_hits: tuple[int, int] = (0, 0)  # (labels from the cache, labels asked for)
+
+    @property
+    def layer(self) -> Mapping[str, Any]:
+        """The ``answers`` part of summary.json: coverage per metric, the grid, the judge."""
+        return self.extra["answers"]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(self.layer.get("warnings") or ())
+
+
+@dataclass(frozen=True, slots=True)
+class AnswersPlan:
+    identity: Mapping[str, Any]          # the judge's identity
+    answers: int                         # answers that would be judged
+    tasks: Mapping[str, Mapping[str, Any]]  # per judge task: calls, cache hits, tokens, bounds
+    max_statements: int
+    max_calls: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    config: Any
+    metrics: tuple[str, ...]
+    gold: Any
+    answers: Any
+    human: Any
+
+
+def _load(req: AnswersRequest) -> _Loaded:
+    from ..answers import check_answers_join
+    from ..data import load_gold
+    from ..data.answers import ANSWER_FIELDS, read_answers
+    from ..data.formats import parse_columns
+    from ..data.source import check_file
+    from ..metrics import parse_metric, parse_metrics
+
+    config = None
+    wanted = [m.strip() for m in req.metrics.split(",") if m.strip()]
+    if req.config:
+        from ..gates import load_config
+
+        config = load_config(req.config)  # a judge metric without calibration is refused here, before any call
+        for m in config.metrics:
+            if hasattr(parse_metric(m).definition, "judge_task") and m not in wanted:
+                wanted.append(m)
+    gold = load_gold(req.gold, format=req.gold_format)
+    corpus = None
+    if req.corpus:
+        from ..corpus import load_manifest
+
+        corpus = load_manifest(req.corpus)
+    check_file(req.answers, "answers")
+    answers = read_answers(req.answers, format=req.answers_format, columns=parse_columns(req.columns, ANSWER_FIELDS),
+                           corpus=corpus, gold_ids=frozenset(gold.j_doc.to_pylist()))
+    check_answers_join(gold, answers)
+    human = None
+    if req.human:
+        from ..answers import read_human_verdicts
+
+        human = read_human_verdicts(req.human, answers.query_ids)
+    metrics = tuple(str(m) for m in parse_metrics(",".join(wanted)))
+    return _Loaded(config, metrics, gold, answers, human)
+
+
+def _questions(gold: Any) -> dict[str, str | None]:
+    return dict(zip(gold.query_ids, gold.field("query")))
+
+
+def plan_answers(req: AnswersRequest) -> AnswersPlan:
+    """What :func:`run_answers` would ask the judge (calls, cache hits, approximate tokens); calls nothing."""
+    from ..answers import plan_answers as plan
+
+    loaded = _load(req)
+    client = req.judge.open()
+    try:
+        tasks = plan(client, loaded.answers, _questions(loaded.gold), metrics=list(loaded.metrics), repeats=req.repeats)
+        return AnswersPlan(client.identity(), len(loaded.answers), tasks, client.max_statements, client.max_calls)
+    finally:
+        client.close()
+
+
+def run_answers(req: AnswersRequest) -> AnswersResult:
+    """Judge the answers and evaluate them; check the ship criteria when the request names them."""
+    from ..answers import GridThresholds, answers_summary, diagnosis_grid, evaluate_answers, judge_answers
+    from ..data.inputs import sha256_files
+    from ..stats import metric_cis
+
+    loaded = _load(req)
+    gold, answers = loaded.gold, loaded.answers
+    thresholds = GridThresholds(req.faithful_min, req.contradiction_max, req.correct_min)
+    client = req.judge.open()
+    try:
+        judged = judge_answers(client, answers, _questions(gold), metrics=list(loaded.metrics), repeats=req.repeats)
+        result = evaluate_answers(gold, answers, list(loaded.metrics), judgements=judged.labels, ties=req.ties)
+        cis = metric_cis(result, seed=req.seed, n_resamples=req.resamples, confidence=req.confidence)
+        rows = diagnosis_grid(result, thresholds)
+        # (cache hits are not in the summary: a second run must give the same bytes)
+        cache_hits = (sum(judged.cached.values()), sum(judged.calls.values()))
+        judge: dict[str, Any] = {"identity": client.identity(), "calls": dict(judged.calls), "repeats": req.repeats,
+                                 "variance": {t: list(v) for t, v in judged.variance.items()}}
+        if req.judge.max_calls is not None:  # (only then: the summary of a run without it is unchanged)
+            judge["call_budget"] = {"max_calls": req.judge.max_calls, "not_called": client.stats.get("over_budget", 0)}
+        layer = answers_summary(result, rows, cis=cis, thresholds=thresholds, judge=judge, examples=req.examples,
+                                confidence=req.confidence)
+        warning = budget_warning(client, "rankgate answers")
+        if warning:
+            layer["warnings"].append(warning)
+        calibration = None
+        if loaded.human is not None:
+            from ..answers import agreement_with_human
+
+            layer["human"] = agreement_with_human(rows, loaded.human, confidence=req.confidence)
+            if req.calibration:
+                from ..answers import faithfulness_calibration
+
+                calibration = faithfulness_calibration(rows, loaded.human, seed=req.seed, n_resamples=req.resamples,
+                                                       confidence=req.confidence).to_dict()
+                calibration.update({"judge": client.identity(), "human": f"sha256:{sha256_files([str(req.human)])}"})
+    finally:
+        client.close()
+
+    def name(path: str) -> str:
+        return (req.shown or {}).get(path, path)
+
+    inputs: dict[str, Any] = {
+        "answers": {"path": name(answers.source), "sha256": sha256_files([answers.source]), "format": answers.format},
+        "gold": {"path": name(gold.source), "sha256": sha256_files([gold.source]) if os.path.isfile(gold.source) else None}}
+    if req.corpus:
+        inputs["corpus"] = {"path": name(req.corpus)}
+    if req.human:
+        inputs["human"] = {"path": name(req.human), "sha256": sha256_files([req.human])}
+    extra: dict[str, Any] = {"answers": layer, "statistics": {"seed": req.seed, "resamples": req.resamples,
+                                                              "confidence": req.confidence}}
+    segments = None
+    if req.by:
+        from ..segments import segment_summary
+
+        segments = segment_summary(result, list(req.by), seed=req.seed, n_resamples=req.resamples,
+                                   confidence=req.confidence)
+        extra["segments"] = segments.to_dict()
+    outcome = None
+    if loaded.config is not None:
+        from ..gates import gate
+
+        outcome = gate(loaded.config, gold, result, req.baseline, candidate_label=os.path.basename(req.answers))
+    return AnswersResult(result=result, cis=cis, rows=tuple(rows), extra=extra, inputs=inputs, segments=segments,
+                         calibration=calibration, outcome=outcome, cache_hits=cache_hits)
