@@ -217,8 +217,9 @@ def read_jsonl_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list
         fast = read_gold_fast(p, why=why)
         if fast is not None:
             return fast
-        _say_declined(p, why)
-        return parse_gold_records(_json_records(p, "gold set"), p)
+        gold = parse_gold_records(_json_records(p, "gold set"), p)
+        _say_declined(p, why)  # (after the parse: a file it refuses gets its one error line only)
+        return gold
 
     got = _json_or_pandas(path, read)
     return got if isinstance(got, Gold) else parse_gold_records(got, path)
@@ -232,8 +233,9 @@ def read_jsonl_run(path: str, fmt: str, columns: Mapping[str, str] | None, list_
         fast = read_run_fast(p, why=why)
         if fast is not None:
             return fast
-        _say_declined(p, why)
-        return parse_run_records(_json_records(p), p)
+        run = parse_run_records(_json_records(p), p)
+        _say_declined(p, why)  # (after the parse: a file it refuses gets its one error line only)
+        return run
 
     got = _json_or_pandas(path, read)
     return got if isinstance(got, Run) else parse_run_records(got, path)
