@@ -155,9 +155,8 @@ def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     while i < starts.size:  # per line: how many of the block's bracket positions fall inside it
         j = max(i + 1, int(np.searchsorted(starts, starts[i] + block)))
         part = arr[starts[i] : ends[j - 1]]
-        for bracket in (b"[", b"{"):
-            at = np.flatnonzero(part == bracket[0])
-            counts[i:j] += np.searchsorted(at, ends[i:j] - starts[i]) - np.searchsorted(at, starts[i:j] - starts[i])
+        at = np.flatnonzero((part | 0x20) == ord("{"))  # "[" (0x5b) and "{" (0x7b), no other byte
+        counts[i:j] = np.searchsorted(at, ends[i:j] - starts[i]) - np.searchsorted(at, starts[i:j] - starts[i])
         i = j
     for i in np.flatnonzero(counts > _SAFE_DEPTH).tolist():
         line = arr[starts[i] : ends[i]]
