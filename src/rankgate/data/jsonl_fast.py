@@ -348,7 +348,11 @@ def _ids(arr: pa.Array) -> pa.Array | None:
         arr = pc.cast(arr, pa.string())
     elif not pa.types.is_string(arr.type):
         return None
-    if len(arr) and pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
+    if len(arr) and pa.types.is_string(arr.type):  # empty ids: equal neighbouring offsets
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+        if bool((offsets[1:] == offsets[:-1]).any()):
+            return None
+    elif len(arr) and pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
         return None
     return arr
 
@@ -465,16 +469,17 @@ def _to_run(read: _File, path: str) -> Run | None:
             return None
         run.r_doc = docs
         score = _numbers(flat.field("score")) if "score" in inner else np.full(len(flat), np.nan)
-        rank = _numbers(flat.field("rank")) if "rank" in inner else np.full(len(flat), np.nan)
-        if score is None or rank is None or (np.abs(rank) >= MAX_RANK).any():
+        ranked = "rank" in inner
+        rank = _numbers(flat.field("rank")) if ranked else None  # (no rank anywhere: no array of NaN)
+        if score is None or (ranked and (rank is None or (np.abs(rank) >= MAX_RANK).any())):
             return None  # (the parser names a rank beyond 2^53)
         scored = ~np.isnan(score)
         if scored.all():
             run.r_score = score
-            if not np.isnan(rank).all():  # the given ranks (NaN: none) count under ties="input" (ranking.py)
+            if rank is not None and not np.isnan(rank).all():  # given ranks (NaN: none) count under ties="input"
                 run.r_order = rank
         elif not scored.any():
-            run.r_order = np.where(np.isnan(rank), positions(), rank)
+            run.r_order = positions() if rank is None else np.where(np.isnan(rank), positions(), rank)
         else:
             return None  # some items scored, others not: the parser names the first such item
         for name, alias in _ITEM_TEXT:
