@@ -1,4 +1,4 @@
-"""Large JSONL runs and gold sets through pyarrow's JSON reader: one parallel pass, columnar result.
+"""Large JSONL runs and gold sets through pyarrow's JSON reader: one pass, columnar result.
 
 The fast path either returns exactly what the validating line-by-line parser (:mod:`.jsonl`) returns,
 or ``None``, and the caller then runs that parser, which gives the result or names the offending line.
@@ -15,15 +15,20 @@ It never changes a result or an error message, by construction:
 * **Nothing the parser refuses.** A table whose type nests deeper than :data:`~.jsonl.MAX_DEPTH`
   (the deepest line nests as deep) is declined; lines that might nest deeper than pyarrow's reader
   can take (it crashes) are measured before it sees them.
-* **One object per line.** The file must start with ``{``, every line break must sit between ``}``
-  (or ``}\\r``) and ``{``, and pyarrow must return as many rows as there are lines, so an object
-  spread over lines, two objects on one line or a blank line all take the validating parser.
+* **One object per line.** Every line that is not blank (nothing but spaces, tabs and ``\\r``: both
+  readers skip it) must start with ``{`` and end with ``}`` (or ``}\\r``), and pyarrow must return as
+  many rows as there are such lines, so an object spread over lines or two objects on one line take
+  the validating parser.
 * **Only what the validating parser would read, in the shape it reads it.** A field the fast path
   cannot reproduce exactly (both ``doc_version`` and ``version`` on items, notes that are not
-  strings, any gold field beyond the id and the judgements) makes it decline. Per-query floats and
-  objects (the ``latency_ms`` that ``rankgate retrieve`` logs) are decoded from each line's own bytes
-  by :mod:`json`, so key order and ``3`` against ``3.0`` come out as the parser gives them; where the
-  key cannot be located beyond doubt (see :func:`_json_values`) the fast path declines.
+  strings) makes it decline. Per-query floats and objects (the ``latency_ms`` that ``rankgate
+  retrieve`` logs) are decoded from each line's own bytes by :mod:`json`, so key order and ``3``
+  against ``3.0`` come out as the parser gives them; where the key cannot be located beyond doubt
+  (see :func:`_json_values`) the fast path declines. A gold set's per-query fields (``k``, ``tags``,
+  ``must_not_retrieve``, ``no_answer``…) are decoded the same way and handed to the parser's own
+  field code (:func:`_gold_fields`).
+* **It says why.** ``why=`` of the readers receives the reason of a large file's decline in a few
+  words; the loaders print it on stderr once the validating parser has read the file.
 
 Used for files of at least :data:`MIN_BYTES` (a parameter of the readers, so tests can force the
 fast path on small files); smaller files go straight to the validating parser.
@@ -51,7 +56,7 @@ __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
 MIN_BYTES = 8 << 20
 SAMPLE_LINES = 200
-BLOCK = 1 << 20  # bytes per parse block (pyarrow parses blocks in parallel)
+BLOCK = 1 << 20  # bytes per parse block (a line must fit in one)
 _BOM = b"\xef\xbb\xbf"
 _ITEM_TEXT = (("doc_version", "version"), ("text", "content"), ("source", None))
 _MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
