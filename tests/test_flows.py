@@ -34,7 +34,7 @@ def test_answers_flow_gives_the_command_bytes(tmp_path):
     ({"examples": -1}, "--examples must be >= 0; got -1"),
     ({"calibration": True}, "--calibration-out needs --human"),
     ({"baseline": "s.json"}, "--baseline and --comment go with --config"),
-    ({"confidence": 1.0}, "--confidence must be between 0 and 1"),
+    ({"confidence": 1.0}, "--confidence must be a float in the range"),
     ({"repeats": 0}, "--repeats must be between 1 and"),
 ])
 def test_answers_request_is_validated_once(kwargs, words):

@@ -5,54 +5,22 @@ curve of the calibration, the threshold chosen and its guarantee. The file is wh
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from html import escape
 from typing import Any, cast
 
-from ..errors import ConfigError
+from ..traces.abstention import AbstentionFile, read_abstention
+from .numbers import fmt_count, fmt_share, fmt_sig, fmt_score
 
 __all__ = ["Abstention", "abstention_html", "load_abstention"]
 
 
-@dataclass(frozen=True)
-class Abstention:
-    path: str
-    block: dict[str, Any]  # the 'abstention' mapping
-    curve: tuple[dict[str, Any], ...]  # strict to loose
+#: The file as read (:func:`rankgate.traces.abstention.read_abstention`).
+Abstention = AbstentionFile
 
 
 def load_abstention(path: str | None) -> Abstention | None:
     """The calibration file, checked enough to draw it; None when no path is given."""
-    if path is None:
-        return None
-    import yaml
-
-    from ..data.source import check_file, open_text
-
-    check_file(path, "abstention")
-    try:
-        with open_text(path) as fh:
-            data = yaml.safe_load(fh)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"is not valid YAML ({exc.__class__.__name__})", path=path) from None
-    block = data.get("abstention") if isinstance(data, dict) else None
-    if not isinstance(block, dict):
-        raise ConfigError("has no 'abstention' mapping", path=path, hint="write it with rankgate calibrate-abstention")
-    curve = data.get("curve") or []
-    if not isinstance(curve, list) or not all(
-            isinstance(s, dict) and isinstance(s.get("coverage"), (int, float)) and not isinstance(s.get("coverage"), bool)
-            for s in curve):
-        raise ConfigError("must be a list of steps with a numeric coverage", path=path, field="curve")
-    for k in ("target_precision", "n"):
-        v = block.get(k)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ConfigError(f"must be a number; got {v!r}", path=path, field=f"abstention.{k}")
-    return Abstention(path, block, tuple(curve))
-
-
-def _num(x: Any, fmt: str) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+    return None if path is None else read_abstention(path, curve=True)
 
 
 def _chart(a: Abstention) -> str:
@@ -68,7 +36,7 @@ def _chart(a: Abstention) -> str:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=BLUE, linewidth=2, marker="o", markersize=2.8,
                     label="selective risk (1 − precision)")
         target = float(a.block["target_precision"])
-        ax.axhline(1 - target, color=GREY, linestyle="--", linewidth=1.2, label=f"allowed risk ({1 - target:.0%})")
+        ax.axhline(1 - target, color=GREY, linestyle="--", linewidth=1.2, label=f"allowed risk ({fmt_share(1 - target, 0)})")
         if a.block.get("threshold") is not None and isinstance(a.block.get("coverage"), (int, float)):
             cov, prec = a.block["coverage"], a.block.get("precision")
             if isinstance(prec, (int, float)):
@@ -89,15 +57,15 @@ def abstention_html(a: Abstention) -> str:
     b = a.block
     t = b.get("threshold")
     if t is None:
-        verdict = (f"No threshold reaches precision {_num(b.get('target_precision'), 'g')} with confidence "
-                   f"1 − {_num(b.get('delta'), 'g')}: the retriever cannot tell its confident answers apart yet.")
+        verdict = (f"No threshold reaches precision {fmt_sig(b.get('target_precision'))} with confidence "
+                   f"1 − {fmt_sig(b.get('delta'))}: the retriever cannot tell its confident answers apart yet.")
     else:
-        verdict = (f"Abstain when the top score is below <b>{escape(_num(t, '.6g'))}</b>: answers "
-                   f"{escape(_num(b.get('answered'), 'd'))} of {escape(_num(b.get('n'), 'd'))} gold queries "
-                   f"(coverage {escape(_num(b.get('coverage'), '.1%'))}), {escape(str(b.get('metric', '')))} precision "
-                   f"{escape(_num(b.get('precision'), '.3f'))}, one-sided Clopper–Pearson lower bound "
-                   f"{escape(_num(b.get('lower_bound'), '.3f'))} ≥ {escape(_num(b.get('target_precision'), 'g'))} "
-                   f"(delta {escape(_num(b.get('delta'), 'g'))}).")
+        verdict = (f"Abstain when the top score is below <b>{escape(fmt_sig(t, 6))}</b>: answers "
+                   f"{escape(fmt_count(b.get('answered'), grouped=False))} of {escape(fmt_count(b.get('n'), grouped=False))} gold queries "
+                   f"(coverage {escape(fmt_share(b.get('coverage')))}), {escape(str(b.get('metric', '')))} precision "
+                   f"{escape(fmt_score(b.get('precision')))}, one-sided Clopper–Pearson lower bound "
+                   f"{escape(fmt_score(b.get('lower_bound')))} ≥ {escape(fmt_sig(b.get('target_precision')))} "
+                   f"(delta {escape(fmt_sig(b.get('delta')))}).")
     return ('<section id="abstention"><h2>Abstention</h2>'
             f"<p>{verdict}</p>{_chart(a)}"
             f'<p class="note">From {escape(a.path)}; thresholds walked strict to loose, stopping at the first whose '

@@ -12,6 +12,9 @@ import argparse
 import sys
 from typing import Any
 
+from ..constraints import SEED
+from .options import add_param
+
 HELP = "write production queries worth labelling (low confidence, fallback, negative feedback) as gold candidates"
 
 
@@ -32,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="corpus manifest (JSONL, Parquet or a folder): each candidate chunk gets its text and "
                         "corpus status; chunks it lacks are marked \"in_corpus\": false and listed")
     p.add_argument("--n", type=int, default=50, help="how many candidates (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="the sampling seed (default 0)")
+    add_param(p, SEED, help="the sampling seed (default 0)")
     p.add_argument("--by", default="tenant", metavar="FIELDS",
                    help="request fields to stratify by besides reason and source (default: tenant)")
     p.add_argument("-o", "--out", required=True, metavar="JSONL", help="the candidates file to write")
@@ -43,31 +46,12 @@ def add_parser(verbs: Any) -> None:
     add_arguments(verbs.add_parser("sample", help=HELP, description=HELP + ". Exit 0; 2 bad input."))
 
 
-def read_threshold(path: str) -> float:
-    import yaml
-
-    from ..data.source import check_file, open_text
-    from ..errors import ConfigError
-
-    check_file(path, "abstention")
-    try:
-        with open_text(path) as fh:
-            data = yaml.safe_load(fh)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"is not valid YAML ({exc.__class__.__name__})", path=path) from None
-    block = data.get("abstention") if isinstance(data, dict) else None
-    t = block.get("threshold") if isinstance(block, dict) else None
-    if isinstance(t, bool) or not isinstance(t, (int, float)):
-        raise ConfigError(f"must be a number; got {t!r}", path=path, field="abstention.threshold",
-                          hint="write it with rankgate calibrate-abstention (a null threshold means none was found)")
-    return float(t)
-
-
 def _threshold(args: argparse.Namespace) -> float | None:
     """The low-confidence line: ``--abstention-threshold``, or the threshold of the ``--abstention`` file."""
     import math
 
     from ..errors import UsageError
+    from ..traces.abstention import read_threshold
 
     given = getattr(args, "abstention_threshold", None)
     if given is not None:
