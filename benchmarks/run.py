@@ -188,6 +188,8 @@ def machine() -> dict:
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
+        # cores this process (and the tools it starts) may run on: 1 under `taskset -c 0`
+        "cores_allowed": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "memory_bytes": mem,
         "os": platform.platform(terse=True),
         "python": platform.python_version(),

@@ -238,3 +238,129 @@ def test_a_summary_lacking_one_gated_metric_judges_only_that_gate_on_means(demo,
     md = comment_markdown(gate(str(demo / "data" / "ship-criteria.yaml"), str(demo / "data" / "gold.jsonl"),
               str(demo / "runs" / "candidate.jsonl"), str(partial)))
     assert "Gates on hit@5 are judged on the change in means" in md and "no per-query values of hit@5" in md
+
+
+# -- packed per-query values (from COMPACT_FROM queries on) --
+
+
+@settings(max_examples=30, deadline=None)
+@given(paired_results(), st.booleans())
+def test_a_packed_summary_decides_exactly_as_the_baseline_run(pair, gold_known):
+    """The packed block pairs as the lists do, named by the ordered ids' digest or, without the gold
+    file's sha256, by every query's hash."""
+    from dataclasses import replace
+    from unittest import mock
+
+    import rankgate.baseline as bl
+    from rankgate.gates import BaselineSummary, decide, parse_config
+
+    base, cand = pair
+    if not gold_known:
+        base = replace(base, inputs={"run": {"path": "base.jsonl"}})
+        cand = replace(cand, inputs={"run": {"path": "cand.jsonl"}})
+    config = parse_config(PROPERTY_CONFIG)
+    by_run = decide(config, cand, base).to_dict()
+    with mock.patch.object(bl, "COMPACT_FROM", 1):
+        saved = json.loads(decide(config, base).to_json())
+    pq = saved["per_query"]
+    assert pq["encoding"] == "packed/1" and pq["n"] == len(base.query_ids)
+    assert ("ids" in pq) is (not gold_known)
+    by_summary = decide(config, cand, BaselineSummary.from_dict(saved, "baseline.json")).to_dict()
+    assert by_summary["baseline"]["rule"] == "paired"
+    assert by_summary["gates"] == by_run["gates"]
+    assert by_summary["queries"] == by_run["queries"]
+    assert by_summary["segments_moved"] == by_run["segments_moved"]
+    assert by_summary["passed"] == by_run["passed"]
+
+
+def _many_queries(tmp_path: Path, n: int = 1200) -> tuple[Path, Path, Path]:
+    import random
+
+    rng = random.Random(5)
+    gold, base, cand = (tmp_path / name for name in ("gold.jsonl", "base.jsonl", "cand.jsonl"))
+    with gold.open("w", encoding="utf-8") as g, base.open("w", encoding="utf-8") as b, \
+            cand.open("w", encoding="utf-8") as c:
+        for i in range(n):
+            rel = [f"d{i}-{j}" for j in range(rng.randint(1, 3))]
+            g.write(json.dumps({"query_id": f"q{i}", "relevant_chunks": [{"chunk_id": d, "grade": 1} for d in rel]}) + "\n")
+            for fh, p in ((b, 0.7), (c, 0.68)):
+                items = [f"x{i}-{j}" for j in range(8)] + [d for d in rel if rng.random() < p]
+                rng.shuffle(items)
+                fh.write(json.dumps({"query_id": f"q{i}", "topk": [{"chunk_id": d, "score": 20 - k}
+                                                                   for k, d in enumerate(items)]}) + "\n")
+    return gold, base, cand
+
+
+def test_evaluate_packs_per_query_values_of_many_queries_and_a_gate_pairs_with_them(tmp_path, capsys):
+    gold, base, cand = _many_queries(tmp_path)
+    ship = tmp_path / "ship.yaml"
+    ship.write_text("gates:\n  - metric: recall@5\n    regression_max: 0.05\n  - metric: ndcg@10\n    threshold: 0.1\n"
+                    "defaults: {seed: 1, resamples: 200}\n", encoding="utf-8")
+    out = tmp_path / "b"
+    assert main(["evaluate", "--gold", str(gold), "--run", str(base), "--metrics", "recall@5,ndcg@10,mrr", "--out",
+                 str(out), "--resamples", "0"]) == 0
+    capsys.readouterr()
+    text = (out / "summary.json").read_text(encoding="utf-8")
+    pq = json.loads(text)["per_query"]
+    assert pq["encoding"] == "packed/1" and pq["n"] == 1200 and "ids" not in pq and '"q1"' not in text
+    by_run = gate(str(ship), str(gold), str(cand), str(base)).to_dict()
+    by_summary = gate(str(ship), str(gold), str(cand), str(out / "summary.json")).to_dict()
+    assert by_run["baseline"]["rule"] == by_summary["baseline"]["rule"] == "paired"
+    assert by_summary["gates"] == by_run["gates"] and by_summary["queries"] == by_run["queries"]
+    # the gate's own --json outcome packs too, and serves as the next baseline
+    outcome_json = tmp_path / "o.json"
+    main(["gate", "--config", str(ship), "--gold", str(gold), "--candidate", str(base), "--json", str(outcome_json),
+          "--no-step-summary"])
+    capsys.readouterr()
+    assert json.loads(outcome_json.read_text(encoding="utf-8"))["per_query"]["encoding"] == "packed/1"
+    assert gate(str(ship), str(gold), str(cand), str(outcome_json)).to_dict()["gates"] == by_run["gates"]
+    # another order of the same gold queries is another gold file: means only, and said so
+    lines = gold.read_text(encoding="utf-8").splitlines()
+    shuffled = tmp_path / "gold2.jsonl"
+    shuffled.write_text("\n".join(lines[1:] + lines[:1]) + "\n", encoding="utf-8")
+    assert gate(str(ship), str(shuffled), str(cand), str(out / "summary.json")).rule == "means"
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda pq: pq["values"].__setitem__("recall@5", pq["values"]["recall@5"][:-8]), "per_query.values.recall@5"),
+    (lambda pq: pq["values"].__setitem__("recall@5", "not base64!"), "per_query.values.recall@5"),
+    (lambda pq: pq["values"].__setitem__("recall@5", [1.0]), "per_query.values.recall@5"),
+    (lambda pq: pq.__setitem__("n", pq["n"] + 1), "per_query.values.recall@5"),
+    (lambda pq: pq.__setitem__("n", -1), "per_query.n"),
+    (lambda pq: pq.__setitem__("encoding", "packed/9"), "per_query.encoding"),
+    (lambda pq: pq.__setitem__("ids_sha256", None), "per_query.ids_sha256"),
+    (lambda pq: pq.__setitem__("missing_from_run", [pq["n"]]), "per_query.missing_from_run"),
+    (lambda pq: pq.__setitem__("gold_sha256", None), "per_query.ids"),
+])
+def test_a_damaged_packed_block_is_an_input_error(tmp_path, capsys, change, field):
+    gold, base, _ = _many_queries(tmp_path)
+    out = tmp_path / "b"
+    assert main(["evaluate", "--gold", str(gold), "--run", str(base), "--metrics", "recall@5", "--out", str(out),
+                 "--resamples", "0"]) == 0
+    capsys.readouterr()
+    data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    data["inputs"]["gold"]["sha256"] = None  # (so that the per_query block alone must vouch for the gold set)
+    change(data["per_query"])
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_baseline_summary(str(bad))
+    assert f"field '{field}'" in str(err.value) and str(bad) in str(err.value)
+
+
+def test_a_packed_value_that_is_infinite_is_refused(tmp_path):
+    import math
+
+    from rankgate.baseline import _pack
+
+    data = {"metrics": {"recall@5": {"mean": 0.5, "n": 2}},
+            "per_query": {"id_hash": "sha256/16", "gold_sha256": "ab" * 32, "encoding": "packed/1", "n": 2,
+                          "ids_sha256": "cd" * 32, "values": {"recall@5": _pack([0.5, math.inf], "<f8")},
+                          "first_relevant_rank": None, "missing_from_run": []}}
+    bad = tmp_path / "inf.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InputError, match="finite numbers or NaN"):
+        load_baseline_summary(str(bad))
+    data["per_query"]["values"]["recall@5"] = _pack([0.5, math.nan], "<f8")
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    assert math.isnan(load_baseline_summary(str(bad)).per_query.values["recall@5"][1])

@@ -418,6 +418,17 @@ def test_validate_baseline_bootstrap_by_hand(tmp_path: Path, capsys: pytest.Capt
                  str(tmp_path / "ev")]) == 0
     code, from_summary = _run([*base, "--baseline", tmp_path / "ev" / "summary.json"], capsys)
     assert from_summary.replace("summary.json", "run.jsonl") == out
+    # the same from a packed summary (as evaluate writes from 1,000 queries on)
+    from unittest import mock
+
+    import rankgate.baseline
+
+    with mock.patch.object(rankgate.baseline, "COMPACT_FROM", 1):
+        assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--metrics", "recall@5", "--out",
+                     str(tmp_path / "packed")]) == 0
+    assert "encoding" in json.loads((tmp_path / "packed" / "summary.json").read_text(encoding="utf-8"))["per_query"]
+    code, from_packed = _run([*base, "--baseline", tmp_path / "packed" / "summary.json"], capsys)
+    assert from_packed.replace("summary.json", "run.jsonl") == out
     # a summary without per-query values: said, and the binomial figure kept
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text(encoding="utf-8"))
     summary.pop("per_query", None)

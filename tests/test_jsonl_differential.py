@@ -46,7 +46,8 @@ ITEM_EXTRAS = ['"rank": 3', '"rank": NaN', '"rank": "1"', '"rank": 9007199254740
                '"label": 2', '"meta": Infinity', '"meta": [1, "a"]', '"score": -0.0', '"score": 1e308',
                '"latency_ms": 4', '"meta": {"latency_ms": 5.5}']
 STRUCTURAL = ["blank", "two on one line", "split object", "leading space", "bom", "crlf", "u2028", "u2029", "nel",
-              "bad utf8", "raw cr", "trailing comma", "array line", "truncated", "nul byte", "trailing spaces"]
+              "bad utf8", "raw cr", "trailing comma", "array line", "truncated", "nul byte", "trailing spaces",
+              "blank spaces", "trailing blank", "blank crlf", "blank formfeed", "duplicate key"]
 
 
 def _run_line(i: int, n_items: int, shape: str | bool) -> dict:
@@ -140,6 +141,17 @@ def _structural(lines: list[bytes], at: int, what: str) -> list[bytes]:
     line = lines[at]
     if what == "blank":
         lines.insert(at, b"")
+    elif what == "blank spaces":
+        lines.insert(at, b" \t ")
+    elif what == "trailing blank":
+        lines.append(b"")
+    elif what == "blank crlf":
+        lines[:] = [x + b"\r" for x in lines]
+        lines.insert(at, b"\r")
+    elif what == "blank formfeed":  # blank to the parser (str.strip), not to the fast path
+        lines.insert(at, b"\x0c")
+    elif what == "duplicate key":  # the parser keeps the last value
+        lines[at] = line[:-1] + b', "query_id": "dup-' + str(at).encode() + b'"}'
     elif what == "two on one line" and at + 1 < len(lines):
         lines[at : at + 2] = [lines[at] + b" " + lines[at + 1]]
     elif what == "split object":
@@ -244,7 +256,9 @@ def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
 @pytest.mark.parametrize("kind", ["run", "gold", "timed run"])
 @pytest.mark.parametrize("change", [("field", '"system": "bm25"', None), ("item field", '"text": "t"', None),
                                     ("structure", "crlf", None), ("structure", "bom", None),
-                                    ("structure", "u2028", None), ("item field", '"rank": 3', None)])
+                                    ("structure", "u2028", None), ("item field", '"rank": 3', None),
+                                    ("structure", "blank", None), ("structure", "blank spaces", None),
+                                    ("structure", "trailing blank", None), ("structure", "blank crlf", None)])
 def test_regular_variations_keep_the_fast_path(kind, change, tmp_path):
     """The differential tests above would pass with a fast path that always declines: these shapes,
     edited far past the sampled lines, must still be read by it."""
@@ -276,13 +290,72 @@ def test_a_real_large_file_with_the_odd_line_far_past_the_start(tmp_path):
     gold = tmp_path / "gold.jsonl"
     gold.write_text(body + odd)
     assert gold.stat().st_size >= jsonl_fast.MIN_BYTES
-    assert jsonl_fast.read_gold_fast(str(gold)) is None  # must_not_retrieve and k: the parser's to read
-    gold.write_text(body)
-    assert jsonl_fast.read_gold_fast(str(gold)) is not None  # without the odd line: the fast path
-    gold.write_text(body + odd)
+    fast = jsonl_fast.read_gold_fast(str(gold))  # must_not_retrieve and k: read by the fast path too
+    assert fast is not None and _outcome(load_gold, str(gold), fast=False) == ("ok", _canonical(fast))
+    assert fast.fields["k"][-1] == 1 and fast.fields["must_not_retrieve"][-1] == ["evil"]
     run = tmp_path / "run.jsonl"
     run.write_text('{"query_id": "odd", "topk": [{"chunk_id": "evil", "score": 2}, {"chunk_id": "good", "score": 1}]}\n')
     result = evaluate(str(gold), str(run), ["forbidden@5", "recall"])
     i = result.query_ids.index("odd")
     assert result["forbidden@5"][i] == 1.0
     assert result["recall"][i] == 0.0  # k = 1 from the odd line: "good" is at rank 2
+
+
+def test_a_declined_file_says_why_in_one_line(tmp_path, capsys):
+    """A large file the fast path cannot read exactly takes the validating parser, and says why."""
+    lines = [json.dumps(_run_line(i, 3, True)).encode() for i in range(N_MIN)]
+    _structural(lines, N_MIN - 1, "duplicate key")
+    path = _file(tmp_path, "run.jsonl", lines)
+    fast = _outcome(load_run, path, fast=True)
+    err = capsys.readouterr().err
+    assert fast == _outcome(load_run, path, fast=False) and fast[0] == "ok"
+    assert err.count("\n") == 1 and f"rankgate: note: {path}: read line by line (slower) because " in err
+    assert "specified twice" in err  # pyarrow's words for a repeated key
+    lines = [json.dumps(_run_line(i, 3, True)).encode() for i in range(N_MIN)]
+    _structural(lines, 5, "blank spaces")
+    path = _file(tmp_path, "run2.jsonl", lines)
+    assert _outcome(load_run, path, fast=True)[0] == "ok" and capsys.readouterr().err == ""
+
+
+GOLD_SHAPES = [
+    ['"must_not_retrieve": ["evil", "x2"]'], ['"k": 1'], ['"tags": {"tier": "gold", "n": 2, "x": null}'],
+    ['"metadata": {"owner": "ann", "n": 3}'], ['"query": "what is x?"', '"intent": "faq"'],
+    ['"difficulty": 2', '"owner": "bob"'], ['"intent": null'], ['"k": 2', '"tags": {"t": "a"}', '"lang": "de"'],
+]
+
+
+@pytest.mark.parametrize("fields", GOLD_SHAPES)
+@pytest.mark.parametrize("where", ["sparse", "every line"])
+def test_rich_gold_fields_keep_the_fast_path(fields, where, tmp_path):
+    """Per-query gold fields (on some lines or all, in any key order) and no-answer queries are read by
+    the fast path, exactly as the validating parser reads them."""
+    lines = [json.dumps(_gold_line(i, 2)).encode() for i in range(N_MIN)]
+    for i in (range(N_MIN) if where == "every line" else (3, N_MIN - 40, N_MIN - 1)):
+        extra = fields if i % 2 else fields[::-1]  # both key orders
+        body = ", ".join(extra).encode()
+        lines[i] = (b"{" + body + b", " + lines[i][1:]) if i % 3 == 0 else (lines[i][:-1] + b", " + body + b"}")
+    lines.insert(N_MIN - 5, b'{"query_id": "none-1", "relevant_chunks": [], "no_answer": true}')
+    lines.insert(N_MIN - 3, b'{"no_answer": true, "query_id": "none-2", "relevant_chunks": null, "k": 4}')
+    path = _file(tmp_path, "gold.jsonl", lines)
+    fast = jsonl_fast.read_gold_fast(path, min_bytes=0)
+    assert fast is not None
+    assert ("ok", _canonical(fast)) == _outcome(load_gold, path, fast=False)
+    assert fast.fields["no_answer"][N_MIN - 5] is True
+
+
+@pytest.mark.parametrize("line, why", [
+    (b'{"query_id": "bad", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "k": 0}', "per-query field"),
+    (b'{"query_id": "bad", "relevant_chunks": [], "tags": {"t": "x"}}', "per-query field"),
+    (b'{"query_id": "bad", "relevant_chunks": []}', "no relevant item"),
+    (b'{"query_id": "bad", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "no_answer": true}', "per-query field"),
+    (b'{"query_id": "bad", "relevant_chunks": [{"chunk_id": "a", "grade": 1}], "in\\u0074ent": null}', "escape"),
+])
+def test_invalid_rich_gold_lines_take_the_parser_which_names_them(line, why, tmp_path):
+    lines = [json.dumps(_gold_line(i, 2)).encode() for i in range(N_MIN)]
+    lines[7] = lines[7][:-1] + b', "intent": "faq"}'
+    lines.insert(N_MIN - 2, line)
+    path = _file(tmp_path, "gold.jsonl", lines)
+    reasons: list[str] = []
+    assert jsonl_fast.read_gold_fast(path, min_bytes=0, why=reasons) is None
+    assert len(reasons) == 1 and why in reasons[0]
+    assert _outcome(load_gold, path, fast=True) == _outcome(load_gold, path, fast=False)

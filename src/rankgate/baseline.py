@@ -19,6 +19,21 @@ baseline run::
                   "first_relevant_rank": [1, 0, …],            # 0: none retrieved; or null
                   "missing_from_run": ["<hash>", …]}
 
+From 1,000 queries on (``COMPACT_FROM``) the block is packed, so a summary of 100k or 1M queries
+stays small and quick to write and read::
+
+    "per_query": {"id_hash": "sha256/16", "gold_sha256": "…", "encoding": "packed/1", "n": 100000,
+                  "ids_sha256": "…",           # sha256 of the JSON list of the query ids, in order
+                  "ids": "<base64>",           # only when gold_sha256 is null: n hashes of 8 bytes each
+                  "values": {"recall@5": "<base64>"},   # n float64, NaN = n/a
+                  "first_relevant_rank": "<base64>",    # n int64, or null
+                  "missing_from_run": [17, …]}          # positions (0-based) in the query order
+
+Each ``<base64>`` array is little-endian, its bytes split into planes (every value's first byte, then
+every second byte, …), compressed with zlib and base64-encoded. With the gold file's sha256 the
+queries are named by one digest of their ordered list: the same gold file evaluates its queries in
+its own order, so equal digests pair query for query. Both forms are read.
+
 Query ids are hashed so the artifact does not publish them. The pairing is used only when the gold
 set is the same: the same ``gold_sha256`` (when both sides know it) and the same set of queries.
 Without per-query values (or with another gold set) there is no paired test: a gate compares means
@@ -41,7 +56,7 @@ from .segments import display_field
 T = TypeVar("T")
 
 __all__ = ["BaselineSummary", "PerQuery", "Stat", "gold_sha256_of", "hash_query_id", "is_summary_file", "ties_of",
-           "load_baseline_summary", "per_query_dict", "summary_or_run"]
+           "ids_sha256", "load_baseline_summary", "per_query_dict", "summary_or_run"]
 
 ID_HASH = "sha256/16"
 
@@ -99,10 +114,57 @@ def _gold_sha256(result: Any) -> str | None:
     return sha if isinstance(sha, str) else None
 
 
+COMPACT_FROM = 1000  # queries from which per_query is packed (see the module docs)
+PACKED = "packed/1"
+MAX_PACKED_QUERIES = 50_000_000  # a packed block names at most this many queries (400 MB per column)
+
+
+def ids_sha256(query_ids: Any) -> str:
+    """The digest that names an ordered list of query ids in a packed ``per_query`` block."""
+    text = json.dumps(list(query_ids))  # ASCII: every id escaped one way, whatever characters it holds
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _pack(values: Any, dtype: str) -> str:
+    import base64
+    import zlib
+
+    import numpy as np
+
+    a = np.ascontiguousarray(values, dtype=dtype)
+    planes = a.view(np.uint8).reshape(-1, a.itemsize).T.tobytes()  # byte planes: metric values compress well
+    return base64.b64encode(zlib.compress(planes, 1)).decode("ascii")
+
+
+def _unpack(text: Any, n: int, dtype: str, source: str, key: str) -> Any:
+    """``n`` values of ``dtype`` (8 bytes each) from a packed array, or an InputError naming ``key``."""
+    import base64
+    import binascii
+    import zlib
+
+    import numpy as np
+
+    if not isinstance(text, str):
+        raise InputError(f"must be a packed array (base64 text); got {_short(text)}", path=source, field=key)
+    size = n * 8
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+        inflate = zlib.decompressobj()
+        planes = inflate.decompress(raw, size + 1)  # never more than the n values it must hold
+    except (binascii.Error, UnicodeEncodeError, ValueError, zlib.error):
+        raise InputError("is not a packed array (base64 of zlib data)", path=source, field=key,
+                         hint="was the file edited by hand? write it with rankgate evaluate --out or gate --json") from None
+    if len(planes) != size or not inflate.eof or inflate.unused_data:
+        raise InputError(f"must hold {n} values (one per query)", path=source, field=key)
+    return np.frombuffer(planes, dtype=np.uint8).reshape(8, n).T.copy().view(dtype).ravel()
+
+
 def per_query_dict(result: Any, metrics: Any = None) -> dict[str, Any]:
     """The ``per_query`` block of a summary: what a later paired comparison needs from ``result``."""
     names = list(result.metric_names if metrics is None else metrics)
     ranks = result.first_relevant_rank
+    if len(result.query_ids) >= COMPACT_FROM:
+        return _packed_dict(result, names)
     return {
         "id_hash": ID_HASH,
         "gold_sha256": _gold_sha256(result),
@@ -113,15 +175,46 @@ def per_query_dict(result: Any, metrics: Any = None) -> dict[str, Any]:
     }
 
 
+def _packed_dict(result: Any, names: list[str]) -> dict[str, Any]:
+    """The packed form of :func:`per_query_dict` (module docs): no per-query JSON values to write or read."""
+    ids = result.query_ids
+    sha = _gold_sha256(result)
+    ranks = result.first_relevant_rank
+    missing = set(result.missing_from_run)
+    out: dict[str, Any] = {
+        "id_hash": ID_HASH,
+        "gold_sha256": sha,
+        "encoding": PACKED,
+        "n": len(ids),
+        "ids_sha256": ids_sha256(ids),
+        "values": {m: _pack(result[m], "<f8") for m in names},
+        "first_relevant_rank": None if ranks is None else _pack(ranks, "<i8"),
+        "missing_from_run": [i for i, q in enumerate(ids) if q in missing] if missing else [],
+    }
+    if sha is None:  # no gold file to vouch for the order: name every query
+        import base64
+
+        digest = hashlib.sha256
+        raw = b"".join([digest(q.encode("utf-8", "surrogatepass")).digest()[:8] for q in ids])
+        out["ids"] = base64.b64encode(raw).decode("ascii")
+    return out
+
+
 @dataclass(frozen=True)
 class PerQuery:
-    """Per-query values of a baseline, by hashed query id (see the module docs)."""
+    """Per-query values of a baseline, by hashed query id (see the module docs).
+
+    A packed block without ``ids`` names its queries by ``ids_sha256`` only (``ids`` is empty), and
+    ``missing_at`` holds the positions of the queries its run lacked."""
 
     gold_sha256: str | None
     ids: tuple[str, ...]
-    values: Mapping[str, tuple[float, ...]]
-    first_relevant_rank: tuple[int, ...] | None
+    values: Mapping[str, Any]  # metric -> a sequence of floats (NaN = n/a), aligned with the queries
+    first_relevant_rank: Any  # a sequence of ints, or None
     missing_from_run: frozenset[str]
+    ids_sha256: str | None = None
+    n: int | None = None
+    missing_at: frozenset[int] | None = None
 
     @classmethod
     def from_dict(cls, data: Any, source: str) -> PerQuery:
@@ -131,6 +224,8 @@ class PerQuery:
         if data.get("id_hash") != ID_HASH:
             raise InputError(f"id_hash must be {ID_HASH!r}; got {data.get('id_hash')!r}", path=source,
                              field=f"{where}.id_hash", hint="write the summary with this version of rankgate")
+        if "encoding" in data:
+            return cls._packed(data, source)
         ids = data.get("ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise InputError("must be a list of hashed query ids", path=source, field=f"{where}.ids")
@@ -169,6 +264,79 @@ class PerQuery:
             raise InputError("must be a list of hashed query ids", path=source, field=f"{where}.missing_from_run")
         return cls(sha, tuple(ids), values, ranks_t, frozenset(missing))
 
+    @classmethod
+    def _packed(cls, data: Mapping[str, Any], source: str) -> PerQuery:
+        import base64
+        import binascii
+
+        import numpy as np
+
+        where = "per_query"
+        if data["encoding"] != PACKED:
+            raise InputError(f"must be {PACKED!r}; got {_short(data['encoding'])}", path=source,
+                             field=f"{where}.encoding", hint="write the summary with this version of rankgate")
+        n = data.get("n")
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_PACKED_QUERIES:
+            raise InputError(f"must be a query count from 0 to {MAX_PACKED_QUERIES:,}; got {_short(n)}", path=source,
+                             field=f"{where}.n")
+        sha = data.get("gold_sha256")
+        if sha is not None and not isinstance(sha, str):
+            raise InputError(f"must be a string or null; got {_short(sha)}", path=source, field=f"{where}.gold_sha256")
+        digest = data.get("ids_sha256")
+        if not isinstance(digest, str) or len(digest) != 64:
+            raise InputError(f"must be a sha256 in hex; got {_short(digest)}", path=source, field=f"{where}.ids_sha256")
+        ids: tuple[str, ...] = ()
+        if data.get("ids") is not None:
+            packed = data["ids"]
+            try:
+                raw = base64.b64decode(packed.encode("ascii"), validate=True) if isinstance(packed, str) else None
+            except (binascii.Error, UnicodeEncodeError, ValueError):
+                raw = None
+            if raw is None or len(raw) != 8 * n:
+                raise InputError(f"must be {n} hashed query ids of 8 bytes, base64-encoded", path=source,
+                                 field=f"{where}.ids")
+            text = raw.hex()
+            ids = tuple(text[i:i + 16] for i in range(0, len(text), 16))
+            if len(set(ids)) != len(ids):
+                raise InputError("repeats a query id", path=source, field=f"{where}.ids")
+        elif sha is None:
+            raise InputError("is missing: a packed block without the gold file's sha256 names every query",
+                             path=source, field=f"{where}.ids")
+        raw_values = data.get("values")
+        if not isinstance(raw_values, Mapping):
+            raise InputError("must be an object: metric -> packed values", path=source, field=f"{where}.values")
+        values = {}
+        for m, text in raw_values.items():
+            x = _unpack(text, n, "<f8", source, f"{where}.values.{m}")
+            if bool(np.isinf(x).any()):
+                raise InputError("must hold finite numbers or NaN (n/a)", path=source, field=f"{where}.values.{m}")
+            values[_canonical(m)] = x
+        ranks = data.get("first_relevant_rank")
+        ranks_a = None
+        if ranks is not None:
+            ranks_a = _unpack(ranks, n, "<i8", source, f"{where}.first_relevant_rank")
+            if bool((ranks_a < 0).any()):
+                raise InputError("must hold ranks >= 0", path=source, field=f"{where}.first_relevant_rank")
+        missing = data.get("missing_from_run") or []
+        if not isinstance(missing, list) or not all(
+                isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in missing):
+            raise InputError(f"must be a list of query positions from 0 to {n - 1}", path=source,
+                             field=f"{where}.missing_from_run")
+        return cls(sha, ids, values, ranks_a, frozenset(), ids_sha256=digest, n=n, missing_at=frozenset(missing))
+
+    def values_by_query(self, query_ids: Any) -> dict[str, dict[str, float]] | None:
+        """metric -> query id -> value, for the given queries the block names (those it lacks are left
+        out); None when the block names its queries by one digest and ``query_ids`` (in order) are
+        not the ones it was written for."""
+        if self.ids or self.ids_sha256 is None:
+            at = {h: i for i, h in enumerate(self.ids)}
+            rows = [(q, at.get(hash_query_id(q))) for q in query_ids]
+        else:
+            if len(query_ids) != self.n or ids_sha256(query_ids) != self.ids_sha256:
+                return None
+            rows = [(q, i) for i, q in enumerate(query_ids)]
+        return {m: {q: float(v[i]) for q, i in rows if i is not None} for m, v in self.values.items()}
+
     def paired_result(self, current: Any, metrics: Any, source: str) -> tuple[Any, str]:
         """The baseline as an :class:`~rankgate.results.EvaluationResult` aligned with ``current``
         (its queries, order and segment fields), or ``(None, why not)``. Metrics without per-query
@@ -184,18 +352,28 @@ class PerQuery:
         sha = _gold_sha256(current)
         if sha and self.gold_sha256 and sha != self.gold_sha256:
             return None, "it was computed on another gold set (the gold file's sha256 differs)"
-        index = {h: i for i, h in enumerate(self.ids)}
-        hashed = [hash_query_id(q) for q in current.query_ids]
-        if len(hashed) != len(index) or any(h not in index for h in hashed):
-            return None, "its queries are not the gold set's queries"
-        order = np.asarray([index[h] for h in hashed], dtype=np.int64)
+        if self.ids or self.ids_sha256 is None:
+            index = {h: i for i, h in enumerate(self.ids)}
+            hashed = [hash_query_id(q) for q in current.query_ids]
+            if len(hashed) != len(index) or any(h not in index for h in hashed):
+                return None, "its queries are not the gold set's queries"
+            order = np.asarray([index[h] for h in hashed], dtype=np.int64)
+        else:  # named by the digest of the ordered ids: the same gold file's queries in its order
+            if len(current.query_ids) != self.n or ids_sha256(current.query_ids) != self.ids_sha256:
+                return None, "its queries are not the gold set's queries"
+            order = np.arange(len(current.query_ids), dtype=np.int64)
+        if self.missing_at is not None:
+            at = self.missing_at
+            missing_from_run = tuple(q for q, i in zip(current.query_ids, order.tolist()) if i in at) if at else ()
+        else:
+            missing_from_run = tuple(q for q, h in zip(current.query_ids, hashed) if h in self.missing_from_run)
         values = {m: np.asarray(self.values[m], dtype=np.float64)[order] for m in metrics}
         ranks = (None if self.first_relevant_rank is None
                  else np.asarray(self.first_relevant_rank, dtype=np.int64)[order])
         result = EvaluationResult(
             query_ids=tuple(current.query_ids), metric_names=tuple(metrics), values=values, fields=current.fields,
             first_relevant_rank=ranks,
-            missing_from_run=tuple(q for q, h in zip(current.query_ids, hashed) if h in self.missing_from_run),
+            missing_from_run=missing_from_run,
             inputs={"run": {"path": source}},
         )
         # Metrics it has no per-query values of are left out (the caller judges those on means).

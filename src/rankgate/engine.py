@@ -240,9 +240,15 @@ class RankedRows:
 
 def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignment:
     """The evaluated queries: all gold queries, or in trec mode (without ``complete``) those the run ranks."""
-    gold_index = {q: i for i, q in enumerate(g.query_ids)}
-    run_to_gold = np.fromiter((gold_index.get(q, -1) for q in r.query_ids), dtype=np.int64, count=len(r.query_ids))
-    not_in_gold = tuple(q for q, gi in zip(r.query_ids, run_to_gold.tolist()) if gi < 0)
+    nq = len(r.query_ids)
+    if nq == len(g.query_ids) and r.query_ids == g.query_ids:  # the usual case: the same queries in the same order
+        run_to_gold = np.arange(nq, dtype=np.int64)
+    else:
+        from itertools import repeat
+
+        gold_index = {q: i for i, q in enumerate(g.query_ids)}
+        run_to_gold = np.fromiter(map(gold_index.get, r.query_ids, repeat(-1)), dtype=np.int64, count=nq)
+    not_in_gold = tuple(r.query_ids[i] for i in np.flatnonzero(run_to_gold < 0).tolist())
     in_run = np.zeros(len(g.query_ids), dtype=bool)
     in_run[run_to_gold[run_to_gold >= 0]] = True
     if trec and not complete:
@@ -256,7 +262,7 @@ def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignm
         )
     eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
     eval_pos[evaluated] = np.arange(evaluated.size)
-    missing = tuple(g.query_ids[i] for i in evaluated.tolist() if not in_run[i])
+    missing = tuple(g.query_ids[i] for i in evaluated[~in_run[evaluated]].tolist())
     return QueryAlignment(run_to_gold, evaluated, eval_pos, in_run, not_in_gold, missing)
 
 
@@ -283,10 +289,9 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
     effect = tie_effect(r.r_query, run_docs, r.r_score, r.r_order, order, ties, id_keys=id_keys, counted=counted,
                         depth=None if depth >= NO_CUTOFF else depth)
     codes_sorted = order.apply(codes)
-    if order.perm is None:  # grouped, so query codes ascend: counts from where each code starts
-        counts = np.diff(np.searchsorted(r.r_query, np.arange(len(r.query_ids) + 1)))
-    else:
-        counts = np.bincount(r.r_query, minlength=len(r.query_ids))  # the same in any order
+    # (one pass over the query codes: the same counts in any order, and cheaper than a binary search
+    # per query even when the codes ascend)
+    counts = np.bincount(r.r_query, minlength=len(r.query_ids))
     run_off = np.concatenate(([0], np.cumsum(counts)))
     dropped_dupes = 0
     dupes = segment_duplicates(codes_sorted, run_off)

@@ -144,7 +144,7 @@ def _baseline_values(args: argparse.Namespace, gold: Any, config: Any) -> tuple[
     scoring a baseline run on the gold set; and why it could not be used, when it could not."""
     import os
 
-    from ..baseline import hash_query_id, summary_or_run
+    from ..baseline import summary_or_run
 
     name = os.path.basename(args.baseline)
     if gold.problems:
@@ -166,9 +166,11 @@ def _baseline_values(args: argparse.Namespace, gold: Any, config: Any) -> tuple[
     if per_query.gold_sha256 and per_query.gold_sha256 != gold.sha256:
         notes.append(f"the baseline summary {name} was scored on another version of the gold set; its values are "
                      "used for the queries both share")
-    at = {h: i for i, h in enumerate(per_query.ids)}
-    rows = [(q.query_id, at.get(hash_query_id(q.query_id))) for q in gold.queries]
-    return {m: {q: v[i] for q, i in rows if i is not None} for m, v in per_query.values.items()}, notes
+    values = per_query.values_by_query([q.query_id for q in gold.queries])
+    if values is None:
+        return None, [f"the baseline summary {name} names its queries by one digest of their ids, and they are not "
+                      "this gold set's queries; the figures are the binomial approximation"]
+    return values, notes
 
 
 def _stale(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import InputError
@@ -334,6 +334,69 @@ def _opt_str(value: Any, path: str, lineno: int, field: str) -> str | None:
     return str(value)
 
 
+def gold_no_answer(obj: dict[str, Any], has_relevant: bool, rel_key: str | None, path: str, lineno: int) -> bool:
+    """A gold line's ``no_answer``, checked against whether it lists a relevant item."""
+    no_answer = obj.get("no_answer", False)
+    if not isinstance(no_answer, bool):
+        raise InputError(f"must be true or false; got {no_answer!r}", path=path, line=lineno, field="no_answer")
+    if no_answer and has_relevant:
+        raise InputError(
+            "is true but the query lists relevant items", path=path, line=lineno, field="no_answer",
+            hint="a no-answer query has no item with grade >= 1",
+        )
+    if not has_relevant and not no_answer:
+        got = "nothing" if rel_key is None else json.dumps(obj[rel_key])[:60]
+        raise InputError(
+            f"must list at least one relevant item; got {got}",
+            path=path,
+            line=lineno,
+            field=rel_key or "relevant_chunks",
+            hint='a query with no relevant chunk is a no-answer item: set "no_answer": true',
+        )
+    return no_answer
+
+
+def gold_query_fields(obj: dict[str, Any], qi: int, no_answer: bool, put: Callable[[str, int, Any], None],
+                      path: str, lineno: int) -> None:
+    """Every per-query field of a gold line besides its id and judgements, through ``put(name, qi,
+    value)`` in the order the fields are first met (the order of the gold set's field columns)."""
+    if no_answer:
+        put("no_answer", qi, True)
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise InputError(f"must be an object; got {meta!r}"[:120], path=path, line=lineno, field="metadata")
+    k = obj.get("k", (meta or {}).get("k"))
+    if k is not None:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            shown = repr(k)[:40] if len(repr(k)) <= 40 else f"a number of {len(repr(k))} digits"
+            raise InputError(f"must be a positive integer up to {MAX_K:,}; got {shown}", path=path, line=lineno, field="k")
+        put("k", qi, k)
+    for name in ("query", "question", "text", "input"):
+        if name in obj and name not in RELEVANT_KEYS:
+            put("query", qi, _opt_str(obj[name], path, lineno, name))
+            break
+    for name in ("intent", "segment", "source_of_query", "created", "corpus_version", "as_of", "expected_answer"):
+        if name in obj:
+            put(name, qi, _opt_str(obj[name], path, lineno, name))
+    for name in ("must_not_retrieve", "entities"):
+        if name in obj:
+            put(name, qi, _str_list(obj[name], path, lineno, name))
+    tags = obj.get("tags")
+    if tags is not None:
+        if not isinstance(tags, dict) or any(isinstance(v, (dict, list)) for v in tags.values()):
+            raise InputError(
+                f"must be an object of scalar values; got {json.dumps(tags)[:80]}", path=path, line=lineno, field="tags"
+            )
+        put("tags", qi, {str(k2): (None if v is None else str(v)) for k2, v in tags.items()})
+    for name, value in (meta or {}).items():
+        if name != "k" and isinstance(value, (str, int, float, bool)):
+            put(f"metadata.{name}", qi, str(value))
+    for name, value in obj.items():
+        # Other scalar fields (difficulty, owner, …) are kept so they can be used as segments.
+        if name not in _HANDLED and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            put(name, qi, str(value))
+
+
 def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
     """Build a :class:`Gold` from (line, object) pairs, validating each field."""
     import numpy as np
@@ -367,64 +430,13 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
         for col in fields.values():
             col.append(None)
         judged, rel_key = _judgements(obj, path, lineno)
-        no_answer = obj.get("no_answer", False)
-        if not isinstance(no_answer, bool):
-            raise InputError(f"must be true or false; got {no_answer!r}", path=path, line=lineno, field="no_answer")
-        has_relevant = any(g >= 1 for _, g, _ in judged)
-        if no_answer and has_relevant:
-            raise InputError(
-                "is true but the query lists relevant items", path=path, line=lineno, field="no_answer",
-                hint="a no-answer query has no item with grade >= 1",
-            )
-        if not has_relevant and not no_answer:
-            got = "nothing" if rel_key is None else json.dumps(obj[rel_key])[:60]
-            raise InputError(
-                f"must list at least one relevant item; got {got}",
-                path=path,
-                line=lineno,
-                field=rel_key or "relevant_chunks",
-                hint='a query with no relevant chunk is a no-answer item: set "no_answer": true',
-            )
+        no_answer = gold_no_answer(obj, any(g >= 1 for _, g, _ in judged), rel_key, path, lineno)
         for doc, grade, note in judged:
             jq.append(qi)
             jd.append(doc)
             jg.append(grade)
             notes.append(note)
-        if no_answer:
-            put("no_answer", qi, True)
-        meta = obj.get("metadata")
-        if meta is not None and not isinstance(meta, dict):
-            raise InputError(f"must be an object; got {meta!r}"[:120], path=path, line=lineno, field="metadata")
-        k = obj.get("k", (meta or {}).get("k"))
-        if k is not None:
-            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-                shown = repr(k)[:40] if len(repr(k)) <= 40 else f"a number of {len(repr(k))} digits"
-                raise InputError(f"must be a positive integer up to {MAX_K:,}; got {shown}", path=path, line=lineno, field="k")
-            put("k", qi, k)
-        for name in ("query", "question", "text", "input"):
-            if name in obj and name not in RELEVANT_KEYS:
-                put("query", qi, _opt_str(obj[name], path, lineno, name))
-                break
-        for name in ("intent", "segment", "source_of_query", "created", "corpus_version", "as_of", "expected_answer"):
-            if name in obj:
-                put(name, qi, _opt_str(obj[name], path, lineno, name))
-        for name in ("must_not_retrieve", "entities"):
-            if name in obj:
-                put(name, qi, _str_list(obj[name], path, lineno, name))
-        tags = obj.get("tags")
-        if tags is not None:
-            if not isinstance(tags, dict) or any(isinstance(v, (dict, list)) for v in tags.values()):
-                raise InputError(
-                    f"must be an object of scalar values; got {json.dumps(tags)[:80]}", path=path, line=lineno, field="tags"
-                )
-            put("tags", qi, {str(k2): (None if v is None else str(v)) for k2, v in tags.items()})
-        for name, value in (meta or {}).items():
-            if name != "k" and isinstance(value, (str, int, float, bool)):
-                put(f"metadata.{name}", qi, str(value))
-        for name, value in obj.items():
-            # Other scalar fields (difficulty, owner, …) are kept so they can be used as segments.
-            if name not in _HANDLED and isinstance(value, (str, int, float)) and not isinstance(value, bool):
-                put(name, qi, str(value))
+        gold_query_fields(obj, qi, no_answer, put, path, lineno)
     if not qids:
         raise InputError("has no queries", path=path, hint="a gold set needs at least one JSON line")
     return Gold(

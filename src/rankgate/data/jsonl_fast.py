@@ -1,4 +1,4 @@
-"""Large JSONL runs and gold sets through pyarrow's JSON reader: one parallel pass, columnar result.
+"""Large JSONL runs and gold sets through pyarrow's JSON reader: one pass, columnar result.
 
 The fast path either returns exactly what the validating line-by-line parser (:mod:`.jsonl`) returns,
 or ``None``, and the caller then runs that parser, which gives the result or names the offending line.
@@ -15,15 +15,20 @@ It never changes a result or an error message, by construction:
 * **Nothing the parser refuses.** A table whose type nests deeper than :data:`~.jsonl.MAX_DEPTH`
   (the deepest line nests as deep) is declined; lines that might nest deeper than pyarrow's reader
   can take (it crashes) are measured before it sees them.
-* **One object per line.** The file must start with ``{``, every line break must sit between ``}``
-  (or ``}\\r``) and ``{``, and pyarrow must return as many rows as there are lines, so an object
-  spread over lines, two objects on one line or a blank line all take the validating parser.
+* **One object per line.** Every line that is not blank (nothing but spaces, tabs and ``\\r``: both
+  readers skip it) must start with ``{`` and end with ``}`` (or ``}\\r``), and pyarrow must return as
+  many rows as there are such lines, so an object spread over lines or two objects on one line take
+  the validating parser.
 * **Only what the validating parser would read, in the shape it reads it.** A field the fast path
   cannot reproduce exactly (both ``doc_version`` and ``version`` on items, notes that are not
-  strings, any gold field beyond the id and the judgements) makes it decline. Per-query floats and
-  objects (the ``latency_ms`` that ``rankgate retrieve`` logs) are decoded from each line's own bytes
-  by :mod:`json`, so key order and ``3`` against ``3.0`` come out as the parser gives them; where the
-  key cannot be located beyond doubt (see :func:`_json_values`) the fast path declines.
+  strings) makes it decline. Per-query floats and objects (the ``latency_ms`` that ``rankgate
+  retrieve`` logs) are decoded from each line's own bytes by :mod:`json`, so key order and ``3``
+  against ``3.0`` come out as the parser gives them; where the key cannot be located beyond doubt
+  (see :func:`_json_values`) the fast path declines. A gold set's per-query fields (``k``, ``tags``,
+  ``must_not_retrieve``, ``no_answer``…) are decoded the same way and handed to the parser's own
+  field code (:func:`_gold_fields`).
+* **It says why.** ``why=`` of the readers receives the reason of a large file's decline in a few
+  words; the loaders print it on stderr once the validating parser has read the file.
 
 Used for files of at least :data:`MIN_BYTES` (a parameter of the readers, so tests can force the
 fast path on small files); smaller files go straight to the validating parser.
@@ -34,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,7 +56,7 @@ __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
 MIN_BYTES = 8 << 20
 SAMPLE_LINES = 200
-BLOCK = 1 << 20  # bytes per parse block (pyarrow parses blocks in parallel)
+BLOCK = 1 << 20  # bytes per parse block (a line must fit in one)
 _BOM = b"\xef\xbb\xbf"
 _ITEM_TEXT = (("doc_version", "version"), ("text", "content"), ("source", None))
 _MAX_EXACT = float(2**53)  # doubles hold every integer up to here exactly
@@ -83,13 +89,16 @@ def _line_count(data: pa.Buffer) -> tuple[int, int] | None:
     bounds = _line_bounds(data)
     if bounds is None:
         return None
-    starts, ends = bounds
+    starts, ends, _ = bounds
     return int(starts.size), int((ends - starts).max())
 
 
-def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
+def _line_bounds(data: pa.Buffer, *, blank_ok: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
     """Where each line starts and ends (byte offsets; an end is its line break's offset, so a ``\\r``
     before it belongs to the line), when each line is one ``{...}`` with nothing around it, else None.
+    With ``blank_ok``, lines of nothing but spaces, tabs and ``\\r`` are skipped (pyarrow's reader
+    skips them too, and the validating parser skips every blank line); the third item is then the
+    1-based line number of each line kept (None when no line was skipped).
 
     Every line must start with ``{`` and end with ``}`` (or ``}\\r``). Outside a JSON string a ``}``
     can be followed by ``{`` only between top-level values (inside an object or array a ``,``, ``:``
@@ -106,6 +115,19 @@ def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
     ends = np.append(breaks, n)
     if starts[-1] == n:  # a final line break ends the last line; it does not start an empty one
         starts, ends = starts[:-1], ends[:-1]
+    numbers = None
+    if blank_ok and starts.size:
+        odd = np.flatnonzero((ends == starts) | (arr[starts] != ord("{")))
+        if odd.size:
+            blank = np.zeros(starts.size, dtype=bool)
+            spaces = np.zeros(256, dtype=bool)
+            spaces[[ord(" "), ord("\t"), ord("\r")]] = True
+            for i in odd.tolist():
+                blank[i] = bool(spaces[arr[starts[i] : ends[i]]].all())
+            if blank.any():
+                keep = ~blank
+                numbers = np.flatnonzero(keep) + 1
+                starts, ends = starts[keep], ends[keep]
     if starts.size == 0 or (ends - starts < 2).any() or (arr[starts] != ord("{")).any():
         return None
     last = arr[ends - 1]
@@ -119,7 +141,7 @@ def _line_bounds(data: pa.Buffer) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     if not _shallow(arr, starts, ends):
         return None
-    return starts, ends
+    return starts, ends, numbers
 
 
 def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
@@ -128,12 +150,22 @@ def _shallow(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
 
     A line nests at most as deep as it has ``[`` and ``{``, so only lines with more than
     :data:`_SAFE_DEPTH` are measured: by brackets outside strings when the line has no backslash
-    (quotes then delimit strings), else by parsing it."""
-    for i in np.flatnonzero(ends - starts > 2 * _SAFE_DEPTH).tolist():
+    (quotes then delimit strings), else by parsing it. (Brackets are counted for all long lines at
+    once, a block of lines at a time: runs of 100 items make most lines long.)"""
+    long_lines = np.flatnonzero(ends - starts > 2 * _SAFE_DEPTH)
+    if long_lines.size == 0:
+        return True
+    counts = np.zeros(starts.size, dtype=np.int64)
+    i, block = int(long_lines[0]), 16 << 20
+    while i < starts.size:  # per line: how many of the block's bracket positions fall inside it
+        j = max(i + 1, int(np.searchsorted(starts, starts[i] + block)))
+        part = arr[starts[i] : ends[j - 1]]
+        at = np.flatnonzero((part | 0x20) == ord("{"))  # "[" (0x5b) and "{" (0x7b), no other byte
+        counts[i:j] = np.searchsorted(at, ends[i:j] - starts[i]) - np.searchsorted(at, starts[i:j] - starts[i])
+        i = j
+    for i in np.flatnonzero(counts > _SAFE_DEPTH).tolist():
         line = arr[starts[i] : ends[i]]
         opens = (line == ord("[")) | (line == ord("{"))
-        if np.count_nonzero(opens) <= _SAFE_DEPTH:
-            continue
         if (line == ord("\\")).any():
             try:
                 if json_depth(json.loads(line.tobytes())) > MAX_DEPTH:
@@ -185,6 +217,8 @@ def _sample(data: pa.Buffer) -> list[dict[str, Any]]:
     head = data.slice(0, int(breaks[-1])).to_pybytes()
     out = []
     for line in head.split(b"\n"):
+        if not line.strip(b" \t\r"):
+            continue  # a blank line (the caller has checked the file's lines)
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):
@@ -203,40 +237,81 @@ class _File(NamedTuple):
     data: pa.Buffer
     starts: np.ndarray
     ends: np.ndarray
+    numbers: np.ndarray | None  # the line number of each row, when blank lines were skipped
+
+
+def _mapped(path: str, min_bytes: int | None) -> tuple[pa.Buffer, Any] | None:
+    """The file's bytes as :func:`_file_bytes` gives them, and its memory map when they are the whole
+    plain file (else None): a map whose pages the checks have read can be let go before the parse."""
+    try:
+        plain = os.path.isfile(path) and not is_gzip(path)
+    except (InputError, OSError, ValueError):
+        plain = False
+    if not plain:
+        data = _file_bytes(path, min_bytes)
+        return None if data is None else (data, None)
+    import mmap
+
+    try:
+        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes) or os.path.getsize(path) == 0:
+            return None
+        with open(path, "rb") as fh:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # the validating reader explains
+        return None
+    data = pa.py_buffer(mapped)
+    if data.size >= 3 and data.slice(0, 3).to_pybytes() == _BOM:
+        return data.slice(3), None
+    return data, mapped
 
 
 def _read_table(path: str, min_bytes: int | None, schema: Any) -> _File | None:
     """The whole file as a table, or None when it is small, irregular or not exactly readable."""
-    data = _file_bytes(path, min_bytes)
-    if data is None:
+    found = _mapped(path, min_bytes)
+    if found is None:
         return None
-    bounds = _line_bounds(data)
-    if bounds is None or not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (parser names it)
-        return None
-    starts, ends = bounds
+    data, mapped = found
+    bounds = _line_bounds(data, blank_ok=True)
+    if bounds is None:
+        return _no("a line holds something other than one JSON object (an object over two lines, two on one line)")
+    if not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (the parser names it)
+        return _no("it is not UTF-8 or holds a surrogate escape")
+    starts, ends, numbers = bounds
     lines, longest = int(starts.size), int((ends - starts).max())
     sample = _sample(data)
     if not sample:
-        return None
+        return _no("its first line is not a JSON object")
     import pyarrow.json as pj
 
+    source: Any = pa.BufferReader(data)
+    if mapped is not None and hasattr(mapped, "madvise"):
+        # The checks have read every page of the map: let them go, and let pyarrow read the file
+        # block by block, so the file's size is not held in memory beside the table being built.
+        import mmap
+
+        mapped.madvise(mmap.MADV_DONTNEED)
+        source = pa.OSFile(path)  # (as a file: a path ending in .gz would be taken for gzip)
     try:
         explicit = schema(sample)
         table = pj.read_json(
-            pa.BufferReader(data),
-            read_options=pj.ReadOptions(block_size=max(BLOCK, longest + 2)),  # a line fits in a block
+            source,
+            # A line fits in a block. One thread: at 100k x 100 pyarrow's threaded parse took 40% more
+            # CPU and twice the memory, and the gold set is parsed beside the run anyway.
+            read_options=pj.ReadOptions(block_size=max(BLOCK, longest + 2), use_threads=False),
             parse_options=pj.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer"),
         )
-    except (pa.ArrowException, ValueError):  # a value of another type, bad JSON…: the parser explains
-        return None
+    except (pa.ArrowException, ValueError) as exc:  # a value of another type, bad JSON…: the parser explains
+        text = str(exc).strip().splitlines()
+        return _no("a value is not of the type the first lines have, or not JSON" +
+                   (f" ({text[0][:120]})" if text else ""))
     if table.num_rows != lines:
-        return None
+        return _no("a line holds something other than one JSON object")
     if 1 + max((_type_depth(t) for t in table.schema.types), default=0) > MAX_DEPTH:
-        return None  # a line nests deeper than the validating parser allows: it names the line
+        return _no("a line nests too deep")  # the validating parser names the line
     table = table.combine_chunks()  # one chunk per column from here on
     if not _all_finite(table):
-        return None
-    return _File(table, sample, data, starts, ends)
+        return _no("it holds a number that is not finite")
+    return _File(table, sample, data, starts, ends, numbers)
 
 
 def _all_finite(table: pa.Table) -> bool:
@@ -278,7 +353,11 @@ def _ids(arr: pa.Array) -> pa.Array | None:
         arr = pc.cast(arr, pa.string())
     elif not pa.types.is_string(arr.type):
         return None
-    if len(arr) and pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
+    if len(arr) and pa.types.is_string(arr.type):  # empty ids: equal neighbouring offsets
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+        if bool((offsets[1:] == offsets[:-1]).any()):
+            return None
+    elif len(arr) and pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
         return None
     return arr
 
@@ -342,16 +421,23 @@ def _run_schema(sample: list[dict[str, Any]]) -> pa.Schema | None:
     return pa.schema(fields) if fields else None
 
 
-def read_run_fast(path: str, *, min_bytes: int | None = None) -> Run | None:
+def read_run_fast(path: str, *, min_bytes: int | None = None, why: list[str] | None = None) -> Run | None:
     """The run, or None when the file is smaller than ``min_bytes`` (default :data:`MIN_BYTES`) or the
-    fast path cannot prove it reads it exactly as :func:`~rankgate.data.jsonl.parse_run_records` does."""
+    fast path cannot prove it reads it exactly as :func:`~rankgate.data.jsonl.parse_run_records` does.
+    ``why`` (a list) receives the reason of a large file's decline, in a few words."""
+    _declined.reason = None
     read = _read_table(path, min_bytes, _run_schema)
-    if read is None:
-        return None
     try:
-        return _to_run(read, path)
+        out = None if read is None else _to_run(read, path)
     except (pa.ArrowException, ValueError, TypeError):
-        return None
+        out = _no("a value could not be converted exactly")
+    reason = _declined.reason or (_UNPROVEN if read is not None else None)
+    if out is None and why is not None and reason:
+        why.append(reason)
+    if read is not None:
+        del read
+        pa.default_memory_pool().release_unused()  # the parse's buffers, freed: give them back before scoring
+    return out
 
 
 def _to_run(read: _File, path: str) -> Run | None:
@@ -361,13 +447,13 @@ def _to_run(read: _File, path: str) -> Run | None:
     names = table.schema.names
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RUN_LIST_KEYS, names)
     if qkey is None or lkey is None:
-        return None
+        return _no("it has no query id or ranking list")
     qcol = _ids(_one(table.column(qkey)))
     lists = _one(table.column(lkey))
     if qcol is None or lists.null_count or not pa.types.is_list(lists.type):
-        return None
+        return _no("a query id or ranking list is missing, empty or of another type")
     if len(pc.unique(qcol)) != len(qcol):
-        return None  # a query on two lines
+        return _no("a query appears on two lines")
     lengths = np_of(pc.list_value_length(lists), np.int64)
     flat = lists.flatten()
     if len(flat) == 0 or flat.null_count:
@@ -379,7 +465,7 @@ def _to_run(read: _File, path: str) -> Run | None:
 
     run = Run(query_ids=qcol.to_pylist(), r_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
               r_doc=pa.array([], pa.string()), source=path,
-              query_lines=np.arange(1, len(qcol) + 1, dtype=np.int64))  # one query per line, none blank
+              query_lines=np.arange(1, len(qcol) + 1, dtype=np.int64) if read.numbers is None else read.numbers)
     if pa.types.is_struct(flat.type):
         inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
         ikey = _first(ITEM_ID_KEYS, inner)
@@ -388,16 +474,17 @@ def _to_run(read: _File, path: str) -> Run | None:
             return None
         run.r_doc = docs
         score = _numbers(flat.field("score")) if "score" in inner else np.full(len(flat), np.nan)
-        rank = _numbers(flat.field("rank")) if "rank" in inner else np.full(len(flat), np.nan)
-        if score is None or rank is None or (np.abs(rank) >= MAX_RANK).any():
+        ranked = "rank" in inner
+        rank = _numbers(flat.field("rank")) if ranked else None  # (no rank anywhere: no array of NaN)
+        if score is None or (ranked and (rank is None or (np.abs(rank) >= MAX_RANK).any())):
             return None  # (the parser names a rank beyond 2^53)
         scored = ~np.isnan(score)
         if scored.all():
             run.r_score = score
-            if not np.isnan(rank).all():  # the given ranks (NaN: none) count under ties="input" (ranking.py)
+            if rank is not None and not np.isnan(rank).all():  # given ranks (NaN: none) count under ties="input"
                 run.r_order = rank
         elif not scored.any():
-            run.r_order = np.where(np.isnan(rank), positions(), rank)
+            run.r_order = positions() if rank is None else np.where(np.isnan(rank), positions(), rank)
         else:
             return None  # some items scored, others not: the parser names the first such item
         for name, alias in _ITEM_TEXT:
@@ -425,12 +512,21 @@ def _to_run(read: _File, path: str) -> Run | None:
             continue
         values = _json_values(read, name, col)  # floats and objects (``latency_ms``): as json.loads gives them
         if values is None:
-            return None
+            return _no(f"its per-query field {name!r} could not be located on every line beyond doubt")
         run.fields[name] = values
     return run
 
 
 _UNREADABLE = object()
+_UNPROVEN = "a value could not be proven to read exactly as the line-by-line reader reads it"
+_declined = threading.local()  # why the last read on this thread declined (readers run on threads)
+
+
+def _no(reason: str) -> Any:
+    """Decline, saying why in a few words (``why`` of the readers)."""
+    _declined.reason = reason
+    return None
+
 _SPACE = frozenset(b" \t\r\n")
 _OPENERS = frozenset(b"{,")
 
@@ -467,14 +563,20 @@ def _nested_names(t: pa.DataType) -> set[str]:
 
 
 def _json_values(read: _File, name: str, col: pa.Array) -> list[Any] | None:
-    """A top-level field's values exactly as ``json.loads`` gives them (key order, ints and floats),
+    """A top-level field's values exactly as ``json.loads`` gives them, or None (see :func:`_located`)."""
+    found = _located(read, name, col)
+    return None if found is None else found[0]
+
+
+def _located(read: _File, name: str, col: pa.Array) -> tuple[list[Any], np.ndarray, np.ndarray] | None:
+    """``(values, lines, at)``: a top-level field's values exactly as ``json.loads`` gives them (key order, ints and floats),
     decoded from the line's own bytes, or None when that cannot be proven.
 
     The key is found where it is written literally after ``{`` or ``,`` (and spaces): a ``"`` preceded
     by those is not escaped, so it opens or closes a string, and in valid JSON a closing quote is not
     followed by a letter; the string it opens is followed by ``:``, so it is a key. The file's schema
     (inferred from every line) has no nested field of that name, so each such place is the top-level
-    key. There must be at most one per
+    key. ``lines`` are the rows whose line writes the key, ``at`` where. There must be at most one per
     line (a repeated key is the parser's to resolve), one on every line where the table has a value
     (a key spelled with escapes is not found), and where the table has none the value found must be
     ``null``.
@@ -511,7 +613,7 @@ def _json_values(read: _File, name: str, col: pa.Array) -> list[Any] | None:
         values[li] = value
     if any(v is None for v, ok in zip(values, valid.tolist()) if ok):
         return None  # a value the table has where no key was found
-    return values
+    return values, line, at
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -544,34 +646,42 @@ def _gold_schema(sample: list[dict[str, Any]]) -> pa.Schema | None:
     return pa.schema(fields) if fields else None
 
 
-def read_gold_fast(path: str, *, min_bytes: int | None = None) -> Gold | None:
+def read_gold_fast(path: str, *, min_bytes: int | None = None, why: list[str] | None = None) -> Gold | None:
     """A plain gold set (query id + judgements, nothing else), or None: for a small file, for any other
-    field, or when the fast path cannot prove it reads it exactly as the validating parser does."""
+    field, or when the fast path cannot prove it reads it exactly as the validating parser does.
+    ``why`` (a list) receives the reason of a large file's decline, in a few words."""
+    _declined.reason = None
     read = _read_table(path, min_bytes, _gold_schema)
-    if read is None:
-        return None
     try:
-        return _to_gold(read.table, path)
+        out = None if read is None else _to_gold(read, path)
     except (pa.ArrowException, ValueError, TypeError):
-        return None
+        out = _no("a value could not be converted exactly")
+    reason = _declined.reason or (_UNPROVEN if read is not None else None)
+    if out is None and why is not None and reason:
+        why.append(reason)
+    if read is not None:
+        del read
+        pa.default_memory_pool().release_unused()  # the parse's buffers, freed: give them back before scoring
+    return out
 
 
-def _to_gold(table: pa.Table, path: str) -> Gold | None:
+def _to_gold(read: _File, path: str) -> Gold | None:
     import pyarrow.compute as pc
 
     from .ids import item_codes, segment_duplicates
 
+    table = read.table
     names = table.schema.names
     qkey, lkey = _first(QUERY_ID_KEYS, names), _first(RELEVANT_KEYS, names)
-    if qkey is None or lkey is None or any(n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS for n in names):
-        return None  # no_answer, k, tags, must_not_retrieve …: the validating parser reads those
+    if qkey is None or lkey is None:
+        return _no("it has no query id or judgement list")
+    if any(n in RELEVANT_KEYS and n != lkey for n in names):
+        return _no("its lines name their judgements by different keys")
     qcol = _ids(_one(table.column(qkey)))
     lists = _one(table.column(lkey))
-    if qcol is None or lists.null_count or not pa.types.is_list(lists.type) or len(pc.unique(qcol)) != len(qcol):
-        return None
-    lengths = np_of(pc.list_value_length(lists), np.int64)
-    if (lengths == 0).any():
-        return None  # a query with no relevant item must say "no_answer": true
+    if qcol is None or not pa.types.is_list(lists.type) or len(pc.unique(qcol)) != len(qcol):
+        return _no("a query id is missing, empty, repeated or of another type, or a judgement list is not a list")
+    lengths = np_of(pc.list_value_length(lists), np.int64, fill=0)  # (null: no judgement, as the parser reads it)
     flat = lists.flatten()
     if flat.null_count:
         return None
@@ -603,16 +713,80 @@ def _to_gold(table: pa.Table, path: str) -> Gold | None:
             return None
         g = np.ones(len(flat), dtype=np.float64)
     offsets = np.concatenate(([0], np.cumsum(lengths)))
-    if (np.add.reduceat((g >= 1).astype(np.int64), offsets[:-1]) == 0).any():
-        return None
+    j_query = np.repeat(np.arange(len(qcol), dtype=np.int64), lengths)
+    has_relevant = np.bincount(j_query[g >= 1], minlength=len(qcol)) > 0
     codes, _ = item_codes(docs, pa.array([], pa.string()))
     if segment_duplicates(codes, offsets).size:
+        return _no("a query judges one item twice")
+    extra = [n for n in names if n not in QUERY_ID_KEYS and n not in RELEVANT_KEYS]
+    fields = _gold_fields(read, extra, has_relevant, lkey, path) if extra else {}
+    if fields is None:
         return None
+    if not extra and not has_relevant.all():
+        return _no("a query lists no relevant item")  # the parser names it (or its no_answer)
     return Gold(
         query_ids=qcol.to_pylist(),
-        j_query=np.repeat(np.arange(len(qcol), dtype=np.int64), lengths),
+        j_query=j_query,
         j_doc=docs,
         j_grade=g.astype(np.int64),
+        fields=fields,
         notes=notes,
         source=path,
     )
+
+
+_ESCAPED_KEY = re.compile(rb'[{,][ \t\r\n]*"[^"\\\n]*\\.(?:[^"\\\n]|\\.)*"[ \t\r\n]*:')
+"""A key written with an escape (or, harmlessly, text that looks like one inside a string)."""
+
+
+def _gold_fields(read: _File, extra: list[str], has_relevant: np.ndarray, lkey: str,
+                 path: str) -> dict[str, list[Any]] | None:
+    """The gold set's per-query fields (``k``, ``tags``, ``must_not_retrieve``, ``no_answer``…) exactly
+    as the validating parser builds them, or None.
+
+    Each line's extra fields are decoded from its own bytes (:func:`_located`, which also tells where
+    each key is written) and handed, in the line's key order, to the parser's own code
+    (:func:`~.jsonl.gold_no_answer`, :func:`~.jsonl.gold_query_fields`); any error it raises is the
+    parser's to report, with its line, so the fast path declines. A key the table has as null on a
+    line where it is not written literally may still be present (spelled with escapes): when the file
+    has any key written with an escape, the fast path declines."""
+    from .jsonl import gold_no_answer, gold_query_fields
+
+    n = read.table.num_rows
+    per_line: list[list[tuple[int, str, Any]]] = [[] for _ in range(n)]
+    sparse = False
+    for name in extra:
+        col = _one(read.table.column(name))
+        found = _located(read, name, col)
+        if found is None:
+            return _no(f"its per-query field {name!r} could not be located on every line beyond doubt")
+        values, lines, at = found
+        sparse = sparse or len(lines) < n
+        for li, pos in zip(lines.tolist(), at.tolist()):
+            per_line[li].append((pos, name, values[li]))
+    if sparse and _ESCAPED_KEY.search(memoryview(read.data)):
+        return _no("a key is written with an escape")
+    fields: dict[str, list[Any]] = {}
+
+    def put(name: str, qi: int, value: Any) -> None:
+        col = fields.get(name)
+        if col is None:
+            col = fields[name] = [None] * n
+        col[qi] = value
+
+    numbers = read.numbers.tolist() if read.numbers is not None else None
+    relevant = has_relevant.tolist()
+    try:
+        for qi, found_here in enumerate(per_line):
+            if not found_here:
+                if not relevant[qi]:
+                    return _no("a query lists no relevant item")  # the parser names it
+                continue
+            found_here.sort()
+            obj = {name: value for _, name, value in found_here}
+            line = numbers[qi] if numbers is not None else qi + 1
+            no_answer = gold_no_answer(obj, relevant[qi], None, path, line)
+            gold_query_fields(obj, qi, no_answer, put, path, line)
+    except InputError:
+        return _no("a per-query field is not valid (the line-by-line reader names it)")
+    return fields

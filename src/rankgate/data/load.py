@@ -201,12 +201,25 @@ def _json_or_pandas(path: str, read: Any) -> Any:
 # The built-in readers the format table names ("rankgate.data.load:read_…"), each called as
 # read(path, name, columns, list_sep)
 
+def _say_declined(path: str, why: list[str]) -> None:
+    """One line on stderr when a large JSONL file takes the line-by-line reader, and why."""
+    if why:
+        import sys
+
+        print(f"rankgate: note: {path}: read line by line (slower) because {why[0]}", file=sys.stderr)
+
+
 def read_jsonl_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
     from .jsonl_fast import read_gold_fast
 
     def read(p: str) -> Any:
-        fast = read_gold_fast(p)
-        return fast if fast is not None else parse_gold_records(_json_records(p, "gold set"), p)
+        why: list[str] = []
+        fast = read_gold_fast(p, why=why)
+        if fast is not None:
+            return fast
+        gold = parse_gold_records(_json_records(p, "gold set"), p)
+        _say_declined(p, why)  # (after the parse: a file it refuses gets its one error line only)
+        return gold
 
     got = _json_or_pandas(path, read)
     return got if isinstance(got, Gold) else parse_gold_records(got, path)
@@ -216,8 +229,13 @@ def read_jsonl_run(path: str, fmt: str, columns: Mapping[str, str] | None, list_
     from .jsonl_fast import read_run_fast
 
     def read(p: str) -> Any:
-        fast = read_run_fast(p)
-        return fast if fast is not None else parse_run_records(_json_records(p), p)
+        why: list[str] = []
+        fast = read_run_fast(p, why=why)
+        if fast is not None:
+            return fast
+        run = parse_run_records(_json_records(p), p)
+        _say_declined(p, why)  # (after the parse: a file it refuses gets its one error line only)
+        return run
 
     got = _json_or_pandas(path, read)
     return got if isinstance(got, Run) else parse_run_records(got, path)

@@ -187,13 +187,18 @@ def tie_effect(query: np.ndarray, doc: pa.Array | pa.ChunkedArray, score: np.nda
     if score is None or n == 0:
         return TieEffect()  # both rules keep the given order
     ranked = order is not None and bool((~np.isnan(order)).any())
-    s_sorted = used.apply(score.copy() if used.rows is not None else score)
-    q_sorted = used.apply(query.copy() if used.rows is not None else query)
-    same = q_sorted[1:] == q_sorted[:-1]
-    if not ranked and not bool((same & (s_sorted[1:] == s_sorted[:-1])).any()):
-        return TieEffect()
-    other = "id" if ties == "input" else "input"
-    theirs = rank_order(query, doc, score, order, id_keys=id_keys, ties=other)
+    if ties == "id" and not ranked and used.perm is None:
+        # trec_eval's rule kept every row in its query's place: the rows are grouped and
+        # score-descending, which is the producer's order too; only the tied runs it reordered differ.
+        q_sorted, same, theirs = query, query[1:] == query[:-1], Reorder()
+    else:
+        s_sorted = used.apply(score.copy() if used.rows is not None else score)
+        q_sorted = used.apply(query.copy() if used.rows is not None else query)
+        same = q_sorted[1:] == q_sorted[:-1]
+        if not ranked and not bool((same & (s_sorted[1:] == s_sorted[:-1])).any()):
+            return TieEffect()
+        other = "id" if ties == "input" else "input"
+        theirs = rank_order(query, doc, score, order, id_keys=id_keys, ties=other)
     keep = np.ones(int(query.max()) + 1, dtype=bool) if counted is None else counted
 
     def queries_where(rows: np.ndarray) -> int:

@@ -177,10 +177,14 @@ class NDCG(MetricDefinition):
         kind = metric.param("gain")
 
         def gain_rows() -> tuple[np.ndarray, ...]:
-            gain = _gain(ctx.grade, kind)
-            rows, query, place = ctx.hits(gain > 0)
+            grade = ctx.grade
+            candidates = np.flatnonzero(grade > 0)  # only a positive grade gains (NaN: unjudged)
+            gain = _gain(grade[candidates], kind)  # the gains of the few judged rows, not of every row
+            mask = np.zeros(grade.size, dtype=bool)
+            mask[candidates[gain > 0]] = True
+            rows, query, place = ctx.hits(mask)  # (rows ascending, as candidates)
             rank = ctx.rank[rows]
-            return query, rank, place, gain[rows] / _log2(rank + 1)
+            return query, rank, place, gain[gain > 0] / _log2(rank + 1)
 
         query, _, place, terms = ctx.hits_within(("gain_rows", kind), gain_rows, k)  # nothing past k is read
         dcg = ctx.sparse_sum(terms, query, place)

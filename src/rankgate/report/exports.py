@@ -22,6 +22,7 @@ from ..results import EvaluationResult
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_LINE_STARTS = tuple("\n" + c for c in FORMULA_START)
 
 
 def _defused(text: str) -> str:
@@ -57,8 +58,12 @@ def _float_column(values: Any) -> list[str]:
 
 
 def _text_column(values: Any) -> list[str]:
-    cells = ["" if v is None else str(v) for v in values]
-    if any(c.startswith(FORMULA_START) for c in cells):
+    values = values if isinstance(values, (list, tuple)) else list(values)
+    cells = list(map(str, values)) if None not in values else ["" if v is None else str(v) for v in values]
+    # One scan of the joined cells finds any that may start like a formula (a newline inside a cell
+    # can only add false alarms, which the exact per-cell rule then settles).
+    joined = "\n" + "\n".join(cells)
+    if any(start in joined for start in _LINE_STARTS):
         cells = [_defused(c) for c in cells]
     joined = "".join(cells)  # one scan: most columns (query ids, languages) need no quoting at all
     if not any(c in joined for c in ',"\n\r'):
