@@ -1,0 +1,195 @@
+"""The sections an evaluation can carry beside its metrics, declared once: one row per kind.
+
+Each :class:`Section` row names the kind (``key``: its key in ``summary.json`` and in
+:meth:`rankgate.flows.evaluate.Evaluation.sections`), its plain-data form, and one renderer per medium:
+markdown (``rankgate evaluate --markdown``, ``compare --markdown``), a rich renderable (the terminal) and,
+where the HTML report shows the section on its own, HTML. The outputs loop over the sections an
+evaluation has, in the order of :data:`SECTIONS`: a new kind of section (a new experiment) is one row
+here and its renderers, not an edit to each output of each command.
+
+Run it to see the table: ``python -m rankgate.report.sections``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..flows.evaluate import Evaluation
+
+__all__ = ["HTML_EXPERIMENTS", "SECTION", "SECTIONS", "Section", "experiment_html", "sections_markdown",
+           "sections_of", "sections_renderables", "summary_parts"]
+
+
+def _to_dict(part: Any) -> Any:
+    return part.to_dict()
+
+
+@dataclass(frozen=True)
+class Section:
+    """One kind of section: ``key``; ``title`` (the HTML report's heading and navigation link);
+    ``to_dict(part)``, what ``summary.json`` holds under ``key``; ``markdown(part, confidence)``, a
+    ``### …`` section ending in a newline; ``renderable(part, confidence)``, what the terminal prints;
+    ``html(part, confidence)``, the report's ``<section>``, or None where the report draws the part in
+    a place of its own (``html_elsewhere`` says where)."""
+
+    key: str
+    title: str
+    markdown: Callable[[Any, float], str]
+    renderable: Callable[[Any, float], Any]
+    html: Callable[[Any, float], str] | None = None
+    html_elsewhere: str = ""
+    to_dict: Callable[[Any], Any] = _to_dict
+
+    @property
+    def anchor(self) -> str:
+        """The id of its HTML section (and of the report's navigation link)."""
+        return self.key.replace("_", "-")
+
+
+# --- the renderers of each kind (each calls the module that draws the part) -----------------------------
+
+def _segments_markdown(part: Any, confidence: float) -> str:
+    from .tables import segment_markdown
+
+    return "### Segments\n\n" + segment_markdown(part)
+
+
+def _segments_renderable(part: Any, confidence: float) -> Any:
+    from .tables import segment_table
+
+    return segment_table(part)
+
+
+def _sweep_markdown(part: Any, confidence: float) -> str:
+    from .tables import sweep_markdown
+
+    return "### k-sweep\n\n" + sweep_markdown(part)
+
+
+def _sweep_renderable(part: Any, confidence: float) -> Any:
+    from .tables import sweep_table
+
+    return sweep_table(part)
+
+
+def _latency_markdown(part: Any, confidence: float) -> str:  # (the summary carries its own confidence)
+    from .experiments import latency_markdown
+
+    return latency_markdown(part)
+
+
+def _latency_renderable(part: Any, confidence: float) -> Any:
+    from .experiments import latency_renderable
+
+    return latency_renderable(part)
+
+
+def _bounds_markdown(part: Any, confidence: float) -> str:
+    from .bounds import bounds_markdown
+
+    return "### Incomplete gold set: bounds\n\n" + bounds_markdown(part, confidence)
+
+
+def _bounds_renderable(part: Any, confidence: float) -> Any:
+    from .bounds import bounds_table
+
+    return bounds_table(part, confidence)
+
+
+def _bounds_html(part: Any, confidence: float) -> str:
+    from .bounds import bounds_section
+
+    return bounds_section(part, confidence)
+
+
+def _experiment(key: str, title: str, markdown: str, renderable: str) -> Section:
+    """A component experiment of :mod:`rankgate.report.experiments`: its markdown section is also the
+    report's HTML section (:func:`~rankgate.report.experiments.section_html`)."""
+
+    def md(part: Any, confidence: float) -> str:
+        from . import experiments
+
+        return getattr(experiments, markdown)(part, confidence)
+
+    def rich(part: Any, confidence: float) -> Any:
+        from . import experiments
+
+        return getattr(experiments, renderable)(part, confidence)
+
+    def html(part: Any, confidence: float) -> str:
+        from .experiments import section_html
+
+        return section_html(md(part, confidence), key.replace("_", "-"))
+
+    return Section(key, title, md, rich, html)
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("segments", "Segments", _segments_markdown, _segments_renderable,
+            html_elsewhere="report/html.py _segments: charts and the gate's marks beside each segment"),
+    Section("sweep", "k-sweep", _sweep_markdown, _sweep_renderable,
+            html_elsewhere="report/html.py _sweep: the curves beside the panel"),
+    _experiment("routing", "Routing", "routing_markdown", "routing_renderable"),
+    _experiment("entity_linking", "Entity linking", "linking_markdown", "linking_renderable"),
+    Section("latency", "Latency", _latency_markdown, _latency_renderable,
+            html_elsewhere="report/html.py _panel: the latency table under the panel, beside the baseline's"),
+    _experiment("freshness", "Freshness", "freshness_markdown", "freshness_renderable"),
+    _experiment("rewrite", "Query rewriting", "rewrite_markdown", "rewrite_renderable"),
+    Section("bounds", "Incomplete gold set: bounds", _bounds_markdown, _bounds_renderable, _bounds_html),
+)
+"""Every kind of section, in the order the terminal, markdown and JSON outputs show them."""
+
+SECTION: Mapping[str, Section] = {s.key: s for s in SECTIONS}
+
+HTML_EXPERIMENTS: tuple[str, ...] = ("freshness", "rewrite", "routing", "entity_linking")
+"""The kinds the HTML report shows as experiment sections (after the lists), in page order; ``bounds``
+is drawn with the answer layer's numbers (:func:`rankgate.report.html.layer_two_section`)."""
+
+
+def sections_of(parts: Mapping[str, Any]) -> Iterator[tuple[Section, Any]]:
+    """(row, part) of each part in ``parts`` (kind -> computed part, None: not computed), in table order.
+    A kind without a row is an error of the program, not of the input."""
+    unknown = set(parts) - set(SECTION)
+    if unknown:
+        raise KeyError(f"no section kind declared for {sorted(unknown)} (rankgate.report.sections.SECTIONS)")
+    for row in SECTIONS:
+        part = parts.get(row.key)
+        if part is not None:
+            yield row, part
+
+
+def summary_parts(ev: Evaluation) -> dict[str, Any]:
+    """What ``summary.json`` holds beside the metrics: the statistics, then each section's plain data."""
+    out: dict[str, Any] = {"statistics": ev.request.statistics.to_dict()}
+    for row, part in sections_of(ev.sections()):
+        out[row.key] = row.to_dict(part)
+    return out
+
+
+def sections_markdown(ev: Evaluation) -> list[str]:
+    """Each section of ``ev`` as markdown, in table order."""
+    return [row.markdown(part, ev.confidence) for row, part in sections_of(ev.sections())]
+
+
+def sections_renderables(ev: Evaluation) -> list[Any]:
+    """Each section of ``ev`` as a rich renderable, in table order."""
+    return [row.renderable(part, ev.confidence) for row, part in sections_of(ev.sections())]
+
+
+def experiment_html(parts: Mapping[str, Any], confidence: float) -> tuple[tuple[str, str, str], ...]:
+    """The HTML report's experiment sections of ``parts`` (kind -> part), as (anchor, title, HTML)."""
+    out = []
+    for key in HTML_EXPERIMENTS:
+        row, part = SECTION[key], parts.get(key)
+        if part is not None and row.html is not None:
+            out.append((row.anchor, row.title, row.html(part, confidence)))
+    return tuple(out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    for s in SECTIONS:
+        where = "own section" if s.html is not None else f"elsewhere: {s.html_elsewhere}"
+        print(f"{s.key:<16} {s.title:<30} html: {where}")
