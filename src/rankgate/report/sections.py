@@ -49,96 +49,54 @@ class Section:
         return self.key.replace("_", "-")
 
 
-# --- the renderers of each kind (each calls the module that draws the part) -----------------------------
+# --- each kind's renderers: functions of the module that draws the part, looked up when called --------
 
-def _segments_markdown(part: Any, confidence: float) -> str:
-    from .tables import segment_markdown
+def _call(module: str, name: str, confidence: bool = True) -> Callable[[Any, float], Any]:
+    """``report.<module>.<name>(part, confidence)`` (``(part)`` where the part carries its own confidence)."""
 
-    return "### Segments\n\n" + segment_markdown(part)
+    def call(part: Any, conf: float) -> Any:
+        import importlib
 
+        render = getattr(importlib.import_module(f".{module}", __package__), name)
+        return render(part, conf) if confidence else render(part)
 
-def _segments_renderable(part: Any, confidence: float) -> Any:
-    from .tables import segment_table
-
-    return segment_table(part)
-
-
-def _sweep_markdown(part: Any, confidence: float) -> str:
-    from .tables import sweep_markdown
-
-    return "### k-sweep\n\n" + sweep_markdown(part)
+    return call
 
 
-def _sweep_renderable(part: Any, confidence: float) -> Any:
-    from .tables import sweep_table
-
-    return sweep_table(part)
-
-
-def _latency_markdown(part: Any, confidence: float) -> str:  # (the summary carries its own confidence)
-    from .experiments import latency_markdown
-
-    return latency_markdown(part)
-
-
-def _latency_renderable(part: Any, confidence: float) -> Any:
-    from .experiments import latency_renderable
-
-    return latency_renderable(part)
-
-
-def _bounds_markdown(part: Any, confidence: float) -> str:
-    from .bounds import bounds_markdown
-
-    return "### Incomplete gold set: bounds\n\n" + bounds_markdown(part, confidence)
-
-
-def _bounds_renderable(part: Any, confidence: float) -> Any:
-    from .bounds import bounds_table
-
-    return bounds_table(part, confidence)
-
-
-def _bounds_html(part: Any, confidence: float) -> str:
-    from .bounds import bounds_section
-
-    return bounds_section(part, confidence)
+def _headed(heading: str, body: Callable[[Any, float], Any]) -> Callable[[Any, float], str]:
+    """A markdown section: ``### heading`` over the table ``body`` writes."""
+    return lambda part, conf: f"### {heading}\n\n" + body(part, conf)
 
 
 def _experiment(key: str, title: str, markdown: str, renderable: str) -> Section:
-    """A component experiment of :mod:`rankgate.report.experiments`: its markdown section is also the
-    report's HTML section (:func:`~rankgate.report.experiments.section_html`)."""
-
-    def md(part: Any, confidence: float) -> str:
-        from . import experiments
-
-        return getattr(experiments, markdown)(part, confidence)
-
-    def rich(part: Any, confidence: float) -> Any:
-        from . import experiments
-
-        return getattr(experiments, renderable)(part, confidence)
+    """A component experiment of :mod:`rankgate.report.experiments`: its markdown section (which carries
+    its heading) is also the report's HTML section (:func:`~rankgate.report.experiments.section_html`)."""
+    md = _call("experiments", markdown)
 
     def html(part: Any, confidence: float) -> str:
         from .experiments import section_html
 
         return section_html(md(part, confidence), key.replace("_", "-"))
 
-    return Section(key, title, md, rich, html)
+    return Section(key, title, md, _call("experiments", renderable), html)
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("segments", "Segments", _segments_markdown, _segments_renderable,
+    Section("segments", "Segments", _headed("Segments", _call("tables", "segment_markdown", False)),
+            _call("tables", "segment_table", False),
             html_elsewhere="report/html.py _segments: charts and the gate's marks beside each segment"),
-    Section("sweep", "k-sweep", _sweep_markdown, _sweep_renderable,
-            html_elsewhere="report/html.py _sweep: the curves beside the panel"),
+    Section("sweep", "k-sweep", _headed("k-sweep", _call("tables", "sweep_markdown", False)),
+            _call("tables", "sweep_table", False), html_elsewhere="report/html.py _sweep: the curves beside the panel"),
     _experiment("routing", "Routing", "routing_markdown", "routing_renderable"),
     _experiment("entity_linking", "Entity linking", "linking_markdown", "linking_renderable"),
-    Section("latency", "Latency", _latency_markdown, _latency_renderable,
+    Section("latency", "Latency", _call("experiments", "latency_markdown", False),
+            _call("experiments", "latency_renderable", False),
             html_elsewhere="report/html.py _panel: the latency table under the panel, beside the baseline's"),
     _experiment("freshness", "Freshness", "freshness_markdown", "freshness_renderable"),
     _experiment("rewrite", "Query rewriting", "rewrite_markdown", "rewrite_renderable"),
-    Section("bounds", "Incomplete gold set: bounds", _bounds_markdown, _bounds_renderable, _bounds_html),
+    Section("bounds", "Incomplete gold set: bounds",
+            _headed("Incomplete gold set: bounds", _call("bounds", "bounds_markdown")), _call("bounds", "bounds_table"),
+            _call("bounds", "bounds_section")),
 )
 """Every kind of section, in the order the terminal, markdown and JSON outputs show them."""
 
