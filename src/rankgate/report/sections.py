@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..flows.evaluate import Evaluation
 
 __all__ = ["HTML_EXPERIMENTS", "SECTION", "SECTIONS", "Section", "experiment_html", "sections_markdown",
-           "sections_of", "sections_renderables", "summary_parts"]
+           "sections_of", "sections_renderables", "summary_parts", "with_section"]
 
 
 def _to_dict(part: Any) -> Any:
@@ -145,6 +145,27 @@ def experiment_html(parts: Mapping[str, Any], confidence: float) -> tuple[tuple[
         if part is not None and row.html is not None:
             out.append((row.anchor, row.title, row.html(part, confidence)))
     return tuple(out)
+
+
+def with_section(as_dict: Any, as_markdown: Any, as_renderable: Any, key: str, part: Any,
+                 confidence: float) -> tuple[Any, Any, Any]:
+    """Wrap a result's three renderers (its dict, markdown and terminal forms) so each also shows the
+    section ``part`` of kind ``key`` after it (``rankgate compare --rewrite``)."""
+    row = SECTION[key]
+
+    def to_dict(value: Any) -> dict[str, Any]:
+        return {**as_dict(value), key: row.to_dict(part)}
+
+    def to_markdown(value: Any) -> str:
+        return as_markdown(value) + "\n" + row.markdown(part, confidence)
+
+    def to_renderable(value: Any) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        return Group(as_renderable(value), Text(""), row.renderable(part, confidence))
+
+    return to_dict, to_markdown, to_renderable
 
 
 if __name__ == "__main__":  # pragma: no cover
