@@ -55,9 +55,9 @@ def _call(module: str, name: str, confidence: bool = True) -> Callable[[Any, flo
     """``report.<module>.<name>(part, confidence)`` (``(part)`` where the part carries its own confidence)."""
 
     def call(part: Any, conf: float) -> Any:
-        import importlib
+        from . import bounds, experiments, tables
 
-        render = getattr(importlib.import_module(f".{module}", __package__), name)
+        render = getattr({"bounds": bounds, "experiments": experiments, "tables": tables}[module], name)
         return render(part, conf) if confidence else render(part)
 
     return call
