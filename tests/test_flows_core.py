@@ -133,3 +133,36 @@ def test_report_flow_and_assembly_give_the_report(tmp_path, capsys):
     assert main(["report", "--gold", str(REPORT / "gold.jsonl"), "--run", str(REPORT / "run.jsonl"), "--baseline",
                  str(REPORT / "base.jsonl"), "--resamples", "100", "-o", str(out)]) == 0
     assert render_html(assemble(ev)) == out.read_text(encoding="utf-8")
+
+
+def test_decide_reuses_the_evaluation_intervals(monkeypatch):
+    import rankgate.gates as gates
+    from rankgate.engine import evaluate
+    from rankgate.stats import metric_cis
+
+    config = gates.load_config(str(REPORT / "ship-criteria.yaml"))
+    cand, base = (evaluate(str(REPORT / "gold.jsonl"), str(REPORT / n), list(config.metrics))
+                  for n in ("run.jsonl", "base.jsonl"))
+    drawn = metric_cis(cand, seed=config.seed, n_resamples=config.resamples, confidence=config.confidence)
+    expected = gates.decide(config, cand, base).to_json()
+    asked: list[list[str]] = []
+
+    def counting(result, **kw):
+        asked.append(list(kw["metrics"]))
+        return metric_cis(result, **kw)
+
+    monkeypatch.setattr(gates, "metric_cis", counting)
+    assert gates.decide(config, cand, base, intervals=drawn).to_json() == expected
+    assert asked == []  # every gated metric's interval was given
+    first, *rest = config.metrics
+    assert gates.decide(config, cand, base, intervals={first: drawn[first]}).to_json() == expected
+    assert asked == [rest]  # only the missing ones are drawn
+
+
+def test_one_string_is_one_item():
+    from rankgate.flows.compare import CompareRequest
+    from rankgate.flows.evaluate import EvaluateRequest
+
+    assert EvaluateRequest("g", "r", by="intent").by == ("intent",)
+    assert CompareRequest(["a", "b"], "g", by="lang").by == ("lang",)
+    assert CompareRequest("rewrite.jsonl", "g", rewrite=True).runs == ("rewrite.jsonl",)

@@ -258,13 +258,17 @@ class GateOutcome:
 # -- decide -------------------------------------------------------------------------------------
 def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationResult | BaselineSummary | None = None,
            *, baseline_label: str | None = None, candidate_label: str | None = None,
-           query_text: Mapping[str, str] | None = None, stale: Any | None = None) -> GateOutcome:
+           query_text: Mapping[str, str] | None = None, stale: Any | None = None,
+           intervals: Mapping[str, tuple[float, float]] | None = None) -> GateOutcome:
     """Check every gate of ``config`` on ``current`` (pure: no I/O, same inputs ⇒ same outcome).
 
     ``query_text`` (query id -> text, e.g. the gold set's ``query`` field) lets the outcome show
     the listed queries' text beside their ids. ``stale`` is the gold set's
     :class:`~rankgate.goldset.StaleReport` against the corpus, for ``max_stale_labels``; without it
-    that limit is reported as not checked."""
+    that limit is reported as not checked. ``intervals``: the candidate's intervals already drawn with
+    the config's seed, resamples and confidence (an evaluation's), so they are not drawn again; a
+    gated metric they lack is drawn here (a metric's interval does not depend on the others drawn
+    with it)."""
     if not isinstance(config, GateConfig):
         raise UsageError("decide() needs a GateConfig (from rankgate.gates.load_config)")
     if not isinstance(current, EvaluationResult):
@@ -274,7 +278,10 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
             raise UsageError(f"the candidate result has no {m}; evaluate it with every metric of the gate config")
     fields = {f: _field(config, current, f) for f in config.segment_fields}
     seed, B, conf = config.seed, config.resamples, config.confidence
-    cis = metric_cis(current, seed=seed, n_resamples=B, confidence=conf, metrics=config.metrics)
+    cis = {m: intervals[m] for m in config.metrics if m in intervals} if intervals else {}
+    missing = [m for m in config.metrics if m not in cis]
+    if missing:
+        cis.update(metric_cis(current, seed=seed, n_resamples=B, confidence=conf, metrics=missing))
     segs = (segment_summary(current, list(dict.fromkeys(fields.values())), metrics=config.metrics, seed=seed,
                             n_resamples=B, confidence=conf) if fields else None)
     cmp: Comparison | None = None

@@ -335,10 +335,17 @@ def _run(out: Path, seed: int) -> DemoResult:
     blabel, clabel = LABELS["baseline"], LABELS["candidate"]
     base_result, cand_result = runs["baseline"].result, runs["candidate"].result
     texts = {q: t for q, t in zip(gold.query_ids, gold.field("query")) if isinstance(t, str)}  # as `gate` shows them
-    outcome = decide(config, cand_result, base_result, baseline_label=blabel, candidate_label=clabel, query_text=texts)
+    # the candidate's intervals are the evaluation's when drawn with the criteria's statistics
+    from ..flows.evaluate import Statistics
+
+    st = Statistics(seed=seed)  # as _evaluate drew them
+    same = (config.seed, config.resamples, config.confidence) == (st.seed, st.resamples, st.confidence)
+    cis = runs["candidate"].cis if same else None
+    outcome = decide(config, cand_result, base_result, baseline_label=blabel, candidate_label=clabel, query_text=texts,
+                     intervals=cis)
     overall_only = replace(config, gates=tuple(replace(g, segments=()) for g in config.gates))
     outcome_overall = decide(overall_only, cand_result, base_result, baseline_label=blabel, candidate_label=clabel,
-                             query_text=texts)
+                             query_text=texts, intervals=cis)
 
     # 5. Compare query by query, listing the queries that moved most on the metric the gate failed.
     comparison = compare(base_result, cand_result, by=[SEGMENT_FIELD], seed=seed, primary=_primary(outcome),

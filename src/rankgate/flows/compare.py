@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from .evaluate import EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, freshness_of
+from .evaluate import EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, _strings, freshness_of
 
 __all__ = ["CompareRequest", "CompareResult", "run_comparison", "run_labels"]
 
@@ -49,8 +49,8 @@ class CompareRequest:
     def __post_init__(self) -> None:
         from ..stats import MAX_RESAMPLES
 
-        object.__setattr__(self, "runs", tuple(self.runs))
-        object.__setattr__(self, "by", tuple(self.by))
+        object.__setattr__(self, "runs", _strings(self.runs))
+        object.__setattr__(self, "by", _strings(self.by))
         if not 0 <= self.permutations <= MAX_RESAMPLES:
             raise UsageError(f"--permutations must be between 0 and {MAX_RESAMPLES:,}; got {self.permutations:,}")
         if self.top < 0:

@@ -263,6 +263,11 @@ def judged_bounds(scorer: Scorer, stats: Statistics, gold: Any, run: Any, judged
     return bounds(g, r, labels, k=s.k or 10, calibration=cal, judge_failed=failed, ties=s.ties, **stats.kwargs())
 
 
+def _strings(value: Any) -> tuple[Any, ...]:
+    """A list option as a tuple: one string is one item (``by="intent"``), not its characters."""
+    return (value,) if isinstance(value, (str, os.PathLike)) else tuple(value)
+
+
 @dataclass(frozen=True)
 class EvaluateRequest:
     """One evaluation: ``gold`` and ``run`` (paths, or loaded), how to score, and the parts wanted.
@@ -290,7 +295,7 @@ class EvaluateRequest:
     def __post_init__(self) -> None:
         if self.calibration and not self.judged:
             raise UsageError("--calibration needs --judged (the labels it corrects)")
-        object.__setattr__(self, "by", tuple(self.by))
+        object.__setattr__(self, "by", _strings(self.by))
 
     @property
     def reads_twice(self) -> bool:

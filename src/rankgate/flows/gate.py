@@ -130,7 +130,17 @@ def run_gate(req: GateRequest) -> GateOutcome:
     if req.corpus is not None and (cfg.max_stale_labels is not None or cfg.max_stale_share is not None):
         stale = _stale_report(cfg, gold, loaded_gold, gold_format, options, req.corpus)
     return decide(cfg, current, base_obj, baseline_label=req.baseline_label, candidate_label=req.candidate_label,
-                  query_text=texts, stale=stale)
+                  query_text=texts, stale=stale, intervals=_intervals(cfg, req.candidate))
+
+
+def _intervals(cfg: GateConfig, candidate: Any) -> Any:
+    """The candidate evaluation's intervals, when drawn with the ship criteria's statistics."""
+    from .evaluate import Evaluation
+
+    if not isinstance(candidate, Evaluation) or candidate.cis is None:
+        return None
+    st = candidate.request.statistics
+    return candidate.cis if (st.seed, st.resamples, st.confidence) == (cfg.seed, cfg.resamples, cfg.confidence) else None
 
 
 def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, gold_format: Any, options: Mapping[str, Any],

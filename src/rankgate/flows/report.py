@@ -299,8 +299,9 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
     if cfg is not None:
         from ..gates import decide
 
+        same = (cfg.seed, cfg.resamples, cfg.confidence) == (req.seed, req.n_resamples, req.confidence)
         outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
-                         baseline_label=base.label, candidate_label=run_label)
+                         baseline_label=base.label, candidate_label=run_label, intervals=main.cis if same else None)
     doc_level = _doc_level(inputs, main, req, evaluator)
     freshness, rewrite, components = _experiments(req, evaluator, scorer)
     return ReportEvaluation(req, inputs, main, base, lex, stages, doc_level, outcome, run_label, freshness, rewrite,
