@@ -2,7 +2,7 @@
 
 ``analyze`` writes signals.csv (window × segment × signal, with n), summary.json (the whole period,
 with ``operational.latency_ms.<stage>.{p50,p95,p99}``) and trace_report.html to ``--out``, and prints
-the panel. ``check`` runs the monitors (``--monitors``, else the defaults) and exits 0 (no blocking
+the panel; ``--signals`` other than ``all`` computes only the selected groups and writes the first two. ``check`` runs the monitors (``--monitors``, else the defaults) and exits 0 (no blocking
 flag), 1 (a monitor of severity error flagged a window) or 2 (bad input). See docs/traces.md.
 """
 
@@ -45,11 +45,15 @@ def add_parser(sub: Any) -> None:
     verbs = p.add_subparsers(dest="traces_command", metavar="ACTION", required=True, parser_class=type(p))
     a = verbs.add_parser("analyze", help="compute every signal per window and segment",
                          description="Compute the retrieval, operational and privacy signals of trace exports per "
-                                     "window and segment; write signals.csv, summary.json and trace_report.html. "
-                                     "Exit 0; 2 bad input.")
+                                     "window and segment; write signals.csv, summary.json and trace_report.html "
+                                     "(--signals: only some groups, without the report). Exit 0; 2 bad input.")
     _inputs(a)
     a.add_argument("--out", required=True, metavar="DIR", help="the folder to write into")
     a.add_argument("--monitors", metavar="YAML", help="monitors whose flags the HTML report marks (default: the defaults)")
+    a.add_argument("--signals", default="all", metavar="GROUPS",
+                   help="what to compute: all (default), headline (latency quantiles, error rate, fallback and "
+                        "low-confidence shares), or a comma list of signal groups (docs/traces.md); anything but "
+                        "all writes summary.json and signals.csv only")
     c = verbs.add_parser("check", help="run monitors on the signals; exit 1 if a blocking monitor flags a window",
                          description="Run the monitors on the signals of the traces. Exit 0 no blocking flag, "
                                      "1 a monitor of severity error flagged a window, 2 bad input.")
@@ -101,7 +105,8 @@ def read_abstention_threshold(path: str) -> float:
     return value
 
 
-def _summarize(args: argparse.Namespace, by_extra: tuple[str, ...] = (), window: str | None = None) -> Any:
+def _summarize(args: argparse.Namespace, by_extra: tuple[str, ...] = (), window: str | None = None,
+               signals: Any = None) -> Any:
     from ..errors import UsageError
     from ..traces import read_traces
     from ..traces.engines import make_backend
@@ -129,7 +134,7 @@ def _summarize(args: argparse.Namespace, by_extra: tuple[str, ...] = (), window:
     backend = make_backend(args.engine, spark_master=args.spark_master)
     try:
         return summarize_traces(tables, by=tuple(dict.fromkeys(by + by_extra)), backend=backend, window=window,
-                                threshold=threshold, manifest=manifest, k=args.k)
+                                threshold=threshold, manifest=manifest, k=args.k, signals=signals)
     finally:
         backend.close()
 
@@ -146,16 +151,19 @@ def _analyze(args: argparse.Namespace) -> int:
     from ..traces.monitors import load_monitors
     from ..report.traces import signals_csv, summary_json, trace_panel
     from ..traces.monitors import check_monitors
+    from ..traces.signals import parse_signals
 
+    groups = parse_signals(args.signals)
     check_folder(args.out, OUT_FILES, option="--out")
     monitors = load_monitors(args.monitors)
-    summary = _summarize(args, window=monitors.window)
-    outcome = check_monitors(summary, monitors)
+    summary = _summarize(args, window=monitors.window, signals=groups)
     files = {os.path.join(args.out, "signals.csv"): signals_csv(summary),
              os.path.join(args.out, "summary.json"): summary_json(summary)}
-    from ..report.traces_html import trace_report_html
+    if groups is None:  # the report shows every signal and the monitors' flags: only for the whole analysis
+        from ..report.traces_html import trace_report_html
 
-    files[os.path.join(args.out, "trace_report.html")] = trace_report_html(summary, outcome, monitors)
+        outcome = check_monitors(summary, monitors)
+        files[os.path.join(args.out, "trace_report.html")] = trace_report_html(summary, outcome, monitors)
     write_files(files)
     _print(trace_panel(summary))
     sys.stdout.write(f"\nwrote {', '.join(os.path.basename(f) for f in files)} to {args.out}\n")
