@@ -132,7 +132,8 @@ class Scorer:
     def score(self, gold: Any, run: Any, *, metrics: str | Sequence[str] | None = None, level: str | None = None,
               doc_sep: str | None = None, k: Any = ..., warn: bool = True) -> EvaluationResult:
         """``run`` scored against ``gold`` (paths or loaded); ``metrics``, ``level``, ``doc_sep`` and ``k``
-        override the scoring's; ``warn``: say when no run id meets a gold id."""
+        override the scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read
+        (reader notices, near-misses of text matching)."""
         from ..engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring
@@ -144,7 +145,10 @@ class Scorer:
             gold_format=s.gold_format, run_format=s.run_format, ties=s.ties, columns=s.column_map(),
         )
         name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
-        for line in ([id_mismatch_line(result)] if warn else []) + ties_lines(result):
+        from ..data.nearmiss import near_miss_line
+
+        read = [*(result.info.get("notices") or ()), near_miss_line(result.info.get("near_misses"))]  # how inputs were read
+        for line in ([id_mismatch_line(result), *read] if warn else []) + ties_lines(result):
             if line:
                 self.warn(f"{name}: {line}")
         return result
