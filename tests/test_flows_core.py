@@ -166,3 +166,20 @@ def test_one_string_is_one_item():
     assert EvaluateRequest("g", "r", by="intent").by == ("intent",)
     assert CompareRequest(["a", "b"], "g", by="lang").by == ("lang",)
     assert CompareRequest("rewrite.jsonl", "g", rewrite=True).runs == ("rewrite.jsonl",)
+
+
+def test_gate_takes_an_evaluation_and_its_intervals(monkeypatch):
+    import rankgate.gates as gates
+    from rankgate.flows.evaluate import EvaluateRequest, Scoring, run_evaluation
+    from rankgate.flows.gate import GateRequest, run_gate
+
+    files = {n: str(REPORT / f) for n, f in (("config", "ship-criteria.yaml"), ("gold", "gold.jsonl"),
+                                             ("baseline", "base.jsonl"))}
+    by_path = run_gate(GateRequest(**files, candidate=str(REPORT / "run.jsonl"), evaluate={"ties": "id"}))
+    ev = run_evaluation(EvaluateRequest(files["gold"], str(REPORT / "run.jsonl"),
+                                        Scoring(metrics="recall@5,forbidden@5", ties="id")))
+    drawn: list[list[str]] = []
+    real = gates.metric_cis
+    monkeypatch.setattr(gates, "metric_cis", lambda result, **kw: drawn.append(list(kw["metrics"])) or real(result, **kw))
+    assert run_gate(GateRequest(**files, candidate=ev, evaluate={"ties": "id"})).to_json() == by_path.to_json()
+    assert drawn == []  # the evaluation's intervals (the criteria's statistics) were used

@@ -68,3 +68,14 @@ def test_known_exceptions_still_exist() -> None:
 ])
 def test_the_scan_sees_every_spelling(source: str, found: bool) -> None:
     assert bool(namespace_uses(source)) == found
+
+
+def test_only_the_command_line_imports_commands() -> None:
+    """The demo and the flows run use cases through requests, never through a command module (no
+    ``commands ↔ demo`` loop: a command renders what a flow returns, and nothing calls a command)."""
+    from .test_layers import imports_of
+
+    wrong = [f"src/rankgate/{path.relative_to(SRC).as_posix()}:{line}: -> {target}"
+             for path in sorted(SRC.rglob("*.py")) if not path.relative_to(SRC).as_posix().startswith(ALLOWED)
+             for line, target in imports_of(path) if target.startswith("rankgate.commands")]
+    assert not wrong, "\n".join(wrong)

@@ -303,7 +303,7 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
         outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
                          baseline_label=base.label, candidate_label=run_label, intervals=main.cis if same else None)
     doc_level = _doc_level(inputs, main, req, evaluator)
-    freshness, rewrite, components = _experiments(req, evaluator, scorer)
+    freshness, rewrite, components = _experiments(req, inputs, evaluator, scorer)
     return ReportEvaluation(req, inputs, main, base, lex, stages, doc_level, outcome, run_label, freshness, rewrite,
                             components, answers, bounds, tuple(scorer.warnings) if scorer is not None else ())
 
@@ -493,16 +493,15 @@ def _any_contains(ids: Any, text: str) -> bool:
     return len(ids) > 0 and bool(pc.any(pc.match_substring(ids, text, ignore_case=False)).as_py())
 
 
-def _experiments(req: ReportRequest, evaluator: Evaluator, scorer: Any) -> tuple[Any, Any, dict[str, Any]]:
+def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
+                 scorer: Any) -> tuple[Any, Any, dict[str, Any]]:
     """The component experiments the request asks for: the freshness what-if, the rewrite's effect and
-    the routing and entity-linking analyses (each reading the inputs as given, with the report's scoring)."""
+    the routing and entity-linking analyses (on the inputs as loaded once, with the report's scoring)."""
     if not (req.enforce_as_of or req.routing or req.entity_linking or req.rewrite):
         return None, None, {}
-    from ..data.load import load_gold, load_run
     from .evaluate import Scorer, Scoring, Statistics, components_of
 
-    gold = load_gold(req.gold, format=req.gold_format, columns=req.columns)
-    run = load_run(req.run, format=req.run_format, columns=req.columns)
+    gold, run = inputs.gold, inputs.run
     stats = Statistics(req.seed, req.n_resamples, req.confidence)
     by = list(req.by or [])
     metrics = ["recall@5", "ndcg@10", "mrr"]
