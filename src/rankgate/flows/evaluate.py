@@ -134,6 +134,7 @@ class Scorer:
         """``run`` scored against ``gold`` (paths or loaded); ``metrics``, ``level``, ``doc_sep`` and ``k``
         override the scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read
         (reader notices, near-misses of text matching)."""
+        from ..data.nearmiss import near_miss_line
         from ..engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring
@@ -145,8 +146,6 @@ class Scorer:
             gold_format=s.gold_format, run_format=s.run_format, ties=s.ties, columns=s.column_map(),
         )
         name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
-        from ..data.nearmiss import near_miss_line
-
         read = [*(result.info.get("notices") or ()), near_miss_line(result.info.get("near_misses"))]  # how inputs were read
         for line in ([id_mismatch_line(result), *read] if warn else []) + ties_lines(result):
             if line:
