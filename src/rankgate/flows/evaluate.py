@@ -130,19 +130,17 @@ class Scorer:
         return g, r
 
     def score(self, gold: Any, run: Any, *, metrics: str | Sequence[str] | None = None, level: str | None = None,
-              doc_sep: str | None = None, k: Any = ..., warn: bool = True) -> EvaluationResult:
-        """``run`` scored against ``gold`` (paths or loaded); ``metrics``, ``level``, ``doc_sep`` and ``k``
-        override the scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read
-        (reader notices, near-misses of text matching)."""
+              warn: bool = True) -> EvaluationResult:
+        """``run`` scored against ``gold`` (paths or loaded); ``metrics`` and ``level`` override the
+        scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read (reader
+        notices, near-misses of text matching)."""
         from ..data.nearmiss import near_miss_line
         from ..engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring
         result = evaluate(
-            gold, run, s.metrics if metrics is None else metrics,
-            k=s.k if k is ... else k,
-            trec=s.trec, complete=s.complete, level=s.level if level is None else level,
-            doc_sep=s.doc_sep if doc_sep is None else doc_sep, doc_map=self.doc_map, dedupe=s.dedupe,
+            gold, run, s.metrics if metrics is None else metrics, k=s.k, trec=s.trec, complete=s.complete,
+            level=s.level if level is None else level, doc_sep=s.doc_sep, doc_map=self.doc_map, dedupe=s.dedupe,
             gold_format=s.gold_format, run_format=s.run_format, ties=s.ties, columns=s.column_map(),
         )
         name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
