@@ -88,9 +88,9 @@ def run(args: argparse.Namespace) -> int:
 
         renderers = with_freshness(*renderers, dict(result.freshness), result.confidence)
     elif result.rewrite is not None:
-        from ..report.experiments import with_rewrite
+        from ..report.sections import with_section
 
-        renderers = with_rewrite(*renderers, result.rewrite, result.confidence)
+        renderers = with_section(*renderers, "rewrite", result.rewrite, result.confidence)
     return _emit(args, result.comparison, *renderers)
 
 

@@ -106,13 +106,14 @@ def run(args: argparse.Namespace) -> int:
     evaluation = run_evaluation(req, on_warning=say("evaluate"), meanwhile=write_csv)
     warm.join()
     from ..report.exports import summary_dict, summary_json
+    from ..report.sections import summary_parts
 
     if v0:
         from ..report.layout_v0 import v0_summary
 
-        summary = v0_summary(evaluation.result, cis=evaluation.cis, extra=evaluation.parts())
+        summary = v0_summary(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation))
     else:
-        summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=evaluation.parts())
+        summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation))
     if args.out:
         from ..atomic import write_files
 
@@ -129,42 +130,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _markdown(ev: Any) -> str:
-    from ..report import experiments as rx
     from ..report.markdown import evaluation_markdown
+    from ..report.sections import sections_markdown
 
-    conf = ev.confidence
-    parts = [evaluation_markdown(ev.result, ev.cis, conf, segments=ev.segments, sweep=ev.sweep)]
-    for name, part in ev.components.items():
-        parts.append((rx.routing_markdown if name == "routing" else rx.linking_markdown)(part, conf))
-    if ev.latency is not None:
-        parts.append(rx.latency_markdown(ev.latency))
-    if ev.freshness is not None:
-        parts.append(rx.freshness_markdown(ev.freshness, conf))
-    return "\n".join(parts)
+    return "\n".join([evaluation_markdown(ev.result, ev.cis, ev.confidence), *sections_markdown(ev)])
 
 
 def _print(ev: Any, out: str | None) -> None:
     from rich.console import Console
 
-    from ..report import experiments as rx
-    from ..report.bounds import bounds_table
-    from ..report.tables import segment_table, sweep_table
+    from ..report.sections import sections_renderables
     from ..report.terminal import print_evaluation
 
-    conf = ev.confidence
     console = Console()
-    print_evaluation(ev.result, ev.cis, conf, console=console)
-    parts = [segment_table(ev.segments) if ev.segments is not None else None,
-             sweep_table(ev.sweep) if ev.sweep is not None else None,
-             *[(rx.routing_renderable if name == "routing" else rx.linking_renderable)(part, conf)
-               for name, part in ev.components.items()],
-             rx.latency_renderable(ev.latency) if ev.latency is not None else None,
-             rx.freshness_renderable(ev.freshness, conf) if ev.freshness is not None else None,
-             bounds_table(ev.bounds, conf) if ev.bounds is not None else None]
-    for part in parts:
-        if part is not None:
-            console.print()
-            console.print(part)
+    print_evaluation(ev.result, ev.cis, ev.confidence, console=console)
+    for part in sections_renderables(ev):
+        console.print()
+        console.print(part)
     if out:
         console.print(f"wrote {os.path.join(out, 'metrics.csv')} and {os.path.join(out, 'summary.json')}",
                       highlight=False, markup=False)

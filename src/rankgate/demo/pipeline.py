@@ -441,10 +441,11 @@ def _write_evaluation(evaluation: Evaluation, csv_path: Path, summary_path: Path
     """metrics.csv and summary.json exactly as ``rankgate evaluate --by lang --out DIR`` writes them."""
     from ..atomic import write_text
     from ..report.exports import metrics_csv, summary_dict, summary_json
+    from ..report.sections import summary_parts
 
     write_text(str(csv_path), metrics_csv(evaluation.result))
     write_text(str(summary_path), summary_json(summary_dict(evaluation.result, cis=evaluation.cis,
-                                                            extra=evaluation.parts())))
+                                                            extra=summary_parts(evaluation))))
 
 
 def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:

@@ -51,6 +51,10 @@ class Statistics:
         """As the statistics functions take them: ``seed``, ``n_resamples``, ``confidence``."""
         return {"seed": self.seed, "n_resamples": self.resamples, "confidence": self.confidence}
 
+    def to_dict(self) -> dict[str, Any]:
+        """As ``summary.json`` records them under ``statistics``."""
+        return {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}
+
 
 def _memory(resamples: int) -> str:
     """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
@@ -324,24 +328,19 @@ class Evaluation:
     def confidence(self) -> float:
         return self.request.statistics.confidence
 
+    def sections(self) -> dict[str, Any]:
+        """The parts computed beside the result, by kind: segments, sweep, routing, entity_linking, latency,
+        freshness, bounds (those computed). :mod:`rankgate.report.sections` declares how each kind is
+        written (its ``summary.json`` data, markdown, terminal, HTML) and in which order."""
+        parts = {"segments": self.segments, "sweep": self.sweep, **self.components, "latency": self.latency,
+                 "freshness": self.freshness, "bounds": self.bounds}
+        return {kind: part for kind, part in parts.items() if part is not None}
+
     def parts(self) -> dict[str, Any]:
-        """The summary's parts beside the metrics, as plain data: statistics, segments, freshness, routing,
-        entity_linking, latency, sweep, bounds (those computed)."""
-        st = self.request.statistics
-        out: dict[str, Any] = {"statistics": {"seed": st.seed, "resamples": st.resamples, "confidence": st.confidence}}
-        if self.segments is not None:
-            out["segments"] = self.segments.to_dict()
-        if self.freshness is not None:
-            out["freshness"] = self.freshness.to_dict()
-        for name, part in self.components.items():
-            out[name] = part.to_dict()
-        if self.latency is not None:
-            out["latency"] = self.latency.to_dict()
-        if self.sweep is not None:
-            out["sweep"] = self.sweep.to_dict()
-        if self.bounds is not None:
-            out["bounds"] = self.bounds.to_dict()
-        return out
+        """The summary's parts beside the metrics, as plain data: the statistics, then each section's
+        ``to_dict()`` (as ``summary.json`` holds them)."""
+        return {"statistics": self.request.statistics.to_dict(),
+                **{kind: part.to_dict() for kind, part in self.sections().items()}}
 
 
 def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,

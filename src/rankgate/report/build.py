@@ -248,20 +248,9 @@ def assemble(ev: ReportEvaluation) -> Report:
 
 def experiment_sections(ev: ReportEvaluation) -> tuple[tuple[str, str, str], ...]:
     """The component experiments computed, as (anchor, title, HTML section)."""
-    from . import experiments as rx
+    from .sections import experiment_html
 
-    conf = ev.request.confidence
-    out = []
-    if ev.freshness is not None:
-        out.append(("freshness", "Freshness", rx.section_html(rx.freshness_markdown(ev.freshness, conf), "freshness")))
-    if ev.rewrite is not None:
-        out.append(("rewrite", "Query rewriting", rx.section_html(rx.rewrite_markdown(ev.rewrite, conf), "rewrite")))
-    for name, part in ev.components.items():
-        render = rx.routing_markdown if name == "routing" else rx.linking_markdown
-        anchor = name.replace("_", "-")
-        out.append((anchor, "Routing" if name == "routing" else "Entity linking",
-                    rx.section_html(render(part, conf), anchor)))
-    return tuple(out)
+    return experiment_html({"freshness": ev.freshness, "rewrite": ev.rewrite, **ev.components}, ev.request.confidence)
 
 
 def _panel_rows(main: MainEvaluation, base: Baseline, confidence: float) -> tuple[PanelRow, ...]:
