@@ -51,3 +51,33 @@ def test_judge_spec_refuses_contradictions():
         JudgeSpec(use_cache=False, refresh=True)
     with pytest.raises(UsageError, match="--workers must be between 1 and"):
         JudgeSpec(workers=0)
+
+
+def test_judge_requests_are_validated_once():
+    from rankgate.flows.judge import CalibrationRequest, RelevanceRequest
+
+    with pytest.raises(UsageError, match="--price-in must be a price >= 0"):
+        RelevanceRequest("queue.jsonl", price_in=-1.0)
+    with pytest.raises(UsageError, match="--repeats must be between 1 and"):
+        RelevanceRequest("queue.jsonl", repeats=0)
+    with pytest.raises(UsageError, match="--confidence must be between 0 and 1"):
+        CalibrationRequest("h.jsonl", "j.jsonl", confidence=1.0)
+    with pytest.raises(UsageError, match="--weights must be linear, quadratic or none"):
+        CalibrationRequest("h.jsonl", "j.jsonl", weights="cubic")
+
+
+def test_relevance_flow_labels_a_queue_from_python(tmp_path):
+    from rankgate.flows._common import JudgeSpec
+    from rankgate.flows.judge import CalibrationRequest, RelevanceRequest, run_calibration, run_relevance
+
+    from .demo_runs import write_jsonl
+
+    queue = write_jsonl(tmp_path / "queue.jsonl", [
+        {"query_id": "q1", "query": "when was taskfolio founded", "id": "a#1", "text": "Taskfolio was founded in 2019."},
+        {"query_id": "q1", "query": "when was taskfolio founded", "id": "b#1", "text": "Pricing starts at $9."}])
+    done = run_relevance(RelevanceRequest(str(queue), judge=JudgeSpec(use_cache=False), repeats=2))
+    assert [r["id"] for r in done.rows] == ["a#1", "b#1"] and all(len(r["grades"]) == 2 for r in done.rows)
+    assert done.meta["items"] == 2 and done.meta["repeats"] == 2 and done.warnings == ()
+    labels = write_jsonl(tmp_path / "labels.jsonl", [dict(r) for r in done.rows])
+    body = run_calibration(CalibrationRequest(str(labels), str(labels), resamples=50))
+    assert body["n"] == 2 and body["not_judged"] == 0
