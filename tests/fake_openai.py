@@ -27,6 +27,11 @@ request instead of the scripts. Server-wide modes:
 ``reject_formats`` (a set of ``response_format`` types refused with a 400 naming
 ``response_format``), ``llama_cpp`` (a 400 "Only one completion choice is allowed" for any ``n``
 other than 1) and ``latency`` (seconds slept on every request).
+
+Without sockets. ``FakeOpenAI().transport()`` (no ``start()``) is an ``httpx.MockTransport`` giving
+the same answers, scripts and records to a judge built with ``transport=``; ``judge_url`` is then a
+URL nothing listens on. The hostile steps (huge, bomb, drip, reply, nested) need the real server:
+they are about bytes on a socket.
 """
 
 from __future__ import annotations
@@ -186,7 +191,79 @@ class FakeOpenAI:
         with self._lock:
             return [r["body"] for r in self.requests]
 
+    # -- answering ---------------------------------------------------------------------------------
+    def respond(self, path: str, body: dict[str, Any], auth: str) -> tuple[int, Any, dict[str, str]] | Step:
+        """(status, JSON payload, headers) for one request, or the hostile step the server must send itself."""
+        if self.latency:
+            time.sleep(self.latency)
+        if not path.endswith("/chat/completions"):
+            return 404, {"error": {"message": f"no route {path}"}}, {}
+        if self.llama_cpp and body.get("n", 1) != 1:
+            return 400, {"error": {"code": 400, "type": "invalid_request_error",
+                                   "message": "Only one completion choice is allowed"}}, {}
+        kind = (body.get("response_format") or {}).get("type")
+        if kind in self.reject_formats:
+            return 400, {"error": {"type": "invalid_request_error",
+                                   "message": f"response_format type {kind!r} is not supported"}}, {}
+        step = self._next_step(body)
+        text, finish = json.dumps(default_answer(body)), "stop"
+        if step is not None and step.kind in ("huge", "bomb", "drip", "reply"):
+            return step
+        if step is not None and step.kind == "echo":
+            note = step.text.format(auth=auth)
+            if step.status != 200:
+                return step.status, {"error": {"message": note}}, {}
+            answer = {**default_answer(body), "note": note}
+            if "statements" in answer:
+                answer["statements"] = [*answer["statements"], note]
+            step = content(json.dumps(answer))
+        if step is not None:
+            if step.kind == "status":
+                return step.status, {"error": {"message": step.message}}, step.headers
+            if step.kind == "delay":
+                time.sleep(step.seconds)
+            if step.kind == "content":
+                text, finish = step.text, step.finish_reason
+            if step.kind == "parts":
+                text = [{"type": "text", "text": step.text}]  # type: ignore[assignment]
+        return 200, _completion(text, finish, body.get("model")), {}
+
+    def _arrive(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        with self._lock:
+            self.count += 1
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            if self.record:
+                self.requests.append({"body": body, "headers": headers, "at": time.monotonic()})
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.active -= 1
+
     # -- serving -----------------------------------------------------------------------------------
+    judge_url = "http://fake-openai.test/v1"  # where a judge with transport() points (nothing listens)
+
+    def transport(self) -> Any:
+        """An httpx.MockTransport answering as the server would (no socket; hostile steps refused)."""
+        import httpx
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            if request.method == "GET":
+                return httpx.Response(200, json={"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+            body = json.loads(request.content or b"{}")
+            self._arrive(body, dict(request.headers))
+            try:
+                out = self.respond(request.url.path, body,
+                                   request.headers.get("authorization") or request.headers.get("api-key") or "")
+            finally:
+                self._leave()
+            if isinstance(out, Step):
+                raise AssertionError(f"the {out.kind!r} step needs the real server (FakeOpenAI().start())")
+            code, payload, headers = out
+            return httpx.Response(code, json=payload, headers=headers)
+
+        return httpx.MockTransport(handle)
+
     def start(self) -> FakeOpenAI:
         fake = self
 
@@ -216,59 +293,18 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 body = json.loads(raw or b"{}")
-                with fake._lock:
-                    fake.count += 1
-                    fake.active += 1
-                    fake.peak = max(fake.peak, fake.active)
-                    if fake.record:
-                        fake.requests.append({"body": body, "headers": dict(self.headers), "at": time.monotonic()})
+                fake._arrive(body, dict(self.headers))
                 try:
                     self._answer(body)
                 finally:
-                    with fake._lock:
-                        fake.active -= 1
+                    fake._leave()
 
             def _answer(self, body: dict[str, Any]) -> None:
-                if fake.latency:
-                    time.sleep(fake.latency)
-                if not self.path.endswith("/chat/completions"):
-                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
-                if fake.llama_cpp and body.get("n", 1) != 1:
-                    return self._send(400, {"error": {"code": 400, "type": "invalid_request_error",
-                                                      "message": "Only one completion choice is allowed"}})
-                kind = (body.get("response_format") or {}).get("type")
-                if kind in fake.reject_formats:
-                    return self._send(400, {"error": {"type": "invalid_request_error",
-                                                      "message": f"response_format type {kind!r} is not supported"}})
-                step = fake._next_step(body)
-                text, finish = json.dumps(default_answer(body)), "stop"
-                if step is not None and step.kind in ("huge", "bomb", "drip", "reply"):
-                    return self._hostile(step, text)
-                if step is not None and step.kind == "echo":
-                    auth = self.headers.get("authorization") or self.headers.get("api-key") or ""
-                    note = step.text.format(auth=auth)
-                    if step.status != 200:
-                        return self._send(step.status, {"error": {"message": note}})
-                    answer = {**default_answer(body), "note": note}
-                    if "statements" in answer:
-                        answer["statements"] = [*answer["statements"], note]
-                    step = content(json.dumps(answer))
-                if step is not None:
-                    if step.kind == "status":
-                        return self._send(step.status, {"error": {"message": step.message}}, step.headers)
-                    if step.kind == "delay":
-                        time.sleep(step.seconds)
-                    if step.kind == "content":
-                        text, finish = step.text, step.finish_reason
-                    if step.kind == "parts":
-                        text = [{"type": "text", "text": step.text}]  # type: ignore[assignment]
-                self._send(200, {
-                    "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                    "system_fingerprint": "fp_fake",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": finish}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
-                })
+                auth = self.headers.get("authorization") or self.headers.get("api-key") or ""
+                out = fake.respond(self.path, body, auth)
+                if isinstance(out, Step):
+                    return self._hostile(out, json.dumps(default_answer(body)))
+                return self._send(*out)
 
             def _hostile(self, step: Step, text: str) -> None:
                 self.close_connection = True

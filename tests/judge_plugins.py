@@ -43,3 +43,16 @@ class NeedsModel:
 
     def judge(self, task, fields, *, seed):
         return 1
+
+
+from rankgate.judges.testing import ReplayJudge  # noqa: E402 - a user's test module would import it at the top
+
+
+class Replay(ReplayJudge):
+    """A replay table given to the CLI as ``--judge tests.judge_plugins:Replay``; counts its instances."""
+
+    instances = 0
+
+    def __init__(self) -> None:
+        Replay.instances += 1
+        super().__init__({"context_relevance": {"Refunds: 30 days.": 2, "Our office is in Berlin.": 0}})

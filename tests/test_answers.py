@@ -169,8 +169,23 @@ def test_deepeval_preset(tmp_path):
 
 def test_deepeval_csv_joined_lists(tmp_path):
     path = tmp_path / "de.csv"
-    path.write_text("input,actual_output,retrieval_context\nWho?,Bob.,Bob did it.;Alice watched.\n", encoding="utf-8")
-    assert [c.text for c in read_answers(str(path)).records[0].contexts] == ["Bob did it.", "Alice watched."]
+    # DeepEval 4.x joins lists with '|' (context_col_delimiter's default); a ';' is ordinary prose
+    path.write_text("input,actual_output,retrieval_context\nWho?,Bob.,Bob did it; he said so.|Alice watched.\n",
+                    encoding="utf-8")
+    assert [c.text for c in read_answers(str(path)).records[0].contexts] == ["Bob did it; he said so.", "Alice watched."]
+    cols = parse_columns("list_sep=semicolon", ANSWER_FIELDS)  # a file joined by another delimiter
+    assert [c.text for c in read_answers(str(path), columns=cols).records[0].contexts] == [
+        "Bob did it", "he said so.|Alice watched."]
+
+
+def test_deepeval_retrieved_context_data_is_its_context(tmp_path):
+    """save_as writes a RetrievedContextData as deepeval_source=…,deepeval_context=…; DeepEval reads
+    back the context, and so does rankgate."""
+    path = tmp_path / "de.json"
+    path.write_text(json.dumps([{"input": "Who?", "actual_output": "Bob.",
+                                 "retrieval_context": ["deepeval_source=doc7,deepeval_context=Bob did it, he said."]}]),
+                    encoding="utf-8")
+    assert [c.text for c in read_answers(str(path)).records[0].contexts] == ["Bob did it, he said."]
 
 
 def test_column_map_dotted_paths(tmp_path):
@@ -577,6 +592,16 @@ def test_cli_on_a_ragas_file_as_answers_and_gold(tmp_path, capsys):
     layer = json.loads(capsys.readouterr().out)["answers"]
     assert layer["grid"]["cells"]["ok"]["count"] == 1 and layer["grid"]["cells"]["retrieval problem"]["count"] == 1
     assert layer["queries"]["refusals"] and layer["queries"]["refusals"][0].startswith("q:")
+    # ids that are hashes of the question: the question is carried beside them
+    assert layer["grid"]["cells"]["ok"]["example_questions"] == ["When was Taskfolio founded?"]
+    assert layer["questions"][layer["queries"]["refusals"][0]] == "Does Taskfolio have a Linux app?"
+    out = tmp_path / "out"
+    assert main(["answers", "--answers", str(ragas), "--gold", str(ragas), "--gold-format", "ragas", "--no-cache",
+                 "--resamples", "0", "--out", str(out)]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "refusals; faithfulness not_applicable): 'Does Taskfolio have a Linux app?'" in shown
+    rows = (out / "answers.csv").read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("query_id,query,cell,") and "When was Taskfolio founded?" in rows[1]
 
 
 def test_report_refuses_a_summary_without_answers(cli_files, tmp_path, capsys):

@@ -224,8 +224,8 @@ def test_deepeval_context_is_relevance_and_expected_output_is_not(tmp_path, caps
     if container == "json":  # save_as("json"): lists stay lists
         path = tmp_path / "dataset.json"
         path.write_text(json.dumps(saved, indent=4))
-    elif container == "csv":  # a CSV for add_goldens_from_csv_file: lists joined by its default ';'
-        path = write_csv(tmp_path / "dataset.csv", DEEPEVAL, lists=";".join)
+    elif container == "csv":  # a CSV for add_goldens_from_csv_file: lists joined by its default '|'
+        path = write_csv(tmp_path / "dataset.csv", DEEPEVAL, lists="|".join)
     elif container == "save_as_csv":  # save_as("csv") joins lists with '|'
         path = write_csv(tmp_path / "dataset.csv", saved, lists="|".join)
     else:  # save_as("jsonl") writes the '|'-joined text too

@@ -126,6 +126,15 @@ def test_a_dripping_server_is_cut_off_at_the_deadline(fake, tmp_path, headers):
     assert out[1].label == 2
 
 
+def test_an_injected_http_transport_is_cut_off_at_the_deadline_too(fake, tmp_path):
+    import httpx
+
+    fake.script("drip", drip(0.05, headers=True))  # the headers: only the deadline under the pool cuts them off
+    out = run(fake, tmp_path, ["drip", "fine"], timeout_s=0.3, retries=0, transport=httpx.HTTPTransport())
+    assert out[0].label is None and out[0].error == "timeout after 0.3 s after 1 attempt"
+    assert out[1].label == 2
+
+
 def test_a_dripped_reply_that_times_out_is_retried_with_a_fresh_deadline(fake, tmp_path):
     fake.script("drip", drip(0.05))
     out = run(fake, tmp_path, ["drip"], timeout_s=0.3, retries=1)

@@ -1,4 +1,9 @@
-"""The openai judge through real HTTP against the fake server in tests/fake_openai.py, with faults."""
+"""The openai judge against the fake server in tests/fake_openai.py, with faults.
+
+Most tests talk to it through an ``httpx.MockTransport`` (the ``fake`` fixture: no socket, no server
+thread); the ones about HTTP itself — the deadline, headers on the wire, the cache shared by other
+processes — use the real server (``server``).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +26,16 @@ FAST = {"timeout_s": 2.0, "backoff_s": 0.01, "retries": 2}
 
 @pytest.fixture
 def fake():
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
+    """The fake's answers through the judge's injected transport."""
+    return FakeOpenAI()
+
+
+@pytest.fixture
+def server():
+    """The fake over real HTTP on 127.0.0.1."""
+    real = FakeOpenAI().start()
+    yield real
+    real.stop()
 
 
 def items(*passages, question="what is the refund window"):
@@ -32,6 +44,8 @@ def items(*passages, question="what is the refund window"):
 
 def judge_for(fake, tmp_path, **kwargs):
     options = {**FAST, "cache_dir": tmp_path / "cache", **kwargs}
+    if fake._server is None:  # not started: the same answers through an httpx.MockTransport
+        return open_judge("openai", url=fake.judge_url, model="fake-model", transport=fake.transport(), **options)
     return open_judge("openai", url=fake.url, model="fake-model", **options)
 
 
@@ -76,37 +90,37 @@ def test_peak_concurrency_bounded_by_workers(tmp_path):
         server.stop()
 
 
-def test_cache_hit_sends_nothing_and_survives_a_new_process(fake, tmp_path):
+def test_cache_hit_sends_nothing_and_survives_a_new_process(server, tmp_path):
     batch = items("a", "b", "c")
-    with judge_for(fake, tmp_path) as judge:
+    with judge_for(server, tmp_path) as judge:
         first = judge.run("context_relevance", batch)
-        assert fake.count == 3
+        assert server.count == 3
         plan = judge.plan("context_relevance", batch)
         assert (plan.calls, plan.cache_hits, plan.to_send) == (3, 3, 0)
         again = judge.run("context_relevance", batch)
-    assert fake.count == 3 and all(j.cached for j in again)
+    assert server.count == 3 and all(j.cached for j in again)
     assert [j.label for j in again] == [j.label for j in first]
     code = (
         "import json, sys\nfrom rankgate.judges import open_judge, JudgeItem\n"
-        f"j = open_judge('openai', url={fake.url!r}, model='fake-model', cache_dir={str(tmp_path / 'cache')!r})\n"
+        f"j = open_judge('openai', url={server.url!r}, model='fake-model', cache_dir={str(tmp_path / 'cache')!r})\n"
         "items = [JudgeItem(f'q1\\x1f{i}', {'question': 'what is the refund window', 'passage': p})"
         " for i, p in enumerate('abcd')]\n"
         "print(json.dumps([[x.label, x.cached] for x in j.run('context_relevance', items)]))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [[2, True], [2, True], [2, True], [2, False]]
-    assert fake.count == 4  # only "d" was sent
-    with judge_for(fake, tmp_path, refresh=True) as judge:
+    assert server.count == 4  # only "d" was sent
+    with judge_for(server, tmp_path, refresh=True) as judge:
         assert not any(j.cached for j in judge.run("context_relevance", batch))
-    assert fake.count == 7
+    assert server.count == 7
 
 
-def test_cache_key_covers_model_seed_and_prompt(fake, tmp_path):
+def test_cache_key_covers_model_seed_and_prompt(server, tmp_path):
     batch = items("a")
     for kwargs in ({}, {"seed": 1}, {"model": "other"}, {}):
         model = kwargs.pop("model", "fake-model")
-        with open_judge("openai", url=fake.url, model=model, cache_dir=tmp_path, **kwargs) as judge:
+        with open_judge("openai", url=server.url, model=model, cache_dir=tmp_path, **kwargs) as judge:
             judge.run("context_relevance", batch)
-    assert fake.count == 3
+    assert server.count == 3
 
 
 def test_429_retry_after_is_honoured(fake, tmp_path, monkeypatch):
@@ -157,10 +171,10 @@ def test_client_errors_fail_at_once_with_the_servers_message(fake, tmp_path):
     assert out[0].error == "HTTP 401: invalid api key (check --judge-key-env)" and fake.count == 1
 
 
-def test_timeout_then_retry_and_timeout_for_good(fake, tmp_path):
-    fake.script("late-once", delay(0.6))
-    fake.script("late-always", delay(0.6), delay(0.6))
-    with judge_for(fake, tmp_path, timeout_s=0.15, retries=1) as judge:
+def test_timeout_then_retry_and_timeout_for_good(server, tmp_path):
+    server.script("late-once", delay(0.6))
+    server.script("late-always", delay(0.6), delay(0.6))
+    with judge_for(server, tmp_path, timeout_s=0.15, retries=1) as judge:
         out = judge.run("context_relevance", items("late-once", "late-always"))
     assert out[0].label == 2
     assert out[1].error == "timeout after 0.15 s after 2 attempts"
@@ -208,15 +222,12 @@ def test_second_bad_answer_is_an_error_not_a_guess(fake, tmp_path):
     ({"json_schema", "json_object"}, ["json_schema", "json_object", None, None, None]),
 ])
 def test_response_format_fallback(tmp_path, rejected, modes):
-    server = FakeOpenAI(reject_formats=rejected).start()
-    try:
-        with judge_for(server, tmp_path, workers=1) as judge:
-            out = judge.run("context_relevance", items("a", "b", "c"))
-            assert judge.identity()["response_format"] == (modes[-1] or "none")
-        assert [j.label for j in out] == [2, 2, 2]
-        assert [(b.get("response_format") or {}).get("type") for b in server.bodies()] == modes
-    finally:
-        server.stop()
+    fake = FakeOpenAI(reject_formats=rejected)
+    with judge_for(fake, tmp_path, workers=1) as judge:
+        out = judge.run("context_relevance", items("a", "b", "c"))
+        assert judge.identity()["response_format"] == (modes[-1] or "none")
+    assert [j.label for j in out] == [2, 2, 2]
+    assert [(b.get("response_format") or {}).get("type") for b in fake.bodies()] == modes
 
 
 def test_statements_and_verdict_tasks(fake, tmp_path):
@@ -237,12 +248,12 @@ def test_repeats_measure_the_judges_variance(fake, tmp_path):
     assert (v.items, v.changed, v.share) == (2, 1, 0.5)
 
 
-def test_key_from_named_variable_is_sent_never_recorded(fake, tmp_path, monkeypatch):
+def test_key_from_named_variable_is_sent_never_recorded(server, tmp_path, monkeypatch):
     monkeypatch.setenv("RANKGATE_TEST_KEY", "sk-test-123")
-    with judge_for(fake, tmp_path, key_env="RANKGATE_TEST_KEY") as judge:
+    with judge_for(server, tmp_path, key_env="RANKGATE_TEST_KEY") as judge:
         judge.run("context_relevance", items("a"))
         assert "sk-test-123" not in json.dumps(judge.identity())
-    assert fake.requests[0]["headers"].get("authorization") == "Bearer sk-test-123"
+    assert server.requests[0]["headers"].get("authorization") == "Bearer sk-test-123"
     rows = (tmp_path / "cache" / "judge-cache.sqlite3").read_bytes()
     assert b"sk-test-123" not in rows
 
@@ -297,16 +308,16 @@ def test_azure_key_header_and_content_parts(fake, tmp_path, monkeypatch):
         assert judge.run("context_relevance", items("parts"))[0].label == 1
 
 
-def test_processes_share_one_cache(fake, tmp_path):
+def test_processes_share_one_cache(server, tmp_path):
     code = (
         "import sys\nfrom rankgate.judges import open_judge, JudgeItem\n"
-        f"j = open_judge('openai', url={fake.url!r}, model='fake-model', cache_dir={str(tmp_path)!r}, workers=4)\n"
+        f"j = open_judge('openai', url={server.url!r}, model='fake-model', cache_dir={str(tmp_path)!r}, workers=4)\n"
         "items = [JudgeItem(str(i), {'question': 'q', 'passage': f'p{i}'}) for i in range(int(sys.argv[1]), int(sys.argv[2]))]\n"
         "out = j.run('context_relevance', items)\nassert all(x.error is None for x in out)\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(a), str(b)], cwd=ROOT)
              for a, b in ((0, 300), (150, 450))]
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
-    with judge_for(fake, tmp_path, cache_dir=tmp_path) as judge:
+    with judge_for(server, tmp_path, cache_dir=tmp_path) as judge:
         plan = judge.plan("context_relevance", [JudgeItem(str(i), {"question": "q", "passage": f"p{i}"})
                                                 for i in range(450)])
     assert plan.cache_hits == 450

@@ -22,6 +22,23 @@ def test_all_is_pinned():
         assert getattr(rankgate, name) is not None
 
 
+def test_judge_and_error_names_are_pinned():
+    import rankgate.errors
+    import rankgate.judges
+    import rankgate.judges.testing
+
+    assert sorted(rankgate.errors.__all__) == ["ConfigError", "InputError", "JudgeError", "MetricSpecError",
+                                               "OutputError", "RankgateError", "UsageError"]
+    assert sorted(rankgate.judges.__all__) == sorted([
+        "BUDGET_REACHED", "DEFAULT_MAX_STATEMENTS", "MAX_REPEATS", "MAX_RETRIES", "MAX_STATEMENTS", "MAX_WORKERS",
+        "TASKS", "TASK_FIELDS", "Judge", "JudgeCallError", "JudgeClient", "JudgeItem", "Judgement", "Label", "Plan",
+        "RepeatVariance", "coverage", "open_judge", "repeat_variance"])
+    assert sorted(rankgate.judges.testing.__all__) == ["ReplayJudge", "SUBJECT"]
+    for module in (rankgate.errors, rankgate.judges, rankgate.judges.testing):
+        for name in module.__all__:
+            assert getattr(module, name) is not None
+
+
 def _modules_after(code: str) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json; print(json.dumps(sorted(sys.modules)))"], cwd=ROOT,
                          capture_output=True, text=True, check=True)

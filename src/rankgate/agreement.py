@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .constraints import CONFIDENCE, RESAMPLES, SEED, check
 from .errors import UsageError
 from .stats import normal_quantile, wilson_interval
 
@@ -91,8 +92,9 @@ def kappa_ci(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarra
              categories: int | None = None) -> tuple[float, float]:
     """Percentile-bootstrap interval of κ over items (module docstring); NaN with fewer than 2 items."""
     h, j = _pair(human, judge)
-    if not 0 < confidence < 1:
-        raise UsageError(f"confidence must be between 0 and 1; got {confidence}")
+    check(CONFIDENCE, confidence, caller="kappa_ci")
+    check(RESAMPLES, n_resamples, caller="kappa_ci", name="n_resamples")
+    check(SEED, seed, caller="kappa_ci")
     if h.size < 2:
         return (math.nan, math.nan)
     k = categories or int(max(h.max(), j.max())) + 1
@@ -180,8 +182,7 @@ def ppi_mean(judge_on_unlabelled: Sequence[float], judge_on_labelled: Sequence[f
     if fl.shape != y.shape:
         raise UsageError(f"judge and human labels on the labelled items must have the same length; "
                          f"got {fl.size} and {y.size}")
-    if not 0 < confidence < 1:
-        raise UsageError(f"confidence must be between 0 and 1; got {confidence}")
+    check(CONFIDENCE, confidence, caller="ppi_mean")
     if fu.size == 0 or y.size == 0:
         return PPIEstimate(math.nan, (math.nan, math.nan), int(y.size), int(fu.size))
     rectifier = fl - y

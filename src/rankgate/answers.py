@@ -427,8 +427,11 @@ def diagnosis_grid(result: EvaluationResult, thresholds: GridThresholds = GridTh
     return rows
 
 
-def grid_counts(rows: Sequence[GridRow], *, examples: int = 3, confidence: float = 0.95) -> dict[str, Any]:
-    """Per cell: count, share of the queries with its Wilson interval, and example query ids."""
+def grid_counts(rows: Sequence[GridRow], *, examples: int = 3, confidence: float = 0.95,
+                texts: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Per cell: count, share of the queries with its Wilson interval, and example query ids; with
+    ``texts`` (the questions of queries known by a hash of their question), ``example_questions``
+    beside them, the question of each (or its id when it has none)."""
     from .stats import wilson_interval
 
     n = len(rows)
@@ -438,6 +441,8 @@ def grid_counts(rows: Sequence[GridRow], *, examples: int = 3, confidence: float
         lo, hi = wilson_interval(len(members), n, confidence=confidence) if n else (math.nan, math.nan)
         out["cells"][cell] = {"count": len(members), "share": len(members) / n if n else None,
                               "ci": [lo, hi] if n else None, "examples": members[:examples]}
+        if texts:
+            out["cells"][cell]["example_questions"] = [texts.get(q, q) for q in members[:examples]]
     return out
 
 
@@ -472,7 +477,7 @@ def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: M
             entry["not_applicable"] = [q for q, st in zip(result.query_ids, status_of) if st == NOT_APPLICABLE]
             entry["judge_error"] = [q for q, st in zip(result.query_ids, status_of) if st == JUDGE_ERROR]
         metrics[name] = entry
-    grid = grid_counts(rows, examples=examples, confidence=confidence)
+    grid = grid_counts(rows, examples=examples, confidence=confidence, texts=result.info.get("query_texts"))
     grid["thresholds"] = {"faithful_min": thresholds.faithful_min, "contradiction_max": thresholds.contradiction_max,
                           "correct_min": thresholds.correct_min}
     grid["retrieval_metric"] = a["retrieval_metrics"][0]
@@ -484,7 +489,7 @@ def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: M
     if mismatch:  # every retrieval verdict would be "miss": say why instead of a grid of retrieval problems
         warnings.append(mismatch.replace("no retrieved id", "no packed context id")
                         + "; when the answers log context texts only, pass --corpus so texts find their chunk ids")
-    return {
+    out: dict[str, Any] = {
         "warnings": warnings,
         "metrics": metrics,
         "answer_metrics": answer_names,
@@ -496,6 +501,11 @@ def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: M
         "packed_k": a["packed_k"],
         "judge": dict(judge or {}),
     }
+    texts = result.info.get("query_texts")
+    if texts:  # queries known by a hash of their question: the question of each id listed above
+        listed = dict.fromkeys([*result.query_ids, *a["unanswered"]])
+        out["questions"] = {q: texts[q] for q in listed if q in texts}
+    return out
 
 
 # -- the judge against human labels of the same answers ---------------------------------------------

@@ -31,7 +31,7 @@ import numpy as np
 from .errors import UsageError
 from ._jsonable import exact_mean, nan_to_none
 # metric facts live in the registry; re-exported here for code written against earlier releases
-from .metrics.registry import higher_is_better, is_share, metric_family
+from .metrics.info import higher_is_better, is_share, metric_family
 from .results import EvaluationResult, run_label
 from .segments import ordered_labels, segment_labels, split_fields
 from .stats import holm, paired_bootstrap_ci, randomization_test

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 
+from .constraints import K, check
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, np_of, strings_of
 from .data.ids import item_codes_ordered, segment_duplicates
@@ -28,7 +29,6 @@ from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ti
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext
-from .metrics.spec import MAX_K
 from .results import EvaluationResult
 
 __all__ = ["DEFAULT_K", "doc_mapper", "evaluate", "ties_lines"]
@@ -85,8 +85,8 @@ def evaluate(
             ``{"query_id": "qid", "chunk_id": "doc", "score": "s"}``.
     """
     metric_list = parse_metrics(metrics if isinstance(metrics, str) else list(metrics))
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K):
-        raise UsageError(f"k must be a positive integer up to {MAX_K:,}; got {k!r}"[:120])
+    if k is not None:
+        check(K, k, caller="evaluate")
     if level not in ("chunk", "doc"):
         raise UsageError(f"level must be 'chunk' or 'doc'; got {level!r}")
     if dedupe not in ("error", "first"):
@@ -122,10 +122,18 @@ def evaluate(
                 hashes[name] = pool.submit(sha256_files, files)
 
         doc_of = doc_mapper(doc_sep, doc_map)
+        notices = input_notices(g, r)
+        texts = query_texts(g)
+        from .data.nearmiss import near_misses
+
+        near = near_misses(g, r)
         if level == "doc":
             g = _gold_to_docs(g, doc_of)
         result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
                                   level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs, ties=ties)
+        read = {"notices": notices, "near_misses": near, "query_texts": texts}  # what reading the inputs found
+        if any(read.values()):
+            result = replace(result, info={**result.info, **{key: v for key, v in read.items() if v}})
         for name, obj in (("gold", g), ("run", r)):
             entry: dict[str, Any] = {"path": obj.source}
             if name in hashes:
@@ -467,6 +475,21 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
         inputs=inputs,
         info=info,
     )
+
+
+def query_texts(g: Gold) -> dict[str, str] | None:
+    """Question text by query id, for the queries whose id is only a hash of their question (a RAG
+    tool's samples without ids: ``q:…``), so that outputs can show the question; None when there are none.
+    A mapping, not a list: it stays right for a subset of the queries."""
+    if "query" not in g.fields or not any(q.startswith("q:") for q in g.query_ids):
+        return None
+    texts = {q: t for q, t in zip(g.query_ids, g.field("query")) if q.startswith("q:") and isinstance(t, str)}
+    return texts or None
+
+
+def input_notices(g: Gold, r: Run) -> list[str]:
+    """What the readers of the two inputs want said, each sentence once, the gold set's first."""
+    return list(dict.fromkeys([*getattr(g, "notices", ()), *getattr(r, "notices", ())]))
 
 
 def _deepest_first(metrics: list[Metric]) -> list[Metric]:

@@ -11,8 +11,17 @@ prints one line naming it and exits 3 (the traceback only with ``--debug`` or ``
     │   └── MetricSpecError       a metric spec that does not parse, or an unknown metric name
     ├── InputError                bad content in a file or in-memory record: knows path, line, field
     │   └── ConfigError           bad gate/config file: knows path, line, key
-    └── OutputError               an output path that cannot be written (a folder where a file goes,
-                                  a read-only folder, a full disk): knows the path and what to do
+    ├── OutputError               an output path that cannot be written (a folder where a file goes,
+    │                             a read-only folder, a full disk): knows the path and what to do
+    └── JudgeError                a judge that could not give a label: its server, key, model or answers
+        └── JudgeCallError        one call that failed for good, after its retries and re-ask
+                                  (defined in :mod:`rankgate.judges.base`, which redacts its message)
+
+A :class:`JudgeError` is normally data, not an exception that ends a run: the judge client turns each
+failed call into that item's ``judge_error`` and the run goes on. One that escapes to the CLI (a
+user's code calling a backend directly) exits 2 like any other RankgateError: it is about the user's
+judge setup (a server down, a wrong key, a model that answers nonsense), which the user fixes, not a
+bug in rankgate (exit 3).
 
 Messages follow one shape: *where* (``path:line``), *what* (the field and what was given),
 *expected* (what would have been accepted) and, when there is one, a *hint* saying what to do.
@@ -20,7 +29,7 @@ Messages follow one shape: *where* (``path:line``), *what* (the field and what w
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "InputError", "MetricSpecError", "OutputError", "RankgateError", "UsageError"]
+__all__ = ["ConfigError", "InputError", "JudgeError", "MetricSpecError", "OutputError", "RankgateError", "UsageError"]
 
 
 class RankgateError(Exception):
@@ -91,3 +100,7 @@ class OutputError(RankgateError):
         self.detail = message
         text = f"{path}: {message}" if path is not None else message
         super().__init__(f"{text} ({hint})" if hint else text)
+
+
+class JudgeError(RankgateError):
+    """A judge that could not give a label (see :class:`rankgate.judges.base.JudgeCallError`)."""

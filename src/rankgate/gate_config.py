@@ -37,21 +37,40 @@ See ``docs/gating.md`` for what each check means.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError, RankgateError
+from .configfile import (  # noqa: F401 - the MAX_* limits were defined here first: still importable from here
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    SEVERITIES,
+    ConfigItem,
+    ConfigReader,
+    parse_tree,
+    read_config_text,
+    show_value,
+    tree_from_plain,
+)
+from .errors import RankgateError
 
-__all__ = ["Gate", "GateConfig", "config_from_dict", "load_config", "load_monitors", "parse_config", "parse_monitors"]
+__all__ = ["READERS", "Gate", "GateConfig", "config_from_dict", "load_config", "load_monitors", "parse_config",
+           "parse_monitors"]
+
+#: What a config names that another area reads, and where its reader lives ("module:function"),
+#: looked up when a config uses it: the area owns its keys, rules and messages, and this module
+#: imports none of them (the way diagnosis.RULES lists its rules in one place).
+READERS: dict[str, str] = {
+    "latency": "rankgate.experiments.latency:read_latency_gates",  # the 'latency:' list (ceilings in ms)
+    "calibration": "rankgate.pooling:read_calibration",  # a judge metric's calibration file
+    "monitors": "rankgate.traces.monitors:parse_monitors",  # the trace monitors file (rankgate traces check)
+    "monitors file": "rankgate.traces.monitors:load_monitors",
+}
 
 TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency", "judge")
-LATENCY_KEYS = ("name", "stage", "median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms", "on", "segments",
-                "min_queries", "severity", "label")
-LATENCY_ON = ("ci_lower", "estimate", "ci_upper")
 GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
              "not_applicable", "calibration")
 JUDGE_KEYS = ("min_calibration_items", "min_agreement")
@@ -61,12 +80,7 @@ MIN_CALIBRATION_ITEMS = 100
 MIN_AGREEMENT = 0.8
 DEFAULT_KEYS = ("seed", "resamples", "confidence")
 EVALUATE_KEYS = ("k", "level", "doc_sep", "ties")
-SEVERITIES = ("error", "warning")
 ON = ("mean", "ci_lower", "ci_upper")
-#: Limits that keep a hostile config file from taking minutes and gigabytes (see _Budget).
-MAX_BYTES = 1 << 20  # 1 MiB; ship criteria are a few hundred bytes
-MAX_VALUES = 10_000  # values in the document once aliases are expanded
-MAX_DEPTH = 50  # nesting of blocks
 
 
 @dataclass(frozen=True)
@@ -120,156 +134,11 @@ class GateConfig:
         return tuple(dict.fromkeys(f for g in self.gates for f in g.segments))
 
 
-# -- a parsed tree that remembers lines ---------------------------------------------------------
-@dataclass
-class _Item:
-    value: Any  # dict[str, _Item] | list[_Item] | scalar
-    line: int | None
-
-
-class _Budget:
-    """Bounds on building the tree: aliases (``*name``) make the node graph share, or even loop
-    back to, nodes, so a 600-byte file can stand for billions of values ("billion laughs")."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.left = MAX_VALUES
-        self.open: set[int] = set()  # nodes being built: reaching one again is an alias to itself
-
-    def take(self, node: Any) -> None:
-        line = node.start_mark.line + 1
-        if id(node) in self.open:
-            raise ConfigError("has an alias that refers to the block it is part of (a loop)", path=self.path,
-                              line=line, hint="write the values out instead of the alias")
-        if len(self.open) >= MAX_DEPTH:
-            raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=self.path, line=line,
-                              hint="a ship-criteria file needs a few levels")
-        self.left -= 1
-        if self.left < 0:
-            raise ConfigError(f"stands for more than {MAX_VALUES:,} values once its aliases (*name) are expanded",
-                              path=self.path, line=line,
-                              hint="a ship-criteria file needs far fewer; write the values out instead of nesting aliases")
-
-
-def _from_yaml(node: Any, path: str, budget: _Budget | None = None) -> _Item:
-    import yaml
-
-    budget = budget or _Budget(path)
-    budget.take(node)
-    line = node.start_mark.line + 1
-    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
-        budget.open.add(id(node))
-    try:
-        if isinstance(node, yaml.MappingNode):
-            out: dict[str, _Item] = {}
-            for key_node, value_node in node.value:
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-                if not isinstance(key, str):
-                    raise ConfigError("has a key that is not a plain name", path=path, line=key_node.start_mark.line + 1)
-                if key in out:
-                    raise ConfigError(f"key '{key}' appears twice in the same block", path=path,
-                                      line=key_node.start_mark.line + 1, hint="keep one")
-                item = _from_yaml(value_node, path, budget)
-                item.line = key_node.start_mark.line + 1  # errors point at the key's line
-                out[key] = item
-            return _Item(out, line)
-        if isinstance(node, yaml.SequenceNode):
-            return _Item([_from_yaml(n, path, budget) for n in node.value], line)
-    finally:
-        budget.open.discard(id(node))
-    try:
-        return _Item(yaml.constructor.SafeConstructor().construct_object(node), line)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"has a value that is not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
-                          line=line) from None
-    except (ValueError, OverflowError) as exc:  # e.g. a date out of range
-        raise ConfigError(f"has a value that cannot be read: {exc}", path=path, line=line) from None
-
-
-def _from_plain(value: Any) -> _Item:
-    if isinstance(value, Mapping):
-        return _Item({str(k): _from_plain(v) for k, v in value.items()}, None)
-    if isinstance(value, (list, tuple)):
-        return _Item([_from_plain(v) for v in value], None)
-    return _Item(value, None)
-
-
-# -- validation ---------------------------------------------------------------------------------
-class _Reader:
-    """Checks values of a parsed tree; errors name file, line and key (public as ConfigReader)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, key: str, line: int | None, message: str, hint: str | None = None) -> ConfigError:
-        return ConfigError(message, path=self.path, line=line, field=key, hint=hint)
-
-    def mapping(self, item: _Item, key: str, known: tuple[str, ...]) -> dict[str, _Item]:
-        if not isinstance(item.value, dict):
-            raise self.fail(key, item.line, f"must be a mapping of {', '.join(known)}; got {_show(item.value)}")
-        for name, sub in item.value.items():
-            if name not in known:
-                close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-                hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
-                raise self.fail(f"{key}.{name}" if key else name, sub.line, "is not a known key", hint)
-        return item.value
-
-    def number(self, item: _Item, key: str, *, share: bool, pp: bool = False) -> float:
-        v = item.value
-        if isinstance(v, str):
-            text = v.strip().lower().replace(" ", "")
-            suffix = "pp" if pp else "%"
-            m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)" + re.escape(suffix), text)
-            if m and share:
-                return float(m.group(1)) / 100.0
-            example = "3pp" if pp else "85%"
-            raise self.fail(key, item.line, f"must be a number; got {_show(v)}",
-                            f"write 0.85 or '{example}'" if share else "write a plain number")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise self.fail(key, item.line, f"must be a number; got {_show(v)}")
-        return float(v)
-
-    def integer(self, item: _Item, key: str, minimum: int, maximum: int | None = None) -> int:
-        v = item.value
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise self.fail(key, item.line, f"must be an integer >= {minimum}; got {_show(v)}")
-        if maximum is not None and v > maximum:
-            raise self.fail(key, item.line, f"must be an integer <= {maximum:,}; got {v:,}")
-        return v
-
-    def choice(self, item: _Item, key: str, choices: tuple[str, ...]) -> str:
-        v = item.value
-        if v not in choices:
-            close = difflib.get_close_matches(str(v), choices, n=1, cutoff=0.5)
-            hint = f"did you mean '{close[0]}'?" if close else None
-            raise self.fail(key, item.line, f"must be one of {'|'.join(choices)}; got {_show(v)}", hint)
-        return v
-
-    def text(self, item: _Item, key: str) -> str:
-        if not isinstance(item.value, str) or not item.value.strip():
-            raise self.fail(key, item.line, f"must be a non-empty string; got {_show(item.value)}")
-        return item.value.strip()
-
-
-ConfigReader = _Reader
-ConfigItem = _Item
-
-
-def _show(v: Any) -> str:
-    if isinstance(v, dict):
-        return "a mapping"
-    if isinstance(v, list):
-        return "a list"
-    if v is None:
-        return "nothing (null)"
-    return f"{v!r} ({type(v).__name__})" if not isinstance(v, str) else repr(v)
-
-
 NAME_SHAPE_TEXT = "retrieval_<metric>[_at_<k>]"
 _NAME_SHAPE = re.compile(r"^retrieval_(?P<metric>[a-z][a-z0-9_]*?)(?:_at_(?P<k>[0-9]+))?$")
 
 
-def _metric_of_name(r: _Reader, name: str, key: str, line: int | None) -> str:
+def _metric_of_name(r: ConfigReader, name: str, key: str, line: int | None) -> str:
     """The metric a gate's name carries when the gate gives no ``metric:``: ``retrieval_recall_at_5``
     is ``recall@5``, ``retrieval_mrr`` is ``mrr``; a name that is itself a metric (``recall@5``,
     ``retrieval_recall_at_k``, the sample contract's name) is that metric."""
@@ -303,12 +172,12 @@ def _range_text(low: float, high: float) -> str:
     return f"between {num(low)} and {num(high)}"
 
 
-def _build(root: _Item, path: str) -> GateConfig:
+def _build(root: ConfigItem, path: str) -> GateConfig:
     from .metrics import metric_info, parse_metric
     from .metrics.spec import MAX_K
     from .stats import MAX_RESAMPLES
 
-    r = _Reader(path)
+    r = ConfigReader(path)
     if root.value is None:
         raise r.fail("gates", 1, "is required: the config has no gates", "start with 'gates:' and a list of gates")
     top = r.mapping(root, "", TOP_KEYS)
@@ -316,7 +185,7 @@ def _build(root: _Item, path: str) -> GateConfig:
         raise r.fail("gates", root.line, "is required", "add 'gates:' with a list of gates")
     gates_item = top["gates"]
     if not isinstance(gates_item.value, list):
-        raise r.fail("gates", gates_item.line, f"must be a list of gates; got {_show(gates_item.value)}",
+        raise r.fail("gates", gates_item.line, f"must be a list of gates; got {show_value(gates_item.value)}",
                      "each gate starts with '- metric: …'")
     if not gates_item.value:
         raise r.fail("gates", gates_item.line, "must list at least one gate")
@@ -393,10 +262,10 @@ def _build(root: _Item, path: str) -> GateConfig:
         if "segments" in g:
             s = g["segments"]
             raw = [s] if isinstance(s.value, str) else s.value
-            if not isinstance(raw, list) or not all(isinstance(x, (str, _Item)) for x in raw):
-                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {_show(s.value)}")
+            if not isinstance(raw, list) or not all(isinstance(x, (str, ConfigItem)) for x in raw):
+                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {show_value(s.value)}")
             segments = tuple(dict.fromkeys(
-                r.text(x if isinstance(x, _Item) else _Item(x, s.line), f"{at}.segments") for x in raw
+                r.text(x if isinstance(x, ConfigItem) else ConfigItem(x, s.line), f"{at}.segments") for x in raw
             ))
         min_queries = r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1
         label = r.text(g["label"], f"{at}.label") if "label" in g else None
@@ -443,64 +312,14 @@ def _build(root: _Item, path: str) -> GateConfig:
             if "owner" in m:
                 stale_owner = r.text(m["owner"], "max_stale_labels.owner")
             if "severity" in m:
-                stale_severity = r.choice(m["severity"], "max_stale_labels.severity", ("error", "warning"))
+                stale_severity = r.choice(m["severity"], "max_stale_labels.severity", SEVERITIES)
         stale_count, stale_share = _stale_limit(r, item)
-    latency = _latency_gates(r, top["latency"], set(names)) if "latency" in top else ()
+    latency = _reader("latency")(r, top["latency"], set(names)) if "latency" in top else ()
     return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share,
                       latency=latency, stale_owner=stale_owner, stale_severity=stale_severity)
 
 
-def _latency_gates(r: _Reader, item: _Item, taken: set[str]) -> tuple[Any, ...]:
-    """The ``latency:`` list: ceilings on percentiles of a stage and regression limits, in ms."""
-    from .experiments.latency import LatencyGate
-
-    if not isinstance(item.value, list) or not item.value:
-        raise r.fail("latency", item.line, f"must be a list of latency gates; got {_show(item.value)}",
-                     "each starts with '- stage: retrieve' and gives median_ms, p90_ms, p95_ms, p99_ms or regression_max_ms")
-    out = []
-    for i, sub in enumerate(item.value):
-        at = f"latency[{i}]"
-        g = r.mapping(sub, at, LATENCY_KEYS)
-        if "stage" not in g:
-            raise r.fail(f"{at}.stage", sub.line, "is required", "the stage of the run's latency_ms to gate, e.g. retrieve, or total")
-        stage = r.text(g["stage"], f"{at}.stage")
-        ceilings: dict[str, float] = {}
-        limits = {}
-        for key in ("median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms"):
-            if key in g:
-                v = r.number(g[key], f"{at}.{key}", share=False)
-                if v < 0:
-                    raise r.fail(f"{at}.{key}", g[key].line, f"must be a number of milliseconds >= 0; got {v!r}")
-                limits[key] = v
-                if key != "regression_max_ms":
-                    ceilings[key.removesuffix("_ms")] = v
-        if not limits:
-            raise r.fail(at, sub.line, f"checks nothing for stage {stage!r}",
-                         "give median_ms, p90_ms, p95_ms, p99_ms (ceilings) or regression_max_ms")
-        name = r.text(g["name"], f"{at}.name") if "name" in g else f"latency_{stage}"
-        if name in taken:
-            raise r.fail(f"{at}.name", g["name"].line if "name" in g else sub.line, f"repeats the gate name {name!r}",
-                         "give each gate its own name")
-        taken.add(name)
-        segments: tuple[str, ...] = ()
-        if "segments" in g:
-            s = g["segments"]
-            raw = [s.value] if isinstance(s.value, str) else s.value
-            if not isinstance(raw, list) or not raw:
-                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {_show(s.value)}")
-            segments = tuple(dict.fromkeys(r.text(x if isinstance(x, _Item) else _Item(x, s.line), f"{at}.segments")
-                                           for x in raw))
-        out.append(LatencyGate(
-            name, stage, ceilings, limits.get("regression_max_ms"),
-            r.choice(g["on"], f"{at}.on", LATENCY_ON) if "on" in g else "ci_lower", segments,
-            r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1,
-            r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error",
-            r.text(g["label"], f"{at}.label") if "label" in g else None,
-            {k: v.line for k, v in g.items() if v.line is not None}))
-    return tuple(out)
-
-
-def _calibration(r: _Reader, g: Mapping[str, _Item], at: str, metric: str, line: int | None, min_items: int,
+def _calibration(r: ConfigReader, g: Mapping[str, ConfigItem], at: str, metric: str, line: int | None, min_items: int,
                  min_agreement: float) -> dict[str, Any] | None:
     """A judge metric's calibration facts; a judge metric without an adequate calibration file is an
     error saying why (an uncalibrated judge looks rigorous while it may mislead)."""
@@ -522,10 +341,8 @@ def _calibration(r: _Reader, g: Mapping[str, _Item], at: str, metric: str, line:
                      "'calibration: FILE' to this gate (docs/answers.md)")
     given = r.text(g["calibration"], f"{at}.calibration")
     path = given if os.path.isabs(given) or r.path.startswith("<") else os.path.join(os.path.dirname(r.path), given)
-    from .pooling import read_calibration
-
     try:
-        cal = read_calibration(path)
+        cal = _reader("calibration")(path)
     except RankgateError as exc:
         raise r.fail(f"{at}.calibration", g["calibration"].line, f"cannot be used: {exc}") from None
     where = g["calibration"].line
@@ -544,7 +361,7 @@ def _calibration(r: _Reader, g: Mapping[str, _Item], at: str, metric: str, line:
     return {"path": given, "task": task, "n": cal.n, "agreement": cal.agreement}
 
 
-def _stale_limit(r: _Reader, item: _Item) -> tuple[int | None, float | None]:
+def _stale_limit(r: ConfigReader, item: ConfigItem) -> tuple[int | None, float | None]:
     """``max_stale_labels``: an integer is a count of labels, a fraction below 1 or ``"2%"`` a share."""
     v = item.value
     hint = "write a count of labels (10) or a share ('2%' or 0.02)"
@@ -554,76 +371,13 @@ def _stale_limit(r: _Reader, item: _Item) -> tuple[int | None, float | None]:
         return v, None
     share = r.number(item, "max_stale_labels", share=True)
     if not 0.0 <= share < 1.0:
-        raise r.fail("max_stale_labels", item.line, f"must be a share below 1 or a whole count; got {_show(v)}", hint)
+        raise r.fail("max_stale_labels", item.line, f"must be a share below 1 or a whole count; got {show_value(v)}", hint)
     return None, share
-
-
-def _check_nesting(text: str, path: str) -> None:
-    """Refuse deep nesting from the event stream, before the (recursive) composer sees it."""
-    import yaml
-
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path,
-                                  line=event.start_mark.line + 1, hint="a ship-criteria file needs a few levels")
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
-
-
-def parse_tree(text: str, *, path: str = "<config>") -> _Item:
-    """YAML text as a tree of values that remember their line (bounded: size, depth, aliases). The
-    ship criteria and the trace monitors (:mod:`rankgate.traces.monitors`) are read through it."""
-    import yaml
-
-    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=path,
-                          hint="ship criteria are a few hundred bytes; is this the right file?")
-    try:
-        _check_nesting(text, path)
-        # Composing builds the node graph once per anchor (an alias is a reference, not a copy), so
-        # it is linear in the text; the expansion that could explode is bounded in _from_yaml.
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise ConfigError(f"is not valid YAML: {exc.problem or exc.context}", path=path,
-                          line=None if mark is None else mark.line + 1) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"is not valid YAML: {exc}", path=path) from None
-    except RecursionError:
-        raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path,
-                          hint="a ship-criteria file needs a few levels") from None
-    return _Item(None, 1) if root is None else _from_yaml(root, path)
 
 
 def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
     """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
     return _build(parse_tree(text, path=path), path)
-
-
-def read_config_text(path: str, *, hint: str = "pass the gate config with --config") -> str:
-    """The text of a config file, bounded in size; a missing, unreadable or non-UTF-8 file is a ConfigError."""
-    import os
-
-    try:
-        if os.path.isdir(path):
-            raise ConfigError("is a folder; expected a YAML file", path=str(path))
-        with open(os.fspath(path), "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)  # bounded: a huge file (or an endless pipe) is refused unread
-        if len(data) > MAX_BYTES:
-            raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=str(path),
-                              hint="ship criteria are a few hundred bytes; is this the right file?")
-        return data.decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError("does not exist", path=str(path), hint=hint) from None
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"is not UTF-8 text (byte {exc.start + 1})", path=str(path), line=line,
-                          hint="save the file as UTF-8") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
 
 
 def load_config(path: str) -> GateConfig:
@@ -634,119 +388,23 @@ def load_config(path: str) -> GateConfig:
 
 def config_from_dict(data: Mapping[str, Any], *, path: str = "<config>") -> GateConfig:
     """Validate a config given as plain Python data (same rules, no line numbers)."""
-    return _build(_from_plain(data), path)
+    return _build(tree_from_plain(data), path)
 
 
-# -- the trace monitors file (rankgate traces check --monitors) ----------------------------------------------------------------------------------------
+def _reader(what: str) -> Any:
+    """The function :data:`READERS` names for ``what``, imported when first needed."""
+    import importlib
+
+    module, name = READERS[what].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+# -- the trace monitors file (rankgate traces check --monitors): rankgate.traces.monitors reads it; kept here too ------
 def load_monitors(path: str | None) -> Any:
-    """Read and check a monitors file; ``None`` gives :data:`DEFAULT_MONITORS`."""
-    from .traces.monitors import DEFAULT_MONITORS
-
-    if path is None:
-        return parse_monitors(DEFAULT_MONITORS, path="<default monitors>")
-    return parse_monitors(read_config_text(path, hint="pass the monitors file with --monitors"), path=str(path))
+    """Read and check a monitors file; ``None`` gives the default monitors (docs/traces.md)."""
+    return _reader("monitors file")(path)
 
 
 def parse_monitors(text: str, *, path: str = "<monitors>") -> Any:
     """Parse and check trace monitors (docs/traces.md, "check: monitors"); errors name file:line:key."""
-    from .traces.monitors import DEFAULT_KEYS, MONITOR_KEYS, Monitor, MonitorConfig
-    from .traces.monitors import TOP_KEYS as MONITOR_TOP_KEYS
-    from .traces.signals import SIGNAL_INFO
-
-    root = parse_tree(text, path=path)
-    r = ConfigReader(path)
-    if root.value is None:
-        raise r.fail("monitors", 1, "is required: the file has no monitors", "start with 'monitors:' and a list")
-    top = r.mapping(root, "", MONITOR_TOP_KEYS)
-    if "monitors" not in top:
-        raise r.fail("monitors", root.line, "is required", "start with 'monitors:' and a list")
-    defaults: dict[str, Any] = {"baseline_windows": 7, "min_baseline": 3, "z": 3.5, "confidence": 0.95}
-    if "defaults" in top:
-        for key, item in r.mapping(top["defaults"], "defaults", DEFAULT_KEYS).items():
-            defaults[key] = _monitor_value(r, key, item, f"defaults.{key}")
-    window = None
-    if "window" in top:
-        from .traces.signals import parse_window
-
-        window = r.text(top["window"], "window")
-        try:
-            parse_window(window)
-        except Exception:  # noqa: BLE001 - re-raised as a config error with the line
-            raise r.fail("window", top["window"].line, f"must be like 1h or 1d; got {window!r}") from None
-    items = top["monitors"]
-    if not isinstance(items.value, list) or not items.value:
-        raise r.fail("monitors", items.line, "must be a non-empty list of monitors")
-    monitors: list[Monitor] = []
-    names: set[str] = set()
-    for i, item in enumerate(items.value):
-        at = f"monitors[{i}]"
-        d = r.mapping(item, at, MONITOR_KEYS)
-        if "signal" not in d:
-            raise r.fail(f"{at}.signal", item.line, "is required", "name the signal to watch, e.g. error_rate_per_1k")
-        signal = r.text(d["signal"], f"{at}.signal")
-        if signal not in SIGNAL_INFO:
-            import difflib
-
-            close = difflib.get_close_matches(signal, list(SIGNAL_INFO), n=1, cutoff=0.6)
-            raise r.fail(f"{at}.signal", d["signal"].line, f"names no trace signal: {signal!r}",
-                         f"did you mean '{close[0]}'?" if close else "see docs/traces.md, 'Signals'")
-        info = SIGNAL_INFO[signal]
-        kw: dict[str, Any] = dict(defaults)
-        kw["direction"] = info.worse or "both"
-        for key, sub in d.items():
-            if key == "signal":
-                continue
-            kw[key] = _monitor_value(r, key, sub, f"{at}.{key}")
-        if kw.get("max") is not None and kw.get("min") is not None and kw["min"] > kw["max"]:
-            raise r.fail(f"{at}.min", d["min"].line, "is above max", "min flags values below it, max values above it")
-        if kw.get("change") == "proportion" and info.unit not in ("share", "per_1k"):
-            raise r.fail(f"{at}.change", d["change"].line, f"proportion applies to rates; {signal} is a {info.unit}",
-                         "use robust_z")
-        name = kw.pop("name", None) or signal
-        if name in names:
-            raise r.fail(f"{at}.name", item.line, f"repeats the monitor name {name!r}", "give each monitor its own name")
-        names.add(name)
-        monitors.append(Monitor(name=name, signal=signal, line=item.line, **kw))
-    return MonitorConfig(tuple(monitors), window, path)
-
-
-def _monitor_value(r: Any, key: str, item: Any, where: str) -> Any:
-    from .traces.monitors import CHANGES, DIRECTIONS
-    from .traces.monitors import SEVERITIES as MONITOR_SEVERITIES
-    from .traces.signals import SEGMENT_FIELDS
-
-    if key in ("max", "min", "mad_floor", "mad_floor_rel", "z"):
-        v = r.number(item, where, share=key in ("max", "min", "mad_floor"))
-        if key != "max" and key != "min" and v < 0:
-            raise r.fail(where, item.line, f"must be at least 0; got {v:g}")
-        return v
-    if key == "confidence":
-        v = r.number(item, where, share=True)
-        if not 0 < v < 1:
-            raise r.fail(where, item.line, f"must lie between 0 and 1; got {v:g}")
-        return v
-    if key in ("min_n", "baseline_windows", "min_baseline"):
-        return r.integer(item, where, 1, 10_000) if key != "min_n" else r.integer(item, where, 0)
-    if key == "change":
-        return r.choice(item, where, CHANGES)
-    if key == "direction":
-        return r.choice(item, where, DIRECTIONS)
-    if key == "severity":
-        return r.choice(item, where, MONITOR_SEVERITIES)
-    if key in ("owner", "name"):
-        return r.text(item, where)
-    if key == "segments":
-        v = item.value
-        elements = v if isinstance(v, list) else [item]
-        out = []
-        for e in elements:
-            name = getattr(e, "value", e)
-            if not isinstance(name, str):
-                raise r.fail(where, item.line, "must be a list of segment fields, e.g. [tenant, source]")
-            if name not in SEGMENT_FIELDS:
-                raise r.fail(where, getattr(e, "line", None) or item.line, f"names no segment field: {name!r}",
-                             f"fields: {', '.join(SEGMENT_FIELDS)}")
-            out.append(name)
-        return tuple(dict.fromkeys(out))
-    raise ConfigError(f"unhandled key {key}", path=r.path)  # pragma: no cover - MONITOR_KEYS is exhaustive
-
+    return _reader("monitors")(text, path=path)

@@ -45,7 +45,7 @@ from ._jsonable import nan_to_none
 from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, summary_or_run, ties_of
 from .compare import Comparison, QueryChange, compare
 from .errors import ConfigError, UsageError
-from .metrics.registry import higher_is_better
+from .metrics.info import higher_is_better
 from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
 from .results import EvaluationResult, run_label
 from .segments import SegmentSummary, display_field, field_key, segment_summary
@@ -288,6 +288,11 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
         for line in [id_mismatch_line(res), *ties_lines(res)]:
             if line:
                 notes.append(f"The {side} run: {line.split(': ', 1)[1]}")
+        from .data.nearmiss import near_miss_line
+
+        for line in [*(res.info.get("notices") or ()), near_miss_line(res.info.get("near_misses"))]:
+            if line:  # how the inputs were read (joined lists), near-misses of text matching
+                notes.append(f"The {side} run: {line.removeprefix('warning: ')}")
     paired: EvaluationResult | None = None  # the baseline's per-query values, from a run or a summary
     means_metrics: set[str] = set()  # gated metrics a summary baseline has means of only
     rule = "none"

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .constraints import CONFIDENCE, RESAMPLES, SEED, check
 from .errors import InputError, UsageError
 
 __all__ = ["Bounds", "Calibration", "PoolItem", "bounds", "pool_queue", "read_calibration", "read_judged",
@@ -294,10 +295,9 @@ def bounds(gold: Any, run: Any, judged: Mapping[tuple[str, str], int], *, k: int
            judge_failed: int = 0, seed: int = 0, n_resamples: int = 2000, confidence: float = 0.95,
            ties: str | None = None) -> Bounds:
     """precision@k and nDCG@k (linear gain) of ``run``: lower, upper and corrected (see module docs)."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 0:
-        raise UsageError(f"n_resamples must be a non-negative integer; got {n_resamples!r}")
-    if not 0.0 < confidence < 1.0:
-        raise UsageError(f"confidence must be between 0 and 1; got {confidence!r}")
+    check(RESAMPLES, n_resamples, caller="bounds", name="n_resamples")
+    check(CONFIDENCE, confidence, caller="bounds")
+    check(SEED, seed, caller="bounds")
     gold_j = gold.judgements()
     lists = ranked(run, ties=ties)
     judge_by_q: dict[str, dict[str, int]] = {q: {} for q in gold.query_ids}

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from .constraints import CONFIDENCE, MAX_RESAMPLES, RESAMPLES, check
 from .errors import UsageError
 
 __all__ = [
@@ -81,9 +82,6 @@ _PARALLEL_DRAWS = 1 << 21  # below this many draws, one thread does all chunks
 _CACHE_BYTES = 4 << 20  # values of one column block of the bootstrap: small enough to stay in the cache
 _COUNTS_BYTES = 6 << 20  # per-query counts of the resamples drawn at once, shared by every column block
 _MIN_BLOCK_COLUMNS = 4  # the compiled kernel sums four columns per pass
-#: Most resamples (or sign flips) one call takes: 16 MB of means per metric, and far beyond what an
-#: interval or p-value needs; more would only exhaust memory or time.
-MAX_RESAMPLES = 1_000_000
 
 
 def _generator(rng: RandomSource) -> np.random.Generator:
@@ -94,13 +92,10 @@ def _generator(rng: RandomSource) -> np.random.Generator:
     raise UsageError(f"rng must be a numpy.random.Generator or an integer seed (>= 0); got {rng!r}")
 
 
-def _check(n_resamples: int, confidence: float | None = None) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
-        raise UsageError(f"n_resamples must be a non-negative integer; got {n_resamples!r}")
-    if n_resamples > MAX_RESAMPLES:
-        raise UsageError(f"n_resamples must be at most {MAX_RESAMPLES:,}; got {n_resamples:,}")
-    if confidence is not None and not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
-        raise UsageError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence!r}")
+def _check(caller: str, n_resamples: int, confidence: float | None = None) -> None:
+    check(RESAMPLES, n_resamples, caller=caller, name="n_resamples")
+    if confidence is not None:
+        check(CONFIDENCE, confidence, caller=caller)
 
 
 def _applicable(values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -247,7 +242,7 @@ def bootstrap_ci(
 
     ``n_resamples=0`` turns the interval off (NaN, NaN). See the module docs for the method.
     """
-    _check(n_resamples, confidence)
+    _check("bootstrap_ci", n_resamples, confidence)
     x = _applicable(values)
     if x.size < 2 or n_resamples == 0:
         return (math.nan, math.nan)
@@ -284,7 +279,7 @@ def randomization_test(
     reaches the observed one. NaN when no query applies in both runs (or ``n_resamples=0``);
     1.0 when no query changed.
     """
-    _check(n_resamples)
+    _check("randomization_test", n_resamples)
     b, c = paired_values(base, cand)
     if b.size == 0 or n_resamples == 0:
         return math.nan
@@ -346,7 +341,7 @@ def metric_cis(
     metrics that apply to the same queries (e.g. all ranking metrics) share the same resampled query
     sets. ``n_resamples=0`` gives NaN intervals.
     """
-    _check(n_resamples, confidence)
+    _check("metric_cis", n_resamples, confidence)
     names = list(result.metric_names) if metrics is None else [result.resolve_metric(m) for m in metrics]
     return values_cis({name: result.values[name] for name in names}, seed, n_resamples, confidence)
 
@@ -387,16 +382,15 @@ def normal_quantile(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
-def _check_proportion(k: int, n: int, confidence: float) -> None:
+def _check_proportion(caller: str, k: int, n: int, confidence: float) -> None:
     if isinstance(k, bool) or isinstance(n, bool) or int(k) != k or int(n) != n or not 0 <= k <= n:
         raise UsageError(f"a proportion needs whole numbers 0 <= k <= n; got k={k!r}, n={n!r}")
-    if not 0.0 < confidence < 1.0:
-        raise UsageError(f"confidence must lie strictly between 0 and 1; got {confidence!r}")
+    check(CONFIDENCE, confidence, caller=caller)
 
 
 def wilson_interval(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
     """Two-sided Wilson score interval of ``k / n``; ``(nan, nan)`` when ``n == 0``."""
-    _check_proportion(k, n, confidence)
+    _check_proportion("wilson_interval", k, n, confidence)
     if n == 0:
         return (math.nan, math.nan)
     z = normal_quantile((1.0 + confidence) / 2.0)
@@ -412,9 +406,9 @@ def newcombe_interval(k1: int, n1: int, k2: int, n2: int, *, confidence: float =
     difference, ``(d − √((p1 − l1)² + (u2 − p2)²), d + √((u1 − p1)² + (p2 − l2)²))``. ``(nan, nan)``
     when either ``n`` is 0. Two Wilson intervals that do not overlap imply this one excludes 0, not
     the reverse: this is the sharper test."""
+    _check_proportion("newcombe_interval", k1, n1, confidence)
+    _check_proportion("newcombe_interval", k2, n2, confidence)
     if n1 == 0 or n2 == 0:
-        _check_proportion(k1, n1, confidence)
-        _check_proportion(k2, n2, confidence)
         return (math.nan, math.nan)
     l1, u1 = wilson_interval(k1, n1, confidence=confidence)
     l2, u2 = wilson_interval(k2, n2, confidence=confidence)
@@ -481,7 +475,7 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, side: str = "tw
     ``side="lower"`` gives ``(lower, 1.0)`` with ``P(p < lower) <= 1 - confidence``; ``"upper"`` gives
     ``(0.0, upper)``; ``"two"`` gives the central interval. ``(nan, nan)`` when ``n == 0``.
     """
-    _check_proportion(k, n, confidence)
+    _check_proportion("clopper_pearson", k, n, confidence)
     if side not in ("lower", "upper", "two"):
         raise UsageError(f"side must be 'lower', 'upper' or 'two'; got {side!r}")
     if n == 0:
@@ -538,7 +532,7 @@ def bootstrap_quantile_ci(
     ``q`` may be a list (``[0.5, 0.9, 0.99]``): then a list of intervals, all from the same resamples
     (one pass over the data instead of one per quantile).
     """
-    _check(n_resamples, confidence)
+    _check("bootstrap_quantile_ci", n_resamples, confidence)
     qs = [q] if isinstance(q, (int, float)) else list(q)
     for one in qs:
         _check_q(one)
@@ -567,7 +561,7 @@ def paired_quantile_change_ci(
     Each resample draws queries with replacement and takes the quantile of both runs over the same
     drawn queries, so query difficulty cancels as in :func:`paired_bootstrap_ci`.
     """
-    _check(n_resamples, confidence)
+    _check("paired_quantile_change_ci", n_resamples, confidence)
     _check_q(q)
     b, c = paired_values(base, cand)
     if b.size < 2 or n_resamples == 0:
@@ -593,8 +587,7 @@ def exact_quantile_ci(values: Sequence[float] | np.ndarray, q: float | Sequence[
     between two neighbouring order statistics). NaN with fewer than 2 values; the value itself when
     all are equal. ``q`` may be a list (then a list of intervals).
     """
-    if not 0.0 < confidence < 1.0:
-        raise UsageError(f"confidence must be between 0 and 1; got {confidence!r}")
+    check(CONFIDENCE, confidence, caller="exact_quantile_ci")
     qs = [q] if isinstance(q, (int, float)) else list(q)
     for one in qs:
         _check_q(one)

@@ -171,7 +171,10 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, 
         ties=getattr(args, "ties", None),
         columns=parse_columns(getattr(args, "columns", None)),
     )
-    lines = ([id_mismatch_line(result)] if warn else []) + ties_lines(result)
+    from ..data.nearmiss import near_miss_line
+
+    read = [*(result.info.get("notices") or ()), near_miss_line(result.info.get("near_misses"))]  # how inputs were read
+    lines = ([id_mismatch_line(result), *read] if warn else []) + ties_lines(result)
     name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
     said = getattr(args, "lines_said", None)
     for line in lines:
@@ -184,18 +187,14 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, 
 
 
 def check_stats_args(args: argparse.Namespace) -> None:
-    from ..errors import UsageError
-    from ..stats import MAX_RESAMPLES
+    from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
 
-    if args.resamples < 0:
-        raise UsageError(f"--resamples must be >= 0; got {args.resamples}")
-    if args.resamples > MAX_RESAMPLES:
-        raise UsageError(f"--resamples must be at most {MAX_RESAMPLES:,}; got {args.resamples:,} (the intervals would "
-                         f"need about {_memory(args.resamples)} per metric; 2,000 to 10,000 resamples are plenty)")
-    if not 0.0 < args.confidence < 1.0:
-        raise UsageError(f"--confidence must be between 0 and 1; got {args.confidence}")
-    if args.seed < 0:
-        raise UsageError(f"--seed must be a non-negative integer; got {args.seed}")
+    note = ""
+    if isinstance(args.resamples, int) and args.resamples > RESAMPLES.maximum:  # type: ignore[operator]
+        note = f"the intervals would need about {_memory(args.resamples)} per metric; 2,000 to 10,000 resamples are plenty"
+    check(RESAMPLES, args.resamples, option="--resamples", note=note)
+    check(CONFIDENCE, args.confidence, option="--confidence")
+    check(SEED, args.seed, option="--seed")
 
 
 def _memory(resamples: int) -> str:

@@ -11,9 +11,14 @@ HELP = "list the metrics, their parameters and exact definitions"
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("metrics", help=HELP, description=HELP + ".")
     p.add_argument("--markdown", action="store_true", help="print a markdown table (as in the README)")
+    p.add_argument("--compat", choices=("ragas", "llamaindex", "trec_eval"), metavar="TOOL",
+                   help="for each metric of TOOL (ragas, llamaindex, trec_eval), the rankgate spec that gives the same "
+                        "per-query value, and when")
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "compat", None):
+        return _compat(args.compat, args.markdown)
     from ..metrics import all_metrics
 
     rows = []
@@ -33,4 +38,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"    {formula}")
         if trec:
             print(f"    trec_eval: {trec}")
+    return 0
+
+
+def _compat(tool: str, markdown: bool) -> int:
+    from ..metrics.compat import compat_rows
+
+    rows = compat_rows(tool)
+    if markdown:
+        print(f"| {tool} | rankgate | equal when |")
+        print("|---|---|---|")
+        for theirs, ours, when in rows:
+            print(f"| `{theirs}` | `{ours}` | {when or '—'} |")
+        return 0
+    width = max([len(f"{tool} metric")] + [len(r[0]) for r in rows])
+    spec_width = max([len("rankgate")] + [len(r[1]) for r in rows])
+    print(f"{tool} metric".ljust(width) + "  " + "rankgate".ljust(spec_width) + "  equal when")
+    for theirs, ours, when in rows:
+        print(f"{theirs.ljust(width)}  {ours.ljust(spec_width)}  {when}".rstrip())
+    if tool != "trec_eval":
+        print("K: the length of the returned lists (similarity_top_k); N: any cutoff at least as long as the "
+              "longest list")
     return 0

@@ -143,7 +143,7 @@ def _print(renderable: Any) -> None:
 
 def _analyze(args: argparse.Namespace) -> int:
     from ..atomic import check_folder, write_files
-    from ..gate_config import load_monitors
+    from ..traces.monitors import load_monitors
     from ..report.traces import signals_csv, summary_json, trace_panel
     from ..traces.monitors import check_monitors
 
@@ -166,7 +166,7 @@ def _check(args: argparse.Namespace) -> int:
     import json
 
     from ..atomic import check_file, check_not_input, write_files
-    from ..gate_config import load_monitors
+    from ..traces.monitors import load_monitors
     from ..report.traces import check_markdown
     from ..traces.monitors import check_monitors
 

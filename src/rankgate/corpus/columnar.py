@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .manifest import _EITHER, _ID_KEYS, _STRING_COLUMNS, _SYNONYMS, CorpusManifest
+from .model import CorpusManifest
+from .schema import EITHER_COLUMNS, ID_KEYS, STATUS_SYNONYMS, STRING_COLUMNS
 
 __all__ = ["columns_fast", "jsonl_fast"]
 
@@ -20,13 +21,13 @@ def columns_fast(table: Any, source: str) -> CorpusManifest | None:
     import pyarrow.compute as pc
 
     names = set(table.column_names)
-    ids = [k for k in _ID_KEYS if k in names]
-    if len(ids) != 1 or "metadata" in names or any(a in names and b in names for a, b in _EITHER):
+    ids = [k for k in ID_KEYS if k in names]
+    if len(ids) != 1 or "metadata" in names or any(a in names and b in names for a, b in EITHER_COLUMNS):
         return None
     n = table.num_rows
     nulls = pa.nulls(n, pa.string())
     cols: dict[str, Any] = {}
-    for name in (ids[0], *_STRING_COLUMNS):
+    for name in (ids[0], *STRING_COLUMNS):
         if name not in names:
             continue
         col = table.column(name).combine_chunks()
@@ -55,8 +56,8 @@ def columns_fast(table: Any, source: str) -> CorpusManifest | None:
         return None  # a null or empty id: the row reader names its line
     superseded_by = opt("superseded_by")
     raw = opt("status")
-    keys = pa.array(sorted(_SYNONYMS))
-    canon = pa.array([_SYNONYMS[k] for k in sorted(_SYNONYMS)])
+    keys = pa.array(sorted(STATUS_SYNONYMS))
+    canon = pa.array([STATUS_SYNONYMS[k] for k in sorted(STATUS_SYNONYMS)])
     at = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(raw)), value_set=keys)
     if pc.sum(pc.and_(pc.is_valid(raw), pc.is_null(at))).as_py():
         return None  # an unknown status: the row reader names it
@@ -94,7 +95,7 @@ def jsonl_fast(path: str) -> CorpusManifest | None:
     import pyarrow.json as pj
 
     # metadata typed as null: a row that has one goes to the row reader (tenant may be inside it)
-    schema = pa.schema([*((n, pa.string()) for n in (*_ID_KEYS, *_STRING_COLUMNS)), ("metadata", pa.null())])
+    schema = pa.schema([*((n, pa.string()) for n in (*ID_KEYS, *STRING_COLUMNS)), ("metadata", pa.null())])
     try:
         with pa.input_stream(path, compression="detect") as fh:
             table = pj.read_json(fh, parse_options=pj.ParseOptions(explicit_schema=schema,

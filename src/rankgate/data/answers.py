@@ -68,7 +68,7 @@ PRESETS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 _LABELS = {"rankgate": "rankgate answers", "ragas": "RAGAS", "ragas_legacy": "RAGAS (legacy columns)",
            "deepeval": "DeepEval"}
-_SEPS = {"deepeval": (";", "|", "custom_column_key_values")}
+_SEPS = {"deepeval": ("|", "|", "custom_column_key_values")}  # DeepEval 4.x joins every list with "|"
 _ID_OBJ = ("id", "chunk_id", "source", "doc_id")
 _TEXT_OBJ = ("text", "content", "context", "page_content")
 _STEP = re.compile(r"([^.\[\]]+)|\[(\*|\d+)\]")
@@ -169,11 +169,18 @@ def _getters(recs: Records, fmt: str, columns: Mapping[str, str] | None) -> dict
 def _shape(fmt: str, getters: Mapping[str, Any], columns: Mapping[str, str] | None) -> ToolShape:
     """The samples reader's description of this file, for ids and list cells."""
     sep, saved, marker = _SEPS.get(fmt, (None, None, None))
+    if columns and columns.get("list_sep"):  # --columns list_sep=SEP: the user's delimiter, in every file
+        sep = saved = columns["list_sep"]
     qkeys = (columns["question"],) if columns and "question" in columns else PRESETS[fmt]["question"]
     ikeys = (columns["query_id"],) if columns and "query_id" in columns else PRESETS[fmt]["query_id"]
+    unwrap = None
+    if fmt == "deepeval":
+        from .deepeval import DEEPEVAL
+
+        unwrap = DEEPEVAL.unwrap  # a RetrievedContextData as save_as writes it: its context text
     return ToolShape(name=fmt, label=_LABELS[fmt], query_keys=qkeys, gold_ids=None, gold_texts=(), run_ids=None,
                      run_texts=(), answer_keys=(), tool_keys=frozenset(), id_keys=ikeys, list_sep=sep, saved_sep=saved,
-                     saved_marker=marker)
+                     saved_marker=marker, unwrap=unwrap)
 
 
 def _string(recs: Records, rec: Record, value: Any, field: str, *, required: bool) -> str | None:
@@ -319,6 +326,8 @@ def read_answers(path: str, *, format: str = "auto", columns: Mapping[str, str] 
         d = rec.data
         answer = _string(recs, rec, get["answer"](d), "answer", required=True)
         raw = _raw_list(recs, rec, get["contexts"](d), "contexts", shape) if "contexts" in get else None
+        if raw and shape.unwrap is not None:
+            raw = [shape.unwrap(c) if isinstance(c, str) else c for c in raw]
         cids = _raw_list(recs, rec, get["context_ids"](d), "context_ids", shape) if "context_ids" in get else None
         if cids is not None and not cids and raw:
             cids = None

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError, UsageError
-from .formats import GOLD_FORMATS, RUN_FORMATS
+from .formats import GOLD_FORMATS, RUN_FORMATS, split_list_sep
 from .jsonl import iter_json_lines, json_lines, parse_gold_records, parse_run_records, read_text, summary_error
 from .models import Gold, Run
 from .source import PARQUET_MAGIC, check_file, first_byte, is_pipe, local_copy, magic
@@ -199,9 +199,10 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         from .contract import read_contract_gold, read_contract_run
 
         return read_contract_gold(path) if gold else read_contract_run(path)
+    columns, list_sep = split_list_sep(dict(columns) if columns else None)
     # a LlamaIndex file is a gold set only: its run reader says so
     if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet") or (not gold and fmt == "llamaindex"):
-        return tools.read_gold(path, fmt, columns) if gold else tools.read_run(path, fmt, columns)
+        return tools.read_gold(path, fmt, columns, list_sep) if gold else tools.read_run(path, fmt, columns, list_sep)
     read = _load_gold_path if gold else _load_run_path
     if format is None:
         return read(path, fmt)
@@ -211,12 +212,48 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         raise tools.explain(path, noun, fmt, exc) from None
 
 
+def _pandas_rows(path: str) -> list[tuple[int, Any]] | None:
+    """The rows of a file pandas' default ``DataFrame.to_json()`` wrote (one object per column), or
+    None for any other file; read only after the file failed to read as records."""
+    from .records import _pandas_columns
+    from .source import open_text
+
+    try:
+        with open_text(path) as fh:  # one line (pandas writes no newline inside): else not such a file
+            head = fh.read(1 << 16)
+            if not head.lstrip().startswith("{") or "\n" in head.strip():
+                return None
+        text = read_text(path).strip()
+        whole = json.loads(text) if text.startswith("{") and "\n" not in text else None
+    except (InputError, ValueError, RecursionError, OSError):
+        return None
+    if not isinstance(whole, dict) or summary_error(whole, path, "run") is not None:  # (a summary.json says so)
+        return None
+    rows = _pandas_columns(whole)
+    return None if rows is None else list(enumerate(rows, start=1))
+
+
+def _json_or_pandas(path: str, read: Any) -> Any:
+    """``read(path)``; when that fails on a file pandas wrote with its default ``to_json()``, its rows."""
+    try:
+        return read(path)
+    except InputError:
+        rows = _pandas_rows(path)
+        if rows is None:
+            raise
+        return rows
+
+
 def _load_gold_path(path: str, fmt: str) -> Gold:
     if fmt == "jsonl":
         from .jsonl_fast import read_gold_fast
 
-        fast = read_gold_fast(path)
-        return fast if fast is not None else parse_gold_records(_json_records(path, "gold set"), path)
+        def read(p: str) -> Any:
+            fast = read_gold_fast(p)
+            return fast if fast is not None else parse_gold_records(_json_records(p, "gold set"), p)
+
+        got = _json_or_pandas(path, read)
+        return got if isinstance(got, Gold) else parse_gold_records(got, path)
     if fmt == "trec":
         from .trec import read_trec_qrels
 
@@ -234,8 +271,12 @@ def _load_run_path(path: str, fmt: str) -> Run:
     if fmt == "jsonl":
         from .jsonl_fast import read_run_fast
 
-        fast = read_run_fast(path)
-        return fast if fast is not None else parse_run_records(_json_records(path), path)
+        def read_run(p: str) -> Any:
+            fast = read_run_fast(p)
+            return fast if fast is not None else parse_run_records(_json_records(p), p)
+
+        got = _json_or_pandas(path, read_run)
+        return got if isinstance(got, Run) else parse_run_records(got, path)
     if fmt == "trec":
         from .trec import read_trec_run
 

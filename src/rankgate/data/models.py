@@ -40,6 +40,8 @@ class Gold:
     ``query_ids``), ``j_doc`` (chunk or document id) and ``j_grade`` (integer; <= 0 judged not
     relevant). ``fields`` maps a gold field name to one value per query (None when absent);
     ``tags`` is a list of dicts. ``notes`` holds the annotator note of each judgement, if any.
+    ``notices`` (gold set and run alike): sentences the reader wants shown once, about how the file
+    was read when that can differ from what was meant (lists joined by a delimiter, near-misses).
     """
 
     query_ids: list[str]
@@ -49,6 +51,7 @@ class Gold:
     fields: dict[str, list[Any]] = field(default_factory=dict)
     notes: list[str | None] | None = None
     source: str = "<gold>"
+    notices: list[str] = field(default_factory=list)  # what the reader wants the user told (one line each)
 
     def __len__(self) -> int:
         return len(self.query_ids)
@@ -90,6 +93,7 @@ class Run:
     source: str = "<run>"
     query_lines: np.ndarray | None = None
     ties: str = "input"
+    notices: list[str] = field(default_factory=list)  # what the reader wants the user told (one line each)
 
     def __len__(self) -> int:
         return len(self.r_doc)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .models import Gold, Run
 from .records import Records
-from .samples import ToolShape, gold_from_samples, run_from_samples
+from .samples import ToolShape, gold_from_samples, run_from_samples, with_list_sep
 
 __all__ = ["RAGAS", "read_ragas_gold", "read_ragas_run"]
 
@@ -37,9 +37,9 @@ RAGAS = ToolShape(
 )
 
 
-def read_ragas_gold(records: Records) -> Gold:
-    return gold_from_samples(records, RAGAS)
+def read_ragas_gold(records: Records, list_sep: str | None = None) -> Gold:
+    return gold_from_samples(records, with_list_sep(RAGAS, list_sep))
 
 
-def read_ragas_run(records: Records) -> Run:
-    return run_from_samples(records, RAGAS)
+def read_ragas_run(records: Records, list_sep: str | None = None) -> Run:
+    return run_from_samples(records, with_list_sep(RAGAS, list_sep))

@@ -124,6 +124,10 @@ def _json(path: str) -> Records:
             if key is None:
                 if {"queries", "corpus", "relevant_docs"} & set(whole):  # one object that is the dataset
                     return Records(path, [], list(whole), "json", top=whole)
+                rows = _pandas_columns(whole)
+                if rows is not None:
+                    items = [Record(r, row=i) for i, r in enumerate(rows, start=1)]
+                    return Records(path, items, list(whole), "json")
                 at = 1 + text[: len(text) - len(stripped)].count("\n")
                 return Records(path, [Record(whole, line=at)], list(whole), "json")
             items = []
@@ -153,6 +157,24 @@ def _json(path: str) -> Records:
             raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path, line=lineno)
         items.append(Record(obj, line=lineno))
     return Records(path, items, _columns(items), "jsonl")
+
+
+def _pandas_columns(whole: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The rows of a JSON object pandas' ``DataFrame.to_json()`` writes by default (``orient="columns"``:
+    each column an object from row index to value), or None when ``whole`` is not one: at least two
+    columns, every one an object with the same row indexes, and field names of a dataset rankgate reads."""
+    from .shapes import shape_of
+
+    if len(whole) < 2 or shape_of(list(whole)) in (None, "llamaindex"):
+        return None
+    columns = list(whole.values())
+    if not all(isinstance(c, dict) and c for c in columns):
+        return None
+    index = list(columns[0])
+    if any(list(c) != index for c in columns[1:]):
+        return None
+    names = list(whole)
+    return [{name: whole[name][i] for name in names} for i in index]
 
 
 def _too_deep(path: str, line: int | None) -> InputError:

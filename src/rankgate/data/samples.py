@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .jsonl import parse_gold_records, parse_run_records
@@ -29,7 +31,8 @@ from .models import Gold, Run
 from .records import Record, Records, fail
 from .shapes import text_id
 
-__all__ = ["ToolShape", "gold_from_samples", "list_field", "query_ids", "run_from_samples"]
+__all__ = ["ListStats", "ToolShape", "gold_from_samples", "list_field", "list_notices", "query_ids", "run_from_samples",
+           "with_list_sep"]
 
 ID_KEYS = ("query_id", "id", "qid", "sample_id")
 RUN_PASSTHROUGH_SKIP = frozenset({"query", "question"})
@@ -53,6 +56,7 @@ class ToolShape:
     saved_sep: str | None = None  # the same, in files the tool wrote itself (told apart by saved_marker)
     saved_marker: str | None = None  # a field only the tool's own export writes
     gold_hint: str = ""
+    unwrap: Callable[[str], str] | None = None  # a context's text from the way the tool saved it, if it wraps it
 
 
 def _sep(records: Records, shape: ToolShape) -> str | None:
@@ -61,7 +65,21 @@ def _sep(records: Records, shape: ToolShape) -> str | None:
     return shape.list_sep
 
 
-def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str] | None:
+def with_list_sep(shape: ToolShape, sep: str | None) -> ToolShape:
+    """``shape`` reading joined lists on ``sep`` (the user's choice) in every file; unchanged for None."""
+    return shape if sep is None else replace(shape, list_sep=sep, saved_sep=sep)
+
+
+class ListStats:
+    """What reading the list fields of one file met, for the notices of :func:`list_notices`."""
+
+    def __init__(self) -> None:
+        self.joined = 0  # cells split on the delimiter
+        self.holding: dict[str, int] = {}  # per field: list entries (not split) that contain the delimiter
+        self.example: dict[str, str] = {}
+
+
+def _list(records: Records, rec: Record, key: str, sep: str | None, stats: ListStats | None = None) -> list[str] | None:
     """A list-of-strings field: a JSON/Arrow list, or in a CSV cell a JSON or Python list literal (as
     pandas writes it) or, for tools that join lists with a separator, the joined text."""
     value = rec.data.get(key)
@@ -84,13 +102,46 @@ def _list(records: Records, rec: Record, key: str, sep: str | None) -> list[str]
                                hint="write lists as JSON, e.g. [\"text one\", \"text two\"]") from None
         elif sep is not None:
             value = [part.strip() for part in s.split(sep) if part.strip()]
+            if stats is not None and sep in s:
+                stats.joined += 1
         else:
             value = [value]
     if isinstance(value, tuple) or (hasattr(value, "tolist") and not isinstance(value, (str, list))):
         value = list(value.tolist() if hasattr(value, "tolist") else value)  # a numpy array from a DataFrame
     if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
         raise fail(records.path, rec, f"must be a list of strings; got {json.dumps(value, default=str)[:80]}", field=key)
-    return [str(v) for v in value]
+    out = [str(v) for v in value]
+    if stats is not None and sep is not None and not isinstance(rec.data.get(key), str):
+        holding = [v for v in out if sep in v]
+        if holding:
+            stats.holding[key] = stats.holding.get(key, 0) + len(holding)
+            stats.example.setdefault(key, holding[0])
+    return out
+
+
+def list_notices(records: Records, shape: ToolShape, stats: ListStats, sep: str | None) -> list[str]:
+    """The sentences to show about lists joined by a delimiter in this file (none for a tool that
+    writes real lists): one for a file whose cells were split, one per field whose whole contexts
+    hold the delimiter (the same dataset saved as CSV or JSON lines would cut them)."""
+    if sep is None:
+        return []
+    out = []
+    name = os.path.basename(records.path) or records.path  # (the file's name: a PR comment shows it too)
+    if stats.joined:
+        own = shape.saved_marker is not None  # a tool whose own CSV/JSONL join lists (DeepEval)
+        out.append(f"{name}: lists are joined by {sep!r} in this file"
+                   + (f" (as {shape.label}'s CSV and JSON lines write them)" if own else "")
+                   + f", so a context that itself contains {sep!r} is read as two; "
+                   + (f"{shape.label}'s JSON (save_as(\"json\")) keeps each context whole: prefer it"
+                      if own else "a JSON list keeps each context whole: prefer it")
+                   + " (another delimiter: --columns list_sep=...)")
+    for key, n in stats.holding.items():
+        example = stats.example[key]
+        example = example if len(example) <= 60 else example[:59] + "…"
+        out.append(f"warning: {name}: {n} {key} {'entry contains' if n == 1 else 'entries contain'} {sep!r} "
+                   f"(e.g. {example!r}): read whole here, but the same dataset saved as CSV or JSON lines joins "
+                   f"lists with {sep!r} and cuts them, so it would score differently there; keep JSON")
+    return out
 
 
 def _given(records: Records) -> frozenset[str]:
@@ -146,10 +197,12 @@ def _use_ids(records: Records, own_ids: str | None, own_texts: tuple[str, ...], 
 
 
 def _items(records: Records, rec: Record, shape: ToolShape, ids_key: str | None, texts_keys: tuple[str, ...],
-           use_ids: bool) -> tuple[list[str], list[str | None]] | None:
+           use_ids: bool, stats: ListStats | None = None) -> tuple[list[str], list[str | None]] | None:
     """(ids, texts) of one side of a sample, or None when the sample does not give that side."""
     text_key = next((k for k in texts_keys if k in rec.data), None)
-    texts = _list(records, rec, text_key, _sep(records, shape)) if text_key else None
+    texts = _list(records, rec, text_key, _sep(records, shape), stats) if text_key else None
+    if texts is not None and shape.unwrap is not None:
+        texts = [shape.unwrap(t) for t in texts]
     if use_ids and ids_key is not None:
         ids = _list(records, rec, ids_key, _sep(records, shape))
         if ids is None:
@@ -180,10 +233,11 @@ def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
                    f"has no {wanted}: this {shape.label} file lists no relevant contexts, so it holds no gold set",
                    hint=shape.gold_hint)
     use_ids = _use_ids(records, shape.gold_ids, shape.gold_texts, shape.run_ids, shape.run_texts)
+    stats = ListStats()
     out: list[tuple[int, dict[str, Any]]] = []
     for i, (rec, (qid, text)) in enumerate(zip(records.items, _query_ids(records, shape)), start=1):
         no_answer = rec.data.get("no_answer") in (True, "true", "True", "1", 1)
-        got = _items(records, rec, shape, shape.gold_ids, shape.gold_texts, use_ids)
+        got = _items(records, rec, shape, shape.gold_ids, shape.gold_texts, use_ids, stats)
         if not got or not got[0]:
             if not no_answer:
                 key = shape.gold_ids if use_ids else next((k for k in shape.gold_texts if k in _given(records)), side)
@@ -211,7 +265,9 @@ def gold_from_samples(records: Records, shape: ToolShape) -> Gold:
                     and isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != ""):
                 obj[key] = value
         out.append((rec.line or rec.row or i, obj))
-    return parse_gold_records(out, path)
+    gold = parse_gold_records(out, path)
+    gold.notices.extend(list_notices(records, shape, stats, _sep(records, shape)))
+    return gold
 
 
 def run_from_samples(records: Records, shape: ToolShape) -> Run:
@@ -224,9 +280,10 @@ def run_from_samples(records: Records, shape: ToolShape) -> Run:
                    f"has no {wanted}: this {shape.label} file lists no retrieved contexts, so it holds no run",
                    hint="log what the retriever returned for each question")
     use_ids = _use_ids(records, shape.run_ids, shape.run_texts, shape.gold_ids, shape.gold_texts)
+    stats = ListStats()
     out: list[tuple[int, dict[str, Any]]] = []
     for i, (rec, (qid, _)) in enumerate(zip(records.items, _query_ids(records, shape)), start=1):
-        got = _items(records, rec, shape, shape.run_ids, shape.run_texts, use_ids)
+        got = _items(records, rec, shape, shape.run_ids, shape.run_texts, use_ids, stats)
         if got is None:
             continue  # nothing logged: the query is missing from the run
         topk = [{"chunk_id": d} if t is None else {"chunk_id": d, "text": t} for d, t in zip(*got)]
@@ -238,7 +295,9 @@ def run_from_samples(records: Records, shape: ToolShape) -> Run:
     if not out:
         raise fail(path, None, f"lists no retrieved contexts for any sample (field {side})",
                    hint="log what the retriever returned for each question")
-    return parse_run_records(out, path)
+    run = parse_run_records(out, path)
+    run.notices.extend(list_notices(records, shape, stats, _sep(records, shape)))
+    return run
 
 
 def list_field(records: Records, rec: Record, key: str, shape: ToolShape) -> list[str] | None:

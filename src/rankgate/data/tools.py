@@ -162,16 +162,16 @@ def _csv_fast(path: str, fmt: str, kind: str, columns: Mapping[str, str] | None)
     return read_csv_fast(path, header, delimiter, kind, columns)
 
 
-def read_gold(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> Gold:
+def read_gold(path: str, fmt: str, columns: Mapping[str, str] | None = None, list_sep: str | None = None) -> Gold:
     fast = _csv_fast(path, fmt, "gold", columns)
     if isinstance(fast, Gold):
         return fast
     recs = _records(path, fmt)
     shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "gold")
-    return _gold_of(recs, shape, columns)
+    return _gold_of(recs, shape, columns, list_sep)
 
 
-def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> Run:
+def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None, list_sep: str | None = None) -> Run:
     if fmt == "llamaindex":
         raise InputError("a LlamaIndex EmbeddingQAFinetuneDataset holds a gold set, not a run", path=path,
                          hint="pass it as --gold")
@@ -180,18 +180,18 @@ def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None) -> R
         return fast
     recs = _records(path, fmt)
     shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "run")
-    return _run_of(recs, shape, columns)
+    return _run_of(recs, shape, columns, list_sep)
 
 
-def _gold_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None) -> Gold:
+def _gold_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None, list_sep: str | None = None) -> Gold:
     if shape == "ragas":
         from .ragas import read_ragas_gold
 
-        return read_ragas_gold(recs)
+        return read_ragas_gold(recs, list_sep)
     if shape == "deepeval":
         from .deepeval import read_deepeval_gold
 
-        return read_deepeval_gold(recs)
+        return read_deepeval_gold(recs, list_sep)
     if shape == "llamaindex":
         from .llamaindex import read_llamaindex_gold
 
@@ -205,18 +205,18 @@ def _gold_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None
     return read_table_gold(recs, columns)
 
 
-def _run_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None) -> Run:
+def _run_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None, list_sep: str | None = None) -> Run:
     if shape == "llamaindex":
         raise InputError("is a LlamaIndex EmbeddingQAFinetuneDataset: it holds a gold set, not a run", path=recs.path,
                          hint="pass it as --gold, and a retriever's output on its queries as --run")
     if shape == "ragas":
         from .ragas import read_ragas_run
 
-        return read_ragas_run(recs)
+        return read_ragas_run(recs, list_sep)
     if shape == "deepeval":
         from .deepeval import read_deepeval_run
 
-        return read_deepeval_run(recs)
+        return read_deepeval_run(recs, list_sep)
     if shape == "jsonl":
         from .jsonl import parse_run_records
 

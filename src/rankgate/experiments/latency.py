@@ -33,16 +33,21 @@ from typing import Any
 
 import numpy as np
 
+from ..configfile import SEVERITIES, ConfigItem, ConfigReader, show_value
 from ..results import EvaluationResult
 from ..segments import display_field, ordered_labels, segment_labels
 from ..stats import exact_quantile_ci, paired_quantile_change_ci
 
 __all__ = ["STATS", "LatencyCheck", "LatencyGate", "LatencyGateResult", "LatencyRow", "LatencySummary",
-           "decide_latency", "latency_stages", "latency_summary"]
+           "decide_latency", "latency_stages", "latency_summary", "read_latency_gates"]
 
 #: The percentiles reported and gated, by name.
 STATS: dict[str, float] = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 EPS = 1e-9
+#: The keys of one gate of the ship criteria' ``latency:`` list, and what ``on:`` may say.
+LATENCY_KEYS = ("name", "stage", "median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms", "on", "segments",
+                "min_queries", "severity", "label")
+LATENCY_ON = ("ci_lower", "estimate", "ci_upper")
 
 
 def latency_stages(result: EvaluationResult) -> dict[str, np.ndarray]:
@@ -152,6 +157,54 @@ class LatencyGate:
     @property
     def title(self) -> str:
         return self.label or f"latency {self.stage}"
+
+
+def read_latency_gates(r: ConfigReader, item: ConfigItem, taken: set[str]) -> tuple[LatencyGate, ...]:
+    """The ``latency:`` list: ceilings on percentiles of a stage and regression limits, in ms."""
+    if not isinstance(item.value, list) or not item.value:
+        raise r.fail("latency", item.line, f"must be a list of latency gates; got {show_value(item.value)}",
+                     "each starts with '- stage: retrieve' and gives median_ms, p90_ms, p95_ms, p99_ms or regression_max_ms")
+    out = []
+    for i, sub in enumerate(item.value):
+        at = f"latency[{i}]"
+        g = r.mapping(sub, at, LATENCY_KEYS)
+        if "stage" not in g:
+            raise r.fail(f"{at}.stage", sub.line, "is required", "the stage of the run's latency_ms to gate, e.g. retrieve, or total")
+        stage = r.text(g["stage"], f"{at}.stage")
+        ceilings: dict[str, float] = {}
+        limits = {}
+        for key in ("median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms"):
+            if key in g:
+                v = r.number(g[key], f"{at}.{key}", share=False)
+                if v < 0:
+                    raise r.fail(f"{at}.{key}", g[key].line, f"must be a number of milliseconds >= 0; got {v!r}")
+                limits[key] = v
+                if key != "regression_max_ms":
+                    ceilings[key.removesuffix("_ms")] = v
+        if not limits:
+            raise r.fail(at, sub.line, f"checks nothing for stage {stage!r}",
+                         "give median_ms, p90_ms, p95_ms, p99_ms (ceilings) or regression_max_ms")
+        name = r.text(g["name"], f"{at}.name") if "name" in g else f"latency_{stage}"
+        if name in taken:
+            raise r.fail(f"{at}.name", g["name"].line if "name" in g else sub.line, f"repeats the gate name {name!r}",
+                         "give each gate its own name")
+        taken.add(name)
+        segments: tuple[str, ...] = ()
+        if "segments" in g:
+            s = g["segments"]
+            raw = [s.value] if isinstance(s.value, str) else s.value
+            if not isinstance(raw, list) or not raw:
+                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {show_value(s.value)}")
+            segments = tuple(dict.fromkeys(r.text(x if isinstance(x, ConfigItem) else ConfigItem(x, s.line), f"{at}.segments")
+                                           for x in raw))
+        out.append(LatencyGate(
+            name, stage, ceilings, limits.get("regression_max_ms"),
+            r.choice(g["on"], f"{at}.on", LATENCY_ON) if "on" in g else "ci_lower", segments,
+            r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1,
+            r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error",
+            r.text(g["label"], f"{at}.label") if "label" in g else None,
+            {k: v.line for k, v in g.items() if v.line is not None}))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,7 @@ def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
 
 
 def _amount(metric: str, x: float | None) -> str:
-    from ..metrics.registry import is_share
+    from ..metrics.info import is_share
 
     if x is None:
         return "—"

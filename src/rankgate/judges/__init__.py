@@ -9,8 +9,9 @@
 Backends: ``lexical`` (deterministic token-overlap baseline, offline: :mod:`.lexical`), ``openai``
 (any OpenAI-compatible ``/v1/chat/completions``: :mod:`.openai`) and a user's ``module:Class``
 (the :class:`Judge` protocol). Around each: the persistent cache (:mod:`.cache`), the worker pool
-and failures as data (:mod:`.client`). Imports only the standard library at import time; httpx
-is imported on the first call. See docs/judges.md.
+and failures as data (:mod:`.client`). For tests of your own pipeline, :mod:`.testing` has a replay
+judge that answers from a table. Imports only the standard library at import time; httpx is imported
+on the first call. See docs/judges.md.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
                timeout_s: float = 60.0, seed: int = 0, retries: int = 4, progress: bool = False,
                backoff_s: float = 0.5, max_retry_after_s: float = 60.0,
                max_statements: int = DEFAULT_MAX_STATEMENTS, max_calls: int | None = None,
-               max_reply_bytes: int | None = None) -> JudgeClient:
+               max_reply_bytes: int | None = None, transport: Any = None) -> JudgeClient:
     """Build a judge client; bad configuration is a UsageError here, before any call.
 
     ``backend`` is ``"lexical"``, ``"openai"`` (needs ``url`` and ``model``; ``key_env`` names the
@@ -68,7 +69,9 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
     neither reads nor writes the cache; ``refresh=True`` writes without reading. ``workers`` is at most
     :data:`MAX_WORKERS`, ``retries`` at most :data:`MAX_RETRIES`; ``max_statements`` and ``max_calls``
     bound what the run may cost (:mod:`.client`). ``timeout_s`` is the whole time one request may take;
-    ``max_reply_bytes`` (default 1 MB) caps each reply body after decompression.
+    ``max_reply_bytes`` (default 1 MB) caps each reply body after decompression. ``transport`` (an
+    ``httpx.BaseTransport``, e.g. ``httpx.MockTransport(handler)`` in tests) carries the openai judge's
+    requests instead of httpx's own (:mod:`.openai`, "Transport"); any other backend refuses it.
     """
     register_url(url)  # a password in the URL is a secret whichever judge gets it
     check_count(workers, "judge workers", 1, MAX_WORKERS)
@@ -88,6 +91,9 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
             or not 1024 <= max_reply_bytes <= MAX_MAX_REPLY_BYTES):
         raise UsageError(f"--max-reply-bytes must be a whole number of bytes from 1024 to {MAX_MAX_REPLY_BYTES:,} "
                          f"(default {DEFAULT_MAX_REPLY_BYTES:,}); got {max_reply_bytes!r}")
+    if transport is not None and backend != "openai":
+        raise UsageError(f"a transport is for the openai judge (it carries its HTTP requests); the {backend!r} "
+                         f"judge makes none")
     builtin = True
     if backend == "lexical":
         from .lexical import LexicalJudge
@@ -101,7 +107,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
 
         impl = OpenAIJudge(url, model or "", key_env=key_env, timeout_s=timeout_s, retries=retries,
                            workers=workers, backoff_s=backoff_s, max_retry_after_s=max_retry_after_s,
-                           max_reply_bytes=max_reply_bytes)
+                           max_reply_bytes=max_reply_bytes, transport=transport)
     elif isinstance(backend, str) and ":" in backend:
         impl = _user_judge(backend, url=url, model=model)
         builtin = False

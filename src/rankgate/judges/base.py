@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import JudgeError
 from ..redact import redact
 
 __all__ = [
@@ -111,8 +112,11 @@ class Plan:
         return (self.approx_tokens_in * (price_in or 0.0) + self.approx_tokens_out * (price_out or 0.0)) / 1e6
 
 
-class JudgeCallError(Exception):
+class JudgeCallError(JudgeError):
     """A call that failed for good (after the backend's own retries); the message is the reason.
+
+    A :class:`rankgate.errors.JudgeError`, so a :class:`~rankgate.errors.RankgateError`: one that escapes
+    to the CLI is a one-line error with exit code 2 (errors.py says why).
 
     The message passes :func:`rankgate.redact.redact` here, so no backend's error can carry a
     registered key or URL userinfo into a labels file, ``answers.csv`` or the terminal.

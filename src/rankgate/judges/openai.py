@@ -41,6 +41,18 @@ Key
     never part of the identity, the cache key or a message: it (and a password in the URL) is
     registered with :mod:`rankgate.redact`, and every error message and every reply passes
     :func:`~rankgate.redact.redact` before it is shown or cached.
+Transport
+    ``transport`` (any ``httpx.BaseTransport``; default: httpx's own, with proxies from the
+    environment) carries the requests, as in ``httpx.Client(transport=…)``: an
+    ``httpx.HTTPTransport`` with your TLS or proxy settings, or an ``httpx.MockTransport(handler)`` in
+    tests (:mod:`rankgate.judges.testing` ships one that answers like a server). Replies from it are
+    read, capped and redacted as above. The deadline reaches under an ``httpx.HTTPTransport``; a
+    transport with no sockets cannot be interrupted, so its reply counts as a timeout when it comes
+    after the deadline. A transport other than ``httpx.HTTPTransport`` is named in the identity and
+    the cache key, so a fake's labels never answer for the real server. It is closed with the judge.
+Failures
+    How an exception from the HTTP layer becomes a call's error (and whether it is retried) is one
+    table, :func:`failure`.
 """
 
 from __future__ import annotations
@@ -54,17 +66,19 @@ import random
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 from ..errors import UsageError
 from ..redact import redact, register, register_url
-from . import transport
-from .base import CallResult, JudgeCallError, check_label, is_problem
+from .base import TASKS, CallResult, JudgeCallError, check_label, is_problem
 from .extract import extract_json
 from .prompts import answer_schema, max_tokens, prompt
+from .transport import ACCEPT_ENCODING, DEFAULT_MAX_REPLY_BYTES, BadReply, ReplyTooLarge, deadline, read_body
+from .transport import client as http_client
 
-__all__ = ["OpenAIJudge", "chat_endpoint"]
+__all__ = ["OpenAIJudge", "chat_endpoint", "failure"]
 
 RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 MODES = ("json_schema", "json_object", "none")
@@ -156,6 +170,31 @@ class _TooDeep(ValueError):
         return f"nested deeper than {self.levels()} levels"
 
 
+@cache
+def _failures() -> tuple[tuple[type[BaseException], bool, Callable[[BaseException, float], str]], ...]:
+    import httpx
+
+    return (  # (exception class, retried, the call's error); the first row that matches wins
+        (httpx.TimeoutException, True, lambda exc, timeout_s: f"timeout after {timeout_s:g} s"),
+        (httpx.TransportError, True,
+         lambda exc, timeout_s: redact(f"connection error ({type(exc).__name__}: {exc})")[:300]),
+        (BadReply, False, lambda exc, timeout_s: redact(str(exc))[:300]),
+    )
+
+
+def failure(exc: BaseException, timeout_s: float) -> tuple[str, bool] | None:
+    """``(reason, retried)`` for an exception of the HTTP layer, None for one that is not (a bug: re-raised).
+
+    The one table of foreign exceptions: httpx's timeouts (connect, read, write, pool, and the
+    request's :func:`~rankgate.judges.transport.deadline`) and transport errors (refused, reset,
+    DNS, TLS, protocol) are retried; a body that cannot be decoded is not.
+    """
+    for kind, retried, reason in _failures():
+        if isinstance(exc, kind):
+            return reason(exc, timeout_s), retried
+    return None
+
+
 def _count(value: Any) -> int:
     """A token count the server reported; anything but a whole number >= 0 counts as 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
@@ -171,7 +210,7 @@ class OpenAIJudge:
     def __init__(self, url: str, model: str, *, key_env: str | None = None, timeout_s: float = 60.0,
                  retries: int = 4, workers: int = 8, backoff_s: float = 0.5, max_backoff_s: float = 30.0,
                  max_retry_after_s: float = 60.0,
-                 max_reply_bytes: int = transport.DEFAULT_MAX_REPLY_BYTES) -> None:
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, transport: Any = None) -> None:
         register_url(url)  # before anything can name the URL
         if not model or not isinstance(model, str):
             raise UsageError("the openai judge needs a model name: pass --judge-model (e.g. gpt-4o-mini, or the "
@@ -183,7 +222,7 @@ class OpenAIJudge:
         self.workers = int(workers)
         self.backoff_s, self.max_backoff_s, self.max_retry_after_s = backoff_s, max_backoff_s, max_retry_after_s
         self.max_reply_bytes = int(max_reply_bytes)
-        self._headers = {"content-type": "application/json", "accept-encoding": transport.ACCEPT_ENCODING}
+        self._headers = {"content-type": "application/json", "accept-encoding": ACCEPT_ENCODING}
         key = None
         if key_env:
             key = os.environ.get(key_env)
@@ -202,6 +241,16 @@ class OpenAIJudge:
         self.mode = MODES[0]
         self._lock = threading.Lock()
         self._http: Any = None
+        self._transport = transport
+        self._transport_name: str | None = None
+        if transport is not None:
+            import httpx
+
+            if not isinstance(transport, httpx.BaseTransport):
+                raise UsageError(f"the judge's transport must be an httpx.BaseTransport (e.g. "
+                                 f"httpx.MockTransport(handler)); got {type(transport).__name__}")
+            if not isinstance(transport, httpx.HTTPTransport):  # a fake: its labels are not the server's
+                self._transport_name = f"{type(transport).__module__}.{type(transport).__qualname__}"
 
     # -- what is sent ------------------------------------------------------------------------------
     def request(self, task: str, fields: Mapping[str, str], *, seed: int) -> dict[str, Any]:
@@ -209,7 +258,10 @@ class OpenAIJudge:
         p = prompt(task)
         return {"endpoint": self.endpoint, "model": self.model, "messages": p.messages(fields),
                 "temperature": 0, "seed": seed, "max_tokens": max_tokens(task), "schema": answer_schema(task),
-                "prompt": p.label}
+                "prompt": p.label, **self._fake_transport()}
+
+    def _fake_transport(self) -> dict[str, str]:
+        return {} if self._transport_name is None else {"transport": self._transport_name}
 
     def estimate_tokens(self, task: str, fields: Mapping[str, str]) -> tuple[int, int]:
         """Approximate (input, output) tokens: characters / 4, the output a typical answer's size."""
@@ -218,10 +270,8 @@ class OpenAIJudge:
         return math.ceil(chars / 4), out
 
     def identity(self) -> dict[str, Any]:
-        from . import TASKS
-
         return {"backend": "openai", "model": self.model, "url": redact(self.endpoint),
-                "prompts": {task: prompt(task).label for task in TASKS}, "response_format": self.mode}
+                "prompts": {task: prompt(task).label for task in TASKS}, "response_format": self.mode, **self._fake_transport()}
 
     def _body(self, task: str, messages: list[dict[str, str]], seed: int, budget: int, mode: str) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "seed": seed,
@@ -268,7 +318,7 @@ class OpenAIJudge:
     def _client(self) -> Any:
         with self._lock:
             if self._http is None:
-                self._http = transport.client(self.timeout_s, max(1, self.workers))
+                self._http = http_client(self.timeout_s, max(1, self.workers), self._transport)
             return self._http
 
     def _downgrade(self, mode: str) -> None:
@@ -282,8 +332,6 @@ class OpenAIJudge:
         return min(self.max_backoff_s, self.backoff_s * 2.0 ** attempt) * jitter
 
     def _post(self, task: str, messages: list[dict[str, str]], seed: int, budget: int) -> tuple[str | None, Any, Any, str | None]:
-        import httpx
-
         http = self._client()
         attempt = 0
         while True:
@@ -291,20 +339,21 @@ class OpenAIJudge:
             wait: float | None = None
             too_large = False
             try:
-                with transport.deadline(self.timeout_s), \
+                with deadline(self.timeout_s), \
                         http.stream("POST", self.endpoint, json=self._body(task, messages, seed, budget, mode),
                                     headers=self._headers) as response:
                     status, headers = response.status_code, response.headers
                     try:
-                        raw = transport.read_body(response, self.max_reply_bytes)
-                    except transport.ReplyTooLarge:
+                        raw = read_body(response, self.max_reply_bytes)
+                    except ReplyTooLarge:  # not a failure of the HTTP layer: the status decides what it means
                         raw, too_large = b"", True
-            except httpx.TimeoutException:
-                reason = f"timeout after {self.timeout_s:g} s"
-            except httpx.TransportError as exc:
-                reason = redact(f"connection error ({type(exc).__name__}: {exc})")[:300]
-            except transport.BadReply as exc:
-                raise JudgeCallError(str(exc)) from None
+            except Exception as exc:
+                failed = failure(exc, self.timeout_s)
+                if failed is None:
+                    raise
+                reason, retried = failed
+                if not retried:
+                    raise JudgeCallError(reason) from None
             else:
                 if status == 200:
                     if too_large:
@@ -354,13 +403,14 @@ class OpenAIJudge:
 
     def check_reachable(self) -> None:
         """Raise UsageError when nothing answers at the endpoint's host (any HTTP reply will do)."""
-        import httpx
-
         try:
-            with transport.deadline(self.timeout_s), self._client().stream(
+            with deadline(self.timeout_s), self._client().stream(
                     "GET", self.endpoint.rsplit("/chat/completions", 1)[0] + "/models", headers=self._headers):
                 pass  # the status line is enough; the body is never read
-        except httpx.TransportError as exc:
+        except Exception as exc:
+            failed = failure(exc, self.timeout_s)
+            if failed is None or not failed[1]:
+                raise
             raise UsageError(redact(f"the judge URL {self.endpoint} does not answer ({type(exc).__name__}: {exc}); "
                                     f"is the server running?")) from None
 

@@ -100,11 +100,18 @@ def _backend(inner: Any) -> Any:
     return Backend()
 
 
-def client(timeout_s: float, connections: int) -> Any:
-    """An httpx client whose requests keep to :func:`deadline` (proxies from the environment included)."""
+def client(timeout_s: float, connections: int, transport: Any = None) -> Any:
+    """An httpx client whose requests keep to :func:`deadline` (proxies from the environment included).
+
+    ``transport`` (an ``httpx.BaseTransport``) replaces httpx's own, as ``httpx.Client(transport=…)``
+    does: then no proxy is read from the environment and ``connections`` is the transport's business.
+    An ``httpx.HTTPTransport`` still gets the deadline under its connection pool; a transport without
+    sockets (``httpx.MockTransport``) cannot be interrupted, so its reply counts as a timeout when it
+    arrives after the deadline (:func:`read_body` checks).
+    """
     import httpx
 
-    http = httpx.Client(timeout=httpx.Timeout(timeout_s),
+    http = httpx.Client(timeout=httpx.Timeout(timeout_s), transport=transport,
                         limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
     # httpx has no hook for the network layer: put the deadline under each transport's connection pool
     # (the default one and any proxy mounted from the environment). tests/test_judge_limits.py checks
@@ -182,13 +189,20 @@ def _through(layers: list[_Inflate], data: bytes, end: bool = False) -> Iterator
 
 
 def read_body(response: Any, cap: int) -> bytes:
-    """The body of a streamed httpx response, decompressed; :class:`ReplyTooLarge` past ``cap`` bytes."""
+    """The body of a streamed httpx response, decompressed; :class:`ReplyTooLarge` past ``cap`` bytes.
+
+    Past the :func:`deadline` (a reply that arrived late, from a transport that has no sockets to cut),
+    and after each piece, this raises ``httpx.ReadTimeout`` as a socket read would.
+    """
+    _left(None, _deadline_error())
     layers = _layers(response.headers.get("content-encoding"))
     length = response.headers.get("content-length")
     if not layers and length is not None and length.strip().isdigit() and int(length) > cap:
         raise ReplyTooLarge(int(length))
     body = bytearray()
-    for chunk in response.iter_raw():
+    # A response a handler built with content= (httpx.MockTransport) was read when it was made; its
+    # stream still gives the raw bytes, which go through the same decoder and cap.
+    for chunk in (response.stream if getattr(response, "is_stream_consumed", False) else response.iter_raw()):
         for piece in _through(layers, chunk):
             body += piece
             if len(body) > cap:

@@ -2,18 +2,8 @@
 
 from __future__ import annotations
 
-from .registry import (
-    MetricDefinition,
-    MetricInfo,
-    Param,
-    all_metrics,
-    get_metric,
-    higher_is_better,
-    is_share,
-    metric_family,
-    metric_info,
-    register,
-)
+from .info import MetricInfo, higher_is_better, is_share, metric_family, metric_info
+from .registry import MetricDefinition, Param, all_metrics, get_metric, register
 from .spec import Metric, parse_metric, parse_metrics
 
 __all__ = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TypeGuard
 
-from .registry import is_share
+from .info import is_share
 
 __all__ = ["DASH", "MINUS", "fmt_delta", "fmt_delta_ci", "fmt_limit", "fmt_p", "fmt_pp", "fmt_rank", "fmt_value",
            "fmt_value_ci", "shorten"]

@@ -11,11 +11,10 @@ attributes) and either calling :func:`register` or declaring an entry point in t
 from __future__ import annotations
 
 import difflib
-import functools
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
+from ..constraints import Param
 from ..errors import MetricSpecError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,65 +25,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "MetricDefinition",
-    "MetricInfo",
     "Param",
     "all_metrics",
+    "changes",
     "get_metric",
-    "higher_is_better",
-    "is_share",
-    "metric_family",
-    "metric_info",
     "register",
     "resolve_name",
     "suggest",
 ]
-
-#: Values a metric of each unit can take, unless its definition declares ``bounds`` itself.
-UNIT_BOUNDS: dict[str, tuple[float, float]] = {
-    "share": (0.0, 1.0),
-    "score": (0.0, 1.0),
-    "count": (0.0, math.inf),
-}
-
-
-@dataclass(frozen=True)
-class Param:
-    """A metric parameter: its type, default and allowed values."""
-
-    name: str
-    type: type
-    default: Any
-    choices: tuple[Any, ...] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    exclusive: bool = False  # the bounds themselves are not allowed (e.g. 0 < p < 1)
-    help: str = ""
-
-    def convert(self, text: str, *, spec: str = "") -> Any:
-        try:
-            value = self.type(text)
-        except (TypeError, ValueError):
-            raise MetricSpecError(
-                f"parameter {self.name!r} in {spec!r} must be {self.type.__name__}; got {text!r}"
-            ) from None
-        if isinstance(value, float) and math.isnan(value):  # (±inf are meaningful: min_score=-inf is the default)
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be a number; got {text!r}")
-        if isinstance(value, int) and not -(2**63) <= value < 2**63:
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must fit in 64 bits; got {text!r}")
-        if self.choices is not None and value not in self.choices:
-            allowed = "|".join(str(c) for c in self.choices)
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be one of {allowed}; got {text!r}")
-        if self.exclusive and self.minimum is not None and self.maximum is not None:
-            if not self.minimum < value < self.maximum:
-                raise MetricSpecError(
-                    f"parameter {self.name!r} in {spec!r} must be between {self.minimum} and {self.maximum} "
-                    f"(both excluded); got {text!r}"
-                )
-        if self.minimum is not None and value < self.minimum:
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be >= {self.minimum}; got {text!r}")
-        if self.maximum is not None and value > self.maximum:
-            raise MetricSpecError(f"parameter {self.name!r} in {spec!r} must be <= {self.maximum}; got {text!r}")
-        return value
 
 
 class MetricDefinition:
@@ -139,84 +87,15 @@ class MetricDefinition:
         return text
 
 
-@dataclass(frozen=True)
-class MetricInfo:
-    """What a metric declares about its values: how to read and gate them.
-
-    ``family`` is the registered name (``ndcg`` for ``ndcg(gain=exp)@10``); ``unit`` is ``share``,
-    ``score``, ``count`` or a plug-in's own; ``bounds`` is the closed range of a per-query value
-    (``(0, inf)`` for counts, ``(-inf, inf)`` when unknown); ``known`` is False for a name no
-    installed metric has (then the defaults of a share are assumed for display only).
-    """
-
-    family: str
-    unit: str
-    higher_is_better: bool
-    bounds: tuple[float, float]
-    known: bool = True
-
-    @property
-    def is_share(self) -> bool:
-        """Values in [0, 1] best read as percentages (``0.03`` is 3 pp)."""
-        return self.unit == "share"
-
-    @property
-    def bounded(self) -> bool:
-        """Both ends finite (a value can be perfect: e.g. recall 1.0)."""
-        return math.isfinite(self.bounds[0]) and math.isfinite(self.bounds[1])
-
-    @property
-    def span(self) -> float:
-        """The largest possible change between two values (``inf`` when unbounded)."""
-        return self.bounds[1] - self.bounds[0]
-
-
-@functools.lru_cache(maxsize=2048)
-def _info(spec: str) -> MetricInfo:
-    from .spec import parse_metric
-
-    try:
-        family = parse_metric(spec).name
-    except MetricSpecError:  # a metric this install does not know: a family for display purposes
-        family = spec.split("(", 1)[0].split("@", 1)[0].strip().lower()
-        return MetricInfo(family, "share", True, UNIT_BOUNDS["share"], known=False)
-    d = _REGISTRY[family]
-    unit = str(getattr(d, "unit", "share"))
-    declared = getattr(d, "bounds", None)
-    if declared is not None:
-        low, high = (float(declared[0]), float(declared[1]))
-    else:
-        low, high = UNIT_BOUNDS.get(unit, (-math.inf, math.inf))
-    return MetricInfo(family, unit, bool(getattr(d, "higher_is_better", True)), (low, high))
-
-
-def metric_info(spec: Any) -> MetricInfo:
-    """The declared facts of a metric spec (a string such as ``"recall@5"`` or a parsed metric).
-
-    Everything that treats metrics differently (gate config bounds, comparisons' direction,
-    percentages in reports) asks this, so a plug-in metric's declaration is obeyed everywhere.
-    """
-    return _info(str(spec))
-
-
-def metric_family(spec: Any) -> str:
-    """The registered metric name of a spec (``ndcg(gain=exp)@10`` -> ``ndcg``)."""
-    return metric_info(spec).family
-
-
-def higher_is_better(spec: Any) -> bool:
-    """False for rates of something bad (``forbidden@k``, ``redundancy@k``, ``false_evidence``)."""
-    return metric_info(spec).higher_is_better
-
-
-def is_share(spec: Any) -> bool:
-    """True when the metric's values are shares in [0, 1] best read as percentages."""
-    return metric_info(spec).is_share
-
-
 _REGISTRY: dict[str, MetricDefinition] = {}
 _ALIASES: dict[str, str] = {}
 _entry_points_loaded = False
+_changes = 0  # registrations so far: what :mod:`.info` caches is valid for one count
+
+
+def changes() -> int:
+    """How many metrics have been registered so far (facts cached for an older count are stale)."""
+    return _changes
 
 
 def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDefinition:
@@ -244,17 +123,24 @@ def register(definition: MetricDefinition | type[MetricDefinition]) -> MetricDef
     key = name.lower()
     if key in _ALIASES and _ALIASES[key] != name:
         raise MetricSpecError(f"metric name {name!r} is already taken by {_ALIASES[key]!r}")
+    global _changes
     _REGISTRY[name] = definition
     _ALIASES[key] = name
-    _info.cache_clear()
+    _changes += 1
     for alias in definition.aliases:
         _ALIASES.setdefault(alias.lower(), name)
     return definition
 
 
+_builtin_loaded = False
+
+
 def _load_builtin() -> None:
-    if "recall" not in _REGISTRY:
-        from . import answer, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
+    # (a flag, not a look-up of one name: importing one metrics module registers only its own metrics)
+    global _builtin_loaded
+    if not _builtin_loaded:
+        _builtin_loaded = True
+        from . import answer, compat, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
         from . import contract  # noqa: F401  (the sample contract's names for some of the above)
 
 

@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any
 
+from ..constraints import MAX_K
 from ..errors import MetricSpecError
 
 __all__ = ["MAX_K", "Metric", "parse_metric", "parse_metrics"]
-
-#: Largest cutoff: far beyond any ranking, and within the 64-bit integers the kernels use.
-MAX_K = 1_000_000_000
 
 _SPEC = re.compile(
     r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.-]*?)\s*

@@ -65,12 +65,18 @@ def metric_rows(s: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
     return rows
 
 
+def _short_question(text: str, limit: int = 50) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def grid_rows(s: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """(cell, count, share, CI, examples) rows of the diagnosis grid, empty cells included."""
     out = []
     for cell, c in s["grid"]["cells"].items():
         ci = "—" if c["ci"] is None or c["count"] == 0 and c["ci"][1] is None else f"[{_pct(c['ci'][0])}, {_pct(c['ci'][1])}]"
-        out.append((cell, str(c["count"]), _pct(c["share"]), ci, ", ".join(c["examples"])))
+        shown = c.get("example_questions")  # queries known by a hash of their question: the question
+        examples = "; ".join(_short_question(t) for t in shown) if shown else ", ".join(c["examples"])
+        out.append((cell, str(c["count"]), _pct(c["share"]), ci, examples))
     return out
 
 
@@ -97,11 +103,17 @@ def notes(s: Mapping[str, Any]) -> list[str]:
     out = list(s.get("warnings") or [])
     out.append(f"{q['answered']} answered queries (packed context up to {s['packed_k']} chunks); "
                f"{q['with_reference']} with a reference answer")
+    questions = s.get("questions") or {}
+
+    def named(ids: list[str]) -> str:  # a query known by a hash of its question is shown by its question
+        return ", ".join(f"{_short_question(questions[i])!r}" if i in questions else i for i in ids[:5]) + (
+            " …" if len(ids) > 5 else "")
+
     if q["unanswered"]:
-        shown = ", ".join(q["unanswered"][:5]) + (" …" if len(q["unanswered"]) > 5 else "")
+        shown = named(q["unanswered"])
         out.append(f"{len(q['unanswered'])} gold queries have no answer in the file (not scored): {shown}")
     if q["refusals"]:
-        shown = ", ".join(q["refusals"][:5]) + (" …" if len(q["refusals"]) > 5 else "")
+        shown = named(q["refusals"])
         out.append(f"{len(q['refusals'])} answers make no statement (refusals; faithfulness not_applicable): {shown}")
     h = s.get("human")
     if h and h.get("items"):

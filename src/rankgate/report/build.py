@@ -581,6 +581,7 @@ def assemble(inputs: Inputs, main: MainEvaluation, base: Baseline, lex: Lexical,
             "not_in_gold": len(result.not_in_gold),
             "duplicates_dropped": int(result.info.get("duplicates_dropped") or 0),
         },
+        input_notes=_input_notes(result),
         k=k,
         level=req.level,
         seed=req.seed,
@@ -719,3 +720,11 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
                       if not math.isnan(s.share_of_found)),
         misses10=rep.misses_total, lexical_rescued=rescued, lexical_label=rep.lexical_label or "the lexical baseline",
     )
+
+
+def _input_notes(result: Any) -> tuple[str, ...]:
+    """The readers' notices and the near-misses of text matching, as the terminal says them."""
+    from ..data.nearmiss import near_miss_line
+
+    near = near_miss_line(result.info.get("near_misses"))
+    return tuple([*(result.info.get("notices") or ()), *([near] if near else [])])

@@ -201,6 +201,6 @@ def segment_svg(rows: Sequence[tuple[str, float, float, float, int]], *, metric:
 
 
 def _share(metric: str) -> bool:
-    from ..metrics.registry import is_share
+    from ..metrics.info import is_share
 
     return is_share(metric)

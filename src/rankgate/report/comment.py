@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..metrics.registry import higher_is_better, is_share
+from ..metrics.info import higher_is_better, is_share
 from ..segments import display_field
 from .numbers import (
     MINUS,

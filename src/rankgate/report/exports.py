@@ -67,11 +67,15 @@ def _text_column(values: Any) -> list[str]:
 
 
 def metrics_csv(result: EvaluationResult) -> str:
-    """One row per evaluated query: query_id, every metric, segment fields, latency columns."""
+    """One row per evaluated query: query_id, every metric, segment fields, latency columns; for
+    queries known by a hash of their question (``q:…``), the question itself in a ``query`` column."""
     fields = list(result.fields)
     latency: Mapping[str, list[float | None]] = result.info.get("latency_ms", {})
-    header = ["query_id", *result.metric_names, *fields, *(f"latency_ms.{s}" for s in latency)]
+    texts: Mapping[str, str] | None = result.info.get("query_texts")  # ids that are hashes of the question
+    header = ["query_id", *(["query"] if texts else []), *result.metric_names, *fields, *(f"latency_ms.{s}" for s in latency)]
     columns = [_text_column(result.query_ids)]
+    if texts:
+        columns.append(_text_column([texts.get(q) for q in result.query_ids]))
     columns += [_float_column(result.values[m]) for m in result.metric_names]
     columns += [_text_column(result.fields[f]) for f in fields]
     columns += [["" if v is None else repr(float(v)) for v in col] for col in latency.values()]
@@ -102,6 +106,10 @@ def summary_dict(
         if result.info.get(k):
             data["options"][k] = result.info[k]
     data["systems"] = {"run": result.info.get("run", {}), "gold": result.info.get("gold", {})}
+    if result.info.get("notices"):  # how the inputs were read, when that can differ from what was meant
+        data["notices"] = list(result.info["notices"])
+    if result.info.get("near_misses"):
+        data["near_misses"] = result.info["near_misses"]
     from ..baseline import per_query_dict
 
     data["per_query"] = per_query_dict(result)  # what a later gate needs for its paired rule
@@ -119,9 +127,13 @@ def answers_csv(result: EvaluationResult, rows: Any) -> str:
     """``answers.csv``: one row per query: cell, verdicts, every metric with its status, statement count, judge errors."""
     a = result.info["answers"]
     answer_names = [m for m in result.metric_names if m not in a["retrieval_metrics"]]
-    header = ["query_id", "cell", "retrieval", "answer", *a["retrieval_metrics"]]
-    columns = [_text_column(result.query_ids), _text_column([r.cell for r in rows]),
-               _text_column([r.retrieval for r in rows]), _text_column([r.answer for r in rows])]
+    texts = result.info.get("query_texts")  # queries known by a hash of their question: the question too
+    header = ["query_id", *(["query"] if texts else []), "cell", "retrieval", "answer", *a["retrieval_metrics"]]
+    columns = [_text_column(result.query_ids)]
+    if texts:
+        columns.append(_text_column([texts.get(q) for q in result.query_ids]))
+    columns += [_text_column([r.cell for r in rows]), _text_column([r.retrieval for r in rows]),
+                _text_column([r.answer for r in rows])]
     columns += [_float_column(result.values[m]) for m in a["retrieval_metrics"]]
     for m in answer_names:
         header += [m, f"{m}.status"]

@@ -11,7 +11,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 
-from ..metrics.registry import is_share
+from ..metrics.info import is_share
 from ..goldset import GoldDiff, Relabel, StaleReport, ValidationReport
 from ..goldset.remap import KINDS, LabelRemap, Mapping, Remap
 from .numbers import MINUS, md_escape

@@ -492,6 +492,7 @@ def _method(rep: Report) -> str:
         notes.append(f"{c['not_in_gold']} run queries not in the gold set were ignored.")
     if c["duplicates_dropped"]:
         notes.append(f"{c['duplicates_dropped']} repeated ids dropped (each id kept at its best rank).")
+    notes.extend(rep.input_notes)  # (escaped below, as every note)
     notes.append(f"{rep.confidence:.0%} CIs: percentile bootstrap over queries, {rep.n_resamples} resamples, seed {rep.seed}; "
                  "changes use a paired bootstrap and a paired randomisation test (Holm-corrected).")
     notes.append("Shares read as percentages and their changes as percentage points (pp); scores keep three decimals.")

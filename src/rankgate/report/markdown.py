@@ -13,25 +13,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..results import EvaluationResult
+from .lines import coverage_lines, latency_lines
 from .numbers import fmt_value, fmt_value_ci, md_escape
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..segments import SegmentSummary
     from ..sweep import KSweep
 
-__all__ = ["evaluation_markdown", "latency_lines"]
-
-
-def latency_lines(result: EvaluationResult) -> list[str]:
-    """``stage: median X ms, p90 Y ms (n queries)`` for each latency stage the run reports."""
-    import numpy as np
-
-    out = []
-    for stage, values in (result.info.get("latency_ms") or {}).items():
-        x = np.asarray([v for v in values if v is not None], dtype=np.float64)
-        if x.size:
-            out.append(f"{stage}: median {np.percentile(x, 50):.1f} ms, p90 {np.percentile(x, 90):.1f} ms ({x.size} queries)")
-    return out
+__all__ = ["evaluation_markdown", "latency_lines"]  # latency_lines: re-exported from .lines
 
 
 def evaluation_markdown(
@@ -44,7 +33,6 @@ def evaluation_markdown(
     """The evaluation as markdown: a table of every metric (mean, interval, n), then latency, what was
     (not) evaluated, and the segment and k-sweep tables when given."""
     from .tables import segment_markdown, sweep_markdown
-    from .terminal import coverage_lines
 
     conf = f"{confidence:.0%} CI"
     lines = ["## Retrieval", ""]

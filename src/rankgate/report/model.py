@@ -195,3 +195,4 @@ class Report:
     abstention: Any = None  # report.abstention.Abstention: the calibrate-abstention file, charted
     answers: Mapping[str, Any] | None = None  # layer two: the "answers" part of a rankgate answers summary
     bounds: Mapping[str, Any] | None = None  # precision/nDCG bounds of an incomplete gold set (evaluate --judged)
+    input_notes: tuple[str, ...] = ()  # how the inputs were read (joined lists) and near-misses of text matching

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..results import EvaluationResult
-from .markdown import latency_lines
+from .lines import latency_lines
 from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_value, fmt_value_ci
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -5,36 +5,10 @@ Run it to see it: ``python -m rankgate.report.terminal gold.jsonl run.jsonl``.
 
 from __future__ import annotations
 
-from ..engine import id_mismatch_line
 from ..results import EvaluationResult
+from .lines import coverage_lines
 
-
-def _short(query_id: str, limit: int = 80) -> str:
-    """A query id named in a sentence, cut to ``limit`` characters (wrapping a 30 MB id took a minute)."""
-    return query_id if len(query_id) <= limit else query_id[: limit - 1] + "…"
-
-
-def coverage_lines(result: EvaluationResult) -> list[str]:
-    """Plain sentences about the query set, so nothing is silently dropped."""
-    n = len(result.query_ids)
-    lines = [f"{n} gold {'query' if n == 1 else 'queries'} evaluated"]
-    if result.no_answer:
-        lines.append(
-            f"{len(result.no_answer)} no-answer queries (no relevant item): ranking metrics skip them"
-        )
-    if result.missing_from_run:
-        shown = ", ".join(map(_short, result.missing_from_run[:5])) + (" …" if len(result.missing_from_run) > 5 else "")
-        lines.append(f"{len(result.missing_from_run)} gold queries missing from the run (counted as retrieving nothing): {shown}")
-    if result.not_in_gold:
-        shown = ", ".join(map(_short, result.not_in_gold[:5])) + (" …" if len(result.not_in_gold) > 5 else "")
-        lines.append(f"{len(result.not_in_gold)} run queries not in the gold set were ignored: {shown}")
-    mismatch = id_mismatch_line(result)
-    if mismatch:
-        lines.append(mismatch)
-    dropped = result.info.get("duplicates_dropped")
-    if dropped:
-        lines.append(f"{dropped} repeated ids dropped (kept each id's best rank)")
-    return lines
+__all__ = ["coverage_lines", "print_evaluation"]  # coverage_lines: re-exported from .lines
 
 
 def print_evaluation(result: EvaluationResult, cis=None, confidence: float = 0.95, console=None) -> None:

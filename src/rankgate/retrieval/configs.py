@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankgate.retrieval.base import Retriever
+from rankgate.retrieval.presets import DEMO
 
 __all__ = ["RetrieverConfig", "demo_configs"]
 
@@ -48,31 +49,4 @@ class RetrieverConfig:
 
 def demo_configs() -> dict[str, RetrieverConfig]:
     """The demo's ``{"baseline": …, "candidate": …}`` configurations (see the module docstring)."""
-    return {
-        "baseline": RetrieverConfig(
-            name="bm25-multilingual",
-            retriever="bm25",
-            options={
-                "k1": 1.2,
-                "b": 0.75,
-                "stemmer": "auto",
-                "stopwords": "auto",
-                "language": "en",
-                "title": True,
-            },
-            description="BM25, each chunk and query analysed in its own language (Snowball stemmer + stopwords)",
-        ),
-        "candidate": RetrieverConfig(
-            name="bm25-english",
-            retriever="bm25",
-            options={
-                "k1": 1.2,
-                "b": 0.75,
-                "stemmer": "en",
-                "stopwords": "en",
-                "language": "en",
-                "title": True,
-            },
-            description="BM25 with one English analyser for all text (PR: simplify analysis)",
-        ),
-    }
+    return {role: RetrieverConfig(**{**fields, "options": dict(fields["options"])}) for role, fields in DEMO.items()}

@@ -52,9 +52,9 @@ def register(name: str, factory: RetrieverFactory) -> None:
 
 
 def _presets() -> dict[str, Any]:
-    from rankgate.retrieval.configs import demo_configs
+    from rankgate.retrieval.presets import DEMO
 
-    return {config.name: config for config in demo_configs().values()}
+    return {fields["name"]: fields for fields in DEMO.values()}
 
 
 def available() -> list[str]:
@@ -107,8 +107,9 @@ def get_retriever(spec: str, **options: Any) -> Retriever:
     if spec in _REGISTRY:
         return check_retriever(_call(_REGISTRY[spec], spec, options), f"Retriever {spec!r}")
     presets = _presets()
-    if spec in presets:
-        return presets[spec].build(**options)
+    if spec in presets:  # as RetrieverConfig.build: the preset's options, then the caller's
+        preset = presets[spec]
+        return get_retriever(preset["retriever"], **{"name": preset["name"], **preset["options"], **options})
     points = _entry_points()
     if spec in points:
         try:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..corpus.schema import STATUS_SYNONYMS  # the corpus manifest's words for a chunk's status
 from ..errors import InputError
 from .model import (
     CITATIONS_SCHEMA,
@@ -45,8 +46,6 @@ POSITIVE_LABELS = frozenset({"thumbs_up", "thumbsup", "up", "positive", "good", 
 ABORT_ERROR_TYPES = frozenset({"client_abort", "client_aborted", "client_disconnect", "client_disconnected",
                                "clientdisconnect", "clientdisconnected", "cancelled", "canceled", "499"})
 
-STATUS_SYNONYMS = {"active": "active", "current": "active", "live": "active", "deprecated": "deprecated",
-                   "superseded": "superseded", "retired": "retired", "deleted": "retired", "removed": "retired"}
 _ISO = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?)?"
 )

@@ -30,6 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..corpus.schema import STATUSES
 from ..errors import InputError
 
 __all__ = [
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 STAGES = ("candidate", "reranked", "packed")
-ITEM_STATUSES = ("active", "deprecated", "superseded", "retired")
+ITEM_STATUSES = STATUSES  # a retrieved chunk has the statuses of the corpus manifest
 REQUEST_STATUSES = ("ok", "error")
 
 _TS = pa.timestamp("us", tz="UTC")

@@ -33,17 +33,21 @@ just before it that have ``n >= min_n``; fewer than ``min_baseline`` of them: no
 * ``max`` / ``min``: a fixed threshold, checked with or without a change rule.
 
 Numbers in, findings out: :func:`check_monitors` is pure; rendering is in :mod:`rankgate.report.traces`;
-the file is read by :func:`rankgate.gate_config.load_monitors` (with the ship criteria' reader).
+the file is read by :func:`load_monitors` (with the ship criteria' reader, :mod:`rankgate.configfile`).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from .signals import SIGNAL_INFO, SignalValue, TraceSummary, iso
+from ..configfile import SEVERITIES, ConfigReader, parse_tree, read_config_text
+from ..errors import ConfigError
+from .signals import SEGMENT_FIELDS, SIGNAL_INFO, SignalValue, TraceSummary, iso, parse_window
 
 __all__ = ["DEFAULT_MONITORS", "Flag", "Monitor", "MonitorConfig", "MonitorOutcome", "check_monitors",
            "robust_z"]
@@ -54,7 +58,6 @@ MONITOR_KEYS = ("name", "signal", "max", "min", "change", "direction", "segments
 DEFAULT_KEYS = ("baseline_windows", "min_baseline", "z", "confidence")
 CHANGES = ("robust_z", "proportion", "none")
 DIRECTIONS = ("up", "down", "both")
-SEVERITIES = ("error", "warning")
 
 #: The monitors ``rankgate traces check`` uses without ``--monitors`` (docs/traces.md, "Monitors").
 DEFAULT_MONITORS = """\
@@ -235,3 +238,103 @@ def _flag(m: Monitor, x: SignalValue, rule: str, baseline: float | None, stat: f
 
 def _num(x: float) -> str:
     return f"{x:.4g}"
+
+
+# -- the monitors file, read with the ship criteria' reader (rankgate.configfile) ----------------------------------
+def load_monitors(path: str | None) -> MonitorConfig:
+    """Read and check a monitors file; ``None`` gives :data:`DEFAULT_MONITORS`."""
+    if path is None:
+        return parse_monitors(DEFAULT_MONITORS, path="<default monitors>")
+    return parse_monitors(read_config_text(path, hint="pass the monitors file with --monitors"), path=str(path))
+
+
+def parse_monitors(text: str, *, path: str = "<monitors>") -> MonitorConfig:
+    """Parse and check trace monitors (docs/traces.md, "check: monitors"); errors name file:line:key."""
+    root = parse_tree(text, path=path)
+    r = ConfigReader(path)
+    if root.value is None:
+        raise r.fail("monitors", 1, "is required: the file has no monitors", "start with 'monitors:' and a list")
+    top = r.mapping(root, "", TOP_KEYS)
+    if "monitors" not in top:
+        raise r.fail("monitors", root.line, "is required", "start with 'monitors:' and a list")
+    defaults: dict[str, Any] = {"baseline_windows": 7, "min_baseline": 3, "z": 3.5, "confidence": 0.95}
+    if "defaults" in top:
+        for key, item in r.mapping(top["defaults"], "defaults", DEFAULT_KEYS).items():
+            defaults[key] = _monitor_value(r, key, item, f"defaults.{key}")
+    window = None
+    if "window" in top:
+        window = r.text(top["window"], "window")
+        try:
+            parse_window(window)
+        except Exception:  # noqa: BLE001 - re-raised as a config error with the line
+            raise r.fail("window", top["window"].line, f"must be like 1h or 1d; got {window!r}") from None
+    items = top["monitors"]
+    if not isinstance(items.value, list) or not items.value:
+        raise r.fail("monitors", items.line, "must be a non-empty list of monitors")
+    monitors: list[Monitor] = []
+    names: set[str] = set()
+    for i, item in enumerate(items.value):
+        at = f"monitors[{i}]"
+        d = r.mapping(item, at, MONITOR_KEYS)
+        if "signal" not in d:
+            raise r.fail(f"{at}.signal", item.line, "is required", "name the signal to watch, e.g. error_rate_per_1k")
+        signal = r.text(d["signal"], f"{at}.signal")
+        if signal not in SIGNAL_INFO:
+            close = difflib.get_close_matches(signal, list(SIGNAL_INFO), n=1, cutoff=0.6)
+            raise r.fail(f"{at}.signal", d["signal"].line, f"names no trace signal: {signal!r}",
+                         f"did you mean '{close[0]}'?" if close else "see docs/traces.md, 'Signals'")
+        info = SIGNAL_INFO[signal]
+        kw: dict[str, Any] = dict(defaults)
+        kw["direction"] = info.worse or "both"
+        for key, sub in d.items():
+            if key == "signal":
+                continue
+            kw[key] = _monitor_value(r, key, sub, f"{at}.{key}")
+        if kw.get("max") is not None and kw.get("min") is not None and kw["min"] > kw["max"]:
+            raise r.fail(f"{at}.min", d["min"].line, "is above max", "min flags values below it, max values above it")
+        if kw.get("change") == "proportion" and info.unit not in ("share", "per_1k"):
+            raise r.fail(f"{at}.change", d["change"].line, f"proportion applies to rates; {signal} is a {info.unit}",
+                         "use robust_z")
+        name = kw.pop("name", None) or signal
+        if name in names:
+            raise r.fail(f"{at}.name", item.line, f"repeats the monitor name {name!r}", "give each monitor its own name")
+        names.add(name)
+        monitors.append(Monitor(name=name, signal=signal, line=item.line, **kw))
+    return MonitorConfig(tuple(monitors), window, path)
+
+
+def _monitor_value(r: Any, key: str, item: Any, where: str) -> Any:
+    if key in ("max", "min", "mad_floor", "mad_floor_rel", "z"):
+        v = r.number(item, where, share=key in ("max", "min", "mad_floor"))
+        if key != "max" and key != "min" and v < 0:
+            raise r.fail(where, item.line, f"must be at least 0; got {v:g}")
+        return v
+    if key == "confidence":
+        v = r.number(item, where, share=True)
+        if not 0 < v < 1:
+            raise r.fail(where, item.line, f"must lie between 0 and 1; got {v:g}")
+        return v
+    if key in ("min_n", "baseline_windows", "min_baseline"):
+        return r.integer(item, where, 1, 10_000) if key != "min_n" else r.integer(item, where, 0)
+    if key == "change":
+        return r.choice(item, where, CHANGES)
+    if key == "direction":
+        return r.choice(item, where, DIRECTIONS)
+    if key == "severity":
+        return r.choice(item, where, SEVERITIES)
+    if key in ("owner", "name"):
+        return r.text(item, where)
+    if key == "segments":
+        v = item.value
+        elements = v if isinstance(v, list) else [item]
+        out = []
+        for e in elements:
+            name = getattr(e, "value", e)
+            if not isinstance(name, str):
+                raise r.fail(where, item.line, "must be a list of segment fields, e.g. [tenant, source]")
+            if name not in SEGMENT_FIELDS:
+                raise r.fail(where, getattr(e, "line", None) or item.line, f"names no segment field: {name!r}",
+                             f"fields: {', '.join(SEGMENT_FIELDS)}")
+            out.append(name)
+        return tuple(dict.fromkeys(out))
+    raise ConfigError(f"unhandled key {key}", path=r.path)  # pragma: no cover - MONITOR_KEYS is exhaustive

@@ -44,13 +44,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...corpus.schema import STATUS_SYNONYMS
 from ...errors import InputError
 from ..build import ABORT_ERROR_TYPES, Builder, Check
 
 __all__ = ["Span", "assemble", "documents", "flatten_attrs"]
 
-_STATUS_SYNONYMS = {"active": "active", "current": "active", "live": "active", "deprecated": "deprecated",
-                    "superseded": "superseded", "retired": "retired", "deleted": "retired", "removed": "retired"}
 _LLM_OPS = {"chat", "text_completion", "generate_content", "completion"}
 _FLAT_DOC = re.compile(r"^(?P<prefix>.+?)\.(?P<n>\d+)\.(?P<rest>.+)$")
 DOC_PREFIXES = ("gen_ai.retrieval.documents", "retrieval.documents", "reranker.input_documents",
@@ -170,7 +169,7 @@ def _doc(chk: Check, d: Any, where: str, dm: dict[str, str] | None = None) -> di
     status = flat.get("status")
     if status is not None:
         s = chk.string(status, where_of["status"])
-        status = None if s is None else _STATUS_SYNONYMS.get(s.strip().lower())
+        status = None if s is None else STATUS_SYNONYMS.get(s.strip().lower())
         if s is not None and status is None:
             raise chk.fail(where_of["status"], f"is not a document status; got {s[:40]!r}",
                            hint="active, deprecated, superseded or retired")
