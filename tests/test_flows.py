@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -34,13 +35,13 @@ def test_answers_flow_gives_the_command_bytes(tmp_path):
     ({"examples": -1}, "--examples must be >= 0; got -1"),
     ({"calibration": True}, "--calibration-out needs --human"),
     ({"baseline": "s.json"}, "--baseline and --comment go with --config"),
-    ({"confidence": 1.0}, "--confidence must be between 0 and 1"),
+    ({"confidence": 1.0}, "--confidence must be a float in the range (0, 1); got 1.0."),
     ({"repeats": 0}, "--repeats must be between 1 and"),
 ])
 def test_answers_request_is_validated_once(kwargs, words):
     from rankgate.flows.answers import AnswersRequest
 
-    with pytest.raises(UsageError, match=words.replace("-", r"\-")):
+    with pytest.raises(UsageError, match=re.escape(words)):
         AnswersRequest(answers="a.jsonl", gold="g.jsonl", **kwargs)
 
 

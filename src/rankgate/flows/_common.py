@@ -12,20 +12,16 @@ JUDGE_ENV = {"backend": "RANKGATE_JUDGE", "url": "RANKGATE_JUDGE_URL", "model": 
 
 def check_stats(seed: int, resamples: int, confidence: float) -> None:
     """``--seed``, ``--resamples`` and ``--confidence`` within their bounds, or a UsageError naming the option."""
-    from ..errors import UsageError
-    from ..stats import MAX_RESAMPLES
+    from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
 
-    if resamples < 0:
-        raise UsageError(f"--resamples must be >= 0; got {resamples}")
-    if resamples > MAX_RESAMPLES:
+    note = ""
+    if isinstance(resamples, int) and resamples > RESAMPLES.maximum:  # type: ignore[operator]
         size = resamples * 16  # 8 bytes a mean, kept twice
         memory = f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
-        raise UsageError(f"--resamples must be at most {MAX_RESAMPLES:,}; got {resamples:,} (the intervals would "
-                         f"need about {memory} per metric; 2,000 to 10,000 resamples are plenty)")
-    if not 0.0 < confidence < 1.0:
-        raise UsageError(f"--confidence must be between 0 and 1; got {confidence}")
-    if seed < 0:
-        raise UsageError(f"--seed must be a non-negative integer; got {seed}")
+        note = f"the intervals would need about {memory} per metric; 2,000 to 10,000 resamples are plenty"
+    check(RESAMPLES, resamples, option="--resamples", note=note)
+    check(CONFIDENCE, confidence, option="--confidence")
+    check(SEED, seed, option="--seed")
 
 
 def check_counts(**counts: tuple[int | None, int, int | None, str]) -> None:
