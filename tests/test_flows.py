@@ -82,3 +82,56 @@ def test_relevance_flow_labels_a_queue_from_python(tmp_path):
     labels = write_jsonl(tmp_path / "labels.jsonl", [dict(r) for r in done.rows])
     body = run_calibration(CalibrationRequest(str(labels), str(labels), resamples=50))
     assert body["n"] == 2 and body["not_judged"] == 0
+
+
+REPORT = Path(__file__).resolve().parent / "data" / "report"
+
+
+def test_retrieve_pool_and_abstention_flows_from_python(tmp_path):
+    from rankgate.flows.calibrate_abstention import AbstentionRequest, run_calibrate_abstention
+    from rankgate.flows.pool import PoolRequest, run_pool
+    from rankgate.flows.retrieve import RetrieveRequest, run_retrieve
+
+    got = run_retrieve(RetrieveRequest(corpus=str(DEMO / "corpus.jsonl"), gold=str(DEMO / "gold.jsonl"), k=5,
+                                       texts=1, latency=False))
+    assert got.repeat == 1 and got.system and got.chunks > 0
+    assert all(len(r["topk"]) <= 5 and all("text" not in h for h in r["topk"][1:]) for r in got.records)
+    run = tmp_path / "run.jsonl"
+    from rankgate.retrieval import write_run
+
+    write_run(got.records, run)
+    pooled = run_pool(PoolRequest(str(DEMO / "gold.jsonl"), [str(run)], depth=2, corpus=str(DEMO / "corpus.jsonl")))
+    assert pooled.queries == len({i.query_id for i in pooled.items}) > 0
+    found = run_calibrate_abstention(AbstentionRequest(str(REPORT / "gold.jsonl"), str(REPORT / "run.jsonl"), k=3))
+    assert found.data["abstention"]["metric"] == "hit@3" and len(found.data["abstention"]["run"]) == 64
+    for bad, words in ((lambda: PoolRequest("g", ("r",), depth=0), "--depth must be a positive integer"),
+                       (lambda: RetrieveRequest(corpus="c.jsonl"), "--corpus needs --gold"),
+                       (lambda: AbstentionRequest("g", "r", k=0), "--k must be between 1 and")):
+        with pytest.raises(UsageError, match=re.escape(words)):
+            bad()
+
+
+def test_gold_and_stress_requests_say_what_is_wrong():
+    from rankgate.flows.gold import RemapRequest, ValidateRequest
+    from rankgate.flows.stress import StressRequest
+    from rankgate.flows.traces import SampleRequest, TracesRequest
+
+    for bad, words in ((lambda: ValidateRequest("g.jsonl", baseline="b.jsonl"), "--baseline needs --config"),
+                       (lambda: RemapRequest("g.parquet", "a", "b"), "remap reads a JSONL gold set"),
+                       (lambda: StressRequest("g", "r", ranks=(1, 1)), "--ranks must be distinct ranks >= 1"),
+                       (lambda: StressRequest("g", "r", negatives="lexical"), "--negatives lexical needs --corpus"),
+                       (lambda: TracesRequest(("t",), by=("nope",)), "--by 'nope' is not a segment field"),
+                       (lambda: TracesRequest(("t",), k=0), "--k must be between 1 and 100"),
+                       (lambda: SampleRequest(("t",), abstention="a.yaml", abstention_threshold=0.2),
+                        "give --abstention or --abstention-threshold, not both")):
+        with pytest.raises(UsageError, match=re.escape(words)):
+            bad()
+
+
+def test_gold_flows_read_clean_gold_sets():
+    from rankgate.flows.gold import DiffRequest, ValidateRequest, run_diff, run_validate
+
+    gold = str(DEMO / "gold.jsonl")
+    assert run_validate(ValidateRequest(gold, corpus=str(DEMO / "corpus.jsonl"))).exit_code in (0, 1)
+    d = run_diff(DiffRequest(gold, gold))
+    assert not d.added and not d.removed and not d.relabelled and d.old_queries == d.new_queries > 0
