@@ -14,7 +14,7 @@ DEMO = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data
 
 def test_answers_flow_gives_the_command_bytes(tmp_path):
     from rankgate.cli import main
-    from rankgate.flows._common import JudgeSpec
+    from rankgate.flows.answers import JudgeSpec
     from rankgate.flows.answers import AnswersRequest, run_answers
     from rankgate.report.exports import answers_csv, answers_summary, summary_json
 
@@ -46,7 +46,7 @@ def test_answers_request_is_validated_once(kwargs, words):
 
 
 def test_judge_spec_refuses_contradictions():
-    from rankgate.flows._common import JudgeSpec
+    from rankgate.flows.answers import JudgeSpec
 
     with pytest.raises(UsageError, match="contradict"):
         JudgeSpec(use_cache=False, refresh=True)
@@ -68,7 +68,7 @@ def test_judge_requests_are_validated_once():
 
 
 def test_relevance_flow_labels_a_queue_from_python(tmp_path):
-    from rankgate.flows._common import JudgeSpec
+    from rankgate.flows.judge import JudgeSpec
     from rankgate.flows.judge import CalibrationRequest, RelevanceRequest, run_calibration, run_relevance
 
     from .demo_runs import write_jsonl

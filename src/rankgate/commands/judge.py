@@ -81,7 +81,7 @@ def add_parser(sub: Any) -> None:
 
 def request(args: argparse.Namespace) -> Any:
     """The flow's request the options describe: a RelevanceRequest or a CalibrationRequest."""
-    from ..flows._common import JudgeSpec
+    from ..flows.judge import JudgeSpec
     from ..flows.judge import CalibrationRequest, RelevanceRequest
 
     if args.judge_command == "relevance":

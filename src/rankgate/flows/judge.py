@@ -15,6 +15,9 @@ from typing import Any
 
 from ._common import JudgeSpec, budget_warning, check_counts
 
+__all__ = ["CalibrationRequest", "JudgeSpec", "RelevancePlan", "RelevanceRequest", "RelevanceResult", "plan_relevance",
+           "run_calibration", "run_relevance"]
+
 
 def _open(spec: JudgeSpec) -> Any:
     """The judge client, options first and then the RANKGATE_JUDGE* environment; the lexical judge
