@@ -18,12 +18,9 @@ from rankgate.metrics import get_metric, parse_metric
 from rankgate.metrics.answer import AnswerLabels, status
 from rankgate.metrics.context import QueryView
 
+from .helpers import write_jsonl
+
 S, C, N = "supported", "contradicted", "not_found"
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 # -- statement verdicts -> scores (hand-computed) ---------------------------------------------------

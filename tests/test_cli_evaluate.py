@@ -7,13 +7,13 @@ import gzip
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from rankgate.cli import main
 
 from .conftest import shared_path
+from .helpers import write_jsonl
 
 GOLD = [
     {"query_id": "q1", "query": "export on free plan", "relevant_chunks": [{"chunk_id": "doc_export#c2", "grade": 3, "note": "says so"}],
@@ -27,11 +27,6 @@ RUN = [
     {"query_id": "q2", "topk": [{"chunk_id": "doc_refund#c2", "score": 1.5}, {"chunk_id": "x#c1", "score": 1.0}]},
     {"query_id": "q9", "topk": [{"chunk_id": "a", "score": 1.0}]},
 ]
-
-
-def write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 @pytest.fixture

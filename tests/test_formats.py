@@ -21,6 +21,7 @@ from rankgate.data.shapes import normalise_text, text_id
 from rankgate.errors import InputError
 
 from .hostile import assert_refused
+from .helpers import write_jsonl
 
 METRICS = "hit@1,hit@3,mrr,ndcg@10,precision@3,recall@3"
 
@@ -58,11 +59,6 @@ def values(result):
 def cli_json(capsys, *argv) -> dict:
     assert main(["evaluate", *map(str, argv), "-m", METRICS, "--resamples", "0", "--json"]) == 0
     return json.loads(capsys.readouterr().out)
-
-
-def write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def write_csv(path: Path, rows, *, lists=repr, delimiter=",") -> Path:

@@ -20,6 +20,7 @@ from rankgate.judges.prompts import DATA_RULE, _parse, prompt
 
 from .fake_openai import FakeOpenAI, content
 from .hostile import assert_refused, snapshot
+from .helpers import write_jsonl
 
 GOLD = [
     {"query_id": "q1", "query": "What is the capital of France?", "relevant_chunks": ["c1"]},
@@ -36,11 +37,6 @@ ANSWERS = [  # q1: 1 sentence, a reference, 2 contexts; q2: 2 sentences, a refer
 # Requests a run of ANSWERS sends, by task: statements 3, answer_relevance 3, context_relevance 2+1+1,
 # support 1+2+1 (one per statement), correctness 1+2 (statements of answers with a reference).
 FULL_RUN = 3 + 3 + 4 + 4 + 3
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 @pytest.fixture

@@ -187,13 +187,24 @@ def test_max_reply_bytes_out_of_range_is_a_usage_error(tmp_path, capsys, value):
 
 
 # -- memory, measured on the real command in a child process -----------------------------------------
+# On Linux a child's ru_maxrss starts from the memory of the process that forked it, and a pytest worker
+# holds hundreds of MB after a few hundred tests: the command is forked from this tiny launcher instead.
+_LAUNCH = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, "-m", "rankgate", *sys.argv[1:]])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
 def _peak_rss_mb(argv: list[str], tmp_path) -> tuple[int, float, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    with open(tmp_path / "stdout", "wb") as out, open(tmp_path / "stderr", "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "rankgate", *argv], stdout=out, stderr=err, env=env)
-        _, status_, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status_)
-    return proc.returncode, usage.ru_maxrss / 1024.0, (tmp_path / "stderr").read_text()
+    with open(tmp_path / "stderr", "wb") as err:
+        done = subprocess.run([sys.executable, "-S", "-c", _LAUNCH, *argv], stdout=subprocess.PIPE, stderr=err,
+                              env=env, check=False)
+    code, maxrss_kb = (int(x) for x in done.stdout.split()[-2:])
+    return code, maxrss_kb / 1024.0, (tmp_path / "stderr").read_text()
 
 
 @pytest.mark.parametrize("step", [huge(64 << 20), bomb(1 << 30)], ids=["64MB", "gzip-bomb"])

@@ -3,7 +3,6 @@ as TeX (matplotlib's math text) and never breaks the SVG."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -13,13 +12,10 @@ from rankgate.report.build import build_report
 from rankgate.report.html import render_html
 from rankgate.report.model import Curve
 
+from .helpers import write_jsonl as _write
+
 HOSTILE = ["$x$", "$x^$", "$\\alpha", "$\\foo$", "un$balanced", "$_$", "two\nlines", "<script>alert(1)</script>",
            "_leading_underscore", "a & b"]
-
-
-def _write(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def _files(tmp_path, name="$x$"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -19,6 +18,8 @@ from rankgate.cli import main
 from rankgate.data.ranking import rank_rows
 from rankgate.errors import UsageError
 from rankgate.report.exports import metrics_csv
+
+from .helpers import write_jsonl
 
 # -- ties ------------------------------------------------------------------------------------------
 
@@ -72,11 +73,6 @@ def test_input_ties_are_a_stable_sort_of_one_query(scores):
     n = len(scores)
     perm = rank_rows(np.zeros(n, dtype=np.int64), pa.array([f"d{i}" for i in range(n)]), np.array(scores), None, ties="input")
     assert perm.tolist() == sorted(range(n), key=lambda i: -scores[i])
-
-
-def write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def test_cli_ties_recorded_in_summary_and_report(tmp_path, capsys):

@@ -1,15 +1,13 @@
-"""Load gold sets and runs from files or Python objects, detecting the format.
+"""Load gold sets and runs from files or Python data, detecting the format.
 
-Formats: ``jsonl`` (also ``.json``, ``.ndjson``), ``trec``, ``beir`` (gold: ``qrels/*.tsv`` or a
-BEIR folder, see :func:`~rankgate.data.trec.beir_qrels_file`), ``parquet`` (long tables). gzip is
-accepted for text formats. Detection uses the extension, then the content: Parquet's magic bytes,
-else the first byte that is not whitespace or a byte-order mark (``{`` or ``[`` means JSON lines,
-anything else TREC), then the field names (:mod:`rankgate.data.tools`: ``csv`` for CSV/TSV with a
-header, ``columns=`` mapping its columns; ``ragas`` and ``deepeval``, gold and run in one file;
-``llamaindex``, a gold set; ``hf``, a Hugging Face ``save_to_disk`` folder; ``samples``, the sample
-contract's YAML/JSON samples and outputs, see :mod:`rankgate.data.contract`, also for ``.yaml``/``.yml``
-files); ``format=`` overrides.
-Pipes are read through a temporary copy (:func:`~rankgate.data.source.local_copy`).
+The formats are one table, :data:`rankgate.data.formats.FORMATS` (``jsonl``, also ``.json`` and
+``.ndjson``; ``trec``; ``beir``, gold only: ``qrels/*.tsv`` or a BEIR folder, see
+:func:`~rankgate.data.trec.beir_qrels_file`; ``parquet``, long tables; ``csv``, CSV/TSV with a header,
+``columns=`` mapping its columns; ``ragas`` and ``deepeval``, gold and run in one file; ``llamaindex``,
+a gold set; ``hf``, a Hugging Face ``save_to_disk`` folder; ``samples``, the sample contract's YAML/JSON
+samples and outputs, see :mod:`rankgate.data.contract`), plus any row a plug-in adds. gzip is accepted
+for text formats. :func:`rankgate.data.detect.detect` picks the row (extension, then the content);
+``format=`` overrides. Pipes are read through a temporary copy (:func:`~rankgate.data.source.local_copy`).
 """
 
 from __future__ import annotations
@@ -20,43 +18,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError, UsageError
-from .formats import GOLD_FORMATS, RUN_FORMATS, split_list_sep
+from .detect import call, check_format, detect
+from .formats import split_list_sep
 from .jsonl import iter_json_lines, json_lines, parse_gold_records, parse_run_records, read_text, summary_error
 from .models import Gold, Run
-from .source import PARQUET_MAGIC, check_file, first_byte, is_pipe, local_copy, magic
+from .source import check_file, is_pipe, local_copy
 
 GoldLike = Any  # path, Gold, {qid: {doc: grade}}, or an iterable of gold records
 RunLike = Any  # path, Run, {qid: {doc: score}} / {qid: [ids]}, or an iterable of run records
-
-
-def _detect(path: str, allowed: tuple[str, ...], what: str) -> str:
-    p = path.removesuffix(".gz")
-    ext = os.path.splitext(p)[1].lower()
-    if os.path.isdir(path):
-        from .trec import has_beir_qrels
-
-        if what == "gold" and has_beir_qrels(path):
-            return "beir"
-        raise InputError("is a folder", path=path, hint=f"pass the {what} file itself")
-    if ext in (".parquet", ".pq") or magic(path) == PARQUET_MAGIC:
-        return "parquet"
-    if ext in (".jsonl", ".ndjson", ".json"):
-        return "jsonl"
-    if ext == ".tsv" and what == "gold":
-        return "beir"
-    if ext in (".yaml", ".yml"):
-        return "samples"
-    first = first_byte(path)
-    if first in (b"{", b"["):
-        return "jsonl"
-    if not first:
-        raise InputError("is empty", path=path, hint=f"the {what} file has no content")
-    return "trec"
-
-
-def _check_format(fmt: str | None, allowed: tuple[str, ...], what: str) -> None:
-    if fmt is not None and fmt not in allowed:
-        raise UsageError(f"unknown {what} format {fmt!r}; expected one of: {', '.join(allowed)}")
 
 
 def _json_records(path: str, what: str = "run") -> list[tuple[int, Any]]:
@@ -111,32 +80,15 @@ def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, A
     return out
 
 
+_NOUNS = {"gold": "gold set", "run": "run"}
+
+
 def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gold>",
               columns: Mapping[str, str] | None = None) -> Gold:
     """Load a gold set from a path or Python data (see module docs for what is accepted).
 
     ``columns``: for a table with a header, which column holds each field (``{"query_id": "qid"}``)."""
-    if isinstance(source, Gold):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        return _load_path(os.fspath(source), "gold", format, columns)
-    from . import tools
-
-    if format is not None:
-        _check_format(format, GOLD_FORMATS, "gold")
-    if isinstance(source, Mapping) and format in (None, "samples"):
-        from .contract import gold_from_value, is_contract_value
-
-        if format == "samples" or is_contract_value(source, "gold"):  # {"samples": [...]}: the sample contract
-            return gold_from_value(dict(source), label)
-    if isinstance(source, Mapping):
-        tool_gold = tools.gold_from_objects(source, label, format)
-        return tool_gold if tool_gold is not None else parse_gold_records(_as_mapping_records(source, "gold"), label)
-    if isinstance(source, Iterable) or hasattr(source, "to_list") or hasattr(source, "to_dict"):
-        rows = tools.rows_of(source)
-        tool_gold = tools.gold_from_objects(rows, label, format)
-        return tool_gold if tool_gold is not None else parse_gold_records(list(enumerate(rows, start=1)), label)
-    raise UsageError(f"cannot read a gold set from {type(source).__name__}; pass a path, a dict or a list of records")
+    return _load(source, "gold", format, label, columns)
 
 
 def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>",
@@ -144,72 +96,74 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
     """Load a run from a path or Python data (see module docs for what is accepted).
 
     ``columns``: for a table with a header, which column holds each field (``{"score": "s"}``)."""
-    if isinstance(source, Run):
+    return _load(source, "run", format, label, columns)
+
+
+def _load(source: Any, noun: str, format: str | None, label: str, columns: Mapping[str, str] | None) -> Any:
+    """A gold set (``noun="gold"``) or run from a path or Python data."""
+    gold = noun == "gold"
+    if isinstance(source, Gold if gold else Run):
         return source
     if isinstance(source, (str, os.PathLike)):
-        return _load_path(os.fspath(source), "run", format, columns)
+        return _load_path(os.fspath(source), noun, format, columns)
     from . import tools
 
-    if format is not None:
-        _check_format(format, RUN_FORMATS, "run")
-    if isinstance(source, Mapping) and (format == "samples" or (format is None and _outputs_mapping(source))):
-        from .contract import run_from_value
+    check_format(format, noun)
+    if isinstance(source, Mapping) and format in (None, "samples") and (format == "samples" or _contract_mapping(source, noun)):
+        from .contract import gold_from_value, run_from_value
 
-        return run_from_value(dict(source), label)  # {sample id: {"retrieved": [...]}}: the sample contract
+        # {"samples": [...]} / {sample id: {"retrieved": [...]}}: the sample contract
+        return gold_from_value(dict(source), label) if gold else run_from_value(dict(source), label)
+    from_objects = tools.gold_from_objects if gold else tools.run_from_objects
+    parse = parse_gold_records if gold else parse_run_records
     if isinstance(source, Mapping):
-        tool_run = tools.run_from_objects(source, label, format)
-        if tool_run is not None:
-            return tool_run
-        run = parse_run_records(_as_mapping_records(source, "run"), label)
-        if any(isinstance(v, Mapping) for v in source.values()):
-            run.ties = "id"  # {query_id: {doc_id: score}}, pytrec_eval's shape: a score map, not an order
-        return run
+        tool = from_objects(source, label, format)
+        if tool is not None:
+            return tool
+        loaded: Any = parse(_as_mapping_records(source, noun), label)
+        if not gold and any(isinstance(v, Mapping) for v in source.values()):
+            loaded.ties = "id"  # {query_id: {doc_id: score}}, pytrec_eval's shape: a score map, not an order
+        return loaded
     if isinstance(source, Iterable) or hasattr(source, "to_list") or hasattr(source, "to_dict"):
         rows = tools.rows_of(source)
-        tool_run = tools.run_from_objects(rows, label, format)
-        return tool_run if tool_run is not None else parse_run_records(list(enumerate(rows, start=1)), label)
-    raise UsageError(f"cannot read a run from {type(source).__name__}; pass a path, a dict or a list of records")
+        tool = from_objects(rows, label, format)
+        return tool if tool is not None else parse(list(enumerate(rows, start=1)), label)
+    raise UsageError(f"cannot read a {_NOUNS[noun]} from {type(source).__name__}; pass a path, a dict or a list of records")
 
 
-def _outputs_mapping(source: Mapping[str, Any]) -> bool:
-    """A mapping of sample id to the sample contract's output with at least one ``{"retrieved": …}``
-    (a mapping of bare id lists reads the same either way), or a ``samples`` list carrying outputs."""
+def _contract_mapping(source: Mapping[str, Any], noun: str) -> bool:
+    """Whether in-memory data is in the sample contract's shape. For a run: a mapping of sample id to
+    the contract's output with at least one ``{"retrieved": …}`` (a mapping of bare id lists reads the
+    same either way), or a ``samples`` list carrying outputs."""
     from .contract import is_contract_value
 
-    if "samples" in source:
-        return is_contract_value(source, "run")
+    if noun == "gold" or "samples" in source:
+        return is_contract_value(source, noun)
     return is_contract_value(source, "run") and any(isinstance(v, Mapping) for v in source.values())
 
 
 def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, str] | None) -> Any:
-    """A gold set (``noun="gold"``) or run from a file, folder or pipe: detect the format, then read it."""
-    from . import tools
-
-    gold = noun == "gold"
-    formats = GOLD_FORMATS if gold else RUN_FORMATS
-    _check_format(format, formats, noun)
+    """A gold set (``noun="gold"``) or run from a file, folder or pipe: find its row in the format
+    table (:func:`rankgate.data.detect.detect`), then read it with the row's reader."""
+    check_format(format, noun)
     check_file(path, noun)
     if is_pipe(path):  # read once into a local copy, then as a file
         return _from_pipe(path, noun, lambda local: _load_path(local, noun, format, columns))
-    if format is None and os.path.isdir(path) and tools.is_hf_folder(path):
-        fmt = "hf"
-    else:
-        fmt = format or tools.refine(path, _detect(path, formats, noun), noun)
-    if fmt == "samples":
-        from .contract import read_contract_gold, read_contract_run
-
-        return read_contract_gold(path) if gold else read_contract_run(path)
+    row = detect(path, noun, format)
+    reader = getattr(row, noun)
     columns, list_sep = split_list_sep(dict(columns) if columns else None)
-    # a LlamaIndex file is a gold set only: its run reader says so
-    if fmt in tools.RECORD_FORMATS or (columns and fmt == "parquet") or (not gold and fmt == "llamaindex"):
-        return tools.read_gold(path, fmt, columns, list_sep) if gold else tools.read_run(path, fmt, columns, list_sep)
-    read = _load_gold_path if gold else _load_run_path
-    if format is None:
-        return read(path, fmt)
+    if reader is None:  # a format that holds the other noun only (a LlamaIndex dataset is a gold set)
+        other = "run" if noun == "gold" else "gold"
+        raise InputError(f"{row.description} holds a {_NOUNS[other]}, not a {_NOUNS[noun]}", path=path,
+                         hint=f"pass it as --{other}")
+    if format is None or not row.explain:
+        return call(reader, path, row.name, columns, list_sep)
     try:
-        return read(path, fmt)
+        return call(reader, path, row.name, columns, list_sep)
     except InputError as exc:
-        raise tools.explain(path, noun, fmt, exc) from None
+        from . import tools
+
+        raise tools.explain(path, noun, row.name, exc) from None
 
 
 def _pandas_rows(path: str) -> list[tuple[int, Any]] | None:
@@ -244,46 +198,79 @@ def _json_or_pandas(path: str, read: Any) -> Any:
         return rows
 
 
-def _load_gold_path(path: str, fmt: str) -> Gold:
-    if fmt == "jsonl":
-        from .jsonl_fast import read_gold_fast
+# The built-in readers the format table names ("rankgate.data.load:read_…"), each called as
+# read(path, name, columns, list_sep)
 
-        def read(p: str) -> Any:
-            fast = read_gold_fast(p)
-            return fast if fast is not None else parse_gold_records(_json_records(p, "gold set"), p)
+def read_jsonl_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
+    from .jsonl_fast import read_gold_fast
 
-        got = _json_or_pandas(path, read)
-        return got if isinstance(got, Gold) else parse_gold_records(got, path)
-    if fmt == "trec":
-        from .trec import read_trec_qrels
+    def read(p: str) -> Any:
+        fast = read_gold_fast(p)
+        return fast if fast is not None else parse_gold_records(_json_records(p, "gold set"), p)
 
-        return read_trec_qrels(path)
-    if fmt == "beir":
-        from .trec import read_beir_qrels
-
-        return read_beir_qrels(_beir_qrels_file(path))
-    from .parquet import read_parquet_gold
-
-    return read_parquet_gold(path)
+    got = _json_or_pandas(path, read)
+    return got if isinstance(got, Gold) else parse_gold_records(got, path)
 
 
-def _load_run_path(path: str, fmt: str) -> Run:
-    if fmt == "jsonl":
-        from .jsonl_fast import read_run_fast
+def read_jsonl_run(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Run:
+    from .jsonl_fast import read_run_fast
 
-        def read_run(p: str) -> Any:
-            fast = read_run_fast(p)
-            return fast if fast is not None else parse_run_records(_json_records(p), p)
+    def read(p: str) -> Any:
+        fast = read_run_fast(p)
+        return fast if fast is not None else parse_run_records(_json_records(p), p)
 
-        got = _json_or_pandas(path, read_run)
-        return got if isinstance(got, Run) else parse_run_records(got, path)
-    if fmt == "trec":
-        from .trec import read_trec_run
+    got = _json_or_pandas(path, read)
+    return got if isinstance(got, Run) else parse_run_records(got, path)
 
-        return read_trec_run(path)
-    from .parquet import read_parquet_run
 
-    return read_parquet_run(path)
+def read_trec_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
+    from .trec import read_trec_qrels
+
+    return read_trec_qrels(path)
+
+
+def read_trec_run(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Run:
+    from .trec import read_trec_run
+
+    return read_trec_run(path)
+
+
+def read_beir_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
+    from .trec import read_beir_qrels
+
+    return read_beir_qrels(_beir_qrels_file(path))
+
+
+def read_parquet_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
+    if columns:  # a long table whose columns are mapped: read as records
+        from .tools import read_gold
+
+        return read_gold(path, fmt, columns, list_sep)
+    from .parquet import read_parquet_gold as read
+
+    return read(path)
+
+
+def read_parquet_run(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Run:
+    if columns:
+        from .tools import read_run
+
+        return read_run(path, fmt, columns, list_sep)
+    from .parquet import read_parquet_run as read
+
+    return read(path)
+
+
+def read_samples_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
+    from .contract import read_contract_gold
+
+    return read_contract_gold(path)
+
+
+def read_samples_run(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Run:
+    from .contract import read_contract_run
+
+    return read_contract_run(path)
 
 
 def _from_pipe(path: str, what: str, load: Any) -> Any:

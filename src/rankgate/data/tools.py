@@ -1,9 +1,7 @@
-"""Detection and dispatch for the formats read as records: CSV/TSV with a header, the RAG tools'
-datasets (RAGAS, DeepEval, LlamaIndex) and Hugging Face ``save_to_disk`` folders.
-
-:mod:`rankgate.data.load` detects the container (extension, folder, first character); this module
-refines that guess by the field names (a ``.jsonl`` of RAGAS samples is ``ragas``, a ``.tsv`` with a
-``qid``/``docid`` header is ``csv``) and, when a forced format does not fit, says which one does.
+"""Reading the formats read as records: CSV/TSV with a header, the RAG tools' datasets (RAGAS,
+DeepEval, LlamaIndex) and Hugging Face ``save_to_disk`` folders; and what the sniffers of
+:mod:`rankgate.data.detect` ask of a file (its first line, the shape of its first record's fields).
+When a forced format does not fit, :func:`explain` says which one does.
 """
 
 from __future__ import annotations
@@ -14,19 +12,19 @@ from collections.abc import Mapping
 
 from ..errors import InputError
 from .models import Gold, Run
-from .records import Records, container_of, is_hf_folder, read_records
+from .records import Records, container_of, read_records
 from .shapes import describe_shape, shape_of
 
-__all__ = ["RECORD_FORMATS", "explain", "gold_from_objects", "read_gold", "read_run", "refine", "rows_of", "run_from_objects"]
+__all__ = ["explain", "first_line", "gold_from_objects", "json_shape", "read_gold", "read_run", "rows_of", "run_from_objects",
+           "table_shape"]
 
-RECORD_FORMATS = frozenset({"csv", "ragas", "deepeval", "llamaindex", "hf"})
 TOOL_SHAPES = ("ragas", "deepeval", "llamaindex")
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 TABLE_WORDS = frozenset({"query_id", "qid", "chunk_id", "doc_id", "docid", "score", "grade", "rank", "relevance",
                          "query-id", "corpus-id", "user_input", "input", "question", "retrieved_contexts", "retrieval_context"})
 
 
-def _first_line(path: str) -> str:
+def first_line(path: str) -> str:
     from .source import open_text
 
     try:
@@ -39,10 +37,10 @@ def _first_line(path: str) -> str:
     return ""
 
 
-def _json_shape(path: str) -> str | None:
+def json_shape(path: str) -> str | None:
     """The shape of a JSON/JSONL file from its first record (the whole file only when the first
     line is not a complete JSON value, i.e. a pretty-printed file)."""
-    first = _first_line(path).strip()
+    first = first_line(path).strip()
     try:
         value = json.loads(first)
     except RecursionError:
@@ -65,7 +63,7 @@ def _json_shape(path: str) -> str | None:
     return None
 
 
-def _table_shape(path: str) -> str | None:
+def table_shape(path: str) -> str | None:
     if os.path.isdir(path):
         return None
     import pyarrow as pa
@@ -75,33 +73,6 @@ def _table_shape(path: str) -> str | None:
         return shape_of(pq.read_schema(path).names)
     except (pa.ArrowInvalid, OSError):
         return None
-
-
-def refine(path: str, fmt: str, what: str) -> str:
-    """The detected format, refined by the file's field names (only when no format was forced)."""
-    if os.path.isdir(path):
-        return "hf" if is_hf_folder(path) else fmt
-    ext = os.path.splitext(path.removesuffix(".gz"))[1].lower()
-    if ext == ".csv":
-        return "csv"  # its content (long table, RAGAS, DeepEval) is told apart when it is read
-    if ext == ".tsv" or fmt == "trec":  # (a pipe's copy has no extension: the header line decides)
-        first = _first_line(path).rstrip("\r\n")
-        names = [n.strip().lower() for n in first.split("\t" if "\t" in first or ext == ".tsv" else ",")]
-        beir = what == "gold" and tuple(names[:3]) == BEIR_HEADER  # BEIR qrels keep their reader
-        if not beir and TABLE_WORDS & set(names):
-            return "csv"
-        return fmt
-    if fmt == "jsonl":
-        shape = _json_shape(path)
-        if shape in TOOL_SHAPES:
-            return shape
-        from .contract import is_contract_json
-
-        return "samples" if is_contract_json(path, what) else fmt
-    if fmt == "parquet":
-        shape = _table_shape(path)
-        return shape if shape in TOOL_SHAPES else fmt
-    return fmt
 
 
 def _check_shape(recs: Records, fmt: str, what: str) -> str:
@@ -149,7 +120,7 @@ def _csv_fast(path: str, fmt: str, kind: str, columns: Mapping[str, str] | None)
 
     from .records import sniff_delimiter
 
-    first = _first_line(path)
+    first = first_line(path)
     delimiter = sniff_delimiter(first, path)
     try:
         header = [h.strip() for h in next(csv.reader([first], delimiter=delimiter))]
@@ -234,12 +205,12 @@ def explain(path: str, what: str, fmt: str, exc: InputError) -> InputError:
             return exc
         ext = container_of(path)
         if ext == "parquet":
-            shape = _table_shape(path)
+            shape = table_shape(path)
         elif ext == "csv":
             recs = read_records(path, "csv")
             shape = shape_of(recs.columns)
         else:
-            shape = _json_shape(path)
+            shape = json_shape(path)
     except Exception:  # noqa: BLE001  (the explanation must never hide the error itself)
         return exc
     if shape == "table" and fmt != "csv" and ext == "csv":

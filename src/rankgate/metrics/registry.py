@@ -149,13 +149,9 @@ def _load_entry_points() -> None:
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
-    from importlib.metadata import entry_points
+    from ..plugins import entry_point_objects
 
-    for ep in entry_points(group="rankgate.metrics"):
-        try:
-            obj = ep.load()
-        except Exception as exc:  # a broken plugin must not break the tool; say which one
-            raise MetricSpecError(f"metric plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+    for obj in entry_point_objects("rankgate.metrics", "metric").values():
         register(obj)
 
 

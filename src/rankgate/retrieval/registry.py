@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rankgate.errors import UsageError
-from rankgate.plugins import load_object  # re-exported: the retrievers' loader is the shared one
+from rankgate.plugins import entry_point_names, entry_point_objects, load_object  # load_object re-exported: the shared loader
 from rankgate.retrieval.base import Retriever
 
 __all__ = ["available", "check_retriever", "get_retriever", "register"]
@@ -62,10 +62,8 @@ def available() -> list[str]:
     return sorted(set(_REGISTRY) | set(_presets()) | set(_entry_points()))
 
 
-def _entry_points() -> dict[str, Any]:
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+def _entry_points() -> tuple[str, ...]:
+    return entry_point_names(ENTRY_POINT_GROUP)
 
 
 def check_retriever(obj: Any, origin: str) -> Retriever:
@@ -112,10 +110,7 @@ def get_retriever(spec: str, **options: Any) -> Retriever:
         return get_retriever(preset["retriever"], **{"name": preset["name"], **preset["options"], **options})
     points = _entry_points()
     if spec in points:
-        try:
-            factory = points[spec].load()
-        except Exception as error:  # noqa: BLE001 - a broken plugin must not look like a rankgate bug
-            raise UsageError(f"Retriever plugin {spec!r} failed to load: {error}") from None
+        factory = entry_point_objects(ENTRY_POINT_GROUP, "retriever", spec)[spec]
         return check_retriever(_call(factory, spec, options), f"Retriever plugin {spec!r}")
     names = sorted(set(_REGISTRY) | set(presets) | set(points))
     import difflib

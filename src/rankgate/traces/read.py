@@ -23,15 +23,7 @@ from .model import TraceTables
 
 __all__ = ["detect_format", "read_traces"]
 
-# name -> "module:function"; the function takes (files: list[(path, label)], builder, options)
-_READERS: Mapping[str, str] = {
-    "jsonl": "rankgate.traces.formats.jsonl:read_files",
-    "otlp": "rankgate.traces.formats.otlp:read_files",
-    "otel-sdk": "rankgate.traces.formats.otlp:read_sdk_files",
-    "phoenix": "rankgate.traces.formats.phoenix:read_files",
-    "langfuse": "rankgate.traces.formats.observations:read_langfuse",
-    "langsmith": "rankgate.traces.formats.observations:read_langsmith",
-}
+_READERS: Mapping[str, str] = {f.name: f.reader for f in FORMATS}  # name -> "module:function" (the table's column)
 
 
 def _reader(name: str) -> Callable[..., None]:
