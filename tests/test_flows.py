@@ -71,7 +71,7 @@ def test_relevance_flow_labels_a_queue_from_python(tmp_path):
     from rankgate.flows.judge import JudgeSpec
     from rankgate.flows.judge import CalibrationRequest, RelevanceRequest, run_calibration, run_relevance
 
-    from .demo_runs import write_jsonl
+    from .helpers import write_jsonl
 
     queue = write_jsonl(tmp_path / "queue.jsonl", [
         {"query_id": "q1", "query": "when was taskfolio founded", "id": "a#1", "text": "Taskfolio was founded in 2019."},
