@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from rankgate.agreement import binary_rates, calibrate, cohen_kappa, kappa_ci, ppi_mean, spearman
 
+from .conftest import examples
+
 
 def test_kappa_by_hand():
     # table (human rows, judge cols) [[2,1],[0,1]] for 0/1: po = 3/4, pe = (3/4·2/4 + 1/4·2/4) = 1/2
@@ -25,7 +27,7 @@ def test_kappa_by_hand():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # statsmodels' own standard errors on degenerate tables
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=3, max_size=60))
 def test_kappa_matches_statsmodels(pairs):
     from statsmodels.stats.inter_rater import cohens_kappa
@@ -72,7 +74,7 @@ def test_sensitivity_specificity_with_wilson():
     assert (r2.positives, r2.true_positives) == (3, 1)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=50))
 def test_spearman_matches_scipy(pairs):
     from scipy.stats import spearmanr

@@ -11,12 +11,13 @@ from hypothesis import HealthCheck, given, settings
 import rankgate
 
 from .test_metrics import queries, reference_value, view
+from .conftest import examples
 
 SPECS = ["precision_returned", "precision_returned@3", "precision_returned(rel=2)@2", "ap_retrieved",
          "ap_retrieved@2", "ap_retrieved(rel=2)", "ndcg_full_ideal", "ndcg_full_ideal@2", "ndcg_full_ideal(gain=exp)@3"]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(queries())
 def test_kernel_equals_reference(data):
     gold, run = data
@@ -34,7 +35,7 @@ def test_kernel_equals_reference(data):
                 assert got == pytest.approx(want, abs=1e-12), (spec, g["query_id"], got, want)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(queries())
 def test_relations_to_rankgate_metrics(data):
     """precision_returned@k is precision@k when k items came back; ndcg_full_ideal@k is ndcg@k when

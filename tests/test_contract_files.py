@@ -16,6 +16,8 @@ import rankgate
 from rankgate.cli import main
 from rankgate.errors import InputError, MetricSpecError
 
+from .conftest import examples
+
 DATA = Path(__file__).parent / "data" / "contract"
 ALIASES = "retrieval-hit-at-k,retrieval-recall-at-k,retrieval-mrr,retrieval-ndcg-at-k,answer-containment-at-k"
 NAMES = ("retrieval_hit_at_k", "retrieval_recall_at_k", "retrieval_mrr", "retrieval_ndcg_at_k", "answer_containment_at_k")
@@ -295,7 +297,7 @@ def _samples(draw):
     return gold, run, draw(st.integers(1, 9))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(_samples())
 def test_contract_names_are_their_base_metric_at_each_samples_k(case):
     gold, run, default_k = case

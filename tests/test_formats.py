@@ -22,6 +22,7 @@ from rankgate.errors import InputError
 
 from .hostile import assert_refused
 from .helpers import write_jsonl
+from .conftest import examples
 
 METRICS = "hit@1,hit@3,mrr,ndcg@10,precision@3,recall@3"
 
@@ -435,7 +436,7 @@ CELL_ID = st.sampled_from(["q1", "q2", "d1", "d2", " d3", "d4 ", "", "x,y", "é"
 CELL_NUM = st.sampled_from(["1", "0", "-1", "2.0", "0.5", "nan", "", "high", "1e3", " 3", "inf", "1e400"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(CELL_ID, CELL_ID, CELL_NUM), min_size=1, max_size=12), st.sampled_from(["gold", "run"]),
        st.sampled_from([",", "\t"]))
 def test_csv_fast_path_equals_line_by_line(tmp_path_factory, rows, kind, delimiter):
@@ -573,7 +574,7 @@ def test_tool_formats_import_neither_pandas_nor_datasets(tmp_path):
     assert not log.exists(), log.read_text()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(min_size=1, max_size=40), st.lists(st.sampled_from([" ", "\t", "\n", "\r\n", "\u00a0", "\u2003"]), min_size=1, max_size=4))
 def test_text_ids_ignore_whitespace_runs_and_ends(text, spaces):
     pad = "".join(spaces)

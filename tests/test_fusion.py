@@ -16,6 +16,7 @@ from rankgate.errors import InputError, UsageError
 from rankgate.fusion import fuse, parse_fusion, run_records, write_run_jsonl
 
 from .test_compare import DATA
+from .conftest import examples
 
 A = {"q1": {"x": 3.0, "y": 2.0, "z": 1.0}, "q2": {"x": 5.0}}
 B = {"q1": {"y": 0.9, "w": 0.5, "x": 0.1}, "q3": {"m": 1.0, "n": 1.0}}
@@ -86,7 +87,7 @@ def test_bad_method_specs(bad: str, message: str) -> None:
         parse_fusion(bad)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 4).map(float), min_size=1), min_size=2, max_size=4),
        st.sampled_from(["rrf", "combsum", "combmnz"]))
 def test_fusion_equals_the_formula_spelled_out(lists: list[dict[str, float]], method: str) -> None:

@@ -15,6 +15,8 @@ from rankgate.errors import InputError
 from rankgate.gates import gate
 from rankgate.report.comment import comment_markdown
 
+from .conftest import examples
+
 DATA = Path(__file__).parent / "data" / "gate"
 
 
@@ -203,7 +205,7 @@ defaults: {seed: 3, resamples: 100}
 """
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(paired_results())
 def test_a_summary_of_the_baseline_decides_exactly_as_the_baseline_run(pair):
     from rankgate.gates import BaselineSummary, decide, parse_config

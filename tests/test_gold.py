@@ -19,6 +19,7 @@ from rankgate.goldset import min_detectable_drop, read_gold_file
 from rankgate.goldset.records import _collect
 
 from .hostile import assert_refused
+from .conftest import examples
 
 DEMO = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
 GOLDEN = Path(__file__).parent / "golden"
@@ -314,7 +315,7 @@ def _outcome(read):
         return str(exc)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(_row, min_size=1, max_size=5, unique_by=lambda r: str(r.get("chunk_id"))), parquet=st.booleans())
 def test_manifest_fast_path_equals_row_reader(tmp_path: Path, rows: list, parquet: bool) -> None:
     from rankgate.corpus.manifest import CorpusManifest, _jsonl_rows, _parquet_rows, _read_file

@@ -23,6 +23,7 @@ from rankgate.goldset import GoldFile, GoldQuery, Label
 from rankgate.goldset.stale import stale_labels, stale_labels_reference
 
 from .test_gold import _write
+from .conftest import examples
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "gold_stale.py"
 
@@ -80,7 +81,7 @@ def _doc_fix(rows: list[dict]) -> list[dict]:
     return [{**r, "doc_id": r["chunk_id"].split("#")[0]} for r in rows]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(new=_corpus, old=st.one_of(st.none(), _corpus),
        labels=st.lists(st.lists(st.tuples(st.sampled_from(_ids + ["zz#1"]), st.integers(0, 3)), max_size=3,
                                 unique_by=lambda t: t[0]), min_size=1, max_size=4),

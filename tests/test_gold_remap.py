@@ -20,6 +20,7 @@ from rankgate.goldset.remap import MAX_DF, candidates_fast, candidates_reference
 
 from .hostile import assert_refused
 from .test_gold import DEMO, _lines, _run, _write, check
+from .conftest import examples
 
 GOLD = DEMO / "gold.jsonl"
 CORPUS = DEMO / "corpus.jsonl"
@@ -197,7 +198,7 @@ _words = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta
 _text = st.one_of(st.none(), st.lists(_words, max_size=9).map(" ".join), st.sampled_from(["", "!!", "a, b"]))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(old=st.lists(_text, min_size=1, max_size=6), new=st.lists(_text, min_size=1, max_size=12),
        repeat=st.integers(0, MAX_DF + 2))
 def test_fast_candidates_equal_reference(old: list, new: list, repeat: int) -> None:

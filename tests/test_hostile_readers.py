@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from rankgate.cli import main
 
 from .hostile import assert_refused
+from .conftest import examples
 
 QRELS = b"".join(b"q%d 0 d%d %d\n" % (i % 40, i, i % 3) for i in range(400))
 RUN = b"".join(b"q%d Q0 d%d %d %d.25 tag\n" % (i % 40, i, i, 1000 - i) for i in range(2000))
@@ -553,7 +554,7 @@ def test_a_missing_split_is_refused_naming_the_splits_there_are(tmp_path, capsys
 
 # ------------------------------------------------------------------------ text_lines as a property
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(data=st.lists(st.sampled_from([b"a", b"q1 ", b"\n", b"\r\n", b"\r", b"\xc3\xa9", b"\xff", b"\xe2\x80\xa8",
                                       b"\xef\xbb\xbf", b"\xc3", b"\t"]), max_size=30).map(b"".join),
        packed=st.booleans())

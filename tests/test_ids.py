@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from rankgate.data.ids import item_codes, segment_duplicates
 
+from .conftest import examples
+
 
 def check(run, gold):
     rc, gc = item_codes(pa.array(run, pa.string()), pa.array(gold, pa.string()))
@@ -37,13 +39,13 @@ def test_numeric_ids_with_leading_zeros_and_signs_are_not_confused():
 ids = st.text(alphabet="d0179#-+ ", min_size=1, max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(ids, min_size=1, max_size=8), st.lists(ids, max_size=8))
 def test_codes_are_exact(run, gold):
     check(run, gold)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(st.integers(0, 6), max_size=7), min_size=1, max_size=6))
 def test_segment_duplicates(segments):
     codes = np.array([c for s in segments for c in s], dtype=np.int64)
@@ -128,7 +130,7 @@ def test_judgement_check_of_unsorted_qrels_with_huge_numeric_ids() -> None:
     check_unique_judgements(gold)  # three different pairs: no error
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(0, 3)), min_size=1, max_size=120),
        st.sampled_from([("d", 3, 1), ("DOC-", 5, 1), ("", 4, 1), ("x", 18, 10**16)]))
 def test_ties_broken_by_fixed_width_numbers_as_by_the_ids(rows, shape) -> None:

@@ -19,6 +19,7 @@ from rankgate.goldset.incident import parse_postmortem, read_trace
 
 from .hostile import assert_refused
 from .test_gold import DEMO, _lines, _run, _write
+from .conftest import examples
 
 TRACE = {
     "request_id": "req-7f3a", "timestamp": "2026-06-03T09:14:02Z", "tenant": "shared",
@@ -337,7 +338,7 @@ _HOSTILE = st.lists(st.sampled_from(["\n", "\r\n", "|", "-->", "<!--", "- [x] ",
                                     "a", "Z", "é", "#", ":", "(none)", "\u0000"]), min_size=1, max_size=12).map("".join)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=_HOSTILE, rid=_HOSTILE, tenant=_HOSTILE, version=_HOSTILE, chunk=_HOSTILE, note=_HOSTILE)
 def test_any_trace_text_round_trips_to_exactly_the_filled_case(tmp_path_factory: pytest.TempPathFactory,
                                                                query: str, rid: str, tenant: str, version: str,

@@ -21,6 +21,8 @@ from rankgate.data import jsonl_fast
 from rankgate.data.load import load_gold, load_run
 from rankgate.errors import InputError
 
+from .conftest import examples
+
 N_MIN, N_MAX = jsonl_fast.SAMPLE_LINES + 20, jsonl_fast.SAMPLE_LINES + 120
 
 BAD_VALUES = ['"2"', "true", "false", "null", "1.5", "-0", "-0.0", "NaN", "Infinity", "-Infinity", "1e400",
@@ -221,7 +223,7 @@ def gold_files(draw):
     return lines
 
 
-SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=examples(200), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

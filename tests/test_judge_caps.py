@@ -21,6 +21,7 @@ from rankgate.judges.prompts import DATA_RULE, _parse, prompt
 from .fake_openai import FakeOpenAI, content
 from .hostile import assert_refused, snapshot
 from .helpers import write_jsonl
+from .conftest import examples
 
 GOLD = [
     {"query_id": "q1", "query": "What is the capital of France?", "relevant_chunks": ["c1"]},
@@ -287,7 +288,7 @@ def test_forged_text_reaches_the_server_as_one_block(fake, tmp_path):
     assert _blocks(body["messages"][1]["content"])[1] == ("answer", FORGED)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(task=st.sampled_from(TASKS), texts=st.lists(
     st.lists(st.sampled_from(list("<>/&;\n abtx:#") + ["answer", "statement", "context", "Statement:", "&lt;",
                                                         "&amp;", "</", "\u202e", "```", "{{answer}}"]),

@@ -21,7 +21,7 @@ from rankgate.judges.prompts import prompt, read_messages
 from rankgate.judges.testing import ReplayJudge
 
 from . import judge_plugins
-from .conftest import ROOT
+from .conftest import ROOT, examples
 
 URL = "http://judge.test/v1"
 CAPPED = "reply larger than 1,000,000 bytes (--max-reply-bytes; a chat completion is a few KB)"
@@ -322,7 +322,7 @@ def test_a_bad_recorded_row_names_its_line_and_field(tmp_path, row, message):
     assert str(caught.value).startswith(f"{path}:2: ") and message in str(caught.value)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(task=st.sampled_from(TASKS), texts=st.lists(st.text(max_size=40), min_size=2, max_size=2))
 def test_read_messages_inverts_the_prompt(task, texts):
     fields = dict(zip(TASK_FIELDS[task], texts))

@@ -19,7 +19,7 @@ from rankgate.judges.lexical import LexicalJudge, content_tokens, split_sentence
 from rankgate.judges.prompts import answer_schema, prompt
 
 from . import judge_plugins
-from .conftest import ROOT
+from .conftest import ROOT, examples
 
 
 def rel(key, question, passage):
@@ -222,7 +222,7 @@ def test_plan_fields_keep_the_documented_order():
     assert (p.calls, p.cache_hits, p.approx_tokens, p.to_send) == (5, 2, 100, 3)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(passages=st.lists(st.sampled_from(["x here", "nothing", "boom", "bad"]), max_size=30),
        workers=st.integers(1, 6), repeats=st.integers(1, 3))
 def test_run_keeps_item_order_whatever_finishes_first(passages, workers, repeats):

@@ -13,6 +13,8 @@ import rankgate._accel as accel
 from rankgate import stats
 from rankgate.engine import _join_grades_numpy
 
+from .conftest import examples
+
 kernels = accel.kernels
 needs_kernels = pytest.mark.skipif(kernels is None, reason="rankgate._kernels is not built in this installation")
 
@@ -129,7 +131,7 @@ def joins(draw):
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(joins())
 def test_join_grades_matches_the_numpy_join(case) -> None:
     roff, rcodes, joff, jcodes, jgrades = case
@@ -188,7 +190,7 @@ def unsorted_runs(draw):
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(unsorted_runs())
 def test_rank_permutation_matches_arrows_sort(case) -> None:
     import pyarrow as pa

@@ -13,6 +13,8 @@ import rankgate
 from rankgate.metrics import all_metrics, parse_metric
 from rankgate.metrics.context import QueryView
 
+from .conftest import examples
+
 SPECS = [
     "hit@3", "recall@5", "recall(rel=2)@5", "precision@3", "mrr", "mrr@3", "ndcg", "ndcg@5", "ndcg(gain=exp)@5",
     "map", "map@4", "rprec", "wrecall@5", "judged@4", "forbidden@3", "fresh@3", "containment@3",
@@ -108,7 +110,7 @@ def reference_value(spec, q: QueryView) -> float:
     return value
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(queries())
 def test_kernel_equals_reference(data):
     gold, run = data
@@ -128,7 +130,7 @@ def test_kernel_equals_reference(data):
                 assert got == pytest.approx(want, abs=1e-12), (spec, g["query_id"], got, want)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(queries(), st.randoms(use_true_random=False))
 def test_bounded_and_invariant_to_input_order(data, rnd):
     gold, run = data
@@ -145,7 +147,7 @@ def test_bounded_and_invariant_to_input_order(data, rnd):
         assert ((va[ok] >= 0) & (va[ok] <= 1)).all(), spec
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(queries())
 def test_monotone_in_k(data):
     gold, run = data
@@ -242,7 +244,7 @@ def test_doc_level_counts_a_document_once_at_its_best_rank():
     assert doc.means["ndcg@3"] == pytest.approx((3 / math.log2(3)) / 3)  # d1 carries its best grade, 3
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(st.floats(0.001, 1e3), min_size=0, max_size=12), min_size=1, max_size=30), st.randoms())
 def test_sparse_sums_add_in_place_order_whatever_the_array_order(per_query, rnd) -> None:
     """The grouped fast path (bincount) and the place-by-place path give the same bits: each query's
@@ -281,7 +283,7 @@ def test_ideal_lists_from_counts_equal_sorted_ideal_lists(spec: str, monkeypatch
     assert fast.tobytes() == sorted_.tobytes()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=12), st.booleans(), st.integers(0, 2**31))
 def test_ndcg_sweep_in_one_call_equals_each_cutoff_alone(ks: list[int], per_query_k: bool, seed: int) -> None:
     """Within one evaluation a later nDCG cutoff goes on from the ideal sums of an earlier one: the bits

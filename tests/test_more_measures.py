@@ -18,7 +18,7 @@ import rankgate
 from rankgate.errors import MetricSpecError
 from rankgate.metrics import parse_metric
 
-from .conftest import shared_path
+from .conftest import shared_path, examples
 
 # trec_eval measure (as -m takes it) -> our spec; rbp ignores -l in trec_eval, so it takes no rel here.
 MEASURES = {"bpref": "bpref{rel}", "infAP": "infap{rel}", "rbp": "rbp", "rbp.p=0.5": "rbp(p=0.5)", "rbp.p=0.99": "rbp(p=0.99)"}
@@ -110,7 +110,7 @@ def collections(draw):
     return qrels, run
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(collections(), st.sampled_from([1, 2]))
 def test_generated_collections_bit_for_bit(trec_eval: Path, tmp_path: Path, data, level: int) -> None:
     qrels, run = data

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import rankgate
 
-from .conftest import shared_path
+from .conftest import shared_path, examples
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -68,7 +68,7 @@ def collections(draw):
     return qrels, run
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(collections(), st.sampled_from([1, 2]))
 def test_matches_pytrec_eval(data, rel):
     qrels, run = data

@@ -26,6 +26,8 @@ from rankgate.data.shapes import text_id
 from rankgate.metrics import parse_metric
 from rankgate.metrics.compat import compat_rows
 
+from .conftest import examples
+
 DATA = Path(__file__).parent / "data" / "producers"
 EXPECTED = json.loads((DATA / "rag_datasets.expected.json").read_text(encoding="utf-8"))
 TOP_K = EXPECTED["top_k"]
@@ -240,7 +242,7 @@ def levenshtein(a: str, b: str) -> int:
     return row[-1]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text("ab. ", max_size=12), st.text("ab. ", max_size=12), st.integers(0, 4))
 def test_near_distance_is_levenshtein_within_the_limit(a, b, limit):
     want = levenshtein(a, b)

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from rankgate.errors import UsageError
 from rankgate.stats import clopper_pearson, normal_quantile, wilson_interval
 
+from .conftest import examples
+
 scipy_stats = pytest.importorskip("scipy.stats", reason="install the test extra: pip install '.[test]'")
 proportion = pytest.importorskip("statsmodels.stats.proportion", reason="install the test extra: pip install '.[test]'")
 
@@ -20,7 +22,7 @@ def test_wilson_by_hand():
     assert hi == pytest.approx(0.9433178485, abs=1e-9)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(st.integers(1, 5000), st.data(), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
 def test_wilson_matches_statsmodels(n, data, conf):
     k = data.draw(st.integers(0, n))
@@ -30,7 +32,7 @@ def test_wilson_matches_statsmodels(n, data, conf):
     assert hi == pytest.approx(min(1.0, ehi), abs=1e-12)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None, derandomize=True)
 @given(st.integers(1, 20000), st.data(), st.sampled_from([0.9, 0.95, 0.99]), st.sampled_from(["lower", "upper", "two"]))
 def test_clopper_pearson_matches_scipy(n, data, conf, side):
     k = data.draw(st.integers(0, n))

@@ -27,6 +27,7 @@ from .fake_github import FakeGitHub
 from .fake_openai import FakeOpenAI, echo, status
 from .hostile import assert_refused
 from .test_answers import CLI_ANSWERS, CLI_GOLD, write_jsonl
+from .conftest import examples
 
 KEY = "sk-rg-Zq8xW3vB7nK2mP5tL9cQ4"
 PASSWORD = "Pa55word-sekrit"
@@ -86,7 +87,7 @@ def test_nothing_registered_changes_nothing_but_userinfo():
     assert redact(text) == text
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(secret=st.text(string.ascii_letters + string.digits + "-_", min_size=MIN_RUN, max_size=60),
        user=st.text(string.ascii_letters + string.digits, max_size=12),
        before=st.text(max_size=40), after=st.text(max_size=40))

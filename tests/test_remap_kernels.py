@@ -16,6 +16,8 @@ from rankgate.corpus import manifest_from_records
 from rankgate.goldset import remap_gold
 from rankgate.goldset import remap as R
 
+from .conftest import examples
+
 kernels = accel.kernels
 needs_kernels = pytest.mark.skipif(kernels is None or not hasattr(kernels, "shingle_scan"),
                                    reason="rankgate._kernels is not built in this installation")
@@ -39,7 +41,7 @@ def _arrow_tokens(texts: list[str | None]) -> tuple[list[str], list[int]]:
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(texts=st.lists(st.one_of(st.none(), _any_text), max_size=12))
 def test_ascii_tokens_are_arrows_tokens(texts: list[str | None]) -> None:
     arr = R._string_array(pa.array(texts, pa.string()))
@@ -75,7 +77,7 @@ def _vocab_keys(old: list[str | None], new: list[str | None]) -> tuple[object, i
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(old=st.lists(st.one_of(st.none(), _any_text), max_size=6), new=st.lists(st.one_of(st.none(), _any_text), max_size=10))
 def test_shingle_scan_keys_and_finds_are_the_numpy_ones(old: list[str | None], new: list[str | None]) -> None:
     vocab, V, key, text_of = _vocab_keys(old, new)
@@ -103,7 +105,7 @@ _prose = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta
 _prose_text = st.one_of(st.none(), st.lists(_prose, max_size=9).map(" ".join), st.sampled_from(["", "!!", "a, b"]))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(old=st.lists(_prose_text, min_size=1, max_size=6), new=st.lists(_prose_text, min_size=1, max_size=12),
        repeat=st.integers(0, R.MAX_DF + 2), batch=st.sampled_from([None, 1, 3]))
 def test_candidates_and_picks_with_and_without_kernels(old: list, new: list, repeat: int, batch: int | None,

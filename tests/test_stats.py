@@ -14,6 +14,8 @@ from rankgate.errors import UsageError
 from rankgate.results import EvaluationResult
 from rankgate.stats import bootstrap_ci, holm, metric_cis, paired_bootstrap_ci, randomization_test
 
+from .conftest import examples
+
 
 # -- coverage on known distributions ---------------------------------------------------------------
 @pytest.mark.parametrize(
@@ -65,7 +67,7 @@ def test_randomization_test_finds_a_clear_change():
 
 
 # -- p-value bounds and determinism ---------------------------------------------------------------
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from([0.0, 0.25, 0.5, 1.0, math.nan]), st.sampled_from([0.0, 0.5, 1.0, math.nan])),
              min_size=1, max_size=40),
@@ -143,7 +145,7 @@ def test_holm_caps_at_one_keeps_nan_and_ignores_it_in_the_count():
         holm([1.5])
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
 def test_holm_never_lowers_a_p_value_and_keeps_their_order(ps):
     adj = holm(ps)

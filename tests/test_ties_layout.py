@@ -20,6 +20,7 @@ from rankgate.errors import UsageError
 from rankgate.report.exports import metrics_csv
 
 from .helpers import write_jsonl
+from .conftest import examples
 
 # -- ties ------------------------------------------------------------------------------------------
 
@@ -55,7 +56,7 @@ def _reference(query, docs, score, ties):
     return sorted(rows, key=lambda i: query[i])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.text("abc", min_size=1, max_size=3), st.sampled_from([0.0, 0.5, 1.0, 2.0])),
                 min_size=1, max_size=40, unique_by=lambda t: (t[0], t[1])),
        st.sampled_from(["id", "input"]))
@@ -67,7 +68,7 @@ def test_ranking_rule_matches_its_reference(rows, ties):
     assert perm.tolist() == _reference(query.tolist(), docs, score.tolist(), ties)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.0]), min_size=1, max_size=30))
 def test_input_ties_are_a_stable_sort_of_one_query(scores):
     n = len(scores)
@@ -226,7 +227,7 @@ def test_input_ties_follow_a_jsonl_rank_given_beside_scores(tmp_path):
     assert fast is not None and fast.r_order.tolist() == slow.r_order.tolist() == [2.0, 1.0, 3.0, 4.0]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from([0.0, 1.0]), st.one_of(st.none(), st.integers(1, 5))),
                 min_size=1, max_size=16))
 def test_input_rule_ranks_alone_when_every_item_has_one(rows):

@@ -27,6 +27,7 @@ from rankgate.data.jsonl_fast import read_run_fast
 from rankgate.data.ranking import rank_rows
 
 from .test_formats import write_hf
+from .conftest import examples
 
 METRICS = ["ndcg", "map", "mrr", "precision@2", "recall@3"]
 IDS = ["a", "b", "c", "d", "e", "f"]
@@ -123,7 +124,7 @@ def same_values(got, want):
         assert np.array_equal(got[m], want[m], equal_nan=True), (m, got[m], want[m])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tied_runs(), st.sampled_from(LIST_FORMATS))
 def test_list_formats_rank_ties_by_the_producers_order(tmp_path_factory, queries, fmt):
     folder = tmp_path_factory.mktemp("run")
@@ -144,7 +145,7 @@ def test_list_formats_rank_ties_by_the_producers_order(tmp_path_factory, queries
     assert default.info["ties_differ"] == by_id.info["ties_differ"] == differ
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tied_runs())
 def test_trec_runs_keep_trec_eval_rule(tmp_path_factory, queries):
     path = tmp_path_factory.mktemp("trec") / "run.trec"
@@ -159,7 +160,7 @@ def test_trec_runs_keep_trec_eval_rule(tmp_path_factory, queries):
     same_values(rankgate.evaluate(gold, str(path), METRICS, ties="input"), reference(trec_queries, "input"))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(tied_runs(), st.sampled_from(["id", "input"]))
 def test_fast_and_slow_jsonl_readers_rank_alike(queries, rule):
     """The columnar reader carries the same ranks (NaN where an item has none) as the line parser, so
@@ -423,7 +424,7 @@ def test_dict_of_scores_is_trec_eval_shaped():
     assert load_run(run).ties == "id" and load_run({"q1": ["a", "b"]}).ties == "input"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 1.0, 2.0]), st.one_of(st.none(), st.integers(1, 4))),
                 min_size=1, max_size=30),
        st.booleans(), st.sampled_from([None, 1, 2, 3]), st.sampled_from(["id", "input"]))

@@ -18,6 +18,7 @@ from rankgate.cli import main
 from rankgate.traces import read_traces
 
 from .hostile import assert_refused
+from .conftest import examples
 
 TID = "5b8efff798038103d269b633813fc60c"
 START, END = "2026-05-29T13:46:19.963Z", "2026-05-29T13:46:20.011Z"
@@ -245,7 +246,7 @@ def test_any_replay_of_lines_reads_as_the_lines_once(fmt, tmp_path_factory):
     d = tmp_path_factory.mktemp("replay")
     once = read_traces(write(d, fmt, lines, "once.jsonl"))
 
-    @settings(max_examples=15, deadline=None, derandomize=True)
+    @settings(max_examples=examples(15), deadline=None, derandomize=True)
     @given(st.lists(st.integers(0, len(lines) - 1), max_size=6))
     def check(replays):
         tt = read_traces(write(d, fmt, lines + [lines[i] for i in replays], "replayed.jsonl"))

@@ -19,6 +19,8 @@ import rankgate._accel as accel
 from rankgate.data import trec
 from rankgate.errors import InputError
 
+from .conftest import examples
+
 reader = accel.reader
 needs_reader = pytest.mark.skipif(reader is None, reason="rankgate._reader is not built in this installation")
 
@@ -57,7 +59,7 @@ def _columns(path: Path, kind: str, monkeypatch: pytest.MonkeyPatch, *, general:
 
 
 @needs_reader
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=60))
 def test_python_reprs_read_back_exactly(xs: list[float]) -> None:
     values, got = _read_numbers([repr(x) for x in xs])
@@ -76,7 +78,7 @@ decimals = st.builds(
 
 
 @needs_reader
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(decimals, min_size=1, max_size=40))
 def test_decimal_text_rounds_like_python(texts: list[str]) -> None:
     """Every branch of the conversion: short (one IEEE operation), up to 19 digits (128-bit
@@ -130,7 +132,7 @@ lines = st.tuples(
 
 
 @needs_reader
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     rows=st.lists(lines, min_size=1, max_size=80),
     delim=st.sampled_from([" ", "\t"]),

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
-from .metrics.display import fmt_delta, fmt_value
+from .metrics.display import fmt_delta, fmt_score, fmt_sig, fmt_value
 
 __all__ = ["RULES", "Finding", "SegmentSignal", "Signals", "SourceSignal", "Thresholds", "diagnose"]
 
@@ -353,19 +353,19 @@ def stale(s: Signals, t: Thresholds) -> Finding | None:
 def false_evidence(s: Signals, t: Thresholds) -> Finding | None:
     if s.no_answer < 1 or not _ok(s.false_evidence) or s.false_evidence < t.false_evidence:
         return None
-    line = "any returned item counts (no confidence line set)" if s.min_score is None else f"score ≥ {s.min_score:g}"
+    line = "any returned item counts (no confidence line set)" if s.min_score is None else f"score ≥ {fmt_sig(s.min_score)}"
     count = round(s.false_evidence * s.no_answer)
     numbers: dict[str, float] = {"false_evidence": s.false_evidence, "no_answer": s.no_answer}
     advice = "Give unanswerable questions no context: add a score cut-off or an answerability check before generation."
     if _ok(s.top_score_no_answer) and _ok(s.top_score_answered):
         numbers.update(top_score_no_answer=s.top_score_no_answer, top_score_answered=s.top_score_answered)
         if s.top_score_no_answer < s.top_score_answered:
-            advice += (f" Median top score is {s.top_score_no_answer:.3g} on no-answer queries vs "
-                       f"{s.top_score_answered:.3g} where rank 1 is relevant: try a line between them "
+            advice += (f" Median top score is {fmt_sig(s.top_score_no_answer, 3)} on no-answer queries vs "
+                       f"{fmt_sig(s.top_score_answered, 3)} where rank 1 is relevant: try a line between them "
                        f"(--min-score) and watch recall.")
         else:
-            advice += (f" Scores do not separate them (median top score {s.top_score_no_answer:.3g} on no-answer "
-                       f"queries vs {s.top_score_answered:.3g} on answered ones): a score cut-off will not work; "
+            advice += (f" Scores do not separate them (median top score {fmt_sig(s.top_score_no_answer, 3)} on no-answer "
+                       f"queries vs {fmt_sig(s.top_score_answered, 3)} on answered ones): a score cut-off will not work; "
                        "consider an answerability classifier.")
     return Finding(
         "false_evidence", "warning", "No-answer queries get confident evidence",
@@ -392,7 +392,7 @@ def distractors(s: Signals, t: Thresholds) -> Finding | None:
     low_diversity = _ok(s.distinct_docs) and s.distinct_docs / s.k <= t.distractor_diversity
     if _ok(s.distinct_docs):
         numbers[f"distinct_docs@{s.k}"] = s.distinct_docs
-        evidence += f"; distinct docs@{s.k} is {s.distinct_docs:.1f} of {s.k}"
+        evidence += f"; distinct docs@{s.k} is {fmt_score(s.distinct_docs, 1)} of {s.k}"
     if low_diversity:
         advice = ("Check diversity: near-duplicate chunks of the same documents take the slots. Deduplicate by "
                   "document or use MMR so the other slots carry something new.")

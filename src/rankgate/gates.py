@@ -45,6 +45,7 @@ from ._jsonable import nan_to_none
 from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, summary_or_run, ties_of
 from .compare import Comparison, QueryChange, compare
 from .errors import ConfigError, UsageError
+from .metrics.display import fmt_confidence, fmt_share
 from .metrics.info import higher_is_better
 from .gate_config import Gate, GateConfig, config_from_dict, load_config, parse_config
 from .results import EvaluationResult, run_label
@@ -156,7 +157,7 @@ def stale_check(config: GateConfig, report: Any | None) -> StaleCheck | None:
     if config.max_stale_labels is None and config.max_stale_share is None:
         return None
     limit = (f"{config.max_stale_labels} gold ids" if config.max_stale_labels is not None
-             else f"{(config.max_stale_share or 0.0) * 100:.1f}%")
+             else fmt_share(config.max_stale_share or 0.0))
     if report is None:
         return StaleCheck("not_checked", limit, config.stale_severity, config.stale_owner)
     # the config's limit decides, whatever limit the report was made with
@@ -409,7 +410,7 @@ def _scopes(g: Gate, fields: Mapping[str, str], segs: SegmentSummary | None):
 def _checks_for(g: Gate, config: GateConfig, current: EvaluationResult, cis, segs, fields, cmp, summary) -> list[Check]:
     out: list[Check] = []
     hib = higher_is_better(g.metric)
-    conf = f"{config.confidence:.0%} CI"
+    conf = f"{fmt_confidence(config.confidence)} CI"
     for key, label in _scopes(g, fields, segs):
         if key is None:
             s = current.summary(g.metric)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import UsageError
+from .metrics.display import fmt_confidence, fmt_score
 from .results import EvaluationResult
 
 __all__ = ["Expectation", "assert_retrieval", "parse_expectation"]
@@ -96,7 +97,7 @@ def assert_retrieval(
 
     cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=metrics)
     lines, failed = [], 0
-    conf = f"{confidence:.0%} CI"
+    conf = f"{fmt_confidence(confidence)} CI"
     for e in parsed:
         s = result.summary(e.metric)
         low, high = cis[e.metric]
@@ -105,8 +106,8 @@ def assert_retrieval(
         what = "mean" if on == "mean" else (f"{conf} lower end" if floor else f"{conf} upper end")
         slack = _SLACK if e.op in (">=", "<=") else -_SLACK
         ok = not math.isnan(value) and _OPS[e.op](value + (slack if floor else -slack), e.limit)
-        ci = "no interval" if math.isnan(low) else f"{conf} {low:.4f} to {high:.4f}"
-        detail = f"{what} {_num(value)}" + ("" if on == "mean" else f" (mean {_num(s.mean)})")
+        ci = "no interval" if math.isnan(low) else f"{conf} {fmt_score(low, 4)} to {fmt_score(high, 4)}"
+        detail = f"{what} {fmt_score(value, 4)}" + ("" if on == "mean" else f" (mean {fmt_score(s.mean, 4)})")
         line = f"  {'ok  ' if ok else 'FAIL'} {e.text}: {detail}; {ci}; n={s.n}"
         if math.isnan(value):
             line += " (not computable: " + ("the metric applies to no query)" if s.n == 0 else "needs at least 2 queries)")
@@ -123,10 +124,6 @@ def assert_retrieval(
     return result
 
 
-def _num(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x:.4f}"
-
-
 def _worst_lines(result: EvaluationResult, metric: str, worst: int) -> list[str]:
     from .gates import worst_queries
 
@@ -134,7 +131,7 @@ def _worst_lines(result: EvaluationResult, metric: str, worst: int) -> list[str]
     for q in worst_queries(result, metric, worst):
         rank = "?" if q.candidate_rank is None else ("none retrieved" if q.candidate_rank == 0 else str(q.candidate_rank))
         note = f", {q.note}" if q.note else ""
-        out.append(f"       {q.query_id}: {metric} = {q.candidate:.4f}, first relevant rank: {rank}{note}")
+        out.append(f"       {q.query_id}: {metric} = {fmt_score(q.candidate, 4)}, first relevant rank: {rank}{note}")
     if out:
         out.insert(0, f"       worst queries on {metric}:")
     return out

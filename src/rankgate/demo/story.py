@@ -19,7 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from ..report.comment import gate_sentences
-from ..report.numbers import fmt_delta, fmt_delta_ci, fmt_pp, fmt_rank, fmt_value, fmt_value_ci, shorten
+from ..report.numbers import (
+    fmt_answer_value,
+    fmt_delta,
+    fmt_delta_ci,
+    fmt_pp,
+    fmt_rank,
+    fmt_score,
+    fmt_share,
+    fmt_value,
+    fmt_value_ci,
+    shorten,
+)
 from .pipeline import DEPTH, SEGMENT_FIELD, DemoResult
 
 __all__ = ["render", "terminal_width"]
@@ -87,7 +98,7 @@ def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = F
         lines += part(result, strict, width)
         lines.append("")
     if elapsed is not None:
-        lines.append(f"Done in {elapsed:.1f} s.")
+        lines.append(f"Done in {fmt_score(elapsed, 1)} s.")
     else:
         lines.pop()
     width = max(MIN_WIDTH, width)
@@ -245,7 +256,7 @@ def _changes(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
         times = seg.delta / overall.delta
         out.append(Para(f"Over all queries {primary} moves {fmt_delta(primary, overall.delta)}; for {_lang(worst)} "
                         f"queries {fmt_delta(primary, seg.delta)}"
-                        + (f", {times:.0f} times as much." if times >= 1.5 else ".")
+                        + (f", {fmt_score(times, 0)} times as much." if times >= 1.5 else ".")
                         + " The overall mean hides where the change is: it is concentrated in one language."))
         lang_of = dict(zip(r.baseline.result.query_ids, r.baseline.result.segment(SEGMENT_FIELD)))
         examples = [c for c in r.comparison.regressions if lang_of.get(c.query_id) == worst][:3]
@@ -387,9 +398,8 @@ def _answers(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
         covered = (f"{cov['scored']}/{cov['scored'] + cov['judge_error']} scored" if cov else f"{entry['n']} scored")
         if cov and cov["not_applicable"]:
             covered += f", {cov['not_applicable']} n/a"
-        value = "—" if entry["mean"] is None else (f"{entry['mean']:.2f}" if name == "answer_relevance"
-                                                     else fmt_value(name, entry["mean"]))
-        ci = "" if entry["ci_low"] is None else (f" ({entry['ci_low']:.2f} to {entry['ci_high']:.2f})" if name == "answer_relevance"
+        value = fmt_answer_value(name, entry["mean"])
+        ci = "" if entry["ci_low"] is None else (f" ({fmt_score(entry['ci_low'], 2)} to {fmt_score(entry['ci_high'], 2)})" if name == "answer_relevance"
                                                   else f" ({fmt_value_ci(name, entry['ci_low'], entry['ci_high'])})")
         out.append(Para(f"{name:<{name_w}}  {value}{ci}; {covered}", f"   {entry['layer'][:3]}  ", " " * 10))
     cells = s["grid"]["cells"]
@@ -407,7 +417,7 @@ def _answers(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
         cell = h["cell"]
         out.append(Para(f"Against human verdicts of the same {h['items']} answers (data/answer-labels.jsonl) the judge "
                         f"puts {cell['agree']} of {cell['n']} in the same cell "
-                        f"(95% CI {100 * cell['ci'][0]:.0f}–{100 * cell['ci'][1]:.0f}%). That is too few labels to "
+                        f"(95% CI {fmt_share(cell['ci'][0], 0, unit='')}–{fmt_share(cell['ci'][1], 0)}). That is too few labels to "
                         "gate on a judge metric: a gate needs a calibration of at least 100 (docs/answers.md)."))
     return out
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..configfile import SEVERITIES, ConfigItem, ConfigReader, show_value
+from ..metrics.display import fmt_confidence, fmt_ms, fmt_score, fmt_sig
 from ..results import EvaluationResult
 from ..segments import display_field, ordered_labels, segment_labels
 from ..stats import exact_quantile_ci, paired_quantile_change_ci
@@ -259,7 +260,8 @@ def _ceiling_check(g: LatencyGate, stat: str, limit: float, base: dict[str, Any]
     if value <= limit + EPS:
         note = ""
         if g.on == "ci_lower" and est > limit + EPS:
-            note = f"{stat} {est:.1f} ms is over {limit:g} ms, but within noise ({conf} {lo:.1f}–{hi:.1f} ms)"
+            note = (f"{stat} {fmt_ms(est, 1)} is over {fmt_sig(limit)} ms, but within noise "
+                    f"({conf} {fmt_score(lo, 1)}–{fmt_ms(hi, 1)})")
         return replace(c, note=note)
     return replace(c, status="fail")
 
@@ -288,7 +290,7 @@ def _regression_check(g: LatencyGate, stat: str, cur: np.ndarray, old: np.ndarra
     if math.isnan(lo):
         return replace(c, status="fail", note=f"grew by more than the limit; no {conf} to tell it from noise")
     if lo <= 0.0:
-        return replace(c, note=f"grew by {a - b:.1f} ms, beyond {limit:g} ms, but within noise ({conf} includes 0)")
+        return replace(c, note=f"grew by {fmt_ms(a - b, 1)}, beyond {fmt_sig(limit)} ms, but within noise ({conf} includes 0)")
     return replace(c, status="fail")
 
 
@@ -299,7 +301,7 @@ def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
 
     ``baseline_summary``: the baseline given is a summary (no per-query timings): regression limits
     are then shown as skipped, saying why, rather than left out."""
-    conf = f"{confidence:.0%} CI"
+    conf = f"{fmt_confidence(confidence)} CI"
     stages = latency_stages(current)
     old_stages = latency_stages(baseline) if isinstance(baseline, EvaluationResult) else {}
     old_index = baseline.query_index() if isinstance(baseline, EvaluationResult) else {}

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..corpus import CorpusManifest
+from ..metrics.display import fmt_size
 from .power import min_detectable_drop, min_detectable_drop_bootstrap
 
 if TYPE_CHECKING:  # the config is only read here; goldset sits below the gate layer
@@ -157,14 +158,6 @@ def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
                     median, tuple(sorted(versions.items())), unreadable, sum(1 for d in dates if d > as_of))
 
 
-def _amount(metric: str, x: float | None) -> str:
-    from ..metrics.info import is_share
-
-    if x is None:
-        return "—"
-    return f"{x * 100:.0f} pp" if is_share(metric) else f"{x:.2f}"
-
-
 def _segment_power(gold: GoldFile, config: GateConfig,
                    baseline: Mapping[str, Mapping[str, float]] | None = None) -> list[SegmentPower]:
     from ..segments import ordered_labels
@@ -255,9 +248,9 @@ def validate_gold(gold: GoldFile, corpus: CorpusManifest | None = None, config: 
                 findings.append(Finding(WARNING, "underpowered",
                                         f"gate {g.name}: {len(blind)} of {sum(p.gate == g.name and p.gated for p in power)} "
                                         f"checked groups cannot see a regression of regression_max "
-                                        f"({_amount(g.metric, g.regression_max)}); e.g. {where} has {worst.queries} "
+                                        f"({fmt_size(g.metric, g.regression_max)}); e.g. {where} has {worst.queries} "
                                         f"queries and the gate cannot see a drop under "
-                                        f"{_amount(g.metric, worst.detectable_drop)}"))
+                                        f"{fmt_size(g.metric, worst.detectable_drop)}"))
         for g in config.gates:
             owners.append((g.name, g.owner))
             if g.owner is None:

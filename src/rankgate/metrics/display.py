@@ -5,6 +5,11 @@ points (``87.0%``, ``−6.0 pp``); scores (ndcg, mrr, map) and counts keep three
 (``0.712``, ``−0.057``). A minus sign is U+2212 so it is not lost next to dashes. Missing numbers
 (a metric that applies to no query) are ``—``.
 
+Every other number a person reads is written here too: shares, scores, milliseconds, rates per 1k,
+confidence levels, counts (``fmt_share``, ``fmt_score``, ``fmt_ms``, ``fmt_per_1k``, ``fmt_confidence``…).
+A renderer composes sentences and tables but defines no number format of its own
+(tests/test_numbers.py checks it).
+
 These live beside the metric registry (not in :mod:`rankgate.report`) because findings and gate notes
 are sentences with numbers in them; the renderers re-export them from :mod:`rankgate.report.numbers`.
 """
@@ -16,8 +21,10 @@ from typing import TypeGuard
 
 from .info import is_share
 
-__all__ = ["DASH", "MINUS", "fmt_delta", "fmt_delta_ci", "fmt_limit", "fmt_p", "fmt_pp", "fmt_rank", "fmt_value",
-           "fmt_value_ci", "shorten"]
+__all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
+           "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
+           "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_share", "fmt_share_range", "fmt_sig", "fmt_size",
+           "fmt_small_share", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "shorten"]
 
 MINUS = "\u2212"
 DASH = "—"
@@ -89,3 +96,167 @@ def fmt_rank(rank: int | None) -> str:
 
 def shorten(text: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- numbers that are not a metric's value: shares, scores, milliseconds, confidence levels ----------------------
+# Every renderer writes its numbers with these (re-exported by rankgate.report.numbers). Missing numbers
+# (None, NaN) are ``—`` unless the caller names another placeholder.
+
+def fmt_share(x: float | None, digits: int = 1, *, unit: str = "%") -> str:
+    """A share as a percentage: ``87.1%``; ``digits=0`` gives ``87%``; ``unit=""`` leaves the sign off
+    (inside a bracket that already says it is a percentage)."""
+    if not _present(x):
+        return DASH
+    return f"{x * 100:.{digits}f}{unit}"
+
+
+def fmt_share_range(low: float | None, high: float | None) -> str:
+    """An interval of shares, one percent sign: ``82.0–90.5%``."""
+    if not (_present(low) and _present(high)):
+        return DASH
+    return f"{fmt_share(low, unit='')}–{fmt_share(high)}"
+
+
+def fmt_small_share(x: float | None) -> str:
+    """A rate that may be tiny: one decimal (``1.2%``), two below 0.1% so it does not read as zero
+    (``0.04%``); exactly zero stays ``0.0%``."""
+    if not _present(x):
+        return DASH
+    return fmt_share(x) if x >= 0.001 or x == 0 else fmt_share(x, 2)
+
+
+def fmt_score(x: float | None, digits: int = 3, *, missing: str = DASH, grouped: bool = False) -> str:
+    """A score or any unitless number with a fixed number of decimals: ``0.712``, ``0.7120``;
+    ``grouped`` separates thousands (``1,234.5678``, an approximate cost)."""
+    if not _present(x):
+        return missing
+    return f"{x:,.{digits}f}" if grouped else f"{x:.{digits}f}"
+
+
+def fmt_sig(x: float | None, digits: int = 6) -> str:
+    """A number as given, with at most ``digits`` significant digits and no trailing zeros: ``0.95``,
+    ``3``, ``1e-06`` (a configured threshold, a raw score in an item list)."""
+    if not _present(x):
+        return DASH
+    return f"{x:.{digits}g}"
+
+
+def fmt_z(z: float) -> str:
+    """A standard score, always signed, one decimal, ASCII sign: ``+3.6``, ``-4.1``, ``+inf``."""
+    return f"{z:+.1f}"
+
+
+def fmt_exact(x: float | None, *, whole: bool = False) -> str:
+    """The shortest text that reads back as the same float (CSV cells, sortable HTML values); empty
+    when missing. ``whole`` writes a whole number without ``.0`` (a count column: ``3``, ``2.5``)."""
+    if not _present(x):
+        return ""
+    if whole and float(x).is_integer():
+        return str(int(x))
+    return repr(float(x))
+
+
+def fmt_count(n: int | None, *, grouped: bool = True) -> str:
+    """A whole count: ``12,345`` (``grouped=False``: ``12345``)."""
+    if not _present(n):
+        return DASH
+    return f"{n:,}" if grouped else f"{n:d}"
+
+
+def fmt_ms(x: float | None, digits: int | None = None) -> str:
+    """Milliseconds. By default with the precision that shows (two decimals below 10 ms, one above,
+    thousands separated: ``4.27 ms``, ``1,250.0 ms``); ``digits`` fixes the decimals, no separators
+    (``1250.0 ms``)."""
+    if not _present(x):
+        return DASH
+    if digits is not None:
+        return f"{x:.{digits}f} ms"
+    return (f"{x:,.2f}" if abs(x) < 10 else f"{x:,.1f}") + " ms"
+
+
+def fmt_ms_change(x: float | None) -> str:
+    """A change in milliseconds, one decimal, signed unless it rounds to zero: ``+12.5 ms``, ``−3.0 ms``."""
+    if not _present(x):
+        return DASH
+    text = f"{abs(x):,.1f} ms"
+    return text if float(f"{abs(x):.1f}") == 0 else ("+" if x > 0 else MINUS) + text
+
+
+def fmt_per_1k(x: float | None) -> str:
+    """A rate per thousand requests: ``2.4/1k``."""
+    if not _present(x):
+        return DASH
+    return f"{x:.1f}/1k"
+
+
+def fmt_unit(unit: str, x: float | None) -> str:
+    """A value in a declared unit (``share``, ``per_1k``, ``ms``, ``count``; anything else is a score):
+    shares as percentages (:func:`fmt_small_share`), ms with one decimal, counts whole, scores with three."""
+    if not _present(x):
+        return DASH
+    if unit == "share":
+        return fmt_small_share(x)
+    if unit == "per_1k":
+        return fmt_per_1k(x)
+    if unit == "ms":
+        return fmt_ms(x, 1)
+    if unit == "count":
+        return f"{x:,.0f}"
+    return fmt_score(x)
+
+
+def fmt_confidence(confidence: float) -> str:
+    """A confidence level rounded to a whole percent, as CI headers write it: ``95%``."""
+    return f"{confidence:.0%}"
+
+
+def fmt_confidence_exact(confidence: float) -> str:
+    """A confidence level as configured, no rounding: ``95%``, ``97.5%``."""
+    return f"{confidence * 100:g}%"
+
+
+def fmt_size(metric: str, x: float | None) -> str:
+    """A size of change in whole percentage points for shares, two decimals for scores: ``6 pp``,
+    ``0.05`` (a detectable drop, a power estimate)."""
+    if not _present(x):
+        return DASH
+    return f"{x * 100:.0f} pp" if is_share(metric) else f"{x:.2f}"
+
+
+def fmt_answer_value(metric: str, x: float | None) -> str:
+    """An answer metric's value: answer_relevance (a similarity) with two decimals, the others as
+    :func:`fmt_value` writes them."""
+    if not _present(x):
+        return DASH
+    if metric.startswith("answer_relevance"):
+        return f"{float(x):.2f}"
+    return fmt_value(metric, float(x))
+
+
+def fmt_apart(metric: str, x: float, limit: float | None, *, delta: bool = False) -> str:
+    """``x`` (a value, or with ``delta`` a change) written with enough decimals that it does not read
+    as equal to ``limit`` when it is not (a change of −0.0103 against a limit of 0.01 reads −0.0103,
+    not −0.010); up to six decimals."""
+    if limit is None or math.isnan(x) or math.isnan(limit):
+        return fmt_delta(metric, x) if delta else fmt_value(metric, x)
+    share = is_share(metric)
+    scale, digits = (100.0, 1) if share else (1.0, 3)
+    a, b = abs(x) * scale, abs(limit) * scale
+    while digits < 6 and a != b and f"{a:.{digits}f}" == f"{b:.{digits}f}":
+        digits += 1
+    if digits == (1 if share else 3) or f"{a:.{digits}f}" == f"{b:.{digits}f}":
+        return fmt_delta(metric, x) if delta else fmt_value(metric, x)  # plain, or apart only by float noise
+    text = f"{a:.{digits}f}"
+    if delta:
+        sign = "" if float(text) == 0.0 else ("+" if x > 0 else MINUS)
+        return sign + text + (" pp" if share else "")
+    return (MINUS if x < 0 else "") + text + ("%" if share else "")
+
+
+def fmt_delta_ci_apart(metric: str, low: float | None, high: float | None) -> str:
+    """The interval of a change; a bound that rounds to 0 but is not 0 gets the digits that show its
+    side of zero, since that side decides a paired rule (−0.0003, not 0.000)."""
+    if not (_present(low) and _present(high)):
+        return fmt_delta_ci(metric, low, high)
+    a, b = fmt_apart(metric, float(low), 0.0, delta=True), fmt_apart(metric, float(high), 0.0, delta=True)
+    return f"{a.removesuffix(' pp')} to {b}"

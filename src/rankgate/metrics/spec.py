@@ -46,7 +46,7 @@ class Metric:
     def __str__(self) -> str:
         text = self.name
         if self.params:
-            text += "(" + ",".join(f"{key}={_fmt(v)}" for key, v in self.params) + ")"
+            text += "(" + ",".join(f"{key}={_param_text(v)}" for key, v in self.params) + ")"
         if self.k is not None:
             text += f"@{self.k}"
         return text
@@ -67,7 +67,7 @@ class Metric:
         return get_metric(self.name)
 
 
-def _fmt(value: Any) -> str:
+def _param_text(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)

@@ -5,12 +5,12 @@ curve of the calibration, the threshold chosen and its guarantee. The file is wh
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from html import escape
 from typing import Any, cast
 
 from ..errors import ConfigError
+from .numbers import fmt_count, fmt_share, fmt_sig, fmt_score
 
 __all__ = ["Abstention", "abstention_html", "load_abstention"]
 
@@ -51,10 +51,6 @@ def load_abstention(path: str | None) -> Abstention | None:
     return Abstention(path, block, tuple(curve))
 
 
-def _num(x: Any, fmt: str) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
-
-
 def _chart(a: Abstention) -> str:
     import matplotlib
 
@@ -68,7 +64,7 @@ def _chart(a: Abstention) -> str:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color=BLUE, linewidth=2, marker="o", markersize=2.8,
                     label="selective risk (1 − precision)")
         target = float(a.block["target_precision"])
-        ax.axhline(1 - target, color=GREY, linestyle="--", linewidth=1.2, label=f"allowed risk ({1 - target:.0%})")
+        ax.axhline(1 - target, color=GREY, linestyle="--", linewidth=1.2, label=f"allowed risk ({fmt_share(1 - target, 0)})")
         if a.block.get("threshold") is not None and isinstance(a.block.get("coverage"), (int, float)):
             cov, prec = a.block["coverage"], a.block.get("precision")
             if isinstance(prec, (int, float)):
@@ -89,15 +85,15 @@ def abstention_html(a: Abstention) -> str:
     b = a.block
     t = b.get("threshold")
     if t is None:
-        verdict = (f"No threshold reaches precision {_num(b.get('target_precision'), 'g')} with confidence "
-                   f"1 − {_num(b.get('delta'), 'g')}: the retriever cannot tell its confident answers apart yet.")
+        verdict = (f"No threshold reaches precision {fmt_sig(b.get('target_precision'))} with confidence "
+                   f"1 − {fmt_sig(b.get('delta'))}: the retriever cannot tell its confident answers apart yet.")
     else:
-        verdict = (f"Abstain when the top score is below <b>{escape(_num(t, '.6g'))}</b>: answers "
-                   f"{escape(_num(b.get('answered'), 'd'))} of {escape(_num(b.get('n'), 'd'))} gold queries "
-                   f"(coverage {escape(_num(b.get('coverage'), '.1%'))}), {escape(str(b.get('metric', '')))} precision "
-                   f"{escape(_num(b.get('precision'), '.3f'))}, one-sided Clopper–Pearson lower bound "
-                   f"{escape(_num(b.get('lower_bound'), '.3f'))} ≥ {escape(_num(b.get('target_precision'), 'g'))} "
-                   f"(delta {escape(_num(b.get('delta'), 'g'))}).")
+        verdict = (f"Abstain when the top score is below <b>{escape(fmt_sig(t, 6))}</b>: answers "
+                   f"{escape(fmt_count(b.get('answered'), grouped=False))} of {escape(fmt_count(b.get('n'), grouped=False))} gold queries "
+                   f"(coverage {escape(fmt_share(b.get('coverage')))}), {escape(str(b.get('metric', '')))} precision "
+                   f"{escape(fmt_score(b.get('precision')))}, one-sided Clopper–Pearson lower bound "
+                   f"{escape(fmt_score(b.get('lower_bound')))} ≥ {escape(fmt_sig(b.get('target_precision')))} "
+                   f"(delta {escape(fmt_sig(b.get('delta')))}).")
     return ('<section id="abstention"><h2>Abstention</h2>'
             f"<p>{verdict}</p>{_chart(a)}"
             f'<p class="note">From {escape(a.path)}; thresholds walked strict to loose, stopping at the first whose '

@@ -11,11 +11,10 @@ Run it to see it: ``python -m rankgate.report.answers OUT/summary.json``.
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from .numbers import fmt_value, md_escape
+from .numbers import fmt_answer_value, fmt_confidence, fmt_share, fmt_sig, md_escape
 
 CELL_HELP = {
     "ok": "retrieval found a gold chunk; the answer is faithful (and correct)",
@@ -27,22 +26,10 @@ CELL_HELP = {
 }
 
 
-def _num(metric: str, x: Any) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    if metric.startswith("answer_relevance"):
-        return f"{float(x):.2f}"
-    return fmt_value(metric, float(x))
-
-
 def _ci(metric: str, m: Mapping[str, Any]) -> str:
     if m.get("ci_low") is None:
         return "—"
-    return f"[{_num(metric, m['ci_low'])}, {_num(metric, m['ci_high'])}]"
-
-
-def _pct(x: Any) -> str:
-    return "—" if x is None else f"{100 * float(x):.0f}%"
+    return f"[{fmt_answer_value(metric, m['ci_low'])}, {fmt_answer_value(metric, m['ci_high'])}]"
 
 
 def _coverage(m: Mapping[str, Any]) -> str:
@@ -61,7 +48,7 @@ def metric_rows(s: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """(layer, metric, mean, CI, coverage) rows: the retrieval verdict first, then the answer metrics."""
     rows = []
     for name, m in s["metrics"].items():
-        rows.append((m["layer"], name, _num(name, m["mean"]), _ci(name, m), _coverage(m)))
+        rows.append((m["layer"], name, fmt_answer_value(name, m["mean"]), _ci(name, m), _coverage(m)))
     return rows
 
 
@@ -73,10 +60,10 @@ def grid_rows(s: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
     """(cell, count, share, CI, examples) rows of the diagnosis grid, empty cells included."""
     out = []
     for cell, c in s["grid"]["cells"].items():
-        ci = "—" if c["ci"] is None or c["count"] == 0 and c["ci"][1] is None else f"[{_pct(c['ci'][0])}, {_pct(c['ci'][1])}]"
+        ci = "—" if c["ci"] is None or c["count"] == 0 and c["ci"][1] is None else f"[{fmt_share(c['ci'][0], 0)}, {fmt_share(c['ci'][1], 0)}]"
         shown = c.get("example_questions")  # queries known by a hash of their question: the question
         examples = "; ".join(_short_question(t) for t in shown) if shown else ", ".join(c["examples"])
-        out.append((cell, str(c["count"]), _pct(c["share"]), ci, examples))
+        out.append((cell, str(c["count"]), fmt_share(c["share"], 0), ci, examples))
     return out
 
 
@@ -121,7 +108,7 @@ def notes(s: Mapping[str, Any]) -> list[str]:
             x = h[k]
             if not x["n"]:
                 return f"{k} —"
-            return f"{k} {x['agree']}/{x['n']} ({_pct(x['ci'][0])}–{_pct(x['ci'][1])})"
+            return f"{k} {x['agree']}/{x['n']} ({fmt_share(x['ci'][0], 0)}–{fmt_share(x['ci'][1], 0)})"
 
         out.append(f"judge against human labels of {h['items']} answers: agrees on {share('cell')}, "
                    f"{share('faithful')}, {share('correct')}"
@@ -130,9 +117,9 @@ def notes(s: Mapping[str, Any]) -> list[str]:
         fs = h.get("faithful_share")
         if fs and fs.get("ppi") is not None:
             ci = fs["ppi_ci"]
-            out.append(f"share of faithful answers: judge {_pct(fs['judge'])} over {fs['judged']}; corrected by its "
-                       f"error on {fs['labelled']} human-labelled ones (prediction-powered): {_pct(fs['ppi'])}"
-                       + ("" if ci[0] is None else f" ({_pct(ci[0])}–{_pct(ci[1])})"))
+            out.append(f"share of faithful answers: judge {fmt_share(fs['judge'], 0)} over {fs['judged']}; corrected by its "
+                       f"error on {fs['labelled']} human-labelled ones (prediction-powered): {fmt_share(fs['ppi'], 0)}"
+                       + ("" if ci[0] is None else f" ({fmt_share(ci[0], 0)}–{fmt_share(ci[1], 0)})"))
     errs = s["judge_errors"]
     if errs["queries"]:
         first = next(iter(errs["by_query"].items()))
@@ -146,9 +133,9 @@ def print_answers(s: Mapping[str, Any], *, confidence: float = 0.95, console: An
     from rich.table import Table
 
     console = console or Console()
-    pct = round(confidence * 100)
+    pct = fmt_confidence(confidence)
     t = Table(title="Layer one (retrieval, gold) and layer two (answers, judge): kept apart", title_justify="left")
-    for col, just in (("layer", "left"), ("metric", "left"), ("mean", "right"), (f"{pct}% CI", "right"),
+    for col, just in (("layer", "left"), ("metric", "left"), ("mean", "right"), (f"{pct} CI", "right"),
                       ("coverage", "left")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for row in metric_rows(s):
@@ -157,9 +144,9 @@ def print_answers(s: Mapping[str, Any], *, confidence: float = 0.95, console: An
     console.print()
     thr = s["grid"]["thresholds"]
     g = Table(title=f"Diagnosis grid ({s['grid']['retrieval_metric']} × answer; faithful: faithfulness ≥ "
-                    f"{thr['faithful_min']:g} and contradiction_rate ≤ {thr['contradiction_max']:g}; correct: "
-                    f"answer_correctness ≥ {thr['correct_min']:g})", title_justify="left")
-    for col, just in (("cell", "left"), ("queries", "right"), ("share", "right"), (f"{pct}% CI", "right"),
+                    f"{fmt_sig(thr['faithful_min'])} and contradiction_rate ≤ {fmt_sig(thr['contradiction_max'])}; correct: "
+                    f"answer_correctness ≥ {fmt_sig(thr['correct_min'])})", title_justify="left")
+    for col, just in (("cell", "left"), ("queries", "right"), ("share", "right"), (f"{pct} CI", "right"),
                       ("examples", "left")):
         g.add_column(col, justify=just)  # type: ignore[arg-type]
     for row in grid_rows(s):
@@ -172,11 +159,11 @@ def print_answers(s: Mapping[str, Any], *, confidence: float = 0.95, console: An
 
 # -- markdown (PR comment) ----------------------------------------------------------------------------
 def answers_markdown(s: Mapping[str, Any], *, confidence: float = 0.95, heading: str = "### Answers (layer two)") -> str:
-    pct = round(confidence * 100)
-    lines = [heading, "", f"| layer | metric | mean | {pct}% CI | coverage |", "|---|---|---:|---:|---|"]
+    pct = fmt_confidence(confidence)
+    lines = [heading, "", f"| layer | metric | mean | {pct} CI | coverage |", "|---|---|---:|---:|---|"]
     esc = md_escape  # query ids, model names and notes are data, as everywhere in the comment
     lines += [f"| {esc(a)} | `{b.replace('`', '')}` | {c} | {d} | {esc(e, 200)} |" for a, b, c, d, e in metric_rows(s)]
-    lines += ["", f"| diagnosis | queries | share | {pct}% CI | examples |", "|---|---:|---:|---:|---|"]
+    lines += ["", f"| diagnosis | queries | share | {pct} CI | examples |", "|---|---:|---:|---:|---|"]
     lines += [f"| {esc(a)} | {b} | {c} | {d} | {esc(e, 200)} |" for a, b, c, d, e in grid_rows(s) if b != "0"]
     lines += ["", f"<sub>{esc(judge_line(s), 400)}</sub>", ""]
     return "\n".join(lines) + "\n"
@@ -188,16 +175,16 @@ def answers_section(s: Mapping[str, Any] | None, *, confidence: float = 0.95) ->
     if not s:
         return ""
     e = html.escape
-    pct = round(confidence * 100)
+    pct = fmt_confidence(confidence)
     out = ['<section id="answers"><h2>Answers (layer two) and the diagnosis grid</h2>',
            ("<p>Retrieval is scored against the gold set; answers are scored from judge labels. "
             "They are never merged into one number: the grid joins them per query.</p>"),
-           (f"<table><thead><tr><th>layer</th><th>metric</th><th>mean</th><th>{pct}% CI</th><th>coverage</th>"
+           (f"<table><thead><tr><th>layer</th><th>metric</th><th>mean</th><th>{pct} CI</th><th>coverage</th>"
             "</tr></thead><tbody>")]
     for row in metric_rows(s):
         out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>")
     out.append("</tbody></table>")
-    out.append(f"<table><thead><tr><th>diagnosis</th><th>queries</th><th>share</th><th>{pct}% CI</th>"
+    out.append(f"<table><thead><tr><th>diagnosis</th><th>queries</th><th>share</th><th>{pct} CI</th>"
                "<th>examples</th><th>meaning</th></tr></thead><tbody>")
     for row in grid_rows(s):
         out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + f"<td>{e(CELL_HELP.get(row[0], ''))}</td></tr>")

@@ -5,14 +5,9 @@ Run it to see it: ``python -m rankgate.report.bounds summary.json`` (a summary w
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from .numbers import fmt_value, md_escape
-
-
-def _v(metric: str, x: Any) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt_value(metric, float(x))
+from .numbers import fmt_confidence, fmt_score, fmt_share, fmt_value, md_escape
 
 
 def bounds_rows(b: Any) -> list[tuple[str, str, str, str]]:
@@ -23,10 +18,10 @@ def bounds_rows(b: Any) -> list[tuple[str, str, str, str]]:
         corr = "— (no --calibration)"
         if d.get("corrected") is not None:
             ci = (d.get("corrected_ci") or {}).get(metric) or [None, None]
-            corr = _v(metric, d["corrected"][metric])
+            corr = fmt_value(metric, d["corrected"][metric])
             if ci[0] is not None:
-                corr += f" [{_v(metric, ci[0])}, {_v(metric, ci[1])}]"
-        rows.append((metric, _v(metric, low), corr, _v(metric, d["upper"][metric])))
+                corr += f" [{fmt_value(metric, ci[0])}, {fmt_value(metric, ci[1])}]"
+        rows.append((metric, fmt_value(metric, low), corr, fmt_value(metric, d["upper"][metric])))
     return rows
 
 
@@ -41,17 +36,13 @@ def bounds_notes(b: Any) -> list[str]:
                      f"(pool deeper to narrow the bounds)")
     prev = d.get("prevalence")
     if prev:
-        notes.append(f"judge calls {_pct(prev['apparent'])} of the pooled items relevant; corrected for its "
-                     f"sensitivity {prev['sensitivity']:.2f} and specificity {prev['specificity']:.2f}: "
-                     f"{_pct(prev['corrected'])} (Rogan–Gladen)")
+        notes.append(f"judge calls {fmt_share(prev['apparent'])} of the pooled items relevant; corrected for its "
+                     f"sensitivity {fmt_score(prev['sensitivity'], 2)} and specificity {fmt_score(prev['specificity'], 2)}: "
+                     f"{fmt_share(prev['corrected'])} (Rogan–Gladen)")
     if d.get("above_upper"):
         notes.append(f"corrected above gold + judge for {', '.join(d['above_upper'])}: the judge misses relevant "
                      "items, so gold + judge is no upper bound here")
     return notes
-
-
-def _pct(x: Any) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
 
 
 def bounds_table(b: Any, confidence: float = 0.95) -> Any:
@@ -60,7 +51,7 @@ def bounds_table(b: Any, confidence: float = 0.95) -> Any:
     table = Table(title="Incomplete gold set: bounds", title_justify="left")
     table.add_column("metric", no_wrap=True)
     table.add_column("lower: gold only", justify="right", no_wrap=True)
-    table.add_column(f"corrected [{round(confidence * 100)}% CI]", justify="right", no_wrap=True)
+    table.add_column(f"corrected [{fmt_confidence(confidence)} CI]", justify="right", no_wrap=True)
     table.add_column("upper: gold + judge", justify="right", no_wrap=True)
     for row in bounds_rows(b):
         table.add_row(*row)
@@ -70,7 +61,7 @@ def bounds_table(b: Any, confidence: float = 0.95) -> Any:
 
 
 def bounds_markdown(b: Any, confidence: float = 0.95) -> str:
-    lines = ["| metric | lower: gold only | corrected [" + f"{round(confidence * 100)}% CI] | upper: gold + judge |",
+    lines = [f"| metric | lower: gold only | corrected [{fmt_confidence(confidence)} CI] | upper: gold + judge |",
              "|---|---:|---:|---:|"]
     lines += [f"| {md_escape(m, 60)} | {lo} | {c} | {up} |" for m, lo, c, up in bounds_rows(b)]
     lines += [""] + [f"- {md_escape(n, 400)}" for n in bounds_notes(b)]

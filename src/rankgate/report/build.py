@@ -25,6 +25,7 @@ from ..results import EvaluationResult
 from ..stats import metric_cis
 from . import details as dt
 from .model import Curve, Latency, PanelRow, Report, Stages
+from .numbers import fmt_sig
 
 __all__ = [
     "ReportRequest", "assemble", "build_report", "collect_baseline", "collect_lexical", "collect_lists", "collect_stages",
@@ -403,7 +404,7 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
     ks = sweep_ks(depth)
     has_versions = "doc_version" in r.items and "as_of" in g.fields
     has_no_answer = "no_answer" in g.fields
-    fe = f"false_evidence{'' if req.min_score is None else f'(min_score={req.min_score:g})'}@{k}"
+    fe = f"false_evidence{'' if req.min_score is None else f'(min_score={fmt_sig(req.min_score)})'}@{k}"
     panel = _dedupe([*panel_metrics(k), *req.metrics])
     extra = ["hit@10", "recall@10", f"judged@{judged_k(depth)}", *(["forbidden"] if "must_not_retrieve" in g.fields else []),
              *(["fresh"] if has_versions else []), *([fe] if has_no_answer else [])]

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from .model import Curve
+from .numbers import fmt_confidence, fmt_value
 
 __all__ = ["rank_histogram_svg", "segment_svg", "sweep_svg"]
 
@@ -108,7 +109,7 @@ def sweep_svg(curves: Sequence[Curve], baseline: Sequence[Curve] = (), *, run_la
             ax.set_xscale("log")
             if c.ci_low and not all(math.isnan(x) for x in c.ci_low):
                 ax.fill_between(ks, c.ci_low, c.ci_high, color=BLUE, alpha=0.13, linewidth=0,
-                                label=f"{confidence:.0%} CI")
+                                label=f"{fmt_confidence(confidence)} CI")
             b = base.get(c.metric)
             if b is not None:
                 ax.plot(list(b.ks), b.means, color=GREY, linestyle="--", linewidth=1.6, label=_legend(baseline_label))
@@ -187,20 +188,20 @@ def segment_svg(rows: Sequence[tuple[str, float, float, float, int]], *, metric:
         ax.set_yticks(y, [plain(f"{r[0]}  (n={r[4]})") for r in rows])
         ax.set_ylim(-0.7, len(rows) - 0.3)
         lows = [v for r in rows for v in (r[1], r[2]) if not math.isnan(v)] + [overall] + ([floor] if floor is not None else [])
-        top = 1.0 if _share(metric) else max(max(v for r in rows for v in (r[1], r[3]) if not math.isnan(v)), overall) * 1.05
+        top = 1.0 if _is_share(metric) else max(max(v for r in rows for v in (r[1], r[3]) if not math.isnan(v)), overall) * 1.05
         ax.set_xlim(max(0.0, math.floor(min(lows) * 10) / 10 - 0.05), top)
-        if _share(metric):
+        if _is_share(metric):
             from matplotlib.ticker import PercentFormatter
 
             ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.grid(axis="y", visible=False)
-        shown = f"{overall:.1%}" if _share(metric) else f"{overall:.3f}"
-        ax.set_title(plain(f"{metric} by segment: dot = mean, bar = {confidence:.0%} CI, dashed = all queries ({shown})"
+        shown = fmt_value(metric, overall)
+        ax.set_title(plain(f"{metric} by segment: dot = mean, bar = {fmt_confidence(confidence)} CI, dashed = all queries ({shown})"
                      + (", dotted red = gate floor" if floor is not None else "")), fontsize=10, fontweight="normal")
         return _svg(fig, f"{metric} by segment with confidence intervals")
 
 
-def _share(metric: str) -> bool:
+def _is_share(metric: str) -> bool:
     from ..metrics.info import is_share
 
     return is_share(metric)

@@ -16,15 +16,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..metrics.info import higher_is_better, is_share
+from ..metrics.info import higher_is_better
 from ..segments import display_field
 from .numbers import (
-    MINUS,
+    fmt_apart,
+    fmt_confidence,
     fmt_delta,
-    fmt_delta_ci,
+    fmt_delta_ci_apart,
     fmt_limit,
     fmt_pp,
     fmt_rank,
+    fmt_share,
     fmt_value,
     fmt_value_ci,
     md_escape,
@@ -47,25 +49,6 @@ def _plain(text: str, width: int = 80) -> str:
     return " ".join(neutral(text).split())
 
 
-def _near(metric: str, x: float, limit: float | None, delta: bool = False) -> str:
-    """``x`` written with enough decimals that it does not read as equal to ``limit`` when it is not
-    (a change of −0.0103 against a limit of 0.01 reads −0.0103, not −0.010)."""
-    if limit is None or math.isnan(x) or math.isnan(limit):
-        return fmt_delta(metric, x) if delta else fmt_value(metric, x)
-    share = is_share(metric)
-    scale, digits = (100.0, 1) if share else (1.0, 3)
-    a, b = abs(x) * scale, abs(limit) * scale
-    while digits < 6 and a != b and f"{a:.{digits}f}" == f"{b:.{digits}f}":
-        digits += 1
-    if digits == (1 if share else 3) or f"{a:.{digits}f}" == f"{b:.{digits}f}":
-        return fmt_delta(metric, x) if delta else fmt_value(metric, x)  # plain, or apart only by float noise
-    text = f"{a:.{digits}f}"
-    if delta:
-        sign = "" if float(text) == 0.0 else ("+" if x > 0 else MINUS)
-        return sign + text + (" pp" if share else "")
-    return (MINUS if x < 0 else "") + text + ("%" if share else "")
-
-
 def _where(c: Mapping[str, Any], esc=md_escape) -> str:
     if c.get("field") is None:
         return ""
@@ -78,16 +61,6 @@ def _moved(metric: str, delta: float) -> str:
     return "rose" if delta > 0 else "dropped"
 
 
-def _change_ci(metric: str, low: Any, high: Any) -> str:
-    """The interval of a change; a bound that rounds to 0 but is not 0 gets the digits that show its
-    side of zero, since that side decides the paired rule (−0.0003, not 0.000)."""
-    lo, hi = _n(low), _n(high)
-    if math.isnan(lo) or math.isnan(hi):
-        return fmt_delta_ci(metric, low, high)
-    a, b = _near(metric, lo, 0.0, delta=True), _near(metric, hi, 0.0, delta=True)
-    return f"{a.removesuffix(' pp')} to {b}"
-
-
 def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title: str, esc=md_escape) -> str:
     """One plain sentence about one check (without the leading icon)."""
     m = c["metric"]
@@ -98,13 +71,13 @@ def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title
         sign_limit = ("−" if hib else "+") + fmt_pp(m, limit)
         base, delta = _n(c["baseline"]), value
         moved = _moved(m, delta)
-        shown = _near(m, delta, limit, delta=True)
+        shown = fmt_apart(m, delta, limit, delta=True)
         if math.isnan(_n(c["ci_low"])):
             detail = f"{shown}; limit {sign_limit}"
             if "summary" in c.get("note", ""):
                 detail += "; compared with the baseline's mean"
         else:
-            detail = f"{shown}, {conf} {_change_ci(m, c['ci_low'], c['ci_high'])}; limit {sign_limit}"
+            detail = f"{shown}, {conf} {fmt_delta_ci_apart(m, c['ci_low'], c['ci_high'])}; limit {sign_limit}"
         return f"{who} {moved} from {fmt_value(m, base)} to {fmt_value(m, mean)} ({detail})"
     if math.isnan(value):
         return f"{who} could not be checked: {esc(c.get('note') or 'no value', 200)}"
@@ -113,9 +86,9 @@ def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title
     ci = fmt_value_ci(m, c["ci_low"], c["ci_high"])
     if g["on"] == "mean":
         extra = f" ({conf} {ci})" if ci != "—" else ""
-        return f"{who} is {_near(m, mean, limit)}{extra}, {side}"
+        return f"{who} is {fmt_apart(m, mean, limit)}{extra}, {side}"
     end = "lower" if g["on"] == "ci_lower" else "upper"
-    return (f"{who}: the {end} end of its {conf} is {_near(m, value, limit)}, {side} "
+    return (f"{who}: the {end} end of its {conf} is {fmt_apart(m, value, limit)}, {side} "
             f"(mean {fmt_value(m, mean)}, {conf} {ci})")
 
 
@@ -234,12 +207,12 @@ def _gate_row(o: Mapping[str, Any], g: Mapping[str, Any], f: str | None, seg: st
     ci = fmt_value_ci(m, st.get("ci_low"), st.get("ci_high"))
     floor = g["threshold"] if g["threshold"] is not None else g["max"]
     mean = _n(st.get("mean", cur["mean"]))
-    candidate = _near(m, mean, floor if g["on"] == "mean" else None) + (f" ({ci})" if ci != "—" else "")
+    candidate = fmt_apart(m, mean, floor if g["on"] == "mean" else None) + (f" ({ci})" if ci != "—" else "")
     base = change = "—"
     if reg is not None and reg["status"] != "skipped":
         base = fmt_value(m, _n(reg["baseline"]))
-        change = _near(m, _n(reg["value"]), g["regression_max"], delta=True)
-        dci = _change_ci(m, reg["ci_low"], reg["ci_high"])
+        change = fmt_apart(m, _n(reg["value"]), g["regression_max"], delta=True)
+        dci = fmt_delta_ci_apart(m, reg["ci_low"], reg["ci_high"])
         change += f" ({dci})" if dci != "—" else ""
     name = md_escape(g["name"], 60) if f is None else "↳ " + md_escape(f"{display_field(f)} = {seg}", 60)
     # a segment is held to the same limits as all queries: the column says so on every row
@@ -251,7 +224,7 @@ def _mover_rows(moves: list[Mapping[str, Any]], verdicts: bool = True) -> list[s
     rows = []
     for mv in moves:
         m = mv["metric"]
-        dci = _change_ci(m, mv["ci_low"], mv["ci_high"])
+        dci = fmt_delta_ci_apart(m, mv["ci_low"], mv["ci_high"])
         change = fmt_delta(m, _n(mv["delta"])) + (f" ({dci})" if dci != "—" else "")
         rows.append(f"| {md_escape(display_field(mv['field']) + ' = ' + mv['segment'], 60)} | {md_escape(m)} | {mv['n']} | "
                     f"{fmt_value(m, _n(mv['baseline']))} | {fmt_value(m, _n(mv['current']))} | {change} |"
@@ -297,7 +270,7 @@ def stale_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
                 f"({esc(st['limit'])}), but the gate was not given the corpus (`--corpus`).")
     reasons = ", ".join(f"{n} {esc(k.replace('_', ' '))}" for k, n in st["by_reason"].items())
     text = (f"{ICON[st['status']]} Stale labels: {st['stale']} of {st['labels']} gold ids "
-            f"({st['share'] * 100:.1f}%; graded labels and must-not-retrieve ids) point at chunks the corpus {esc(st['corpus'] or '')} has retired, replaced "
+            f"({fmt_share(st['share'])}; graded labels and must-not-retrieve ids) point at chunks the corpus {esc(st['corpus'] or '')} has retired, replaced "
             f"or changed ({reasons}); the limit is {esc(st['limit'])}. `rankgate gold stale` lists them.")
     if st["severity"] == "warning":
         text += " (warning: does not block)"
@@ -312,12 +285,12 @@ def _stale_row(o: Mapping[str, Any]) -> str | None:
         return None
     status = {"pass": "pass", "fail": "fail", "warn": "warn", "not_checked": "skipped"}[st["status"]]
     result = {"fail": "fail", "warn": "warning", "pass": "pass", "skipped": "not checked (no `--corpus`)"}[status]
-    value = "—" if st["share"] is None else f"{st['share'] * 100:.1f}% ({st['stale']} of {st['labels']} gold ids)"
+    value = "—" if st["share"] is None else f"{fmt_share(st['share'])} ({st['stale']} of {st['labels']} gold ids)"
     return f"| {ICON[status]} | stale labels | — | {value} | — | — | ≤ {md_escape(st['limit'])} | {result} |"
 
 
 def _sentences(o: Mapping[str, Any], esc) -> list[str]:
-    conf = f"{o['statistics']['confidence']:.0%} CI"
+    conf = f"{fmt_confidence(o['statistics']['confidence'])} CI"
     gates = o["gates"]
     bad = [g for g in gates if g["status"] == "fail"] + [g for g in gates if g["status"] == "warn"]
     noisy = [g for g in gates if _noise_sentences(g, conf, "", esc)]
@@ -349,7 +322,7 @@ def gate_sentences(outcome: Any, *, markdown: bool = True) -> list[str]:
 
 
 def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
-    conf = f"{o['statistics']['confidence']:.0%} CI"
+    conf = f"{fmt_confidence(o['statistics']['confidence'])} CI"
     gates = o["gates"]
     every = [*gates, *(o.get("latency") or [])]  # quality and latency gates count alike
     failed = [g for g in every if g["status"] == "fail"]

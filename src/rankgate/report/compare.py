@@ -9,7 +9,7 @@ from typing import Any
 
 from ..compare import Comparison, DeltaRow, MultiComparison
 from ..segments import display_field
-from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
+from .numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
 
 __all__ = [
     "comparison_dict", "comparison_markdown", "comparison_renderable",
@@ -49,7 +49,7 @@ def _coverage(cmp: Comparison, limit: int = 5) -> list[str]:
 
 
 def _method(cmp: Comparison) -> str:
-    ci = f"{cmp.confidence:.0%} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
+    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
     p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across {len(cmp.rows)} rows"
     return f"{ci}; {p}."
 
@@ -109,7 +109,7 @@ def _delta_table(cmp: Comparison, pad: int, label_width: int | None = None):
         names = max((len(r.metric) for r in cmp.rows), default=6)
         width = max(label_width, names, len("metric"))
         table.add_column("metric", overflow="fold", width=width)
-    for name in ("n", "baseline", "candidate", "change", f"{cmp.confidence:.0%} CI", "Holm p"):
+    for name in ("n", "baseline", "candidate", "change", f"{fmt_confidence(cmp.confidence)} CI", "Holm p"):
         table.add_column(name, justify="right", no_wrap=True)
     words = [w for r in cmp.rows for w in r.verdict(cmp.confidence).split()]
     table.add_column("verdict", min_width=max(map(len, [*words, "verdict"])))
@@ -155,7 +155,7 @@ def _parts(cmp: Comparison, table: Any, pad: int) -> list[Any]:
 
 def comparison_markdown(cmp: Comparison) -> str:
     """GitHub-flavoured markdown with the same content as the terminal table."""
-    ci = f"{cmp.confidence:.0%} CI"
+    ci = f"{fmt_confidence(cmp.confidence)} CI"
     out = [f"**{md_escape(cmp.candidate_label)}** (candidate) vs **{md_escape(cmp.baseline_label)}** (baseline)", ""]
     out.append(f"| metric / segment | n | baseline | candidate | change | {ci} | Holm p | verdict |")
     out.append("|:--|--:|--:|--:|--:|--:|--:|:--|")
@@ -214,7 +214,7 @@ def _multi_coverage(cmp: MultiComparison, limit: int = 5) -> list[str]:
 
 
 def _multi_method(cmp: MultiComparison) -> str:
-    ci = f"{cmp.confidence:.0%} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
+    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
     p = (f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across "
          f"{len(cmp.rows)} rows ({len(cmp.systems)} runs × {len(cmp.metrics)} metrics)")
     return f"{ci}; {p}."
@@ -231,7 +231,7 @@ def multi_comparison_renderable(cmp: MultiComparison):
     # One space between columns (not the two-run table's two) keeps eight columns within 80.
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 0, 0, 0))
     table.add_column("metric / run", overflow="fold", min_width=12)
-    for name in ("n", "baseline", "run", "change", f"{cmp.confidence:.0%} CI", "Holm p"):
+    for name in ("n", "baseline", "run", "change", f"{fmt_confidence(cmp.confidence)} CI", "Holm p"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True, min_width=12)
     for i, metric in enumerate(cmp.metrics):
@@ -254,7 +254,7 @@ def multi_comparison_renderable(cmp: MultiComparison):
 
 def multi_comparison_markdown(cmp: MultiComparison) -> str:
     """GitHub-flavoured markdown with the same content as the terminal table."""
-    ci = f"{cmp.confidence:.0%} CI"
+    ci = f"{fmt_confidence(cmp.confidence)} CI"
     out = [f"**{len(cmp.systems)} runs** vs **{md_escape(cmp.baseline)}** (baseline)", ""]
     out.append(f"| metric / run | n | baseline | run | change | {ci} | Holm p | verdict |")
     out.append("|:--|--:|--:|--:|--:|--:|--:|:--|")

@@ -11,7 +11,18 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .numbers import fmt_delta, fmt_delta_ci, fmt_value, md_escape
+from .numbers import (
+    fmt_confidence_exact,
+    fmt_delta,
+    fmt_delta_ci,
+    fmt_ms,
+    fmt_ms_change,
+    fmt_share,
+    fmt_share_range,
+    fmt_sig,
+    fmt_value,
+    md_escape,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
@@ -24,13 +35,9 @@ def _scope(row: PairedRow) -> str:
     return row.segment or "all queries"
 
 
-def _pct(confidence: float) -> str:
-    return f"{confidence * 100:g}%"
-
-
 def paired_markdown(rows: Sequence[PairedRow], *, before: str, after: str, confidence: float) -> str:
     """A markdown table: metric, queries, before, after, change and its paired interval."""
-    out = [f"| metric | scope | n | {before} | {after} | change | {_pct(confidence)} CI |",
+    out = [f"| metric | scope | n | {before} | {after} | change | {fmt_confidence_exact(confidence)} CI |",
            "|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
         out.append(f"| {r.metric} | {md_escape(_scope(r))} | {r.n} | {fmt_value(r.metric, r.before)} | "
@@ -45,7 +52,7 @@ def paired_renderable(rows: Sequence[PairedRow], *, title: str, before: str, aft
 
     table = Table(title=title, title_justify="left")
     for name, justify in (("metric", "left"), ("scope", "left"), ("n", "right"), (before, "right"),
-                          (after, "right"), ("change", "right"), (f"{_pct(confidence)} CI", "left")):
+                          (after, "right"), ("change", "right"), (f"{fmt_confidence_exact(confidence)} CI", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in rows:
         table.add_row(r.metric, _scope(r), str(r.n), fmt_value(r.metric, r.before), fmt_value(r.metric, r.after),
@@ -104,22 +111,6 @@ def with_freshness(as_dict: Any, as_markdown: Any, as_renderable: Any, runs: dic
     return to_dict, to_markdown, to_renderable
 
 
-def _num_ms(x: float) -> str:
-    """Milliseconds with the precision that shows: two decimals below 10 ms, one above."""
-    return f"{x:,.2f}" if abs(x) < 10 else f"{x:,.1f}"
-
-
-def _ms(x: float | None) -> str:
-    return "—" if x is None or math.isnan(x) else f"{_num_ms(x)} ms"
-
-
-def _ms_change(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "—"
-    text = f"{abs(x):,.1f} ms"
-    return text if float(f"{abs(x):.1f}") == 0 else ("+" if x > 0 else "\u2212") + text
-
-
 _ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skipped": "➖"}
 
 
@@ -139,24 +130,24 @@ def latency_gate_markdown(gates: Sequence[dict[str, Any]], conf: str, cap: int =
                 return out
             rows += 1
             scope = "all queries" if c["segment"] is None else md_escape(c["segment"], 60)
-            cand = f"{_ms(c['estimate'])} ({_ms(c['ci_low'])}–{_ms(c['ci_high'])})" if c["kind"] == "max" else _ms(c["estimate"])
-            change = (f"{_ms_change(c['value'])} ({_ms_change(c['ci_low'])} to {_ms_change(c['ci_high'])})"
+            cand = f"{fmt_ms(c['estimate'])} ({fmt_ms(c['ci_low'])}–{fmt_ms(c['ci_high'])})" if c["kind"] == "max" else fmt_ms(c["estimate"])
+            change = (f"{fmt_ms_change(c['value'])} ({fmt_ms_change(c['ci_low'])} to {fmt_ms_change(c['ci_high'])})"
                       if c["kind"] == "regression" and c["value"] is not None else "")
-            limit = (f"≤ {_ms(c['limit'])} ({g['on'].replace('_', ' ')})" if c["kind"] == "max"
-                     else f"growth ≤ {_ms(c['limit'])}")
+            limit = (f"≤ {fmt_ms(c['limit'])} ({g['on'].replace('_', ' ')})" if c["kind"] == "max"
+                     else f"growth ≤ {fmt_ms(c['limit'])}")
             result = c["status"] + (f": {md_escape(c['note'], 160)}" if c.get("note") else "")
             out.append(f"| {_ICON.get(c['status'], '')} | {md_escape(g['title'], 60)} | {md_escape(c['stage'], 40)} | "
-                       f"{c['stat']} | {scope} ({c['n']}) | {cand} | {_ms(c['baseline'])} | {change} | {limit} | {result} |")
+                       f"{c['stat']} | {scope} ({c['n']}) | {cand} | {fmt_ms(c['baseline'])} | {change} | {limit} | {result} |")
     return out
 
 
 def latency_markdown(summary: Any) -> str:
     """Percentiles of each stage with their intervals (a :class:`~rankgate.experiments.latency.LatencySummary`)."""
-    conf = _pct(summary.confidence)
+    conf = fmt_confidence_exact(summary.confidence)
     out = ["### Latency", "", f"| stage | scope | timed queries | median ({conf} CI) | p90 | p95 | p99 |",
            "|---|---|---:|---:|---:|---:|---:|"]
     for (stage, seg), rows in _by_scope(summary.rows).items():
-        cells = [f"{_ms(r.value)} ({_ms(r.ci[0])}–{_ms(r.ci[1])})" if not math.isnan(r.value) else "—" for r in rows]
+        cells = [f"{fmt_ms(r.value)} ({fmt_ms(r.ci[0])}–{fmt_ms(r.ci[1])})" if not math.isnan(r.value) else "—" for r in rows]
         out.append(f"| {md_escape(stage, 40)} | {md_escape(seg or 'all queries', 60)} | {rows[0].n} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
@@ -180,7 +171,7 @@ def _latency_table(summary: Any, narrow: bool) -> Any:
     from rich import box
     from rich.table import Table
 
-    conf = _pct(summary.confidence)
+    conf = fmt_confidence_exact(summary.confidence)
     if narrow:
         table = Table(title=f"Latency (ms; {conf} CI under each value)", title_justify="left", box=box.SIMPLE_HEAD,
                       show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
@@ -195,7 +186,7 @@ def _latency_table(summary: Any, narrow: bool) -> Any:
     sep = "\n" if narrow else " "
     for (stage, seg), rows in _by_scope(summary.rows).items():
         table.add_row(stage, seg or "all queries", str(rows[0].n),
-                      *(f"{_num_ms(r.value)}{sep}({_ms(r.ci[0])[:-3]}–{_ms(r.ci[1])[:-3]})" if not math.isnan(r.value) else "—"
+                      *(f"{fmt_ms(r.value)[:-3]}{sep}({fmt_ms(r.ci[0])[:-3]}–{fmt_ms(r.ci[1])[:-3]})" if not math.isnan(r.value) else "—"
                         for r in rows))
     return table
 
@@ -205,12 +196,12 @@ def _stress_lines(res: Any) -> list[str]:
     skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in res.skipped.items() if v)
     n_breach = len({b.query_id for b in res.breaches})
     share = res.breach_share
-    verdict = ("held up" if res.passed else "FAILED") + f" (fails when nDCG@5 drops by more than {res.max_drop:g} and " \
+    verdict = ("held up" if res.passed else "FAILED") + f" (fails when nDCG@5 drops by more than {fmt_sig(res.max_drop)} and " \
         "the paired interval of the change is below zero)"
     return [f"Reranker {res.reranker}: {len(res.queries)} queries, negatives ({res.negatives}) put at input ranks {ranks}"
             + (f"; left out: {skipped}" if skipped else "") + ".",
             f"A negative reached the top {3} in {n_breach} of {len(res.queries)} queries"
-            + ("" if math.isnan(share) else f" ({share * 100:.1f}%)") + ".",
+            + ("" if math.isnan(share) else f" ({fmt_share(share)})") + ".",
             f"Verdict: {verdict}."]
 
 
@@ -297,14 +288,6 @@ def with_rewrite(as_dict: Any, as_markdown: Any, as_renderable: Any, eff: Any, c
     return to_dict, to_markdown, to_renderable
 
 
-def _share(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x * 100:.1f}%"
-
-
-def _share_ci(ci: tuple[float, float]) -> str:
-    return "—" if math.isnan(ci[0]) else f"{ci[0] * 100:.1f}–{ci[1] * 100:.1f}%"
-
-
 def _matrix(rt: Any) -> tuple[list[str], list[str], dict[tuple[str, str], int]]:
     expected = sorted({e for e, _, _ in rt.matrix})
     chosen = sorted({c for _, c, _ in rt.matrix}, key=lambda c: (c == "(none)", c))
@@ -313,11 +296,11 @@ def _matrix(rt: Any) -> tuple[list[str], list[str], dict[tuple[str, str], int]]:
 
 def routing_markdown(rt: Any, confidence: float, *, limit: int = 20) -> str:
     """Routing: coverage, the misroute matrix, per-source coverage and recall, slots, router_skew findings."""
-    conf = _pct(confidence)
+    conf = fmt_confidence_exact(confidence)
     out = ["### Routing", "",
            (f"{rt.routed} of {rt.queries} queries were routed to their expected source: coverage "
-           f"{_share(rt.coverage)} ({conf} CI {_share_ci(rt.coverage_ci)}); on average {_share(rt.expected_share)} "
-           f"of a query's top {rt.k} came from its expected source ({_share_ci(rt.expected_share_ci)})."), "",
+           f"{fmt_share(rt.coverage)} ({conf} CI {fmt_share_range(*rt.coverage_ci)}); on average {fmt_share(rt.expected_share)} "
+           f"of a query's top {rt.k} came from its expected source ({fmt_share_range(*rt.expected_share_ci)})."), "",
            "Misroute matrix (queries; rows: expected source, columns: chosen source):", ""]
     expected, chosen, cells = _matrix(rt)
     out.append("| expected ↓ / chosen → | " + " | ".join(md_escape(c, 30) for c in chosen) + " |")
@@ -329,11 +312,11 @@ def routing_markdown(rt: Any, confidence: float, *, limit: int = 20) -> str:
             f"| expected source | queries | routed there | coverage ({conf} CI) | recall@{rt.k} ({conf} CI) |",
             "|---|---:|---:|---:|---:|"]
     for r in rt.per_source:
-        out.append(f"| {md_escape(r.source, 30)} | {r.queries} | {r.routed} | {_share(r.coverage)} ({_share_ci(r.coverage_ci)}) | "
-                   f"{_share(r.recall)} ({_share_ci(r.recall_ci)}) |")
+        out.append(f"| {md_escape(r.source, 30)} | {r.queries} | {r.routed} | {fmt_share(r.coverage)} ({fmt_share_range(*r.coverage_ci)}) | "
+                   f"{fmt_share(r.recall)} ({fmt_share_range(*r.recall_ci)}) |")
     out += ["", f"Where the top-{rt.k} slots went (the numbers the router_skew rule reads):", "",
             f"| source | share of top-{rt.k} slots | share of relevant items found |", "|---|---:|---:|"]
-    out += [f"| {md_escape(s.source, 30)} | {_share(s.share_of_slots)} | {_share(s.share_of_found)} |" for s in rt.slots]
+    out += [f"| {md_escape(s.source, 30)} | {fmt_share(s.share_of_slots)} | {fmt_share(s.share_of_found)} |" for s in rt.slots]
     for f in rt.findings:
         out += ["", f"**{f.title}** ({f.rule}): {f.evidence} {f.advice}"]
     if rt.misrouted:
@@ -348,7 +331,7 @@ def routing_renderable(rt: Any, confidence: float) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    conf = _pct(confidence)
+    conf = fmt_confidence_exact(confidence)
     expected, chosen, cells = _matrix(rt)
     matrix = Table(title="Misroute matrix (rows: expected source, columns: chosen)", title_justify="left")
     matrix.add_column("expected")
@@ -360,29 +343,29 @@ def routing_renderable(rt: Any, confidence: float) -> Any:
     for name in ("source", "queries", "routed", "coverage", f"recall@{rt.k}"):
         per.add_column(name)
     for r in rt.per_source:
-        per.add_row(r.source, str(r.queries), str(r.routed), f"{_share(r.coverage)} ({_share_ci(r.coverage_ci)})",
-                    f"{_share(r.recall)} ({_share_ci(r.recall_ci)})")
+        per.add_row(r.source, str(r.queries), str(r.routed), f"{fmt_share(r.coverage)} ({fmt_share_range(*r.coverage_ci)})",
+                    f"{fmt_share(r.recall)} ({fmt_share_range(*r.recall_ci)})")
     lines: list[Any] = [Text(f"Routing: {rt.routed} of {rt.queries} queries sent to their expected source, coverage "
-                  f"{_share(rt.coverage)} ({conf} CI {_share_ci(rt.coverage_ci)})."), matrix, per]
+                  f"{fmt_share(rt.coverage)} ({conf} CI {fmt_share_range(*rt.coverage_ci)})."), matrix, per]
     lines += [Text(f"{f.title}: {f.evidence}") for f in rt.findings]
     return Group(*lines)
 
 
 def linking_markdown(el: Any, confidence: float, *, limit: int = 20) -> str:
     """Entity linking: precision, recall, F1 with intervals beside chunk recall@k; the queries with misses."""
-    conf = _pct(confidence)
+    conf = fmt_confidence_exact(confidence)
     out = ["### Entity linking", "",
            f"{el.queries} queries have gold entities" + (f"; {el.unlinked} records logged no linked_entities (nothing "
                                                          "linked)" if el.unlinked else "") + ".", "",
            f"| metric | scope | n | mean | {conf} CI |", "|---|---|---:|---:|---|"]
     for r in el.rows:
-        out.append(f"| {r.metric} | {md_escape(r.segment or 'all queries', 60)} | {r.n} | {_share(r.mean)} | "
-                   f"{_share_ci(r.ci)} |")
+        out.append(f"| {r.metric} | {md_escape(r.segment or 'all queries', 60)} | {r.n} | {fmt_share(r.mean)} | "
+                   f"{fmt_share_range(*r.ci)} |")
     if el.missed:
         out += ["", f"Queries whose linking missed a gold entity, with their chunk recall@{el.k} (a miss in both "
                     "points at the query, in linking only at the linker):", "",
                 f"| query | gold entities not linked | chunk recall@{el.k} |", "|---|---|---:|"]
-        out += [f"| {md_escape(q, 40)} | {md_escape(', '.join(m), 100)} | {_share(rc)} |" for q, m, rc in el.missed[:limit]]
+        out += [f"| {md_escape(q, 40)} | {md_escape(', '.join(m), 100)} | {fmt_share(rc)} |" for q, m, rc in el.missed[:limit]]
         if len(el.missed) > limit:
             out.append(f"\n… and {len(el.missed) - limit} more (every one in the JSON summary)")
     return "\n".join(out) + "\n"
@@ -391,12 +374,12 @@ def linking_markdown(el: Any, confidence: float, *, limit: int = 20) -> str:
 def linking_renderable(el: Any, confidence: float) -> Any:
     from rich.table import Table
 
-    t = Table(title=f"Entity linking ({el.queries} queries with gold entities; {_pct(confidence)} CI)",
+    t = Table(title=f"Entity linking ({el.queries} queries with gold entities; {fmt_confidence_exact(confidence)} CI)",
               title_justify="left")
     for name in ("metric", "scope", "n", "mean", "CI"):
         t.add_column(name)
     for r in el.rows:
-        t.add_row(r.metric, r.segment or "all queries", str(r.n), _share(r.mean), _share_ci(r.ci))
+        t.add_row(r.metric, r.segment or "all queries", str(r.n), fmt_share(r.mean), fmt_share_range(*r.ci))
     return t
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from ..redact import redact, register, register_url
 from .comment import MARKER
+from .numbers import fmt_sig
 
 __all__ = ["MAX_CHARS", "MAX_REPLY_BYTES", "Posted", "fit_body", "pull_request_from_env", "upsert_comment"]
 
@@ -204,7 +205,7 @@ class _Client:
         finally:
             timer.cancel()
         if dog.fired or result is None:  # whatever the cut-off connection looked like, the time ran out
-            raise _ApiError(None, f"{what}: no whole reply within {TIMEOUT:g} s")
+            raise _ApiError(None, f"{what}: no whole reply within {fmt_sig(TIMEOUT)} s")
         return result
 
     def _send(self, req: urllib.request.Request, what: str, dog: _Watchdog) -> tuple[Any, Mapping[str, str]]:

@@ -11,10 +11,9 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 
-from ..metrics.info import is_share
 from ..goldset import GoldDiff, Relabel, StaleReport, ValidationReport
 from ..goldset.remap import KINDS, LabelRemap, Mapping, Remap
-from .numbers import MINUS, md_escape
+from .numbers import MINUS, fmt_confidence_exact, fmt_score, fmt_share, fmt_sig, fmt_size, md_escape
 
 __all__ = [
     "STALE_ROWS_SHOWN",
@@ -36,14 +35,10 @@ def _name(path: str | None) -> str:
     return os.path.basename(path.rstrip("/")) if path else "—"
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%"
-
-
 def _drop(metric: str, x: float, level: float | None = None) -> str:
     if math.isinf(x) or (level is not None and x >= level):
         return "none, too few queries"  # even a fall to zero would go unseen
-    return f"{x * 100:.0f} pp" if is_share(metric) else f"{x:.2f}"
+    return fmt_size(metric, x)
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
@@ -104,7 +99,7 @@ def _finding_rows(r: ValidationReport) -> list[tuple[object, ...]]:
 
 
 def _mix_rows(mix: tuple[tuple[str, int], ...], total: int) -> list[tuple[object, ...]]:
-    return [(name, n, _pct(n / total) if total else "—") for name, n in mix]
+    return [(name, n, fmt_share(n / total) if total else "—") for name, n in mix]
 
 
 def _age_lines(r: ValidationReport) -> list[str]:
@@ -115,7 +110,7 @@ def _age_lines(r: ValidationReport) -> list[str]:
                  f"{a.unreadable} not a date YYYY-MM-DD" if a.unreadable else ""]
         unknown += " (" + ", ".join(x for x in parts if x) + ")"
     created = (f"created: {a.dated} dated, {unknown}" +
-               (f"; oldest {a.oldest}, newest {a.newest}, median age {a.median_age_days:g} days as of {a.as_of}"
+               (f"; oldest {a.oldest}, newest {a.newest}, median age {fmt_sig(a.median_age_days)} days as of {a.as_of}"
                 if a.dated and a.median_age_days is not None else "")
                + (f"; {a.future} dated after {a.as_of}" if a.future else ""))
     versions = "corpus_version: " + ", ".join(f"{v} ({n})" for v, n in a.by_corpus_version)
@@ -145,7 +140,7 @@ _POWER_NOTE = ("Smallest visible drop: binomial approximation, 95% confidence an
 
 def _power_note(r: ValidationReport) -> str:
     methods = {p.method for p in r.power}
-    conf = f"{r.confidence * 100:g}% confidence"
+    conf = f"{fmt_confidence_exact(r.confidence)} confidence"
     if "bootstrap" not in methods:
         return _POWER_NOTE.replace("95% confidence", conf)
     text = (f"Smallest visible drop: from the bootstrap standard error of baseline {_name(r.baseline_path)}'s "
@@ -200,13 +195,13 @@ def _stale_head(r: StaleReport) -> str:
 
 
 def _stale_summary(r: StaleReport) -> str:
-    text = (f"{len(r.stale)} of {r.labels} gold ids are stale ({_pct(r.share)}; the gold ids are {r.graded} graded "
+    text = (f"{len(r.stale)} of {r.labels} gold ids are stale ({fmt_share(r.share)}; the gold ids are {r.graded} graded "
             f"labels and {r.must_not} must-not-retrieve ids)")
     limit = None
     if r.max_stale_labels is not None:
         limit = f"{r.max_stale_labels} gold ids"
     elif r.max_stale_share is not None:
-        limit = _pct(r.max_stale_share)
+        limit = fmt_share(r.max_stale_share)
     if limit:
         text += f"; over the limit of {limit}: exit 1" if r.over_limit else f"; within the limit of {limit}"
     return text
@@ -319,7 +314,7 @@ def remap_summary(r: Remap, changed_queries: int, proposed: str, review: str) ->
     return "\n".join([
         f"Remap: {_name(r.gold_path)} from {_name(r.old_path)} to {_name(r.new_path)}",
         f"{labelled} labelled chunks: {kinds}",
-        (f"{applied} remapped (confidence >= {r.min_confidence:g}) in {changed_queries} queries; "
+        (f"{applied} remapped (confidence >= {fmt_sig(r.min_confidence)}) in {changed_queries} queries; "
          f"{len(r.to_review())} to review"),
         f"proposed gold set: {proposed}",
         f"review list: {review}",
@@ -328,13 +323,13 @@ def remap_summary(r: Remap, changed_queries: int, proposed: str, review: str) ->
 
 def _maps(ms: tuple[Mapping, ...], rejected: bool = False) -> str:
     if rejected:
-        return ", ".join(f"{m.chunk_id} (covers {_pct(m.covers)}, {_pct(m.from_old)} old text)" for m in ms) or "—"
-    return ", ".join(f"{m.chunk_id} ({m.confidence:.2f})" for m in ms) or "—"
+        return ", ".join(f"{m.chunk_id} (covers {fmt_share(m.covers)}, {fmt_share(m.from_old)} old text)" for m in ms) or "—"
+    return ", ".join(f"{m.chunk_id} ({fmt_score(m.confidence, 2)})" for m in ms) or "—"
 
 
 def _review_row(x: LabelRemap, uses: int) -> tuple[object, ...]:
     why = x.detail or ("below the confidence floor" if x.kind != "unmapped" else "")
-    return (x.chunk_id, uses, x.kind, _pct(x.carried), _maps(x.mappings), _maps(x.rejected, True), why)
+    return (x.chunk_id, uses, x.kind, fmt_share(x.carried), _maps(x.mappings), _maps(x.rejected, True), why)
 
 
 def remap_review_markdown(r: Remap, changed_queries: int, conflicts: Sequence[tuple[str, str]] = ()) -> str:
@@ -343,7 +338,7 @@ def remap_review_markdown(r: Remap, changed_queries: int, conflicts: Sequence[tu
     counts = r.counts()
     review = r.to_review()
     out = [f"## Gold remap review: {_name(r.gold_path)}", "",
-           (f"From {_name(r.old_path)} to {_name(r.new_path)}; mappings below confidence {r.min_confidence:g} "
+           (f"From {_name(r.old_path)} to {_name(r.new_path)}; mappings below confidence {fmt_sig(r.min_confidence)} "
             "are not applied (the label keeps its old chunk id)."), "",
            (f"**{len(r.labels)} labelled chunks; {changed_queries} queries changed; {len(review)} labelled "
             f"chunk{'s' * (len(review) != 1)} to review**"), "",

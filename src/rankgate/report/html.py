@@ -20,7 +20,7 @@ from ..segments import display_field
 from . import charts
 from .assets import CSP, CSS, JS
 from .model import Item, Miss, Offence, Report
-from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_value, fmt_value_ci
+from .numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_exact, fmt_ms, fmt_p, fmt_sig, fmt_value, fmt_value_ci
 
 __all__ = ["render_html", "write_report"]
 
@@ -29,15 +29,10 @@ def e(x: Any) -> str:
     return escape("" if x is None else str(x), quote=True)
 
 
-def _v(x: float | None) -> str:
-    """A sortable cell value: shortest round-trip float, empty for missing."""
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
-
-
 def _metric_cell(m: str, mean: float, lo: float, hi: float, conf: str) -> str:
     ci = fmt_value_ci(m, lo, hi)
     extra = f'<span class="ci">{conf} {e(ci)}</span>' if ci != "—" else ""
-    return f'<td class="n" data-v="{_v(mean)}">{e(fmt_value(m, mean))}{extra}</td>'
+    return f'<td class="n" data-v="{fmt_exact(mean)}">{e(fmt_value(m, mean))}{extra}</td>'
 
 
 def _header(rep: Report) -> str:
@@ -150,7 +145,7 @@ def _noise_despite_ci(r: Any) -> bool:
 
 
 def _panel(rep: Report) -> str:
-    conf = f"{rep.confidence:.0%} CI"
+    conf = f"{fmt_confidence(rep.confidence)} CI"
     base = rep.baseline_label is not None
     out = ['<section id="panel"><h2>Retrieval panel</h2>',
            f'<p class="lead">Means over the queries each metric applies to, with {conf}s (bootstrap over queries).'
@@ -176,7 +171,7 @@ def _panel(rep: Report) -> str:
         out.append(row + "</tr>")
     out.append("</tbody></table>")
     if holm_notes:
-        alpha = f"{1 - rep.confidence:.2g}"
+        alpha = fmt_sig(1 - rep.confidence, 2)
         out.append(f'<p class="muted">Why "within noise" when the change\'s CI excludes 0: the verdict comes from the paired '
                    f"randomisation test, Holm-corrected across all {rep.changes_tested} changes compared (every panel "
                    f"and segment row). The interval is for one change on its own; after the correction p is not below "
@@ -185,10 +180,10 @@ def _panel(rep: Report) -> str:
         out.append('<h3>Latency</h3><table class="compact"><thead><tr><th>stage</th><th class="n">median</th><th class="n">p90</th><th class="n">queries</th>'
                    + ('<th class="n">baseline median</th><th class="n">baseline p90</th>' if base else "") + "</tr></thead><tbody>")
         for lat in rep.latency:
-            row = (f'<tr><td>{e(lat.stage)}</td><td class="n">{lat.median:.1f} ms</td><td class="n">{lat.p90:.1f} ms</td>'
+            row = (f'<tr><td>{e(lat.stage)}</td><td class="n">{fmt_ms(lat.median, 1)}</td><td class="n">{fmt_ms(lat.p90, 1)}</td>'
                    f'<td class="n">{lat.n}</td>')
             if base:
-                row += "".join(f'<td class="n">{"—" if math.isnan(x) else f"{x:.1f} ms"}</td>' for x in (lat.baseline_median, lat.baseline_p90))
+                row += "".join(f'<td class="n">{fmt_ms(x, 1)}</td>' for x in (lat.baseline_median, lat.baseline_p90))
             out.append(row + "</tr>")
         out.append("</tbody></table>")
     if rep.lexical_panel:
@@ -284,7 +279,7 @@ def _segment_marks(rep: Report, key: str, lab: str, overall: dict[str, float]) -
 def _segments(rep: Report) -> str:
     seg = rep.segments
     assert seg is not None  # (the section is drawn only with segments)
-    conf = f"{seg.confidence:.0%} CI"
+    conf = f"{fmt_confidence(seg.confidence)} CI"
     primary = f"recall@{rep.k}"
     floors = ", ".join(f"{m} {fmt_value(m, v)}" for m, v in rep.floors.items())
     out = ['<section id="segments"><h2>Segments</h2>',
@@ -320,9 +315,9 @@ def _segments(rep: Report) -> str:
                 ci = fmt_value_ci(m, r.ci_low, r.ci_high)
                 extra = f'<span class="ci">{e(ci)}</span>' if ci != "—" else ""
                 cls = f" {found[m][0]}" if m in found else ""
-                cells.append(f'<td class="n{cls}" data-v="{_v(r.mean)}">{e(fmt_value(m, r.mean))}{extra}</td>')
+                cells.append(f'<td class="n{cls}" data-v="{fmt_exact(r.mean)}">{e(fmt_value(m, r.mean))}{extra}</td>')
             d = rep.segment_deltas.get((key, lab, primary), math.nan)
-            dcell = f'<td class="n" data-v="{_v(d)}">{e(fmt_delta(primary, d))}</td>' if delta else ""
+            dcell = f'<td class="n" data-v="{fmt_exact(d)}">{e(fmt_delta(primary, d))}</td>' if delta else ""
             levels = {lvl for lvl, _ in found.values()}
             row_cls = ' class="fail"' if "fail" in levels else (' class="warn"' if levels else "")
             notes = [found[m] for m in seg.metrics if m in found]
@@ -348,7 +343,7 @@ def _items_table(items: Sequence[Item], title: str, *, show_flag: bool = False, 
            '<th class="n">score</th>' + ("" if compact else "<th>version</th>") + "<th>text</th></tr></thead><tbody>"]
     for it in items:
         cls = ' class="rel"' if it.grade is not None and it.grade >= 1 else (' class="bad"' if show_flag and it.flag else "")
-        score = "" if it.score is None else f"{it.score:.4g}"
+        score = "" if it.score is None else fmt_sig(it.score, 4)
         note = f' <span class="tag bad">{e(it.flag)}</span>' if it.flag else ""
         grade = f' <span class="tag good">grade {it.grade}</span>' if it.grade is not None and it.grade >= 1 else ""
         src = f' <span class="tag">{e(it.source)}</span>' if it.source else ""
@@ -417,7 +412,7 @@ def _offences(title: str, offences: Sequence[Offence], total: int, checked: int,
         for j, it in enumerate(o.items):
             q = (f'<td rowspan="{len(o.items)}" data-query-id="{e(o.query_id)}"><code>{e(o.query_id)}</code> {e(o.query or "")}'
                  f'<span class="ci">top {o.k}' + (f", as_of {e(o.as_of)}" if o.as_of else "") + "</span></td>") if j == 0 else ""
-            score = "" if it.score is None else f"{it.score:.4g}"
+            score = "" if it.score is None else fmt_sig(it.score, 4)
             out.append(f'<tr class="bad">{q}<td class="n">{it.rank}</td><td class="id">{e(it.chunk_id)}</td><td class="n">{score}</td>'
                        f'<td class="ver">{e(it.version or "")}</td><td class="snip">{e(it.snippet or "")}</td></tr>')
     out.append("</tbody></table>")
@@ -457,10 +452,10 @@ def _stages(rep: Report) -> str:
                    '<th class="n">only source</th></tr></thead><tbody>')
         for s in rep.sources:
             out.append(f'<tr><td>{e(s.source)}</td><td class="n" data-v="{s.items}">{s.items}</td>'
-                       f'<td class="n" data-v="{_v(s.share_of_slots)}">{fmt_value("recall@1", s.share_of_slots)}</td>'
+                       f'<td class="n" data-v="{fmt_exact(s.share_of_slots)}">{fmt_value("recall@1", s.share_of_slots)}</td>'
                        f'<td class="n" data-v="{s.relevant}">{s.relevant}</td>'
-                       f'<td class="n" data-v="{_v(s.share_of_found)}">{fmt_value("recall@1", s.share_of_found)}</td>'
-                       f'<td class="n" data-v="{_v(s.recall)}">{fmt_value("recall@1", s.recall)}</td>'
+                       f'<td class="n" data-v="{fmt_exact(s.share_of_found)}">{fmt_value("recall@1", s.share_of_found)}</td>'
+                       f'<td class="n" data-v="{fmt_exact(s.recall)}">{fmt_value("recall@1", s.recall)}</td>'
                        f'<td class="n" data-v="{s.only_source}">{s.only_source}</td></tr>')
         out.append("</tbody></table>")
     out.append("</section>")
@@ -493,7 +488,7 @@ def _method(rep: Report) -> str:
     if c["duplicates_dropped"]:
         notes.append(f"{c['duplicates_dropped']} repeated ids dropped (each id kept at its best rank).")
     notes.extend(rep.input_notes)  # (escaped below, as every note)
-    notes.append(f"{rep.confidence:.0%} CIs: percentile bootstrap over queries, {rep.n_resamples} resamples, seed {rep.seed}; "
+    notes.append(f"{fmt_confidence(rep.confidence)} CIs: percentile bootstrap over queries, {rep.n_resamples} resamples, seed {rep.seed}; "
                  "changes use a paired bootstrap and a paired randomisation test (Holm-corrected).")
     notes.append("Shares read as percentages and their changes as percentage points (pp); scores keep three decimals.")
     return ('<section id="method"><h2>Method</h2><ul>' + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from ..goldset.incident import FAILURE_LINKS, LIFECYCLE_STAGES, STAGES, Trace, data_block, pm_value
-from .numbers import md_escape
+from .numbers import fmt_sig, md_escape
 
 __all__ = ["postmortem_markdown"]
 
@@ -29,7 +29,7 @@ def _trace_table(t: Trace, stale: Collection[str]) -> list[str]:
     for it in sorted(t.items, key=lambda it: (order[it.stage], it.rank or 0)):
         status = it.status or ("stale" if it.id in stale else "")
         rows.append(f"| {it.stage} | {'' if it.rank is None else it.rank} | {md_escape(it.id, width=200)} | "
-                    f"{_cell(it.doc_id)} | {_cell(it.doc_version)} | {'' if it.score is None else f'{it.score:.4g}'} | "
+                    f"{_cell(it.doc_id)} | {_cell(it.doc_version)} | {'' if it.score is None else fmt_sig(it.score, 4)} | "
                     f"{_cell(status)} | {'yes' if it.id in cited else ''} |")
     return rows
 

@@ -19,6 +19,7 @@ from html import escape
 from typing import Any
 
 from ..goldset.incident import FAILURE_LINKS, LIFECYCLE_STAGES
+from .numbers import fmt_score
 
 __all__ = ["IncidentCase", "IncidentView", "incident_view", "incidents_html"]
 
@@ -129,7 +130,7 @@ def _timeline(view: IncidentView) -> str:
            '<th>by failure link</th><th class="n">failing now</th></tr></thead><tbody>']
     for month, links, bad in months:
         n = sum(links.values())
-        bar = f'<span class="bar" style="display:inline-block;height:.7em;background:#94a3b8;width:{100 * n / most:.0f}px"></span>'
+        bar = f'<span class="bar" style="display:inline-block;height:.7em;background:#94a3b8;width:{round(100 * n / most)}px"></span>'
         parts = ", ".join(f"{_e(link)} {c}" for link, c in sorted(links.items(), key=lambda kv: (-kv[1], kv[0])))
         row = ' class="fail"' if bad else ""
         cell = "n fail" if bad else "n"
@@ -144,12 +145,12 @@ def _case_rows(view: IncidentView) -> str:
            "<th>in this run</th></tr></thead><tbody>"]
     for c in view.cases:
         status = '<span class="tag good">passes</span>' if c.passes else '<span class="tag bad">fails</span>'
-        fb = "—" if c.forbidden is None else f"{c.forbidden:.2f}"
+        fb = fmt_score(c.forbidden, 2)
         row = "" if c.passes else ' class="bad"'
         out.append(f'<tr data-query-id="{_e(c.query_id)}"{row}>'
                    f'<td class="ver"><code>{_e(c.incident_id)}</code></td><td class="ver">{_e(c.created or "—")}</td>'
                    f"<td>{_e(c.failure_link)}</td><td>{_e(c.lifecycle_stage)}</td><td>{_e(c.query or '')}</td>"
-                   f'<td class="n">{c.recall:.2f}</td><td class="n">{fb}</td><td>{status}</td></tr>')
+                   f'<td class="n">{fmt_score(c.recall, 2)}</td><td class="n">{fb}</td><td>{status}</td></tr>')
     return "".join(out) + "</tbody></table>"
 
 

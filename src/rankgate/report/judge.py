@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .numbers import fmt_confidence_exact, fmt_score, fmt_sig
+
 __all__ = ["render_calibration", "render_plan"]
 
 
@@ -48,22 +50,22 @@ def render_plan(plans: Sequence[Any], identity: Mapping[str, Any], *, price_in: 
         lines.append("  cost: give --price-in and --price-out (per 1M tokens) for an estimate")
     else:
         cost = (total_in * (price_in or 0.0) + total_out * (price_out or 0.0)) / 1e6
-        lines.append(f"  cost (approximate): {cost:,.4f} at {price_in or 0:g} in / {price_out or 0:g} out "
+        lines.append(f"  cost (approximate): {fmt_score(cost, 4, grouped=True)} at {fmt_sig(price_in or 0)} in / {fmt_sig(price_out or 0)} out "
                      f"per 1M tokens")
     return "\n".join(lines) + "\n"
 
 
 def _f(x: Any) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
+    return fmt_score(x, missing="n/a")
 
 
 def _ci(ci: Sequence[Any]) -> str:
-    return "" if not ci or ci[0] is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return "" if not ci or ci[0] is None else f" [{fmt_score(ci[0])}, {fmt_score(ci[1])}]"
 
 
 def render_calibration(cal: Mapping[str, Any], *, minimum: int = 100) -> str:
     """The calibration file's numbers as a short text block (what ``rankgate judge calibrate`` prints)."""
-    pct = f"{cal['confidence'] * 100:g}%"
+    pct = fmt_confidence_exact(cal['confidence'])
     lines = [f"calibration of {_who(cal.get('judge') or {})} on {cal['n']} human-labelled items ({cal['task']}, "
              f"{pct} intervals)",
              f"  agreement    {_f(cal['agreement'])}{_ci(cal['agreement_ci'])}",

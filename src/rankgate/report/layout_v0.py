@@ -49,6 +49,7 @@ from typing import Any
 
 from ..results import EvaluationResult
 from .exports import _float_column, _text_column, summary_dict
+from .numbers import fmt_exact
 
 __all__ = ["V0_COLUMNS", "v0_metrics", "v0_metrics_csv", "v0_summary"]
 
@@ -103,12 +104,6 @@ def _count(value: Any) -> float | None:
     return None
 
 
-def _count_text(x: float) -> str:
-    if math.isnan(x):
-        return ""
-    return str(int(x)) if x.is_integer() else repr(x)
-
-
 def _columns(result: EvaluationResult) -> tuple[dict[str, list[float]], dict[str, str], list[list[float]]]:
     import numpy as np
 
@@ -161,7 +156,7 @@ def v0_metrics_csv(result: EvaluationResult) -> str:
     cols, _, _ = _columns(result)
     columns = [_text_column(result.query_ids)]
     columns += [_float_column(cols[name]) for name in V0_COLUMNS[1:8]]
-    columns += [[_count_text(v) for v in cols[name]] for name in V0_COLUMNS[8:]]
+    columns += [[fmt_exact(v, whole=True) for v in cols[name]] for name in V0_COLUMNS[8:]]
     lines = [",".join(V0_COLUMNS)]
     lines.extend(map(",".join, zip(*columns)))
     return "\n".join(lines) + "\n"

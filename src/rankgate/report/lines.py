@@ -5,6 +5,7 @@ for itself."""
 from __future__ import annotations
 
 from ..results import EvaluationResult
+from .numbers import fmt_ms
 
 __all__ = ["coverage_lines", "latency_lines"]
 
@@ -53,5 +54,5 @@ def latency_lines(result: EvaluationResult) -> list[str]:
     for stage, values in (result.info.get("latency_ms") or {}).items():
         x = np.asarray([v for v in values if v is not None], dtype=np.float64)
         if x.size:
-            out.append(f"{stage}: median {np.percentile(x, 50):.1f} ms, p90 {np.percentile(x, 90):.1f} ms ({x.size} queries)")
+            out.append(f"{stage}: median {fmt_ms(np.percentile(x, 50), 1)}, p90 {fmt_ms(np.percentile(x, 90), 1)} ({x.size} queries)")
     return out

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..results import EvaluationResult
 from .lines import coverage_lines, latency_lines
-from .numbers import fmt_value, fmt_value_ci, md_escape
+from .numbers import fmt_confidence, fmt_value, fmt_value_ci, md_escape
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..segments import SegmentSummary
@@ -34,7 +34,7 @@ def evaluation_markdown(
     (not) evaluated, and the segment and k-sweep tables when given."""
     from .tables import segment_markdown, sweep_markdown
 
-    conf = f"{confidence:.0%} CI"
+    conf = f"{fmt_confidence(confidence)} CI"
     lines = ["## Retrieval", ""]
     if cis:
         lines += [f"| metric | mean | {conf} | n |", "|:--|--:|--:|--:|"]

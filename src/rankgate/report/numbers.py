@@ -13,19 +13,39 @@ import re
 from ..metrics.display import (
     DASH,
     MINUS,
+    fmt_answer_value,
+    fmt_apart,
+    fmt_confidence,
+    fmt_confidence_exact,
+    fmt_count,
     fmt_delta,
     fmt_delta_ci,
+    fmt_delta_ci_apart,
+    fmt_exact,
     fmt_limit,
+    fmt_ms,
+    fmt_ms_change,
     fmt_p,
+    fmt_per_1k,
     fmt_pp,
     fmt_rank,
+    fmt_score,
+    fmt_share,
+    fmt_share_range,
+    fmt_sig,
+    fmt_size,
+    fmt_small_share,
+    fmt_unit,
     fmt_value,
     fmt_value_ci,
+    fmt_z,
     shorten,
 )
 
-__all__ = ["DASH", "MINUS", "fmt_delta", "fmt_delta_ci", "fmt_limit", "fmt_p", "fmt_pp", "fmt_rank", "fmt_value",
-           "fmt_value_ci", "md_escape", "neutral", "shorten"]
+__all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
+           "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
+           "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_share", "fmt_share_range", "fmt_sig", "fmt_size",
+           "fmt_small_share", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "md_escape", "neutral", "shorten"]
 
 
 _MD_SPECIAL = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..results import EvaluationResult
 from .lines import latency_lines
-from .numbers import fmt_delta, fmt_delta_ci, fmt_p, fmt_value, fmt_value_ci
+from .numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_p, fmt_sig, fmt_value, fmt_value_ci
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare import Comparison
@@ -71,7 +71,7 @@ def retrieval_panel(
         names = [m for m in PANEL_METRICS if m in result.values] or list(result.metric_names)
     else:
         names = [result.resolve_metric(m) for m in metrics]
-    conf = f"{confidence:.0%} CI"
+    conf = f"{fmt_confidence(confidence)} CI"
     table = Table(title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False)
     table.add_column("metric", no_wrap=True)
     table.add_column("mean", justify="right", style="bold", no_wrap=True)
@@ -112,7 +112,7 @@ def retrieval_panel(
         captions.append("latency " + "; ".join(lat))
     if holm and comparison is not None:
         captions.append(f"* the change's {conf} excludes 0, but the randomisation test, Holm-corrected across "
-                        f"{len(comparison.rows)} changes, is not below {1 - comparison.confidence:.2g} "
+                        f"{len(comparison.rows)} changes, is not below {fmt_sig(1 - comparison.confidence, 2)} "
                         f"({'; '.join(holm)})")
     if captions:
         table.caption = "\n".join(captions)

@@ -5,12 +5,11 @@ Run it to see it: ``python -m rankgate.report.tables gold.jsonl run.jsonl intent
 
 from __future__ import annotations
 
-import math
 import sys
 
 from ..segments import SegmentSummary, display_field
 from ..sweep import KSweep
-from .numbers import fmt_value, fmt_value_ci, md_escape
+from .numbers import fmt_confidence, fmt_score, fmt_value, fmt_value_ci, md_escape
 
 __all__ = ["FitToWidth", "segment_markdown", "segment_table", "sweep_markdown", "sweep_table"]
 
@@ -54,7 +53,7 @@ def segment_table(summary: SegmentSummary, title: str | None = None):
     table.add_column("n", justify="right", no_wrap=True)
     table.add_column("mean", justify="right", no_wrap=True)
     if with_ci:
-        table.add_column(f"{summary.confidence:.0%} CI", justify="right", no_wrap=True)
+        table.add_column(f"{fmt_confidence(summary.confidence)} CI", justify="right", no_wrap=True)
     previous = None
     for r in summary.rows:
         name = f"{display_field(r.field)} = {r.label}"
@@ -71,7 +70,7 @@ def segment_table(summary: SegmentSummary, title: str | None = None):
 def segment_markdown(summary: SegmentSummary) -> str:
     """The same rows as a GitHub-flavoured markdown table."""
     with_ci = summary.n_resamples > 0
-    head = ["segment", "metric", "n", "mean"] + ([f"{summary.confidence:.0%} CI"] if with_ci else [])
+    head = ["segment", "metric", "n", "mean"] + ([f"{fmt_confidence(summary.confidence)} CI"] if with_ci else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join([":--", ":--", "--:", "--:"] + (["--:"] if with_ci else [])) + "|"]
     for r in summary.rows:
         cells = [md_escape(f"{display_field(r.field)} = {r.label}"), md_escape(r.metric), str(r.n), fmt_value(r.metric, r.mean)]
@@ -79,10 +78,6 @@ def segment_markdown(summary: SegmentSummary) -> str:
             cells.append(fmt_value_ci(r.metric, r.ci_low, r.ci_high))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _fmt4(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x:.4f}"
 
 
 def sweep_table(sweep: KSweep, title: str | None = None):
@@ -95,7 +90,7 @@ def sweep_table(sweep: KSweep, title: str | None = None):
         table.add_column(f"@{k}", justify="right")
     table.add_column("AUC", justify="right")
     for c in sweep.curves:
-        table.add_row(c.metric, *(_fmt4(v) for v in c.means), _fmt4(c.auc))
+        table.add_row(c.metric, *(fmt_score(v, 4) for v in c.means), fmt_score(c.auc, 4))
     return table
 
 
@@ -104,7 +99,7 @@ def sweep_markdown(sweep: KSweep) -> str:
     head = ["metric", *(f"@{k}" for k in sweep.ks), "AUC"]
     lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
     for c in sweep.curves:
-        lines.append("| " + " | ".join([md_escape(c.metric, 60), *(_fmt4(v) for v in c.means), _fmt4(c.auc)]) + " |")
+        lines.append("| " + " | ".join([md_escape(c.metric, 60), *(fmt_score(v, 4) for v in c.means), fmt_score(c.auc, 4)]) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..traces.signals import SIGNAL_INFO, SignalValue, TraceSummary, iso
+from .numbers import fmt_exact, fmt_score, fmt_share, fmt_sig, fmt_unit
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..traces.monitors import MonitorConfig, MonitorOutcome
@@ -30,10 +30,6 @@ PANEL_SIGNALS = (
 )
 
 
-def _num(x: float | None) -> str:
-    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else repr(float(x))
-
-
 def signals_csv(summary: TraceSummary) -> str:
     """One row per window × segment × signal (the whole period is in summary.json)."""
     buf = io.StringIO()
@@ -41,7 +37,7 @@ def signals_csv(summary: TraceSummary) -> str:
     w.writerow(CSV_COLUMNS)
     for v in summary.values:
         assert v.window is not None
-        w.writerow([iso(v.window), iso(v.window + summary.window_us), v.segment, v.signal, _num(v.value), v.n,
+        w.writerow([iso(v.window), iso(v.window + summary.window_us), v.segment, v.signal, fmt_exact(v.value), v.n,
                     "" if v.k is None else v.k, v.note or ""])
     return buf.getvalue()
 
@@ -52,18 +48,7 @@ def summary_json(summary: TraceSummary) -> str:
 
 def fmt_signal(signal: str, value: float | None) -> str:
     """A signal's value for people: shares as percentages, ms with one decimal, scores with three."""
-    if value is None:
-        return "—"
-    unit = SIGNAL_INFO[signal].unit
-    if unit == "share":
-        return f"{100 * value:.1f}%" if value >= 0.001 or value == 0 else f"{100 * value:.2f}%"
-    if unit == "per_1k":
-        return f"{value:.1f}/1k"
-    if unit == "ms":
-        return f"{value:.1f} ms"
-    if unit == "count":
-        return f"{value:,.0f}"
-    return f"{value:.3f}"
+    return fmt_unit(SIGNAL_INFO[signal].unit, value)
 
 
 def reading_notes(summary: TraceSummary) -> list[str]:
@@ -82,7 +67,7 @@ def reading_notes(summary: TraceSummary) -> list[str]:
     low = summary.value("low_confidence_rate")
     threshold = summary.meta.get("abstention_threshold")
     if low is not None and low.n and low.value == 1.0 and threshold is not None:
-        out.append(f"every request's top score is under the abstention threshold {threshold:g} "
+        out.append(f"every request's top score is under the abstention threshold {fmt_sig(threshold)} "
                    "(low_confidence_rate 100%): the threshold was probably calibrated on another system's "
                    "score scale")
     return out
@@ -120,7 +105,7 @@ def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
         vals = [summary.value(f"latency.{stage}.{q}") for q in ("p50", "p95", "p99")]
         if not vals[0] or (vals[0].note and vals[0].note.startswith("not measurable")):
             continue
-        lat.add_row(stage, *[f"{v.value:.1f}" if v and v.value is not None else "—" for v in vals], f"{vals[0].n:,}")
+        lat.add_row(stage, *[fmt_score(v.value if v else None, 1) for v in vals], f"{vals[0].n:,}")
     parts: list[Any] = [t, Text(""), lat]
     reading = reading_notes(summary)
     if reading:
@@ -131,8 +116,8 @@ def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
         parts.append(Text(""))
         parts.append(Text("Sources whose negative-feedback interval lies above the overall rate:"))
         for f in bad:
-            parts.append(Text(f"  {f.source}: {100 * f.rate:.1f}% [{100 * f.low:.1f}, {100 * f.high:.1f}] of "
-                              f"{f.n:,} vs {100 * f.overall:.1f}%"))
+            parts.append(Text(f"  {f.source}: {fmt_share(f.rate)} [{fmt_share(f.low, unit='')}, {fmt_share(f.high, unit='')}] of "
+                              f"{f.n:,} vs {fmt_share(f.overall)}"))
     if notes:
         parts.append(Text(""))
         parts += [Text(n) for n in notes]

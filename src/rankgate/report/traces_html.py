@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..traces.signals import SIGNAL_INFO, SignalValue, TraceSummary, iso
 from .assets import CSP, CSS
+from .numbers import fmt_score, fmt_share
 from .traces import fmt_signal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,10 +48,6 @@ def e(x: Any) -> str:
     return escape("" if x is None else str(x), quote=True)
 
 
-def _fmt_axis(signal: str, v: float) -> str:
-    return fmt_signal(signal, v)
-
-
 def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: AbstractSet[int] = frozenset(),
                lines: Sequence[tuple[str, float]] = (), width: int = 560, height: int = 170) -> str:
     """A line of the signal's values over the windows; dashed lines at ``lines`` (label, value); red
@@ -78,7 +75,7 @@ def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: AbstractS
            f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#d1d5db"/>']
     for v in (lo, hi):
         out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end" fill="#6b7280">'
-                   f'{e(_fmt_axis(signal, v))}</text>')
+                   f'{e(fmt_signal(signal, v))}</text>')
     out.append(f'<text x="{left}" y="{height - 8}" font-size="10" fill="#6b7280">{e(iso(w0)[:16])}</text>')
     if len(pts) > 1:
         out.append(f'<text x="{width - right}" y="{height - 8}" font-size="10" text-anchor="end" fill="#6b7280">'
@@ -165,7 +162,7 @@ def _latency(summary: TraceSummary) -> str:
         vals = [summary.value(f"latency.{stage}.{q}") for q in ("p50", "p95", "p99")]
         if vals[0] is None or vals[0].value is None:
             continue
-        rows.append((e(stage), *[f"{v.value:.1f}" if v and v.value is not None else "—" for v in vals], f"{vals[0].n:,}"))
+        rows.append((e(stage), *[fmt_score(v.value if v else None, 1) for v in vals], f"{vals[0].n:,}"))
     if not rows:
         return ""
     return ('<section id="latency"><h2>Latency per stage</h2><p class="lead">Milliseconds, whole period; exact '
@@ -181,8 +178,8 @@ def _unstable(summary: TraceSummary) -> str:
         ref = set(u["reference_list"])
         now = "".join(f'<li class="{"" if i in ref else "new"}">{e(i)}</li>' for i in u["list"])
         before = "".join(f"<li>{e(i)}</li>" for i in u["reference_list"])
-        blocks.append((e(u["query_text"] or u["query_key"][:16]), e(u["window"][:16]), f"{u['rbo']:.3f}",
-                       f"{u['jaccard']:.3f}", f'<ol class="ids">{before}</ol>', f'<ol class="ids">{now}</ol>'))
+        blocks.append((e(u["query_text"] or u["query_key"][:16]), e(u["window"][:16]), fmt_score(u['rbo']),
+                       fmt_score(u['jaccard']), f'<ol class="ids">{before}</ol>', f'<ol class="ids">{now}</ol>'))
     return ('<section id="unstable"><h2>Most unstable queries</h2><p class="lead">Same query key and index version as '
             'the previous window, different results; items not in the previous list in red.</p>'
             + _table(("query", "window", "RBO", "Jaccard", "previous window", "this request"), blocks, num=(2, 3))
@@ -193,10 +190,10 @@ def _sources(summary: TraceSummary) -> str:
     rows = sorted((f for f in summary.feedback_by_source if f.window is None), key=lambda f: (-f.low, f.source))
     if not rows:
         return ""
-    body = [(e(f.source), f"{100 * f.rate:.1f}%", f"[{100 * f.low:.1f}%, {100 * f.high:.1f}%]", f"{f.negative:,}",
+    body = [(e(f.source), fmt_share(f.rate), f"[{fmt_share(f.low)}, {fmt_share(f.high)}]", f"{f.negative:,}",
              f"{f.n:,}", "above overall" if f.flagged else "") for f in rows[:20]]
     overall = rows[0].overall
-    return (f'<section id="sources"><h2>Sources by negative feedback</h2><p class="lead">Overall {100 * overall:.1f}%; '
+    return (f'<section id="sources"><h2>Sources by negative feedback</h2><p class="lead">Overall {fmt_share(overall)}; '
             '95% Wilson intervals; a source is flagged when its whole interval lies above the overall rate.</p>'
             + _table(("source", "negative", "interval", "negative n", "feedback n", ""), body, num=(1, 3, 4),
                      flag=[f.flagged for f in rows[:20]]) + "</section>")
@@ -205,7 +202,7 @@ def _sources(summary: TraceSummary) -> str:
 def _low(summary: TraceSummary) -> str:
     if not summary.low_confidence:
         return ""
-    rows = [(e(q["query_text"] or q["query_key"][:16]), f"{q['n']:,}", f"{q['min_top1']:.3f}", f"{q['max_top1']:.3f}")
+    rows = [(e(q["query_text"] or q["query_key"][:16]), f"{q['n']:,}", fmt_score(q['min_top1']), fmt_score(q['max_top1']))
             for q in summary.low_confidence]
     thr = summary.meta.get("abstention_threshold")
     return (f'<section id="low"><h2>Low-confidence queries</h2><p class="lead">Top score under the abstention threshold '

@@ -47,6 +47,7 @@ from typing import Any
 
 from ..configfile import SEVERITIES, ConfigReader, parse_tree, read_config_text
 from ..errors import ConfigError
+from ..metrics.display import fmt_sig, fmt_z
 from .signals import SEGMENT_FIELDS, SIGNAL_INFO, SignalValue, TraceSummary, iso, parse_window
 
 __all__ = ["DEFAULT_MONITORS", "Flag", "Monitor", "MonitorConfig", "MonitorOutcome", "check_monitors",
@@ -197,9 +198,9 @@ def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutco
                 assert x.window is not None
                 found: list[Flag] = []
                 if m.max is not None and x.value > m.max:
-                    found.append(_flag(m, x, "max", m.max, None, f"{_num(x.value)} > max {_num(m.max)}"))
+                    found.append(_flag(m, x, "max", m.max, None, f"{fmt_sig(x.value, 4)} > max {fmt_sig(m.max, 4)}"))
                 if m.min is not None and x.value < m.min:
-                    found.append(_flag(m, x, "min", m.min, None, f"{_num(x.value)} < min {_num(m.min)}"))
+                    found.append(_flag(m, x, "min", m.min, None, f"{fmt_sig(x.value, 4)} < min {fmt_sig(m.min, 4)}"))
                 if m.change != "none":
                     base = _baseline(ser, i, m, summary.window_us)
                     if len(base) < m.min_baseline:
@@ -209,7 +210,7 @@ def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutco
                                                  mad_floor=m.mad_floor, mad_floor_rel=m.mad_floor_rel)
                         if _worse(z, m.direction, m.z):
                             found.append(_flag(m, x, "robust_z", med, z,
-                                               f"robust z {z:+.1f} vs median {_num(med)} of {len(base)} windows"))
+                                               f"robust z {fmt_z(z)} vs median {fmt_sig(med, 4)} of {len(base)} windows"))
                     elif x.k is not None:
                         bk = sum(b.k or 0 for b in base)
                         bn = sum(b.n for b in base)
@@ -219,9 +220,9 @@ def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutco
                         if (m.direction in ("up", "both") and up) or (m.direction in ("down", "both") and down):
                             scale = 1000.0 if SIGNAL_INFO[m.signal].unit == "per_1k" else 1.0
                             found.append(_flag(m, x, "proportion", scale * bk / bn, dlo if up else dhi,
-                                               f"{x.k}/{x.n} [{_num(lo)}, {_num(hi)}] vs baseline {bk}/{bn}: "
-                                               f"difference {_num(x.k / x.n - bk / bn)}, interval "
-                                               f"[{_num(dlo)}, {_num(dhi)}]"))
+                                               f"{x.k}/{x.n} [{fmt_sig(lo, 4)}, {fmt_sig(hi, 4)}] vs baseline {bk}/{bn}: "
+                                               f"difference {fmt_sig(x.k / x.n - bk / bn, 4)}, interval "
+                                               f"[{fmt_sig(dlo, 4)}, {fmt_sig(dhi, 4)}]"))
                 flags += found
     flags.sort(key=lambda f: (f.window, f.severity != "error", f.signal, f.segment != "all", f.segment, f.rule))
     return MonitorOutcome(tuple(flags), checked, unchecked, absent)
@@ -234,10 +235,6 @@ def _worse(z: float, direction: str, limit: float) -> bool:
 def _flag(m: Monitor, x: SignalValue, rule: str, baseline: float | None, stat: float | None, detail: str) -> Flag:
     assert x.window is not None and x.value is not None
     return Flag(m.name, m.signal, x.window, x.segment, x.value, x.n, rule, baseline, stat, m.severity, m.owner, detail)
-
-
-def _num(x: float) -> str:
-    return f"{x:.4g}"
 
 
 # -- the monitors file, read with the ship criteria' reader (rankgate.configfile) ----------------------------------
@@ -307,12 +304,12 @@ def _monitor_value(r: Any, key: str, item: Any, where: str) -> Any:
     if key in ("max", "min", "mad_floor", "mad_floor_rel", "z"):
         v = r.number(item, where, share=key in ("max", "min", "mad_floor"))
         if key != "max" and key != "min" and v < 0:
-            raise r.fail(where, item.line, f"must be at least 0; got {v:g}")
+            raise r.fail(where, item.line, f"must be at least 0; got {fmt_sig(v)}")
         return v
     if key == "confidence":
         v = r.number(item, where, share=True)
         if not 0 < v < 1:
-            raise r.fail(where, item.line, f"must lie between 0 and 1; got {v:g}")
+            raise r.fail(where, item.line, f"must lie between 0 and 1; got {fmt_sig(v)}")
         return v
     if key in ("min_n", "baseline_windows", "min_baseline"):
         return r.integer(item, where, 1, 10_000) if key != "min_n" else r.integer(item, where, 0)
