@@ -5,7 +5,8 @@ forked it (exec records the old address space's high-water mark), so a child for
 runner, which holds numpy, pyarrow and generated data, would be charged for the runner's memory too.
 Forked from this small launcher the charge is a few MB, under any Python process's own peak. The
 child's stdout and stderr go to the files OUT and ERR; one JSON line goes to this process's stdout:
-{"wall": seconds from fork to reaping, "maxrss": bytes, "rc": exit code (negative: killed by signal)}.
+{"wall": seconds from fork to reaping, "maxrss": bytes, "rc": exit code (negative: killed by signal),
+"cpu": the child's user + system CPU seconds}.
 """
 
 import json
@@ -33,7 +34,8 @@ def main() -> None:
     wall = time.perf_counter() - t0
     signal.setitimer(signal.ITIMER_REAL, 0)
     rc = os.waitstatus_to_exitcode(status)
-    print(json.dumps({"wall": wall, "maxrss": usage.ru_maxrss * 1024, "rc": rc}))
+    print(json.dumps({"wall": wall, "maxrss": usage.ru_maxrss * 1024, "rc": rc,
+                      "cpu": usage.ru_utime + usage.ru_stime}))
 
 
 if __name__ == "__main__":

@@ -126,7 +126,8 @@ def test_a_reply_after_the_deadline_is_a_timeout_on_a_transport_without_sockets(
             now[0] += 61.0  # the handler took longer than the whole request may
         return httpx.Response(200, json=completion({"label": 2}))
 
-    with mocked(handler, timeout_s=60.0) as judge:
+    # one worker: the fake clock is shared, so a quick call running beside the slow one would see its jump
+    with mocked(handler, timeout_s=60.0, workers=1) as judge:
         out = judge.run("context_relevance", items("slow", "quick"))
     assert out[0].error == "timeout after 60 s after 2 attempts" and out[1].label == 2
     assert len(calls) == 3  # the slow one was retried once, each attempt with its own deadline

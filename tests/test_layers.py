@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 
 # layer number -> the top-level modules and packages of rankgate in it (``""`` is the package's own __init__)
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("errors", "redact", "_accel", "_memory", "_jsonable", "atomic", "plugins", "configfile",  # no rankgate imports but these
+    0: ("errors", "redact", "_accel", "_memory", "_pandas_guard", "_jsonable", "atomic", "plugins", "configfile",  # no rankgate imports but these
         "constraints"),
     1: ("data", "corpus", "judges"),                                               # readers and the models they fill
     2: ("metrics",),                                                               # metric definitions and facts

@@ -216,6 +216,9 @@ def entry() -> None:
     """
     import os
 
+    from ._pandas_guard import install
+
+    install()  # pyarrow would import pandas for nothing (0.2-0.4 s where it is installed)
     code = main()
     try:
         sys.stdout.flush()

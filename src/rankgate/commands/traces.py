@@ -2,7 +2,7 @@
 
 ``analyze`` writes signals.csv (window × segment × signal, with n), summary.json (the whole period,
 with ``operational.latency_ms.<stage>.{p50,p95,p99}``) and trace_report.html to ``--out``, and prints
-the panel. ``check`` runs the monitors (``--monitors``, else the defaults) and exits 0 (no blocking
+the panel; ``--signals`` other than ``all`` computes only the selected groups and writes the first two. ``check`` runs the monitors (``--monitors``, else the defaults) and exits 0 (no blocking
 flag), 1 (a monitor of severity error flagged a window) or 2 (bad input). See docs/traces.md.
 """
 
@@ -45,11 +45,15 @@ def add_parser(sub: Any) -> None:
     verbs = p.add_subparsers(dest="traces_command", metavar="ACTION", required=True, parser_class=type(p))
     a = verbs.add_parser("analyze", help="compute every signal per window and segment",
                          description="Compute the retrieval, operational and privacy signals of trace exports per "
-                                     "window and segment; write signals.csv, summary.json and trace_report.html. "
-                                     "Exit 0; 2 bad input.")
+                                     "window and segment; write signals.csv, summary.json and trace_report.html "
+                                     "(--signals: only some groups, without the report). Exit 0; 2 bad input.")
     _inputs(a)
     a.add_argument("--out", required=True, metavar="DIR", help="the folder to write into")
     a.add_argument("--monitors", metavar="YAML", help="monitors whose flags the HTML report marks (default: the defaults)")
+    a.add_argument("--signals", default="all", metavar="GROUPS",
+                   help="what to compute: all (default), headline (latency quantiles, error rate, fallback and "
+                        "low-confidence shares), or a comma list of signal groups (docs/traces.md); anything but "
+                        "all writes summary.json and signals.csv only")
     c = verbs.add_parser("check", help="run monitors on the signals; exit 1 if a blocking monitor flags a window",
                          description="Run the monitors on the signals of the traces. Exit 0 no blocking flag, "
                                      "1 a monitor of severity error flagged a window, 2 bad input.")
@@ -77,7 +81,7 @@ def request(args: argparse.Namespace) -> Any:
                          window=args.window, by=tuple(f.strip() for f in args.by.split(",") if f.strip()),
                          engine=args.engine, spark_master=args.spark_master, abstention=args.abstention,
                          abstention_threshold=args.abstention_threshold, corpus=args.corpus, k=args.k,
-                         monitors=args.monitors)
+                         monitors=args.monitors, signals=getattr(args, "signals", None))
 
 
 def _print(renderable: Any) -> None:
@@ -97,9 +101,10 @@ def _analyze(args: argparse.Namespace) -> int:
     done = run_analyze(req)
     files = {os.path.join(args.out, "signals.csv"): signals_csv(done.summary),
              os.path.join(args.out, "summary.json"): summary_json(done.summary)}
-    from ..report.traces_html import trace_report_html
+    if done.outcome is not None:  # the report shows every signal and the monitors' flags: only for the whole analysis
+        from ..report.traces_html import trace_report_html
 
-    files[os.path.join(args.out, "trace_report.html")] = trace_report_html(done.summary, done.outcome, done.monitors)
+        files[os.path.join(args.out, "trace_report.html")] = trace_report_html(done.summary, done.outcome, done.monitors)
     write_files(files)
     _print(trace_panel(done.summary))
     sys.stdout.write(f"\nwrote {', '.join(os.path.basename(f) for f in files)} to {args.out}\n")

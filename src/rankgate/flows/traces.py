@@ -4,6 +4,7 @@ worth labelling (sample). See :mod:`rankgate.traces` and docs/traces.md."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,11 +65,13 @@ class TracesRequest:
     corpus: str | None = None           # manifest: item status and current versions
     k: int = 10                         # list depth compared for instability
     monitors: str | None = None         # YAML (None: the defaults)
+    signals: str | Iterable[str] | None = None  # analyze: headline, all or groups (None: all); kept as a frozenset
 
     def __post_init__(self) -> None:
         from ..errors import UsageError
-        from ..traces.signals import SEGMENT_FIELDS, parse_window
+        from ..traces.signals import SEGMENT_FIELDS, parse_signals, parse_window
 
+        object.__setattr__(self, "signals", parse_signals(self.signals))
         object.__setattr__(self, "traces", tuple(self.traces))
         object.__setattr__(self, "by", tuple(self.by))
         for f in self.by:
@@ -85,12 +88,13 @@ class TracesRequest:
 
 @dataclass(frozen=True, slots=True)
 class TracesResult:
-    summary: Any                        # TraceSummary: every signal per window and segment
-    outcome: Any                        # the monitors' MonitorOutcome
+    summary: Any                        # TraceSummary: the signals asked for, per window and segment
+    outcome: Any                        # the monitors' MonitorOutcome (analyze: only for every signal)
     monitors: Any                       # the Monitors checked
 
 
-def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str | None = None) -> Any:
+def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str | None = None,
+               signals: Any = None) -> Any:
     from ..traces import read_traces
     from ..traces.engines import make_backend
     from ..traces.signals import parse_window, summarize_traces
@@ -111,25 +115,25 @@ def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str |
     backend = make_backend(req.engine, spark_master=req.spark_master)
     try:
         return summarize_traces(tables, by=tuple(dict.fromkeys(req.by + by_extra)), backend=backend, window=window,
-                                threshold=None if threshold is None else float(threshold), manifest=manifest, k=req.k)
+                                threshold=None if threshold is None else float(threshold), manifest=manifest, k=req.k,
+                                signals=signals)
     finally:
         backend.close()
 
 
 def run_analyze(req: TracesRequest) -> TracesResult:
-    """Every signal per window and segment, and the monitors' flags (which the HTML report marks)."""
-    from ..gate_config import load_monitors
-    from ..traces.monitors import check_monitors
+    """The signals asked for per window and segment; for every signal, also the monitors' flags (which
+    the HTML report marks)."""
+    from ..traces.monitors import check_monitors, load_monitors
 
     monitors = load_monitors(req.monitors)
-    summary = _summarize(req, window=monitors.window)
-    return TracesResult(summary, check_monitors(summary, monitors), monitors)
+    summary = _summarize(req, window=monitors.window, signals=req.signals)
+    return TracesResult(summary, check_monitors(summary, monitors) if req.signals is None else None, monitors)
 
 
 def run_check(req: TracesRequest) -> TracesResult:
     """The monitors run on the signals, with the segments they name."""
-    from ..gate_config import load_monitors
-    from ..traces.monitors import check_monitors
+    from ..traces.monitors import check_monitors, load_monitors
 
     monitors = load_monitors(req.monitors)
     summary = _summarize(req, monitors.segment_fields, window=monitors.window)

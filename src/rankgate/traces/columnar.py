@@ -12,6 +12,7 @@ some items of a stage but not others is fine, but a NaN is not) makes it decline
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,12 @@ RECORD_SCHEMA = pa.schema([
 
 _ISO = (r"^(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})[T ](?P<h>\d{2}):(?P<mi>\d{2}):(?P<s>\d{2})"
         r"(?:[.,](?P<f>\d{1,9}))?\s*(?P<off>Z|z|[+-]\d{2}(?::?\d{2})?)?$")
-_ABORTS = pa.array(sorted(ABORT_ERROR_TYPES))
+
+
+@functools.cache
+def _aborts() -> pa.Array:
+    # (built on first use: the first pa.array call of a process makes pyarrow look for pandas)
+    return pa.array(sorted(ABORT_ERROR_TYPES), pa.string())
 
 
 class _Decline(Exception):
@@ -270,9 +276,9 @@ def _convert(table: pa.Table, path: str, first_line: int, cache: dict[Any, str])
     cols["http_status"] = http.cast(pa.int32())
     et = cols["error_type"]
     derived = pc.or_(pc.fill_null(pc.equal(http, 499), False),
-                     pc.fill_null(pc.is_in(pc.utf8_lower(pc.utf8_trim_whitespace(et)), _ABORTS), False))
+                     pc.fill_null(pc.is_in(pc.utf8_lower(pc.utf8_trim_whitespace(et)), _aborts()), False))
     derived = pc.if_else(pc.and_(pc.is_null(http), pc.is_null(et)), pa.scalar(None, pa.bool_()), derived)
-    if pc.any(pc.is_in(pc.utf8_trim_whitespace(et), _ABORTS)).as_py() or not pc.all(pc.is_null(et)).as_py():
+    if pc.any(pc.is_in(pc.utf8_trim_whitespace(et), _aborts())).as_py() or not pc.all(pc.is_null(et)).as_py():
         # Python's str.strip/lower and Arrow's agree on ASCII; anything else goes to the row reader
         _require(_all(pc.string_is_ascii(et)))
     logged = _col(table, "client_abort")

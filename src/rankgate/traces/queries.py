@@ -97,7 +97,22 @@ SELECT request_id,
 FROM (SELECT i.request_id, i.stage, i.rank, i.score, {status} AS st FROM items i {join}) t
 GROUP BY request_id"""
 
-    def rq(self) -> str:
+    def req_top1(self) -> str:
+        """:meth:`req_items` reduced to the top-1 score (what the low-confidence share needs): only
+        the rank-1 items of the score stage are read."""
+        return f"""
+SELECT request_id, max(score) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS BIGINT) AS n_items,
+  CAST(NULL AS BIGINT) AS n_ctx_known, CAST(NULL AS BIGINT) AS n_ctx_bad
+FROM items WHERE stage = {_lit(self.score_stage)} AND rank = 1 GROUP BY request_id"""
+
+    def rq(self, items: bool = True) -> str:
+        """The requests with their per-request item facts (``items=False``: none were computed; the
+        item columns are NULL and their counts 0)."""
+        if not items:
+            return """
+SELECT r.*, CAST(NULL AS DOUBLE) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS DOUBLE) AS margin,
+  0 AS n_items, 0 AS n_ctx_known, 0 AS n_ctx_bad
+FROM requests r"""
         # two finite scores can differ by more than the largest double (1.7e308 and -1.7e308): such a
         # margin is recorded as that largest double, never as infinity (summary.json holds finite numbers)
         d = "ri.top1 - ri.top2"
@@ -133,13 +148,14 @@ SELECT DISTINCT x.request_id, x.source FROM ctx x
         return "\nUNION ALL\n".join(parts)
 
     # -- window x segment aggregates ---------------------------------------------------------------------
-    def counts(self, seg: str = "seg") -> str:
+    def counts(self, seg: str = "seg", names: frozenset[str] | None = None) -> str:
+        """Whole-number counts per window and segment; ``names``: only these columns (and n_requests)."""
         low = (f"sum(CASE WHEN top1 < {float(self.threshold)!r} THEN 1 ELSE 0 END)" if self.threshold is not None
                else "CAST(NULL AS BIGINT)")
         error = "(http_status >= 400 OR (http_status IS NULL AND status = 'error'))"
         abort = "(coalesce(client_abort, false) OR coalesce(http_status, 0) = 499)"
         answered = "(coalesce(status, 'ok') <> 'error' AND coalesce(http_status, 0) < 400)"
-        return f"""
+        sql = f"""
 SELECT win, seg_field, seg_value,
   count(*) AS n_requests,
   sum(CASE WHEN top1 IS NOT NULL THEN 1 ELSE 0 END) AS scored_n,
@@ -169,15 +185,23 @@ SELECT win, seg_field, seg_value,
   sum(secure_fields) AS secure,
   sum(CASE WHEN secure_fields IS NOT NULL THEN coalesce(bypassed, 0) ELSE 0 END) AS bypassed
 FROM {seg} GROUP BY win, seg_field, seg_value"""
+        if names is None:
+            return sql
+        # one column a line: keep the lines of the named columns
+        head, _, rest = sql.partition("  count(*) AS n_requests,\n")
+        body, _, tail = rest.rpartition("\nFROM ")
+        keep = [line.rstrip(",") for line in body.split("\n") if line.rsplit(" AS ", 1)[-1].rstrip(",") in names]
+        return head + ",\n".join(["  count(*) AS n_requests", *keep]) + "\nFROM " + tail
 
-    def quantiles(self, seg: str = "seg") -> str:
+    def quantiles(self, seg: str = "seg", columns: tuple[tuple[str, str, tuple[float, ...]], ...] = QUANTILE_COLUMNS
+                  ) -> str:
         """Exact quantiles per window and segment, and over the whole period (rows with ``win`` NULL;
         one pass: the same multiset of values as a period-only statement, so the same quantiles).
         Each column of :data:`QUANTILE_COLUMNS` gives ``<name>_q`` (an array, one value per level,
         NULL when the group has no value) and ``<name>_n``."""
         d = self.dialect
         cols = []
-        for col, name, ps in QUANTILE_COLUMNS:
+        for col, name, ps in columns:
             cols += [f"{d.quantiles(col, ps)} AS {name}_q", f"count({col}) AS {name}_n"]
         return ("SELECT win, seg_field, seg_value,\n  " + ",\n  ".join(cols)
                 + f"\nFROM {seg} GROUP BY GROUPING SETS ((win, seg_field, seg_value), (seg_field, seg_value))")

@@ -25,8 +25,8 @@ from typing import Any
 from ..errors import UsageError
 from .queries import LATENCY_Q, QUANTILE_COLUMNS, SCORE_Q, STAGES_MS, Plan
 
-__all__ = ["SIGNALS", "SignalInfo", "SignalValue", "SourceFeedback", "TraceSummary", "parse_window",
-           "summarize_traces"]
+__all__ = ["SIGNALS", "SIGNAL_GROUPS", "SignalInfo", "SignalValue", "SourceFeedback", "TraceSummary",
+           "parse_signals", "parse_window", "summarize_traces"]
 
 SEGMENT_FIELDS = ("tenant", "surface", "session", "data_source", "source", "index_version", "corpus_version",
                   "privacy_mode", "status", "top_k")
@@ -87,6 +87,53 @@ SIGNALS: tuple[SignalInfo, ...] = _catalogue()
 SIGNAL_INFO: Mapping[str, SignalInfo] = {s.name: s for s in SIGNALS}
 
 
+def _groups() -> dict[str, tuple[str, ...]]:
+    names = [s.name for s in SIGNALS]
+    return {
+        "latency": tuple(n for n in names if n.startswith("latency.")),
+        "errors": ("error_rate_per_1k", "client_abort_rate"),
+        "fallback": ("fallback_rate",),
+        "low_confidence": ("low_confidence_rate",),
+        "scores": tuple(n for n in names if n.startswith(("top1_score.", "margin."))),
+        "no_result": ("no_result_rate",),
+        "deprecated": ("deprecated_context_rate", "deprecated_item_share"),
+        "stale_citations": ("stale_citation_rate",),
+        "instability": tuple(n for n in names if n.startswith(("instability.", "corpus_changed."))),
+        "feedback": ("negative_feedback_rate",),
+        "timeouts": ("timeout_rate",),
+        "retries": ("retry_rate", "retries"),
+        "privacy": ("redaction_efficacy", "block_efficacy", "secure_field_bypass_rate"),
+    }
+
+
+# the groups --signals selects (every signal is in exactly one); "headline" and "all" name sets of them
+SIGNAL_GROUPS: Mapping[str, tuple[str, ...]] = _groups()
+SIGNAL_SETS: Mapping[str, tuple[str, ...]] = {"headline": ("latency", "errors", "fallback", "low_confidence"),
+                                              "all": tuple(SIGNAL_GROUPS)}
+
+
+def parse_signals(text: str | Iterable[str] | None) -> frozenset[str] | None:
+    """The signal groups of a ``--signals`` value (``headline``, ``all`` or a comma list of groups and
+    sets); None when that is every group (the whole analysis). UsageError naming the valid names."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in (text.split(",") if isinstance(text, str) else text)]
+    if not any(parts):
+        raise UsageError("--signals is empty; give headline, all, or groups: " + ", ".join(SIGNAL_GROUPS))
+    out: set[str] = set()
+    for p in parts:
+        if not p:
+            continue
+        if p in SIGNAL_SETS:
+            out.update(SIGNAL_SETS[p])
+        elif p in SIGNAL_GROUPS:
+            out.add(p)
+        else:
+            raise UsageError(f"--signals {p!r} is not a signal group; valid: {', '.join(SIGNAL_SETS)}, "
+                             f"{', '.join(SIGNAL_GROUPS)}")
+    return None if out == set(SIGNAL_GROUPS) else frozenset(out)
+
+
 @dataclass(frozen=True)
 class SignalValue:
     """One signal in one window and segment. ``window`` is the window start (microseconds since the
@@ -132,6 +179,10 @@ class TraceSummary:
     stale_citations: tuple[Mapping[str, Any], ...]
     meta: Mapping[str, Any] = field(default_factory=dict)
     skipped: Mapping[str, Any] = field(default_factory=dict)
+    groups: frozenset[str] | None = None  # the signal groups computed; None: every one
+
+    def computed(self, group: str) -> bool:
+        return self.groups is None or group in self.groups
 
     def value(self, signal: str, window: int | None = None, segment: str = "all") -> SignalValue | None:
         rows = self.period if window is None else self.values
@@ -169,15 +220,21 @@ class TraceSummary:
                     slot["note"] = v.note
             else:
                 groups[info.group][v.signal] = entry(v)
-        groups["operational"]["retries_by_reason"] = [{"reason": r, "requests": n, "retries": k}
-                                                      for r, n, k in self.retries_by_reason]
+        if self.computed("retries"):
+            groups["operational"]["retries_by_reason"] = [{"reason": r, "requests": n, "retries": k}
+                                                          for r, n, k in self.retries_by_reason]
+        if not groups["operational"]["latency_ms"] and not self.computed("latency"):
+            del groups["operational"]["latency_ms"]
         out.update(groups)
         out["segments"] = segments
-        out["feedback_by_source"] = [
-            {"source": f.source, "n": f.n, "negative": f.negative, "rate": f.rate, "low": f.low, "high": f.high,
-             "overall": f.overall, "flagged": f.flagged} for f in self.feedback_by_source if f.window is None]
-        out["examples"] = {"unstable": list(self.unstable), "low_confidence": list(self.low_confidence),
-                           "stale_citations": list(self.stale_citations)}
+        if self.computed("feedback"):
+            out["feedback_by_source"] = [
+                {"source": f.source, "n": f.n, "negative": f.negative, "rate": f.rate, "low": f.low, "high": f.high,
+                 "overall": f.overall, "flagged": f.flagged} for f in self.feedback_by_source if f.window is None]
+        examples = {"unstable": ("instability", list(self.unstable)),
+                    "low_confidence": ("low_confidence", list(self.low_confidence)),
+                    "stale_citations": ("stale_citations", list(self.stale_citations))}
+        out["examples"] = {k: v for k, (g, v) in examples.items() if self.computed(g)}
         out["skipped"] = dict(self.skipped)
         return out
 
@@ -210,13 +267,15 @@ def parse_window(text: str) -> int:
 # -- the analysis ---------------------------------------------------------------------------------------
 def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None, window: str = "1d",
                      threshold: float | None = None, manifest: Any = None, k: int = 10, min_support: int = 2,
-                     p: float = 0.9, examples: int = 10) -> TraceSummary:
+                     p: float = 0.9, examples: int = 10, signals: str | Iterable[str] | None = None) -> TraceSummary:
     """Every signal per window and segment (module docs). ``source``: :class:`~.model.TraceTables`
     or the paths :func:`~.read.read_traces` takes. ``backend``: a :class:`~.engines.TraceBackend`
     (default: a new DuckDB one). ``threshold``: the abstention threshold (top-1 score). ``manifest``:
     a :class:`rankgate.corpus.CorpusManifest` for item status and current document versions.
     ``k``: the list depth compared for instability; ``min_support``: requests that must agree on a
-    window's list before it is a reference; ``p``: RBO's persistence."""
+    window's list before it is a reference; ``p``: RBO's persistence. ``signals``: the signal groups
+    to compute (:data:`SIGNAL_GROUPS`, ``"headline"``, a comma list; default every one): the
+    statements other groups need are not run, and the summary holds the selected signals only."""
     import numpy as np
     import pyarrow as pa
 
@@ -234,6 +293,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
     if k < 1:
         raise UsageError(f"the instability depth k must be at least 1; got {k}")
     width = parse_window(window)
+    groups = parse_signals(signals)
     own = backend is None
     if backend is None:
         from .engines import DuckDBBackend
@@ -262,7 +322,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
             by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width, p=p)
         if manifest is not None:
             backend.register("manifest", _manifest_table(manifest))
-        summary = _run(backend, plan, source, facts, width, window, manifest, examples)
+        summary = _run(backend, plan, source, facts, width, window, manifest, examples, groups)
         if facts["sources"]:  # every statement read the files the checks saw
             from .native import check_unchanged
 
@@ -308,6 +368,16 @@ def _item_facts(source: Any, backend: Any) -> dict[str, Any]:
     return facts
 
 
+# the columns of Plan.counts each signal group reads
+_COUNTS: Mapping[str, tuple[str, ...]] = {
+    "low_confidence": ("scored_n", "lowconf_k"), "no_result": ("answered_n", "noresult_k"),
+    "fallback": ("fallback_n", "fallback_k"), "deprecated": ("ctxreq_n", "ctxreq_k", "ctxitem_n", "ctxitem_k"),
+    "errors": ("err_n", "err_k", "abort_k"), "timeouts": ("timeout_n", "timeout_k"),
+    "retries": ("retry_n", "retry_k", "retries"),
+    "privacy": ("privacy_n", "sensitive", "leaked", "block_n", "block_k", "secure_req_n", "secure", "bypassed"),
+}
+
+
 def _first(stages: Mapping[str, int], order: Iterable[str]) -> str:
     for s in order:
         if stages.get(s):
@@ -340,31 +410,45 @@ def _names(sql: str) -> list[str]:
 
 
 def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width: int, window: str, manifest: Any,
-         examples: int) -> TraceSummary:
-    backend.keep("req_items", plan.req_items())
-    backend.keep("rq", plan.rq())  # (kept: every window x segment statement reads it)
-    backend.keep("req_src", plan.req_src())
+         examples: int, groups: frozenset[str] | None = None) -> TraceSummary:
+    def want(*names: str) -> bool:
+        return groups is None or any(g in groups for g in names)
+
+    # per-request item facts: all of them, only the top-1 score, or none (then items are not read)
+    if want("scores", "no_result", "deprecated"):
+        backend.keep("req_items", plan.req_items())
+    elif want("low_confidence"):
+        backend.keep("req_items", plan.req_top1())
+    # (kept: every window x segment statement reads it)
+    backend.keep("rq", plan.rq(items=want("scores", "no_result", "deprecated", "low_confidence")))
+    if want("feedback") or "source" in plan.by:
+        backend.keep("req_src", plan.req_src())
     backend.view("seg", plan.seg())
     presence = dict(zip(re.findall(r"\bAS\s+(\w+)", plan.presence()), backend.rows(plan.presence())[0]))
     tables: dict[str, dict[tuple[int, str, str], dict[str, Any]]] = {}
-    for key, sql in (("counts", plan.counts()), ("feedback", plan.feedback())):
-        tables[key] = _keyed(backend.rows(sql), _names(sql))
+    names = None if groups is None else frozenset(n for g in groups for n in _COUNTS.get(g, ()))
+    counts = plan.counts(names=names)
+    tables["counts"] = _keyed(backend.rows(counts), _names(counts))
+    if want("feedback"):
+        tables["feedback"] = _keyed(backend.rows(plan.feedback()), _names(plan.feedback()))
     # quantiles per window, and over the whole period (win NULL) in the same pass; counts add up
-    q_rows = _quantile_rows(backend.rows(plan.quantiles()))
-    q_names = [n for _, name, ps in QUANTILE_COLUMNS for n in [f"{name}_p{round(p * 100)}" for p in ps] + [f"{name}_n"]]
+    q_cols = tuple(c for c in QUANTILE_COLUMNS if want("scores" if c[0] in ("top1", "margin") else "latency"))
+    q_rows = _quantile_rows(backend.rows(plan.quantiles(columns=q_cols)), q_cols) if q_cols else []
+    q_names = [n for _, name, ps in q_cols for n in [f"{name}_p{round(p * 100)}" for p in ps] + [f"{name}_n"]]
     tables["quantiles"] = _keyed([r for r in q_rows if r[0] is not None], q_names)
     period_q = _keyed([(0,) + tuple(r[1:]) for r in q_rows if r[0] is None], q_names)
-    if manifest is not None:
+    if manifest is not None and want("stale_citations"):
         pairs = backend.rows(plan.citation_pairs())
         backend.register("stale_pairs", _stale_pairs(pairs, manifest))
         backend.keep("cit", plan.cit())
         tables["citations"] = _keyed(backend.rows(plan.citations()), ["cit_n", "cit_k"])
-    backend.keep("topk", plan.topk())
-    backend.keep("lists", plan.lists(separator_in_ids=backend.rows(plan.separator_in_ids())[0][0] > 0))
-    backend.keep("pair_heads", plan.pair_heads())
-    backend.keep("common", plan.common())
-    backend.keep("pairs", plan.pairs())
-    tables["instability"] = _instability(backend, plan)
+    if want("instability"):
+        backend.keep("topk", plan.topk())
+        backend.keep("lists", plan.lists(separator_in_ids=backend.rows(plan.separator_in_ids())[0][0] > 0))
+        backend.keep("pair_heads", plan.pair_heads())
+        backend.keep("common", plan.common())
+        backend.keep("pairs", plan.pairs())
+        tables["instability"] = _instability(backend, plan)
 
     # availability of each input over the whole data
     absent: dict[str, str] = {}
@@ -430,17 +514,20 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
         absent["block_efficacy"] = "not measurable (no request in block mode with sensitive tokens)"
         values = [_absent(v, absent) for v in values]
         period = [_absent(v, absent) for v in period]
-    fb = _feedback_by_source(backend.rows(plan.feedback_by_source()), presence_feedback=source.feedback.num_rows > 0)
-    unstable = _unstable_examples(backend, plan, examples)
+    fb: tuple[SourceFeedback, ...] = ()
+    if want("feedback"):
+        fb = _feedback_by_source(backend.rows(plan.feedback_by_source()), presence_feedback=source.feedback.num_rows > 0)
+    unstable = _unstable_examples(backend, plan, examples) if want("instability") else ()
     low: tuple[dict[str, Any], ...] = ()
-    if plan.threshold is not None and scored:
+    if plan.threshold is not None and scored and want("low_confidence"):
         low = tuple({"query_key": r[0], "query_text": r[1], "n": int(r[2]), "min_top1": r[3], "max_top1": r[4]}
                     for r in backend.rows(plan.low_confidence_examples(examples)))
     stale: tuple[dict[str, Any], ...] = ()
-    if manifest is not None:
+    if manifest is not None and want("stale_citations"):
         stale = tuple({"doc_id": r[0], "version": r[1], "current_version": r[2], "n": int(r[3])}
                       for r in backend.rows(plan.stale_examples(examples)))
-    retries = tuple((r[0], int(r[1]), int(r[2])) for r in backend.rows(plan.retries_by_reason()))
+    retries = tuple((r[0], int(r[1]), int(r[2])) for r in backend.rows(plan.retries_by_reason())) \
+        if want("retries") else ()
     windows = tuple(sorted({k[0] for k in keys}))
     meta = {"engine": backend.name, "score_stage": plan.score_stage, "context_stage": plan.context_stage,
             "list_stage": plan.list_stage, "instability_k": plan.k, "rbo_p": plan.p, "min_support": plan.min_support,
@@ -449,18 +536,24 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     for key, n in sorted((getattr(source, "reading", None) or {}).items()):  # only what happened (non-zero)
         if n:
             meta[key] = int(n)
+    if groups is not None:
+        meta["signals"] = sorted(groups)
+        chosen = {n for g in groups for n in SIGNAL_GROUPS[g]}
+        values = [v for v in values if v.signal in chosen]
+        period = [v for v in period if v.signal in chosen]
     skipped = source.skipped.as_dict() if hasattr(source.skipped, "as_dict") else {}
     return TraceSummary(window_us=width, window=window, windows=windows, by=plan.by, values=tuple(values),
                         period=tuple(period), feedback_by_source=fb, retries_by_reason=retries, unstable=unstable,
-                        low_confidence=low, stale_citations=stale, meta=meta, skipped=skipped)
+                        low_confidence=low, stale_citations=stale, meta=meta, skipped=skipped, groups=groups)
 
 
-def _quantile_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def _quantile_rows(rows: list[tuple[Any, ...]], columns: Sequence[tuple[str, str, tuple[float, ...]]] = QUANTILE_COLUMNS
+                   ) -> list[tuple[Any, ...]]:
     """Rows of :meth:`Plan.quantiles` with each array of levels spread into one value per level."""
     out = []
     for r in rows:
         flat = list(r[:3])
-        for (_, _, ps), q, n in zip(QUANTILE_COLUMNS, r[3::2], r[4::2]):
+        for (_, _, ps), q, n in zip(columns, r[3::2], r[4::2]):
             flat += list(q) if q is not None else [None] * len(ps)
             flat.append(n)
         out.append(tuple(flat))
