@@ -135,3 +135,13 @@ def test_gold_flows_read_clean_gold_sets():
     assert run_validate(ValidateRequest(gold, corpus=str(DEMO / "corpus.jsonl"))).exit_code in (0, 1)
     d = run_diff(DiffRequest(gold, gold))
     assert not d.added and not d.removed and not d.relabelled and d.old_queries == d.new_queries > 0
+
+
+def test_traces_request_keeps_the_signal_groups_it_was_given():
+    from rankgate.flows.traces import TracesRequest
+
+    assert TracesRequest(("t.jsonl",)).signals is None and TracesRequest(("t.jsonl",), signals="all").signals is None
+    headline = TracesRequest(("t.jsonl",), signals="headline").signals
+    assert isinstance(headline, frozenset) and "latency" in headline
+    with pytest.raises(UsageError, match="--signals 'nope' is not a signal group"):
+        TracesRequest(("t.jsonl",), signals="nope")
