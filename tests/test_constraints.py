@@ -6,9 +6,13 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankgate.constraints import CONFIDENCE, K, MAX_RESAMPLES, RESAMPLES, SEED, Param, check, describe
 from rankgate.errors import UsageError
+
+from .conftest import examples
 
 
 def _refusal(fn) -> str:
@@ -23,17 +27,19 @@ def test_the_message_shape() -> None:
     assert _refusal(lambda: check(CONFIDENCE, 0, option="--confidence")) == (
         "--confidence must be a float in the range (0, 1); got 0.")
     assert _refusal(lambda: check(RESAMPLES, -1, caller="bootstrap_ci", name="n_resamples")) == (
-        "The 'n_resamples' parameter of bootstrap_ci must be an integer in the range [0, 1,000,000]; got -1.")
-    assert _refusal(lambda: check(SEED, -3)) == "The 'seed' parameter must be an integer in the range [0, inf); got -3."
+        "The 'n_resamples' parameter of bootstrap_ci must be an integer between 0 and 1,000,000; got -1.")
+    assert _refusal(lambda: check(SEED, -3)) == "The 'seed' parameter must be an integer >= 0; got -3."
     assert _refusal(lambda: check(RESAMPLES, 10**7, option="--resamples", note="too much")) == (
-        "--resamples must be an integer in the range [0, 1,000,000]; got 10,000,000 (too much).")
+        "--resamples must be an integer between 0 and 1,000,000; got 10,000,000 (too much).")
 
 
 def test_describe_covers_every_kind_of_bound() -> None:
     assert describe(Param("gain", str, "linear", choices=("linear", "exp"))) == "one of 'linear', 'exp'"
     assert describe(Param("x", float, 0.0)) == "a float"
     assert describe(Param("x", float, 0.0, maximum=2.5)) == "a float in the range (-inf, 2.5]"
-    assert describe(K) == "an integer in the range [1, 1,000,000,000]"
+    assert describe(K) == "an integer between 1 and 1,000,000,000"
+    assert describe(Param("x", int, 0, maximum=3)) == "an integer <= 3"
+    assert describe(Param("x", int, 1, minimum=0, maximum=3, exclusive=True)) == "an integer in the range (0, 3)"
 
 
 @pytest.mark.parametrize("value", [True, "0.9", None, float("nan"), 0.0, 1.0, -0.1, 7])
@@ -57,6 +63,7 @@ def test_integers_accept_numpy_integers_and_refuse_bools_and_floats() -> None:
 
 def _library_calls():
     from rankgate.agreement import kappa_ci, ppi_mean
+    from rankgate.goldset.power import min_detectable_drop, min_detectable_drop_bootstrap
     from rankgate.stats import (
         bootstrap_ci,
         bootstrap_quantile_ci,
@@ -78,6 +85,8 @@ def _library_calls():
         "exact_quantile_ci": lambda c: exact_quantile_ci([1.0, 2.0], 0.5, confidence=c),
         "kappa_ci": lambda c: kappa_ci([0, 1, 1], [0, 1, 0], confidence=c),
         "ppi_mean": lambda c: ppi_mean([0.5], [0.5], [1.0], confidence=c),
+        "min_detectable_drop": lambda c: min_detectable_drop(10, confidence=c),
+        "min_detectable_drop_bootstrap": lambda c: min_detectable_drop_bootstrap([0.0, 1.0], confidence=c),
     }
 
 
@@ -100,7 +109,7 @@ def test_engine_k_uses_the_declared_bound() -> None:
     from rankgate.engine import evaluate
 
     msg = _refusal(lambda: evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, "recall", k=0))
-    assert msg == "The 'k' parameter of evaluate must be an integer in the range [1, 1,000,000,000]; got 0."
+    assert msg == "The 'k' parameter of evaluate must be an integer between 1 and 1,000,000,000; got 0."
 
 
 def test_metric_parameters_are_the_same_declaration() -> None:
@@ -123,4 +132,26 @@ def test_cli_options_use_the_same_sentence(tmp_path, capsys, argv, option) -> No
     gold.write_text('{"query_id": "q1", "relevant_chunks": ["a"]}\n', encoding="utf-8")
     assert main(["evaluate", "--gold", str(gold), "--run", str(gold), *argv]) == 2
     err = capsys.readouterr().err.strip()
-    assert re.fullmatch(rf"rankgate evaluate: error: {option} must be an? \w+ in the range .*; got -?[\d.]+\.", err), err
+    assert re.fullmatch(rf"rankgate evaluate: error: {option} must be an? \w+ (in the range|between|>=) .*; got -?[\d.]+\.", err), err
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(low=st.integers(-50, 50), width=st.integers(0, 50), exclusive=st.booleans(), value=st.integers(-120, 120))
+def test_check_accepts_exactly_the_declared_range(low, width, exclusive, value) -> None:
+    p = Param("n", int, low, minimum=low, maximum=low + width, exclusive=exclusive)
+    inside = low < value < low + width if exclusive else low <= value <= low + width
+    if inside:
+        assert check(p, value) == value
+    else:
+        with pytest.raises(UsageError, match=rf"^The 'n' parameter must be an integer .*; got {value}\.$"):
+            check(p, value)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(value=st.floats(allow_nan=True, allow_infinity=True))
+def test_confidence_is_exactly_the_open_unit_interval(value) -> None:
+    if 0.0 < value < 1.0:
+        assert check(CONFIDENCE, value) == value
+    else:
+        with pytest.raises(UsageError):
+            check(CONFIDENCE, value)

@@ -61,8 +61,10 @@ def test_judge_requests_are_validated_once():
         RelevanceRequest("queue.jsonl", price_in=-1.0)
     with pytest.raises(UsageError, match="--repeats must be between 1 and"):
         RelevanceRequest("queue.jsonl", repeats=0)
-    with pytest.raises(UsageError, match="--confidence must be between 0 and 1"):
+    with pytest.raises(UsageError, match=re.escape("--confidence must be a float in the range (0, 1); got 1.0.")):
         CalibrationRequest("h.jsonl", "j.jsonl", confidence=1.0)
+    with pytest.raises(UsageError, match=re.escape("--resamples must be an integer between 1 and")):
+        CalibrationRequest("h.jsonl", "j.jsonl", resamples=0)
     with pytest.raises(UsageError, match="--weights must be linear, quadratic or none"):
         CalibrationRequest("h.jsonl", "j.jsonl", weights="cubic")
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "SEVERITIES", "ConfigItem", "ConfigReader", "parse_tree",
-           "read_config_text", "show_value", "tree_from_plain"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "SEVERITIES", "ConfigItem", "ConfigReader", "parse_tree", "plain",
+           "read_config_text", "read_yaml", "show_value", "tree_from_plain"]
 
 #: Limits that keep a hostile config file from taking minutes and gigabytes (see _Budget).
 MAX_BYTES = 1 << 20  # 1 MiB; ship criteria are a few hundred bytes
@@ -168,7 +168,14 @@ def show_value(v: Any) -> str:
     return f"{v!r} ({type(v).__name__})" if not isinstance(v, str) else repr(v)
 
 
-def _check_nesting(text: str, path: str) -> None:
+def _hints(what: str | None) -> tuple[str, str]:
+    """What to do about a file too large and a file nested too deep: the ship criteria's, or a general one."""
+    if what is None:
+        return "ship criteria are a few hundred bytes; is this the right file?", "a ship-criteria file needs a few levels"
+    return f"is this the right {what} file?", f"a {what} file needs a few levels"
+
+
+def _check_nesting(text: str, path: str, what: str | None = None) -> None:
     """Refuse deep nesting from the event stream, before the (recursive) composer sees it."""
     import yaml
 
@@ -178,21 +185,21 @@ def _check_nesting(text: str, path: str) -> None:
             depth += 1
             if depth > MAX_DEPTH:
                 raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path,
-                                  line=event.start_mark.line + 1, hint="a ship-criteria file needs a few levels")
+                                  line=event.start_mark.line + 1, hint=_hints(what)[1])
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
 
 
-def parse_tree(text: str, *, path: str = "<config>") -> ConfigItem:
+def parse_tree(text: str, *, path: str = "<config>", what: str | None = None) -> ConfigItem:
     """YAML text as a tree of values that remember their line (bounded: size, depth, aliases). The
     ship criteria and the trace monitors (:mod:`rankgate.traces.monitors`) are read through it."""
     import yaml
 
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=path,
-                          hint="ship criteria are a few hundred bytes; is this the right file?")
+                          hint=_hints(what)[0])
     try:
-        _check_nesting(text, path)
+        _check_nesting(text, path, what)
         # Composing builds the node graph once per anchor (an alias is a reference, not a copy), so
         # it is linear in the text; the expansion that could explode is bounded in _from_yaml.
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -203,12 +210,11 @@ def parse_tree(text: str, *, path: str = "<config>") -> ConfigItem:
     except yaml.YAMLError as exc:
         raise ConfigError(f"is not valid YAML: {exc}", path=path) from None
     except RecursionError:
-        raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path,
-                          hint="a ship-criteria file needs a few levels") from None
+        raise ConfigError(f"nests blocks more than {MAX_DEPTH} deep", path=path, hint=_hints(what)[1]) from None
     return ConfigItem(None, 1) if root is None else _from_yaml(root, path)
 
 
-def read_config_text(path: str, *, hint: str = "pass the gate config with --config") -> str:
+def read_config_text(path: str, *, hint: str = "pass the gate config with --config", what: str | None = None) -> str:
     """The text of a config file, bounded in size; a missing, unreadable or non-UTF-8 file is a ConfigError."""
     import os
 
@@ -219,7 +225,7 @@ def read_config_text(path: str, *, hint: str = "pass the gate config with --conf
             data = fh.read(MAX_BYTES + 1)  # bounded: a huge file (or an endless pipe) is refused unread
         if len(data) > MAX_BYTES:
             raise ConfigError(f"is larger than the {MAX_BYTES // 1024} KiB a config file may be", path=str(path),
-                              hint="ship criteria are a few hundred bytes; is this the right file?")
+                              hint=_hints(what)[0])
         return data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError("does not exist", path=str(path), hint=hint) from None
@@ -229,3 +235,19 @@ def read_config_text(path: str, *, hint: str = "pass the gate config with --conf
                           hint="save the file as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from None
+
+
+def plain(item: ConfigItem) -> Any:
+    """The tree's values without their lines: dicts, lists and scalars."""
+    if isinstance(item.value, dict):
+        return {k: plain(v) for k, v in item.value.items()}
+    if isinstance(item.value, list):
+        return [plain(v) for v in item.value]
+    return item.value
+
+
+def read_yaml(path: str, what: str) -> Any:
+    """A small YAML file rankgate reads (a field map, an abstention file) as plain values, None when
+    empty: bounded like the ship criteria, with the same ``file:line`` errors. ``what`` names the file
+    in the hints (``check the field map path``)."""
+    return plain(parse_tree(read_config_text(path, hint=f"check the {what} path", what=what), path=path, what=what))

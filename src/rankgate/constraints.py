@@ -6,7 +6,7 @@ builds its options from the same objects (:mod:`rankgate.commands.options`), so 
 sentence that states it are written in one place. Every refusal has one shape::
 
     The 'confidence' parameter of metric_cis must be a float in the range (0, 1); got 1.5.
-    --confidence must be a float in the range (0, 1); got 1.5.
+    --resamples must be an integer between 0 and 1,000,000; got -1.
 
 Metric parameters (``ndcg(gain=exp)``) are ``Param`` objects too; their text form is converted by
 :meth:`Param.convert`, whose messages name the metric spec.
@@ -26,6 +26,7 @@ __all__ = [
     "MAX_K",
     "MAX_RESAMPLES",
     "PERMUTATIONS",
+    "POWER",
     "RESAMPLES",
     "SEED",
     "Param",
@@ -113,6 +114,13 @@ def describe(param: Param) -> str:
     low, high = param.minimum, param.maximum
     if low is None and high is None:
         return kind
+    if param.type is int and not param.exclusive:  # whole numbers: both ends are plainly included
+        if low is not None and high is not None:
+            return f"{kind} between {_bound(low)} and {_bound(high)}"
+        if low is not None:
+            return f"{kind} >= {_bound(low)}"
+        assert high is not None
+        return f"{kind} <= {_bound(high)}"
     open_, close = ("(", ")") if param.exclusive else ("[", "]")
     left = f"{open_}{_bound(low)}" if low is not None else "(-inf"
     right = f"{_bound(high)}{close}" if high is not None else "inf)"
@@ -172,5 +180,8 @@ CONFIDENCE = Param("confidence", float, 0.95, minimum=0.0, maximum=1.0, exclusiv
 RESAMPLES = Param("resamples", int, 2000, minimum=0, maximum=MAX_RESAMPLES,
                   help="bootstrap resamples (default 2000; 0 turns CIs off)")
 SEED = Param("seed", int, 0, minimum=0, help="seed of the bootstrap (default 0)")
-K = Param("k", int, None, minimum=1, maximum=MAX_K)
-PERMUTATIONS = Param("permutations", int, 10000, minimum=0, maximum=MAX_RESAMPLES)
+K = Param("k", int, None, minimum=1, maximum=MAX_K, help="cutoff of metrics written without @k")
+PERMUTATIONS = Param("permutations", int, 10000, minimum=0, maximum=MAX_RESAMPLES,
+                     help="sign flips of the paired randomisation test (default 10000; 0 turns p-values off)")
+POWER = Param("power", float, 0.8, minimum=0.0, maximum=1.0, exclusive=True,
+              help="chance of detecting a drop of the stated size (default 0.8)")

@@ -5,13 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["add_component_options", "add_enforce_as_of", "components_for", "freshness_for"]
-
-
-def add_enforce_as_of(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--enforce-as-of", action="store_true",
-                   help="freshness what-if: drop retrieved items whose doc_version is newer than the query's as_of "
-                        "(gold field), score what is left, and show the change from the run as logged")
+__all__ = ["components_for", "freshness_for"]
 
 
 def freshness_for(args: argparse.Namespace, gold: Any, run: Any) -> Any:
@@ -28,15 +22,6 @@ def freshness_for(args: argparse.Namespace, gold: Any, run: Any) -> Any:
     return freshness_what_if(g, r, lambda g_, r_: evaluate_from_args(args, r_, g_, warn=False),
                              by=list(getattr(args, "by", None) or []), seed=args.seed,
                              n_resamples=args.resamples, confidence=args.confidence)
-
-
-def add_component_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--routing", action="store_true",
-                   help="routing: coverage of each query's expected_source (gold) by the items' source (run), the "
-                        "misroute matrix and per-source recall@k (k: --k, default 5)")
-    p.add_argument("--entity-linking", action="store_true",
-                   help="entity linking: precision, recall and F1 of the run's linked_entities against the gold "
-                        "entities, per query, beside chunk recall@k")
 
 
 def components_for(args: argparse.Namespace, gold: Any, run: Any) -> dict[str, Any]:

@@ -19,49 +19,14 @@ import os
 import sys
 from typing import Any
 
+from .options import TIES_HELP, add_formats, add_gold, add_judge, add_out, add_stats, add_ties
+
 HELP = "score generated answers with a judge (faithfulness, relevance, correctness) and diagnose each query"
 OUT_FILES = ("answers.csv", "summary.json")
 
 
-def add_judge_options(p: argparse.ArgumentParser) -> None:
-    from ..judges import DEFAULT_MAX_STATEMENTS, MAX_REPEATS, MAX_STATEMENTS, MAX_WORKERS
-
-    g = p.add_argument_group("judge")
-    g.add_argument("--judge", default=None, metavar="BACKEND",
-                   help="lexical (offline token-overlap baseline; default), openai (any OpenAI-compatible server) or "
-                        "package.module:Class (env RANKGATE_JUDGE)")
-    g.add_argument("--judge-url", metavar="URL", help="base URL of the OpenAI-compatible server, e.g. "
-                                                      "http://localhost:8000/v1 (env RANKGATE_JUDGE_URL)")
-    g.add_argument("--judge-model", metavar="NAME", help="model name (env RANKGATE_JUDGE_MODEL)")
-    g.add_argument("--judge-key-env", metavar="VAR",
-                   help="environment variable holding the API key; none for a local server (env RANKGATE_JUDGE_KEY_ENV)")
-    g.add_argument("--workers", type=int, default=8, help=f"concurrent judge calls (default 8, at most {MAX_WORKERS})")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
-    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
-                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
-    g.add_argument("--repeats", type=int, default=1, metavar="N",
-                   help="judge every item N times (seeds seed..seed+N-1) and report how often labels change; "
-                        f"metrics use the first sample (at most {MAX_REPEATS})")
-    g.add_argument("--max-statements", type=int, default=DEFAULT_MAX_STATEMENTS, metavar="N",
-                   help=f"statements per answer the judge may find (default {DEFAULT_MAX_STATEMENTS}, at most "
-                        f"{MAX_STATEMENTS:,}); an answer with more is a judge_error and none of its statements is "
-                        "checked")
-    g.add_argument("--max-calls", type=int, default=None, metavar="N",
-                   help="call budget of the run (default: none): once N calls were sent, every item left is a "
-                        "judge_error 'call budget reached'; cache hits are free")
-    g.add_argument("--judge-seed", type=int, default=0, help="seed sent with every judge call (default 0)")
-    g.add_argument("--cache", metavar="DIR", help="judge cache folder (default $RANKGATE_CACHE_DIR, else the user cache)")
-    g.add_argument("--no-cache", action="store_true", help="neither read nor write the judge cache")
-    g.add_argument("--refresh", action="store_true", help="call the judge again and overwrite cached labels")
-    g.add_argument("--dry-run", action="store_true",
-                   help="print the calls, cache hits, approximate tokens and cost, and call nothing")
-    g.add_argument("--price-in", type=float, metavar="PRICE", help="with --dry-run: price per 1M input tokens")
-    g.add_argument("--price-out", type=float, metavar="PRICE", help="with --dry-run: price per 1M output tokens")
-
-
 def add_parser(sub: Any) -> None:
-    from ..data.formats import ANSWER_FIELDS, ANSWER_FORMATS, GOLD_FORMATS
+    from ..data.formats import ANSWER_FIELDS, ANSWER_FORMATS
 
     p = sub.add_parser("answers", help=HELP, description=HELP + ". See docs/answers.md.")
     p.add_argument("--answers", required=True, metavar="PATH",
@@ -70,8 +35,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--columns", metavar="MAP",
                    help="where the file keeps each field, as dotted paths: e.g. question=inputs.question,"
                         f"answer=outputs.answer,contexts=outputs.docs[*].text (fields: {', '.join(ANSWER_FIELDS)})")
-    p.add_argument("--gold", required=True, metavar="PATH", help="gold set (any format rankgate reads)")
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override gold format detection: %(choices)s")
+    add_gold(p)
+    add_formats(p, run=False)
     p.add_argument("--corpus", metavar="PATH", help="corpus manifest: texts of contexts logged as ids only")
     p.add_argument("--metrics", "-m", default="faithfulness,contradiction_rate,answer_relevance,context_relevance,"
                                               "answer_correctness", metavar="SPECS", help="answer metrics (default: all)")
@@ -88,18 +53,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also break the metrics down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
-    add_judge_options(p)
-    from .evaluate import TIES_HELP, add_stats_options, add_ties_option
-
-    add_stats_options(p)
-    add_ties_option(p, TIES_HELP + "; packed contexts carry no scores, so both keep the packed order")
+    add_judge(p, seed="--judge-seed", retries=False, statements=True, price="dry-run",
+              repeats="and report how often labels change; metrics use the first sample")
+    add_stats(p)
+    add_ties(p, TIES_HELP + "; packed contexts carry no scores, so both keep the packed order")
     p.add_argument("--config", metavar="YAML",
                    help="ship criteria to check on the answers (a judge metric's gate needs a calibration file); "
                         "exit 1 when a blocking gate fails")
     p.add_argument("--baseline", metavar="SUMMARY", help="with --config: the summary.json of an earlier answers run")
     p.add_argument("--comment", metavar="PATH", help="with --config: write the PR comment (gates and the answers "
                                                      "section) to PATH")
-    p.add_argument("--out", "-o", metavar="DIR", help="write answers.csv and summary.json into DIR")
+    add_out(p, "write answers.csv and summary.json into DIR")
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the tables")
 
 
@@ -187,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"wrote {os.path.join(args.out, 'answers.csv')} and {os.path.join(args.out, 'summary.json')}",
                       highlight=False, markup=False)
     if scored.outcome is not None:
-        from .gate import _print
+        from ._outcome import print_outcome as _print
 
         console.print()
         _print(scored.outcome)

@@ -12,25 +12,24 @@ import argparse
 import sys
 from typing import Any
 
+from .options import add_formats, add_gold, add_out, add_run
+
 HELP = "learn the top-score threshold under which retrieval should abstain, for a target precision (gold set + run)"
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("calibrate-abstention", help=HELP,
                        description=HELP + ". Exit 0 found; 1 no threshold reaches the target; 2 bad input.")
-    from ..data.formats import GOLD_FORMATS, RUN_FORMATS
-
-    p.add_argument("--gold", required=True, metavar="PATH", help="the gold set")
-    p.add_argument("--run", required=True, metavar="PATH", help="a run with scores, on the gold queries")
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
-    p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
+    add_gold(p)
+    add_run(p, help="a run with scores, on the gold queries")
+    add_formats(p)
     p.add_argument("--target-precision", type=float, default=0.9, metavar="P",
                    help="the precision (hit@k among answered queries) to guarantee (default 0.9)")
     p.add_argument("--k", type=int, default=5, help="a query is answered correctly when a relevant item is in the top k "
                                                     "(default 5)")
     p.add_argument("--delta", type=float, default=0.05,
                    help="allowed chance that the true precision is below the target (default 0.05)")
-    p.add_argument("-o", "--out", required=True, metavar="YAML", help="the abstention file to write")
+    add_out(p, "the abstention file to write", required=True, metavar="YAML")
 
 
 def request(args: argparse.Namespace) -> Any:

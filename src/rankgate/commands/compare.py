@@ -13,12 +13,13 @@ import os
 import sys
 from typing import Any
 
+from ..constraints import PERMUTATIONS
+from .options import add_enforce_as_of, add_input_options, add_param, add_stats
+
 HELP = "compare runs: paired change per metric (and segment) with CI and p-value, most-changed queries; fuse runs"
 
 
 def add_parser(sub: Any) -> None:
-    from .evaluate import add_input_options, add_stats_options
-
     p = sub.add_parser("compare", help=HELP, description=HELP + ".")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="runs to compare; the first is the baseline (e.g. main's retriever) unless --baseline names another")
@@ -26,16 +27,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--baseline", metavar="NAME", help="the run to compare against: its file name or path as given")
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also compare per segment of a gold field or tag (intent, lang, intent+lang…); two runs only; repeatable")
-    from ._whatif import add_enforce_as_of
-
     add_enforce_as_of(p)
     p.add_argument("--rewrite", action="store_true",
                    help="query rewriting: RUN is a rewrite log (records with 'original' and 'rewritten' results), or two "
                         "runs ORIGINAL REWRITTEN; adds recall@k and nDCG@k of each (k: --k, default 10), the paired "
                         "change per segment and the queries the rewrite broke")
-    add_stats_options(p)
-    p.add_argument("--permutations", type=int, default=10000, metavar="N",
-                   help="sign flips of the paired randomisation test (default 10000; 0 turns p-values off)")
+    add_stats(p)
+    add_param(p, PERMUTATIONS, metavar="N")
     p.add_argument("--top", type=int, default=10, metavar="N", help="most-regressed and most-improved queries to list (two runs; default 10)")
     p.add_argument("--fuse", metavar="METHOD",
                    help="fuse the runs into one and compare it too: rrf (k=60), rrf(k=N), combsum, combmnz")
@@ -55,7 +53,7 @@ def _labels(paths: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..stats import MAX_RESAMPLES
-    from .evaluate import check_stats_args
+    from .options import check_stats_args
 
     check_stats_args(args)
     if not 0 <= args.permutations <= MAX_RESAMPLES:

@@ -15,6 +15,9 @@ import argparse
 import sys
 from typing import Any
 
+from ..constraints import SEED
+from .options import add_param
+
 HELP = "try rankgate: index a built-in corpus, run two retrievers, evaluate, compare and gate them"
 DEFAULT_OUT = "rankgate-demo"
 
@@ -28,8 +31,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--out", "-o", default=DEFAULT_OUT, metavar="DIR",
                    help=f"folder for the demo's files (default: {DEFAULT_OUT}); must be new, empty, or an earlier demo's")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the bootstrap intervals and randomisation tests (default 0); same seed, same files")
+    add_param(p, SEED, help="seed of the bootstrap intervals and randomisation tests (default 0); same seed, same files")
     p.add_argument("--strict", action="store_true",
                    help="exit with the gate's code (1: a blocking gate failed, as it does in the demo) instead of 0")
 

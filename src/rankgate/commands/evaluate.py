@@ -7,64 +7,22 @@ import os
 import sys
 from typing import Any
 
+from .options import (
+    add_component_options,
+    add_enforce_as_of,
+    add_input_options,
+    add_out,
+    add_run,
+    add_stats,
+    check_stats_args,
+)
+
 HELP = "score a run against a gold set: terminal table, metrics.csv, summary.json"
-DEFAULT_METRICS = "hit@5,recall@5,precision@5,mrr,ndcg@10"
-
-
-def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_required: bool = True) -> None:
-    """Options shared by every command that reads a gold set (and runs)."""
-    from ..data.formats import GOLD_FORMATS, RUN_FORMATS
-
-    p.add_argument("--gold", required=gold_required, metavar="PATH",
-                   help="gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet, CSV/TSV with a header, "
-                        "a RAGAS/DeepEval dataset, a LlamaIndex EmbeddingQAFinetuneDataset JSON, a Hugging Face save_to_disk folder")
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
-    if run:
-        p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
-    p.add_argument("--columns", metavar="MAP",
-                   help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s "
-                        "(fields: query_id, chunk_id, grade, score, rank, query, doc_version, text, note)")
-    add_ties_option(p)
-    p.add_argument("--metrics", "-m", default=DEFAULT_METRICS, metavar="SPECS",
-                   help=f"comma-separated metric specs (default: {DEFAULT_METRICS}); see 'rankgate metrics'")
-    p.add_argument("--k", type=int, default=None, metavar="K",
-                   help="cutoff for metrics written without @k that need one, unless the gold query sets its own k (default 5)")
-    p.add_argument("--level", choices=("chunk", "doc"), default="chunk",
-                   help="evaluate chunk ids as given, or map them to parent documents (a document counts once, at its best rank)")
-    p.add_argument("--doc-sep", default="#", metavar="SEP", help="separator between document id and chunk part (default '#')")
-    p.add_argument("--doc-map", metavar="PATH", help="chunk→document mapping file (TSV 'chunk_id<TAB>doc_id' or JSON object); overrides --doc-sep")
-    p.add_argument("--dedupe", choices=("error", "first"), default="error",
-                   help="a repeated id in one query's ranking: error (default), or keep its best rank and report the count")
-    p.add_argument("--trec", action="store_true", help="trec_eval v10 semantics: queries in both files; all-non-relevant queries score 0")
-    p.add_argument("-c", "--complete", action="store_true", help="with --trec: average over all gold queries (trec_eval -c)")
-
-
-TIES_HELP = ("the ranking rule: input (the file's order: ranks when every item has one, else score with equal "
-             "scores in list/row order; the default, except for TREC runs and --trec) or id (trec_eval's: score, "
-             "then id descending)")
-
-
-def add_ties_option(p: argparse.ArgumentParser, help: str = TIES_HELP) -> None:
-    """``--ties id|input``: every command that ranks a run takes it."""
-    p.add_argument("--ties", choices=("id", "input"), default=None, help=help)
-    # The lines already said on stderr: a command that scores one run several times (report: the
-    # sweep, the baseline, the stages) says each once. (A new parser, so a new set, per command run.)
-    p.set_defaults(lines_said=set())
-
-
-def add_stats_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000; 0 turns CIs off)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of intervals (default 0.95)")
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("evaluate", help=HELP, description=HELP + ".")
     add_input_options(p)
-    p.add_argument("--run", required=True, metavar="PATH",
-                   help="run: JSONL, TREC run file, Parquet, CSV/TSV with a header, a RAGAS/DeepEval dataset "
-                        "(the same file as --gold works), a Hugging Face save_to_disk folder")
-    p.add_argument("--out", "-o", metavar="DIR", help="write metrics.csv and summary.json into DIR")
+    add_run(p)
+    add_out(p, "write metrics.csv and summary.json into DIR")
     p.add_argument("--layout", choices=("default", "v0"), default="default",
                    help="layout of metrics.csv and summary.json: default, or v0 (the metrics spec's columns and "
                         "quality/operational/privacy summary; see docs/outputs.md)")
@@ -72,8 +30,6 @@ def add_parser(sub: Any) -> None:
                    help="also break means down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--sweep", metavar="METRICS", help="k-sweep of these metrics (e.g. recall,ndcg) over --ks")
     p.add_argument("--ks", default="1,3,5,10,20", metavar="KS", help="cutoffs for --sweep (default 1,3,5,10,20)")
-    from ._whatif import add_component_options, add_enforce_as_of
-
     add_enforce_as_of(p)
     add_component_options(p)
     p.add_argument("--judged", metavar="LABELS",
@@ -83,7 +39,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--calibration", metavar="JSON",
                    help="with --judged: the judge's calibration file (rankgate judge calibrate) for the Rogan-Gladen "
                         "corrected estimate between the bounds")
-    add_stats_options(p)
+    add_stats(p)
     p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the table")
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
 
@@ -184,23 +140,6 @@ def evaluate_from_args(args: argparse.Namespace, run: Any, gold: Any = None, *, 
             if said is not None:
                 said.add(text)
     return result
-
-
-def check_stats_args(args: argparse.Namespace) -> None:
-    from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
-
-    note = ""
-    if isinstance(args.resamples, int) and args.resamples > RESAMPLES.maximum:  # type: ignore[operator]
-        note = f"the intervals would need about {_memory(args.resamples)} per metric; 2,000 to 10,000 resamples are plenty"
-    check(RESAMPLES, args.resamples, option="--resamples", note=note)
-    check(CONFIDENCE, args.confidence, option="--confidence")
-    check(SEED, args.seed, option="--seed")
-
-
-def _memory(resamples: int) -> str:
-    """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
-    size = resamples * 16
-    return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
 
 
 def _import_reporting() -> None:

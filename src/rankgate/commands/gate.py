@@ -12,23 +12,22 @@ import os
 import sys
 from typing import Any
 
+from ._outcome import print_outcome as _print
+from .options import TIES_HELP, add_columns, add_formats, add_gold, add_ties
+
 HELP = "check ship criteria (YAML) on a candidate run, optionally against a baseline; exit 1 if a blocking gate fails"
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("gate", help=HELP, description=HELP + ". Exit codes: 0 pass, 1 a blocking gate failed, 2 usage, input or output error, 3 internal error.")
     p.add_argument("--config", required=True, metavar="YAML", help="ship criteria: gates with thresholds and regression limits (see docs/gating.md)")
-    p.add_argument("--gold", required=True, metavar="PATH", help="gold set: JSONL, TREC qrels, BEIR, Parquet")
+    add_gold(p)
     p.add_argument("--candidate", required=True, metavar="RUN", help="the run being proposed")
     p.add_argument("--baseline", metavar="RUN|SUMMARY",
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
-    from ..data.formats import GOLD_FORMATS, RUN_FORMATS
-    from .evaluate import TIES_HELP, add_ties_option
-
-    p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help="override format detection: %(choices)s")
-    p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help="override format detection of the runs: %(choices)s")
-    p.add_argument("--columns", metavar="MAP", help="CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s")
-    add_ties_option(p, TIES_HELP + "; overrides the ship criteria's evaluate.ties")
+    add_formats(p)
+    add_columns(p)
+    add_ties(p, TIES_HELP + "; overrides the ship criteria's evaluate.ties")
     p.add_argument("--queries", metavar="PATH",
                    help="a queries file (BEIR queries.jsonl, id<TAB>text, TREC topics): query texts shown beside ids when the gold set has none")
     p.add_argument("--corpus", metavar="PATH",
@@ -139,37 +138,3 @@ def _append_step_summary(path: str, markdown: str) -> None:
         reason = exc.strerror or type(exc).__name__
         print(f"rankgate gate: warning: could not append to GITHUB_STEP_SUMMARY {path} ({reason}); "
               "the verdict and exit code are unchanged", file=sys.stderr)
-
-
-def _print(outcome: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from ..report.comment import gate_sentences
-
-    tty = sys.stdout.isatty()
-    # a terminal's width, or COLUMNS when set (rich reads it); 100 in a log or a pipe
-    wide = tty or bool(os.environ.get("COLUMNS"))
-    console = Console(width=None if wide else 100, color_system="auto" if tty else None, highlight=False)
-    table = Table(show_edge=False, pad_edge=False)
-    for name in ("result", "gate", "metric", "checks failed"):  # in a narrow terminal names wrap, counts never
-        table.add_column(name, overflow="fold", no_wrap=name in ("result", "checks failed"))
-    style = {"pass": "green", "fail": "red", "warn": "yellow"}
-    for r in outcome.results:
-        failed = len(r.failures)
-        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name, r.gate.metric,
-                      f"{failed} of {len(r.checks)}")
-    for r in getattr(outcome, "latency", ()):  # latency gates: the stage and its percentiles
-        failed = sum(1 for c in r.checks if c.status == "fail")
-        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name,
-                      f"latency {r.gate.stage} ({', '.join(r.gate.stats)})", f"{failed} of {len(r.checks)}")
-    st = outcome.stale
-    if st is not None:
-        word = {"not_checked": "[yellow]NOT CHECKED[/]"}.get(st.status, f"[{style.get(st.status, '')}]{st.status.upper()}[/]")
-        shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} gold ids (max {st.limit})"
-        table.add_row(word, "stale labels", "max_stale_labels", shown)
-    console.print(table)
-    for line in gate_sentences(outcome, markdown=False):
-        console.print(line, markup=False)
-    verdict = "PASS: every blocking gate passed" if outcome.passed else "FAIL: a blocking gate failed"
-    console.print(f"[bold]{verdict}[/] (exit {outcome.exit_code})")

@@ -14,6 +14,8 @@ import datetime as dt
 import sys
 from typing import Any
 
+from .options import GOLD_FILE_HELP, add_gold
+
 HELP = ("check a gold set (validate), find labels the corpus left behind (stale), compare two versions (diff), "
         "carry labels across a re-chunking (remap)")
 
@@ -34,7 +36,7 @@ def add_parser(sub: Any) -> None:
 
     v = verbs.add_parser("validate", help="schema, duplicates, ids against the corpus, mix, label age, gate power, owners",
                          description="Check a gold set. Exit 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input.")
-    v.add_argument("--gold", required=True, metavar="JSONL", help="the gold set")
+    add_gold(v, help=GOLD_FILE_HELP, metavar="JSONL")
     v.add_argument("--corpus", metavar="PATH", help="corpus manifest: JSONL, Parquet or a folder of them")
     v.add_argument("--config", metavar="YAML", help="ship criteria: segment sizes and owners of its gates")
     v.add_argument("--baseline", metavar="RUN|SUMMARY",
@@ -46,7 +48,7 @@ def add_parser(sub: Any) -> None:
 
     s = verbs.add_parser("stale", help="labels whose chunk was retired, deprecated, superseded or changed",
                          description="List stale labels. Exit 0, or 1 above max_stale_labels of --config; 2 unreadable input.")
-    s.add_argument("--gold", required=True, metavar="JSONL", help="the gold set")
+    add_gold(s, help=GOLD_FILE_HELP, metavar="JSONL")
     s.add_argument("--corpus", required=True, metavar="PATH", help="the new corpus manifest")
     s.add_argument("--since", metavar="PATH", help="the corpus the labels were made against (finds changed text and retired chunks)")
     s.add_argument("--config", metavar="YAML", help="ship criteria with max_stale_labels")
@@ -62,7 +64,7 @@ def add_parser(sub: Any) -> None:
     r = verbs.add_parser("remap", help="propose the new chunks that carry each labelled chunk's text after a re-chunking",
                          description="Propose a remapped gold set after a re-chunking. Never rewrites --gold. "
                                      "Exit 0; 2 unreadable input.")
-    r.add_argument("--gold", required=True, metavar="JSONL", help="the gold set")
+    add_gold(r, help=GOLD_FILE_HELP, metavar="JSONL")
     r.add_argument("--old-corpus", required=True, metavar="PATH", help="the corpus the labels were made on (with text)")
     r.add_argument("--new-corpus", required=True, metavar="PATH", help="the re-chunked corpus (with text)")
     r.add_argument("-o", "--out", required=True, metavar="JSONL", help="the proposed gold set (not the --gold file)")
@@ -71,7 +73,7 @@ def add_parser(sub: Any) -> None:
                    help="apply mappings with at least this confidence (0-1, default 0.8); the rest are listed for review")
 
 
-    from .traces_sample import add_parser as add_sample
+    from ._traces_sample import add_parser as add_sample
 
     add_sample(verbs)  # gold sample: the same as traces sample
 
@@ -122,7 +124,7 @@ def request(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .traces_sample import run as _sample
+    from ._traces_sample import run as _sample
 
     return {"validate": _validate, "stale": _stale, "diff": _diff, "remap": _remap,
             "sample": _sample}[args.gold_command](args)

@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import Any
 
+from .options import GOLD_FILE_HELP, add_gold
+
 HELP = "turn an incident into a regression case: write a postmortem from a trace (new), add it to the gold set (add)"
 
 
@@ -26,7 +28,7 @@ def add_parser(sub: Any) -> None:
                         "Langfuse, LangSmith, trace JSONL; see docs/gold.md)")
     n.add_argument("--request-id", metavar="ID",
                    help="the request to take from a trace file of several (a file of one request needs none)")
-    n.add_argument("--gold", metavar="JSONL", help="the gold set: refuses an incident id it already holds")
+    add_gold(n, required=False, help=GOLD_FILE_HELP + ": refuses an incident id it already holds", metavar="JSONL")
     n.add_argument("--id", metavar="ID", help="the incident id (default: inc-<request_id>)")
     n.add_argument("--date", metavar="YYYY-MM-DD", help="the incident's date (default: the trace's, else today, UTC)")
     n.add_argument("-o", "--out", required=True, metavar="MD", help="the postmortem file to write")
@@ -35,7 +37,7 @@ def add_parser(sub: Any) -> None:
                          description="Append the regression case of a filled postmortem to the gold set, atomically. "
                                      "Exit 0; 2 unfilled fields, a duplicate or bad input.")
     a.add_argument("postmortem", metavar="POSTMORTEM", help="the filled postmortem (markdown)")
-    a.add_argument("--gold", required=True, metavar="JSONL", help="the gold set to append to")
+    add_gold(a, help=GOLD_FILE_HELP + " to append to", metavar="JSONL")
     a.add_argument("--corpus", metavar="PATH", help="corpus manifest: the case's chunk ids must be in it")
 
 

@@ -18,41 +18,10 @@ import json
 import sys
 from typing import Any
 
+from ..constraints import CONFIDENCE, RESAMPLES, SEED
+from .options import add_judge, add_out, add_param
+
 HELP = "label a pooling queue with a judge (relevance), or measure a judge against human labels (calibrate)"
-
-
-def add_judge_arguments(p: argparse.ArgumentParser, *, repeats: bool = True) -> None:
-    """The judge options every judged command takes (see docs/judges.md)."""
-    from ..judges import MAX_REPEATS, MAX_RETRIES, MAX_WORKERS
-
-    g = p.add_argument_group("judge")
-    g.add_argument("--judge", default=None, metavar="NAME",
-                   help="lexical (offline token-overlap baseline, the default), openai (any OpenAI-compatible "
-                        "server) or package.module:Class (env RANKGATE_JUDGE)")
-    g.add_argument("--judge-url", metavar="URL", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (env RANKGATE_JUDGE_URL)")
-    g.add_argument("--judge-model", metavar="NAME", help="model name the server serves (env RANKGATE_JUDGE_MODEL)")
-    g.add_argument("--judge-key-env", metavar="VAR", help="environment variable holding the API key (none for a local server; env RANKGATE_JUDGE_KEY_ENV)")
-    g.add_argument("--workers", type=int, default=8, metavar="N",
-                   help=f"calls in flight at once (default 8, at most {MAX_WORKERS})")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
-    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
-                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
-    g.add_argument("--retries", type=int, default=4, metavar="N", help=f"retries of a failed call (default 4, at most {MAX_RETRIES})")
-    g.add_argument("--seed", type=int, default=0, help="seed sent with every call; sample i uses seed+i (default 0)")
-    g.add_argument("--cache", metavar="DIR", help="judge cache folder (default $RANKGATE_CACHE_DIR or $XDG_CACHE_HOME/rankgate)")
-    g.add_argument("--no-cache", action="store_true", help="neither read nor write the judge cache")
-    g.add_argument("--refresh", action="store_true", help="ask again and overwrite cached answers")
-    if repeats:
-        g.add_argument("--repeats", type=int, default=1, metavar="N",
-                       help=f"judge each item N times (seeds seed..seed+N-1) to measure the judge's variance "
-                            f"(at most {MAX_REPEATS})")
-    g.add_argument("--max-calls", type=int, default=None, metavar="N",
-                   help="call budget of the run (default: none): once N calls were sent, every item left is a "
-                        "judge_error 'call budget reached'; cache hits are free")
-    g.add_argument("--dry-run", action="store_true", help="print calls, cache hits, approximate tokens and cost; call nothing")
-    g.add_argument("--price-in", type=float, metavar="P", help="price per 1M input tokens: --dry-run estimates the cost, a run reports it from the server's usage")
-    g.add_argument("--price-out", type=float, metavar="P", help="price per 1M output tokens (see --price-in)")
 
 
 def add_parser(sub: Any) -> None:
@@ -61,21 +30,21 @@ def add_parser(sub: Any) -> None:
     r = verbs.add_parser("relevance", help="label each item of a pooling queue 2/1/0",
                          description="Label a pooling queue (rankgate pool) 2/1/0 with a judge. Exit 0; 2 bad input.")
     r.add_argument("queue", metavar="QUEUE", help="JSONL of {query_id, query, id, text}, as rankgate pool writes")
-    r.add_argument("-o", "--out", metavar="FILE", help="labels JSONL ({query_id, id, grade}); required unless --dry-run")
-    add_judge_arguments(r)
+    add_out(r, "labels JSONL ({query_id, id, grade}); required unless --dry-run", metavar="FILE")
+    add_judge(r, repeats="to measure the judge's variance")
     c = verbs.add_parser("calibrate", help="agreement, weighted kappa, sensitivity/specificity against human labels",
                          description="Compare judge labels with human labels on the same items. Exit 0; 2 bad input.")
     c.add_argument("--human", required=True, metavar="JSONL", help="human labels {query_id, id, grade}")
     c.add_argument("--judge-labels", required=True, metavar="JSONL", help="the judge's labels (rankgate judge relevance -o)")
-    c.add_argument("-o", "--out", metavar="FILE", help="write the calibration JSON here")
+    add_out(c, "write the calibration JSON here", metavar="FILE")
     c.add_argument("--task", default="context_relevance", help="the task the labels are for (default context_relevance)")
     c.add_argument("--relevant-at", type=int, default=1, choices=(1, 2),
                    help="grade from which an item counts as relevant for sensitivity/specificity (default 1)")
     c.add_argument("--weights", choices=("linear", "quadratic", "none"), default="linear",
                    help="kappa weights for graded labels (default linear)")
-    c.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    c.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for kappa's interval (default 2000)")
-    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_param(c, CONFIDENCE, help="interval level (default 0.95)")
+    add_param(c, RESAMPLES, help="bootstrap resamples for kappa's interval (default 2000)")
+    add_param(c, SEED, help="bootstrap seed (default 0)")
     c.add_argument("--minimum", type=int, default=100, help="items below which a note says the sample is small (default 100)")
 
 

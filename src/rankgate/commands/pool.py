@@ -13,19 +13,19 @@ import json
 import sys
 from typing import Any
 
+from .options import add_gold, add_out, add_ties
+
 HELP = "write the unjudged items of several runs' top-k (with texts) for a judge or humans to label"
 
 
 def add_parser(sub: Any) -> None:
-    from .evaluate import add_ties_option
-
     p = sub.add_parser("pool", help=HELP, description=HELP + ". See docs/answers.md.")
-    p.add_argument("--gold", required=True, metavar="PATH", help="gold set (any format rankgate reads)")
+    add_gold(p)
     p.add_argument("--runs", required=True, nargs="+", metavar="RUN", help="runs whose top items are pooled")
     p.add_argument("--depth", type=int, default=10, metavar="K", help="items of each run's ranking pooled (default 10)")
     p.add_argument("--corpus", metavar="PATH", help="corpus manifest: texts of items the runs did not log")
-    add_ties_option(p)
-    p.add_argument("-o", "--out", required=True, metavar="FILE", help="the queue, JSONL")
+    add_ties(p)
+    add_out(p, "the queue, JSONL", required=True, metavar="FILE")
 
 
 def request(args: argparse.Namespace) -> Any:

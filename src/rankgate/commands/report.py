@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .options import add_component_options, add_enforce_as_of, add_input_options, add_run, add_stats
+
 __all__ = ["add_parser", "run"]
 
 HELP = "write a self-contained HTML report: retrieval panel, k-sweep, segments, top misses, diagnosis"
@@ -23,11 +25,9 @@ byte-identical file. See docs/report.md for every section and the diagnosis rule
 
 
 def add_parser(sub: Any) -> None:
-    from .evaluate import add_input_options, add_stats_options
-
     p = sub.add_parser("report", help=HELP, description=HELP + ".", epilog=EPILOG)  # wrapped to the terminal
     add_input_options(p)
-    p.add_argument("--run", required=True, metavar="PATH", help="the run to report on: JSONL, TREC run file, Parquet")
+    add_run(p, help="the run to report on: JSONL, TREC run file, Parquet")
     p.add_argument("--baseline", metavar="RUN|SUMMARY",
                    help="a baseline run (deltas with paired CIs, both k-sweep curves) or a summary.json (means only)")
     p.add_argument("--by", action="append", default=None, metavar="FIELD",
@@ -50,8 +50,6 @@ def add_parser(sub: Any) -> None:
                                                       "bounds (as `rankgate evaluate --judged`)")
     p.add_argument("--calibration", metavar="JSON", help="with --judged: the judge's calibration (corrected estimate)")
     p.add_argument("-o", "--output", required=True, metavar="HTML", help="the HTML file to write")
-    from ._whatif import add_component_options, add_enforce_as_of
-
     add_enforce_as_of(p)
     add_component_options(p)
     p.add_argument("--rewrite", metavar="LOG",
@@ -59,7 +57,7 @@ def add_parser(sub: Any) -> None:
                         "section (recall@k, nDCG@k of each, the paired change, the queries the rewrite broke)")
     p.add_argument("--abstention", metavar="YAML",
                    help="a calibrate-abstention file: adds its risk-coverage curve and threshold (docs/traces.md)")
-    add_stats_options(p)
+    add_stats(p)
     for action in p._actions:  # the shared option means "extra metrics" here
         if action.dest == "metrics":
             action.help = "extra metric specs for the panel, comma-separated (the panel's own set is always shown)"
@@ -73,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..report.build import build_report
     from ..report.html import render_html
-    from .evaluate import check_stats_args, evaluate_from_args, load_doc_map
+    from .evaluate import evaluate_from_args, load_doc_map
+    from .options import check_stats_args
 
     check_stats_args(args)
     if args.top_misses < 0:

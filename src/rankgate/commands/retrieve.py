@@ -13,9 +13,11 @@ This module imports nothing heavy at import time: the CLI builds its parser on e
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
+
+from .options import add_gold
+from .options import parse_key_values as _parse_options
 
 __all__ = ["add_parser", "parse_texts", "request", "run"]
 
@@ -51,9 +53,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--corpus", type=Path, metavar="FILE", help="corpus JSONL, one chunk per line")
     source.add_argument("--beir", type=Path, metavar="FOLDER", help="BEIR folder: corpus, queries and qrels")
-    parser.add_argument(
-        "--gold", type=Path, metavar="FILE", help="gold JSONL whose queries to run (with --corpus)"
-    )
+    add_gold(parser, required=False, help="gold JSONL whose queries to run (with --corpus)", metavar="FILE")
     parser.add_argument(
         "--split",
         default=None,
@@ -100,26 +100,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="leave latency out of the run, so the same inputs give a byte-identical file",
     )
     return parser
-
-
-def _parse_options(pairs: list[str]) -> dict[str, Any]:
-    from rankgate.errors import UsageError
-
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--option must look like KEY=VALUE; got {pair!r}")
-        value: Any
-        if raw.lower() == "none":
-            value = None
-        else:
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = raw
-        options[key.strip()] = value
-    return options
 
 
 def parse_texts(value: str) -> int | None:

@@ -16,16 +16,16 @@ import os
 import sys
 from typing import Any
 
+from .options import add_gold, add_out, add_run, add_stats, add_ties
+
 HELP = "reranker stress test: put hard negatives at given ranks of the reranker's input and measure the damage"
 OUT_FILES = ("stress.json", "stress.md", "before.jsonl", "after.jsonl")
 
 
 def add_parser(sub: Any) -> None:
-    from .evaluate import add_ties_option
-
     p = sub.add_parser("stress", help=HELP, description=HELP + ". See docs/experiments.md.")
-    p.add_argument("--gold", required=True, metavar="PATH", help="gold set with query texts (any gold format)")
-    p.add_argument("--run", required=True, metavar="PATH", help="the first stage's run: the reranker's input (e.g. top 50)")
+    add_gold(p)
+    add_run(p, help="the first stage's run: the reranker's input (e.g. top 50)")
     p.add_argument("--corpus", metavar="FILE", help="corpus JSONL: the text of every item and negative (else the run's texts)")
     p.add_argument("--reranker", default="bm25", metavar="NAME", help="bm25 (default), dense, or package.module:Class")
     p.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
@@ -40,11 +40,9 @@ def add_parser(sub: Any) -> None:
                    help="largest nDCG@5 drop the reranker may show (default 0.05); it fails beyond it when the "
                         "paired interval is below zero")
     p.add_argument("--by", action="append", default=[], metavar="FIELD", help="also per segment of a gold field or tag; repeatable")
-    add_ties_option(p)
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--out", "-o", required=True, metavar="DIR", help="folder for stress.json, stress.md, before.jsonl, after.jsonl")
+    add_ties(p)
+    add_stats(p, seed_help="seed of the sample and the bootstrap (default 0)")
+    add_out(p, "folder for stress.json, stress.md, before.jsonl, after.jsonl", required=True)
 
 
 def parse_ranks(text: str) -> tuple[int, ...]:
@@ -61,7 +59,7 @@ def parse_ranks(text: str) -> tuple[int, ...]:
 
 def request(args: argparse.Namespace) -> Any:
     from ..flows.stress import StressRequest
-    from .retrieve import _parse_options
+    from .options import parse_key_values as _parse_options
 
     return StressRequest(args.gold, args.run, corpus=args.corpus, reranker=args.reranker,
                          reranker_options=_parse_options(list(args.option)), negatives=args.negatives,

@@ -61,14 +61,14 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--monitors", metavar="YAML", help="the monitors (default: rankgate's defaults, docs/traces.md)")
     c.add_argument("--summary", metavar="MD", help="write the markdown summary of the flags here")
     c.add_argument("--json", metavar="PATH", help="write the flags as JSON here")
-    from . import traces_sample
+    from . import _traces_sample as traces_sample
 
     traces_sample.add_parser(verbs)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.traces_command == "sample":
-        from . import traces_sample
+        from . import _traces_sample as traces_sample
 
         return int(traces_sample.run(args))
     return {"analyze": _analyze, "check": _check}[args.traces_command](args)

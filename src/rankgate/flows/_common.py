@@ -11,11 +11,12 @@ JUDGE_ENV = {"backend": "RANKGATE_JUDGE", "url": "RANKGATE_JUDGE_URL", "model": 
 
 
 def check_stats(seed: int, resamples: int, confidence: float) -> None:
-    """``--seed``, ``--resamples`` and ``--confidence`` within their bounds, or a UsageError naming the option."""
+    """``--seed``, ``--resamples`` and ``--confidence`` within their declared bounds
+    (:mod:`rankgate.constraints`), or a UsageError naming the option."""
     from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
 
     note = ""
-    if isinstance(resamples, int) and resamples > RESAMPLES.maximum:  # type: ignore[operator]
+    if isinstance(resamples, int) and RESAMPLES.maximum is not None and resamples > RESAMPLES.maximum:
         size = resamples * 16  # 8 bytes a mean, kept twice
         memory = f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
         note = f"the intervals would need about {memory} per metric; 2,000 to 10,000 resamples are plenty"

@@ -141,13 +141,14 @@ class CalibrationRequest:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from ..errors import UsageError
-        from ..stats import MAX_RESAMPLES
+        from dataclasses import replace
 
-        if not 0 < self.confidence < 1:
-            raise UsageError(f"--confidence must be between 0 and 1; got {self.confidence}")
-        if not 1 <= self.resamples <= MAX_RESAMPLES:
-            raise UsageError(f"--resamples must be between 1 and {MAX_RESAMPLES:,}; got {self.resamples:,}")
+        from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
+        from ..errors import UsageError
+
+        check(CONFIDENCE, self.confidence, option="--confidence")
+        check(replace(RESAMPLES, minimum=1), self.resamples, option="--resamples")  # kappa's interval needs one
+        check(SEED, self.seed, option="--seed")
         if self.relevant_at not in (1, 2):
             raise UsageError(f"--relevant-at must be 1 or 2; got {self.relevant_at}")
         if self.weights not in ("linear", "quadratic", "none"):

@@ -9,38 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 
-def read_threshold(path: str) -> float:
-    """``abstention.threshold`` of the YAML file ``calibrate-abstention`` writes."""
-    import yaml
-
-    from ..data.source import check_file, open_text
-    from ..errors import ConfigError
-
-    check_file(path, "abstention")
-    try:
-        with open_text(path) as fh:
-            data = yaml.safe_load(fh)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"is not valid YAML ({exc.__class__.__name__})", path=path) from None
-    block = data.get("abstention") if isinstance(data, dict) else None
-    t = block.get("threshold") if isinstance(block, dict) else None
-    if isinstance(t, bool) or not isinstance(t, (int, float)):
-        raise ConfigError(f"must be a number; got {t!r}", path=path, field="abstention.threshold",
-                          hint="write it with rankgate calibrate-abstention (a null threshold means none was found)")
-    return float(t)
-
-
-def read_abstention_threshold(path: str) -> float:
-    """:func:`read_threshold`, refusing a threshold that is not a finite number."""
-    from ..errors import ConfigError
-
-    value = read_threshold(path)
-    if not math.isfinite(value):
-        raise ConfigError(f"must be a finite number; got {value!r}", path=path, field="abstention.threshold",
-                          hint="write it with 'rankgate calibrate-abstention', or pass --abstention-threshold")
-    return value
-
-
 def _check_threshold(abstention: str | None, threshold: float | None) -> None:
     from ..errors import UsageError
 
@@ -103,7 +71,9 @@ def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str |
     parse_window(window)
     threshold = req.abstention_threshold
     if threshold is None and req.abstention:
-        threshold = read_abstention_threshold(req.abstention)
+        from ..traces.abstention import read_threshold
+
+        threshold = read_threshold(req.abstention)
     manifest = None
     if req.corpus:
         from ..corpus import load_manifest
@@ -173,6 +143,8 @@ def run_sample(req: SampleRequest) -> Sample:
 
     threshold = req.abstention_threshold
     if threshold is None and req.abstention:
+        from ..traces.abstention import read_threshold
+
         threshold = read_threshold(req.abstention)
     threshold = None if threshold is None else float(threshold)
     corpus = None

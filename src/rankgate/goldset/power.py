@@ -46,17 +46,19 @@ def min_detectable_drop(n: int, p: float = 0.5, *, confidence: float = 0.95, pow
     """The smallest drop of a share at level ``p`` that ``n`` queries detect (see module docs);
     ``inf`` when ``n`` is 0. ``p`` is clipped to [0.01, 0.99] so a 100 % threshold does not claim
     that any drop at all is visible."""
+    z = _z(confidence, power, "min_detectable_drop")
     if n <= 0:
         return math.inf
-    z = _z(confidence, power)
     p = min(max(p, 0.01), 0.99)
     return z * math.sqrt(p * (1 - p) / n)
 
 
-def _z(confidence: float, power: float) -> float:
-    if not 0.0 < confidence < 1.0 or not 0.0 < power < 1.0:
-        raise ValueError("confidence and power lie strictly between 0 and 1")
+def _z(confidence: float, power: float, caller: str) -> float:
+    from ..constraints import CONFIDENCE, POWER, check
     from ..stats import normal_quantile
+
+    check(CONFIDENCE, confidence, caller=caller)
+    check(POWER, power, caller=caller)
 
     return normal_quantile(1 - (1 - confidence) / 2) + normal_quantile(power)
 
@@ -76,7 +78,7 @@ def min_detectable_drop_bootstrap(values: Sequence[float], *, confidence: float 
     """The smallest drop a gate sees on a segment whose baseline per-query values are ``values``
     (see module docs): ``inf`` for fewer than 2 values, ``None`` when they have no spread (the
     caller then uses :func:`min_detectable_drop` at their mean)."""
-    z = _z(confidence, power)
+    z = _z(confidence, power, "min_detectable_drop_bootstrap")
     if len(values) < 2:
         return math.inf
     se = bootstrap_se(values)

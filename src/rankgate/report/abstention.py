@@ -5,50 +5,22 @@ curve of the calibration, the threshold chosen and its guarantee. The file is wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from html import escape
 from typing import Any, cast
 
-from ..errors import ConfigError
+from ..traces.abstention import AbstentionFile, read_abstention
 from .numbers import fmt_count, fmt_share, fmt_sig, fmt_score
 
 __all__ = ["Abstention", "abstention_html", "load_abstention"]
 
 
-@dataclass(frozen=True)
-class Abstention:
-    path: str
-    block: dict[str, Any]  # the 'abstention' mapping
-    curve: tuple[dict[str, Any], ...]  # strict to loose
+#: The file as read (:func:`rankgate.traces.abstention.read_abstention`).
+Abstention = AbstentionFile
 
 
 def load_abstention(path: str | None) -> Abstention | None:
     """The calibration file, checked enough to draw it; None when no path is given."""
-    if path is None:
-        return None
-    import yaml
-
-    from ..data.source import check_file, open_text
-
-    check_file(path, "abstention")
-    try:
-        with open_text(path) as fh:
-            data = yaml.safe_load(fh)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"is not valid YAML ({exc.__class__.__name__})", path=path) from None
-    block = data.get("abstention") if isinstance(data, dict) else None
-    if not isinstance(block, dict):
-        raise ConfigError("has no 'abstention' mapping", path=path, hint="write it with rankgate calibrate-abstention")
-    curve = data.get("curve") or []
-    if not isinstance(curve, list) or not all(
-            isinstance(s, dict) and isinstance(s.get("coverage"), (int, float)) and not isinstance(s.get("coverage"), bool)
-            for s in curve):
-        raise ConfigError("must be a list of steps with a numeric coverage", path=path, field="curve")
-    for k in ("target_precision", "n"):
-        v = block.get(k)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ConfigError(f"must be a number; got {v!r}", path=path, field=f"abstention.{k}")
-    return Abstention(path, block, tuple(curve))
+    return None if path is None else read_abstention(path, curve=True)
 
 
 def _chart(a: Abstention) -> str:

@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, UsageError
+from ..errors import ConfigError, InputError, UsageError
 
-__all__ = ["Calibration", "Step", "calibrate", "top_scores"]
+__all__ = ["AbstentionFile", "Calibration", "Step", "calibrate", "read_abstention", "read_threshold", "top_scores"]
 
 GRID_LEVELS = 51
 MIN_ANSWERED = 30
@@ -149,3 +149,51 @@ def top_scores(gold: Any, run: Any, k: int) -> tuple[np.ndarray, np.ndarray, tup
     top = np.array([by_id.get(qid, math.nan) for qid in result.query_ids], dtype=np.float64)
     top[np.isneginf(top)] = math.nan
     return top, hit, result.query_ids
+
+
+# -- reading the file calibrate-abstention writes -------------------------------------------------
+@dataclass(frozen=True)
+class AbstentionFile:
+    """The ``abstention`` mapping and the risk-coverage ``curve`` (strict to loose) of one file."""
+
+    path: str
+    block: dict[str, Any]
+    curve: tuple[dict[str, Any], ...]
+
+
+_WRITE_IT = "write it with rankgate calibrate-abstention"
+
+
+def read_abstention(path: str, *, curve: bool = False) -> AbstentionFile:
+    """The file ``rankgate calibrate-abstention`` writes: the one reader of every command that takes
+    ``--abstention``. ``curve``: also check what drawing the risk-coverage curve needs (the curve's
+    steps, ``target_precision`` and ``n``). A ConfigError names the file and the field otherwise."""
+    from ..configfile import read_yaml
+
+    data = read_yaml(path, "abstention")
+    block = data.get("abstention") if isinstance(data, dict) else None
+    if not isinstance(block, dict):
+        raise ConfigError("has no 'abstention' mapping", path=path, hint=_WRITE_IT)
+    steps = data.get("curve") or []
+    if curve:
+        if not isinstance(steps, list) or not all(
+                isinstance(s, dict) and isinstance(s.get("coverage"), (int, float)) and not isinstance(s.get("coverage"), bool)
+                for s in steps):
+            raise ConfigError("must be a list of steps with a numeric coverage", path=path, field="curve")
+        for k in ("target_precision", "n"):
+            v = block.get(k)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError(f"must be a number; got {v!r}", path=path, field=f"abstention.{k}")
+    return AbstentionFile(path, block, tuple(steps) if isinstance(steps, list) else ())
+
+
+def read_threshold(path: str) -> float:
+    """``abstention.threshold`` of the file: a finite number, else a ConfigError saying what to do."""
+    t = read_abstention(path).block.get("threshold")
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        raise ConfigError(f"must be a number; got {t!r}", path=path, field="abstention.threshold",
+                          hint=f"{_WRITE_IT} (a null threshold means none was found)")
+    if not math.isfinite(t):
+        raise ConfigError(f"must be a finite number; got {t!r}", path=path, field="abstention.threshold",
+                          hint=f"{_WRITE_IT}, or pass --abstention-threshold")
+    return float(t)

@@ -103,18 +103,10 @@ def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
-        import yaml
+        from ..configfile import read_yaml
 
         path = os.fspath(source)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = yaml.safe_load(fh)
-        except OSError as exc:
-            raise ConfigError(f"cannot be read: {exc.strerror or exc}", path=path) from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise ConfigError(f"is not valid YAML ({getattr(exc, 'problem', exc)})", path=path,
-                              line=None if mark is None else mark.line + 1) from None
+        data = read_yaml(path, "field map")
     if data is None:
         data = {}
     if not isinstance(data, dict):

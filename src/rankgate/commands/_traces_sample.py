@@ -12,6 +12,9 @@ import argparse
 import sys
 from typing import Any
 
+from ..constraints import SEED
+from .options import add_param
+
 HELP = "write production queries worth labelling (low confidence, fallback, negative feedback) as gold candidates"
 
 
@@ -32,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="corpus manifest (JSONL, Parquet or a folder): each candidate chunk gets its text and "
                         "corpus status; chunks it lacks are marked \"in_corpus\": false and listed")
     p.add_argument("--n", type=int, default=50, help="how many candidates (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="the sampling seed (default 0)")
+    add_param(p, SEED, help="the sampling seed (default 0)")
     p.add_argument("--by", default="tenant", metavar="FIELDS",
                    help="request fields to stratify by besides reason and source (default: tenant)")
     p.add_argument("-o", "--out", required=True, metavar="JSONL", help="the candidates file to write")
