@@ -70,7 +70,7 @@ def add_parser(sub: Any) -> None:
 def request(args: argparse.Namespace) -> Any:
     """The :class:`~rankgate.flows.answers.AnswersRequest` the options describe (UsageError on a bad one)."""
     from ..errors import UsageError
-    from ..flows._common import JudgeSpec
+    from ..flows.answers import JudgeSpec
     from ..flows.answers import AnswersRequest
 
     if args.comment and not args.config:

@@ -453,7 +453,7 @@ def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
     import sys
 
     from ..atomic import write_text
-    from ..flows._common import JudgeSpec
+    from ..flows.answers import JudgeSpec
     from ..flows.answers import AnswersRequest, run_answers
     from ..report.exports import answers_csv, answers_summary, summary_json
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from ._common import JudgeSpec, budget_warning, check_counts, check_stats
 
+__all__ = ["AnswersPlan", "AnswersRequest", "AnswersResult", "JudgeSpec", "plan_answers", "run_answers"]
+
 DEFAULT_METRICS = "faithfulness,contradiction_rate,answer_relevance,context_relevance,answer_correctness"
 
 
