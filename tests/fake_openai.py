@@ -59,7 +59,6 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-
 @dataclass
 class Step:
     kind: str
