@@ -505,6 +505,7 @@ def _evaluate_blocks(
             values, facts["definitions"] = score_all(ctx, metric_list)
             done.append((sub_idx[aligned.evaluated], values, _first_relevant(ctx, rows, aligned.evaluated.size),
                          ctx.answerable))
+            ctx.cache.clear()  # (its cuts refer back to it: a cycle that would keep every block's rows)
 
     first: Run | None = None
     pending: tuple[Run, np.ndarray] | None = None
