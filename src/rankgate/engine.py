@@ -470,7 +470,8 @@ def _evaluate_blocks(
 
     if any(v is not None for v in g.field("k")):
         return None
-    gold_index = {q: i for i, q in enumerate(g.query_ids)}
+    index: dict[str, int] = {}
+    cursor = 0  # where the next block's queries start in the gold set, when the run follows its order
     seen = np.zeros(len(g.query_ids), dtype=bool)
     others: set[str] = set()
     parts = _GoldParts(g)
@@ -514,8 +515,14 @@ def _evaluate_blocks(
         for block in blocks:
             if block is None or block.fields or block.items:
                 return None
-            gi = np.fromiter(map(gold_index.get, block.query_ids, repeat(-1)), dtype=np.int64,
-                             count=len(block.query_ids))
+            nb = len(block.query_ids)
+            if g.query_ids[cursor : cursor + nb] == block.query_ids:  # (usual: no dictionary of gold ids needed)
+                gi = np.arange(cursor, cursor + nb, dtype=np.int64)
+                cursor += nb
+            else:
+                index = index or {q: i for i, q in enumerate(g.query_ids)}
+                gi = np.fromiter(map(index.get, block.query_ids, repeat(-1)), dtype=np.int64, count=nb)
+                cursor = len(g.query_ids) + 1  # (not again)
             known = gi[gi >= 0]
             if seen[known].any():  # a query in two blocks: the file is not grouped by query
                 return None
@@ -567,7 +574,7 @@ def _evaluate_blocks(
         values=values,
         fields=_segments(g, sel),
         first_relevant_rank=first_rel,
-        missing_from_run=tuple(sorted(missing, key=gold_index.__getitem__)),
+        missing_from_run=tuple(missing),  # (the last block's, in gold order)
         not_in_gold=tuple(not_in_gold),
         no_answer=tuple(q for q, a in zip(qids, answerable.tolist()) if not a),
         definitions=facts["definitions"],
