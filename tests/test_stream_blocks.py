@@ -27,10 +27,15 @@ pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._reader i
 METRICS = "ndcg@10,recall@5,precision@3,mrr@10,map,hit@3,err@5,rprec"
 
 
-def _write(tmp_path, seed: int, *, grouped: bool = True, dupes: bool = False, grades: int = 3):
+def _write(tmp_path, seed: int, *, grouped: bool = True, dupes: bool = False, grades: int = 3, chunks: bool = False):
     """A gold set and a run with ties, gold queries the run lacks, run queries not in the gold set,
-    queries with nothing relevant, and (``dupes``) an id listed twice in some rankings."""
+    queries with nothing relevant, and (``dupes``) an id listed twice in some rankings; ``chunks``:
+    ids ``d<doc>#p<part>``, three parts a document."""
     rng = np.random.default_rng(seed)
+
+    def name(d: int) -> str:
+        return f"d{d // 3}#p{d % 3}" if chunks else f"d{d}"
+
     nq = int(rng.integers(8, 40))
     qrels, lines = [], []
     for q in range(nq):
@@ -39,7 +44,7 @@ def _write(tmp_path, seed: int, *, grouped: bool = True, dupes: bool = False, gr
         if in_gold or not in_run:
             judged = rng.choice(60, size=int(rng.integers(1, 8)), replace=False)
             for d in judged.tolist():
-                qrels.append(f"{qid} 0 d{d} {int(rng.integers(0, grades + 1)) if rng.random() > 0.2 else 0}\n")
+                qrels.append(f"{qid} 0 {name(d)} {int(rng.integers(0, grades + 1)) if rng.random() > 0.2 else 0}\n")
         if in_run:
             n = int(rng.integers(1, 25))
             docs = rng.choice(60, size=n, replace=False).tolist()
@@ -49,7 +54,7 @@ def _write(tmp_path, seed: int, *, grouped: bool = True, dupes: bool = False, gr
             for r, d in enumerate(docs, start=1):
                 if rng.random() > 0.3:  # else a tie with the row above
                     score -= float(rng.integers(1, 4)) / 4
-                lines.append(f"{qid} Q0 d{d} {r} {score} sys\n")
+                lines.append(f"{qid} Q0 {name(d)} {r} {score} sys\n")
     if not qrels:
         qrels.append("qz 0 d1 1\n")
     if not grouped:
@@ -198,3 +203,11 @@ def test_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> 
     assert small_blocks and small_blocks[0] is not None
     assert outs[0] == outs[1]
     assert json.loads(outs[0][1])["queries"]["not_in_gold"]
+
+
+def test_doc_level(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 13, chunks=True)
+    kw = {"metrics": "ndcg@10,recall@5,map,err@5", "level": "doc"}
+    streamed = engine.evaluate(str(gold), str(run), **kw)
+    assert small_blocks[0] is not None
+    _same(streamed, _whole(monkeypatch, gold, run, **kw))
