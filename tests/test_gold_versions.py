@@ -86,11 +86,15 @@ def test_failing_gate_names_its_owner_in_comment_and_report(demo: Path, tmp_path
 
 
 def test_compare_warns_on_runs_scored_on_other_gold_versions(capsys: pytest.CaptureFixture[str]) -> None:
-    from rankgate.commands.compare import _warn_gold_versions
+    import sys
+
+    from rankgate.flows.compare import _check_alike
 
     def result(sha: str | None) -> SimpleNamespace:
         return SimpleNamespace(inputs={"gold": {"path": "g", "sha256": sha}})
 
-    _warn_gold_versions([result("a" * 64), result("a" * 64), result("b" * 64), result(None)], ["A", "B", "C", "D"], 0)
+    # the compare flow warns through its scorer's callback; the command prints what it is given on stderr
+    scorer = SimpleNamespace(warn=lambda line: print(f"rankgate compare: {line}", file=sys.stderr))
+    _check_alike(scorer, [result("a" * 64), result("a" * 64), result("b" * 64), result(None)], ["A", "B", "C", "D"], 0)
     err = capsys.readouterr().err
     assert err.count("warning") == 1 and "C was scored on another version of the gold set than the baseline A" in err

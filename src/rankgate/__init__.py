@@ -31,7 +31,7 @@ __all__ = [
 
 _LAZY = {
     "evaluate": ("rankgate.engine", "evaluate"),
-    "gate": ("rankgate.gates", "gate"),
+    "gate": ("rankgate.flows.gate", "gate"),
     "EvaluationResult": ("rankgate.results", "EvaluationResult"),
     "load_gold": ("rankgate.data", "load_gold"),
     "load_run": ("rankgate.data", "load_run"),
@@ -44,7 +44,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from .data import load_gold, load_run
     from .engine import evaluate
-    from .gates import gate
+    from .flows.gate import gate
     from .metrics.registry import MetricDefinition
     from .metrics.registry import register as register_metric
     from .metrics.spec import Metric, parse_metric

@@ -2,8 +2,8 @@
 
 :func:`decide` checks every gate of a :class:`~rankgate.gate_config.GateConfig` over all queries and
 over each segment the gate names, and returns a :class:`GateOutcome` (exit code 0 when every
-error-severity gate passes, 1 otherwise; warning-severity gates never change it). :func:`gate` is the
-Python entry that loads files, evaluates the runs and calls :func:`decide`.
+error-severity gate passes, 1 otherwise; warning-severity gates never change it). Loading the files and
+evaluating the runs is the gate flow's (:func:`rankgate.flows.gate.gate`, also ``rankgate.gate``).
 
 The checks of one gate (each over all queries, then each segment of its ``segments`` fields):
 
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ._jsonable import nan_to_none
-from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, summary_or_run, ties_of
+from .baseline import BaselineSummary, gold_sha256_of, load_baseline_summary, per_query_dict, ties_of
 from .compare import Comparison, QueryChange, compare
 from .errors import ConfigError, UsageError
 from .metrics.display import fmt_confidence, fmt_share
@@ -63,7 +63,6 @@ __all__ = [
     "StaleCheck",
     "config_from_dict",
     "decide",
-    "gate",
     "load_baseline_summary",
     "load_config",
     "parse_config",
@@ -260,13 +259,17 @@ class GateOutcome:
 # -- decide -------------------------------------------------------------------------------------
 def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationResult | BaselineSummary | None = None,
            *, baseline_label: str | None = None, candidate_label: str | None = None,
-           query_text: Mapping[str, str] | None = None, stale: Any | None = None) -> GateOutcome:
+           query_text: Mapping[str, str] | None = None, stale: Any | None = None,
+           intervals: Mapping[str, tuple[float, float]] | None = None) -> GateOutcome:
     """Check every gate of ``config`` on ``current`` (pure: no I/O, same inputs ⇒ same outcome).
 
     ``query_text`` (query id -> text, e.g. the gold set's ``query`` field) lets the outcome show
     the listed queries' text beside their ids. ``stale`` is the gold set's
     :class:`~rankgate.goldset.StaleReport` against the corpus, for ``max_stale_labels``; without it
-    that limit is reported as not checked."""
+    that limit is reported as not checked. ``intervals``: the candidate's intervals already drawn with
+    the config's seed, resamples and confidence (an evaluation's), so they are not drawn again; a
+    gated metric they lack is drawn here (a metric's interval does not depend on the others drawn
+    with it)."""
     if not isinstance(config, GateConfig):
         raise UsageError("decide() needs a GateConfig (from rankgate.gates.load_config)")
     if not isinstance(current, EvaluationResult):
@@ -276,7 +279,10 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
             raise UsageError(f"the candidate result has no {m}; evaluate it with every metric of the gate config")
     fields = {f: _field(config, current, f) for f in config.segment_fields}
     seed, B, conf = config.seed, config.resamples, config.confidence
-    cis = metric_cis(current, seed=seed, n_resamples=B, confidence=conf, metrics=config.metrics)
+    cis = {m: intervals[m] for m in config.metrics if m in intervals} if intervals else {}
+    missing = [m for m in config.metrics if m not in cis]
+    if missing:
+        cis.update(metric_cis(current, seed=seed, n_resamples=B, confidence=conf, metrics=missing))
     segs = (segment_summary(current, list(dict.fromkeys(fields.values())), metrics=config.metrics, seed=seed,
                             n_resamples=B, confidence=conf) if fields else None)
     cmp: Comparison | None = None
@@ -562,112 +568,11 @@ def _movers(config: GateConfig, current: EvaluationResult, cmp, segs, summary, c
     return tuple(moves[:top])
 
 
-# -- the Python entry ---------------------------------------------------------------------------
-def gate(
-    config: Any,
-    gold: Any,
-    candidate: Any,
-    baseline: Any = None,
-    *,
-    baseline_label: str | None = None,
-    candidate_label: str | None = None,
-    queries: str | os.PathLike[str] | None = None,
-    corpus: Any = None,
-    **evaluate_kwargs: Any,
-) -> GateOutcome:
-    """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate.
+def __getattr__(name: str) -> Any:
+    """``gate``, the Python entry that loads and evaluates before deciding, lives with the use cases
+    (:func:`rankgate.flows.gate.gate`, also ``rankgate.gate``); this name is kept for its callers."""
+    if name == "gate":
+        from .flows.gate import gate
 
-    Args:
-        config: a path to the YAML config, a :class:`GateConfig`, or the same content as a dict.
-        gold: a path or a loaded gold set (as :func:`rankgate.evaluate` takes).
-        candidate: a run (path or loaded) or an :class:`EvaluationResult`.
-        baseline: ``None``; a run (path or loaded) or an :class:`EvaluationResult` for a paired
-            comparison; or a ``summary.json`` path, a :class:`BaselineSummary`, or its dict.
-        baseline_label, candidate_label: how the comment names the two (default: file names).
-        queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts the
-            comment shows beside query ids when the gold set has none (a BEIR folder's own is found).
-        corpus: the corpus the candidate retrieves from (a manifest path or a
-            :class:`~rankgate.corpus.CorpusManifest`): checks ``max_stale_labels`` of the config;
-            without it that limit is reported as not checked.
-        evaluate_kwargs: override the config's ``evaluate`` options (``k``, ``level``, ``doc_sep``,
-            ``gold_format``, ``run_format``…), passed on to :func:`rankgate.evaluate`.
-    """
-    from .data import load_gold
-    from .engine import evaluate
-
-    if isinstance(config, GateConfig):
-        cfg = config
-    elif isinstance(config, Mapping):
-        cfg = config_from_dict(config)
-    elif isinstance(config, (str, os.PathLike)):
-        cfg = load_config(os.fspath(config))
-    else:
-        raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")
-    options = {**cfg.evaluate, **evaluate_kwargs}
-    gold_format = options.pop("gold_format", None)
-    loaded_gold = None
-    gold_hash: dict[str, str] = {}
-
-    def result_of(run: Any) -> EvaluationResult:
-        nonlocal loaded_gold
-        if isinstance(run, EvaluationResult):
-            return run
-        if loaded_gold is None:
-            loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
-                os.fspath(gold), format=gold_format, columns=options.get("columns"))
-        result = evaluate(loaded_gold, run, list(cfg.metrics), **options)
-        if isinstance(gold, (str, os.PathLike)) and os.path.isfile(gold):
-            # the gold set was loaded once for both runs; name its file and hash, as evaluate does for a path,
-            # so a summary written from this outcome can tell whether a later gold set is the same
-            from dataclasses import replace
-
-            from .data.source import sha256_file
-
-            if "sha" not in gold_hash:
-                gold_hash["sha"] = sha256_file(os.fspath(gold))
-            result = replace(result, inputs={**result.inputs, "gold": {"path": os.fspath(gold), "sha256": gold_hash["sha"]}})
-        return result
-
-    base_obj: EvaluationResult | BaselineSummary | None
-    if baseline is None or isinstance(baseline, (EvaluationResult, BaselineSummary)):
-        base_obj = baseline
-    elif isinstance(baseline, Mapping) and isinstance(baseline.get("metrics"), Mapping):
-        base_obj = BaselineSummary.from_dict(baseline)
-    elif isinstance(baseline, (str, os.PathLike)):
-        base_obj = summary_or_run(os.fspath(baseline), result_of)
-    else:
-        base_obj = result_of(baseline)
-    current = result_of(candidate)
-    texts: dict[str, str] | None = None
-    if loaded_gold is not None and hasattr(loaded_gold, "field"):
-        texts = {q: t for q, t in zip(loaded_gold.query_ids, loaded_gold.field("query")) if isinstance(t, str)}
-    if queries is not None or not texts:
-        from .data.inputs import beir_folder, beir_query_texts, read_query_texts
-
-        folder = beir_folder(gold) if queries is None else None
-        if queries is not None:
-            texts = {**read_query_texts(os.fspath(queries)), **(texts or {})}
-        elif folder is not None:
-            texts = beir_query_texts(folder)[1]
-    stale = None
-    if corpus is not None and (cfg.max_stale_labels is not None or cfg.max_stale_share is not None):
-        stale = _stale_report(cfg, gold, loaded_gold, gold_format, options, corpus)
-    return decide(cfg, current, base_obj, baseline_label=baseline_label, candidate_label=candidate_label,
-                  query_text=texts, stale=stale)
-
-
-def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, gold_format: Any, options: Mapping[str, Any],
-                  corpus: Any) -> Any:
-    """The gold set's stale labels against ``corpus`` (the gold set as the gate read it, any format)."""
-    from .corpus import CorpusManifest, load_manifest
-    from .data import load_gold
-    from .goldset.records import gold_file_of
-    from .goldset.stale import stale_labels
-
-    if loaded is None:
-        loaded = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
-            os.fspath(gold), format=gold_format, columns=options.get("columns"))
-    path = os.fspath(gold) if isinstance(gold, (str, os.PathLike)) else "<gold>"
-    manifest = corpus if isinstance(corpus, CorpusManifest) else load_manifest(os.fspath(corpus))
-    return stale_labels(gold_file_of(loaded, path), manifest, max_stale_labels=cfg.max_stale_labels,
-                        max_stale_share=cfg.max_stale_share)
+        return gate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

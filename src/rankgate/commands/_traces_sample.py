@@ -46,55 +46,36 @@ def add_parser(verbs: Any) -> None:
     add_arguments(verbs.add_parser("sample", help=HELP, description=HELP + ". Exit 0; 2 bad input."))
 
 
-def _threshold(args: argparse.Namespace) -> float | None:
-    """The low-confidence line: ``--abstention-threshold``, or the threshold of the ``--abstention`` file."""
-    import math
+def request(args: argparse.Namespace) -> Any:
+    from ..flows.traces import SampleRequest
 
-    from ..errors import UsageError
-    from ..traces.abstention import read_threshold
-
-    given = getattr(args, "abstention_threshold", None)
-    if given is not None:
-        if args.abstention:
-            raise UsageError("give --abstention or --abstention-threshold, not both")
-        if not math.isfinite(given):
-            raise UsageError(f"--abstention-threshold must be a finite number; got {given}")
-        return float(given)
-    return read_threshold(args.abstention) if args.abstention else None
+    return SampleRequest(tuple(args.traces), format=args.format, field_map=args.field_map, on_error=args.on_error,
+                         abstention=args.abstention, abstention_threshold=args.abstention_threshold,
+                         corpus=args.corpus, n=args.n, seed=args.seed,
+                         by=tuple(f.strip() for f in args.by.split(",") if f.strip()))
 
 
 def run(args: argparse.Namespace) -> int:
     import json
 
     from ..atomic import check_file, check_not_input, write_text
-    from ..traces import read_traces
-    from ..traces.sample import sample_candidates
+    from ..flows.traces import run_sample
 
     check_file(args.out, option="-o")
     check_not_input(args.out, [*args.traces, args.abstention, args.field_map, args.corpus], option="-o")
-    threshold = _threshold(args)
-    corpus = None
-    if args.corpus:
-        from ..corpus import load_manifest
-
-        corpus = load_manifest(args.corpus)
-    tables = read_traces(args.traces, format=args.format, on_error=args.on_error, field_map=args.field_map)
-    by = tuple(f.strip() for f in args.by.split(",") if f.strip())
-    recs = sample_candidates(tables, threshold=threshold, n=args.n, seed=args.seed, by=by)
-    missing: list[str] = []
-    if corpus is not None:
-        from ..traces.sample import add_corpus_texts
-
-        missing = add_corpus_texts(recs, corpus)
+    sampled = run_sample(request(args))
+    recs = sampled.records
     write_text(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
     counts: dict[str, int] = {}
     for r in recs:
         counts[r["sample_reason"]] = counts.get(r["sample_reason"], 0) + 1
     detail = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none found"
-    skipped = f"; {tables.skipped.total} unusable rows skipped" if tables.skipped.total else ""
-    note = "" if threshold is not None else " (no --abstention or --abstention-threshold: low-confidence requests not sampled)"
+    skipped = f"; {sampled.skipped} unusable rows skipped" if sampled.skipped else ""
+    note = ("" if sampled.threshold is not None else
+            " (no --abstention or --abstention-threshold: low-confidence requests not sampled)")
     sys.stdout.write(f"wrote {len(recs)} candidates to {args.out} ({detail}){note}{skipped}; "
                      f"fill each grade, then rankgate gold validate\n")
+    missing = sampled.missing
     if missing:
         shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
         sys.stdout.write(f"{len(missing)} candidate chunks are not in the corpus {args.corpus} (marked "

@@ -70,7 +70,7 @@ def add_parser(sub: Any) -> None:
 def request(args: argparse.Namespace) -> Any:
     """The :class:`~rankgate.flows.answers.AnswersRequest` the options describe (UsageError on a bad one)."""
     from ..errors import UsageError
-    from ..flows._common import JudgeSpec
+    from ..flows.answers import JudgeSpec
     from ..flows.answers import AnswersRequest
 
     if args.comment and not args.config:
@@ -140,11 +140,11 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console()
     print_answers(summary["answers"], confidence=args.confidence, console=console)
-    if scored.segments is not None:
-        from ..report.tables import segment_table
+    from ..report.sections import sections_of
 
+    for row, part in sections_of({"segments": scored.segments}):
         console.print()
-        console.print(segment_table(scored.segments))
+        console.print(row.renderable(part, args.confidence))
     hits, calls = scored.cache_hits
     console.print(f"{hits} of {calls} judge labels came from the cache", highlight=False, markup=False)
     if args.out:

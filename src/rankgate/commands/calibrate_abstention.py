@@ -32,29 +32,24 @@ def add_parser(sub: Any) -> None:
     add_out(p, "the abstention file to write", required=True, metavar="YAML")
 
 
+def request(args: argparse.Namespace) -> Any:
+    from ..flows.calibrate_abstention import AbstentionRequest
+
+    return AbstentionRequest(args.gold, args.run, gold_format=args.gold_format, run_format=args.run_format,
+                             target_precision=args.target_precision, k=args.k, delta=args.delta)
+
+
 def run(args: argparse.Namespace) -> int:
     import yaml
 
     from ..atomic import check_file, check_not_input, write_text
-    from ..data import load_gold, load_run
-    from ..data.inputs import sha256_files
-    from ..errors import UsageError
-    from ..traces.abstention import calibrate, top_scores
+    from ..flows.calibrate_abstention import run_calibrate_abstention
 
-    if not 1 <= args.k <= 1_000_000:
-        raise UsageError(f"--k must be between 1 and 1000000; got {args.k}")
+    req = request(args)
     check_file(args.out, option="-o")
     check_not_input(args.out, (args.gold, args.run), option="-o")
-    gold = load_gold(args.gold, format=args.gold_format, label=args.gold)
-    run_ = load_run(args.run, format=args.run_format, label=args.run)
-    scores, correct, _ = top_scores(gold, run_, args.k)
-    cal = calibrate(scores, correct, target_precision=args.target_precision, delta=args.delta, metric=f"hit@{args.k}")
-    data = cal.to_yaml_data()
-    from ..data.source import is_pipe
-
-    # a pipe was read once already: it has no bytes left to hash
-    data["abstention"]["gold"] = "" if is_pipe(args.gold) else sha256_files([args.gold])
-    data["abstention"]["run"] = "" if is_pipe(args.run) else sha256_files([args.run])
+    found = run_calibrate_abstention(req)
+    cal, data = found.calibration, found.data
     write_text(args.out, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     a = data["abstention"]
     if cal.threshold is None:

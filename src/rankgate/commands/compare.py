@@ -44,22 +44,23 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--output", "-o", metavar="PATH", help="write the output to PATH (atomically) instead of stdout")
 
 
-def _labels(paths: list[str]) -> list[str]:
-    """File names, or the paths as given where two runs share a file name."""
-    names = [os.path.basename(p) or p for p in paths]
-    return names if len(set(names)) == len(names) else list(paths)
+def request(args: argparse.Namespace) -> Any:
+    """The comparison the options ask for."""
+    from ..flows.compare import CompareRequest
+    from ._requests import scoring, statistics
+
+    stats = statistics(args)
+    return CompareRequest(tuple(args.runs), args.gold, scoring(args), stats, baseline=args.baseline, by=tuple(args.by),
+                          enforce_as_of=args.enforce_as_of, rewrite=args.rewrite, permutations=args.permutations,
+                          top=args.top, fuse=args.fuse, fused_run=bool(args.fused_run))
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
-    from ..stats import MAX_RESAMPLES
-    from .options import check_stats_args
+    from ..flows.compare import run_comparison
+    from ._requests import say
 
-    check_stats_args(args)
-    if not 0 <= args.permutations <= MAX_RESAMPLES:
-        raise UsageError(f"--permutations must be between 0 and {MAX_RESAMPLES:,}; got {args.permutations:,}")
-    if args.top < 0:
-        raise UsageError(f"--top must be >= 0; got {args.top}")
+    req = request(args)
     for option, path in (("--output", args.output), ("--fused-run", args.fused_run)):
         if path:
             from ..atomic import check_file, check_not_input
@@ -68,194 +69,29 @@ def run(args: argparse.Namespace) -> int:
             check_not_input(path, (args.gold, args.doc_map, *args.runs), option=option)
     if args.output and args.fused_run and os.path.abspath(args.output) == os.path.abspath(args.fused_run):
         raise UsageError(f"--output and --fused-run name the same file {args.output}; give each its own file")
-    if args.fused_run and not args.fuse:
-        raise UsageError("--fused-run needs --fuse METHOD (rrf, combsum or combmnz)")
-    if getattr(args, "rewrite", False):
-        return _rewrite(args)
-    if args.fuse:
-        return _fuse_and_compare(args)
-    if args.gold is None:
-        raise UsageError("the following arguments are required: --gold")
-    if len(args.runs) < 2:
-        raise UsageError(f"compare needs at least two runs; got {len(args.runs)}")
-    if len(args.runs) == 2:
-        return _two_runs(args)
-    return _many_runs(args, list(args.runs), list(args.runs))
+    result = run_comparison(req, on_warning=say("compare"))
+    if result.comparison is None:  # --fuse without --gold: the fused run only
+        from ..atomic import write_text
 
-
-def _columns(args: argparse.Namespace) -> dict[str, str] | None:
-    """The --columns map (for CSV/TSV tables), parsed."""
-    from ..data.formats import parse_columns
-
-    return parse_columns(args.columns)
-
-
-def _baseline_index(args: argparse.Namespace, paths: list[str], labels: list[str]) -> int:
-    from ..errors import UsageError
-
-    if args.baseline is None:
+        write_text(args.fused_run, result.fused_jsonl or "")
+        sys.stderr.write(f"wrote the {result.fusion} fusion of {result.runs_fused} runs to {args.fused_run}\n")
         return 0
-    for i, (path, label) in enumerate(zip(paths, labels)):
-        if args.baseline in (path, label):
-            return i
-    raise UsageError(f"--baseline {args.baseline!r} names none of the runs: {', '.join(labels)}")
+    from ..report import compare as rc
 
-
-def _two_runs(args: argparse.Namespace) -> int:
-    from ..compare import compare
-    from ..data import load_gold
-    from .evaluate import evaluate_from_args
-
-    paths = list(args.runs)
-    if _baseline_index(args, paths, _labels(paths)) == 1:
-        paths.reverse()
-    gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
-    freshness: list[Any] = []
-    if getattr(args, "enforce_as_of", False):
-        from ._whatif import freshness_for
-
-        freshness = [freshness_for(args, gold, path) for path in paths]
-        base, cand = freshness[0].enforced, freshness[1].enforced
-    else:
-        base = evaluate_from_args(args, paths[0], gold=gold)
-        cand = evaluate_from_args(args, paths[1], gold=gold)
-    _warn_gold_versions([base, cand], _labels(paths), 0)
-    _warn_tie_rules([base, cand], _labels(paths), 0)
-    result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
-                     n_permutations=args.permutations, confidence=args.confidence, top=args.top)
-    from ..report.compare import comparison_dict, comparison_markdown, comparison_renderable
-
-    if freshness:
+    if not result.two_runs:
+        extra = {args.fused_run: result.fused_jsonl or ""} if args.fused_run else None
+        return _emit(args, result.comparison, rc.multi_comparison_dict, rc.multi_comparison_markdown,
+                     rc.multi_comparison_renderable, extra)
+    renderers = (rc.comparison_dict, rc.comparison_markdown, rc.comparison_renderable)
+    if result.freshness:
         from ..report.experiments import with_freshness
 
-        return _emit(args, result, *with_freshness(comparison_dict, comparison_markdown, comparison_renderable,
-                                                    dict(zip(_labels(paths), freshness)), args.confidence))
-    return _emit(args, result, comparison_dict, comparison_markdown, comparison_renderable)
+        renderers = with_freshness(*renderers, dict(result.freshness), result.confidence)
+    elif result.rewrite is not None:
+        from ..report.sections import with_section
 
-
-def _rewrite(args: argparse.Namespace) -> int:
-    """Original against rewritten query results: the comparison, plus the rewrite's own section."""
-    from ..compare import compare
-    from ..data import load_gold
-    from ..errors import UsageError
-    from ..experiments.rewrite import rewrite_effect
-    from .evaluate import evaluate_from_args
-
-    for flag, given in (("--fuse", args.fuse), ("--enforce-as-of", getattr(args, "enforce_as_of", False)),
-                        ("--baseline", args.baseline)):
-        if given:
-            raise UsageError(f"--rewrite cannot be combined with {flag}: the original query's results are the baseline")
-    if args.gold is None:
-        raise UsageError("the following arguments are required: --gold")
-    if len(args.runs) > 2:
-        raise UsageError(f"--rewrite takes one rewrite log or two runs (ORIGINAL REWRITTEN); got {len(args.runs)}")
-    texts: dict[str, dict[str, str]] = {}
-    if len(args.runs) == 1:
-        from ..data.rewrite import read_rewrite_runs
-
-        log = read_rewrite_runs(args.runs[0])
-        original, rewritten, texts, labels = log.original, log.rewritten, log.texts, ("original", "rewritten")
-    else:
-        original, rewritten = args.runs
-        labels = tuple(_labels(list(args.runs)))  # type: ignore[assignment]
-    gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
-    k = args.k or 10
-
-    def score(run: Any, metrics: Any) -> Any:
-        return evaluate_from_args(argparse.Namespace(**{**vars(args), "metrics": ",".join(metrics)}), run, gold=gold)
-
-    effect = rewrite_effect(original, rewritten, score, k=k, by=args.by, seed=args.seed, n_resamples=args.resamples,
-                            confidence=args.confidence, texts=texts, labels=labels)
-    base = evaluate_from_args(args, original, gold=gold)
-    cand = evaluate_from_args(args, rewritten, gold=gold)
-    result = compare(base, cand, by=args.by, seed=args.seed, n_resamples=args.resamples,
-                     n_permutations=args.permutations, confidence=args.confidence, top=args.top,
-                     baseline_label=labels[0], candidate_label=labels[1])
-    from ..report.compare import comparison_dict, comparison_markdown, comparison_renderable
-    from ..report.experiments import with_rewrite
-
-    return _emit(args, result, *with_rewrite(comparison_dict, comparison_markdown, comparison_renderable, effect,
-                                            args.confidence))
-
-
-def _warn_gold_versions(results: list[Any], names: list[str], baseline: int) -> None:
-    """Warn (stderr) when a run was scored on another version of the gold set than the baseline: runs
-    that carry their own references (no --gold) may have been labelled against different gold files."""
-    from ..baseline import gold_sha256_of
-
-    base = gold_sha256_of(results[baseline])
-    for i, (r, name) in enumerate(zip(results, names)):
-        sha = gold_sha256_of(r)
-        if i != baseline and base and sha and sha != base:
-            print(f"rankgate compare: warning: {name} was scored on another version of the gold set than the "
-                  f"baseline {names[baseline]} (gold sha256 {sha[:12]} vs {base[:12]}); changes may come from the "
-                  "relabelling, not the retriever", file=sys.stderr)
-
-
-def _warn_tie_rules(results: list[Any], names: list[str], baseline: int) -> None:
-    """Warn (stderr) when a run was ranked by another rule than the baseline (a TREC file against a
-    JSONL one, say: trec_eval's rule against the file's order); the difference is then partly the rule's."""
-    from ..baseline import ties_of
-
-    base = ties_of(results[baseline])
-    for i, (r, name) in enumerate(zip(results, names)):
-        rule = ties_of(r)
-        if i != baseline and base and rule and rule != base:
-            print(f"rankgate compare: warning: {name} was ranked by --ties {rule}, the baseline {names[baseline]} by "
-                  f"--ties {base}; changes may come from the ranking rule, not the retriever (give --ties to rank "
-                  "both the same way)", file=sys.stderr)
-
-
-def _many_runs(args: argparse.Namespace, runs: list[Any], paths: list[str], labels: list[str] | None = None,
-               extra_files: dict[str, str] | None = None) -> int:
-    """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for --baseline to match."""
-    from ..compare import compare_systems
-    from ..data import load_gold
-    from ..errors import UsageError
-    from .evaluate import evaluate_from_args
-
-    if args.by:
-        raise UsageError("--by compares segments of two runs; with more runs, compare two at a time for segments")
-    if getattr(args, "enforce_as_of", False):
-        raise UsageError("--enforce-as-of compares two runs; with more runs (or --fuse), compare two at a time")
-    names = labels if labels is not None else _labels(paths)
-    baseline = _baseline_index(args, paths, names)
-    gold = load_gold(args.gold, format=args.gold_format, columns=_columns(args))
-    results = [evaluate_from_args(args, r, gold=gold) for r in runs]
-    _warn_gold_versions(results, names, baseline)
-    _warn_tie_rules(results, names, baseline)
-    result = compare_systems(results, labels=names, baseline=baseline, seed=args.seed, n_resamples=args.resamples,
-                             n_permutations=args.permutations, confidence=args.confidence)
-    from ..report.compare import multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable
-
-    return _emit(args, result, multi_comparison_dict, multi_comparison_markdown, multi_comparison_renderable,
-                 extra_files)
-
-
-def _fuse_and_compare(args: argparse.Namespace) -> int:
-    from ..atomic import write_text
-    from ..data import load_run
-    from ..errors import UsageError
-    from ..fusion import fuse, parse_fusion, run_jsonl
-
-    method = parse_fusion(args.fuse)
-    if len(args.runs) < 2:
-        raise UsageError(f"--fuse needs at least two runs; got {len(args.runs)}")
-    if args.gold is None and not args.fused_run:
-        raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
-    labels = _labels(list(args.runs))
-    loaded = [load_run(path, format=args.run_format, columns=_columns(args)) for path in args.runs]
-    fused = fuse(loaded, method, labels=labels, ties=args.ties)
-    if args.gold is None:
-        write_text(args.fused_run, run_jsonl(fused))
-        sys.stderr.write(f"wrote the {method} fusion of {len(loaded)} runs to {args.fused_run}\n")
-        return 0
-    name = str(method)
-    if name in labels:
-        raise UsageError(f"a run is already named {name!r}; rename it to compare it with the fused run")
-    # The fused run is written with the comparison's output, as one unit, once everything is computed.
-    extra = {args.fused_run: run_jsonl(fused)} if args.fused_run else {}
-    return _many_runs(args, [*loaded, fused], [*args.runs, name], [*labels, name], extra_files=extra)
+        renderers = with_section(*renderers, "rewrite", result.rewrite, result.confidence)
+    return _emit(args, result.comparison, *renderers)
 
 
 def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any,

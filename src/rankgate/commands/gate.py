@@ -46,9 +46,24 @@ def add_parser(sub: Any) -> None:
                         "warning and nothing is posted")
 
 
+def request(args: argparse.Namespace) -> Any:
+    """The gate run the options ask for (the ship criteria read here, so a bad file is said first)."""
+    from ..flows.gate import GateRequest
+    from ..gate_config import load_config
+
+    given = {"gold_format": args.gold_format, "run_format": args.run_format, "ties": args.ties}
+    overrides: dict[str, Any] = {name: value for name, value in given.items() if value}
+    if args.columns:
+        from ..data.formats import parse_columns
+
+        overrides["columns"] = parse_columns(args.columns)
+    return GateRequest(load_config(args.config), args.gold, args.candidate, args.baseline,
+                       baseline_label=args.baseline_label, candidate_label=args.candidate_label, queries=args.queries,
+                       corpus=args.corpus, evaluate=overrides)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input, write_files
-    from ..gates import gate, load_config
 
     reply_cap = _reply_cap(args.max_reply_bytes)
 
@@ -63,20 +78,13 @@ def run(args: argparse.Namespace) -> int:
         from ..errors import UsageError
 
         raise UsageError(f"--comment and --json name the same file {args.comment}; give each its own file")
-    config = load_config(args.config)
-    kwargs: dict[str, Any] = {}
-    if args.gold_format:
-        kwargs["gold_format"] = args.gold_format
-    if args.run_format:
-        kwargs["run_format"] = args.run_format
-    if args.ties:
-        kwargs["ties"] = args.ties
-    if args.columns:
-        from ..data.formats import parse_columns
+    req = request(args)
+    # The gate flow through its Python entry, rankgate.gates.gate (the same function as rankgate.flows.gate.gate),
+    # looked up when the command runs: what stands in for it there stands in for the command's too.
+    from .. import gates
 
-        kwargs["columns"] = parse_columns(args.columns)
-    outcome = gate(config, args.gold, args.candidate, args.baseline, baseline_label=args.baseline_label,
-                   candidate_label=args.candidate_label, queries=args.queries, corpus=args.corpus, **kwargs)
+    outcome = gates.gate(req.config, req.gold, req.candidate, req.baseline, baseline_label=req.baseline_label,
+                         candidate_label=req.candidate_label, queries=req.queries, corpus=req.corpus, **req.evaluate)
     for note in outcome.notes:
         if "no retrieved id matches" in note:  # every score is 0: say why before the verdict
             print(f"rankgate gate: warning: {note}", file=sys.stderr)

@@ -110,6 +110,19 @@ def _render(args: argparse.Namespace, markdown: Any, text: Any, report: Any) -> 
     return str(text(report, width=width))
 
 
+def request(args: argparse.Namespace) -> Any:
+    from ..flows.gold import DiffRequest, RemapRequest, StaleRequest, ValidateRequest
+
+    if args.gold_command == "validate":
+        return ValidateRequest(args.gold, corpus=args.corpus, config=args.config, baseline=args.baseline,
+                               as_of=args.as_of)
+    if args.gold_command == "stale":
+        return StaleRequest(args.gold, args.corpus, since=args.since, config=args.config)
+    if args.gold_command == "diff":
+        return DiffRequest(args.old, args.new)
+    return RemapRequest(args.gold, args.old_corpus, args.new_corpus, min_confidence=args.min_confidence)
+
+
 def run(args: argparse.Namespace) -> int:
     from ._traces_sample import run as _sample
 
@@ -118,99 +131,35 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ..corpus import load_manifest
-    from ..gate_config import load_config
-    from ..goldset import read_gold_file, validate_gold
+    from ..flows.gold import run_validate
     from ..report.gold import validate_markdown, validate_text
 
-    if args.baseline and not args.config:
-        from ..errors import UsageError
-
-        raise UsageError("--baseline needs --config: the ship criteria say which metrics and segments to size")
-    config = load_config(args.config) if args.config else None
-    corpus = load_manifest(args.corpus) if args.corpus else None
-    gold = read_gold_file(args.gold)
-    baseline, notes = None, list[str]()
-    if args.baseline and config is not None:
-        baseline, notes = _baseline_values(args, gold, config)
-    report = validate_gold(gold, corpus, config, as_of=args.as_of, baseline=baseline,
-                           baseline_path=args.baseline if baseline is not None else None, baseline_notes=notes)
+    report = run_validate(request(args))
     sys.stdout.write(_render(args, validate_markdown, validate_text, report))
-    return report.exit_code
-
-
-def _baseline_values(args: argparse.Namespace, gold: Any, config: Any) -> tuple[Any, list[str]]:
-    """metric -> query id -> the baseline's value, from a summary.json's per-query values or by
-    scoring a baseline run on the gold set; and why it could not be used, when it could not."""
-    import os
-
-    from ..baseline import summary_or_run
-
-    name = os.path.basename(args.baseline)
-    if gold.problems:
-        return None, [f"the baseline {name} was not used: the gold set has errors to fix first"]
-
-    def scored(path: str) -> Any:
-        from ..engine import evaluate
-
-        return evaluate(args.gold, path, list(config.metrics), **config.evaluate)
-
-    found: Any = summary_or_run(args.baseline, scored)
-    if hasattr(found, "values") and hasattr(found, "query_ids"):  # a run, scored
-        return {m: dict(zip(found.query_ids, found.values[m].tolist())) for m in found.metric_names}, []
-    per_query = found.per_query
-    if per_query is None:
-        return None, [f"the baseline summary {name} has no per-query values (write it with this version of "
-                      "rankgate: evaluate --out or gate --json); the figures are the binomial approximation"]
-    notes = []
-    if per_query.gold_sha256 and per_query.gold_sha256 != gold.sha256:
-        notes.append(f"the baseline summary {name} was scored on another version of the gold set; its values are "
-                     "used for the queries both share")
-    values = per_query.values_by_query([q.query_id for q in gold.queries])
-    if values is None:
-        return None, [f"the baseline summary {name} names its queries by one digest of their ids, and they are not "
-                      "this gold set's queries; the figures are the binomial approximation"]
-    return values, notes
+    return int(report.exit_code)
 
 
 def _stale(args: argparse.Namespace) -> int:
     import os
 
     from ..atomic import check_folder, write_text
-    from ..corpus import load_manifest
-    from ..gate_config import load_config
-    from ..goldset import read_gold_file, stale_labels
+    from ..flows.gold import run_stale
     from ..report.gold import stale_csv, stale_markdown, stale_text
 
     if args.out:
         check_folder(args.out, ["stale.csv"], option="-o")  # before any work
-    config = load_config(args.config) if args.config else None
-    gold = read_gold_file(args.gold)
-    problem = gold.first_problem()
-    if problem is not None:
-        raise problem
-    since = load_manifest(args.since) if args.since else None
-    corpus = load_manifest(args.corpus)
-    report = stale_labels(gold, corpus, since,
-                          max_stale_labels=config.max_stale_labels if config else None,
-                          max_stale_share=config.max_stale_share if config else None)
+    report = run_stale(request(args))
     if args.out:
         write_text(os.path.join(args.out, "stale.csv"), stale_csv(report))
     sys.stdout.write(_render(args, stale_markdown, stale_text, report))
-    return report.exit_code
+    return int(report.exit_code)
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from ..goldset import diff_gold, read_gold_file
+    from ..flows.gold import run_diff
     from ..report.gold import diff_markdown, diff_text
 
-    old, new = read_gold_file(args.old), read_gold_file(args.new)
-    for g in (old, new):
-        problem = g.first_problem()
-        if problem is not None:
-            raise problem
-    d = diff_gold(old, new)
-    sys.stdout.write(_render(args, diff_markdown, diff_text, d))
+    sys.stdout.write(_render(args, diff_markdown, diff_text, run_diff(request(args))))
     return 0
 
 
@@ -219,14 +168,11 @@ def _review_path(out: str) -> str:
 
 
 def _remap(args: argparse.Namespace) -> int:
-    import json
     import os
 
     from ..atomic import check_file, check_not_input, write_files
-    from ..corpus import load_manifest
     from ..errors import UsageError
-    from ..goldset import read_gold_file
-    from ..goldset.remap import propose, remap_gold
+    from ..flows.gold import run_remap
     from ..report.gold import remap_review_markdown, remap_summary
 
     review = args.review or _review_path(args.out)
@@ -236,21 +182,7 @@ def _remap(args: argparse.Namespace) -> int:
         check_not_input(path, inputs, option=option)  # never over the gold set or a corpus
     if os.path.abspath(args.out) == os.path.abspath(review):
         raise UsageError(f"-o and --review name the same file ({args.out}); give the review list another name")
-    if str(args.gold).endswith((".parquet", ".pq")):
-        raise UsageError(f"{args.gold}: remap reads a JSONL gold set (it keeps every field of each line)")
-    kept: list[tuple[str, Any]] = []  # every line with its object, read once (a pipe cannot be read twice)
-    gold = read_gold_file(args.gold, kept)
-    problem = gold.first_problem()
-    if problem is not None:
-        raise problem
-    old, new = load_manifest(args.old_corpus), load_manifest(args.new_corpus)
-    result = remap_gold(gold, old, new, min_confidence=args.min_confidence, require_texts=True)
-    lines = [line for line, _ in kept]
-    records = [obj for _, obj in kept]
-    rows, changed, conflicts = propose(records, gold, result)
-    # a query nothing happened to keeps its line as it was
-    text = "".join((line if row is obj else json.dumps(row, ensure_ascii=False)) + "\n"
-                   for line, obj, row in zip(lines, records, rows))
-    write_files({args.out: text, review: remap_review_markdown(result, changed, conflicts)})
-    sys.stdout.write(remap_summary(result, changed, args.out, review))
+    done = run_remap(request(args))
+    write_files({args.out: done.text, review: remap_review_markdown(done.result, done.changed, done.conflicts)})
+    sys.stdout.write(remap_summary(done.result, done.changed, args.out, review))
     return 0

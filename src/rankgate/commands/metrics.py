@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "compat", None):
+    if args.compat:
         return _compat(args.compat, args.markdown)
     from ..metrics import all_metrics
 

@@ -95,9 +95,6 @@ def add_columns(p: Any) -> None:
 def add_ties(p: Any, help: str = TIES_HELP) -> None:
     """``--ties id|input``: every command that ranks a run takes it."""
     p.add_argument("--ties", choices=("id", "input"), default=None, help=help)
-    # The lines already said on stderr: a command that scores one run several times (report: the
-    # sweep, the baseline, the stages) says each once. (A new parser, so a new set, per command run.)
-    p.set_defaults(lines_said=set())
 
 
 def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_required: bool = True) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -29,36 +28,21 @@ def add_parser(sub: Any) -> None:
     add_out(p, "the queue, JSONL", required=True, metavar="FILE")
 
 
+def request(args: argparse.Namespace) -> Any:
+    from ..flows.pool import PoolRequest
+
+    return PoolRequest(args.gold, tuple(args.runs), depth=args.depth, corpus=args.corpus, ties=args.ties)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input, write_text
-    from ..data import load_gold, load_run
-    from ..pooling import pool_queue
+    from ..flows.pool import run_pool
 
     check_file(args.out, option="--out")
     check_not_input(args.out, (args.gold, *args.runs, args.corpus), option="--out")
-    if args.depth < 1:
-        from ..errors import UsageError
-
-        raise UsageError(f"--depth must be a positive integer; got {args.depth}")
-    gold = load_gold(args.gold)
-    runs = [load_run(path) for path in args.runs]
-    corpus = None
-    if args.corpus:
-        from ..corpus import load_manifest
-
-        corpus = load_manifest(args.corpus)
-    labels = _labels(args.runs)
-    items = pool_queue(gold, runs, labels, depth=args.depth, corpus=corpus, ties=args.ties)
-    write_text(args.out, "".join(json.dumps(i.to_dict(), ensure_ascii=False, sort_keys=False) + "\n" for i in items))
-    queries = len({i.query_id for i in items})
-    print(f"wrote {args.out}: {len(items)} unjudged items of {queries} queries "
-          f"(top {args.depth} of {len(runs)} runs)", file=sys.stderr)
+    pooled = run_pool(request(args))
+    write_text(args.out, "".join(json.dumps(i.to_dict(), ensure_ascii=False, sort_keys=False) + "\n"
+                                 for i in pooled.items))
+    print(f"wrote {args.out}: {len(pooled.items)} unjudged items of {pooled.queries} queries "
+          f"(top {args.depth} of {len(args.runs)} runs)", file=sys.stderr)
     return 0
-
-
-def _labels(paths: list[str]) -> list[str]:
-    """Short names of the runs: file names, with the folder when two share a name."""
-    names = [os.path.basename(p) for p in paths]
-    if len(set(names)) < len(names):
-        names = [os.path.normpath(p) for p in paths]
-    return names

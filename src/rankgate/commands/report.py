@@ -65,30 +65,16 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(metrics=None, level=None, doc_sep=None)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Write the report; exit 0 even when the gate fails (``rankgate gate`` is the one that blocks)."""
+def request(args: argparse.Namespace) -> Any:
+    """The report the options ask for; the ship criteria's ``evaluate`` options fill in what is not given."""
     from ..data.formats import parse_columns
-    from ..errors import UsageError
-    from ..report.build import build_report
-    from ..report.html import render_html
-    from .evaluate import evaluate_from_args, load_doc_map
-    from .options import check_stats_args
+    from ..engine import DEFAULT_K
+    from ..flows.report import ReportRequest
+    from ._requests import scoring, statistics
 
-    check_stats_args(args)
-    if args.top_misses < 0:
-        raise UsageError(f"--top-misses must be >= 0; got {args.top_misses}")
-    from ..atomic import check_file, check_not_input
-
-    check_file(args.output, option="--output")
-    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map, args.queries,
-                                  args.abstention, args.answers, args.judged,
-                                  args.calibration),
-                    option="--output")
-    from ..report.abstention import load_abstention
-
-    abstention = load_abstention(args.abstention)  # checked before the evaluation, not after
+    stats = statistics(args)
     config = None
-    level, doc_sep, k = args.level, args.doc_sep, args.k
+    level, doc_sep, k, ties = args.level, args.doc_sep, args.k, args.ties
     if args.config:
         from ..gate_config import load_config
 
@@ -96,37 +82,44 @@ def run(args: argparse.Namespace) -> int:
         level = level or config.evaluate.get("level")
         doc_sep = doc_sep if doc_sep is not None else config.evaluate.get("doc_sep")
         k = k if k is not None else config.evaluate.get("k")
-        args.ties = args.ties or config.evaluate.get("ties")
+        ties = ties or config.evaluate.get("ties")
     level = level or "chunk"
     doc_sep = "#" if doc_sep is None else doc_sep
+    extra = tuple(m.strip() for m in (args.metrics or "").split(",") if m.strip())
+    return ReportRequest(
+        k=k or DEFAULT_K, level=level, doc_sep=doc_sep, by=args.by, min_score=args.min_score, metrics=extra,
+        top_misses=args.top_misses, seed=stats.seed, n_resamples=stats.resamples, confidence=stats.confidence,
+        title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
+        queries=args.queries, ties=ties, columns=parse_columns(args.columns), gold=args.gold, run=args.run,
+        baseline=args.baseline, lexical=args.lexical, config=config,
+        scoring=scoring(args, metrics=args.metrics or "", level=level, doc_sep=doc_sep, k=k, ties=ties),
+        enforce_as_of=args.enforce_as_of, routing=args.routing, entity_linking=args.entity_linking,
+        rewrite=args.rewrite, answers=args.answers, judged=args.judged, calibration=args.calibration, judged_k=args.k,
+    )
 
-    def evaluator(gold: Any, run: Any, metrics: list[str], lvl: str):
-        # Every evaluation goes through the same path as 'rankgate evaluate', with the report's metrics.
-        ns = argparse.Namespace(**{**vars(args), "metrics": metrics, "level": lvl, "doc_sep": doc_sep, "k": k})
-        return evaluate_from_args(ns, run, gold)
 
+def run(args: argparse.Namespace) -> int:
+    """Write the report; exit 0 even when the gate fails (``rankgate gate`` is the one that blocks)."""
+    from ..atomic import check_file, check_not_input, write_text
+    from ..flows.report import run_report
+    from ..report.abstention import load_abstention
+    from ..report.build import assemble
+    from ..report.html import render_html
+    from ._requests import say
+
+    req = request(args)
+    check_file(args.output, option="--output")
+    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map, args.queries,
+                                  args.abstention, args.answers, args.judged, args.calibration), option="--output")
+    abstention = load_abstention(args.abstention)  # checked before the evaluation, not after
     import threading
 
     threading.Thread(target=_import_charts, daemon=True).start()
-    extra = [m.strip() for m in (args.metrics or "").split(",") if m.strip()]
-    layer_two = _layer_two(args)
-    report = build_report(
-        args.gold, args.run, baseline=args.baseline, lexical=args.lexical, by=args.by, config=config,
-        k=k, level=level, doc_sep=doc_sep, doc_map=load_doc_map(args.doc_map), min_score=args.min_score, metrics=extra,
-        top_misses=args.top_misses, seed=args.seed, n_resamples=args.resamples, confidence=args.confidence,
-        title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
-        evaluator=evaluator, ties=args.ties, columns=parse_columns(args.columns), queries=args.queries, **layer_two,
-    )
-    sections = _experiment_sections(argparse.Namespace(**{**vars(args), "level": level, "doc_sep": doc_sep, "k": k}),
-                                    evaluator, level)
-    from dataclasses import replace
-
-    if sections:
-        report = replace(report, experiments=sections)
+    report = assemble(run_report(req, on_warning=say("report")))
     if abstention is not None:
-        report = replace(report, abstention=abstention)
-    from ..atomic import write_text
+        from dataclasses import replace
 
+        report = replace(report, abstention=abstention)
     write_text(args.output, render_html(report))
     gate = "" if report.gate is None else f"; gate {'passed' if report.gate.passed else 'failed'}"
     print(f"wrote {args.output}: {len(report.findings)} findings, {report.misses_total} queries with no relevant "
@@ -145,73 +138,3 @@ def _import_charts() -> None:
         import matplotlib.ticker  # noqa: F401
     except Exception:  # noqa: BLE001 - the main thread imports again and reports it
         pass
-
-
-def _experiment_sections(args: argparse.Namespace, evaluator: Any, level: str) -> tuple[tuple[str, str, str], ...]:
-    """The component experiments the options ask for, as (anchor, title, HTML section)."""
-    wanted = (getattr(args, "enforce_as_of", False), getattr(args, "routing", False),
-              getattr(args, "entity_linking", False), getattr(args, "rewrite", None))
-    if not any(wanted):
-        return ()
-    from ..data.formats import parse_columns
-    from ..data.load import load_gold, load_run
-    from ..report import experiments as rx
-    from ._whatif import components_for
-
-    args.by = args.by or []
-    args.k = args.k or None
-    columns = parse_columns(args.columns)
-    gold = load_gold(args.gold, format=args.gold_format, columns=columns)
-    run = load_run(args.run, format=args.run_format, columns=columns)
-    metrics = ["recall@5", "ndcg@10", "mrr"]
-    out = []
-    if getattr(args, "enforce_as_of", False):
-        from ..experiments.freshness import freshness_what_if
-
-        w = freshness_what_if(gold, run, lambda g, r: evaluator(g, r, metrics, level), by=args.by, seed=args.seed,
-                              n_resamples=args.resamples, confidence=args.confidence)
-        out.append(("freshness", "Freshness", rx.section_html(rx.freshness_markdown(w, args.confidence), "freshness")))
-    if getattr(args, "rewrite", None):
-        from ..data.rewrite import read_rewrite_runs
-        from ..experiments.rewrite import rewrite_effect
-
-        log = read_rewrite_runs(args.rewrite)
-        eff = rewrite_effect(log.original, log.rewritten, lambda r, m: evaluator(gold, r, list(m), level),
-                             k=args.k or 10, by=args.by, seed=args.seed, n_resamples=args.resamples,
-                             confidence=args.confidence, texts=log.texts)
-        out.append(("rewrite", "Query rewriting", rx.section_html(rx.rewrite_markdown(eff, args.confidence), "rewrite")))
-    for name, part in components_for(args, gold, run).items():
-        render = rx.routing_markdown if name == "routing" else rx.linking_markdown
-        anchor = name.replace("_", "-")
-        out.append((anchor, "Routing" if name == "routing" else "Entity linking",
-                    rx.section_html(render(part, args.confidence), anchor)))
-    return tuple(out)
-
-
-def _layer_two(args: argparse.Namespace) -> dict[str, Any]:
-    """The answers summary (--answers) and the bounds (--judged) the report shows, read before the report is built."""
-    out: dict[str, Any] = {}
-    if getattr(args, "calibration", None) and not getattr(args, "judged", None):
-        from ..errors import UsageError
-
-        raise UsageError("--calibration needs --judged (the labels it corrects)")
-    if getattr(args, "answers", None):
-        import json
-
-        from ..data.source import check_file, open_text
-        from ..errors import InputError
-
-        check_file(args.answers, "answers summary")
-        try:
-            with open_text(args.answers) as fh:
-                data = json.load(fh)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            raise InputError("is not a JSON summary", path=args.answers, hint="pass the summary.json `rankgate answers` wrote") from None
-        if not isinstance(data, dict) or not isinstance(data.get("answers"), dict):
-            raise InputError("has no 'answers' part", path=args.answers, hint="pass the summary.json `rankgate answers` wrote")
-        out["answers"] = data["answers"]
-    if getattr(args, "judged", None):
-        from .evaluate import _judged_bounds
-
-        out["bounds"] = _judged_bounds(args, args.gold, args.run).to_dict()
-    return out

@@ -13,18 +13,15 @@ This module imports nothing heavy at import time: the CLI builds its parser on e
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 from typing import Any
 
 from .options import add_gold
 from .options import parse_key_values as _parse_options
 
-__all__ = ["add_parser", "keep_texts", "parse_texts", "run"]
+__all__ = ["add_parser", "parse_texts", "request", "run"]
 
-# The report lists the top 10 of each missed query with its text, and containment@k and
-# coverage_entities@k read the text of the top k; 10 covers both at the usual cut-offs.
-DEFAULT_TEXTS = 10
+from rankgate.flows.retrieve import DEFAULT_TEXTS
 
 _DESCRIPTION = """\
 Index a corpus with a retriever, run the queries, and write a run JSONL file
@@ -120,64 +117,29 @@ def parse_texts(value: str) -> int | None:
     raise UsageError(f"--texts must be none, all or top-N with N >= 1 (e.g. top-10); got {value!r}")
 
 
-def keep_texts(records: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
-    """Drop ``text`` from every hit past the first ``limit`` of each query (None: keep all)."""
-    if limit is None:
-        return records
-    out = []
-    for record in records:
-        hits = record.get("topk")
-        if isinstance(hits, list) and any(isinstance(h, dict) and "text" in h for h in hits[limit:]):
-            hits = [h if i < limit or not isinstance(h, dict) else {k: v for k, v in h.items() if k != "text"}
-                    for i, h in enumerate(hits)]
-            record = {**record, "topk": hits}
-        out.append(record)
-    return out
+def request(args: argparse.Namespace) -> Any:
+    from rankgate.flows.retrieve import RetrieveRequest
+
+    return RetrieveRequest(corpus=args.corpus, beir=args.beir, gold=args.gold, split=args.split,
+                           retriever=args.retriever, options=_parse_options(list(args.option)), k=args.k,
+                           texts=parse_texts(args.texts), reranker=args.reranker, rerank_depth=args.rerank_depth,
+                           repeat=args.repeat, latency=not args.no_latency)
 
 
 def run(args: argparse.Namespace) -> int:
     """Do the work of ``rankgate retrieve``; return the exit code (errors are raised for the CLI)."""
     from rankgate.atomic import check_file, check_not_input
-    from rankgate.errors import UsageError
-    from rankgate.retrieval import load_beir, load_corpus, load_gold_queries, retrieve, write_run
+    from rankgate.flows.retrieve import run_retrieve
+    from rankgate.retrieval import write_run
 
-    options = _parse_options(list(args.option or []))
-    texts = parse_texts(args.texts)
-    from rankgate.metrics.spec import MAX_K
-
-    if not 1 <= args.k <= MAX_K:  # as every other cutoff: a run's depth, not a number to allocate blindly
-        raise UsageError(f"--k must be between 1 and {MAX_K:,}; got {args.k}"[:120])
-    from rankgate.retrieval.api import MAX_REPEAT
-
-    if not 1 <= args.repeat <= MAX_REPEAT:
-        raise UsageError(f"--repeat must be between 1 and {MAX_REPEAT}; got {args.repeat} (3 to 5 timings give a steady median)")
-    if args.beir is not None and args.gold is not None:
-        raise UsageError("--gold cannot be combined with --beir: a BEIR folder brings its own queries")
-    if args.beir is None and args.gold is None:
-        raise UsageError("--corpus needs --gold: the gold set whose queries to run")
+    req = request(args)
     check_file(args.output, option="--output")
     check_not_input(args.output, (args.corpus, args.gold), option="--output")
-    if args.beir is not None:
-        collection = load_beir(args.beir, split=args.split)
-        chunks, queries = collection.chunks, collection.queries
-    else:
-        chunks, queries = load_corpus(args.corpus), load_gold_queries(args.gold)
-    start = time.perf_counter()
-    repeat = 1 if args.no_latency else args.repeat
-    reranker = None
-    if args.reranker:
-        from rankgate.retrieval.rerank import get_reranker
-
-        if args.rerank_depth < 1:
-            raise UsageError(f"--rerank-depth must be >= 1; got {args.rerank_depth}")
-        reranker = get_reranker(args.reranker)
-    records = retrieve(chunks, queries, args.retriever, k=args.k, options=options, latency=not args.no_latency,
-                       repeat=repeat, reranker=reranker, rerank_depth=args.rerank_depth)
-    elapsed = time.perf_counter() - start
-    path = write_run(keep_texts(records, texts), args.output)
-    system = records[0]["system"] if records else args.retriever
+    done = run_retrieve(req)
+    path = write_run(done.records, args.output)
     print(
-        f"{path}: {len(records)} queries, up to {args.k} hits each, {len(chunks)} chunks indexed "
-        f"with {system} in {elapsed:.1f} s" + (f" ({repeat} timings per query; the median is written)" if repeat > 1 else "")
+        f"{path}: {len(done.records)} queries, up to {req.k} hits each, {done.chunks} chunks indexed "
+        f"with {done.system} in {done.seconds:.1f} s"
+        + (f" ({done.repeat} timings per query; the median is written)" if done.repeat > 1 else "")
     )
     return 0

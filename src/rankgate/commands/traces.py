@@ -74,69 +74,14 @@ def run(args: argparse.Namespace) -> int:
     return {"analyze": _analyze, "check": _check}[args.traces_command](args)
 
 
-def _threshold(args: argparse.Namespace) -> float | None:
-    from ..errors import UsageError
+def request(args: argparse.Namespace) -> Any:
+    from ..flows.traces import TracesRequest
 
-    if args.abstention and args.abstention_threshold is not None:
-        raise UsageError("give --abstention or --abstention-threshold, not both")
-    if args.abstention_threshold is not None:
-        import math
-
-        if not math.isfinite(args.abstention_threshold):
-            raise UsageError(f"--abstention-threshold must be a finite number; got {args.abstention_threshold}")
-        return float(args.abstention_threshold)
-    if args.abstention:
-        return read_abstention_threshold(args.abstention)
-    return None
-
-
-def read_abstention_threshold(path: str) -> float:
-    """``abstention.threshold`` of the YAML file ``calibrate-abstention`` writes (one reader, shared
-    with ``traces sample``)."""
-    import math
-
-    from ..errors import ConfigError
-    from ..traces.abstention import read_threshold
-
-    value = read_threshold(path)
-    if not math.isfinite(value):
-        raise ConfigError(f"must be a finite number; got {value!r}", path=path, field="abstention.threshold",
-                          hint="write it with 'rankgate calibrate-abstention', or pass --abstention-threshold")
-    return value
-
-
-def _summarize(args: argparse.Namespace, by_extra: tuple[str, ...] = (), window: str | None = None,
-               signals: Any = None) -> Any:
-    from ..errors import UsageError
-    from ..traces import read_traces
-    from ..traces.engines import make_backend
-    from ..traces.signals import SEGMENT_FIELDS, parse_window, summarize_traces
-
-    by = tuple(f.strip() for f in args.by.split(",") if f.strip())
-    for f in by:
-        if f not in SEGMENT_FIELDS:
-            raise UsageError(f"--by {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
-    window = args.window or window or "1d"
-    parse_window(window)
-    if args.k < 1 or args.k > 100:
-        raise UsageError(f"--k must be between 1 and 100; got {args.k}")
-    if args.spark_master and args.engine != "spark":
-        raise UsageError("--spark-master needs --engine spark")
-    threshold = _threshold(args)
-    manifest = None
-    if args.corpus:
-        from ..corpus import load_manifest
-
-        manifest = load_manifest(args.corpus)
-    # on DuckDB, items of large rankgate Parquet files stay in the file (rankgate.traces.native)
-    tables = read_traces(args.traces, format=args.format, on_error=args.on_error, field_map=args.field_map,
-                         engine_items=args.engine in (None, "duckdb"))
-    backend = make_backend(args.engine, spark_master=args.spark_master)
-    try:
-        return summarize_traces(tables, by=tuple(dict.fromkeys(by + by_extra)), backend=backend, window=window,
-                                threshold=threshold, manifest=manifest, k=args.k, signals=signals)
-    finally:
-        backend.close()
+    return TracesRequest(tuple(args.traces), format=args.format, on_error=args.on_error, field_map=args.field_map,
+                         window=args.window, by=tuple(f.strip() for f in args.by.split(",") if f.strip()),
+                         engine=args.engine, spark_master=args.spark_master, abstention=args.abstention,
+                         abstention_threshold=args.abstention_threshold, corpus=args.corpus, k=args.k,
+                         monitors=args.monitors, signals=getattr(args, "signals", None))
 
 
 def _print(renderable: Any) -> None:
@@ -148,24 +93,20 @@ def _print(renderable: Any) -> None:
 
 def _analyze(args: argparse.Namespace) -> int:
     from ..atomic import check_folder, write_files
-    from ..traces.monitors import load_monitors
+    from ..flows.traces import run_analyze
     from ..report.traces import signals_csv, summary_json, trace_panel
-    from ..traces.monitors import check_monitors
-    from ..traces.signals import parse_signals
 
-    groups = parse_signals(args.signals)
+    req = request(args)
     check_folder(args.out, OUT_FILES, option="--out")
-    monitors = load_monitors(args.monitors)
-    summary = _summarize(args, window=monitors.window, signals=groups)
-    files = {os.path.join(args.out, "signals.csv"): signals_csv(summary),
-             os.path.join(args.out, "summary.json"): summary_json(summary)}
-    if groups is None:  # the report shows every signal and the monitors' flags: only for the whole analysis
+    done = run_analyze(req)
+    files = {os.path.join(args.out, "signals.csv"): signals_csv(done.summary),
+             os.path.join(args.out, "summary.json"): summary_json(done.summary)}
+    if done.outcome is not None:  # the report shows every signal and the monitors' flags: only for the whole analysis
         from ..report.traces_html import trace_report_html
 
-        outcome = check_monitors(summary, monitors)
-        files[os.path.join(args.out, "trace_report.html")] = trace_report_html(summary, outcome, monitors)
+        files[os.path.join(args.out, "trace_report.html")] = trace_report_html(done.summary, done.outcome, done.monitors)
     write_files(files)
-    _print(trace_panel(summary))
+    _print(trace_panel(done.summary))
     sys.stdout.write(f"\nwrote {', '.join(os.path.basename(f) for f in files)} to {args.out}\n")
     return 0
 
@@ -174,18 +115,16 @@ def _check(args: argparse.Namespace) -> int:
     import json
 
     from ..atomic import check_file, check_not_input, write_files
-    from ..traces.monitors import load_monitors
+    from ..flows.traces import run_check
     from ..report.traces import check_markdown
-    from ..traces.monitors import check_monitors
 
     for option, path in (("--summary", args.summary), ("--json", args.json)):
         if path:
             check_file(path, option=option)
             check_not_input(path, list(args.traces) + [args.monitors, args.corpus, args.abstention], option=option)
-    monitors = load_monitors(args.monitors)
-    summary = _summarize(args, monitors.segment_fields, window=monitors.window)
-    outcome = check_monitors(summary, monitors)
-    md = check_markdown(outcome, summary, monitors)
+    done = run_check(request(args))
+    outcome = done.outcome
+    md = check_markdown(outcome, done.summary, done.monitors)
     files: dict[str, str] = {}
     if args.summary:
         files[args.summary] = md
@@ -200,7 +139,7 @@ def _check(args: argparse.Namespace) -> int:
     if files:
         write_files(files)
     sys.stdout.write(md)
-    return outcome.exit_code
+    return int(outcome.exit_code)
 
 
 def _finite(x: float | None) -> float | str | None:

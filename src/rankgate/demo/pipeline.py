@@ -49,6 +49,7 @@ from ..errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from ..compare import Comparison
     from ..data import Gold
+    from ..flows.evaluate import Evaluation
     from ..gates import GateConfig, GateOutcome
     from ..results import EvaluationResult
     from ..retrieval import Chunk, RetrieverConfig
@@ -316,13 +317,13 @@ def _run(out: Path, seed: int) -> DemoResult:
     # 3. Evaluate both, with intervals and per-language segments; write metrics.csv and summary.json.
     runs: dict[str, SystemRun] = {}
     for role in ROLES:
-        result = _evaluate(gold, out, run_paths[role], metrics)
-        csv_path = wrote(f"metrics:{role}", f"{role}/metrics.csv",
-                         "every metric for every query, with its language and tags")
-        summary_path = wrote(f"summary:{role}", f"{role}/summary.json",
-                             "means, 95% CIs, per-language means, definitions, input hashes")
-        cis, segments = _write_evaluation(result, seed, csv_path, summary_path)
-        runs[role] = SystemRun(role, configs[role], run_paths[role], result, cis, segments,
+        evaluation = _evaluate(gold, out, run_paths[role], metrics, seed)
+        _write_evaluation(evaluation, wrote(f"metrics:{role}", f"{role}/metrics.csv",
+                                            "every metric for every query, with its language and tags"),
+                          wrote(f"summary:{role}", f"{role}/summary.json",
+                                "means, 95% CIs, per-language means, definitions, input hashes"))
+        result = evaluation.result
+        runs[role] = SystemRun(role, configs[role], run_paths[role], result, evaluation.cis or {}, evaluation.segments,
                                _forbidden_hits(gold, result, run_paths[role], chunks))
 
     # 4. The gate, as a pull request's CI job would run it; and the same criteria without segments.
@@ -334,10 +335,17 @@ def _run(out: Path, seed: int) -> DemoResult:
     blabel, clabel = LABELS["baseline"], LABELS["candidate"]
     base_result, cand_result = runs["baseline"].result, runs["candidate"].result
     texts = {q: t for q, t in zip(gold.query_ids, gold.field("query")) if isinstance(t, str)}  # as `gate` shows them
-    outcome = decide(config, cand_result, base_result, baseline_label=blabel, candidate_label=clabel, query_text=texts)
+    # the candidate's intervals are the evaluation's when drawn with the criteria's statistics
+    from ..flows.evaluate import Statistics
+
+    st = Statistics(seed=seed)  # as _evaluate drew them
+    same = (config.seed, config.resamples, config.confidence) == (st.seed, st.resamples, st.confidence)
+    cis = runs["candidate"].cis if same else None
+    outcome = decide(config, cand_result, base_result, baseline_label=blabel, candidate_label=clabel, query_text=texts,
+                     intervals=cis)
     overall_only = replace(config, gates=tuple(replace(g, segments=()) for g in config.gates))
     outcome_overall = decide(overall_only, cand_result, base_result, baseline_label=blabel, candidate_label=clabel,
-                             query_text=texts)
+                             query_text=texts, intervals=cis)
 
     # 5. Compare query by query, listing the queries that moved most on the metric the gate failed.
     comparison = compare(base_result, cand_result, by=[SEGMENT_FIELD], seed=seed, primary=_primary(outcome),
@@ -413,34 +421,31 @@ def _retrieve(config: RetrieverConfig, chunks: Sequence[Chunk], queries, path: P
     write_run(records, path)
 
 
-def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str]) -> EvaluationResult:
-    """Score the run file as `rankgate evaluate` does, naming inputs relative to the demo folder."""
+def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str], seed: int) -> Evaluation:
+    """The run file scored as ``rankgate evaluate --by lang`` scores it (intervals and per-language segments
+    at the command's defaults), its inputs named relative to the demo folder."""
     from ..data.source import sha256_file
-    from ..engine import evaluate
+    from ..flows.evaluate import EvaluateRequest, Scoring, Statistics, run_evaluation
 
-    result = evaluate(gold, str(run_path), list(metrics))
+    evaluation = run_evaluation(EvaluateRequest(gold, str(run_path), Scoring(metrics=list(metrics)), Statistics(seed=seed),
+                                                by=(SEGMENT_FIELD,)))
+    result = evaluation.result
     inputs = {
         "gold": {"path": "data/gold.jsonl", "sha256": sha256_file(str(out / "data/gold.jsonl"))},
         "run": {"path": f"runs/{run_path.name}", "sha256": dict(result.inputs["run"])["sha256"]},
     }
-    return replace(result, inputs=inputs)
+    return replace(evaluation, result=replace(result, inputs=inputs))
 
 
-def _write_evaluation(result: EvaluationResult, seed: int, csv_path: Path, summary_path: Path):
+def _write_evaluation(evaluation: Evaluation, csv_path: Path, summary_path: Path) -> None:
     """metrics.csv and summary.json exactly as ``rankgate evaluate --by lang --out DIR`` writes them."""
     from ..atomic import write_text
     from ..report.exports import metrics_csv, summary_dict, summary_json
-    from ..segments import segment_summary
-    from ..stats import metric_cis
+    from ..report.sections import summary_parts
 
-    resamples, confidence = 2000, 0.95  # `rankgate evaluate`'s defaults
-    cis = metric_cis(result, seed=seed, n_resamples=resamples, confidence=confidence)
-    segments = segment_summary(result, [SEGMENT_FIELD], seed=seed, n_resamples=resamples, confidence=confidence)
-    extra = {"statistics": {"seed": seed, "resamples": resamples, "confidence": confidence},
-             "segments": segments.to_dict()}
-    write_text(str(csv_path), metrics_csv(result))
-    write_text(str(summary_path), summary_json(summary_dict(result, cis=cis, extra=extra)))
-    return cis, segments
+    write_text(str(csv_path), metrics_csv(evaluation.result))
+    write_text(str(summary_path), summary_json(summary_dict(evaluation.result, cis=evaluation.cis,
+                                                            extra=summary_parts(evaluation))))
 
 
 def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
@@ -448,7 +453,7 @@ def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
     import sys
 
     from ..atomic import write_text
-    from ..flows._common import JudgeSpec
+    from ..flows.answers import JudgeSpec
     from ..flows.answers import AnswersRequest, run_answers
     from ..report.exports import answers_csv, answers_summary, summary_json
 

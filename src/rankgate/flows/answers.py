@@ -16,6 +16,8 @@ from typing import Any
 
 from ._common import JudgeSpec, budget_warning, check_counts, check_stats
 
+__all__ = ["AnswersPlan", "AnswersRequest", "AnswersResult", "JudgeSpec", "plan_answers", "run_answers"]
+
 DEFAULT_METRICS = "faithfulness,contradiction_rate,answer_relevance,context_relevance,answer_correctness"
 
 
@@ -218,7 +220,7 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
         extra["segments"] = segments.to_dict()
     outcome = None
     if loaded.config is not None:
-        from ..gates import gate
+        from .gate import gate
 
         outcome = gate(loaded.config, gold, result, req.baseline, candidate_label=os.path.basename(req.answers))
     return AnswersResult(result=result, cis=cis, rows=tuple(rows), extra=extra, inputs=inputs, segments=segments,

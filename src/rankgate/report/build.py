@@ -1,5 +1,6 @@
-"""Build the report: evaluate the run (and a baseline, a lexical run), then gather every number and list
-the HTML shows into a :class:`~rankgate.report.model.Report`.
+"""Build the report: the :class:`~rankgate.report.model.Report` the HTML shows, assembled from what the
+report flow (:func:`rankgate.flows.report.run_report`) computed — the lists behind the numbers, the
+curves, the panel and the diagnosis.
 
 Same inputs and seed ⇒ the same report: statistics are seeded, lists follow the ranking rule and gold
 order, and nothing reads the clock (``generated_at`` is shown only when passed in).
@@ -9,53 +10,30 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import __version__
-from ..data import Gold, Run, load_gold, load_run
-from ..data.source import sha256_file
+from ..data import Gold, Run
 from ..diagnosis import SegmentSignal, Signals, SourceSignal, diagnose
 from ..errors import UsageError
+from ..flows.report import (
+    AUTO_FIELDS_MAX_LABELS, SWEEP_FAMILIES, Baseline, Evaluator, MainEvaluation, ReportEvaluation,
+    ReportRequest, collect_baseline, collect_lexical, evaluate_main, judged_k, load_inputs, panel_metrics, run_report,
+    sweep_ks,
+)
 from ..results import EvaluationResult
-from ..stats import metric_cis
 from . import details as dt
 from .model import Curve, Latency, PanelRow, Report, Stages
-from .numbers import fmt_sig
 
 __all__ = [
-    "ReportRequest", "assemble", "build_report", "collect_baseline", "collect_lexical", "collect_lists", "collect_stages",
-    "evaluate_main", "knee", "load_inputs", "panel_metrics", "sweep_ks",
+    "AUTO_FIELDS_MAX_LABELS", "SWEEP_FAMILIES", "ReportRequest", "assemble", "build_report", "collect_baseline",
+    "collect_lexical", "collect_lists", "evaluate_main", "judged_k", "knee", "load_inputs", "panel_metrics", "sweep_ks",
 ]
-
-Evaluator = Callable[[Gold, Run, list[str], str], EvaluationResult]
-SWEEP_FAMILIES = ("recall", "ndcg")
-AUTO_FIELDS_MAX_LABELS = 20
-
-
-def panel_metrics(k: int = 5) -> list[str]:
-    """The retrieval panel: recall@1, @3, @5 (and @k), ndcg@k, precision@k, distinct_docs@k, mrr."""
-    ks = sorted({1, 3, 5, k})
-    return [f"recall@{c}" for c in ks] + [f"ndcg@{k}", f"precision@{k}", f"distinct_docs@{k}", "mrr"]
-
-
-def sweep_ks(depth: int) -> tuple[int, ...]:
-    """k = 1…20, then 30, 50, 100, never past the run's depth (the longest list), and the depth itself:
-    a curve past the depth would only repeat its last value. ``depth`` 0 (an empty run) gives 1…20."""
-    top = 20 if depth <= 0 else min(20, depth)
-    ks = set(range(1, top + 1)) | {c for c in (30, 50, 100) if c < depth}
-    if depth > 0:
-        ks.add(depth)
-    return tuple(sorted(ks))
-
-
-def judged_k(depth: int) -> int:
-    """The cutoff of the judged@k the diagnosis reads: 10, or the run's depth when it is shorter."""
-    return max(1, min(10, depth)) if depth > 0 else 10
 
 
 def knee(ks: Sequence[int], means: Sequence[float], k_max: int = 20) -> int | None:
@@ -76,46 +54,11 @@ def knee(ks: Sequence[int], means: Sequence[float], k_max: int = 20) -> int | No
     return best_k
 
 
-def _dedupe(names: Iterable[str]) -> list[str]:
-    from ..metrics import parse_metric
-
-    return list(dict.fromkeys(str(parse_metric(n)) for n in names))
-
-
-def _sha(source: Any) -> str | None:
-    return sha256_file(os.fspath(source)) if isinstance(source, (str, os.PathLike)) and os.path.isfile(source) else None
-
-
-def _path(source: Any, loaded: Run | None = None) -> str:
-    if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)
-    return loaded.source if loaded is not None else str(getattr(source, "source", ""))
-
-
-def _label(source: Any, loaded: Run, *others: str) -> str:
-    """How the report names a run: its file name, or its whole path when another run shares the file name
-    (``others``: the paths of the other runs). One rule for legends, tables, the gate and the title."""
-    path = _path(source, loaded)
-    name = os.path.basename(path) or path
-    return path if any(os.path.basename(o) == name and o != path for o in others) else name
-
-
 def _fact(value: Any) -> str:
     import json
 
     values = value if isinstance(value, list) else [value]
     return "; ".join(v if isinstance(v, str) else json.dumps(v, sort_keys=True, ensure_ascii=False) for v in values)
-
-
-def _auto_fields(result: EvaluationResult) -> list[str]:
-    preferred = ["intent", "segment", "source_of_query"] + sorted(k for k in result.fields if k.startswith("tags."))
-    out = []
-    for key in preferred:
-        if key in result.fields:
-            labels = {v for v in result.fields[key] if v is not None}
-            if 2 <= len(labels) <= AUTO_FIELDS_MAX_LABELS:
-                out.append(key)
-    return out
 
 
 def _latency(result: EvaluationResult, base: EvaluationResult | None) -> tuple[Latency, ...]:
@@ -160,90 +103,6 @@ def _curves(result: EvaluationResult, ks: tuple[int, ...], cis: Mapping[str, tup
     nan = (math.nan, math.nan)
     return tuple(Curve(c.metric, sw.ks, c.means, tuple((cis or {}).get(s, nan)[0] for s in c.specs),
                        tuple((cis or {}).get(s, nan)[1] for s in c.specs), knee(sw.ks, c.means)) for c in sw.curves)
-
-
-@dataclass(frozen=True)
-class ReportRequest:
-    """The options of one report, resolved: ``k``, ``level`` and ``doc_sep`` already take the ship
-    criteria's ``evaluate`` options where the caller gave none (see :func:`build_report`)."""
-
-    k: int
-    level: str
-    doc_sep: str
-    doc_map: Mapping[str, str] | None = None
-    by: str | Iterable[str] | None = None
-    min_score: float | None = None
-    metrics: tuple[str, ...] = ()
-    top_misses: int = 50
-    seed: int = 0
-    n_resamples: int = 2000
-    confidence: float = 0.95
-    title: str | None = None
-    generated_at: str | None = None
-    gold_format: str | None = None
-    run_format: str | None = None
-    queries: str | None = None
-    sources_dir: str | None = None
-    ties: str | None = None  # None: the rule each run's format asks for
-    columns: Any = None
-
-    def on_disk(self, arg: Any, loaded: Any) -> Any:
-        """A loaded input's file, when ``sources_dir`` says where it is (else ``arg`` itself)."""
-        if isinstance(arg, (str, os.PathLike)) or self.sources_dir is None:
-            return arg
-        source = str(getattr(loaded, "source", ""))
-        path = os.path.join(self.sources_dir, source)
-        return path if source and not os.path.isabs(source) and os.path.isfile(path) else arg
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """The loaded gold set and run, the files read (with their sha256) and the query texts."""
-
-    gold: Gold
-    run: Run
-    files: tuple[tuple[str, str, str | None], ...]
-    query_texts: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class MainEvaluation:
-    """The run scored on every metric the report shows, with what is read from it."""
-
-    result: EvaluationResult
-    lists: dt.RankedLists
-    gold_index: dt.GoldIndex
-    depth: int
-    ks: tuple[int, ...]
-    panel: tuple[str, ...]
-    gated: tuple[str, ...]
-    cis: Mapping[str, tuple[float, float]]
-    false_evidence: str
-    fields: tuple[str, ...] | None
-    segment_metrics: tuple[str, ...]
-    segments: Any  # SegmentSummary | None
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """The baseline: a run (scored and compared query by query) or a summary of means."""
-
-    result: EvaluationResult | None = None
-    summary: Any = None  # BaselineSummary | None
-    comparison: Any = None  # Comparison | None
-    label: str | None = None
-    file: tuple[str, str, str | None] | None = None
-    run: Run | None = None
-
-
-@dataclass(frozen=True)
-class Lexical:
-    """The lexical baseline shown beside the misses."""
-
-    label: str | None = None
-    panel: tuple[tuple[str, float], ...] = ()
-    pair: tuple[EvaluationResult, dt.RankedLists] | None = None
-    file: tuple[str, str, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -333,27 +192,10 @@ def build_report(
         min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, n_resamples=n_resamples,
         confidence=confidence, title=title, generated_at=generated_at, gold_format=gold_format,
         run_format=run_format, queries=queries, sources_dir=sources_dir, ties=ties,
-        columns=evaluate_kwargs.get("columns"),
+        columns=evaluate_kwargs.get("columns"), gold=gold, run=run, baseline=baseline, lexical=lexical, config=cfg,
+        evaluate=evaluate_kwargs, answers=answers, bounds=bounds,
     )
-    if evaluator is None:
-        evaluator = _default_evaluator(req, evaluate_kwargs)
-    inputs = load_inputs(gold, run, req)
-    main = evaluate_main(inputs, req, cfg, evaluator)
-    run_label = _label(run, inputs.run, *(_path(x) for x in (baseline, lexical) if x is not None))
-    base = collect_baseline(baseline, inputs, main, req, evaluator, run, run_label)
-    lex = collect_lexical(lexical, inputs, req, evaluator, run, base)
-    stage = collect_stages(inputs, main, req, evaluator)
-    outcome = None
-    if cfg is not None:
-        from ..gates import decide
-
-        outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
-                         baseline_label=base.label, candidate_label=run_label)
-    details = collect_lists(main, lex, req)
-    doc_level = _doc_level(inputs, main, req, evaluator)
-    report = assemble(inputs, main, base, lex, stage, details, doc_level, req, cfg, outcome, run_label)
-    signals = _signals(report, main.result, stage.raw_result, main.gold_index, main.lists, req.min_score, details.rescued)
-    return dataclasses.replace(report, findings=diagnose(signals), answers=answers, bounds=bounds)
+    return assemble(run_report(req, evaluator=evaluator))
 
 
 def _lists(run: Run, result: EvaluationResult | None) -> dt.RankedLists:
@@ -361,167 +203,54 @@ def _lists(run: Run, result: EvaluationResult | None) -> dt.RankedLists:
     return dt.RankedLists(run, ties=(result.info.get("ties") if result is not None else None))
 
 
-def _default_evaluator(req: ReportRequest, evaluate_kwargs: Mapping[str, Any]) -> Evaluator:
-    from ..engine import evaluate
+@dataclass(frozen=True)
+class Views:
+    """The run's lists (ranked by its evaluation's rule) and the gold set indexed at the level evaluated."""
 
-    def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
-        return evaluate(g, r, ms, k=req.k, level=lvl, doc_sep=req.doc_sep,
-                        doc_map=dict(req.doc_map) if req.doc_map else None, **evaluate_kwargs)
-
-    return evaluator
+    lists: dt.RankedLists
+    gold_index: dt.GoldIndex
 
 
-def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
-    """Load the gold set and the run; list the files read (sha256) and find the query texts."""
-    from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
-
-    g = load_gold(gold, format=req.gold_format, columns=req.columns)
-    r = load_run(run, format=req.run_format, columns=req.columns)
-    read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
-    files = [("gold", g.source, sha256_files(read) if read else None),
-             ("run", r.source, sha256_files(run_read) if run_read else None)]
-    query_texts: dict[str, str] = {}
-    folder = beir_folder(gold) if "query" not in g.fields and req.queries is None else None
-    if req.queries is not None:  # --queries: a queries file beside a gold set without texts (TREC qrels, CSV)
-        from ..data.inputs import read_query_texts
-
-        query_texts = read_query_texts(os.fspath(req.queries))
-        files.insert(1, ("gold queries", os.fspath(req.queries), sha256_file(os.fspath(req.queries))))
-    elif folder is not None:  # BEIR: the query text lives beside the qrels
-        qpath, query_texts = beir_query_texts(folder)
-        files.insert(1, ("gold queries", qpath, sha256_file(qpath)))
-    return Inputs(g, r, tuple(files), query_texts)
-
-
-def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:
-    """Score the run on the panel, the k-sweep, the diagnosis's metrics and the gated ones; the panel's
-    intervals; the segments."""
+def _views(ev: ReportEvaluation) -> Views:
     from ..engine import doc_mapper
-    from ..sweep import sweep_specs
 
-    g, r, k = inputs.gold, inputs.run, req.k
-    depth = int(np.bincount(r.r_query).max()) if len(r.r_query) else 0  # the longest list
-    ks = sweep_ks(depth)
-    has_versions = "doc_version" in r.items and "as_of" in g.fields
-    has_no_answer = "no_answer" in g.fields
-    fe = f"false_evidence{'' if req.min_score is None else f'(min_score={fmt_sig(req.min_score)})'}@{k}"
-    panel = _dedupe([*panel_metrics(k), *req.metrics])
-    extra = ["hit@10", "recall@10", f"judged@{judged_k(depth)}", *(["forbidden"] if "must_not_retrieve" in g.fields else []),
-             *(["fresh"] if has_versions else []), *([fe] if has_no_answer else [])]
-    gated = list(cfg.metrics) if cfg is not None else []
-    all_metrics = _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *extra, *gated])
-    result = evaluator(g, r, all_metrics, req.level)
-    lists = _lists(r, result)
-    fe = str(next((m for m in result.metric_names if m.startswith("false_evidence")), "")) or ""
-    # The panel's intervals and the k-sweep's in one call: a metric's interval does not depend on the
-    # others drawn with it, and queries are drawn once for all of them.
-    sweep = [m for m in sweep_specs(list(SWEEP_FAMILIES), ks) if m not in panel]
-    cis = metric_cis(result, seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
-                     metrics=[*panel, *sweep])
+    req = ev.request
     doc_of = doc_mapper(req.doc_sep, dict(req.doc_map) if req.doc_map else None)
-    gidx = dt.GoldIndex(g, req.level, doc_of, inputs.query_texts)
-
-    fields = _auto_fields(result) if req.by is None else None
-    if req.by is not None:
-        from ..segments import field_key, split_fields
-
-        fields = [field_key(result, f) for f in split_fields(req.by)]
-    seg_metrics = _dedupe([f"recall@{k}", f"ndcg@{k}", f"precision@{k}", "mrr", *[m for m in gated if m in result.values]])
-    segments = None
-    if fields:
-        from ..segments import segment_summary
-
-        segments = segment_summary(result, fields, metrics=seg_metrics, seed=req.seed, n_resamples=req.n_resamples,
-                                   confidence=req.confidence)
-    return MainEvaluation(result, lists, gidx, depth, ks, tuple(panel), tuple(gated), cis, fe,
-                          None if fields is None else tuple(fields), tuple(seg_metrics), segments)
+    return Views(_lists(ev.inputs.run, ev.main.result), dt.GoldIndex(ev.inputs.gold, req.level, doc_of, ev.inputs.query_texts))
 
 
-def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator,
-                     run: Any, run_label: str) -> Baseline:
-    """Same metrics on the baseline run and the paired comparison, or the means of a baseline summary."""
-    if baseline is None:
-        return Baseline()
-    from ..baseline import BaselineSummary, summary_or_run
-    from ..sweep import sweep_specs
-
-    def run_and_sha(path: str) -> tuple[Run, str | None]:
-        br = load_run(path, format=req.run_format, columns=req.columns)
-        return br, _sha(req.on_disk(path, br))
-
-    loaded: BaselineSummary | tuple[Run, str | None]
-    if isinstance(baseline, BaselineSummary):
-        loaded = baseline
-    elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
-        loaded = summary_or_run(os.fspath(baseline), run_and_sha)
-    else:
-        base_run = load_run(baseline, format=req.run_format, columns=req.columns)
-        loaded = (base_run, _sha(req.on_disk(baseline, base_run)))
-    if isinstance(loaded, BaselineSummary):
-        return Baseline(summary=loaded, label=os.path.basename(loaded.source))
-    br, base_sha = loaded
-    label = _label(baseline, br, _path(run, inputs.run))
-    result = evaluator(inputs.gold, br, _dedupe([*main.panel, *sweep_specs(list(SWEEP_FAMILIES), main.ks), *main.gated]),
-                       req.level)
-    from ..compare import compare
-
-    cmp = compare(result, main.result, metrics=[*main.panel, *[m for m in main.segment_metrics if m not in main.panel]],
-                  by=main.fields or (), seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
-                  baseline_label=label, candidate_label=run_label)
-    return Baseline(result, None, cmp, label, ("baseline", br.source, base_sha), br)
-
-
-def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator: Evaluator, run: Any,
-                    base: Baseline) -> Lexical:
-    """The lexical run's panel and rankings, shown beside the misses."""
-    if lexical is None:
-        return Lexical()
-    k = req.k
-    lr = load_run(lexical, format=req.run_format, columns=req.columns)
-    label = _label(lexical, lr, _path(run, inputs.run), *([_path(base.run)] if base.result is not None else []))
-    lres = evaluator(inputs.gold, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), req.level)
-    return Lexical(label, tuple((m, lres.summary(m).mean) for m in lres.metric_names),
-                   (lres, _lists(lr, lres)), ("lexical baseline", lr.source, _sha(req.on_disk(lexical, lr))))
-
-
-def collect_stages(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> StageNumbers:
+def stage_numbers(ev: ReportEvaluation, views: Views) -> StageNumbers:
     """Raw candidates (``raw_topk``) against the final list, and the source table."""
-    g, r, k = inputs.gold, inputs.run, req.k
-    stages = None
-    raw = dt.raw_run(r)
-    raw_result = None
-    if raw is not None:
-        kr = dt.k_raw(r, raw)
-        stage_metrics = _dedupe([f"recall@{kr}", f"mrr@{kr}", f"recall@{k}", f"ndcg@{k}", f"precision@{k}"])
-        raw_result = evaluator(g, raw, stage_metrics, req.level)
-        fin = evaluator(g, r, stage_metrics, req.level)
-        have = set(raw.query_ids)
-        mask = np.asarray([q in have for q in raw_result.query_ids], dtype=bool)
-        rs, fs = raw_result.subset(mask), fin.subset(mask)
-        stages = Stages(kr, k, int(mask.sum()), tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
-    src_lists = _lists(raw, raw_result) if raw is not None and "source" in raw.items else main.lists
-    sources = dt.source_rows(src_lists, main.gold_index,
-                             raw_result if raw_result is not None and src_lists is not main.lists else main.result)
-    return StageNumbers(stages, raw_result, tuple(sources), "raw_topk" if src_lists is not main.lists else "topk")
+    st, main = ev.stages, ev.main
+    stages = Stages(st.k_raw, ev.request.k, st.queries, st.rows) if st.raw_result is not None else None
+    raw, raw_result = st.raw, st.raw_result
+    src_lists = _lists(raw, raw_result) if raw is not None and "source" in raw.items else views.lists
+    sources = dt.source_rows(src_lists, views.gold_index,
+                             raw_result if raw_result is not None and src_lists is not views.lists else main.result)
+    return StageNumbers(stages, raw_result, tuple(sources), "raw_topk" if src_lists is not views.lists else "topk")
 
 
-def _doc_level(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> dict[str, float]:
-    """recall@10 at chunk and at document level, when chunk ids name their documents."""
-    g, r = inputs.gold, inputs.run
-    if not (req.level == "chunk" and (req.doc_map or (req.doc_sep and _any_contains(g.j_doc, req.doc_sep)))):
-        return {}
-    dk = min(10, main.depth) if main.depth else 10  # never past the run's depth (a top-5 run: recall@5)
-    m = f"recall@{dk}"
-    doc_result = evaluator(g, r, [m], "doc")
-    chunk = main.result if m in main.result.metric_names else evaluator(g, r, [m], req.level)
-    return {"chunk": chunk.summary(m).mean, "doc": doc_result.summary(m).mean, "k": float(dk)}
+def assemble(ev: ReportEvaluation) -> Report:
+    """The report, from what the report flow computed: the lists behind the numbers, the panel, the curves,
+    the component experiments' sections and the diagnosis."""
+    views = _views(ev)
+    stage = stage_numbers(ev, views)
+    lex = ev.lexical
+    pair = (lex.result, _lists(lex.run, lex.result)) if lex.result is not None and lex.run is not None else None
+    details = collect_lists(ev.main, views, pair, ev.request)
+    report = _report(ev, views, stage, details)
+    signals = _signals(report, ev.main.result, stage.raw_result, views.gold_index, views.lists, ev.request.min_score,
+                       details.rescued)
+    report = dataclasses.replace(report, findings=diagnose(signals), answers=ev.answers, bounds=ev.bounds)
+    sections = experiment_sections(ev)
+    return dataclasses.replace(report, experiments=sections) if sections else report
 
 
-def _any_contains(ids: Any, text: str) -> bool:
-    """Whether any id holds ``text`` (on the arrow array: no Python string per id)."""
-    import pyarrow.compute as pc
+def experiment_sections(ev: ReportEvaluation) -> tuple[tuple[str, str, str], ...]:
+    """The component experiments computed, as (anchor, title, HTML section)."""
+    from .sections import experiment_html
 
-    return len(ids) > 0 and bool(pc.any(pc.match_substring(ids, text, ignore_case=False)).as_py())
+    return experiment_html({"freshness": ev.freshness, "rewrite": ev.rewrite, **ev.components}, ev.request.confidence)
 
 
 def _panel_rows(main: MainEvaluation, base: Baseline, confidence: float) -> tuple[PanelRow, ...]:
@@ -542,21 +271,22 @@ def _panel_rows(main: MainEvaluation, base: Baseline, confidence: float) -> tupl
     return tuple(rows)
 
 
-def collect_lists(main: MainEvaluation, lex: Lexical, req: ReportRequest) -> DetailLists:
+def collect_lists(main: MainEvaluation, views: Views, lexical: tuple[EvaluationResult, dt.RankedLists] | None,
+                  req: ReportRequest) -> DetailLists:
     """The lists behind the numbers: misses, offending items, no-answer queries (up to ``top_misses`` each)."""
-    result, gidx, lists, limit = main.result, main.gold_index, main.lists, req.top_misses
+    result, gidx, lists, limit = main.result, views.gold_index, views.lists, req.top_misses
     misses, misses_total, rescued = dt.misses(result, lists, gidx, limit=limit, fields=list(main.fields or []),
-                                              lexical=lex.pair)
+                                              lexical=lexical)
     forb, stale, ftotal, stotal, fchecked, schecked = dt.offences(result, lists, gidx, req.k, limit=limit)
     no_answer = dt.no_answer_items(result, lists, gidx, main.false_evidence or None, limit=limit)
     return DetailLists(tuple(misses), misses_total, rescued, tuple(forb), tuple(stale), ftotal, stotal, fchecked, schecked,
                        tuple(no_answer))
 
 
-def assemble(inputs: Inputs, main: MainEvaluation, base: Baseline, lex: Lexical, stage: StageNumbers,
-             details: DetailLists, doc_level: Mapping[str, float], req: ReportRequest, cfg: Any, outcome: Any,
-             run_label: str) -> Report:
-    """The report, from the parts the steps gathered."""
+def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: DetailLists) -> Report:
+    """The report's numbers and lists, from the parts the steps gathered."""
+    inputs, main, base, lex, req, cfg = ev.inputs, ev.main, ev.baseline, ev.lexical, ev.request, ev.request.config
+    doc_level, outcome, run_label = ev.doc_level, ev.outcome, ev.run_label
     result, k = main.result, req.k
     floors: dict[str, float] = {}
     if cfg is not None:

@@ -19,7 +19,7 @@ from ..metrics.context import sorted_unique
 from ..results import EvaluationResult
 from .model import Item, Judgement, Miss, NoAnswer, Offence, SourceRow
 
-__all__ = ["GoldIndex", "RankedLists", "misses", "no_answer_items", "offences", "raw_run", "source_rows"]
+__all__ = ["GoldIndex", "RankedLists", "misses", "no_answer_items", "offences", "source_rows"]
 
 SNIPPET_WORDS = 24
 
@@ -333,28 +333,6 @@ def no_answer_items(result: EvaluationResult, lists: RankedLists, gold: GoldInde
         out.append(NoAnswer(q, gold.field("query", q), flagged, tuple(lists.items(q, 3, gold))))
     out.sort(key=lambda x: not x.flagged)
     return out
-
-
-def raw_run(run: Run) -> Run | None:
-    """The raw candidate lists (``raw_topk`` beside ``topk``) as a run of their own, or None."""
-    col = run.fields.get("raw_topk")
-    if not col or not any(col):
-        return None
-    from ..data import load_run
-
-    records = [{"query_id": q, "topk": v} for q, v in zip(run.query_ids, col) if v]
-    return load_run(records, label=f"{run.source} (raw_topk)")
-
-
-def k_raw(run: Run, raw: Run) -> int:
-    """The raw list's cutoff: the most common ``k_raw`` of the records with a raw list, else its depth."""
-    col = run.fields.get("k_raw") or []
-    raws = run.fields.get("raw_topk") or []
-    values = [v for v, r in zip(col, raws) if r and isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    if values:
-        counts = Counter(values)
-        return max(counts, key=lambda v: (counts[v], v))
-    return int(np.bincount(raw.r_query).max())
 
 
 def source_rows(lists: RankedLists, gold: GoldIndex, result: EvaluationResult) -> list[SourceRow]:

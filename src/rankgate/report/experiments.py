@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness", "with_rewrite"]
+__all__ = ["freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -268,24 +268,6 @@ def rewrite_renderable(eff: Any, confidence: float, *, limit: int = 10) -> Any:
                       q.original or "", q.rewritten or "")
         parts.append(t)
     return Group(*parts)
-
-
-def with_rewrite(as_dict: Any, as_markdown: Any, as_renderable: Any, eff: Any, confidence: float) -> tuple[Any, Any, Any]:
-    """Wrap a comparison's renderers so each also shows the rewrite's section."""
-
-    def to_dict(cmp: Any) -> dict[str, Any]:
-        return {**as_dict(cmp), "rewrite": eff.to_dict()}
-
-    def to_markdown(cmp: Any) -> str:
-        return as_markdown(cmp) + "\n" + rewrite_markdown(eff, confidence)
-
-    def to_renderable(cmp: Any) -> Any:
-        from rich.console import Group
-        from rich.text import Text
-
-        return Group(as_renderable(cmp), Text(""), rewrite_renderable(eff, confidence))
-
-    return to_dict, to_markdown, to_renderable
 
 
 def _matrix(rt: Any) -> tuple[list[str], list[str], dict[tuple[str, str], int]]:

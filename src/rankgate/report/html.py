@@ -497,9 +497,11 @@ def _method(rep: Report) -> str:
 
 def layer_two_section(rep: Report) -> str:
     from .answers import answers_section
-    from .bounds import bounds_section
+    from .sections import SECTION
 
-    return answers_section(rep.answers, confidence=rep.confidence) + bounds_section(rep.bounds, confidence=rep.confidence)
+    row = SECTION["bounds"]  # (drawn with the answer layer's numbers)
+    bounds = row.html(rep.bounds, rep.confidence) if rep.bounds and row.html is not None else ""
+    return answers_section(rep.answers, confidence=rep.confidence) + bounds
 
 
 def render_html(rep: Report) -> str:

@@ -32,7 +32,7 @@ def evaluation_markdown(
 ) -> str:
     """The evaluation as markdown: a table of every metric (mean, interval, n), then latency, what was
     (not) evaluated, and the segment and k-sweep tables when given."""
-    from .tables import segment_markdown, sweep_markdown
+    from .sections import SECTION
 
     conf = f"{fmt_confidence(confidence)} CI"
     lines = ["## Retrieval", ""]
@@ -53,10 +53,9 @@ def evaluation_markdown(
     if lat:
         lines += ["", "**Latency** " + "; ".join(lat)]
     lines += [""] + [f"- {md_escape(line, 300)}" for line in coverage_lines(result)]
-    if segments is not None:
-        lines += ["", "### Segments", "", segment_markdown(segments).rstrip("\n")]
-    if sweep is not None:
-        lines += ["", "### k-sweep", "", sweep_markdown(sweep).rstrip("\n")]
+    for key, part in (("segments", segments), ("sweep", sweep)):
+        if part is not None:
+            lines += ["", SECTION[key].markdown(part, confidence).rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

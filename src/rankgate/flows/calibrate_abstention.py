@@ -1,0 +1,50 @@
+"""Learn the top-score threshold under which retrieval should abstain, for a target precision (see
+:mod:`rankgate.traces.abstention`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_K = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class AbstentionRequest:
+    gold: str
+    run: str                            # a run with scores, on the gold queries
+    gold_format: str | None = None
+    run_format: str | None = None
+    target_precision: float = 0.9       # hit@k among answered queries, to guarantee
+    k: int = 5
+    delta: float = 0.05                 # allowed chance that the true precision is below the target
+
+    def __post_init__(self) -> None:
+        from ..errors import UsageError
+
+        if not 1 <= self.k <= MAX_K:
+            raise UsageError(f"--k must be between 1 and {MAX_K}; got {self.k}")
+
+
+@dataclass(frozen=True, slots=True)
+class AbstentionResult:
+    calibration: Any                    # the Calibration: threshold (or None), curve
+    data: Mapping[str, Any]             # the abstention file's content, with the inputs' hashes
+
+
+def run_calibrate_abstention(req: AbstentionRequest) -> AbstentionResult:
+    from ..data import load_gold, load_run
+    from ..data.inputs import sha256_files
+    from ..data.source import is_pipe
+    from ..traces.abstention import calibrate, top_scores
+
+    gold = load_gold(req.gold, format=req.gold_format, label=req.gold)
+    run_ = load_run(req.run, format=req.run_format, label=req.run)
+    scores, correct, _ = top_scores(gold, run_, req.k)
+    cal = calibrate(scores, correct, target_precision=req.target_precision, delta=req.delta, metric=f"hit@{req.k}")
+    data = cal.to_yaml_data()
+    # a pipe was read once already: it has no bytes left to hash
+    data["abstention"]["gold"] = "" if is_pipe(req.gold) else sha256_files([req.gold])
+    data["abstention"]["run"] = "" if is_pipe(req.run) else sha256_files([req.run])
+    return AbstentionResult(cal, data)

@@ -1,0 +1,273 @@
+"""Compare runs on one gold set, paired by query: two runs in detail (segments, most-changed queries),
+three or more against a baseline; a freshness what-if per run, a query rewrite, or a fused run.
+
+Each run is scored once into an :class:`~rankgate.flows.evaluate.Evaluation`; the comparison reads
+those. Runs are named by :func:`run_labels`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+from .evaluate import EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, _strings, freshness_of
+
+__all__ = ["CompareRequest", "CompareResult", "run_comparison", "run_labels"]
+
+
+def run_labels(paths: list[str]) -> list[str]:
+    """File names, or the paths as given where two runs share a file name."""
+    names = [os.path.basename(p) or p for p in paths]
+    return names if len(set(names)) == len(names) else list(paths)
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """Runs (paths) on ``gold``: the first is the baseline unless ``baseline`` names another (file name or
+    path as given). ``by``: segments (two runs); ``enforce_as_of``: each run's freshness what-if (two
+    runs); ``rewrite``: one rewrite log, or two runs ORIGINAL REWRITTEN; ``fuse``: a fusion method
+    (``rrf``, ``rrf(k=N)``, ``combsum``, ``combmnz``) whose fused run is compared with the runs (without
+    ``gold`` only built). ``permutations``: sign flips of the randomisation test (0: no p-values);
+    ``top``: most-changed queries listed (two runs)."""
+
+    runs: tuple[str, ...]
+    gold: Any = None
+    scoring: Scoring = field(default_factory=Scoring)
+    statistics: Statistics = field(default_factory=Statistics)
+    baseline: str | None = None
+    by: tuple[str, ...] = ()
+    enforce_as_of: bool = False
+    rewrite: bool = False
+    permutations: int = 10000
+    top: int = 10
+    fuse: str | None = None
+    fused_run: bool = False  # the fused run is wanted as JSONL (to write), with or without gold
+
+    def __post_init__(self) -> None:
+        from ..stats import MAX_RESAMPLES
+
+        object.__setattr__(self, "runs", _strings(self.runs))
+        object.__setattr__(self, "by", _strings(self.by))
+        if not 0 <= self.permutations <= MAX_RESAMPLES:
+            raise UsageError(f"--permutations must be between 0 and {MAX_RESAMPLES:,}; got {self.permutations:,}")
+        if self.top < 0:
+            raise UsageError(f"--top must be >= 0; got {self.top}")
+
+    def check(self) -> None:
+        """The combinations of options that cannot run (said before anything is read)."""
+        if self.fused_run and not self.fuse:
+            raise UsageError("--fused-run needs --fuse METHOD (rrf, combsum or combmnz)")
+        if self.rewrite:
+            for flag, given in (("--fuse", self.fuse), ("--enforce-as-of", self.enforce_as_of),
+                                ("--baseline", self.baseline)):
+                if given:
+                    raise UsageError(f"--rewrite cannot be combined with {flag}: the original query's results are the "
+                                     "baseline")
+            if self.gold is None:
+                raise UsageError("the following arguments are required: --gold")
+            if len(self.runs) > 2:
+                raise UsageError(f"--rewrite takes one rewrite log or two runs (ORIGINAL REWRITTEN); got {len(self.runs)}")
+            return
+        if self.fuse:
+            return  # checked with the method (run_comparison)
+        if self.gold is None:
+            raise UsageError("the following arguments are required: --gold")
+        if len(self.runs) < 2:
+            raise UsageError(f"compare needs at least two runs; got {len(self.runs)}")
+        if len(self.runs) > 2:
+            self._check_many()
+
+    def _check_many(self) -> None:
+        if self.by:
+            raise UsageError("--by compares segments of two runs; with more runs, compare two at a time for segments")
+        if self.enforce_as_of:
+            raise UsageError("--enforce-as-of compares two runs; with more runs (or --fuse), compare two at a time")
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        st = self.statistics
+        return {"seed": st.seed, "n_resamples": st.resamples, "n_permutations": self.permutations,
+                "confidence": st.confidence}
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """The comparison (:class:`~rankgate.compare.Comparison` for two runs, else
+    :class:`~rankgate.compare.MultiComparison`; None when ``--fuse`` without a gold set only built the
+    fused run), the evaluation of each run, and the parts asked for."""
+
+    comparison: Any
+    labels: tuple[str, ...]
+    evaluations: tuple[Evaluation, ...] = ()
+    freshness: Mapping[str, Any] | None = None  # label -> FreshnessWhatIf (enforce_as_of)
+    rewrite: Any = None  # RewriteEffect
+    fusion: str | None = None  # the method, as named
+    fused_jsonl: str | None = None  # the fused run, when asked for
+    runs_fused: int = 0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def confidence(self) -> float:
+        return self.evaluations[0].confidence if self.evaluations else 0.95
+
+    @property
+    def two_runs(self) -> bool:
+        from ..compare import Comparison
+
+        return isinstance(self.comparison, Comparison)
+
+
+def run_comparison(req: CompareRequest, *, on_warning: Warn | None = None) -> CompareResult:
+    """Score every run once and compare them (see :class:`CompareRequest`)."""
+    req.check()
+    scorer = Scorer(req.scoring, on_warning)
+    if req.rewrite:
+        out = _rewrite(req, scorer)
+    elif req.fuse:
+        out = _fuse(req, scorer)
+    elif len(req.runs) == 2:
+        out = _two(req, scorer)
+    else:
+        out = _many(req, scorer, list(req.runs), list(req.runs), run_labels(list(req.runs)))
+    from dataclasses import replace
+
+    return replace(out, warnings=tuple(scorer.warnings))
+
+
+def _baseline_index(req: CompareRequest, paths: list[str], labels: list[str]) -> int:
+    if req.baseline is None:
+        return 0
+    for i, (path, label) in enumerate(zip(paths, labels)):
+        if req.baseline in (path, label):
+            return i
+    raise UsageError(f"--baseline {req.baseline!r} names none of the runs: {', '.join(labels)}")
+
+
+def _evaluation(req: CompareRequest, gold: Any, run: Any, result: Any, freshness: Any = None) -> Evaluation:
+    """A run's evaluation as the comparison uses it (no intervals of its own: the comparison's are paired)."""
+    st = req.statistics
+    sub = EvaluateRequest(gold, run, req.scoring, Statistics(st.seed, 0, st.confidence), by=req.by,
+                          enforce_as_of=freshness is not None)
+    return Evaluation(sub, result, freshness=freshness)
+
+
+def _load_gold(req: CompareRequest) -> Any:
+    from ..data import load_gold
+
+    return load_gold(req.gold, format=req.scoring.gold_format, columns=req.scoring.column_map())
+
+
+def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
+    from ..compare import compare
+
+    paths = list(req.runs)
+    if _baseline_index(req, paths, run_labels(paths)) == 1:
+        paths.reverse()
+    labels = run_labels(paths)
+    gold = _load_gold(req)
+    freshness: dict[str, Any] | None = None
+    if req.enforce_as_of:
+        whatifs = [freshness_of(scorer, req.statistics, gold, path, req.by) for path in paths]
+        evaluations = [_evaluation(req, gold, p, w.enforced, w) for p, w in zip(paths, whatifs)]
+        freshness = dict(zip(labels, whatifs))
+    else:
+        evaluations = [_evaluation(req, gold, p, scorer.score(gold, p)) for p in paths]
+    base, cand = (e.result for e in evaluations)
+    _check_alike(scorer, [base, cand], labels, 0)
+    st = req.statistics
+    result = compare(base, cand, by=req.by, seed=st.seed, n_resamples=st.resamples, n_permutations=req.permutations,
+                     confidence=st.confidence, top=req.top)
+    return CompareResult(result, tuple(labels), tuple(evaluations), freshness)
+
+
+def _rewrite(req: CompareRequest, scorer: Scorer) -> CompareResult:
+    """Original against rewritten query results: the comparison, plus the rewrite's own effect."""
+    from ..compare import compare
+    from ..experiments.rewrite import rewrite_effect
+
+    texts: dict[str, dict[str, str]] = {}
+    original: Any
+    rewritten: Any
+    if len(req.runs) == 1:
+        from ..data.rewrite import read_rewrite_runs
+
+        log = read_rewrite_runs(req.runs[0])
+        original, rewritten, texts, labels = log.original, log.rewritten, log.texts, ("original", "rewritten")
+    else:
+        original, rewritten = req.runs
+        labels = tuple(run_labels(list(req.runs)))  # type: ignore[assignment]
+    gold = _load_gold(req)
+    st = req.statistics
+    effect = rewrite_effect(original, rewritten, lambda run, metrics: scorer.score(gold, run, metrics=",".join(metrics)),
+                            k=req.scoring.k or 10, by=req.by, seed=st.seed, n_resamples=st.resamples,
+                            confidence=st.confidence, texts=texts, labels=labels)
+    evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in (original, rewritten)]
+    result = compare(evaluations[0].result, evaluations[1].result, by=req.by, seed=st.seed, n_resamples=st.resamples,
+                     n_permutations=req.permutations, confidence=st.confidence, top=req.top,
+                     baseline_label=labels[0], candidate_label=labels[1])
+    return CompareResult(result, tuple(labels), tuple(evaluations), rewrite=effect)
+
+
+def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline: int) -> None:
+    """Warn when a run was scored on another version of the gold set than the baseline (runs that carry
+    their own references may have been labelled against different gold files), or ranked by another rule
+    (a TREC file against a JSONL one: the difference is then partly the rule's)."""
+    from ..baseline import gold_sha256_of, ties_of
+
+    base = gold_sha256_of(results[baseline])
+    for i, (r, name) in enumerate(zip(results, names)):
+        sha = gold_sha256_of(r)
+        if i != baseline and base and sha and sha != base:
+            scorer.warn(f"warning: {name} was scored on another version of the gold set than the baseline "
+                        f"{names[baseline]} (gold sha256 {sha[:12]} vs {base[:12]}); changes may come from the "
+                        "relabelling, not the retriever")
+    rule0 = ties_of(results[baseline])
+    for i, (r, name) in enumerate(zip(results, names)):
+        rule = ties_of(r)
+        if i != baseline and rule0 and rule and rule != rule0:
+            scorer.warn(f"warning: {name} was ranked by --ties {rule}, the baseline {names[baseline]} by --ties "
+                        f"{rule0}; changes may come from the ranking rule, not the retriever (give --ties to rank "
+                        "both the same way)")
+
+
+def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str], names: list[str]) -> CompareResult:
+    """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for ``baseline`` to match."""
+    from ..compare import compare_systems
+
+    req._check_many()
+    baseline = _baseline_index(req, paths, names)
+    gold = _load_gold(req)
+    evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in runs]
+    results = [e.result for e in evaluations]
+    _check_alike(scorer, results, names, baseline)
+    st = req.statistics
+    result = compare_systems(results, labels=names, baseline=baseline, seed=st.seed, n_resamples=st.resamples,
+                             n_permutations=req.permutations, confidence=st.confidence)
+    return CompareResult(result, tuple(names), tuple(evaluations))
+
+
+def _fuse(req: CompareRequest, scorer: Scorer) -> CompareResult:
+    from dataclasses import replace
+
+    from ..data import load_run
+    from ..fusion import fuse, parse_fusion, run_jsonl
+
+    method = parse_fusion(str(req.fuse))
+    if len(req.runs) < 2:
+        raise UsageError(f"--fuse needs at least two runs; got {len(req.runs)}")
+    if req.gold is None and not req.fused_run:
+        raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
+    labels = run_labels(list(req.runs))
+    s = req.scoring
+    loaded = [load_run(path, format=s.run_format, columns=s.column_map()) for path in req.runs]
+    fused = fuse(loaded, method, labels=labels, ties=s.ties)
+    name = str(method)
+    if req.gold is None:
+        return CompareResult(None, (), fusion=name, fused_jsonl=run_jsonl(fused), runs_fused=len(loaded))
+    if name in labels:
+        raise UsageError(f"a run is already named {name!r}; rename it to compare it with the fused run")
+    out = _many(req, scorer, [*loaded, fused], [*req.runs, name], [*labels, name])
+    return replace(out, fusion=name, fused_jsonl=run_jsonl(fused) if req.fused_run else None, runs_fused=len(loaded))

@@ -1,0 +1,397 @@
+"""Evaluate one run: the result and every part the request asks for (intervals, segments, k-sweep,
+latency, routing and entity linking, freshness, judged bounds), each computed once.
+
+:class:`Scoring` holds how a run is scored (the engine's options) and :class:`Statistics` the bootstrap's;
+compare and report take the same two. :class:`Scorer` scores runs with them: it reads a ``doc_map``
+file once and says each warning line once, however many times a flow scores.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..results import EvaluationResult
+
+__all__ = [
+    "DEFAULT_METRICS", "Evaluation", "EvaluateRequest", "Scorer", "Scoring", "Statistics", "load_doc_map",
+    "read_pipes_once", "run_evaluation",
+]
+
+DEFAULT_METRICS = "hit@5,recall@5,precision@5,mrr,ndcg@10"
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Seed, resamples (0: no intervals) and confidence of every bootstrap interval a flow draws."""
+
+    seed: int = 0
+    resamples: int = 2000
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
+
+        note = ""
+        if isinstance(self.resamples, int) and self.resamples > RESAMPLES.maximum:  # type: ignore[operator]
+            note = (f"the intervals would need about {_memory(self.resamples)} per metric; 2,000 to 10,000 resamples "
+                    "are plenty")
+        check(RESAMPLES, self.resamples, option="--resamples", note=note)
+        check(CONFIDENCE, self.confidence, option="--confidence")
+        check(SEED, self.seed, option="--seed")
+
+    def kwargs(self) -> dict[str, Any]:
+        """As the statistics functions take them: ``seed``, ``n_resamples``, ``confidence``."""
+        return {"seed": self.seed, "n_resamples": self.resamples, "confidence": self.confidence}
+
+    def to_dict(self) -> dict[str, Any]:
+        """As ``summary.json`` records them under ``statistics``."""
+        return {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}
+
+
+def _memory(resamples: int) -> str:
+    """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
+    size = resamples * 16
+    return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How runs are scored: the options of :func:`rankgate.evaluate`, with ``doc_map`` a file and
+    ``columns`` the ``--columns`` text (``query_id=qid,chunk_id=doc``)."""
+
+    metrics: str | Sequence[str] = DEFAULT_METRICS
+    k: int | None = None
+    trec: bool = False
+    complete: bool = False
+    level: str = "chunk"
+    doc_sep: str = "#"
+    doc_map: str | None = None
+    dedupe: str = "error"
+    gold_format: str | None = None
+    run_format: str | None = None
+    ties: str | None = None
+    columns: str | None = None
+
+    def __post_init__(self) -> None:
+        from ..metrics.spec import MAX_K
+
+        if self.k is not None and not 1 <= self.k <= MAX_K:
+            raise UsageError(f"--k must be a positive integer up to {MAX_K:,}; got {self.k}")
+
+    def column_map(self) -> dict[str, str] | None:
+        from ..data.formats import parse_columns
+
+        return parse_columns(self.columns)
+
+
+class Scorer:
+    """Scores runs with one :class:`Scoring`: the ``doc_map`` file is read once (a pipe delivers its
+    content once) and each warning line is said once (a flow that scores one run several times, for a
+    sweep, a baseline or the stages, says it once). ``on_warning`` hears each line as it is found;
+    :attr:`warnings` keeps them."""
+
+    def __init__(self, scoring: Scoring, on_warning: Warn | None = None) -> None:
+        self.scoring = scoring
+        self.warnings: list[str] = []
+        self._on_warning = on_warning
+        self._doc_map: dict[str, str] | None = None
+        self._doc_map_read = False
+
+    @property
+    def doc_map(self) -> dict[str, str] | None:
+        if not self._doc_map_read:
+            self._doc_map = load_doc_map(self.scoring.doc_map)
+            self._doc_map_read = True
+        return self._doc_map
+
+    def warn(self, line: str) -> None:
+        """Say ``line`` (once)."""
+        if line and line not in self.warnings:
+            self.warnings.append(line)
+            if self._on_warning is not None:
+                self._on_warning(line)
+
+    def load(self, gold: Any, run: Any) -> tuple[Any, Any]:
+        """The gold set and run loaded (each left as it is when already loaded)."""
+        from ..data.load import load_gold, load_run
+        from ..data.models import Gold, Run
+
+        s, columns = self.scoring, self.scoring.column_map()
+        g = gold if isinstance(gold, Gold) else load_gold(gold, format=s.gold_format, columns=columns)
+        r = run if isinstance(run, Run) else load_run(run, format=s.run_format, columns=columns)
+        return g, r
+
+    def score(self, gold: Any, run: Any, *, metrics: str | Sequence[str] | None = None, level: str | None = None,
+              warn: bool = True) -> EvaluationResult:
+        """``run`` scored against ``gold`` (paths or loaded); ``metrics`` and ``level`` override the
+        scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read."""
+        from ..engine import evaluate, id_mismatch_line, ties_lines
+
+        s = self.scoring
+        result = evaluate(
+            gold, run, s.metrics if metrics is None else metrics, k=s.k, trec=s.trec, complete=s.complete,
+            level=s.level if level is None else level, doc_sep=s.doc_sep, doc_map=self.doc_map, dedupe=s.dedupe,
+            gold_format=s.gold_format, run_format=s.run_format, ties=s.ties, columns=s.column_map(),
+        )
+        name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
+        said = []
+        if warn:
+            from ..data.nearmiss import near_miss_line
+
+            # when no id matches, and how the inputs were read (joined lists, near-misses of text matching)
+            said = [id_mismatch_line(result), *(result.info.get("notices") or ()),
+                    near_miss_line(result.info.get("near_misses"))]
+        for line in said + ties_lines(result):
+            if line:
+                self.warn(f"{name}: {line}")
+        return result
+
+    def sweep_kwargs(self) -> dict[str, Any]:
+        """The scoring as :func:`rankgate.sweep.k_sweep` passes it on to :func:`rankgate.evaluate`."""
+        s = self.scoring
+        return {"trec": s.trec, "complete": s.complete, "level": s.level, "doc_sep": s.doc_sep, "doc_map": self.doc_map,
+                "dedupe": s.dedupe, "gold_format": s.gold_format, "run_format": s.run_format, "ties": s.ties,
+                "columns": s.column_map()}
+
+
+def load_doc_map(path: str | None) -> dict[str, str] | None:
+    """The chunk→document map of a ``--doc-map`` file: TSV ``chunk_id<TAB>doc_id`` or one JSON object."""
+    if path is None:
+        return None
+    import json
+
+    from ..data.source import check_file, text_lines
+    from ..errors import InputError
+
+    check_file(path, "doc map")
+    lines = list(text_lines(path))  # a byte that is not UTF-8 is an error naming its line
+    text = "".join(line for _, line in lines)
+    if not text.strip():  # (a pipe, which check_file cannot size)
+        raise InputError("is empty", path=path, hint="the doc map file has no content")
+    if text.lstrip().startswith("{"):
+        from ..data.jsonl import check_surrogates
+
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"is not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        except (RecursionError, ValueError):  # nesting past the stack, an integer of thousands of digits
+            raise InputError("is not a JSON object that can be read (nesting too deep or a number too long)",
+                             path=path) from None
+        if not isinstance(data, dict):
+            raise InputError("must be one JSON object {chunk_id: doc_id}", path=path)
+        check_surrogates(text, data, path, None)
+        for key, value in data.items():
+            if not isinstance(value, str) or not value.strip() or not key.strip():
+                raise InputError(f"maps {key!r} to {value!r}; expected a non-empty document id string"[:160],
+                                 path=path, field=key[:80])
+        return dict(data)
+    out: dict[str, str] = {}
+    first: dict[str, int] = {}
+    for lineno, line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.rstrip("\r\n").split("\t")
+        if len(parts) != 2:
+            raise InputError(f"has {len(parts)} tab-separated columns; expected 2 (chunk_id, doc_id)", path=path, line=lineno)
+        if not parts[0].strip() or not parts[1].strip():
+            raise InputError(f"has an empty {'chunk' if not parts[0].strip() else 'document'} id", path=path,
+                             line=lineno, hint="each line is 'chunk_id<TAB>doc_id', both non-empty")
+        if parts[0] in out and out[parts[0]] != parts[1]:
+            raise InputError(f"maps {parts[0]!r} to {parts[1]!r}, but line {first[parts[0]]} maps it to "
+                             f"{out[parts[0]]!r}"[:200], path=path, line=lineno, hint="a chunk belongs to one document")
+        out[parts[0]] = parts[1]
+        first.setdefault(parts[0], lineno)
+    return out
+
+
+def read_pipes_once(scoring: Scoring, gold: Any, run: Any, again: bool) -> tuple[Any, Any]:
+    """(gold, run) to evaluate: as given, or loaded where one is a pipe and ``again`` (the flow reads the
+    inputs a second time: a pipe delivers its content once)."""
+    if again:
+        from ..data.load import load_gold, load_run
+        from ..data.source import is_pipe
+
+        columns = scoring.column_map()
+        if is_pipe(gold):
+            gold = load_gold(gold, format=scoring.gold_format, columns=columns)
+        if is_pipe(run):
+            run = load_run(run, format=scoring.run_format, columns=columns)
+    return gold, run
+
+
+def freshness_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, by: Sequence[str] = ()) -> Any:
+    """The freshness what-if of ``run`` on ``gold`` (paths or loaded), scored by ``scorer``."""
+    from ..experiments.freshness import freshness_what_if
+
+    g, r = scorer.load(gold, run)
+    return freshness_what_if(g, r, lambda g_, r_: scorer.score(g_, r_, warn=False), by=list(by), **stats.kwargs())
+
+
+def components_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, *, routing: bool, entity_linking: bool,
+                  by: Sequence[str] = ()) -> dict[str, Any]:
+    """The routing and entity-linking analyses asked for: name -> result."""
+    if not (routing or entity_linking):
+        return {}
+    g, r = scorer.load(gold, run)
+    k = scorer.scoring.k or 5
+    recall = scorer.score(g, r, metrics=f"recall@{k}", warn=False)
+    out: dict[str, Any] = {}
+    if routing:
+        from ..experiments.routing import routing_analysis
+
+        out["routing"] = routing_analysis(g, r, recall, k=k, **stats.kwargs())
+    if entity_linking:
+        from ..experiments.linking import linking_analysis
+
+        out["entity_linking"] = linking_analysis(g, r, recall, k=k, by=list(by), **stats.kwargs())
+    return out
+
+
+def judged_bounds(scorer: Scorer, stats: Statistics, gold: Any, run: Any, judged: str,
+                  calibration: str | None) -> Any:
+    """precision@k and ndcg@k with lower/upper bounds and the corrected estimate (k: the scoring's, else 10)."""
+    from ..pooling import bounds, read_calibration, read_judged
+
+    s = scorer.scoring
+    g, r = scorer.load(gold, run)
+    labels, failed = read_judged(judged, g)
+    cal = read_calibration(calibration) if calibration else None
+    return bounds(g, r, labels, k=s.k or 10, calibration=cal, judge_failed=failed, ties=s.ties, **stats.kwargs())
+
+
+def _strings(value: Any) -> tuple[Any, ...]:
+    """A list option as a tuple: one string is one item (``by="intent"``), not its characters."""
+    return (value,) if isinstance(value, (str, os.PathLike)) else tuple(value)
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """One evaluation: ``gold`` and ``run`` (paths, or loaded), how to score, and the parts wanted.
+
+    ``by``: segment fields; ``sweep``: metric families for a k-sweep over ``ks``; ``enforce_as_of``: the
+    freshness what-if (the result is then the enforced run's); ``routing``/``entity_linking``: the
+    component analyses; ``judged`` (with ``calibration``): bounds of an incomplete gold set;
+    ``latency``: per-stage latency when the run logs it. ``statistics.resamples`` 0: no intervals.
+    """
+
+    gold: Any
+    run: Any
+    scoring: Scoring = field(default_factory=Scoring)
+    statistics: Statistics = field(default_factory=Statistics)
+    by: tuple[str, ...] = ()
+    sweep: str | None = None
+    ks: str = "1,3,5,10,20"
+    enforce_as_of: bool = False
+    routing: bool = False
+    entity_linking: bool = False
+    judged: str | None = None
+    calibration: str | None = None
+    latency: bool = True
+
+    def __post_init__(self) -> None:
+        if self.calibration and not self.judged:
+            raise UsageError("--calibration needs --judged (the labels it corrects)")
+        object.__setattr__(self, "by", _strings(self.by))
+
+    @property
+    def reads_twice(self) -> bool:
+        """Whether the inputs are read more than once (a pipe is then loaded first)."""
+        return bool(self.sweep or self.enforce_as_of or self.routing or self.entity_linking or self.judged)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :func:`run_evaluation` computed: the result and each part the request asked for (None, or
+    empty, when not asked for or not applicable)."""
+
+    request: EvaluateRequest
+    result: EvaluationResult
+    cis: Mapping[str, tuple[float, float]] | None = None
+    segments: Any = None  # SegmentSummary
+    sweep: Any = None  # KSweep
+    latency: Any = None  # LatencySummary
+    components: Mapping[str, Any] = field(default_factory=dict)  # routing, entity_linking
+    freshness: Any = None  # FreshnessWhatIf
+    bounds: Any = None  # pooling.Bounds
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def confidence(self) -> float:
+        return self.request.statistics.confidence
+
+    def sections(self) -> dict[str, Any]:
+        """The parts computed beside the result, by kind: segments, sweep, routing, entity_linking, latency,
+        freshness, bounds (those computed). :mod:`rankgate.report.sections` declares how each kind is
+        written (its ``summary.json`` data, markdown, terminal, HTML) and in which order."""
+        parts = {"segments": self.segments, "sweep": self.sweep, **self.components, "latency": self.latency,
+                 "freshness": self.freshness, "bounds": self.bounds}
+        return {kind: part for kind, part in parts.items() if part is not None}
+
+    def parts(self) -> dict[str, Any]:
+        """The summary's parts beside the metrics, as plain data: the statistics, then each section's
+        ``to_dict()`` (as ``summary.json`` holds them)."""
+        return {"statistics": self.request.statistics.to_dict(),
+                **{kind: part.to_dict() for kind, part in self.sections().items()}}
+
+
+def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
+                   meanwhile: Callable[[EvaluationResult], None] | None = None,
+                   scorer: Scorer | None = None) -> Evaluation:
+    """Evaluate ``req.run`` and compute what ``req`` asks for, each part once.
+
+    ``on_warning`` hears each warning line as it is found (they are in :attr:`Evaluation.warnings` too);
+    ``meanwhile(result)`` runs on this thread while the intervals are drawn on another (the compiled
+    bootstrap releases the GIL): a caller's work that needs only the result, such as writing it out.
+    ``scorer``: one shared with other evaluations of the same command (a doc map read once, each
+    warning said once).
+    """
+    scorer = scorer if scorer is not None else Scorer(req.scoring, on_warning)
+    stats = req.statistics
+    gold, run = read_pipes_once(req.scoring, req.gold, req.run, req.reads_twice)
+    freshness = None
+    if req.enforce_as_of:
+        freshness = freshness_of(scorer, stats, gold, run, req.by)
+        result = freshness.enforced
+    else:
+        result = scorer.score(gold, run, warn=False)  # a renderer says when no id matches, with the numbers
+    cis = None
+    if stats.resamples:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ..stats import metric_cis
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(metric_cis, result, **stats.kwargs())
+            if meanwhile is not None:
+                meanwhile(result)
+            cis = pending.result()
+    elif meanwhile is not None:
+        meanwhile(result)
+    segments = sweep = latency = bounds = None
+    if req.by:
+        from ..segments import segment_summary
+
+        segments = segment_summary(result, list(req.by), **stats.kwargs())
+    components = components_of(scorer, stats, gold, run, routing=req.routing, entity_linking=req.entity_linking,
+                               by=req.by)
+    if req.latency and result.info.get("latency_ms"):
+        from ..experiments.latency import latency_summary
+
+        latency = latency_summary(result, by=list(req.by), **stats.kwargs())
+    if req.sweep:
+        from ..sweep import k_sweep
+
+        sweep = k_sweep(gold, run, req.sweep, req.ks, evaluate_kwargs=scorer.sweep_kwargs())
+    if req.judged:
+        bounds = judged_bounds(scorer, stats, gold, run, req.judged, req.calibration)
+    return Evaluation(req, result, cis, segments, sweep, latency, components, freshness, bounds,
+                      tuple(scorer.warnings))

@@ -1,0 +1,160 @@
+"""Gate a candidate run: evaluate it (and a baseline run) against the gold set, read the query texts
+and the corpus's stale labels, and let :func:`rankgate.gates.decide` check every gate of the ship
+criteria. :func:`gate` is the Python entry (``rankgate.gate``); :func:`run_gate` takes a
+:class:`GateRequest`, as ``rankgate gate`` builds it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gates import GateConfig, GateOutcome
+    from ..results import EvaluationResult
+
+__all__ = ["GateRequest", "gate", "run_gate"]
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """One gate run.
+
+    ``config``: a path to the ship criteria (YAML), a :class:`~rankgate.gate_config.GateConfig` or the
+    same content as a dict. ``gold``: a path or a loaded gold set. ``candidate``: a run (path or loaded),
+    an :class:`~rankgate.results.EvaluationResult` or an :class:`~rankgate.flows.evaluate.Evaluation`.
+    ``baseline``: None; a run, a result or an evaluation (paired comparison); or a ``summary.json`` path,
+    a :class:`~rankgate.baseline.BaselineSummary` or its dict. ``queries``: a queries file whose texts
+    show beside query ids when the gold set has none. ``corpus``: a manifest (path or loaded) to check
+    ``max_stale_labels`` against. ``evaluate``: options overriding the ship criteria's ``evaluate`` ones,
+    passed on to :func:`rankgate.evaluate` (``k``, ``level``, ``ties``, ``gold_format``, ``columns``…).
+    """
+
+    config: Any
+    gold: Any
+    candidate: Any
+    baseline: Any = None
+    baseline_label: str | None = None
+    candidate_label: str | None = None
+    queries: str | os.PathLike[str] | None = None
+    corpus: Any = None
+    evaluate: Mapping[str, Any] = field(default_factory=dict)
+
+
+def gate(config: Any, gold: Any, candidate: Any, baseline: Any = None, *, baseline_label: str | None = None,
+         candidate_label: str | None = None, queries: str | os.PathLike[str] | None = None, corpus: Any = None,
+         **evaluate_kwargs: Any) -> GateOutcome:
+    """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate (the fields of
+    :class:`GateRequest`; ``evaluate_kwargs`` override the config's ``evaluate`` options)."""
+    return run_gate(GateRequest(config, gold, candidate, baseline, baseline_label, candidate_label, queries, corpus,
+                                evaluate_kwargs))
+
+
+def _config(config: Any) -> GateConfig:
+    from ..gate_config import GateConfig, config_from_dict, load_config
+
+    if isinstance(config, GateConfig):
+        return config
+    if isinstance(config, Mapping):
+        return config_from_dict(config)
+    if isinstance(config, (str, os.PathLike)):
+        return load_config(os.fspath(config))
+    raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")
+
+
+def run_gate(req: GateRequest) -> GateOutcome:
+    """Evaluate the candidate (and a baseline run) once each and decide every gate of ``req.config``."""
+    from ..baseline import BaselineSummary, summary_or_run
+    from ..data import load_gold
+    from ..engine import evaluate
+    from ..gates import decide
+    from ..results import EvaluationResult
+    from .evaluate import Evaluation
+
+    cfg = _config(req.config)
+    gold = req.gold
+    options = {**cfg.evaluate, **req.evaluate}
+    gold_format = options.pop("gold_format", None)
+    loaded_gold = None
+    gold_hash: dict[str, str] = {}
+
+    def result_of(run: Any) -> EvaluationResult:
+        nonlocal loaded_gold
+        if isinstance(run, Evaluation):
+            return run.result
+        if isinstance(run, EvaluationResult):
+            return run
+        if loaded_gold is None:
+            loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
+                os.fspath(gold), format=gold_format, columns=options.get("columns"))
+        result = evaluate(loaded_gold, run, list(cfg.metrics), **options)
+        if isinstance(gold, (str, os.PathLike)) and os.path.isfile(gold):
+            # the gold set was loaded once for both runs; name its file and hash, as evaluate does for a path,
+            # so a summary written from this outcome can tell whether a later gold set is the same
+            from dataclasses import replace
+
+            from ..data.source import sha256_file
+
+            if "sha" not in gold_hash:
+                gold_hash["sha"] = sha256_file(os.fspath(gold))
+            result = replace(result, inputs={**result.inputs, "gold": {"path": os.fspath(gold), "sha256": gold_hash["sha"]}})
+        return result
+
+    baseline = req.baseline
+    base_obj: EvaluationResult | BaselineSummary | None
+    if baseline is None or isinstance(baseline, (EvaluationResult, BaselineSummary)):
+        base_obj = baseline
+    elif isinstance(baseline, Mapping) and isinstance(baseline.get("metrics"), Mapping):
+        base_obj = BaselineSummary.from_dict(baseline)
+    elif isinstance(baseline, (str, os.PathLike)):
+        base_obj = summary_or_run(os.fspath(baseline), result_of)
+    else:
+        base_obj = result_of(baseline)
+    current = result_of(req.candidate)
+    texts: dict[str, str] | None = None
+    if loaded_gold is not None and hasattr(loaded_gold, "field"):
+        texts = {q: t for q, t in zip(loaded_gold.query_ids, loaded_gold.field("query")) if isinstance(t, str)}
+    if req.queries is not None or not texts:
+        from ..data.inputs import beir_folder, beir_query_texts, read_query_texts
+
+        folder = beir_folder(gold) if req.queries is None else None
+        if req.queries is not None:
+            texts = {**read_query_texts(os.fspath(req.queries)), **(texts or {})}
+        elif folder is not None:
+            texts = beir_query_texts(folder)[1]
+    stale = None
+    if req.corpus is not None and (cfg.max_stale_labels is not None or cfg.max_stale_share is not None):
+        stale = _stale_report(cfg, gold, loaded_gold, gold_format, options, req.corpus)
+    return decide(cfg, current, base_obj, baseline_label=req.baseline_label, candidate_label=req.candidate_label,
+                  query_text=texts, stale=stale, intervals=_intervals(cfg, req.candidate))
+
+
+def _intervals(cfg: GateConfig, candidate: Any) -> Any:
+    """The candidate evaluation's intervals, when drawn with the ship criteria's statistics."""
+    from .evaluate import Evaluation
+
+    if not isinstance(candidate, Evaluation) or candidate.cis is None:
+        return None
+    st = candidate.request.statistics
+    return candidate.cis if (st.seed, st.resamples, st.confidence) == (cfg.seed, cfg.resamples, cfg.confidence) else None
+
+
+def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, gold_format: Any, options: Mapping[str, Any],
+                  corpus: Any) -> Any:
+    """The gold set's stale labels against ``corpus`` (the gold set as the gate read it, any format)."""
+    from ..corpus import CorpusManifest, load_manifest
+    from ..data import load_gold
+    from ..goldset.records import gold_file_of
+    from ..goldset.stale import stale_labels
+
+    if loaded is None:
+        loaded = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
+            os.fspath(gold), format=gold_format, columns=options.get("columns"))
+    path = os.fspath(gold) if isinstance(gold, (str, os.PathLike)) else "<gold>"
+    manifest = corpus if isinstance(corpus, CorpusManifest) else load_manifest(os.fspath(corpus))
+    return stale_labels(gold_file_of(loaded, path), manifest, max_stale_labels=cfg.max_stale_labels,
+                        max_stale_share=cfg.max_stale_share)

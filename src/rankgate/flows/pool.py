@@ -1,0 +1,52 @@
+"""The unjudged items of several runs' top-k, with texts, to be labelled (see :mod:`rankgate.pooling`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRequest:
+    gold: str
+    runs: tuple[str, ...]               # runs whose top items are pooled
+    depth: int = 10                     # items of each run's ranking pooled
+    corpus: str | None = None           # manifest: texts of items the runs did not log
+    ties: str | None = None
+
+    def __post_init__(self) -> None:
+        from ..errors import UsageError
+
+        object.__setattr__(self, "runs", tuple(self.runs))
+        if self.depth < 1:
+            raise UsageError(f"--depth must be a positive integer; got {self.depth}")
+
+
+@dataclass(frozen=True, slots=True)
+class PoolResult:
+    items: tuple[Any, ...]              # PoolItem: in gold order, then best rank, first run, id
+    queries: int                        # queries with at least one item
+
+
+def run_labels(paths: tuple[str, ...] | list[str]) -> list[str]:
+    """Short names of the runs: file names, with the folder when two share a name."""
+    names = [os.path.basename(p) for p in paths]
+    if len(set(names)) < len(names):
+        names = [os.path.normpath(p) for p in paths]
+    return names
+
+
+def run_pool(req: PoolRequest) -> PoolResult:
+    from ..data import load_gold, load_run
+    from ..pooling import pool_queue
+
+    gold = load_gold(req.gold)
+    runs = [load_run(path) for path in req.runs]
+    corpus = None
+    if req.corpus:
+        from ..corpus import load_manifest
+
+        corpus = load_manifest(req.corpus)
+    items = pool_queue(gold, runs, run_labels(req.runs), depth=req.depth, corpus=corpus, ties=req.ties)
+    return PoolResult(tuple(items), len({i.query_id for i in items}))

@@ -1,0 +1,530 @@
+"""The report's use case: load the gold set and the runs once, score each on every metric the report
+shows, draw the intervals and segments, compare with a baseline, check the ship criteria, and run the
+component experiments asked for. :func:`run_report` returns a :class:`ReportEvaluation`;
+:func:`rankgate.report.build.assemble` turns it into the :class:`~rankgate.report.model.Report`
+(lists, curves, diagnosis) that the HTML renders.
+
+Same inputs and seed ⇒ the same numbers: statistics are seeded and nothing reads the clock.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..data import Gold, Run
+    from ..results import EvaluationResult
+    from .evaluate import Scoring
+
+__all__ = [
+    "AUTO_FIELDS_MAX_LABELS", "SWEEP_FAMILIES", "Baseline", "Inputs", "Lexical", "MainEvaluation", "ReportEvaluation",
+    "ReportRequest", "StageScores", "judged_k", "k_raw", "panel_metrics", "raw_run", "run_report", "sweep_ks",
+]
+
+Evaluator = Callable[["Gold", "Run", list[str], str], "EvaluationResult"]
+SWEEP_FAMILIES = ("recall", "ndcg")
+AUTO_FIELDS_MAX_LABELS = 20
+
+
+def panel_metrics(k: int = 5) -> list[str]:
+    """The retrieval panel: recall@1, @3, @5 (and @k), ndcg@k, precision@k, distinct_docs@k, mrr."""
+    ks = sorted({1, 3, 5, k})
+    return [f"recall@{c}" for c in ks] + [f"ndcg@{k}", f"precision@{k}", f"distinct_docs@{k}", "mrr"]
+
+
+def sweep_ks(depth: int) -> tuple[int, ...]:
+    """k = 1…20, then 30, 50, 100, never past the run's depth (the longest list), and the depth itself:
+    a curve past the depth would only repeat its last value. ``depth`` 0 (an empty run) gives 1…20."""
+    top = 20 if depth <= 0 else min(20, depth)
+    ks = set(range(1, top + 1)) | {c for c in (30, 50, 100) if c < depth}
+    if depth > 0:
+        ks.add(depth)
+    return tuple(sorted(ks))
+
+
+def judged_k(depth: int) -> int:
+    """The cutoff of the judged@k the diagnosis reads: 10, or the run's depth when it is shorter."""
+    return max(1, min(10, depth)) if depth > 0 else 10
+
+
+def raw_run(run: Run) -> Run | None:
+    """The raw candidate lists (``raw_topk`` beside ``topk``) as a run of their own, or None."""
+    col = run.fields.get("raw_topk")
+    if not col or not any(col):
+        return None
+    from ..data import load_run
+
+    records = [{"query_id": q, "topk": v} for q, v in zip(run.query_ids, col) if v]
+    return load_run(records, label=f"{run.source} (raw_topk)")
+
+
+def k_raw(run: Run, raw: Run) -> int:
+    """The raw list's cutoff: the most common ``k_raw`` of the records with a raw list, else its depth."""
+    from collections import Counter
+
+    import numpy as np
+
+    col = run.fields.get("k_raw") or []
+    raws = run.fields.get("raw_topk") or []
+    values = [v for v, r in zip(col, raws) if r and isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    if values:
+        counts = Counter(values)
+        return max(counts, key=lambda v: (counts[v], v))
+    return int(np.bincount(raw.r_query).max())
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """The options of one report, resolved: ``k``, ``level`` and ``doc_sep`` already take the ship
+    criteria's ``evaluate`` options where the caller gave none (see
+    :func:`rankgate.report.build.build_report`), and the inputs it reads.
+
+    ``scoring``: score every run through a :class:`~rankgate.flows.evaluate.Scorer` with these options
+    (the command line's path: a ``doc_map`` file read once, warning lines said); None: through
+    :func:`rankgate.evaluate` with ``k``, ``doc_sep``, ``doc_map`` and ``evaluate`` (``dedupe``,
+    ``trec``…). ``enforce_as_of``, ``routing``, ``entity_linking``, ``rewrite`` (a rewrite log): the
+    component experiments; ``answers`` (a summary.json path or its ``answers`` part), ``judged`` and
+    ``calibration``: layer two and the bounds of an incomplete gold set (cutoff ``judged_k``, else 10).
+    """
+
+    k: int
+    level: str
+    doc_sep: str
+    doc_map: Mapping[str, str] | None = None
+    by: str | Iterable[str] | None = None
+    min_score: float | None = None
+    metrics: tuple[str, ...] = ()
+    top_misses: int = 50
+    seed: int = 0
+    n_resamples: int = 2000
+    confidence: float = 0.95
+    title: str | None = None
+    generated_at: str | None = None
+    gold_format: str | None = None
+    run_format: str | None = None
+    queries: str | None = None
+    sources_dir: str | None = None
+    ties: str | None = None  # None: the rule each run's format asks for
+    columns: Any = None
+    gold: Any = None
+    run: Any = None
+    baseline: Any = None
+    lexical: Any = None
+    config: Any = None  # GateConfig | None
+    evaluate: Mapping[str, Any] = field(default_factory=dict)
+    scoring: Scoring | None = None
+    enforce_as_of: bool = False
+    routing: bool = False
+    entity_linking: bool = False
+    rewrite: str | None = None
+    answers: str | Mapping[str, Any] | None = None
+    bounds: Mapping[str, Any] | None = None
+    judged: str | None = None
+    calibration: str | None = None
+    judged_k: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.top_misses < 0:
+            raise UsageError(f"--top-misses must be >= 0; got {self.top_misses}")
+        if self.calibration and not self.judged:
+            raise UsageError("--calibration needs --judged (the labels it corrects)")
+
+    def on_disk(self, arg: Any, loaded: Any) -> Any:
+        """A loaded input's file, when ``sources_dir`` says where it is (else ``arg`` itself)."""
+        if isinstance(arg, (str, os.PathLike)) or self.sources_dir is None:
+            return arg
+        source = str(getattr(loaded, "source", ""))
+        path = os.path.join(self.sources_dir, source)
+        return path if source and not os.path.isabs(source) and os.path.isfile(path) else arg
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The loaded gold set and run, the files read (with their sha256) and the query texts."""
+
+    gold: Gold
+    run: Run
+    files: tuple[tuple[str, str, str | None], ...]
+    query_texts: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class MainEvaluation:
+    """The run scored on every metric the report shows, with its intervals and segments."""
+
+    result: EvaluationResult
+    depth: int
+    ks: tuple[int, ...]
+    panel: tuple[str, ...]
+    gated: tuple[str, ...]
+    cis: Mapping[str, tuple[float, float]]
+    false_evidence: str
+    fields: tuple[str, ...] | None
+    segment_metrics: tuple[str, ...]
+    segments: Any  # SegmentSummary | None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The baseline: a run (scored and compared query by query) or a summary of means."""
+
+    result: EvaluationResult | None = None
+    summary: Any = None  # BaselineSummary | None
+    comparison: Any = None  # Comparison | None
+    label: str | None = None
+    file: tuple[str, str, str | None] | None = None
+    run: Run | None = None
+
+
+@dataclass(frozen=True)
+class Lexical:
+    """The lexical baseline shown beside the misses."""
+
+    label: str | None = None
+    panel: tuple[tuple[str, float], ...] = ()
+    result: EvaluationResult | None = None
+    run: Run | None = None
+    file: tuple[str, str, str | None] | None = None
+
+
+@dataclass(frozen=True)
+class StageScores:
+    """Raw candidates (``raw_topk``) against the final list: the raw run, its result, and each stage
+    metric's mean over the queries with a raw list, ``(metric, raw, final)``."""
+
+    raw: Run | None = None
+    raw_result: EvaluationResult | None = None
+    k_raw: int = 0
+    queries: int = 0
+    rows: tuple[tuple[str, float, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportEvaluation:
+    """Everything the report shows, computed: what :func:`rankgate.report.build.assemble` reads."""
+
+    request: ReportRequest
+    inputs: Inputs
+    main: MainEvaluation
+    baseline: Baseline
+    lexical: Lexical
+    stages: StageScores
+    doc_level: Mapping[str, float]
+    outcome: Any  # GateOutcome | None
+    run_label: str
+    freshness: Any = None  # FreshnessWhatIf
+    rewrite: Any = None  # RewriteEffect
+    components: Mapping[str, Any] = field(default_factory=dict)
+    answers: Mapping[str, Any] | None = None
+    bounds: Mapping[str, Any] | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def _dedupe(names: Iterable[str]) -> list[str]:
+    from ..metrics import parse_metric
+
+    return list(dict.fromkeys(str(parse_metric(n)) for n in names))
+
+
+def _sha(source: Any) -> str | None:
+    from ..data.source import sha256_file
+
+    return sha256_file(os.fspath(source)) if isinstance(source, (str, os.PathLike)) and os.path.isfile(source) else None
+
+
+def _path(source: Any, loaded: Run | None = None) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return loaded.source if loaded is not None else str(getattr(source, "source", ""))
+
+
+def _label(source: Any, loaded: Run, *others: str) -> str:
+    """How the report names a run: its file name, or its whole path when another run shares the file name
+    (``others``: the paths of the other runs). One rule for legends, tables, the gate and the title."""
+    path = _path(source, loaded)
+    name = os.path.basename(path) or path
+    return path if any(os.path.basename(o) == name and o != path for o in others) else name
+
+
+def _auto_fields(result: EvaluationResult) -> list[str]:
+    preferred = ["intent", "segment", "source_of_query"] + sorted(k for k in result.fields if k.startswith("tags."))
+    out = []
+    for key in preferred:
+        if key in result.fields:
+            labels = {v for v in result.fields[key] if v is not None}
+            if 2 <= len(labels) <= AUTO_FIELDS_MAX_LABELS:
+                out.append(key)
+    return out
+
+
+def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None = None,
+               evaluator: Evaluator | None = None) -> ReportEvaluation:
+    """Load, score and decide everything the report shows (see the module docs). ``evaluator``:
+    ``(gold, run, metrics, level) -> EvaluationResult`` in place of the request's scoring."""
+    from .evaluate import Scorer, Statistics, judged_bounds
+
+    answers = _answers(req.answers)
+    bounds = req.bounds
+    if req.judged:
+        from .evaluate import Scoring
+
+        s = req.scoring if req.scoring is not None else Scoring(gold_format=req.gold_format, run_format=req.run_format)
+        b = judged_bounds(Scorer(replace(s, k=req.judged_k, ties=req.ties)), Statistics(req.seed, req.n_resamples,
+                          req.confidence), req.gold, req.run, req.judged, req.calibration)
+        bounds = b.to_dict()
+    scorer = Scorer(req.scoring, on_warning) if req.scoring is not None else None
+    if scorer is not None:
+        if req.doc_map is None and req.scoring is not None and req.scoring.doc_map is not None:
+            req = replace(req, doc_map=scorer.doc_map)  # read before the inputs, once
+        if evaluator is None:
+            sc = scorer
+
+            def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
+                return sc.score(g, r, metrics=ms, level=lvl)
+    if evaluator is None:
+        evaluator = _default_evaluator(req)
+    cfg = req.config
+    inputs = load_inputs(req.gold, req.run, req)
+    main = evaluate_main(inputs, req, cfg, evaluator)
+    run_label = _label(req.run, inputs.run, *(_path(x) for x in (req.baseline, req.lexical) if x is not None))
+    base = collect_baseline(req.baseline, inputs, main, req, evaluator, req.run, run_label)
+    lex = collect_lexical(req.lexical, inputs, req, evaluator, req.run, base)
+    stages = score_stages(inputs, req, evaluator)
+    outcome = None
+    if cfg is not None:
+        from ..gates import decide
+
+        same = (cfg.seed, cfg.resamples, cfg.confidence) == (req.seed, req.n_resamples, req.confidence)
+        outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
+                         baseline_label=base.label, candidate_label=run_label, intervals=main.cis if same else None)
+    doc_level = _doc_level(inputs, main, req, evaluator)
+    freshness, rewrite, components = _experiments(req, inputs, evaluator, scorer)
+    return ReportEvaluation(req, inputs, main, base, lex, stages, doc_level, outcome, run_label, freshness, rewrite,
+                            components, answers, bounds, tuple(scorer.warnings) if scorer is not None else ())
+
+
+def _answers(answers: str | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The ``answers`` part of a ``rankgate answers`` summary.json (a path), or the part as given."""
+    if answers is None or isinstance(answers, Mapping):
+        return answers
+    import json
+
+    from ..data.source import check_file, open_text
+    from ..errors import InputError
+
+    check_file(answers, "answers summary")
+    try:
+        with open_text(answers) as fh:
+            data = json.load(fh)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise InputError("is not a JSON summary", path=answers, hint="pass the summary.json `rankgate answers` wrote") from None
+    if not isinstance(data, dict) or not isinstance(data.get("answers"), dict):
+        raise InputError("has no 'answers' part", path=answers, hint="pass the summary.json `rankgate answers` wrote")
+    return data["answers"]
+
+
+def _default_evaluator(req: ReportRequest) -> Evaluator:
+    from ..engine import evaluate
+
+    def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
+        return evaluate(g, r, ms, k=req.k, level=lvl, doc_sep=req.doc_sep,
+                        doc_map=dict(req.doc_map) if req.doc_map else None, **req.evaluate)
+
+    return evaluator
+
+
+def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
+    """Load the gold set and the run; list the files read (sha256) and find the query texts."""
+    from ..data import load_gold, load_run
+    from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
+    from ..data.source import sha256_file
+
+    g = load_gold(gold, format=req.gold_format, columns=req.columns)
+    r = load_run(run, format=req.run_format, columns=req.columns)
+    read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
+    files = [("gold", g.source, sha256_files(read) if read else None),
+             ("run", r.source, sha256_files(run_read) if run_read else None)]
+    query_texts: dict[str, str] = {}
+    folder = beir_folder(gold) if "query" not in g.fields and req.queries is None else None
+    if req.queries is not None:  # --queries: a queries file beside a gold set without texts (TREC qrels, CSV)
+        from ..data.inputs import read_query_texts
+
+        query_texts = read_query_texts(os.fspath(req.queries))
+        files.insert(1, ("gold queries", os.fspath(req.queries), sha256_file(os.fspath(req.queries))))
+    elif folder is not None:  # BEIR: the query text lives beside the qrels
+        qpath, query_texts = beir_query_texts(folder)
+        files.insert(1, ("gold queries", qpath, sha256_file(qpath)))
+    return Inputs(g, r, tuple(files), query_texts)
+
+
+def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:
+    """Score the run on the panel, the k-sweep, the diagnosis's metrics and the gated ones; the panel's
+    intervals; the segments."""
+    import numpy as np
+
+    from ..metrics.display import fmt_sig
+    from ..stats import metric_cis
+    from ..sweep import sweep_specs
+
+    g, r, k = inputs.gold, inputs.run, req.k
+    depth = int(np.bincount(r.r_query).max()) if len(r.r_query) else 0  # the longest list
+    ks = sweep_ks(depth)
+    has_versions = "doc_version" in r.items and "as_of" in g.fields
+    has_no_answer = "no_answer" in g.fields
+    fe = f"false_evidence{'' if req.min_score is None else f'(min_score={fmt_sig(req.min_score)})'}@{k}"
+    panel = _dedupe([*panel_metrics(k), *req.metrics])
+    extra = ["hit@10", "recall@10", f"judged@{judged_k(depth)}", *(["forbidden"] if "must_not_retrieve" in g.fields else []),
+             *(["fresh"] if has_versions else []), *([fe] if has_no_answer else [])]
+    gated = list(cfg.metrics) if cfg is not None else []
+    all_metrics = _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *extra, *gated])
+    result = evaluator(g, r, all_metrics, req.level)
+    fe = str(next((m for m in result.metric_names if m.startswith("false_evidence")), "")) or ""
+    # The panel's intervals and the k-sweep's in one call: a metric's interval does not depend on the
+    # others drawn with it, and queries are drawn once for all of them.
+    sweep = [m for m in sweep_specs(list(SWEEP_FAMILIES), ks) if m not in panel]
+    cis = metric_cis(result, seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
+                     metrics=[*panel, *sweep])
+    fields = _auto_fields(result) if req.by is None else None
+    if req.by is not None:
+        from ..segments import field_key, split_fields
+
+        fields = [field_key(result, f) for f in split_fields(req.by)]
+    seg_metrics = _dedupe([f"recall@{k}", f"ndcg@{k}", f"precision@{k}", "mrr", *[m for m in gated if m in result.values]])
+    segments = None
+    if fields:
+        from ..segments import segment_summary
+
+        segments = segment_summary(result, fields, metrics=seg_metrics, seed=req.seed, n_resamples=req.n_resamples,
+                                   confidence=req.confidence)
+    return MainEvaluation(result, depth, ks, tuple(panel), tuple(gated), cis, fe,
+                          None if fields is None else tuple(fields), tuple(seg_metrics), segments)
+
+
+def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator,
+                     run: Any, run_label: str) -> Baseline:
+    """Same metrics on the baseline run and the paired comparison, or the means of a baseline summary."""
+    if baseline is None:
+        return Baseline()
+    from ..baseline import BaselineSummary, summary_or_run
+    from ..data import load_run
+    from ..sweep import sweep_specs
+
+    def run_and_sha(path: str) -> tuple[Run, str | None]:
+        br = load_run(path, format=req.run_format, columns=req.columns)
+        return br, _sha(req.on_disk(path, br))
+
+    loaded: BaselineSummary | tuple[Run, str | None]
+    if isinstance(baseline, BaselineSummary):
+        loaded = baseline
+    elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
+        loaded = summary_or_run(os.fspath(baseline), run_and_sha)
+    else:
+        base_run = load_run(baseline, format=req.run_format, columns=req.columns)
+        loaded = (base_run, _sha(req.on_disk(baseline, base_run)))
+    if isinstance(loaded, BaselineSummary):
+        return Baseline(summary=loaded, label=os.path.basename(loaded.source))
+    br, base_sha = loaded
+    label = _label(baseline, br, _path(run, inputs.run))
+    result = evaluator(inputs.gold, br, _dedupe([*main.panel, *sweep_specs(list(SWEEP_FAMILIES), main.ks), *main.gated]),
+                       req.level)
+    from ..compare import compare
+
+    cmp = compare(result, main.result, metrics=[*main.panel, *[m for m in main.segment_metrics if m not in main.panel]],
+                  by=main.fields or (), seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
+                  baseline_label=label, candidate_label=run_label)
+    return Baseline(result, None, cmp, label, ("baseline", br.source, base_sha), br)
+
+
+def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator: Evaluator, run: Any,
+                    base: Baseline) -> Lexical:
+    """The lexical run's panel and result, shown beside the misses."""
+    if lexical is None:
+        return Lexical()
+    from ..data import load_run
+
+    k = req.k
+    lr = load_run(lexical, format=req.run_format, columns=req.columns)
+    label = _label(lexical, lr, _path(run, inputs.run), *([_path(base.run)] if base.result is not None else []))
+    lres = evaluator(inputs.gold, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), req.level)
+    return Lexical(label, tuple((m, lres.summary(m).mean) for m in lres.metric_names), lres, lr,
+                   ("lexical baseline", lr.source, _sha(req.on_disk(lexical, lr))))
+
+
+def score_stages(inputs: Inputs, req: ReportRequest, evaluator: Evaluator) -> StageScores:
+    """Raw candidates (``raw_topk``) against the final list, on the queries with a raw list."""
+    import numpy as np
+
+    g, r, k = inputs.gold, inputs.run, req.k
+    raw = raw_run(r)
+    if raw is None:
+        return StageScores()
+    kr = k_raw(r, raw)
+    stage_metrics = _dedupe([f"recall@{kr}", f"mrr@{kr}", f"recall@{k}", f"ndcg@{k}", f"precision@{k}"])
+    raw_result = evaluator(g, raw, stage_metrics, req.level)
+    fin = evaluator(g, r, stage_metrics, req.level)
+    have = set(raw.query_ids)
+    mask = np.asarray([q in have for q in raw_result.query_ids], dtype=bool)
+    rs, fs = raw_result.subset(mask), fin.subset(mask)
+    return StageScores(raw, raw_result, kr, int(mask.sum()),
+                       tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
+
+
+def _doc_level(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> dict[str, float]:
+    """recall@10 at chunk and at document level, when chunk ids name their documents."""
+    g, r = inputs.gold, inputs.run
+    if not (req.level == "chunk" and (req.doc_map or (req.doc_sep and _any_contains(g.j_doc, req.doc_sep)))):
+        return {}
+    dk = min(10, main.depth) if main.depth else 10  # never past the run's depth (a top-5 run: recall@5)
+    m = f"recall@{dk}"
+    doc_result = evaluator(g, r, [m], "doc")
+    chunk = main.result if m in main.result.metric_names else evaluator(g, r, [m], req.level)
+    return {"chunk": chunk.summary(m).mean, "doc": doc_result.summary(m).mean, "k": float(dk)}
+
+
+def _any_contains(ids: Any, text: str) -> bool:
+    """Whether any id holds ``text`` (on the arrow array: no Python string per id)."""
+    import pyarrow.compute as pc
+
+    return len(ids) > 0 and bool(pc.any(pc.match_substring(ids, text, ignore_case=False)).as_py())
+
+
+def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
+                 scorer: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """The component experiments the request asks for: the freshness what-if, the rewrite's effect and
+    the routing and entity-linking analyses (on the inputs as loaded once, with the report's scoring)."""
+    if not (req.enforce_as_of or req.routing or req.entity_linking or req.rewrite):
+        return None, None, {}
+    from .evaluate import Scorer, Scoring, Statistics, components_of
+
+    gold, run = inputs.gold, inputs.run
+    stats = Statistics(req.seed, req.n_resamples, req.confidence)
+    by = list(req.by or [])
+    metrics = ["recall@5", "ndcg@10", "mrr"]
+    freshness = rewrite = None
+    if req.enforce_as_of:
+        from ..experiments.freshness import freshness_what_if
+
+        freshness = freshness_what_if(gold, run, lambda g, r: evaluator(g, r, metrics, req.level), by=by,
+                                      **stats.kwargs())
+    if req.rewrite:
+        from ..data.rewrite import read_rewrite_runs
+        from ..experiments.rewrite import rewrite_effect
+
+        log = read_rewrite_runs(req.rewrite)
+        k = req.scoring.k if req.scoring is not None else req.k
+        rewrite = rewrite_effect(log.original, log.rewritten, lambda r, m: evaluator(gold, r, list(m), req.level),
+                                 k=k or 10, by=by, seed=req.seed, n_resamples=req.n_resamples,
+                                 confidence=req.confidence, texts=log.texts)
+    components: dict[str, Any] = {}
+    if req.routing or req.entity_linking:
+        scoring = req.scoring if req.scoring is not None else Scoring(
+            k=req.k, level=req.level, doc_sep=req.doc_sep, ties=req.ties, **{
+                n: v for n, v in req.evaluate.items() if n in ("trec", "complete", "dedupe")})
+        sc = scorer if scorer is not None else Scorer(scoring)
+        components = components_of(sc, stats, gold, run, routing=req.routing, entity_linking=req.entity_linking, by=by)
+    return freshness, rewrite, components

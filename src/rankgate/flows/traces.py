@@ -1,0 +1,162 @@
+"""Production traces: their retrieval signals (analyze), the monitors on them (check), and the queries
+worth labelling (sample). See :mod:`rankgate.traces` and docs/traces.md."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+def _check_threshold(abstention: str | None, threshold: float | None) -> None:
+    from ..errors import UsageError
+
+    if abstention and threshold is not None:
+        raise UsageError("give --abstention or --abstention-threshold, not both")
+    if threshold is not None and not math.isfinite(threshold):
+        raise UsageError(f"--abstention-threshold must be a finite number; got {threshold}")
+
+
+@dataclass(frozen=True, slots=True)
+class TracesRequest:
+    traces: tuple[str, ...]             # trace exports: files or folders
+    format: str | None = None           # the export format (None: detected per file)
+    on_error: str = "error"             # a row that cannot be used: error, or skip and count it
+    field_map: str | None = None        # YAML: where the export keeps each field
+    window: str | None = None           # window width (None: the monitors', else 1d)
+    by: tuple[str, ...] = ()            # segment fields
+    engine: str = "duckdb"              # duckdb or spark
+    spark_master: str | None = None
+    abstention: str | None = None       # the calibrate-abstention file: its threshold is low confidence
+    abstention_threshold: float | None = None
+    corpus: str | None = None           # manifest: item status and current versions
+    k: int = 10                         # list depth compared for instability
+    monitors: str | None = None         # YAML (None: the defaults)
+    signals: str | Iterable[str] | None = None  # analyze: headline, all or groups (None: all); kept as a frozenset
+
+    def __post_init__(self) -> None:
+        from ..errors import UsageError
+        from ..traces.signals import SEGMENT_FIELDS, parse_signals, parse_window
+
+        object.__setattr__(self, "signals", parse_signals(self.signals))
+        object.__setattr__(self, "traces", tuple(self.traces))
+        object.__setattr__(self, "by", tuple(self.by))
+        for f in self.by:
+            if f not in SEGMENT_FIELDS:
+                raise UsageError(f"--by {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
+        if self.window:
+            parse_window(self.window)
+        if self.k < 1 or self.k > 100:
+            raise UsageError(f"--k must be between 1 and 100; got {self.k}")
+        if self.spark_master and self.engine != "spark":
+            raise UsageError("--spark-master needs --engine spark")
+        _check_threshold(self.abstention, self.abstention_threshold)
+
+
+@dataclass(frozen=True, slots=True)
+class TracesResult:
+    summary: Any                        # TraceSummary: the signals asked for, per window and segment
+    outcome: Any                        # the monitors' MonitorOutcome (analyze: only for every signal)
+    monitors: Any                       # the Monitors checked
+
+
+def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str | None = None,
+               signals: Any = None) -> Any:
+    from ..traces import read_traces
+    from ..traces.engines import make_backend
+    from ..traces.signals import parse_window, summarize_traces
+
+    window = req.window or window or "1d"
+    parse_window(window)
+    threshold = req.abstention_threshold
+    if threshold is None and req.abstention:
+        from ..traces.abstention import read_threshold
+
+        threshold = read_threshold(req.abstention)
+    manifest = None
+    if req.corpus:
+        from ..corpus import load_manifest
+
+        manifest = load_manifest(req.corpus)
+    # on DuckDB, items of large rankgate Parquet files stay in the file (rankgate.traces.native)
+    tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map,
+                         engine_items=req.engine in (None, "duckdb"))
+    backend = make_backend(req.engine, spark_master=req.spark_master)
+    try:
+        return summarize_traces(tables, by=tuple(dict.fromkeys(req.by + by_extra)), backend=backend, window=window,
+                                threshold=None if threshold is None else float(threshold), manifest=manifest, k=req.k,
+                                signals=signals)
+    finally:
+        backend.close()
+
+
+def run_analyze(req: TracesRequest) -> TracesResult:
+    """The signals asked for per window and segment; for every signal, also the monitors' flags (which
+    the HTML report marks)."""
+    from ..traces.monitors import check_monitors, load_monitors
+
+    monitors = load_monitors(req.monitors)
+    summary = _summarize(req, window=monitors.window, signals=req.signals)
+    return TracesResult(summary, check_monitors(summary, monitors) if req.signals is None else None, monitors)
+
+
+def run_check(req: TracesRequest) -> TracesResult:
+    """The monitors run on the signals, with the segments they name."""
+    from ..traces.monitors import check_monitors, load_monitors
+
+    monitors = load_monitors(req.monitors)
+    summary = _summarize(req, monitors.segment_fields, window=monitors.window)
+    return TracesResult(summary, check_monitors(summary, monitors), monitors)
+
+
+@dataclass(frozen=True, slots=True)
+class SampleRequest:
+    traces: tuple[str, ...]             # trace exports: files or folders
+    format: str | None = None
+    field_map: str | None = None
+    on_error: str = "error"
+    abstention: str | None = None       # requests whose top score is under its threshold are candidates
+    abstention_threshold: float | None = None
+    corpus: str | None = None           # manifest: each candidate chunk gets its text and status
+    n: int = 50                         # how many candidates
+    seed: int = 0
+    by: tuple[str, ...] = ("tenant",)   # request fields to stratify by besides reason and source
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "traces", tuple(self.traces))
+        object.__setattr__(self, "by", tuple(self.by))
+        _check_threshold(self.abstention, self.abstention_threshold)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    records: tuple[dict[str, Any], ...]  # the gold-set candidates
+    threshold: float | None              # the low-confidence line used (None: not sampled)
+    missing: tuple[str, ...]             # candidate chunks the corpus lacks
+    skipped: int                         # unusable rows skipped
+
+
+def run_sample(req: SampleRequest) -> Sample:
+    from ..traces import read_traces
+    from ..traces.sample import sample_candidates
+
+    threshold = req.abstention_threshold
+    if threshold is None and req.abstention:
+        from ..traces.abstention import read_threshold
+
+        threshold = read_threshold(req.abstention)
+    threshold = None if threshold is None else float(threshold)
+    corpus = None
+    if req.corpus:
+        from ..corpus import load_manifest
+
+        corpus = load_manifest(req.corpus)
+    tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map)
+    recs = sample_candidates(tables, threshold=threshold, n=req.n, seed=req.seed, by=req.by)
+    missing: list[str] = []
+    if corpus is not None:
+        from ..traces.sample import add_corpus_texts
+
+        missing = add_corpus_texts(recs, corpus)
+    return Sample(tuple(recs), threshold, tuple(missing), tables.skipped.total)
