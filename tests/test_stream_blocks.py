@@ -211,3 +211,26 @@ def test_doc_level(tmp_path, monkeypatch, small_blocks) -> None:
     streamed = engine.evaluate(str(gold), str(run), **kw)
     assert small_blocks[0] is not None
     _same(streamed, _whole(monkeypatch, gold, run, **kw))
+
+
+def test_run_in_gold_order_and_a_long_query(tmp_path, monkeypatch, small_blocks) -> None:
+    """Every gold query ranked, in gold order (blocks are matched to the gold ids slice by slice);
+    then one query longer than the boundary scan allows: the file is read whole, same result."""
+    rng = np.random.default_rng(4)
+    qrels, lines = [], []
+    for q in range(30):
+        for d in rng.choice(40, size=4, replace=False).tolist():
+            qrels.append(f"q{q:03d} 0 d{d} {int(rng.integers(0, 3))}\n")
+        for r, d in enumerate(rng.choice(40, size=12, replace=False).tolist(), start=1):
+            lines.append(f"q{q:03d} Q0 d{d} {r} {20 - r // 2} sys\n")
+    gold, run = tmp_path / "qrels.trec", tmp_path / "run.trec"
+    gold.write_text("".join(qrels))
+    run.write_text("".join(lines))
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert small_blocks[-1] is not None and not streamed.missing_from_run and not streamed.not_in_gold
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
+    monkeypatch.setattr(trec, "_CUT_LINES", 5)  # a query of 12 lines now runs past the scan
+    assert trec.trec_run_blocks(str(run), 300) is None
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert len(small_blocks) == 1  # (no block evaluation: the file was read whole)
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
