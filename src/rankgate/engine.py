@@ -462,7 +462,7 @@ def _evaluate_blocks(
     queries (counts, lists, the highest grade of the gold set) is summed or taken from the whole.
 
     None, for the caller to read the run whole, whenever the result could differ or an error is to be
-    named: a block not regular or sharing a query with an earlier one (a file not grouped by query),
+    named: a block not regular, not grouped by query, or sharing a query with an earlier one,
     a gold set with per-query ``k`` (the depth cut would differ per block), a run short enough that it
     is never cut, no query shared with the gold set, an error in a block (such as a repeated id), or
     nothing relevant retrieved anywhere (the id-mismatch check compares the whole run's ids)."""
@@ -514,6 +514,9 @@ def _evaluate_blocks(
         _check_exp_gain(g, metric_list)  # (its error comes after the run's, as when the run is read whole)
         for block in blocks:
             if block is None or block.fields or block.items:
+                return None
+            codes = block.r_query
+            if codes.size > 1 and not bool((codes[1:] >= codes[:-1]).all()):  # not grouped: say so at once
                 return None
             nb = len(block.query_ids)
             if g.query_ids[cursor : cursor + nb] == block.query_ids:  # (usual: no dictionary of gold ids needed)
