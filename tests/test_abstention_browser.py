@@ -3,10 +3,14 @@ browser tests when Chromium or playwright is missing)."""
 
 from __future__ import annotations
 
+import pytest
+
 from rankgate.cli import main
 
 from .test_abstention import _files
 from .test_report_browser import browser  # noqa: F401 - the shared Chromium fixture
+
+pytestmark = pytest.mark.slow  # the full tier: browsers
 
 
 def test_abstention_section_renders(browser, tmp_path):  # noqa: F811

@@ -23,7 +23,7 @@ from rankgate.cli import EXIT_INTERRUPTED, EXIT_TERMINATED, main
 
 from .conftest import ROOT
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.slow]
 
 NQ, DEPTH, PATTERNS = 20_000, 100, 64  # 2,000,000 run rows
 OLD = {"metrics.csv": b"old metrics\n", "summary.json": b'{"old": true}\n'}

@@ -16,6 +16,8 @@ from rankgate.report.html import write_report
 
 from .conftest import NO_BROWSER, SAVED
 
+pytestmark = pytest.mark.slow  # the full tier: browsers
+
 DATA = Path(__file__).parent / "data" / "report"
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("RANKGATE_ARTIFACTS") or ROOT / "test-artifacts")

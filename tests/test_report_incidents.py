@@ -102,6 +102,7 @@ def test_report_section_for_baseline_and_fixed_runs(case: dict[str, Path]) -> No
 
 
 @pytest.mark.parametrize("width", [1300, 800])
+@pytest.mark.slow  # the full tier: browsers
 def test_incidents_section_in_chromium(case: dict[str, Path], width: int) -> None:
     from .test_report_browser import ARGS, ARTIFACTS, CHROMIUM, OVERFLOW, _unavailable
 

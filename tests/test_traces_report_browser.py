@@ -18,6 +18,8 @@ from rankgate.traces.signals import summarize_traces
 from .conftest import SAVED
 from .test_report_browser import ARTIFACTS, browser  # noqa: F401 - the shared Chromium fixture
 
+pytestmark = pytest.mark.slow  # the full tier: browsers
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 

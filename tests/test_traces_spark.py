@@ -19,6 +19,8 @@ from rankgate.corpus import load_manifest
 from rankgate.traces import read_traces
 from rankgate.traces.signals import SIGNAL_INFO, summarize_traces
 
+pytestmark = pytest.mark.slow  # the full tier: Spark in local mode
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 

