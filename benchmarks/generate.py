@@ -6,7 +6,7 @@ already exist for the same parameters are reused (each dataset lives in a direct
 of its parameters, and every file is written to a temporary name and renamed when complete).
 
 Datasets
-  graded ("1k", "10k", "100k"): N queries x 100 retrieved docs, 5-20 judged docs per query graded 0-3
+  graded ("1k", "10k", "100k", "300k", "1m"): N queries x 100 retrieved docs, 5-20 judged docs per query graded 0-3
     (at least one grade >= 1, so every query counts for every tool), some judged docs retrieved and
     some not; higher grades are retrieved more often and nearer the top.
   msmarco: 7,000 queries x 1,000 retrieved docs, binary relevance with 1-2 relevant docs per query
@@ -67,6 +67,8 @@ SPECS = {
     "1k": Spec("1k", "graded", 1_000, 100),
     "10k": Spec("10k", "graded", 10_000, 100),
     "100k": Spec("100k", "graded", 100_000, 100),
+    "300k": Spec("300k", "graded", 300_000, 100),  # scaling runs (1m: the 10^8-row, block-by-block case)
+    "1m": Spec("1m", "graded", 1_000_000, 100),
     "msmarco": Spec("msmarco", "msmarco", 7_000, 1_000),
 }
 

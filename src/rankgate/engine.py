@@ -13,7 +13,7 @@ in ``not_in_gold``; queries with no relevant item are no-answer items, NaN for r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -105,32 +105,49 @@ def evaluate(
     # afterwards, on the core that the mostly single-threaded evaluation leaves free.
     with ThreadPoolExecutor(max_workers=2) as pool:
         gold_future = pool.submit(load_gold, gold, format=gold_format, **load_opts)
-        try:
-            r = load_run(run, format=run_format, **load_opts)
-            run_error: RankgateError | None = None
-        except RankgateError as exc:
-            run_error = exc
-        g = gold_future.result()  # a gold error is reported first, as if read first
-        if run_error is not None:
-            raise run_error
-        # The files actually read: a BEIR folder given as the gold set is hashed as its qrels file, a
-        # Hugging Face save_to_disk folder as its Arrow files.
+        doc_of = doc_mapper(doc_sep, doc_map)
+        opts: dict[str, Any] = {"k": k or DEFAULT_K, "trec": trec, "complete": complete, "level": level,
+                                "doc_of": doc_of, "dedupe": dedupe, "inputs": inputs, "ties": ties}
         from .data.inputs import gold_files, run_files, sha256_files
 
-        for name, files in (("gold", gold_files(gold)), ("run", run_files(run))):
-            if files:
-                hashes[name] = pool.submit(sha256_files, files)
+        def hash_inputs() -> None:
+            # The files actually read: a BEIR folder given as the gold set is hashed as its qrels file,
+            # a Hugging Face save_to_disk folder as its Arrow files.
+            for name, files in (("gold", gold_files(gold)), ("run", run_files(run))):
+                if files and name not in hashes:
+                    hashes[name] = pool.submit(sha256_files, files)
 
-        doc_of = doc_mapper(doc_sep, doc_map)
+        # A large TREC run grouped by query is read and scored block by block, with the same result.
+        from .data.load import run_blocks
+
+        blocks = run_blocks(run, format=run_format, columns=columns)
+        streamed = None
+        if blocks is not None:
+            g = gold_future.result()
+            hash_inputs()
+            streamed = _evaluate_blocks(_gold_to_docs(g, doc_of) if level == "doc" else g, blocks, metric_list,
+                                        **opts)
+        if streamed is not None:
+            result, r = streamed
+        else:
+            try:
+                r = load_run(run, format=run_format, **load_opts)
+                run_error: RankgateError | None = None
+            except RankgateError as exc:
+                run_error = exc
+            g = gold_future.result()  # a gold error is reported first, as if read first
+            if run_error is not None:
+                raise run_error
+            hash_inputs()
         notices = input_notices(g, r)
         texts = query_texts(g)
         from .data.nearmiss import near_misses
 
         near = near_misses(g, r)
-        if level == "doc":
-            g = _gold_to_docs(g, doc_of)
-        result = _evaluate_loaded(g, r, metric_list, k=k or DEFAULT_K, trec=trec, complete=complete,
-                                  level=level, doc_of=doc_of, dedupe=dedupe, inputs=inputs, ties=ties)
+        if streamed is None:
+            if level == "doc":
+                g = _gold_to_docs(g, doc_of)
+            result = _evaluate_loaded(g, r, metric_list, **opts)
         read = {"notices": notices, "near_misses": near, "query_texts": texts}  # what reading the inputs found
         if any(read.values()):
             result = replace(result, info={**result.info, **{key: v for key, v in read.items() if v}})
@@ -236,10 +253,12 @@ class RankedRows:
     query_k: np.ndarray
     dropped_dupes: int
     ties: TieEffect = TieEffect()  # what the other ranking rule would change
+    kept: int = 0  # rows left after repeats are dropped
 
 
-def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignment:
-    """The evaluated queries: all gold queries, or in trec mode (without ``complete``) those the run ranks."""
+def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool, shared: bool = True) -> QueryAlignment:
+    """The evaluated queries: all gold queries, or in trec mode (without ``complete``) those the run ranks.
+    ``shared``: refuse a run that shares no query id with the gold set (off for one block of a run)."""
     nq = len(r.query_ids)
     if nq == len(g.query_ids) and r.query_ids == g.query_ids:  # the usual case: the same queries in the same order
         run_to_gold = np.arange(nq, dtype=np.int64)
@@ -255,7 +274,7 @@ def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignm
         evaluated = np.flatnonzero(in_run)
     else:
         evaluated = np.arange(len(g.query_ids), dtype=np.int64)
-    if not in_run.any():  # every gold query "missing": almost surely ids in two different shapes
+    if shared and not in_run.any():  # every gold query "missing": almost surely ids in two different shapes
         raise InputError(
             "shares no query id with the gold set", path=r.source,
             hint=f"gold ids look like {g.query_ids[0]!r}, run ids like {r.query_ids[0]!r}",
@@ -267,9 +286,10 @@ def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool) -> QueryAlignm
 
 
 def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metric], *, k: int, level: str,
-                doc_of: Callable[[str], str], dedupe: str, ties: str) -> RankedRows:
+                doc_of: Callable[[str], str], dedupe: str, ties: str, full_depth_rows: int | None = None) -> RankedRows:
     """Rank the run once, drop repeated ids (or refuse them), lay the rows out query by query in
-    evaluation order and cut them at the deepest cutoff the metrics need."""
+    evaluation order and cut them at the deepest cutoff the metrics need (runs of at most
+    ``full_depth_rows`` rows, default :data:`FULL_DEPTH_ROWS`, are not cut)."""
     # One pass over the id strings; integer codes from here on.
     run_docs = _map_array(r.r_doc, doc_of) if level == "doc" else r.r_doc
     codes, gold_codes, byte_ordered = item_codes_ordered(run_docs, g.j_doc)
@@ -285,7 +305,8 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
         query_k = np.array([kcol[i] or 0 for i in evaluated.tolist()], dtype=np.int64)
     depth = _max_depth(metric_list, query_k, k)
     # (before the codes are put in ranked order: the other rule ranks them from the input order)
-    counted = (run_to_gold >= 0) & (eval_pos[np.maximum(run_to_gold, 0)] >= 0)
+    counted = run_to_gold >= 0
+    counted[counted] = eval_pos[run_to_gold[counted]] >= 0
     effect = tie_effect(r.r_query, run_docs, r.r_score, r.r_order, order, ties, id_keys=id_keys, counted=counted,
                         depth=None if depth >= NO_CUTOFF else depth)
     codes_sorted = order.apply(codes)
@@ -316,7 +337,7 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
         run_off = np.concatenate(([0], np.cumsum(counts)))
     run_start = run_off[:-1]
 
-    if codes_sorted.size <= FULL_DEPTH_ROWS:
+    if codes_sorted.size <= (FULL_DEPTH_ROWS if full_depth_rows is None else full_depth_rows):
         # Small runs keep every row, so first-relevant ranks (shown when comparing runs) are exact.
         depth = int(NO_CUTOFF)
 
@@ -339,7 +360,7 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
         picked = np.repeat(seg_start - offsets[:-1], seg_len) + np.arange(total, dtype=np.int64)
         row_codes = codes_sorted[picked]
     return RankedRows(run_docs, gold_codes, order, codes.size, offsets, rank, row_codes, picked, depth, query_k,
-                      dropped_dupes, effect)
+                      dropped_dupes, effect, int(codes_sorted.size))
 
 
 def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *, k: int, trec: bool,
@@ -430,15 +451,178 @@ def _evaluate_loaded(
                    trec=trec, complete=complete, k=k, ties=ties, inputs=inputs)
 
 
+def _evaluate_blocks(
+    g: Gold, blocks: Iterator[Run | None], metric_list: list[Metric], *, k: int, trec: bool, complete: bool,
+    level: str, doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str | None = None,
+) -> tuple[EvaluationResult, Run] | None:
+    """:func:`_evaluate_loaded` on a run given as blocks of whole queries (a large TREC file grouped by
+    query), holding one block's rows at a time: each block is scored against the gold queries it
+    ranks (the last one also against the gold queries no block ranked), and the per-query values are
+    put back in gold order. A query's values depend on its own rows and judgements only; what spans
+    queries (counts, lists, the highest grade of the gold set) is summed or taken from the whole.
+
+    None, for the caller to read the run whole, whenever the result could differ or an error is to be
+    named: a block not regular, not grouped by query, or sharing a query with an earlier one,
+    a gold set with per-query ``k`` (the depth cut would differ per block), a run short enough that it
+    is never cut, no query shared with the gold set, an error in a block (such as a repeated id), or
+    nothing relevant retrieved anywhere (the id-mismatch check compares the whole run's ids)."""
+    from itertools import repeat
+
+    if any(v is not None for v in g.field("k")):
+        return None
+    index: dict[str, int] = {}
+    cursor = 0  # where the next block's queries start in the gold set, when the run follows its order
+    seen = np.zeros(len(g.query_ids), dtype=bool)
+    others: set[str] = set()
+    parts = _GoldParts(g)
+    gold_max = int(g.j_grade.max()) if g.j_grade.size else 0
+    done: list[tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, np.ndarray]] = []
+    not_in_gold: list[str] = []
+    missing: list[str] = []
+    count = {"queries": 0, "rows": 0, "kept": 0, "dupes": 0, "differ": 0, "clash": 0}
+    facts: dict[str, Any] = {}
+
+    def score(block: Run, gi: np.ndarray, last: bool) -> None:
+        sub_idx = np.sort(gi[gi >= 0])
+        if last:
+            sub_idx = np.sort(np.concatenate((sub_idx, np.flatnonzero(~seen))))
+        sub = parts.take(sub_idx)
+        rule = resolve_ties(ties, block, trec=trec)
+        aligned = align_queries(sub, block, trec=trec, complete=complete, shared=False)
+        rows = ranked_rows(sub, block, aligned, metric_list, k=k, level=level, doc_of=doc_of, dedupe=dedupe,
+                           ties=rule, full_depth_rows=-1)  # cut as the whole run is (checked below)
+        not_in_gold.extend(aligned.not_in_gold)
+        missing.extend(aligned.missing)
+        count["queries"] += len(block.query_ids)
+        count["rows"] += len(block)
+        count["kept"] += rows.kept
+        count["dupes"] += rows.dropped_dupes
+        count["differ"] += rows.ties.differ
+        count["clash"] += rows.ties.rank_vs_score
+        facts.update(ties=rule, depth=rows.depth)
+        if aligned.evaluated.size:
+            ctx = judged_context(sub, block, aligned, rows, k=k, trec=trec, doc_of=doc_of)
+            ctx.gold_max_grade = gold_max
+            values, facts["definitions"] = score_all(ctx, metric_list)
+            done.append((sub_idx[aligned.evaluated], values, _first_relevant(ctx, rows, aligned.evaluated.size),
+                         ctx.answerable))
+            ctx.cache.clear()  # (its cuts refer back to it: a cycle that would keep every block's rows)
+
+    first: Run | None = None
+    pending: tuple[Run, np.ndarray] | None = None
+    try:
+        _check_exp_gain(g, metric_list)  # (its error comes after the run's, as when the run is read whole)
+        for block in blocks:
+            if block is None or block.fields or block.items:
+                return None
+            codes = block.r_query
+            if codes.size > 1 and not bool((codes[1:] >= codes[:-1]).all()):  # not grouped: say so at once
+                return None
+            nb = len(block.query_ids)
+            if g.query_ids[cursor : cursor + nb] == block.query_ids:  # (usual: no dictionary of gold ids needed)
+                gi = np.arange(cursor, cursor + nb, dtype=np.int64)
+                cursor += nb
+            else:
+                index = index or {q: i for i, q in enumerate(g.query_ids)}
+                gi = np.fromiter(map(index.get, block.query_ids, repeat(-1)), dtype=np.int64, count=nb)
+                cursor = len(g.query_ids) + 1  # (not again)
+            known = gi[gi >= 0]
+            if seen[known].any():  # a query in two blocks: the file is not grouped by query
+                return None
+            seen[known] = True
+            for i in np.flatnonzero(gi < 0).tolist():
+                if block.query_ids[i] in others:
+                    return None
+                others.add(block.query_ids[i])
+            if pending is not None:
+                score(*pending, last=False)
+            first = first or block
+            pending = (block, gi)
+        if pending is None or first is None or not seen.any():
+            return None
+        score(*pending, last=True)
+    except RankgateError:  # named by the whole run's reading, as it would be without blocks
+        return None
+    if count["kept"] <= FULL_DEPTH_ROWS or not done:
+        return None
+    gidx = np.concatenate([d[0] for d in done])
+    order = np.argsort(gidx, kind="stable")
+    evaluated = gidx[order]
+    names = tuple(str(m) for m in metric_list)
+    values = {name: np.concatenate([d[1][name] for d in done])[order] for name in names}
+    first_rel = np.concatenate([d[2] for d in done])[order]
+    answerable = np.concatenate([d[3] for d in done])[order]
+    if len(g.j_doc) and answerable.any() and not first_rel.any():
+        return None
+    depth = facts["depth"]
+    info: dict[str, Any] = {
+        "level": level,
+        "trec": trec,
+        "complete": complete or not trec,
+        "default_k": k,
+        "evaluated_depth": None if depth >= NO_CUTOFF else depth,
+        "duplicates_dropped": count["dupes"],
+        "ties": facts["ties"],
+        "ties_differ": count["differ"],
+        "run": {"queries": count["queries"], "rows": count["rows"]},
+        "gold": _gold_facts(g),
+    }
+    if count["clash"]:
+        info["rank_vs_score"] = count["clash"]
+    sel = evaluated.tolist()
+    qids = tuple(g.query_ids[i] for i in sel)
+    result = EvaluationResult(
+        query_ids=qids,
+        metric_names=names,
+        values=values,
+        fields=_segments(g, sel),
+        first_relevant_rank=first_rel,
+        missing_from_run=tuple(missing),  # (the last block's, in gold order)
+        not_in_gold=tuple(not_in_gold),
+        no_answer=tuple(q for q, a in zip(qids, answerable.tolist()) if not a),
+        definitions=facts["definitions"],
+        inputs=inputs,
+        info=info,
+    )
+    return result, first
+
+
+class _GoldParts:
+    """Gold sets of some of a gold set's queries, each in one slice of judgements grouped by query."""
+
+    def __init__(self, g: Gold) -> None:
+        self.g = g
+        jq = g.j_query
+        self.order = None if bool((jq[1:] >= jq[:-1]).all()) else np.argsort(jq, kind="stable")
+        self.offsets = np.concatenate(([0], np.cumsum(np.bincount(jq, minlength=len(g.query_ids))))).astype(np.int64)
+
+    def take(self, idx: np.ndarray) -> Gold:
+        """The queries ``idx`` (ascending) with their judgements in the gold set's order."""
+        g = self.g
+        starts = self.offsets[idx]
+        lens = self.offsets[idx + 1] - starts
+        total = int(lens.sum())
+        rows = np.repeat(starts - (np.cumsum(lens) - lens), lens) + np.arange(total, dtype=np.int64)
+        if self.order is not None:
+            rows = self.order[rows]
+        sel = idx.tolist()
+        return Gold(
+            query_ids=[g.query_ids[i] for i in sel],
+            j_query=np.repeat(np.arange(idx.size, dtype=np.int64), lens),
+            j_doc=g.j_doc.take(arrow_of(rows)),
+            j_grade=g.j_grade[rows],
+            fields={name: [col[i] for i in sel] for name, col in g.fields.items()},
+            source=g.source,
+        )
+
+
 def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: EvalContext, names: tuple[str, ...],
             values: dict[str, np.ndarray],
             definitions: dict[str, str], *, level: str, trec: bool, complete: bool, k: int, ties: str,
             inputs: dict[str, Any]) -> EvaluationResult:
     """The result: values, first relevant ranks, coverage lists and the facts reports show."""
     evaluated = aligned.evaluated
-    rel_rows, rel_query, nth = ctx.hits(ctx.is_rel(1))
-    first_rel = np.zeros(evaluated.size, dtype=np.int64)  # 0: nothing relevant retrieved
-    first_rel[rel_query[nth == 1]] = rows.rank[rel_rows[nth == 1]]
+    first_rel = _first_relevant(ctx, rows, evaluated.size)
     sel = evaluated.tolist()
     qids = tuple(g.query_ids[i] for i in sel)
     info: dict[str, Any] = {
@@ -480,6 +664,14 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
         inputs=inputs,
         info=info,
     )
+
+
+def _first_relevant(ctx: EvalContext, rows: RankedRows, n: int) -> np.ndarray:
+    """Rank of each evaluated query's first relevant row, 0 when none is retrieved."""
+    rel_rows, rel_query, nth = ctx.hits(ctx.is_rel(1))
+    first_rel = np.zeros(n, dtype=np.int64)
+    first_rel[rel_query[nth == 1]] = rows.rank[rel_rows[nth == 1]]
+    return first_rel
 
 
 def query_texts(g: Gold) -> dict[str, str] | None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import InputError, UsageError
+from ..errors import InputError, RankgateError, UsageError
 from .detect import call, check_format, detect
 from .formats import split_list_sep
 from .jsonl import iter_json_lines, json_lines, parse_gold_records, parse_run_records, read_text, summary_error
@@ -97,6 +97,30 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
 
     ``columns``: for a table with a header, which column holds each field (``{"score": "s"}``)."""
     return _load(source, "run", format, label, columns)
+
+
+STREAM_FROM_BYTES = 1 << 29
+"""TREC run files from this size (512 MiB, about 150,000 queries x 100) are read block by block."""
+
+
+def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, str] | None = None,
+               from_bytes: int | None = None, block_bytes: int | None = None) -> Iterator[Run | None] | None:
+    """A large TREC run file's rows in blocks of whole queries (see
+    :func:`rankgate.data.trec.trec_run_blocks`), or None when ``source`` is not a regular TREC run
+    file of at least ``from_bytes`` bytes (default :data:`STREAM_FROM_BYTES`) that the compiled reader takes: :func:`load_run` then reads it."""
+    if not isinstance(source, (str, os.PathLike)) or columns or format not in (None, "trec"):
+        return None
+    path = os.fspath(source)
+    try:
+        if is_pipe(path) or not os.path.isfile(path) or os.path.getsize(path) < (STREAM_FROM_BYTES if from_bytes is None else from_bytes):
+            return None
+        if detect(path, "run", format).name != "trec":
+            return None
+    except (OSError, RankgateError):  # reading it whole says what is wrong
+        return None
+    from . import trec
+
+    return trec.trec_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES)
 
 
 def _load(source: Any, noun: str, format: str | None, label: str, columns: Mapping[str, str] | None) -> Any:

@@ -123,44 +123,58 @@ def _mapped_lines(
         return None
     try:
         pieces = max(-(-size // _PIECE), 2 if size > 1 << 23 else 1)
-        cuts = [0]
-        for i in range(1, pieces):
-            at = mm.find(b"\n", max(cuts[-1], size * i // pieces))
-            cuts.append(size if at < 0 else at + 1)
-        cuts.append(size)
-        spans = [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
-
-        def run_all(fn: Callable[[int], Any]) -> list[Any]:
-            if len(spans) == 1:
-                return [fn(0)]
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                return list(pool.map(fn, range(len(spans))))
-
-        # Rows per piece at most: its lines (a piece other than the last ends with a newline). All
-        # pieces write into one array each for codes and values, so nothing is copied afterwards.
-        bounds = run_all(lambda i: reader.count_lines(mm, *spans[i]))
-        bounds[-1] += 1  # the last line may have no newline
-        starts = np.concatenate(([0], np.cumsum(bounds))).tolist()
-        codes = np.empty(starts[-1], dtype=np.int32)
-        values = np.empty(starts[-1], dtype=np.float64 if value_kind == 0 else np.int64)
-
-        def read(i: int) -> tuple[int, list[str], pa.Array] | None:
-            a, b = spans[i]
-            lo, hi = starts[i], starts[i + 1]
-            offsets = np.empty(hi - lo + 1, dtype=np.int32)
-            data = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
-            got = reader.read_lines(mm, a, b, ncols, value_col, value_kind, delim, codes[lo:hi], values[lo:hi], offsets, data)
-            if got is None:
-                return None
-            n, nbytes, qids = got
-            ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(data[:nbytes])])
-            return n, qids, ids
-
-        parts = run_all(read)
+        return _read_span(mm, 0, size, pieces, ncols, value_col, value_kind, delim)
     finally:
         mm.close()
+
+
+def _read_span(
+    mm: Any, lo_byte: int, hi_byte: int, pieces: int, ncols: int, value_col: int, value_kind: int, delim: bytes
+) -> tuple[list[str], np.ndarray, np.ndarray, pa.Array | pa.ChunkedArray] | None:
+    """:func:`_mapped_lines` on the bytes ``[lo_byte, hi_byte)`` of a mapped file (which start a line
+    and end one, or the file), read in ``pieces`` pieces cut at line ends, two threads at a time."""
+    from .._accel import reader
+
+    assert reader is not None
+    size = hi_byte
+    cuts = [lo_byte]
+    for i in range(1, pieces):
+        at = mm.find(b"\n", max(cuts[-1], lo_byte + (hi_byte - lo_byte) * i // pieces), hi_byte)
+        cuts.append(size if at < 0 else at + 1)
+    cuts.append(size)
+    spans = [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+    if not spans:
+        return None
+
+    def run_all(fn: Callable[[int], Any]) -> list[Any]:
+        if len(spans) == 1:
+            return [fn(0)]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return list(pool.map(fn, range(len(spans))))
+
+    # Rows per piece at most: its lines (a piece other than the last ends with a newline). All
+    # pieces write into one array each for codes and values, so nothing is copied afterwards.
+    bounds = run_all(lambda i: reader.count_lines(mm, *spans[i]))
+    bounds[-1] += 1  # the last line may have no newline
+    starts = np.concatenate(([0], np.cumsum(bounds))).tolist()
+    codes = np.empty(starts[-1], dtype=np.int32)
+    values = np.empty(starts[-1], dtype=np.float64 if value_kind == 0 else np.int64)
+
+    def read(i: int) -> tuple[int, list[str], pa.Array] | None:
+        a, b = spans[i]
+        lo, hi = starts[i], starts[i + 1]
+        offsets = np.empty(hi - lo + 1, dtype=np.int32)
+        data = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
+        got = reader.read_lines(mm, a, b, ncols, value_col, value_kind, delim, codes[lo:hi], values[lo:hi], offsets, data)
+        if got is None:
+            return None
+        n, nbytes, qids = got
+        ids = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets[: n + 1]), pa.py_buffer(data[:nbytes])])
+        return n, qids, ids
+
+    parts = run_all(read)
     if any(part is None for part in parts):
         return None
     rows = [part[0] for part in parts]
@@ -174,6 +188,95 @@ def _mapped_lines(
         codes = np.concatenate([codes[k] for k in keep])
         values = np.concatenate([values[k] for k in keep])
     return qids, codes, values, pa.chunked_array([part[2] for part in parts], type=pa.string())
+
+
+STREAM_BLOCK_BYTES = 1 << 26
+"""Bytes of a TREC run read at once when it is read block by block (whole queries each)."""
+_CUT_LINES = 1 << 20
+"""Lines scanned at most for a change of query id after a block's nominal end (else no blocks)."""
+
+
+def trec_run_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterator[Run | None] | None:
+    """The rows of a TREC run file as a :class:`Run` per block of about ``block_bytes``, each block
+    cut where the query id changes from one line to the next, so that a file grouped by query gives
+    each query's rows in one block. None when the compiled reader cannot take the file (compressed,
+    empty, a comment first) or a query runs on past the scan limit; the iterator yields None when a
+    block is not regular (the caller then reads the file whole, as :func:`read_trec_run`, whose
+    readers name a bad line). Whether the blocks share queries (a file not grouped by query) is for
+    the caller to check. The pages of a block read are let go, so memory holds one block at a time."""
+    from .._accel import reader
+
+    if reader is None or path.endswith(".gz") or is_gzip(path):
+        return None
+    shape = _first_line_and_delimiter(path)
+    if shape is None:
+        return None
+    delim = shape[1].encode()
+    import mmap
+
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0 or not hasattr(mmap, "MADV_DONTNEED"):
+                return None
+            mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+    except (OSError, ValueError):
+        return None
+    cuts = [0]
+    while cuts[-1] < size:
+        at = _query_cut(mm, max(cuts[-1], cuts[-1] + block_bytes - 1), size, delim)
+        if at < 0:
+            mm.close()
+            return None
+        cuts.append(at)
+    return _blocks(mm, path, cuts, delim)
+
+
+def _query_cut(mm: Any, at: int, size: int, delim: bytes) -> int:
+    """Start of the first line after the one holding byte ``at`` whose query id differs from the
+    line before it (blank lines skipped), or ``size``; -1 after :data:`_CUT_LINES` lines without one."""
+    if at >= size:
+        return size
+    end = mm.find(b"\n", at)
+    if end < 0:
+        return size
+    prev = _query_of(mm, mm.rfind(b"\n", 0, end) + 1, end, delim)
+    pos = end + 1
+    for _ in range(_CUT_LINES):
+        if pos >= size:
+            return size
+        end = mm.find(b"\n", pos)
+        line_end = size if end < 0 else end
+        q = _query_of(mm, pos, line_end, delim)
+        if q and prev and q != prev:
+            return pos
+        prev = q or prev
+        pos = line_end + 1
+    return -1
+
+
+def _query_of(mm: Any, start: int, end: int, delim: bytes) -> bytes:
+    cut = mm.find(delim, start, end)
+    return bytes(mm[start : end if cut < 0 else cut]).strip()
+
+
+def _blocks(mm: Any, path: str, cuts: list[int], delim: bytes) -> Iterator[Run | None]:
+    import mmap
+
+    page = mmap.PAGESIZE
+    try:
+        for a, b in itertools.pairwise(cuts):
+            pieces = 2 if b - a > 1 << 23 else 1
+            got = _read_span(mm, a, b, pieces, 6, 4, 0, delim)
+            mm.madvise(mmap.MADV_DONTNEED, a - a % page, b - (a - a % page))
+            if got is None or not np.isfinite(got[2]).all():
+                yield None
+                return
+            qids, codes, scores, ids = got
+            if len(codes):
+                yield Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path, ties="id")
+    finally:
+        mm.close()
 
 
 def _merge_query_codes(piece_ids: list[list[str]], codes: np.ndarray, starts: list[int], rows: list[int]) -> list[str]:

@@ -1,0 +1,236 @@
+"""A large TREC run grouped by query is read and scored block by block (engine._evaluate_blocks):
+the result must be the one of reading the run whole, value for value and note for note.
+
+The thresholds are lowered so that small files take the block path in blocks of a few queries, and
+both paths cut rows at the deepest cutoff as a large run is; a spy checks which path ran.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rankgate._accel as accel
+from rankgate import engine
+from rankgate.cli import main
+from rankgate.data import load, trec
+from rankgate.errors import InputError
+
+from .conftest import examples
+
+pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._reader is not built in this installation")
+
+METRICS = "ndcg@10,recall@5,precision@3,mrr@10,map,hit@3,err@5,rprec"
+
+
+def _write(tmp_path, seed: int, *, grouped: bool = True, dupes: bool = False, grades: int = 3, chunks: bool = False):
+    """A gold set and a run with ties, gold queries the run lacks, run queries not in the gold set,
+    queries with nothing relevant, and (``dupes``) an id listed twice in some rankings; ``chunks``:
+    ids ``d<doc>#p<part>``, three parts a document."""
+    rng = np.random.default_rng(seed)
+
+    def name(d: int) -> str:
+        return f"d{d // 3}#p{d % 3}" if chunks else f"d{d}"
+
+    nq = int(rng.integers(8, 40))
+    qrels, lines = [], []
+    for q in range(nq):
+        qid = f"q{rng.integers(0, 10**6):06d}_{q}"
+        in_gold, in_run = rng.random() > 0.1, rng.random() > 0.15
+        if in_gold or not in_run:
+            judged = rng.choice(60, size=int(rng.integers(1, 8)), replace=False)
+            for d in judged.tolist():
+                qrels.append(f"{qid} 0 {name(d)} {int(rng.integers(0, grades + 1)) if rng.random() > 0.2 else 0}\n")
+        if in_run:
+            n = int(rng.integers(1, 25))
+            docs = rng.choice(60, size=n, replace=False).tolist()
+            if dupes and n > 2 and rng.random() < 0.3:
+                docs[-1] = docs[0]
+            score = 10.0
+            for r, d in enumerate(docs, start=1):
+                if rng.random() > 0.3:  # else a tie with the row above
+                    score -= float(rng.integers(1, 4)) / 4
+                lines.append(f"{qid} Q0 {name(d)} {r} {score} sys\n")
+    if not qrels:
+        qrels.append("qz 0 d1 1\n")
+    if not grouped:
+        rng.shuffle(lines)
+    gold, run = tmp_path / f"qrels{seed}.trec", tmp_path / f"run{seed}.trec"
+    gold.write_text("".join(qrels))
+    run.write_text("".join(lines))
+    return gold, run
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Block path for every TREC run, blocks of ~300 bytes (a few queries), rows cut at depth as in a
+    large run; returns the list of what each block evaluation returned (None: read whole)."""
+    calls: list[object] = []
+    inner = engine._evaluate_blocks
+
+    def spy(*args, **kwargs):
+        got = inner(*args, **kwargs)
+        calls.append(got)
+        return got
+
+    monkeypatch.setattr(engine, "_evaluate_blocks", spy)
+    monkeypatch.setattr(engine, "FULL_DEPTH_ROWS", 3)
+    monkeypatch.setattr(trec, "STREAM_BLOCK_BYTES", 300)
+    monkeypatch.setattr(load, "STREAM_FROM_BYTES", 0)
+    return calls
+
+
+def _whole(monkeypatch, gold, run, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(load, "STREAM_FROM_BYTES", 1 << 62)
+        return engine.evaluate(str(gold), str(run), **kw)
+
+
+def _same(a, b) -> None:
+    assert a.query_ids == b.query_ids
+    assert a.metric_names == b.metric_names
+    for name in a.metric_names:
+        assert a.values[name].dtype == b.values[name].dtype
+        assert a.values[name].tobytes() == b.values[name].tobytes(), name
+    assert a.first_relevant_rank.tobytes() == b.first_relevant_rank.tobytes()
+    assert (a.fields, a.missing_from_run, a.not_in_gold, a.no_answer) == (b.fields, b.missing_from_run,
+                                                                           b.not_in_gold, b.no_answer)
+    assert a.definitions == b.definitions
+    assert a.info == b.info
+    assert a.inputs == b.inputs
+    assert engine.ties_lines(a) == engine.ties_lines(b)
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(seed=st.integers(0, 10**6), trec_mode=st.sampled_from([(False, False), (True, False), (True, True)]),
+       ties=st.sampled_from([None, "id", "input"]))
+def test_blocks_give_the_whole_runs_result(tmp_path_factory, seed, trec_mode, ties) -> None:
+    tmp_path = tmp_path_factory.mktemp("blocks")
+    gold, run = _write(tmp_path, seed)
+    with pytest.MonkeyPatch.context() as mp:
+        calls: list[object] = []
+        inner = engine._evaluate_blocks
+        mp.setattr(engine, "_evaluate_blocks", lambda *a, **k: calls.append(inner(*a, **k)) or calls[-1])
+        mp.setattr(engine, "FULL_DEPTH_ROWS", 3)
+        mp.setattr(trec, "STREAM_BLOCK_BYTES", 300)
+        mp.setattr(load, "STREAM_FROM_BYTES", 0)
+        kw = {"metrics": METRICS, "trec": trec_mode[0], "complete": trec_mode[1], "ties": ties}
+        try:
+            streamed = engine.evaluate(str(gold), str(run), **kw)
+        except InputError as exc:  # e.g. no query shared: the whole run's reading names it
+            assert calls == [None]
+            with pytest.raises(InputError) as whole_exc:
+                _whole(mp, gold, run, **kw)
+            assert str(whole_exc.value) == str(exc)
+            return
+        whole = _whole(mp, gold, run, **kw)
+    _same(streamed, whole)
+    if calls[0] is None:  # read whole: only when nothing relevant was retrieved anywhere
+        assert not whole.first_relevant_rank.any()
+    else:
+        assert run.stat().st_size > 600  # several blocks
+
+
+def test_fixed_case_takes_the_block_path_and_matches(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 7)
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert small_blocks and small_blocks[0] is not None
+    whole = _whole(monkeypatch, gold, run, metrics=METRICS)
+    _same(streamed, whole)
+    assert streamed.missing_from_run and streamed.not_in_gold and streamed.no_answer
+    assert streamed.info["ties_differ"] > 0 and streamed.info["evaluated_depth"] is None  # (map: no cutoff)
+    blocks = list(trec.trec_run_blocks(str(run), 300))
+    assert len(blocks) >= 4 and all(b is not None for b in blocks)
+    seen: set[str] = set()
+    for b in blocks:
+        assert not seen & set(b.query_ids)
+        seen |= set(b.query_ids)
+
+
+def test_depth_cut_and_duplicates_dropped(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 11, dupes=True)
+    kw = {"metrics": "ndcg@10,recall@5,hit@3", "dedupe": "first"}
+    streamed = engine.evaluate(str(gold), str(run), **kw)
+    assert small_blocks[0] is not None
+    whole = _whole(monkeypatch, gold, run, **kw)
+    _same(streamed, whole)
+    assert streamed.info["duplicates_dropped"] > 0 and streamed.info["evaluated_depth"] == 10
+
+
+def test_a_repeated_id_is_named_as_when_read_whole(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 11, dupes=True)
+    with pytest.raises(InputError) as streamed:
+        engine.evaluate(str(gold), str(run), metrics="ndcg@10")
+    assert small_blocks == [None]
+    with pytest.raises(InputError) as whole:
+        _whole(monkeypatch, gold, run, metrics="ndcg@10")
+    assert str(streamed.value) == str(whole.value) and "repeated ids in all" in str(whole.value)
+
+
+def test_a_file_not_grouped_by_query_is_read_whole(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 5, grouped=False)
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert small_blocks == [None]
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
+
+
+def test_an_irregular_line_is_named_as_when_read_whole(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 3)
+    lines = run.read_text().splitlines(keepends=True)
+    lines[len(lines) - 3] = "qbad Q0 dx 1 notanumber sys\n"
+    run.write_text("".join(lines))
+    with pytest.raises(InputError) as streamed:
+        engine.evaluate(str(gold), str(run), metrics="ndcg@10")
+    assert small_blocks == [None]
+    with pytest.raises(InputError) as whole:
+        _whole(monkeypatch, gold, run, metrics="ndcg@10")
+    assert str(streamed.value) == str(whole.value)
+
+
+def test_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 7)
+    outs = []
+    for name, from_bytes in (("blocks", 0), ("whole", 1 << 62)):
+        monkeypatch.setattr(load, "STREAM_FROM_BYTES", from_bytes)
+        out = tmp_path / name
+        assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", METRICS, "--out", str(out),
+                     "--resamples", "200"]) == 0
+        outs.append(((out / "metrics.csv").read_bytes(), (out / "summary.json").read_bytes()))
+    assert small_blocks and small_blocks[0] is not None
+    assert outs[0] == outs[1]
+    assert json.loads(outs[0][1])["queries"]["not_in_gold"]
+
+
+def test_doc_level(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 13, chunks=True)
+    kw = {"metrics": "ndcg@10,recall@5,map,err@5", "level": "doc"}
+    streamed = engine.evaluate(str(gold), str(run), **kw)
+    assert small_blocks[0] is not None
+    _same(streamed, _whole(monkeypatch, gold, run, **kw))
+
+
+def test_run_in_gold_order_and_a_long_query(tmp_path, monkeypatch, small_blocks) -> None:
+    """Every gold query ranked, in gold order (blocks are matched to the gold ids slice by slice);
+    then one query longer than the boundary scan allows: the file is read whole, same result."""
+    rng = np.random.default_rng(4)
+    qrels, lines = [], []
+    for q in range(30):
+        for d in rng.choice(40, size=4, replace=False).tolist():
+            qrels.append(f"q{q:03d} 0 d{d} {int(rng.integers(0, 3))}\n")
+        for r, d in enumerate(rng.choice(40, size=12, replace=False).tolist(), start=1):
+            lines.append(f"q{q:03d} Q0 d{d} {r} {20 - r // 2} sys\n")
+    gold, run = tmp_path / "qrels.trec", tmp_path / "run.trec"
+    gold.write_text("".join(qrels))
+    run.write_text("".join(lines))
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert small_blocks[-1] is not None and not streamed.missing_from_run and not streamed.not_in_gold
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
+    monkeypatch.setattr(trec, "_CUT_LINES", 5)  # a query of 12 lines now runs past the scan
+    assert trec.trec_run_blocks(str(run), 300) is None
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert len(small_blocks) == 1  # (no block evaluation: the file was read whole)
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
