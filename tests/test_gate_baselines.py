@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rankgate.baseline import hash_query_id, load_baseline_summary
 from rankgate.cli import main
 from rankgate.errors import InputError
-from rankgate.gates import gate
+from rankgate.flows.gate import gate
 from rankgate.report.comment import comment_markdown
 
 from .conftest import examples

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rankgate.errors import ConfigError, InputError
-from rankgate.gates import BaselineSummary, config_from_dict, decide, gate, load_config, parse_config
+from rankgate.flows.gate import gate
+from rankgate.gates import BaselineSummary, config_from_dict, decide, load_config, parse_config
 from rankgate.results import EvaluationResult
 
 DATA = Path(__file__).parent / "data" / "gate"

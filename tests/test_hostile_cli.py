@@ -361,12 +361,12 @@ def test_out_of_memory_is_exit_3_with_a_clear_line(tmp_path, capsys, monkeypatch
 
 
 def test_a_gate_crash_is_never_exit_1(tmp_path, capsys, monkeypatch):
-    import rankgate.gates
+    import rankgate.flows.gate
 
     def boom(*_a, **_k):
         raise KeyError("x")
 
-    monkeypatch.setattr(rankgate.gates, "gate", boom)
+    monkeypatch.setattr(rankgate.flows.gate, "gate", boom)
     assert_refused(_gate(_config(tmp_path)), tmp_path, code=3, capsys=capsys, contains=["internal error: KeyError"])
 
 

@@ -44,10 +44,7 @@ LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
 ONLY: dict[str, frozenset[str]] = {"judges": frozenset({"errors", "redact", "plugins", "data", "constraints"})}
 
 # Edges that break the rules today, each named so that it is seen and no new one slips in beside it.
-KNOWN: frozenset[tuple[str, str]] = frozenset({
-    # ``rankgate.gates.gate``, the Python entry's old home, hands over to the gate flow (``rankgate.gate``)
-    ("rankgate.gates", "rankgate.flows.gate"),
-})
+KNOWN: frozenset[tuple[str, str]] = frozenset()
 
 # The one lasting exception to "no import cycles": a registry that imports its built-in plug-ins so
 # that they register themselves (they import the registry to do so). Imports inside these functions
@@ -56,12 +53,7 @@ DISCOVERY: dict[str, str] = {"rankgate.metrics.registry": "_load_builtin"}
 
 # Temporary exceptions, while these modules are being reworked: (module, imported module) -> why.
 # Take each off when its loop is gone (test_known_exceptions_still_exist says when).
-CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("rankgate.gates", "rankgate.flows.gate"):
-        "rankgate.gates.gate is kept for its callers and hands over to rankgate.flows.gate.gate (module __getattr__)",
-    ("rankgate.traces.model", "rankgate.traces.native"):
-        "traces/{build, columnar, model, native}; MAX_INT32, NEGATIVE_BELOW, ABORT_ERROR_TYPES twice (D36)",
-}
+CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _top(module: str) -> str:

@@ -96,7 +96,7 @@ def test_cli_ties_recorded_in_summary_and_report(tmp_path, capsys):
 
 def test_gate_config_evaluate_ties(tmp_path):
     from rankgate.gate_config import config_from_dict
-    from rankgate.gates import gate
+    from rankgate.flows.gate import gate
 
     cfg = {"evaluate": {"ties": "input"}, "gates": [{"name": "mrr", "metric": "mrr", "threshold": 0.9}]}
     assert config_from_dict(cfg).evaluate["ties"] == "input"

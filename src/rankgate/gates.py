@@ -566,13 +566,3 @@ def _movers(config: GateConfig, current: EvaluationResult, cmp, segs, summary, c
 
     moves.sort(key=badness)
     return tuple(moves[:top])
-
-
-def __getattr__(name: str) -> Any:
-    """``gate``, the Python entry that loads and evaluates before deciding, lives with the use cases
-    (:func:`rankgate.flows.gate.gate`, also ``rankgate.gate``); this name is kept for its callers."""
-    if name == "gate":
-        from .flows.gate import gate
-
-        return gate
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

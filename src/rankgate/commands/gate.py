@@ -79,11 +79,11 @@ def run(args: argparse.Namespace) -> int:
 
         raise UsageError(f"--comment and --json name the same file {args.comment}; give each its own file")
     req = request(args)
-    # The gate flow through its Python entry, rankgate.gates.gate (the same function as rankgate.flows.gate.gate),
-    # looked up when the command runs: what stands in for it there stands in for the command's too.
-    from .. import gates
+    # The gate flow's Python entry (rankgate.gate), looked up when the command runs: what stands in for it
+    # there stands in for the command's too.
+    from ..flows import gate as flow
 
-    outcome = gates.gate(req.config, req.gold, req.candidate, req.baseline, baseline_label=req.baseline_label,
+    outcome = flow.gate(req.config, req.gold, req.candidate, req.baseline, baseline_label=req.baseline_label,
                          candidate_label=req.candidate_label, queries=req.queries, corpus=req.corpus, **req.evaluate)
     for note in outcome.notes:
         if "no retrieved id matches" in note:  # every score is 0: say why before the verdict

@@ -182,9 +182,8 @@ class TraceTables:
         """``items`` with the items of ``item_sources`` read into it."""
         if not self.item_sources:
             return self.items
-        from .native import items_table
-
-        return pa.concat_tables([self.items, items_table(self.item_sources)])
+        # the sources are rankgate.traces.native.ItemSource values, which know how to read themselves
+        return pa.concat_tables([self.items, type(self.item_sources[0]).read_all(self.item_sources)])
 
     def tables(self) -> dict[str, pa.Table]:
         return {"requests": self.requests, "items": self.items, "citations": self.citations, "feedback": self.feedback}

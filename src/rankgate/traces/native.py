@@ -54,6 +54,12 @@ class ItemSource:
     stages: Mapping[str, int] = field(default_factory=dict)
     stat: tuple[int, int] = (0, 0)  # size and mtime_ns when read
 
+    @staticmethod
+    def read_all(sources: Sequence[ItemSource]) -> Any:
+        """The items of ``sources`` as one Arrow table (what ``TraceTables.all_items`` asks of its
+        sources: the model reaches this module through its data, never by importing it)."""
+        return items_table(sources)
+
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
