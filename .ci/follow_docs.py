@@ -323,11 +323,11 @@ def follow(base: Path, venv: Path | None) -> int:
     check((quick / "pr-comment.md").is_file() and (quick / "outcome.json").is_file(), "it writes pr-comment.md and outcome.json")
 
     print("docs/gating.md, From Python (the first block, up to the pure decision on your own results):", flush=True)
-    (python_block,) = [b for b in blocks(doc, "python") if "gates.gate(" in b]
+    (python_block,) = [b for b in blocks(doc, "python") if "rankgate.gate(" in b]
     runnable = python_block.split("# Pure decision")[0]
     proc = subprocess.run([str(venv / "bin" / "python"), "-c", runnable], cwd=quick, env=env, capture_output=True, text=True, check=False)
     check(proc.returncode == 0 and proc.stdout.startswith("<!-- rankgate:gate -->"),
-          "gates.gate(...) runs and prints the PR comment" + ("" if proc.returncode == 0 else f": {proc.stderr[-300:]}"))
+          "rankgate.gate(...) runs and prints the PR comment" + ("" if proc.returncode == 0 else f": {proc.stderr[-300:]}"))
 
     print("docs/gating.md, Comparing two runs by hand:", flush=True)
     shutil.copy(demo / "runs" / "baseline.jsonl", quick / "base_run.jsonl")
