@@ -57,7 +57,7 @@ from .configfile import (  # noqa: F401 - the MAX_* limits were defined here fir
 )
 from .errors import RankgateError
 
-__all__ = ["READERS", "Gate", "GateConfig", "config_from_dict", "load_config", "load_monitors", "parse_config",
+__all__ = ["READERS", "Gate", "GateConfig", "as_config", "config_from_dict", "load_config", "load_monitors", "parse_config",
            "parse_monitors"]
 
 #: What a config names that another area reads, and where its reader lives ("module:function"),
@@ -408,3 +408,18 @@ def load_monitors(path: str | None) -> Any:
 def parse_monitors(text: str, *, path: str = "<monitors>") -> Any:
     """Parse and check trace monitors (docs/traces.md, "check: monitors"); errors name file:line:key."""
     return _reader("monitors")(text, path=path)
+
+
+def as_config(config: Any) -> GateConfig:
+    """Ship criteria given as a path, a :class:`GateConfig` or a dict (the form of the YAML file)."""
+    import os
+
+    from .errors import UsageError
+
+    if isinstance(config, GateConfig):
+        return config
+    if isinstance(config, Mapping):
+        return config_from_dict(config)
+    if isinstance(config, (str, os.PathLike)):
+        return load_config(os.fspath(config))
+    raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")

@@ -425,10 +425,16 @@ def read_run_fast(path: str, *, min_bytes: int | None = None, why: list[str] | N
     """The run, or None when the file is smaller than ``min_bytes`` (default :data:`MIN_BYTES`) or the
     fast path cannot prove it reads it exactly as :func:`~rankgate.data.jsonl.parse_run_records` does.
     ``why`` (a list) receives the reason of a large file's decline, in a few words."""
+    return _fast(path, min_bytes, _run_schema, _to_run, why)
+
+
+def _fast(path: str, min_bytes: int | None, schema: Any, convert: Any, why: list[str] | None) -> Any:
+    """Read ``path`` with pyarrow's JSON reader and ``convert`` the table, or None (the decline's
+    reason appended to ``why``); the parse's buffers are given back before the caller goes on."""
     _declined.reason = None
-    read = _read_table(path, min_bytes, _run_schema)
+    read = _read_table(path, min_bytes, schema)
     try:
-        out = None if read is None else _to_run(read, path)
+        out = None if read is None else convert(read, path)
     except (pa.ArrowException, ValueError, TypeError):
         out = _no("a value could not be converted exactly")
     reason = _declined.reason or (_UNPROVEN if read is not None else None)
@@ -650,19 +656,7 @@ def read_gold_fast(path: str, *, min_bytes: int | None = None, why: list[str] | 
     """A plain gold set (query id + judgements, nothing else), or None: for a small file, for any other
     field, or when the fast path cannot prove it reads it exactly as the validating parser does.
     ``why`` (a list) receives the reason of a large file's decline, in a few words."""
-    _declined.reason = None
-    read = _read_table(path, min_bytes, _gold_schema)
-    try:
-        out = None if read is None else _to_gold(read, path)
-    except (pa.ArrowException, ValueError, TypeError):
-        out = _no("a value could not be converted exactly")
-    reason = _declined.reason or (_UNPROVEN if read is not None else None)
-    if out is None and why is not None and reason:
-        why.append(reason)
-    if read is not None:
-        del read
-        pa.default_memory_pool().release_unused()  # the parse's buffers, freed: give them back before scoring
-    return out
+    return _fast(path, min_bytes, _gold_schema, _to_gold, why)
 
 
 def _to_gold(read: _File, path: str) -> Gold | None:

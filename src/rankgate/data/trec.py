@@ -89,6 +89,35 @@ _PIECE = 1 << 30
 """Bytes per call of the compiled reader at most: the ids of one piece fit int32 offsets."""
 
 
+def _mapped(path: str, *, populate: bool) -> tuple[Any, int, bytes] | None:
+    """(the file mapped read-only, its size, its column delimiter) for the compiled line reader; None
+    when the reader is not built, the file is compressed, empty (or a pipe), starts with a comment, or
+    cannot be mapped (the other readers then read it, or say why they cannot). ``populate``: map every
+    page in one call where the system offers it, rather than a page fault per page."""
+    from .._accel import reader
+
+    if reader is None or path.endswith(".gz") or is_gzip(path):
+        return None
+    shape = _first_line_and_delimiter(path)
+    if shape is None:
+        return None
+    import mmap
+
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:  # (also pipes and other files without a size)
+                return None
+            if hasattr(mmap, "MAP_SHARED"):  # POSIX
+                flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+                mm = mmap.mmap(fh.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+            else:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    return mm, size, shape[1].encode()
+
+
 def _mapped_lines(
     path: str, ncols: int, value_col: int, value_kind: int
 ) -> tuple[list[str], np.ndarray, np.ndarray, pa.Array | pa.ChunkedArray] | None:
@@ -99,28 +128,10 @@ def _mapped_lines(
     ``value_kind`` 0 reads column ``value_col`` as float64, 1 as int64. Files over 8 MB are read in
     pieces cut at line ends, two threads at a time; each piece's ids are one chunk of the result.
     """
-    from .._accel import reader
-
-    if reader is None or path.endswith(".gz") or is_gzip(path):
+    opened = _mapped(path, populate=True)
+    if opened is None:
         return None
-    shape = _first_line_and_delimiter(path)
-    if shape is None:
-        return None
-    delim = shape[1].encode()
-    import mmap
-
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:  # (also pipes and other files without a size)
-                return None
-            if hasattr(mmap, "MAP_SHARED"):  # POSIX: mapped in one call where the system offers it
-                populate = getattr(mmap, "MAP_POPULATE", 0)  # (rather than a page fault per page)
-                mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED | populate, prot=mmap.PROT_READ)
-            else:
-                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):  # not mappable: the other readers read it (or say why they cannot)
-        return None
+    mm, size, delim = opened
     try:
         pieces = max(-(-size // _PIECE), 2 if size > 1 << 23 else 1)
         return _read_span(mm, 0, size, pieces, ncols, value_col, value_kind, delim)
@@ -204,24 +215,14 @@ def trec_run_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterato
     block is not regular (the caller then reads the file whole, as :func:`read_trec_run`, whose
     readers name a bad line). Whether the blocks share queries (a file not grouped by query) is for
     the caller to check. The pages of a block read are let go, so memory holds one block at a time."""
-    from .._accel import reader
-
-    if reader is None or path.endswith(".gz") or is_gzip(path):
-        return None
-    shape = _first_line_and_delimiter(path)
-    if shape is None:
-        return None
-    delim = shape[1].encode()
     import mmap
 
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0 or not hasattr(mmap, "MADV_DONTNEED"):
-                return None
-            mm = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
-    except (OSError, ValueError):
+    if not hasattr(mmap, "MADV_DONTNEED"):  # (pages are let go block by block)
         return None
+    opened = _mapped(path, populate=False)
+    if opened is None:
+        return None
+    mm, size, delim = opened
     cuts = [0]
     while cuts[-1] < size:
         at = _query_cut(mm, max(cuts[-1], cuts[-1] + block_bytes - 1), size, delim)

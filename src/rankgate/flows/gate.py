@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gates import GateConfig, GateOutcome
@@ -55,15 +54,9 @@ def gate(config: Any, gold: Any, candidate: Any, baseline: Any = None, *, baseli
 
 
 def _config(config: Any) -> GateConfig:
-    from ..gate_config import GateConfig, config_from_dict, load_config
+    from ..gate_config import as_config
 
-    if isinstance(config, GateConfig):
-        return config
-    if isinstance(config, Mapping):
-        return config_from_dict(config)
-    if isinstance(config, (str, os.PathLike)):
-        return load_config(os.fspath(config))
-    raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")
+    return as_config(config)
 
 
 def run_gate(req: GateRequest) -> GateOutcome:

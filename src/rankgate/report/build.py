@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,6 @@ import numpy as np
 from .. import __version__
 from ..data import Gold, Run
 from ..diagnosis import SegmentSignal, Signals, SourceSignal, diagnose
-from ..errors import UsageError
 from ..flows.report import (
     AUTO_FIELDS_MAX_LABELS, SWEEP_FAMILIES, Baseline, Evaluator, MainEvaluation, ReportEvaluation,
     ReportRequest, collect_baseline, collect_lexical, evaluate_main, judged_k, load_inputs, panel_metrics, run_report,
@@ -356,15 +354,9 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
 def _config(config: Any):
     if config is None:
         return None
-    from ..gate_config import GateConfig, config_from_dict, load_config
+    from ..gate_config import as_config
 
-    if isinstance(config, GateConfig):
-        return config
-    if isinstance(config, Mapping):
-        return config_from_dict(config)
-    if isinstance(config, (str, os.PathLike)):
-        return load_config(os.fspath(config))
-    raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")
+    return as_config(config)
 
 
 def _facts(result: EvaluationResult, g: Gold) -> tuple[tuple[str, str], ...]:
