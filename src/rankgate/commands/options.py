@@ -13,6 +13,7 @@ import argparse
 from typing import Any
 
 from ..constraints import CONFIDENCE, RESAMPLES, SEED, Param
+from ..flows.evaluate import DEFAULT_METRICS  # the evaluate flow's default, shown in --help
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -37,7 +38,6 @@ __all__ = [
     "parse_key_values",
 ]
 
-DEFAULT_METRICS = "hit@5,recall@5,precision@5,mrr,ndcg@10"
 
 #: ``--gold`` of every command that reads a gold set with the readers (any format).
 GOLD_HELP = ("gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet, CSV/TSV with a header, "
