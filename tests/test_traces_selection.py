@@ -97,6 +97,53 @@ def test_items_in_a_file_and_as_rows_together(week, tmp_path, monkeypatch):
         assert got.values == want.values and got.period == want.period, signals
 
 
+def test_rank1_scores_from_the_check_pass(week, tmp_path, monkeypatch):
+    """Read with ``rank1`` (the check pass keeps each request's rank-1 scores), the headline and the
+    low-confidence group give what decoding the items again gives: a file alone, with another file's
+    items as Arrow rows, with the score stage a later one, and a file with missing ranks (no rank-1
+    scores kept: the items are read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rankgate.traces.signals import top1_only
+
+    assert top1_only(parse_signals("headline")) and top1_only(parse_signals("low_confidence,latency"))
+    assert not top1_only(None) and not top1_only(parse_signals("low_confidence,scores"))
+    assert not top1_only(parse_signals("latency"))
+    monkeypatch.setattr(tj, "MIN_BYTES", 0)
+    whole = pq.read_table(week / "parquet" / "traces.parquet")
+    a, b = tmp_path / "a.parquet", tmp_path / "b.jsonl"
+    pq.write_table(whole.slice(0, 200), a)
+    b.write_text("".join(json.dumps(r, default=str) + "\n" for r in whole.slice(200).to_pylist()))
+    # no candidate stage: the top-1 score comes from the reranked items
+    later = tmp_path / "later.parquet"
+    recs = whole.to_pylist()
+    for r in recs:
+        r["retrieved"] = [i for i in r["retrieved"] if i["stage"] != "candidate"]
+    pq.write_table(pa.Table.from_pylist(recs, schema=whole.schema), later)
+    # one item without a rank: positions decide, nothing is kept from the check pass
+    unranked = tmp_path / "unranked.parquet"
+    recs = whole.to_pylist()
+    recs[3]["retrieved"][0]["rank"] = None
+    pq.write_table(pa.Table.from_pylist(recs, schema=whole.schema), unranked)
+    for paths, kept in (([week / "parquet" / "traces.parquet"], True), ([a, b], True), ([later], True),
+                        ([unranked], False)):
+        fast = read_traces(paths, engine_items=True, rank1=True)
+        assert len(fast.item_sources) == 1
+        assert (fast.item_sources[0].rank1 is not None) == kept, paths
+        if kept:
+            assert fast.item_sources[0].rank1.num_rows > 0
+        slow = read_traces(paths, engine_items=True)
+        assert slow.item_sources[0].rank1 is None
+        for signals in ("headline", "low_confidence"):
+            got = summarize_traces(fast, by=("tenant",), threshold=0.3, signals=signals)
+            want = summarize_traces(slow, by=("tenant",), threshold=0.3, signals=signals)
+            assert got.values == want.values and got.period == want.period, (paths, signals)
+            assert got.meta["score_stage"] == want.meta["score_stage"]
+            low = [v for v in got.period if v.signal == "low_confidence_rate"]
+            assert low and low[0].n > 0, (paths, signals)
+
+
 def test_headline_cli_writes_summary_and_csv_with_the_full_figures(week, tmp_path, monkeypatch):
     monkeypatch.setattr(tj, "MIN_BYTES", 0)  # the file's items stay in the file, as at scale
     p = week / "parquet" / "traces.parquet"

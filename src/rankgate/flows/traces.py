@@ -65,7 +65,7 @@ def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str |
                signals: Any = None) -> Any:
     from ..traces import read_traces
     from ..traces.engines import make_backend
-    from ..traces.signals import parse_window, summarize_traces
+    from ..traces.signals import parse_window, summarize_traces, top1_only
 
     window = req.window or window or "1d"
     parse_window(window)
@@ -81,7 +81,7 @@ def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str |
         manifest = load_manifest(req.corpus)
     # on DuckDB, items of large rankgate Parquet files stay in the file (rankgate.traces.native)
     tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map,
-                         engine_items=req.engine in (None, "duckdb"))
+                         engine_items=req.engine in (None, "duckdb"), rank1=top1_only(signals))
     backend = make_backend(req.engine, spark_master=req.spark_master)
     try:
         return summarize_traces(tables, by=tuple(dict.fromkeys(req.by + by_extra)), backend=backend, window=window,

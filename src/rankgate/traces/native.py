@@ -36,6 +36,7 @@ from .model import ITEM_STATUSES, STAGES
 __all__ = ["ItemSource", "check_unchanged", "inspect", "items_select", "items_table", "items_view"]
 
 MAX_INT32 = 2**31 - 1
+RANK1_STAGES = ("candidate", "reranked", "packed")  # the stages the top-1 score may come from
 _STRING_FIELDS = ("stage", "id", "doc_id", "doc_version", "status", "source", "tenant")
 _FIELDS = _STRING_FIELDS + ("rank", "score")
 
@@ -53,6 +54,9 @@ class ItemSource:
     with_status: int  # items with a status
     stages: Mapping[str, int] = field(default_factory=dict)
     stat: tuple[int, int] = (0, 0)  # size and mtime_ns when read
+    # when asked (``inspect(..., rank1=True)``): Arrow (request_id, one column per RANK1_STAGES stage),
+    # the largest score of each request's rank-1 items in that stage, from the check pass (one decoding less)
+    rank1: Any = None
 
     @staticmethod
     def read_all(sources: Sequence[ItemSource]) -> Any:
@@ -110,9 +114,10 @@ def _u(fields: Sequence[str], name: str) -> str:
     return {"rank": "CAST(NULL AS BIGINT)", "score": "CAST(NULL AS DOUBLE)"}.get(name, "CAST(NULL AS VARCHAR)")
 
 
-def inspect(con: Any, path: str, label: str) -> ItemSource | None:
+def inspect(con: Any, path: str, label: str, *, rank1: bool = False) -> ItemSource | None:
     """Check and count the items of ``path`` in one pass (module docs); None when the columnar path
-    must decide. ``con``: a DuckDB connection."""
+    must decide. ``con``: a DuckDB connection. ``rank1``: also keep each request's rank-1 scores
+    (:attr:`ItemSource.rank1`) from the same decoding of the items, when every item has a rank."""
     stat = _stat(path)
     fields = _field_types(con, path)
     if fields is None:
@@ -121,10 +126,28 @@ def inspect(con: Any, path: str, label: str) -> ItemSource | None:
     stage, rank, item, score, status = (_u(f, n) for n in ("stage", "rank", "id", "score", "status"))
     # plain aggregates per (stage, status) (cheaper than conditions on every row); every rule is a
     # comparison of these
-    groups = con.execute(f"""
-SELECT {stage}, nullif({status}, ''), count(*), count(u), count({item}), min(strlen({item})), count({rank}),
-  min({rank}), max({rank}), count({score}), min({score}), max({score})
-FROM (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)})) GROUP BY ALL""").fetchall()
+    checks = (f"SELECT {stage}, nullif({status}, ''), count(*), count(u), count({item}), min(strlen({item})), "
+              f"count({rank}), min({rank}), max({rank}), count({score}), min({score}), max({score}) FROM x GROUP BY ALL")
+    top = None
+    if rank1 and "rank" in f and "stage" in f:
+        # the items are decoded once for both (a materialised CTE); the check rows have request_id NULL
+        # (part 0), the rank-1 rows part 1 (ranks were checked to be integers, scores floating point)
+        tops = ", ".join(f"max(CASE WHEN {stage} = {_lit(st)} THEN CAST({score} AS DOUBLE) END) AS {st}"
+                         for st in RANK1_STAGES)
+        cols = [f"c{i}" for i in range(12)]
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE rank1_check AS
+WITH x AS MATERIALIZED (SELECT request_id, unnest(retrieved) AS u FROM read_parquet({_lit(path)}))
+SELECT 1 AS part, request_id, {tops}, {", ".join(f"NULL AS {c}" for c in cols)}
+FROM x WHERE {rank} = 1 AND {stage} IN ({_list(RANK1_STAGES)}) GROUP BY request_id
+UNION ALL
+SELECT 0, NULL, {", ".join(["NULL"] * len(RANK1_STAGES))}, * FROM ({checks}) c""")
+        groups = con.execute(f"SELECT {', '.join(cols)} FROM rank1_check WHERE part = 0").fetchall()
+        top = con.sql(f"SELECT request_id, {', '.join(RANK1_STAGES)} FROM rank1_check "
+                      "WHERE part = 1").to_arrow_table()
+        con.execute("DROP TABLE rank1_check")
+    else:
+        groups = con.execute(f"WITH x AS (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)})) "
+                             f"{checks}").fetchall()
     stages: dict[str, int] = {}
     n = ranked = scored = with_status = 0
     for st, status_, rows, structs, ids, shortest, n_ranked, low, high, n_scored, s_min, s_max in groups:
@@ -138,7 +161,8 @@ FROM (SELECT unnest(retrieved) AS u FROM read_parquet({_lit(path)})) GROUP BY AL
         scored += n_scored
         with_status += rows if status_ is not None else 0
     return ItemSource(path, label, f, ranked < n, n, scored, with_status,
-                      {s: stages[s] for s in STAGES if stages.get(s)}, stat)
+                      {s: stages[s] for s in STAGES if stages.get(s)}, stat,
+                      top if ranked == n else None)
 
 
 def items_select(src: ItemSource) -> str:

@@ -97,9 +97,21 @@ SELECT request_id,
 FROM (SELECT i.request_id, i.stage, i.rank, i.score, {status} AS st FROM items i {join}) t
 GROUP BY request_id"""
 
-    def req_top1(self) -> str:
+    def req_top1(self, rank1: bool = False, arrow: bool = True) -> str:
         """:meth:`req_items` reduced to the top-1 score (what the low-confidence share needs): only
-        the rank-1 items of the score stage are read."""
+        the rank-1 items of the score stage are read. ``rank1``: the files' items are read from
+        ``rank1_files`` (request_id and each stage's rank-1 score, :mod:`.native`), those held as
+        Arrow rows (``arrow``) from ``items_arrow``; a request without a rank-1 item in the score stage
+        then has a NULL row where it had none, the same in :meth:`rq`."""
+        if rank1 and self.score_stage in ("candidate", "reranked", "packed"):
+            rows = f"SELECT request_id, {self.score_stage} AS score FROM rank1_files"
+            if arrow:
+                rows += (f" UNION ALL SELECT request_id, score FROM items_arrow "
+                         f"WHERE stage = {_lit(self.score_stage)} AND rank = 1")
+            return f"""
+SELECT request_id, max(score) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS BIGINT) AS n_items,
+  CAST(NULL AS BIGINT) AS n_ctx_known, CAST(NULL AS BIGINT) AS n_ctx_bad
+FROM ({rows}) t GROUP BY request_id"""
         return f"""
 SELECT request_id, max(score) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS BIGINT) AS n_items,
   CAST(NULL AS BIGINT) AS n_ctx_known, CAST(NULL AS BIGINT) AS n_ctx_bad

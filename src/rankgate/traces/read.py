@@ -139,7 +139,7 @@ def _check_field_map(fm: Mapping[str, Any], fmt: str, source: Any) -> None:
 
 def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None,
                 on_error: str = "error", field_map: str | Mapping[str, Any] | None = None,
-                fast: bool = True, engine_items: bool = False) -> TraceTables:
+                fast: bool = True, engine_items: bool = False, rank1: bool = False) -> TraceTables:
     """Read trace exports into :class:`TraceTables` (see the module docs).
 
     ``format``: one of :data:`FORMAT_NAMES`, or ``None`` to sniff each file. ``on_error``: ``"error"``
@@ -148,13 +148,15 @@ def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     or a mapping overriding where the export-row readers find each canonical field (docs/traces.md,
     "Field map"). ``fast``: let large canonical inputs take the columnar path (same result).
     ``engine_items``: items of large rankgate Parquet files may stay in the file for a DuckDB analysis
-    (``TraceTables.item_sources``, :mod:`.native`); ``TraceTables.all_items()`` reads them."""
+    (``TraceTables.item_sources``, :mod:`.native`); ``TraceTables.all_items()`` reads them. ``rank1``:
+    such files also keep each request's rank-1 scores from their check pass (``ItemSource.rank1``:
+    what an analysis needing only the top-1 score reads instead of the items)."""
     from ..data.source import check_file, local_copy
 
     if format is not None and format not in FORMAT_NAMES:
         raise UsageError(f"unknown trace format {format!r}; formats: {', '.join(FORMAT_NAMES)}")
     builder = Builder(on_error)
-    options: dict[str, Any] = {"fast": fast, "engine_items": engine_items}
+    options: dict[str, Any] = {"fast": fast, "engine_items": engine_items, "rank1": rank1}
     if field_map is not None:
         from .fieldmap import load_field_map
 

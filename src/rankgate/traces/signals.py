@@ -112,6 +112,12 @@ SIGNAL_SETS: Mapping[str, tuple[str, ...]] = {"headline": ("latency", "errors", 
                                               "all": tuple(SIGNAL_GROUPS)}
 
 
+def top1_only(groups: frozenset[str] | None) -> bool:
+    """Whether the item facts ``groups`` (:func:`parse_signals`) need are the top-1 score alone (the
+    low-confidence share without the score, no-result or deprecated groups)."""
+    return groups is not None and "low_confidence" in groups and not groups & {"scores", "no_result", "deprecated"}
+
+
 def parse_signals(text: str | Iterable[str] | None) -> frozenset[str] | None:
     """The signal groups of a ``--signals`` value (``headline``, ``all`` or a comma list of groups and
     sets); None when that is every group (the whole analysis). UsageError naming the valid names."""
@@ -365,6 +371,14 @@ def _item_facts(source: Any, backend: Any) -> dict[str, Any]:
             stages[s] = stages.get(s, 0) + c
     facts["stages"] = stages
     facts["sources"] = sources
+    # each file's rank-1 scores, kept by its check pass (native.inspect(rank1=True)): the top-1 score
+    # without decoding the items again
+    facts["rank1"] = bool(sources) and all(s.rank1 is not None for s in sources)
+    facts["rank1_arrow"] = bool(n)
+    if facts["rank1"]:
+        import pyarrow as pa
+
+        backend.register("rank1_files", pa.concat_tables([s.rank1 for s in sources]))
     return facts
 
 
@@ -418,7 +432,7 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     if want("scores", "no_result", "deprecated"):
         backend.keep("req_items", plan.req_items())
     elif want("low_confidence"):
-        backend.keep("req_items", plan.req_top1())
+        backend.keep("req_items", plan.req_top1(rank1=facts.get("rank1", False), arrow=facts.get("rank1_arrow", True)))
     # (kept: every window x segment statement reads it)
     backend.keep("rq", plan.rq(items=want("scores", "no_result", "deprecated", "low_confidence")))
     if want("feedback") or "source" in plan.by:

@@ -173,7 +173,8 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
         if options.get("fast", True):  # (it succeeds only when no row is unusable, so skip mode may use it)
             min_bytes = options.get("min_bytes", MIN_BYTES)
             if parquet:
-                part = _parquet_fast(path, label, min_bytes, engine_items=options.get("engine_items", False))
+                part = _parquet_fast(path, label, min_bytes, engine_items=options.get("engine_items", False),
+                                     rank1=options.get("rank1", False))
             else:
                 part = _jsonl_fast(path, label, min_bytes)
             if part is not None and builder.add_tables(part):
@@ -256,13 +257,14 @@ def _parquet_batches(path: str, label: str) -> Any:
         raise InputError(f"is not a readable Parquet file ({exc})", path=label) from None
 
 
-def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool = False) -> Any:
+def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool = False, rank1: bool = False) -> Any:
     """The Parquet file through DuckDB's reader (several times faster than pyarrow's on nested
     list<struct> columns), block by block, then :func:`columnar.convert`; None when the row reader
     must decide (a type the columnar path does not take, a file DuckDB cannot read).
 
     ``engine_items``: when the file's items pass :func:`rankgate.traces.native.inspect`, leave them in
-    the file for a DuckDB analysis (the tables' ``item_sources``) and convert the rest only."""
+    the file for a DuckDB analysis (the tables' ``item_sources``) and convert the rest only; ``rank1``:
+    with each request's rank-1 scores (``ItemSource.rank1``)."""
     import duckdb
     import pyarrow as pa
 
@@ -280,7 +282,7 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
         if engine_items and path == label:  # (a temporary copy would be gone by the time of the analysis)
             from ..native import inspect
 
-            source = inspect(con, path, label)
+            source = inspect(con, path, label, rank1=rank1)
         columns = "* EXCLUDE (retrieved)" if source is not None else "*"
         reader = con.sql(f"SELECT {columns} FROM read_parquet({literal})").to_arrow_reader(1 << 17)
         for batch in reader:
