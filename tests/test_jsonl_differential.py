@@ -246,6 +246,30 @@ def test_fast_and_validating_run_readers_agree(lines, tmp_path):
     assert _outcome(load_run, path, fast=True) == _outcome(load_run, path, fast=False)
 
 
+@settings(SETTINGS, max_examples=examples(60))
+@given(lines=run_files())
+def test_fast_and_validating_run_readers_agree_over_many_parse_blocks(lines, tmp_path):
+    """The fast path keeps a run's columns in pyarrow's parse blocks (the item ids are not joined):
+    with blocks of about one line each, every column spans many of them."""
+    path = _file(tmp_path, "run.jsonl", lines)
+    old = jsonl_fast.BLOCK
+    jsonl_fast.BLOCK = 256  # (a block still holds at least the longest line)
+    try:
+        fast = _outcome(load_run, path, fast=True)
+    finally:
+        jsonl_fast.BLOCK = old
+    assert fast == _outcome(load_run, path, fast=False)
+
+
+def test_a_run_read_in_many_parse_blocks_keeps_them(tmp_path, monkeypatch):
+    """(So that the test above reads runs spread over blocks, not one block.)"""
+    monkeypatch.setattr(jsonl_fast, "BLOCK", 256)
+    lines = [json.dumps(_run_line(i, 3, "scored")).encode() for i in range(N_MIN)]
+    run = jsonl_fast.read_run_fast(_file(tmp_path, "run.jsonl", lines), min_bytes=0)
+    assert run is not None and run.r_doc.num_chunks > 10
+    assert _outcome(load_run, str(tmp_path / "run.jsonl"), fast=False)[1]["r_doc"] == run.r_doc.to_pylist()
+
+
 @SETTINGS
 @given(lines=gold_files())
 def test_fast_and_validating_gold_readers_agree(lines, tmp_path):

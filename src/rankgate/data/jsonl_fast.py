@@ -197,6 +197,18 @@ SURROGATE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 """A surrogate escape anywhere: the line parser checks such strings (an unpaired one is refused)."""
 
 
+def _surrogate_escape(data: pa.Buffer, mapped: Any) -> bool:
+    """Whether :data:`SURROGATE_BYTES` occurs in ``data`` (the whole of ``mapped``, a memory map, when
+    that is not None). Every match starts with a backslash, and most files have none: the map's
+    ``find`` skips to the first one far faster than the pattern's own scan."""
+    start = 0
+    if mapped is not None:
+        start = mapped.find(b"\\")
+        if start < 0:
+            return False
+    return SURROGATE_BYTES.search(memoryview(data), start) is not None
+
+
 def _valid_utf8(data: pa.Buffer) -> bool:
     """Whether the bytes are UTF-8 (arrow's vectorised check: the JSON parser does not make it)."""
     offsets = pa.py_buffer(np.array([0, data.size], dtype=np.int64))
@@ -274,7 +286,7 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> _File | None:
     bounds = _line_bounds(data, blank_ok=True)
     if bounds is None:
         return _no("a line holds something other than one JSON object (an object over two lines, two on one line)")
-    if not _valid_utf8(data) or SURROGATE_BYTES.search(memoryview(data)):  # (the parser names it)
+    if not _valid_utf8(data) or _surrogate_escape(data, mapped):  # (the parser names it)
         return _no("it is not UTF-8 or holds a surrogate escape")
     starts, ends, numbers = bounds
     lines, longest = int(starts.size), int((ends - starts).max())
@@ -308,7 +320,8 @@ def _read_table(path: str, min_bytes: int | None, schema: Any) -> _File | None:
         return _no("a line holds something other than one JSON object")
     if 1 + max((_type_depth(t) for t in table.schema.types), default=0) > MAX_DEPTH:
         return _no("a line nests too deep")  # the validating parser names the line
-    table = table.combine_chunks()  # one chunk per column from here on
+    # (The table stays in its parse blocks: a column is joined only when it is read, and a run's
+    # item ids not at all, sparing a copy of the largest column.)
     if not _all_finite(table):
         return _no("it holds a number that is not finite")
     return _File(table, sample, data, starts, ends, numbers)
@@ -343,7 +356,7 @@ def _first(keys: tuple[str, ...], names: list[str]) -> str | None:
     return next((k for k in keys if k in names), None)
 
 
-def _ids(arr: pa.Array) -> pa.Array | None:
+def _ids(arr: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray | None:
     """Ids as strings exactly as ``str(value)`` gives them, or None when one is missing or empty."""
     import pyarrow.compute as pc
 
@@ -353,12 +366,11 @@ def _ids(arr: pa.Array) -> pa.Array | None:
         arr = pc.cast(arr, pa.string())
     elif not pa.types.is_string(arr.type):
         return None
-    if len(arr) and pa.types.is_string(arr.type):  # empty ids: equal neighbouring offsets
-        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
-        if bool((offsets[1:] == offsets[:-1]).any()):
-            return None
-    elif len(arr) and pc.any(pc.equal(pc.binary_length(arr), 0)).as_py():
-        return None
+    for chunk in arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]:
+        if len(chunk):  # empty ids: equal neighbouring offsets
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
+            if bool((offsets[1:] == offsets[:-1]).any()):
+                return None
     return arr
 
 
@@ -455,13 +467,13 @@ def _to_run(read: _File, path: str) -> Run | None:
     if qkey is None or lkey is None:
         return _no("it has no query id or ranking list")
     qcol = _ids(_one(table.column(qkey)))
-    lists = _one(table.column(lkey))
+    lists = table.column(lkey)  # (in its parse blocks: the item ids are kept as they are, not joined)
     if qcol is None or lists.null_count or not pa.types.is_list(lists.type):
         return _no("a query id or ranking list is missing, empty or of another type")
     if len(pc.unique(qcol)) != len(qcol):
         return _no("a query appears on two lines")
     lengths = np_of(pc.list_value_length(lists), np.int64)
-    flat = lists.flatten()
+    flat = pc.list_flatten(lists)
     if len(flat) == 0 or flat.null_count:
         return None  # no item at all, or a null item
 
@@ -475,13 +487,13 @@ def _to_run(read: _File, path: str) -> Run | None:
     if pa.types.is_struct(flat.type):
         inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
         ikey = _first(ITEM_ID_KEYS, inner)
-        docs = _ids(flat.field(ikey)) if ikey else None
+        docs = _ids(pc.struct_field(flat, ikey)) if ikey else None
         if docs is None:
             return None
         run.r_doc = docs
-        score = _numbers(flat.field("score")) if "score" in inner else np.full(len(flat), np.nan)
+        score = _numbers(pc.struct_field(flat, "score")) if "score" in inner else np.full(len(flat), np.nan)
         ranked = "rank" in inner
-        rank = _numbers(flat.field("rank")) if ranked else None  # (no rank anywhere: no array of NaN)
+        rank = _numbers(pc.struct_field(flat, "rank")) if ranked else None  # (no rank anywhere: no array of NaN)
         if score is None or (ranked and (rank is None or (np.abs(rank) >= MAX_RANK).any())):
             return None  # (the parser names a rank beyond 2^53)
         scored = ~np.isnan(score)
@@ -498,7 +510,7 @@ def _to_run(read: _File, path: str) -> Run | None:
             if len(present) > 1:
                 return None  # which one an item uses depends on keys a table cannot tell apart
             if present:
-                col = flat.field(present[0])
+                col = pc.struct_field(flat, present[0])
                 if not (pa.types.is_string(col.type) or pa.types.is_null(col.type)):
                     return None
                 if col.null_count < len(col):
@@ -683,7 +695,7 @@ def _to_gold(read: _File, path: str) -> Gold | None:
     if pa.types.is_struct(flat.type):
         inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
         ikey, gkey = _first(ITEM_ID_KEYS, inner), _first(GRADE_KEYS, inner)
-        docs = _ids(flat.field(ikey)) if ikey else None
+        docs = _ids(pc.struct_field(flat, ikey)) if ikey else None
         if docs is None:
             return None
         if gkey is None:
