@@ -126,6 +126,17 @@ def test_a_damaged_message_is_refused_and_skipped_by_count(tmp_path, capsys):
     assert summary["requests"] == len(expected("langchain")) and summary["skipped"]["total"] == 1
 
 
+@pytest.mark.parametrize("fmt", [[], ["--format", "otlp"]], ids=["detected", "forced"])
+def test_a_single_request_cut_short_says_so_not_that_it_is_not_utf8(fmt, tmp_path, capsys):
+    body = (DATA / "langchain.otlp.pb").read_bytes()
+    p = tmp_path / "cut.pb"
+    p.write_bytes(body[:200])
+    o = tmp_path / "o"
+    o.mkdir()
+    assert_refused(["traces", "analyze", "--traces", p, *fmt, "--out", o], o, names=[p], capsys=capsys,
+                   contains=[f"of {len(body):,} bytes, but the file holds 200", "cut short"])
+
+
 def test_json_that_starts_with_blank_lines_is_not_taken_for_protobuf(tmp_path):
     p = tmp_path / "blank.json"
     p.write_text("\n\n\n" + (DATA / "langchain.otlp.json").read_text())

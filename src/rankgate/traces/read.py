@@ -103,7 +103,7 @@ def detect_format(path: str, label: str | None = None) -> str:
     label = label or path
     from .formats.otlp_proto import is_otlp_proto
 
-    if is_otlp_proto(path):
+    if is_otlp_proto(path, label):
         return "otlp"
     rec = _first_record(path, label)
     if rec is not None:

@@ -225,7 +225,7 @@ def _read(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any
         if parse is otlp_spans:
             from .otlp_proto import is_otlp_proto, proto_messages
 
-            if is_otlp_proto(path):
+            if is_otlp_proto(path, label):
                 values = proto_messages(path, label, builder)
         for n, obj in values:
             try:

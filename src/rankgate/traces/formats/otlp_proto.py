@@ -85,11 +85,35 @@ def _head(path: str) -> tuple[bytes, int]:
     return head, (1 << 62) if more else len(head)
 
 
-def is_otlp_proto(path: str) -> bool:
+def _cut_single(head: bytes, size: int) -> int | None:
+    """The length a single request declares when the content opens like one but holds fewer bytes
+    (a file cut short), else None. Text never qualifies: it must hold a byte that text does not."""
+    if not head or head[0] != _RESOURCE_SPANS_TAG or size >= 1 << 62:
+        return None
+    got = _varint(head, 1)
+    if got is None or got[0] + got[1] <= size or got[1] >= len(head) or head[got[1]] not in _RESOURCE_SPANS_FIELDS:
+        return None
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return got[0] + got[1]
+    binary = any(not c.isprintable() and c not in "\t\r\n" for c in text)
+    return got[0] + got[1] if binary else None
+
+
+def is_otlp_proto(path: str, label: str | None = None) -> bool:
     """Whether the (decompressed) content is binary OTLP in one of the two layouts. Text never is:
     JSON starts with ``{``, ``[`` or whitespace, and a leading newline is not followed by a valid
-    message header."""
-    return _layout(*_head(path)) is not None
+    message header. Content that opens like one binary request but was cut short is an InputError
+    naming the sizes (not "not UTF-8 text", which is what a text reader would say of it)."""
+    head, size = _head(path)
+    if _layout(head, size) is not None:
+        return True
+    declared = _cut_single(head, size)
+    if declared is not None:
+        raise InputError(f"looks like one binary OTLP message (protobuf) of {declared:,} bytes, but the file holds "
+                         f"{size:,}", path=label or path, hint="the file was cut short; copy or export it again")
+    return False
 
 
 def _read_exact(fh: Any, n: int) -> bytes:
