@@ -209,3 +209,53 @@ def test_rank_permutation_matches_arrows_sort(case) -> None:
     assert np.array_equal(got, want)
     sliced = pa.array(["pad", *doc], type=pa.string()).slice(1)  # an array with an offset
     assert np.array_equal(_full_sort(query, sliced, score), got)
+
+
+_SPECIAL = [0.0, -0.0, 1.0, 0.1, 1e-5, 1e16, 1e-300, 5e-324, 2.0**53, float("inf"), -float("inf"), float("nan"),
+            123456789012345678.0, 0.30000000000000004]
+
+
+@needs_kernels
+@settings(max_examples=examples(60), deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(_SPECIAL)), max_size=40),
+       st.lists(st.text(max_size=6), min_size=1, max_size=5))
+def test_csv_rows_writes_the_lines_python_writes(values: list[float], table: list[str]) -> None:
+    """csv_rows: float cells as repr() writes them (NaN empty), text and coded cells as given."""
+    n = len(values)
+    x = np.array(values, dtype=np.float64)
+    texts = [table[i % len(table)] + str(i) for i in range(n)]
+    codes = np.arange(n, dtype=np.int64) % len(table)
+    got = kernels.csv_rows([texts, x, (table, codes)], n)
+    want = "".join(f"{t},{'' if v != v else repr(v)},{table[c]}\n" for t, v, c in zip(texts, values, codes))
+    assert got == want
+
+
+@needs_kernels
+def test_csv_rows_refuses_columns_it_cannot_write() -> None:
+    with pytest.raises(ValueError):
+        kernels.csv_rows([["a", "b"], np.zeros(3)], 2)
+    with pytest.raises(ValueError):
+        kernels.csv_rows([(["x"], np.array([0, 1], dtype=np.int64))], 2)  # a position outside the table
+    with pytest.raises(TypeError):
+        kernels.csv_rows([["a", 1]], 2)
+
+
+@needs_kernels
+def test_metrics_csv_is_the_same_with_and_without_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large enough for every column form: mostly distinct (nDCG), few values (hit@k), segment
+    fields that need quoting or defusing, and NaN cells (a metric not applicable)."""
+    from rankgate.report import exports
+    from rankgate.results import EvaluationResult
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    ndcg = rng.random(n)
+    ndcg[::7] = np.nan
+    values = {"ndcg@10": ndcg, "hit@10": (rng.random(n) < 0.6).astype(np.float64),
+              "precision@10": rng.integers(0, 11, n) / 10.0, "tiny": rng.random(n) * 1e-7}
+    fields = {"tier": tuple(("a,b", '"q"', "=1+1", "é", None)[i % 5] for i in range(n))}
+    result = EvaluationResult(query_ids=tuple(f"q{i}" if i % 11 else f"-q,{i}" for i in range(n)),
+                              metric_names=tuple(values), values=values, fields=fields)
+    fast = exports.metrics_csv(result)
+    monkeypatch.setattr(accel, "kernels", None)
+    assert exports.metrics_csv(result) == fast

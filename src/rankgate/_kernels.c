@@ -401,6 +401,7 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     Py_ssize_t *widths = NULL;
     uint32_t *counts = NULL;
     double *tile = NULL; /* the vector path's counts of one row tile, as doubles */
+    double *padded = NULL, *rest = NULL;
     Py_ssize_t got = 0, n = -1;
     PyObject *result = NULL;
     draws_t d;
@@ -434,7 +435,13 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     counts = (uint32_t *)malloc((size_t)n * (size_t)group * sizeof(uint32_t));
 #ifdef RG_VECTORS
     tile = (double *)malloc((size_t)ROW_TILE * (size_t)group * sizeof(double));
-    if (!tile) {
+    /* A block's last 1-3 columns (m not a multiple of 4), copied into rows of four with zeros beyond
+     * them, go through the vector path too; their sums are kept in rest until the group ends. */
+    Py_ssize_t most = 0;
+    for (Py_ssize_t b = 0; b < nb; b++) most += widths[b] % 4 ? 1 : 0;
+    padded = (double *)calloc((size_t)ROW_TILE * 4, sizeof(double));
+    rest = (double *)calloc((size_t)(most ? most : 1) * (size_t)group * 4, sizeof(double));
+    if (!tile || !padded || !rest) {
         PyErr_NoMemory();
         goto done;
     }
@@ -460,6 +467,7 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
             double *o = (double *)views[2 * b + 1].buf;
             for (Py_ssize_t k = 0; k < g; k++) memset(o + (r0 + k) * m, 0, (size_t)(m / 4 * 4) * sizeof(double));
         }
+        memset(rest, 0, (size_t)(most ? most : 1) * (size_t)g * 4 * sizeof(double));
         for (Py_ssize_t t0 = 0; t0 < n; t0 += ROW_TILE) {
             const Py_ssize_t rows = n - t0 < ROW_TILE ? n - t0 : ROW_TILE;
             for (Py_ssize_t k = 0; k < g; k++) {
@@ -482,6 +490,32 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
                     }
                 }
             }
+            for (Py_ssize_t b = 0, slot = 0; b < nb; b++) { /* the columns left, padded to four */
+                const Py_ssize_t m = widths[b], j0 = m / 4 * 4, w = m - j0;
+                if (!w) continue;
+                const double *v = (const double *)views[2 * b].buf + t0 * m + j0;
+                for (Py_ssize_t i = 0; i < rows; i++) memcpy(padded + i * 4, v + i * m, (size_t)w * sizeof(double));
+                double *acc = rest + slot * g * 4;
+                slot++;
+                for (Py_ssize_t k = 0; k < g; k += 4) {
+                    const int nr = (int)(g - k < 4 ? g - k : 4);
+                    const double *c[4];
+                    double *dst[4];
+                    for (int q = 0; q < nr; q++) {
+                        c[q] = tile + (k + q) * ROW_TILE;
+                        dst[q] = acc + (k + q) * 4;
+                    }
+                    weighted_sums4(c, nr, padded, rows, 4, 0, dst);
+                }
+            }
+        }
+        for (Py_ssize_t b = 0, slot = 0; b < nb; b++) {
+            const Py_ssize_t m = widths[b], j0 = m / 4 * 4, w = m - j0;
+            if (!w) continue;
+            double *o = (double *)views[2 * b + 1].buf;
+            const double *acc = rest + slot * g * 4;
+            slot++;
+            for (Py_ssize_t k = 0; k < g; k++) memcpy(o + (r0 + k) * m + j0, acc + k * 4, (size_t)w * sizeof(double));
         }
 #endif
         for (Py_ssize_t b = 0; b < nb; b++) { /* the columns left: the scalar path, two resamples at a time */
@@ -489,7 +523,7 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
             double *o = (double *)views[2 * b + 1].buf;
             const Py_ssize_t m = widths[b];
 #ifdef RG_VECTORS
-            const Py_ssize_t j0 = m / 4 * 4;
+            const Py_ssize_t j0 = m; /* (every column went through the vector path above) */
 #else
             const Py_ssize_t j0 = 0;
 #endif
@@ -510,6 +544,8 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
 done:
     free(counts);
     free(tile);
+    free(padded);
+    free(rest);
     while (got > 0) PyBuffer_Release(&views[--got]);
     free(views);
     free(widths);
@@ -1526,7 +1562,144 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* csv_rows(columns, n) -> str: the lines of a CSV table's body, each "c0,c1,...\n".
+ *
+ * Each column is one of: a list of n str (cells written as they are: the caller has quoted them);
+ * a tuple (table, codes): a list of str and n int64 positions in it (a column of few distinct values,
+ * each formatted once); or n float64 values (a buffer), written as repr() writes a float, NaN as an
+ * empty cell. Built in one growing buffer of UTF-8 and decoded once: no per-cell Python object. */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} sbuf_t;
+
+static int sbuf_put(sbuf_t *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (b->len + n + 1 > cap) cap *= 2;
+        char *q = (char *)realloc(b->p, cap);
+        if (!q) return -1;
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+typedef struct {
+    int kind; /* 0: list of str, 1: (table, codes), 2: float64 */
+    PyObject *list;
+    Py_buffer view;
+    int has_view;
+} csvcol_t;
+
+static int put_str(sbuf_t *b, PyObject *s) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!u) return -1;
+    if (sbuf_put(b, u, (size_t)n) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *csv_rows(PyObject *self, PyObject *args) {
+    PyObject *o_cols;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &o_cols, &n)) return NULL;
+    const Py_ssize_t m = PyList_GET_SIZE(o_cols);
+    csvcol_t *cols = (csvcol_t *)calloc((size_t)(m ? m : 1), sizeof(csvcol_t));
+    if (!cols) return PyErr_NoMemory();
+    PyObject *result = NULL;
+    sbuf_t b = {NULL, 0, 0};
+    Py_ssize_t got = 0;
+    for (; got < m; got++) {
+        PyObject *c = PyList_GET_ITEM(o_cols, got);
+        csvcol_t *col = &cols[got];
+        if (PyList_Check(c)) {
+            col->kind = 0;
+            col->list = c;
+            if (PyList_GET_SIZE(c) != n) {
+                PyErr_SetString(PyExc_ValueError, "csv_rows: a text column of another length");
+                goto done;
+            }
+        } else if (PyTuple_Check(c) && PyTuple_GET_SIZE(c) == 2 && PyList_Check(PyTuple_GET_ITEM(c, 0))) {
+            col->kind = 1;
+            col->list = PyTuple_GET_ITEM(c, 0);
+            if (get_buffer(PyTuple_GET_ITEM(c, 1), &col->view, "codes", 8, 0) < 0) goto done;
+            col->has_view = 1;
+            const int64_t *codes = (const int64_t *)col->view.buf;
+            const Py_ssize_t size = PyList_GET_SIZE(col->list);
+            if (col->view.len / 8 != n) {
+                PyErr_SetString(PyExc_ValueError, "csv_rows: a coded column of another length");
+                goto done;
+            }
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (codes[i] < 0 || codes[i] >= size) {
+                    PyErr_SetString(PyExc_ValueError, "csv_rows: a code outside its table");
+                    goto done;
+                }
+            }
+        } else {
+            col->kind = 2;
+            if (get_buffer(c, &col->view, "values", 8, 0) < 0) goto done;
+            col->has_view = 1;
+            if (col->view.len / 8 != n) {
+                PyErr_SetString(PyExc_ValueError, "csv_rows: a number column of another length");
+                goto done;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t j = 0; j < m; j++) {
+            csvcol_t *col = &cols[j];
+            if (j && sbuf_put(&b, ",", 1) < 0) goto nomem;
+            if (col->kind == 0) {
+                PyObject *s = PyList_GET_ITEM(col->list, i);
+                if (!PyUnicode_Check(s)) {
+                    PyErr_SetString(PyExc_TypeError, "csv_rows: a text cell that is not a str");
+                    goto done;
+                }
+                if (put_str(&b, s) < 0) goto done;
+            } else if (col->kind == 1) {
+                PyObject *s = PyList_GET_ITEM(col->list, ((const int64_t *)col->view.buf)[i]);
+                if (!PyUnicode_Check(s)) {
+                    PyErr_SetString(PyExc_TypeError, "csv_rows: a table cell that is not a str");
+                    goto done;
+                }
+                if (put_str(&b, s) < 0) goto done;
+            } else {
+                const double x = ((const double *)col->view.buf)[i];
+                if (isnan(x)) continue;
+                char *t = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+                if (!t) goto done;
+                const int rc = sbuf_put(&b, t, strlen(t));
+                PyMem_Free(t);
+                if (rc < 0) goto nomem;
+            }
+        }
+        if (sbuf_put(&b, "\n", 1) < 0) goto nomem;
+    }
+    result = PyUnicode_DecodeUTF8(b.p ? b.p : "", (Py_ssize_t)b.len, "strict");
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    for (Py_ssize_t j = 0; j < m; j++) { /* (calloc: columns not reached have no view) */
+        if (cols[j].has_view) PyBuffer_Release(&cols[j].view);
+    }
+    free(cols);
+    free(b.p);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"csv_rows", csv_rows, METH_VARARGS,
+     "csv_rows(columns, n) -> str: CSV lines of text cells, coded cells and float64 values (repr; NaN empty)"},
     {"join_grades", join_grades, METH_VARARGS,
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
     {"bootstrap_sums", bootstrap_sums, METH_VARARGS,

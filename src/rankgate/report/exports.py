@@ -39,22 +39,33 @@ def _cell(text: str) -> str:
     return text
 
 
-def _float_column(values: Any) -> list[str]:
-    """Shortest round-trip text of each float; empty for NaN (metric not applicable).
-
-    Each distinct value is formatted once (most metrics take few values: hit@k two, precision@10
-    eleven), then looked up by position."""
+def _float_cells(values: Any) -> Any:
+    """A float column as :func:`_float_column` or the compiled ``csv_rows`` takes it: the float64
+    values themselves, or ``(texts, positions)`` when few distinct values repeat (most metrics take
+    few values: hit@k two, precision@10 eleven), so that each distinct value is formatted once."""
     import numpy as np
 
-    x = np.asarray(values, dtype=np.float64)
-    distinct = where = None
-    if x.size >= 1000 and not bool((np.signbit(x) & (x == 0)).any()):  # (unique would merge -0.0 with 0.0)
-        distinct, where = np.unique(x, return_inverse=True)
-    if distinct is None or distinct.size * 2 > x.size:  # small, or mostly distinct: format every value
-        texts = list(map(repr, x.tolist()))
-        return ["" if t == "nan" else t for t in texts] if bool(np.isnan(x).any()) else texts
-    table = np.array(["" if t == "nan" else t for t in map(repr, distinct.tolist())], dtype=object)
-    return table[where].tolist()
+    x = np.ascontiguousarray(values, dtype=np.float64)
+    # A sample of the first values says whether the column is mostly distinct (nDCG, AP): then
+    # the sort that finding the distinct values takes is not worth it.
+    if x.size < 1000 or np.unique(x[:1000]).size > 500 or bool((np.signbit(x) & (x == 0)).any()):
+        return x  # (unique would merge -0.0 with 0.0)
+    distinct, where = np.unique(x, return_inverse=True)
+    if distinct.size * 2 > x.size:
+        return x
+    return ["" if t == "nan" else t for t in map(repr, distinct.tolist())], where.astype(np.int64, copy=False)
+
+
+def _float_column(values: Any) -> list[str]:
+    """Shortest round-trip text of each float (``repr``); empty for NaN (metric not applicable)."""
+    import numpy as np
+
+    cells = _float_cells(values)
+    if isinstance(cells, tuple):
+        table, where = cells
+        return np.array(table, dtype=object)[where].tolist()
+    texts = list(map(repr, cells.tolist()))
+    return ["" if t == "nan" else t for t in texts] if bool(np.isnan(cells).any()) else texts
 
 
 def _text_column(values: Any) -> list[str]:
@@ -78,15 +89,19 @@ def metrics_csv(result: EvaluationResult) -> str:
     latency: Mapping[str, list[float | None]] = result.info.get("latency_ms", {})
     texts: Mapping[str, str] | None = result.info.get("query_texts")  # ids that are hashes of the question
     header = ["query_id", *(["query"] if texts else []), *result.metric_names, *fields, *(f"latency_ms.{s}" for s in latency)]
-    columns = [_text_column(result.query_ids)]
+    from .._accel import kernels
+
+    columns: list[Any] = [_text_column(result.query_ids)]
     if texts:
         columns.append(_text_column([texts.get(q) for q in result.query_ids]))
-    columns += [_float_column(result.values[m]) for m in result.metric_names]
+    floats = _float_cells if kernels is not None else _float_column
+    columns += [floats(result.values[m]) for m in result.metric_names]
     columns += [_text_column(result.fields[f]) for f in fields]
     columns += [["" if v is None else repr(float(v)) for v in col] for col in latency.values()]
-    lines = [",".join(_cell(_defused(h)) for h in header)]
-    lines.extend(map(",".join, zip(*columns)))
-    return "\n".join(lines) + "\n"
+    head = ",".join(_cell(_defused(h)) for h in header) + "\n"
+    if kernels is not None:  # the same lines, built without a Python object per cell
+        return head + kernels.csv_rows(columns, len(result.query_ids))
+    return head + "".join(line + "\n" for line in map(",".join, zip(*columns)))
 
 
 def summary_dict(
