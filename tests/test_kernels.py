@@ -176,6 +176,41 @@ def test_fixed_width_ids_parse_the_same_with_and_without_kernels(ids, numbers, m
         assert got[0] == plain[0] and got[2].tolist() == plain[2].tolist() == numbers
 
 
+@needs_kernels
+@settings(max_examples=examples(200), deadline=None)
+@given(st.integers(0, 9), st.integers(1, 18), st.integers(1, 60), st.integers(0, 2**32),
+       st.sampled_from([None, "digit", "prefix", "tail"]))
+def test_fixed_width_kernel_reads_every_width_and_spots_every_odd_id(cut: int, digits: int, n: int, seed: int,
+                                                                        odd: str | None) -> None:
+    """The word-at-a-time middle and the byte-wise edges of the kernel: numbers of prefix + digits ids
+    of every width, and False for one id with another prefix byte or a non-digit anywhere."""
+    rng = np.random.default_rng(seed)
+    prefix = "".join(rng.choice(list("abcdXYZ_-"), size=cut))
+    numbers = rng.integers(0, 10**digits, size=n, dtype=np.int64)
+    ids = [prefix + str(v).zfill(digits) for v in numbers.tolist()]
+    if odd is not None:
+        i = int(rng.integers(0, n))
+        chars = list(ids[i])
+        if odd == "prefix" and cut:
+            chars[int(rng.integers(0, cut))] = "~"
+        elif odd == "digit":
+            chars[cut + int(rng.integers(0, digits))] = chr(int(rng.choice([47, 58, 32, 97, 0xE9])))
+        else:
+            chars[-1] = "/"
+        ids[i] = "".join(chars)
+    data = "".join(ids).encode("latin-1")
+    width = cut + digits
+    if len(data) != n * width:
+        return  # (a two-byte replacement: not this test's shape)
+    offsets = np.arange(n + 1, dtype=np.int32) * width
+    out = np.empty(n, dtype=np.int64)
+    ok = kernels.fixed_width_numbers(np.frombuffer(data, dtype=np.uint8), offsets, width, cut, out)
+    want = all(t[:cut] == ids[0][:cut] and t[cut:].isdigit() and t[cut:].isascii() for t in ids)
+    assert ok == want
+    if want:
+        assert out.tolist() == [int(t[cut:]) for t in ids]
+
+
 # -- the ranking rule for unsorted runs -------------------------------------------------------------
 @st.composite
 def unsorted_runs(draw):

@@ -585,6 +585,75 @@ static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
     int64_t *o = (int64_t *)out.buf;
     int ok = 1;
     Py_BEGIN_ALLOW_THREADS
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* Eight bytes at a time where the loads stay inside the data (the ids in the middle; the first
+     * and last few go through the loop below): the prefix as one masked word, the digits as one or
+     * two words read back from the id's end, their bytes before the digits replaced by '0'. */
+    const Py_ssize_t nd = width - cut;
+    if (cut <= 8 && nd <= 16 && width >= 1 && n * width >= 16) {
+        const uint64_t pmask = cut == 8 ? ~0ULL : (1ULL << (8 * cut)) - 1;
+        uint64_t pref;
+        memcpy(&pref, d, 8);
+        pref &= pmask;
+        const Py_ssize_t lo = (16 + width - 1) / width, hi = (n * width - 8) / width; /* loads in bounds */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if ((int64_t)o32[i + 1] - (int64_t)o32[i] != width) {
+                ok = 0;
+                break;
+            }
+        }
+        for (Py_ssize_t i = lo; ok && i < hi; i++) {
+            const unsigned char *id = d + i * width;
+            uint64_t head;
+            memcpy(&head, id, 8);
+            if ((head & pmask) != pref) {
+                ok = 0;
+                break;
+            }
+            uint64_t v = 0;
+            for (Py_ssize_t end = width, left = nd; left > 0; end -= 8, left -= 8) {
+                const Py_ssize_t k = left < 8 ? left : 8; /* digits in this word */
+                uint64_t x;
+                memcpy(&x, id + end - 8, 8);
+                if (k < 8) {
+                    const uint64_t low = (1ULL << (8 * (8 - k))) - 1;
+                    x = (x & ~low) | (0x3030303030303030ULL & low);
+                }
+                if (((x & 0xF0F0F0F0F0F0F0F0ULL) | (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
+                    0x3333333333333333ULL) {
+                    ok = 0;
+                    break;
+                }
+                x = ((x & 0x0F0F0F0F0F0F0F0FULL) * 2561) >> 8;
+                x = ((x & 0x00FF00FF00FF00FFULL) * 6553601) >> 16;
+                x = ((x & 0x0000FFFF0000FFFFULL) * 42949672960001ULL) >> 32;
+                v = left > 8 ? x : (nd > 8 ? v + x * 100000000ULL : x); /* (the low word comes first) */
+            }
+            o[i] = (int64_t)v;
+        }
+        for (Py_ssize_t i = 0; ok && i < n; i++) { /* the edges */
+            if (i == lo && lo < hi) i = hi;
+            const unsigned char *id = d + i * width;
+            for (Py_ssize_t k = 0; k < cut; k++) {
+                if (id[k] != d[k]) {
+                    ok = 0;
+                    break;
+                }
+            }
+            int64_t v = 0;
+            for (Py_ssize_t j = cut; ok && j < width; j++) {
+                const unsigned c = (unsigned)id[j] - 48u;
+                if (c > 9u) {
+                    ok = 0;
+                    break;
+                }
+                v = v * 10 + (int64_t)c;
+            }
+            o[i] = v;
+        }
+        goto finished;
+    }
+#endif
     for (Py_ssize_t i = 0; i < n && ok; i++) {
         if ((int64_t)o32[i + 1] - (int64_t)o32[i] != width) {
             ok = 0;
@@ -609,6 +678,9 @@ static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
         }
         o[i] = v;
     }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+finished:
+#endif
     Py_END_ALLOW_THREADS
     result = PyBool_FromLong(ok);
 done:
