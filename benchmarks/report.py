@@ -21,11 +21,16 @@ GOALS = {"pytrec_eval": 10.0, "ranx": 12.0}  # times faster than each peer (issu
 PINNED_GOALS = {"pytrec_eval": 6.0}  # the same, every process pinned to one core (`taskset -c 0`)
 MEMORY_SHARE = 0.5  # peak memory at most this share of pytrec_eval's
 JSONL_WITHIN = 1.3  # a JSONL run within this factor of the same data as TREC, time and memory
+SCALE = ("1m", 3 * 2**30, 1.15)  # 1M x 100 TREC in at most 3 GiB, and at most 1.15 x 10 the 100k run's CPU
 PEERS = ("pytrec_eval", "ranx")
 
 
 def _median(case) -> float | None:
     return statistics.median(r.wall for r in case.runs) if case and case.runs else None
+
+
+def _cpu(case) -> float:
+    return statistics.median(getattr(r, "cpu", 0.0) for r in case.runs) if case and case.runs else 0.0
 
 
 def _rss(case) -> int | None:
@@ -156,8 +161,8 @@ def render(info: dict, cases, cold: dict | None, controls=()) -> str:
         out += [
             f"## {HEADLINE[0]} queries × 100 docs, TREC files (10M run rows)",
             "",
-            "| tool | median s | min–max s | runs | ÷ rankgate | peak RSS |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| tool | median s | min–max s | runs | ÷ rankgate | CPU s (median) | CPU ÷ rankgate | peak RSS |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for t in ("rankgate", *PEERS):
             c = idx.get((*HEADLINE, t))
@@ -165,10 +170,11 @@ def render(info: dict, cases, cold: dict | None, controls=()) -> str:
                 walls = [r.wall for r in c.runs]
                 out.append(
                     f"| {t} | {_median(c):.2f} | {min(walls):.2f}–{max(walls):.2f} | {len(walls)} | "
-                    f"{_ratio(c, base, _median) if t != 'rankgate' else '1.0×'} | {_mb(c)} |"
+                    f"{_ratio(c, base, _median) if t != 'rankgate' else '1.0×'} | {_cpu(c):.2f} | "
+                    f"{_ratio(c, base, _cpu) if t != 'rankgate' else '1.0×'} | {_mb(c)} |"
                 )
             elif c:
-                out.append(f"| {t} | failed | | | | |")
+                out.append(f"| {t} | failed | | | | | | |")
         out.append("")
         if base and base.runs:
             pinned = info["machine"].get("cores_allowed") == 1
@@ -204,6 +210,17 @@ def render(info: dict, cases, cold: dict | None, controls=()) -> str:
                 out.append(
                     f"- goal JSONL within {JSONL_WITHIN:g}× of TREC (time and memory): measured {t:.2f}× time, "
                     f"{m:.2f}× memory — " + ("**met**" if max(t, m) <= JSONL_WITHIN else "**not met**")
+                )
+            big = idx.get((SCALE[0], "trec", "rankgate"))
+            if big and big.runs and all(r.cpu for r in big.runs + base.runs):
+                cpu_big = statistics.median(r.cpu for r in big.runs)
+                cpu_base = statistics.median(r.cpu for r in base.runs)
+                growth = cpu_big / cpu_base / 10  # 1 for exactly linear (10x the rows)
+                ok = _rss(big) <= SCALE[1] and growth <= SCALE[2]
+                out.append(
+                    f"- goal 1M x 100 TREC in at most {SCALE[1] / 2**30:g} GiB and linear time: measured "
+                    f"{_rss(big) / 2**30:.2f} GiB, {cpu_big:.1f} s CPU = {growth:.2f} x (10 x the 100k run's "
+                    f"{cpu_base:.2f} s) — " + ("**met**" if ok else "**not met**")
                 )
             out.append("")
 

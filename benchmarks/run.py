@@ -36,7 +36,7 @@ import report  # noqa: E402
 METRICS = "ndcg@10,recall@100,precision@10,mrr@10,map@100,hit@10"
 TOOLS = ("rankgate", "pytrec_eval", "ranx")
 PEER_FORMATS = ("trec", "trec-shuffled")  # the peers read TREC files only
-LARGE = ("100k", "msmarco")
+LARGE = ("100k", "msmarco", "300k", "1m")
 
 
 @dataclass
@@ -44,6 +44,7 @@ class Run:
     wall: float
     rss: int  # bytes
     rc: int
+    cpu: float = 0.0  # user + system seconds of the process (moves less than wall time on a busy machine)
 
 
 @dataclass
@@ -71,7 +72,7 @@ def measure(cmd: list[str], env: dict, timeout: float) -> tuple[Run, str, str]:
             raise RuntimeError(f"spawn.py failed: {p.stderr.strip()}")
         res = json.loads(p.stdout)
         text = [f.read_text(errors="replace") if f.exists() else "" for f in (out, err)]
-        return Run(res["wall"], res["maxrss"], res["rc"]), text[0], text[1]
+        return Run(res["wall"], res["maxrss"], res["rc"], res.get("cpu", 0.0)), text[0], text[1]
 
 
 def rankgate_exe() -> str:
