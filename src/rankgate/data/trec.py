@@ -262,21 +262,38 @@ def _query_of(mm: Any, start: int, end: int, delim: bytes) -> bytes:
 
 
 def _blocks(mm: Any, path: str, cuts: list[int], delim: bytes) -> Iterator[Run | None]:
+    """The blocks between ``cuts``; each next block is read on a thread while the caller scores the
+    one before (the first on two threads, when it is large enough: nothing else is going on yet)."""
     import mmap
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     page = mmap.PAGESIZE
+    spans = list(itertools.pairwise(cuts))
+
+    def read(i: int) -> tuple[list[str], np.ndarray, np.ndarray, pa.Array | pa.ChunkedArray] | None:
+        a, b = spans[i]
+        got = _read_span(mm, a, b, 2 if i == 0 and b - a > 1 << 23 else 1, 6, 4, 0, delim)
+        mm.madvise(mmap.MADV_DONTNEED, a - a % page, b - (a - a % page))
+        return got
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    ahead: Future[Any] | None = None
     try:
-        for a, b in itertools.pairwise(cuts):
-            pieces = 2 if b - a > 1 << 23 else 1
-            got = _read_span(mm, a, b, pieces, 6, 4, 0, delim)
-            mm.madvise(mmap.MADV_DONTNEED, a - a % page, b - (a - a % page))
+        got = read(0) if spans else None
+        for i in range(len(spans)):
+            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
             if got is None or not np.isfinite(got[2]).all():
                 yield None
                 return
             qids, codes, scores, ids = got
             if len(codes):
                 yield Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path, ties="id")
+            got = ahead.result() if ahead is not None else None
+            ahead = None
     finally:
+        if ahead is not None:  # (the map must outlive a read still going on)
+            ahead.cancel() or ahead.exception()
+        pool.shutdown(wait=True)
         mm.close()
 
 
