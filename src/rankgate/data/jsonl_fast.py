@@ -461,7 +461,7 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
     least = 13 + min(map(len, ITEM_ID_KEYS)) + min(map(len, value_keys))
     dtype = np.float64 if value_kind == 0 else np.int64
 
-    def read(span: tuple[int, int]) -> tuple[Any, ...] | None:
+    def read(span: tuple[int, int]) -> tuple[_Scanned, int] | None:  # (a piece, and how many lines it has)
         a, b = span
         bound = (b - a) // least + 1
         values = np.empty(bound, dtype=dtype)  # (pages never written are never touched)
@@ -474,33 +474,33 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
         items, nbytes, newlines, qids, counts, lines = got
         chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
                                                             pa.py_buffer(ids[:nbytes])])
-        return qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64), values[:items], chunk, newlines
+        return _Scanned(qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64),
+                        values[:items], chunk), newlines
 
     if len(spans) == 1:
-        parts = [read(spans[0])]
+        got = [read(spans[0])]
     else:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=2) as pool:
-            parts = list(pool.map(read, spans))
-    if any(part is None for part in parts):
+            got = list(pool.map(read, spans))
+    parts = [part for part in got if part is not None]
+    if len(parts) < len(got):
         return None
     if mapped is not None and hasattr(mapped, "madvise"):  # read and copied: let the pages go before joining the pieces
         import mmap
 
         mapped.madvise(mmap.MADV_DONTNEED)
-    qids = [q for part in parts for q in part[0]]
+    qids = [q for part, _ in parts for q in part.query_ids]
     if not qids or len(set(qids)) != len(qids):
         return None  # no query, or one on two lines: the parser names the file or the line
-    first_line = np.cumsum([0] + [part[5] for part in parts[:-1]])
     if len(parts) == 1:
-        _, counts, lines, values, ids, _ = parts[0]
-    else:
-        counts = np.concatenate([part[1] for part in parts])
-        lines = np.concatenate([part[2] + first for part, first in zip(parts, first_line.tolist())])
-        values = np.concatenate([part[3] for part in parts])
-        ids = pa.chunked_array([part[4] for part in parts], type=pa.string())
-    return _Scanned(qids, counts, lines, values, ids)
+        return parts[0][0]._replace(query_ids=qids)
+    first = np.cumsum([0] + [newlines for _, newlines in parts[:-1]]).tolist()  # lines before each piece
+    return _Scanned(qids, np.concatenate([part.counts for part, _ in parts]),
+                    np.concatenate([part.lines + before for (part, _), before in zip(parts, first)]),
+                    np.concatenate([part.values for part, _ in parts]),
+                    pa.chunked_array([part.ids for part, _ in parts], type=pa.string()))
 
 
 def _line_end(arr: np.ndarray, at: int) -> int:
