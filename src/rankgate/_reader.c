@@ -1,5 +1,6 @@
 /*
- * rankgate._reader: whitespace-separated TREC lines (runs and qrels) read straight from a memory map.
+ * rankgate._reader: whitespace-separated TREC lines (runs and qrels), and JSON lines of the common run
+ * and gold shape, read straight from a memory map.
  *
  *   read_lines(buf, start, end, ncols, value_col, value_kind, delim,
  *              codes, values, offsets, data) -> (rows, data_bytes, query_ids) | None
@@ -23,6 +24,20 @@
  * (Python's repr of a float has at most 17) with 128-bit integer division and round-half-even; anything
  * longer by Python's own PyOS_string_to_double. The GIL is released while the text is scanned, so two
  * threads can read two halves of one file.
+ *
+ *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
+ *              data) -> (items, data_bytes, newlines, query_ids, counts, lines) | None
+ *
+ * Parses buf[start:end) as JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>":
+ * "<id>", "<value key>": <number>}, ...]}, each key one of its tuple (of str), each exactly once in
+ * its object, no other key, in any order; JSON whitespace between tokens; blank lines (spaces, tabs,
+ * \r) skipped. Ids are non-empty strings of printable ASCII without escapes. value_kind 0 reads any
+ * finite JSON number as Python's float(json.loads(text)) gives it (an integer literal's zero is +0.0),
+ * 1 an integer literal of at most 18 digits as int64. Outputs: values and offsets/data (the item ids,
+ * as read_lines writes them; offsets one longer than values); returned: per query (in line order) its
+ * id, its number of items (counts, int64 bytes) and its 1-based line within the region (lines, int64
+ * bytes); newlines, the region's line breaks. Anything else returns None: the caller's other readers
+ * take the file. Repeated query ids are for the caller to find.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,8 +1,19 @@
-"""Large JSONL runs and gold sets through pyarrow's JSON reader: one pass, columnar result.
+"""Large JSONL runs and gold sets in one columnar pass: a compiled scanner for the common shape, else
+pyarrow's JSON reader.
 
 The fast path either returns exactly what the validating line-by-line parser (:mod:`.jsonl`) returns,
 or ``None``, and the caller then runs that parser, which gives the result or names the offending line.
-It never changes a result or an error message, by construction:
+
+**First, the compiled scanner** (``_reader.read_jsonl``, :func:`_scan`) reads the shape retrievers
+and ``rankgate retrieve`` write: each line one object of a query id (a string) and a ranking list of
+``{item id, score}`` objects (a gold set: ``{item id, grade}``, the grade an integer), every key once
+and no other key, in any order, with JSON whitespace anywhere, CRLF and blank lines. Strings must be
+printable ASCII without escapes (so each is its bytes) and numbers are converted exactly as Python
+converts them (correctly rounded; ``-0`` is the integer 0, ``-0.0`` stays -0.0); anything else, down
+to one byte, makes it decline, silently, and pyarrow's path below takes the file. It reads the file on
+two threads over a memory map, in about a quarter of the CPU time of pyarrow's parse.
+
+**Else, pyarrow's JSON reader.** It never changes a result or an error message, by construction:
 
 * **Every line is read, every field is seen.** pyarrow infers the schema from the whole file, so a
   field that appears only on line 150,001 (``must_not_retrieve``, ``k``, ``tags``…) is in the table's
@@ -268,11 +279,7 @@ def _mapped(path: str, min_bytes: int | None) -> tuple[pa.Buffer, Any] | None:
         if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes) or os.path.getsize(path) == 0:
             return None
         with open(path, "rb") as fh:
-            if hasattr(mmap, "MAP_SHARED"):  # POSIX: every page mapped in one call, not a fault per page
-                flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-                mapped = mmap.mmap(fh.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
-            else:
-                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):  # the validating reader explains
         return None
     data = pa.py_buffer(mapped)
