@@ -369,3 +369,17 @@ def test_each_hostile_edit_is_declined_by_the_scanner(kind, pattern, new, tmp_pa
     assert _scanned(path, kind) is None
     outcomes = _three(path, kind, monkeypatch)
     assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
+@pytest.mark.parametrize("kind", ["run", "gold"])
+@pytest.mark.parametrize("form", ["gzip", "bom", "bom gzip", "crlf, no final newline"])
+def test_compressed_and_marked_files_take_the_scanner(kind, form, tmp_path, monkeypatch):
+    lines = _base(kind)
+    if "bom" in form:
+        lines[0] = "\ufeff" + lines[0]
+    if "crlf" in form:
+        lines = [line + "\r" for line in lines]
+    path = _write(tmp_path, lines, f"{kind}.jsonl", gz="gzip" in form, newline_at_end="crlf" not in form)
+    assert _scanned(path, kind) is not None
+    outcomes = _three(path, kind, monkeypatch)
+    assert outcomes[0][0] == "ok" and outcomes[0] == outcomes[1] == outcomes[2]

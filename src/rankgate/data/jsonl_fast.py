@@ -11,7 +11,7 @@ and no other key, in any order, with JSON whitespace anywhere, CRLF and blank li
 printable ASCII without escapes (so each is its bytes) and numbers are converted exactly as Python
 converts them (correctly rounded; ``-0`` is the integer 0, ``-0.0`` stays -0.0); anything else, down
 to one byte, makes it decline, silently, and pyarrow's path below takes the file. It reads the file on
-two threads over a memory map, in about a quarter of the CPU time of pyarrow's parse.
+two threads over a memory map, in about a fifth of the CPU time of pyarrow's path.
 
 **Else, pyarrow's JSON reader.** It never changes a result or an error message, by construction:
 
