@@ -383,3 +383,14 @@ def test_compressed_and_marked_files_take_the_scanner(kind, form, tmp_path, monk
     assert _scanned(path, kind) is not None
     outcomes = _three(path, kind, monkeypatch)
     assert outcomes[0][0] == "ok" and outcomes[0] == outcomes[1] == outcomes[2]
+
+
+@pytest.mark.parametrize("lines", [["", " ", "\r", "\t "], ["", ""] * 20 + _base("run") + [""] * 40])
+def test_blank_lines_alone_or_a_piece_of_them(lines, tmp_path, monkeypatch):
+    """No query at all is the parser's to refuse; a piece of blank lines between others reads as none."""
+    path = _write(tmp_path, lines, "run.jsonl")
+    monkeypatch.setattr(jsonl_fast, "_SPLIT", 0)
+    monkeypatch.setattr(jsonl_fast, "_PIECE", 20)
+    assert (_scanned(path, "run") is None) == (len(lines) == 4)
+    outcomes = _three(path, "run", monkeypatch)
+    assert outcomes[0] == outcomes[1] == outcomes[2]

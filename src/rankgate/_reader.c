@@ -872,10 +872,10 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
             }
             PyList_SET_ITEM(ids, i, s);
         }
-        if (ids)
+        if (ids) /* (no query: empty bytes, not the None that y# makes of a NULL pointer) */
             result = Py_BuildValue("nnLNy#y#", job.items, job.data_len, (long long)job.newlines, ids,
-                                   (const char *)job.counts, (Py_ssize_t)(nq * 8), (const char *)job.lines,
-                                   (Py_ssize_t)(nq * 8));
+                                   nq ? (const char *)job.counts : "", (Py_ssize_t)(nq * 8),
+                                   nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8));
     }
     jjob_free(&job); /* (after the ids: one may live in the copied line) */
 done:
