@@ -524,8 +524,13 @@ typedef struct {
 } keys_t;
 
 static int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
-    for (int i = 0; i < k->n; i++)
-        if (k->len[i] == n && memcmp(k->s[i], s, (size_t)n) == 0) return 1;
+    for (int i = 0; i < k->n; i++) {
+        if (k->len[i] != n) continue;
+        const unsigned char *t = (const unsigned char *)k->s[i];
+        Py_ssize_t c = 0;
+        while (c < n && t[c] == s[c]) c++; /* (keys are short: no call to memcmp) */
+        if (c == n) return 1;
+    }
     return 0;
 }
 
@@ -684,7 +689,12 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 const unsigned char *k;
                 Py_ssize_t kl;
                 if (json_key(&p, &k, &kl) != OK) return IRREGULAR;
-                if (key_in(&j->ikeys, k, kl)) {
+                if (key_in(&j->vkeys, k, kl)) {
+                    if (have_value) return IRREGULAR;
+                    have_value = 1;
+                    const int rc = json_number(j, &p, row);
+                    if (rc != OK) return rc;
+                } else if (key_in(&j->ikeys, k, kl)) {
                     if (have_id || *p != '"') return IRREGULAR;
                     have_id = 1;
                     const unsigned char *const s = ++p;
@@ -698,11 +708,6 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                         memcpy(j->data + dl, s, (size_t)len);
                     }
                     dl += len;
-                } else if (key_in(&j->vkeys, k, kl)) {
-                    if (have_value) return IRREGULAR;
-                    have_value = 1;
-                    const int rc = json_number(j, &p, row);
-                    if (rc != OK) return rc;
                 } else {
                     return IRREGULAR;
                 }
