@@ -438,10 +438,11 @@ class _Scanned(NamedTuple):
 
 def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: tuple[str, ...],
           value_kind: int) -> _Scanned | None:
-    """The file (as :func:`_mapped` gives it) read by the compiled scanner (``_reader.read_jsonl``), or None when it is not built
-    or any line is not exactly of the common shape: one object of a query id (a string) and a list
-    (``list_keys``) of objects of an item id (a string) and a number (``value_keys``; ``value_kind`` 0:
-    any number, as float64; 1: an integer, as int64), each key once, in any order, strings of
+    """The file (as :func:`_mapped` gives it) read by the compiled scanner (``_reader.read_jsonl``), or
+    None when it is not built or any line is not exactly of the common shape: one object of a query
+    id (a string) and a list (``list_keys``) of objects of an item id (a string) and a number
+    (``value_keys``; ``value_kind`` 0: any number, as float64; 1: an integer, as int64), each key
+    once, in any order, strings of
     printable ASCII without escapes, blank lines and JSON whitespace anywhere a line allows it, and
     no query id twice. On such a file the validating parser can only give this result: every byte is
     ASCII, so each string is its bytes, and each number is converted as Python converts it.
@@ -541,8 +542,8 @@ def _scan_gold(found: tuple[pa.Buffer, Any], path: str) -> Gold | None:
     if got is None:
         return None
     j_query = np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts)
-    if np.bincount(j_query[got.values >= 1], minlength=len(got.query_ids)).min(initial=1) == 0:
-        return None
+    if not np.bincount(j_query[got.values >= 1], minlength=len(got.query_ids)).all():
+        return None  # a query with no relevant item
     docs = _one(got.ids) if isinstance(got.ids, pa.ChunkedArray) else got.ids
     codes, _ = item_codes(docs, pa.array([], pa.string()))
     if segment_duplicates(codes, np.concatenate(([0], np.cumsum(got.counts)))).size:
