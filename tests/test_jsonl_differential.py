@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import rankgate._accel as accel
 from rankgate.data import jsonl_fast
 from rankgate.data.load import load_gold, load_run
 from rankgate.errors import InputError
@@ -183,15 +184,19 @@ def _structural(lines: list[bytes], at: int, what: str) -> list[bytes]:
     return lines
 
 
-def _outcome(load, path: str, fast: bool):
-    old = jsonl_fast.MIN_BYTES
+def _outcome(load, path: str, fast: bool, scan: bool = True):
+    """What loading the file gives: with the fast path forced on (``scan``: its compiled scanner
+    first, else pyarrow's path alone) or off."""
+    old, reader = jsonl_fast.MIN_BYTES, accel.reader
     jsonl_fast.MIN_BYTES = 0 if fast else 1 << 62
+    if not scan:
+        accel.reader = None
     try:
         return ("ok", _canonical(load(path)))
     except InputError as exc:
         return ("error", str(exc))
     finally:
-        jsonl_fast.MIN_BYTES = old
+        jsonl_fast.MIN_BYTES, accel.reader = old, reader
 
 
 def _canonical(obj) -> dict:
@@ -243,7 +248,9 @@ SETTINGS = settings(max_examples=examples(200), deadline=None, derandomize=True,
 @given(lines=run_files())
 def test_fast_and_validating_run_readers_agree(lines, tmp_path):
     path = _file(tmp_path, "run.jsonl", lines)
-    assert _outcome(load_run, path, fast=True) == _outcome(load_run, path, fast=False)
+    slow = _outcome(load_run, path, fast=False)
+    assert _outcome(load_run, path, fast=True) == slow
+    assert _outcome(load_run, path, fast=True, scan=False) == slow
 
 
 @settings(SETTINGS, max_examples=examples(60))
@@ -255,7 +262,7 @@ def test_fast_and_validating_run_readers_agree_over_many_parse_blocks(lines, tmp
     old = jsonl_fast.BLOCK
     jsonl_fast.BLOCK = 256  # (a block still holds at least the longest line)
     try:
-        fast = _outcome(load_run, path, fast=True)
+        fast = _outcome(load_run, path, fast=True, scan=False)
     finally:
         jsonl_fast.BLOCK = old
     assert fast == _outcome(load_run, path, fast=False)
@@ -264,6 +271,7 @@ def test_fast_and_validating_run_readers_agree_over_many_parse_blocks(lines, tmp
 def test_a_run_read_in_many_parse_blocks_keeps_them(tmp_path, monkeypatch):
     """(So that the test above reads runs spread over blocks, not one block.)"""
     monkeypatch.setattr(jsonl_fast, "BLOCK", 256)
+    monkeypatch.setattr(accel, "reader", None)  # (not the compiled scanner, which takes this shape first)
     lines = [json.dumps(_run_line(i, 3, "scored")).encode() for i in range(N_MIN)]
     run = jsonl_fast.read_run_fast(_file(tmp_path, "run.jsonl", lines), min_bytes=0)
     assert run is not None and run.r_doc.num_chunks > 10
@@ -274,7 +282,9 @@ def test_a_run_read_in_many_parse_blocks_keeps_them(tmp_path, monkeypatch):
 @given(lines=gold_files())
 def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
     path = _file(tmp_path, "gold.jsonl", lines)
-    assert _outcome(load_gold, path, fast=True) == _outcome(load_gold, path, fast=False)
+    slow = _outcome(load_gold, path, fast=False)
+    assert _outcome(load_gold, path, fast=True) == slow
+    assert _outcome(load_gold, path, fast=True, scan=False) == slow
 
 
 @pytest.mark.parametrize("kind", ["run", "gold", "timed run"])
@@ -283,9 +293,13 @@ def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
                                     ("structure", "u2028", None), ("item field", '"rank": 3', None),
                                     ("structure", "blank", None), ("structure", "blank spaces", None),
                                     ("structure", "trailing blank", None), ("structure", "blank crlf", None)])
-def test_regular_variations_keep_the_fast_path(kind, change, tmp_path):
+@pytest.mark.parametrize("scan", [True, False])
+def test_regular_variations_keep_the_fast_path(kind, change, scan, tmp_path, monkeypatch):
     """The differential tests above would pass with a fast path that always declines: these shapes,
-    edited far past the sampled lines, must still be read by it."""
+    edited far past the sampled lines, must still be read by it (by pyarrow's path too, without the
+    compiled scanner, which takes the plain ones first)."""
+    if not scan:
+        monkeypatch.setattr(accel, "reader", None)
     n = N_MIN
     make = {"run": lambda i: _run_line(i, 3, True), "timed run": lambda i: _run_line(i, 3, "timed"),
             "gold": lambda i: _gold_line(i, 2)}[kind]

@@ -1,5 +1,6 @@
 /*
- * rankgate._reader: whitespace-separated TREC lines (runs and qrels) read straight from a memory map.
+ * rankgate._reader: whitespace-separated TREC lines (runs and qrels), and JSON lines of the common run
+ * and gold shape, read straight from a memory map.
  *
  *   read_lines(buf, start, end, ncols, value_col, value_kind, delim,
  *              codes, values, offsets, data) -> (rows, data_bytes, query_ids) | None
@@ -23,6 +24,20 @@
  * (Python's repr of a float has at most 17) with 128-bit integer division and round-half-even; anything
  * longer by Python's own PyOS_string_to_double. The GIL is released while the text is scanned, so two
  * threads can read two halves of one file.
+ *
+ *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
+ *              data) -> (items, data_bytes, newlines, query_ids, counts, lines) | None
+ *
+ * Parses buf[start:end) as JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>":
+ * "<id>", "<value key>": <number>}, ...]}, each key one of its tuple (of str), each exactly once in
+ * its object, no other key, in any order; JSON whitespace between tokens; blank lines (spaces, tabs,
+ * \r) skipped. Ids are non-empty strings of printable ASCII without escapes. value_kind 0 reads any
+ * finite JSON number as Python's float(json.loads(text)) gives it (an integer literal's zero is +0.0),
+ * 1 an integer literal of at most 18 digits as int64. Outputs: values and offsets/data (the item ids,
+ * as read_lines writes them; offsets one longer than values); returned: per query (in line order) its
+ * id, its number of items (counts, int64 bytes) and its 1-based line within the region (lines, int64
+ * bytes); newlines, the region's line breaks. Anything else returns None: the caller's other readers
+ * take the file. Repeated query ids are for the caller to find.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -261,12 +276,12 @@ typedef struct {
 enum { OK = 0, IRREGULAR = 1, NO_MEMORY = 2 };
 
 /* The general conversion, for the rare long decimal: takes the GIL for the call. */
-static int slow_double(job_t *job, const unsigned char *s, int32_t n, double *out) {
+static int slow_double(PyThreadState **thread, const unsigned char *s, int32_t n, double *out) {
     char text[72];
     if (n >= (int32_t)sizeof(text)) return -1;
     memcpy(text, s, (size_t)n);
     text[n] = 0;
-    PyEval_RestoreThread(job->thread);
+    PyEval_RestoreThread(*thread);
     char *endp = NULL;
     const double v = PyOS_string_to_double(text, &endp, NULL);
     int rc = 0;
@@ -274,7 +289,7 @@ static int slow_double(job_t *job, const unsigned char *s, int32_t n, double *ou
         PyErr_Clear();
         rc = -1;
     }
-    job->thread = PyEval_SaveThread();
+    *thread = PyEval_SaveThread();
     *out = v;
     return rc;
 }
@@ -361,7 +376,7 @@ static int scan(job_t *job, const unsigned char *p, const unsigned char *const e
         if (job->value_kind == 0) {
             double v;
             int rc = parse_double(fields[vcol], lens[vcol], &v);
-            if (rc == 1) rc = slow_double(job, fields[vcol], lens[vcol], &v);
+            if (rc == 1) rc = slow_double(&job->thread, fields[vcol], lens[vcol], &v);
             if (rc != 0) return IRREGULAR;
             ((double *)job->values)[rows] = v;
         } else {
@@ -497,17 +512,397 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>": "<id>", "<value key>": <number>}, ...]} */
+
+#define MAX_KEYS 16
+
+typedef struct {
+    int n;
+    const char *s[MAX_KEYS];
+    Py_ssize_t len[MAX_KEYS];
+} keys_t;
+
+static int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
+    for (int i = 0; i < k->n; i++) {
+        if (k->len[i] != n) continue;
+        const unsigned char *t = (const unsigned char *)k->s[i];
+        Py_ssize_t c = 0;
+        while (c < n && t[c] == s[c]) c++; /* (keys are short: no call to memcmp) */
+        if (c == n) return 1;
+    }
+    return 0;
+}
+
+/* The bytes a string may hold as they are, here: printable ASCII but '"' and '\\' (no escapes, no
+ * control or non-ASCII byte, and never '\n', so every scan stops at a line's end). */
+static unsigned char plain[256];
+
+typedef struct {
+    keys_t qkeys, lkeys, ikeys, vkeys;
+    int value_kind; /* 0: any JSON number, as a double; 1: an integer literal, as int64 */
+    void *values;
+    int32_t *offsets;
+    unsigned char *data;
+    Py_ssize_t max_items, max_data;
+    Py_ssize_t items, data_len;
+    const unsigned char *text_end; /* reads of the text stay below this */
+    const unsigned char **qids;    /* per query, grown as needed */
+    int32_t *qlens;
+    int64_t *counts, *lines;
+    Py_ssize_t queries, qcap;
+    int64_t newlines;
+    unsigned char *tail; /* a copy of a last line that has no newline */
+    PyThreadState *thread;
+} jjob_t;
+
+#define SKIP_WS(p)                                        \
+    while (*(p) == ' ' || *(p) == '\t' || *(p) == '\r') \
+    (p)++
+
+static int jjob_grow(jjob_t *j) {
+    const Py_ssize_t cap = j->qcap ? j->qcap * 2 : 4096;
+    const unsigned char **qids = (const unsigned char **)realloc(j->qids, (size_t)cap * sizeof(*qids));
+    if (!qids) return -1;
+    j->qids = qids;
+    int32_t *qlens = (int32_t *)realloc(j->qlens, (size_t)cap * sizeof(*qlens));
+    if (!qlens) return -1;
+    j->qlens = qlens;
+    int64_t *counts = (int64_t *)realloc(j->counts, (size_t)cap * sizeof(*counts));
+    if (!counts) return -1;
+    j->counts = counts;
+    int64_t *lines = (int64_t *)realloc(j->lines, (size_t)cap * sizeof(*lines));
+    if (!lines) return -1;
+    j->lines = lines;
+    j->qcap = cap;
+    return 0;
+}
+
+static void jjob_free(jjob_t *j) {
+    free(j->qids);
+    free(j->qlens);
+    free(j->counts);
+    free(j->lines);
+    free(j->tail);
+}
+
+/* The JSON number at *pp into values[row]; *pp moves past it. What Python's json module gives, then
+ * float() (runs) or int() (grades): correctly rounded; an integer literal's zero is +0.0 ("-0" is
+ * the int 0); not finite, another notation, or (value_kind 1) not an integer of at most 18 digits:
+ * IRREGULAR. */
+static int json_number(jjob_t *j, const unsigned char **pp, Py_ssize_t row) {
+    const unsigned char *p = *pp, *const s = p;
+    int is_int = 1;
+    if (*p == '-') p++;
+    if (*p == '0') {
+        p++;
+    } else if ((unsigned)(*p - '1') < 9u) {
+        do p++;
+        while ((unsigned)(*p - '0') < 10u);
+    } else {
+        return IRREGULAR;
+    }
+    if (*p == '.') {
+        p++;
+        if ((unsigned)(*p - '0') >= 10u) return IRREGULAR;
+        do p++;
+        while ((unsigned)(*p - '0') < 10u);
+        is_int = 0;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if ((unsigned)(*p - '0') >= 10u) return IRREGULAR;
+        do p++;
+        while ((unsigned)(*p - '0') < 10u);
+        is_int = 0;
+    }
+    if (p - s > 64) return IRREGULAR;
+    const int32_t n = (int32_t)(p - s);
+    *pp = p;
+    if (j->value_kind == 0) {
+        double v;
+        int rc = parse_double(s, n, &v);
+        if (rc == 1) rc = slow_double(&j->thread, s, n, &v);
+        if (rc != 0 || !isfinite(v)) return IRREGULAR;
+        if (is_int && v == 0.0) v = 0.0;
+        ((double *)j->values)[row] = v;
+    } else {
+        int64_t v;
+        if (!is_int || parse_int(s, n, &v) != 0) return IRREGULAR;
+        ((int64_t *)j->values)[row] = v;
+    }
+    return OK;
+}
+
+/* A key at *pp ('"' expected): its bytes, then past the ':' and the spaces after it. */
+static int json_key(const unsigned char **pp, const unsigned char **key, Py_ssize_t *len) {
+    const unsigned char *p = *pp;
+    if (*p != '"') return IRREGULAR;
+    const unsigned char *const k = ++p;
+    while (plain[*p]) p++;
+    if (*p != '"') return IRREGULAR;
+    *key = k;
+    *len = p - k;
+    p++;
+    SKIP_WS(p);
+    if (*p != ':') return IRREGULAR;
+    p++;
+    SKIP_WS(p);
+    *pp = p;
+    return OK;
+}
+
+/* After a member or element: past a ',' (1) or the closing byte (0); anything else: -1. */
+static int json_next(const unsigned char **pp, unsigned char close) {
+    const unsigned char *p = *pp;
+    SKIP_WS(p);
+    if (*p == ',') {
+        p++;
+        SKIP_WS(p);
+        *pp = p;
+        return 1;
+    }
+    if (*p != close) return -1;
+    *pp = p + 1;
+    return 0;
+}
+
+/* The list at *pp ('[' expected) of item objects: each exactly one id key (a non-empty string) and
+ * one value key (a number), in either order. */
+static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
+    const unsigned char *p = *pp;
+    if (*p != '[') return IRREGULAR;
+    p++;
+    SKIP_WS(p);
+    Py_ssize_t row = j->items, dl = j->data_len;
+    const Py_ssize_t first = row;
+    if (*p == ']') {
+        p++;
+    } else {
+        for (;;) {
+            if (*p != '{' || row >= j->max_items) return IRREGULAR;
+            p++;
+            SKIP_WS(p);
+            int have_id = 0, have_value = 0, more;
+            do {
+                const unsigned char *k;
+                Py_ssize_t kl;
+                if (json_key(&p, &k, &kl) != OK) return IRREGULAR;
+                if (key_in(&j->vkeys, k, kl)) {
+                    if (have_value) return IRREGULAR;
+                    have_value = 1;
+                    const int rc = json_number(j, &p, row);
+                    if (rc != OK) return rc;
+                } else if (key_in(&j->ikeys, k, kl)) {
+                    if (have_id || *p != '"') return IRREGULAR;
+                    have_id = 1;
+                    const unsigned char *const s = ++p;
+                    while (plain[*p]) p++;
+                    const Py_ssize_t len = p - s;
+                    if (*p != '"' || len == 0 || dl + len > j->max_data || dl + len > INT32_MAX) return IRREGULAR;
+                    p++;
+                    if (len <= 16 && s + 16 <= j->text_end) { /* (data has 16 bytes of room past max_data) */
+                        memcpy(j->data + dl, s, 16);
+                    } else {
+                        memcpy(j->data + dl, s, (size_t)len);
+                    }
+                    dl += len;
+                } else {
+                    return IRREGULAR;
+                }
+                more = json_next(&p, '}');
+                if (more < 0) return IRREGULAR;
+            } while (more);
+            if (!have_id || !have_value) return IRREGULAR;
+            j->offsets[++row] = (int32_t)dl;
+            more = json_next(&p, ']');
+            if (more < 0) return IRREGULAR;
+            if (!more) break;
+        }
+    }
+    *count = row - first;
+    j->items = row;
+    j->data_len = dl;
+    *pp = p;
+    return OK;
+}
+
+/* Lines of [p, end), which ends in '\n' (see scan). */
+static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const end) {
+    while (p < end) {
+        SKIP_WS(p);
+        if (*p == '\n') { /* a blank line */
+            p++;
+            j->newlines++;
+            continue;
+        }
+        if (*p != '{') return IRREGULAR;
+        if (j->queries == j->qcap && jjob_grow(j) < 0) return NO_MEMORY;
+        const Py_ssize_t q = j->queries;
+        p++;
+        SKIP_WS(p);
+        int have_q = 0, have_l = 0, more;
+        int64_t count = 0;
+        do {
+            const unsigned char *k;
+            Py_ssize_t kl;
+            if (json_key(&p, &k, &kl) != OK) return IRREGULAR;
+            if (key_in(&j->qkeys, k, kl)) {
+                if (have_q || *p != '"') return IRREGULAR;
+                have_q = 1;
+                const unsigned char *const s = ++p;
+                while (plain[*p]) p++;
+                if (*p != '"' || p == s || p - s > INT32_MAX) return IRREGULAR;
+                j->qids[q] = s;
+                j->qlens[q] = (int32_t)(p - s);
+                p++;
+            } else if (key_in(&j->lkeys, k, kl)) {
+                if (have_l) return IRREGULAR;
+                have_l = 1;
+                const int rc = json_items(j, &p, &count);
+                if (rc != OK) return rc;
+            } else {
+                return IRREGULAR;
+            }
+            more = json_next(&p, '}');
+            if (more < 0) return IRREGULAR;
+        } while (more);
+        if (!have_q || !have_l) return IRREGULAR;
+        SKIP_WS(p);
+        if (*p != '\n') return IRREGULAR;
+        j->counts[q] = count;
+        j->lines[q] = j->newlines + 1;
+        j->queries = q + 1;
+        p++;
+        j->newlines++;
+    }
+    return OK;
+}
+
+/* The whole region: all complete lines in place, then a last line without a newline from a copy. */
+static int jscan_all(jjob_t *j, const unsigned char *p, const unsigned char *end) {
+    const unsigned char *last = end;
+    while (last > p && last[-1] != '\n') last--;
+    j->text_end = end;
+    int status = jscan(j, p, last);
+    if (status != OK || last == end) return status;
+    const size_t n = (size_t)(end - last);
+    j->tail = (unsigned char *)malloc(n + 17); /* the line, '\n', room for a 16-byte read */
+    if (!j->tail) return NO_MEMORY;
+    memcpy(j->tail, last, n);
+    memset(j->tail + n, '\n', 17);
+    j->text_end = j->tail + n + 17;
+    status = jscan(j, j->tail, j->tail + n + 1);
+    j->newlines--; /* (the '\n' added to the copy) */
+    return status;
+}
+
+static int parse_keys(PyObject *tuple, keys_t *keys) {
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) < 1 || PyTuple_GET_SIZE(tuple) > MAX_KEYS) {
+        PyErr_SetString(PyExc_ValueError, "read_jsonl: keys must be a tuple of 1 to 16 strings");
+        return -1;
+    }
+    keys->n = (int)PyTuple_GET_SIZE(tuple);
+    for (int i = 0; i < keys->n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(tuple, i);
+        if (!PyUnicode_Check(o)) {
+            PyErr_SetString(PyExc_TypeError, "read_jsonl: keys must be strings");
+            return -1;
+        }
+        keys->s[i] = PyUnicode_AsUTF8AndSize(o, &keys->len[i]); /* (valid while the tuple lives) */
+        if (!keys->s[i]) return -1;
+    }
+    return 0;
+}
+
+static PyObject *read_jsonl(PyObject *self, PyObject *args) {
+    PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data;
+    Py_ssize_t start, stop;
+    int value_kind;
+    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2], &o_keys[3],
+                          &value_kind, &o_values, &o_offsets, &o_data))
+        return NULL;
+    jjob_t job;
+    memset(&job, 0, sizeof(job));
+    keys_t *keys[4] = {&job.qkeys, &job.lkeys, &job.ikeys, &job.vkeys};
+    for (int i = 0; i < 4; i++)
+        if (parse_keys(o_keys[i], keys[i]) < 0) return NULL;
+    if (value_kind < 0 || value_kind > 1) {
+        PyErr_SetString(PyExc_ValueError, "read_jsonl: value_kind is 0 (float64) or 1 (int64)");
+        return NULL;
+    }
+    Py_buffer views[4];
+    PyObject *objs[4] = {o_buf, o_values, o_offsets, o_data};
+    const Py_ssize_t sizes[4] = {1, 8, 4, 1};
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 4; got++) {
+        const int flags = PyBUF_C_CONTIGUOUS | (got ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[got], &views[got], flags) < 0) goto done;
+        if (views[got].len % sizes[got] != 0) {
+            PyBuffer_Release(&views[got]);
+            PyErr_SetString(PyExc_TypeError, "read_jsonl: buffer of the wrong item size");
+            goto done;
+        }
+    }
+    if (start < 0 || stop < start || stop > views[0].len || views[2].len / 4 != views[1].len / 8 + 1 ||
+        views[3].len < 16) {
+        PyErr_SetString(PyExc_ValueError, "read_jsonl: inconsistent shapes");
+        goto done;
+    }
+    job.value_kind = value_kind;
+    job.values = views[1].buf;
+    job.offsets = (int32_t *)views[2].buf;
+    job.data = (unsigned char *)views[3].buf;
+    job.max_items = views[1].len / 8;
+    job.max_data = views[3].len - 16;
+    job.offsets[0] = 0;
+    job.thread = PyEval_SaveThread();
+    const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
+    PyEval_RestoreThread(job.thread);
+    if (status == NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (status == IRREGULAR) {
+        result = Py_None;
+        Py_INCREF(result);
+    } else {
+        const Py_ssize_t nq = job.queries;
+        PyObject *ids = PyList_New(nq);
+        for (Py_ssize_t i = 0; ids && i < nq; i++) {
+            PyObject *s = PyUnicode_DecodeASCII((const char *)job.qids[i], job.qlens[i], NULL);
+            if (!s) {
+                Py_CLEAR(ids);
+                break;
+            }
+            PyList_SET_ITEM(ids, i, s);
+        }
+        if (ids) /* (no query: empty bytes, not the None that y# makes of a NULL pointer) */
+            result = Py_BuildValue("nnLNy#y#", job.items, job.data_len, (long long)job.newlines, ids,
+                                   nq ? (const char *)job.counts : "", (Py_ssize_t)(nq * 8),
+                                   nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8));
+    }
+    jjob_free(&job); /* (after the ids: one may live in the copied line) */
+done:
+    while (got > 0) PyBuffer_Release(&views[--got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end) -> number of newlines"},
     {"read_lines", read_lines, METH_VARARGS,
      "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
      " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
+    {"read_jsonl", read_jsonl, METH_VARARGS,
+     "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data)"
+     " -> (items, data_bytes, newlines, query_ids, counts, lines) or None when a line is not of the shape"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_reader", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__reader(void) {
+    for (int c = 0x20; c < 0x7f; c++) plain[c] = c != '"' && c != '\\';
 #ifdef __SIZEOF_INT128__
     pow5_u64[0] = 1;
     for (int i = 1; i < 28; i++) pow5_u64[i] = pow5_u64[i - 1] * 5;
