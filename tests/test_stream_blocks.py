@@ -234,3 +234,79 @@ def test_run_in_gold_order_and_a_long_query(tmp_path, monkeypatch, small_blocks)
     streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
     assert len(small_blocks) == 1  # (no block evaluation: the file was read whole)
     _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
+
+
+# -- JSONL runs: blocks of whole lines, read by the compiled scanner ------------------------------
+def _as_jsonl(run, *, odd_line: str | None = None, repeat_query: bool = False):
+    """The TREC run as a JSONL run, one line per query in file order (the list in rank order), with
+    blank lines and CRLF here and there; ``odd_line``: one more line of another shape near the end;
+    ``repeat_query``: the first query again on the last line."""
+    queries: dict[str, list[dict[str, object]]] = {}
+    for line in run.read_text().splitlines():
+        q, _, d, _, s, _ = line.split()
+        queries.setdefault(q, []).append({"chunk_id": d, "score": float(s)})
+    lines = [json.dumps({"query_id": q, "topk": items}) for q, items in queries.items()]
+    lines = [ln + ("\r" if i % 7 == 3 else "") + ("\n\n" if i % 5 == 2 else "") for i, ln in enumerate(lines)]
+    if odd_line is not None:
+        lines.insert(len(lines) - 1, odd_line)
+    if repeat_query:
+        first = next(iter(queries))
+        lines.append(json.dumps({"query_id": first, "topk": queries[first]}))
+    out = run.with_suffix(".jsonl")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.sampled_from([None, "id", "input"]),
+       shape=st.sampled_from(["plain", "odd", "repeat"]))
+def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, shape) -> None:
+    """Blocks read by the scanner against the whole file read by the line-by-line parser (a small
+    file's reader): the same result, or the same error; a block the scanner declines, or a query on
+    two lines, sends the file to the whole read."""
+    tmp_path = tmp_path_factory.mktemp("jblocks")
+    gold, trec_run = _write(tmp_path, seed)
+    odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "rank": 1}]}'
+    run = _as_jsonl(trec_run, odd_line=odd if shape == "odd" else None, repeat_query=shape == "repeat")
+    with pytest.MonkeyPatch.context() as mp:
+        calls: list[object] = []
+        inner = engine._evaluate_blocks
+        mp.setattr(engine, "_evaluate_blocks", lambda *a, **k: calls.append(inner(*a, **k)) or calls[-1])
+        mp.setattr(engine, "FULL_DEPTH_ROWS", 3)
+        mp.setattr(trec, "STREAM_BLOCK_BYTES", 300)
+        mp.setattr(load, "STREAM_FROM_BYTES", 0)
+        kw = {"metrics": METRICS, "ties": ties}
+        try:
+            streamed = engine.evaluate(str(gold), str(run), **kw)
+        except InputError as exc:
+            assert calls == [None]
+            with pytest.raises(InputError) as whole_exc:
+                _whole(mp, gold, run, **kw)
+            assert str(whole_exc.value) == str(exc)
+            return
+        whole = _whole(mp, gold, run, **kw)
+    _same(streamed, whole)
+    if shape != "plain":
+        assert calls == [None]  # (the odd line or the repeated query: read whole)
+    elif calls[0] is None:
+        assert not whole.first_relevant_rank.any()
+
+
+def test_jsonl_blocks_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, trec_run = _write(tmp_path, 7)
+    run = _as_jsonl(trec_run)
+    outs = []
+    for name, from_bytes in (("blocks", 0), ("whole", 1 << 62)):
+        monkeypatch.setattr(load, "STREAM_FROM_BYTES", from_bytes)
+        out = tmp_path / name
+        assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", METRICS, "--out", str(out),
+                     "--resamples", "200"]) == 0
+        outs.append(((out / "metrics.csv").read_bytes(), (out / "summary.json").read_bytes()))
+    assert small_blocks and small_blocks[0] is not None
+    assert outs[0] == outs[1]
+    blocks = list(load.run_blocks(str(run), block_bytes=300, from_bytes=0))
+    assert len(blocks) >= 4 and all(b is not None for b in blocks)
+    lines = np.concatenate([b.query_lines for b in blocks])
+    text = run.read_text().split("\n")
+    assert all(text[n - 1].startswith('{"query_id": "' + q) for b, n in
+               zip((q for b in blocks for q in b.query_ids), lines.tolist()) for q in [b])

@@ -51,6 +51,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -464,26 +465,9 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
     spans = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
     if not spans:
         return None
-    # An item takes at least its braces, two keys with their quotes and colons, a comma and a
-    # one-character id and value ({"id":"x","score":0}): the output holds as many.
-    least = 13 + min(map(len, ITEM_ID_KEYS)) + min(map(len, value_keys))
-    dtype = np.float64 if value_kind == 0 else np.int64
 
     def read(span: tuple[int, int]) -> tuple[_Scanned, int] | None:  # (a piece, and how many lines it has)
-        a, b = span
-        bound = (b - a) // least + 1
-        values = np.empty(bound, dtype=dtype)  # (pages never written are never touched)
-        offsets = np.empty(bound + 1, dtype=np.int32)
-        ids = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
-        got = reader.read_jsonl(data, a, b, QUERY_ID_KEYS, list_keys, ITEM_ID_KEYS, value_keys, value_kind,
-                                values, offsets, ids)
-        if got is None:
-            return None
-        items, nbytes, newlines, qids, counts, lines = got
-        chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
-                                                            pa.py_buffer(ids[:nbytes])])
-        return _Scanned(qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64),
-                        values[:items], chunk), newlines
+        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind)
 
     if len(spans) == 1:
         got = [read(spans[0])]
@@ -511,6 +495,33 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
                     pa.chunked_array([part.ids for part, _ in parts], type=pa.string()))
 
 
+def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
+               value_kind: int) -> tuple[_Scanned, int] | None:
+    """The bytes ``[a, b)`` of ``data`` (whole lines) by the compiled scanner (see :func:`_scan`): the
+    piece's queries (line numbers counted from its start) and how many line breaks it holds; None when
+    it declines."""
+    from .._accel import reader
+
+    assert reader is not None
+    # An item takes at least its braces, two keys with their quotes and colons, a comma and a
+    # one-character id and value ({"id":"x","score":0}): the output holds as many.
+    least = 13 + min(map(len, ITEM_ID_KEYS)) + min(map(len, value_keys))
+    dtype = np.float64 if value_kind == 0 else np.int64
+    bound = (b - a) // least + 1
+    values = np.empty(bound, dtype=dtype)  # (pages never written are never touched)
+    offsets = np.empty(bound + 1, dtype=np.int32)
+    ids = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
+    got = reader.read_jsonl(data, a, b, QUERY_ID_KEYS, list_keys, ITEM_ID_KEYS, value_keys, value_kind,
+                            values, offsets, ids)
+    if got is None:
+        return None
+    items, nbytes, newlines, qids, counts, lines = got
+    chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
+                                                        pa.py_buffer(ids[:nbytes])])
+    return _Scanned(qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64),
+                    values[:items], chunk), newlines
+
+
 def _line_end(arr: np.ndarray, at: int) -> int:
     """The offset just past the first line break at or after ``at`` (the array's size if none)."""
     step = 1 << 16
@@ -530,6 +541,71 @@ def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
         return None  # (no item at all: the parser gives a run without scores)
     return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
                r_doc=got.ids, r_score=got.values, source=path, query_lines=got.lines)
+
+
+def jsonl_run_blocks(path: str, block_bytes: int) -> Iterator[Run | None] | None:
+    """A large plain JSONL run of the common shape as a :class:`Run` per block of about ``block_bytes``
+    of whole lines (a line is a whole query), each read by the compiled scanner, the next block on a
+    thread while the caller scores the one before; each block is the rows the scanner gives for the
+    whole file, with its own line numbers. None when the scanner is not built or the file is not a
+    plain file; the iterator yields None for a block the scanner declines (the caller then reads the
+    file whole, and the readers there name a bad line). The pages of a block read are let go."""
+    import mmap
+
+    from .._accel import reader
+
+    if reader is None or not hasattr(reader, "read_jsonl") or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    found = _mapped(path, 1)
+    if found is None or found[1] is None:  # (compressed: read whole)
+        return None
+    data, mapped = found
+    arr = np.frombuffer(data, dtype=np.uint8)
+    cuts = [0]
+    while cuts[-1] < data.size:
+        cuts.append(_line_end(arr, cuts[-1] + max(block_bytes, 1) - 1))
+    return _jsonl_blocks(data, mapped, path, list(zip(cuts, cuts[1:])))
+
+
+def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int, int]]) -> Iterator[Run | None]:
+    import mmap
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    page = mmap.PAGESIZE
+    base = mapped.size() - data.size  # (a byte-order mark before the data)
+
+    def read(i: int) -> tuple[_Scanned, int] | None:
+        a, b = spans[i]
+        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0)
+        lo = a + base - (a + base) % page
+        mapped.madvise(mmap.MADV_DONTNEED, lo, b + base - lo)
+        return got
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    ahead: Future[Any] | None = None
+    lines_before = 0
+    try:
+        got = read(0) if spans else None
+        for i in range(len(spans)):
+            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
+            if got is None:
+                yield None
+                return
+            part, newlines = got
+            if part.query_ids and (part.values.size == 0 or len(set(part.query_ids)) != len(part.query_ids)):
+                yield None  # (no item, or a query on two lines: as the whole file's reading decides)
+                return
+            if part.query_ids:  # (else blank lines only)
+                yield Run(query_ids=part.query_ids,
+                          r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
+                          r_doc=part.ids, r_score=part.values, source=path, query_lines=part.lines + lines_before)
+            lines_before += newlines
+            got = ahead.result() if ahead is not None else None
+            ahead = None
+    finally:
+        if ahead is not None:  # (the map must outlive a read still going on)
+            ahead.cancel() or ahead.exception()
+        pool.shutdown(wait=True)  # (the map itself closes with its last view)
 
 
 def _scan_gold(found: tuple[pa.Buffer, Any], path: str) -> Gold | None:

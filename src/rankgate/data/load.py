@@ -100,28 +100,35 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
 
 
 STREAM_FROM_BYTES = 1 << 27
-"""TREC run files from this size (128 MiB, about 36,000 queries x 100: two blocks) are read block by
-block, each block read while the one before is scored: less memory and less work than reading whole."""
+"""TREC and JSONL run files from this size (128 MiB, about 36,000 queries x 100 in TREC: two blocks)
+are read block by block, each block read while the one before is scored: less memory and less work
+than reading whole."""
 
 
 def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, str] | None = None,
                from_bytes: int | None = None, block_bytes: int | None = None) -> Iterator[Run | None] | None:
-    """A large TREC run file's rows in blocks of whole queries (see
-    :func:`rankgate.data.trec.trec_run_blocks`), or None when ``source`` is not a regular TREC run
-    file of at least ``from_bytes`` bytes (default :data:`STREAM_FROM_BYTES`) that the compiled reader takes: :func:`load_run` then reads it."""
-    if not isinstance(source, (str, os.PathLike)) or columns or format not in (None, "trec"):
+    """A large TREC or JSONL run file's rows in blocks of whole queries (see
+    :func:`rankgate.data.trec.trec_run_blocks` and :func:`rankgate.data.jsonl_fast.jsonl_run_blocks`),
+    or None when ``source`` is not a regular TREC or JSONL run file of at least ``from_bytes`` bytes
+    (default :data:`STREAM_FROM_BYTES`) that the compiled readers take: :func:`load_run` then reads it."""
+    if not isinstance(source, (str, os.PathLike)) or columns or format not in (None, "trec", "jsonl"):
         return None
     path = os.fspath(source)
     try:
         if is_pipe(path) or not os.path.isfile(path) or os.path.getsize(path) < (STREAM_FROM_BYTES if from_bytes is None else from_bytes):
             return None
-        if detect(path, "run", format).name != "trec":
-            return None
+        name = detect(path, "run", format).name
     except (OSError, RankgateError):  # reading it whole says what is wrong
         return None
     from . import trec
 
-    return trec.trec_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES)
+    if name == "trec":
+        return trec.trec_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES)
+    if name == "jsonl":
+        from .jsonl_fast import jsonl_run_blocks
+
+        return jsonl_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES)
+    return None
 
 
 def _load(source: Any, noun: str, format: str | None, label: str, columns: Mapping[str, str] | None) -> Any:
