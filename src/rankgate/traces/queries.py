@@ -64,6 +64,12 @@ DUCKDB = Dialect("duckdb", "string_agg({expr}, {sep} ORDER BY {order})", "quanti
 SPARK = Dialect("spark", "array_join(transform(array_sort(collect_list(named_struct('o', {order}, 'v', {expr}))), "
                          "x -> x.v), {sep})", "percentile({col}, array({ps}))")
 
+# the request columns Plan.rq keeps (with the --by fields): what counts, quantiles, the segments and the
+# low-confidence examples read
+RQ_COLUMNS = ("request_id", "w", "query_key", "query_text", "status", "http_status", "client_abort", "fallback",
+              *(f"{s}_ms" for s in STAGES_MS), "soft_deadline_ms", "retry_attempts", "privacy_mode",
+              "sensitive_tokens", "leaked_tokens", "blocked", "secure_fields", "bypassed")
+
 # the quantile columns of Plan.quantiles: (column, name prefix, levels)
 QUANTILE_COLUMNS = tuple((f"{s}_ms", s, LATENCY_Q) for s in STAGES_MS) + (("top1", "top1", SCORE_Q),
                                                                           ("margin", "margin", SCORE_Q))
@@ -93,9 +99,10 @@ class Plan:
     def req_items(self, facts: bool = True, lists: tuple[str, ...] = ()) -> str:
         """Per request: the item facts (``facts``: top-1 and top-2 score, items, context items with a
         known and with a bad status) and, where the dialect has lists, the ``lists`` asked for:
-        ``tk`` (the (rank, item_id) of its list-stage items within the first k ranks, for
-        :meth:`topk_lists`) and ``ctx`` (the (item_id, source) of its context items with a source,
-        for :meth:`req_src`), all from one grouping of the items."""
+        ``tk``: ``ids``, the ids of its list-stage items within the first k ranks in (rank, item_id)
+        order, and ``once``, whether no id is repeated there (for :meth:`topk_lists`); ``ctx``: the
+        (item_id, source) of its context items with a source (for :meth:`req_src`); all from one
+        grouping of the items."""
         status = ", coalesce(m.status, i.status) AS st" if self.manifest else ", i.status AS st"
         join = " LEFT JOIN manifest m ON m.item_id = i.item_id" if self.manifest else ""
         if not facts:  # (the status is for the facts only)
@@ -116,8 +123,12 @@ class Plan:
             cols.append(f"list(struct_pack(item_id := item_id, source := source)) FILTER (WHERE stage = {cx} AND "
                         "source IS NOT NULL) AS ctx")
         fields = "i.request_id, i.stage, i.rank, i.score" + (", i.item_id, i.source" if lists else "")
-        return ("\nSELECT request_id,\n  " + ",\n  ".join(cols)
-                + f"\nFROM (SELECT {fields}{status} FROM items i{join}) t\nGROUP BY request_id")
+        sql = ("\nSELECT request_id,\n  " + ",\n  ".join(cols)
+               + f"\nFROM (SELECT {fields}{status} FROM items i{join}) t\nGROUP BY request_id")
+        if "tk" in lists:  # the ids in (rank, item_id) order, and whether none is repeated
+            sql = ("SELECT * EXCLUDE (tk), list_unique(ids) = len(ids) AS once FROM (SELECT *, "
+                   f"[x.item_id FOR x IN list_sort(tk)] AS ids FROM ({sql}) a) b")
+        return sql
 
     def req_top1(self, rank1: bool = False, arrow: bool = True) -> str:
         """:meth:`req_items` reduced to the top-1 score (what the low-confidence share needs): only
@@ -141,10 +152,12 @@ FROM items WHERE stage = {_lit(self.score_stage)} AND rank = 1 GROUP BY request_
 
     def rq(self, items: bool = True, facts: str = "req_items") -> str:
         """The requests with their per-request item facts from the table ``facts`` (``items=False``:
-        none were computed; the item columns are NULL and their counts 0)."""
+        none were computed; the item columns are NULL and their counts 0). Only the request columns
+        the window x segment statements read are kept (:data:`RQ_COLUMNS` and the ``by`` fields)."""
+        cols = ", ".join(f"r.{c}" for c in dict.fromkeys(RQ_COLUMNS + tuple(f for f in self.by if f != "source")))
         if not items:
-            return """
-SELECT r.*, CAST(NULL AS DOUBLE) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS DOUBLE) AS margin,
+            return f"""
+SELECT {cols}, CAST(NULL AS DOUBLE) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS DOUBLE) AS margin,
   0 AS n_items, 0 AS n_ctx_known, 0 AS n_ctx_bad
 FROM requests r"""
         # two finite scores can differ by more than the largest double (1.7e308 and -1.7e308): such a
@@ -152,7 +165,7 @@ FROM requests r"""
         d = "ri.top1 - ri.top2"
         margin = f"CASE WHEN {d} > {MAX_DOUBLE!r} THEN {MAX_DOUBLE!r} WHEN {d} < {-MAX_DOUBLE!r} THEN {-MAX_DOUBLE!r} ELSE {d} END"
         return f"""
-SELECT r.*, ri.top1, ri.top2, {margin} AS margin, coalesce(ri.n_items, 0) AS n_items,
+SELECT {cols}, ri.top1, ri.top2, {margin} AS margin, coalesce(ri.n_items, 0) AS n_items,
   coalesce(ri.n_ctx_known, 0) AS n_ctx_known, coalesce(ri.n_ctx_bad, 0) AS n_ctx_bad
 FROM requests r LEFT JOIN {facts} ri ON ri.request_id = r.request_id"""
 
@@ -282,14 +295,11 @@ GROUP BY doc_id, version, current_version ORDER BY n DESC, doc_id, version LIMIT
     # -- instability ---------------------------------------------------------------------------------------
     def topk_lists(self) -> str:
         """Where the dialect has lists: each request's :meth:`topk` items as one list in position order
-        (from ``req_items.tk``). Sorted by (rank, item_id), a list without a repeated id is its own
+        (from ``req_items.ids``). Sorted by (rank, item_id), a list without a repeated id is its own
         answer; one with a repeated id keeps each id where it first occurs (its first rank)."""
         k = int(self.k)
         return f"""
-WITH s AS MATERIALIZED (
-  SELECT request_id, ids, list_unique(ids) = len(ids) AS once
-  FROM (SELECT request_id, [x.item_id FOR x IN list_sort(tk)] AS ids FROM req_items WHERE len(tk) > 0) t
-)
+WITH s AS (SELECT request_id, ids, once FROM req_items WHERE len(ids) > 0)
 SELECT request_id, ids[1:{k}] AS ids FROM s WHERE once
 UNION ALL
 SELECT request_id, list(item_id ORDER BY first)[1:{k}] AS ids FROM (
