@@ -384,7 +384,8 @@ def _both_ways(source, **kw):
         backend = make(con)
         assert backend.dialect.lists is (make is DuckDBBackend)
         s = summarize_traces(source, backend=backend, **kw)
-        names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() UNION ALL "
+                                           "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
         tables = {n: con.execute(f"SELECT {cols} FROM {n} ORDER BY ALL").fetchall()
                   for n, cols in _INTERMEDIATE.items() if n in names}
         out.append((signals_csv(s), summary_json(s), tables))

@@ -466,7 +466,8 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     if want("instability"):
         if plan.dialect.lists:
             backend.keep("topk_lists", plan.topk_lists())
-        backend.keep("topk", plan.topk())
+        # (from the lists, the positions are an unnest away: a view, read by few statements)
+        (backend.view if plan.dialect.lists else backend.keep)("topk", plan.topk())
         backend.keep("lists", plan.lists(separator_in_ids=backend.rows(plan.separator_in_ids())[0][0] > 0))
         backend.keep("pair_heads", plan.pair_heads())
         backend.keep("common", plan.common())
