@@ -304,6 +304,7 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
 
             other = con.cursor()
             try:
+                other.execute("SET enable_progress_bar = false")
                 with concurrent.futures.ThreadPoolExecutor(1) as pool:
                     checked = pool.submit(native.check, other, path, label, fields, rank1=rank1)
                     try:
