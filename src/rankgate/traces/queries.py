@@ -15,8 +15,8 @@ The statements use the part of SQL both engines read with the same meaning: join
 
 ``lists``                        whether the engine has list values (DuckDB): then one grouping of the
                                  items gives each request's item facts, its top-k candidates and its
-                                 context sources at once (:meth:`Plan.req_items`), where Spark groups
-                                 the items once for each (the items of a Parquet file are decoded
+                                 context sources at once (:meth:`Plan.req_items`), where Spark reads
+                                 the items once per statement (the items of a Parquet file are decoded
                                  each time they are read: DuckDB decodes every field of the list of
                                  structs). Both give the same rows; a test runs DuckDB both ways.
 
