@@ -15,6 +15,7 @@ import rankgate.traces.formats.jsonl as tj
 from rankgate.errors import InputError
 from rankgate.traces import read_traces
 
+from .conftest import examples
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import trace_gen
 
@@ -347,3 +348,113 @@ def test_items_in_engine_types_it_does_not_take(tmp_path):
     tables = read_traces(p, engine_items=True)
     assert not tables.item_sources and tables.items.num_rows
     same(_engine_outcome(p)[0], (lambda o: (o[0], {**o[1], "items": _sorted(o[1]["items"])}))(outcome(p, False)))
+
+
+# -- DuckDB groups the items once (queries.Dialect.lists) -------------------------------------------------
+def _separate_backend(connection=None):
+    """DuckDB running the item statements one by one, as Spark does (no list values)."""
+    import dataclasses
+
+    from rankgate.traces.engines import DuckDBBackend
+    from rankgate.traces.queries import DUCKDB
+
+    class Separate(DuckDBBackend):
+        dialect = dataclasses.replace(DUCKDB, lists=False)
+
+    return Separate(connection)
+
+
+# (pairs.rbo, a floating-point sum in the engine's order, only orders the examples: left out)
+_INTERMEDIATE = {"rq": "*", "req_src": "*", "topk": "*", "lists": "*",
+                 "pairs": "request_id, w, ref_id, len_a, len_b, same_ver, same_list, n_common"}
+
+
+def _both_ways(source, **kw):
+    """summarize_traces with the items grouped once and statement by statement: the summaries (CSV and
+    JSON, byte for byte) and the intermediate tables they were computed from."""
+    import duckdb
+
+    from rankgate.report.traces import signals_csv, summary_json
+    from rankgate.traces.engines import DuckDBBackend
+    from rankgate.traces.signals import summarize_traces
+
+    out = []
+    for make in (DuckDBBackend, _separate_backend):
+        con = duckdb.connect()
+        backend = make(con)
+        assert backend.dialect.lists is (make is DuckDBBackend)
+        s = summarize_traces(source, backend=backend, **kw)
+        names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() UNION ALL "
+                                           "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        tables = {n: con.execute(f"SELECT {cols} FROM {n} ORDER BY ALL").fetchall()
+                  for n, cols in _INTERMEDIATE.items() if n in names}
+        out.append((signals_csv(s), summary_json(s), tables))
+        con.close()
+    (csv_a, json_a, t_a), (csv_b, json_b, t_b) = out
+    assert csv_a == csv_b and json_a == json_b
+    assert t_a == t_b
+    return t_a
+
+
+def _week_with_repeats(seed=5, per_day=40):
+    """A generated week with unranked items, empty strings, an id listed twice in one top-k and ids
+    holding the list separator."""
+    recs = trace_gen.records_table(trace_gen.logical(trace_gen.Spec(days=7, per_day=per_day, seed=seed)),
+                                   iso=True).to_pylist()
+    for i, r in enumerate(recs):
+        items = r["retrieved"]
+        for j, it in enumerate(items):
+            if (i + j) % 11 == 0:
+                it["rank"] = None
+            if (i * 7 + j) % 13 == 0:
+                it["source"] = ""
+        reranked = [it for it in items if it["stage"] == "reranked"]
+        if i % 9 == 0 and len(reranked) > 3:
+            reranked[3]["id"] = reranked[0]["id"]  # the same chunk at two ranks
+        if i % 10 == 0 and len(reranked) > 4:
+            reranked[4]["rank"] = reranked[2]["rank"]  # a tie
+    return recs
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["items-in-file", "arrow-items"])
+def test_items_grouped_once_give_the_separate_statements_rows(tmp_path, in_place):
+    """Every signal, example and intermediate table (top-k positions, list signatures, sources) is the
+    same whether DuckDB groups the items once or runs each statement on its own: items in the file
+    (with input positions for missing ranks) or as Arrow rows, a repeated id in a top-k list, ties."""
+    from rankgate.corpus import load_manifest
+
+    trace_gen.generate(tmp_path / "gen", trace_gen.Spec(days=7, per_day=40, seed=5), formats=())  # its corpus
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(_week_with_repeats()), p)
+    source = read_traces(p, engine_items=in_place)
+    assert bool(source.item_sources) is in_place
+    t = _both_ways(source, by=("tenant", "source"), threshold=0.5)
+    assert len(t["topk"]) > 100 and len(t["req_src"]) > 100 and t["pairs"]
+    manifest = load_manifest(str(tmp_path / "gen" / "corpus.jsonl"))
+    _both_ways(source, by=("source",), threshold=0.5, manifest=manifest, k=3)
+    for signals in ("instability", "feedback", "deprecated,low_confidence"):
+        _both_ways(source, by=("source",), threshold=0.5, signals=signals)
+
+
+def test_items_grouped_once_property():
+    """Random small result lists (few ids, so repeats and ties are common; ids with the separator and
+    non-ASCII text): the top-k rows and list signatures of both ways are equal for every k."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from .traces_tables import at, tables
+
+    ids = st.sampled_from(["a", "b", "é", "a\x1fb", "10", "9"])
+    item = st.tuples(st.sampled_from(["reranked", "reranked", "packed", "candidate"]), st.integers(1, 4), ids,
+                     st.sampled_from([None, "wiki", "faq"]))
+
+    @settings(max_examples=examples(25), deadline=None, derandomize=True)
+    @given(st.lists(st.lists(item, min_size=2, max_size=9), min_size=2, max_size=8), st.integers(1, 5))
+    def check(lists, k):
+        reqs = [{"request_id": f"r{i}", "ts": at(i % 3, i), "query_text": f"q{i % 2}"} for i in range(len(lists))]
+        rows = [{"request_id": f"r{i}", "stage": s, "rank": rk, "item_id": x, "source": src}
+                for i, lst in enumerate(lists) for s, rk, x, src in lst]
+        cits = [{"request_id": f"r{i}", "item_id": lst[0][2]} for i, lst in enumerate(lists) if lst and i % 2]
+        _both_ways(tables(reqs, rows, cits), by=("source",), k=k, min_support=1)
+
+    check()

@@ -33,7 +33,8 @@ from typing import Any
 from ..errors import InputError
 from .model import ITEM_STATUSES, STAGES
 
-__all__ = ["ItemSource", "check_unchanged", "inspect", "items_select", "items_table", "items_view"]
+__all__ = ["ItemSource", "check", "check_unchanged", "inspect", "item_fields", "items_select", "items_table",
+           "items_view"]
 
 MAX_INT32 = 2**31 - 1
 RANK1_STAGES = ("candidate", "reranked", "packed")  # the stages the top-1 score may come from
@@ -118,11 +119,20 @@ def inspect(con: Any, path: str, label: str, *, rank1: bool = False) -> ItemSour
     """Check and count the items of ``path`` in one pass (module docs); None when the columnar path
     must decide. ``con``: a DuckDB connection. ``rank1``: also keep each request's rank-1 scores
     (:attr:`ItemSource.rank1`) from the same decoding of the items, when every item has a rank."""
-    stat = _stat(path)
+    fields = item_fields(con, path)
+    return None if fields is None else check(con, path, label, fields, rank1=rank1)
+
+
+def item_fields(con: Any, path: str) -> tuple[str, ...] | None:
+    """The item fields of ``path`` (its ``retrieved`` column), or None when its items cannot be left in
+    the file (no such column, or types this path does not take): the quick half of :func:`inspect`."""
     fields = _field_types(con, path)
-    if fields is None:
-        return None
-    f = tuple(fields)
+    return None if fields is None else tuple(fields)
+
+
+def check(con: Any, path: str, label: str, f: tuple[str, ...], *, rank1: bool = False) -> ItemSource | None:
+    """The pass over the items of :func:`inspect`, given their fields (:func:`item_fields`)."""
+    stat = _stat(path)
     stage, rank, item, score, status = (_u(f, n) for n in ("stage", "rank", "id", "score", "status"))
     # plain aggregates per (stage, status) (cheaper than conditions on every row); every rule is a
     # comparison of these

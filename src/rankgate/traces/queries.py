@@ -13,6 +13,13 @@ The statements use the part of SQL both engines read with the same meaning: join
                                  One sort per column and group serves every level (the one-level form
                                  ``percentile_cont(p) WITHIN GROUP`` sorted once per level: 2.6x the time).
 
+``lists``                        whether the engine has list values (DuckDB): then one grouping of the
+                                 items gives each request's item facts, its top-k candidates and its
+                                 context sources at once (:meth:`Plan.req_items`), where Spark reads
+                                 the items once per statement (the items of a Parquet file are decoded
+                                 each time they are read: DuckDB decodes every field of the list of
+                                 structs). Both give the same rows; a test runs DuckDB both ways.
+
 Rates are returned as whole-number counts (``*_k`` of ``*_n``) and divided in Python, so both
 engines give the same bits; sums of floating-point values (RBO, Jaccard) may differ in the last
 place between engines (summation order), which the parity test allows to 1e-12.
@@ -44,6 +51,7 @@ class Dialect:
     name: str
     concat_template: str
     quantiles_template: str
+    lists: bool = False
 
     def ordered_concat(self, expr: str, order: str) -> str:
         return self.concat_template.format(expr=expr, order=order, sep=SEP)
@@ -52,9 +60,15 @@ class Dialect:
         return self.quantiles_template.format(col=col, ps=", ".join(repr(float(p)) for p in ps))
 
 
-DUCKDB = Dialect("duckdb", "string_agg({expr}, {sep} ORDER BY {order})", "quantile_cont({col}, [{ps}])")
+DUCKDB = Dialect("duckdb", "string_agg({expr}, {sep} ORDER BY {order})", "quantile_cont({col}, [{ps}])", lists=True)
 SPARK = Dialect("spark", "array_join(transform(array_sort(collect_list(named_struct('o', {order}, 'v', {expr}))), "
                          "x -> x.v), {sep})", "percentile({col}, array({ps}))")
+
+# the request columns Plan.rq keeps (with the --by fields): what counts, quantiles, the segments and the
+# low-confidence examples read
+RQ_COLUMNS = ("request_id", "w", "query_key", "query_text", "status", "http_status", "client_abort", "fallback",
+              *(f"{s}_ms" for s in STAGES_MS), "soft_deadline_ms", "retry_attempts", "privacy_mode",
+              "sensitive_tokens", "leaked_tokens", "blocked", "secure_fields", "bypassed")
 
 # the quantile columns of Plan.quantiles: (column, name prefix, levels)
 QUANTILE_COLUMNS = tuple((f"{s}_ms", s, LATENCY_Q) for s in STAGES_MS) + (("top1", "top1", SCORE_Q),
@@ -82,20 +96,39 @@ class Plan:
     p: float = 0.9
 
     # -- materialised per-request facts ---------------------------------------------------------------
-    def req_items(self) -> str:
-        status = "coalesce(m.status, i.status)" if self.manifest else "i.status"
-        join = "LEFT JOIN manifest m ON m.item_id = i.item_id" if self.manifest else ""
+    def req_items(self, facts: bool = True, lists: tuple[str, ...] = ()) -> str:
+        """Per request: the item facts (``facts``: top-1 and top-2 score, items, context items with a
+        known and with a bad status) and, where the dialect has lists, the ``lists`` asked for:
+        ``tk``: ``ids``, the ids of its list-stage items within the first k ranks in (rank, item_id)
+        order, and ``once``, whether no id is repeated there (for :meth:`topk_lists`); ``ctx``: the
+        (item_id, source) of its context items with a source (for :meth:`req_src`); all from one
+        grouping of the items."""
+        status = ", coalesce(m.status, i.status) AS st" if self.manifest else ", i.status AS st"
+        join = " LEFT JOIN manifest m ON m.item_id = i.item_id" if self.manifest else ""
+        if not facts:  # (the status is for the facts only)
+            status = join = ""
         bad = ", ".join(_lit(s) for s in BAD_STATUSES)
-        sc, cx = _lit(self.score_stage), _lit(self.context_stage)
-        return f"""
-SELECT request_id,
-  max(CASE WHEN stage = {sc} AND rank = 1 THEN score END) AS top1,
-  max(CASE WHEN stage = {sc} AND rank = 2 THEN score END) AS top2,
-  count(*) AS n_items,
-  sum(CASE WHEN stage = {cx} AND st IS NOT NULL THEN 1 ELSE 0 END) AS n_ctx_known,
-  sum(CASE WHEN stage = {cx} AND st IN ({bad}) THEN 1 ELSE 0 END) AS n_ctx_bad
-FROM (SELECT i.request_id, i.stage, i.rank, i.score, {status} AS st FROM items i {join}) t
-GROUP BY request_id"""
+        sc, cx, ls = _lit(self.score_stage), _lit(self.context_stage), _lit(self.list_stage)
+        cols = []
+        if facts:
+            cols += [f"max(CASE WHEN stage = {sc} AND rank = 1 THEN score END) AS top1",
+                     f"max(CASE WHEN stage = {sc} AND rank = 2 THEN score END) AS top2",
+                     "count(*) AS n_items",
+                     f"sum(CASE WHEN stage = {cx} AND st IS NOT NULL THEN 1 ELSE 0 END) AS n_ctx_known",
+                     f"sum(CASE WHEN stage = {cx} AND st IN ({bad}) THEN 1 ELSE 0 END) AS n_ctx_bad"]
+        if "tk" in lists:
+            cols.append(f"list(struct_pack(rank := rank, item_id := item_id)) FILTER (WHERE stage = {ls} AND "
+                        f"rank <= {int(self.k)}) AS tk")
+        if "ctx" in lists:
+            cols.append(f"list(struct_pack(item_id := item_id, source := source)) FILTER (WHERE stage = {cx} AND "
+                        "source IS NOT NULL) AS ctx")
+        fields = "i.request_id, i.stage, i.rank, i.score" + (", i.item_id, i.source" if lists else "")
+        sql = ("\nSELECT request_id,\n  " + ",\n  ".join(cols)
+               + f"\nFROM (SELECT {fields}{status} FROM items i{join}) t\nGROUP BY request_id")
+        if "tk" in lists:  # the ids in (rank, item_id) order, and whether none is repeated
+            sql = ("SELECT * EXCLUDE (tk), list_unique(ids) = len(ids) AS once FROM (SELECT *, "
+                   f"[x.item_id FOR x IN list_sort(tk)] AS ids FROM ({sql}) a) b")
+        return sql
 
     def req_top1(self, rank1: bool = False, arrow: bool = True) -> str:
         """:meth:`req_items` reduced to the top-1 score (what the low-confidence share needs): only
@@ -117,12 +150,14 @@ SELECT request_id, max(score) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL A
   CAST(NULL AS BIGINT) AS n_ctx_known, CAST(NULL AS BIGINT) AS n_ctx_bad
 FROM items WHERE stage = {_lit(self.score_stage)} AND rank = 1 GROUP BY request_id"""
 
-    def rq(self, items: bool = True) -> str:
-        """The requests with their per-request item facts (``items=False``: none were computed; the
-        item columns are NULL and their counts 0)."""
+    def rq(self, items: bool = True, facts: str = "req_items") -> str:
+        """The requests with their per-request item facts from the table ``facts`` (``items=False``:
+        none were computed; the item columns are NULL and their counts 0). Only the request columns
+        the window x segment statements read are kept (:data:`RQ_COLUMNS` and the ``by`` fields)."""
+        cols = ", ".join(f"r.{c}" for c in dict.fromkeys(RQ_COLUMNS + tuple(f for f in self.by if f != "source")))
         if not items:
-            return """
-SELECT r.*, CAST(NULL AS DOUBLE) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS DOUBLE) AS margin,
+            return f"""
+SELECT {cols}, CAST(NULL AS DOUBLE) AS top1, CAST(NULL AS DOUBLE) AS top2, CAST(NULL AS DOUBLE) AS margin,
   0 AS n_items, 0 AS n_ctx_known, 0 AS n_ctx_bad
 FROM requests r"""
         # two finite scores can differ by more than the largest double (1.7e308 and -1.7e308): such a
@@ -130,15 +165,19 @@ FROM requests r"""
         d = "ri.top1 - ri.top2"
         margin = f"CASE WHEN {d} > {MAX_DOUBLE!r} THEN {MAX_DOUBLE!r} WHEN {d} < {-MAX_DOUBLE!r} THEN {-MAX_DOUBLE!r} ELSE {d} END"
         return f"""
-SELECT r.*, ri.top1, ri.top2, {margin} AS margin, coalesce(ri.n_items, 0) AS n_items,
+SELECT {cols}, ri.top1, ri.top2, {margin} AS margin, coalesce(ri.n_items, 0) AS n_items,
   coalesce(ri.n_ctx_known, 0) AS n_ctx_known, coalesce(ri.n_ctx_bad, 0) AS n_ctx_bad
-FROM requests r LEFT JOIN req_items ri ON ri.request_id = r.request_id"""
+FROM requests r LEFT JOIN {facts} ri ON ri.request_id = r.request_id"""
 
     def req_src(self) -> str:
-        """A request's sources: those of the items it cited, else those of its context items."""
-        cx = _lit(self.context_stage)
+        """A request's sources: those of the items it cited, else those of its context items (where
+        the dialect has lists, the context items are ``req_items.ctx``)."""
+        if self.dialect.lists:
+            ctx = "SELECT request_id, c.item_id AS item_id, c.source AS source FROM (SELECT request_id, unnest(ctx) AS c FROM req_items) u"
+        else:
+            ctx = f"SELECT request_id, item_id, source FROM items WHERE stage = {_lit(self.context_stage)} AND source IS NOT NULL"
         return f"""
-WITH ctx AS (SELECT request_id, item_id, source FROM items WHERE stage = {cx} AND source IS NOT NULL),
+WITH ctx AS ({ctx}),
 cited AS (SELECT DISTINCT c.request_id, x.source FROM citations c
           JOIN ctx x ON x.request_id = c.request_id AND x.item_id = c.item_id)
 SELECT request_id, source FROM cited
@@ -254,9 +293,28 @@ SELECT doc_id, version, current_version, count(*) AS n FROM cit WHERE stale = 1
 GROUP BY doc_id, version, current_version ORDER BY n DESC, doc_id, version LIMIT {int(limit)}"""
 
     # -- instability ---------------------------------------------------------------------------------------
+    def topk_lists(self) -> str:
+        """Where the dialect has lists: each request's :meth:`topk` items as one list in position order
+        (from ``req_items.ids``). Sorted by (rank, item_id), a list without a repeated id is its own
+        answer; one with a repeated id keeps each id where it first occurs (its first rank)."""
+        k = int(self.k)
+        return f"""
+WITH s AS (SELECT request_id, ids, once FROM req_items WHERE len(ids) > 0)
+SELECT request_id, ids[1:{k}] AS ids FROM s WHERE once
+UNION ALL
+SELECT request_id, list(item_id ORDER BY first)[1:{k}] AS ids FROM (
+  SELECT request_id, item_id, min(i) AS first
+  FROM (SELECT request_id, unnest(ids) AS item_id, generate_subscripts(ids, 1) AS i FROM s WHERE NOT once) u
+  GROUP BY request_id, item_id
+) d GROUP BY request_id"""
+
     def topk(self) -> str:
         """The distinct items among the first k ranks of each request's result list, at positions 1.. in
-        rank order (an item listed twice counts at its first rank)."""
+        rank order (an item listed twice counts at its first rank). Where the dialect has lists, from
+        :meth:`topk_lists`."""
+        if self.dialect.lists:
+            return ("SELECT request_id, unnest(ids) AS item_id, CAST(generate_subscripts(ids, 1) AS BIGINT) AS pos "
+                    "FROM topk_lists")
         return f"""
 SELECT request_id, item_id, pos FROM (
   SELECT request_id, item_id, row_number() OVER (PARTITION BY request_id ORDER BY rank, item_id) AS pos
@@ -274,6 +332,12 @@ SELECT request_id, item_id, pos FROM (
         joined by U+001F, and when some id holds that character each id gets its length in front, so
         that it cannot make two different lists alike (0.4 s more at 10M listed items, so only then)."""
         d = self.dialect
+        if d.lists and not separator_in_ids:  # the list of ids joined as string_agg would join them
+            return f"""
+SELECT r.request_id, r.w, r.query_key, r.ts,
+  concat(coalesce(r.index_version, ''), {SEP}, coalesce(r.corpus_version, '')) AS ver,
+  md5(array_to_string(t.ids, {SEP})) AS sig, CAST(len(t.ids) AS BIGINT) AS len
+FROM requests r JOIN topk_lists t ON t.request_id = r.request_id"""
         entry = "concat(CAST(length(item_id) AS STRING), ':', item_id)" if separator_in_ids else "item_id"
         return f"""
 SELECT r.request_id, r.w, r.query_key, r.ts,

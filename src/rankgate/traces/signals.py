@@ -428,14 +428,21 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     def want(*names: str) -> bool:
         return groups is None or any(g in groups for g in names)
 
-    # per-request item facts: all of them, only the top-1 score, or none (then items are not read)
-    if want("scores", "no_result", "deprecated"):
-        backend.keep("req_items", plan.req_items())
-    elif want("low_confidence"):
-        backend.keep("req_items", plan.req_top1(rank1=facts.get("rank1", False), arrow=facts.get("rank1_arrow", True)))
+    # per-request item facts: all of them, only the top-1 score, or none (then items are not read);
+    # where the engine has lists, the same grouping of the items also keeps each request's top-k
+    # candidates (instability) and context sources (req_src): the items are read once for all three
+    item_facts = want("scores", "no_result", "deprecated")
+    sources = want("feedback") or "source" in plan.by
+    lists = tuple(n for n, on in (("tk", want("instability")), ("ctx", sources)) if on) if plan.dialect.lists else ()
+    if item_facts or lists:
+        backend.keep("req_items", plan.req_items(facts=item_facts, lists=lists))
+    table = "req_items"
+    if not item_facts and want("low_confidence"):
+        table = "req_top1"
+        backend.keep(table, plan.req_top1(rank1=facts.get("rank1", False), arrow=facts.get("rank1_arrow", True)))
     # (kept: every window x segment statement reads it)
-    backend.keep("rq", plan.rq(items=want("scores", "no_result", "deprecated", "low_confidence")))
-    if want("feedback") or "source" in plan.by:
+    backend.keep("rq", plan.rq(items=want("scores", "no_result", "deprecated", "low_confidence"), facts=table))
+    if sources:
         backend.keep("req_src", plan.req_src())
     backend.view("seg", plan.seg())
     presence = dict(zip(re.findall(r"\bAS\s+(\w+)", plan.presence()), backend.rows(plan.presence())[0]))
@@ -457,7 +464,10 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
         backend.keep("cit", plan.cit())
         tables["citations"] = _keyed(backend.rows(plan.citations()), ["cit_n", "cit_k"])
     if want("instability"):
-        backend.keep("topk", plan.topk())
+        if plan.dialect.lists:
+            backend.keep("topk_lists", plan.topk_lists())
+        # (from the lists, the positions are an unnest away: a view, read by few statements)
+        (backend.view if plan.dialect.lists else backend.keep)("topk", plan.topk())
         backend.keep("lists", plan.lists(separator_in_ids=backend.rows(plan.separator_in_ids())[0][0] > 0))
         backend.keep("pair_heads", plan.pair_heads())
         backend.keep("common", plan.common())

@@ -264,26 +264,22 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
 
     ``engine_items``: when the file's items pass :func:`rankgate.traces.native.inspect`, leave them in
     the file for a DuckDB analysis (the tables' ``item_sources``) and convert the rest only; ``rank1``:
-    with each request's rank-1 scores (``ItemSource.rank1``)."""
+    with each request's rank-1 scores (``ItemSource.rank1``). The pass over the items runs on a
+    second connection while this one converts the request columns (DuckDB leaves Python free while
+    it works, and a file of one row group is decoded by one thread): the time of the longer of the
+    two, not of both. Items the checks refuse send the file through the whole conversion after all."""
     import duckdb
     import pyarrow as pa
 
     from ..columnar import convert
     from ..model import TraceTables
 
-    parts = []
-    row = 1
-    cache: dict[Any, str] = {}
-    con = duckdb.connect()
-    try:
-        con.execute("SET enable_progress_bar = false")
-        literal = "'" + path.replace("'", "''") + "'"
-        source = None
-        if engine_items and path == label:  # (a temporary copy would be gone by the time of the analysis)
-            from ..native import inspect
+    literal = "'" + path.replace("'", "''") + "'"
 
-            source = inspect(con, path, label, rank1=rank1)
-        columns = "* EXCLUDE (retrieved)" if source is not None else "*"
+    def read(con: Any, columns: str) -> list[Any] | None:
+        parts = []
+        row = 1
+        cache: dict[Any, str] = {}
         reader = con.sql(f"SELECT {columns} FROM read_parquet({literal})").to_arrow_reader(1 << 17)
         for batch in reader:
             part = convert(pa.Table.from_batches([batch]), label, row, cache)
@@ -291,10 +287,42 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
                 return None
             parts.append(part)
             row += batch.num_rows
+        return parts
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        source = parts = fields = None
+        if engine_items and path == label:  # (a temporary copy would be gone by the time of the analysis)
+            from .. import native
+
+            fields = native.item_fields(con, path)
+        if fields is None:
+            parts = read(con, "*")
+        else:
+            import concurrent.futures
+
+            other = con.cursor()
+            try:
+                other.execute("SET enable_progress_bar = false")
+                with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                    checked = pool.submit(native.check, other, path, label, fields, rank1=rank1)
+                    try:
+                        parts = read(con, "* EXCLUDE (retrieved)")
+                    except BaseException:
+                        other.interrupt()
+                        raise
+                    source = checked.result()
+            finally:
+                other.close()
+            if parts is not None and source is None:  # the checks refused the items: convert them too
+                parts = read(con, "*")
     except duckdb.Error:
         return None
     finally:
         con.close()
+    if parts is None:
+        return None
     out = _concat(parts)
     if source is not None:
         out = TraceTables(out.requests, out.items, out.citations, out.feedback, item_sources=(source,))
