@@ -226,6 +226,10 @@ def entry() -> None:
     """
     import os
 
+    # numpy's OpenBLAS starts a thread per core at import, which spin for a while after each call:
+    # 0.1-0.2 s of CPU a run for nothing (rankgate's sums are its own loops; no command multiplies
+    # matrices large enough to want them). A user's own setting is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ._pandas_guard import install
 
     install()  # pyarrow would import pandas for nothing (0.2-0.4 s where it is installed)
