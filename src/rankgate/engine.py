@@ -482,7 +482,8 @@ def _evaluate_blocks(
     count = {"queries": 0, "rows": 0, "kept": 0, "dupes": 0, "differ": 0, "clash": 0}
     facts: dict[str, Any] = {}
 
-    def score(block: Run, gi: np.ndarray, last: bool) -> None:
+    def score(block: Run, gi: np.ndarray, last: bool) -> tuple[Any, ...]:
+        """One block scored; nothing shared is touched (blocks are scored two at a time)."""
         sub_idx = np.sort(gi[gi >= 0])
         if last:
             sub_idx = np.sort(np.concatenate((sub_idx, np.flatnonzero(~seen))))
@@ -491,23 +492,39 @@ def _evaluate_blocks(
         aligned = align_queries(sub, block, trec=trec, complete=complete, shared=False)
         rows = ranked_rows(sub, block, aligned, metric_list, k=k, level=level, doc_of=doc_of, dedupe=dedupe,
                            ties=rule, full_depth_rows=-1)  # cut as the whole run is (checked below)
-        not_in_gold.extend(aligned.not_in_gold)
-        missing.extend(aligned.missing)
-        count["queries"] += len(block.query_ids)
-        count["rows"] += len(block)
-        count["kept"] += rows.kept
-        count["dupes"] += rows.dropped_dupes
-        count["differ"] += rows.ties.differ
-        count["clash"] += rows.ties.rank_vs_score
-        facts.update(ties=rule, depth=rows.depth)
+        scored = None
         if aligned.evaluated.size:
             ctx = judged_context(sub, block, aligned, rows, k=k, trec=trec, doc_of=doc_of)
             ctx.gold_max_grade = gold_max
-            values, facts["definitions"] = score_all(ctx, metric_list)
-            done.append((sub_idx[aligned.evaluated], values, _first_relevant(ctx, rows, aligned.evaluated.size),
-                         ctx.answerable))
+            values, definitions = score_all(ctx, metric_list)
+            scored = (sub_idx[aligned.evaluated], values, _first_relevant(ctx, rows, aligned.evaluated.size),
+                      ctx.answerable), definitions
             ctx.cache.clear()  # (its cuts refer back to it: a cycle that would keep every block's rows)
+        return block, aligned.not_in_gold, aligned.missing, rows.kept, rows.dropped_dupes, rows.ties, rule, \
+            rows.depth, scored
 
+    def merge(part: tuple[Any, ...]) -> None:  # in block order
+        block, outside, absent, kept, dupes, tie_effect, rule, depth, scored = part
+        not_in_gold.extend(outside)
+        missing.extend(absent)
+        count["queries"] += len(block.query_ids)
+        count["rows"] += len(block)
+        count["kept"] += kept
+        count["dupes"] += dupes
+        count["differ"] += tie_effect.differ
+        count["clash"] += tie_effect.rank_vs_score
+        facts.update(ties=rule, depth=depth)
+        if scored is not None:
+            done.append(scored[0])
+            facts["definitions"] = scored[1]
+
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    # Two blocks are scored at a time: most of the work is in numpy and the compiled kernels, which
+    # let go of the interpreter lock, so a second core shortens the wall time.
+    pool = ThreadPoolExecutor(max_workers=2)
+    flying: deque[Future[tuple[Any, ...]]] = deque()
     first: Run | None = None
     pending: tuple[Run, np.ndarray] | None = None
     try:
@@ -535,14 +552,22 @@ def _evaluate_blocks(
                     return None
                 others.add(block.query_ids[i])
             if pending is not None:
-                score(*pending, last=False)
+                if len(flying) == 2:
+                    merge(flying.popleft().result())
+                flying.append(pool.submit(score, *pending, last=False))
             first = first or block
             pending = (block, gi)
         if pending is None or first is None or not seen.any():
             return None
-        score(*pending, last=True)
+        while flying:
+            merge(flying.popleft().result())
+        merge(score(*pending, last=True))
     except RankgateError:  # named by the whole run's reading, as it would be without blocks
         return None
+    finally:
+        for f in flying:
+            f.cancel()
+        pool.shutdown(wait=True)
     if count["kept"] <= FULL_DEPTH_ROWS or not done:
         return None
     gidx = np.concatenate([d[0] for d in done])
