@@ -310,3 +310,53 @@ def test_jsonl_blocks_cli_outputs_are_byte_identical(tmp_path, monkeypatch, smal
     text = run.read_text().split("\n")
     assert all(text[n - 1].startswith('{"query_id": "' + q) for b, n in
                zip((q for b in blocks for q in b.query_ids), lines.tolist()) for q in [b])
+
+
+# -- a loaded run scored in blocks (engine._loaded_blocks) --------------------------------------
+@settings(max_examples=examples(25), deadline=None)
+@given(seed=st.integers(0, 10**6), trec_mode=st.sampled_from([(False, False), (True, False), (True, True)]),
+       ties=st.sampled_from([None, "id", "input"]), level=st.sampled_from(["chunk", "doc"]),
+       empty_lists=st.booleans(), dupes=st.booleans())
+def test_a_loaded_run_in_blocks_gives_the_whole_result(tmp_path_factory, seed, trec_mode, ties, level,
+                                                       empty_lists, dupes) -> None:
+    """Blocks of a few rows cut from a loaded run (some queries listing nothing, between blocks or
+    inside them) against scoring it whole: the same result, the same error."""
+    tmp_path = tmp_path_factory.mktemp("mblocks")
+    gold, trec_run = _write(tmp_path, seed, chunks=level == "doc", dupes=dupes)
+    g = load.load_gold(str(gold))
+    if empty_lists:  # a JSONL run whose lists are in rank order, with empty lists here and there
+        run = _as_jsonl(trec_run)
+        lines = run.read_text().split("\n")
+        for i in range(0, len(lines), 4):
+            if lines[i].strip():
+                lines.insert(i, json.dumps({"query_id": f"qempty{i}", "topk": []}))
+        run.write_text("\n".join(lines))
+    else:
+        run = trec_run
+    r = load.load_run(str(run))
+    kw = {"metrics": METRICS, "trec": trec_mode[0], "complete": trec_mode[1], "ties": ties, "level": level,
+          "dedupe": "first" if dupes and seed % 2 else "error"}
+    outcomes = []
+    for rows in (7, 1 << 62):
+        with pytest.MonkeyPatch.context() as mp:
+            calls: list[object] = []
+
+            def spy(*a, inner=engine._evaluate_blocks, calls=calls, **k):
+                calls.append(inner(*a, **k))
+                return calls[-1]
+
+            mp.setattr(engine, "_evaluate_blocks", spy)
+            mp.setattr(engine, "FULL_DEPTH_ROWS", 3)
+            mp.setattr(engine, "MEMORY_BLOCK_ROWS", rows)
+            try:
+                outcomes.append((engine.evaluate(g, r, **kw), calls))
+            except InputError as exc:
+                outcomes.append((str(exc), calls))
+    (blocked, calls), (whole, whole_calls) = outcomes
+    assert not whole_calls  # (a run of fewer than twice the block's rows is scored whole)
+    if isinstance(whole, str) or isinstance(blocked, str):
+        assert blocked == whole
+        return
+    _same(blocked, whole)
+    if not dupes:  # (the blocks' path ran, unless nothing relevant was retrieved anywhere)
+        assert calls and (calls[0] is not None or not whole.first_relevant_rank.any())

@@ -13,6 +13,7 @@ in ``not_in_gold``; queries with no relevant item are no-answer items, NaN for r
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -147,7 +148,10 @@ def evaluate(
         if streamed is None:
             if level == "doc":
                 g = _gold_to_docs(g, doc_of)
-            result = _evaluate_loaded(g, r, metric_list, **opts)
+            # A large run grouped by query is scored in blocks too, two at a time, with the same result.
+            in_blocks = _loaded_blocks(r, MEMORY_BLOCK_ROWS)
+            got = None if in_blocks is None else _evaluate_blocks(g, in_blocks, metric_list, **opts)
+            result = got[0] if got is not None else _evaluate_loaded(g, r, metric_list, **opts)
         read = {"notices": notices, "near_misses": near, "query_texts": texts}  # what reading the inputs found
         if any(read.values()):
             result = replace(result, info={**result.info, **{key: v for key, v in read.items() if v}})
@@ -449,6 +453,41 @@ def _evaluate_loaded(
     values, definitions = score_all(ctx, metric_list)
     return _result(g, r, aligned, rows, ctx, tuple(str(m) for m in metric_list), values, definitions, level=level,
                    trec=trec, complete=complete, k=k, ties=ties, inputs=inputs)
+
+
+MEMORY_BLOCK_ROWS = 2_000_000
+"""Rows of a block when a loaded run of at least twice as many rows is scored block by block."""
+
+
+def _loaded_blocks(r: Run, rows: int) -> Iterator[Run] | None:
+    """A loaded run as blocks of whole queries of about ``rows`` rows (views of its arrays), for
+    :func:`_evaluate_blocks`; None when it is short, not grouped by query in code order, or carries
+    per-row or per-query columns or given positions (read whole, as before)."""
+    n = len(r)
+    q = r.r_query
+    if n < 2 * rows or r.items or r.fields or r.r_order is not None or r.r_score is None:
+        return None
+    if not bool((q[1:] >= q[:-1]).all()):
+        return None
+    cuts = [0]
+    while cuts[-1] < n:
+        at = min(cuts[-1] + rows, n)
+        if at < n:  # forward to the first row of the next query
+            at = int(np.searchsorted(q, q[at - 1], side="right"))
+        cuts.append(at)
+    starts = [int(q[c]) if c < n else len(r.query_ids) for c in cuts]
+    starts[0] = 0
+
+    def blocks() -> Iterator[Run]:
+        score = r.r_score
+        assert score is not None
+        for (a, b), (c0, c1) in zip(itertools.pairwise(cuts), itertools.pairwise(starts)):
+            yield Run(query_ids=r.query_ids[c0:c1], r_query=q[a:b] - c0, r_doc=r.r_doc.slice(a, b - a),
+                      r_score=score[a:b], source=r.source,
+                      query_lines=None if r.query_lines is None else r.query_lines[c0:c1], ties=r.ties,
+                      notices=r.notices)
+
+    return blocks()
 
 
 def _evaluate_blocks(

@@ -145,12 +145,20 @@ class ReportRequest:
 
 @dataclass(frozen=True)
 class Inputs:
-    """The loaded gold set and run, the files read (with their sha256) and the query texts."""
+    """The loaded gold set and run, the files read (with their sha256) and the query texts.
+
+    ``hashing``: the files read, each with its sha256 or the computation of it still going on (the
+    files are hashed on threads while the run is scored); :attr:`files` waits for them."""
 
     gold: Gold
     run: Run
-    files: tuple[tuple[str, str, str | None], ...]
+    hashing: tuple[tuple[str, str, Any], ...]
     query_texts: Mapping[str, str]
+
+    @property
+    def files(self) -> tuple[tuple[str, str, str | None], ...]:
+        """``(role, path, sha256)`` of each file read."""
+        return tuple((role, path, sha.result() if hasattr(sha, "result") else sha) for role, path, sha in self.hashing)
 
 
 @dataclass(frozen=True)
@@ -344,11 +352,28 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
     from ..data.source import sha256_file
 
-    g = load_gold(gold, format=req.gold_format, columns=req.columns)
-    r = load_run(run, format=req.run_format, columns=req.columns)
-    read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
-    files = [("gold", g.source, sha256_files(read) if read else None),
-             ("run", r.source, sha256_files(run_read) if run_read else None)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..errors import RankgateError
+
+    # The gold set is read while the run is; the files are hashed on threads while the run is scored.
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        gold_future = pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns)
+        try:
+            r = load_run(run, format=req.run_format, columns=req.columns)
+            run_error: RankgateError | None = None
+        except RankgateError as exc:
+            run_error = exc
+        g = gold_future.result()  # a gold error is reported first, as if read first
+        if run_error is not None:
+            raise run_error
+        read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
+        files: list[tuple[str, str, Any]] = [
+            ("gold", g.source, pool.submit(sha256_files, read) if read else None),
+            ("run", r.source, pool.submit(sha256_files, run_read) if run_read else None)]
+    finally:
+        pool.shutdown(wait=False)  # (the hashing goes on; Inputs.files waits for it)
     query_texts: dict[str, str] = {}
     folder = beir_folder(gold) if "query" not in g.fields and req.queries is None else None
     if req.queries is not None:  # --queries: a queries file beside a gold set without texts (TREC qrels, CSV)
