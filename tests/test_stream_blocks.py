@@ -172,16 +172,27 @@ def test_a_repeated_id_is_named_as_when_read_whole(tmp_path, monkeypatch, small_
 
 
 def test_a_file_not_grouped_by_query_is_read_whole(tmp_path, monkeypatch, small_blocks) -> None:
+    """Its first lines show it (no block is read first); a file grouped at its head but not further
+    on is found out by its blocks."""
     gold, run = _write(tmp_path, 5, grouped=False)
     streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
-    assert small_blocks == [None]
+    assert small_blocks == [] and trec.trec_run_blocks(str(run), 300) is None
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
+    monkeypatch.setattr(trec, "_HEAD_BYTES", 200)
+    gold, run = _write(tmp_path, 6)  # grouped ...
+    lines = run.read_text().splitlines(keepends=True)
+    first = lines[0].split()
+    run.write_text("".join(lines) + f"{first[0]} Q0 dlast 999 -100.0 sys\n")  # ... but the first query comes back
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert small_blocks[-1] is None
     _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
 
 
 def test_an_irregular_line_is_named_as_when_read_whole(tmp_path, monkeypatch, small_blocks) -> None:
     gold, run = _write(tmp_path, 3)
     lines = run.read_text().splitlines(keepends=True)
-    lines[len(lines) - 3] = "qbad Q0 dx 1 notanumber sys\n"
+    qid = lines[len(lines) - 3].split()[0]
+    lines[len(lines) - 3] = f"{qid} Q0 dx 1 notanumber sys\n"
     run.write_text("".join(lines))
     with pytest.raises(InputError) as streamed:
         engine.evaluate(str(gold), str(run), metrics="ndcg@10")

@@ -607,6 +607,9 @@ def _evaluate_blocks(
         for f in flying:
             f.cancel()
         pool.shutdown(wait=True)
+        close = getattr(blocks, "close", None)
+        if close is not None:  # a generator's read-ahead block and map go now, before a whole read
+            close()
     if count["kept"] <= FULL_DEPTH_ROWS or not done:
         return None
     gidx = np.concatenate([d[0] for d in done])

@@ -223,6 +223,9 @@ def trec_run_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterato
     if opened is None:
         return None
     mm, size, delim = opened
+    if not _grouped_head(mm, size, delim):  # (a shuffled file: read whole at once, no block read first)
+        mm.close()
+        return None
     cuts = [0]
     while cuts[-1] < size:
         at = _query_cut(mm, max(cuts[-1], cuts[-1] + block_bytes - 1), size, delim)
@@ -231,6 +234,27 @@ def trec_run_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterato
             return None
         cuts.append(at)
     return _blocks(mm, path, cuts, delim)
+
+
+_HEAD_BYTES = 1 << 20
+
+
+def _grouped_head(mm: Any, size: int, delim: bytes) -> bool:
+    """Whether the file's first MiB of lines is grouped by query (no query id comes back after
+    another one): a cheap look that spares a file in random order the read of its first block."""
+    head = bytes(mm[: min(size, _HEAD_BYTES)])
+    lines = head.split(b"\n")[:-1] if size > _HEAD_BYTES else head.split(b"\n")
+    seen: set[bytes] = set()
+    last = None
+    for line in lines:
+        q = line.split(delim, 1)[0].strip()
+        if not q or q == last:
+            continue
+        if q in seen:
+            return False
+        seen.add(q)
+        last = q
+    return True
 
 
 def _query_cut(mm: Any, at: int, size: int, delim: bytes) -> int:
@@ -281,10 +305,11 @@ def _blocks(mm: Any, path: str, cuts: list[int], delim: bytes) -> Iterator[Run |
     try:
         got = read(0) if spans else None
         for i in range(len(spans)):
-            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
-            if got is None or not np.isfinite(got[2]).all():
+            # (a block not regular, or not grouped by query, ends the blocks before the next is read)
+            if got is None or not np.isfinite(got[2]).all() or not bool((got[1][1:] >= got[1][:-1]).all()):
                 yield None
                 return
+            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
             qids, codes, scores, ids = got
             if len(codes):
                 yield Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path, ties="id")
