@@ -587,7 +587,7 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
     try:
         got = read(0) if spans else None
         for i in range(len(spans)):
-            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
+            # (a block declined ends the blocks before the next is read ahead)
             if got is None:
                 yield None
                 return
@@ -595,6 +595,7 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
             if part.query_ids and (part.values.size == 0 or len(set(part.query_ids)) != len(part.query_ids)):
                 yield None  # (no item, or a query on two lines: as the whole file's reading decides)
                 return
+            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
             if part.query_ids:  # (else blank lines only)
                 yield Run(query_ids=part.query_ids,
                           r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
