@@ -543,6 +543,27 @@ def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
                r_doc=got.ids, r_score=got.values, source=path, query_lines=got.lines)
 
 
+_declined_files: set[tuple[str, int, int]] = set()
+"""Files a block of which the compiled scanner declined (path, size, mtime): their whole read, which
+follows at once, skips the scanner, which would decline them again."""
+
+
+def _file_key(path: str) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return os.path.abspath(path), st.st_size, st.st_mtime_ns
+
+
+def _was_declined(path: str) -> bool:
+    try:
+        key = _file_key(path)
+    except OSError:
+        return False
+    if key in _declined_files:
+        _declined_files.discard(key)
+        return True
+    return False
+
+
 def jsonl_run_blocks(path: str, block_bytes: int) -> Iterator[Run | None] | None:
     """A large plain JSONL run of the common shape as a :class:`Run` per block of about ``block_bytes``
     of whole lines (a line is a whole query), each read by the compiled scanner, the next block on a
@@ -589,6 +610,7 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
         for i in range(len(spans)):
             # (a block declined ends the blocks before the next is read ahead)
             if got is None:
+                _declined_files.add(_file_key(path))  # the whole read goes straight to pyarrow's parse
                 yield None
                 return
             part, newlines = got
@@ -674,7 +696,7 @@ def _fast(path: str, min_bytes: int | None, schema: Any, convert: Any, why: list
     found = _mapped(path, min_bytes)
     if found is None:
         return None
-    if scan is not None:
+    if scan is not None and not _was_declined(path):
         out = scan(found, path)
         if out is not None:
             return out
