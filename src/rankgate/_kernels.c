@@ -559,6 +559,22 @@ done:
  * (int32 arrow offsets step by width), share a prefix (the first id's first `cut` bytes) and then
  * hold only digits, as numbers; False (out undefined) if any id is not. */
 
+/* One id byte by byte: its first `cut` bytes those of `first`, then digits (at most 18), as a number. */
+static inline int id_number(const unsigned char *id, const unsigned char *first, Py_ssize_t cut, Py_ssize_t width,
+                            int64_t *out) {
+    for (Py_ssize_t k = 0; k < cut; k++) { /* prefixes are short: no call to memcmp */
+        if (id[k] != first[k]) return 0;
+    }
+    int64_t v = 0;
+    for (Py_ssize_t j = cut; j < width; j++) {
+        const unsigned c = (unsigned)id[j] - 48u;
+        if (c > 9u) return 0;
+        v = v * 10 + (int64_t)c;
+    }
+    *out = v;
+    return 1;
+}
+
 static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
     PyObject *o_data, *o_off, *o_out;
     Py_ssize_t width, cut;
@@ -633,23 +649,7 @@ static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
         }
         for (Py_ssize_t i = 0; ok && i < n; i++) { /* the edges */
             if (i == lo && lo < hi) i = hi;
-            const unsigned char *id = d + i * width;
-            for (Py_ssize_t k = 0; k < cut; k++) {
-                if (id[k] != d[k]) {
-                    ok = 0;
-                    break;
-                }
-            }
-            int64_t v = 0;
-            for (Py_ssize_t j = cut; ok && j < width; j++) {
-                const unsigned c = (unsigned)id[j] - 48u;
-                if (c > 9u) {
-                    ok = 0;
-                    break;
-                }
-                v = v * 10 + (int64_t)c;
-            }
-            o[i] = v;
+            ok = id_number(d + i * width, d, cut, width, &o[i]);
         }
         goto finished;
     }
@@ -659,24 +659,7 @@ static PyObject *fixed_width_numbers(PyObject *self, PyObject *args) {
             ok = 0;
             break;
         }
-        const unsigned char *id = d + i * width;
-        for (Py_ssize_t k = 0; k < cut; k++) { /* prefixes are short: no call to memcmp */
-            if (id[k] != d[k]) {
-                ok = 0;
-                break;
-            }
-        }
-        if (!ok) break;
-        int64_t v = 0;
-        for (Py_ssize_t j = cut; j < width; j++) {
-            const unsigned c = (unsigned)id[j] - 48u;
-            if (c > 9u) {
-                ok = 0;
-                break;
-            }
-            v = v * 10 + (int64_t)c;
-        }
-        o[i] = v;
+        ok = id_number(d + i * width, d, cut, width, &o[i]);
     }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 finished:

@@ -119,7 +119,7 @@ def evaluate(
                     hashes[name] = pool.submit(sha256_files, files)
 
         # A large TREC run grouped by query is read and scored block by block, with the same result.
-        from .data.load import run_blocks
+        from .data.load import gold_first, run_blocks
 
         blocks = run_blocks(run, format=run_format, columns=columns)
         streamed = None
@@ -131,14 +131,7 @@ def evaluate(
         if streamed is not None:
             result, r = streamed
         else:
-            try:
-                r = load_run(run, format=run_format, **load_opts)
-                run_error: RankgateError | None = None
-            except RankgateError as exc:
-                run_error = exc
-            g = gold_future.result()  # a gold error is reported first, as if read first
-            if run_error is not None:
-                raise run_error
+            g, r = gold_first(gold_future, lambda: load_run(run, format=run_format, **load_opts))
             hash_inputs()
         notices = input_notices(g, r)
         texts = query_texts(g)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import InputError, RankgateError, UsageError
@@ -103,6 +103,20 @@ STREAM_FROM_BYTES = 1 << 27
 """TREC and JSONL run files from this size (128 MiB, about 36,000 queries x 100 in TREC: two blocks)
 are read block by block, each block read while the one before is scored: less memory and less work
 than reading whole."""
+
+
+def gold_first(gold: Any, read_run: Callable[[], Run]) -> tuple[Gold, Run]:
+    """``read_run()`` here while ``gold`` (a future of the gold set) is read on a thread; an error in
+    the gold set is raised first, as if the gold set had been read first, then the run's."""
+    try:
+        r = read_run()
+        run_error: RankgateError | None = None
+    except RankgateError as exc:
+        run_error = exc
+    g = gold.result()
+    if run_error is not None:
+        raise run_error
+    return g, r
 
 
 def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, str] | None = None,

@@ -354,20 +354,13 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
 
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..errors import RankgateError
+    from ..data.load import gold_first
 
     # The gold set is read while the run is; the files are hashed on threads while the run is scored.
     pool = ThreadPoolExecutor(max_workers=2)
     try:
-        gold_future = pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns)
-        try:
-            r = load_run(run, format=req.run_format, columns=req.columns)
-            run_error: RankgateError | None = None
-        except RankgateError as exc:
-            run_error = exc
-        g = gold_future.result()  # a gold error is reported first, as if read first
-        if run_error is not None:
-            raise run_error
+        g, r = gold_first(pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns),
+                          lambda: load_run(run, format=req.run_format, columns=req.columns))
         read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
         files: list[tuple[str, str, Any]] = [
             ("gold", g.source, pool.submit(sha256_files, read) if read else None),
