@@ -238,3 +238,18 @@ def test_a_pair_judged_twice_in_qrels_names_the_repeating_line(qrels, line, doc,
     err = capsys.readouterr().err
     assert code == 2
     assert f"qrels.txt:{line}: judges '{doc}' for query" in err and "twice" in err, err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "report"])
+def test_both_inputs_bad_the_gold_set_is_named_first(tmp_path, capsys, command):
+    """The gold set is read on a thread beside the run: its error still comes first, as if read first."""
+    gold, run = tmp_path / "gold.jsonl", tmp_path / "run.jsonl"
+    gold.write_text('{"query_id": "q1", "relevant_chunks": [{"chunk_id": "d1", "grade": "high"}]}\n')
+    run.write_text('{"query_id": "q1", "topk": [{"chunk_id": "d1", "score": "x"}]}\n')
+    out = ["--out", str(tmp_path / "o")] if command == "evaluate" else ["-o", str(tmp_path / "r.html")]
+    assert main([command, "--gold", str(gold), "--run", str(run), *out]) == 2
+    err = capsys.readouterr().err
+    assert str(gold) in err and str(run) not in err
+    gold.write_text('{"query_id": "q1", "relevant_chunks": [{"chunk_id": "d1", "grade": 1}]}\n')  # then the run's
+    assert main([command, "--gold", str(gold), "--run", str(run), *out]) == 2
+    assert str(run) in capsys.readouterr().err
