@@ -69,6 +69,12 @@ def _write(tmp_path, seed: int, *, grouped: bool = True, dupes: bool = False, gr
 def small_blocks(monkeypatch):
     """Block path for every TREC run, blocks of ~300 bytes (a few queries), rows cut at depth as in a
     large run; returns the list of what each block evaluation returned (None: read whole)."""
+    return _spied(monkeypatch)
+
+
+def _spied(mp, *, block_bytes: int = 300) -> list[object]:
+    """Small blocks for every run file, rows cut at depth as in a large run; the list that each
+    block evaluation's return value goes to (None: the run was read whole after all)."""
     calls: list[object] = []
     inner = engine._evaluate_blocks
 
@@ -77,10 +83,10 @@ def small_blocks(monkeypatch):
         calls.append(got)
         return got
 
-    monkeypatch.setattr(engine, "_evaluate_blocks", spy)
-    monkeypatch.setattr(engine, "FULL_DEPTH_ROWS", 3)
-    monkeypatch.setattr(trec, "STREAM_BLOCK_BYTES", 300)
-    monkeypatch.setattr(load, "STREAM_FROM_BYTES", 0)
+    mp.setattr(engine, "_evaluate_blocks", spy)
+    mp.setattr(engine, "FULL_DEPTH_ROWS", 3)
+    mp.setattr(trec, "STREAM_BLOCK_BYTES", block_bytes)
+    mp.setattr(load, "STREAM_FROM_BYTES", 0)
     return calls
 
 
@@ -112,12 +118,7 @@ def test_blocks_give_the_whole_runs_result(tmp_path_factory, seed, trec_mode, ti
     tmp_path = tmp_path_factory.mktemp("blocks")
     gold, run = _write(tmp_path, seed)
     with pytest.MonkeyPatch.context() as mp:
-        calls: list[object] = []
-        inner = engine._evaluate_blocks
-        mp.setattr(engine, "_evaluate_blocks", lambda *a, **k: calls.append(inner(*a, **k)) or calls[-1])
-        mp.setattr(engine, "FULL_DEPTH_ROWS", 3)
-        mp.setattr(trec, "STREAM_BLOCK_BYTES", 300)
-        mp.setattr(load, "STREAM_FROM_BYTES", 0)
+        calls = _spied(mp)
         kw = {"metrics": METRICS, "trec": trec_mode[0], "complete": trec_mode[1], "ties": ties}
         try:
             streamed = engine.evaluate(str(gold), str(run), **kw)
@@ -202,8 +203,8 @@ def test_an_irregular_line_is_named_as_when_read_whole(tmp_path, monkeypatch, sm
     assert str(streamed.value) == str(whole.value)
 
 
-def test_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> None:
-    gold, run = _write(tmp_path, 7)
+def _cli_outputs(tmp_path, monkeypatch, gold, run) -> list[tuple[bytes, bytes]]:
+    """metrics.csv and summary.json of `rankgate evaluate` by blocks, then read whole."""
     outs = []
     for name, from_bytes in (("blocks", 0), ("whole", 1 << 62)):
         monkeypatch.setattr(load, "STREAM_FROM_BYTES", from_bytes)
@@ -211,6 +212,12 @@ def test_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> 
         assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", METRICS, "--out", str(out),
                      "--resamples", "200"]) == 0
         outs.append(((out / "metrics.csv").read_bytes(), (out / "summary.json").read_bytes()))
+    return outs
+
+
+def test_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 7)
+    outs = _cli_outputs(tmp_path, monkeypatch, gold, run)
     assert small_blocks and small_blocks[0] is not None
     assert outs[0] == outs[1]
     assert json.loads(outs[0][1])["queries"]["not_in_gold"]
@@ -280,12 +287,7 @@ def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, s
     odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "rank": 1}]}'
     run = _as_jsonl(trec_run, odd_line=odd if shape == "odd" else None, repeat_query=shape == "repeat")
     with pytest.MonkeyPatch.context() as mp:
-        calls: list[object] = []
-        inner = engine._evaluate_blocks
-        mp.setattr(engine, "_evaluate_blocks", lambda *a, **k: calls.append(inner(*a, **k)) or calls[-1])
-        mp.setattr(engine, "FULL_DEPTH_ROWS", 3)
-        mp.setattr(trec, "STREAM_BLOCK_BYTES", 300)
-        mp.setattr(load, "STREAM_FROM_BYTES", 0)
+        calls = _spied(mp)
         kw = {"metrics": METRICS, "ties": ties}
         try:
             streamed = engine.evaluate(str(gold), str(run), **kw)
@@ -306,13 +308,7 @@ def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, s
 def test_jsonl_blocks_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> None:
     gold, trec_run = _write(tmp_path, 7)
     run = _as_jsonl(trec_run)
-    outs = []
-    for name, from_bytes in (("blocks", 0), ("whole", 1 << 62)):
-        monkeypatch.setattr(load, "STREAM_FROM_BYTES", from_bytes)
-        out = tmp_path / name
-        assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", METRICS, "--out", str(out),
-                     "--resamples", "200"]) == 0
-        outs.append(((out / "metrics.csv").read_bytes(), (out / "summary.json").read_bytes()))
+    outs = _cli_outputs(tmp_path, monkeypatch, gold, run)
     assert small_blocks and small_blocks[0] is not None
     assert outs[0] == outs[1]
     blocks = list(load.run_blocks(str(run), block_bytes=300, from_bytes=0))
@@ -350,14 +346,8 @@ def test_a_loaded_run_in_blocks_gives_the_whole_result(tmp_path_factory, seed, t
     outcomes = []
     for rows in (7, 1 << 62):
         with pytest.MonkeyPatch.context() as mp:
-            calls: list[object] = []
-
-            def spy(*a, inner=engine._evaluate_blocks, calls=calls, **k):
-                calls.append(inner(*a, **k))
-                return calls[-1]
-
-            mp.setattr(engine, "_evaluate_blocks", spy)
-            mp.setattr(engine, "FULL_DEPTH_ROWS", 3)
+            calls = _spied(mp)
+            mp.setattr(load, "STREAM_FROM_BYTES", 1 << 62)  # (the run is given loaded)
             mp.setattr(engine, "MEMORY_BLOCK_ROWS", rows)
             try:
                 outcomes.append((engine.evaluate(g, r, **kw), calls))

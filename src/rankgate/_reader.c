@@ -391,19 +391,32 @@ static int scan(job_t *job, const unsigned char *p, const unsigned char *const e
     return OK;
 }
 
+/* Where the complete lines of [p, end) end: a last line without a newline starts there. */
+static const unsigned char *lines_end(const unsigned char *p, const unsigned char *end) {
+    while (end > p && end[-1] != '\n') end--;
+    return end;
+}
+
+/* A copy of the n bytes of a last line without a newline, then '\n' and room for a 16-byte read
+ * (n + 17 bytes, to be freed), or NULL when out of memory. */
+static unsigned char *tail_copy(const unsigned char *last, size_t n) {
+    unsigned char *tail = (unsigned char *)malloc(n + 17);
+    if (tail) {
+        memcpy(tail, last, n);
+        memset(tail + n, '\n', 17);
+    }
+    return tail;
+}
+
 /* The whole region: all complete lines in place, then a last line without a newline from a copy. */
 static int scan_all(job_t *job) {
     const unsigned char *p = job->p, *end = job->end;
-    const unsigned char *last = end;
-    while (last > p && last[-1] != '\n') last--;
+    const unsigned char *last = lines_end(p, end);
     job->text_end = end;
     int status = scan(job, p, last);
     if (status != OK || last == end) return status;
     const size_t n = (size_t)(end - last);
-    job->tail = (unsigned char *)malloc(n + 17); /* the line, '\n', room for a 16-byte read */
-    if (!job->tail) return NO_MEMORY;
-    memcpy(job->tail, last, n);
-    memset(job->tail + n, '\n', 17);
+    if (!(job->tail = tail_copy(last, n))) return NO_MEMORY;
     job->text_end = job->tail + n + 17;
     return scan(job, job->tail, job->tail + n + 1);
 }
@@ -782,16 +795,12 @@ static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const e
 
 /* The whole region: all complete lines in place, then a last line without a newline from a copy. */
 static int jscan_all(jjob_t *j, const unsigned char *p, const unsigned char *end) {
-    const unsigned char *last = end;
-    while (last > p && last[-1] != '\n') last--;
+    const unsigned char *last = lines_end(p, end);
     j->text_end = end;
     int status = jscan(j, p, last);
     if (status != OK || last == end) return status;
     const size_t n = (size_t)(end - last);
-    j->tail = (unsigned char *)malloc(n + 17); /* the line, '\n', room for a 16-byte read */
-    if (!j->tail) return NO_MEMORY;
-    memcpy(j->tail, last, n);
-    memset(j->tail + n, '\n', 17);
+    if (!(j->tail = tail_copy(last, n))) return NO_MEMORY;
     j->text_end = j->tail + n + 17;
     status = jscan(j, j->tail, j->tail + n + 1);
     j->newlines--; /* (the '\n' added to the copy) */
