@@ -445,6 +445,22 @@ static PyObject *count_lines(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(count);
 }
 
+/* The buffers of objs[0..n): the first read-only, the others writable, each a whole number of items
+ * of sizes[i] bytes. Returns how many were taken: n, or fewer with an exception set (those taken are
+ * views[0..returned), for the caller to release). */
+static int get_buffers(PyObject **objs, Py_buffer *views, const Py_ssize_t *sizes, int n, const char *who) {
+    for (int i = 0; i < n; i++) {
+        const int flags = PyBUF_C_CONTIGUOUS | (i ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &views[i], flags) < 0) return i;
+        if (views[i].len % sizes[i] != 0) {
+            PyBuffer_Release(&views[i]);
+            PyErr_Format(PyExc_TypeError, "%s: buffer of the wrong item size", who);
+            return i;
+        }
+    }
+    return n;
+}
+
 static PyObject *read_lines(PyObject *self, PyObject *args) {
     PyObject *o_buf, *o_codes, *o_values, *o_offsets, *o_data;
     Py_ssize_t start, stop;
@@ -461,17 +477,9 @@ static PyObject *read_lines(PyObject *self, PyObject *args) {
     Py_buffer views[5];
     PyObject *objs[5] = {o_buf, o_codes, o_values, o_offsets, o_data};
     const Py_ssize_t sizes[5] = {1, 4, 8, 4, 1};
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 5; got++) {
-        const int flags = PyBUF_C_CONTIGUOUS | (got ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objs[got], &views[got], flags) < 0) goto done;
-        if (views[got].len % sizes[got] != 0) {
-            PyBuffer_Release(&views[got]);
-            PyErr_SetString(PyExc_TypeError, "read_lines: buffer of the wrong item size");
-            goto done;
-        }
-    }
+    int got = get_buffers(objs, views, sizes, 5, "read_lines");
+    if (got < 5) goto done;
     if (start < 0 || stop < start || stop > views[0].len || views[1].len / 4 != views[2].len / 8 ||
         views[3].len / 4 != views[1].len / 4 + 1 || views[4].len < 16) {
         PyErr_SetString(PyExc_ValueError, "read_lines: inconsistent shapes");
@@ -844,17 +852,9 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     Py_buffer views[4];
     PyObject *objs[4] = {o_buf, o_values, o_offsets, o_data};
     const Py_ssize_t sizes[4] = {1, 8, 4, 1};
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 4; got++) {
-        const int flags = PyBUF_C_CONTIGUOUS | (got ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objs[got], &views[got], flags) < 0) goto done;
-        if (views[got].len % sizes[got] != 0) {
-            PyBuffer_Release(&views[got]);
-            PyErr_SetString(PyExc_TypeError, "read_jsonl: buffer of the wrong item size");
-            goto done;
-        }
-    }
+    int got = get_buffers(objs, views, sizes, 4, "read_jsonl");
+    if (got < 4) goto done;
     if (start < 0 || stop < start || stop > views[0].len || views[2].len / 4 != views[1].len / 8 + 1 ||
         views[3].len < 16) {
         PyErr_SetString(PyExc_ValueError, "read_jsonl: inconsistent shapes");
