@@ -361,3 +361,30 @@ def test_a_loaded_run_in_blocks_gives_the_whole_result(tmp_path_factory, seed, t
     _same(blocked, whole)
     if not dupes:  # (the blocks' path ran, unless nothing relevant was retrieved anywhere)
         assert calls and (calls[0] is not None or not whole.first_relevant_rank.any())
+
+
+def test_read_ahead_reads_in_order_and_stops_after_a_part_given_up() -> None:
+    """Each next part is read while the one before is handed out; nothing after a bad part is read,
+    and closing early waits for the read still going on."""
+    import threading
+    from contextlib import closing
+
+    from rankgate.data.source import read_ahead
+
+    reads: list[int] = []
+    lock = threading.Lock()
+
+    def read(i: int) -> int:
+        with lock:
+            reads.append(i)
+        return i
+
+    assert list(read_ahead(5, read, lambda x: True)) == [(i, True) for i in range(5)]
+    reads.clear()
+    assert list(read_ahead(6, read, lambda x: x != 2)) == [(0, True), (1, True), (2, False)]
+    assert sorted(reads) == [0, 1, 2]  # (part 3 never read)
+    reads.clear()
+    with closing(read_ahead(6, read, lambda x: True)) as parts:
+        assert next(parts) == (0, True)
+    assert sorted(reads) == [0, 1]  # the read ahead finished before the close returned
+    assert list(read_ahead(0, read, lambda x: True)) == []

@@ -590,7 +590,9 @@ def jsonl_run_blocks(path: str, block_bytes: int) -> Iterator[Run | None] | None
 
 def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int, int]]) -> Iterator[Run | None]:
     import mmap
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from contextlib import closing
+
+    from .source import read_ahead
 
     page = mmap.PAGESIZE
     base = mapped.size() - data.size  # (a byte-order mark before the data)
@@ -602,33 +604,25 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
         mapped.madvise(mmap.MADV_DONTNEED, lo, b + base - lo)
         return got
 
-    pool = ThreadPoolExecutor(max_workers=1)
-    ahead: Future[Any] | None = None
+    def good(got: tuple[_Scanned, int] | None) -> bool:  # (no item, or a query on two lines: read whole)
+        return got is not None and (not got[0].query_ids or (got[0].values.size > 0
+                                                            and len(set(got[0].query_ids)) == len(got[0].query_ids)))
+
     lines_before = 0
-    try:
-        got = read(0) if spans else None
-        for i in range(len(spans)):
-            # (a block declined ends the blocks before the next is read ahead)
-            if got is None:
-                _declined_files.add(_file_key(path))  # the whole read goes straight to pyarrow's parse
+    with closing(read_ahead(len(spans), read, good)) as parts:  # (the map closes with its last view)
+        for got, ok in parts:
+            if not ok:
+                if got is None:  # the scanner declined: the whole read goes straight to pyarrow's parse
+                    _declined_files.add(_file_key(path))
                 yield None
                 return
+            assert got is not None
             part, newlines = got
-            if part.query_ids and (part.values.size == 0 or len(set(part.query_ids)) != len(part.query_ids)):
-                yield None  # (no item, or a query on two lines: as the whole file's reading decides)
-                return
-            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
             if part.query_ids:  # (else blank lines only)
                 yield Run(query_ids=part.query_ids,
                           r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
                           r_doc=part.ids, r_score=part.values, source=path, query_lines=part.lines + lines_before)
             lines_before += newlines
-            got = ahead.result() if ahead is not None else None
-            ahead = None
-    finally:
-        if ahead is not None:  # (the map must outlive a read still going on)
-            ahead.cancel() or ahead.exception()
-        pool.shutdown(wait=True)  # (the map itself closes with its last view)
 
 
 def _scan_gold(found: tuple[pa.Buffer, Any], path: str) -> Gold | None:

@@ -22,11 +22,13 @@ import io
 import os
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, TypeVar
 
 from ..errors import InputError
+
+_T = TypeVar("_T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
@@ -282,3 +284,31 @@ DAMAGED_HINT = "copy or export the file again from its source; the bytes changed
 def is_damaged_parquet(exc: BaseException) -> bool:
     """Whether a Parquet read failed on a page checksum (pyarrow's message)."""
     return "checksum" in str(exc).lower() and "crc" in str(exc).lower()
+
+
+def read_ahead(n: int, read: Callable[[int], _T],
+               good: Callable[[_T], bool]) -> Generator[tuple[_T, bool], None, None]:
+    """``(read(i), good(read(i)))`` for i = 0 … n - 1 in order, each next part read on a thread while
+    the caller works on the one before, as long as ``good`` says so of it: after a part that is not
+    good (the caller gives up there) nothing more is read. Closed early (``contextlib.closing``), it waits for a read
+    still going on, so that what the reads use (a memory map) may be closed after it."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    if n < 1:
+        return
+    pool = ThreadPoolExecutor(max_workers=1)
+    ahead: Future[_T] | None = None
+    try:
+        got = read(0)
+        for i in range(n):
+            ok = good(got)
+            ahead = pool.submit(read, i + 1) if ok and i + 1 < n else None
+            yield got, ok
+            if ahead is None:
+                return
+            got = ahead.result()
+            ahead = None
+    finally:
+        if ahead is not None:
+            ahead.cancel() or ahead.exception()
+        pool.shutdown(wait=True)

@@ -289,7 +289,9 @@ def _blocks(mm: Any, path: str, cuts: list[int], delim: bytes) -> Iterator[Run |
     """The blocks between ``cuts``; each next block is read on a thread while the caller scores the
     one before (the first on two threads, when it is large enough: nothing else is going on yet)."""
     import mmap
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from contextlib import closing
+
+    from .source import read_ahead
 
     page = mmap.PAGESIZE
     spans = list(itertools.pairwise(cuts))
@@ -300,25 +302,19 @@ def _blocks(mm: Any, path: str, cuts: list[int], delim: bytes) -> Iterator[Run |
         mm.madvise(mmap.MADV_DONTNEED, a - a % page, b - (a - a % page))
         return got
 
-    pool = ThreadPoolExecutor(max_workers=1)
-    ahead: Future[Any] | None = None
+    def good(got: Any) -> bool:  # regular, finite and grouped by query: else the file is read whole
+        return got is not None and bool(np.isfinite(got[2]).all()) and bool((got[1][1:] >= got[1][:-1]).all())
+
     try:
-        got = read(0) if spans else None
-        for i in range(len(spans)):
-            # (a block not regular, or not grouped by query, ends the blocks before the next is read)
-            if got is None or not np.isfinite(got[2]).all() or not bool((got[1][1:] >= got[1][:-1]).all()):
-                yield None
-                return
-            ahead = pool.submit(read, i + 1) if i + 1 < len(spans) else None
-            qids, codes, scores, ids = got
-            if len(codes):
-                yield Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path, ties="id")
-            got = ahead.result() if ahead is not None else None
-            ahead = None
+        with closing(read_ahead(len(spans), read, good)) as parts:
+            for got, ok in parts:
+                if not ok:
+                    yield None
+                    return
+                qids, codes, scores, ids = got
+                if len(codes):
+                    yield Run(query_ids=qids, r_query=codes, r_doc=ids, r_score=scores, source=path, ties="id")
     finally:
-        if ahead is not None:  # (the map must outlive a read still going on)
-            ahead.cancel() or ahead.exception()
-        pool.shutdown(wait=True)
         mm.close()
 
 
