@@ -217,20 +217,21 @@ def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline:
     (a TREC file against a JSONL one: the difference is then partly the rule's)."""
     from ..baseline import gold_sha256_of, ties_of
 
-    base = gold_sha256_of(results[baseline])
-    for i, (r, name) in enumerate(zip(results, names)):
-        sha = gold_sha256_of(r)
-        if i != baseline and base and sha and sha != base:
-            scorer.warn(f"warning: {name} was scored on another version of the gold set than the baseline "
-                        f"{names[baseline]} (gold sha256 {sha[:12]} vs {base[:12]}); changes may come from the "
-                        "relabelling, not the retriever")
-    rule0 = ties_of(results[baseline])
-    for i, (r, name) in enumerate(zip(results, names)):
-        rule = ties_of(r)
-        if i != baseline and rule0 and rule and rule != rule0:
-            scorer.warn(f"warning: {name} was ranked by --ties {rule}, the baseline {names[baseline]} by --ties "
-                        f"{rule0}; changes may come from the ranking rule, not the retriever (give --ties to rank "
-                        "both the same way)")
+    def differing(key: Any) -> tuple[Any, list[tuple[str, Any]]]:  # the baseline's value, and the runs' that differ
+        base = key(results[baseline])
+        return base, [(name, v) for i, (name, v) in enumerate(zip(names, map(key, results)))
+                      if i != baseline and base and v and v != base]
+
+    base, others = differing(gold_sha256_of)
+    for name, sha in others:
+        scorer.warn(f"warning: {name} was scored on another version of the gold set than the baseline "
+                    f"{names[baseline]} (gold sha256 {sha[:12]} vs {base[:12]}); changes may come from the "
+                    "relabelling, not the retriever")
+    rule0, others = differing(ties_of)
+    for name, rule in others:
+        scorer.warn(f"warning: {name} was ranked by --ties {rule}, the baseline {names[baseline]} by --ties "
+                    f"{rule0}; changes may come from the ranking rule, not the retriever (give --ties to rank "
+                    "both the same way)")
 
 
 def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str], names: list[str]) -> CompareResult:
