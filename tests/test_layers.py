@@ -101,11 +101,7 @@ def imports_of(path: Path, root: Path = SRC) -> list[tuple[int, str]]:
         if getattr(node, "lineno", None) in skip:
             continue
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _target(node, package)
             if target == "rankgate":
                 # ``from rankgate import x`` / ``from .. import x``: x may be a submodule
                 for alias in node.names:
@@ -116,6 +112,14 @@ def imports_of(path: Path, root: Path = SRC) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Import):
             out.extend((node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "rankgate")
     return out
+
+
+def _target(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from … import`` reads from, relative levels resolved against ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def _files(root: Path = SRC) -> list[Path]:
@@ -138,11 +142,7 @@ def module_imports(path: Path, root: Path = SRC, modules: frozenset[str] = froze
         if getattr(node, "lineno", None) in skip:
             continue
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _target(node, package)
             if target.split(".")[0] == "rankgate":
                 out.extend((node.lineno, f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target)
                            for a in node.names)
