@@ -255,35 +255,32 @@ def _say_declined(path: str, why: list[str]) -> None:
         print(f"rankgate: note: {path}: read line by line (slower) because {why[0]}", file=sys.stderr)
 
 
-def read_jsonl_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
-    from .jsonl_fast import read_gold_fast
+def _fast_or_parsed(fast: Callable[..., Any], parse: Callable[..., Any], what: str) -> Callable[[str], Any]:
+    """A reader of a JSONL file: the fast path, or the validating parser, which says why it ran."""
 
     def read(p: str) -> Any:
         why: list[str] = []
-        fast = read_gold_fast(p, why=why)
-        if fast is not None:
-            return fast
-        gold = parse_gold_records(_json_records(p, "gold set"), p)
+        got = fast(p, why=why)
+        if got is not None:
+            return got
+        parsed = parse(_json_records(p, what), p)
         _say_declined(p, why)  # (after the parse: a file it refuses gets its one error line only)
-        return gold
+        return parsed
 
-    got = _json_or_pandas(path, read)
+    return read
+
+
+def read_jsonl_gold(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Gold:
+    from .jsonl_fast import read_gold_fast
+
+    got = _json_or_pandas(path, _fast_or_parsed(read_gold_fast, parse_gold_records, "gold set"))
     return got if isinstance(got, Gold) else parse_gold_records(got, path)
 
 
 def read_jsonl_run(path: str, fmt: str, columns: Mapping[str, str] | None, list_sep: str | None) -> Run:
     from .jsonl_fast import read_run_fast
 
-    def read(p: str) -> Any:
-        why: list[str] = []
-        fast = read_run_fast(p, why=why)
-        if fast is not None:
-            return fast
-        run = parse_run_records(_json_records(p), p)
-        _say_declined(p, why)  # (after the parse: a file it refuses gets its one error line only)
-        return run
-
-    got = _json_or_pandas(path, read)
+    got = _json_or_pandas(path, _fast_or_parsed(read_run_fast, parse_run_records, "run"))
     return got if isinstance(got, Run) else parse_run_records(got, path)
 
 
