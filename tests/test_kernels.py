@@ -266,6 +266,17 @@ def test_csv_rows_writes_the_lines_python_writes(values: list[float], table: lis
 
 
 @needs_kernels
+def test_csv_rows_keeps_reprs_right_when_values_share_a_slot() -> None:
+    """Recent reprs are reused by a hash of the value's bits: many distinct values, repeated and
+    interleaved (so that slots are taken over back and forth), still give repr() of each."""
+    rng = np.random.default_rng(3)
+    pool = np.concatenate((rng.random(20000), rng.integers(0, 11, 50) / 10, [0.0, -0.0, 1e-310, 5e-324, -1.5e300]))
+    x = pool[rng.integers(0, pool.size, 60000)]
+    got = kernels.csv_rows([x, x[::-1].copy()], x.size)
+    assert got == "".join(f"{a!r},{b!r}\n" for a, b in zip(x.tolist(), x[::-1].tolist()))
+
+
+@needs_kernels
 def test_csv_rows_refuses_columns_it_cannot_write() -> None:
     with pytest.raises(ValueError):
         kernels.csv_rows([["a", "b"], np.zeros(3)], 2)

@@ -283,6 +283,21 @@ def test_ideal_lists_from_counts_equal_sorted_ideal_lists(spec: str, monkeypatch
     assert fast.tobytes() == sorted_.tobytes()
 
 
+@settings(max_examples=examples(200), deadline=None)
+@given(st.integers(0, 40), st.integers(1, 6), st.sampled_from([1, 3, 20, 5000, 2**20, 2**40]), st.integers(0, 2**31))
+def test_distinct_rows_equal_numpys_unique_rows(n: int, w: int, high: int, seed: int) -> None:
+    """nDCG's ideal sums are added once per distinct row of per-grade counts: the rows read as numbers
+    give numpy's own unique rows, in its order, with its inverse (also past the table's reach and
+    where the numbers would not fit in 62 bits)."""
+    from rankgate.metrics.ranking import _distinct_rows
+
+    counts = np.random.default_rng(seed).integers(0, high, (n, w)).astype(np.int64)
+    rows, inverse = _distinct_rows(counts)
+    want_rows, want_inverse = np.unique(counts, axis=0, return_inverse=True)
+    assert rows.tolist() == want_rows.tolist() and rows.dtype == counts.dtype
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=12), st.booleans(), st.integers(0, 2**31))
 def test_ndcg_sweep_in_one_call_equals_each_cutoff_alone(ks: list[int], per_query_k: bool, seed: int) -> None:

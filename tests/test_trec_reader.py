@@ -226,6 +226,18 @@ def test_inconsistent_buffers_are_refused() -> None:
     assert reader.count_lines(body * 3, 0, 38) == 2
 
 
+@needs_reader
+@settings(max_examples=examples(300), deadline=None)
+@given(st.binary(max_size=80).map(lambda b: b.replace(b"x", b"\n")), st.integers(0, 79), st.integers(0, 79))
+def test_count_lines_counts_every_newline_in_any_range(body: bytes, a: int, b: int) -> None:
+    """The count (eight bytes at a time) is bytes.count's, at every alignment and length, bytes >= 0x80
+    and neighbours of a newline (0x09, 0x0b, 0x8a) included."""
+    assert reader is not None
+    body += b"\x0b\n\x8a\x09\n\xff" * (a % 3)
+    lo, hi = sorted((min(a, len(body)), min(b, len(body))))
+    assert reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n")
+
+
 @pytest.mark.parametrize("kind", ["run", "qrels", "beir"])
 def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path: Path, kind: str) -> None:
     """Whichever reader takes the file, undecodable bytes are an input error on their own line."""

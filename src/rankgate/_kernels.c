@@ -1662,6 +1662,16 @@ static int put_str(sbuf_t *b, PyObject *s) {
     return 0;
 }
 
+/* The repr of recent values, by a hash of their bits: a column of precision@10 or hit@10 holds a few
+ * distinct values, and Python's shortest repr costs more than a copy (a slot holds one value; a value
+ * that lands on another's slot takes it over). */
+#define REPR_SLOTS_BITS 12
+typedef struct {
+    uint64_t bits;
+    unsigned char len; /* 0: empty */
+    char text[31];
+} reprslot_t;
+
 static PyObject *csv_rows(PyObject *self, PyObject *args) {
     PyObject *o_cols;
     Py_ssize_t n;
@@ -1672,6 +1682,11 @@ static PyObject *csv_rows(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     sbuf_t b = {NULL, 0, 0};
     Py_ssize_t got = 0;
+    reprslot_t *reprs = (reprslot_t *)calloc((size_t)1 << REPR_SLOTS_BITS, sizeof(reprslot_t));
+    if (!reprs) {
+        free(cols);
+        return PyErr_NoMemory();
+    }
     for (; got < m; got++) {
         PyObject *c = PyList_GET_ITEM(o_cols, got);
         csvcol_t *col = &cols[got];
@@ -1730,11 +1745,26 @@ static PyObject *csv_rows(PyObject *self, PyObject *args) {
             } else {
                 const double x = ((const double *)col->view.buf)[i];
                 if (isnan(x)) continue;
-                char *t = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-                if (!t) goto done;
-                const int rc = sbuf_put(&b, t, strlen(t));
-                PyMem_Free(t);
-                if (rc < 0) goto nomem;
+                uint64_t bits;
+                memcpy(&bits, &x, 8);
+                reprslot_t *slot = &reprs[(bits * 0x9E3779B97F4A7C15ULL) >> (64 - REPR_SLOTS_BITS)];
+                if (!(slot->len && slot->bits == bits)) {
+                    char *t = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+                    if (!t) goto done;
+                    const size_t len = strlen(t);
+                    if (len < sizeof slot->text) { /* (always: a repr has at most 24 characters) */
+                        memcpy(slot->text, t, len);
+                        slot->len = (unsigned char)len;
+                        slot->bits = bits;
+                        PyMem_Free(t);
+                    } else {
+                        const int rc = sbuf_put(&b, t, len);
+                        PyMem_Free(t);
+                        if (rc < 0) goto nomem;
+                        continue;
+                    }
+                }
+                if (sbuf_put(&b, slot->text, slot->len) < 0) goto nomem;
             }
         }
         if (sbuf_put(&b, "\n", 1) < 0) goto nomem;
@@ -1748,6 +1778,7 @@ done:
         if (cols[j].has_view) PyBuffer_Release(&cols[j].view);
     }
     free(cols);
+    free(reprs);
     free(b.p);
     return result;
 }

@@ -126,6 +126,37 @@ def _gain(grades: np.ndarray, kind: str) -> np.ndarray:
     return np.exp2(g) - 1.0 if kind == "exp" else g
 
 
+def _distinct_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(counts, axis=0, return_inverse=True)`` for a 2-D array of non-negative integers:
+    the distinct rows in lexicographic order and, per row, the index of its distinct row. Each row is
+    read as one number with its columns as digits in base max + 1 (the first column leading, so the
+    numbers order as the rows do); distinct numbers are marked in a table when they are few, else
+    sorted. The general unique (a sort of rows as opaque records) when the numbers would not fit."""
+    n, w = counts.shape
+    base = int(counts.max()) + 1 if counts.size else 1
+    if n == 0 or w == 0 or int(counts.min()) < 0 or base**w >= 2**62:
+        rows, inverse = np.unique(counts, axis=0, return_inverse=True)
+        return rows, inverse.reshape(-1)
+    key = counts[:, 0].astype(np.int64)
+    for j in range(1, w):
+        key *= base
+        key += counts[:, j]
+    top = int(key.max())
+    if top <= 4 * n + 65536:  # a table of the possible numbers, no sort
+        present = np.zeros(top + 1, dtype=bool)
+        present[key] = True
+        keys = np.flatnonzero(present)
+        inverse = (np.cumsum(present) - 1)[key]
+    else:
+        keys, inverse = np.unique(key, return_inverse=True)
+    rows = np.empty((keys.size, w), dtype=counts.dtype)
+    rest = keys.copy()
+    for j in range(w - 1, -1, -1):  # the digits back, last column first
+        rows[:, j] = rest % base
+        rest //= base
+    return rows, inverse.reshape(-1).astype(np.int64)
+
+
 def _ideal_sums(at_least: np.ndarray, depth: np.ndarray, gain_of: np.ndarray) -> np.ndarray:
     """IDCG of each row of per-grade counts (``at_least[:, g - 1]``: judgements of grade >= g), cut at
     ``depth``: place by place, each gain divided by log2(place + 1) and added in place order."""
@@ -220,7 +251,7 @@ class NDCG(MetricDefinition):
                     # and handed to every query with that row. A k-sweep asks for it at every k.
                     pkey = ("ideal_profiles", kind)
                     if pkey not in ctx.cache:
-                        rows, inverse = np.unique(at_least, axis=0, return_inverse=True)
+                        rows, inverse = _distinct_rows(at_least)
                         ctx.cache[pkey] = (np.ascontiguousarray(rows), inverse.reshape(-1))
                     rows, inverse = ctx.cache[pkey]
                     return _ideal_sums(rows, np.minimum(rows[:, 0], k[0]), gain_of)[inverse]
