@@ -73,6 +73,9 @@ def test_bootstrap_counts_match_the_fallback_and_sums_run_in_query_order() -> No
     (3, 250, 250, [1]),
     (2001, 6, 64, [7, 9]),  # a group larger than the resamples
     (9000, 11, 6, [8, 4, 5, 3]),  # row tiles (4,096 rows) of the vector path; 4 + 2 resamples per group
+    # eight lanes: in place (8, 16), from a copy (5-7), then four (12 = 8 + 4, 11 = 8 + 3, 13 = 8 + 5)
+    (9000, 9, 4, [6, 13, 12, 11, 16, 7]),
+    (4097, 5, 2, [8, 1]),  # one row past a tile
 ])
 def test_blocks_sharing_one_draw_give_the_sums_of_one_call_per_block(n: int, rows: int, group: int,
                                                                         widths: list[int]) -> None:

@@ -294,12 +294,14 @@ static void weighted_sums(const uint32_t *c0, const uint32_t *c1, const double *
  * is also built for AVX2 and the loader picks the clone the CPU runs. */
 #if defined(__GNUC__)
 #define RG_VECTORS 1
-#define ROW_TILE 4096 /* rows per tile: 4 columns of values and a group's counts fit in L2 */
+#define ROW_TILE 4096 /* rows per tile: 8 columns of values and a group's counts fit in L2 */
 typedef double v4d __attribute__((vector_size(32)));
 #if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
 #define RG_CLONES __attribute__((target_clones("avx2", "default")))
+#define RG_CLONES8 __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RG_CLONES
+#define RG_CLONES8
 #endif
 
 RG_CLONES
@@ -322,6 +324,36 @@ static void weighted_sums4(const double *const *c, int nr, const double *v, Py_s
         a3 += (v4d){w3, w3, w3, w3} * x;
     }
     const v4d acc[4] = {a0, a1, a2, a3};
+    for (int r = 0; r < nr; r++) memcpy(out[r], &acc[r], sizeof acc[r]);
+}
+
+/* weighted_sums4 eight columns wide: columns col .. col+7 of rows `stride` apart (a block's own rows,
+ * or a tile copied into rows of eight with the columns past the last ignored), into out[r][0..7].
+ * Where the CPU has 512-bit vectors (the AVX-512 clone) a row's four chains take four vector adds
+ * instead of eight, and the adds' latency, not their number, bounds weighted_sums4. The same chains of
+ * additions in row order, lane by lane, so the results are bit for bit those of weighted_sums. */
+typedef double v8d __attribute__((vector_size(64)));
+
+RG_CLONES8
+static void weighted_sums8(const double *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t stride,
+                           Py_ssize_t col, double *const *out) {
+    v8d a0, a1, a2, a3;
+    memcpy(&a0, out[0], sizeof a0);
+    memcpy(&a1, out[nr > 1 ? 1 : 0], sizeof a1);
+    memcpy(&a2, out[nr > 2 ? 2 : 0], sizeof a2);
+    memcpy(&a3, out[nr > 3 ? 3 : 0], sizeof a3);
+    const double *p = v + col;
+    const double *c0 = c[0], *c1 = nr > 1 ? c[1] : c[0], *c2 = nr > 2 ? c[2] : c[0], *c3 = nr > 3 ? c[3] : c[0];
+    for (Py_ssize_t i = 0; i < n; i++, p += stride) {
+        v8d x;
+        memcpy(&x, p, sizeof x);
+        const double w0 = c0[i], w1 = c1[i], w2 = c2[i], w3 = c3[i];
+        a0 += (v8d){w0, w0, w0, w0, w0, w0, w0, w0} * x;
+        a1 += (v8d){w1, w1, w1, w1, w1, w1, w1, w1} * x;
+        a2 += (v8d){w2, w2, w2, w2, w2, w2, w2, w2} * x;
+        a3 += (v8d){w3, w3, w3, w3, w3, w3, w3, w3} * x;
+    }
+    const v8d acc[4] = {a0, a1, a2, a3};
     for (int r = 0; r < nr; r++) memcpy(out[r], &acc[r], sizeof acc[r]);
 }
 
@@ -379,6 +411,12 @@ fail:
     return NULL;
 }
 
+/* Columns col .. col+width-1 of a block, summed `lanes` (8 or 4) at a time; acc_at: where its sums
+ * start in the accumulators (times the group's resamples). */
+typedef struct {
+    Py_ssize_t block, col, width, lanes, acc_at;
+} colgroup_t;
+
 /* bootstrap_sums_blocks(state, stacks, n_resamples, outs, group): bootstrap_sums over column blocks
  * that share one stream. stacks[b] holds n rows of w_b values (row-major), outs[b] n_resamples rows
  * of w_b sums. The draws of `group` resamples (even) are counted once into a buffer, then every block
@@ -402,6 +440,7 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     uint32_t *counts = NULL;
     double *tile = NULL; /* the vector path's counts of one row tile, as doubles */
     double *padded = NULL, *rest = NULL;
+    colgroup_t *cols = NULL; /* the vector path's column groups */
     Py_ssize_t got = 0, n = -1;
     PyObject *result = NULL;
     draws_t d;
@@ -434,13 +473,34 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     if (group > nres + (nres & 1)) group = nres + (nres & 1);
     counts = (uint32_t *)malloc((size_t)n * (size_t)group * sizeof(uint32_t));
 #ifdef RG_VECTORS
+    /* Every block's columns in groups, each summed by one vector pass per tile: eight at a time
+     * while five or more are left, then four; a group of eight read in place from the block's rows
+     * when it has eight, else (5-7, or 1-3 of four) from a copy of the tile in rows of its width with
+     * the columns past it left over. A group's sums are kept in acc until the resample group ends. */
     tile = (double *)malloc((size_t)ROW_TILE * (size_t)group * sizeof(double));
-    /* A block's last 1-3 columns (m not a multiple of 4), copied into rows of four with zeros beyond
-     * them, go through the vector path too; their sums are kept in rest until the group ends. */
-    Py_ssize_t most = 0;
-    for (Py_ssize_t b = 0; b < nb; b++) most += widths[b] % 4 ? 1 : 0;
-    padded = (double *)calloc((size_t)ROW_TILE * 4, sizeof(double));
-    rest = (double *)calloc((size_t)(most ? most : 1) * (size_t)group * 4, sizeof(double));
+    Py_ssize_t ngroups = 0, lanes_all = 0;
+    for (Py_ssize_t b = 0; b < nb; b++) ngroups += (widths[b] + 3) / 4; /* (at most) */
+    cols = (colgroup_t *)calloc((size_t)ngroups, sizeof(colgroup_t));
+    if (!cols) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    ngroups = 0;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        for (Py_ssize_t j = 0; j < widths[b];) {
+            const Py_ssize_t left = widths[b] - j;
+            colgroup_t *cg = &cols[ngroups++];
+            cg->block = b;
+            cg->col = j;
+            cg->lanes = left >= 5 ? 8 : 4;
+            cg->width = left < cg->lanes ? left : cg->lanes;
+            cg->acc_at = lanes_all;
+            lanes_all += cg->lanes;
+            j += cg->width;
+        }
+    }
+    padded = (double *)calloc((size_t)ROW_TILE * 8, sizeof(double));
+    rest = (double *)calloc((size_t)lanes_all * (size_t)group, sizeof(double));
     if (!tile || !padded || !rest) {
         PyErr_NoMemory();
         goto done;
@@ -459,15 +519,10 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
             FOR_EACH_DRAW(&d, n, c[idx_]++); /* resample r0 + k's draws, in resample order */
         }
 #ifdef RG_VECTORS
-        /* The vector path, four columns of every block at a time, over rows in tiles: a tile's counts
-         * (as doubles, converted once for all blocks) and values stay in the core's cache while every
-         * resample of the group reads them; each sum's chain goes on across tiles unchanged. */
-        for (Py_ssize_t b = 0; b < nb; b++) {
-            const Py_ssize_t m = widths[b];
-            double *o = (double *)views[2 * b + 1].buf;
-            for (Py_ssize_t k = 0; k < g; k++) memset(o + (r0 + k) * m, 0, (size_t)(m / 4 * 4) * sizeof(double));
-        }
-        memset(rest, 0, (size_t)(most ? most : 1) * (size_t)g * 4 * sizeof(double));
+        /* The vector path over rows in tiles: a tile's counts (as doubles, converted once for all
+         * blocks) and values stay in the core's cache while every resample of the group reads them;
+         * each sum's chain goes on across tiles unchanged. */
+        memset(rest, 0, (size_t)lanes_all * (size_t)g * sizeof(double));
         for (Py_ssize_t t0 = 0; t0 < n; t0 += ROW_TILE) {
             const Py_ssize_t rows = n - t0 < ROW_TILE ? n - t0 : ROW_TILE;
             for (Py_ssize_t k = 0; k < g; k++) {
@@ -475,47 +530,42 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
                 double *dc = tile + k * ROW_TILE;
                 for (Py_ssize_t i = 0; i < rows; i++) dc[i] = (double)src[i];
             }
-            for (Py_ssize_t b = 0; b < nb; b++) {
-                const double *v = (const double *)views[2 * b].buf + t0 * widths[b];
-                double *o = (double *)views[2 * b + 1].buf;
-                const Py_ssize_t m = widths[b], j0 = m / 4 * 4;
-                for (Py_ssize_t k = 0; k < g && j0 > 0; k += 4) {
-                    const int nr = (int)(g - k < 4 ? g - k : 4);
-                    const double *c[4];
-                    double *dst[4];
-                    for (int q = 0; q < nr; q++) c[q] = tile + (k + q) * ROW_TILE;
-                    for (Py_ssize_t j = 0; j < j0; j += 4) {
-                        for (int q = 0; q < nr; q++) dst[q] = o + (r0 + k + q) * m + j;
-                        weighted_sums4(c, nr, v, rows, m, j, dst);
-                    }
+            for (Py_ssize_t q = 0; q < ngroups; q++) {
+                const colgroup_t *cg = &cols[q];
+                const Py_ssize_t m = widths[cg->block];
+                const double *v = (const double *)views[2 * cg->block].buf + t0 * m;
+                Py_ssize_t stride = m, col = cg->col;
+                if (cg->width < cg->lanes) { /* a copy in rows of `lanes`, the columns past width left over */
+                    for (Py_ssize_t i = 0; i < rows; i++)
+                        memcpy(padded + i * cg->lanes, v + i * m + cg->col, (size_t)cg->width * sizeof(double));
+                    v = padded;
+                    stride = cg->lanes;
+                    col = 0;
                 }
-            }
-            for (Py_ssize_t b = 0, slot = 0; b < nb; b++) { /* the columns left, padded to four */
-                const Py_ssize_t m = widths[b], j0 = m / 4 * 4, w = m - j0;
-                if (!w) continue;
-                const double *v = (const double *)views[2 * b].buf + t0 * m + j0;
-                for (Py_ssize_t i = 0; i < rows; i++) memcpy(padded + i * 4, v + i * m, (size_t)w * sizeof(double));
-                double *acc = rest + slot * g * 4;
-                slot++;
+                double *acc = rest + cg->acc_at * g;
                 for (Py_ssize_t k = 0; k < g; k += 4) {
                     const int nr = (int)(g - k < 4 ? g - k : 4);
                     const double *c[4];
                     double *dst[4];
-                    for (int q = 0; q < nr; q++) {
-                        c[q] = tile + (k + q) * ROW_TILE;
-                        dst[q] = acc + (k + q) * 4;
+                    for (int r = 0; r < nr; r++) {
+                        c[r] = tile + (k + r) * ROW_TILE;
+                        dst[r] = acc + (k + r) * cg->lanes;
                     }
-                    weighted_sums4(c, nr, padded, rows, 4, 0, dst);
+                    if (cg->lanes == 8) {
+                        weighted_sums8(c, nr, v, rows, stride, col, dst);
+                    } else {
+                        weighted_sums4(c, nr, v, rows, stride, col, dst);
+                    }
                 }
             }
         }
-        for (Py_ssize_t b = 0, slot = 0; b < nb; b++) {
-            const Py_ssize_t m = widths[b], j0 = m / 4 * 4, w = m - j0;
-            if (!w) continue;
-            double *o = (double *)views[2 * b + 1].buf;
-            const double *acc = rest + slot * g * 4;
-            slot++;
-            for (Py_ssize_t k = 0; k < g; k++) memcpy(o + (r0 + k) * m + j0, acc + k * 4, (size_t)w * sizeof(double));
+        for (Py_ssize_t q = 0; q < ngroups; q++) {
+            const colgroup_t *cg = &cols[q];
+            const Py_ssize_t m = widths[cg->block];
+            double *o = (double *)views[2 * cg->block + 1].buf;
+            const double *acc = rest + cg->acc_at * g;
+            for (Py_ssize_t k = 0; k < g; k++)
+                memcpy(o + (r0 + k) * m + cg->col, acc + k * cg->lanes, (size_t)cg->width * sizeof(double));
         }
 #endif
         for (Py_ssize_t b = 0; b < nb; b++) { /* the columns left: the scalar path, two resamples at a time */
@@ -546,6 +596,7 @@ done:
     free(tile);
     free(padded);
     free(rest);
+    free(cols);
     while (got > 0) PyBuffer_Release(&views[--got]);
     free(views);
     free(widths);

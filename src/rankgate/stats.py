@@ -81,7 +81,7 @@ _STREAM_RESAMPLES = 250  # resamples per random stream (a chunk); fixed, so thre
 _PARALLEL_DRAWS = 1 << 21  # below this many draws, one thread does all chunks
 _CACHE_BYTES = 4 << 20  # values of one column block of the bootstrap: small enough to stay in the cache
 _COUNTS_BYTES = 6 << 20  # per-query counts of the resamples drawn at once, shared by every column block
-_MIN_BLOCK_COLUMNS = 4  # the compiled kernel sums four columns per pass
+_MIN_BLOCK_COLUMNS = 8  # the compiled kernel sums up to eight columns of a block per pass
 
 
 def _generator(rng: RandomSource) -> np.random.Generator:
@@ -139,7 +139,7 @@ def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_
     # Columns go through in blocks whose values stay in the cache while every resample reads them: a
     # block's sums are those of the whole (a column's sums do not depend on the others), and re-drawing
     # the same streams per block costs less than reading a large table from memory once per resample.
-    width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * max(n, 1)) // 4 * 4)  # (the kernel sums four at a time)
+    width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * max(n, 1)) // 8 * 8)  # (the kernel sums eight at a time)
     blocks = [(lo, min(lo + width, m)) for lo in range(0, m, width)]
     stacks = [np.ascontiguousarray(np.column_stack(columns[lo:hi]), dtype=np.float64) for lo, hi in blocks]
 
