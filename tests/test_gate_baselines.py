@@ -273,6 +273,19 @@ def test_a_packed_summary_decides_exactly_as_the_baseline_run(pair, gold_known):
     assert by_summary["passed"] == by_run["passed"]
 
 
+def test_columns_packed_on_two_threads_are_the_ones_packed_in_turn(monkeypatch):
+    """Large per-query blocks are packed two columns at a time: the same texts, in the same order."""
+    import numpy as np
+
+    import rankgate.baseline as bl
+
+    rng = np.random.default_rng(4)
+    columns = [rng.random(3000), np.full(3000, np.nan), rng.integers(0, 11, 3000) / 10, rng.random(1)]
+    in_turn = [bl._pack(c, "<f8") for c in columns]
+    monkeypatch.setattr(bl, "PACK_THREADS_FROM", 0)
+    assert bl._pack_all(columns, "<f8") == in_turn
+
+
 def _many_queries(tmp_path: Path, n: int = 1200) -> tuple[Path, Path, Path]:
     import random
 

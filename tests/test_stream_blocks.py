@@ -203,6 +203,64 @@ def test_an_irregular_line_is_named_as_when_read_whole(tmp_path, monkeypatch, sm
     assert str(streamed.value) == str(whole.value)
 
 
+def test_a_bad_gold_set_is_named_first_and_the_blocks_are_closed(tmp_path, monkeypatch, small_blocks) -> None:
+    """The run's first block is read while the gold set is: a gold set's error is still the one named
+    (also when the run has a bad line of its own), and the run's map and read-ahead are let go."""
+    gold, run = _write(tmp_path, 12)
+    closed: list[bool] = []
+    real = trec._blocks
+
+    def spy_blocks(*args, **kwargs):
+        try:
+            yield from real(*args, **kwargs)
+        finally:
+            closed.append(True)
+
+    monkeypatch.setattr(trec, "_blocks", spy_blocks)
+    good_gold = gold.read_text()
+    first, rest = good_gold.split("\n", 1)
+    lines = run.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].split()[0] + " Q0 dx 1 notanumber sys\n"
+    for bad_run in (False, True):
+        if bad_run:
+            run.write_text("".join(lines))
+        gold.write_text(first.rsplit(" ", 1)[0] + " high\n" + rest)  # a grade that is not a number
+        closed.clear()
+        with pytest.raises(InputError) as got:
+            engine.evaluate(str(gold), str(run), metrics="ndcg@10")
+        assert str(gold) in str(got.value) and str(run) not in str(got.value)
+        assert closed == [True]
+    gold.write_text(good_gold)  # then the run's own error, named as when it is read whole
+    with pytest.raises(InputError) as got:
+        engine.evaluate(str(gold), str(run), metrics="ndcg@10")
+    assert "notanumber" in str(got.value) or str(run) in str(got.value)
+
+
+def test_resumed_gives_the_first_part_then_the_rest_and_closes_them() -> None:
+    from rankgate.data.source import Resumed
+
+    def parts(n: int, fail_at: int = -1):
+        for i in range(n):
+            if i == fail_at:
+                raise InputError("bad part")
+            yield i
+
+    assert list(Resumed.take_first(parts(4))) == [0, 1, 2, 3]
+    assert list(Resumed.take_first(parts(0))) == []
+    first_bad = Resumed.take_first(parts(3, fail_at=0))  # the error comes out of the first next()
+    with pytest.raises(InputError, match="bad part"):
+        next(first_bad)
+    assert list(first_bad) == []
+    later_bad = Resumed.take_first(parts(3, fail_at=1))
+    assert next(later_bad) == 0
+    with pytest.raises(InputError):
+        next(later_bad)
+    gen = parts(5)
+    resumed = Resumed.take_first(gen)
+    resumed.close()
+    assert list(resumed) == [] and gen.gi_frame is None  # (the generator itself was closed)
+
+
 def _cli_outputs(tmp_path, monkeypatch, gold, run) -> list[tuple[bytes, bytes]]:
     """metrics.csv and summary.json of `rankgate evaluate` by blocks, then read whole."""
     outs = []

@@ -124,9 +124,18 @@ def evaluate(
         blocks = run_blocks(run, format=run_format, columns=columns)
         streamed = None
         if blocks is not None:
-            g = gold_future.result()
+            from .data.source import Resumed
+
+            parts = blocks
+            try:  # the first block is read here while the gold set is read on its thread
+                g, resumed = gold_first(gold_future, lambda: Resumed.take_first(parts))
+            except BaseException:  # (the gold set's error)
+                close = getattr(parts, "close", None)
+                if close is not None:
+                    close()
+                raise
             hash_inputs()
-            streamed = _evaluate_blocks(_gold_to_docs(g, doc_of) if level == "doc" else g, blocks, metric_list,
+            streamed = _evaluate_blocks(_gold_to_docs(g, doc_of) if level == "doc" else g, resumed, metric_list,
                                         **opts)
         if streamed is not None:
             result, r = streamed

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import InputError, RankgateError, UsageError
 from .detect import call, check_format, detect
@@ -105,9 +105,13 @@ are read block by block, each block read while the one before is scored: less me
 than reading whole."""
 
 
-def gold_first(gold: Any, read_run: Callable[[], Run]) -> tuple[Gold, Run]:
+_R = TypeVar("_R")
+
+
+def gold_first(gold: Any, read_run: Callable[[], _R]) -> tuple[Gold, _R]:
     """``read_run()`` here while ``gold`` (a future of the gold set) is read on a thread; an error in
-    the gold set is raised first, as if the gold set had been read first, then the run's."""
+    the gold set is raised first, as if the gold set had been read first, then the run's. (``read_run``
+    may read a part of the run: its first block.)"""
     try:
         r = read_run()
         run_error: RankgateError | None = None

@@ -286,6 +286,47 @@ def is_damaged_parquet(exc: BaseException) -> bool:
     return "checksum" in str(exc).lower() and "crc" in str(exc).lower()
 
 
+class Resumed(Iterator[_T]):
+    """The parts of an iterator whose first part was taken ahead (:meth:`take_first`), for a caller
+    that reads the first part beside other work: the first part, or the error taking it raised, comes
+    out of the first ``next()``, where it would have come out without the head start. ``close()``
+    closes the iterator (a generator's map and read-ahead go then), as closing it itself would."""
+
+    def __init__(self, parts: Iterator[_T]) -> None:
+        self._parts = parts
+        self._first: list[_T] = []
+        self._error: Exception | None = None
+        self._done = False
+
+    @classmethod
+    def take_first(cls, parts: Iterator[_T]) -> Resumed[_T]:
+        out = cls(parts)
+        try:
+            out._first = [next(parts)]
+        except StopIteration:
+            out._done = True
+        except Exception as exc:  # (raised where the caller would have met it)
+            out._error = exc
+        return out
+
+    def __next__(self) -> _T:
+        if self._error is not None:
+            error, self._error = self._error, None
+            self._done = True
+            raise error
+        if self._first:
+            return self._first.pop()
+        if self._done:
+            raise StopIteration
+        return next(self._parts)
+
+    def close(self) -> None:
+        self._first, self._error, self._done = [], None, True
+        close = getattr(self._parts, "close", None)
+        if close is not None:
+            close()
+
+
 def read_ahead(n: int, read: Callable[[int], _T],
                good: Callable[[_T], bool]) -> Generator[tuple[_T, bool], None, None]:
     """``(read(i), good(read(i)))`` for i = 0 … n - 1 in order, each next part read on a thread while
