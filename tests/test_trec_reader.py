@@ -155,6 +155,36 @@ def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, deli
         assert _columns(path, "run", monkeypatch, general=False) == _columns(path, "run", monkeypatch, general=True)
 
 
+_ODD_BYTES = [bytes([b]) for b in (0x00, 0x09, 0x0b, 0x0d, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xa0, 0xff)] + [b"\xc3\xa9"]
+
+
+@needs_reader
+@settings(max_examples=examples(200), deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 14), st.integers(0, 10**12)), min_size=1, max_size=6),
+       edits=st.lists(st.tuples(st.integers(0, 400), st.sampled_from(_ODD_BYTES), st.booleans()), max_size=2))
+def test_ids_and_fields_of_any_length_with_odd_bytes_anywhere(tmp_path_factory, rows, edits) -> None:
+    """The reader finds a field's end eight bytes at a time: ids of every length (so every byte of a
+    word), with control, space, DEL, high and UTF-8 bytes put anywhere, are read as the general reader
+    reads them, or left to it (never read differently; the same error when there is one)."""
+    text = "".join(f"q{'x' * pad}{i} Q0 d{doc} {i + 1} {1.5 - i} tag{'g' * pad}\n" for i, (pad, doc) in enumerate(rows)).encode()
+    for at, byte, replace in edits:
+        at %= len(text) + 1
+        text = text[:at] + byte + text[at + (1 if replace else 0):]
+    path = tmp_path_factory.mktemp("run") / "run.trec"
+    path.write_bytes(text)
+
+    def outcome(general: bool) -> object:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            try:
+                return _columns(path, "run", monkeypatch, general=general)
+            except InputError as exc:
+                return str(exc)
+
+    assert outcome(general=False) == outcome(general=True)
+    if not edits:
+        assert trec._mapped_lines(str(path), 6, 4, 0) is not None
+
+
 @needs_reader
 def test_qrels_read_as_the_general_reader_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(5)

@@ -312,6 +312,49 @@ static int parse_int(const unsigned char *s, int32_t n, int64_t *out) {
     return 0;
 }
 
+/* Where a field that starts at p ends, eight bytes at a time while eight can be read before `limit`:
+ * field_end at the first byte <= 0x20, id_end at the first byte outside printable ASCII (0x21-0x7e).
+ * In a word w (its first byte lowest), (w - 0x21..21) & ~w & 0x80..80 flags bytes below 0x21 and
+ * ((w & 0x7f..7f) + 0x01..01 | w) & 0x80..80 bytes above 0x7e; a borrow or carry can only flag a
+ * byte after a flagged one, so the lowest flag is exactly the first such byte. The text ends in
+ * '\n', so the byte loop for the last few bytes stops by itself. */
+#define RG_ONES 0x0101010101010101ULL
+#define RG_HIGHS 0x8080808080808080ULL
+
+static inline const unsigned char *first_flagged(const unsigned char *p, uint64_t flags) {
+#if defined(__GNUC__)
+    return p + (__builtin_ctzll(flags) >> 3);
+#else
+    while (!(flags & 0x80)) {
+        flags >>= 8;
+        p++;
+    }
+    return p;
+#endif
+}
+
+static inline const unsigned char *field_end(const unsigned char *p, const unsigned char *limit) {
+    for (; limit - p >= 8; p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        const uint64_t flags = (w - RG_ONES * 0x21) & ~w & RG_HIGHS;
+        if (flags) return first_flagged(p, flags);
+    }
+    while (*p > 0x20) p++;
+    return p;
+}
+
+static inline const unsigned char *id_end(const unsigned char *p, const unsigned char *limit) {
+    for (; limit - p >= 8; p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        const uint64_t flags = (((w - RG_ONES * 0x21) & ~w) | ((w & ~RG_HIGHS) + RG_ONES) | w) & RG_HIGHS;
+        if (flags) return first_flagged(p, flags);
+    }
+    while ((unsigned)(*p - 0x21) < 0x5eu) p++;
+    return p;
+}
+
 /* Lines of [p, end), which ends in '\n': every scan below stops at a byte <= 0x20 before `end`, so the
  * inner loops need no bounds checks. Continues the job's rows (it is called again for a last line
  * without a newline, copied out with one added). */
@@ -321,6 +364,7 @@ static int scan(job_t *job, const unsigned char *p, const unsigned char *const e
     const unsigned char *fields[8];
     int32_t lens[8];
     Py_ssize_t rows = job->rows, dl = job->data_len;
+    const unsigned char *const text_end = job->text_end;
     while (p < end) {
         if (*p == '\n') {
             p++;
@@ -334,9 +378,9 @@ static int scan(job_t *job, const unsigned char *p, const unsigned char *const e
         for (int c = 0; c < ncols; c++) {
             const unsigned char *s = p;
             if (c == 0 || c == 2) { /* ids: printable ASCII */
-                while ((unsigned)(*p - 0x21) < 0x5eu) p++;
+                p = id_end(p, text_end);
             } else {
-                while (*p > 0x20) p++;
+                p = field_end(p, text_end);
             }
             if (p == s || p - s > INT32_MAX) return IRREGULAR;
             fields[c] = s;
