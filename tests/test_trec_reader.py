@@ -140,8 +140,11 @@ lines = st.tuples(
     blank=st.booleans(),
     piece=st.sampled_from([1 << 30, 64, 200]),
     last_newline=st.booleans(),
+    release=st.booleans(),
 )
-def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, delim, crlf, blank, piece, last_newline) -> None:
+def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, delim, crlf, blank, piece, last_newline,
+                                                    release) -> None:
+    """Also in pieces whose pages are let go once read (``release``: as a large file is read)."""
     nl = "\r\n" if crlf else "\n"
     text = "".join(delim.join([q, "Q0", d, str(i + 1), repr(s) if isinstance(s, float) else str(s), "tag"]) + nl
                    + (nl if blank and i % 7 == 3 else "") for i, (q, d, s) in enumerate(rows))
@@ -151,6 +154,9 @@ def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, deli
     path.write_bytes(text.encode())
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(trec, "_PIECE", piece)  # small pieces: several calls, codes merged across them
+        if release:
+            monkeypatch.setattr(trec, "_RELEASE_FROM", 0)
+            monkeypatch.setattr(trec, "_RELEASE_PIECE", 100)
         assert trec._mapped_lines(str(path), 6, 4, 0) is not None
         assert _columns(path, "run", monkeypatch, general=False) == _columns(path, "run", monkeypatch, general=True)
 

@@ -19,8 +19,63 @@ def nan_to_none(x: Any) -> Any:
 
 
 def exact_mean(values: Any) -> float:
-    """The exact mean of ``values`` (a numpy array or a sequence of floats); NaN when empty.
+    """The exact mean of ``values`` (a numpy array or a sequence of floats); NaN when empty: the sum
+    correctly rounded (:func:`math.fsum`'s), divided by the count.
 
     NaN entries are not skipped: callers pass only the values that apply."""
+    if hasattr(values, "dtype") and getattr(values, "ndim", 0) == 1 and values.size >= _EXACT_SUM_FROM:
+        total = _exact_sum(values)
+        if total is not None:
+            return total / values.size
     seq = values.tolist() if hasattr(values, "tolist") else list(values)
     return math.fsum(seq) / len(seq) if seq else math.nan
+
+
+_EXACT_SUM_FROM = 512
+"""Values from which a float64 array is summed by :func:`_exact_sum` rather than fsum over a list."""
+
+
+def _exact_sum(values: Any) -> float | None:
+    """The sum of a float64 array correctly rounded, as :func:`math.fsum` gives it, without a Python
+    float per value; None (for fsum to decide) when a value is not finite, near either end of the
+    range or needs more than 312 bits below the largest, when the sum is zero (its sign), or when
+    the array is very long.
+
+    The values are scaled by a power of two below 1 in size (exact), then cut into 26-bit digits:
+    at each level the scaled remainder times 2**26 splits into its floor, an integer below 2**26 in
+    size, and a new remainder, both exact. A level's integers, fewer than 2**26 of them, add up
+    exactly in doubles (every partial sum is an integer below 2**53), the levels' totals exactly as
+    Python integers, and the total is rounded once, by Python's correctly rounded integer division."""
+    import numpy as np
+
+    x = np.asarray(values)
+    if x.dtype != np.float64 or x.ndim != 1 or x.size >= 1 << 26 or not bool(np.isfinite(x).all()):
+        return None
+    top = max(float(x.max()), -float(x.min())) if x.size else 0.0
+    if top == 0.0 or top > 2.0**1000:  # (zero: its sign; at the top fsum's partial sums overflow)
+        return None
+    if bool((np.abs(x) < 2.0**-900).any()) and bool(((x != 0) & (np.abs(x) < 2.0**-900)).any()):
+        return None  # (scaled down it could lose bits)
+    exp = math.frexp(top)[1]  # |x| < 2**exp
+    rest = x * 2.0**-exp
+    digits = np.empty_like(rest)
+    levels: list[int] = []
+    for _ in range(12):
+        rest *= 2.0**26
+        np.floor(rest, out=digits)
+        rest -= digits
+        levels.append(int(digits.sum()))
+        if not rest.any():
+            break
+    else:
+        return None
+    total = 0
+    for level in levels:
+        total = (total << 26) + level
+    shift = exp - 26 * len(levels)  # the exact sum is total * 2**shift
+    if total == 0:
+        return None
+    try:
+        return float(total << shift) if shift >= 0 else total / (1 << -shift)
+    except OverflowError:
+        return None

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from .constraints import K, check
 from .data import Gold, Run, load_gold, load_run
-from .data.arrow import arrow_of, np_of, strings_of
+from .data.arrow import arrow_of, np_of, strings_of, take_rows
 from .data.ids import item_codes_ordered, segment_duplicates
 from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ties, tie_effect
 from .errors import InputError, RankgateError, UsageError
@@ -382,10 +382,10 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
         return memo["rows"]
 
     def doc_list() -> list[str]:
-        return rows.run_docs.take(arrow_of(src_rows())).to_pylist()
+        return take_rows(rows.run_docs, src_rows()).to_pylist()
 
     def docs_at(at: np.ndarray) -> Any:
-        return rows.run_docs.take(arrow_of(src_rows()[at]))
+        return take_rows(rows.run_docs, src_rows()[at])
 
     # Gold judgements per evaluated query (CSR), then each ranked row's grade.
     evaluated, eval_pos = aligned.evaluated, aligned.eval_pos

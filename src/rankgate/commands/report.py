@@ -103,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
     from ..atomic import check_file, check_not_input, write_text
     from ..flows.report import run_report
     from ..report.abstention import load_abstention
-    from ..report.build import assemble
-    from ..report.html import render_html
     from ._requests import say
 
     req = request(args)
@@ -115,7 +113,11 @@ def run(args: argparse.Namespace) -> int:
     import threading
 
     threading.Thread(target=_import_charts, daemon=True).start()
-    report = assemble(run_report(req, on_warning=say("report")))
+    evaluated = run_report(req, on_warning=say("report"))
+    from ..report.build import assemble
+    from ..report.html import render_html
+
+    report = assemble(evaluated)
     if abstention is not None:
         from dataclasses import replace
 
@@ -128,11 +130,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _import_charts() -> None:
-    """matplotlib (~0.4 s to import), imported while the inputs are read and scored: pyarrow's readers and the
-    compiled kernels release the GIL, so this thread runs alongside them. Only imports: drawing waits for
-    the report, so no figure or rc setting is shared between threads. A failure here is left for the
-    drawing to report."""
+    """matplotlib (~0.4 s to import) and the modules that build the page (~0.1 s), imported while the
+    inputs are read and scored: pyarrow's readers and the compiled kernels release the GIL, so this
+    thread runs alongside them. Only imports: drawing waits for the report, so no figure or rc setting
+    is shared between threads. A failure here is left for the main thread, which imports again."""
     try:
+        from ..report import build, html, incidents  # noqa: F401
         import matplotlib.backends.backend_svg  # noqa: F401
         import matplotlib.figure  # noqa: F401
         import matplotlib.ticker  # noqa: F401

@@ -64,3 +64,38 @@ def strings_of(values: list[str]) -> pa.Array:
     if offsets[-1] < 2**31:
         return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
     return pa.Array.from_buffers(pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(pa.string())
+
+
+def take_rows(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``column.take(rows)`` as one array. A chunked column (a file read in pieces) is taken chunk by
+    chunk: pyarrow's take on a chunked array first joins its chunks, a copy of the whole column, to
+    take a few rows of it."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if not isinstance(column, pa.ChunkedArray):
+        return column.take(arrow_of(rows))
+    if column.num_chunks <= 1:
+        return (column.chunk(0) if column.num_chunks else pa.array([], type=column.type)).take(arrow_of(rows))
+    bounds = np.cumsum([0] + [len(c) for c in column.chunks])
+    where = np.searchsorted(bounds, rows, side="right") - 1
+    order = np.argsort(where, kind="stable")  # (rows of one chunk together, in their order)
+    parts = []
+    for c in np.unique(where).tolist():
+        sel = order[np.searchsorted(where[order], c):np.searchsorted(where[order], c, side="right")]
+        parts.append((sel, column.chunk(c).take(arrow_of(rows[sel] - int(bounds[c])))))
+    taken = pa.concat_arrays([p for _, p in parts]) if parts else pa.array([], type=column.type)
+    placed = np.concatenate([sel for sel, _ in parts]) if parts else np.zeros(0, np.int64)
+    if bool((placed[1:] > placed[:-1]).all()):  # (rows ascending, as they usually are)
+        return taken
+    return taken.take(arrow_of(np.argsort(placed, kind="stable")))
+
+
+def code_counts(codes: np.ndarray, n: int, *, part: int = 1 << 22) -> np.ndarray:
+    """``np.bincount(codes, minlength=n)`` (int64 counts) without a whole int64 copy of int32 codes:
+    bincount converts its input to machine integers, 80 MB for 10M rows; here a part at a time."""
+    counts = np.zeros(n, dtype=np.int64)
+    for lo in range(0, codes.size, part):
+        chunk = np.bincount(codes[lo:lo + part], minlength=n)
+        if chunk.size > counts.size:
+            counts = np.concatenate((counts, np.zeros(chunk.size - counts.size, dtype=np.int64)))
+        counts[:chunk.size] += chunk
+    return counts

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .arrow import arrow_of, np_of
+from .arrow import arrow_of, np_of, take_rows
 
 MAX_RANK = 2**53
 """Ranks must lie strictly between -2^53 and 2^53: beyond, a double cannot tell two neighbouring
@@ -301,6 +301,6 @@ def _fix_ties(doc: pa.Array | pa.ChunkedArray, tie: np.ndarray, id_keys: np.ndar
         else:
             idx = np.lexsort((-keys, run_id))
     else:
-        idx = _full_sort(run_id, doc.take(arrow_of(rows)), np.zeros(rows.size))
+        idx = _full_sort(run_id, take_rows(doc, rows), np.zeros(rows.size))
     moved = rows[idx] != rows
     return Reorder(rows=rows[moved], src=rows[idx][moved]) if moved.any() else Reorder()

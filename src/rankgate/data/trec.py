@@ -128,22 +128,44 @@ def _mapped_lines(
     ``value_kind`` 0 reads column ``value_col`` as float64, 1 as int64. Files over 8 MB are read in
     pieces cut at line ends, two threads at a time; each piece's ids are one chunk of the result.
     """
-    opened = _mapped(path, populate=True)
+    import mmap
+
+    size = _file_size(path)
+    release = size >= _RELEASE_FROM and hasattr(mmap, "MADV_DONTNEED")
+    opened = _mapped(path, populate=not release)
     if opened is None:
         return None
     mm, size, delim = opened
     try:
         pieces = max(-(-size // _PIECE), 2 if size > 1 << 23 else 1)
-        return _read_span(mm, 0, size, pieces, ncols, value_col, value_kind, delim)
+        if release:  # pieces whose pages are let go once read: the file is not held in memory whole
+            pieces = max(pieces, -(-size // _RELEASE_PIECE))
+        return _read_span(mm, 0, size, pieces, ncols, value_col, value_kind, delim, release=release)
     finally:
         mm.close()
 
 
+_RELEASE_FROM = 1 << 27
+"""Bytes from which a file read whole is read in pieces of :data:`_RELEASE_PIECE` whose pages are let go
+once read (as the blocks of a run read block by block are)."""
+_RELEASE_PIECE = 1 << 25
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _read_span(
-    mm: Any, lo_byte: int, hi_byte: int, pieces: int, ncols: int, value_col: int, value_kind: int, delim: bytes
+    mm: Any, lo_byte: int, hi_byte: int, pieces: int, ncols: int, value_col: int, value_kind: int, delim: bytes,
+    *, release: bool = False,
 ) -> tuple[list[str], np.ndarray, np.ndarray, pa.Array | pa.ChunkedArray] | None:
     """:func:`_mapped_lines` on the bytes ``[lo_byte, hi_byte)`` of a mapped file (which start a line
-    and end one, or the file), read in ``pieces`` pieces cut at line ends, two threads at a time."""
+    and end one, or the file), read in ``pieces`` pieces cut at line ends, two threads at a time.
+    ``release``: each piece's pages are let go once it is counted and once it is read (they come back
+    from the page cache when read again), so that memory holds about two pieces of the file."""
     from .._accel import reader
 
     assert reader is not None
@@ -167,7 +189,20 @@ def _read_span(
 
     # Rows per piece at most: its lines (a piece other than the last ends with a newline). All
     # pieces write into one array each for codes and values, so nothing is copied afterwards.
-    bounds = run_all(lambda i: reader.count_lines(mm, *spans[i]))
+    def let_go(i: int) -> None:
+        if release:
+            import mmap
+
+            a, b = spans[i]
+            start = a - a % mmap.PAGESIZE
+            mm.madvise(mmap.MADV_DONTNEED, start, b - start)
+
+    def count(i: int) -> int:
+        n = reader.count_lines(mm, *spans[i])
+        let_go(i)
+        return n
+
+    bounds = run_all(count)
     bounds[-1] += 1  # the last line may have no newline
     starts = np.concatenate(([0], np.cumsum(bounds))).tolist()
     codes = np.empty(starts[-1], dtype=np.int32)
@@ -179,6 +214,7 @@ def _read_span(
         offsets = np.empty(hi - lo + 1, dtype=np.int32)
         data = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
         got = reader.read_lines(mm, a, b, ncols, value_col, value_kind, delim, codes[lo:hi], values[lo:hi], offsets, data)
+        let_go(i)
         if got is None:
             return None
         n, nbytes, qids = got

@@ -67,7 +67,7 @@ def k_raw(run: Run, raw: Run) -> int:
     """The raw list's cutoff: the most common ``k_raw`` of the records with a raw list, else its depth."""
     from collections import Counter
 
-    import numpy as np
+    from ..data.arrow import code_counts
 
     col = run.fields.get("k_raw") or []
     raws = run.fields.get("raw_topk") or []
@@ -75,7 +75,7 @@ def k_raw(run: Run, raw: Run) -> int:
     if values:
         counts = Counter(values)
         return max(counts, key=lambda v: (counts[v], v))
-    return int(np.bincount(raw.r_query).max())
+    return int(code_counts(raw.r_query, len(raw.query_ids)).max())
 
 
 @dataclass(frozen=True)
@@ -383,14 +383,13 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
 def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:
     """Score the run on the panel, the k-sweep, the diagnosis's metrics and the gated ones; the panel's
     intervals; the segments."""
-    import numpy as np
-
+    from ..data.arrow import code_counts
     from ..metrics.display import fmt_sig
     from ..stats import metric_cis
     from ..sweep import sweep_specs
 
     g, r, k = inputs.gold, inputs.run, req.k
-    depth = int(np.bincount(r.r_query).max()) if len(r.r_query) else 0  # the longest list
+    depth = int(code_counts(r.r_query, len(r.query_ids)).max()) if len(r.r_query) else 0  # the longest list
     ks = sweep_ks(depth)
     has_versions = "doc_version" in r.items and "as_of" in g.fields
     has_no_answer = "no_answer" in g.fields

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..data import Gold, Run
+from ..data.arrow import code_counts, take_rows
 from ..data.ranking import rank_order, resolve_ties
 from ..metrics.context import sorted_unique
 from ..results import EvaluationResult
@@ -33,16 +34,10 @@ def snippet(text: str | None, words: int = SNIPPET_WORDS) -> str | None:
 
 
 def strings_at(column: Any, rows: list[int]) -> list[str]:
-    """The values of a few rows of an arrow string column. A column read in pieces is a chunked
-    array, where one ``take`` costs as much as the whole column: each row is read from its own piece."""
+    """The values of a few rows of an arrow string column (a chunked one taken chunk by chunk)."""
     if not rows:
         return []
-    chunks = getattr(column, "chunks", None)
-    if chunks is None or len(chunks) <= 1:
-        return column.take(rows).to_pylist()
-    bounds = np.cumsum([0] + [len(c) for c in chunks])
-    where = np.searchsorted(bounds, rows, side="right") - 1
-    return [chunks[c][r - int(bounds[c])].as_py() for c, r in zip(where.tolist(), rows)]
+    return take_rows(column, np.asarray(rows, dtype=np.int64)).to_pylist()
 
 
 class GoldIndex:
@@ -154,7 +149,7 @@ class RankedLists:
         # (the report reads a few lists, not all of them).
         self.order = rank_order(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(ties, run))
         self._moved: tuple[np.ndarray, np.ndarray] | None = None
-        counts = np.bincount(run.r_query, minlength=len(run.query_ids))
+        counts = code_counts(run.r_query, len(run.query_ids))
         self.count = counts
         self.start = np.concatenate(([0], np.cumsum(counts)))[:-1]
         self.index = {q: i for i, q in enumerate(run.query_ids)}

@@ -1,0 +1,66 @@
+"""The numpy/arrow helpers the readers and the report share (rankgate.data.arrow), and exact means."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankgate.data.arrow import code_counts, take_rows
+
+from .conftest import examples
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.lists(st.lists(st.text(max_size=4), max_size=6), min_size=1, max_size=5), st.data())
+def test_take_rows_of_a_chunked_column_is_pyarrows_take(chunks: list[list[str]], data: st.DataObject) -> None:
+    """Chunk by chunk, rows in any order and repeated: the values of pyarrow's own take, one array."""
+    column = pa.chunked_array([pa.array(c, type=pa.string()) for c in chunks], type=pa.string())
+    n = len(column)
+    rows = data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=12)) if n else []
+    got = take_rows(column, np.asarray(rows, dtype=np.int64))
+    assert isinstance(got, pa.Array) and got.type == pa.string()
+    assert got.to_pylist() == column.take(pa.array(rows, type=pa.int64())).to_pylist()
+    assert take_rows(column.combine_chunks(), np.asarray(rows, dtype=np.int64)).to_pylist() == got.to_pylist()
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=300), st.integers(0, 50), st.sampled_from([1, 7, 1 << 22]))
+def test_code_counts_are_bincounts_part_by_part(codes: list[int], n: int, part: int) -> None:
+    x = np.asarray(codes, dtype=np.int32)
+    want = np.bincount(x, minlength=n)
+    got = code_counts(x, n, part=part)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+_FLOATS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(0, 1),
+    st.sampled_from([0.0, -0.0, 0.1, 1 / 3, 5e-324, -5e-324, 2.0**-900, 1e300, -1e300, 1.7e308, 0.5]),
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(_FLOATS, min_size=1, max_size=40), st.integers(1, 60), st.integers(0, 2**32 - 1))
+def test_exact_mean_of_an_array_is_fsums_mean(pool: list[float], repeat: int, seed: int) -> None:
+    """Means of arrays (past the size where the digit sum takes over) are fsum's, bit for bit, or
+    fsum's own error: values of every size and sign, subnormals, signed zeros, near overflow."""
+    import math
+
+    from rankgate._jsonable import _EXACT_SUM_FROM, exact_mean
+
+    rng = np.random.default_rng(seed)
+    x = np.asarray(pool * (_EXACT_SUM_FROM // len(pool) + repeat), dtype=np.float64)
+    rng.shuffle(x)
+    try:
+        want: object = math.fsum(x.tolist()) / x.size
+    except OverflowError:
+        want = OverflowError
+    try:
+        got: object = exact_mean(x)
+    except OverflowError:
+        got = OverflowError
+    assert got == want or (isinstance(got, float) and isinstance(want, float) and math.isnan(got) and math.isnan(want))
+    if isinstance(got, float) and got == 0.0:
+        assert math.copysign(1.0, got) == math.copysign(1.0, want)  # type: ignore[arg-type]
