@@ -457,7 +457,7 @@ def _evaluate_loaded(
                    trec=trec, complete=complete, k=k, ties=ties, inputs=inputs)
 
 
-MEMORY_BLOCK_ROWS = 2_000_000
+MEMORY_BLOCK_ROWS = 1_000_000
 """Rows of a block when a loaded run of at least twice as many rows is scored block by block."""
 
 
@@ -471,6 +471,8 @@ def _loaded_blocks(r: Run, rows: int) -> Iterator[Run] | None:
         return None
     if not bool((q[1:] >= q[:-1]).all()):
         return None
+    count = -(-n // rows)
+    rows = -(-n // (count + count % 2))  # an even number of blocks: they are scored two at a time
     cuts = [0]
     while cuts[-1] < n:
         at = min(cuts[-1] + rows, n)
@@ -600,9 +602,13 @@ def _evaluate_blocks(
             pending = (block, gi)
         if pending is None or first is None or not seen.any():
             return None
+        # The last block (also scored against the gold queries no block ranked, now that every block
+        # is read) goes beside the one before it, not after it.
+        if len(flying) == 2:
+            merge(flying.popleft().result())
+        flying.append(pool.submit(score, *pending, last=True))
         while flying:
             merge(flying.popleft().result())
-        merge(score(*pending, last=True))
     except RankgateError:  # named by the whole run's reading, as it would be without blocks
         return None
     finally:
