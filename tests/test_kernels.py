@@ -91,6 +91,29 @@ def test_blocks_sharing_one_draw_give_the_sums_of_one_call_per_block(n: int, row
 
 
 @needs_kernels
+@pytest.mark.parametrize("limit", [0, 1, 2])
+def test_counts_past_a_byte_are_drawn_again_in_full(limit: int) -> None:
+    """The blocks kernel counts draws in bytes; a count past the limit (255; lowered here so that it
+    happens) makes it draw the group again from the same point of the stream in 32-bit counts: the
+    sums are bit for bit those of one call per block, and the stream goes on where it should."""
+    rng = np.random.default_rng(limit)
+    n, rows = 700, 9
+    stacks = [rng.random((n, 6)), rng.random((n, 3))]
+    want = [np.empty((rows, s.shape[1])) for s in stacks]
+    kernels.bootstrap_sums_blocks(_state(n), stacks, rows, want, 4)
+    before = kernels.narrow_limit(limit)
+    try:
+        got = [np.empty((rows, s.shape[1])) for s in stacks]
+        kernels.bootstrap_sums_blocks(_state(n), stacks, rows, got, 4)
+    finally:
+        assert kernels.narrow_limit(before) == limit
+    for a, b in zip(got, want):
+        assert np.array_equal(a.view(np.uint64), b.view(np.uint64))
+    with pytest.raises(ValueError):
+        kernels.narrow_limit(256)
+
+
+@needs_kernels
 def test_blocks_kernel_refuses_inconsistent_shapes() -> None:
     with pytest.raises(ValueError):
         kernels.bootstrap_sums_blocks(_state(1), [np.ones((5, 2)), np.ones((4, 2))], 3, [np.empty((3, 2))] * 2, 2)

@@ -411,6 +411,22 @@ fail:
     return NULL;
 }
 
+/* The largest count a byte holds before bootstrap_sums_blocks draws a group again in 32-bit counts:
+ * 255, lowered by tests (narrow_limit(v)) to take the path that draws again. */
+static int narrow_limit = 255;
+
+static PyObject *set_narrow_limit(PyObject *self, PyObject *args) {
+    int v;
+    if (!PyArg_ParseTuple(args, "i", &v)) return NULL;
+    if (v < 0 || v > 255) {
+        PyErr_SetString(PyExc_ValueError, "narrow_limit: 0 to 255");
+        return NULL;
+    }
+    const int before = narrow_limit;
+    narrow_limit = v;
+    return PyLong_FromLong(before);
+}
+
 /* Columns col .. col+width-1 of a block, summed `lanes` (8 or 4) at a time; acc_at: where its sums
  * start in the accumulators (times the group's resamples). */
 typedef struct {
@@ -438,6 +454,8 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     Py_buffer *views = NULL;
     Py_ssize_t *widths = NULL;
     uint32_t *counts = NULL;
+    uint8_t *narrow = NULL; /* the vector path's counts, a byte each (see below) */
+    int no_memory = 0;
     double *tile = NULL; /* the vector path's counts of one row tile, as doubles */
     double *padded = NULL, *rest = NULL;
     colgroup_t *cols = NULL; /* the vector path's column groups */
@@ -471,8 +489,8 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
     }
     if (read_state(o_state, &d, n) < 0) goto done;
     if (group > nres + (nres & 1)) group = nres + (nres & 1);
-    counts = (uint32_t *)malloc((size_t)n * (size_t)group * sizeof(uint32_t));
 #ifdef RG_VECTORS
+    narrow = (uint8_t *)malloc((size_t)n * (size_t)group);
     /* Every block's columns in groups, each summed by one vector pass per tile: eight at a time
      * while five or more are left, then four; a group of eight read in place from the block's rows
      * when it has eight, else (5-7, or 1-3 of four) from a copy of the tile in rows of its width with
@@ -505,18 +523,48 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-#endif
+    if (!narrow) {
+        PyErr_NoMemory();
+        goto done;
+    }
+#else
+    counts = (uint32_t *)malloc((size_t)n * (size_t)group * sizeof(uint32_t));
     if (!counts) {
         PyErr_NoMemory();
         goto done;
     }
+#endif
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r0 = 0; r0 < nres; r0 += group) {
         const Py_ssize_t g = nres - r0 < group ? nres - r0 : group;
-        memset(counts, 0, (size_t)n * (size_t)g * sizeof(uint32_t));
+        int wide = 1;
+#ifdef RG_VECTORS
+        /* A query's count in a resample is counted in a byte: a million queries' counts then fit in
+         * the core's cache, which the random increments need. A count past 255 (256 of n draws on one
+         * query) would wrap; it is seen before it does, and the group is drawn again from the same
+         * point of the stream into 32-bit counts, so the sums are the same either way. */
+        const draws_t start = d;
+        int wrapped = 0;
+        memset(narrow, 0, (size_t)n * (size_t)g);
         for (Py_ssize_t k = 0; k < g; k++) {
-            uint32_t *c = counts + k * n;
-            FOR_EACH_DRAW(&d, n, c[idx_]++); /* resample r0 + k's draws, in resample order */
+            uint8_t *c = narrow + k * n;
+            FOR_EACH_DRAW(&d, n, wrapped |= c[idx_]++ >= narrow_limit); /* resample r0 + k's draws, in order */
+        }
+        wide = wrapped;
+        if (wrapped) {
+            d = start;
+            if (!counts && !(counts = (uint32_t *)malloc((size_t)n * (size_t)group * sizeof(uint32_t)))) {
+                no_memory = 1;
+                break;
+            }
+        }
+#endif
+        if (wide) {
+            memset(counts, 0, (size_t)n * (size_t)g * sizeof(uint32_t));
+            for (Py_ssize_t k = 0; k < g; k++) {
+                uint32_t *c = counts + k * n;
+                FOR_EACH_DRAW(&d, n, c[idx_]++); /* resample r0 + k's draws, in resample order */
+            }
         }
 #ifdef RG_VECTORS
         /* The vector path over rows in tiles: a tile's counts (as doubles, converted once for all
@@ -526,9 +574,14 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
         for (Py_ssize_t t0 = 0; t0 < n; t0 += ROW_TILE) {
             const Py_ssize_t rows = n - t0 < ROW_TILE ? n - t0 : ROW_TILE;
             for (Py_ssize_t k = 0; k < g; k++) {
-                const uint32_t *src = counts + k * n + t0;
                 double *dc = tile + k * ROW_TILE;
-                for (Py_ssize_t i = 0; i < rows; i++) dc[i] = (double)src[i];
+                if (wide) {
+                    const uint32_t *src = counts + k * n + t0;
+                    for (Py_ssize_t i = 0; i < rows; i++) dc[i] = (double)src[i];
+                } else {
+                    const uint8_t *src = narrow + k * n + t0;
+                    for (Py_ssize_t i = 0; i < rows; i++) dc[i] = (double)src[i];
+                }
             }
             for (Py_ssize_t q = 0; q < ngroups; q++) {
                 const colgroup_t *cg = &cols[q];
@@ -589,10 +642,15 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
+    if (no_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
     Py_INCREF(Py_None);
     result = Py_None;
 done:
     free(counts);
+    free(narrow);
     free(tile);
     free(padded);
     free(rest);
@@ -1848,6 +1906,8 @@ static PyMethodDef methods[] = {
     {"rank_permutation", rank_permutation, METH_VARARGS,
      "rank_permutation(query, n_queries, score, id_offsets, id_data, out): the ranking rule as a permutation"},
     {"draw_indices", draw_indices, METH_VARARGS, "draw_indices(sfc64_state, n, out): the stream's first indices"},
+    {"narrow_limit", set_narrow_limit, METH_VARARGS,
+     "narrow_limit(v) -> previous: the largest byte count of bootstrap_sums_blocks before it draws again (tests)"},
     {"ascii_tokens", ascii_tokens, METH_VARARGS,
      "ascii_tokens(offsets, data, counts_out) -> (token_offsets, token_data): remap's tokens of ASCII texts"},
     {"shingle_scan", shingle_scan, METH_VARARGS,

@@ -80,7 +80,8 @@ _BLOCK_ELEMENTS = 1 << 22  # draws per block in the numpy paths: ~32 MB of indic
 _STREAM_RESAMPLES = 250  # resamples per random stream (a chunk); fixed, so threads change no number
 _PARALLEL_DRAWS = 1 << 21  # below this many draws, one thread does all chunks
 _CACHE_BYTES = 4 << 20  # values of one column block of the bootstrap: small enough to stay in the cache
-_COUNTS_BYTES = 6 << 20  # per-query counts of the resamples drawn at once, shared by every column block
+_COUNTS_BYTES = 16 << 20  # per-query counts (a byte each) of the resamples drawn at once, shared by every column block
+_MAX_COUNT_GROUP = 32  # resamples drawn at once at most: their counts of a row tile stay in the cache
 _MIN_BLOCK_COLUMNS = 8  # the compiled kernel sums up to eight columns of a block per pass
 
 
@@ -119,7 +120,7 @@ def _block_rows(n: int) -> int:
 
 def _count_group(n: int) -> int:
     """Resamples whose per-query counts are drawn at once and shared by every column block (even)."""
-    return max(2, min(_STREAM_RESAMPLES, _COUNTS_BYTES // (4 * max(n, 1))) // 2 * 2)
+    return max(2, min(_STREAM_RESAMPLES, _MAX_COUNT_GROUP, _COUNTS_BYTES // max(n, 1)) // 2 * 2)
 
 
 def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_resamples: int) -> list[np.ndarray]:
