@@ -4,9 +4,13 @@ from a chunked column."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rankgate
 from rankgate import stats
@@ -14,6 +18,8 @@ from rankgate.data import load_gold, load_run
 from rankgate.engine import doc_mapper
 from rankgate.metrics.context import EvalContext
 from rankgate.report import details as dt
+
+from .conftest import examples
 
 GOLD = [
     {"query_id": "q1", "relevant_chunks": [{"chunk_id": "a#1", "grade": 2}, {"chunk_id": "b#1", "grade": 0}]},
@@ -141,6 +147,52 @@ def test_sorted_unique_is_np_unique(values):
     a = np.asarray(values, dtype=np.int64)
     got = sorted_unique(a)
     assert got.dtype == np.int64 and got.tolist() == np.unique(a).tolist()
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["id", "input"]), st.booleans(), st.booleans())
+def test_ranked_lists_query_by_query_are_the_whole_rankings(seed, ties, ranks, zeros):
+    """A grouped run is ranked query by query as lists are asked for: every query's rows and every
+    top score equal those of ranking the whole run (ties, explicit ranks on some queries, zero scores
+    of both signs, empty and repeated ids), also past the number of lists ranked one by one."""
+    from rankgate.data import Run
+    from rankgate.data.arrow import strings_of
+
+    rng = np.random.default_rng(seed)
+    nq = int(rng.integers(1, 30))
+    counts = rng.integers(0, 9, nq)
+    query = np.repeat(np.arange(nq, dtype=np.int64), counts)
+    n = query.size
+    score = rng.integers(-2, 3, n).astype(np.float64) / 2
+    if zeros:
+        score[rng.random(n) < 0.3] = -0.0
+    docs = strings_of([f"d{int(x)}" for x in rng.integers(0, 12, n)])
+    order = None
+    if ranks and n:
+        order = np.where(rng.random(n) < 0.7, rng.integers(1, 10, n), np.nan).astype(np.float64)
+    run = Run(query_ids=[f"q{i}" for i in range(nq)], r_query=query, r_doc=docs, r_score=score, r_order=order,
+              source="run", ties=ties)
+    whole = dt.RankedLists(run, ties=ties)
+    whole.order  # noqa: B018 - ranked whole first
+    for limit in (512, 3):
+        lazy = dt.RankedLists(run, ties=ties)
+        lazy.LAZY_LISTS = limit
+        for q in run.query_ids:
+            assert lazy.rows(q) == whole.rows(q)
+            assert lazy.rows(q, 2) == whole.rows(q, 2)
+        got, want = dt.RankedLists(run, ties=ties).top_scores(), whole.top_scores()
+        assert got == want and [math.copysign(1, v) for v in got.values()] == [math.copysign(1, v) for v in want.values()]
+
+
+def test_a_top_score_of_zero_keeps_the_sign_the_ranking_gives() -> None:
+    """-0.0 and 0.0 tie; trec_eval's rule then ranks d5 above d1, so rank 1 holds -0.0 here."""
+    from rankgate.data import Run
+    from rankgate.data.arrow import strings_of
+
+    run = Run(query_ids=["q"], r_query=np.zeros(2, dtype=np.int64), r_doc=strings_of(["d5", "d1"]),
+              r_score=np.array([-0.0, 0.0]), source="run", ties="id")
+    top = dt.RankedLists(run, ties="id").top_scores()["q"]
+    assert top == 0.0 and math.copysign(1, top) == -1
 
 
 @pytest.mark.parametrize("shape", ["in order", "ties to fix", "shuffled"])

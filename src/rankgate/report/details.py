@@ -15,7 +15,7 @@ import numpy as np
 
 from ..data import Gold, Run
 from ..data.arrow import code_counts, take_rows
-from ..data.ranking import rank_order, resolve_ties
+from ..data.ranking import Reorder, rank_order, resolve_ties
 from ..metrics.context import sorted_unique
 from ..results import EvaluationResult
 from .model import Item, Judgement, Miss, NoAnswer, Offence, SourceRow
@@ -141,18 +141,35 @@ class _Judged:
 
 
 class RankedLists:
-    """Each query's ranking of a run, in ranking order."""
+    """Each query's ranking of a run, in ranking order.
+
+    A run grouped by query (as files are written) is ranked query by query as lists are asked for:
+    the report shows a few hundred lists, and a query's ranking depends on its own rows only. Past
+    :data:`LAZY_LISTS` lists (a section that reads every query) the whole run is ranked once."""
+
+    LAZY_LISTS = 512
 
     def __init__(self, run: Run, *, ties: str | None = None) -> None:
         self.run = run
-        # The ranking as rank_order gives it: no whole permutation unless rows move between queries
-        # (the report reads a few lists, not all of them).
-        self.order = rank_order(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(ties, run))
+        self.rule = resolve_ties(ties, run)
+        q = run.r_query
+        self._order: Reorder | None = None
+        self._grouped = bool((q[1:] >= q[:-1]).all()) if q.size else False  # (each query's rows together)
+        self._lists: dict[int, np.ndarray] = {}
         self._moved: tuple[np.ndarray, np.ndarray] | None = None
-        counts = code_counts(run.r_query, len(run.query_ids))
+        counts = code_counts(q, len(run.query_ids))
         self.count = counts
         self.start = np.concatenate(([0], np.cumsum(counts)))[:-1]
         self.index = {q: i for i, q in enumerate(run.query_ids)}
+
+    @property
+    def order(self) -> Reorder:
+        """The whole run's ranking as :func:`rank_order` gives it (no whole permutation unless rows
+        move between queries), made on first use."""
+        if self._order is None:
+            r = self.run
+            self._order = rank_order(r.r_query, r.r_doc, r.r_score, r.r_order, ties=self.rule)
+        return self._order
 
     @property
     def depth(self) -> int:
@@ -164,7 +181,20 @@ class RankedLists:
             return []
         n = int(self.count[i]) if depth is None else min(int(self.count[i]), depth)
         s = int(self.start[i])
+        if self._grouped and self._order is None and (i in self._lists or len(self._lists) < self.LAZY_LISTS):
+            return self._query_rows(i)[:n].tolist()
         return self.rows_at(np.arange(s, s + n, dtype=np.int64)).tolist()
+
+    def _query_rows(self, i: int) -> np.ndarray:
+        """Query ``i``'s input rows in ranking order (the run grouped by query): its own rows ranked."""
+        got = self._lists.get(i)
+        if got is None:
+            r = self.run
+            s, c = int(self.start[i]), int(self.count[i])
+            order = rank_order(r.r_query[s:s + c], r.r_doc.slice(s, c), None if r.r_score is None else r.r_score[s:s + c],
+                               None if r.r_order is None else r.r_order[s:s + c], ties=self.rule)
+            got = self._lists[i] = order.full(c) + s
+        return got
 
     def rows_at(self, positions: np.ndarray) -> np.ndarray:
         """The input rows at these positions of the ranked run (``rank_rows(...)[positions]``)."""
@@ -215,7 +245,14 @@ class RankedLists:
         if self.run.r_score is None:
             return {}
         some = np.flatnonzero(self.count > 0)
-        scores = np.asarray(self.run.r_score)[self.rows_at(self.start[some])].tolist()
+        score = np.asarray(self.run.r_score)
+        top = np.maximum.reduceat(score, self.start[some]) if self._grouped and self.run.r_order is None and some.size else None
+        if top is not None and not (top == 0).any():
+            # Ranked by score (ties only choose among equal scores), rank 1 holds the query's highest
+            # score; a zero is left to the ranking (which of 0.0 and -0.0 comes first).
+            scores = top.tolist()
+        else:
+            scores = score[self.rows_at(self.start[some])].tolist()
         ids = self.run.query_ids
         return {ids[i]: s for i, s in zip(some.tolist(), scores)}
 
