@@ -304,58 +304,41 @@ typedef double v4d __attribute__((vector_size(32)));
 #define RG_CLONES8
 #endif
 
-RG_CLONES
-static void weighted_sums4(const double *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t m,
-                           Py_ssize_t col, double *const *out) {
-    v4d a0, a1, a2, a3; /* each chain goes on from where the previous row tile left it in out */
-    memcpy(&a0, out[0], sizeof a0);
-    memcpy(&a1, out[nr > 1 ? 1 : 0], sizeof a1);
-    memcpy(&a2, out[nr > 2 ? 2 : 0], sizeof a2);
-    memcpy(&a3, out[nr > 3 ? 3 : 0], sizeof a3);
-    const double *p = v + col;
-    const double *c0 = c[0], *c1 = nr > 1 ? c[1] : c[0], *c2 = nr > 2 ? c[2] : c[0], *c3 = nr > 3 ? c[3] : c[0];
-    for (Py_ssize_t i = 0; i < n; i++, p += m) {
-        v4d x;
-        memcpy(&x, p, sizeof x);
-        const double w0 = c0[i], w1 = c1[i], w2 = c2[i], w3 = c3[i];
-        a0 += (v4d){w0, w0, w0, w0} * x;
-        a1 += (v4d){w1, w1, w1, w1} * x;
-        a2 += (v4d){w2, w2, w2, w2} * x;
-        a3 += (v4d){w3, w3, w3, w3} * x;
-    }
-    const v4d acc[4] = {a0, a1, a2, a3};
-    for (int r = 0; r < nr; r++) memcpy(out[r], &acc[r], sizeof acc[r]);
-}
-
-/* weighted_sums4 eight columns wide: columns col .. col+7 of rows `stride` apart (a block's own rows,
- * or a tile copied into rows of eight with the columns past the last ignored), into out[r][0..7].
- * Where the CPU has 512-bit vectors (the AVX-512 clone) a row's four chains take four vector adds
- * instead of eight, and the adds' latency, not their number, bounds weighted_sums4. The same chains of
- * additions in row order, lane by lane, so the results are bit for bit those of weighted_sums. */
 typedef double v8d __attribute__((vector_size(64)));
 
-RG_CLONES8
-static void weighted_sums8(const double *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t stride,
-                           Py_ssize_t col, double *const *out) {
-    v8d a0, a1, a2, a3;
-    memcpy(&a0, out[0], sizeof a0);
-    memcpy(&a1, out[nr > 1 ? 1 : 0], sizeof a1);
-    memcpy(&a2, out[nr > 2 ? 2 : 0], sizeof a2);
-    memcpy(&a3, out[nr > 3 ? 3 : 0], sizeof a3);
-    const double *p = v + col;
-    const double *c0 = c[0], *c1 = nr > 1 ? c[1] : c[0], *c2 = nr > 2 ? c[2] : c[0], *c3 = nr > 3 ? c[3] : c[0];
-    for (Py_ssize_t i = 0; i < n; i++, p += stride) {
-        v8d x;
-        memcpy(&x, p, sizeof x);
-        const double w0 = c0[i], w1 = c1[i], w2 = c2[i], w3 = c3[i];
-        a0 += (v8d){w0, w0, w0, w0, w0, w0, w0, w0} * x;
-        a1 += (v8d){w1, w1, w1, w1, w1, w1, w1, w1} * x;
-        a2 += (v8d){w2, w2, w2, w2, w2, w2, w2, w2} * x;
-        a3 += (v8d){w3, w3, w3, w3, w3, w3, w3, w3} * x;
+/* The body of weighted_sums4 / weighted_sums8 (vector type VT): columns col .. col+width-1 of rows
+ * `stride` apart, four resamples' chains, each going on from where the previous row tile left it in
+ * out. A vector times a scalar multiplies every lane by it: the same IEEE product as the scalar one. */
+#define WEIGHTED_SUMS(NAME, VT, CLONES)                                                                  \
+    CLONES static void NAME(const double *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t stride, \
+                            Py_ssize_t col, double *const *out) {                                        \
+        VT a0, a1, a2, a3;                                                                               \
+        memcpy(&a0, out[0], sizeof a0);                                                                  \
+        memcpy(&a1, out[nr > 1 ? 1 : 0], sizeof a1);                                                     \
+        memcpy(&a2, out[nr > 2 ? 2 : 0], sizeof a2);                                                     \
+        memcpy(&a3, out[nr > 3 ? 3 : 0], sizeof a3);                                                     \
+        const double *p = v + col;                                                                       \
+        const double *c0 = c[0], *c1 = nr > 1 ? c[1] : c[0], *c2 = nr > 2 ? c[2] : c[0],                 \
+                     *c3 = nr > 3 ? c[3] : c[0];                                                         \
+        for (Py_ssize_t i = 0; i < n; i++, p += stride) {                                                \
+            VT x;                                                                                        \
+            memcpy(&x, p, sizeof x);                                                                     \
+            a0 += x * c0[i];                                                                             \
+            a1 += x * c1[i];                                                                             \
+            a2 += x * c2[i];                                                                             \
+            a3 += x * c3[i];                                                                             \
+        }                                                                                                \
+        const VT acc[4] = {a0, a1, a2, a3};                                                              \
+        for (int r = 0; r < nr; r++) memcpy(out[r], &acc[r], sizeof acc[r]);                             \
     }
-    const v8d acc[4] = {a0, a1, a2, a3};
-    for (int r = 0; r < nr; r++) memcpy(out[r], &acc[r], sizeof acc[r]);
-}
+
+WEIGHTED_SUMS(weighted_sums4, v4d, RG_CLONES)
+
+/* weighted_sums4 eight columns wide (a block's own rows, or a tile copied into rows of eight with the
+ * columns past the last ignored), into out[r][0..7]. Where the CPU has 512-bit vectors (the AVX-512
+ * clone) a row's four chains take four vector adds instead of eight, and the adds' latency, not their
+ * number, bounds weighted_sums4. */
+WEIGHTED_SUMS(weighted_sums8, v8d, RG_CLONES8)
 
 #endif
 
