@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from .._jsonable import exact_mean
 from ..data import Gold, Run
 from ..diagnosis import SegmentSignal, Signals, SourceSignal, diagnose
 from ..flows.report import (
@@ -397,28 +398,31 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
         deep_k = 50 if rep.depth >= 50 else (rep.depth if rep.depth > k else None)
         deep = means.get(f"recall@{deep_k}") if deep_k else None
     fr = np.asarray(deep_src.first_relevant_rank)
-    di = deep_src.query_index()
-    found = [int(fr[di[result.query_ids[i]]]) for i in answerable if result.query_ids[i] in di]
-    never = sum(1 for x in found if x == 0) / len(answerable) if answerable else None
+    if deep_src is result:  # (the usual case: the same queries in the same order)
+        never_count = int((fr[np.asarray(answerable, dtype=np.int64)] == 0).sum())
+    else:
+        di = deep_src.query_index()
+        never_count = sum(1 for i in answerable if result.query_ids[i] in di and int(fr[di[result.query_ids[i]]]) == 0)
+    never = never_count / len(answerable) if answerable else None
     ceiling = None
     in_gold = np.fromiter((gidx.index[q] for q in result.query_ids), dtype=np.int64, count=len(result.query_ids))
     if answerable:
         slots = min(k, rep.depth) if rep.depth > 0 else k  # a shorter run cannot fill k slots
         relevant = gidx.relevant_counts()[in_gold[np.asarray(answerable, dtype=np.int64)]]
-        ceiling = math.fsum((np.minimum(relevant, slots) / k).tolist()) / len(answerable)
+        ceiling = exact_mean(np.minimum(relevant, slots) / k)
     jk = judged_k(rep.depth)
     jceil = None
     if result.query_ids:
         # at most min(judgements, jk) of a query's top jk can be judged
-        jceil = math.fsum((np.minimum(gidx.judged_counts()[in_gold], jk) / jk).tolist()) / len(result.query_ids)
+        jceil = exact_mean(np.minimum(gidx.judged_counts()[in_gold], jk) / jk)
     segs: tuple[SegmentSignal, ...] = ()
     if rep.segments is not None:
         segs = tuple(SegmentSignal(r.field.removeprefix("tags."), r.label, r.metric, r.n, r.mean, r.ci_low, r.ci_high)
                      for r in rep.segments.rows if r.metric == f"recall@{k}" or r.metric in rep.floors)
     tops = lists.top_scores()
     na_scores = [tops[q] for q in result.no_answer if q in tops]
-    frr = np.asarray(result.first_relevant_rank)
-    ans_scores = [tops[q] for i, q in enumerate(result.query_ids) if int(frr[i]) == 1 and q in tops]
+    frr = np.asarray(result.first_relevant_rank).tolist()
+    ans_scores = [tops[q] for q, r in zip(result.query_ids, frr) if r == 1 and q in tops]
     st = {m: (raw, fin) for m, raw, fin in rep.stages.rows} if rep.stages else {}
     recall_curve = next((c for c in rep.curves if c.metric == "recall"), None)
     knee_k = recall_curve.knee if recall_curve is not None else None
