@@ -236,6 +236,40 @@ def test_a_bad_gold_set_is_named_first_and_the_blocks_are_closed(tmp_path, monke
     assert "notanumber" in str(got.value) or str(run) in str(got.value)
 
 
+def test_a_gold_set_with_per_query_k_closes_the_blocks_before_the_whole_read(tmp_path, monkeypatch, small_blocks):
+    """Per-query k: no block is scored (the depth cut would differ), and the first block, read beside
+    the gold set, and its read-ahead are let go before the run is read whole."""
+    gold, run = _write(tmp_path, 13)
+    records = {}
+    for line in gold.read_text().splitlines():
+        q, _, d, grade = line.split()
+        records.setdefault(q, []).append({"chunk_id": d, "grade": int(grade)})
+    gold_jsonl = tmp_path / "gold.jsonl"
+    gold_jsonl.write_text("".join(
+        json.dumps({"query_id": q, "relevant_chunks": j, "k": 3 + i % 4,
+                    **({} if any(x["grade"] >= 1 for x in j) else {"no_answer": True})}) + "\n"
+        for i, (q, j) in enumerate(records.items())))
+    closed: list[bool] = []
+    real_blocks, real_load = trec._blocks, engine.load_run
+
+    def spy_blocks(*args, **kwargs):
+        try:
+            yield from real_blocks(*args, **kwargs)
+        finally:
+            closed.append(True)
+
+    def spy_load(*args, **kwargs):
+        assert closed == [True]  # (before the whole read)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(trec, "_blocks", spy_blocks)
+    monkeypatch.setattr(engine, "load_run", spy_load)
+    streamed = engine.evaluate(str(gold_jsonl), str(run), metrics="ndcg,recall")
+    assert small_blocks == [None] and closed == [True]
+    monkeypatch.setattr(engine, "load_run", real_load)
+    _same(streamed, _whole(monkeypatch, gold_jsonl, run, metrics="ndcg,recall"))
+
+
 def test_resumed_gives_the_first_part_then_the_rest_and_closes_them() -> None:
     from rankgate.data.source import Resumed
 

@@ -135,8 +135,11 @@ def evaluate(
                     close()
                 raise
             hash_inputs()
-            streamed = _evaluate_blocks(_gold_to_docs(g, doc_of) if level == "doc" else g, resumed, metric_list,
-                                        **opts)
+            try:
+                streamed = _evaluate_blocks(_gold_to_docs(g, doc_of) if level == "doc" else g, resumed, metric_list,
+                                            **opts)
+            finally:  # (the map and a block read ahead go before a whole read, also when no block was scored)
+                resumed.close()
         if streamed is not None:
             result, r = streamed
         else:
