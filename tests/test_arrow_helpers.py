@@ -38,6 +38,8 @@ _FLOATS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.floats(0, 1),
     st.sampled_from([0.0, -0.0, 0.1, 1 / 3, 5e-324, -5e-324, 2.0**-900, 1e300, -1e300, 1.7e308, 0.5]),
+    st.integers(-1074, 1000).map(lambda e: 2.0**e),  # powers of two: sums that land on ties
+    st.integers(-1074, 1000).map(lambda e: -(2.0**e)),
 )
 
 
@@ -64,3 +66,16 @@ def test_exact_mean_of_an_array_is_fsums_mean(pool: list[float], repeat: int, se
     assert got == want or (isinstance(got, float) and isinstance(want, float) and math.isnan(got) and math.isnan(want))
     if isinstance(got, float) and got == 0.0:
         assert math.copysign(1.0, got) == math.copysign(1.0, want)  # type: ignore[arg-type]
+
+
+def test_exact_mean_sees_a_tiny_value_that_breaks_a_tie() -> None:
+    """The big values sum to exactly half a unit of the last place (a tie, which rounds to even); a tiny
+    value far below decides the rounding. It must be counted, or left to fsum."""
+    import math
+
+    from rankgate._jsonable import exact_mean
+
+    for values in ([2.0**1000, 2.0**947, 2.0**-899], [1.0, 2.0**-53, 2.0**-300], [1.0, 2.0**-53, -(2.0**-300)],
+                   [2.0**40, 2.0**-13, 2.0**-250]):
+        x = np.asarray(values + [0.0] * 600)
+        assert exact_mean(x) == math.fsum(x.tolist()) / x.size, values

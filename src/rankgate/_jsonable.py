@@ -37,32 +37,36 @@ _EXACT_SUM_FROM = 512
 
 def _exact_sum(values: Any) -> float | None:
     """The sum of a float64 array correctly rounded, as :func:`math.fsum` gives it, without a Python
-    float per value; None (for fsum to decide) when a value is not finite, near either end of the
-    range or needs more than 312 bits below the largest, when the sum is zero (its sign), or when
+    float per value; None (for fsum to decide) when a value is not finite, the largest is near either
+    end of the range, a value is 1,000 or more binary orders below the largest (it could not be scaled
+    exactly) or needs more than 312 bits below the largest, when the sum is zero (its sign), or when
     the array is very long.
 
     The values are scaled by a power of two below 1 in size (exact), then cut into 26-bit digits:
-    at each level the scaled remainder times 2**26 splits into its floor, an integer below 2**26 in
-    size, and a new remainder, both exact. A level's integers, fewer than 2**26 of them, add up
-    exactly in doubles (every partial sum is an integer below 2**53), the levels' totals exactly as
-    Python integers, and the total is rounded once, by Python's correctly rounded integer division."""
+    at each level the scaled remainder times 2**26 splits into its integer part (toward zero), below
+    2**26 in size, and a new remainder of the same sign, both exact. A level's integers, fewer than
+    2**26 of them, add up exactly in doubles (every partial sum is an integer below 2**53), the
+    levels' totals exactly as Python integers, and the total is rounded once, by Python's correctly
+    rounded integer division."""
     import numpy as np
 
     x = np.asarray(values)
     if x.dtype != np.float64 or x.ndim != 1 or x.size >= 1 << 26 or not bool(np.isfinite(x).all()):
         return None
     top = max(float(x.max()), -float(x.min())) if x.size else 0.0
-    if top == 0.0 or top > 2.0**1000:  # (zero: its sign; at the top fsum's partial sums overflow)
-        return None
-    if bool((np.abs(x) < 2.0**-900).any()) and bool(((x != 0) & (np.abs(x) < 2.0**-900)).any()):
-        return None  # (scaled down it could lose bits)
+    if top < 2.0**-900 or top > 2.0**1000:  # (zero: its sign; at the top fsum's partial sums overflow; at the
+        return None  # bottom 2**-exp would not be a double)
     exp = math.frexp(top)[1]  # |x| < 2**exp
+    floor = 2.0 ** (exp - 1000)  # every nonzero value at least this stays a normal number scaled by 2**-exp
+    small = np.abs(x) < floor
+    if bool(small.any()) and bool((x[small] != 0).any()):
+        return None  # (scaled down it would lose bits; one that small is past the digits below anyway)
     rest = x * 2.0**-exp
     digits = np.empty_like(rest)
     levels: list[int] = []
     for _ in range(12):
         rest *= 2.0**26
-        np.floor(rest, out=digits)
+        np.trunc(rest, out=digits)  # (toward zero: the remainder keeps its sign and is exact)
         rest -= digits
         levels.append(int(digits.sum()))
         if not rest.any():
