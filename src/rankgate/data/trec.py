@@ -89,11 +89,12 @@ _PIECE = 1 << 30
 """Bytes per call of the compiled reader at most: the ids of one piece fit int32 offsets."""
 
 
-def _mapped(path: str, *, populate: bool) -> tuple[Any, int, bytes] | None:
+def _mapped(path: str, *, populate_below: int) -> tuple[Any, int, bytes] | None:
     """(the file mapped read-only, its size, its column delimiter) for the compiled line reader; None
     when the reader is not built, the file is compressed, empty (or a pipe), starts with a comment, or
-    cannot be mapped (the other readers then read it, or say why they cannot). ``populate``: map every
-    page in one call where the system offers it, rather than a page fault per page."""
+    cannot be mapped (the other readers then read it, or say why they cannot). A file of fewer than
+    ``populate_below`` bytes has every page mapped in one call where the system offers it, rather than
+    a page fault per page (a larger one is read in parts whose pages are let go)."""
     from .._accel import reader
 
     if reader is None or path.endswith(".gz") or is_gzip(path):
@@ -109,7 +110,7 @@ def _mapped(path: str, *, populate: bool) -> tuple[Any, int, bytes] | None:
             if size == 0:  # (also pipes and other files without a size)
                 return None
             if hasattr(mmap, "MAP_SHARED"):  # POSIX
-                flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+                flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if size < populate_below else 0)
                 mm = mmap.mmap(fh.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
             else:
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -130,12 +131,11 @@ def _mapped_lines(
     """
     import mmap
 
-    size = _file_size(path)
-    release = size >= _RELEASE_FROM and hasattr(mmap, "MADV_DONTNEED")
-    opened = _mapped(path, populate=not release)
+    opened = _mapped(path, populate_below=_RELEASE_FROM)
     if opened is None:
         return None
     mm, size, delim = opened
+    release = size >= _RELEASE_FROM and hasattr(mmap, "MADV_DONTNEED")
     try:
         pieces = max(-(-size // _PIECE), 2 if size > 1 << 23 else 1)
         if release:  # pieces whose pages are let go once read: the file is not held in memory whole
@@ -149,13 +149,6 @@ _RELEASE_FROM = 1 << 27
 """Bytes from which a file read whole is read in pieces of :data:`_RELEASE_PIECE` whose pages are let go
 once read (as the blocks of a run read block by block are)."""
 _RELEASE_PIECE = 1 << 25
-
-
-def _file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def _read_span(
@@ -255,7 +248,7 @@ def trec_run_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterato
 
     if not hasattr(mmap, "MADV_DONTNEED"):  # (pages are let go block by block)
         return None
-    opened = _mapped(path, populate=False)
+    opened = _mapped(path, populate_below=0)
     if opened is None:
         return None
     mm, size, delim = opened
