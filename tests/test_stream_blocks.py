@@ -111,15 +111,11 @@ def _same(a, b) -> None:
     assert engine.ties_lines(a) == engine.ties_lines(b)
 
 
-@settings(max_examples=examples(25), deadline=None)
-@given(seed=st.integers(0, 10**6), trec_mode=st.sampled_from([(False, False), (True, False), (True, True)]),
-       ties=st.sampled_from([None, "id", "input"]))
-def test_blocks_give_the_whole_runs_result(tmp_path_factory, seed, trec_mode, ties) -> None:
-    tmp_path = tmp_path_factory.mktemp("blocks")
-    gold, run = _write(tmp_path, seed)
+def _blocks_and_whole(gold, run, **kw):
+    """The run evaluated by blocks and read whole: the same result (checked here), then (what each block
+    evaluation returned, the whole result); or the same error (checked), then None."""
     with pytest.MonkeyPatch.context() as mp:
         calls = _spied(mp)
-        kw = {"metrics": METRICS, "trec": trec_mode[0], "complete": trec_mode[1], "ties": ties}
         try:
             streamed = engine.evaluate(str(gold), str(run), **kw)
         except InputError as exc:  # e.g. no query shared: the whole run's reading names it
@@ -127,9 +123,22 @@ def test_blocks_give_the_whole_runs_result(tmp_path_factory, seed, trec_mode, ti
             with pytest.raises(InputError) as whole_exc:
                 _whole(mp, gold, run, **kw)
             assert str(whole_exc.value) == str(exc)
-            return
+            return None
         whole = _whole(mp, gold, run, **kw)
     _same(streamed, whole)
+    return calls, whole
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(seed=st.integers(0, 10**6), trec_mode=st.sampled_from([(False, False), (True, False), (True, True)]),
+       ties=st.sampled_from([None, "id", "input"]))
+def test_blocks_give_the_whole_runs_result(tmp_path_factory, seed, trec_mode, ties) -> None:
+    tmp_path = tmp_path_factory.mktemp("blocks")
+    gold, run = _write(tmp_path, seed)
+    got = _blocks_and_whole(gold, run, metrics=METRICS, trec=trec_mode[0], complete=trec_mode[1], ties=ties)
+    if got is None:
+        return
+    calls, whole = got
     if calls[0] is None:  # read whole: only when nothing relevant was retrieved anywhere
         assert not whole.first_relevant_rank.any()
     else:
@@ -378,19 +387,10 @@ def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, s
     gold, trec_run = _write(tmp_path, seed)
     odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "rank": 1}]}'
     run = _as_jsonl(trec_run, odd_line=odd if shape == "odd" else None, repeat_query=shape == "repeat")
-    with pytest.MonkeyPatch.context() as mp:
-        calls = _spied(mp)
-        kw = {"metrics": METRICS, "ties": ties}
-        try:
-            streamed = engine.evaluate(str(gold), str(run), **kw)
-        except InputError as exc:
-            assert calls == [None]
-            with pytest.raises(InputError) as whole_exc:
-                _whole(mp, gold, run, **kw)
-            assert str(whole_exc.value) == str(exc)
-            return
-        whole = _whole(mp, gold, run, **kw)
-    _same(streamed, whole)
+    got = _blocks_and_whole(gold, run, metrics=METRICS, ties=ties)
+    if got is None:
+        return
+    calls, whole = got
     if shape != "plain":
         assert calls == [None]  # (the odd line or the repeated query: read whole)
     elif calls[0] is None:
