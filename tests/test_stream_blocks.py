@@ -480,3 +480,43 @@ def test_read_ahead_reads_in_order_and_stops_after_a_part_given_up() -> None:
         assert next(parts) == (0, True)
     assert sorted(reads) == [0, 1]  # the read ahead finished before the close returned
     assert list(read_ahead(0, read, lambda x: True)) == []
+
+
+@pytest.mark.parametrize("mapped_from", [0, 1 << 62])
+def test_recorded_digests_are_the_files_bytes_hashed_mapped_or_read(tmp_path, monkeypatch, mapped_from) -> None:
+    """A large input is hashed from a map of it, a small one read: either way summary.json records
+    the sha256 of the file's bytes, and a dataset in shards is hashed as its shards' bytes in order."""
+    import hashlib
+
+    from rankgate.data import source
+    from rankgate.data.inputs import sha256_files
+
+    monkeypatch.setattr(source, "_HASH_MAPPED_FROM", mapped_from)
+    gold, run = _write(tmp_path, 5)
+    out = tmp_path / "out"
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "ndcg@10", "--out", str(out),
+                 "--resamples", "0"]) == 0
+    inputs = json.loads((out / "summary.json").read_text())["inputs"]
+    assert inputs["gold"]["sha256"] == hashlib.sha256(gold.read_bytes()).hexdigest()
+    assert inputs["run"]["sha256"] == hashlib.sha256(run.read_bytes()).hexdigest()
+    empty = tmp_path / "empty.trec"
+    empty.write_bytes(b"")  # (an empty file cannot be mapped)
+    assert sha256_files([str(run), str(empty), str(gold)]) == \
+        hashlib.sha256(run.read_bytes() + gold.read_bytes()).hexdigest()
+
+
+def test_fixed_width_ids_are_scored_without_importing_pyarrow_compute(tmp_path) -> None:
+    """Ids of one prefix and width (``doc_000123``, what most producers write) are parsed to numbers:
+    the TREC path needs none of pyarrow.compute, whose import is a tenth of a small run's start-up."""
+    import subprocess
+    import sys
+
+    gold, run = tmp_path / "qrels.trec", tmp_path / "run.trec"
+    gold.write_text("".join(f"q{q} 0 doc_{q * 7 + d:06d} {d % 3}\n" for q in range(30) for d in range(4)))
+    run.write_text("".join(f"q{q} Q0 doc_{q * 5 + d:06d} {d + 1} {1 - d / 10} sys\n" for q in range(32) for d in range(9)))
+    code = ("import sys; from rankgate.cli import main; "
+            f"rc = main(['evaluate', '--gold', {str(gold)!r}, '--run', {str(run)!r}, '-m', {METRICS!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}]); "
+            "print(rc, 'pyarrow.compute' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-2:] == ["0", "False"]

@@ -684,10 +684,14 @@ class _GoldParts:
         if self.order is not None:
             rows = self.order[rows]
         sel = idx.tolist()
+        if self.order is None and total and int(rows[-1]) - int(rows[0]) == total - 1:
+            j_doc = g.j_doc.slice(int(rows[0]), total)  # (usual: the block's judgements are one stretch)
+        else:
+            j_doc = g.j_doc.take(arrow_of(rows))
         return Gold(
             query_ids=[g.query_ids[i] for i in sel],
             j_query=np.repeat(np.arange(idx.size, dtype=np.int64), lens),
-            j_doc=g.j_doc.take(arrow_of(rows)),
+            j_doc=j_doc,
             j_grade=g.j_grade[rows],
             fields={name: [col[i] for i in sel] for name, col in g.fields.items()},
             source=g.source,

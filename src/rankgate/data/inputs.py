@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from functools import partial
 from typing import Any
 
 from ..errors import InputError
-from .source import sha256_file, text_lines
+from .source import hash_file_into, sha256_file, text_lines
 
 __all__ = ["beir_folder", "beir_query_texts", "gold_files", "hashed", "read_query_texts", "run_files", "sha256_files"]
 
@@ -192,9 +191,7 @@ def sha256_files(paths: list[str]) -> str:
 
     h = hashlib.sha256()
     for p in paths:
-        with open(p, "rb") as fh:
-            for block in iter(partial(fh.read, 1 << 22), b""):
-                h.update(block)
+        hash_file_into(h, p)
     return h.hexdigest()
 
 

@@ -24,7 +24,7 @@ import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from ..errors import InputError
 
@@ -205,10 +205,43 @@ def first_byte(path: str) -> bytes:
 
 def sha256_file(path: str) -> str:
     h = hashlib.sha256()
+    hash_file_into(h, path)
+    return h.hexdigest()
+
+
+_HASH_MAPPED_FROM = 1 << 24  # bytes from which a regular file is hashed from maps of it
+_HASH_WINDOW = 1 << 24  # bytes mapped at a time (a multiple of any page size)
+
+
+def hash_file_into(h: Any, path: str) -> None:
+    """Feed a file's bytes to ``h``. A large regular file is hashed from read-only maps of it, a
+    window at a time (so that its pages never count as this process's memory all at once), not
+    copied into buffers first: the copy cost a seventh of hashing a 360 MB run."""
     with open(path, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if info.st_size >= _HASH_MAPPED_FROM and stat.S_ISREG(info.st_mode) and _hash_mapped(h, fh.fileno(), info.st_size):
+            return
         for block in iter(lambda: fh.read(1 << 22), b""):
             h.update(block)
-    return h.hexdigest()
+
+
+def _hash_mapped(h: Any, fd: int, size: int) -> bool:
+    """``size`` bytes of ``fd`` into ``h`` from maps of it; False, with nothing fed, when the file
+    system cannot map the file (it is then read)."""
+    import mmap
+
+    at = 0
+    while at < size:
+        try:
+            window = mmap.mmap(fd, min(_HASH_WINDOW, size - at), access=mmap.ACCESS_READ, offset=at)
+        except (OSError, ValueError):
+            if at:
+                raise
+            return False
+        with window:
+            h.update(window)
+        at += _HASH_WINDOW
+    return True
 
 
 @contextmanager
