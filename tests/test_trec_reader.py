@@ -161,6 +161,24 @@ def test_runs_read_as_the_general_reader_reads_them(tmp_path_factory, rows, deli
         assert _columns(path, "run", monkeypatch, general=False) == _columns(path, "run", monkeypatch, general=True)
 
 
+@needs_reader
+@pytest.mark.parametrize("last_newline", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 7, 40])
+def test_the_shortest_lines_fit_the_rows_a_piece_is_given(tmp_path, monkeypatch, n, last_newline) -> None:
+    """A piece read without counting its lines first is given room for one row per 2 * ncols bytes:
+    exactly enough for lines of one-byte fields (also without the last newline), and none declined."""
+    text = "".join(f"{i % 10} Q {i % 7} {i % 3} {i % 9} t\n".replace(" Q ", " 0 ") for i in range(n))
+    path = tmp_path / "run.trec"
+    path.write_bytes((text if last_newline else text[:-1]).encode())
+    got = trec._mapped_lines(str(path), 6, 4, 0)
+    assert got is not None and len(got[1]) == n
+    assert _columns(path, "run", monkeypatch, general=False) == _columns(path, "run", monkeypatch, general=True)
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_bytes("".join(f"{i % 10} 0 {i % 7} {i % 3}\n" for i in range(n)).encode()[: None if last_newline else -1])
+    got = trec._mapped_lines(str(qrels), 4, 3, 1)
+    assert got is not None and len(got[1]) == n
+
+
 _ODD_BYTES = [bytes([b]) for b in (0x00, 0x09, 0x0b, 0x0d, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0xa0, 0xff)] + [b"\xc3\xa9"]
 
 

@@ -195,8 +195,14 @@ def _read_span(
         let_go(i)
         return n
 
-    bounds = run_all(count)
-    bounds[-1] += 1  # the last line may have no newline
+    if len(spans) == 1:
+        # One piece: no count, its rows are at most one per 2 * ncols bytes (ncols non-empty fields,
+        # each followed by a separator or the line's end). The arrays are that long, but only the
+        # pages the rows are written to are ever taken from the system.
+        bounds = [(hi_byte - lo_byte) // (2 * ncols) + 1]
+    else:
+        bounds = run_all(count)
+        bounds[-1] += 1  # the last line may have no newline
     starts = np.concatenate(([0], np.cumsum(bounds))).tolist()
     codes = np.empty(starts[-1], dtype=np.int32)
     values = np.empty(starts[-1], dtype=np.float64 if value_kind == 0 else np.int64)
