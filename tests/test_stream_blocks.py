@@ -520,3 +520,37 @@ def test_fixed_width_ids_are_scored_without_importing_pyarrow_compute(tmp_path) 
             "print(rc, 'pyarrow.compute' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split()[-2:] == ["0", "False"]
+
+
+def test_a_file_hashed_ahead_gives_its_digest_once_and_never_a_stale_one(tmp_path, monkeypatch) -> None:
+    """hash_ahead hashes large regular files on threads before the command's imports; sha256_file
+    takes each digest once, and only while the file is as it was (a changed file is hashed again).
+    Pipes and folders are left alone (a pipe hashed ahead would be drained), and at most a few
+    digests wait to be asked for."""
+    import hashlib
+    import os
+
+    from rankgate.data import source
+
+    monkeypatch.setattr(source, "_AHEAD_FROM", 10)
+    monkeypatch.setattr(source, "_ahead", {})
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q1 Q0 d1 1 2.0 x\n" * 50)
+    source.hash_ahead([str(path), str(tmp_path), str(tmp_path / "missing")])
+    assert len(source._ahead) == 1
+    assert source.sha256_file(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert not source._ahead  # (taken)
+    source.hash_ahead([str(path)])
+    source._ahead[next(iter(source._ahead))]()  # (let the thread finish first)
+    source.hash_ahead([str(path)])  # (again: still one entry)
+    assert len(source._ahead) == 1
+    path.write_bytes(b"q1 Q0 d2 1 2.0 x\n" * 50)  # same size, new bytes
+    os.utime(path, ns=(10**18, 10**18))
+    assert source.sha256_file(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    source.hash_ahead([str(fifo)])  # (would block on opening it, were it opened)
+    for i in range(20):
+        (tmp_path / f"f{i}").write_bytes(b"x" * 20 + bytes([i]))
+        source.hash_ahead([str(tmp_path / f"f{i}")])
+    assert len(source._ahead) == source._AHEAD_KEPT

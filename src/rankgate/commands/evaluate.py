@@ -77,6 +77,9 @@ def request(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data.source import hash_ahead
+
+    hash_ahead([args.gold, args.run])  # on the core the imports below leave free
     req = request(args)
     v0 = args.layout == "v0"
     if args.out:

@@ -100,6 +100,9 @@ def request(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report; exit 0 even when the gate fails (``rankgate gate`` is the one that blocks)."""
+    from ..data.source import hash_ahead
+
+    hash_ahead([args.gold, args.run])  # on the core the imports below leave free
     from ..atomic import check_file, check_not_input, write_text
     from ..flows.report import run_report
     from ..report.abstention import load_abstention

@@ -21,6 +21,7 @@ import hashlib
 import io
 import os
 import stat
+import threading
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
@@ -204,9 +205,79 @@ def first_byte(path: str) -> bytes:
 
 
 def sha256_file(path: str) -> str:
+    ahead = _taken_ahead(path)
+    if ahead is not None:
+        digest = ahead()
+        if digest is not None:
+            return digest
     h = hashlib.sha256()
     hash_file_into(h, path)
     return h.hexdigest()
+
+
+_AHEAD_FROM = 1 << 22
+"""Bytes from which :func:`hash_ahead` hashes a file (a smaller one costs less than a thread)."""
+_AHEAD_KEPT = 8
+"""Files hashed ahead that no one has asked for yet, at most (the oldest are forgotten)."""
+_ahead: dict[tuple[int, ...], Any] = {}
+_ahead_lock = threading.Lock()
+
+
+def _file_key(info: os.stat_result) -> tuple[int, ...]:
+    """What names one version of a file: the same key after a change is not to be expected."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def hash_ahead(paths: list[Any]) -> None:
+    """Start hashing the large regular files among ``paths`` now, each on a thread of its own, for
+    :func:`sha256_file` to take up later. A command calls it before its heavy imports, which keep
+    one core busy for a quarter of a second while the other would wait. Anything else (a pipe, a
+    folder, a missing file, a small file) is left to be hashed where it is read."""
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except (OSError, TypeError, ValueError):
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_size < _AHEAD_FROM:
+            continue
+        key = _file_key(info)
+        done = threading.Event()
+        box: list[str | None] = [None]
+
+        def work(path: Any = path, done: threading.Event = done, box: list[str | None] = box) -> None:
+            try:
+                h = hashlib.sha256()
+                hash_file_into(h, os.fspath(path))
+                box[0] = h.hexdigest()
+            except BaseException:  # (hashed again where it is asked for, and any error raised there)
+                pass
+            finally:
+                done.set()
+
+        def result(done: threading.Event = done, box: list[str | None] = box) -> str | None:
+            done.wait()
+            return box[0]
+
+        with _ahead_lock:
+            if key in _ahead:
+                continue
+            while len(_ahead) >= _AHEAD_KEPT:
+                _ahead.pop(next(iter(_ahead)))
+            _ahead[key] = result
+        threading.Thread(target=work, daemon=True, name="rankgate-hash-ahead").start()
+
+
+def _taken_ahead(path: str) -> Any:
+    """The digest (a function to wait for it) of the file at ``path`` as it is now, when it was
+    hashed ahead; None otherwise. Each is handed out once."""
+    if not _ahead:
+        return None
+    try:
+        info = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    with _ahead_lock:
+        return _ahead.pop(_file_key(info), None)
 
 
 _HASH_MAPPED_FROM = 1 << 24  # bytes from which a regular file is hashed from maps of it
