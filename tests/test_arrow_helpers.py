@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.data.arrow import code_counts, take_rows
+from rankgate.data.arrow import code_counts, none_contains, take_rows
 
 from .conftest import examples
 
@@ -79,3 +79,21 @@ def test_exact_mean_sees_a_tiny_value_that_breaks_a_tie() -> None:
                    [2.0**40, 2.0**-13, 2.0**-250]):
         x = np.asarray(values + [0.0] * 600)
         assert exact_mean(x) == math.fsum(x.tolist()) / x.size, values
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.lists(st.text(alphabet="ab#é", max_size=5), max_size=6), min_size=1, max_size=4),
+       st.text(alphabet="ab#é", min_size=1, max_size=3), st.integers(0, 2), st.booleans())
+def test_none_contains_is_never_wrong_when_it_says_none(chunks: list[list[str]], text: str, cut: int, large: bool) -> None:
+    """True only when no string holds the text (in chunks, sliced, of either offset width); when it
+    says False, the text is in a string or spans two neighbours in the data buffer."""
+    kind = pa.large_string() if large else pa.string()
+    column = pa.chunked_array([pa.array(c, type=kind).slice(min(cut, len(c))) for c in chunks], type=kind)
+    values = [v for c in column.chunks for v in c.to_pylist()]
+    if none_contains(column, text):
+        assert not any(text in v for v in values)
+    else:
+        assert any(text in "".join(c.to_pylist()) for c in column.chunks)
+    assert none_contains(column.combine_chunks(), text) == (not any(text in v for v in values)) or \
+        text in "".join(values)
+    assert not none_contains(pa.array([1, 2]), text)  # (not strings: not known)

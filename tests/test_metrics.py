@@ -130,6 +130,32 @@ def test_kernel_equals_reference(data):
                 assert got == pytest.approx(want, abs=1e-12), (spec, g["query_id"], got, want)
 
 
+@pytest.mark.parametrize("sep", ["#", "", "c", "oc1", "1#c"])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=queries(), doc_level=st.booleans())
+def test_parent_documents_with_or_without_the_separator_in_the_ids(data, sep, doc_level):
+    """distinct_docs and redundancy take each id as its own document without looking at the ids when
+    no ranked id holds the separator (or there is none); the same values as mapping every id."""
+    gold, run = data
+    for rec in gold:  # ids without "#": the default separator is then in no id
+        rec["relevant_chunks"] = [dict(j, chunk_id=j["chunk_id"].replace("#", "_")) for j in rec["relevant_chunks"]]
+    for rec in run:
+        rec["topk"] = [dict(it, chunk_id=it["chunk_id"].replace("#", "_")) for it in rec["topk"]]
+    specs = ["distinct_docs@4", "redundancy@4", "distinct_docs@2", "recall@5"]
+    doc_level = doc_level and sep != ""  # (the document level needs a separator)
+    result = rankgate.evaluate(gold, run, specs, k=3, doc_sep=sep, level="doc" if doc_level else "chunk", ties="id")
+    runs = {r["query_id"]: r for r in run}
+    for i, g in enumerate(gold):
+        rec = runs.get(g["query_id"])
+        parents = [it["chunk_id"].split(sep, 1)[0] if sep else it["chunk_id"]
+                   for it in (ranked(rec["topk"]) if rec else [])]
+        if doc_level:  # ranked by each document's first chunk
+            parents = list(dict.fromkeys(parents))
+        want = float(len(set(parents[:4])))
+        assert result["distinct_docs@4"][i] == want, (sep, parents)
+        assert result["distinct_docs@2"][i] == float(len(set(parents[:2])))
+
+
 @settings(max_examples=examples(100), deadline=None)
 @given(queries(), st.randoms(use_true_random=False))
 def test_bounded_and_invariant_to_input_order(data, rnd):

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from .constraints import K, check
 from .data import Gold, Run, load_gold, load_run
-from .data.arrow import arrow_of, np_of, strings_of, take_rows
+from .data.arrow import arrow_of, none_contains, np_of, strings_of, take_rows
 from .data.ids import item_codes_ordered, segment_duplicates
 from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ties, tie_effect
 from .errors import InputError, RankgateError, UsageError
@@ -174,7 +174,12 @@ def doc_mapper(sep: str, mapping: dict[str, str] | None) -> Callable[[str], str]
     if mapping is not None:
         return lambda chunk: mapping.get(chunk, chunk)
     if not sep:
-        return lambda chunk: chunk
+        def same(chunk: str) -> str:
+            return chunk
+
+        same.own_document = True  # type: ignore[attr-defined]  # every chunk is its own document
+        return same
+
     def before_sep(chunk: str) -> str:
         return chunk.split(sep, 1)[0]
 
@@ -432,6 +437,7 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
         items={name: items(name) for name in r.items},
         queries=queries,
         doc_of=doc_of,
+        ids_lack=lambda text: none_contains(rows.run_docs, text),
     )
 
 

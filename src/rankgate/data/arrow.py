@@ -55,6 +55,33 @@ def arrow_of(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
 
 
+def none_contains(column: pa.Array | pa.ChunkedArray, text: str) -> bool:
+    """True only when no string of ``column`` contains ``text`` (a non-empty text): its bytes are
+    searched in each chunk's data buffer, the strings back to back. A match that spans two strings
+    (or lies in a null's bytes) gives False, as does a column not of strings: the caller then takes
+    each string as it is."""
+    needle = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    if needle.size == 0:
+        return False
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        if chunk.type not in (pa.string(), pa.large_string()):
+            return False
+        if len(chunk) == 0:
+            continue
+        kind = np.int32 if chunk.type == pa.string() else np.int64
+        bounds = np.frombuffer(chunk.buffers()[1], dtype=kind)[[chunk.offset, chunk.offset + len(chunk)]]
+        data = chunk.buffers()[2]
+        if data is None:
+            continue
+        hay = np.frombuffer(data, dtype=np.uint8)[int(bounds[0]) : int(bounds[1])]
+        at = np.flatnonzero(hay[: hay.size - needle.size + 1] == needle[0])  # candidates, then each next byte
+        for j in range(1, needle.size):
+            at = at[hay[at + j] == needle[j]]
+        if at.size:
+            return False
+    return True
+
+
 def strings_of(values: list[str]) -> pa.Array:
     """An arrow string array from a list of Python strings (no nulls), built from its buffers."""
     encoded = [v.encode("utf-8") for v in values]

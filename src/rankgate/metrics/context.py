@@ -53,6 +53,8 @@ class EvalContext:
     items: dict[str, Callable[[], list[Any]]] = field(default_factory=dict)  # doc_version, text per row
     queries: dict[str, list[Any]] = field(default_factory=dict)  # per-query gold fields
     doc_of: Callable[[str], str] = lambda chunk: chunk
+    # Whether no item id of the ranked rows contains a text (False: some may); None: not known.
+    ids_lack: Callable[[str], bool] | None = None
     cache: dict[Any, Any] = field(default_factory=dict)
 
     # -- shapes ---------------------------------------------------------------------------------
@@ -124,13 +126,32 @@ class EvalContext:
         key = ("distinct_parents", k.tobytes() if k.size and not (k == k[0]).all() else int(k[0]) if k.size else 0)
         if key not in self.cache:
             rows = np.flatnonzero(self.within(k))
-            codes = self.parent_codes(rows)
             q = self.qrow[rows]
+            counted = np.bincount(q, minlength=self.nq).astype(np.int64)
+            if self._own_parents():  # a query's ranked ids are distinct: repeats are refused or dropped
+                self.cache[key] = (counted, counted)
+                return self.cache[key]
+            codes = self.parent_codes(rows)
             width = int(codes.max()) + 1 if codes.size else 1
             pairs = sorted_unique(q * width + codes)
             distinct = np.bincount(pairs // width, minlength=self.nq).astype(np.int64)
-            self.cache[key] = (distinct, np.bincount(q, minlength=self.nq).astype(np.int64))
+            self.cache[key] = (distinct, counted)
         return self.cache[key]
+
+    def _own_parents(self) -> bool:
+        """Whether every ranked id is its own parent document: ``doc_of`` cuts at a separator that no
+        id holds, or keeps every id (``own_document``). Only for ranked rows (``docs_at``), whose ids
+        are distinct within each query."""
+        if self.docs_at is None:
+            return False
+        if getattr(self.doc_of, "own_document", False):
+            return True
+        sep = getattr(self.doc_of, "split_sep", None)
+        if not sep or self.ids_lack is None:
+            return False
+        if ("ids_lack", sep) not in self.cache:
+            self.cache["ids_lack", sep] = bool(self.ids_lack(sep))
+        return bool(self.cache["ids_lack", sep])
 
     # -- cutoffs --------------------------------------------------------------------------------
     def k_for(self, metric: Metric) -> np.ndarray:
