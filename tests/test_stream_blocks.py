@@ -356,14 +356,27 @@ def test_run_in_gold_order_and_a_long_query(tmp_path, monkeypatch, small_blocks)
 
 
 # -- JSONL runs: blocks of whole lines, read by the compiled scanner ------------------------------
-def _as_jsonl(run, *, odd_line: str | None = None, repeat_query: bool = False):
+def _as_jsonl(run, *, odd_line: str | None = None, repeat_query: bool = False, ranks: str | None = None,
+              seed: int = 0):
     """The TREC run as a JSONL run, one line per query in file order (the list in rank order), with
     blank lines and CRLF here and there; ``odd_line``: one more line of another shape near the end;
-    ``repeat_query``: the first query again on the last line."""
+    ``repeat_query``: the first query again on the last line; ``ranks``: items give a ``rank`` (as
+    producers write it: 1, 2, 3…, or shuffled, as floats, 0 and -0; "some": on some items only)."""
+    rng = np.random.default_rng(seed)
     queries: dict[str, list[dict[str, object]]] = {}
     for line in run.read_text().splitlines():
         q, _, d, _, s, _ = line.split()
         queries.setdefault(q, []).append({"chunk_id": d, "score": float(s)})
+    for items in queries.values() if ranks else ():
+        kind = int(rng.integers(0, 5))
+        given = [i + 1 for i in range(len(items))]
+        if kind == 1:
+            rng.shuffle(given)
+        for i, item in enumerate(items):
+            if ranks == "some" and rng.random() < 0.3:
+                continue
+            item["rank"] = (given[i], float(given[i]) / 2, 0 if i == 0 else given[i], -0.0 if i == 0 else -given[i],
+                            given[i])[kind]
     lines = [json.dumps({"query_id": q, "topk": items}) for q, items in queries.items()]
     lines = [ln + ("\r" if i % 7 == 3 else "") + ("\n\n" if i % 5 == 2 else "") for i, ln in enumerate(lines)]
     if odd_line is not None:
@@ -378,20 +391,22 @@ def _as_jsonl(run, *, odd_line: str | None = None, repeat_query: bool = False):
 
 @settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.sampled_from([None, "id", "input"]),
-       shape=st.sampled_from(["plain", "odd", "repeat"]))
+       shape=st.sampled_from(["plain", "odd", "repeat", "ranked", "some ranked"]))
 def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, shape) -> None:
     """Blocks read by the scanner against the whole file read by the line-by-line parser (a small
     file's reader): the same result, or the same error; a block the scanner declines, or a query on
-    two lines, sends the file to the whole read."""
+    two lines, sends the file to the whole read. Items that give their rank are read by the scanner
+    (under ``--ties input`` a query whose items all have one is ordered by it)."""
     tmp_path = tmp_path_factory.mktemp("jblocks")
     gold, trec_run = _write(tmp_path, seed)
-    odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "rank": 1}]}'
-    run = _as_jsonl(trec_run, odd_line=odd if shape == "odd" else None, repeat_query=shape == "repeat")
+    odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "text": "a chunk"}]}'
+    run = _as_jsonl(trec_run, odd_line=odd if shape == "odd" else None, repeat_query=shape == "repeat",
+                    ranks={"ranked": "all", "some ranked": "some"}.get(shape), seed=seed)
     got = _blocks_and_whole(gold, run, metrics=METRICS, ties=ties)
     if got is None:
         return
     calls, whole = got
-    if shape != "plain":
+    if shape in ("odd", "repeat"):
         assert calls == [None]  # (the odd line or the repeated query: read whole)
     elif calls[0] is None:
         assert not whole.first_relevant_rank.any()

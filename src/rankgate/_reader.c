@@ -26,7 +26,7 @@
  * threads can read two halves of one file.
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
- *              data) -> (items, data_bytes, newlines, query_ids, counts, lines) | None
+ *              data[, rank_keys, ranks]) -> (items, data_bytes, newlines, query_ids, counts, lines, ranked) | None
  *
  * Parses buf[start:end) as JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>":
  * "<id>", "<value key>": <number>}, ...]}, each key one of its tuple (of str), each exactly once in
@@ -37,7 +37,9 @@
  * as read_lines writes them; offsets one longer than values); returned: per query (in line order) its
  * id, its number of items (counts, int64 bytes) and its 1-based line within the region (lines, int64
  * bytes); newlines, the region's line breaks. Anything else returns None: the caller's other readers
- * take the file. Repeated query ids are for the caller to find.
+ * take the file. Repeated query ids are for the caller to find. With ranks (float64, as long as values),
+ * an item may also hold one rank key (rank_keys), any finite number read as value_kind 0 reads it,
+ * into ranks; an item without one gets NaN; ranked counts the items with one.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -618,9 +620,11 @@ static int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
 static unsigned char plain[256];
 
 typedef struct {
-    keys_t qkeys, lkeys, ikeys, vkeys;
+    keys_t qkeys, lkeys, ikeys, vkeys, rkeys;
     int value_kind; /* 0: any JSON number, as a double; 1: an integer literal, as int64 */
     void *values;
+    double *ranks;       /* an item's rank (rkeys), NaN where it has none; NULL: no rank key is read */
+    Py_ssize_t ranked;   /* items with a rank */
     int32_t *offsets;
     unsigned char *data;
     Py_ssize_t max_items, max_data;
@@ -665,11 +669,11 @@ static void jjob_free(jjob_t *j) {
     free(j->tail);
 }
 
-/* The JSON number at *pp into values[row]; *pp moves past it. What Python's json module gives, then
+/* The JSON number at *pp into *out (kind 0: a double, 1: an int64); *pp moves past it. What Python's json module gives, then
  * float() (runs) or int() (grades): correctly rounded; an integer literal's zero is +0.0 ("-0" is
  * the int 0); not finite, another notation, or (value_kind 1) not an integer of at most 18 digits:
  * IRREGULAR. */
-static int json_number(jjob_t *j, const unsigned char **pp, Py_ssize_t row) {
+static int json_number(jjob_t *j, const unsigned char **pp, int kind, void *out) {
     const unsigned char *p = *pp, *const s = p;
     int is_int = 1;
     if (*p == '-') p++;
@@ -699,17 +703,17 @@ static int json_number(jjob_t *j, const unsigned char **pp, Py_ssize_t row) {
     if (p - s > 64) return IRREGULAR;
     const int32_t n = (int32_t)(p - s);
     *pp = p;
-    if (j->value_kind == 0) {
+    if (kind == 0) {
         double v;
         int rc = parse_double(s, n, &v);
         if (rc == 1) rc = slow_double(&j->thread, s, n, &v);
         if (rc != 0 || !isfinite(v)) return IRREGULAR;
         if (is_int && v == 0.0) v = 0.0;
-        ((double *)j->values)[row] = v;
+        *(double *)out = v;
     } else {
         int64_t v;
         if (!is_int || parse_int(s, n, &v) != 0) return IRREGULAR;
-        ((int64_t *)j->values)[row] = v;
+        *(int64_t *)out = v;
     }
     return OK;
 }
@@ -763,7 +767,8 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
             if (*p != '{' || row >= j->max_items) return IRREGULAR;
             p++;
             SKIP_WS(p);
-            int have_id = 0, have_value = 0, more;
+            int have_id = 0, have_value = 0, have_rank = 0, more;
+            if (j->ranks) j->ranks[row] = NAN;
             do {
                 const unsigned char *k;
                 Py_ssize_t kl;
@@ -771,8 +776,16 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 if (key_in(&j->vkeys, k, kl)) {
                     if (have_value) return IRREGULAR;
                     have_value = 1;
-                    const int rc = json_number(j, &p, row);
+                    const int rc = json_number(j, &p, j->value_kind,
+                                               j->value_kind == 0 ? (void *)((double *)j->values + row)
+                                                                  : (void *)((int64_t *)j->values + row));
                     if (rc != OK) return rc;
+                } else if (j->ranks && key_in(&j->rkeys, k, kl)) { /* a rank: any number, as float() gives it */
+                    if (have_rank) return IRREGULAR;
+                    have_rank = 1;
+                    const int rc = json_number(j, &p, 0, j->ranks + row);
+                    if (rc != OK) return rc;
+                    j->ranked++;
                 } else if (key_in(&j->ikeys, k, kl)) {
                     if (have_id || *p != '"') return IRREGULAR;
                     have_id = 1;
@@ -892,29 +905,35 @@ static int parse_keys(PyObject *tuple, keys_t *keys) {
 }
 
 static PyObject *read_jsonl(PyObject *self, PyObject *args) {
-    PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data;
+    PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data, *o_rkeys = NULL, *o_ranks = Py_None;
     Py_ssize_t start, stop;
     int value_kind;
-    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2], &o_keys[3],
-                          &value_kind, &o_values, &o_offsets, &o_data))
+    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OO", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
+                          &o_keys[3], &value_kind, &o_values, &o_offsets, &o_data, &o_rkeys, &o_ranks))
         return NULL;
     jjob_t job;
     memset(&job, 0, sizeof(job));
     keys_t *keys[4] = {&job.qkeys, &job.lkeys, &job.ikeys, &job.vkeys};
     for (int i = 0; i < 4; i++)
         if (parse_keys(o_keys[i], keys[i]) < 0) return NULL;
+    const int with_ranks = o_ranks != Py_None;
+    if (with_ranks && (!o_rkeys || parse_keys(o_rkeys, &job.rkeys) < 0)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "read_jsonl: ranks need rank keys");
+        return NULL;
+    }
     if (value_kind < 0 || value_kind > 1) {
         PyErr_SetString(PyExc_ValueError, "read_jsonl: value_kind is 0 (float64) or 1 (int64)");
         return NULL;
     }
-    Py_buffer views[4];
-    PyObject *objs[4] = {o_buf, o_values, o_offsets, o_data};
-    const Py_ssize_t sizes[4] = {1, 8, 4, 1};
+    Py_buffer views[5];
+    PyObject *objs[5] = {o_buf, o_values, o_offsets, o_data, o_ranks};
+    const Py_ssize_t sizes[5] = {1, 8, 4, 1, 8};
+    const int nviews = with_ranks ? 5 : 4;
     PyObject *result = NULL;
-    int got = get_buffers(objs, views, sizes, 4, "read_jsonl");
-    if (got < 4) goto done;
+    int got = get_buffers(objs, views, sizes, nviews, "read_jsonl");
+    if (got < nviews) goto done;
     if (start < 0 || stop < start || stop > views[0].len || views[2].len / 4 != views[1].len / 8 + 1 ||
-        views[3].len < 16) {
+        views[3].len < 16 || (with_ranks && views[4].len != views[1].len)) {
         PyErr_SetString(PyExc_ValueError, "read_jsonl: inconsistent shapes");
         goto done;
     }
@@ -924,6 +943,7 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     job.data = (unsigned char *)views[3].buf;
     job.max_items = views[1].len / 8;
     job.max_data = views[3].len - 16;
+    job.ranks = with_ranks ? (double *)views[4].buf : NULL;
     job.offsets[0] = 0;
     job.thread = PyEval_SaveThread();
     const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
@@ -945,9 +965,9 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
             PyList_SET_ITEM(ids, i, s);
         }
         if (ids) /* (no query: empty bytes, not the None that y# makes of a NULL pointer) */
-            result = Py_BuildValue("nnLNy#y#", job.items, job.data_len, (long long)job.newlines, ids,
+            result = Py_BuildValue("nnLNy#y#n", job.items, job.data_len, (long long)job.newlines, ids,
                                    nq ? (const char *)job.counts : "", (Py_ssize_t)(nq * 8),
-                                   nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8));
+                                   nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8), job.ranked);
     }
     jjob_free(&job); /* (after the ids: one may live in the copied line) */
 done:
@@ -961,8 +981,9 @@ static PyMethodDef methods[] = {
      "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
      " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
     {"read_jsonl", read_jsonl, METH_VARARGS,
-     "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data)"
-     " -> (items, data_bytes, newlines, query_ids, counts, lines) or None when a line is not of the shape"},
+     "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data"
+     "[, rank_keys, ranks])"
+     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked) or None when a line is not of the shape"},
     {NULL, NULL, 0, NULL},
 };
 

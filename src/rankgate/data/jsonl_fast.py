@@ -435,10 +435,29 @@ class _Scanned(NamedTuple):
     lines: np.ndarray  # 1-based line of each query
     values: np.ndarray  # score (float64) or grade (int64) of each item
     ids: pa.Array | pa.ChunkedArray  # item ids
+    ranks: np.ndarray | None = None  # a run's given rank of each item (NaN: none); None: no item has one
+
+
+RANK_KEYS = ("rank",)
+"""The item key of a given rank in a run (any finite number, as the line-by-line parser reads it)."""
+
+
+def _given_order(got: _Scanned) -> np.ndarray | None:
+    """The run's ``r_order`` from the ranks its items give (as the parser sets it: NaN where an item has
+    none, and only when some item has one); raises _Beyond for a rank the parser refuses."""
+    if got.ranks is None:
+        return None
+    if (np.abs(got.ranks) >= MAX_RANK).any():
+        raise _Beyond
+    return got.ranks
+
+
+class _Beyond(Exception):
+    """A rank of 2^53 or more: the parser names it, so the scanner's read is not used."""
 
 
 def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: tuple[str, ...],
-          value_kind: int) -> _Scanned | None:
+          value_kind: int, *, ranks: bool = False) -> _Scanned | None:
     """The file (as :func:`_mapped` gives it) read by the compiled scanner (``_reader.read_jsonl``), or
     None when it is not built or any line is not exactly of the common shape: one object of a query
     id (a string) and a list (``list_keys``) of objects of an item id (a string) and a number
@@ -447,6 +466,7 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
     printable ASCII without escapes, blank lines and JSON whitespace anywhere a line allows it, and
     no query id twice. On such a file the validating parser can only give this result: every byte is
     ASCII, so each string is its bytes, and each number is converted as Python converts it.
+    ``ranks``: an item may also give its rank (:data:`RANK_KEYS`), read as a score is.
 
     Files over 8 MB are read in pieces cut at line ends, two threads at a time (the scan releases
     the GIL); each piece's item ids are one chunk of the result."""
@@ -467,7 +487,7 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
         return None
 
     def read(span: tuple[int, int]) -> tuple[_Scanned, int] | None:  # (a piece, and how many lines it has)
-        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind)
+        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind, ranks=ranks)
 
     if len(spans) == 1:
         got = [read(spans[0])]
@@ -489,14 +509,17 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
     if len(parts) == 1:
         return parts[0][0]._replace(query_ids=qids)
     first = np.cumsum([0] + [newlines for _, newlines in parts[:-1]]).tolist()  # lines before each piece
+    ranked = any(part.ranks is not None for part, _ in parts)
     return _Scanned(qids, np.concatenate([part.counts for part, _ in parts]),
                     np.concatenate([part.lines + before for (part, _), before in zip(parts, first)]),
                     np.concatenate([part.values for part, _ in parts]),
-                    pa.chunked_array([part.ids for part, _ in parts], type=pa.string()))
+                    pa.chunked_array([part.ids for part, _ in parts], type=pa.string()),
+                    np.concatenate([np.full(part.values.size, np.nan) if part.ranks is None else part.ranks
+                                    for part, _ in parts]) if ranked else None)
 
 
 def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
-               value_kind: int) -> tuple[_Scanned, int] | None:
+               value_kind: int, *, ranks: bool = False) -> tuple[_Scanned, int] | None:
     """The bytes ``[a, b)`` of ``data`` (whole lines) by the compiled scanner (see :func:`_scan`): the
     piece's queries (line numbers counted from its start) and how many line breaks it holds; None when
     it declines."""
@@ -511,15 +534,17 @@ def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], valu
     values = np.empty(bound, dtype=dtype)  # (pages never written are never touched)
     offsets = np.empty(bound + 1, dtype=np.int32)
     ids = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
+    given = np.empty(bound, dtype=np.float64) if ranks else None
+    extra = (RANK_KEYS, given) if ranks else ()
     got = reader.read_jsonl(data, a, b, QUERY_ID_KEYS, list_keys, ITEM_ID_KEYS, value_keys, value_kind,
-                            values, offsets, ids)
+                            values, offsets, ids, *extra)
     if got is None:
         return None
-    items, nbytes, newlines, qids, counts, lines = got
+    items, nbytes, newlines, qids, counts, lines, ranked = got
     chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
                                                         pa.py_buffer(ids[:nbytes])])
     return _Scanned(qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64),
-                    values[:items], chunk), newlines
+                    values[:items], chunk, given[:items] if given is not None and ranked else None), newlines
 
 
 def _line_end(arr: np.ndarray, at: int) -> int:
@@ -536,11 +561,15 @@ def _line_end(arr: np.ndarray, at: int) -> int:
 def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
     """A run of the common shape (``{"query_id": ..., "topk": [{"chunk_id": ..., "score": ...}]}``) by
     the compiled scanner, exactly as :func:`~.jsonl.parse_run_records` builds it; else None."""
-    got = _scan(found, RUN_LIST_KEYS, ("score",), 0)
+    got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True)
     if got is None or got.values.size == 0:
         return None  # (no item at all: the parser gives a run without scores)
+    try:
+        order = _given_order(got)
+    except _Beyond:
+        return None
     return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
-               r_doc=got.ids, r_score=got.values, source=path, query_lines=got.lines)
+               r_doc=got.ids, r_score=got.values, r_order=order, source=path, query_lines=got.lines)
 
 
 _declined_files: set[tuple[str, int, int]] = set()
@@ -599,7 +628,7 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
 
     def read(i: int) -> tuple[_Scanned, int] | None:
         a, b = spans[i]
-        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0)
+        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0, ranks=True)
         lo = a + base - (a + base) % page
         mapped.madvise(mmap.MADV_DONTNEED, lo, b + base - lo)
         return got
@@ -619,9 +648,16 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
             assert got is not None
             part, newlines = got
             if part.query_ids:  # (else blank lines only)
+                try:
+                    order = _given_order(part)
+                except _Beyond:
+                    _declined_files.add(_file_key(path))
+                    yield None
+                    return
                 yield Run(query_ids=part.query_ids,
                           r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
-                          r_doc=part.ids, r_score=part.values, source=path, query_lines=part.lines + lines_before)
+                          r_doc=part.ids, r_score=part.values, r_order=order, source=path,
+                          query_lines=part.lines + lines_before)
             lines_before += newlines
 
 
