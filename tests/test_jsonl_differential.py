@@ -397,3 +397,26 @@ def test_invalid_rich_gold_lines_take_the_parser_which_names_them(line, why, tmp
     assert jsonl_fast.read_gold_fast(path, min_bytes=0, why=reasons) is None
     assert len(reasons) == 1 and why in reasons[0]
     assert _outcome(load_gold, path, fast=True) == _outcome(load_gold, path, fast=False)
+
+
+# Values the compiled scanner passes over without reading them (it records where each one lies and
+# json.loads decodes them all at once): strings holding what ends a value elsewhere, escapes, raw
+# control bytes, bytes that are not UTF-8, tokens JSON has not, two values where one belongs, nesting
+# past the scanner's own limit, a key given twice.
+SKIPPED_VALUES = [b'"a\\"b,}]", "x": 1', b'[1, {"a": [2, 3], "b": "]}"}]', b'"tab\there"', b'1 2', b'', b'1x',
+                  b'tru', b'NaN', b'-Infinity', b'"\\\\"', b'"caf\xc3\xa9 \xe2\x9c\x93"', b'"bad \xff byte"',
+                  b'[' * 70 + b']' * 70, b'[' * 60 + b']' * 60, b'{"a": 1, "a": 2}', b'"\\ud83d\\ude00"',
+                  b'"\\ud800"', b'12345678901234567890123456789', b'1' * 5000, b'{"k": [}]', b'[1,]', b'"\\u00e9"',
+                  b'{}', b'[]', b'null', b'-0', b'-0.0', b'1E5', b'"a\\/b\\b\\f\\n\\r\\t"']
+
+
+@pytest.mark.parametrize("value", SKIPPED_VALUES)
+@pytest.mark.parametrize("twice", [False, True])
+def test_values_the_scanner_passes_over_read_as_the_parser_reads_them(value, twice, tmp_path):
+    lines = [json.dumps(_run_line(i, 1 + i % 4, "scored")).encode() for i in range(N_MIN)]
+    for at in (3, N_MIN - 1):
+        head = lines[at][:-1]
+        lines[at] = head + b', "meta": ' + value + (b', "meta": 7' if twice else b"") + b"}"
+    path = _file(tmp_path, "run.jsonl", lines)
+    slow = _outcome(load_run, path, fast=False)
+    assert _outcome(load_run, path, fast=True) == slow

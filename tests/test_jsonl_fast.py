@@ -34,6 +34,10 @@ SCANNED = {
     "zero ranks": [{"query_id": "q1", "topk": [{"rank": 0, "chunk_id": "a", "score": 1}, {"rank": -0, "chunk_id": "b", "score": 1},
                                               {"rank": -0.0, "chunk_id": "c", "score": 1}, {"rank": -3e2, "chunk_id": "d", "score": 0}]}],
     "scores, no rank": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 2.5}]}],
+    "logged per query": [{"latency_ms": {"retrieve": 35, "rerank": 22.5}, "query_id": "q1", "index_version": "v2",
+                          "topk": [{"rank": 1, "chunk_id": "a", "score": 2.5}], "notes": {"x": [1, "a,\"}"], "y": None}},
+                         {"query_id": "q2", "topk": [{"chunk_id": "b", "score": 1}], "latency_ms": 12.0, "errors": 0},
+                         {"query_id": "q3", "topk": [], "index_version": "v1", "latency_ms": None}],
 }
 CASES.update(SCANNED)
 # Objects and floats are read from the line's bytes, as json.loads gives them (key order, 3 vs 3.0).
@@ -89,7 +93,7 @@ def test_same_run_as_the_validating_parser(case, tmp_path):
 
 
 @pytest.mark.parametrize("case", sorted(SCANNED))
-def test_ranks_beside_scores_are_read_by_the_compiled_scanner(case, tmp_path):
+def test_ranks_and_logged_fields_are_read_by_the_compiled_scanner(case, tmp_path):
     """Not left to pyarrow's parse (five times the CPU): the scanner's own read is the parser's."""
     from rankgate._accel import reader
 
@@ -103,6 +107,7 @@ def test_ranks_beside_scores_are_read_by_the_compiled_scanner(case, tmp_path):
     if slow.r_order is not None:  # (NaN where an item gives no rank; -0.0 kept)
         assert scanned.r_order.tobytes() == slow.r_order.tobytes()
     assert scanned.r_score.tobytes() == slow.r_score.tobytes()
+    assert list(scanned.fields.items()) == list(slow.fields.items())  # (also the columns' order)
 
 
 @pytest.mark.parametrize("case", sorted(DECLINED))

@@ -356,8 +356,26 @@ def test_run_in_gold_order_and_a_long_query(tmp_path, monkeypatch, small_blocks)
 
 
 # -- JSONL runs: blocks of whole lines, read by the compiled scanner ------------------------------
+def _logged(rng, i: int) -> dict[str, object]:
+    """What a retriever logs beside a query's list (as ``rankgate retrieve`` and producers write it):
+    latencies per stage, an index version, counts; some keys missing, null or nested, in any order."""
+    out: dict[str, object] = {}
+    if rng.random() < 0.8:
+        out["latency_ms"] = {"retrieve": int(rng.integers(5, 90)), "rerank": round(float(rng.random()) * 40, 3)} \
+            if i % 3 else float(rng.integers(10, 99))
+    if rng.random() < 0.7:
+        out["index_version"] = ["v2025_06_01", "v2025_07_01"][i % 2]
+    if rng.random() < 0.3:
+        out["errors"] = [None, 0, 2, {"timeout": 1}][i % 4]
+    if rng.random() < 0.2:
+        out["notes"] = {"why": "a \"quoted\", comma'd note, é ✓", "tags": [1, [2, {"x": []}]], "ok": True}
+    keys = list(out)
+    rng.shuffle(keys)
+    return {k: out[k] for k in keys}
+
+
 def _as_jsonl(run, *, odd_line: str | None = None, repeat_query: bool = False, ranks: str | None = None,
-              seed: int = 0):
+              seed: int = 0, logged: bool = False):
     """The TREC run as a JSONL run, one line per query in file order (the list in rank order), with
     blank lines and CRLF here and there; ``odd_line``: one more line of another shape near the end;
     ``repeat_query``: the first query again on the last line; ``ranks``: items give a ``rank`` (as
@@ -377,7 +395,10 @@ def _as_jsonl(run, *, odd_line: str | None = None, repeat_query: bool = False, r
                 continue
             item["rank"] = (given[i], float(given[i]) / 2, 0 if i == 0 else given[i], -0.0 if i == 0 else -given[i],
                             given[i])[kind]
-    lines = [json.dumps({"query_id": q, "topk": items}) for q, items in queries.items()]
+    lines = [json.dumps({"query_id": q, "topk": items}) if not logged else
+             json.dumps(dict([*_logged(rng, i).items(), ("query_id", q), ("topk", items)][::1 if i % 2 else -1]),
+                        ensure_ascii=i % 4 == 0)
+             for i, (q, items) in enumerate(queries.items())]
     lines = [ln + ("\r" if i % 7 == 3 else "") + ("\n\n" if i % 5 == 2 else "") for i, ln in enumerate(lines)]
     if odd_line is not None:
         lines.insert(len(lines) - 1, odd_line)
@@ -391,7 +412,7 @@ def _as_jsonl(run, *, odd_line: str | None = None, repeat_query: bool = False, r
 
 @settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.sampled_from([None, "id", "input"]),
-       shape=st.sampled_from(["plain", "odd", "repeat", "ranked", "some ranked"]))
+       shape=st.sampled_from(["plain", "odd", "repeat", "ranked", "some ranked", "logged"]))
 def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, shape) -> None:
     """Blocks read by the scanner against the whole file read by the line-by-line parser (a small
     file's reader): the same result, or the same error; a block the scanner declines, or a query on
@@ -401,7 +422,7 @@ def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, s
     gold, trec_run = _write(tmp_path, seed)
     odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "text": "a chunk"}]}'
     run = _as_jsonl(trec_run, odd_line=odd if shape == "odd" else None, repeat_query=shape == "repeat",
-                    ranks={"ranked": "all", "some ranked": "some"}.get(shape), seed=seed)
+                    ranks={"ranked": "all", "some ranked": "some"}.get(shape), seed=seed, logged=shape == "logged")
     got = _blocks_and_whole(gold, run, metrics=METRICS, ties=ties)
     if got is None:
         return

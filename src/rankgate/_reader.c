@@ -26,7 +26,8 @@
  * threads can read two halves of one file.
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
- *              data[, rank_keys, ranks]) -> (items, data_bytes, newlines, query_ids, counts, lines, ranked) | None
+ *              data[, rank_keys, ranks, extras]) -> (items, data_bytes, newlines, query_ids, counts, lines, ranked,
+ *              places) | None
  *
  * Parses buf[start:end) as JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>":
  * "<id>", "<value key>": <number>}, ...]}, each key one of its tuple (of str), each exactly once in
@@ -39,7 +40,10 @@
  * bytes); newlines, the region's line breaks. Anything else returns None: the caller's other readers
  * take the file. Repeated query ids are for the caller to find. With ranks (float64, as long as values),
  * an item may also hold one rank key (rank_keys), any finite number read as value_kind 0 reads it,
- * into ranks; an item without one gets NaN; ranked counts the items with one.
+ * into ranks; an item without one gets NaN; ranked counts the items with one. With extras, a line's
+ * object may hold other keys of any value: each is passed over (json_skip) and its place recorded in
+ * places (int64 bytes, five per key: query, key start and end, value start and end, offsets in buf),
+ * for the caller to decode with Python's json module.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -625,6 +629,11 @@ typedef struct {
     void *values;
     double *ranks;       /* an item's rank (rkeys), NaN where it has none; NULL: no rank key is read */
     Py_ssize_t ranked;   /* items with a rank */
+    int extras;          /* other keys of a line's object taken (their places recorded), not refused */
+    int64_t *ex;         /* per other key: query, key start, key end, value start, value end (offsets in buf) */
+    Py_ssize_t nex, excap;
+    const unsigned char *origin; /* where offsets count from in the text scanned now (buf, or the tail copy) */
+    int64_t delta;               /* what the offsets of the text scanned now add (the tail copy's place in buf) */
     int32_t *offsets;
     unsigned char *data;
     Py_ssize_t max_items, max_data;
@@ -662,6 +671,7 @@ static int jjob_grow(jjob_t *j) {
 }
 
 static void jjob_free(jjob_t *j) {
+    free(j->ex);
     free(j->qids);
     free(j->qlens);
     free(j->counts);
@@ -820,6 +830,75 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
     return OK;
 }
 
+#define MAX_SKIP_DEPTH 64 /* other values nest at most this deep here (deeper lines: the parser's to read) */
+
+/* Past the JSON value at *pp, not checked beyond its extent: the caller decodes it with Python's
+ * json module, which refuses what is not one value. Strings are passed with their escapes; a byte
+ * below 0x20 inside one (a line end among them), nesting past MAX_SKIP_DEPTH or a byte that no value
+ * holds outside strings: IRREGULAR. The value ends before spaces and the ',' or '}' after it. */
+static int json_skip(const unsigned char **pp) {
+    const unsigned char *p = *pp, *last = NULL; /* the value's last byte so far */
+    int depth = 0;
+    for (;;) {
+        const unsigned char c = *p;
+        if (c == '"') {
+            p++;
+            for (;;) {
+                if (*p == '\\') {
+                    if (p[1] < 0x20) return IRREGULAR;
+                    p += 2;
+                } else if (*p == '"') {
+                    break;
+                } else if (*p < 0x20) {
+                    return IRREGULAR;
+                } else {
+                    p++;
+                }
+            }
+            last = p++;
+        } else if (c == '[' || c == '{') {
+            if (++depth > MAX_SKIP_DEPTH) return IRREGULAR;
+            last = p++;
+        } else if (c == ']' || c == '}') {
+            if (depth == 0) break;
+            depth--;
+            last = p++;
+        } else if (c == ',') {
+            if (depth == 0) break;
+            p++;
+        } else if (c == ' ' || c == '\t' || c == '\r') {
+            p++;
+        } else if (c == ':' || c == '+' || c == '-' || c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+                   (c >= 'A' && c <= 'Z')) {
+            last = p++;
+        } else {
+            return IRREGULAR; /* (a line end, a control byte, anything else outside a string) */
+        }
+    }
+    if (!last || depth != 0) return IRREGULAR;
+    *pp = last + 1;
+    return OK;
+}
+
+/* The places of another key of query q's object: its name [k, k + kl) and its value [v, ve). */
+static int record_extra(jjob_t *j, Py_ssize_t q, const unsigned char *k, Py_ssize_t kl, const unsigned char *v,
+                        const unsigned char *ve) {
+    if (j->nex == j->excap) {
+        const Py_ssize_t cap = j->excap ? j->excap * 2 : 1024;
+        int64_t *ex = (int64_t *)realloc(j->ex, (size_t)cap * 5 * sizeof(int64_t));
+        if (!ex) return NO_MEMORY;
+        j->ex = ex;
+        j->excap = cap;
+    }
+    int64_t *e = j->ex + 5 * j->nex++;
+    e[0] = q;
+    e[1] = (int64_t)(k - j->origin) + j->delta;
+    e[2] = e[1] + kl;
+    e[3] = (int64_t)(v - j->origin) + j->delta;
+    e[4] = (int64_t)(ve - j->origin) + j->delta;
+    return OK;
+}
+
 /* Lines of [p, end), which ends in '\n' (see scan). */
 static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const end) {
     while (p < end) {
@@ -854,6 +933,11 @@ static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const e
                 have_l = 1;
                 const int rc = json_items(j, &p, &count);
                 if (rc != OK) return rc;
+            } else if (j->extras) {
+                const unsigned char *const v = p;
+                int rc = json_skip(&p);
+                if (rc == OK) rc = record_extra(j, q, k, kl, v, p);
+                if (rc != OK) return rc;
             } else {
                 return IRREGULAR;
             }
@@ -873,14 +957,18 @@ static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const e
 }
 
 /* The whole region: all complete lines in place, then a last line without a newline from a copy. */
-static int jscan_all(jjob_t *j, const unsigned char *p, const unsigned char *end) {
+static int jscan_all(jjob_t *j, const unsigned char *buf, const unsigned char *p, const unsigned char *end) {
     const unsigned char *last = lines_end(p, end);
     j->text_end = end;
+    j->origin = buf;
+    j->delta = 0;
     int status = jscan(j, p, last);
     if (status != OK || last == end) return status;
     const size_t n = (size_t)(end - last);
     if (!(j->tail = tail_copy(last, n))) return NO_MEMORY;
     j->text_end = j->tail + n + 17;
+    j->origin = j->tail;
+    j->delta = (int64_t)(last - buf);
     status = jscan(j, j->tail, j->tail + n + 1);
     j->newlines--; /* (the '\n' added to the copy) */
     return status;
@@ -907,9 +995,9 @@ static int parse_keys(PyObject *tuple, keys_t *keys) {
 static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data, *o_rkeys = NULL, *o_ranks = Py_None;
     Py_ssize_t start, stop;
-    int value_kind;
-    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OO", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
-                          &o_keys[3], &value_kind, &o_values, &o_offsets, &o_data, &o_rkeys, &o_ranks))
+    int value_kind, extras = 0;
+    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OOp", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
+                          &o_keys[3], &value_kind, &o_values, &o_offsets, &o_data, &o_rkeys, &o_ranks, &extras))
         return NULL;
     jjob_t job;
     memset(&job, 0, sizeof(job));
@@ -944,9 +1032,11 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     job.max_items = views[1].len / 8;
     job.max_data = views[3].len - 16;
     job.ranks = with_ranks ? (double *)views[4].buf : NULL;
+    job.extras = extras;
     job.offsets[0] = 0;
     job.thread = PyEval_SaveThread();
-    const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
+    const int status = jscan_all(&job, (const unsigned char *)views[0].buf, (const unsigned char *)views[0].buf + start,
+                                 (const unsigned char *)views[0].buf + stop);
     PyEval_RestoreThread(job.thread);
     if (status == NO_MEMORY) {
         PyErr_NoMemory();
@@ -965,9 +1055,10 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
             PyList_SET_ITEM(ids, i, s);
         }
         if (ids) /* (no query: empty bytes, not the None that y# makes of a NULL pointer) */
-            result = Py_BuildValue("nnLNy#y#n", job.items, job.data_len, (long long)job.newlines, ids,
+            result = Py_BuildValue("nnLNy#y#ny#", job.items, job.data_len, (long long)job.newlines, ids,
                                    nq ? (const char *)job.counts : "", (Py_ssize_t)(nq * 8),
-                                   nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8), job.ranked);
+                                   nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8), job.ranked,
+                                   job.nex ? (const char *)job.ex : "", (Py_ssize_t)(job.nex * 5 * 8));
     }
     jjob_free(&job); /* (after the ids: one may live in the copied line) */
 done:
@@ -982,8 +1073,8 @@ static PyMethodDef methods[] = {
      " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
     {"read_jsonl", read_jsonl, METH_VARARGS,
      "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data"
-     "[, rank_keys, ranks])"
-     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked) or None when a line is not of the shape"},
+     "[, rank_keys, ranks, extras])"
+     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, places) or None when a line is not of the shape"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,7 @@ from .constraints import K, check
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, none_contains, np_of, strings_of, take_rows
 from .data.ids import item_codes_ordered, segment_duplicates
+from .data.models import joined_fields
 from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ties, tie_effect
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
@@ -533,6 +534,8 @@ def _evaluate_blocks(
     missing: list[str] = []
     count = {"queries": 0, "rows": 0, "kept": 0, "dupes": 0, "differ": 0, "clash": 0}
     facts: dict[str, Any] = {}
+    run_fields: list[tuple[dict[str, list[Any]], int]] = []  # each block's per-query fields, in block order
+    run_gold: list[np.ndarray] = []  # each block's queries' places in the gold set (-1: not in it)
 
     def score(block: Run, gi: np.ndarray, last: bool) -> tuple[Any, ...]:
         """One block scored; nothing shared is touched (blocks are scored two at a time)."""
@@ -582,7 +585,7 @@ def _evaluate_blocks(
     try:
         _check_exp_gain(g, metric_list)  # (its error comes after the run's, as when the run is read whole)
         for block in blocks:
-            if block is None or block.fields or block.items:
+            if block is None or block.items:
                 return None
             codes = block.r_query
             if codes.size > 1 and not bool((codes[1:] >= codes[:-1]).all()):  # not grouped: say so at once
@@ -599,6 +602,8 @@ def _evaluate_blocks(
             if seen[known].any():  # a query in two blocks: the file is not grouped by query
                 return None
             seen[known] = True
+            run_fields.append((block.fields, nb))
+            run_gold.append(gi)
             for i in np.flatnonzero(gi < 0).tolist():
                 if block.query_ids[i] in others:
                     return None
@@ -639,6 +644,7 @@ def _evaluate_blocks(
     if len(g.j_doc) and answerable.any() and not first_rel.any():
         return None
     depth = facts["depth"]
+    fields = joined_fields(run_fields)  # (the whole run's per-query fields, as one read gives them)
     info: dict[str, Any] = {
         "level": level,
         "trec": trec,
@@ -648,11 +654,16 @@ def _evaluate_blocks(
         "duplicates_dropped": count["dupes"],
         "ties": facts["ties"],
         "ties_differ": count["differ"],
-        "run": {"queries": count["queries"], "rows": count["rows"]},
+        "run": _run_facts_of(count["queries"], count["rows"], fields),
         "gold": _gold_facts(g),
     }
     if count["clash"]:
         info["rank_vs_score"] = count["clash"]
+    if fields:  # (as the whole run's: the values logged per query, in evaluation order)
+        run_to_gold = np.concatenate(run_gold)
+        eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
+        eval_pos[evaluated] = np.arange(evaluated.size, dtype=np.int64)
+        _put_run_values(info, fields, run_to_gold, eval_pos, evaluated.size)
     sel = evaluated.tolist()
     qids = tuple(g.query_ids[i] for i in sel)
     result = EvaluationResult(
@@ -722,7 +733,7 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
         "duplicates_dropped": rows.dropped_dupes,
         "ties": ties,
         "ties_differ": rows.ties.differ,
-        "run": _run_facts(r),
+        "run": _run_facts_of(len(r.query_ids), len(r), r.fields),
         "gold": _gold_facts(g),
     }
     if rows.ties.rank_vs_score:
@@ -732,13 +743,7 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
         unmatched = _id_mismatch(rows.run_docs, g.j_doc)  # nothing relevant anywhere: did any id match at all?
         if unmatched:
             info["id_mismatch"] = unmatched
-    lat = _latency(r, aligned.run_to_gold, aligned.eval_pos, evaluated.size)
-    if lat:
-        info["latency_ms"] = lat
-    run_values = {name: _per_query(r.fields[name], aligned.run_to_gold, aligned.eval_pos, evaluated.size)
-                  for name in RUN_VALUE_FIELDS if name in r.fields}
-    if run_values:
-        info["run_values"] = run_values
+    _put_run_values(info, r.fields, aligned.run_to_gold, aligned.eval_pos, evaluated.size)
     return EvaluationResult(
         query_ids=qids,
         metric_names=names,
@@ -958,12 +963,23 @@ def ties_lines(result: EvaluationResult) -> list[str]:
     return out
 
 
-def _run_facts(r: Run) -> dict[str, Any]:
-    facts: dict[str, Any] = {"queries": len(r.query_ids), "rows": len(r)}
+def _run_facts_of(queries: int, rows: int, fields: dict[str, list[Any]]) -> dict[str, Any]:
+    facts: dict[str, Any] = {"queries": queries, "rows": rows}
     for name in ("system", "index_version", "chunker", "embedding_model", "reranker", "corpus_version"):
-        if name in r.fields:
-            facts[name] = _distinct(r.fields[name])
+        if name in fields:
+            facts[name] = _distinct(fields[name])
     return facts
+
+
+def _put_run_values(info: dict[str, Any], fields: dict[str, list[Any]], run_to_gold: np.ndarray,
+                    eval_pos: np.ndarray, n: int) -> None:
+    """The run's logged latencies and other per-query values, for each evaluated query, into ``info``."""
+    lat = _latency(fields, run_to_gold, eval_pos, n)
+    if lat:
+        info["latency_ms"] = lat
+    run_values = {name: _per_query(fields[name], run_to_gold, eval_pos, n) for name in RUN_VALUE_FIELDS if name in fields}
+    if run_values:
+        info["run_values"] = run_values
 
 
 def _gold_facts(g: Gold) -> dict[str, Any]:
@@ -988,8 +1004,9 @@ def _stage_column(n: int) -> list[float | None]:
     return [None] * n
 
 
-def _latency(r: Run, run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> dict[str, list[float | None]]:
-    col = r.fields.get("latency_ms")
+def _latency(fields: dict[str, list[Any]], run_to_gold: np.ndarray, eval_pos: np.ndarray,
+             n: int) -> dict[str, list[float | None]]:
+    col = fields.get("latency_ms")
     if not col:
         return {}
     out: dict[str, list[float | None]] = {}

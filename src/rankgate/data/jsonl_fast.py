@@ -7,11 +7,14 @@ or ``None``, and the caller then runs that parser, which gives the result or nam
 **First, the compiled scanner** (``_reader.read_jsonl``, :func:`_scan`) reads the shape retrievers
 and ``rankgate retrieve`` write: each line one object of a query id (a string) and a ranking list of
 ``{item id, score}`` objects (a gold set: ``{item id, grade}``, the grade an integer), every key once
-and no other key, in any order, with JSON whitespace anywhere, CRLF and blank lines. Strings must be
-printable ASCII without escapes (so each is its bytes) and numbers are converted exactly as Python
-converts them (correctly rounded; ``-0`` is the integer 0, ``-0.0`` stays -0.0); anything else, down
-to one byte, makes it decline, silently, and pyarrow's path below takes the file. It reads the file on
-two threads over a memory map, in about a fifth of the CPU time of pyarrow's path.
+and no other key, in any order, with JSON whitespace anywhere, CRLF and blank lines. A run's items may
+also give their ``rank``, and a run's line may hold other keys (``latency_ms``, ``index_version``…):
+the scanner passes over their values and :func:`_other_fields` decodes them with :mod:`json`, all in
+one call. Strings must be printable ASCII without escapes (so each is its bytes) and numbers are
+converted exactly as Python converts them (correctly rounded; ``-0`` is the integer 0, ``-0.0`` stays
+-0.0); anything else, down to one byte, makes it decline, silently, and pyarrow's path below takes the
+file. It reads the file on two threads over a memory map, in about a fifth of the CPU time of
+pyarrow's path.
 
 **Else, pyarrow's JSON reader.** It never changes a result or an error message, by construction:
 
@@ -60,8 +63,17 @@ import pyarrow as pa
 from ..errors import InputError
 from .ranking import MAX_RANK
 from .arrow import np_of
-from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, MAX_DEPTH, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS, json_depth
-from .models import Gold, Run
+from .jsonl import (
+    GRADE_KEYS,
+    ITEM_ID_KEYS,
+    MAX_DEPTH,
+    QUERY_ID_KEYS,
+    RELEVANT_KEYS,
+    RUN_LIST_KEYS,
+    SURROGATE_ESCAPE,
+    json_depth,
+)
+from .models import Gold, Run, joined_fields
 from .source import is_gzip, open_binary
 
 __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
@@ -436,10 +448,56 @@ class _Scanned(NamedTuple):
     values: np.ndarray  # score (float64) or grade (int64) of each item
     ids: pa.Array | pa.ChunkedArray  # item ids
     ranks: np.ndarray | None = None  # a run's given rank of each item (NaN: none); None: no item has one
+    fields: dict[str, list[Any]] | None = None  # a run's other per-query keys, as the parser reads them
 
 
 RANK_KEYS = ("rank",)
 """The item key of a given rank in a run (any finite number, as the line-by-line parser reads it)."""
+
+
+def _other_fields(data: pa.Buffer, places: bytes, nq: int) -> dict[str, list[Any]] | None:
+    """A run's per-query keys other than the id and the list (``latency_ms``, ``index_version``…) from
+    the places the scanner recorded (query, key start and end, value start and end), as the parser
+    puts them in ``Run.fields``: a column per key in order of first appearance, None where a query
+    has no such key, each value as ``json.loads`` gives it (key order, 3 against 3.0). None, for the
+    parser to read the file, where that cannot be proven: a key twice in one line (the parser keeps
+    the last value, at the first one's place), a value that is not one JSON value, not UTF-8, or holds
+    a surrogate escape or a number too long (the parser names the line).
+
+    All values are decoded by one ``json.loads`` of ``[v1,v2,…]``: a value the scanner passed over
+    holds no ``,`` outside its strings and brackets, so the array's elements are the values."""
+    rows = np.frombuffer(places, dtype=np.int64).reshape(-1, 5)
+    if rows.shape[0] == 0:
+        return {}
+    buf = memoryview(data)
+    names: dict[bytes, str] = {}
+    keys: list[str] = []
+    for ks, ke in rows[:, 1:3].tolist():
+        raw = buf[ks:ke].tobytes()
+        name = names.get(raw)
+        if name is None:
+            name = names[raw] = raw.decode("ascii")
+        keys.append(name)
+    queries = rows[:, 0].tolist()
+    if len(set(zip(queries, keys))) != len(keys):
+        return None  # a key twice on a line
+    joined = b",".join([buf[vs:ve].tobytes() for vs, ve in rows[:, 3:5].tolist()])
+    try:
+        text = "[" + joined.decode("utf-8") + "]"
+        if "\\u" in text and SURROGATE_ESCAPE.search(text):
+            return None
+        values = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(values, list) or len(values) != len(keys):
+        return None
+    fields: dict[str, list[Any]] = {}
+    for q, name, value in zip(queries, keys, values):
+        column = fields.get(name)
+        if column is None:
+            column = fields[name] = [None] * nq
+        column[q] = value
+    return fields
 
 
 def _given_order(got: _Scanned) -> np.ndarray | None:
@@ -457,7 +515,7 @@ class _Beyond(Exception):
 
 
 def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: tuple[str, ...],
-          value_kind: int, *, ranks: bool = False) -> _Scanned | None:
+          value_kind: int, *, ranks: bool = False, extras: bool = False) -> _Scanned | None:
     """The file (as :func:`_mapped` gives it) read by the compiled scanner (``_reader.read_jsonl``), or
     None when it is not built or any line is not exactly of the common shape: one object of a query
     id (a string) and a list (``list_keys``) of objects of an item id (a string) and a number
@@ -466,7 +524,8 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
     printable ASCII without escapes, blank lines and JSON whitespace anywhere a line allows it, and
     no query id twice. On such a file the validating parser can only give this result: every byte is
     ASCII, so each string is its bytes, and each number is converted as Python converts it.
-    ``ranks``: an item may also give its rank (:data:`RANK_KEYS`), read as a score is.
+    ``ranks``: an item may also give its rank (:data:`RANK_KEYS`), read as a score is; ``extras``: a
+    line may hold other keys (a run's ``latency_ms``…), read as :func:`_other_fields` reads them.
 
     Files over 8 MB are read in pieces cut at line ends, two threads at a time (the scan releases
     the GIL); each piece's item ids are one chunk of the result."""
@@ -487,7 +546,7 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
         return None
 
     def read(span: tuple[int, int]) -> tuple[_Scanned, int] | None:  # (a piece, and how many lines it has)
-        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind, ranks=ranks)
+        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind, ranks=ranks, extras=extras)
 
     if len(spans) == 1:
         got = [read(spans[0])]
@@ -515,11 +574,12 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
                     np.concatenate([part.values for part, _ in parts]),
                     pa.chunked_array([part.ids for part, _ in parts], type=pa.string()),
                     np.concatenate([np.full(part.values.size, np.nan) if part.ranks is None else part.ranks
-                                    for part, _ in parts]) if ranked else None)
+                                    for part, _ in parts]) if ranked else None,
+                    joined_fields([(part.fields or {}, len(part.query_ids)) for part, _ in parts]))
 
 
 def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
-               value_kind: int, *, ranks: bool = False) -> tuple[_Scanned, int] | None:
+               value_kind: int, *, ranks: bool = False, extras: bool = False) -> tuple[_Scanned, int] | None:
     """The bytes ``[a, b)`` of ``data`` (whole lines) by the compiled scanner (see :func:`_scan`): the
     piece's queries (line numbers counted from its start) and how many line breaks it holds; None when
     it declines."""
@@ -535,16 +595,19 @@ def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], valu
     offsets = np.empty(bound + 1, dtype=np.int32)
     ids = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
     given = np.empty(bound, dtype=np.float64) if ranks else None
-    extra = (RANK_KEYS, given) if ranks else ()
     got = reader.read_jsonl(data, a, b, QUERY_ID_KEYS, list_keys, ITEM_ID_KEYS, value_keys, value_kind,
-                            values, offsets, ids, *extra)
+                            values, offsets, ids, RANK_KEYS, given, extras)
     if got is None:
         return None
-    items, nbytes, newlines, qids, counts, lines, ranked = got
+    items, nbytes, newlines, qids, counts, lines, ranked, places = got
+    fields = _other_fields(data, places, len(qids)) if places else {}
+    if fields is None:
+        return None
     chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
                                                         pa.py_buffer(ids[:nbytes])])
     return _Scanned(qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64),
-                    values[:items], chunk, given[:items] if given is not None and ranked else None), newlines
+                    values[:items], chunk, given[:items] if given is not None and ranked else None,
+                    fields), newlines
 
 
 def _line_end(arr: np.ndarray, at: int) -> int:
@@ -561,7 +624,7 @@ def _line_end(arr: np.ndarray, at: int) -> int:
 def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
     """A run of the common shape (``{"query_id": ..., "topk": [{"chunk_id": ..., "score": ...}]}``) by
     the compiled scanner, exactly as :func:`~.jsonl.parse_run_records` builds it; else None."""
-    got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True)
+    got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True)
     if got is None or got.values.size == 0:
         return None  # (no item at all: the parser gives a run without scores)
     try:
@@ -569,7 +632,8 @@ def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
     except _Beyond:
         return None
     return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
-               r_doc=got.ids, r_score=got.values, r_order=order, source=path, query_lines=got.lines)
+               r_doc=got.ids, r_score=got.values, r_order=order, fields=got.fields or {}, source=path,
+               query_lines=got.lines)
 
 
 _declined_files: set[tuple[str, int, int]] = set()
@@ -628,7 +692,7 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
 
     def read(i: int) -> tuple[_Scanned, int] | None:
         a, b = spans[i]
-        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0, ranks=True)
+        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True)
         lo = a + base - (a + base) % page
         mapped.madvise(mmap.MADV_DONTNEED, lo, b + base - lo)
         return got
@@ -656,7 +720,7 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
                     return
                 yield Run(query_ids=part.query_ids,
                           r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
-                          r_doc=part.ids, r_score=part.values, r_order=order, source=path,
+                          r_doc=part.ids, r_score=part.values, r_order=order, fields=part.fields or {}, source=path,
                           query_lines=part.lines + lines_before)
             lines_before += newlines
 

@@ -67,6 +67,14 @@ class Gold:
         return out
 
 
+def joined_fields(parts: list[tuple[dict[str, list[Any]], int]]) -> dict[str, list[Any]]:
+    """The per-query ``fields`` of runs read one after another (each with its number of queries) as
+    one run's: a column per name in order of first appearance, None for the queries of a part
+    without that name (as the JSONL parser builds them for the whole file)."""
+    names = list(dict.fromkeys(name for fields, _ in parts for name in fields))
+    return {name: [v for fields, n in parts for v in fields.get(name, [None] * n)] for name in names}
+
+
 @dataclass
 class Run:
     """A run: for each query, the retrieved items, with scores or in a given order.
