@@ -451,18 +451,19 @@ def test_jsonl_blocks_cli_outputs_are_byte_identical(tmp_path, monkeypatch, smal
 @settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 10**6), trec_mode=st.sampled_from([(False, False), (True, False), (True, True)]),
        ties=st.sampled_from([None, "id", "input"]), level=st.sampled_from(["chunk", "doc"]),
-       empty_lists=st.booleans(), dupes=st.booleans())
+       empty_lists=st.booleans(), dupes=st.booleans(), logged=st.sampled_from([None, "all", "some"]))
 def test_a_loaded_run_in_blocks_gives_the_whole_result(tmp_path_factory, seed, trec_mode, ties, level,
-                                                       empty_lists, dupes) -> None:
+                                                       empty_lists, dupes, logged) -> None:
     """Blocks of a few rows cut from a loaded run (some queries listing nothing, between blocks or
-    inside them) against scoring it whole: the same result, the same error."""
+    inside them; ``logged``: JSONL lines with per-query fields and ranks on all or some items) against
+    scoring it whole: the same result, the same error."""
     tmp_path = tmp_path_factory.mktemp("mblocks")
     gold, trec_run = _write(tmp_path, seed, chunks=level == "doc", dupes=dupes)
     g = load.load_gold(str(gold))
-    if empty_lists:  # a JSONL run whose lists are in rank order, with empty lists here and there
-        run = _as_jsonl(trec_run)
+    if empty_lists or logged:  # a JSONL run whose lists are in rank order, with empty lists here and there
+        run = _as_jsonl(trec_run, ranks=logged, logged=logged is not None, seed=seed)
         lines = run.read_text().split("\n")
-        for i in range(0, len(lines), 4):
+        for i in range(0, len(lines) if empty_lists else 0, 4):
             if lines[i].strip():
                 lines.insert(i, json.dumps({"query_id": f"qempty{i}", "topk": []}))
         run.write_text("\n".join(lines))

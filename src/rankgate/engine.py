@@ -472,12 +472,12 @@ MEMORY_BLOCK_ROWS = 1_000_000
 
 
 def _loaded_blocks(r: Run, rows: int) -> Iterator[Run] | None:
-    """A loaded run as blocks of whole queries of about ``rows`` rows (views of its arrays), for
-    :func:`_evaluate_blocks`; None when it is short, not grouped by query in code order, or carries
-    per-row or per-query columns or given positions (read whole, as before)."""
+    """A loaded run as blocks of whole queries of about ``rows`` rows (views of its arrays; its per-query
+    fields and given ranks cut with them), for :func:`_evaluate_blocks`; None when it is short, not
+    grouped by query in code order, or carries per-row columns or no scores (read whole, as before)."""
     n = len(r)
     q = r.r_query
-    if n < 2 * rows or r.items or r.fields or r.r_order is not None or r.r_score is None:
+    if n < 2 * rows or r.items or r.r_score is None:
         return None
     if not bool((q[1:] >= q[:-1]).all()):
         return None
@@ -497,7 +497,8 @@ def _loaded_blocks(r: Run, rows: int) -> Iterator[Run] | None:
         assert score is not None
         for (a, b), (c0, c1) in zip(itertools.pairwise(cuts), itertools.pairwise(starts)):
             yield Run(query_ids=r.query_ids[c0:c1], r_query=q[a:b] - c0, r_doc=r.r_doc.slice(a, b - a),
-                      r_score=score[a:b], source=r.source,
+                      r_score=score[a:b], r_order=None if r.r_order is None else r.r_order[a:b],
+                      fields={name: col[c0:c1] for name, col in r.fields.items()}, source=r.source,
                       query_lines=None if r.query_lines is None else r.query_lines[c0:c1], ties=r.ties,
                       notices=r.notices)
 
