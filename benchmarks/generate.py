@@ -43,6 +43,7 @@ FILES = {
     "trec-shuffled": ("qrels.trec", "run.shuffled.trec"),
     "trec-untied": ("qrels.trec", "run.untied.trec"),
     "jsonl": ("gold.jsonl", "run.jsonl"),
+    "jsonl-logged": ("gold.jsonl", "run.logged.jsonl"),
     "parquet": ("gold.parquet", "run.parquet"),
     "jsonl-texts": ("gold.texts.jsonl", "run.texts.jsonl"),
 }
@@ -122,6 +123,7 @@ def ensure(root: Path, spec: Spec, formats: list[str], log=print) -> Path:
         "run.untied.trec": write_trec_run_untied,
         "gold.jsonl": write_jsonl_gold,
         "run.jsonl": write_jsonl_run,
+        "run.logged.jsonl": write_jsonl_run_logged,
         "gold.parquet": write_parquet_gold,
         "run.parquet": write_parquet_run,
         "gold.texts.jsonl": write_jsonl_gold_texts,
@@ -313,6 +315,34 @@ def write_jsonl_run(t: Tables, path: Path) -> None:
             )
             counts = np.full(hi - lo, depth)
             _write(f, _json_lines(_query_ids(t, np.arange(lo, hi)), counts, entries, "topk"))
+
+
+def write_jsonl_run_logged(t: Tables, path: Path) -> None:
+    """The run as DESIGN.md's run line writes it (texts aside): each item's rank beside its score, and
+    what a retriever logs per query (``latency_ms`` per stage, ``index_version``)."""
+    depth = t.run_q.size // t.n_queries
+    with open(path, "wb") as f:
+        for lo, hi in _query_blocks(t.n_queries, depth):
+            rows = slice(lo * depth, hi * depth)
+            entries = pc.binary_join_element_wise(
+                '{"rank": ',
+                pa.array(np.tile(np.arange(1, depth + 1), hi - lo)).cast(pa.string()),
+                ', "chunk_id": "',
+                _doc_ids(t, t.run_doc[rows]),
+                '", "score": ',
+                _scores(t.run_ticks[rows]),
+                "}",
+                "",
+            )
+            counts = np.full(hi - lo, depth)
+            lines = _json_lines(_query_ids(t, np.arange(lo, hi)), counts, entries, "topk")
+            q = np.arange(lo, hi)
+            logged = pc.binary_join_element_wise(
+                ', "latency_ms": {"retrieve": ', pa.array(20 + q * 7 % 41).cast(pa.string()),
+                ', "rerank": ', pa.array((q * 13 % 97) / 4).cast(pa.string()),
+                '}, "index_version": "v2026_11_01"}\n', "",
+            )
+            _write(f, pc.binary_join_element_wise(pc.utf8_slice_codeunits(lines, 0, -2), logged, ""))
 
 
 def write_jsonl_gold(t: Tables, path: Path) -> None:
