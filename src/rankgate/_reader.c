@@ -27,7 +27,7 @@
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
  *              data[, rank_keys, ranks, extras]) -> (items, data_bytes, newlines, query_ids, counts, lines, ranked,
- *              places) | None
+ *              others) | None
  *
  * Parses buf[start:end) as JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>":
  * "<id>", "<value key>": <number>}, ...]}, each key one of its tuple (of str), each exactly once in
@@ -41,9 +41,10 @@
  * take the file. Repeated query ids are for the caller to find. With ranks (float64, as long as values),
  * an item may also hold one rank key (rank_keys), any finite number read as value_kind 0 reads it,
  * into ranks; an item without one gets NaN; ranked counts the items with one. With extras, a line's
- * object may hold other keys of any value: each is passed over (json_skip) and its place recorded in
- * places (int64 bytes, five per key: query, key start and end, value start and end, offsets in buf),
- * for the caller to decode with Python's json module.
+ * object may hold other keys of any value: each is passed over (json_skip), and others is (records,
+ * names, values): per key met, in order, its query and its name's code (int64 bytes, two each), the
+ * names by code (in order of first appearance), and the values' text joined by ',' (for the caller to
+ * decode with Python's json module as one array).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -629,11 +630,12 @@ typedef struct {
     void *values;
     double *ranks;       /* an item's rank (rkeys), NaN where it has none; NULL: no rank key is read */
     Py_ssize_t ranked;   /* items with a rank */
-    int extras;          /* other keys of a line's object taken (their places recorded), not refused */
-    int64_t *ex;         /* per other key: query, key start, key end, value start, value end (offsets in buf) */
+    int extras;          /* other keys of a line's object taken (recorded), not refused */
+    int64_t *ex;         /* per other key met: its query, and the key's code in kd */
     Py_ssize_t nex, excap;
-    const unsigned char *origin; /* where offsets count from in the text scanned now (buf, or the tail copy) */
-    int64_t delta;               /* what the offsets of the text scanned now add (the tail copy's place in buf) */
+    qdict_t kd;          /* the other keys' names, coded in order of first appearance (kd.slots NULL: none yet) */
+    unsigned char *vals; /* the other keys' values as they are written, one ',' between two */
+    size_t vlen, vcap;
     int32_t *offsets;
     unsigned char *data;
     Py_ssize_t max_items, max_data;
@@ -672,6 +674,8 @@ static int jjob_grow(jjob_t *j) {
 
 static void jjob_free(jjob_t *j) {
     free(j->ex);
+    free(j->vals);
+    if (j->kd.slots) qdict_free(&j->kd);
     free(j->qids);
     free(j->qlens);
     free(j->counts);
@@ -880,22 +884,34 @@ static int json_skip(const unsigned char **pp) {
     return OK;
 }
 
-/* The places of another key of query q's object: its name [k, k + kl) and its value [v, ve). */
+/* Another key of query q's object: its name [k, k + kl) (coded) and its value's text [v, ve) (kept). */
 static int record_extra(jjob_t *j, Py_ssize_t q, const unsigned char *k, Py_ssize_t kl, const unsigned char *v,
                         const unsigned char *ve) {
     if (j->nex == j->excap) {
         const Py_ssize_t cap = j->excap ? j->excap * 2 : 1024;
-        int64_t *ex = (int64_t *)realloc(j->ex, (size_t)cap * 5 * sizeof(int64_t));
+        int64_t *ex = (int64_t *)realloc(j->ex, (size_t)cap * 2 * sizeof(int64_t));
         if (!ex) return NO_MEMORY;
         j->ex = ex;
         j->excap = cap;
     }
-    int64_t *e = j->ex + 5 * j->nex++;
+    if (!j->kd.slots && qdict_init(&j->kd) < 0) return NO_MEMORY;
+    const int32_t code = kl > INT32_MAX ? -1 : qdict_code(&j->kd, k, (int32_t)kl);
+    if (code < 0) return NO_MEMORY;
+    const size_t n = (size_t)(ve - v), need = j->vlen + n + 1;
+    if (need > j->vcap) {
+        size_t cap = j->vcap ? j->vcap : 1 << 16;
+        while (cap < need) cap *= 2;
+        unsigned char *vals = (unsigned char *)realloc(j->vals, cap);
+        if (!vals) return NO_MEMORY;
+        j->vals = vals;
+        j->vcap = cap;
+    }
+    if (j->vlen) j->vals[j->vlen++] = ',';
+    memcpy(j->vals + j->vlen, v, n);
+    j->vlen += n;
+    int64_t *e = j->ex + 2 * j->nex++;
     e[0] = q;
-    e[1] = (int64_t)(k - j->origin) + j->delta;
-    e[2] = e[1] + kl;
-    e[3] = (int64_t)(v - j->origin) + j->delta;
-    e[4] = (int64_t)(ve - j->origin) + j->delta;
+    e[1] = code;
     return OK;
 }
 
@@ -957,18 +973,14 @@ static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const e
 }
 
 /* The whole region: all complete lines in place, then a last line without a newline from a copy. */
-static int jscan_all(jjob_t *j, const unsigned char *buf, const unsigned char *p, const unsigned char *end) {
+static int jscan_all(jjob_t *j, const unsigned char *p, const unsigned char *end) {
     const unsigned char *last = lines_end(p, end);
     j->text_end = end;
-    j->origin = buf;
-    j->delta = 0;
     int status = jscan(j, p, last);
     if (status != OK || last == end) return status;
     const size_t n = (size_t)(end - last);
     if (!(j->tail = tail_copy(last, n))) return NO_MEMORY;
     j->text_end = j->tail + n + 17;
-    j->origin = j->tail;
-    j->delta = (int64_t)(last - buf);
     status = jscan(j, j->tail, j->tail + n + 1);
     j->newlines--; /* (the '\n' added to the copy) */
     return status;
@@ -1035,8 +1047,7 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     job.extras = extras;
     job.offsets[0] = 0;
     job.thread = PyEval_SaveThread();
-    const int status = jscan_all(&job, (const unsigned char *)views[0].buf, (const unsigned char *)views[0].buf + start,
-                                 (const unsigned char *)views[0].buf + stop);
+    const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
     PyEval_RestoreThread(job.thread);
     if (status == NO_MEMORY) {
         PyErr_NoMemory();
@@ -1054,11 +1065,25 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
             }
             PyList_SET_ITEM(ids, i, s);
         }
-        if (ids) /* (no query: empty bytes, not the None that y# makes of a NULL pointer) */
-            result = Py_BuildValue("nnLNy#y#ny#", job.items, job.data_len, (long long)job.newlines, ids,
+        const Py_ssize_t nk = job.kd.slots ? (Py_ssize_t)job.kd.n : 0;
+        PyObject *keys = ids ? PyList_New(nk) : NULL;
+        for (Py_ssize_t i = 0; keys && i < nk; i++) {
+            PyObject *s = PyUnicode_DecodeASCII((const char *)job.kd.ids[i], job.kd.lens[i], NULL);
+            if (!s) {
+                Py_CLEAR(keys);
+                break;
+            }
+            PyList_SET_ITEM(keys, i, s);
+        }
+        if (!keys) {
+            Py_XDECREF(ids);
+        } else { /* (no query: empty bytes, not the None that y# makes of a NULL pointer) */
+            result = Py_BuildValue("nnLNy#y#n(y#Ny#)", job.items, job.data_len, (long long)job.newlines, ids,
                                    nq ? (const char *)job.counts : "", (Py_ssize_t)(nq * 8),
                                    nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8), job.ranked,
-                                   job.nex ? (const char *)job.ex : "", (Py_ssize_t)(job.nex * 5 * 8));
+                                   job.nex ? (const char *)job.ex : "", (Py_ssize_t)(job.nex * 2 * 8), keys,
+                                   job.vlen ? (const char *)job.vals : "", (Py_ssize_t)job.vlen);
+        }
     }
     jjob_free(&job); /* (after the ids: one may live in the copied line) */
 done:
@@ -1074,7 +1099,7 @@ static PyMethodDef methods[] = {
     {"read_jsonl", read_jsonl, METH_VARARGS,
      "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data"
      "[, rank_keys, ranks, extras])"
-     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, places) or None when a line is not of the shape"},
+     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others) or None when a line is not of the shape"},
     {NULL, NULL, 0, NULL},
 };
 

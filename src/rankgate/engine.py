@@ -893,8 +893,11 @@ def _segments(g: Gold, sel: list[int]) -> dict[str, tuple[str | None, ...]]:
 
 
 def _distinct(values: list[Any]) -> list[Any]:
+    """The distinct values (None aside), each once, in the order of their JSON text."""
     import json
 
+    if set(map(type, values)) <= {str, type(None)}:  # (usual: a version or a name per query) one text per string
+        return [v for _, v in sorted((json.dumps(v), v) for v in set(values) if v is not None)]
     seen: dict[str, Any] = {}
     for v in values:
         if v is not None:
@@ -993,10 +996,9 @@ def _gold_facts(g: Gold) -> dict[str, Any]:
 def _per_query(col: list[Any], run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> list[Any]:
     """A run field's value for each evaluated query (None where the run has no value)."""
     out: list[Any] = [None] * n
-    for ri, value in enumerate(col):
-        gi = int(run_to_gold[ri])
-        if gi >= 0 and eval_pos[gi] >= 0:
-            out[int(eval_pos[gi])] = value
+    for at, value in zip(_evaluated_at(run_to_gold, eval_pos), col):
+        if at >= 0:
+            out[at] = value
     return out
 
 
@@ -1011,9 +1013,8 @@ def _latency(fields: dict[str, list[Any]], run_to_gold: np.ndarray, eval_pos: np
     if not col:
         return {}
     out: dict[str, list[float | None]] = {}
-    for ri, value in enumerate(col):
-        gi = int(run_to_gold[ri])
-        if gi < 0 or value is None or eval_pos[gi] < 0:
+    for at, value in zip(_evaluated_at(run_to_gold, eval_pos), col):
+        if at < 0 or value is None:
             continue
         parts = value if isinstance(value, dict) else {"total": value}
         for stage, ms in parts.items():
@@ -1021,5 +1022,13 @@ def _latency(fields: dict[str, list[Any]], run_to_gold: np.ndarray, eval_pos: np
                 key = str(stage)
                 if key not in out:  # not setdefault: its default would be built for every query
                     out[key] = _stage_column(n)
-                out[key][int(eval_pos[gi])] = float(ms)
+                out[key][at] = float(ms)
     return out
+
+
+def _evaluated_at(run_to_gold: np.ndarray, eval_pos: np.ndarray) -> list[int]:
+    """Each run query's place among the evaluated queries; -1 where it is not evaluated."""
+    at = np.full(run_to_gold.size, -1, dtype=np.int64)
+    known = run_to_gold >= 0
+    at[known] = eval_pos[run_to_gold[known]]
+    return at.tolist()

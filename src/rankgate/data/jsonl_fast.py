@@ -455,33 +455,25 @@ RANK_KEYS = ("rank",)
 """The item key of a given rank in a run (any finite number, as the line-by-line parser reads it)."""
 
 
-def _other_fields(data: pa.Buffer, places: bytes, nq: int) -> dict[str, list[Any]] | None:
-    """A run's per-query keys other than the id and the list (``latency_ms``, ``index_version``…) from
-    the places the scanner recorded (query, key start and end, value start and end), as the parser
-    puts them in ``Run.fields``: a column per key in order of first appearance, None where a query
-    has no such key, each value as ``json.loads`` gives it (key order, 3 against 3.0). None, for the
-    parser to read the file, where that cannot be proven: a key twice in one line (the parser keeps
-    the last value, at the first one's place), a value that is not one JSON value, not UTF-8, or holds
-    a surrogate escape or a number too long (the parser names the line).
+def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, list[Any]] | None:
+    """A run's per-query keys other than the id and the list (``latency_ms``, ``index_version``…) as
+    the parser puts them in ``Run.fields``: a column per key in order of first appearance, None where
+    a query has no such key, each value as ``json.loads`` gives it (key order, 3 against 3.0). From
+    what the scanner recorded (per key met: its query and name's code; the names; the values' text
+    joined by ``,``). None, for the parser to read the file, where that cannot be proven: a key twice
+    in one line (the parser keeps the last value, at the first one's place), a value that is not one
+    JSON value, not UTF-8, or holds a surrogate escape or a number too long (the parser names the
+    line).
 
     All values are decoded by one ``json.loads`` of ``[v1,v2,…]``: a value the scanner passed over
     holds no ``,`` outside its strings and brackets, so the array's elements are the values."""
-    rows = np.frombuffer(places, dtype=np.int64).reshape(-1, 5)
-    if rows.shape[0] == 0:
+    records, names, joined = others
+    met = np.frombuffer(records, dtype=np.int64).reshape(-1, 2)
+    if met.shape[0] == 0:
         return {}
-    buf = memoryview(data)
-    names: dict[bytes, str] = {}
-    keys: list[str] = []
-    for ks, ke in rows[:, 1:3].tolist():
-        raw = buf[ks:ke].tobytes()
-        name = names.get(raw)
-        if name is None:
-            name = names[raw] = raw.decode("ascii")
-        keys.append(name)
-    queries = rows[:, 0].tolist()
-    if len(set(zip(queries, keys))) != len(keys):
+    pairs = met[:, 0] * len(names) + met[:, 1]
+    if np.unique(pairs).size != pairs.size:
         return None  # a key twice on a line
-    joined = b",".join([buf[vs:ve].tobytes() for vs, ve in rows[:, 3:5].tolist()])
     try:
         text = "[" + joined.decode("utf-8") + "]"
         if "\\u" in text and SURROGATE_ESCAPE.search(text):
@@ -489,14 +481,12 @@ def _other_fields(data: pa.Buffer, places: bytes, nq: int) -> dict[str, list[Any
         values = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(values, list) or len(values) != len(keys):
+    if not isinstance(values, list) or len(values) != met.shape[0]:
         return None
-    fields: dict[str, list[Any]] = {}
-    for q, name, value in zip(queries, keys, values):
-        column = fields.get(name)
-        if column is None:
-            column = fields[name] = [None] * nq
-        column[q] = value
+    fields: dict[str, list[Any]] = {name: [None] * nq for name in names}
+    columns = [fields[name] for name in names]
+    for (q, code), value in zip(met.tolist(), values):
+        columns[code][q] = value
     return fields
 
 
@@ -599,8 +589,8 @@ def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], valu
                             values, offsets, ids, RANK_KEYS, given, extras)
     if got is None:
         return None
-    items, nbytes, newlines, qids, counts, lines, ranked, places = got
-    fields = _other_fields(data, places, len(qids)) if places else {}
+    items, nbytes, newlines, qids, counts, lines, ranked, others = got
+    fields = _other_fields(others, len(qids)) if others[1] else {}
     if fields is None:
         return None
     chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
