@@ -373,7 +373,10 @@ def _merge_query_codes(piece_ids: list[list[str]], codes: np.ndarray, starts: li
         index.update(zip(new, range(len(qids), len(qids) + len(new))))
         qids.extend(new)
         piece = codes[starts[i] : starts[i] + rows[i]]
-        piece[:] = remap[piece]
+        if remap.size and bool((np.diff(remap) == 1).all()):  # (grouped: the codes only move up) one add
+            piece += remap[0]
+        else:
+            piece[:] = remap[piece]
     return qids
 
 
