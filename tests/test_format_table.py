@@ -379,6 +379,9 @@ def test_built_in_formats_do_not_look_up_plugins(tmp_path, monkeypatch):
         (tmp_path / name).write_text(text)
         load_gold(str(tmp_path / name), format=None)
     load_gold(str(tmp_path / "g.jsonl"), format="jsonl")
+    for name in ("qrels.trec", "run.trec", "robust.qrels"):  # TREC by its ending: nothing to ask the plug-ins
+        (tmp_path / name).write_text("q1 0 d1 1\n" if "run" not in name else "q1 Q0 d1 1 2.0 s\n")
+        assert detect(str(tmp_path / name), "run" if "run" in name else "gold").name == "trec"
     assert calls == []
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")  # the fallback: a plug-in may claim it first
     assert detect(str(tmp_path / "qrels.txt"), "gold").name == "trec"

@@ -4,7 +4,7 @@ Lookup order: an explicit ``format=``; else, for a file, the row its extension n
 first; an extension picks a row only for the nouns it reads), unless a row ahead of it in the table
 sniffs the file as its own; else the rows' sniffers in table order; else the rows plug-ins add
 (``rankgate.formats``: by an extension no built-in row uses, or by their sniffers); else the fallback
-row (TREC). A folder is a Hugging Face ``save_to_disk`` folder or a BEIR folder (or a plug-in's),
+row (TREC), which a ``.trec`` or ``.qrels`` ending names before any plug-in is asked. A folder is a Hugging Face ``save_to_disk`` folder or a BEIR folder (or a plug-in's),
 else an error. A file that is empty is refused here unless the row its extension names reports
 emptiness itself. The plug-ins are looked up only when the built-in rows do not decide, so reading a
 file in a built-in format costs no scan of the installed packages.
@@ -33,6 +33,8 @@ _TABLE_EXTS = (".csv", ".tsv")
 _JSON_EXTS = (".jsonl", ".ndjson", ".json")
 _YAML_EXTS = (".yaml", ".yml")
 _BUILTIN_EXTENSIONS = frozenset(e for row in FORMATS for e in row.extensions)
+_TREC_EXTENSIONS = frozenset((".trec", ".qrels"))
+"""Endings that name the fallback row (TREC) itself: no plug-in is asked about such a file."""
 
 
 class Probe:
@@ -191,7 +193,8 @@ def detect(path: str, noun: str, format: str | None = None) -> Format:
             return row
         raise InputError("is a folder", path=path, hint=f"pass the {noun} file itself")
     by_ext = _by_extension(FORMATS, probe)
-    if by_ext is None and probe.ext and probe.ext not in _BUILTIN_EXTENSIONS:
+    trec_named = probe.ext in _TREC_EXTENSIONS
+    if by_ext is None and probe.ext and probe.ext not in _BUILTIN_EXTENSIONS and not trec_named:
         mine = _by_extension(plugin_formats(), probe)
         if mine is not None:
             return mine
@@ -203,4 +206,4 @@ def detect(path: str, noun: str, format: str | None = None) -> Format:
             fallback = row
         elif row is by_ext or (row.sniff is not None and call(row.sniff, probe)):
             return row
-    return _sniffed(plugin_formats(), probe) or fallback or format_row(FALLBACK)
+    return (None if trec_named else _sniffed(plugin_formats(), probe)) or fallback or format_row(FALLBACK)
