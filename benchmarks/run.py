@@ -226,7 +226,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sizes", default="1k,10k,100k,msmarco", help="comma list of " + ",".join(generate.SPECS))
     p.add_argument(
         "--formats",
-        default="trec,trec-shuffled,jsonl,parquet",
+        default="trec,trec-shuffled,jsonl,jsonl-logged,parquet",
         help="comma list of " + ",".join(generate.FORMATS) + " (peers run on the TREC ones only)",
     )
     p.add_argument("--tools", default=",".join(TOOLS), help="comma list of " + ",".join(TOOLS))

@@ -288,3 +288,24 @@ def test_nesting_limit_is_measured_as_the_parser_measures_it(line, tmp_path, mon
     assert (jsonl_fast._read_table(str(path), 0, lambda sample: None) is None) == too_deep
     monkeypatch.setattr(jsonl_fast, "_SAFE_DEPTH", 100)  # measure every line with over 100 brackets
     assert (jsonl_fast._line_count(pa.py_buffer(line.encode())) is None) == too_deep
+
+
+def test_integer_literals_of_every_length_read_as_python_reads_them(tmp_path):
+    """Integer scores and ranks of up to 15 digits are taken from their digits (exact as a double);
+    longer ones, -0 and decimals go through the correctly rounded parse: each as float(json.loads)."""
+    from rankgate._accel import reader
+
+    if reader is None:
+        pytest.skip("rankgate._reader is not built in this installation")
+    rng = np.random.default_rng(5)
+    values = [("-" if rng.random() < 0.5 else "") + str(int(rng.integers(10 ** (d - 1) if d > 1 else 0, 10**d)))
+              for d in range(1, 19) for _ in range(20)]
+    values += ["0", "-0", "-0.0", "0.0", "999999999999999", "-999999999999999", "1000000000000000", "9007199254740993"]
+    ranks = [v if len(v.lstrip("-")) <= 15 else "1" for v in values]  # (ranks stay below 2^53)
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(f'{{"query_id": "q{i}", "topk": [{{"chunk_id": "d1", "score": {v}, "rank": {r}}}]}}\n'
+                            for i, (v, r) in enumerate(zip(values, ranks))))
+    run = jsonl_fast._scan_run(jsonl_fast._mapped(str(path), 0), str(path))
+    assert run is not None
+    assert run.r_score.tobytes() == np.array([float(json.loads(v)) for v in values]).tobytes()
+    assert run.r_order.tobytes() == np.array([float(json.loads(r)) for r in ranks]).tobytes()

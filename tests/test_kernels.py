@@ -326,8 +326,12 @@ def test_metrics_csv_is_the_same_with_and_without_the_kernel(monkeypatch: pytest
     values = {"ndcg@10": ndcg, "hit@10": (rng.random(n) < 0.6).astype(np.float64),
               "precision@10": rng.integers(0, 11, n) / 10.0, "tiny": rng.random(n) * 1e-7}
     fields = {"tier": tuple(("a,b", '"q"', "=1+1", "é", None)[i % 5] for i in range(n))}
+    # logged latencies: none for some queries, ints and floats; one column holds a logged NaN
+    latency = {"retrieve": [None if i % 9 == 0 else float(i % 97) + (0.125 if i % 2 else 0) for i in range(n)],
+               "rerank": [float("nan") if i == 5 else None if i % 4 == 0 else i / 7 for i in range(n)]}
     result = EvaluationResult(query_ids=tuple(f"q{i}" if i % 11 else f"-q,{i}" for i in range(n)),
-                              metric_names=tuple(values), values=values, fields=fields)
+                              metric_names=tuple(values), values=values, fields=fields, info={"latency_ms": latency})
     fast = exports.metrics_csv(result)
+    assert fast.split("\n")[6].endswith(",nan") and fast.split("\n")[1].endswith(",,")
     monkeypatch.setattr(accel, "kernels", None)
     assert exports.metrics_csv(result) == fast

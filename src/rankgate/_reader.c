@@ -690,12 +690,15 @@ static void jjob_free(jjob_t *j) {
 static int json_number(jjob_t *j, const unsigned char **pp, int kind, void *out) {
     const unsigned char *p = *pp, *const s = p;
     int is_int = 1;
+    uint64_t whole = 0; /* the integer part's value while it has at most 15 digits */
     if (*p == '-') p++;
+    const unsigned char *const digits = p;
     if (*p == '0') {
         p++;
     } else if ((unsigned)(*p - '1') < 9u) {
-        do p++;
-        while ((unsigned)(*p - '0') < 10u);
+        do whole = whole * 10 + (uint64_t)(*p++ - '0');
+        while ((unsigned)(*p - '0') < 10u && p - digits < 15);
+        while ((unsigned)(*p - '0') < 10u) p++;
     } else {
         return IRREGULAR;
     }
@@ -717,6 +720,10 @@ static int json_number(jjob_t *j, const unsigned char **pp, int kind, void *out)
     if (p - s > 64) return IRREGULAR;
     const int32_t n = (int32_t)(p - s);
     *pp = p;
+    if (kind == 0 && is_int && p - digits <= 15) { /* (a rank, an integer score) exact as a double: no parse */
+        *(double *)out = *s == '-' && whole ? -(double)whole : (double)whole; /* ("-0" is the int 0: +0.0) */
+        return OK;
+    }
     if (kind == 0) {
         double v;
         int rc = parse_double(s, n, &v);

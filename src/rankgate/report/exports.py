@@ -68,6 +68,18 @@ def _float_column(values: Any) -> list[str]:
     return ["" if t == "nan" else t for t in texts] if bool(np.isnan(cells).any()) else texts
 
 
+def _latency_cells(col: list[float | None], compiled: bool) -> Any:
+    """A latency column: ``repr`` of each value, empty where a query logged none. For the compiled
+    writer, float64 with NaN for none (which it writes empty), unless a logged value is itself NaN."""
+    if compiled:
+        import numpy as np
+
+        values = np.array(col, dtype=np.float64)  # (None becomes NaN)
+        if int(np.count_nonzero(np.isnan(values))) == col.count(None):
+            return values
+    return ["" if v is None else repr(float(v)) for v in col]
+
+
 def _text_column(values: Any) -> list[str]:
     values = values if isinstance(values, (list, tuple)) else list(values)
     cells = list(map(str, values)) if None not in values else ["" if v is None else str(v) for v in values]
@@ -97,7 +109,7 @@ def metrics_csv(result: EvaluationResult) -> str:
     floats = _float_cells if kernels is not None else _float_column
     columns += [floats(result.values[m]) for m in result.metric_names]
     columns += [_text_column(result.fields[f]) for f in fields]
-    columns += [["" if v is None else repr(float(v)) for v in col] for col in latency.values()]
+    columns += [_latency_cells(col, kernels is not None) for col in latency.values()]
     head = ",".join(_cell(_defused(h)) for h in header) + "\n"
     if kernels is not None:  # the same lines, built without a Python object per cell
         return head + kernels.csv_rows(columns, len(result.query_ids))
