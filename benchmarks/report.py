@@ -204,14 +204,21 @@ def render(info: dict, cases, cold: dict | None, controls=()) -> str:
                     f"- goal peak memory ≤ {MEMORY_SHARE:g} of pytrec_eval's: measured {share:.2f} — "
                     + ("**met**" if share <= MEMORY_SHARE else "**not met**")
                 )
-            for fmt, what in (("jsonl", "JSONL"), ("jsonl-logged", "JSONL with ranks and logged latencies")):
-                jsonl = idx.get((HEADLINE[0], fmt, "rankgate"))
-                if jsonl and jsonl.runs:
-                    t, m = _median(jsonl) / _median(base), _rss(jsonl) / _rss(base)
-                    out.append(
-                        f"- goal {what} within {JSONL_WITHIN:g}× of TREC (time and memory): measured {t:.2f}× "
-                        f"time, {m:.2f}× memory — " + ("**met**" if max(t, m) <= JSONL_WITHIN else "**not met**")
-                    )
+            jsonl = idx.get((HEADLINE[0], "jsonl", "rankgate"))
+            if jsonl and jsonl.runs:
+                t, m = _median(jsonl) / _median(base), _rss(jsonl) / _rss(base)
+                out.append(
+                    f"- goal JSONL within {JSONL_WITHIN:g}× of TREC (time and memory): measured {t:.2f}× time, "
+                    f"{m:.2f}× memory — " + ("**met**" if max(t, m) <= JSONL_WITHIN else "**not met**")
+                )
+            logged = idx.get((HEADLINE[0], "jsonl-logged", "rankgate"))
+            if logged and logged.runs:  # (more data than the TREC file: shown beside the goal, not held to it)
+                t, m = _median(logged) / _median(base), _rss(logged) / _rss(base)
+                out.append(
+                    f"- JSONL as DESIGN.md's run line (ranks, logged latencies and index version: 30% more bytes "
+                    f"than the TREC file): {t:.2f}× TREC's time, {m:.2f}× its memory "
+                    f"({'within' if max(t, m) <= JSONL_WITHIN else 'beyond'} goal 2's {JSONL_WITHIN:g}×)"
+                )
             big = idx.get((SCALE[0], "trec", "rankgate"))
             if big and big.runs and all(r.cpu for r in big.runs + base.runs):
                 cpu_big = statistics.median(r.cpu for r in big.runs)
