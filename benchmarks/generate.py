@@ -300,49 +300,34 @@ def _json_lines(qids: pa.Array, counts: np.ndarray, entries: pa.Array, key: str)
     return pc.binary_join_element_wise('{"query_id": "', qids, f'", "{key}": [', joined, "]}\n", "")
 
 
-def write_jsonl_run(t: Tables, path: Path) -> None:
+def write_jsonl_run(t: Tables, path: Path, *, logged: bool = False) -> None:
+    """``{"query_id", "topk": [{"chunk_id", "score"}]}`` per query; ``logged``: as DESIGN.md's run line
+    writes it (texts aside), each item's rank before its id, and what a retriever logs per query
+    (``latency_ms`` per stage, ``index_version``) after the list."""
     depth = t.run_q.size // t.n_queries
     with open(path, "wb") as f:
         for lo, hi in _query_blocks(t.n_queries, depth):
             rows = slice(lo * depth, hi * depth)
+            rank = ['{"rank": ', pa.array(np.tile(np.arange(1, depth + 1), hi - lo)).cast(pa.string()),
+                    ', "chunk_id": "'] if logged else ['{"chunk_id": "']
             entries = pc.binary_join_element_wise(
-                '{"chunk_id": "',
-                _doc_ids(t, t.run_doc[rows]),
-                '", "score": ',
-                _scores(t.run_ticks[rows]),
-                "}",
-                "",
-            )
-            counts = np.full(hi - lo, depth)
-            _write(f, _json_lines(_query_ids(t, np.arange(lo, hi)), counts, entries, "topk"))
-
-
-def write_jsonl_run_logged(t: Tables, path: Path) -> None:
-    """The run as DESIGN.md's run line writes it (texts aside): each item's rank beside its score, and
-    what a retriever logs per query (``latency_ms`` per stage, ``index_version``)."""
-    depth = t.run_q.size // t.n_queries
-    with open(path, "wb") as f:
-        for lo, hi in _query_blocks(t.n_queries, depth):
-            rows = slice(lo * depth, hi * depth)
-            entries = pc.binary_join_element_wise(
-                '{"rank": ',
-                pa.array(np.tile(np.arange(1, depth + 1), hi - lo)).cast(pa.string()),
-                ', "chunk_id": "',
-                _doc_ids(t, t.run_doc[rows]),
-                '", "score": ',
-                _scores(t.run_ticks[rows]),
-                "}",
-                "",
+                *rank, _doc_ids(t, t.run_doc[rows]), '", "score": ', _scores(t.run_ticks[rows]), "}", ""
             )
             counts = np.full(hi - lo, depth)
             lines = _json_lines(_query_ids(t, np.arange(lo, hi)), counts, entries, "topk")
-            q = np.arange(lo, hi)
-            logged = pc.binary_join_element_wise(
-                ', "latency_ms": {"retrieve": ', pa.array(20 + q * 7 % 41).cast(pa.string()),
-                ', "rerank": ', pa.array((q * 13 % 97) / 4).cast(pa.string()),
-                '}, "index_version": "v2026_11_01"}\n', "",
-            )
-            _write(f, pc.binary_join_element_wise(pc.utf8_slice_codeunits(lines, 0, -2), logged, ""))
+            if logged:
+                q = np.arange(lo, hi)
+                lines = pc.binary_join_element_wise(
+                    pc.utf8_slice_codeunits(lines, 0, -2),  # (before the closing "}\n")
+                    ', "latency_ms": {"retrieve": ', pa.array(20 + q * 7 % 41).cast(pa.string()),
+                    ', "rerank": ', pa.array((q * 13 % 97) / 4).cast(pa.string()),
+                    '}, "index_version": "v2026_11_01"}\n', "",
+                )
+            _write(f, lines)
+
+
+def write_jsonl_run_logged(t: Tables, path: Path) -> None:
+    write_jsonl_run(t, path, logged=True)
 
 
 def write_jsonl_gold(t: Tables, path: Path) -> None:
