@@ -591,3 +591,29 @@ def test_a_file_hashed_ahead_gives_its_digest_once_and_never_a_stale_one(tmp_pat
         (tmp_path / f"f{i}").write_bytes(b"x" * 20 + bytes([i]))
         source.hash_ahead([str(tmp_path / f"f{i}")])
     assert len(source._ahead) == source._AHEAD_KEPT
+
+
+def test_a_file_that_gets_shorter_while_it_is_hashed_is_named(tmp_path, monkeypatch) -> None:
+    """Hashed from maps a window at a time, a file cut short between two windows is an InputError
+    naming it (not an internal error, not the digest of half a file)."""
+    import mmap as mmap_module
+    import os
+
+    from rankgate.data import source
+
+    path = tmp_path / "run.trec"
+    path.write_bytes(b"q1 Q0 d1 1 2.0 x\n" * 1000)  # 17,000 bytes: five 4,096-byte windows
+    monkeypatch.setattr(source, "_HASH_MAPPED_FROM", 0)
+    monkeypatch.setattr(source, "_HASH_WINDOW", 4096)
+    real = mmap_module.mmap
+
+    def cut_after_first(fd, length, **kw):
+        window = real(fd, length, **kw)
+        if kw.get("offset", 0) == 0:
+            os.truncate(path, 5000)
+        return window
+
+    monkeypatch.setattr(mmap_module, "mmap", cut_after_first)
+    with pytest.raises(InputError, match="changed while it was read") as err:
+        source.sha256_file(str(path))
+    assert str(path) in str(err.value)

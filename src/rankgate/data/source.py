@@ -290,15 +290,17 @@ def hash_file_into(h: Any, path: str) -> None:
     copied into buffers first: the copy cost a seventh of hashing a 360 MB run."""
     with open(path, "rb") as fh:
         info = os.fstat(fh.fileno())
-        if info.st_size >= _HASH_MAPPED_FROM and stat.S_ISREG(info.st_mode) and _hash_mapped(h, fh.fileno(), info.st_size):
+        if info.st_size >= _HASH_MAPPED_FROM and stat.S_ISREG(info.st_mode) and \
+                _hash_mapped(h, fh.fileno(), info.st_size, path):
             return
         for block in iter(lambda: fh.read(1 << 22), b""):
             h.update(block)
 
 
-def _hash_mapped(h: Any, fd: int, size: int) -> bool:
+def _hash_mapped(h: Any, fd: int, size: int, path: str) -> bool:
     """``size`` bytes of ``fd`` into ``h`` from maps of it; False, with nothing fed, when the file
-    system cannot map the file (it is then read)."""
+    system cannot map the file (it is then read). A file that gets shorter while it is hashed is an
+    InputError naming it."""
     import mmap
 
     at = 0
@@ -307,7 +309,8 @@ def _hash_mapped(h: Any, fd: int, size: int) -> bool:
             window = mmap.mmap(fd, min(_HASH_WINDOW, size - at), access=mmap.ACCESS_READ, offset=at)
         except (OSError, ValueError):
             if at:
-                raise
+                raise InputError(f"changed while it was read: {size:,} bytes when opened, fewer at byte {at:,}",
+                                 path=path, hint="evaluate a file that no other program is writing") from None
             return False
         with window:
             h.update(window)
