@@ -661,10 +661,9 @@ def _evaluate_blocks(
     if count["clash"]:
         info["rank_vs_score"] = count["clash"]
     if fields:  # (as the whole run's: the values logged per query, in evaluation order)
-        run_to_gold = np.concatenate(run_gold)
         eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
         eval_pos[evaluated] = np.arange(evaluated.size, dtype=np.int64)
-        _put_run_values(info, fields, run_to_gold, eval_pos, evaluated.size)
+        _put_run_values(info, fields, np.concatenate(run_gold), eval_pos, evaluated.size)
     sel = evaluated.tolist()
     qids = tuple(g.query_ids[i] for i in sel)
     result = EvaluationResult(
@@ -978,10 +977,13 @@ def _run_facts_of(queries: int, rows: int, fields: dict[str, list[Any]]) -> dict
 def _put_run_values(info: dict[str, Any], fields: dict[str, list[Any]], run_to_gold: np.ndarray,
                     eval_pos: np.ndarray, n: int) -> None:
     """The run's logged latencies and other per-query values, for each evaluated query, into ``info``."""
-    lat = _latency(fields, run_to_gold, eval_pos, n)
+    if not fields:
+        return
+    at = _evaluated_at(run_to_gold, eval_pos)
+    lat = _latency(fields, at, n)
     if lat:
         info["latency_ms"] = lat
-    run_values = {name: _per_query(fields[name], run_to_gold, eval_pos, n) for name in RUN_VALUE_FIELDS if name in fields}
+    run_values = {name: _per_query(fields[name], at, n) for name in RUN_VALUE_FIELDS if name in fields}
     if run_values:
         info["run_values"] = run_values
 
@@ -993,10 +995,11 @@ def _gold_facts(g: Gold) -> dict[str, Any]:
     return facts
 
 
-def _per_query(col: list[Any], run_to_gold: np.ndarray, eval_pos: np.ndarray, n: int) -> list[Any]:
-    """A run field's value for each evaluated query (None where the run has no value)."""
+def _per_query(col: list[Any], places: list[int], n: int) -> list[Any]:
+    """A run field's value for each evaluated query (None where the run has no value); ``places``:
+    each run query's place among the evaluated ones (:func:`_evaluated_at`)."""
     out: list[Any] = [None] * n
-    for at, value in zip(_evaluated_at(run_to_gold, eval_pos), col):
+    for at, value in zip(places, col):
         if at >= 0:
             out[at] = value
     return out
@@ -1007,13 +1010,12 @@ def _stage_column(n: int) -> list[float | None]:
     return [None] * n
 
 
-def _latency(fields: dict[str, list[Any]], run_to_gold: np.ndarray, eval_pos: np.ndarray,
-             n: int) -> dict[str, list[float | None]]:
+def _latency(fields: dict[str, list[Any]], places: list[int], n: int) -> dict[str, list[float | None]]:
     col = fields.get("latency_ms")
     if not col:
         return {}
     out: dict[str, list[float | None]] = {}
-    for at, value in zip(_evaluated_at(run_to_gold, eval_pos), col):
+    for at, value in zip(places, col):
         if at < 0 or value is None:
             continue
         parts = value if isinstance(value, dict) else {"total": value}

@@ -490,20 +490,6 @@ def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, 
     return fields
 
 
-def _given_order(got: _Scanned) -> np.ndarray | None:
-    """The run's ``r_order`` from the ranks its items give (as the parser sets it: NaN where an item has
-    none, and only when some item has one); raises _Beyond for a rank the parser refuses."""
-    if got.ranks is None:
-        return None
-    if (np.abs(got.ranks) >= MAX_RANK).any():
-        raise _Beyond
-    return got.ranks
-
-
-class _Beyond(Exception):
-    """A rank of 2^53 or more: the parser names it, so the scanner's read is not used."""
-
-
 def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: tuple[str, ...],
           value_kind: int, *, ranks: bool = False, extras: bool = False) -> _Scanned | None:
     """The file (as :func:`_mapped` gives it) read by the compiled scanner (``_reader.read_jsonl``), or
@@ -590,14 +576,18 @@ def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], valu
     if got is None:
         return None
     items, nbytes, newlines, qids, counts, lines, ranked, others = got
+    # A run's r_order, as the parser sets it: the given ranks (NaN where an item has none), only when
+    # some item has one. A rank of 2^53 or more is the parser's to name.
+    order = given[:items] if given is not None and ranked else None
+    if order is not None and bool((np.abs(order) >= MAX_RANK).any()):
+        return None
     fields = _other_fields(others, len(qids)) if others[1] else {}
     if fields is None:
         return None
     chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
                                                         pa.py_buffer(ids[:nbytes])])
     return _Scanned(qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64),
-                    values[:items], chunk, given[:items] if given is not None and ranked else None,
-                    fields), newlines
+                    values[:items], chunk, order, fields), newlines
 
 
 def _line_end(arr: np.ndarray, at: int) -> int:
@@ -617,12 +607,8 @@ def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
     got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True)
     if got is None or got.values.size == 0:
         return None  # (no item at all: the parser gives a run without scores)
-    try:
-        order = _given_order(got)
-    except _Beyond:
-        return None
     return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
-               r_doc=got.ids, r_score=got.values, r_order=order, fields=got.fields or {}, source=path,
+               r_doc=got.ids, r_score=got.values, r_order=got.ranks, fields=got.fields or {}, source=path,
                query_lines=got.lines)
 
 
@@ -702,15 +688,9 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
             assert got is not None
             part, newlines = got
             if part.query_ids:  # (else blank lines only)
-                try:
-                    order = _given_order(part)
-                except _Beyond:
-                    _declined_files.add(_file_key(path))
-                    yield None
-                    return
                 yield Run(query_ids=part.query_ids,
                           r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
-                          r_doc=part.ids, r_score=part.values, r_order=order, fields=part.fields or {}, source=path,
+                          r_doc=part.ids, r_score=part.values, r_order=part.ranks, fields=part.fields or {}, source=path,
                           query_lines=part.lines + lines_before)
             lines_before += newlines
 
