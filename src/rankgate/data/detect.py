@@ -4,10 +4,11 @@ Lookup order: an explicit ``format=``; else, for a file, the row its extension n
 first; an extension picks a row only for the nouns it reads), unless a row ahead of it in the table
 sniffs the file as its own; else the rows' sniffers in table order; else the rows plug-ins add
 (``rankgate.formats``: by an extension no built-in row uses, or by their sniffers); else the fallback
-row (TREC), which a ``.trec`` or ``.qrels`` ending names before any plug-in is asked. A folder is a Hugging Face ``save_to_disk`` folder or a BEIR folder (or a plug-in's),
-else an error. A file that is empty is refused here unless the row its extension names reports
-emptiness itself. The plug-ins are looked up only when the built-in rows do not decide, so reading a
-file in a built-in format costs no scan of the installed packages.
+row (TREC), which a ``.trec`` or ``.qrels`` ending names before any plug-in is asked. A folder is a
+Hugging Face ``save_to_disk`` folder or a BEIR folder (or a plug-in's), else an error. A file that
+is empty is refused here unless the row its extension names reports emptiness itself. The plug-ins
+are looked up only when the built-in rows do not decide, so reading a file in a built-in format
+costs no scan of the installed packages.
 
 The sniffers look at a :class:`Probe`: the file's container (``folder``, ``parquet`` by extension or
 magic bytes, ``table`` for ``.csv``/``.tsv``, ``json``, ``yaml``, else ``json`` when the first byte that

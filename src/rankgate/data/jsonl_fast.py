@@ -690,8 +690,8 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
             if part.query_ids:  # (else blank lines only)
                 yield Run(query_ids=part.query_ids,
                           r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
-                          r_doc=part.ids, r_score=part.values, r_order=part.ranks, fields=part.fields or {}, source=path,
-                          query_lines=part.lines + lines_before)
+                          r_doc=part.ids, r_score=part.values, r_order=part.ranks, fields=part.fields or {},
+                          source=path, query_lines=part.lines + lines_before)
             lines_before += newlines
 
 

@@ -438,8 +438,8 @@ def read_ahead(n: int, read: Callable[[int], _T],
                good: Callable[[_T], bool]) -> Generator[tuple[_T, bool], None, None]:
     """``(read(i), good(read(i)))`` for i = 0 … n - 1 in order, each next part read on a thread while
     the caller works on the one before, as long as ``good`` says so of it: after a part that is not
-    good (the caller gives up there) nothing more is read. Closed early (``contextlib.closing``), it waits for a read
-    still going on, so that what the reads use (a memory map) may be closed after it."""
+    good (the caller gives up there) nothing more is read. Closed early (``contextlib.closing``), it
+    waits for a read still going on, so that what the reads use (a memory map) may be closed after it."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
     if n < 1:
