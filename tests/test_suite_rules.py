@@ -44,7 +44,8 @@ def wall_clock_assertions(source: str) -> list[int]:
 # no line of this file reads like a clock assertion to a text search).
 CLOCK = "time." + "perf_counter()"
 INDIRECT = f"import time\ndef f():\n    s = {CLOCK}\n    g()\n    took = {CLOCK} - s\n    assert took < 3\n"
-DIRECT = "import time\ndef f():\n    assert " + "time." + "monotonic() > 0\n"
+MONOTONIC = "time." + "monotonic()"
+DIRECT = f"import time\ndef f():\n    assert {MONOTONIC} > 0\n"
 
 
 def test_the_rule_finds_direct_and_indirect_clock_assertions():
