@@ -420,3 +420,21 @@ def test_values_the_scanner_passes_over_read_as_the_parser_reads_them(value, twi
     path = _file(tmp_path, "run.jsonl", lines)
     slow = _outcome(load_run, path, fast=False)
     assert _outcome(load_run, path, fast=True) == slow
+
+
+# An item's text or version given as null (what `rankgate retrieve` writes) the scanner takes; any
+# other value, or something that only starts like null, goes to the other readers.
+NULL_LIKE = [b"null", b"nul", b"nullx", b"Null", b'"null"', b"null ", b"0", b"[]", b'"v1"']
+
+
+@pytest.mark.parametrize("value", NULL_LIKE)
+@pytest.mark.parametrize("key", ["doc_version", "text", "source"])
+def test_null_texts_and_versions_read_as_the_parser_reads_them(value, key, tmp_path):
+    lines = [json.dumps(_run_line(i, 1 + i % 4, "scored")).encode() for i in range(N_MIN)]
+    for at in (3, N_MIN - 1):
+        lines[at] = lines[at].replace(b'"score":', b'"' + key.encode() + b'": ' + value + b', "score":', 1)
+    path = _file(tmp_path, "run.jsonl", lines)
+    slow = _outcome(load_run, path, fast=False)
+    assert _outcome(load_run, path, fast=True) == slow
+    if value in (b"null", b"null "):  # (the scanner's own read)
+        assert jsonl_fast._scan_run(jsonl_fast._mapped(path, 0), path) is not None

@@ -34,6 +34,9 @@ SCANNED = {
     "zero ranks": [{"query_id": "q1", "topk": [{"rank": 0, "chunk_id": "a", "score": 1}, {"rank": -0, "chunk_id": "b", "score": 1},
                                               {"rank": -0.0, "chunk_id": "c", "score": 1}, {"rank": -3e2, "chunk_id": "d", "score": 0}]}],
     "scores, no rank": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 2.5}]}],
+    "null texts and versions": [{"query_id": "q1", "topk": [{"chunk_id": "a", "doc_version": None, "score": 2, "text": None,
+                                                          "version": None, "content": None, "source": None}]},
+                                {"query_id": "q2", "topk": [{"chunk_id": "b", "score": 1, "doc_version": None}]}],
     "logged per query": [{"latency_ms": {"retrieve": 35, "rerank": 22.5}, "query_id": "q1", "index_version": "v2",
                           "topk": [{"rank": 1, "chunk_id": "a", "score": 2.5}], "notes": {"x": [1, "a,\"}"], "y": None}},
                          {"query_id": "q2", "topk": [{"chunk_id": "b", "score": 1}], "latency_ms": 12.0, "errors": 0},
@@ -53,6 +56,9 @@ DECLINED = {
     "mixed id types": [{"query_id": "q1", "topk": ["a"]}, {"query_id": 7, "topk": ["b"]}],
     "version and doc_version": [{"query_id": "q1", "topk": [{"chunk_id": "a", "doc_version": "1", "version": "2"}]}],
 }
+# A text or version with a value, beside nulls: the scanner declines (pyarrow's parse reads it).
+TEXT_AFTER_NULLS = [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 2, "doc_version": None}]},
+                    {"query_id": "q2", "topk": [{"chunk_id": "b", "score": 1, "doc_version": "v2"}]}]
 BROKEN = {
     "missing id later": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1}]}, {"topk": [{"chunk_id": "b", "score": 1}]}],
     "repeated query": [{"query_id": "q1", "topk": ["a"]}, {"query_id": "q1", "topk": ["b"]}],
@@ -309,3 +315,37 @@ def test_integer_literals_of_every_length_read_as_python_reads_them(tmp_path):
     assert run is not None
     assert run.r_score.tobytes() == np.array([float(json.loads(v)) for v in values]).tobytes()
     assert run.r_order.tobytes() == np.array([float(json.loads(r)) for r in ranks]).tobytes()
+
+
+def test_a_text_or_version_with_a_value_is_left_to_the_other_readers(tmp_path):
+    """Null texts and versions are the scanner's (they make no column); one with a value is not: the
+    file is read by pyarrow's parse, with the parser's columns."""
+    path = write(tmp_path, TEXT_AFTER_NULLS)
+    assert jsonl_fast._scan_run(jsonl_fast._mapped(path, 0), path) is None
+    fast = jsonl_fast.read_run_fast(path)
+    slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
+    assert fast is not None and fast.items == slow.items == {"doc_version": [None, "v2"]}
+
+
+def test_a_run_written_by_rankgate_retrieve_is_read_by_the_scanner(tmp_path):
+    """The real producer: `rankgate retrieve` on the Cranfield collection (BEIR layout) writes ranks,
+    `"doc_version": null` on every item and what it logs per query. The scanner reads it, exactly as
+    the parser does."""
+    from rankgate._accel import reader
+    from rankgate.cli import main
+
+    from .conftest import shared_path
+
+    if reader is None:
+        pytest.skip("rankgate._reader is not built in this installation")
+    beir = shared_path("datasets", "cranfield", "beir")
+    out = tmp_path / "run.jsonl"
+    assert main(["retrieve", "--beir", str(beir), "-o", str(out), "--k", "20", "--texts", "none"]) == 0
+    path = str(out)
+    scanned = jsonl_fast._scan_run(jsonl_fast._mapped(path, 0), path)
+    assert scanned is not None
+    slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
+    assert scanned.query_ids == slow.query_ids and scanned.r_doc.to_pylist() == slow.r_doc.to_pylist()
+    assert scanned.r_score.tobytes() == slow.r_score.tobytes() and scanned.r_order.tobytes() == slow.r_order.tobytes()
+    assert list(scanned.fields.items()) == list(slow.fields.items()) and scanned.items == slow.items == {}
+    assert {"latency_ms", "index_version", "system"} <= set(scanned.fields)

@@ -26,8 +26,8 @@
  * threads can read two halves of one file.
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
- *              data[, rank_keys, ranks, extras]) -> (items, data_bytes, newlines, query_ids, counts, lines, ranked,
- *              others) | None
+ *              data[, rank_keys, ranks, extras, null_keys])
+ *       -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others) | None
  *
  * Parses buf[start:end) as JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>":
  * "<id>", "<value key>": <number>}, ...]}, each key one of its tuple (of str), each exactly once in
@@ -44,7 +44,9 @@
  * object may hold other keys of any value: each is passed over (json_skip), and others is (records,
  * names, values): per key met, in order, its query and its name's code (int64 bytes, two each), the
  * names by code (in order of first appearance), and the values' text joined by ',' (for the caller to
- * decode with Python's json module as one array).
+ * decode with Python's json module as one array). An item may also hold a key of null_keys whose value
+ * is null (what a run writes for a chunk without a text or version); another value of such a key
+ * returns None.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -625,7 +627,7 @@ static int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
 static unsigned char plain[256];
 
 typedef struct {
-    keys_t qkeys, lkeys, ikeys, vkeys, rkeys;
+    keys_t qkeys, lkeys, ikeys, vkeys, rkeys, nkeys; /* nkeys: item keys taken only as null (no value kept) */
     int value_kind; /* 0: any JSON number, as a double; 1: an integer literal, as int64 */
     void *values;
     double *ranks;       /* an item's rank (rkeys), NaN where it has none; NULL: no rank key is read */
@@ -807,6 +809,10 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                     const int rc = json_number(j, &p, 0, j->ranks + row);
                     if (rc != OK) return rc;
                     j->ranked++;
+                } else if (j->nkeys.n && key_in(&j->nkeys, k, kl)) { /* e.g. "doc_version": null */
+                    /* (byte by byte: the comparison stops at the line's end; a value: for the other readers) */
+                    if (!(p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l')) return IRREGULAR;
+                    p += 4;
                 } else if (key_in(&j->ikeys, k, kl)) {
                     if (have_id || *p != '"') return IRREGULAR;
                     have_id = 1;
@@ -1012,17 +1018,19 @@ static int parse_keys(PyObject *tuple, keys_t *keys) {
 }
 
 static PyObject *read_jsonl(PyObject *self, PyObject *args) {
-    PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data, *o_rkeys = NULL, *o_ranks = Py_None;
+    PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data, *o_rkeys = NULL, *o_ranks = Py_None, *o_nkeys = NULL;
     Py_ssize_t start, stop;
     int value_kind, extras = 0;
-    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OOp", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
-                          &o_keys[3], &value_kind, &o_values, &o_offsets, &o_data, &o_rkeys, &o_ranks, &extras))
+    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OOpO", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
+                          &o_keys[3], &value_kind, &o_values, &o_offsets, &o_data, &o_rkeys, &o_ranks, &extras,
+                          &o_nkeys))
         return NULL;
     jjob_t job;
     memset(&job, 0, sizeof(job));
     keys_t *keys[4] = {&job.qkeys, &job.lkeys, &job.ikeys, &job.vkeys};
     for (int i = 0; i < 4; i++)
         if (parse_keys(o_keys[i], keys[i]) < 0) return NULL;
+    if (o_nkeys && o_nkeys != Py_None && parse_keys(o_nkeys, &job.nkeys) < 0) return NULL;
     const int with_ranks = o_ranks != Py_None;
     if (with_ranks && (!o_rkeys || parse_keys(o_rkeys, &job.rkeys) < 0)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "read_jsonl: ranks need rank keys");
@@ -1105,7 +1113,7 @@ static PyMethodDef methods[] = {
      " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
     {"read_jsonl", read_jsonl, METH_VARARGS,
      "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data"
-     "[, rank_keys, ranks, extras])"
+     "[, rank_keys, ranks, extras, null_keys])"
      " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others) or None when a line is not of the shape"},
     {NULL, NULL, 0, NULL},
 };

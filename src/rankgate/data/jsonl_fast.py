@@ -453,6 +453,10 @@ class _Scanned(NamedTuple):
 
 RANK_KEYS = ("rank",)
 """The item key of a given rank in a run (any finite number, as the line-by-line parser reads it)."""
+NULL_ITEM_KEYS = tuple(name for pair in _ITEM_TEXT for name in pair if name is not None)
+"""A run item's text and version keys, which the scanner takes when their value is null (``rankgate
+retrieve`` writes ``"doc_version": null`` on every item): the parser then keeps no column for them. A
+value other than null makes the scanner decline (pyarrow's parse reads the texts)."""
 
 
 def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, list[Any]] | None:
@@ -501,7 +505,8 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
     no query id twice. On such a file the validating parser can only give this result: every byte is
     ASCII, so each string is its bytes, and each number is converted as Python converts it.
     ``ranks``: an item may also give its rank (:data:`RANK_KEYS`), read as a score is; ``extras``: a
-    line may hold other keys (a run's ``latency_ms``…), read as :func:`_other_fields` reads them.
+    line may hold other keys (a run's ``latency_ms``…), read as :func:`_other_fields` reads them, and
+    an item its text or version keys when they are null (:data:`NULL_ITEM_KEYS`).
 
     Files over 8 MB are read in pieces cut at line ends, two threads at a time (the scan releases
     the GIL); each piece's item ids are one chunk of the result."""
@@ -572,7 +577,7 @@ def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], valu
     ids = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
     given = np.empty(bound, dtype=np.float64) if ranks else None
     got = reader.read_jsonl(data, a, b, QUERY_ID_KEYS, list_keys, ITEM_ID_KEYS, value_keys, value_kind,
-                            values, offsets, ids, RANK_KEYS, given, extras)
+                            values, offsets, ids, RANK_KEYS, given, extras, NULL_ITEM_KEYS if extras else None)
     if got is None:
         return None
     items, nbytes, newlines, qids, counts, lines, ranked, others = got
