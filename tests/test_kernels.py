@@ -175,6 +175,129 @@ def test_join_grades_rejects_inconsistent_offsets() -> None:
         kernels.join_grades(np.array([0, 5]), z, np.array([0, 0]), z, z, np.empty(0))
 
 
+# -- the compiled pass of the common ranking metrics ----------------------------------------------
+_COMPILED = ("hit", "recall", "precision", "mrr", "ndcg", "map")
+
+
+@st.composite
+def compiled_cases(draw):
+    roff, rcodes, joff, jcodes, jgrades = draw(joins().filter(lambda c: c[0].size > 1))  # (the engine scores no empty set)
+    nq = roff.size - 1
+    if draw(st.booleans()):  # grades past the usual four levels, and a gold set of zeros and negatives
+        jgrades = np.asarray([draw(st.integers(-3, 70)) for _ in jgrades.tolist()], dtype=np.int64)
+    specs = []
+    for _ in range(draw(st.integers(1, 8))):
+        name = draw(st.sampled_from(_COMPILED))
+        params = []
+        if name == "ndcg" and draw(st.booleans()):
+            params.append("gain=exp")
+        elif name != "ndcg" and draw(st.booleans()):
+            params.append(f"rel={draw(st.integers(1, 3))}")
+        spec = name + (f"({','.join(params)})" if params else "")
+        if name in ("precision", "hit", "recall") or draw(st.booleans()):
+            spec += f"@{draw(st.integers(1, 30))}"
+        specs.append(spec)
+    query_k = np.asarray([draw(st.integers(0, 12)) for _ in range(nq)], dtype=np.int64)
+    return roff, rcodes, joff, jcodes, jgrades, specs, query_k, draw(st.integers(1, 9)), draw(st.booleans())
+
+
+def _context(roff, rcodes, joff, jcodes, jgrades, query_k, k, trec, *, compiled):
+    from rankgate.metrics.context import EvalContext, JoinCodes
+
+    lengths = np.diff(roff)
+    rank = np.concatenate([np.arange(1, n + 1) for n in lengths.tolist()] or [np.zeros(0)]).astype(np.int64)
+    num_rel1 = np.add.reduceat(np.append(jgrades >= 1, False).astype(np.int64), joff[:-1]) if joff.size > 1 else \
+        np.zeros(0, dtype=np.int64)
+    num_rel1 = np.where(np.diff(joff) > 0, num_rel1, 0)
+    return EvalContext(
+        offsets=roff, rank=rank,
+        grade_source=lambda: _join_grades_numpy(roff, rcodes, joff, jcodes, jgrades),
+        judged_offsets=joff, judged_grade=jgrades, query_k=query_k, default_k=k, answerable=num_rel1 > 0,
+        trec=trec, codes=JoinCodes(rcodes.copy(), jcodes) if compiled else None,
+    )
+
+
+@needs_kernels
+@settings(max_examples=examples(400), deadline=None)
+@given(compiled_cases())
+def test_compiled_pass_gives_each_metrics_own_values_bit_for_bit(case) -> None:
+    """The one-pass kernel against each metric's numpy compute on the joined grades: every value's bits
+    (NaN and 0.0 included), and the first relevant ranks, for any cutoff (per-query k too), rel, gain,
+    grade range, trec or not, ids judged but never ranked (-1) and queries with no rows or judgements."""
+    from rankgate.engine import _first_relevant
+    from rankgate.metrics import parse_metrics
+    from rankgate.metrics.ranking import compiled_values
+
+    roff, rcodes, joff, jcodes, jgrades, specs, query_k, k, trec = case
+    metrics = parse_metrics(specs)
+    fast = _context(roff, rcodes, joff, jcodes, jgrades, query_k, k, trec, compiled=True)
+    slow = _context(roff, rcodes, joff, jcodes, jgrades, query_k, k, trec, compiled=False)
+    got = compiled_values(fast, metrics)
+    assert set(got) == {str(m) for m in metrics}
+    assert callable(fast.grade_source), "the compiled pass made the grade of every row"
+    for m in metrics:
+        want = m.definition.compute(slow, m, slow.k_for(m))
+        assert got[str(m)].tobytes() == want.tobytes(), (str(m), got[str(m)], want)
+
+    class Rows:
+        rank = slow.rank
+
+    first = _first_relevant(slow, Rows, slow.nq)  # type: ignore[arg-type]
+    assert np.array_equal(fast.cache["first_relevant"], first)
+
+
+@needs_kernels
+def test_compiled_pass_steps_aside_where_it_cannot_match() -> None:
+    """No codes, codes already spent on the grades, non-integer grades, grades past the table, or a
+    metric it does not compute: the caller's numpy path is used."""
+    from rankgate.metrics import parse_metrics
+    from rankgate.metrics.ranking import COMPILED_MAX_GRADE, compiled_values
+
+    roff, rcodes = np.array([0, 2]), np.array([3, 4])
+    joff, jcodes, jgrades = np.array([0, 1]), np.array([4]), np.array([2])
+    ndcg = parse_metrics("ndcg@10,judged@5")
+    ctx = _context(roff, rcodes, joff, jcodes, jgrades, np.zeros(1, np.int64), 5, False, compiled=True)
+    assert list(compiled_values(ctx, ndcg)) == ["ndcg@10"]  # (judged@5 is left to its own compute)
+    assert ctx.cache["first_relevant"].tolist() == [2]
+    assert compiled_values(ctx, parse_metrics("judged@5")) == {}
+    assert compiled_values(_context(roff, rcodes, joff, jcodes, jgrades, np.zeros(1, np.int64), 5, False,
+                                    compiled=False), ndcg) == {}
+    spent = _context(roff, rcodes, joff, jcodes, jgrades, np.zeros(1, np.int64), 5, False, compiled=True)
+    assert spent.codes is not None
+    spent.codes.rows = None
+    assert compiled_values(spent, ndcg) == {}
+    for grades in (np.array([2.0]), np.array([COMPILED_MAX_GRADE + 1])):
+        assert compiled_values(_context(roff, rcodes, joff, jcodes, grades, np.zeros(1, np.int64), 5, False,
+                                        compiled=True), ndcg) == {}
+
+
+@needs_kernels
+def test_compiled_kernel_refuses_inconsistent_inputs() -> None:
+    z, f = np.zeros(0, dtype=np.int64), np.zeros(0)
+    one = np.array([0, 1])
+    logs, gains, spec = np.array([np.nan, 0.0, 1.0]), np.zeros(4), np.array([[0, 1, 0]])
+    ok = (one, np.array([7]), one, np.array([7]), np.array([1]), logs, gains, spec, np.array([[1]]), np.empty((1, 1)),
+          np.empty(1, dtype=np.int64))
+    kernels.rank_metrics(*ok)
+    bad = {
+        1: np.array([7, 8]),  # rows past the offsets are fine, offsets past the rows are not: see 0
+        0: np.array([0, 3]),
+        4: np.array([2]),  # a grade past the gain table (top 1)
+        5: np.array([np.nan, 0.0]),  # logs too short for rank 1 + 1
+        7: np.array([[6, 1, 0]]),  # an unknown kind
+        8: np.array([[-1]]),  # a negative cutoff
+        9: np.empty((2, 1)),  # out of another size
+    }
+    for at, value in bad.items():
+        if at == 1:
+            continue
+        args = list(ok)
+        args[at] = value
+        with pytest.raises(ValueError):
+            kernels.rank_metrics(*args)
+    assert z.size == f.size == 0
+
+
 # -- fixed-width ids ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "ids, numbers",

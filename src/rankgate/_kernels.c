@@ -3,6 +3,8 @@
  *
  *   join_grades      the grade of every ranked row, one query at a time (a tiny per-query hash of
  *                    its judgements, which stays in L1 cache), NaN for rows without a judgement;
+ *   rank_metrics     hit, recall, precision, mrr, ndcg and map of every query in one pass over its
+ *                    ranked ids, without the grade of every row;
  *   rank_permutation the ranking rule for a run that is not in order: rows grouped by query, then
  *                    score descending, id descending (byte-wise), input order;
  *   fixed_width_numbers  ids such as d000123 (one width, shared prefix, digits) as integers;
@@ -1875,11 +1877,234 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* rank_metrics(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, logs, gains, specs, ks,
+ *              out, first_rel)
+ *
+ * hit, recall, precision, mrr, ndcg and map of every query in one pass over its ranked rows, with the
+ * same IEEE operations in the same order as the numpy kernels of rankgate.metrics.ranking (which the
+ * tests compare it with): a row's grade is its judgement's (the last one for an id judged twice),
+ * relevant when >= rel; rank is the row's 1-based place in its query. Only rows with a grade >= 1 add
+ * to any of the six, so a row is first tested against a 256-bit filter of the query's ids judged >= 1
+ * and looked up only when its bit is set.
+ *
+ *   logs   float64: logs[i] = log2(i) (the C library's, as Python's math.log2); long enough for every
+ *          rank + 1 and ideal place + 1
+ *   gains  float64, two rows of (top grade + 1): the gain of grades 0..top, linear then exp
+ *   specs  int64, three per metric: kind (0 hit, 1 recall, 2 precision, 3 mrr, 4 ndcg, 5 map), rel (>= 1),
+ *          gain row (ndcg: 0 linear, 1 exp)
+ *   ks     int64, per metric then per query: the cutoff (rows past it are not read)
+ *   out    float64, per metric then per query: the value before the metric's scope is applied
+ *   first_rel  int64 per query: rank of the first row with a grade >= 1, 0 when none */
+
+enum { RM_HIT, RM_RECALL, RM_PRECISION, RM_MRR, RM_NDCG, RM_MAP, RM_KINDS };
+
+static inline uint64_t filter_hash(int64_t c) { return (uint64_t)c * 0x9E3779B97F4A7C15ULL; }
+
+static int cmp_desc_i64(const void *x, const void *y) {
+    const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a < b) - (a > b);
+}
+
+static PyObject *rank_metrics(PyObject *self, PyObject *args) {
+    enum { ROFF, RCODE, JOFF, JCODE, JGRADE, LOGS, GAINS, SPECS, KS, OUT, FIRST, NBUF };
+    static const char *names[NBUF] = {"row_offsets", "row_codes", "judged_offsets", "judged_codes", "judged_grades",
+                                      "logs", "gains", "specs", "ks", "out", "first_rel"};
+    PyObject *objs[NBUF];
+    Py_buffer v[NBUF];
+    int got = 0;
+    PyObject *result = NULL;
+    int64_t *keys = NULL, *vals = NULL, *hit_rank = NULL, *hit_grade = NULL, *ideal = NULL;
+    uint32_t *stamp = NULL;
+    double *prefix = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &objs[7], &objs[8], &objs[9], &objs[10]))
+        return NULL;
+    for (; got < NBUF; got++) {
+        if (get_buffer(objs[got], &v[got], names[got], 8, got == OUT || got == FIRST) < 0) goto done;
+    }
+    const Py_ssize_t nq = v[ROFF].len / 8 - 1;
+    const Py_ssize_t nrows = v[RCODE].len / 8, nj = v[JCODE].len / 8;
+    const Py_ssize_t nlogs = v[LOGS].len / 8, ngain = v[GAINS].len / 16, m = v[SPECS].len / 24;
+    const int64_t *ro = (const int64_t *)v[ROFF].buf, *rc = (const int64_t *)v[RCODE].buf;
+    const int64_t *jo = (const int64_t *)v[JOFF].buf, *jc = (const int64_t *)v[JCODE].buf;
+    const int64_t *jg = (const int64_t *)v[JGRADE].buf, *specs = (const int64_t *)v[SPECS].buf;
+    const int64_t *ks = (const int64_t *)v[KS].buf;
+    const double *logs = (const double *)v[LOGS].buf, *gains = (const double *)v[GAINS].buf;
+    double *out = (double *)v[OUT].buf;
+    int64_t *first_rel = (int64_t *)v[FIRST].buf;
+    if (nq < 0 || v[JOFF].len / 8 != nq + 1 || v[JGRADE].len != v[JCODE].len || v[SPECS].len != m * 24 ||
+        v[KS].len != m * nq * 8 || v[OUT].len != m * nq * 8 || v[FIRST].len != nq * 8 || v[GAINS].len != ngain * 16 ||
+        ngain < 1) {
+        PyErr_SetString(PyExc_ValueError, "rank_metrics: inconsistent lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        const int64_t kind = specs[3 * i], rel = specs[3 * i + 1], row = specs[3 * i + 2];
+        if (kind < 0 || kind >= RM_KINDS || rel < 1 || row < 0 || row > 1) {
+            PyErr_SetString(PyExc_ValueError, "rank_metrics: a metric spec out of range");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < m * nq; i++) {
+        if (ks[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "rank_metrics: a negative cutoff");
+            goto done;
+        }
+    }
+    Py_ssize_t most = 0, most_rows = 0; /* the longest lists size the scratch space */
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        if (ro[q] < 0 || ro[q] > ro[q + 1] || ro[q + 1] > nrows || jo[q] < 0 || jo[q] > jo[q + 1] || jo[q + 1] > nj) {
+            PyErr_SetString(PyExc_ValueError, "rank_metrics: offsets out of range");
+            goto done;
+        }
+        if (jo[q + 1] - jo[q] > most) most = jo[q + 1] - jo[q];
+        if (ro[q + 1] - ro[q] > most_rows) most_rows = ro[q + 1] - ro[q];
+    }
+    if (nlogs < most_rows + 2 || nlogs < most + 2) {
+        PyErr_SetString(PyExc_ValueError, "rank_metrics: logs too short");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < nj; j++) {
+        if (jg[j] >= ngain) {
+            PyErr_SetString(PyExc_ValueError, "rank_metrics: a grade past the gain table");
+            goto done;
+        }
+    }
+    size_t cap = 8;
+    while (cap < (size_t)most * 2) cap <<= 1;
+    keys = (int64_t *)malloc(cap * sizeof(int64_t));
+    vals = (int64_t *)malloc(cap * sizeof(int64_t));
+    stamp = (uint32_t *)calloc(cap, sizeof(uint32_t));
+    hit_rank = (int64_t *)malloc((size_t)(most_rows + 1) * sizeof(int64_t));
+    hit_grade = (int64_t *)malloc((size_t)(most_rows + 1) * sizeof(int64_t));
+    ideal = (int64_t *)malloc((size_t)(most + 1) * sizeof(int64_t));
+    prefix = (double *)malloc((size_t)(most + 1) * 2 * sizeof(double));
+    if (!keys || !vals || !stamp || !hit_rank || !hit_grade || !ideal || !prefix) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t gen = 0;
+    for (Py_ssize_t q = 0; q < nq; q++) {
+        const int64_t a = jo[q], b = jo[q + 1];
+        const int64_t r0 = ro[q], r1 = ro[q + 1];
+        /* The query's judgements: a table of id -> grade (the last judgement of an id wins, as in
+         * join_grades), a filter of the ids judged >= 1, and the grades >= 1 for the ideal list. */
+        size_t mask = 8;
+        while (mask < (size_t)(b - a) * 2) mask <<= 1;
+        mask -= 1;
+        if (++gen == 0) {
+            memset(stamp, 0, cap * sizeof(uint32_t));
+            gen = 1;
+        }
+        uint64_t filter[4] = {0, 0, 0, 0};
+        Py_ssize_t npos = 0;
+        for (int64_t j = a; j < b; j++) {
+            const int64_t c = jc[j], grade = jg[j];
+            if (grade >= 1) ideal[npos++] = grade;
+            if (c < 0) continue; /* a judged id that never occurs in the rows */
+            size_t h = (size_t)mix64((uint64_t)c) & mask;
+            while (stamp[h] == gen && keys[h] != c) h = (h + 1) & mask;
+            stamp[h] = gen;
+            keys[h] = c;
+            vals[h] = grade;
+            if (grade >= 1) {
+                const uint64_t f = filter_hash(c);
+                filter[f >> 62] |= 1ULL << ((f >> 56) & 63);
+            }
+        }
+        /* The rows with a grade >= 1, in rank order. */
+        Py_ssize_t nhits = 0;
+        for (int64_t r = r0; r < r1; r++) {
+            const int64_t c = rc[r];
+            const uint64_t f = filter_hash(c);
+            if (!((filter[f >> 62] >> ((f >> 56) & 63)) & 1)) continue;
+            size_t h = (size_t)mix64((uint64_t)c) & mask;
+            while (stamp[h] == gen) {
+                if (keys[h] == c) {
+                    if (vals[h] >= 1) {
+                        hit_rank[nhits] = r - r0 + 1;
+                        hit_grade[nhits] = vals[h];
+                        nhits++;
+                    }
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+        }
+        first_rel[q] = nhits ? hit_rank[0] : 0;
+        int ideal_sorted = 0;
+        int ideal_made[2] = {0, 0};
+        for (Py_ssize_t i = 0; i < m; i++) {
+            const int64_t kind = specs[3 * i], rel = specs[3 * i + 1], row = specs[3 * i + 2];
+            const int64_t k = ks[i * nq + q];
+            double value = 0.0;
+            int64_t found = 0, first = 0;
+            int64_t n = 0; /* judgements >= rel (also of ids the rows never hold) */
+            if (kind == RM_RECALL || kind == RM_MAP) {
+                for (int64_t j = a; j < b; j++) n += jg[j] >= rel;
+            }
+            if (kind == RM_NDCG) {
+                const double *gain = gains + row * ngain;
+                double dcg = 0.0;
+                for (Py_ssize_t h = 0; h < nhits && hit_rank[h] <= k; h++) {
+                    dcg += gain[hit_grade[h]] / logs[hit_rank[h] + 1];
+                }
+                if (!ideal_sorted) {
+                    if (npos > 1) qsort(ideal, (size_t)npos, sizeof(int64_t), cmp_desc_i64);
+                    ideal_sorted = 1;
+                }
+                double *pre = prefix + row * (most + 1);
+                if (!ideal_made[row]) { /* pre[p]: the ideal sum of the first p places, added in place order */
+                    pre[0] = 0.0;
+                    for (Py_ssize_t p = 1; p <= npos; p++) pre[p] = pre[p - 1] + gain[ideal[p - 1]] / logs[p + 1];
+                    ideal_made[row] = 1;
+                }
+                const double idcg = pre[npos < k ? npos : k];
+                value = idcg > 0 ? dcg / idcg : 0.0;
+            } else {
+                double total = 0.0;
+                for (Py_ssize_t h = 0; h < nhits && hit_rank[h] <= k; h++) {
+                    if (hit_grade[h] < rel) continue;
+                    found++;
+                    if (!first) first = hit_rank[h];
+                    if (kind == RM_MAP) total += (double)found / (double)hit_rank[h];
+                }
+                switch (kind) {
+                case RM_HIT: value = found > 0 ? 1.0 : 0.0; break;
+                case RM_RECALL: value = n > 0 ? (double)found / (double)n : 0.0; break;
+                case RM_PRECISION: value = (double)found / (double)k; break;
+                case RM_MRR: value = first ? 1.0 / (double)first : 0.0; break;
+                default: value = n > 0 ? total / (double)n : 0.0; break;
+                }
+            }
+            out[i * nq + q] = value;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    free(keys);
+    free(vals);
+    free(stamp);
+    free(hit_rank);
+    free(hit_grade);
+    free(ideal);
+    free(prefix);
+    while (got > 0) PyBuffer_Release(&v[--got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"csv_rows", csv_rows, METH_VARARGS,
      "csv_rows(columns, n) -> str: CSV lines of text cells, coded cells and float64 values (repr; NaN empty)"},
     {"join_grades", join_grades, METH_VARARGS,
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
+    {"rank_metrics", rank_metrics, METH_VARARGS,
+     "rank_metrics(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, logs, gains, specs, ks, out, "
+     "first_rel): hit, recall, precision, mrr, ndcg and map of every query in one pass"},
     {"bootstrap_sums", bootstrap_sums, METH_VARARGS,
      "bootstrap_sums(sfc64_state, values, m, n_resamples, out): resampled column sums"},
     {"bootstrap_sums_blocks", bootstrap_sums_blocks, METH_VARARGS,

@@ -30,7 +30,8 @@ from .data.models import joined_fields
 from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ties, tie_effect
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
-from .metrics.context import NO_CUTOFF, EvalContext
+from .metrics.context import NO_CUTOFF, EvalContext, JoinCodes
+from .metrics.ranking import compiled_values
 from .results import EvaluationResult
 
 __all__ = ["DEFAULT_K", "doc_mapper", "evaluate", "ties_lines"]
@@ -406,8 +407,15 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
         jorder = np.argsort(jsel, kind="stable")
         judged_grade, judged_codes = judged_grade[jorder], judged_codes[jorder]
     judged_offsets = np.concatenate(([0], np.cumsum(np.bincount(jsel, minlength=evaluated.size)))).astype(np.int64)
-    # The row codes are not read again: the grades may take their memory.
-    grade = _join_grades(rows.offsets, rows.row_codes, judged_offsets, judged_codes, judged_grade, reuse=True)
+    codes = JoinCodes(rows.row_codes, judged_codes)
+
+    def grade() -> np.ndarray:
+        """Each ranked row's grade, made when first read (the common metrics need none: they are
+        computed from the codes). The row codes are not read again: the grades take their memory."""
+        row_codes, codes.rows = codes.rows, None
+        assert row_codes is not None
+        return _join_grades(rows.offsets, row_codes, judged_offsets, judged_codes, judged_grade, reuse=True)
+
     cs = np.concatenate(([0], np.cumsum(judged_grade >= 1)))
     num_rel1 = cs[judged_offsets[1:]] - cs[judged_offsets[:-1]]
 
@@ -424,7 +432,7 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
     return EvalContext(
         offsets=rows.offsets,
         rank=rows.rank,
-        grade=grade,
+        grade_source=grade,
         judged_offsets=judged_offsets,
         judged_grade=judged_grade,
         query_k=rows.query_k,
@@ -439,13 +447,14 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
         queries=queries,
         doc_of=doc_of,
         ids_lack=lambda text: none_contains(rows.run_docs, text),
+        codes=codes,
     )
 
 
 def score_all(ctx: EvalContext, metric_list: list[Metric]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Every metric's per-query values and its definition, in the order asked."""
-    values: dict[str, np.ndarray] = {}
-    for metric in _deepest_first(metric_list):  # a shallower cut is then made from a deeper one
+    values = compiled_values(ctx, metric_list)  # the common ranking metrics, in one compiled pass
+    for metric in _deepest_first([m for m in metric_list if str(m) not in values]):  # a shallower cut is then made from a deeper one
         if metric.k is not None:
             ctx.drop_cuts_deeper_than(metric.k)
         values[str(metric)] = metric.definition.compute(ctx, metric, ctx.k_for(metric))
@@ -761,6 +770,8 @@ def _result(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, ctx: Eva
 
 def _first_relevant(ctx: EvalContext, rows: RankedRows, n: int) -> np.ndarray:
     """Rank of each evaluated query's first relevant row, 0 when none is retrieved."""
+    if "first_relevant" in ctx.cache:  # (found by the compiled pass)
+        return cast(np.ndarray, ctx.cache["first_relevant"])
     rel_rows, rel_query, nth = ctx.hits(ctx.is_rel(1))
     first_rel = np.zeros(n, dtype=np.int64)
     first_rel[rel_query[nth == 1]] = rows.rank[rel_rows[nth == 1]]

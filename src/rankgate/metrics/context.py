@@ -3,6 +3,9 @@
 Rows are grouped by query (CSR: query ``i`` owns rows ``offsets[i]:offsets[i+1]``) and already in
 ranking order (see :mod:`rankgate.data.ranking`); kernels never sort. ``grade`` is NaN for items that
 have no judgement. Per-query helpers sum in a fixed order so results are byte-identical run to run.
+When the context keeps the item codes the grades are joined from (``codes``), the common ranking
+metrics are computed from them in one compiled pass and the grade of every row is never made
+(:func:`rankgate.metrics.ranking.compiled_values`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import numpy as np
 
 from .spec import Metric
 
-__all__ = ["EvalContext", "QueryView"]
+__all__ = ["EvalContext", "JoinCodes", "QueryView"]
 
 NO_CUTOFF = np.iinfo(np.int64).max // 4
 
@@ -33,10 +36,21 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class JoinCodes:
+    """Integer item codes the grades of the ranked rows are joined from: each row's (``rows``; None
+    once the grades have been written over them) and each judgement's (``judged``, in the order of
+    ``judged_grade``; -1 for an id no row holds). Equal codes are the same id."""
+
+    rows: np.ndarray | None
+    judged: np.ndarray
+
+
+@dataclass
 class EvalContext:
     offsets: np.ndarray  # int64, len nq + 1
     rank: np.ndarray  # int64 per row, 1-based
-    grade: np.ndarray  # float64 per row, NaN = unjudged
+    # Grade per row (float64, NaN = unjudged): an array, or a callable that makes it when first read.
+    grade_source: np.ndarray | Callable[[], np.ndarray]
     judged_offsets: np.ndarray  # int64, len nq + 1: CSR over judged_grade
     judged_grade: np.ndarray  # int64: every judgement of each query
     query_k: np.ndarray  # int64 per query, 0 = the gold set gives none
@@ -55,6 +69,7 @@ class EvalContext:
     doc_of: Callable[[str], str] = lambda chunk: chunk
     # Whether no item id of the ranked rows contains a text (False: some may); None: not known.
     ids_lack: Callable[[str], bool] | None = None
+    codes: JoinCodes | None = None  # what the grades are joined from, while it is kept
     cache: dict[Any, Any] = field(default_factory=dict)
 
     # -- shapes ---------------------------------------------------------------------------------
@@ -72,6 +87,13 @@ class EvalContext:
     @property
     def n_retrieved(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+    @property
+    def grade(self) -> np.ndarray:
+        """Grade of every row (NaN: no judgement)."""
+        if callable(self.grade_source):
+            self.grade_source = self.grade_source()
+        return self.grade_source
 
     @property
     def score(self) -> np.ndarray | None:
@@ -196,7 +218,7 @@ class EvalContext:
         return EvalContext(
             offsets=np.concatenate(([0], np.cumsum(np.minimum(np.diff(self.offsets), k)))).astype(np.int64),
             rank=self.rank[rows],
-            grade=self.grade[rows],
+            grade_source=self.grade[rows],
             judged_offsets=self.judged_offsets,
             judged_grade=self.judged_grade,
             query_k=self.query_k,

@@ -9,6 +9,7 @@ trec_eval v10's (tested against its own test suite and pytrec_eval).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -381,3 +382,49 @@ class Judged(MetricDefinition):
     def reference(self, q: QueryView, metric: Metric, k: int | None) -> float:
         assert k is not None
         return sum(1 for d in q.top(k) if d in q.judgements) / k
+
+
+# The registered definitions themselves (``register`` made each class above its instance): a plug-in
+# that registers its own ndcg is not taken for this one.
+_COMPILED_KINDS: dict[MetricDefinition, int] = {
+    cast(MetricDefinition, d): i for i, d in enumerate((Hit, Recall, Precision, MRR, NDCG, MAP))
+}
+COMPILED_MAX_GRADE = 1 << 16
+"""The compiled pass takes gold sets whose grades are integers up to this (its gain table's size)."""
+
+
+def compiled_values(ctx: EvalContext, metrics: list[Metric]) -> dict[str, np.ndarray]:
+    """hit, recall, precision, mrr, ndcg and map, in one compiled pass over the item codes of the ranked
+    rows (``ctx.codes``) rather than through the grade of every row: the same values, bit for bit, as
+    each metric's ``compute`` (the kernel makes the same IEEE operations in the same order, with the
+    same log2 and gain tables; the tests compare the two). Also puts each query's first relevant rank in
+    ``ctx.cache["first_relevant"]``. Empty when the kernels are not compiled, the codes are gone, the
+    grades are not integers of at most :data:`COMPILED_MAX_GRADE`, or none of the metrics is one of
+    these six."""
+    from .._accel import kernels
+
+    chosen = [m for m in dict.fromkeys(metrics) if m.definition in _COMPILED_KINDS]
+    codes = ctx.codes
+    grades = ctx.judged_grade
+    if kernels is None or codes is None or codes.rows is None or not chosen or grades.dtype != np.int64:
+        return {}
+    top = max(int(grades.max()) if grades.size else 0, 0)
+    if top > COMPILED_MAX_GRADE:
+        return {}
+    nq = ctx.nq
+    i64 = np.ascontiguousarray
+    lengths = np.diff(ctx.offsets)
+    longest = max(int(lengths.max()) if nq else 0, int(np.diff(ctx.judged_offsets).max()) if nq else 0)
+    logs = _log2(np.arange(longest + 2))
+    gain_of = np.concatenate([_gain(np.arange(top + 1), "linear"), _gain(np.arange(top + 1), "exp")])
+    specs = np.array([[_COMPILED_KINDS[m.definition], _rel(m) if "rel" in m.definition.params else 1,
+                       1 if "gain" in m.definition.params and m.param("gain") == "exp" else 0] for m in chosen],
+                     dtype=np.int64)
+    ks = np.stack([ctx.k_for(m) for m in chosen]).astype(np.int64)
+    out = np.empty((len(chosen), nq))
+    first = np.empty(nq, dtype=np.int64)
+    kernels.rank_metrics(i64(ctx.offsets, dtype=np.int64), i64(codes.rows, dtype=np.int64),
+                         i64(ctx.judged_offsets, dtype=np.int64), i64(codes.judged, dtype=np.int64), i64(grades),
+                         logs, gain_of, specs, ks, out, first)
+    ctx.cache["first_relevant"] = first
+    return {str(m): ctx.finish(out[i], m) for i, m in enumerate(chosen)}
