@@ -416,10 +416,13 @@ def compiled_values(ctx: EvalContext, metrics: list[Metric]) -> dict[str, np.nda
     lengths = np.diff(ctx.offsets)
     longest = max(int(lengths.max()) if nq else 0, int(np.diff(ctx.judged_offsets).max()) if nq else 0)
     logs = _log2(np.arange(longest + 2))
-    gain_of = np.concatenate([_gain(np.arange(top + 1), "linear"), _gain(np.arange(top + 1), "exp")])
     specs = np.array([[_COMPILED_KINDS[m.definition], _rel(m) if "rel" in m.definition.params else 1,
                        1 if "gain" in m.definition.params and m.param("gain") == "exp" else 0] for m in chosen],
                      dtype=np.int64)
+    grade_range = np.arange(top + 1)
+    # (the exp row only when a metric reads it: a large grade is fine for linear gain alone)
+    exp = _gain(grade_range, "exp") if bool(specs[:, 2].any()) else np.zeros(top + 1)
+    gain_of = np.concatenate([_gain(grade_range, "linear"), exp])
     ks = np.stack([ctx.k_for(m) for m in chosen]).astype(np.int64)
     out = np.empty((len(chosen), nq))
     first = np.empty(nq, dtype=np.int64)
