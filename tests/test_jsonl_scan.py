@@ -27,6 +27,7 @@ import rankgate._accel as accel
 from rankgate.data import jsonl_fast
 from rankgate.data.jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
 from rankgate.data.load import load_gold, load_run
+from rankgate.errors import InputError
 
 from .conftest import examples
 from .test_jsonl_differential import _outcome
@@ -401,3 +402,87 @@ def test_blank_lines_alone_or_a_piece_of_them(lines, tmp_path, monkeypatch):
     assert (_scanned(path, "run") is None) == (len(lines) == 4)
     outcomes = _three(path, "run", monkeypatch)
     assert outcomes[0] == outcomes[1] == outcomes[2]
+
+
+# -- item texts and versions left out (runs whose item columns no metric reads) -------------------
+UNKEPT_VALUES = [
+    '"a chunk"', '""', '"2026-01-01"', '"tab\\there, \\"quoted\\", back\\\\slash, \\/ \\b\\f\\n\\r"',
+    '"\\u00e9\\u4e2d\\uFFFF\\u0000"', '"é ✓ 中文 😀"', '"\\ud83d\\ude00"', '"\\uD83D\\uDE00"', '"\\ud800"',
+    '"\\uDFFF x"', '"\\ud83d\\u0041"', '"\\ud83d x"', '"\\ud83d\\ud83d"', '"\\ude00\\ud83d"', '"\\ud83d\\ude0"', '"\\u12"',
+    '"\\u12g4"', '"\\x41"', '"\\a"', '"line\nbreak"', '"nul\x00byte"', '"del\x7fbyte"', '"open', '"two" "strings"',
+    '5', '5.5', 'true', '[]', '{}', '["t"]', 'null', 'nul', '"a" ,', '"' + "x" * 5000 + '"', '"' + "é" * 3000 + '"',
+]
+BAD_UTF8 = [b"\xc0\xaf", b"\xc1\xbf", b"\xc2", b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf",
+            b"\xf0\x80\x80\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\x80",
+            b"\xe2\x82", b"\xe2\x28\xa1", b"\xf0\x9f\x98"]
+GOOD_UTF8 = [b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf",
+             b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xe2\x82\xac"]
+
+
+def _unkept_outcome(line: bytes, tmp_path) -> tuple[object, object]:
+    """(what the scanner gives with item columns left out, what the parser gives) for one file."""
+    data = line + b"\n" + json.dumps({"query_id": "q2", "topk": [{"chunk_id": "z", "score": 2}]}).encode() + b"\n"
+    got = jsonl_fast._scan_span(__import__("pyarrow").py_buffer(data), 0, len(data), RUN_LIST_KEYS, ("score",), 0,
+                                ranks=True, extras=True, items=False)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(data)
+    try:
+        parsed: object = load_run(str(path))  # (a small file: the validating parser)
+    except InputError as exc:
+        parsed = exc
+    return got, parsed
+
+
+def _check_unkept(value: bytes, tmp_path) -> bool:
+    line = b'{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1.5, "text": ' + value + \
+        b', "rank": 1}, {"doc_version": ' + value + b', "chunk_id": "b", "score": 0.5}]}'
+    got, parsed = _unkept_outcome(line, tmp_path)
+    try:  # a string of characters UTF-8 can hold (no half of a surrogate pair left alone)
+        decoded = json.loads(value.decode("utf-8"))
+        plain = isinstance(decoded, str) and bool(decoded.encode("utf-8") or True)
+    except (ValueError, UnicodeError):
+        plain = False
+    if value == b"null":
+        plain = True
+    if got is None:
+        assert not plain, value  # a string the parser reads as it is (or null) is taken
+        return False
+    assert plain, value  # anything else is declined: the parser decides what it is
+    assert not isinstance(parsed, Exception)
+    scanned, _ = got
+    assert scanned.query_ids == parsed.query_ids and scanned.ids.to_pylist() == parsed.r_doc.to_pylist()
+    assert scanned.values.tolist() == parsed.r_score.tolist() and scanned.counts.tolist() == [2, 1]
+    assert np.array_equal(scanned.ranks, parsed.r_order, equal_nan=True)
+    return True
+
+
+@pytest.mark.parametrize("value", [v.encode("utf-8", "surrogatepass") for v in UNKEPT_VALUES]
+                         + [b'"a' + b + b'z"' for b in BAD_UTF8 + GOOD_UTF8])
+def test_unkept_item_strings_are_checked_as_the_parser_reads_them(value, tmp_path):
+    """With item columns left out, an item's text or version may be any string the parser reads as it
+    is (escapes, UTF-8 of every length): passed over, not kept; anything else (a surrogate escape, bad
+    UTF-8 or escape, a control byte, a number or list, a string cut short) is declined for the parser."""
+    taken = _check_unkept(value, tmp_path)
+    if value in (b'"a' + b + b'z"' for b in GOOD_UTF8):
+        assert taken
+
+
+@SETTINGS
+@given(text=st.text(max_size=60), ascii_only=st.booleans())
+def test_unkept_texts_of_any_characters(text, ascii_only, tmp_path):
+    try:
+        value = json.dumps(text, ensure_ascii=ascii_only).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate written as itself: no UTF-8 file holds it
+        return
+    taken = _check_unkept(value, tmp_path)
+    # (json.dumps escapes a character past U+FFFF as a surrogate pair when writing ASCII only: taken)
+    assert taken == (not any(0xD800 <= ord(c) <= 0xDFFF for c in text))
+
+
+def test_item_columns_are_kept_unless_left_out(tmp_path):
+    """Without ``items=False`` a string text still declines (the parser keeps the column)."""
+    data = b'{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 1, "text": "t"}]}\n'
+    buf = __import__("pyarrow").py_buffer(data)
+    assert jsonl_fast._scan_span(buf, 0, len(data), RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True) is None
+    assert jsonl_fast._scan_span(buf, 0, len(data), RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True,
+                                 items=False) is not None

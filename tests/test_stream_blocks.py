@@ -8,6 +8,7 @@ both paths cut rows at the deepest cutoff as a large run is; a spy checks which 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -420,7 +421,8 @@ def test_jsonl_blocks_give_the_whole_runs_result(tmp_path_factory, seed, ties, s
     (under ``--ties input`` a query whose items all have one is ordered by it)."""
     tmp_path = tmp_path_factory.mktemp("jblocks")
     gold, trec_run = _write(tmp_path, seed)
-    odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "text": "a chunk"}]}'
+    # (a text that is a number: the parser reads it as its digits, the scanner declines it)
+    odd = '{"query_id": "qodd", "topk": [{"chunk_id": "d1", "score": 1.0, "text": 12}]}'
     run = _as_jsonl(trec_run, odd_line=odd if shape == "odd" else None, repeat_query=shape == "repeat",
                     ranks={"ranked": "all", "some ranked": "some"}.get(shape), seed=seed, logged=shape == "logged")
     got = _blocks_and_whole(gold, run, metrics=METRICS, ties=ties)
@@ -606,10 +608,12 @@ def test_a_file_that_gets_shorter_while_it_is_hashed_is_named(tmp_path, monkeypa
     monkeypatch.setattr(source, "_HASH_MAPPED_FROM", 0)
     monkeypatch.setattr(source, "_HASH_WINDOW", 4096)
     real = mmap_module.mmap
+    inode = os.stat(path).st_ino
 
     def cut_after_first(fd, length, **kw):
         window = real(fd, length, **kw)
-        if kw.get("offset", 0) == 0:
+        # (this file's first window only: a thread of an earlier test may map another file meanwhile)
+        if kw.get("offset", 0) == 0 and os.fstat(fd).st_ino == inode:
             os.truncate(path, 5000)
         return window
 
@@ -617,3 +621,103 @@ def test_a_file_that_gets_shorter_while_it_is_hashed_is_named(tmp_path, monkeypa
     with pytest.raises(InputError, match="changed while it was read") as err:
         source.sha256_file(str(path))
     assert str(path) in str(err.value)
+
+
+# -- item texts no metric reads; runs short enough to be scored whole --------------------------------
+def _with_texts(run, seed: int, *, ids: str | None = None):
+    """The JSONL run with a text (escapes, non-ASCII, empty, null) and a version on its items, as
+    ``rankgate retrieve`` and the documented run line write them; ``ids``: item ids made ``t:`` ids."""
+    rng = np.random.default_rng(seed)
+    words = ["chunk", "naïve", "中文", "emoji 😀", 'a "quote"', "back\\slash", "tab\there", "line\nbreak", ""]
+    lines = []
+    for line in run.read_text().split("\n"):
+        if not line.strip():
+            lines.append(line)
+            continue
+        obj = json.loads(line)
+        for i, item in enumerate(obj["topk"]):
+            if ids is not None:
+                item["chunk_id"] = f"t:{item['chunk_id']}"
+            if rng.random() < 0.8:
+                item["text"] = None if rng.random() < 0.1 else " ".join(rng.choice(words, size=3).tolist())
+            item["doc_version"] = None if i % 3 else f"2026-0{1 + i % 9}-01"
+        lines.append(json.dumps(obj, ensure_ascii=bool(rng.random() < 0.5)))
+    out = run.with_name(run.stem + ".texts.jsonl")
+    out.write_text("\n".join(lines), encoding="utf-8")
+    return out
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.sampled_from([None, "id", "input"]), short=st.booleans())
+def test_texts_no_metric_reads_are_left_out_with_the_same_result(tmp_path_factory, seed, ties, short) -> None:
+    """A JSONL run whose items carry texts and versions: its blocks are read without them when no metric
+    reads them (the scanner takes the file), and the result is the whole read's, which keeps them.
+    ``short``: a run of at most FULL_DEPTH_ROWS rows, scored whole from its blocks (not read again)."""
+    tmp_path = tmp_path_factory.mktemp("texts")
+    gold, trec_run = _write(tmp_path, seed)
+    run = _with_texts(_as_jsonl(trec_run, seed=seed), seed)
+    with pytest.MonkeyPatch.context() as mp:
+        calls = _spied(mp)
+        if short:
+            mp.setattr(engine, "FULL_DEPTH_ROWS", 10**9)
+            mp.setattr(engine, "load_run", lambda *a, **k: pytest.fail("the run was read again"))
+        try:
+            streamed = engine.evaluate(str(gold), str(run), metrics=METRICS, ties=ties)
+        except InputError as exc:
+            with pytest.raises(InputError) as whole_exc:
+                _whole(mp, gold, run, metrics=METRICS, ties=ties)
+            assert str(whole_exc.value) == str(exc)
+            return
+    whole = _whole(pytest.MonkeyPatch(), gold, run, metrics=METRICS, ties=ties)
+    _same(streamed, whole)
+    assert calls and calls[0] is not None
+    if short:
+        assert calls[0].result is None and len(calls[0].run) == sum(1 for _ in trec_run.open())
+
+
+def test_a_metric_that_reads_texts_gets_them(tmp_path, monkeypatch, small_blocks) -> None:
+    """novelty reads the texts: the blocks are not read without them (the scanner declines the
+    strings and the whole read keeps them), with the same result as before."""
+    gold, trec_run = _write(tmp_path, 3)
+    run = _with_texts(_as_jsonl(trec_run), 3)
+    metrics = "novelty@5,ndcg@10"
+    streamed = engine.evaluate(str(gold), str(run), metrics=metrics)
+    assert small_blocks == [None]
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=metrics))
+    assert not np.isnan(streamed.values["novelty@5"]).all()
+
+
+def test_reference_texts_in_the_gold_set_keep_the_runs_texts(tmp_path, monkeypatch, small_blocks) -> None:
+    """A gold set matched by text (``t:`` ids) with reference texts: the near-miss check compares them
+    with the run's texts, so the run is read whole, with its texts, and the near misses are found."""
+    gold, trec_run = _write(tmp_path, 4)
+    run = _with_texts(_as_jsonl(trec_run), 4, ids="t")
+    said = "The invoice export runs every night and mails a CSV to the billing contact"
+    run.write_text(re.sub(r'"text": (null|"[^"\\]*(\\.[^"\\]*)*")', f'"text": "{said}!!"', run.read_text()))
+    lines = []
+    for line in gold.read_text().splitlines():
+        q, _, d, g = line.split()
+        lines.append(json.dumps({"query_id": q, "relevant_chunks": [
+            {"chunk_id": f"t:{d}x", "grade": 1, "note": f"{said}."}, {"chunk_id": f"t:{d}", "grade": int(g)}]}))
+    by_query: dict[str, list] = {}
+    for line in lines:
+        obj = json.loads(line)
+        by_query.setdefault(obj["query_id"], []).extend(obj["relevant_chunks"])
+    gold_jsonl = tmp_path / "gold.jsonl"
+    gold_jsonl.write_text("\n".join(json.dumps({"query_id": q, "relevant_chunks": list({c["chunk_id"]: c for c in cs}.values())})
+                                    for q, cs in by_query.items()) + "\n")
+    streamed = engine.evaluate(str(gold_jsonl), str(run), metrics="ndcg@10")
+    assert small_blocks == []  # (no block scored: read whole at once)
+    whole = _whole(monkeypatch, gold_jsonl, run, metrics="ndcg@10")
+    _same(streamed, whole)
+    assert streamed.info.get("near_misses", {}).get("count", 0) > 0
+
+
+def test_a_short_trec_run_is_scored_whole_from_its_blocks(tmp_path, monkeypatch, small_blocks) -> None:
+    gold, run = _write(tmp_path, 8)
+    monkeypatch.setattr(engine, "FULL_DEPTH_ROWS", 10**9)
+    monkeypatch.setattr(engine, "load_run", lambda *a, **k: pytest.fail("the run was read again"))
+    streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
+    assert len(small_blocks) == 1 and small_blocks[0].result is None
+    monkeypatch.undo()
+    _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))

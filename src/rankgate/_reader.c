@@ -627,7 +627,8 @@ static int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
 static unsigned char plain[256];
 
 typedef struct {
-    keys_t qkeys, lkeys, ikeys, vkeys, rkeys, nkeys; /* nkeys: item keys taken only as null (no value kept) */
+    keys_t qkeys, lkeys, ikeys, vkeys, rkeys, nkeys; /* nkeys: item keys taken as null (no value kept) */
+    int unkept;          /* nkeys may also hold a string, passed over (checked) and not kept */
     int value_kind; /* 0: any JSON number, as a double; 1: an integer literal, as int64 */
     void *values;
     double *ranks;       /* an item's rank (rkeys), NaN where it has none; NULL: no rank key is read */
@@ -774,6 +775,95 @@ static int json_next(const unsigned char **pp, unsigned char close) {
     return 0;
 }
 
+/* The value of the 4 hex digits at p, or -1 (stops at the first byte that is not one: never past a line). */
+static inline int hex4(const unsigned char *p) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        const unsigned h = p[i], l = h | 0x20u;
+        if (h - '0' < 10u) {
+            v = v * 16 + (int)(h - '0');
+        } else if (l - 'a' < 6u) {
+            v = v * 16 + (int)(l - 'a' + 10);
+        } else {
+            return -1;
+        }
+    }
+    return v;
+}
+
+/* Past the JSON string at *pp ('"' expected), which is not kept: checked as Python's json module reads
+ * it (a valid escape, no control byte; UTF-8 as Python's decoder takes it: no overlong form, no
+ * surrogate, nothing past U+10FFFF). A \u escape of half a surrogate pair without its other half is
+ * IRREGULAR too (no UTF-8 text holds it: the parser names it). Runs of plain bytes are passed 8 at a
+ * time below `limit`. */
+static int json_string_pass(const unsigned char **pp, const unsigned char *limit) {
+    const unsigned char *p = *pp;
+    if (*p != '"') return IRREGULAR;
+    p++;
+    for (;;) {
+        for (; limit - p >= 8; p += 8) { /* (a byte < 0x20, '"', '\\' or >= 0x80 stops the run) */
+            uint64_t w;
+            memcpy(&w, p, 8);
+            const uint64_t quote = w ^ (RG_ONES * 0x22), slash = w ^ (RG_ONES * 0x5c);
+            /* (the first flagged byte is exact: a borrow only flags bytes after it) */
+            const uint64_t stop = (((w - RG_ONES * 0x20) & ~w) | ((quote - RG_ONES) & ~quote) |
+                                   ((slash - RG_ONES) & ~slash) | w) & RG_HIGHS;
+            if (stop) {
+                p = first_flagged(p, stop);
+                break;
+            }
+        }
+        const unsigned char c = *p;
+        if (c == '"') break;
+        if (c == '\\') {
+            const unsigned char e = p[1];
+            if (e == 'u') {
+                const int v = hex4(p + 2);
+                if (v < 0) return IRREGULAR;
+                if (v >= 0xD800 && v <= 0xDBFF) { /* a surrogate pair is one character; a lone half is not */
+                    const int w = p[6] == '\\' && p[7] == 'u' ? hex4(p + 8) : -1;
+                    if (w < 0xDC00 || w > 0xDFFF) return IRREGULAR;
+                    p += 12;
+                    continue;
+                }
+                if (v >= 0xDC00 && v <= 0xDFFF) return IRREGULAR;
+                p += 6;
+            } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
+                p += 2;
+            } else {
+                return IRREGULAR;
+            }
+        } else if (c < 0x20) {
+            return IRREGULAR; /* (a line's end among them) */
+        } else if (c < 0x80) {
+            p++;
+        } else { /* one UTF-8 sequence; a continuation byte is 0x80-0xBF, so a line end stops it */
+            int more;
+            unsigned lo = 0x80, hi = 0xBF;
+            if (c >= 0xC2 && c <= 0xDF) {
+                more = 1;
+            } else if (c >= 0xE0 && c <= 0xEF) {
+                more = 2;
+                if (c == 0xE0) lo = 0xA0;
+                if (c == 0xED) hi = 0x9F;
+            } else if (c >= 0xF0 && c <= 0xF4) {
+                more = 3;
+                if (c == 0xF0) lo = 0x90;
+                if (c == 0xF4) hi = 0x8F;
+            } else {
+                return IRREGULAR;
+            }
+            if (p[1] < lo || p[1] > hi) return IRREGULAR;
+            for (int i = 2; i <= more; i++) {
+                if ((p[i] & 0xC0) != 0x80) return IRREGULAR;
+            }
+            p += more + 1;
+        }
+    }
+    *pp = p + 1;
+    return OK;
+}
+
 /* The list at *pp ('[' expected) of item objects: each exactly one id key (a non-empty string) and
  * one value key (a number), in either order. */
 static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
@@ -811,8 +901,11 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                     j->ranked++;
                 } else if (j->nkeys.n && key_in(&j->nkeys, k, kl)) { /* e.g. "doc_version": null */
                     /* (byte by byte: the comparison stops at the line's end; a value: for the other readers) */
-                    if (!(p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l')) return IRREGULAR;
-                    p += 4;
+                    if (p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l') {
+                        p += 4;
+                    } else if (!j->unkept || json_string_pass(&p, j->text_end) != OK) {
+                        return IRREGULAR;
+                    }
                 } else if (key_in(&j->ikeys, k, kl)) {
                     if (have_id || *p != '"') return IRREGULAR;
                     have_id = 1;
@@ -1020,10 +1113,10 @@ static int parse_keys(PyObject *tuple, keys_t *keys) {
 static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data, *o_rkeys = NULL, *o_ranks = Py_None, *o_nkeys = NULL;
     Py_ssize_t start, stop;
-    int value_kind, extras = 0;
-    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OOpO", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
+    int value_kind, extras = 0, unkept = 0;
+    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OOpOp", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
                           &o_keys[3], &value_kind, &o_values, &o_offsets, &o_data, &o_rkeys, &o_ranks, &extras,
-                          &o_nkeys))
+                          &o_nkeys, &unkept))
         return NULL;
     jjob_t job;
     memset(&job, 0, sizeof(job));
@@ -1060,6 +1153,7 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     job.max_data = views[3].len - 16;
     job.ranks = with_ranks ? (double *)views[4].buf : NULL;
     job.extras = extras;
+    job.unkept = unkept;
     job.offsets[0] = 0;
     job.thread = PyEval_SaveThread();
     const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
@@ -1113,7 +1207,7 @@ static PyMethodDef methods[] = {
      " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
     {"read_jsonl", read_jsonl, METH_VARARGS,
      "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data"
-     "[, rank_keys, ranks, extras, null_keys])"
+     "[, rank_keys, ranks, extras, null_keys, unkept])"
      " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others) or None when a line is not of the shape"},
     {NULL, NULL, 0, NULL},
 };

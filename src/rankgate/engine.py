@@ -26,7 +26,7 @@ from .constraints import K, check
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, none_contains, np_of, strings_of, take_rows
 from .data.ids import item_codes_ordered, segment_duplicates
-from .data.models import joined_fields
+from .data.models import joined_fields, joined_runs
 from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ties, tie_effect
 from .errors import InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
@@ -123,9 +123,12 @@ def evaluate(
         # A large TREC run grouped by query is read and scored block by block, with the same result.
         from .data.load import gold_first, run_blocks
 
-        blocks = run_blocks(run, format=run_format, columns=columns)
+        # (a JSONL run's item texts and versions are left out of its blocks when nothing reads them)
+        keep_items = reads_items(metric_list)
+        blocks = run_blocks(run, format=run_format, columns=columns, items=keep_items)
         streamed = None
         if blocks is not None:
+            from .data.nearmiss import compares_texts
             from .data.source import Resumed
 
             parts = blocks
@@ -138,12 +141,14 @@ def evaluate(
                 raise
             hash_inputs()
             try:
-                streamed = _evaluate_blocks(_gold_to_docs(g, doc_of) if level == "doc" else g, resumed, metric_list,
-                                            **opts)
+                # (the near-miss check reads the run's texts when the gold set has reference texts)
+                if keep_items or not compares_texts(g):
+                    streamed = _evaluate_blocks(_gold_to_docs(g, doc_of) if level == "doc" else g, resumed,
+                                                metric_list, **opts)
             finally:  # (the map and a block read ahead go before a whole read, also when no block was scored)
                 resumed.close()
         if streamed is not None:
-            result, r = streamed
+            r = streamed.run
         else:
             g, r = gold_first(gold_future, lambda: load_run(run, format=run_format, **load_opts))
             hash_inputs()
@@ -152,13 +157,16 @@ def evaluate(
         from .data.nearmiss import near_misses
 
         near = near_misses(g, r)
-        if streamed is None:
+        if streamed is not None and streamed.result is not None:
+            result = streamed.result
+        else:
             if level == "doc":
                 g = _gold_to_docs(g, doc_of)
             # A large run grouped by query is scored in blocks too, two at a time, with the same result.
             in_blocks = _loaded_blocks(r, MEMORY_BLOCK_ROWS)
             got = None if in_blocks is None else _evaluate_blocks(g, in_blocks, metric_list, **opts)
-            result = got[0] if got is not None else _evaluate_loaded(g, r, metric_list, **opts)
+            result = got.result if got is not None and got.result is not None else \
+                _evaluate_loaded(g, r, metric_list, **opts)
         read = {"notices": notices, "near_misses": near, "query_texts": texts}  # what reading the inputs found
         if any(read.values()):
             result = replace(result, info={**result.info, **{key: v for key, v in read.items() if v}})
@@ -223,6 +231,12 @@ def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
 MAX_EXP_GRADE = 64
 """The highest grade ``gain=exp`` takes: 2^64 - 1 summed over any real list stays a finite double, while
 2^1024 is beyond any double and would turn the metric into "no value"."""
+
+
+def reads_items(metric_list: Sequence[Metric]) -> bool:
+    """Whether a metric may read the run's item columns (texts, versions): one that says it needs one
+    (``needs``), or one defined outside rankgate (its needs are its author's word, so it gets them all)."""
+    return any(m.definition.needs or not type(m.definition).__module__.startswith("rankgate.") for m in metric_list)
 
 
 def _check_exp_gain(g: Gold, metric_list: Sequence[Metric]) -> None:
@@ -514,10 +528,19 @@ def _loaded_blocks(r: Run, rows: int) -> Iterator[Run] | None:
     return blocks()
 
 
+@dataclass(frozen=True)
+class _Streamed:
+    """What :func:`_evaluate_blocks` gives: the result and the run's first block, or (``result`` None)
+    the whole run, joined from its blocks, when it is short enough to be scored whole."""
+
+    result: EvaluationResult | None
+    run: Run
+
+
 def _evaluate_blocks(
     g: Gold, blocks: Iterator[Run | None], metric_list: list[Metric], *, k: int, trec: bool, complete: bool,
     level: str, doc_of: Callable[[str], str], dedupe: str, inputs: dict[str, Any], ties: str | None = None,
-) -> tuple[EvaluationResult, Run] | None:
+) -> _Streamed | None:
     """:func:`_evaluate_loaded` on a run given as blocks of whole queries (a large TREC file grouped by
     query), holding one block's rows at a time: each block is scored against the gold queries it
     ranks (the last one also against the gold queries no block ranked), and the per-query values are
@@ -526,9 +549,11 @@ def _evaluate_blocks(
 
     None, for the caller to read the run whole, whenever the result could differ or an error is to be
     named: a block not regular, not grouped by query, or sharing a query with an earlier one,
-    a gold set with per-query ``k`` (the depth cut would differ per block), a run short enough that it
-    is never cut, no query shared with the gold set, an error in a block (such as a repeated id), or
-    nothing relevant retrieved anywhere (the id-mismatch check compares the whole run's ids)."""
+    a gold set with per-query ``k`` (the depth cut would differ per block), no query shared with the
+    gold set, an error in a block (such as a repeated id), or nothing relevant retrieved anywhere (the
+    id-mismatch check compares the whole run's ids). A run short enough that it is never cut (at most
+    :data:`FULL_DEPTH_ROWS` rows) is kept as its blocks are read and given back whole, joined, for the
+    caller to score whole without reading it again."""
     from itertools import repeat
 
     if any(v is not None for v in g.field("k")):
@@ -546,6 +571,8 @@ def _evaluate_blocks(
     facts: dict[str, Any] = {}
     run_fields: list[tuple[dict[str, list[Any]], int]] = []  # each block's per-query fields, in block order
     run_gold: list[np.ndarray] = []  # each block's queries' places in the gold set (-1: not in it)
+    short: list[Run] | None = []  # every block while the run is short enough to be scored whole
+    rows_read = 0
 
     def score(block: Run, gi: np.ndarray, last: bool) -> tuple[Any, ...]:
         """One block scored; nothing shared is touched (blocks are scored two at a time)."""
@@ -597,6 +624,10 @@ def _evaluate_blocks(
         for block in blocks:
             if block is None or block.items:
                 return None
+            rows_read += len(block)
+            short = short if short is not None and rows_read <= FULL_DEPTH_ROWS else None
+            if short is not None:
+                short.append(block)
             codes = block.r_query
             if codes.size > 1 and not bool((codes[1:] >= codes[:-1]).all()):  # not grouped: say so at once
                 return None
@@ -642,7 +673,10 @@ def _evaluate_blocks(
         close = getattr(blocks, "close", None)
         if close is not None:  # a generator's read-ahead block and map go now, before a whole read
             close()
-    if count["kept"] <= FULL_DEPTH_ROWS or not done:
+    if count["kept"] <= FULL_DEPTH_ROWS:
+        whole = None if short is None else joined_runs(short)
+        return None if whole is None else _Streamed(None, whole)
+    if not done:
         return None
     gidx = np.concatenate([d[0] for d in done])
     order = np.argsort(gidx, kind="stable")
@@ -688,7 +722,7 @@ def _evaluate_blocks(
         inputs=inputs,
         info=info,
     )
-    return result, first
+    return _Streamed(result, first)
 
 
 class _GoldParts:

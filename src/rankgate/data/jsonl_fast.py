@@ -560,10 +560,13 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
 
 
 def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
-               value_kind: int, *, ranks: bool = False, extras: bool = False) -> tuple[_Scanned, int] | None:
+               value_kind: int, *, ranks: bool = False, extras: bool = False,
+               items: bool = True) -> tuple[_Scanned, int] | None:
     """The bytes ``[a, b)`` of ``data`` (whole lines) by the compiled scanner (see :func:`_scan`): the
     piece's queries (line numbers counted from its start) and how many line breaks it holds; None when
-    it declines."""
+    it declines. ``items=False`` (with ``extras``): an item's text or version keys (:data:`NULL_ITEM_KEYS`)
+    may also hold a string, which is checked as the parser reads it and not kept (the caller reads no
+    item column)."""
     from .._accel import reader
 
     assert reader is not None
@@ -577,7 +580,8 @@ def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], valu
     ids = np.empty(b - a + 16, dtype=np.uint8)  # (room for 16-byte copies)
     given = np.empty(bound, dtype=np.float64) if ranks else None
     got = reader.read_jsonl(data, a, b, QUERY_ID_KEYS, list_keys, ITEM_ID_KEYS, value_keys, value_kind,
-                            values, offsets, ids, RANK_KEYS, given, extras, NULL_ITEM_KEYS if extras else None)
+                            values, offsets, ids, RANK_KEYS, given, extras, NULL_ITEM_KEYS if extras else None,
+                            extras and not items)
     if got is None:
         return None
     items, nbytes, newlines, qids, counts, lines, ranked, others = got
@@ -638,13 +642,15 @@ def _was_declined(path: str) -> bool:
     return False
 
 
-def jsonl_run_blocks(path: str, block_bytes: int) -> Iterator[Run | None] | None:
+def jsonl_run_blocks(path: str, block_bytes: int, *, items: bool = True) -> Iterator[Run | None] | None:
     """A large plain JSONL run of the common shape as a :class:`Run` per block of about ``block_bytes``
     of whole lines (a line is a whole query), each read by the compiled scanner, the next block on a
     thread while the caller scores the one before; each block is the rows the scanner gives for the
     whole file, with its own line numbers. None when the scanner is not built or the file is not a
     plain file; the iterator yields None for a block the scanner declines (the caller then reads the
-    file whole, and the readers there name a bad line). The pages of a block read are let go."""
+    file whole, and the readers there name a bad line). The pages of a block read are let go.
+    ``items=False``: the caller reads no item column, so items whose text or version is a string are
+    taken too (the strings are checked, not kept: each block's ``items`` is empty)."""
     import mmap
 
     from .._accel import reader
@@ -659,10 +665,11 @@ def jsonl_run_blocks(path: str, block_bytes: int) -> Iterator[Run | None] | None
     cuts = [0]
     while cuts[-1] < data.size:
         cuts.append(_line_end(arr, cuts[-1] + max(block_bytes, 1) - 1))
-    return _jsonl_blocks(data, mapped, path, list(zip(cuts, cuts[1:])))
+    return _jsonl_blocks(data, mapped, path, list(zip(cuts, cuts[1:])), items)
 
 
-def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int, int]]) -> Iterator[Run | None]:
+def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int, int]],
+                  items: bool) -> Iterator[Run | None]:
     import mmap
     from contextlib import closing
 
@@ -673,7 +680,7 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
 
     def read(i: int) -> tuple[_Scanned, int] | None:
         a, b = spans[i]
-        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True)
+        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items=items)
         lo = a + base - (a + base) % page
         mapped.madvise(mmap.MADV_DONTNEED, lo, b + base - lo)
         return got

@@ -124,11 +124,14 @@ def gold_first(gold: Any, read_run: Callable[[], _R]) -> tuple[Gold, _R]:
 
 
 def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, str] | None = None,
-               from_bytes: int | None = None, block_bytes: int | None = None) -> Iterator[Run | None] | None:
+               from_bytes: int | None = None, block_bytes: int | None = None,
+               items: bool = True) -> Iterator[Run | None] | None:
     """A large TREC or JSONL run file's rows in blocks of whole queries (see
     :func:`rankgate.data.trec.trec_run_blocks` and :func:`rankgate.data.jsonl_fast.jsonl_run_blocks`),
     or None when ``source`` is not a regular TREC or JSONL run file of at least ``from_bytes`` bytes
-    (default :data:`STREAM_FROM_BYTES`) that the compiled readers take: :func:`load_run` then reads it."""
+    (default :data:`STREAM_FROM_BYTES`) that the compiled readers take: :func:`load_run` then reads it.
+    ``items=False``: the caller reads no item column (texts, versions), which a JSONL run's blocks then
+    leave out."""
     if not isinstance(source, (str, os.PathLike)) or columns or format not in (None, "trec", "jsonl"):
         return None
     path = os.fspath(source)
@@ -145,7 +148,7 @@ def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, 
     if name == "jsonl":
         from .jsonl_fast import jsonl_run_blocks
 
-        return jsonl_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES)
+        return jsonl_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES, items=items)
     return None
 
 

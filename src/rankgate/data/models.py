@@ -7,7 +7,7 @@ downstream knows which format the data came from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -73,6 +73,44 @@ def joined_fields(parts: list[tuple[dict[str, list[Any]], int]]) -> dict[str, li
     without that name (as the JSONL parser builds them for the whole file)."""
     names = list(dict.fromkeys(name for fields, _ in parts for name in fields))
     return {name: [v for fields, n in parts for v in fields.get(name, [None] * n)] for name in names}
+
+
+def joined_runs(parts: list[Run]) -> Run | None:
+    """Runs read one after another from one file (its blocks of whole queries, each with the file's line
+    numbers) as the run of the whole file, as its reader gives it; None when they cannot be one run
+    (none, scores in some and not in others, two tie rules or sources, per-row columns)."""
+    if not parts or any(p.items for p in parts):
+        return None
+    first = parts[0]
+    scored = {p.r_score is not None for p in parts}
+    if len(scored) != 1 or {p.ties for p in parts} != {first.ties} or {p.source for p in parts} != {first.source}:
+        return None
+    if len(parts) == 1:
+        return first
+    chunks = [chunk for p in parts for chunk in _chunks(p.r_doc)]
+    if len({chunk.type for chunk in chunks}) > 1:
+        return None
+    sizes = np.cumsum([0] + [len(p.query_ids) for p in parts[:-1]])
+    lines = [p.query_lines for p in parts]
+    ranked = any(p.r_order is not None for p in parts)
+    return Run(
+        query_ids=[q for p in parts for q in p.query_ids],
+        r_query=np.concatenate([p.r_query + base for p, base in zip(parts, sizes.tolist())]),
+        r_doc=pa.chunked_array(chunks, type=chunks[0].type) if chunks else first.r_doc,
+        r_score=np.concatenate([cast(np.ndarray, p.r_score) for p in parts]) if True in scored else None,
+        # (given ranks, NaN where a block has none, only when some block has one: as the whole read)
+        r_order=np.concatenate([np.full(len(p), np.nan) if p.r_order is None else p.r_order for p in parts])
+        if ranked else None,
+        fields=joined_fields([(p.fields, len(p.query_ids)) for p in parts]),
+        source=first.source,
+        query_lines=None if any(x is None for x in lines) else np.concatenate(cast(list[np.ndarray], lines)),
+        ties=first.ties,
+        notices=list(dict.fromkeys(n for p in parts for n in p.notices)),
+    )
+
+
+def _chunks(arr: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(arr.chunks) if isinstance(arr, pa.ChunkedArray) else [arr]
 
 
 @dataclass

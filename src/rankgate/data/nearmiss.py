@@ -74,6 +74,15 @@ def near_distance(a: str, b: str, limit: int) -> int | None:
     return d if d <= limit else None
 
 
+def compares_texts(g: Gold) -> bool:
+    """Whether :func:`near_misses` may find anything for ``g`` in some run: a judgement matched by text
+    (a ``t:`` id) has its reference text (a note). Else a run's texts need not be read for it."""
+    if not g.notes:
+        return False
+    noted = [i for i, note in enumerate(g.notes) if isinstance(note, str)]
+    return any(str(g.j_doc[i].as_py()).startswith("t:") for i in noted)
+
+
 def near_misses(g: Gold, r: Run) -> dict[str, Any] | None:
     """Near-misses between the reference texts of ``g`` and the retrieved texts of ``r`` (both matched
     by text: ``t:`` ids), or None when there are none or the inputs hold no texts to compare."""
