@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from ..flows.evaluate import run_evaluation
 
     csv: list[str] = []
+    per_query: list[dict[str, Any]] = []
 
     def write_csv(result: Any) -> None:  # while the intervals are drawn
         if args.out:
@@ -103,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
             from ..report.layout_v0 import v0_metrics_csv
 
             csv.append(v0_metrics_csv(result) if v0 else metrics_csv(result))
+        if not v0:  # (the summary's per-query block, compressed by zlib, which lets go of the GIL)
+            from ..baseline import per_query_dict
+
+            per_query.append(per_query_dict(result))
 
     from ._requests import say
 
@@ -116,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
 
         summary = v0_summary(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation))
     else:
-        summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation))
+        summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation),
+                               per_query=per_query[0] if per_query else None)
     if args.out:
         from ..atomic import write_files
 

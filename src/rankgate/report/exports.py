@@ -121,7 +121,10 @@ def summary_dict(
     *,
     cis: Mapping[str, tuple[float, float]] | None = None,
     extra: Mapping[str, Any] | None = None,
+    per_query: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``summary.json``'s content. ``per_query``: its per-query block (:func:`rankgate.baseline.per_query_dict`
+    of ``result``) when the caller made it already (while the intervals were drawn)."""
     from .. import __version__
 
     data = result.to_dict()
@@ -144,7 +147,7 @@ def summary_dict(
         data["near_misses"] = result.info["near_misses"]
     from ..baseline import per_query_dict
 
-    data["per_query"] = per_query_dict(result)  # what a later gate needs for its paired rule
+    data["per_query"] = per_query_dict(result) if per_query is None else dict(per_query)  # for a later gate's paired rule
     if extra:
         data.update(extra)
     data["rankgate_version"] = __version__
