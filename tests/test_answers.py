@@ -72,7 +72,7 @@ def test_kernel_matches_reference(name):
         labels.append(AnswerLabels(stm, sup, cor, rel, ctx))
     m = parse_metric(name)
     nq = len(labels)
-    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank=np.zeros(0, dtype=np.int64), grade_source=np.zeros(0),
+    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank_source=np.zeros(0, dtype=np.int64), grade_source=np.zeros(0),
                       judged_offsets=np.zeros(nq + 1, dtype=np.int64), judged_grade=np.zeros(0, dtype=np.int64),
                       query_k=np.zeros(nq, dtype=np.int64), default_k=5, answerable=np.ones(nq, dtype=bool),
                       queries={"answer_labels": labels})

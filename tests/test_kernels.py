@@ -210,7 +210,7 @@ def _context(roff, rcodes, joff, jcodes, jgrades, query_k, k, trec, *, compiled)
         np.zeros(0, dtype=np.int64)
     num_rel1 = np.where(np.diff(joff) > 0, num_rel1, 0)
     return EvalContext(
-        offsets=roff, rank=rank,
+        offsets=roff, rank_source=rank,
         grade_source=lambda: _join_grades_numpy(roff, rcodes, joff, jcodes, jgrades),
         judged_offsets=joff, judged_grade=jgrades, query_k=query_k, default_k=k, answerable=num_rel1 > 0,
         trec=trec, codes=JoinCodes(rcodes.copy(), jcodes) if compiled else None,
@@ -458,3 +458,29 @@ def test_metrics_csv_is_the_same_with_and_without_the_kernel(monkeypatch: pytest
     assert fast.split("\n")[6].endswith(",nan") and fast.split("\n")[1].endswith(",,")
     monkeypatch.setattr(accel, "kernels", None)
     assert exports.metrics_csv(result) == fast
+
+
+# -- whether any segment repeats a code -------------------------------------------------------------
+@needs_kernels
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(st.lists(st.integers(0, 40), max_size=30), max_size=8), st.sampled_from([0, 1 << 26, -(1 << 40), 1 << 62]))
+def test_segments_distinct_says_what_the_sort_finds(segments, shift) -> None:
+    """The kernel (a bit table for codes below 2^26, else a hash) against the numpy search for repeats,
+    which it short-cuts: True exactly when no segment holds a code twice."""
+    from rankgate.data.ids import segment_duplicates
+
+    codes = np.asarray([c + shift for seg in segments for c in seg], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([len(seg) for seg in segments]))).astype(np.int64)
+    want = all(len(set(seg)) == len(seg) for seg in segments)
+    assert kernels.segments_distinct(codes, offsets) is want
+    found = segment_duplicates(codes, offsets)
+    assert (found.size == 0) is want
+    with pytest.MonkeyPatch.context() as mp:  # the numpy search alone finds the same rows
+        mp.setattr(accel, "kernels", None)
+        assert np.array_equal(segment_duplicates(codes, offsets), found)
+
+
+@needs_kernels
+def test_segments_distinct_refuses_offsets_past_the_codes() -> None:
+    with pytest.raises(ValueError):
+        kernels.segments_distinct(np.zeros(2, dtype=np.int64), np.array([0, 3]))

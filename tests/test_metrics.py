@@ -278,7 +278,7 @@ def test_sparse_sums_add_in_place_order_whatever_the_array_order(per_query, rnd)
     from rankgate.metrics.context import EvalContext
 
     nq = len(per_query)
-    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank=np.zeros(0, dtype=np.int64), grade_source=np.zeros(0),
+    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank_source=np.zeros(0, dtype=np.int64), grade_source=np.zeros(0),
                       judged_offsets=np.zeros(nq + 1, dtype=np.int64), judged_grade=np.zeros(0, dtype=np.int64),
                       query_k=np.zeros(nq, dtype=np.int64), default_k=5, answerable=np.zeros(nq, dtype=bool))
     triples = [(q, p, v) for q, vals in enumerate(per_query) for p, v in enumerate(vals, 1)]

@@ -50,7 +50,7 @@ def test_distinct_docs_and_redundancy_by_hand(options, distinct, redundancy):
 def test_parent_codes_without_arrow_ids_match():
     """A context built by hand (no arrow ids) counts parents through the materialised ids, alike."""
     ids = ["a#1", "a#2", "b#1", "c#1", "c#2"]
-    ctx = EvalContext(offsets=np.array([0, 3, 5]), rank=np.array([1, 2, 3, 1, 2]), grade_source=np.full(5, np.nan),
+    ctx = EvalContext(offsets=np.array([0, 3, 5]), rank_source=np.array([1, 2, 3, 1, 2]), grade_source=np.full(5, np.nan),
                       judged_offsets=np.array([0, 0, 0]), judged_grade=np.zeros(0, np.int64), query_k=np.zeros(2, np.int64),
                       default_k=5, answerable=np.zeros(2, bool), docs=lambda: ids, doc_of=doc_mapper("#", None))
     distinct, rows = ctx.distinct_parents(np.array([3, 3]))
@@ -70,7 +70,7 @@ def test_parent_codes_split_at_once_match_the_id_by_id_mapping(sep):
     assert getattr(fast, "split_sep", None) == sep
     slow = lambda chunk: fast(chunk)  # noqa: E731 - the same mapping, without the marker
     rows = np.arange(len(ids))[::-1].copy()
-    ctxs = [EvalContext(offsets=np.array([0, len(ids)]), rank=np.arange(1, len(ids) + 1), grade_source=np.full(len(ids), np.nan),
+    ctxs = [EvalContext(offsets=np.array([0, len(ids)]), rank_source=np.arange(1, len(ids) + 1), grade_source=np.full(len(ids), np.nan),
                         judged_offsets=np.array([0, 0]), judged_grade=np.zeros(0, np.int64), query_k=np.zeros(1, np.int64),
                         default_k=5, answerable=np.zeros(1, bool), docs=lambda: ids, doc_of=f,
                         docs_at=lambda r: pa.array(ids).take(pa.array(r))) for f in (fast, slow)]

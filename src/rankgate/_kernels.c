@@ -2097,11 +2097,117 @@ done:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* segments_distinct(codes, offsets) -> bool: whether no segment (codes[offsets[i]:offsets[i+1]]) holds
+ * a code twice; a tiny per-segment hash, as in join_grades. The rows of a repeat are found by the
+ * caller (rankgate.data.ids.segment_duplicates) only when this says there is one. */
+
+static PyObject *segments_distinct(PyObject *self, PyObject *args) {
+    PyObject *o_codes, *o_off;
+    if (!PyArg_ParseTuple(args, "OO", &o_codes, &o_off)) return NULL;
+    Py_buffer vc, vo;
+    if (get_buffer(o_codes, &vc, "codes", 8, 0) < 0) return NULL;
+    if (get_buffer(o_off, &vo, "offsets", 8, 0) < 0) {
+        PyBuffer_Release(&vc);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int64_t *keys = NULL;
+    uint32_t *stamp = NULL;
+    const int64_t *c = (const int64_t *)vc.buf, *o = (const int64_t *)vo.buf;
+    const Py_ssize_t n = vc.len / 8, ns = vo.len / 8 - 1;
+    Py_ssize_t most = 0;
+    if (ns < 0) goto bad;
+    for (Py_ssize_t s = 0; s < ns; s++) {
+        if (o[s] < 0 || o[s] > o[s + 1] || o[s + 1] > n) goto bad;
+        if (o[s + 1] - o[s] > most) most = o[s + 1] - o[s];
+    }
+    int64_t lo = 0, hi = -1;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        lo = c[r] < lo ? c[r] : lo;
+        hi = c[r] > hi ? c[r] : hi;
+    }
+    int distinct = 1;
+    if (lo >= 0 && hi < ((int64_t)1 << 26)) {
+        /* Codes below 2^26 (most: item codes count the distinct ids): a bit per code, set as a
+         * segment's codes are met and cleared after it (a word at a time), in the core's cache. */
+        uint64_t *bits = (uint64_t *)calloc((size_t)(hi >> 6) + 1, sizeof(uint64_t));
+        if (!bits) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t s = 0; s < ns && distinct; s++) {
+            const int64_t a = o[s], b = o[s + 1];
+            uint64_t seen = 0;
+            for (int64_t r = a; r < b; r++) {
+                const uint64_t k = (uint64_t)c[r], bit = 1ULL << (k & 63);
+                seen |= bits[k >> 6] & bit;
+                bits[k >> 6] |= bit;
+            }
+            for (int64_t r = a; r < b; r++) bits[(uint64_t)c[r] >> 6] = 0;
+            distinct = !seen;
+        }
+        Py_END_ALLOW_THREADS
+        free(bits);
+        result = PyBool_FromLong(distinct);
+        goto done;
+    }
+    size_t cap = 8;
+    while (cap < (size_t)most * 2) cap <<= 1;
+    keys = (int64_t *)malloc(cap * sizeof(int64_t));
+    stamp = (uint32_t *)calloc(cap, sizeof(uint32_t));
+    if (!keys || !stamp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t gen = 0;
+    for (Py_ssize_t s = 0; s < ns && distinct; s++) {
+        const int64_t a = o[s], b = o[s + 1];
+        if (b - a < 2) continue;
+        size_t mask = 8;
+        while (mask < (size_t)(b - a) * 2) mask <<= 1;
+        mask -= 1;
+        if (++gen == 0) {
+            memset(stamp, 0, cap * sizeof(uint32_t));
+            gen = 1;
+        }
+        for (int64_t r = a; r < b; r++) {
+            const int64_t k = c[r];
+            size_t h = (size_t)mix64((uint64_t)k) & mask;
+            while (stamp[h] == gen) {
+                if (keys[h] == k) {
+                    distinct = 0;
+                    break;
+                }
+                h = (h + 1) & mask;
+            }
+            if (!distinct) break;
+            stamp[h] = gen;
+            keys[h] = k;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(distinct);
+    goto done;
+bad:
+    PyErr_SetString(PyExc_ValueError, "segments_distinct: offsets out of range");
+done:
+    free(keys);
+    free(stamp);
+    PyBuffer_Release(&vc);
+    PyBuffer_Release(&vo);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"csv_rows", csv_rows, METH_VARARGS,
      "csv_rows(columns, n) -> str: CSV lines of text cells, coded cells and float64 values (repr; NaN empty)"},
     {"join_grades", join_grades, METH_VARARGS,
      "join_grades(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, out) -> matched rows"},
+    {"segments_distinct", segments_distinct, METH_VARARGS,
+     "segments_distinct(codes, offsets) -> bool: no segment holds a code twice"},
     {"rank_metrics", rank_metrics, METH_VARARGS,
      "rank_metrics(row_offsets, row_codes, judged_offsets, judged_codes, judged_grades, logs, gains, specs, ks, out, "
      "first_rel): hit, recall, precision, mrr, ndcg and map of every query in one pass"},

@@ -300,7 +300,7 @@ def evaluate_answers(gold: Gold, answers: Answers, metrics: Sequence[str] = DEFA
     qids = retrieval.query_ids
     labels = [judgements[q] for q in qids]
     nq = len(qids)
-    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank=np.zeros(0, dtype=np.int64),
+    ctx = EvalContext(offsets=np.zeros(nq + 1, dtype=np.int64), rank_source=np.zeros(0, dtype=np.int64),
                       grade_source=np.zeros(0), judged_offsets=np.zeros(nq + 1, dtype=np.int64),
                       judged_grade=np.zeros(0, dtype=np.int64), query_k=np.zeros(nq, dtype=np.int64), default_k=k,
                       answerable=np.ones(nq, dtype=bool), queries={"answer_labels": labels})

@@ -17,6 +17,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, cast
 
 import numpy as np
@@ -276,7 +277,6 @@ class RankedRows:
     order: Reorder  # input row of each ranked row (built when asked)
     n_rows: int  # input rows
     offsets: np.ndarray  # CSR over evaluated queries
-    rank: np.ndarray
     row_codes: np.ndarray  # item code of each ranked, kept row
     picked: np.ndarray | None  # ranked row of each kept row, None when every row is kept in order
     depth: int
@@ -284,6 +284,11 @@ class RankedRows:
     dropped_dupes: int
     ties: TieEffect = TieEffect()  # what the other ranking rule would change
     kept: int = 0  # rows left after repeats are dropped
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        """Each row's rank in its query, 1-based (made when first read: the compiled metrics need none)."""
+        return _ranks(np.diff(self.offsets), int(self.offsets[-1]))
 
 
 def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool, shared: bool = True) -> QueryAlignment:
@@ -340,9 +345,7 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
     effect = tie_effect(r.r_query, run_docs, r.r_score, r.r_order, order, ties, id_keys=id_keys, counted=counted,
                         depth=None if depth >= NO_CUTOFF else depth)
     codes_sorted = order.apply(codes)
-    # (one pass over the query codes: the same counts in any order, and cheaper than a binary search
-    # per query even when the codes ascend)
-    counts = np.bincount(r.r_query, minlength=len(r.query_ids))
+    counts = _row_counts(r.r_query, len(r.query_ids))
     run_off = np.concatenate(([0], np.cumsum(counts)))
     dropped_dupes = 0
     dupes = segment_duplicates(codes_sorted, run_off)
@@ -381,7 +384,6 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
     seg_len[pos[ok]] = np.minimum(counts[rq_codes[ok]], depth)
     offsets = np.concatenate(([0], np.cumsum(seg_len))).astype(np.int64)
     total = int(offsets[-1])
-    rank = _ranks(seg_len, total)
     # Usually every run row is evaluated, in run order: then the ranked rows are used as they are.
     contiguous = total == codes_sorted.size and np.array_equal(seg_start, offsets[:-1])
     if contiguous:
@@ -389,7 +391,7 @@ def ranked_rows(g: Gold, r: Run, aligned: QueryAlignment, metric_list: list[Metr
     else:
         picked = np.repeat(seg_start - offsets[:-1], seg_len) + np.arange(total, dtype=np.int64)
         row_codes = codes_sorted[picked]
-    return RankedRows(run_docs, gold_codes, order, codes.size, offsets, rank, row_codes, picked, depth, query_k,
+    return RankedRows(run_docs, gold_codes, order, codes.size, offsets, row_codes, picked, depth, query_k,
                       dropped_dupes, effect, int(codes_sorted.size))
 
 
@@ -445,7 +447,7 @@ def judged_context(g: Gold, r: Run, aligned: QueryAlignment, rows: RankedRows, *
     }
     return EvalContext(
         offsets=rows.offsets,
-        rank=rows.rank,
+        rank_source=lambda: rows.rank,
         grade_source=grade,
         judged_offsets=judged_offsets,
         judged_grade=judged_grade,
@@ -831,6 +833,14 @@ def _deepest_first(metrics: list[Metric]) -> list[Metric]:
     """The metrics with an ``@k`` by descending k (stable), then the rest: each metric's values do not
     depend on the order, and the rows of a cut at k are taken from the cut just deeper."""
     return sorted(metrics, key=lambda m: -m.k if m.k is not None else 0)
+
+
+def _row_counts(query: np.ndarray, n: int) -> np.ndarray:
+    """Rows of each of ``n`` query codes: where the codes ascend (a block's do) a binary search for each
+    query's first row, else one counting pass over them."""
+    if query.size > 1 and bool((query[1:] >= query[:-1]).all()):
+        return np.diff(np.searchsorted(query, np.arange(n + 1, dtype=query.dtype)))
+    return np.bincount(query, minlength=n)
 
 
 def _ranks(seg_len: np.ndarray, total: int) -> np.ndarray:

@@ -196,13 +196,19 @@ def item_codes_ordered(run_ids: pa.Array | pa.ChunkedArray, gold_ids: pa.Array) 
 def segment_duplicates(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Rows (positions in ``codes``) that repeat an earlier code of the same segment.
 
-    Segments are ``offsets[i]:offsets[i+1]``. Short, similar-length segments are sorted row-wise in
-    one padded 2-D array; otherwise one sort of (segment, code) keys.
+    Segments are ``offsets[i]:offsets[i+1]``. Usually there is none: the compiled kernels say so in
+    one pass (a bit per code, or a tiny hash per segment). Else short, similar-length segments are sorted row-wise in one
+    padded 2-D array; otherwise one sort of (segment, code) keys.
     """
     n = codes.size
-    lengths = np.diff(offsets)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    from .._accel import kernels
+
+    if kernels is not None and kernels.segments_distinct(np.ascontiguousarray(codes, dtype=np.int64),
+                                                         np.ascontiguousarray(offsets, dtype=np.int64)):
+        return np.zeros(0, dtype=np.int64)
+    lengths = np.diff(offsets)
     width = int(lengths.max())
     nseg = lengths.size
     rows: np.ndarray | None = None

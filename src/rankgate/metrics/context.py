@@ -48,7 +48,8 @@ class JoinCodes:
 @dataclass
 class EvalContext:
     offsets: np.ndarray  # int64, len nq + 1
-    rank: np.ndarray  # int64 per row, 1-based
+    # Rank per row (int64, 1-based): an array, or a callable that makes it when first read.
+    rank_source: np.ndarray | Callable[[], np.ndarray]
     # Grade per row (float64, NaN = unjudged): an array, or a callable that makes it when first read.
     grade_source: np.ndarray | Callable[[], np.ndarray]
     judged_offsets: np.ndarray  # int64, len nq + 1: CSR over judged_grade
@@ -87,6 +88,13 @@ class EvalContext:
     @property
     def n_retrieved(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+    @property
+    def rank(self) -> np.ndarray:
+        """Rank of every row within its query (1-based)."""
+        if callable(self.rank_source):
+            self.rank_source = self.rank_source()
+        return self.rank_source
 
     @property
     def grade(self) -> np.ndarray:
@@ -217,7 +225,7 @@ class EvalContext:
         shared = {c: v for c, v in self.cache.items() if c[0] in ("num_rel", "gain_total", "ideal_sorted", "ideal_counts", "max_grade")}
         return EvalContext(
             offsets=np.concatenate(([0], np.cumsum(np.minimum(np.diff(self.offsets), k)))).astype(np.int64),
-            rank=self.rank[rows],
+            rank_source=self.rank[rows],
             grade_source=self.grade[rows],
             judged_offsets=self.judged_offsets,
             judged_grade=self.judged_grade,
