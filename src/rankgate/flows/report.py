@@ -505,9 +505,13 @@ def _doc_level(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluat
 
 def _any_contains(ids: Any, text: str) -> bool:
     """Whether any id holds ``text`` (on the arrow array: no Python string per id)."""
+    from ..data.arrow import none_contains
+
+    if len(ids) == 0 or none_contains(ids, text):  # (usual: a search of the bytes, no pyarrow.compute import)
+        return False
     import pyarrow.compute as pc
 
-    return len(ids) > 0 and bool(pc.any(pc.match_substring(ids, text, ignore_case=False)).as_py())
+    return bool(pc.any(pc.match_substring(ids, text, ignore_case=False)).as_py())
 
 
 def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,

@@ -94,7 +94,6 @@ class GoldIndex:
         if self.level != "chunk":
             return np.asarray([self.relevant_count(q) for q in g.query_ids], dtype=np.int64)
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         from ..data.ids import _fixed_width
 
@@ -106,6 +105,8 @@ class GoldIndex:
         if numbered is not None:
             codes = numbered[2]
         else:
+            import pyarrow.compute as pc  # (only here: its import is a tenth of a second)
+
             enc = pc.dictionary_encode(docs)
             codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         q = np.asarray(g.j_query, dtype=np.int64)[rel]
