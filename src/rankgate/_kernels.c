@@ -52,6 +52,23 @@ static inline uint64_t mix64(uint64_t x) {
     return x;
 }
 
+/* A per-query table (join_grades, rank_metrics, segments_distinct): the probe mask for `entries` keys
+ * (at least 8 slots, at most half full), and the next stamp generation, a slot being in use when its
+ * stamp is the query's (the stamps are cleared once every 2^32 queries). */
+static inline size_t table_mask(int64_t entries) {
+    size_t mask = 8;
+    while (mask < (size_t)entries * 2) mask <<= 1;
+    return mask - 1;
+}
+
+static inline uint32_t next_stamp(uint32_t gen, uint32_t *stamp, size_t cap) {
+    if (++gen == 0) {
+        memset(stamp, 0, cap * sizeof(uint32_t));
+        gen = 1;
+    }
+    return gen;
+}
+
 static PyObject *join_grades(PyObject *self, PyObject *args) {
     enum { ROFF, RCODE, JOFF, JCODE, JGRADE, OUT, NBUF };
     static const char *names[NBUF] = {"row_offsets", "row_codes", "judged_offsets", "judged_codes", "judged_grades", "out"};
@@ -114,13 +131,8 @@ static PyObject *join_grades(PyObject *self, PyObject *args) {
             }
             continue;
         }
-        size_t mask = 8;
-        while (mask < (size_t)(b - a) * 2) mask <<= 1;
-        mask -= 1;
-        if (++gen == 0) { /* stamps wrapped: clear once every 2^32 queries */
-            memset(stamp, 0, cap * sizeof(uint32_t));
-            gen = 1;
-        }
+        const size_t mask = table_mask(b - a);
+        gen = next_stamp(gen, stamp, cap);
         for (int64_t j = a; j < b; j++) {
             const int64_t c = jc[j];
             if (c < 0) continue; /* a judged id that never occurs in the run */
@@ -1991,13 +2003,8 @@ static PyObject *rank_metrics(PyObject *self, PyObject *args) {
         const int64_t r0 = ro[q], r1 = ro[q + 1];
         /* The query's judgements: a table of id -> grade (the last judgement of an id wins, as in
          * join_grades), a filter of the ids judged >= 1, and the grades >= 1 for the ideal list. */
-        size_t mask = 8;
-        while (mask < (size_t)(b - a) * 2) mask <<= 1;
-        mask -= 1;
-        if (++gen == 0) {
-            memset(stamp, 0, cap * sizeof(uint32_t));
-            gen = 1;
-        }
+        const size_t mask = table_mask(b - a);
+        gen = next_stamp(gen, stamp, cap);
         uint64_t filter[4] = {0, 0, 0, 0};
         Py_ssize_t npos = 0;
         for (int64_t j = a; j < b; j++) {
@@ -2166,13 +2173,8 @@ static PyObject *segments_distinct(PyObject *self, PyObject *args) {
     for (Py_ssize_t s = 0; s < ns && distinct; s++) {
         const int64_t a = o[s], b = o[s + 1];
         if (b - a < 2) continue;
-        size_t mask = 8;
-        while (mask < (size_t)(b - a) * 2) mask <<= 1;
-        mask -= 1;
-        if (++gen == 0) {
-            memset(stamp, 0, cap * sizeof(uint32_t));
-            gen = 1;
-        }
+        const size_t mask = table_mask(b - a);
+        gen = next_stamp(gen, stamp, cap);
         for (int64_t r = a; r < b; r++) {
             const int64_t k = c[r];
             size_t h = (size_t)mix64((uint64_t)k) & mask;
