@@ -78,7 +78,9 @@ from .source import is_gzip, open_binary
 
 __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
-MIN_BYTES = 8 << 20
+MIN_BYTES = 1 << 20
+"""Files from this size (1 MiB) take the fast path: already there, the validating parser costs more
+than pyarrow's import and parse (a 6 MB gold set with per-query fields: 0.47 s against 0.14 s)."""
 SAMPLE_LINES = 200
 BLOCK = 1 << 20  # bytes per parse block (a line must fit in one)
 _BOM = b"\xef\xbb\xbf"
