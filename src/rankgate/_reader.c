@@ -611,6 +611,18 @@ typedef struct {
     Py_ssize_t len[MAX_KEYS];
 } keys_t;
 
+/* The index of the key [s, s + n) in k, or -1. */
+static int key_at(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
+    for (int i = 0; i < k->n; i++) {
+        if (k->len[i] != n) continue;
+        const unsigned char *t = (const unsigned char *)k->s[i];
+        Py_ssize_t c = 0;
+        while (c < n && t[c] == s[c]) c++; /* (keys are short: no call to memcmp) */
+        if (c == n) return i;
+    }
+    return -1;
+}
+
 static int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
     for (int i = 0; i < k->n; i++) {
         if (k->len[i] != n) continue;
@@ -628,7 +640,9 @@ static unsigned char plain[256];
 
 typedef struct {
     keys_t qkeys, lkeys, ikeys, vkeys, rkeys, nkeys; /* nkeys: item keys taken as null (no value kept) */
-    int unkept;          /* nkeys may also hold a string, passed over (checked) and not kept */
+    unsigned unkept;     /* bit i: nkeys[i] may also hold a string, passed over (checked) and not kept */
+    unsigned counted;    /* bit i: nkeys[i] is one of an item's text keys, at most one in an item; */
+    Py_ssize_t texts;    /* items whose text key holds a string */
     int value_kind; /* 0: any JSON number, as a double; 1: an integer literal, as int64 */
     void *values;
     double *ranks;       /* an item's rank (rkeys), NaN where it has none; NULL: no rank key is read */
@@ -647,6 +661,9 @@ typedef struct {
     const unsigned char **qids;    /* per query, grown as needed */
     int32_t *qlens;
     int64_t *counts, *lines;
+    int64_t *spans;                /* per query: its line's first byte and its '\n', as offsets in the buffer */
+    const unsigned char *region;   /* where the bytes being scanned start, at offset `shift` in the buffer */
+    Py_ssize_t shift;
     Py_ssize_t queries, qcap;
     int64_t newlines;
     unsigned char *tail; /* a copy of a last line that has no newline */
@@ -671,6 +688,9 @@ static int jjob_grow(jjob_t *j) {
     int64_t *lines = (int64_t *)realloc(j->lines, (size_t)cap * sizeof(*lines));
     if (!lines) return -1;
     j->lines = lines;
+    int64_t *spans = (int64_t *)realloc(j->spans, (size_t)cap * 2 * sizeof(*spans));
+    if (!spans) return -1;
+    j->spans = spans;
     j->qcap = cap;
     return 0;
 }
@@ -683,6 +703,7 @@ static void jjob_free(jjob_t *j) {
     free(j->qlens);
     free(j->counts);
     free(j->lines);
+    free(j->spans);
     free(j->tail);
 }
 
@@ -880,7 +901,7 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
             if (*p != '{' || row >= j->max_items) return IRREGULAR;
             p++;
             SKIP_WS(p);
-            int have_id = 0, have_value = 0, have_rank = 0, more;
+            int have_id = 0, have_value = 0, have_rank = 0, have_text = 0, more, ki;
             if (j->ranks) j->ranks[row] = NAN;
             do {
                 const unsigned char *k;
@@ -899,12 +920,17 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                     const int rc = json_number(j, &p, 0, j->ranks + row);
                     if (rc != OK) return rc;
                     j->ranked++;
-                } else if (j->nkeys.n && key_in(&j->nkeys, k, kl)) { /* e.g. "doc_version": null */
+                } else if (j->nkeys.n && (ki = key_at(&j->nkeys, k, kl)) >= 0) { /* e.g. "doc_version": null */
                     /* (byte by byte: the comparison stops at the line's end; a value: for the other readers) */
-                    if (p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l') {
+                    const int null = p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l';
+                    if (null) {
                         p += 4;
-                    } else if (!j->unkept || json_string_pass(&p, j->text_end) != OK) {
+                    } else if (!((j->unkept >> ki) & 1u) || json_string_pass(&p, j->text_end) != OK) {
                         return IRREGULAR;
+                    }
+                    if ((j->counted >> ki) & 1u) { /* (two text keys in one item: which one counts is the parser's) */
+                        if (have_text) return IRREGULAR;
+                        have_text = null ? 1 : 2;
                     }
                 } else if (key_in(&j->ikeys, k, kl)) {
                     if (have_id || *p != '"') return IRREGULAR;
@@ -927,6 +953,7 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 if (more < 0) return IRREGULAR;
             } while (more);
             if (!have_id || !have_value) return IRREGULAR;
+            j->texts += have_text == 2;
             j->offsets[++row] = (int32_t)dl;
             more = json_next(&p, ']');
             if (more < 0) return IRREGULAR;
@@ -1024,6 +1051,7 @@ static int record_extra(jjob_t *j, Py_ssize_t q, const unsigned char *k, Py_ssiz
 /* Lines of [p, end), which ends in '\n' (see scan). */
 static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const end) {
     while (p < end) {
+        const unsigned char *const line = p;
         SKIP_WS(p);
         if (*p == '\n') { /* a blank line */
             p++;
@@ -1071,6 +1099,8 @@ static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const e
         if (*p != '\n') return IRREGULAR;
         j->counts[q] = count;
         j->lines[q] = j->newlines + 1;
+        j->spans[2 * q] = j->shift + (line - j->region);
+        j->spans[2 * q + 1] = j->shift + (p - j->region);
         j->queries = q + 1;
         p++;
         j->newlines++;
@@ -1086,6 +1116,8 @@ static int jscan_all(jjob_t *j, const unsigned char *p, const unsigned char *end
     if (status != OK || last == end) return status;
     const size_t n = (size_t)(end - last);
     if (!(j->tail = tail_copy(last, n))) return NO_MEMORY;
+    j->shift += last - j->region; /* (the copy's bytes stand at the last line's offset) */
+    j->region = j->tail;
     j->text_end = j->tail + n + 17;
     status = jscan(j, j->tail, j->tail + n + 1);
     j->newlines--; /* (the '\n' added to the copy) */
@@ -1113,10 +1145,11 @@ static int parse_keys(PyObject *tuple, keys_t *keys) {
 static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data, *o_rkeys = NULL, *o_ranks = Py_None, *o_nkeys = NULL;
     Py_ssize_t start, stop;
-    int value_kind, extras = 0, unkept = 0;
-    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OOpOp", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
+    int value_kind, extras = 0;
+    unsigned int unkept = 0, counted = 0;
+    if (!PyArg_ParseTuple(args, "OnnOOOOiOOO|OOpOII", &o_buf, &start, &stop, &o_keys[0], &o_keys[1], &o_keys[2],
                           &o_keys[3], &value_kind, &o_values, &o_offsets, &o_data, &o_rkeys, &o_ranks, &extras,
-                          &o_nkeys, &unkept))
+                          &o_nkeys, &unkept, &counted))
         return NULL;
     jjob_t job;
     memset(&job, 0, sizeof(job));
@@ -1154,7 +1187,10 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     job.ranks = with_ranks ? (double *)views[4].buf : NULL;
     job.extras = extras;
     job.unkept = unkept;
+    job.counted = counted;
     job.offsets[0] = 0;
+    job.region = (const unsigned char *)views[0].buf + start;
+    job.shift = start;
     job.thread = PyEval_SaveThread();
     const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
     PyEval_RestoreThread(job.thread);
@@ -1187,11 +1223,12 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
         if (!keys) {
             Py_XDECREF(ids);
         } else { /* (no query: empty bytes, not the None that y# makes of a NULL pointer) */
-            result = Py_BuildValue("nnLNy#y#n(y#Ny#)", job.items, job.data_len, (long long)job.newlines, ids,
+            result = Py_BuildValue("nnLNy#y#n(y#Ny#)ny#", job.items, job.data_len, (long long)job.newlines, ids,
                                    nq ? (const char *)job.counts : "", (Py_ssize_t)(nq * 8),
                                    nq ? (const char *)job.lines : "", (Py_ssize_t)(nq * 8), job.ranked,
                                    job.nex ? (const char *)job.ex : "", (Py_ssize_t)(job.nex * 2 * 8), keys,
-                                   job.vlen ? (const char *)job.vals : "", (Py_ssize_t)job.vlen);
+                                   job.vlen ? (const char *)job.vals : "", (Py_ssize_t)job.vlen, job.texts,
+                                   nq ? (const char *)job.spans : "", (Py_ssize_t)(nq * 16));
         }
     }
     jjob_free(&job); /* (after the ids: one may live in the copied line) */
@@ -1207,8 +1244,9 @@ static PyMethodDef methods[] = {
      " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
     {"read_jsonl", read_jsonl, METH_VARARGS,
      "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data"
-     "[, rank_keys, ranks, extras, null_keys, unkept])"
-     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others) or None when a line is not of the shape"},
+     "[, rank_keys, ranks, extras, null_keys, unkept_bits, text_bits])"
+     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others, texts, line_spans) or None when a"
+     " line is not of the shape"},
     {NULL, NULL, 0, NULL},
 };
 

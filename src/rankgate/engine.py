@@ -164,7 +164,7 @@ def evaluate(
             if level == "doc":
                 g = _gold_to_docs(g, doc_of)
             # A large run grouped by query is scored in blocks too, two at a time, with the same result.
-            in_blocks = _loaded_blocks(r, MEMORY_BLOCK_ROWS)
+            in_blocks = _loaded_blocks(r, MEMORY_BLOCK_ROWS, items=keep_items)
             got = None if in_blocks is None else _evaluate_blocks(g, in_blocks, metric_list, **opts)
             result = got.result if got is not None and got.result is not None else \
                 _evaluate_loaded(g, r, metric_list, **opts)
@@ -496,13 +496,14 @@ MEMORY_BLOCK_ROWS = 1_000_000
 """Rows of a block when a loaded run of at least twice as many rows is scored block by block."""
 
 
-def _loaded_blocks(r: Run, rows: int) -> Iterator[Run] | None:
+def _loaded_blocks(r: Run, rows: int, *, items: bool = True) -> Iterator[Run] | None:
     """A loaded run as blocks of whole queries of about ``rows`` rows (views of its arrays; its per-query
     fields and given ranks cut with them), for :func:`_evaluate_blocks`; None when it is short, not
-    grouped by query in code order, or carries per-row columns or no scores (read whole, as before)."""
+    grouped by query in code order, or has no scores, or carries per-row columns that a metric reads
+    (``items``: some metric may; the blocks carry none) (read whole, as before)."""
     n = len(r)
     q = r.r_query
-    if n < 2 * rows or r.items or r.r_score is None:
+    if n < 2 * rows or (r.items and items) or r.r_score is None:
         return None
     if not bool((q[1:] >= q[:-1]).all()):
         return None

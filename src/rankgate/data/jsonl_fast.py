@@ -51,11 +51,12 @@ fast path on small files); smaller files go straight to the validating parser.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import threading
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pyarrow as pa
@@ -451,6 +452,8 @@ class _Scanned(NamedTuple):
     ids: pa.Array | pa.ChunkedArray  # item ids
     ranks: np.ndarray | None = None  # a run's given rank of each item (NaN: none); None: no item has one
     fields: dict[str, list[Any]] | None = None  # a run's other per-query keys, as the parser reads them
+    texts: int = 0  # items whose text is a string (items="lazy")
+    spans: np.ndarray | None = None  # per query: its line's first byte and its newline, offsets in the file's bytes
 
 
 RANK_KEYS = ("rank",)
@@ -459,6 +462,17 @@ NULL_ITEM_KEYS = tuple(name for pair in _ITEM_TEXT for name in pair if name is n
 """A run item's text and version keys, which the scanner takes when their value is null (``rankgate
 retrieve`` writes ``"doc_version": null`` on every item): the parser then keeps no column for them. A
 value other than null makes the scanner decline (pyarrow's parse reads the texts)."""
+
+
+_TEXT_KEYS = tuple(name for name in _ITEM_TEXT[1] if name is not None)  # ("text", "content")
+_ITEM_BITS = {
+    # which of NULL_ITEM_KEYS may hold a string that is passed over (checked, not kept), and which are
+    # an item's text keys (counted; at most one of them in an item)
+    True: (0, 0),  # item columns kept: a string declines (pyarrow's parse keeps them)
+    False: ((1 << len(NULL_ITEM_KEYS)) - 1, 0),  # no item column is read
+    "lazy": (sum(1 << i for i, k in enumerate(NULL_ITEM_KEYS) if k in _TEXT_KEYS),
+             sum(1 << i for i, k in enumerate(NULL_ITEM_KEYS) if k in _TEXT_KEYS)),  # texts read later, from the lines
+}
 
 
 def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, list[Any]] | None:
@@ -497,7 +511,7 @@ def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, 
 
 
 def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: tuple[str, ...],
-          value_kind: int, *, ranks: bool = False, extras: bool = False) -> _Scanned | None:
+          value_kind: int, *, ranks: bool = False, extras: bool = False, items: bool | str = True) -> _Scanned | None:
     """The file (as :func:`_mapped` gives it) read by the compiled scanner (``_reader.read_jsonl``), or
     None when it is not built or any line is not exactly of the common shape: one object of a query
     id (a string) and a list (``list_keys``) of objects of an item id (a string) and a number
@@ -529,7 +543,8 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
         return None
 
     def read(span: tuple[int, int]) -> tuple[_Scanned, int] | None:  # (a piece, and how many lines it has)
-        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind, ranks=ranks, extras=extras)
+        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind, ranks=ranks, extras=extras,
+                          items=items)
 
     if len(spans) == 1:
         got = [read(spans[0])]
@@ -558,17 +573,20 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
                     pa.chunked_array([part.ids for part, _ in parts], type=pa.string()),
                     np.concatenate([np.full(part.values.size, np.nan) if part.ranks is None else part.ranks
                                     for part, _ in parts]) if ranked else None,
-                    joined_fields([(part.fields or {}, len(part.query_ids)) for part, _ in parts]))
+                    joined_fields([(part.fields or {}, len(part.query_ids)) for part, _ in parts]),
+                    sum(part.texts for part, _ in parts),
+                    np.concatenate([cast(np.ndarray, part.spans) for part, _ in parts]))
 
 
 def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
                value_kind: int, *, ranks: bool = False, extras: bool = False,
-               items: bool = True) -> tuple[_Scanned, int] | None:
+               items: bool | str = True) -> tuple[_Scanned, int] | None:
     """The bytes ``[a, b)`` of ``data`` (whole lines) by the compiled scanner (see :func:`_scan`): the
     piece's queries (line numbers counted from its start) and how many line breaks it holds; None when
     it declines. ``items=False`` (with ``extras``): an item's text or version keys (:data:`NULL_ITEM_KEYS`)
     may also hold a string, which is checked as the parser reads it and not kept (the caller reads no
-    item column)."""
+    item column); ``items="lazy"``: so may its text (``text`` or ``content``, one of them), counted, for
+    :class:`LineTexts` to read later."""
     from .._accel import reader
 
     assert reader is not None
@@ -583,22 +601,23 @@ def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], valu
     given = np.empty(bound, dtype=np.float64) if ranks else None
     got = reader.read_jsonl(data, a, b, QUERY_ID_KEYS, list_keys, ITEM_ID_KEYS, value_keys, value_kind,
                             values, offsets, ids, RANK_KEYS, given, extras, NULL_ITEM_KEYS if extras else None,
-                            extras and not items)
+                            *(_ITEM_BITS[items] if extras else (0, 0)))
     if got is None:
         return None
-    items, nbytes, newlines, qids, counts, lines, ranked, others = got
+    items_read, nbytes, newlines, qids, counts, lines, ranked, others, texts, spans = got
     # A run's r_order, as the parser sets it: the given ranks (NaN where an item has none), only when
     # some item has one. A rank of 2^53 or more is the parser's to name.
-    order = given[:items] if given is not None and ranked else None
+    order = given[:items_read] if given is not None and ranked else None
     if order is not None and bool((np.abs(order) >= MAX_RANK).any()):
         return None
     fields = _other_fields(others, len(qids)) if others[1] else {}
     if fields is None:
         return None
-    chunk = pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(offsets[: items + 1]),
-                                                        pa.py_buffer(ids[:nbytes])])
+    chunk = pa.Array.from_buffers(pa.string(), items_read, [None, pa.py_buffer(offsets[: items_read + 1]),
+                                                             pa.py_buffer(ids[:nbytes])])
     return _Scanned(qids, np.frombuffer(counts, dtype=np.int64), np.frombuffer(lines, dtype=np.int64),
-                    values[:items], chunk, order, fields), newlines
+                    values[:items_read], chunk, order, fields, texts,
+                    np.frombuffer(spans, dtype=np.int64).reshape(-1, 2)), newlines
 
 
 def _line_end(arr: np.ndarray, at: int) -> int:
@@ -620,6 +639,78 @@ def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
         return None  # (no item at all: the parser gives a run without scores)
     return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
                r_doc=got.ids, r_score=got.values, r_order=got.ranks, fields=got.fields or {}, source=path,
+               query_lines=got.lines)
+
+
+class LineTexts(Sequence[Any]):
+    """A run's item texts (``Run.items["text"]``), read from the file's lines only when asked: the
+    values the line-by-line parser gives (an item's ``text``, else its ``content``, as ``str``; None
+    where it has neither or null). A report shows the texts of a few rows; reading every text of a large
+    run into Python strings cost more than the rest of its reading. A line is decoded by ``json.loads``
+    when one of its rows is asked for, and kept (the last :data:`LINES_KEPT` lines)."""
+
+    LINES_KEPT = 4096
+
+    def __init__(self, data: pa.Buffer, line_starts: np.ndarray, line_ends: np.ndarray, row_starts: np.ndarray,
+                 keep: Any = None) -> None:
+        self._data = data  # (the file's bytes: a memory map, kept open while this lives; ``keep`` too)
+        self._keep = keep
+        self._starts, self._ends = line_starts, line_ends  # each query's line, as byte offsets in data
+        self._rows = row_starts  # first row of each query, and the number of rows last
+        self._lines: dict[int, list[str | None]] = {}
+
+    def __len__(self) -> int:
+        return int(self._rows[-1])
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = operator.index(i)
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("text row out of range")
+        q = int(np.searchsorted(self._rows, i, side="right")) - 1
+        return self._line(q)[i - int(self._rows[q])]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, (str, bytes)) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def _line(self, q: int) -> list[str | None]:
+        got = self._lines.get(q)
+        if got is None:
+            obj = json.loads(self._data[int(self._starts[q]) : int(self._ends[q])].to_pybytes())
+            items = obj[next(k for k in RUN_LIST_KEYS if k in obj)]
+            got = [None if (v := item.get(_TEXT_KEYS[0], item.get(_TEXT_KEYS[1]))) is None else str(v)
+                   for item in items]
+            if len(self._lines) >= self.LINES_KEPT:
+                self._lines.clear()
+            self._lines[q] = got
+        return got
+
+
+def read_run_lazy_texts(path: str, *, min_bytes: int | None = None) -> Run | None:
+    """The run as :func:`read_run_fast` reads it, with its item texts in a :class:`LineTexts` (read from
+    the lines when asked) instead of a list; None when the compiled scanner does not take the file
+    this way: it must be of the common shape (:func:`_scan_run`) with items whose text is a string or
+    null in one key (``text`` or ``content``, not both), and no other item column (a version or source
+    that is not null). The caller then reads it as usual."""
+    found = _mapped(path, min_bytes)
+    if found is None or _was_declined(path):
+        return None
+    got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items="lazy")
+    if got is None or got.values.size == 0:
+        return None
+    items: dict[str, Any] = {}
+    if got.texts:
+        assert got.spans is not None
+        rows = np.concatenate(([0], np.cumsum(got.counts))).astype(np.int64)
+        items["text"] = LineTexts(found[0], got.spans[:, 0].copy(), got.spans[:, 1].copy(), rows, keep=found[1])
+    return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
+               r_doc=got.ids, r_score=got.values, r_order=got.ranks, items=items, fields=got.fields or {}, source=path,
                query_lines=got.lines)
 
 

@@ -349,6 +349,7 @@ def _default_evaluator(req: ReportRequest) -> Evaluator:
 def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     """Load the gold set and the run; list the files read (sha256) and find the query texts."""
     from ..data import load_gold, load_run
+    from ..data.jsonl_fast import LineTexts
     from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
     from ..data.source import sha256_file
 
@@ -358,9 +359,18 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
 
     # The gold set is read while the run is; the files are hashed on threads while the run is scored.
     pool = ThreadPoolExecutor(max_workers=2)
+
+    def read_run() -> Run:
+        lazy = _run_with_lazy_texts(run, req)
+        return lazy if lazy is not None else load_run(run, format=req.run_format, columns=req.columns)
+
     try:
-        g, r = gold_first(pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns),
-                          lambda: load_run(run, format=req.run_format, columns=req.columns))
+        g, r = gold_first(pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns), read_run)
+        if isinstance(r.items.get("text"), LineTexts):
+            from ..data.nearmiss import compares_texts
+
+            if compares_texts(g):  # (the near-miss check compares every text: read them all now)
+                r = load_run(run, format=req.run_format, columns=req.columns)
         read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
         files: list[tuple[str, str, Any]] = [
             ("gold", g.source, pool.submit(sha256_files, read) if read else None),
@@ -378,6 +388,34 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
         qpath, query_texts = beir_query_texts(folder)
         files.insert(1, ("gold queries", qpath, sha256_file(qpath)))
     return Inputs(g, r, tuple(files), query_texts)
+
+
+def _run_with_lazy_texts(run: Any, req: ReportRequest) -> Run | None:
+    """A JSONL run file of the common shape read with its item texts left in the file until a page
+    shows one (:func:`rankgate.data.jsonl_fast.read_run_lazy_texts`: the same values, read from their
+    lines), when nothing else the report computes reads every text: no component experiment, no asked
+    or gated metric that reads item columns. None: the run is read as usual."""
+    if not isinstance(run, (str, os.PathLike)) or req.columns or req.run_format not in (None, "jsonl"):
+        return None
+    if req.enforce_as_of or req.routing or req.entity_linking or req.rewrite:
+        return None
+    from ..data.detect import detect
+    from ..data.jsonl_fast import read_run_lazy_texts
+    from ..data.source import is_pipe
+    from ..engine import reads_items
+    from ..errors import RankgateError
+    from ..metrics import parse_metrics
+
+    asked = [*req.metrics, *(req.config.metrics if req.config is not None else ())]
+    path = os.fspath(run)
+    try:
+        if asked and reads_items(parse_metrics(list(asked))):
+            return None
+        if is_pipe(path) or not os.path.isfile(path) or detect(path, "run", req.run_format).name != "jsonl":
+            return None
+    except (OSError, RankgateError):  # (read as usual: its reader, or the metric's check, names the error)
+        return None
+    return read_run_lazy_texts(path)
 
 
 def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:

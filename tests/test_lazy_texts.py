@@ -1,0 +1,196 @@
+"""A report reads a large JSONL run's item texts from the file's lines only when a page shows one
+(``jsonl_fast.read_run_lazy_texts``, ``LineTexts``): the values must be the line-by-line parser's, row
+for row, the report's HTML byte for byte the one of reading every text, and anything the lazy read
+cannot prove (two text keys in one item, a version or source with a value, a text that is not a
+string) must make it decline, so that the usual readers read the file."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rankgate._accel as accel
+from rankgate import engine
+from rankgate.cli import main
+from rankgate.data import jsonl_fast, load
+from rankgate.data.jsonl_fast import LineTexts, read_run_lazy_texts
+from rankgate.flows import report as flow
+
+from .conftest import examples
+
+pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._reader is not built in this installation")
+
+TEXTS = st.one_of(st.none(), st.text(max_size=30), st.sampled_from(["", "a \"quote\"", "tab\there", "é 中文 😀",
+                                                                        "line\nbreak", "back\\slash"]))
+
+
+def _write_run(path, rows: list[list[tuple[str, float, dict]]], *, ascii_only: bool = True, crlf: bool = False,
+               blank_every: int = 0) -> None:
+    lines = []
+    for i, items in enumerate(rows):
+        obj = {"query_id": f"q{i}", "topk": [{"chunk_id": d, "score": s, **extra} for d, s, extra in items]}
+        lines.append(json.dumps(obj, ensure_ascii=ascii_only) + ("\r" if crlf else ""))
+        if blank_every and i % blank_every == 0:
+            lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@st.composite
+def text_runs(draw):
+    nq = draw(st.integers(1, 12))
+    rows = []
+    for _ in range(nq):
+        items = []
+        for j in range(draw(st.integers(0, 6))):
+            extra: dict = {}
+            kind = draw(st.sampled_from(["text", "content", "none", "null_version"]))
+            if kind in ("text", "content"):
+                extra[kind] = draw(TEXTS)
+            elif kind == "null_version":
+                extra["doc_version"] = None
+            items.append((f"d{j}", float(draw(st.integers(0, 9))), extra))
+        rows.append(items)
+    return rows, draw(st.booleans()), draw(st.booleans()), draw(st.integers(0, 3))
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(text_runs())
+def test_lazy_texts_are_the_parsers_row_for_row(tmp_path_factory, case) -> None:
+    rows, ascii_only, crlf, blank_every = case
+    path = tmp_path_factory.mktemp("lazy") / "run.jsonl"
+    _write_run(path, rows, ascii_only=ascii_only, crlf=crlf, blank_every=blank_every)
+    parsed = load.load_run(str(path))  # (a small file: the line-by-line parser)
+    lazy = read_run_lazy_texts(str(path), min_bytes=0)
+    if not sum(len(items) for items in rows):
+        assert lazy is None  # (no item at all: the parser's run has no scores)
+        return
+    assert lazy is not None
+    assert lazy.query_ids == parsed.query_ids and lazy.r_doc.to_pylist() == parsed.r_doc.to_pylist()
+    assert lazy.r_score.tolist() == parsed.r_score.tolist() and lazy.query_lines.tolist() == parsed.query_lines.tolist()
+    assert list(lazy.items) == list(parsed.items.keys() & {"text"})  # a column only where the parser has one
+    if "text" in parsed.items:
+        texts = lazy.items["text"]
+        assert isinstance(texts, LineTexts) and len(texts) == len(parsed)
+        want = parsed.items["text"]
+        order = np.random.default_rng(len(want)).permutation(len(want)).tolist()  # (any order of asking)
+        assert [texts[i] for i in order] == [want[i] for i in order]
+        assert texts == want and list(texts) == want and texts[-1] == want[-1] and texts[1:3] == want[1:3]
+        with pytest.raises(IndexError):
+            texts[len(want)]
+
+
+@pytest.mark.parametrize("item", [
+    {"text": "a", "content": "b"},  # two text keys: which one counts is the parser's to say
+    {"text": "a", "text ": "b"},  # (an unknown key)
+    {"doc_version": "2026-01-01"},  # a version with a value: a column the lazy read does not make
+    {"version": "v1"},
+    {"source": "wiki"},
+    {"text": 12},  # not a string
+    {"text": ["a"]},
+    {"text": "\ud800"},  # a lone surrogate half
+])
+def test_what_the_lazy_read_declines(item, tmp_path) -> None:
+    path = tmp_path / "run.jsonl"
+    _write_run(path, [[("d1", 1.0, {}), ("d2", 0.5, item)]])
+    assert read_run_lazy_texts(str(path), min_bytes=0) is None
+
+
+def test_a_text_key_given_twice_declines(tmp_path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"query_id": "q1", "topk": [{"chunk_id": "d1", "score": 1, "text": "a", "text": null}]}\n')
+    assert read_run_lazy_texts(str(path), min_bytes=0) is None
+    assert load.load_run(str(path)).items == {}  # (the parser keeps the last: null, no column)
+
+
+def _texts_case(tmp_path, *, notes: bool = False):
+    """A gold set and a JSONL run with texts on the top items, as `rankgate retrieve` writes it."""
+    rng = np.random.default_rng(5)
+    gold, rows = [], []
+    for q in range(60):
+        judged = rng.choice(40, size=4, replace=False).tolist()
+        rel = [{"chunk_id": f"d{d}", "grade": int(rng.integers(0 if i else 1, 3))} for i, d in enumerate(judged)]
+        if notes:
+            rel = [{"chunk_id": f"t:d{d}", "grade": 1, "note": f"the reference text of d{d}"} for d in judged]
+        gold.append({"query_id": f"q{q}", "relevant_chunks": rel})
+        docs = rng.choice(40, size=12, replace=False).tolist()
+        rows.append([(f"t:d{d}" if notes else f"d{d}", float(20 - r),
+                      {"doc_version": None, **({"text": f"the reference text of d{d}!"} if r < 5 else {})})
+                     for r, d in enumerate(docs)])
+    gold_path, run_path = tmp_path / "gold.jsonl", tmp_path / "run.jsonl"
+    gold_path.write_text("".join(json.dumps(g) + "\n" for g in gold))
+    _write_run(run_path, rows)
+    return gold_path, run_path
+
+
+def _report(tmp_path, gold, run, monkeypatch, *, lazy: bool, name: str, extra: tuple[str, ...] = ()) -> bytes:
+    out = tmp_path / f"{name}.html"
+    calls: list[object] = []
+    real = flow._run_with_lazy_texts
+
+    def spy(run_arg, req):
+        got = real(run_arg, req) if lazy else None
+        calls.append(got)
+        return got
+
+    monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
+    monkeypatch.setattr(flow, "_run_with_lazy_texts", spy)
+    assert main(["report", "--gold", str(gold), "--run", str(run), "-o", str(out), "--generated-at",
+                 "2026-01-01T00:00:00Z", *extra]) in (0, 1)
+    monkeypatch.undo()
+    return out.read_bytes(), calls
+
+
+def test_the_report_reads_shown_texts_from_their_lines_with_the_same_page(tmp_path, monkeypatch) -> None:
+    gold, run = _texts_case(tmp_path)
+    lazy, calls = _report(tmp_path, gold, run, monkeypatch, lazy=True, name="lazy")
+    assert calls and isinstance(calls[0].items["text"], LineTexts)
+    whole, _ = _report(tmp_path, gold, run, monkeypatch, lazy=False, name="whole")
+    assert lazy == whole
+    assert b"the reference text of d" in lazy  # (snippets are shown)
+
+
+def test_reference_texts_in_the_gold_set_read_every_text(tmp_path, monkeypatch) -> None:
+    """The near-miss check compares every retrieved text with the reference texts: the run is read
+    whole, and the page is the one of reading it whole."""
+    gold, run = _texts_case(tmp_path, notes=True)
+    lazy, calls = _report(tmp_path, gold, run, monkeypatch, lazy=True, name="lazy")
+    whole, _ = _report(tmp_path, gold, run, monkeypatch, lazy=False, name="whole")
+    assert lazy == whole and b"from a reference text only slightly" in lazy
+
+
+def test_a_metric_that_reads_texts_reads_them_all(tmp_path) -> None:
+    gold, run = _texts_case(tmp_path)
+    req = flow.ReportRequest(k=5, level="chunk", doc_sep="#", metrics=("novelty@5",))
+    assert flow._run_with_lazy_texts(str(run), req) is None
+    req = flow.ReportRequest(k=5, level="chunk", doc_sep="#", enforce_as_of=True)
+    assert flow._run_with_lazy_texts(str(run), req) is None
+    req = flow.ReportRequest(k=5, level="chunk", doc_sep="#", metrics=("ndcg@5",))
+    assert flow._run_with_lazy_texts(str(run), req) is None  # (a small file: read as usual)
+    assert read_run_lazy_texts(str(run), min_bytes=0) is not None
+
+
+def test_a_loaded_run_with_texts_no_metric_reads_is_scored_in_blocks(tmp_path, monkeypatch) -> None:
+    """The texts travel with the run, not with its blocks: scored in blocks when no metric reads
+    them, whole when one does; the same values either way."""
+    gold, run = _texts_case(tmp_path)
+    r = load.load_run(str(run))
+    assert "text" in r.items
+    calls: list[object] = []
+    inner = engine._evaluate_blocks
+    monkeypatch.setattr(engine, "_evaluate_blocks", lambda *a, **k: calls.append(1) or inner(*a, **k))
+    monkeypatch.setattr(engine, "MEMORY_BLOCK_ROWS", 50)
+    monkeypatch.setattr(engine, "FULL_DEPTH_ROWS", 3)
+    blocked = engine.evaluate(str(gold), r, "ndcg@5,recall@10")
+    assert calls
+    monkeypatch.setattr(engine, "MEMORY_BLOCK_ROWS", 1 << 62)
+    whole = engine.evaluate(str(gold), r, "ndcg@5,recall@10")
+    for m in whole.metric_names:
+        assert blocked[m].tobytes() == whole[m].tobytes()
+    calls.clear()
+    monkeypatch.setattr(engine, "MEMORY_BLOCK_ROWS", 50)
+    engine.evaluate(str(gold), r, "novelty@5,ndcg@5")
+    assert not calls
