@@ -623,16 +623,7 @@ static int key_at(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
     return -1;
 }
 
-static int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) {
-    for (int i = 0; i < k->n; i++) {
-        if (k->len[i] != n) continue;
-        const unsigned char *t = (const unsigned char *)k->s[i];
-        Py_ssize_t c = 0;
-        while (c < n && t[c] == s[c]) c++; /* (keys are short: no call to memcmp) */
-        if (c == n) return 1;
-    }
-    return 0;
-}
+static inline int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) { return key_at(k, s, n) >= 0; }
 
 /* The bytes a string may hold as they are, here: printable ASCII but '"' and '\\' (no escapes, no
  * control or non-ASCII byte, and never '\n', so every scan stops at a line's end). */
