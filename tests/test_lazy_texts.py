@@ -194,3 +194,23 @@ def test_a_loaded_run_with_texts_no_metric_reads_is_scored_in_blocks(tmp_path, m
     monkeypatch.setattr(engine, "MEMORY_BLOCK_ROWS", 50)
     engine.evaluate(str(gold), r, "novelty@5,ndcg@5")
     assert not calls
+
+
+@pytest.mark.parametrize("notes", [False, True])
+def test_evaluate_reads_a_whole_run_without_its_texts_with_the_same_result(tmp_path, monkeypatch, notes) -> None:
+    """A JSONL run read whole (below the block size) whose texts no metric reads: its texts stay in
+    the file; the near-miss check reads every one from its line when the gold set has reference
+    texts. The result is the one of reading every text."""
+    gold, run = _texts_case(tmp_path, notes=notes)
+    monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
+    monkeypatch.setattr(load, "STREAM_FROM_BYTES", 1 << 62)
+    seen: list[object] = []
+    real = jsonl_fast.read_run_lazy_texts
+    monkeypatch.setattr(jsonl_fast, "read_run_lazy_texts", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    lazy = engine.evaluate(str(gold), str(run), "ndcg@5,recall@10,distinct_docs@5")
+    assert seen and seen[0] is not None and isinstance(seen[0].items["text"], LineTexts)
+    monkeypatch.setattr(jsonl_fast, "read_run_lazy_texts", lambda *a, **k: None)
+    whole = engine.evaluate(str(gold), str(run), "ndcg@5,recall@10,distinct_docs@5")
+    for m in whole.metric_names:
+        assert lazy[m].tobytes() == whole[m].tobytes()
+    assert lazy.info == whole.info and ("near_misses" in lazy.info) == notes

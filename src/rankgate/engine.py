@@ -151,7 +151,7 @@ def evaluate(
         if streamed is not None:
             r = streamed.run
         else:
-            g, r = gold_first(gold_future, lambda: load_run(run, format=run_format, **load_opts))
+            g, r = gold_first(gold_future, lambda: _read_run(run, run_format, load_opts, keep_items))
             hash_inputs()
         notices = input_notices(g, r)
         texts = query_texts(g)
@@ -232,6 +232,29 @@ def _gold_to_docs(g: Gold, doc_of: Callable[[str], str]) -> Gold:
 MAX_EXP_GRADE = 64
 """The highest grade ``gain=exp`` takes: 2^64 - 1 summed over any real list stays a finite double, while
 2^1024 is beyond any double and would turn the metric into "no value"."""
+
+
+def _read_run(run: Any, run_format: str | None, load_opts: dict[str, Any], keep_items: bool) -> Run:
+    """The run read whole: a JSONL file whose item texts no metric reads with its texts left in the
+    file (:func:`rankgate.data.jsonl_fast.read_run_lazy_texts`: the same values when something asks),
+    else as :func:`load_run` reads it."""
+    import os
+
+    if not keep_items and not load_opts and run_format in (None, "jsonl") and isinstance(run, (str, os.PathLike)):
+        from .data.detect import detect
+        from .data.jsonl_fast import read_run_lazy_texts
+        from .data.source import is_pipe
+
+        path = os.fspath(run)
+        try:
+            lazy = None
+            if not is_pipe(path) and os.path.isfile(path) and detect(path, "run", run_format).name == "jsonl":
+                lazy = read_run_lazy_texts(path)
+        except (OSError, RankgateError):  # (read as usual: its reader names the error)
+            lazy = None
+        if lazy is not None:
+            return lazy
+    return load_run(run, format=run_format, **load_opts)
 
 
 def reads_items(metric_list: Sequence[Metric]) -> bool:
