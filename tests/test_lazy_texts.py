@@ -18,6 +18,7 @@ from rankgate import engine
 from rankgate.cli import main
 from rankgate.data import jsonl_fast, load
 from rankgate.data.jsonl_fast import LineTexts, read_run_lazy_texts
+from rankgate.errors import InputError
 from rankgate.flows import report as flow
 
 from .conftest import examples
@@ -214,3 +215,52 @@ def test_evaluate_reads_a_whole_run_without_its_texts_with_the_same_result(tmp_p
     for m in whole.metric_names:
         assert lazy[m].tobytes() == whole[m].tobytes()
     assert lazy.info == whole.info and ("near_misses" in lazy.info) == notes
+
+
+def test_a_file_changed_after_it_was_read_is_named_not_misread(tmp_path) -> None:
+    """The texts are read from the file when asked: a file rewritten meanwhile (other lines, cut short)
+    is an input error naming it, never another line's texts or a crash."""
+    path = tmp_path / "run.jsonl"
+    _write_run(path, [[("d1", 1.0, {"text": "one"}), ("d2", 0.5, {"text": "two"})], [("d3", 1.0, {"text": "three"})]])
+    lazy = read_run_lazy_texts(str(path), min_bytes=0)
+    assert lazy is not None and lazy.items["text"][2] == "three"
+    _write_run(path, [[("d1", 1.0, {"text": "one"})], [("d3", 1.0, {"text": "three"}), ("d4", 0.5, {"text": "x"})]])
+    with pytest.raises(InputError, match="changed while it was read") as err:
+        lazy.items["text"][0]
+    assert str(path) in str(err.value)
+    path.write_bytes(b"")
+    with pytest.raises(InputError, match="changed while it was read"):
+        lazy.items["text"][1]
+
+
+def test_a_run_rankgate_retrieve_writes_with_its_texts(tmp_path, monkeypatch) -> None:
+    """The real producer: `rankgate retrieve` on Cranfield (BEIR layout) with its default texts (on the
+    top 10 items). The lazy read gives the parser's texts row for row; evaluate through blocks that
+    leave the texts out gives the result of reading them all."""
+    from .conftest import shared_path
+
+    beir = shared_path("datasets", "cranfield", "beir")
+    run = tmp_path / "run.jsonl"
+    assert main(["retrieve", "--beir", str(beir), "-o", str(run), "--k", "20"]) == 0
+    monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 1 << 62)  # (the parser reads the file)
+    parsed = load.load_run(str(run))
+    monkeypatch.undo()
+    assert "text" in parsed.items and any(t is None for t in parsed.items["text"])  # (texts on the top items only)
+    lazy = read_run_lazy_texts(str(run), min_bytes=0)
+    assert lazy is not None and lazy.items["text"] == parsed.items["text"]
+    assert list(lazy.fields.items()) == list(parsed.fields.items())
+    gold = beir / "qrels.trec"
+    whole = engine.evaluate(str(gold), str(run), "ndcg@10,recall@20")
+    monkeypatch.setattr(load, "STREAM_FROM_BYTES", 0)
+    monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
+    monkeypatch.setattr(engine, "FULL_DEPTH_ROWS", 3)
+    import rankgate.data.trec as trec
+
+    monkeypatch.setattr(trec, "STREAM_BLOCK_BYTES", 1 << 16)
+    calls: list[object] = []
+    inner = engine._evaluate_blocks
+    monkeypatch.setattr(engine, "_evaluate_blocks", lambda *a, **k: calls.append(inner(*a, **k)) or calls[-1])
+    blocks = engine.evaluate(str(gold), str(run), "ndcg@10,recall@20")
+    assert calls and calls[0] is not None and calls[0].result is not None  # (scored block by block)
+    for m in whole.metric_names:
+        assert blocks[m].tobytes() == whole[m].tobytes()

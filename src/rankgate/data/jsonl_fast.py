@@ -55,7 +55,7 @@ import operator
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -646,17 +646,19 @@ class LineTexts(Sequence[Any]):
     """A run's item texts (``Run.items["text"]``), read from the file's lines only when asked: the
     values the line-by-line parser gives (an item's ``text``, else its ``content``, as ``str``; None
     where it has neither or null). A report shows the texts of a few rows; reading every text of a large
-    run into Python strings cost more than the rest of its reading. A line is decoded by ``json.loads``
-    when one of its rows is asked for, and kept (the last :data:`LINES_KEPT` lines)."""
+    run into Python strings cost more than the rest of its reading. A line is read (``read(start, end)``:
+    its bytes) and decoded by ``json.loads`` when one of its rows is asked for, and kept (the last
+    :data:`LINES_KEPT` lines). A line that is no longer the one scanned (the file was changed since)
+    is an :class:`~rankgate.errors.InputError` naming the file."""
 
     LINES_KEPT = 4096
 
-    def __init__(self, data: pa.Buffer, line_starts: np.ndarray, line_ends: np.ndarray, row_starts: np.ndarray,
-                 keep: Any = None) -> None:
-        self._data = data  # (the file's bytes: a memory map, kept open while this lives; ``keep`` too)
-        self._keep = keep
-        self._starts, self._ends = line_starts, line_ends  # each query's line, as byte offsets in data
+    def __init__(self, read: Callable[[int, int], bytes], line_starts: np.ndarray, line_ends: np.ndarray,
+                 row_starts: np.ndarray, path: str) -> None:
+        self._read = read
+        self._starts, self._ends = line_starts, line_ends  # each query's line, as byte offsets for read
         self._rows = row_starts  # first row of each query, and the number of rows last
+        self._path = path
         self._lines: dict[int, list[str | None]] = {}
 
     def __len__(self) -> int:
@@ -682,10 +684,16 @@ class LineTexts(Sequence[Any]):
     def _line(self, q: int) -> list[str | None]:
         got = self._lines.get(q)
         if got is None:
-            obj = json.loads(self._data[int(self._starts[q]) : int(self._ends[q])].to_pybytes())
-            items = obj[next(k for k in RUN_LIST_KEYS if k in obj)]
-            got = [None if (v := item.get(_TEXT_KEYS[0], item.get(_TEXT_KEYS[1]))) is None else str(v)
-                   for item in items]
+            try:
+                obj = json.loads(self._read(int(self._starts[q]), int(self._ends[q])))
+                items = obj[next(k for k in RUN_LIST_KEYS if k in obj)]
+                got = [None if (v := item.get(_TEXT_KEYS[0], item.get(_TEXT_KEYS[1]))) is None else str(v)
+                       for item in items]
+            except (ValueError, TypeError, KeyError, AttributeError, StopIteration, RecursionError):
+                got = None
+            if got is None or len(got) != int(self._rows[q + 1] - self._rows[q]):
+                raise InputError("changed while it was read: a line's items are not those read before", path=self._path,
+                                 hint="evaluate a file that no other program is writing")
             if len(self._lines) >= self.LINES_KEPT:
                 self._lines.clear()
             self._lines[q] = got
@@ -697,21 +705,47 @@ def read_run_lazy_texts(path: str, *, min_bytes: int | None = None) -> Run | Non
     the lines when asked) instead of a list; None when the compiled scanner does not take the file
     this way: it must be of the common shape (:func:`_scan_run`) with items whose text is a string or
     null in one key (``text`` or ``content``, not both), and no other item column (a version or source
-    that is not null). The caller then reads it as usual."""
-    found = _mapped(path, min_bytes)
-    if found is None or _was_declined(path):
+    that is not null). The caller then reads it as usual (without the scanner, which declined it)."""
+    try:
+        key = _file_key(path)
+    except OSError:
+        return None
+    found = None if key in _declined_files else _mapped(path, min_bytes)  # (the flag is the whole read's to take)
+    if found is None:
         return None
     got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items="lazy")
+    if got is None:
+        _declined_files.add(key)
     if got is None or got.values.size == 0:
         return None
     items: dict[str, Any] = {}
     if got.texts:
         assert got.spans is not None
         rows = np.concatenate(([0], np.cumsum(got.counts))).astype(np.int64)
-        items["text"] = LineTexts(found[0], got.spans[:, 0].copy(), got.spans[:, 1].copy(), rows, keep=found[1])
+        items["text"] = LineTexts(_line_reader(path, found[0]), got.spans[:, 0].copy(), got.spans[:, 1].copy(),
+                                  rows, path)
     return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
                r_doc=got.ids, r_score=got.values, r_order=got.ranks, items=items, fields=got.fields or {}, source=path,
                query_lines=got.lines)
+
+
+def _line_reader(path: str, data: pa.Buffer) -> Callable[[int, int], bytes]:
+    """Bytes ``[a, b)`` of the file's data: read from the file itself (kept open; a map held for the
+    whole report would end the process if the file were cut short meanwhile), or from the bytes
+    read when they are not the file's own (a gzip file's)."""
+    try:
+        plain = not is_gzip(path)
+        fh = open(path, "rb") if plain else None  # noqa: SIM115 (open while the run lives)
+    except (InputError, OSError):
+        fh = None
+    if fh is None:
+        return lambda a, b: data.slice(a, b - a).to_pybytes()
+    skip = os.fstat(fh.fileno()).st_size - data.size  # (a byte-order mark before the data)
+
+    def read(a: int, b: int) -> bytes:
+        return os.pread(fh.fileno(), b - a, skip + a)
+
+    return read
 
 
 _declined_files: set[tuple[str, int, int]] = set()
