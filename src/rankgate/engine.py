@@ -236,25 +236,12 @@ MAX_EXP_GRADE = 64
 
 def _read_run(run: Any, run_format: str | None, load_opts: dict[str, Any], keep_items: bool) -> Run:
     """The run read whole: a JSONL file whose item texts no metric reads with its texts left in the
-    file (:func:`rankgate.data.jsonl_fast.read_run_lazy_texts`: the same values when something asks),
-    else as :func:`load_run` reads it."""
-    import os
+    file (:func:`rankgate.data.load.load_run_lazy_texts`: the same values when something asks), else
+    as :func:`load_run` reads it."""
+    from .data.load import load_run_lazy_texts
 
-    if not keep_items and not load_opts and run_format in (None, "jsonl") and isinstance(run, (str, os.PathLike)):
-        from .data.detect import detect
-        from .data.jsonl_fast import read_run_lazy_texts
-        from .data.source import is_pipe
-
-        path = os.fspath(run)
-        try:
-            lazy = None
-            if not is_pipe(path) and os.path.isfile(path) and detect(path, "run", run_format).name == "jsonl":
-                lazy = read_run_lazy_texts(path)
-        except (OSError, RankgateError):  # (read as usual: its reader names the error)
-            lazy = None
-        if lazy is not None:
-            return lazy
-    return load_run(run, format=run_format, **load_opts)
+    lazy = None if keep_items else load_run_lazy_texts(run, format=run_format, **load_opts)
+    return lazy if lazy is not None else load_run(run, format=run_format, **load_opts)
 
 
 def reads_items(metric_list: Sequence[Metric]) -> bool:

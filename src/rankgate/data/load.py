@@ -99,6 +99,25 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
     return _load(source, "run", format, label, columns)
 
 
+def load_run_lazy_texts(source: Any, *, format: str | None = None,
+                        columns: Mapping[str, str] | None = None) -> Run | None:
+    """A JSONL run file of the common shape with its item texts left in the file until something asks
+    for one (:func:`rankgate.data.jsonl_fast.read_run_lazy_texts`: the same values, read from their
+    lines); None for anything else (not a regular JSONL file, a column map, a shape the scanner does
+    not take this way), which :func:`load_run` reads as usual, naming any error."""
+    if not isinstance(source, (str, os.PathLike)) or columns or format not in (None, "jsonl"):
+        return None
+    from .jsonl_fast import read_run_lazy_texts
+
+    path = os.fspath(source)
+    try:
+        if is_pipe(path) or not os.path.isfile(path) or detect(path, "run", format).name != "jsonl":
+            return None
+        return read_run_lazy_texts(path)
+    except (OSError, RankgateError):  # (read as usual: its reader names the error)
+        return None
+
+
 STREAM_FROM_BYTES = 1 << 27
 """TREC and JSONL run files from this size (128 MiB, about 36,000 queries x 100 in TREC: two blocks)
 are read block by block, each block read while the one before is scored: less memory and less work

@@ -391,31 +391,24 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
 
 
 def _run_with_lazy_texts(run: Any, req: ReportRequest) -> Run | None:
-    """A JSONL run file of the common shape read with its item texts left in the file until a page
-    shows one (:func:`rankgate.data.jsonl_fast.read_run_lazy_texts`: the same values, read from their
-    lines), when nothing else the report computes reads every text: no component experiment, no asked
-    or gated metric that reads item columns. None: the run is read as usual."""
-    if not isinstance(run, (str, os.PathLike)) or req.columns or req.run_format not in (None, "jsonl"):
-        return None
+    """The run with its item texts left in the file until a page shows one
+    (:func:`rankgate.data.load.load_run_lazy_texts`), when nothing else the report computes reads every
+    text: no component experiment, no asked or gated metric that reads item columns. None: the run is
+    read as usual."""
     if req.enforce_as_of or req.routing or req.entity_linking or req.rewrite:
         return None
-    from ..data.detect import detect
-    from ..data.jsonl_fast import read_run_lazy_texts
-    from ..data.source import is_pipe
+    from ..data.load import load_run_lazy_texts
     from ..engine import reads_items
     from ..errors import RankgateError
     from ..metrics import parse_metrics
 
     asked = [*req.metrics, *(req.config.metrics if req.config is not None else ())]
-    path = os.fspath(run)
     try:
         if asked and reads_items(parse_metrics(list(asked))):
             return None
-        if is_pipe(path) or not os.path.isfile(path) or detect(path, "run", req.run_format).name != "jsonl":
-            return None
-    except (OSError, RankgateError):  # (read as usual: its reader, or the metric's check, names the error)
+    except RankgateError:  # (read as usual: the metric's own check names the error)
         return None
-    return read_run_lazy_texts(path)
+    return load_run_lazy_texts(run, format=req.run_format, columns=req.columns)
 
 
 def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:
