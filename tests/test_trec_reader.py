@@ -323,3 +323,107 @@ def test_the_compiled_reader_still_takes_regular_files_and_declines_the_rest(tmp
         got = trec.read_trec_run(str(other))
         assert got.query_ids == want.query_ids and got.r_query.tolist() == want.r_query.tolist()
         assert got.r_doc.to_pylist() == want.r_doc.to_pylist() and got.r_score.tolist() == want.r_score.tolist()
+
+
+def _read_direct(text: bytes, ncols: int, value_col: int, value_kind: int, delim: bytes) -> object:
+    """read_lines on the whole of ``text``: its verdict and every output it wrote."""
+    assert reader is not None
+    rows = reader.count_lines(text, 0, len(text)) + 1
+    codes = np.zeros(rows, dtype=np.int32)
+    values = np.zeros(rows, dtype=np.float64 if value_kind == 0 else np.int64)
+    offsets = np.zeros(rows + 1, dtype=np.int32)
+    data = np.zeros(len(text) + 16, dtype=np.uint8)
+    got = reader.read_lines(text, 0, len(text), ncols, value_col, value_kind, delim, codes, values, offsets, data)
+    if got is None:
+        return None
+    n, nbytes, qids = got
+    return n, qids, codes[:n].tolist(), values[:n].view(np.int64).tolist(), offsets[: n + 1].tolist(), bytes(data[:nbytes])
+
+
+_WINDOW_BYTES = [b" ", b"\t", b"\r", b"\n", b"\x00", b"\x1f", b"\x7e", b"\x7f", b"\x80", b"\xff", b"#", b"-", b"."]
+# One flaw at most in a file of regular lines (a file with one bad line anywhere is declined whole):
+# in field f of a line, or after it (D: the file's delimiter).
+_FLAWS = ["empty", "DD", " \t", "\t ", "\r", "\x0b", "\x7f", "\x80", "\xff", "~", "end \r", "end \r\r\n", "end  \n",
+          "end D\n", "end \r \n"]
+
+
+def _flawed_line(lens: list[int], ncols: int, crlf: bool, delim: bytes, i: int, flaw: tuple[int, str] | None) -> bytes:
+    fields = [b"q" * lens[0], b"Q0"[: lens[1]], b"d" + b"7" * lens[2], str(i % 3).encode()[: lens[3]],
+              f"{i}.{'5' * lens[4]}".encode()[: lens[4] + 2], b"t" * lens[5]][:ncols]
+    if ncols == 4:
+        fields[1] = b"0"
+    seps = [delim] * (ncols - 1) + [b"\r\n" if crlf else b"\n"]
+    if flaw is not None:
+        f, kind = flaw
+        f %= ncols
+        if kind == "empty":
+            fields[f] = b""
+        elif kind.startswith("end "):
+            seps[-1] = kind[4:].replace("D", delim.decode()).encode()
+        elif len(kind) == 1 and kind not in " \t\r\x0b":  # a byte put into the field (an id's must be printable ASCII)
+            fields[f] = fields[f][:1] + kind.encode("latin-1") + fields[f][1:]
+        else:
+            seps[min(f, ncols - 2)] = kind.replace("D", delim.decode()).encode()
+    return b"".join(field + sep for field, sep in zip(fields, seps))
+
+
+@needs_reader
+@settings(max_examples=examples(500), deadline=None)
+@given(
+    lines=st.lists(st.tuples(st.lists(st.integers(1, 33), min_size=6, max_size=6), st.booleans()),
+                   min_size=1, max_size=6),
+    qrels=st.booleans(),
+    delim=st.sampled_from([b" ", b"\t"]),
+    flaw=st.none() | st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from(_FLAWS)),
+)
+def test_lines_split_from_a_64_byte_window_as_byte_by_byte(lines, qrels, delim, flaw) -> None:
+    """Where the CPU has AVX-512, a line with 64 readable bytes is split from one vector compare; any
+    line that window does not settle is split byte by byte. Lines of every length around the window's
+    64 bytes (a field's end, a separator or the \\r of a \\r\\n on its last bytes), an empty field, a
+    doubled or wrong separator, an odd line end or a byte outside printable ASCII in any field: the
+    two ways give the same rows, ids, numbers and verdicts."""
+    ncols, value_col, value_kind = (4, 3, 1) if qrels else (6, 4, 0)
+    text = b"".join(_flawed_line(lens, ncols, crlf, delim, i, flaw[1:] if flaw and flaw[0] % len(lines) == i else None)
+                    for i, (lens, crlf) in enumerate(lines))
+    text += (delim.join([b"q", b"0", b"d", b"1", b"2.5", b"t"][:ncols]) + b"\n") * 8  # (64 bytes past every line above)
+    before = reader.wide_lines(True)
+    try:
+        wide = _read_direct(text, ncols, value_col, value_kind, delim)
+        reader.wide_lines(False)
+        narrow = _read_direct(text, ncols, value_col, value_kind, delim)
+    finally:
+        reader.wide_lines(before)
+    assert wide == narrow
+    if flaw is None:
+        assert wide is not None
+
+
+@needs_reader
+@pytest.mark.parametrize("qrels", [False, True])
+@pytest.mark.parametrize("delim", [b" ", b"\t"])
+def test_every_flaw_in_every_field_at_every_place_of_the_window(qrels: bool, delim: bytes) -> None:
+    """Each flaw of the property test above, in each field, with the line's end swept across the
+    window's last bytes (and past them), after a regular line and before the regular tail."""
+    ncols, value_col, value_kind = (4, 3, 1) if qrels else (6, 4, 0)
+    regular = (delim.join([b"q", b"0", b"d", b"1", b"2.5", b"t"][:ncols]) + b"\n")
+    checked = read = 0
+    for kind in [None, *_FLAWS]:
+        for field in range(ncols if kind else 1):
+            for pad in range(40, 72):  # the line's length: about pad + 10 bytes
+                for crlf in (False, True):
+                    lens = [pad - 30, 2, 9, 1, 3, 18] if not qrels else [pad - 20, 1, 18, 1]
+                    line = _flawed_line(lens + [1] * (6 - len(lens)), ncols, crlf, delim, 1,
+                                        None if kind is None else (field, kind))
+                    text = regular + line + regular * 8
+                    before = reader.wide_lines(True)
+                    try:
+                        wide = _read_direct(text, ncols, value_col, value_kind, delim)
+                        reader.wide_lines(False)
+                        narrow = _read_direct(text, ncols, value_col, value_kind, delim)
+                    finally:
+                        reader.wide_lines(before)
+                    assert wide == narrow, (kind, field, pad, crlf)
+                    assert kind is not None or wide is not None
+                    read += wide is not None
+                    checked += 1
+    assert checked > 1000 and 0 < read < checked

@@ -23,7 +23,9 @@
  * within 10^+-22) with one IEEE division or product of exact operands; up to 19 significant digits
  * (Python's repr of a float has at most 17) with 128-bit integer division and round-half-even; anything
  * longer by Python's own PyOS_string_to_double. The GIL is released while the text is scanned, so two
- * threads can read two halves of one file.
+ * threads can read two halves of one file. Where the CPU has AVX-512 BW, a line is first split from one
+ * 64-byte vector compare (split64); a line that does not settle goes through the byte-wise split, so
+ * the results are the same (wide_lines(False) turns it off, for tests that compare the two).
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
  *              data[, rank_keys, ranks, extras, null_keys])
@@ -364,10 +366,53 @@ static inline const unsigned char *id_end(const unsigned char *p, const unsigned
     return p;
 }
 
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#define RG_SPLIT64 1
+/* The fields of the line at p from one 64-byte window (p has 64 readable bytes): fields[c] and
+ * lens[c] as the scalar split in scan finds them, and the bytes the line takes with its line break;
+ * 0 when the window does not settle the line as a regular one (longer than the window, an empty
+ * field, a byte outside printable ASCII in an id, another byte <= 0x20 where a separator belongs, a
+ * lone \r): the scalar split then reads it, and finds what it finds. One compare of the whole window
+ * gives every byte <= 0x20 (the field ends) and every byte > 0x7e (not allowed in an id), so the
+ * fields' ends come from a bit mask instead of a chain of loads, one field after another. */
+__attribute__((target("avx512f,avx512bw"))) static inline int split64(const unsigned char *p, int ncols,
+                                                                     unsigned char delim,
+                                                                     const unsigned char **fields, int32_t *lens) {
+    const __m512i w = _mm512_loadu_si512((const void *)p);
+    uint64_t ends = _mm512_cmple_epu8_mask(w, _mm512_set1_epi8(0x20));
+    const uint64_t high = _mm512_cmpgt_epu8_mask(w, _mm512_set1_epi8(0x7e));
+    int start = 0;
+    for (int c = 0; c < ncols; c++) {
+        if (!ends) return 0;
+        const int e = __builtin_ctzll(ends);
+        ends &= ends - 1;
+        if (e == start) return 0; /* an empty field */
+        if ((c == 0 || c == 2) && ((high >> start) & ((1ULL << (e - start)) - 1))) return 0;
+        fields[c] = p + start;
+        lens[c] = e - start;
+        if (c + 1 < ncols) {
+            if (p[e] != delim) return 0;
+            start = e + 1;
+        } else if (p[e] == '\n') {
+            return e + 1;
+        } else if (p[e] == '\r' && e < 63 && p[e + 1] == '\n') {
+            return e + 2;
+        }
+    }
+    return 0;
+}
+
+static int has_split64 = 0; /* set at import where the CPU (and the system) runs AVX-512 BW */
+#endif
+
 /* Lines of [p, end), which ends in '\n': every scan below stops at a byte <= 0x20 before `end`, so the
  * inner loops need no bounds checks. Continues the job's rows (it is called again for a last line
- * without a newline, copied out with one added). */
-static int scan(job_t *job, const unsigned char *p, const unsigned char *const end) {
+ * without a newline, copied out with one added). `wide`: a line with 64 readable bytes is first
+ * split by split64 (scan_wide below); a line it does not settle is split here, as every line is
+ * without it, so both give the same rows and the same verdicts. */
+__attribute__((always_inline)) static inline int scan_lines(job_t *job, const unsigned char *p,
+                                                           const unsigned char *const end, const int wide) {
     const unsigned char delim = job->delim;
     const int ncols = job->ncols, vcol = job->value_col;
     const unsigned char *fields[8];
@@ -384,7 +429,16 @@ static int scan(job_t *job, const unsigned char *p, const unsigned char *const e
             continue;
         }
         if (*p == '#' || rows == job->max_rows) return IRREGULAR;
-        for (int c = 0; c < ncols; c++) {
+        int split = 0;
+#ifdef RG_SPLIT64
+        if (wide && text_end - p >= 64) {
+            split = split64(p, ncols, delim, fields, lens);
+            p += split;
+        }
+#else
+        (void)wide;
+#endif
+        for (int c = 0; c < ncols && !split; c++) {
             const unsigned char *s = p;
             if (c == 0 || c == 2) { /* ids: printable ASCII */
                 p = id_end(p, text_end);
@@ -442,6 +496,24 @@ static int scan(job_t *job, const unsigned char *p, const unsigned char *const e
     job->rows = rows;
     job->data_len = dl;
     return OK;
+}
+
+static int scan_plain(job_t *job, const unsigned char *p, const unsigned char *const end) {
+    return scan_lines(job, p, end, 0);
+}
+
+#ifdef RG_SPLIT64
+__attribute__((target("avx512f,avx512bw"))) static int scan_wide(job_t *job, const unsigned char *p,
+                                                                 const unsigned char *const end) {
+    return scan_lines(job, p, end, 1);
+}
+#endif
+
+static int scan(job_t *job, const unsigned char *p, const unsigned char *const end) {
+#ifdef RG_SPLIT64
+    if (has_split64) return scan_wide(job, p, end);
+#endif
+    return scan_plain(job, p, end);
 }
 
 /* Where the complete lines of [p, end) end: a last line without a newline starts there. */
@@ -1228,7 +1300,26 @@ done:
     return result;
 }
 
+/* wide_lines(on) -> whether it was on: read_lines splits a line from one 64-byte window where the CPU
+ * can (on by default there); off: every line by the scalar split (tests compare the two). */
+static PyObject *wide_lines(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+#ifdef RG_SPLIT64
+    static int supported = -1;
+    if (supported < 0) supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    const int before = has_split64;
+    has_split64 = on && supported;
+    return PyBool_FromLong(before);
+#else
+    (void)on;
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
+    {"wide_lines", wide_lines, METH_VARARGS,
+     "wide_lines(on) -> previous: split lines from one 64-byte window where the CPU can (tests)"},
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end) -> number of newlines"},
     {"read_lines", read_lines, METH_VARARGS,
      "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
@@ -1250,6 +1341,10 @@ PyMODINIT_FUNC PyInit__reader(void) {
     for (int i = 1; i < 28; i++) pow5_u64[i] = pow5_u64[i - 1] * 5;
     pow10_u64[0] = 1;
     for (int i = 1; i < 20; i++) pow10_u64[i] = pow10_u64[i - 1] * 10;
+#endif
+#ifdef RG_SPLIT64
+    __builtin_cpu_init();
+    has_split64 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 #endif
     return PyModule_Create(&module);
 }
