@@ -354,6 +354,11 @@ WEIGHTED_SUMS(weighted_sums4, v4d, RG_CLONES)
  * number, bounds weighted_sums4. */
 WEIGHTED_SUMS(weighted_sums8, v8d, RG_CLONES8)
 
+/* The counts of a row tile as doubles (exact), built for the widest vectors the CPU has. */
+RG_CLONES8 static void bytes_to_doubles(const uint8_t *src, double *dst, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) dst[i] = (double)src[i];
+}
+
 #endif
 
 /* bootstrap_sums(state, values, m, n_resamples, out): for each resample, n indices from the stream
@@ -406,6 +411,13 @@ fail:
     PyBuffer_Release(&values);
     PyBuffer_Release(&out);
     return NULL;
+}
+
+/* The sum of n bytes. */
+static uint64_t byte_total(const uint8_t *b, Py_ssize_t n) {
+    uint64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) total += b[i];
+    return total;
 }
 
 /* The largest count a byte holds before bootstrap_sums_blocks draws a group again in 32-bit counts:
@@ -538,14 +550,20 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
 #ifdef RG_VECTORS
         /* A query's count in a resample is counted in a byte: a million queries' counts then fit in
          * the core's cache, which the random increments need. A count past 255 (256 of n draws on one
-         * query) would wrap; it is seen before it does, and the group is drawn again from the same
-         * point of the stream into 32-bit counts, so the sums are the same either way. */
+         * query) wraps, and then the resample's bytes add up to less than its n draws (256 less per
+         * wrap); the group is then drawn again from the same point of the stream into 32-bit counts,
+         * so the sums are the same either way. (Checking each increment instead costs a quarter of
+         * the draws' time.) */
         const draws_t start = d;
         int wrapped = 0;
         memset(narrow, 0, (size_t)n * (size_t)g);
         for (Py_ssize_t k = 0; k < g; k++) {
             uint8_t *c = narrow + k * n;
-            FOR_EACH_DRAW(&d, n, wrapped |= c[idx_]++ >= narrow_limit); /* resample r0 + k's draws, in order */
+            FOR_EACH_DRAW(&d, n, c[idx_]++); /* resample r0 + k's draws, in order */
+        }
+        for (Py_ssize_t k = 0; k < g && !wrapped; k++) wrapped = byte_total(narrow + k * n, n) != (uint64_t)n;
+        if (narrow_limit < 255) { /* (tests: a lower limit takes the path that draws again) */
+            for (Py_ssize_t i = 0; i < n * g && !wrapped; i++) wrapped = narrow[i] > narrow_limit;
         }
         wide = wrapped;
         if (wrapped) {
@@ -576,8 +594,7 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
                     const uint32_t *src = counts + k * n + t0;
                     for (Py_ssize_t i = 0; i < rows; i++) dc[i] = (double)src[i];
                 } else {
-                    const uint8_t *src = narrow + k * n + t0;
-                    for (Py_ssize_t i = 0; i < rows; i++) dc[i] = (double)src[i];
+                    bytes_to_doubles(narrow + k * n + t0, dc, rows);
                 }
             }
             for (Py_ssize_t q = 0; q < ngroups; q++) {
@@ -586,8 +603,11 @@ static PyObject *bootstrap_sums_blocks(PyObject *self, PyObject *args) {
                 const double *v = (const double *)views[2 * cg->block].buf + t0 * m;
                 Py_ssize_t stride = m, col = cg->col;
                 if (cg->width < cg->lanes) { /* a copy in rows of `lanes`, the columns past width left over */
-                    for (Py_ssize_t i = 0; i < rows; i++)
-                        memcpy(padded + i * cg->lanes, v + i * m + cg->col, (size_t)cg->width * sizeof(double));
+                    for (Py_ssize_t i = 0; i < rows; i++) { /* (a few values a row: no memcpy call) */
+                        const double *src = v + i * m + cg->col;
+                        double *dst = padded + i * cg->lanes;
+                        for (Py_ssize_t j = 0; j < cg->width; j++) dst[j] = src[j];
+                    }
                     v = padded;
                     stride = cg->lanes;
                     col = 0;
