@@ -486,3 +486,81 @@ def test_item_columns_are_kept_unless_left_out(tmp_path):
     assert jsonl_fast._scan_span(buf, 0, len(data), RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True) is None
     assert jsonl_fast._scan_span(buf, 0, len(data), RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True,
                                  items=False) is not None
+
+
+# One way of writing an item, then the same items written that way with one written otherwise: the
+# scanner reads an item written as its scan's first one by matching the bytes around its values
+# (``item_shapes``), and any other item key by key; both must give the parser's outcome.
+_SHAPES = ['{{"chunk_id": "{id}", "score": {v}}}', '{{"rank": {r}, "chunk_id": "{id}", "score": {v}}}',
+           '{{ "doc_id":"{id}" ,"score" :{v} }}', '{{"score": {v}, "chunk_id": "{id}"}}',
+           '{{"chunk_id": "{id}", "rank": {r}, "score": {v}}}', '{{"id":"{id}","score":{v}}}',
+           '{{"chunk_id":  "{id}",   "score":    {v}   ,"rank" : {r}}}']
+_ODD_ITEMS = ['{{"chunk_id": "{id}", "score": {v}, "rank": {r}}}', '{{"chunk_id": "{id}",  "score": {v}}}',
+              '{{"doc_id": "{id}", "score": {v}}}', '{{"chunk_id": "\\u0064{id}", "score": {v}}}',
+              '{{"chunk_id": "{id}", "score": {v}, "note": 1}}', '{{"chunk_id": "{id}", "score": {v}, "score": 1}}',
+              '{{"chunk_id": "{id}", "chunk_id": "x", "score": {v}}}', '{{"chunk_id": "", "score": {v}}}',
+              '{{"chunk_id": "{id}", "score": "1"}}', '{{"chunk_id": "{id}", "score": 1e400}}',
+              '{{"chunk_id": "{id}é", "score": {v}}}', '{{"chunk_id": "{id}", "score": {v}}} ',
+              '{{"chunk_id": "{id}", "score": -0}}', '{{"chunk_id": "{id}", "score": 01}}',
+              '{{"chunk_id": "{id}", "text": null, "score": {v}}}', '{{"chunk_id": "{id}", "rank": 1.5e0, "score": {v}}}',
+              '{{"score": {v}, "chunk_id": "{id}"}}', '{{"chunk_id": "{id}"}}', '{{"chunk_id": "{id}", "score": {v}']
+
+
+@settings(SETTINGS, max_examples=examples(300))
+@given(shape=st.sampled_from(_SHAPES), odd=st.none() | st.sampled_from(_ODD_ITEMS),
+       where=st.tuples(st.integers(0, 5), st.integers(0, 7)), sizes=st.lists(st.integers(0, 7), min_size=1, max_size=6),
+       values=st.lists(_number(), min_size=1, max_size=8), ids=st.lists(ID_TEXT, min_size=1, max_size=8),
+       end=st.booleans())
+def test_items_written_alike_are_read_by_their_values_as_key_by_key(shape, odd, where, sizes, values, ids, end,
+                                                                      tmp_path, monkeypatch):
+    lines = []
+    for q, n in enumerate(sizes):
+        items = [shape.format(id=json.dumps(f"d{ids[i % len(ids)]}")[1:-1], v=values[i % len(values)], r=i + 1)
+                 for i in range(n)]
+        if odd is not None and q == where[0] % len(sizes) and n:
+            at = where[1] % n
+            items[at] = odd.format(id=f"d{ids[at % len(ids)]}".replace('"', "").replace("\\", ""),
+                                   v=values[at % len(values)], r=at + 1)
+        lines.append(f'{{"query_id": "q{q}", "topk": [{", ".join(items)}]}}')
+    path = _write(tmp_path, lines, "run.jsonl", newline_at_end=end)
+    reader = accel.reader
+    before = reader.item_shapes(True)
+    try:
+        reader.shaped_items()
+        scanned = _scanned(path, "run") is not None
+        shaped = reader.shaped_items()  # (the first item shows the shape; the others are read by it)
+        outcomes = _three(path, "run", monkeypatch)
+        reader.item_shapes(False)
+        key_by_key = _outcome(load_run, path, fast=True)
+    finally:
+        reader.item_shapes(before)
+    assert outcomes[0] == key_by_key
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+    if odd is None and sum(sizes) and outcomes[2][0] == "ok":  # (a number past float range: the parser's error)
+        assert scanned and shaped == sum(sizes) - 1
+
+
+@pytest.mark.parametrize("odd", [None, '{"chunk_id": "x9", "grade": 1.0}', '{"chunk_id": "x9", "grade": "2"}',
+                                 '{"chunk_id": "x9", "grade": 2, "grade": 1}', '{"chunk_id": "x9",  "grade": 2}',
+                                 '{"doc_id": "x9", "grade": 3}', '{"grade": 3, "chunk_id": "x9"}',
+                                 '{"chunk_id": "x9", "grade": -0}', '{"chunk_id": "x9", "grade": 12345678901234567890}'])
+def test_gold_items_written_alike_are_read_by_their_values_as_key_by_key(odd, tmp_path, monkeypatch):
+    items = [", ".join(f'{{"chunk_id": "d{q}-{i}", "grade": {1 + (q + i) % 3}}}' for i in range(5)) for q in range(6)]
+    lines = [f'{{"query_id": "q{q}", "relevant_chunks": [{listed}]}}' for q, listed in enumerate(items)]
+    if odd is not None:
+        lines[3] = lines[3].replace('{"chunk_id": "d3-2", "grade": 3}', odd)
+    path = _write(tmp_path, lines, "gold.jsonl")
+    reader = accel.reader
+    before = reader.item_shapes(True)
+    try:
+        reader.shaped_items()
+        outcomes = _three(path, "gold", monkeypatch)
+        shaped = reader.shaped_items()
+        reader.item_shapes(False)
+        key_by_key = _outcome(load_gold, path, fast=True)
+    finally:
+        reader.item_shapes(before)
+    assert outcomes[0] == key_by_key
+    assert outcomes[0] == outcomes[1] == outcomes[2]
+    if odd is None:
+        assert outcomes[0][0] == "ok" and shaped == 6 * 5 - 1

@@ -48,7 +48,9 @@
  * names by code (in order of first appearance), and the values' text joined by ',' (for the caller to
  * decode with Python's json module as one array). An item may also hold a key of null_keys whose value
  * is null (what a run writes for a chunk without a text or version); another value of such a key
- * returns None.
+ * returns None. The first item of a scan, when it holds an id, a value and at most a rank, gives the
+ * bytes around its values (item_shape_t); an item whose bytes around its values are the same is read
+ * by matching them and reading its values alone, any other key by key, with the same result.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -701,6 +703,23 @@ static inline int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) 
  * control or non-ASCII byte, and never '\n', so every scan stops at a line's end). */
 static unsigned char plain[256];
 
+/* An item's bytes as the first item of a scan wrote them, around its values: lit[0], value 0, lit[1],
+ * value 1, ..., lit[n] (which ends with the item's '}'). A value is the id string's characters (the
+ * quotes are in the literals), the score, or the rank (kind SLOT_ID, SLOT_VALUE, SLOT_RANK). Producers
+ * write every item the same way, so an item whose bytes around its values are these literals is read
+ * by matching them and reading the values alone; any other item is read key by key (json_items).
+ * Matching literals the key-by-key reading would have read the same way gives it the same values. */
+enum { SLOT_ID, SLOT_VALUE, SLOT_RANK };
+#define SHAPE_SLOTS 3
+#define SHAPE_BYTES 40
+typedef struct {
+    int n; /* values (0: no shape) */
+    int learned; /* the first item was looked at */
+    int kind[SHAPE_SLOTS];
+    int len[SHAPE_SLOTS + 1];
+    unsigned char lit[SHAPE_SLOTS + 1][SHAPE_BYTES + 16]; /* (16 bytes of zeros past each: word reads) */
+} item_shape_t;
+
 typedef struct {
     keys_t qkeys, lkeys, ikeys, vkeys, rkeys, nkeys; /* nkeys: item keys taken as null (no value kept) */
     unsigned unkept;     /* bit i: nkeys[i] may also hold a string, passed over (checked) and not kept */
@@ -731,6 +750,8 @@ typedef struct {
     int64_t newlines;
     unsigned char *tail; /* a copy of a last line that has no newline */
     PyThreadState *thread;
+    item_shape_t shape;  /* the bytes around the values of the first item, when it is of a plain shape */
+    Py_ssize_t shaped;   /* items read by their values alone */
 } jjob_t;
 
 #define SKIP_WS(p)                                        \
@@ -948,6 +969,40 @@ static int json_string_pass(const unsigned char **pp, const unsigned char *limit
     return OK;
 }
 
+static int use_shapes = 1; /* item_shapes(False): every item key by key (tests compare the two) */
+static Py_ssize_t shaped_total = 0; /* items read by their values alone (with the GIL: after a scan) */
+
+/* Whether the n bytes at t are lit's (lit has 16 zero bytes past its n), reading no byte past end. */
+static inline int same_bytes(const unsigned char *t, const unsigned char *lit, int n, const unsigned char *end) {
+    if (end - t < n) return 0;
+    if (n <= 16 && end - t >= 16) { /* two words, the bytes past n masked off */
+        uint64_t a0, a1, b0, b1;
+        memcpy(&a0, t, 8);
+        memcpy(&a1, t + 8, 8);
+        memcpy(&b0, lit, 8);
+        memcpy(&b1, lit + 8, 8);
+        const uint64_t m0 = n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1;
+        const uint64_t m1 = n >= 16 ? ~0ULL : n <= 8 ? 0 : (1ULL << (8 * (n - 8))) - 1;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        return memcmp(t, lit, (size_t)n) == 0;
+#else
+        return ((a0 ^ b0) & m0) == 0 && ((a1 ^ b1) & m1) == 0;
+#endif
+    }
+    return memcmp(t, lit, (size_t)n) == 0;
+}
+
+/* The shape's literal i: the bytes [from, to), before a value of `kind` (the last literal: no value);
+ * 0 when they are too many to keep (the first item then gives no shape). */
+static int shape_literal(item_shape_t *sh, int i, int kind, const unsigned char *from, const unsigned char *to) {
+    if (i > SHAPE_SLOTS || to - from > SHAPE_BYTES) return 0;
+    sh->len[i] = (int)(to - from);
+    memset(sh->lit[i], 0, sizeof sh->lit[i]);
+    memcpy(sh->lit[i], from, (size_t)(to - from));
+    if (i < SHAPE_SLOTS) sh->kind[i] = kind;
+    return 1;
+}
+
 /* The list at *pp ('[' expected) of item objects: each exactly one id key (a non-empty string) and
  * one value key (a number), in either order. */
 static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
@@ -962,6 +1017,55 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
     } else {
         for (;;) {
             if (*p != '{' || row >= j->max_items) return IRREGULAR;
+            item_shape_t *const sh = &j->shape;
+            if (sh->n) { /* an item written as the first one was: its values alone */
+                const unsigned char *t = p, *id = NULL;
+                Py_ssize_t idlen = 0;
+                double rank = NAN;
+                int ok = 1, ranked = 0;
+                for (int i = 0; ok && i <= sh->n; i++) {
+                    if (!same_bytes(t, sh->lit[i], sh->len[i], j->text_end)) {
+                        ok = 0;
+                        break;
+                    }
+                    t += sh->len[i];
+                    if (i == sh->n) break;
+                    if (sh->kind[i] == SLOT_ID) {
+                        id = t;
+                        while (plain[*t]) t++;
+                        idlen = t - id; /* (the next literal starts with the closing quote) */
+                        ok = idlen > 0 && dl + idlen <= j->max_data && dl + idlen <= INT32_MAX;
+                    } else if (sh->kind[i] == SLOT_VALUE) {
+                        ok = json_number(j, &t, j->value_kind,
+                                         j->value_kind == 0 ? (void *)((double *)j->values + row)
+                                                            : (void *)((int64_t *)j->values + row)) == OK;
+                    } else {
+                        ok = json_number(j, &t, 0, &rank) == OK;
+                        ranked = 1;
+                    }
+                }
+                if (ok) {
+                    if (idlen <= 16 && id + 16 <= j->text_end) { /* (data has 16 bytes of room past max_data) */
+                        memcpy(j->data + dl, id, 16);
+                    } else {
+                        memcpy(j->data + dl, id, (size_t)idlen);
+                    }
+                    dl += idlen;
+                    if (j->ranks) j->ranks[row] = rank;
+                    j->ranked += ranked;
+                    j->shaped++;
+                    j->offsets[++row] = (int32_t)dl;
+                    p = t;
+                    const int more = json_next(&p, ']');
+                    if (more < 0) return IRREGULAR;
+                    if (!more) break;
+                    continue;
+                } /* else: read key by key, from the item's start (which sets every value again) */
+            }
+            /* while learning the shape: where the literal before the next value starts, and the values so far */
+            const unsigned char *lit_from = p;
+            int learn = !sh->learned && use_shapes, slots = 0;
+            sh->learned = 1;
             p++;
             SKIP_WS(p);
             int have_id = 0, have_value = 0, have_rank = 0, have_text = 0, more, ki;
@@ -973,17 +1077,22 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 if (key_in(&j->vkeys, k, kl)) {
                     if (have_value) return IRREGULAR;
                     have_value = 1;
+                    if (learn) learn = shape_literal(sh, slots++, SLOT_VALUE, lit_from, p);
                     const int rc = json_number(j, &p, j->value_kind,
                                                j->value_kind == 0 ? (void *)((double *)j->values + row)
                                                                   : (void *)((int64_t *)j->values + row));
                     if (rc != OK) return rc;
+                    lit_from = p;
                 } else if (j->ranks && key_in(&j->rkeys, k, kl)) { /* a rank: any number, as float() gives it */
                     if (have_rank) return IRREGULAR;
                     have_rank = 1;
+                    if (learn) learn = shape_literal(sh, slots++, SLOT_RANK, lit_from, p);
                     const int rc = json_number(j, &p, 0, j->ranks + row);
                     if (rc != OK) return rc;
                     j->ranked++;
+                    lit_from = p;
                 } else if (j->nkeys.n && (ki = key_at(&j->nkeys, k, kl)) >= 0) { /* e.g. "doc_version": null */
+                    learn = 0;
                     /* (byte by byte: the comparison stops at the line's end; a value: for the other readers) */
                     const int null = p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l';
                     if (null) {
@@ -998,6 +1107,7 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 } else if (key_in(&j->ikeys, k, kl)) {
                     if (have_id || *p != '"') return IRREGULAR;
                     have_id = 1;
+                    if (learn) learn = shape_literal(sh, slots++, SLOT_ID, lit_from, p + 1); /* (with the opening quote) */
                     const unsigned char *const s = ++p;
                     while (plain[*p]) p++;
                     const Py_ssize_t len = p - s;
@@ -1009,6 +1119,7 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                         memcpy(j->data + dl, s, (size_t)len);
                     }
                     dl += len;
+                    lit_from = p - 1; /* (the closing quote starts the next literal) */
                 } else {
                     return IRREGULAR;
                 }
@@ -1016,6 +1127,7 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 if (more < 0) return IRREGULAR;
             } while (more);
             if (!have_id || !have_value) return IRREGULAR;
+            if (learn && shape_literal(sh, slots, 0, lit_from, p)) sh->n = slots; /* (its last literal: to its '}') */
             j->texts += have_text == 2;
             j->offsets[++row] = (int32_t)dl;
             more = json_next(&p, ']');
@@ -1257,6 +1369,7 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     job.thread = PyEval_SaveThread();
     const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
     PyEval_RestoreThread(job.thread);
+    shaped_total += job.shaped;
     if (status == NO_MEMORY) {
         PyErr_NoMemory();
     } else if (status == IRREGULAR) {
@@ -1317,7 +1430,27 @@ static PyObject *wide_lines(PyObject *self, PyObject *args) {
 #endif
 }
 
+/* item_shapes(on) -> whether it was on: read_jsonl reads an item written as the scan's first one by
+ * its values alone (on by default); off: every item key by key (tests compare the two). */
+static PyObject *item_shapes(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    const int before = use_shapes;
+    use_shapes = on;
+    return PyBool_FromLong(before);
+}
+
+/* shaped_items() -> the items read by their values alone since the last call (tests). */
+static PyObject *shaped_items(PyObject *self, PyObject *args) {
+    const Py_ssize_t n = shaped_total;
+    shaped_total = 0;
+    return PyLong_FromSsize_t(n);
+}
+
 static PyMethodDef methods[] = {
+    {"shaped_items", shaped_items, METH_NOARGS, "shaped_items() -> items read by their values alone since the last call (tests)"},
+    {"item_shapes", item_shapes, METH_VARARGS,
+     "item_shapes(on) -> previous: read an item written as the first one by its values alone (tests)"},
     {"wide_lines", wide_lines, METH_VARARGS,
      "wide_lines(on) -> previous: split lines from one 64-byte window where the CPU can (tests)"},
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end) -> number of newlines"},
