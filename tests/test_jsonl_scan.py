@@ -494,7 +494,9 @@ def test_item_columns_are_kept_unless_left_out(tmp_path):
 _SHAPES = ['{{"chunk_id": "{id}", "score": {v}}}', '{{"rank": {r}, "chunk_id": "{id}", "score": {v}}}',
            '{{ "doc_id":"{id}" ,"score" :{v} }}', '{{"score": {v}, "chunk_id": "{id}"}}',
            '{{"chunk_id": "{id}", "rank": {r}, "score": {v}}}', '{{"id":"{id}","score":{v}}}',
-           '{{"chunk_id":  "{id}",   "score":    {v}   ,"rank" : {r}}}']
+           '{{"chunk_id":  "{id}",   "score":    {v}   ,"rank" : {r}}}',
+           '{{"rank": {r}, "doc_version": null, "text": null, "chunk_id": "{id}", "score": {v}}}',
+           '{{"chunk_id": "{id}", "content": null, "score": {v}, "source": null}}']
 _ODD_ITEMS = ['{{"chunk_id": "{id}", "score": {v}, "rank": {r}}}', '{{"chunk_id": "{id}",  "score": {v}}}',
               '{{"doc_id": "{id}", "score": {v}}}', '{{"chunk_id": "\\u0064{id}", "score": {v}}}',
               '{{"chunk_id": "{id}", "score": {v}, "note": 1}}', '{{"chunk_id": "{id}", "score": {v}, "score": 1}}',
@@ -503,17 +505,21 @@ _ODD_ITEMS = ['{{"chunk_id": "{id}", "score": {v}, "rank": {r}}}', '{{"chunk_id"
               '{{"chunk_id": "{id}é", "score": {v}}}', '{{"chunk_id": "{id}", "score": {v}}} ',
               '{{"chunk_id": "{id}", "score": -0}}', '{{"chunk_id": "{id}", "score": 01}}',
               '{{"chunk_id": "{id}", "text": null, "score": {v}}}', '{{"chunk_id": "{id}", "rank": 1.5e0, "score": {v}}}',
-              '{{"score": {v}, "chunk_id": "{id}"}}', '{{"chunk_id": "{id}"}}', '{{"chunk_id": "{id}", "score": {v}']
+              '{{"score": {v}, "chunk_id": "{id}"}}', '{{"chunk_id": "{id}"}}', '{{"chunk_id": "{id}", "score": {v}',
+              '{{"chunk_id": "{id}", "text": null, "content": null, "score": {v}}}',
+              '{{"chunk_id": "{id}", "doc_version": nul, "score": {v}}}', '{{"chunk_id": "{id}", "version": "v2", "score": {v}}}']
 
 
 @settings(SETTINGS, max_examples=examples(300))
 @given(shape=st.sampled_from(_SHAPES), odd=st.none() | st.sampled_from(_ODD_ITEMS),
        where=st.tuples(st.integers(0, 5), st.integers(0, 7)), sizes=st.lists(st.integers(0, 7), min_size=1, max_size=6),
        values=st.lists(_number(), min_size=1, max_size=8), ids=st.lists(ID_TEXT, min_size=1, max_size=8),
-       end=st.booleans())
-def test_items_written_alike_are_read_by_their_values_as_key_by_key(shape, odd, where, sizes, values, ids, end,
+       end=st.booleans(), lead=st.booleans())
+def test_items_written_alike_are_read_by_their_values_as_key_by_key(shape, odd, where, sizes, values, ids, end, lead,
                                                                       tmp_path, monkeypatch):
+    """``lead``: the first item is written with more spaces than a shape keeps: the next one gives it."""
     lines = []
+    first = True
     for q, n in enumerate(sizes):
         items = [shape.format(id=json.dumps(f"d{ids[i % len(ids)]}")[1:-1], v=values[i % len(values)], r=i + 1)
                  for i in range(n)]
@@ -521,6 +527,9 @@ def test_items_written_alike_are_read_by_their_values_as_key_by_key(shape, odd, 
             at = where[1] % n
             items[at] = odd.format(id=f"d{ids[at % len(ids)]}".replace('"', "").replace("\\", ""),
                                    v=values[at % len(values)], r=at + 1)
+        if lead and first and n:
+            items.insert(0, '{"chunk_id": "lead",' + " " * 80 + '"score": 1}')
+            first = False
         lines.append(f'{{"query_id": "q{q}", "topk": [{", ".join(items)}]}}')
     path = _write(tmp_path, lines, "run.jsonl", newline_at_end=end)
     reader = accel.reader
@@ -537,7 +546,7 @@ def test_items_written_alike_are_read_by_their_values_as_key_by_key(shape, odd, 
     assert outcomes[0] == key_by_key
     assert outcomes[0] == outcomes[1] == outcomes[2]
     if odd is None and sum(sizes) and outcomes[2][0] == "ok":  # (a number past float range: the parser's error)
-        assert scanned and shaped == sum(sizes) - 1
+        assert scanned and shaped == sum(sizes) - 1  # (with a lead item: one more item, and one more read key by key)
 
 
 @pytest.mark.parametrize("odd", [None, '{"chunk_id": "x9", "grade": 1.0}', '{"chunk_id": "x9", "grade": "2"}',

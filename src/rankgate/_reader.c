@@ -48,9 +48,9 @@
  * names by code (in order of first appearance), and the values' text joined by ',' (for the caller to
  * decode with Python's json module as one array). An item may also hold a key of null_keys whose value
  * is null (what a run writes for a chunk without a text or version); another value of such a key
- * returns None. The first item of a scan, when it holds an id, a value and at most a rank, gives the
- * bytes around its values (item_shape_t); an item whose bytes around its values are the same is read
- * by matching them and reading its values alone, any other key by key, with the same result.
+ * returns None. An item of a scan that holds an id, a value, at most a rank and otherwise nulls gives
+ * the bytes around its values (item_shape_t); an item whose bytes around its values are the same is
+ * read by matching them and reading its values alone, any other key by key, with the same result.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -703,18 +703,21 @@ static inline int key_in(const keys_t *k, const unsigned char *s, Py_ssize_t n) 
  * control or non-ASCII byte, and never '\n', so every scan stops at a line's end). */
 static unsigned char plain[256];
 
-/* An item's bytes as the first item of a scan wrote them, around its values: lit[0], value 0, lit[1],
- * value 1, ..., lit[n] (which ends with the item's '}'). A value is the id string's characters (the
- * quotes are in the literals), the score, or the rank (kind SLOT_ID, SLOT_VALUE, SLOT_RANK). Producers
- * write every item the same way, so an item whose bytes around its values are these literals is read
- * by matching them and reading the values alone; any other item is read key by key (json_items).
- * Matching literals the key-by-key reading would have read the same way gives it the same values. */
+/* An item's bytes as one item of a scan wrote them, around its values: lit[0], value 0, lit[1], value 1,
+ * ..., lit[n] (which ends with the item's '}'). A value is the id string's characters (the quotes are
+ * in the literals), the score, or the rank (kind SLOT_ID, SLOT_VALUE, SLOT_RANK); a null text or
+ * version is part of a literal. The shape is the first of the scan's first SHAPE_TRIES items that has
+ * no other value (no text string). Producers write their items alike, so an item whose bytes around
+ * its values are these literals is read by matching them and reading the values alone; any other item
+ * is read key by key (json_items). Literals the key-by-key reading would read the same way give the
+ * same values. */
 enum { SLOT_ID, SLOT_VALUE, SLOT_RANK };
 #define SHAPE_SLOTS 3
-#define SHAPE_BYTES 40
+#define SHAPE_BYTES 72
+#define SHAPE_TRIES 64
 typedef struct {
     int n; /* values (0: no shape) */
-    int learned; /* the first item was looked at */
+    int tries; /* items looked at for a shape (the first SHAPE_TRIES of a scan, until one gives it) */
     int kind[SHAPE_SLOTS];
     int len[SHAPE_SLOTS + 1];
     unsigned char lit[SHAPE_SLOTS + 1][SHAPE_BYTES + 16]; /* (16 bytes of zeros past each: word reads) */
@@ -1064,8 +1067,8 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
             }
             /* while learning the shape: where the literal before the next value starts, and the values so far */
             const unsigned char *lit_from = p;
-            int learn = !sh->learned && use_shapes, slots = 0;
-            sh->learned = 1;
+            int learn = !sh->n && sh->tries < SHAPE_TRIES && use_shapes, slots = 0;
+            sh->tries += learn;
             p++;
             SKIP_WS(p);
             int have_id = 0, have_value = 0, have_rank = 0, have_text = 0, more, ki;
@@ -1092,9 +1095,9 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                     j->ranked++;
                     lit_from = p;
                 } else if (j->nkeys.n && (ki = key_at(&j->nkeys, k, kl)) >= 0) { /* e.g. "doc_version": null */
-                    learn = 0;
                     /* (byte by byte: the comparison stops at the line's end; a value: for the other readers) */
                     const int null = p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l';
+                    learn &= null; /* (a null is part of the bytes around the values; a string is not) */
                     if (null) {
                         p += 4;
                     } else if (!((j->unkept >> ki) & 1u) || json_string_pass(&p, j->text_end) != OK) {
