@@ -484,3 +484,14 @@ def test_segments_distinct_says_what_the_sort_finds(segments, shift) -> None:
 def test_segments_distinct_refuses_offsets_past_the_codes() -> None:
     with pytest.raises(ValueError):
         kernels.segments_distinct(np.zeros(2, dtype=np.int64), np.array([0, 3]))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.sampled_from(_SPECIAL), max_size=60))
+def test_the_distinct_count_that_picks_the_csv_way_is_uniques(values: list[float]) -> None:
+    """metrics.csv's choice of writing a column's distinct values once counts a sample's distinct
+    values from a sort (-0.0 equal to 0.0, NaN counted once), as ``np.unique`` counts them."""
+    from rankgate.report.exports import _distinct
+
+    x = np.array(values, dtype=np.float64)
+    assert _distinct(x) == np.unique(x).size
