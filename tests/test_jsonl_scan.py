@@ -488,6 +488,21 @@ def test_item_columns_are_kept_unless_left_out(tmp_path):
                                  items=False) is not None
 
 
+def _shapes_both_ways(path: str, kind: str, monkeypatch) -> tuple[tuple, object, int]:
+    """(:func:`_three` with item shapes on, the scanner's outcome with every item read key by key, the
+    items the scanner's own read (the first of the three) read by their shape)."""
+    reader = accel.reader
+    before = reader.item_shapes(True)
+    try:
+        reader.shaped_items()
+        outcomes = _three(path, kind, monkeypatch)
+        shaped = reader.shaped_items()  # (the first plain item shows the shape; the others are read by it)
+        reader.item_shapes(False)
+        return outcomes, _outcome(load_run if kind == "run" else load_gold, path, fast=True), shaped
+    finally:
+        reader.item_shapes(before)
+
+
 # One way of writing an item, then the same items written that way with one written otherwise: the
 # scanner reads an item written as its scan's first one by matching the bytes around its values
 # (``item_shapes``), and any other item key by key; both must give the parser's outcome.
@@ -532,17 +547,8 @@ def test_items_written_alike_are_read_by_their_values_as_key_by_key(shape, odd, 
             first = False
         lines.append(f'{{"query_id": "q{q}", "topk": [{", ".join(items)}]}}')
     path = _write(tmp_path, lines, "run.jsonl", newline_at_end=end)
-    reader = accel.reader
-    before = reader.item_shapes(True)
-    try:
-        reader.shaped_items()
-        scanned = _scanned(path, "run") is not None
-        shaped = reader.shaped_items()  # (the first item shows the shape; the others are read by it)
-        outcomes = _three(path, "run", monkeypatch)
-        reader.item_shapes(False)
-        key_by_key = _outcome(load_run, path, fast=True)
-    finally:
-        reader.item_shapes(before)
+    scanned = _scanned(path, "run") is not None
+    outcomes, key_by_key, shaped = _shapes_both_ways(path, "run", monkeypatch)
     assert outcomes[0] == key_by_key
     assert outcomes[0] == outcomes[1] == outcomes[2]
     if odd is None and sum(sizes) and outcomes[2][0] == "ok":  # (a number past float range: the parser's error)
@@ -559,16 +565,7 @@ def test_gold_items_written_alike_are_read_by_their_values_as_key_by_key(odd, tm
     if odd is not None:
         lines[3] = lines[3].replace('{"chunk_id": "d3-2", "grade": 3}', odd)
     path = _write(tmp_path, lines, "gold.jsonl")
-    reader = accel.reader
-    before = reader.item_shapes(True)
-    try:
-        reader.shaped_items()
-        outcomes = _three(path, "gold", monkeypatch)
-        shaped = reader.shaped_items()
-        reader.item_shapes(False)
-        key_by_key = _outcome(load_gold, path, fast=True)
-    finally:
-        reader.item_shapes(before)
+    outcomes, key_by_key, shaped = _shapes_both_ways(path, "gold", monkeypatch)
     assert outcomes[0] == key_by_key
     assert outcomes[0] == outcomes[1] == outcomes[2]
     if odd is None:

@@ -340,7 +340,18 @@ def _read_direct(text: bytes, ncols: int, value_col: int, value_kind: int, delim
     return n, qids, codes[:n].tolist(), values[:n].view(np.int64).tolist(), offsets[: n + 1].tolist(), bytes(data[:nbytes])
 
 
-_WINDOW_BYTES = [b" ", b"\t", b"\r", b"\n", b"\x00", b"\x1f", b"\x7e", b"\x7f", b"\x80", b"\xff", b"#", b"-", b"."]
+def _both_ways(text: bytes, ncols: int, value_col: int, value_kind: int, delim: bytes) -> tuple[object, object]:
+    """:func:`_read_direct` with lines split from a 64-byte window where the CPU can, then byte by byte."""
+    assert reader is not None
+    before = reader.wide_lines(True)
+    try:
+        wide = _read_direct(text, ncols, value_col, value_kind, delim)
+        reader.wide_lines(False)
+        return wide, _read_direct(text, ncols, value_col, value_kind, delim)
+    finally:
+        reader.wide_lines(before)
+
+
 # One flaw at most in a file of regular lines (a file with one bad line anywhere is declined whole):
 # in field f of a line, or after it (D: the file's delimiter).
 _FLAWS = ["empty", "DD", " \t", "\t ", "\r", "\x0b", "\x7f", "\x80", "\xff", "~", "end \r", "end \r\r\n", "end  \n",
@@ -386,13 +397,7 @@ def test_lines_split_from_a_64_byte_window_as_byte_by_byte(lines, qrels, delim, 
     text = b"".join(_flawed_line(lens, ncols, crlf, delim, i, flaw[1:] if flaw and flaw[0] % len(lines) == i else None)
                     for i, (lens, crlf) in enumerate(lines))
     text += (delim.join([b"q", b"0", b"d", b"1", b"2.5", b"t"][:ncols]) + b"\n") * 8  # (64 bytes past every line above)
-    before = reader.wide_lines(True)
-    try:
-        wide = _read_direct(text, ncols, value_col, value_kind, delim)
-        reader.wide_lines(False)
-        narrow = _read_direct(text, ncols, value_col, value_kind, delim)
-    finally:
-        reader.wide_lines(before)
+    wide, narrow = _both_ways(text, ncols, value_col, value_kind, delim)
     assert wide == narrow
     if flaw is None:
         assert wide is not None
@@ -415,13 +420,7 @@ def test_every_flaw_in_every_field_at_every_place_of_the_window(qrels: bool, del
                     line = _flawed_line(lens + [1] * (6 - len(lens)), ncols, crlf, delim, 1,
                                         None if kind is None else (field, kind))
                     text = regular + line + regular * 8
-                    before = reader.wide_lines(True)
-                    try:
-                        wide = _read_direct(text, ncols, value_col, value_kind, delim)
-                        reader.wide_lines(False)
-                        narrow = _read_direct(text, ncols, value_col, value_kind, delim)
-                    finally:
-                        reader.wide_lines(before)
+                    wide, narrow = _both_ways(text, ncols, value_col, value_kind, delim)
                     assert wide == narrow, (kind, field, pad, crlf)
                     assert kind is not None or wide is not None
                     read += wide is not None
