@@ -282,14 +282,20 @@ def test_inconsistent_buffers_are_refused() -> None:
 
 @needs_reader
 @settings(max_examples=examples(300), deadline=None)
-@given(st.binary(max_size=80).map(lambda b: b.replace(b"x", b"\n")), st.integers(0, 79), st.integers(0, 79))
+@given(st.binary(max_size=200).map(lambda b: b.replace(b"x", b"\n")), st.integers(0, 199), st.integers(0, 199))
 def test_count_lines_counts_every_newline_in_any_range(body: bytes, a: int, b: int) -> None:
-    """The count (eight bytes at a time) is bytes.count's, at every alignment and length, bytes >= 0x80
-    and neighbours of a newline (0x09, 0x0b, 0x8a) included."""
+    """The count (64 bytes at a time where the CPU has AVX-512, else eight) is bytes.count's, at every
+    alignment and length, bytes >= 0x80 and neighbours of a newline (0x09, 0x0b, 0x8a) included."""
     assert reader is not None
     body += b"\x0b\n\x8a\x09\n\xff" * (a % 3)
     lo, hi = sorted((min(a, len(body)), min(b, len(body))))
-    assert reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n")
+    before = reader.wide_lines(True)
+    try:
+        wide = reader.count_lines(body, lo, hi)
+        reader.wide_lines(False)
+        assert wide == reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n")
+    finally:
+        reader.wide_lines(before)
 
 
 @pytest.mark.parametrize("kind", ["run", "qrels", "beir"])
@@ -426,3 +432,19 @@ def test_every_flaw_in_every_field_at_every_place_of_the_window(qrels: bool, del
                     read += wide is not None
                     checked += 1
     assert checked > 1000 and 0 < read < checked
+
+
+@needs_reader
+def test_count_lines_at_every_start_and_end_of_a_dense_text() -> None:
+    """Newlines on a third of 300 bytes, counted over every range that starts in the first 70 bytes:
+    each 64-byte block's first and last byte, and the bytes left after the last block, are counted."""
+    assert reader is not None
+    rng = np.random.default_rng(11)
+    body = bytes(np.where(rng.random(300) < 0.33, 10, rng.integers(11, 256, 300)).astype(np.uint8))
+    before = reader.wide_lines(True)
+    try:
+        for lo in range(70):
+            for hi in range(lo, len(body) + 1):
+                assert reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n"), (lo, hi)
+    finally:
+        reader.wide_lines(before)
