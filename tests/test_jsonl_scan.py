@@ -570,3 +570,52 @@ def test_gold_items_written_alike_are_read_by_their_values_as_key_by_key(odd, tm
     assert outcomes[0] == outcomes[1] == outcomes[2]
     if odd is None:
         assert outcomes[0][0] == "ok" and shaped == 6 * 5 - 1
+
+
+# Items with a text string (passed over, not kept) beside items without one, as `rankgate retrieve`
+# writes them: a scan learns a shape from each, and reads the rest by them.
+_TEXT_SHAPES = ['{{"rank": {r}, "doc_version": null, "text": {t}, "chunk_id": "{id}", "score": {v}}}',
+                '{{"chunk_id": "{id}", "content": {t}, "score": {v}}}',
+                '{{"chunk_id": "{id}", "score": {v}, "text": {t}, "source": null}}']
+_TEXTS_PASSED = ['"a chunk of text"', '""', '"tab\\there \\"quoted\\""', '"caf\\u00e9"', '"\\ud83d\\ude00"', "null"]
+_TEXTS = [*_TEXTS_PASSED, '"\\ud800"', '"bad \\x escape"', "12", '["a"]', '"naïve"', '"\\\\ud800"']
+
+
+@pytest.mark.parametrize("items", [False, "lazy"])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.sampled_from(_TEXT_SHAPES), texts=st.lists(st.sampled_from(_TEXTS), min_size=1, max_size=6),
+       sizes=st.lists(st.integers(0, 12), min_size=1, max_size=5), top=st.integers(0, 12),
+       values=st.lists(_number(), min_size=1, max_size=5))
+def test_items_with_texts_are_read_by_shape_as_key_by_key(items, shape, texts, sizes, top, values, tmp_path):
+    """``top``: the items at a query's first ``top`` places carry a text (from ``texts``, some of them
+    not what the scanner passes over), the others a null; both ways give the same scan, field for field."""
+    lines = []
+    for q, n in enumerate(sizes):
+        listed = [shape.format(r=i + 1, t=texts[i % len(texts)] if i < top else "null", id=f"d{q}-{i}",
+                               v=values[i % len(values)]) for i in range(n)]
+        lines.append(f'{{"query_id": "q{q}", "topk": [{", ".join(listed)}]}}')
+    path = _write(tmp_path, lines, "run.jsonl")
+    found = jsonl_fast._mapped(path, 0)
+    assert found is not None
+    reader = accel.reader
+
+    def scan() -> object:
+        got = jsonl_fast._scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items=items)
+        if got is None:
+            return None
+        return (got.query_ids, got.counts.tolist(), got.lines.tolist(), _bits(got.values), got.ids.to_pylist(),
+                None if got.ranks is None else _bits(got.ranks), got.fields, got.texts,
+                None if got.spans is None else got.spans.tolist())
+
+    before = reader.item_shapes(True)
+    try:
+        reader.shaped_items()
+        by_shape = scan()
+        shaped = reader.shaped_items()
+        reader.item_shapes(False)
+        key_by_key = scan()
+    finally:
+        reader.item_shapes(before)
+    assert by_shape == key_by_key
+    if all(t in _TEXTS_PASSED for t in texts) and sum(sizes) > 2 and all(math.isfinite(float(v)) for v in values):
+        assert by_shape is not None and shaped >= sum(sizes) - 2  # (two shapes learned: with a text, without)

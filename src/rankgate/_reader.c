@@ -48,9 +48,9 @@
  * names by code (in order of first appearance), and the values' text joined by ',' (for the caller to
  * decode with Python's json module as one array). An item may also hold a key of null_keys whose value
  * is null (what a run writes for a chunk without a text or version); another value of such a key
- * returns None. An item of a scan that holds an id, a value, at most a rank and otherwise nulls gives
- * the bytes around its values (item_shape_t); an item whose bytes around its values are the same is
- * read by matching them and reading its values alone, any other key by key, with the same result.
+ * returns None. Items of a scan give the bytes around their values (item_shape_t, up to ITEM_SHAPES of
+ * them); an item whose bytes around its values are one of those is read by matching them and reading
+ * its values alone, any other key by key, with the same result.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -725,20 +725,21 @@ static unsigned char plain[256];
 
 /* An item's bytes as one item of a scan wrote them, around its values: lit[0], value 0, lit[1], value 1,
  * ..., lit[n] (which ends with the item's '}'). A value is the id string's characters (the quotes are
- * in the literals), the score, or the rank (kind SLOT_ID, SLOT_VALUE, SLOT_RANK); a null text or
- * version is part of a literal. The shape is the first of the scan's first SHAPE_TRIES items that has
- * no other value (no text string). Producers write their items alike, so an item whose bytes around
- * its values are these literals is read by matching them and reading the values alone; any other item
- * is read key by key (json_items). Literals the key-by-key reading would read the same way give the
- * same values. */
-enum { SLOT_ID, SLOT_VALUE, SLOT_RANK };
-#define SHAPE_SLOTS 3
+ * in the literals), the score, the rank, or a text string passed over (kind SLOT_ID, SLOT_VALUE,
+ * SLOT_RANK, SLOT_TEXT); a null text or version is part of a literal. A scan learns up to ITEM_SHAPES
+ * shapes from the items of its first SHAPE_TRIES that no shape matched. Producers write their items
+ * alike, so an item whose bytes around its values are a shape's literals is read by matching them and
+ * reading the values alone; any other item is read key by key (json_items). Literals the key-by-key
+ * reading would read the same way give the same values. */
+enum { SLOT_ID, SLOT_VALUE, SLOT_RANK, SLOT_TEXT };
+#define SHAPE_SLOTS 4
 #define SHAPE_BYTES 72
 #define SHAPE_TRIES 64
+#define ITEM_SHAPES 2 /* e.g. rankgate retrieve's items with a text, and those with none */
 typedef struct {
-    int n; /* values (0: no shape) */
-    int tries; /* items looked at for a shape (the first SHAPE_TRIES of a scan, until one gives it) */
+    int n; /* values */
     int kind[SHAPE_SLOTS];
+    int key[SHAPE_SLOTS]; /* SLOT_TEXT: its key's place in nkeys */
     int len[SHAPE_SLOTS + 1];
     unsigned char lit[SHAPE_SLOTS + 1][SHAPE_BYTES + 16]; /* (16 bytes of zeros past each: word reads) */
 } item_shape_t;
@@ -773,7 +774,8 @@ typedef struct {
     int64_t newlines;
     unsigned char *tail; /* a copy of a last line that has no newline */
     PyThreadState *thread;
-    item_shape_t shape;  /* the bytes around the values of the first item, when it is of a plain shape */
+    item_shape_t shapes[ITEM_SHAPES]; /* the bytes around the values of items written alike */
+    int nshapes, shape_tries, last_shape; /* shapes learned; items looked at for one; the last matched */
     Py_ssize_t shaped;   /* items read by their values alone */
 } jjob_t;
 
@@ -1026,6 +1028,55 @@ static int shape_literal(item_shape_t *sh, int i, int kind, const unsigned char 
     return 1;
 }
 
+/* What matching an item against a shape read: its end, the id, the rank, and whether a counted text
+ * string was passed over. */
+typedef struct {
+    const unsigned char *end, *id;
+    Py_ssize_t idlen;
+    double rank;
+    int ranked, text;
+} shaped_t;
+
+/* The item at p read by shape sh (its value into the job's values[row], its other values into *o), as
+ * json_items reads it key by key; 0 when its bytes around the values are not the shape's, or a value is
+ * not one the key-by-key reading takes (which then reads the item, and says so). */
+static inline int match_shape(jjob_t *j, const item_shape_t *sh, const unsigned char *p, Py_ssize_t row,
+                              Py_ssize_t dl, shaped_t *o) {
+    const unsigned char *t = p;
+    o->id = NULL;
+    o->idlen = 0;
+    o->rank = NAN;
+    o->ranked = o->text = 0;
+    for (int i = 0; i <= sh->n; i++) {
+        if (!same_bytes(t, sh->lit[i], sh->len[i], j->text_end)) return 0;
+        t += sh->len[i];
+        if (i == sh->n) break;
+        switch (sh->kind[i]) {
+        case SLOT_ID:
+            o->id = t;
+            while (plain[*t]) t++;
+            o->idlen = t - o->id; /* (the next literal starts with the closing quote) */
+            if (o->idlen == 0 || dl + o->idlen > j->max_data || dl + o->idlen > INT32_MAX) return 0;
+            break;
+        case SLOT_VALUE:
+            if (json_number(j, &t, j->value_kind,
+                            j->value_kind == 0 ? (void *)((double *)j->values + row)
+                                               : (void *)((int64_t *)j->values + row)) != OK)
+                return 0;
+            break;
+        case SLOT_RANK:
+            if (json_number(j, &t, 0, &o->rank) != OK) return 0;
+            o->ranked = 1;
+            break;
+        default: /* SLOT_TEXT: a string, as the key-by-key reading passes over it */
+            if (*t != '"' || !((j->unkept >> sh->key[i]) & 1u) || json_string_pass(&t, j->text_end) != OK) return 0;
+            o->text = (int)((j->counted >> sh->key[i]) & 1u);
+        }
+    }
+    o->end = t;
+    return 1;
+}
+
 /* The list at *pp ('[' expected) of item objects: each exactly one id key (a non-empty string) and
  * one value key (a number), in either order. */
 static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
@@ -1040,55 +1091,40 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
     } else {
         for (;;) {
             if (*p != '{' || row >= j->max_items) return IRREGULAR;
-            item_shape_t *const sh = &j->shape;
-            if (sh->n) { /* an item written as the first one was: its values alone */
-                const unsigned char *t = p, *id = NULL;
-                Py_ssize_t idlen = 0;
-                double rank = NAN;
-                int ok = 1, ranked = 0;
-                for (int i = 0; ok && i <= sh->n; i++) {
-                    if (!same_bytes(t, sh->lit[i], sh->len[i], j->text_end)) {
-                        ok = 0;
-                        break;
-                    }
-                    t += sh->len[i];
-                    if (i == sh->n) break;
-                    if (sh->kind[i] == SLOT_ID) {
-                        id = t;
-                        while (plain[*t]) t++;
-                        idlen = t - id; /* (the next literal starts with the closing quote) */
-                        ok = idlen > 0 && dl + idlen <= j->max_data && dl + idlen <= INT32_MAX;
-                    } else if (sh->kind[i] == SLOT_VALUE) {
-                        ok = json_number(j, &t, j->value_kind,
-                                         j->value_kind == 0 ? (void *)((double *)j->values + row)
-                                                            : (void *)((int64_t *)j->values + row)) == OK;
-                    } else {
-                        ok = json_number(j, &t, 0, &rank) == OK;
-                        ranked = 1;
+            if (j->nshapes) { /* an item written as one before it: its values alone */
+                shaped_t o;
+                int matched = 0;
+                for (int k = 0; k < j->nshapes && !matched; k++) {
+                    const int at = (j->last_shape + k) % j->nshapes; /* (the last matched first) */
+                    if (match_shape(j, &j->shapes[at], p, row, dl, &o)) {
+                        matched = 1;
+                        j->last_shape = at;
                     }
                 }
-                if (ok) {
-                    if (idlen <= 16 && id + 16 <= j->text_end) { /* (data has 16 bytes of room past max_data) */
-                        memcpy(j->data + dl, id, 16);
+                if (matched) {
+                    if (o.idlen <= 16 && o.id + 16 <= j->text_end) { /* (data has 16 bytes of room past max_data) */
+                        memcpy(j->data + dl, o.id, 16);
                     } else {
-                        memcpy(j->data + dl, id, (size_t)idlen);
+                        memcpy(j->data + dl, o.id, (size_t)o.idlen);
                     }
-                    dl += idlen;
-                    if (j->ranks) j->ranks[row] = rank;
-                    j->ranked += ranked;
+                    dl += o.idlen;
+                    if (j->ranks) j->ranks[row] = o.rank;
+                    j->ranked += o.ranked;
+                    j->texts += o.text;
                     j->shaped++;
                     j->offsets[++row] = (int32_t)dl;
-                    p = t;
+                    p = o.end;
                     const int more = json_next(&p, ']');
                     if (more < 0) return IRREGULAR;
                     if (!more) break;
                     continue;
                 } /* else: read key by key, from the item's start (which sets every value again) */
             }
-            /* while learning the shape: where the literal before the next value starts, and the values so far */
+            /* while learning a shape: where the literal before the next value starts, and the values so far */
+            item_shape_t *const sh = &j->shapes[j->nshapes < ITEM_SHAPES ? j->nshapes : 0];
             const unsigned char *lit_from = p;
-            int learn = !sh->n && sh->tries < SHAPE_TRIES && use_shapes, slots = 0;
-            sh->tries += learn;
+            int learn = j->nshapes < ITEM_SHAPES && j->shape_tries < SHAPE_TRIES && use_shapes, slots = 0;
+            j->shape_tries += learn;
             p++;
             SKIP_WS(p);
             int have_id = 0, have_value = 0, have_rank = 0, have_text = 0, more, ki;
@@ -1117,12 +1153,16 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 } else if (j->nkeys.n && (ki = key_at(&j->nkeys, k, kl)) >= 0) { /* e.g. "doc_version": null */
                     /* (byte by byte: the comparison stops at the line's end; a value: for the other readers) */
                     const int null = p[0] == 'n' && p[1] == 'u' && p[2] == 'l' && p[3] == 'l';
-                    learn &= null; /* (a null is part of the bytes around the values; a string is not) */
+                    if (learn && !null) { /* (a null is part of the bytes around the values; a string is a value) */
+                        sh->key[slots < SHAPE_SLOTS ? slots : 0] = ki;
+                        learn = shape_literal(sh, slots++, SLOT_TEXT, lit_from, p);
+                    }
                     if (null) {
                         p += 4;
                     } else if (!((j->unkept >> ki) & 1u) || json_string_pass(&p, j->text_end) != OK) {
                         return IRREGULAR;
                     }
+                    if (!null) lit_from = p; /* (past the string's closing quote) */
                     if ((j->counted >> ki) & 1u) { /* (two text keys in one item: which one counts is the parser's) */
                         if (have_text) return IRREGULAR;
                         have_text = null ? 1 : 2;
@@ -1150,7 +1190,10 @@ static int json_items(jjob_t *j, const unsigned char **pp, int64_t *count) {
                 if (more < 0) return IRREGULAR;
             } while (more);
             if (!have_id || !have_value) return IRREGULAR;
-            if (learn && shape_literal(sh, slots, 0, lit_from, p)) sh->n = slots; /* (its last literal: to its '}') */
+            if (learn && shape_literal(sh, slots, 0, lit_from, p)) { /* (its last literal: to its '}') */
+                sh->n = slots;
+                j->nshapes++;
+            }
             j->texts += have_text == 2;
             j->offsets[++row] = (int32_t)dl;
             more = json_next(&p, ']');
