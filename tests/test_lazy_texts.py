@@ -40,6 +40,14 @@ def _write_run(path, rows: list[list[tuple[str, float, dict]]], *, ascii_only: b
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _spy(monkeypatch, owner: object, name: str) -> list:
+    """What ``owner.name`` gives from now on, call by call (the calls themselves go through)."""
+    seen: list = []
+    real = getattr(owner, name)
+    monkeypatch.setattr(owner, name, lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    return seen
+
+
 @st.composite
 def text_runs(draw):
     nq = draw(st.integers(1, 12))
@@ -205,9 +213,7 @@ def test_evaluate_reads_a_whole_run_without_its_texts_with_the_same_result(tmp_p
     gold, run = _texts_case(tmp_path, notes=notes)
     monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
     monkeypatch.setattr(load, "STREAM_FROM_BYTES", 1 << 62)
-    seen: list[object] = []
-    real = jsonl_fast.read_run_lazy_texts
-    monkeypatch.setattr(jsonl_fast, "read_run_lazy_texts", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    seen = _spy(monkeypatch, jsonl_fast, "read_run_lazy_texts")
     lazy = engine.evaluate(str(gold), str(run), "ndcg@5,recall@10,distinct_docs@5")
     assert seen and seen[0] is not None and isinstance(seen[0].items["text"], LineTexts)
     monkeypatch.setattr(jsonl_fast, "read_run_lazy_texts", lambda *a, **k: None)
@@ -257,9 +263,7 @@ def test_a_run_rankgate_retrieve_writes_with_its_texts(tmp_path, monkeypatch) ->
     import rankgate.data.trec as trec
 
     monkeypatch.setattr(trec, "STREAM_BLOCK_BYTES", 1 << 16)
-    calls: list[object] = []
-    inner = engine._evaluate_blocks
-    monkeypatch.setattr(engine, "_evaluate_blocks", lambda *a, **k: calls.append(inner(*a, **k)) or calls[-1])
+    calls = _spy(monkeypatch, engine, "_evaluate_blocks")
     blocks = engine.evaluate(str(gold), str(run), "ndcg@10,recall@20")
     assert calls and calls[0] is not None and calls[0].result is not None  # (scored block by block)
     for m in whole.metric_names:
