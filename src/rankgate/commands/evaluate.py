@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
     csv: list[str] = []
     per_query: list[dict[str, Any]] = []
+    wants_summary = bool(args.out or args.json)  # (the terminal and markdown views need none)
 
     def write_csv(result: Any) -> None:  # while the intervals are drawn
         if args.out:
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             from ..report.layout_v0 import v0_metrics_csv
 
             csv.append(v0_metrics_csv(result) if v0 else metrics_csv(result))
-        if not v0:  # (the summary's per-query block, compressed by zlib, which lets go of the GIL)
+        if not v0 and wants_summary:  # (its per-query block, compressed by zlib, which lets go of the GIL)
             from ..baseline import per_query_dict
 
             per_query.append(per_query_dict(result))
@@ -116,11 +117,12 @@ def run(args: argparse.Namespace) -> int:
     from ..report.exports import summary_dict, summary_json
     from ..report.sections import summary_parts
 
-    if v0:
+    summary: dict[str, Any] = {}
+    if wants_summary and v0:
         from ..report.layout_v0 import v0_summary
 
         summary = v0_summary(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation))
-    else:
+    elif wants_summary:
         summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation),
                                per_query=per_query[0] if per_query else None)
     if args.out:
