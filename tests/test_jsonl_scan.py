@@ -619,3 +619,20 @@ def test_items_with_texts_are_read_by_shape_as_key_by_key(items, shape, texts, s
     assert by_shape == key_by_key
     if all(t in _TEXTS_PASSED for t in texts) and sum(sizes) > 2 and all(math.isfinite(float(v)) for v in values):
         assert by_shape is not None and shaped >= sum(sizes) - 2  # (two shapes learned: with a text, without)
+
+
+_PRODUCED = ["producers/llamaindex_bm25_run.jsonl", "producers/llamaindex_mock_ties_run.jsonl", "gate/base.jsonl",
+             "gate/cand.jsonl"]
+
+
+@pytest.mark.parametrize("name", _PRODUCED)
+def test_runs_real_producers_wrote_read_by_shape_as_key_by_key(name, monkeypatch):
+    """Runs LlamaIndex wrote (tests/data/producers, with the script that made them) and the gate's
+    example runs, read by the scanner: by item shape and key by key, the same run, most items by shape."""
+    import pathlib
+
+    path = str(pathlib.Path(__file__).parent / "data" / name)
+    monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
+    outcomes, key_by_key, shaped = _shapes_both_ways(path, "run", monkeypatch)
+    assert outcomes[0] == key_by_key == outcomes[1] == outcomes[2]
+    assert outcomes[0][0] == "ok" and shaped > 0
