@@ -1000,6 +1000,7 @@ static Py_ssize_t shaped_total = 0; /* items read by their values alone (with th
 /* Whether the n bytes at t are lit's (lit has 16 zero bytes past its n), reading no byte past end. */
 static inline int same_bytes(const unsigned char *t, const unsigned char *lit, int n, const unsigned char *end) {
     if (end - t < n) return 0;
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__ /* (the masks take the first byte lowest) */
     if (n <= 16 && end - t >= 16) { /* two words, the bytes past n masked off */
         uint64_t a0, a1, b0, b1;
         memcpy(&a0, t, 8);
@@ -1008,12 +1009,9 @@ static inline int same_bytes(const unsigned char *t, const unsigned char *lit, i
         memcpy(&b1, lit + 8, 8);
         const uint64_t m0 = n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1;
         const uint64_t m1 = n >= 16 ? ~0ULL : n <= 8 ? 0 : (1ULL << (8 * (n - 8))) - 1;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        return memcmp(t, lit, (size_t)n) == 0;
-#else
         return ((a0 ^ b0) & m0) == 0 && ((a1 ^ b1) & m1) == 0;
-#endif
     }
+#endif
     return memcmp(t, lit, (size_t)n) == 0;
 }
 
