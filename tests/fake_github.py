@@ -6,7 +6,10 @@ simulate a read-only token (403 on writes, as on a fork's pull request) and an a
 token (403 on ``GET /user``); hostile ones echo the request's Authorization header in every error
 message (``echo``, as some proxies do), pad each comment list reply with ``pad`` bytes of JSON
 whitespace (an oversized list), or send every reply one byte each ``drip`` seconds (from its status
-line, or with ``drip_body`` only its body).
+line, or with ``drip_body`` only its body). ``moved`` answers the requests under a path prefix with a
+redirect, as GitHub does for a renamed or transferred repository (``{"/repos/acme/old/": ({"GET": 301,
+"POST": 307}, "/repos/acme/search/")}``: the status by method, or one for all, and where the rest of
+the path goes, on this server or another). ``auth`` holds each request's Authorization header.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class FakeGitHub:
         self.pad = 0  # bytes of whitespace after each comment list
         self.drip = 0.0  # seconds between the bytes of every reply
         self.drip_body = False  # drip only the body (the status line and headers come at once)
+        self.moved: dict[str, tuple[int | dict[str, int], str]] = {}  # path prefix -> (status, new prefix)
+        self.auth: list[str | None] = []  # the Authorization header of each request, in order
         self._next_id = 1000
         self._lock = threading.Lock()
         handler = _handler(self)
@@ -93,6 +98,20 @@ def _handler(gh: FakeGitHub):
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
+        def _moved(self, method: str) -> bool:
+            """Answer with a redirect when the path is under a moved prefix (the request body read first)."""
+            gh.auth.append(self.headers.get("Authorization"))
+            for prefix, (status, where) in gh.moved.items():
+                code = status.get(method) if isinstance(status, dict) else status
+                if code is not None and self.path.startswith(prefix):
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    self.send_response(code)
+                    self.send_header("Location", where + self.path[len(prefix):])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return True
+            return False
+
         def _login(self):
             auth = self.headers.get("Authorization", "")
             return LOGINS.get(auth.removeprefix("Bearer ").strip())
@@ -103,6 +122,8 @@ def _handler(gh: FakeGitHub):
 
         def do_GET(self):
             gh.requests.append(("GET", self.path))
+            if self._moved("GET"):
+                return None
             login = self._login()
             if login is None:
                 return self._send(401, {"message": "Bad credentials"})
@@ -128,6 +149,8 @@ def _handler(gh: FakeGitHub):
 
         def do_POST(self):
             gh.requests.append(("POST", self.path))
+            if self._moved("POST"):
+                return None
             if self._login() is None:
                 return self._send(401, {"message": "Bad credentials"})
             if gh.read_only:
@@ -141,6 +164,8 @@ def _handler(gh: FakeGitHub):
 
         def do_PATCH(self):
             gh.requests.append(("PATCH", self.path))
+            if self._moved("PATCH"):
+                return None
             if self._login() is None:
                 return self._send(401, {"message": "Bad credentials"})
             if gh.read_only:

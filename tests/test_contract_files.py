@@ -112,8 +112,8 @@ def test_samples_as_json_and_bare_list(tmp_path):
 @pytest.mark.parametrize("text,where,message", [
     ("samples:\n  - id: a\n    input: {question: q}\n    expected_output: 5\n", ":2: field 'expected_output'", "list of ids"),
     ("samples:\n  - input: {question: q}\n    expected_output: [x]\n", ":2: field 'samples[0].id'", "missing"),
-    ("samples:\n  - id: a\n    input: {question: 3}\n    expected_output: [x]\n", ":2: field 'samples[0].input.question'",
-     "string"),
+    ("samples:\n  - id: a\n    input: {question: [3]}\n    expected_output: [x]\n", ":2: field 'samples[0].input.question'",
+     "string"),  # (a plain 3 is the text "3", as written)
     ("samples:\n  - id: a\n    metadata: {k: 0}\n    expected_output: [x]\n", ":2: field 'k'", "positive integer"),
     ("samples: [\n", ":2", "not valid YAML"),
 ])

@@ -32,7 +32,7 @@ def test_answers_flow_gives_the_command_bytes(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"examples": -1}, "--examples must be >= 0; got -1"),
+    ({"examples": -1}, "--examples must be an integer >= 0; got -1"),
     ({"calibration": True}, "--calibration-out needs --human"),
     ({"baseline": "s.json"}, "--baseline and --comment go with --config"),
     ({"confidence": 1.0}, "--confidence must be a float in the range (0, 1); got 1.0."),

@@ -231,6 +231,24 @@ def test_hostile_config_files_are_refused_fast(tmp_path, capsys, name, text, con
     assert_refused(_gate(path), tmp_path, names=[name], capsys=capsys, contains=[contains])
 
 
+@pytest.mark.parametrize(("option", "kind", "text"), [
+    ("--field-map", "a field map file", "request:\n  query: q\n" + BILLION_LAUGHS.replace("a: &a", "x: &a")),
+    ("--monitors", "a monitors file", BILLION_LAUGHS),
+    ("--abstention", "an abstention file", BILLION_LAUGHS),
+    ("--abstention", "an abstention file", "threshold: " + "[" * 60 + "]" * 60 + "\n"),  # (nested too deep)
+])
+def test_a_yaml_bomb_beside_the_traces_names_its_own_file(tmp_path, capsys, option, kind, text):
+    """The YAML files `rankgate traces` reads beside the traces are bounded like the ship criteria; the
+    refusal names the file read and its kind, not the ship criteria."""
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text('{"request_id": "r1", "timestamp": "2026-01-01T00:00:00Z", "query": "q", '
+                      '"retrieved": [{"id": "d1", "score": 1}]}\n')
+    bomb = _config(tmp_path, text, "side.yaml")
+    line = assert_refused(["traces", "analyze", "--traces", traces, option, bomb, "--out", tmp_path / "out"],
+                          tmp_path / "out", names=[bomb], capsys=capsys, contains=[f"({kind} needs "])
+    assert "ship" not in line
+
+
 def test_aliases_within_the_budget_still_work(tmp_path, capsys):
     text = ("gates:\n  - metric: hit@5\n    threshold: 0.1\n    segments: &segs [intent]\n"
             "  - metric: recall@5\n    threshold: 0.1\n    segments: *segs\n")
@@ -582,3 +600,18 @@ def test_an_empty_doc_separator_at_doc_level_is_a_usage_error(tmp_path, capsys):
     out = tmp_path / "out"
     assert_refused(["evaluate", "--gold", gold, "--run", run, "--level", "doc", "--doc-sep", "", "--out", out],
                    out, capsys=capsys, contains=["doc_sep"])
+
+
+@pytest.mark.parametrize(("ids", "sep"), [(["é"], "éé"), (["ab", "c"], "abcab")])
+def test_a_doc_separator_longer_than_every_id_is_in_no_id(tmp_path, capsys, ids, sep):
+    """distinct_docs asks whether any ranked id holds the separator; one longer than all the ids' bytes
+    together was an internal error (the search window ran past them). Now: no id holds it."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"query_id": "q1", "relevant": ids[:1]}) + "\n", encoding="utf-8")
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"query_id": "q1", "retrieved": ids}) + "\n", encoding="utf-8")
+    argv = ["evaluate", "--gold", str(gold), "--run", str(run), "--doc-sep", sep,
+            "--metrics", "distinct_docs@5,redundancy@5", "--json"]
+    assert main(argv) == 0
+    means = {m: v["mean"] for m, v in json.loads(capsys.readouterr().out)["metrics"].items()}
+    assert means == {"distinct_docs@5": float(len(ids)), "redundancy@5": 0.0}

@@ -171,7 +171,7 @@ def test_command_k_beyond_the_cutoff_limit_is_refused(k, tmp_path, capsys):
     gold.write_text(GOLD)
     run.write_text(RUN_OK)
     assert_refused(["evaluate", "--gold", gold, "--run", run, "-m", "recall", "--k", k, "--out", out], out,
-                   contains=["--k must be a positive integer up to 1,000,000,000"], capsys=capsys)
+                   contains=["--k must be an integer between 1 and 1,000,000,000"], capsys=capsys)
 
 
 def test_the_two_cutoff_limits_agree():

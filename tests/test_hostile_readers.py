@@ -109,6 +109,19 @@ def test_truncated_gzip_gold_in_every_text_format(name, tmp_path, capsys) -> Non
                    contains=["is truncated"])
 
 
+_ZSTD_FRAME = bytes.fromhex("28b52ffd0458b100007b227265736f757263655370616e73223a205b5d7d0a2eb5a7ab")  # zstd of a line
+
+
+@pytest.mark.parametrize("name", ["run.trec.zst", "run.jsonl", "qrels.txt.zst", "gold.jsonl"])
+def test_zstd_input_is_named_as_such_not_as_bytes_that_are_not_utf8(name, tmp_path, capsys) -> None:
+    bad = _write(tmp_path / name, _ZSTD_FRAME)
+    gold = bad if name.startswith(("qrels", "gold")) else _write(tmp_path / "qrels.txt", QRELS)
+    run = bad if name.startswith("run") else _write(tmp_path / "run.txt", RUN)
+    line = assert_refused(_evaluate(gold, run, _out(tmp_path)), _out_dir(tmp_path), names=[bad], capsys=capsys,
+                          contains=["is zstd-compressed", "zstd -d"])
+    assert "UTF-8" not in line
+
+
 def test_gzip_is_recognised_by_content_not_name(tmp_path, capsys) -> None:
     """A gzip file without .gz in its name (as a pipe delivers it) is read, and gives the same numbers."""
     gold = _write(tmp_path / "qrels.txt", QRELS)
@@ -766,3 +779,90 @@ def test_line_separators_inside_strings_of_sample_jsonl_do_not_split_lines(tmp_p
                  "--run-format", "ragas", "-m", "hit@5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metrics"]["hit@5"]["n"] == 2
+
+
+# ----------------------------------------------------------------------------- TREC lines that do not fit
+
+@pytest.fixture(params=["compiled", "none"])
+def build(request, monkeypatch) -> str:
+    """Each test below runs with the compiled reader and without it (a build without a C compiler)."""
+    import rankgate._accel as accel
+
+    if request.param == "compiled" and accel.reader is None:
+        pytest.skip("rankgate._reader is not built in this installation")
+    if request.param == "none":
+        monkeypatch.setattr(accel, "reader", None)
+    return request.param
+
+
+_TREC_LINES: dict[str, tuple[bytes, str]] = {
+    # (the run's content, what the one stderr line says); RUN has 2000 lines
+    "seven fields": (RUN + b"q1 Q0 dx 7 0.5 tag extra\n", "run.trec:2001: has 7 columns; expected 6 (qid Q0 docno rank"),
+    "nine fields": (RUN.replace(b"d17 17 983.25 tag", b"d17 17 983.25 tag a b c"), "run.trec:18: has 9 columns; expected 6"),
+    "cat of two runs": (RUN[:-1] + RUN, "run.trec:2000: has 11 columns; expected 6 (qid Q0 docno rank score tag) "
+                                        "(a line is 'qid Q0 docno rank score tag'; were two lines run together"),
+    "Q0 not UTF-8": (RUN + b"q1 Q\xe90 dx 7 0.5 tag\n", "run.trec:2001: is not UTF-8 text (byte 0xe9 at column 5)"),
+    "rank not UTF-8": (RUN + b"q1 Q0 dx 7\xff 0.5 tag\n", "run.trec:2001: is not UTF-8 text (byte 0xff at column 11)"),
+    "tag not UTF-8": (RUN + b"q1 Q0 dx 7 0.5 t\xc3g\n", "run.trec:2001: is not UTF-8 text (byte 0xc3 at column 17)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_TREC_LINES))
+def test_trec_run_lines_that_do_not_fit_are_refused_by_every_build(case, build, tmp_path, capsys) -> None:
+    """H3/L1: a line of another field count is never read as its first six fields (a row lost unsaid), and
+    a byte that is not UTF-8 in a column rankgate does not keep is refused as in an id: exit 2 naming
+    the line, with the compiled reader and without it."""
+    content, says = _TREC_LINES[case]
+    gold = _write(tmp_path / "qrels.txt", QRELS)
+    bad = _write(tmp_path / "run.trec", content)
+    assert_refused(_evaluate(gold, bad, _out(tmp_path)), _out_dir(tmp_path), names=[bad], capsys=capsys,
+                   contains=[says])
+
+
+def test_cr_only_line_ends_read_line_by_line_in_every_build(build, tmp_path, capsys) -> None:
+    """A run and qrels written with CR-only line ends (or CRLF) give the metrics their LF files give."""
+    want = _metrics(_write(tmp_path / "qrels.txt", QRELS), _write(tmp_path / "run.trec", RUN), tmp_path / "a", capsys)
+    assert len(want) > 40
+    for i, end in enumerate([b"\r", b"\r\n"]):
+        gold = _write(tmp_path / f"qrels{i}.txt", QRELS.replace(b"\n", end))
+        run = _write(tmp_path / f"run{i}.trec", RUN.replace(b"\n", end))
+        assert _metrics(gold, run, tmp_path / f"b{i}", capsys) == want
+
+
+def test_trec_mode_ignores_text_after_the_sixth_field_as_trec_eval(build, tmp_path, capsys) -> None:
+    """`--trec` reads run lines as trec_eval does (its test suite's results.trunc has such lines): text
+    after the sixth field is ignored; without --trec the line is refused; --trec still refuses two lines
+    run together."""
+    gold = _write(tmp_path / "qrels.txt", QRELS)
+    want = _metrics(gold, _write(tmp_path / "run.trec", RUN), tmp_path / "a", capsys, "--trec")
+    junk = _write(tmp_path / "junk.trec", RUN.replace(b" tag\n", b" tag reserved for later use\n", 5))
+    assert _metrics(gold, junk, tmp_path / "b", capsys, "--trec") == want
+    assert_refused(_evaluate(gold, junk, _out(tmp_path)), _out_dir(tmp_path), names=[junk], capsys=capsys,
+                   contains=["junk.trec:1: has 10 columns; expected 6"])
+    cat = _write(tmp_path / "cat.trec", RUN[:-1] + RUN)
+    assert_refused(_evaluate(gold, cat, tmp_path / "c", "--trec"), None, names=[cat], capsys=capsys,
+                   contains=["cat.trec:2000: has 11 columns"])
+
+
+def test_trec_mode_reads_run_lines_the_same_way_in_every_command(tmp_path, capsys) -> None:
+    """`--trec` means one reading of TREC run lines in every command that takes it: compare (also its
+    fused runs) and report read the trec_eval-style line evaluate --trec reads; without --trec each
+    refuses it the same way."""
+    gold = _write(tmp_path / "qrels.txt", QRELS)
+    plain = _write(tmp_path / "run.trec", RUN)
+    junk = _write(tmp_path / "junk.trec", RUN.replace(b" tag\n", b" tag reserved for later use\n", 5))
+    for extra in ([], ["--fuse", "rrf"]):
+        assert main(["compare", "--gold", str(gold), str(plain), str(junk), "-m", "ndcg@10", "--resamples", "0",
+                     "--json", "--trec", *extra]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        assert main(["compare", "--gold", str(gold), str(plain), str(junk), "-m", "ndcg@10", "--resamples", "0",
+                     "--json", *extra]) == 2
+        assert "junk.trec:1: has 10 columns; expected 6" in capsys.readouterr().err
+    page = tmp_path / "report.html"
+    assert main(["report", "--gold", str(gold), "--run", str(junk), "-o", str(page), "--resamples", "0",
+                 "--trec"]) == 0, capsys.readouterr().err
+    assert page.exists()
+    capsys.readouterr()
+    assert main(["report", "--gold", str(gold), "--run", str(junk), "-o", str(tmp_path / "r2.html"),
+                 "--resamples", "0"]) == 2
+    assert "junk.trec:1: has 10 columns; expected 6" in capsys.readouterr().err

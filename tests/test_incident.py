@@ -163,6 +163,50 @@ def test_bad_traces_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert trace.citations == (("doc_pricing_2023#c1", "2023-01-15"),) and len(trace.items) == 3
 
 
+@pytest.mark.parametrize(("text", "contains"), [
+    (json.dumps({**TRACE, "query": ""}), [":1: field 'query' is empty", 'write it in "query"']),
+    (json.dumps({**TRACE, "query": " \t "}), [":1: field 'query' is only whitespace"]),
+    (json.dumps({k: v for k, v in TRACE.items() if k != "query"} | {"query_text": ""}),
+     [":1: field 'query_text' is empty", 'write it in "query_text"']),
+    (json.dumps({k: v for k, v in TRACE.items() if k != "query"}),
+     ["field 'query' is missing", '"query_text"']),
+    (json.dumps({**TRACE, "query": ""}, indent=2), [":5: field 'query' is empty"]),  # (the line of the field)
+    (json.dumps({**TRACE, "query": None}, indent=1), [":5: field 'query' is null"]),
+])
+def test_a_trace_without_a_query_says_so_by_the_name_written(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str],
+                                                              text: str, contains: list[str]) -> None:
+    """The regression case needs the query: an empty, blank, null or missing one is named as the user
+    wrote it (``query`` or ``query_text``), with its line and what to do; never the canonical name."""
+    trace = tmp_path / "trace.json"
+    trace.write_text(text + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    line = assert_refused(["incident", "new", "--trace", trace, "-o", out / "pm.md"], out, names=[trace],
+                          capsys=capsys, contains=contains)
+    assert "query_text' is missing" not in line
+
+
+def test_a_request_without_a_query_in_a_trace_jsonl_or_an_export(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The same in a trace JSONL of several requests (the line of the request) and in another tool's
+    export, whose query field rankgate names for the user only in general."""
+    out = tmp_path / "out"
+    jsonl = tmp_path / "traces.jsonl"
+    requests = [{**TRACE, "request_id": "r1"}, {**TRACE, "request_id": "r2", "query": ""}]
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8")
+    assert_refused(["incident", "new", "--trace", jsonl, "--request-id", "r2", "-o", out / "pm.md"], out,
+                   names=[jsonl], capsys=capsys, contains=[":2: field 'query' is empty"])
+    from .test_traces_formats import RETRIEVAL, otlp_line
+
+    empty = {"key": "gen_ai.retrieval.query.text", "value": {"stringValue": ""}}
+    span = {**RETRIEVAL, "attributes": [empty if a["key"] == empty["key"] else a for a in RETRIEVAL["attributes"]]}
+    export = tmp_path / "one.otlp.jsonl"
+    export.write_text(otlp_line([span]) + "\n", encoding="utf-8")
+    line = assert_refused(["incident", "new", "--trace", export, "-o", out / "pm.md"], out, names=[export],
+                          capsys=capsys, contains=[":1: request ", "has no query: its query text is empty"])
+    assert "query_text" not in line
+
+
 def _trace_file(tmp_path: Path) -> Path:
     path = tmp_path / "t.json"
     path.write_text(json.dumps(TRACE), encoding="utf-8")

@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rankgate._accel as accel
@@ -244,8 +244,20 @@ SETTINGS = settings(max_examples=examples(200), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
+def _edited_last_line(lines: list[bytes], change: tuple) -> list[bytes]:
+    return _apply(lines, len(lines) - 1, change)
+
+
+# Found by these tests (a traceback in the parser): a lone surrogate escape as a bare id.
+SURROGATE_BARE_RUN = _edited_last_line([json.dumps(_run_line(i, 1 + i % 4, "ids")).encode()
+                                        for i in range(N_MIN)], ("value", "item", '"\\ud800"'))
+SURROGATE_BARE_GOLD = _edited_last_line([json.dumps(_gold_line(i, 1 + i % 3, "ids")).encode()
+                                         for i in range(N_MIN)], ("value", "item", '"x\\udfffy"'))
+
+
 @SETTINGS
 @given(lines=run_files())
+@example(lines=SURROGATE_BARE_RUN)
 def test_fast_and_validating_run_readers_agree(lines, tmp_path):
     path = _file(tmp_path, "run.jsonl", lines)
     slow = _outcome(load_run, path, fast=False)
@@ -280,6 +292,7 @@ def test_a_run_read_in_many_parse_blocks_keeps_them(tmp_path, monkeypatch):
 
 @SETTINGS
 @given(lines=gold_files())
+@example(lines=SURROGATE_BARE_GOLD)
 def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
     path = _file(tmp_path, "gold.jsonl", lines)
     slow = _outcome(load_gold, path, fast=False)
@@ -437,4 +450,4 @@ def test_null_texts_and_versions_read_as_the_parser_reads_them(value, key, tmp_p
     slow = _outcome(load_run, path, fast=False)
     assert _outcome(load_run, path, fast=True) == slow
     if value in (b"null", b"null "):  # (the scanner's own read)
-        assert jsonl_fast._scan_run(jsonl_fast._mapped(path, 0), path) is not None
+        assert jsonl_fast._scan_run(jsonl_fast._opened(path, 0), path) is not None

@@ -184,7 +184,7 @@ def _write(tmp_path, lines: list[str], name: str, *, newline_at_end: bool = True
 
 def _scanned(path: str, kind: str):
     """What the scanner alone gives (None: it declines)."""
-    found = jsonl_fast._mapped(path, 0)
+    found = jsonl_fast._opened(path, 0)
     assert found is not None
     return (jsonl_fast._scan_run if kind == "run" else jsonl_fast._scan_gold)(found, path)
 
@@ -595,7 +595,7 @@ def test_items_with_texts_are_read_by_shape_as_key_by_key(items, shape, texts, s
                                v=values[i % len(values)]) for i in range(n)]
         lines.append(f'{{"query_id": "q{q}", "topk": [{", ".join(listed)}]}}')
     path = _write(tmp_path, lines, "run.jsonl")
-    found = jsonl_fast._mapped(path, 0)
+    found = jsonl_fast._opened(path, 0)
     assert found is not None
     reader = accel.reader
 

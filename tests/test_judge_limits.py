@@ -186,6 +186,52 @@ def test_max_reply_bytes_out_of_range_is_a_usage_error(tmp_path, capsys, value):
                    contains=["--max-reply-bytes must be a whole number of bytes from 1024"])
 
 
+def timeout_argv(command: str, tmp_path, value: str, url: str = "http://127.0.0.1:9/v1") -> list[object]:
+    """A ``judge relevance`` or ``answers`` run with ``--timeout=value`` (the = keeps argparse from reading -inf
+    as an option)."""
+    from .test_answers import CLI_ANSWERS, CLI_GOLD
+    from .helpers import write_jsonl
+
+    judge = ["--judge", "openai", "--judge-url", url, "--judge-model", "m", "--no-cache", f"--timeout={value}"]
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    if command == "judge":
+        queue = write_jsonl(tmp_path / "queue.jsonl", [{"query_id": "q1", "query": "q", "id": "c1", "text": "t"}])
+        return ["judge", "relevance", queue, "-o", out / "labels.jsonl", *judge]
+    gold, answers = write_jsonl(tmp_path / "gold.jsonl", CLI_GOLD), write_jsonl(tmp_path / "answers.jsonl", CLI_ANSWERS)
+    return ["answers", "--answers", answers, "--gold", gold, "--out", out, "--resamples", "0", *judge]
+
+
+@pytest.mark.parametrize("command", ["judge", "answers"])
+@pytest.mark.parametrize("value", ["inf", "1e10", "-inf", "nan", "1e309", "0", "-2", "0.0001", "86400.5"])
+def test_timeout_out_of_its_range_is_a_usage_error_naming_the_flag_and_the_range(tmp_path, capsys, command, value):
+    argv = timeout_argv(command, tmp_path, value)
+    assert_refused(argv, tmp_path / "out", capsys=capsys,
+                   contains=["--timeout must be a float in the range [0.001, 86,400]; got "])
+
+
+def test_the_longest_timeout_is_a_working_one(fake, tmp_path, capsys):
+    from rankgate.constraints import MAX_TIMEOUT_S
+
+    assert main([str(a) for a in timeout_argv("judge", tmp_path, f"{MAX_TIMEOUT_S:g}", fake.url)]) == 0, \
+        capsys.readouterr().err
+    assert json.loads((tmp_path / "out" / "labels.jsonl").read_text())["grade"] == 2
+    out = run(fake, tmp_path, ["fine"], timeout_s=MAX_TIMEOUT_S)
+    assert [j.label for j in out] == [2]
+
+
+@pytest.mark.parametrize("value", [float("inf"), 1e10, 0.0, "60", None])
+def test_the_python_api_refuses_a_timeout_out_of_range_naming_the_parameter(value):
+    from rankgate.errors import UsageError
+    from rankgate.flows.judge import JudgeSpec
+
+    with pytest.raises(UsageError, match=r"The 'timeout_s' parameter of open_judge must be a float in the range "
+                                         r"\[0\.001, 86,400\]; got "):
+        open_judge("lexical", timeout_s=value)
+    with pytest.raises(UsageError, match=r"(--timeout|The 'timeout' parameter of JudgeSpec) must be a float"):
+        JudgeSpec(timeout=value)
+
+
 # -- memory, measured on the real command in a child process -----------------------------------------
 # On Linux a child's ru_maxrss starts from the memory of the process that forked it, and a pytest worker
 # holds hundreds of MB after a few hundred tests: the command is forked from this tiny launcher instead.

@@ -7,6 +7,7 @@ string) must make it decline, so that the usual readers read the file."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -237,6 +238,95 @@ def test_a_file_changed_after_it_was_read_is_named_not_misread(tmp_path) -> None
     path.write_bytes(b"")
     with pytest.raises(InputError, match="changed while it was read"):
         lazy.items["text"][1]
+
+
+def _rewrite_in_place(path, rows, *, keep_time: bool, later_ns: int = 0) -> None:
+    """``path`` written again in place (the same file, as a producer's ``>`` does). ``keep_time``: its
+    modification time put back, as a rewrite within the file system's timestamp granularity leaves it;
+    ``later_ns``: set that much past the one before."""
+    before = path.stat()
+    _write_run(path, rows)
+    if keep_time or later_ns:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + later_ns))
+
+
+_THREE = [[("d1", 1.0, {"text": "one"}), ("d2", 0.5, {"text": "two"})], [("d3", 1.0, {"text": "three"})]]
+
+
+@pytest.mark.parametrize("rows", [
+    # the audit's case: the same shape (items per line, bytes), other ids and texts
+    [[("e1", 1.0, {"text": "uno"}), ("e2", 0.5, {"text": "dos"})], [("e3", 1.0, {"text": "tres!"})]],
+    # the same ids, moved between two lines of the same shape
+    [[("d3", 1.0, {"text": "owt"}), ("d1", 0.5, {"text": "eno"})], [("d2", 1.0, {"text": "eerht"})]],
+])
+def test_a_same_shaped_rewrite_with_other_ids_is_named_not_served(tmp_path, rows) -> None:
+    """Each line keeps its item count and the file its size and modification time: the ids tell."""
+    path = tmp_path / "run.jsonl"
+    _write_run(path, _THREE)
+    lazy = read_run_lazy_texts(str(path), min_bytes=0)
+    assert lazy is not None
+    size, mtime = path.stat().st_size, path.stat().st_mtime_ns
+    _rewrite_in_place(path, rows, keep_time=True)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (size, mtime)  # (only the ids can tell)
+    for row in range(3):
+        with pytest.raises(InputError, match="changed while it was read: a line's items") as err:
+            lazy.items["text"][row]
+        assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize(("rows", "later_ns"), [
+    ([[("d1", 1.0, {"text": "uno"}), ("d2", 0.5, {"text": "dos"})], [("d3", 1.0, {"text": "tres!"})]], 10**9),
+    ([[("d1", 1.0, {"text": "one"}), ("d2", 0.5, {"text": "two"})], [("d3", 1.0, {"text": "three+"})]], 0),
+])
+def test_a_rewrite_with_the_same_ids_is_named_by_the_files_size_or_time(tmp_path, rows, later_ns) -> None:
+    """The same ids on every line, other texts: the ids cannot tell, the file's size or modification
+    time (recorded before the scan) can."""
+    path = tmp_path / "run.jsonl"
+    _write_run(path, _THREE)
+    lazy = read_run_lazy_texts(str(path), min_bytes=0)
+    assert lazy is not None
+    _rewrite_in_place(path, rows, keep_time=False, later_ns=later_ns)
+    with pytest.raises(InputError, match="changed while it was read: its size or modification time") as err:
+        lazy.items["text"][0]
+    assert str(path) in str(err.value)
+
+
+def test_a_file_replaced_by_a_rename_keeps_serving_the_texts_read(tmp_path) -> None:
+    """A producer that writes a new file and renames it over the old one (what the error's hint asks
+    for) does not disturb a read under way: the texts come from the file that was scanned."""
+    path = tmp_path / "run.jsonl"
+    _write_run(path, _THREE)
+    lazy = read_run_lazy_texts(str(path), min_bytes=0)
+    assert lazy is not None
+    new = tmp_path / "run.jsonl.new"
+    _write_run(new, [[("x1", 1.0, {"text": "new"})]])
+    os.replace(new, path)
+    assert list(lazy.items["text"]) == ["one", "two", "three"]
+
+
+def test_report_on_a_run_rewritten_in_the_same_shape_is_exit_2(tmp_path, monkeypatch, capsys) -> None:
+    """Through the CLI: the run is rewritten after its scan and before the page reads its texts (other
+    ids, the same size and time): exit 2 naming the file, no page."""
+    gold, run = _texts_case(tmp_path)
+    original = run.read_text()
+    real = flow._run_with_lazy_texts
+
+    def scan_then_rewrite(run_arg, req):
+        got = real(run_arg, req)
+        assert got is not None and isinstance(got.items["text"], LineTexts)
+        before = run.stat()
+        run.write_text(original.replace('"chunk_id": "d', '"chunk_id": "e'))  # (ids of the same length)
+        os.utime(run, ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert run.stat().st_size == before.st_size
+        return got
+
+    monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
+    monkeypatch.setattr(flow, "_run_with_lazy_texts", scan_then_rewrite)
+    out = tmp_path / "report.html"
+    assert main(["report", "--gold", str(gold), "--run", str(run), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{run}: changed while it was read" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
 
 
 def test_a_run_rankgate_retrieve_writes_with_its_texts(tmp_path, monkeypatch) -> None:

@@ -12,15 +12,16 @@ import base64
 import json
 import socket
 import string
+import urllib.parse
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rankgate import redact as redaction
 from rankgate.cli import main
-from rankgate.redact import MASK, MIN_RUN, redact, register, register_url, registered, restore
+from rankgate.redact import MASK, MIN_RUN, redact, redact_line, register, register_url, registered, restore
 from rankgate.report.github import upsert_comment, workflow_command
 
 from .fake_github import FakeGitHub
@@ -104,6 +105,82 @@ def test_property_no_run_of_a_secret_or_its_basic_auth_form_survives(secret, use
         restore(saved)
 
 
+# -- a secret echoed in another layout: split across lines, percent-encoded ---------------------------
+def folded(text: str) -> str:
+    """``text`` as an echo may hide a secret in it: whitespace out, percent-escapes decoded (written here
+    apart from rankgate.redact's own folding, so the two check each other)."""
+    return "".join("".join(urllib.parse.unquote(part) for part in text.split()).split())
+
+
+def assert_hidden(secret: str, out: str) -> None:
+    assert_clean(secret, {"out": out})
+    found = sorted(p for p in pieces(secret) if p in folded(out))
+    assert not found, f"{out!r} shows {found[:3]} of the secret once folded"
+
+
+def layout(secret: str, every: int | None, breaks: list[str], encoded: list[bool], upper: bool) -> str:
+    """``secret`` with the characters ``encoded`` says percent-encoded, split every ``every`` characters by
+    the line breaks in ``breaks`` (in turn)."""
+    chars = [(f"%{ord(c):02X}" if upper else f"%{ord(c):02x}") if enc else c
+             for c, enc in zip(secret, encoded + [False] * len(secret))]
+    if not every:
+        return "".join(chars)
+    lines = ["".join(chars[i:i + every]) for i in range(0, len(chars), every)]
+    return lines[0] + "".join(breaks[i % len(breaks)] + line for i, line in enumerate(lines[1:]))
+
+
+@pytest.mark.parametrize("every", [3, 5, 7])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_key_echoed_in_short_lines_is_masked_and_the_line_stays_one(every, newline):
+    register(KEY)
+    text = f"Incorrect API key provided: {layout(KEY, every, [newline], [], True)}. You can find your key at x"
+    assert redact_line(text) == "Incorrect API key provided: ***. You can find your key at x"
+    assert_hidden(KEY, redact(text))
+
+
+@pytest.mark.parametrize("encoded", [
+    [True] * len(KEY),                                  # every character
+    [c in "-_" for c in KEY],                           # what quote() would
+    [i % 2 == 0 for i in range(len(KEY))],              # every other one
+    [i >= len(KEY) - 6 for i in range(len(KEY))],       # the end only
+], ids=["all", "quote", "alternate", "tail"])
+def test_a_percent_encoded_key_is_masked(encoded):
+    register(KEY)
+    for upper in (True, False):
+        text = f"denied: key={layout(KEY, None, [], encoded, upper)}&user=ci"
+        out = redact(text)
+        assert out == "denied: ***&user=ci"
+        assert_hidden(KEY, out)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(secret=st.text(string.ascii_letters + string.digits + "-_", min_size=MIN_RUN, max_size=60),
+       every=st.sampled_from([None, 1, 3, 5, 7, 11]),
+       breaks=st.lists(st.sampled_from(["\n", "\r\n", " ", "\t", "\n  "]), min_size=1, max_size=4),
+       encoded=st.lists(st.booleans(), max_size=60), upper=st.booleans(),
+       before=st.text(max_size=30), after=st.text(max_size=30))
+@example(secret=KEY, every=5, breaks=["\n"], encoded=[], upper=True, before="Incorrect key: ", after=".")  # the audit's
+@example(secret=KEY, every=None, breaks=["\n"], encoded=[True] * len(KEY), upper=True, before="key=", after="")
+@example(secret=KEY, every=7, breaks=["\r\n", "\n"], encoded=[False, True] * 14, upper=False, before="", after="")
+def test_property_no_run_of_a_secret_survives_in_any_layout(secret, every, breaks, encoded, upper, before, after):
+    saved = registered()
+    try:
+        register(secret)
+        text = before + layout(secret, every, breaks, encoded, upper) + after
+        assert_hidden(secret, redact(text))
+        line = redact_line(text)
+        assert_hidden(secret, line)
+        assert len(line.splitlines()) <= 1
+    finally:
+        restore(saved)
+
+
+def test_folding_does_not_mask_what_only_looks_alike():
+    register(KEY)
+    text = "HTTP 401: the key you sent\r\nis not valid (100% sure); see https://example.test/a%20b"
+    assert redact(text) == text and redact_line(text) == " ".join(text.split())
+
+
 def test_restore_forgets_what_was_registered_after():
     before = registered()
     register("another-secret-value")
@@ -152,6 +229,30 @@ def test_judge_relevance_never_shows_the_key(fake, tmp_path, capsys, monkeypatch
     assert any(r["headers"].get("authorization") == f"Bearer {KEY}" for r in fake.requests)  # it was sent
     assert_clean(KEY, {"stdout": got.out, "stderr": got.err, **files_under(out, cache)})
     assert b"authorised by Bearer ***" in b"".join(files_under(cache).values())  # the reply was cached, redacted
+
+
+def test_a_key_echoed_split_or_percent_encoded_never_shows_and_each_error_is_one_line(fake, tmp_path, capsys,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("RG_TEST_KEY", KEY)
+    fake.script("echo-401", status(401, "Incorrect API key provided:\n" + layout(KEY, 5, ["\n"], [], True)))
+    fake.script("echo-403", status(403, "key\r\n" + layout(KEY, 3, ["\r\n"], [], True) + "\r\nmay not"))
+    fake.script("echo-200", status(400, "bad key=" + urllib.parse.quote(KEY, safe="") + " in\nrequest"))
+    out = tmp_path / "out"
+    out.mkdir()
+    code = main(["judge", "relevance", str(queue_file(tmp_path)), "-o", str(out / "labels.jsonl"), "--judge", "openai",
+                 "--judge-url", fake.url, "--judge-model", "m", "--judge-key-env", "RG_TEST_KEY", "--no-cache",
+                 "--retries", "0"])
+    got = capsys.readouterr()
+    assert code == 0
+    rows = [json.loads(line) for line in (out / "labels.jsonl").read_text().splitlines()]
+    assert [r.get("judge_error") for r in rows] == [
+        "HTTP 401: Incorrect API key provided: *** (check --judge-key-env)",
+        "HTTP 403: key *** may not (check --judge-key-env)",
+        "HTTP 400: bad *** in request", None]
+    failed = [line for line in got.err.splitlines() if line.startswith("judge failed on")]
+    assert len(failed) == 1 and failed[0].endswith("HTTP 401: Incorrect API key provided: *** (check --judge-key-env)")
+    for text in [got.err, got.out, *files_under(out).values()]:
+        assert_hidden(KEY, text.decode() if isinstance(text, bytes) else text)
 
 
 def test_answers_never_shows_the_key(fake, tmp_path, capsys, monkeypatch):

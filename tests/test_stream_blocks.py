@@ -521,16 +521,17 @@ def test_read_ahead_reads_in_order_and_stops_after_a_part_given_up() -> None:
     assert list(read_ahead(0, read, lambda x: True)) == []
 
 
-@pytest.mark.parametrize("mapped_from", [0, 1 << 62])
-def test_recorded_digests_are_the_files_bytes_hashed_mapped_or_read(tmp_path, monkeypatch, mapped_from) -> None:
-    """A large input is hashed from a map of it, a small one read: either way summary.json records
-    the sha256 of the file's bytes, and a dataset in shards is hashed as its shards' bytes in order."""
+@pytest.mark.parametrize("piece", [7, 1 << 21])
+def test_recorded_digests_are_the_files_bytes_hashed_mapped_or_read(tmp_path, monkeypatch, piece) -> None:
+    """An input is hashed from pieces read into one buffer, whatever the piece's size: summary.json
+    records the sha256 of the file's bytes, and a dataset in shards is hashed as its shards' bytes in
+    order."""
     import hashlib
 
     from rankgate.data import source
     from rankgate.data.inputs import sha256_files
 
-    monkeypatch.setattr(source, "_HASH_MAPPED_FROM", mapped_from)
+    monkeypatch.setattr(source, "_HASH_PIECE", piece)
     gold, run = _write(tmp_path, 5)
     out = tmp_path / "out"
     assert main(["evaluate", "--gold", str(gold), "--run", str(run), "-m", "ndcg@10", "--out", str(out),
@@ -596,31 +597,31 @@ def test_a_file_hashed_ahead_gives_its_digest_once_and_never_a_stale_one(tmp_pat
 
 
 def test_a_file_that_gets_shorter_while_it_is_hashed_is_named(tmp_path, monkeypatch) -> None:
-    """Hashed from maps a window at a time, a file cut short between two windows is an InputError
-    naming it (not an internal error, not the digest of half a file)."""
-    import mmap as mmap_module
+    """Hashed a piece at a time, a file cut short between two pieces is an InputError naming it (not
+    an internal error, not the digest of half a file); so is one rewritten after its last piece."""
     import os
 
     from rankgate.data import source
 
     path = tmp_path / "run.trec"
-    path.write_bytes(b"q1 Q0 d1 1 2.0 x\n" * 1000)  # 17,000 bytes: five 4,096-byte windows
-    monkeypatch.setattr(source, "_HASH_MAPPED_FROM", 0)
-    monkeypatch.setattr(source, "_HASH_WINDOW", 4096)
-    real = mmap_module.mmap
-    inode = os.stat(path).st_ino
+    path.write_bytes(b"q1 Q0 d1 1 2.0 x\n" * 1000)  # 17,000 bytes: five 4,096-byte pieces
+    monkeypatch.setattr(source, "_HASH_PIECE", 4096)
+    monkeypatch.setattr(source, "_ahead", {})
 
-    def cut_after_first(fd, length, **kw):
-        window = real(fd, length, **kw)
-        # (this file's first window only: a thread of an earlier test may map another file meanwhile)
-        if kw.get("offset", 0) == 0 and os.fstat(fd).st_ino == inode:
-            os.truncate(path, 5000)
-        return window
+    def cut_after(first: int):
+        def hook(name: str, offset: int, nbytes: int) -> None:
+            if name == str(path) and offset == first:
+                os.truncate(path, 5000)
+        return hook
 
-    monkeypatch.setattr(mmap_module, "mmap", cut_after_first)
+    monkeypatch.setattr(source, "after_read", cut_after(0))
     with pytest.raises(InputError, match="changed while it was read") as err:
         source.sha256_file(str(path))
     assert str(path) in str(err.value)
+    path.write_bytes(b"q1 Q0 d1 1 2.0 x\n" * 1000)
+    monkeypatch.setattr(source, "after_read", cut_after(16384))  # (the last piece: the end's check finds it)
+    with pytest.raises(InputError, match="changed while it was read"):
+        source.sha256_file(str(path))
 
 
 # -- item texts no metric reads; runs short enough to be scored whole --------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rankgate
@@ -428,6 +428,9 @@ def test_dict_of_scores_is_trec_eval_shaped():
 @given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0.0, 1.0, 2.0]), st.one_of(st.none(), st.integers(1, 4))),
                 min_size=1, max_size=30),
        st.booleans(), st.sampled_from([None, 1, 2, 3]), st.sampled_from(["id", "input"]))
+# Found by this test: under trec_eval's rule (which ignores ranks) ranks that put a lower score first
+# were counted as disagreeing with the scores.
+@example(rows=[(0, 0.0, 1), (0, 1.0, 2)], presorted=False, depth=None, rule="id")
 def test_tie_effect_counts_what_the_two_rules_order_differently(rows, presorted, depth, rule):
     """Against both rankings built in full: queries whose top ``depth`` differ, and fully ranked queries
     whose ranks put a higher score below a lower one. ``presorted`` lays rows out grouped and by score,

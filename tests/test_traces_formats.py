@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import sys
@@ -10,9 +11,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from rankgate.errors import ConfigError, InputError
 from rankgate.traces import read_traces
+
+from .conftest import examples
+from .hostile import assert_refused
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import trace_gen
@@ -222,7 +228,7 @@ def test_broken_lines_error_and_skip_modes(tmp_path):
     tt = read_traces(p, on_error="skip")
     assert tt.requests.num_rows == 1
     reasons = tt.skipped.counts
-    assert tt.skipped.total == 3 and reasons["field 'traceId' must be 32 hex digits"] == 1
+    assert tt.skipped.total == 3 and reasons["field 'traceId' must be 32 hex digits or the base64 of 16 bytes"] == 1
     assert [n for _, n, _ in tt.skipped.first] == [2, 3, 4]
 
 
@@ -242,10 +248,97 @@ def test_otlp_ids_in_base64_read_as_their_hex(tmp_path):
     for pad, url in ((True, False), (False, False), (False, True)):
         span = dict(RETRIEVAL, traceId=b64(TID, pad=pad, url=url), spanId=b64(RETRIEVAL["spanId"], pad=pad, url=url))
         assert requests(_write(tmp_path / f"b64-{pad}-{url}.jsonl", otlp_line([span]))) == want
-    for bad in (TID[:22], "not base64 at all!!!!!", b64(TID)[:-4] + "===="):
+    # TID[:22] has a base64 id's length, but its last character leaves bits past the 16th byte set
+    for bad in (TID[:22], TID[:30], "not base64 at all!!!!!", b64(TID)[:-4] + "===="):
         p = _write(tmp_path / "bad.jsonl", otlp_line([dict(RETRIEVAL, traceId=bad)]))
-        with pytest.raises(InputError, match=r"bad.jsonl:1: field 'traceId' must be 32 hex digits \(or the base64 of 16 bytes\)"):
+        with pytest.raises(InputError, match=r"bad.jsonl:1: field 'traceId' must be 32 hex digits or the base64 of 16 "
+                                             r"bytes \(24 characters, 22 without padding\); got '"):
             read_traces(p)
+
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+
+
+def _hex_looking(n_bytes):
+    """Ids whose base64 holds hex digits alone: 6.5 in a million random span ids, every small sequential
+    one ending in E, 0, 4, 8 or c. The length of a base64 id is what tells it from hex."""
+    unpadded = (4 * n_bytes + 2) // 3
+    spare = 6 * unpadded - 8 * n_bytes  # bits of the last character past the last byte: zero
+    last = [c for c in _HEX_DIGITS if _B64.index(c) % (1 << spare) == 0]
+    return st.tuples(st.text(_HEX_DIGITS, min_size=unpadded - 1, max_size=unpadded - 1), st.sampled_from(last)).map(
+        lambda t: base64.b64decode(t[0] + t[1] + "=" * (-unpadded % 4)))
+
+
+_ID_FORMS = {
+    "hex": lambda raw: raw.hex(),
+    "HEX": lambda raw: raw.hex().upper(),
+    "0x": lambda raw: "0x" + raw.hex(),
+    "base64": lambda raw: base64.b64encode(raw).decode(),
+    "base64-unpadded": lambda raw: base64.b64encode(raw).decode().rstrip("="),
+    "url": lambda raw: base64.urlsafe_b64encode(raw).decode(),
+    "url-unpadded": lambda raw: base64.urlsafe_b64encode(raw).decode().rstrip("="),
+}
+
+
+@settings(max_examples=examples(600), deadline=None)
+@given(raw=st.one_of(st.binary(min_size=8, max_size=8), st.binary(min_size=16, max_size=16),
+                     _hex_looking(8), _hex_looking(16), st.integers(0, 300).map(lambda k: k.to_bytes(8, "big")),
+                     st.integers(0, 300).map(lambda k: k.to_bytes(16, "big"))),
+       form=st.sampled_from(sorted(_ID_FORMS)))
+# the audit's: a random span id whose base64 is hex digits alone, and a sequential one
+@example(raw=bytes.fromhex("ec3eb7e40e8405ad"), form="base64")  # 7D635A6EBa0=
+@example(raw=(1).to_bytes(8, "big"), form="base64")  # AAAAAAAAAAE=
+@example(raw=(1).to_bytes(8, "big"), form="base64-unpadded")
+@example(raw=bytes(8), form="base64")  # AAAAAAAAAAA=: all zeros
+@example(raw=bytes(16), form="url-unpadded")
+def test_every_id_in_every_encoding_reads_as_its_hex(raw, form):
+    """A trace id (16 bytes) or span id (8) in hex (any case, 0x) or base64 (padded or not, standard or
+    URL-safe) reads as its hex; an all-zero one is no parent where the id is optional, and an error
+    saying so where it is required; the same text cut or lengthened by a character is refused."""
+    from rankgate.traces.build import Check
+    from rankgate.traces.formats.otlp import _hex_id
+
+    text = _ID_FORMS[form](raw)
+    length, field = 2 * len(raw), "spanId" if len(raw) == 8 else "traceId"
+    chk = Check("t.otlp.jsonl", 3)
+    if any(raw):
+        assert _hex_id(chk, text, field, length, required=True) == raw.hex()
+        assert _hex_id(chk, text, "parentSpanId", length, required=False) == raw.hex()
+    else:
+        assert _hex_id(chk, text, "parentSpanId", length, required=False) is None
+        with pytest.raises(InputError, match=rf"t.otlp.jsonl:3: field '{field}' is all zeros \('{text}'\): "
+                                             "OpenTelemetry's invalid "):
+            _hex_id(chk, text, field, length, required=True)
+    for other in (text[:-1], text + "A"):
+        if len(other) in {length, length + 2, len(base64.b64encode(raw)), len(base64.b64encode(raw).rstrip(b"="))}:
+            continue  # a base64 id without its "=", or lengthened to the padded length: the cases above
+        with pytest.raises(InputError, match=rf"field '{field}' must be {length} hex digits or the base64 of "
+                                             rf"{len(raw)} bytes \(.*; got '.*' \({len(other)} characters\)"):
+            _hex_id(chk, other, field, length, required=True)
+
+
+@pytest.mark.parametrize("text, field, want", [
+    ("0" * 32, "traceId", "is all zeros ('00000000000000000000000000000000')"),
+    ("A" * 22 + "==", "traceId", "is all zeros ('AAAAAAAAAAAAAAAAAAAAAA==')"),
+    ("A" * 11, "spanId", "is all zeros ('AAAAAAAAAAA')"),
+    ("ec3eb7e40e8405a", "spanId", "(15 characters)"),
+    ("z" * 16, "spanId", "(16 characters, not all hex digits)"),
+    ("AAAAAAAAAAB=", "spanId", "(12 characters, not the base64 of 8 bytes)"),  # bits past the 8th byte
+])
+def test_a_refused_id_says_what_is_wrong_with_it(text, field, want, tmp_path, capsys):
+    o = tmp_path / "o"
+    o.mkdir()
+    p = _write(tmp_path / "t.otlp.jsonl", otlp_line([dict(RETRIEVAL, **{field: text})]))
+    assert_refused(["traces", "analyze", "--traces", p, "--out", o], o, names=[p], capsys=capsys,
+                   contains=[f"t.otlp.jsonl:1: field '{field}' ", want])
+
+
+def test_an_all_zero_parent_is_no_parent_in_either_encoding(tmp_path):
+    want = read_traces(_write(tmp_path / "none.jsonl", otlp_line([RETRIEVAL]))).requests.num_rows
+    for parent in ("0" * 16, "AAAAAAAAAAA=", "AAAAAAAAAAA"):
+        got = read_traces(_write(tmp_path / "zero.jsonl", otlp_line([dict(RETRIEVAL, parentSpanId=parent)])))
+        assert got.requests.num_rows == want == 1
 
 
 def _write(path, line):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -230,7 +232,9 @@ def test_qrels_read_as_the_general_reader_reads_them(tmp_path: Path, monkeypatch
         "q1 Q0 d1 1 0.5 run extra\n",
         "q1 Q0 d1 1 0.5 run \n",  # trailing delimiter: an empty seventh field
         "q1  Q0 d1 1 0.5 run\n",  # two delimiters
-        "q1 Q0 d1 1 0.5 run\rq1 Q0 d2 2 0.4 run\n",  # a lone carriage return
+        "q1 Q0 d1 1 0.5 run\nq1 Qé d2 2 0.4 run\n",  # non-ASCII in a column not kept: checked all the same
+        "q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2\u00a0 0.4 run\n",
+        "q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 0.4 rün\n",
         "q1 Q0 dé 1 0.5 run\n",  # a non-ASCII id (the general reader checks the encoding)
         "q1 Q0 d\t1 1 0.5 run\n",  # a tab in a space-separated file
         "q1 Q0 d1 1 nan run\n",
@@ -254,7 +258,7 @@ def test_bad_files_still_get_their_messages(tmp_path: Path) -> None:
         trec.read_trec_run(str(path))
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 d1 1\nq1 0 d1 2\n")
-    with pytest.raises(InputError, match="twice"):
+    with pytest.raises(InputError, match=r"qrels.txt:2: judges 'd1' for query 'q1' again \(first on line 1\)"):
         trec.read_trec_qrels(str(qrels))
 
 
@@ -448,3 +452,161 @@ def test_count_lines_at_every_start_and_end_of_a_dense_text() -> None:
                 assert reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n"), (lo, hi)
     finally:
         reader.wide_lines(before)
+
+
+# ------------------------------------------------------------------ every reading path, one answer
+
+@contextmanager
+def reading_path(name: str) -> Iterator[None]:
+    """Force one reading path of the TREC readers: ``wide``/``narrow`` (the compiled reader with its
+    64-byte window split on or off), ``pieces`` (the compiled reader in pieces of ~40 bytes, on two
+    threads), ``arrow`` (no compiled reader: pyarrow's), ``lines`` (neither: the line-by-line reader)."""
+    with pytest.MonkeyPatch.context() as m:
+        if name in ("wide", "narrow", "pieces"):
+            assert reader is not None
+            before = reader.wide_lines(name != "narrow")
+            if name == "pieces":
+                m.setattr(trec, "_PIECE", 40)
+            try:
+                yield
+            finally:
+                reader.wide_lines(before)
+            return
+        m.setattr(accel, "reader", None)
+        if name == "lines":
+            m.setattr(trec, "_fast_table", lambda *a, **k: None)
+        yield
+
+
+READING_PATHS = (["wide", "narrow", "pieces"] if reader is not None else []) + ["arrow", "lines"]
+
+
+def _every_path(path: Path, kind: str) -> object:
+    """What each reading path gives for the file (its columns or its error), checked to be one answer."""
+    outcomes = {}
+    for name in READING_PATHS:
+        with reading_path(name), pytest.MonkeyPatch.context() as m:
+            try:
+                outcomes[name] = _columns(path, kind, m, general=False)
+            except InputError as exc:
+                outcomes[name] = str(exc)
+    assert len({repr(v) for v in outcomes.values()}) == 1, outcomes
+    return outcomes["lines"]
+
+
+_RUN = b"q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 0.25 run\nq2 Q0 d3 1 2.5 run\n"
+
+# (content, line, what the message says): lines of another field count, from any reader
+_WRONG_FIELDS = {
+    "seven fields": (_RUN + b"q2 Q0 d4 2 1.5 run v2\n", 4, "has 7 columns; expected 6 (qid Q0 docno rank score tag)"),
+    "nine fields": (b"q0 Q0 d0 1 9 run\t# a b\n" + _RUN, 1, "has 9 columns; expected 6"),
+    "seven, in the middle": (_RUN.replace(b"d2 2", b"d2 x 2"), 2, "has 7 columns; expected 6"),
+    "an id with a space": (_RUN.replace(b"d3", b"doc 3"), 3, "has 7 columns"),
+    "cat without the last newline": (_RUN[:-1] + _RUN.replace(b"q", b"p"), 3, "has 11 columns; expected 6"),
+    "cat, a space before": (_RUN[:-1] + b" " + _RUN.replace(b"q", b"p"), 3, "has 12 columns; expected 6"),
+    "five fields": (_RUN.replace(b" run\nq2", b"\nq2"), 2, "has 5 columns; expected 6"),
+    "a no-break space is no separator": (_RUN.replace(b"d2 2", "d2\u00a02".encode()), 2, "has 5 columns"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_WRONG_FIELDS))
+@pytest.mark.parametrize("delim", [b" ", b"\t"])
+def test_a_run_line_has_exactly_six_fields_whichever_path_reads_it(case, delim, tmp_path: Path) -> None:
+    """Never the first six of more (two lines run together lose no row unsaid), never a shorter line:
+    every path gives the line-by-line reader's error, naming the line and the count."""
+    content, line, message = _WRONG_FIELDS[case]
+    path = tmp_path / "run.trec"
+    path.write_bytes(content.replace(b" ", delim) if delim == b"\t" and case != "an id with a space" else content)
+    got = _every_path(path, "run")
+    assert isinstance(got, str) and f"run.trec:{line}: {message}" in got, got
+    if "cat" in case:
+        assert "two lines run together" in got
+
+
+_NOT_UTF8_COLUMNS = {  # line 2, where the first line's check (which finds the delimiter) does not look
+    "Q0": (b"q1 Q0 d1 1 0.5 run\nq1 Q\xff0 d2 2 0.4 run\n", "byte 0xff at column 5"),
+    "rank": (b"q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2\xc0\xaf 0.4 run\n", "byte 0xc0 at column 11"),
+    "tag": (b"q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 0.4 r\xed\xa0\x80un\n", "byte 0xed at column 17"),
+    "iter (qrels)": (b"q1 0 d1 1\nq1 0\xe2\x82 d2 1\n", "byte 0xe2 at column 5"),
+}
+
+
+@pytest.mark.parametrize("column", sorted(_NOT_UTF8_COLUMNS))
+def test_bytes_that_are_not_utf8_in_a_column_not_kept_are_refused_by_every_path(column, tmp_path: Path) -> None:
+    """The compiled reader and pyarrow's read the Q0, rank and tag columns (qrels: iter) too: a byte
+    that is not UTF-8 there is the same error as in an id, whichever build reads the file."""
+    content, where = _NOT_UTF8_COLUMNS[column]
+    path = tmp_path / "file.trec"
+    path.write_bytes(content)
+    got = _every_path(path, "qrels" if "qrels" in column else "run")
+    assert got == f"{path}:2: is not UTF-8 text ({where}) (save the file as UTF-8)"
+
+
+@pytest.mark.parametrize("end", [b"\r", b"\r\n", b"\n"])
+@pytest.mark.parametrize("kind", ["run", "qrels"])
+def test_a_lone_carriage_return_ends_a_line_in_every_path(end, kind, tmp_path: Path) -> None:
+    """A file written with CR-only line ends (or some of them) is read line by line, never as one line
+    of its first fields; a bad line in it is named by its number counted so."""
+    lines = ([b"q1 Q0 d1 1 0.5 run", b"q1 Q0 d2 2 0.25 run", b"q2 Q0 d3 1 2.5 run"] if kind == "run"
+             else [b"q1 0 d1 1", b"q1 0 d2 0", b"q2 0 d3 2"])
+    want_path, path = tmp_path / "want.trec", tmp_path / "file.trec"
+    want_path.write_bytes(b"\n".join(lines) + b"\n")
+    want = _every_path(want_path, kind)
+    path.write_bytes(lines[0] + b"\r" + lines[1] + end + b"\r" + lines[2])  # (a blank line between)
+    assert _every_path(path, kind) == want
+    path.write_bytes(lines[0] + b"\r" + lines[1] + b"\r\r\n" + lines[2] + b" x\r")
+    got = _every_path(path, kind)
+    assert isinstance(got, str) and got.startswith(f"{path}:4: has {len(lines[2].split()) + 1} columns"), got
+
+
+def test_beir_qrels_lines_end_at_a_lone_carriage_return_too(tmp_path: Path) -> None:
+    path = tmp_path / "test.tsv"
+    path.write_bytes(b"query-id\tcorpus-id\tscore\rq1\td1\t1\rq1\td2\t0\rq2\td1\t2\r")
+    gold = trec.read_beir_qrels(str(path))
+    assert gold.query_ids == ["q1", "q2"] and gold.j_doc.to_pylist() == ["d1", "d2", "d1"]
+    path.write_bytes(b"query-id\tcorpus-id\tscore\rq1\td1\t1\rq1\td2\t0\tx\r")
+    with pytest.raises(InputError, match=r"test.tsv:3: has 4 tab-separated columns; expected 3"):
+        trec.read_beir_qrels(str(path))
+
+
+@pytest.mark.parametrize("notation", ["0x1", "0X10", "1_0", "+0x1"])
+def test_grades_pyarrow_reads_otherwise_are_named_by_every_path(notation, tmp_path: Path) -> None:
+    """(Found by the fuzz tier: pyarrow reads "0x1" in an integer column as 1.)"""
+    path = tmp_path / "qrels"
+    path.write_bytes(b"q1 0 d1 1\nq1 0 d2 " + notation.encode() + b"\n")
+    got = _every_path(path, "qrels")
+    assert isinstance(got, str) and f"qrels:2: field 'grade' must be an integer grade; got '{notation}'" in got
+
+
+@pytest.mark.parametrize("text", [b"q1 Q0 d1 1 0.5 run\n#c Q0 d2 2 0.4 run\n",  # a comment line of six fields
+                                  b"q1\tQ0\td1\t1\t0.5\trun\nq1 \tQ0\td2\t2\t0.4\trun\n",  # a space by a tab
+                                  b"q1 Q0 d1 1 0.5 run\n q1 Q0 d2 2 0.4\n",  # a leading space for a missing field
+                                  b"q1 Q0 d1 1 0.5 run\nq1 Q0 d2  0.4 run\n",  # two delimiters, one field less
+                                  b"q1 Q0 d1 1 0.5 run\nq1 Q0 d\x0b2 2 0.4 run\n",  # a vertical tab in an id
+                                  b"q1 Q0 d1 1 0.5 run\nq1 Q0 d2 2 1_0 run\n",  # a score float() takes, trec_eval not
+                                  "q1 Q0 d1 1 0.5 run\nq1 Q0 d\u00a02 2 0.4 run\n".encode()])  # (one id)
+def test_pyarrows_single_delimiter_reads_what_the_line_by_line_reader_reads(text, tmp_path: Path) -> None:
+    """pyarrow splits at one delimiter and reads a comment as a row: its table is checked (whitespace
+    inside a field, an empty field, a first field starting with '#') and declined where the line-by-line
+    reader reads otherwise. (Each was a different answer with and without the compiled reader.)"""
+    path = tmp_path / "run"
+    path.write_bytes(text)
+    _every_path(path, "run")
+
+
+def test_trec_eval_rule_for_text_after_the_sixth_field(tmp_path: Path) -> None:
+    """``evaluate --trec`` reads run lines as trec_eval does: text after the sixth field is ignored (its
+    own test suite has such lines); a line long enough to hold a second line is refused all the same."""
+    path = tmp_path / "run"
+    path.write_bytes(_RUN.replace(b"0.25 run", b"0.25 run more junk at end") + b"q2 Q0 d4 2 1.5 run\tx\n")
+    with pytest.raises(InputError, match="run:2: has 10 columns"):
+        trec.read_trec_run(str(path))
+    with trec.trec_eval_lines():
+        lenient = trec.read_trec_run(str(path))
+    assert lenient.r_doc.to_pylist() == ["d1", "d2", "d3", "d4"] and lenient.r_score.tolist() == [0.5, 0.25, 2.5, 1.5]
+    path.write_bytes(_RUN[:-1] + _RUN.replace(b"q", b"p"))
+    with trec.trec_eval_lines(), pytest.raises(InputError, match="run:3: has 11 columns.*two lines run together"):
+        trec.read_trec_run(str(path))
+    with pytest.raises(InputError, match="run:2: has 10 columns"):  # (only within)
+        path.write_bytes(_RUN.replace(b"0.25 run", b"0.25 run more junk at end"))
+        trec.read_trec_run(str(path))

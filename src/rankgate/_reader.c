@@ -5,19 +5,22 @@
  *   read_lines(buf, start, end, ncols, value_col, value_kind, delim,
  *              codes, values, offsets, data) -> (rows, data_bytes, query_ids) | None
  *
- * Parses buf[start:end) as lines of exactly `ncols` non-empty fields separated by one `delim` byte
- * (b' ' or b'\t'), ending in \n or \r\n; empty lines are skipped. Column 0 is the query id, column 2
- * the item id, column `value_col` a number: value_kind 0 a decimal float (float64 out), 1 an integer
- * (int64 out). Outputs, caller-allocated: codes (int32, the query's index in the returned list, in
- * order of first appearance), values, offsets (int32, rows + 1; an arrow string array's offsets into
- * data) and data (the item ids' bytes, with 16 bytes of room at the end: short ids are copied 16 bytes
- * at a time). count_lines(buf, start, end) counts newlines, so that callers can size the outputs.
+ * Parses buf[start:end) as lines of exactly `ncols` non-empty fields of ASCII bytes 0x21-0x7f (ids:
+ * printable ASCII, 0x21-0x7e) separated by one `delim` byte (b' ' or b'\t'), ending in \n, \r\n or a
+ * lone \r (a line end, as in the other readers); empty lines are skipped. Column 0 is the query id,
+ * column 2 the item id, column `value_col` a number: value_kind 0 a decimal float (float64 out), 1 an
+ * integer (int64 out). Outputs, caller-allocated: codes (int32, the query's index in the returned
+ * list, in order of first appearance), values, offsets (int32, rows + 1; an arrow string array's
+ * offsets into data) and data (the item ids' bytes, with 16 bytes of room at the end: short ids are
+ * copied 16 bytes at a time). count_lines(buf, start, end) counts newlines, so that callers can size
+ * the outputs (lines that end in a lone \r are not counted: a region of more rows than its outputs
+ * hold returns None).
  *
- * It is deliberately narrow. Anything it does not accept in full (a comment line, a stray \r, a tab in
- * a space-separated file, ids outside printable ASCII, a number in another notation, too many rows or
- * bytes for the buffers) makes it return None, and the caller reads the file with the general readers,
- * which name the bad line. So on every file this reader accepts, the result is the one the general
- * path gives.
+ * It is deliberately narrow. Anything it does not accept in full (a comment line, a tab in a
+ * space-separated file, a byte >= 0x80 in any field, a number in another notation, too many rows or
+ * bytes for the buffers) makes it return None, and the caller reads the file with the general
+ * readers, which name the bad line. So on every file this reader accepts, the result is the one the
+ * general path gives.
  *
  * Numbers are correctly rounded, like strtod: the usual short decimals (mantissa <= 2^53, exponent
  * within 10^+-22) with one IEEE division or product of exact operands; up to 19 significant digits
@@ -58,6 +61,117 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---------------------------------------------------------------------------------------------- */
+/* The guard around a scan of a memory map. A file that another process cuts short while it is mapped
+ * makes a read of a page past its new end raise SIGBUS, which would end the process. A scan runs
+ * under guarded(): a SIGBUS in the thread of a guarded scan jumps back out of the scan, which then
+ * reports FileCut (the caller says "changed while it was read"); any other SIGBUS goes to the handler
+ * that was there before (by default: the process ends, as it did). The scans only read the map:
+ * nothing they hold is left half-written by the jump, and the caller frees what they allocated. */
+
+static PyObject *FileCut; /* rankgate._reader.FileCut (an OSError) */
+static unsigned long faults_caught = 0; /* (tests: faults() counts the jumps) */
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <setjmp.h>
+#include <signal.h>
+#define RG_GUARD 1
+
+static _Thread_local sigjmp_buf *guard_jump = NULL;
+static struct sigaction before_bus;
+static int guard_ready = 0;
+
+static void on_bus(int sig, siginfo_t *info, void *context) {
+    sigjmp_buf *jump = guard_jump;
+    if (jump != NULL) { /* (also a SIGBUS re-raised by a handler installed after this one, such as faulthandler's) */
+        guard_jump = NULL;
+        faults_caught++;
+        siglongjmp(*jump, 1);
+    }
+    if (before_bus.sa_flags & SA_SIGINFO) {
+        if (before_bus.sa_sigaction != NULL) before_bus.sa_sigaction(sig, info, context);
+        return;
+    }
+    if (before_bus.sa_handler == SIG_IGN) return;
+    if (before_bus.sa_handler == SIG_DFL) {
+        signal(sig, SIG_DFL); /* (the fault happens again on return, with the default action) */
+        return;
+    }
+    before_bus.sa_handler(sig);
+}
+
+/* Installed once, at the first guarded scan (with the GIL held: no two threads get here at once). */
+static int guard_install(void) {
+    if (guard_ready) return 0;
+    struct sigaction act;
+    memset(&act, 0, sizeof(act));
+    act.sa_sigaction = on_bus;
+    act.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(SIGBUS, &act, &before_bus) != 0) return -1;
+    guard_ready = 1;
+    return 0;
+}
+#endif
+
+typedef int (*scan_fn)(void *);
+
+/* fn(arg) with the guard on; *cut = 1 (and -1 returned) when a SIGBUS ended it. Not inlined: no
+ * variable of the caller lives across the jump. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int guarded(scan_fn fn, void *arg, int *cut) {
+    *cut = 0;
+#ifdef RG_GUARD
+    if (!guard_ready) return fn(arg); /* (guard_install failed: unguarded, as before) */
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 1) != 0) {
+        *cut = 1;
+        return -1;
+    }
+    guard_jump = &jump;
+    const int status = fn(arg);
+    guard_jump = NULL;
+    return status;
+#else
+    return fn(arg);
+#endif
+}
+
+/* Call with the GIL held before a guarded scan; -1 with an exception set if the guard is not there. */
+static int guard_ready_or_error(void) {
+#ifdef RG_GUARD
+    if (guard_install() != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+#endif
+    return 0;
+}
+
+/* The ids a scan points at (in the buffer, which may be a map) copied into one allocation, the
+ * pointers moved to the copies: made under the guard, so that the ids are decoded (with the GIL held,
+ * where no jump may land) from memory no other process can take away. */
+static int own_ids(const unsigned char **ids, const int32_t *lens, size_t n, unsigned char **arena) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += (size_t)lens[i];
+    unsigned char *a = (unsigned char *)malloc(total ? total : 1);
+    if (!a) return -1;
+    *arena = a;
+    for (size_t i = 0, at = 0; i < n; i++) {
+        memcpy(a + at, ids[i], (size_t)lens[i]);
+        ids[i] = a + at;
+        at += (size_t)lens[i];
+    }
+    return 0;
+}
+
+static PyObject *file_cut(void) {
+    PyErr_SetString(FileCut, "the mapped file is shorter than when it was mapped (a read past its end raised SIGBUS)");
+    return NULL;
+}
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Query ids: an open-addressing table of (bytes, length) -> code over the mapped text itself. */
@@ -283,6 +397,7 @@ typedef struct {
     int32_t prev_len, prev_code;
     unsigned char *tail;           /* a copy of a last line that has no newline */
     qdict_t qd;
+    unsigned char *arena;          /* the query ids, copied out of the buffer once scanned */
     PyThreadState *thread; /* while the GIL is released */
 } job_t;
 
@@ -326,11 +441,13 @@ static int parse_int(const unsigned char *s, int32_t n, int64_t *out) {
 }
 
 /* Where a field that starts at p ends, eight bytes at a time while eight can be read before `limit`:
- * field_end at the first byte <= 0x20, id_end at the first byte outside printable ASCII (0x21-0x7e).
- * In a word w (its first byte lowest), (w - 0x21..21) & ~w & 0x80..80 flags bytes below 0x21 and
- * ((w & 0x7f..7f) + 0x01..01 | w) & 0x80..80 bytes above 0x7e; a borrow or carry can only flag a
- * byte after a flagged one, so the lowest flag is exactly the first such byte. The text ends in
- * '\n', so the byte loop for the last few bytes stops by itself. */
+ * field_end at the first byte outside 0x21-0x7f, id_end at the first byte outside printable ASCII
+ * (0x21-0x7e). In a word w (its first byte lowest), ((w - 0x21..21) | w) & 0x80..80 flags bytes
+ * below 0x21 and from 0x80, and ((w & 0x7f..7f) + 0x01..01 | w) & 0x80..80 bytes above 0x7e; a
+ * borrow or carry can only flag a byte after a flagged one, so the lowest flag is exactly the first
+ * such byte. The text ends in '\n', so the byte loop for the last few bytes stops by itself. No
+ * field holds a byte >= 0x80 (one the general reader refuses as not UTF-8, or splits at): where one
+ * ends a field, no separator or line end follows, and the line is irregular. */
 #define RG_ONES 0x0101010101010101ULL
 #define RG_HIGHS 0x8080808080808080ULL
 
@@ -350,10 +467,10 @@ static inline const unsigned char *field_end(const unsigned char *p, const unsig
     for (; limit - p >= 8; p += 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        const uint64_t flags = (w - RG_ONES * 0x21) & ~w & RG_HIGHS;
+        const uint64_t flags = ((w - RG_ONES * 0x21) | w) & RG_HIGHS;
         if (flags) return first_flagged(p, flags);
     }
-    while (*p > 0x20) p++;
+    while ((unsigned)(*p - 0x21) < 0x5fu) p++;
     return p;
 }
 
@@ -374,10 +491,11 @@ static inline const unsigned char *id_end(const unsigned char *p, const unsigned
 /* The fields of the line at p from one 64-byte window (p has 64 readable bytes): fields[c] and
  * lens[c] as the scalar split in scan finds them, and the bytes the line takes with its line break;
  * 0 when the window does not settle the line as a regular one (longer than the window, an empty
- * field, a byte outside printable ASCII in an id, another byte <= 0x20 where a separator belongs, a
- * lone \r): the scalar split then reads it, and finds what it finds. One compare of the whole window
- * gives every byte <= 0x20 (the field ends) and every byte > 0x7e (not allowed in an id), so the
- * fields' ends come from a bit mask instead of a chain of loads, one field after another. */
+ * field, a byte outside printable ASCII in a field, another byte <= 0x20 where a separator belongs, a
+ * \r on the window's last byte): the scalar split then reads it, and finds what it finds. One compare
+ * of the whole window gives every byte <= 0x20 (the field ends) and every byte > 0x7e (not allowed in
+ * a field), so the fields' ends come from a bit mask instead of a chain of loads, one field after
+ * another. */
 __attribute__((target("avx512f,avx512bw"))) static inline int split64(const unsigned char *p, int ncols,
                                                                      unsigned char delim,
                                                                      const unsigned char **fields, int32_t *lens) {
@@ -390,7 +508,7 @@ __attribute__((target("avx512f,avx512bw"))) static inline int split64(const unsi
         const int e = __builtin_ctzll(ends);
         ends &= ends - 1;
         if (e == start) return 0; /* an empty field */
-        if ((c == 0 || c == 2) && ((high >> start) & ((1ULL << (e - start)) - 1))) return 0;
+        if ((high >> start) & ((1ULL << (e - start)) - 1)) return 0; /* (0x7f outside an id: scalar) */
         fields[c] = p + start;
         lens[c] = e - start;
         if (c + 1 < ncols) {
@@ -398,8 +516,8 @@ __attribute__((target("avx512f,avx512bw"))) static inline int split64(const unsi
             start = e + 1;
         } else if (p[e] == '\n') {
             return e + 1;
-        } else if (p[e] == '\r' && e < 63 && p[e + 1] == '\n') {
-            return e + 2;
+        } else if (p[e] == '\r' && e < 63) { /* \r\n or a lone \r (on the last byte: the scalar split's) */
+            return p[e + 1] == '\n' ? e + 2 : e + 1;
         }
     }
     return 0;
@@ -426,8 +544,8 @@ __attribute__((always_inline)) static inline int scan_lines(job_t *job, const un
             p++;
             continue;
         }
-        if (*p == '\r' && p[1] == '\n') {
-            p += 2;
+        if (*p == '\r') { /* an empty line ending in \r\n or a lone \r */
+            p += p[1] == '\n' ? 2 : 1;
             continue;
         }
         if (*p == '#' || rows == job->max_rows) return IRREGULAR;
@@ -444,7 +562,7 @@ __attribute__((always_inline)) static inline int scan_lines(job_t *job, const un
             const unsigned char *s = p;
             if (c == 0 || c == 2) { /* ids: printable ASCII */
                 p = id_end(p, text_end);
-            } else {
+            } else { /* the others: no byte >= 0x80 either */
                 p = field_end(p, text_end);
             }
             if (p == s || p - s > INT32_MAX) return IRREGULAR;
@@ -455,8 +573,8 @@ __attribute__((always_inline)) static inline int scan_lines(job_t *job, const un
                 p++;
             } else if (*p == '\n') {
                 p++;
-            } else if (*p == '\r' && p[1] == '\n') {
-                p += 2;
+            } else if (*p == '\r') { /* \r\n, or a lone \r (p[1] is readable: the text ends in \n) */
+                p += p[1] == '\n' ? 2 : 1;
             } else {
                 return IRREGULAR;
             }
@@ -536,6 +654,16 @@ static unsigned char *tail_copy(const unsigned char *last, size_t n) {
 }
 
 /* The whole region: all complete lines in place, then a last line without a newline from a copy. */
+static int scan_all(job_t *job);
+
+/* scan_all, then the query ids copied out of the buffer (see own_ids). */
+static int scan_lines_owned(void *arg) {
+    job_t *job = (job_t *)arg;
+    const int status = scan_all(job);
+    if (status != OK) return status;
+    return own_ids(job->qd.ids, job->qd.lens, job->qd.n, &job->arena) < 0 ? NO_MEMORY : OK;
+}
+
 static int scan_all(job_t *job) {
     const unsigned char *p = job->p, *end = job->end;
     const unsigned char *last = lines_end(p, end);
@@ -581,6 +709,21 @@ __attribute__((target("avx512f,avx512bw,popcnt"))) static Py_ssize_t newlines_wi
 }
 #endif
 
+typedef struct {
+    const unsigned char *from, *to;
+    Py_ssize_t count;
+} count_job_t;
+
+static int count_scan(void *arg) {
+    count_job_t *job = (count_job_t *)arg;
+#ifdef RG_SPLIT64
+    job->count = has_split64 ? newlines_wide(job->from, job->to) : newlines(job->from, job->to);
+#else
+    job->count = newlines(job->from, job->to);
+#endif
+    return 0;
+}
+
 /* count_lines(buf, start, end) -> number of b'\n' in buf[start:end) */
 static PyObject *count_lines(PyObject *self, PyObject *args) {
     PyObject *o_buf;
@@ -593,17 +736,17 @@ static PyObject *count_lines(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "count_lines: range outside the buffer");
         return NULL;
     }
-    Py_ssize_t count = 0;
+    if (guard_ready_or_error() < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    count_job_t job = {(const unsigned char *)view.buf + start, (const unsigned char *)view.buf + stop, 0};
+    int cut;
     Py_BEGIN_ALLOW_THREADS
-    const unsigned char *const from = (const unsigned char *)view.buf + start, *const to = (const unsigned char *)view.buf + stop;
-#ifdef RG_SPLIT64
-    count = has_split64 ? newlines_wide(from, to) : newlines(from, to);
-#else
-    count = newlines(from, to);
-#endif
+    guarded(count_scan, &job, &cut);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    return PyLong_FromSsize_t(count);
+    return cut ? file_cut() : PyLong_FromSsize_t(job.count);
 }
 
 /* The buffers of objs[0..n): the first read-only, the others writable, each a whole number of items
@@ -667,10 +810,17 @@ static PyObject *read_lines(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    if (guard_ready_or_error() < 0) {
+        qdict_free(&job.qd);
+        goto done;
+    }
+    int cut;
     job.thread = PyEval_SaveThread();
-    const int status = scan_all(&job);
+    const int status = guarded(scan_lines_owned, &job, &cut);
     PyEval_RestoreThread(job.thread);
-    if (status == NO_MEMORY) {
+    if (cut) {
+        file_cut();
+    } else if (status == NO_MEMORY) {
         PyErr_NoMemory();
     } else if (status == IRREGULAR) {
         result = Py_None;
@@ -687,7 +837,8 @@ static PyObject *read_lines(PyObject *self, PyObject *args) {
         }
         if (ids) result = Py_BuildValue("nnN", job.rows, job.data_len, ids);
     }
-    free(job.tail); /* (after the ids: one may live in the copied line) */
+    free(job.tail);
+    free(job.arena);
     qdict_free(&job.qd);
 done:
     while (got > 0) PyBuffer_Release(&views[--got]);
@@ -777,6 +928,8 @@ typedef struct {
     item_shape_t shapes[ITEM_SHAPES]; /* the bytes around the values of items written alike */
     int nshapes, shape_tries, last_shape; /* shapes learned; items looked at for one; the last matched */
     Py_ssize_t shaped;   /* items read by their values alone */
+    unsigned char *arena, *karena; /* the query ids and other keys, copied out of the buffer once scanned */
+    const unsigned char *from, *to; /* the bytes to scan (for jscan_owned) */
 } jjob_t;
 
 #define SKIP_WS(p)                                        \
@@ -814,6 +967,8 @@ static void jjob_free(jjob_t *j) {
     free(j->lines);
     free(j->spans);
     free(j->tail);
+    free(j->arena);
+    free(j->karena);
 }
 
 /* The JSON number at *pp into *out (kind 0: a double, 1: an int64); *pp moves past it. What Python's json module gives, then
@@ -1348,6 +1503,18 @@ static int jscan(jjob_t *j, const unsigned char *p, const unsigned char *const e
 }
 
 /* The whole region: all complete lines in place, then a last line without a newline from a copy. */
+static int jscan_all(jjob_t *j, const unsigned char *p, const unsigned char *end);
+
+/* jscan_all over [j->from, j->to), then the query ids and other keys copied out of the buffer (see own_ids). */
+static int jscan_owned(void *arg) {
+    jjob_t *j = (jjob_t *)arg;
+    const int status = jscan_all(j, j->from, j->to);
+    if (status != OK) return status;
+    if (own_ids(j->qids, j->qlens, (size_t)j->queries, &j->arena) < 0) return NO_MEMORY;
+    if (j->kd.slots && own_ids(j->kd.ids, j->kd.lens, j->kd.n, &j->karena) < 0) return NO_MEMORY;
+    return OK;
+}
+
 static int jscan_all(jjob_t *j, const unsigned char *p, const unsigned char *end) {
     const unsigned char *last = lines_end(p, end);
     j->text_end = end;
@@ -1430,11 +1597,20 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
     job.offsets[0] = 0;
     job.region = (const unsigned char *)views[0].buf + start;
     job.shift = start;
+    if (guard_ready_or_error() < 0) {
+        jjob_free(&job);
+        goto done;
+    }
+    job.from = (const unsigned char *)views[0].buf + start;
+    job.to = (const unsigned char *)views[0].buf + stop;
+    int cut;
     job.thread = PyEval_SaveThread();
-    const int status = jscan_all(&job, (const unsigned char *)views[0].buf + start, (const unsigned char *)views[0].buf + stop);
+    const int status = guarded(jscan_owned, &job, &cut);
     PyEval_RestoreThread(job.thread);
     shaped_total += job.shaped;
-    if (status == NO_MEMORY) {
+    if (cut) {
+        file_cut();
+    } else if (status == NO_MEMORY) {
         PyErr_NoMemory();
     } else if (status == IRREGULAR) {
         result = Py_None;
@@ -1512,7 +1688,12 @@ static PyObject *shaped_items(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(n);
 }
 
+static PyObject *faults(PyObject *self, PyObject *noargs) {
+    return PyLong_FromUnsignedLong(faults_caught);
+}
+
 static PyMethodDef methods[] = {
+    {"faults", faults, METH_NOARGS, "faults() -> SIGBUS faults of guarded scans caught so far (a file cut short while mapped; tests)"},
     {"shaped_items", shaped_items, METH_NOARGS, "shaped_items() -> items read by their values alone since the last call (tests)"},
     {"item_shapes", item_shapes, METH_VARARGS,
      "item_shapes(on) -> previous: read an item written as the first one by its values alone (tests)"},
@@ -1544,5 +1725,12 @@ PyMODINIT_FUNC PyInit__reader(void) {
     __builtin_cpu_init();
     has_split64 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 #endif
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    FileCut = PyErr_NewException("rankgate._reader.FileCut", PyExc_OSError, NULL);
+    if (!FileCut || PyModule_AddObjectRef(m, "FileCut", FileCut) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

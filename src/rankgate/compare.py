@@ -24,17 +24,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from .errors import UsageError
-from ._jsonable import exact_mean, nan_to_none
+from ._jsonable import exact_mean, exact_means, nan_to_none
 # metric facts live in the registry; re-exported here for code written against earlier releases
 from .metrics.info import higher_is_better, is_share, metric_family
 from .results import EvaluationResult, run_label
-from .segments import ordered_labels, segment_labels, split_fields
-from .stats import holm, paired_bootstrap_ci, randomization_test
+from .segments import label_groups, segment_labels, split_fields
+from .stats import grouped_bootstrap_cis, grouped_randomization_tests, holm, paired_bootstrap_ci, randomization_test
 
 __all__ = [
     "Comparison", "DeltaRow", "MultiComparison", "QueryChange", "SystemPairing", "SystemRow", "change_dict",
@@ -152,10 +153,16 @@ class Comparison:
     notes: tuple[str, ...] = field(default=())
 
     def row(self, metric: str, field: str | None = None, segment: str | None = None) -> DeltaRow | None:
+        return self._index.get((metric, field, segment))
+
+    @cached_property
+    def _index(self) -> dict[tuple[str, str | None, str | None], DeltaRow]:
+        """(metric, field, segment) -> the first such row, built on the first look-up (a gate looks up every
+        segment of a field, which may have 50,000)."""
+        index: dict[tuple[str, str | None, str | None], DeltaRow] = {}
         for r in self.rows:
-            if r.metric == metric and r.field == field and r.segment == segment:
-                return r
-        return None
+            index.setdefault((r.metric, r.field, r.segment), r)
+        return index
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
@@ -244,7 +251,8 @@ def compare(
     only_base = tuple(q for q in base.query_ids if q not in cidx)
     only_cand = tuple(q for q in cand.query_ids if q not in bset)
 
-    scopes: list[tuple[str | None, str | None, np.ndarray]] = [(None, None, np.arange(bi.size))]
+    scopes: list[tuple[str | None, str | None]] = [(None, None)]
+    members = [np.arange(bi.size)]  # each scope's paired queries, in query order
     keys: list[str] = []
     for name in split_fields(by):
         source = base
@@ -257,32 +265,12 @@ def compare(
             continue
         keys.append(key)
         sel = bi if source is base else ci
-        paired_labels = [labels[i] for i in sel.tolist()]
-        groups: dict[str, list[int]] = {}
-        for j, label in enumerate(paired_labels):
-            groups.setdefault(label, []).append(j)
-        for label in ordered_labels(paired_labels):
-            scopes.append((key, label, np.asarray(groups[label], dtype=np.int64)))
-
-    raw: list[DeltaRow] = []
-    for m in names:
-        vb_all = base.values[m][bi]
-        vc_all = cand.values[m][ci]
-        hib = higher_is_better(m)
-        for scope, label, idx in scopes:
-            vb, vc = vb_all[idx], vc_all[idx]
-            ok = ~(np.isnan(vb) | np.isnan(vc))
-            b, c = vb[ok], vc[ok]
-            mb, mc = exact_mean(b), exact_mean(c)
-            low, high = paired_bootstrap_ci(b, c, rng=seed, n_resamples=n_resamples, confidence=confidence)
-            p = randomization_test(b, c, rng=seed, n_resamples=n_permutations)
-            raw.append(DeltaRow(m, scope, label, int(ok.sum()), mb, mc, mc - mb, low, high, p, math.nan, hib))
-    adjusted = holm([r.p_value for r in raw])
-    rows = tuple(
-        DeltaRow(r.metric, r.field, r.segment, r.n, r.baseline, r.candidate, r.delta, r.ci_low, r.ci_high,
-                 r.p_value, float(a), r.higher_is_better)
-        for r, a in zip(raw, adjusted.tolist())
-    )
+        distinct, codes, order = label_groups([labels[i] for i in sel.tolist()])
+        scopes += [(key, label) for label in distinct]
+        if distinct:
+            members += np.split(order, np.cumsum(np.bincount(codes, minlength=len(distinct)))[:-1])
+    rows = _delta_rows(base, cand, bi, ci, names, scopes, np.concatenate(members), [m.size for m in members],
+                       seed=seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence)
 
     regressions, improvements, changed = _query_changes(base, cand, bi, ci, paired_ids, prim, top)
     bmiss, cmiss = set(base.missing_from_run), set(cand.missing_from_run)
@@ -307,6 +295,47 @@ def compare(
         n_permutations=n_permutations,
         confidence=confidence,
     )
+
+
+def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray, names: list[str],
+                scopes: list[tuple[str | None, str | None]], members: np.ndarray, sizes: list[int], *, seed: int,
+                n_resamples: int, n_permutations: int, confidence: float) -> tuple[DeltaRow, ...]:
+    """A row per metric and scope (metric by metric, scopes in order), Holm-corrected across all of them.
+
+    ``members``: the paired positions of every scope one after the other (``sizes`` each). Every scope of
+    every metric is one group of :func:`rankgate.stats.grouped_bootstrap_cis` and
+    :func:`rankgate.stats.grouped_randomization_tests`: the numbers :func:`paired_bootstrap_ci` and
+    :func:`randomization_test` give each scope alone, without a call per segment."""
+    scope_of = np.repeat(np.arange(len(scopes)), sizes)
+    bs, cs, counts = [], [], []
+    for m in names:
+        vb = np.asarray(base.values[m], dtype=np.float64)[bi][members]
+        vc = np.asarray(cand.values[m], dtype=np.float64)[ci][members]
+        ok = ~(np.isnan(vb) | np.isnan(vc))
+        bs.append(vb[ok])
+        cs.append(vc[ok])
+        counts.append(np.bincount(scope_of[ok], minlength=len(scopes)))
+    b, c = np.concatenate(bs), np.concatenate(cs)
+    n = np.concatenate(counts)
+    offsets = np.concatenate(([0], np.cumsum(n)))
+    d = c - b
+    # paired_bootstrap_ci resamples the differences that are numbers (as bootstrap_ci takes them)
+    dok = ~np.isnan(d)
+    group = np.repeat(np.arange(n.size), n)
+    d_offsets = np.concatenate(([0], np.cumsum(np.bincount(group[dok], minlength=n.size))))
+    low, high = grouped_bootstrap_cis(d[dok], d_offsets, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    p = grouped_randomization_tests(d, offsets, seed=seed, n_resamples=n_permutations)
+    adjusted = holm(p).tolist()
+    mb, mc = exact_means(b, offsets), exact_means(c, offsets)
+    n_of, low_of, high_of, p_of = n.tolist(), low.tolist(), high.tolist(), p.tolist()
+    rows = []
+    for j, m in enumerate(names):
+        hib = higher_is_better(m)
+        for s, (scope, label) in enumerate(scopes):
+            g = j * len(scopes) + s
+            rows.append(DeltaRow(m, scope, label, n_of[g], mb[g], mc[g], mc[g] - mb[g], low_of[g], high_of[g], p_of[g],
+                                 float(adjusted[g]), hib))
+    return tuple(rows)
 
 
 def _query_changes(

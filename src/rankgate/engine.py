@@ -23,13 +23,13 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 
-from .constraints import K, check
+from .constraints import COLUMNS, DEDUPE, DOC_MAP, FLAG, K, LEVEL, TEXT, check, plain
 from .data import Gold, Run, load_gold, load_run
 from .data.arrow import arrow_of, none_contains, np_of, strings_of, take_rows
 from .data.ids import item_codes_ordered, segment_duplicates
 from .data.models import joined_fields, joined_runs
 from .data.ranking import Reorder, TieEffect, check_ties, rank_order, resolve_ties, tie_effect
-from .errors import InputError, RankgateError, UsageError
+from .errors import FileChangedError, InputError, RankgateError, UsageError
 from .metrics import Metric, parse_metrics
 from .metrics.context import NO_CUTOFF, EvalContext, JoinCodes
 from .metrics.ranking import compiled_values
@@ -65,9 +65,13 @@ def evaluate(
 
     Args:
         gold: a path (JSONL, TREC qrels, BEIR tsv/folder, Parquet), a :class:`~rankgate.data.Gold`,
-            a ``{query_id: {doc_id: grade}}`` dict, or a list of gold records.
+            a ``{query_id: {doc_id: grade}}`` dict, a list of gold records, or a long table (a pandas
+            DataFrame with ``query_id``, ``chunk_id``, ``grade`` columns).
         run: a path (JSONL, TREC, Parquet), a :class:`~rankgate.data.Run`, a
-            ``{query_id: {doc_id: score}}`` or ``{query_id: [doc_id, ...]}`` dict, or run records.
+            ``{query_id: {doc_id: score}}`` or ``{query_id: [doc_id, ...]}`` dict, run records, or a long
+            table (``query_id``, ``chunk_id``, ``score`` or ``rank``). numpy scalars count as the Python
+            values they stand for, here and in every argument; an argument of the wrong type is a
+            :class:`~rankgate.errors.UsageError` naming it.
         metrics: specs such as ``"recall@5"``, ``"ndcg(gain=exp)@10"`` (a list or one comma string).
         k: cutoff for metrics written without ``@k`` that need one (per-query ``k`` wins); default 5.
         trec: trec_eval v10 semantics (see module docs); ``complete`` adds ``-c``.
@@ -88,15 +92,20 @@ def evaluate(
         columns: for CSV/TSV files with a header, which column holds each field, e.g.
             ``{"query_id": "qid", "chunk_id": "doc", "score": "s"}``.
     """
-    metric_list = parse_metrics(metrics if isinstance(metrics, str) else list(metrics))
+    # Every argument checked at the door (a UsageError naming it), numpy scalars taken as their values.
+    metric_list = parse_metrics(metrics, caller="evaluate")
     if k is not None:
-        check(K, k, caller="evaluate")
-    if level not in ("chunk", "doc"):
-        raise UsageError(f"level must be 'chunk' or 'doc'; got {level!r}")
-    if dedupe not in ("error", "first"):
-        raise UsageError(f"dedupe must be 'error' or 'first'; got {dedupe!r}")
+        k = check(K, k, caller="evaluate")
+    trec, complete = (check(FLAG, v, caller="evaluate", name=n) for n, v in (("trec", trec), ("complete", complete)))
+    level = check(LEVEL, level, caller="evaluate")
+    dedupe = check(DEDUPE, dedupe, caller="evaluate")
+    doc_sep = check(TEXT, doc_sep, caller="evaluate", name="doc_sep")
+    doc_map = check(DOC_MAP, doc_map, caller="evaluate")
+    columns = check(COLUMNS, columns, caller="evaluate")
+    gold_format, run_format = (check(TEXT, v, caller="evaluate", name=n)
+                               for n, v in (("gold_format", gold_format), ("run_format", run_format)))
     if ties is not None:
-        check_ties(ties)
+        ties = check_ties(plain(ties))
     if level == "doc" and doc_map is None and not (isinstance(doc_sep, str) and doc_sep):
         # An empty separator would make every chunk its own document: doc level would silently be chunk level.
         raise UsageError(f"doc_sep (--doc-sep) must be a non-empty string for level='doc'; got {doc_sep!r} "
@@ -151,7 +160,7 @@ def evaluate(
         if streamed is not None:
             r = streamed.run
         else:
-            g, r = gold_first(gold_future, lambda: _read_run(run, run_format, load_opts, keep_items))
+            g, r = gold_first(gold_future, lambda: _read_run(run, run_format, load_opts, keep_items, trec=trec))
             hash_inputs()
         notices = input_notices(g, r)
         texts = query_texts(g)
@@ -234,14 +243,20 @@ MAX_EXP_GRADE = 64
 2^1024 is beyond any double and would turn the metric into "no value"."""
 
 
-def _read_run(run: Any, run_format: str | None, load_opts: dict[str, Any], keep_items: bool) -> Run:
+def _read_run(run: Any, run_format: str | None, load_opts: dict[str, Any], keep_items: bool, *,
+              trec: bool = False) -> Run:
     """The run read whole: a JSONL file whose item texts no metric reads with its texts left in the
     file (:func:`rankgate.data.load.load_run_lazy_texts`: the same values when something asks), else
-    as :func:`load_run` reads it."""
+    as :func:`load_run` reads it; ``trec``: a TREC run's lines as trec_eval reads them (text after the
+    sixth field ignored, :func:`rankgate.data.trec.trec_eval_lines`)."""
     from .data.load import load_run_lazy_texts
+    from .data.trec import trec_eval_lines
 
     lazy = None if keep_items else load_run_lazy_texts(run, format=run_format, **load_opts)
-    return lazy if lazy is not None else load_run(run, format=run_format, **load_opts)
+    if lazy is not None:
+        return lazy
+    with trec_eval_lines(trec):
+        return load_run(run, format=run_format, **load_opts)
 
 
 def reads_items(metric_list: Sequence[Metric]) -> bool:
@@ -677,6 +692,8 @@ def _evaluate_blocks(
         flying.append(pool.submit(score, *pending, last=True))
         while flying:
             merge(flying.popleft().result())
+    except FileChangedError:  # (not a reason to read it again: it is no longer the file that was given)
+        raise
     except RankgateError:  # named by the whole run's reading, as it would be without blocks
         return None
     finally:

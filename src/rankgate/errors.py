@@ -83,6 +83,12 @@ class InputError(RankgateError):
         return text
 
 
+class FileChangedError(InputError):
+    """An input file that another program shortened or rewrote while it was read (exit 2). Never a
+    reason to read the file another way: a reader that falls back on its other errors lets this one
+    through."""
+
+
 class ConfigError(InputError):
     """Bad configuration file (gate criteria). ``field`` holds the dotted key path."""
 

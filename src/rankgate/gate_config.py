@@ -261,7 +261,7 @@ def _build(root: ConfigItem, path: str) -> GateConfig:
         segments: tuple[str, ...] = ()
         if "segments" in g:
             s = g["segments"]
-            raw = [s] if isinstance(s.value, str) else s.value
+            raw = [s] if isinstance(s.value, str) or s.written is not None else s.value
             if not isinstance(raw, list) or not all(isinstance(x, (str, ConfigItem)) for x in raw):
                 raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {show_value(s.value)}")
             segments = tuple(dict.fromkeys(
@@ -365,6 +365,7 @@ def _stale_limit(r: ConfigReader, item: ConfigItem) -> tuple[int | None, float |
     """``max_stale_labels``: an integer is a count of labels, a fraction below 1 or ``"2%"`` a share."""
     v = item.value
     hint = "write a count of labels (10) or a share ('2%' or 0.02)"
+    r.decimal(item, "max_stale_labels")
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:
             raise r.fail("max_stale_labels", item.line, f"must not be negative; got {v!r}", hint)

@@ -408,9 +408,9 @@ def _scopes(g: Gate, fields: Mapping[str, str], segs: SegmentSummary | None):
         return
     for name in g.segments:
         key = fields[name]
-        for row in segs.rows:
-            if row.field == key and row.metric == g.metric:
-                yield key, row.label
+        for label in segs.sizes(key):  # (labels in order; a look-up each, not a pass over every row)
+            if segs.get(key, label, g.metric) is not None:
+                yield key, label
 
 
 def _checks_for(g: Gate, config: GateConfig, current: EvaluationResult, cis, segs, fields, cmp, summary) -> list[Check]:

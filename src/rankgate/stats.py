@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,8 @@ __all__ = [
     "bootstrap_quantile_ci",
     "clopper_pearson",
     "exact_quantile_ci",
+    "grouped_bootstrap_cis",
+    "grouped_randomization_tests",
     "holm",
     "metric_cis",
     "values_cis",
@@ -123,6 +125,15 @@ def _count_group(n: int) -> int:
     return max(2, min(_STREAM_RESAMPLES, _MAX_COUNT_GROUP, _COUNTS_BYTES // max(n, 1)) // 2 * 2)
 
 
+def _streams(gen: np.random.Generator, n_resamples: int) -> tuple[list[int], list[np.ndarray]]:
+    """The first resample of each chunk and the SFC64 state of its stream (see the module docs): four
+    words from ``gen``, so every bootstrap that starts from the same seed draws from the same streams."""
+    entropy = [int(w) for w in gen.integers(0, 2**63, size=4, dtype=np.int64)]
+    starts = list(range(0, n_resamples, _STREAM_RESAMPLES))
+    seeds = np.random.SeedSequence(entropy).spawn(len(starts))
+    return starts, [np.asarray(np.random.SFC64(s).state["state"]["state"], dtype=np.uint64) for s in seeds]
+
+
 def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_resamples: int) -> list[np.ndarray]:
     """Bootstrap means of each column, all columns resampled with the same query indices.
 
@@ -132,17 +143,25 @@ def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_
     """
     n = columns[0].size
     m = len(columns)
-    out = np.empty((n_resamples, m))
-    entropy = [int(w) for w in gen.integers(0, 2**63, size=4, dtype=np.int64)]
-    starts = list(range(0, n_resamples, _STREAM_RESAMPLES))
-    seeds = np.random.SeedSequence(entropy).spawn(len(starts))
-    states = [np.asarray(np.random.SFC64(s).state["state"]["state"], dtype=np.uint64) for s in seeds]
+    starts, states = _streams(gen, n_resamples)
     # Columns go through in blocks whose values stay in the cache while every resample reads them: a
     # block's sums are those of the whole (a column's sums do not depend on the others), and re-drawing
     # the same streams per block costs less than reading a large table from memory once per resample.
     width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * max(n, 1)) // 8 * 8)  # (the kernel sums eight at a time)
     blocks = [(lo, min(lo + width, m)) for lo in range(0, m, width)]
     stacks = [np.ascontiguousarray(np.column_stack(columns[lo:hi]), dtype=np.float64) for lo, hi in blocks]
+    out = _resampled_sums(stacks, blocks, starts, states, n_resamples, n * n_resamples)
+    out /= n
+    return [out[:, j].copy() for j in range(m)]
+
+
+def _resampled_sums(stacks: Sequence[np.ndarray], blocks: Sequence[tuple[int, int]], starts: Sequence[int],
+                    states: Sequence[np.ndarray], n_resamples: int, draws: int) -> np.ndarray:
+    """``(n_resamples, columns)`` resampled sums of the column blocks ``stacks`` (``n`` rows each; block
+    ``b`` holds columns ``blocks[b]``), drawn from the streams ``states``; ``draws`` (the work) decides
+    whether the chunks go to both cores."""
+    n = stacks[0].shape[0]
+    out = np.empty((n_resamples, blocks[-1][1]))
 
     from ._accel import kernels
 
@@ -165,7 +184,7 @@ def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_
                 _numpy_sums(states[i], stack, stop - start, part)
             out[start:stop, lo:hi] = part
 
-    if len(starts) > 1 and n * n_resamples >= _PARALLEL_DRAWS and kernels is not None:
+    if len(starts) > 1 and draws >= _PARALLEL_DRAWS and kernels is not None:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1, 4)) as pool:
@@ -173,8 +192,7 @@ def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_
     else:
         for i in range(len(starts)):
             chunk(i)
-    out /= n
-    return [out[:, j].copy() for j in range(m)]
+    return out
 
 
 class _Stream:
@@ -288,23 +306,32 @@ def randomization_test(
     d = d[d != 0.0]  # unchanged queries add nothing to either side of the comparison
     if d.size == 0:
         return 1.0
-    gen = _generator(rng)
+    return _sign_flip_p(d, _generator(rng), n_resamples)
+
+
+def _sign_flip_p(d: np.ndarray, gen: np.random.Generator, n_resamples: int) -> float:
+    """:func:`randomization_test`'s p of the nonzero differences ``d`` (at least one)."""
     n = d.size
     total = float(d.sum())
     observed = abs(total)
     # Sums equal in exact arithmetic can differ in the last bits; count those as reaching it.
     tol = 1e-9 * float(np.abs(d).sum())
-    nbytes = (n + 7) // 8
-    rows = _block_rows(n)
     reached = 0
-    for start in range(0, n_resamples, rows):
-        stop = min(start + rows, n_resamples)
-        raw = gen.integers(0, 256, size=(stop - start, nbytes), dtype=np.uint8)
+    for raw in _flip_blocks(gen, n, n_resamples):
         keep = np.unpackbits(raw, axis=1, count=n).astype(np.float64)
         # With signs s = 2·keep − 1: Σ s·d = 2·Σ keep·d − Σ d.
         flipped = 2.0 * (keep * d).sum(axis=1) - total
         reached += int((np.abs(flipped) >= observed - tol).sum())
     return (reached + 1) / (n_resamples + 1)
+
+
+def _flip_blocks(gen: np.random.Generator, n: int, n_resamples: int) -> Iterator[np.ndarray]:
+    """The random signs of :func:`randomization_test` for ``n`` differences, a bit each, in blocks of rows."""
+    nbytes = (n + 7) // 8
+    rows = _block_rows(n)
+    for start in range(0, n_resamples, rows):
+        stop = min(start + rows, n_resamples)
+        yield gen.integers(0, 256, size=(stop - start, nbytes), dtype=np.uint8)
 
 
 def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -370,6 +397,229 @@ def values_cis(
 
 
 _cis_for = values_cis  # the name earlier releases used
+
+
+# --- many groups of queries at once (segments) ---------------------------------------------------------
+# A field of 50,000 segments asks for 50,000 intervals and p-values of a few queries each. One call per
+# segment would cost its fixed part (streams, arrays, quantiles) 50,000 times over; here every group of
+# one size goes through as the columns of one table, so the work follows the number of values, not of
+# groups. Each number is the one the single-group function gives, bit for bit (tests/test_segments_bound.py).
+
+_GROUP_CELLS = 1 << 22  # values held at once by the grouped paths (a table of sums or of flips): ~32 MB
+_TABLE_FLIPS = 8  # up to this many differences, a flip's sum is looked up by its byte of signs (256 sums)
+_BATCH_FLIPS = 128  # up to this many, groups of one size share their signs' table; more: one group at a time
+_QUANTILE_COLUMNS = 64  # columns np.quantile partitions at once (down a column: a narrow table stays in the cache)
+_COMPOSED_MAX = 6  # groups of up to this many values: from the distinct compositions of their resamples (462 for 6)
+
+
+def _group_sizes(offsets: Any, n_values: int) -> np.ndarray:
+    off = np.asarray(offsets, dtype=np.int64).ravel()
+    if off.size < 1 or off[0] != 0 or off[-1] != n_values or bool((np.diff(off) < 0).any()):
+        raise UsageError(f"offsets must rise from 0 to the number of values ({n_values:,})")
+    return np.diff(off)
+
+
+def grouped_bootstrap_cis(
+    values: np.ndarray, offsets: Sequence[int] | np.ndarray, *, seed: int, n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bootstrap_ci` of each group ``values[offsets[j]:offsets[j + 1]]`` with ``rng=seed``, bit for
+    bit, for all groups at once: ``(low, high)``, an entry per group (NaN below two values).
+
+    ``values`` holds only values that apply (no NaN), group after group. Every group's bootstrap draws
+    from the streams of ``seed``, and a column's resampled sums depend only on its own values, so the
+    groups of one size are summed as the columns of one table. A group whose values are all equal has
+    that value as its interval, as :func:`bootstrap_ci` gives it, without resampling."""
+    _check("grouped_bootstrap_cis", n_resamples, confidence)
+    x = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    sizes = _group_sizes(offsets, x.size)
+    starts = np.asarray(offsets, dtype=np.int64).ravel()[:-1]
+    low, high = np.full(sizes.size, math.nan), np.full(sizes.size, math.nan)
+    two = np.flatnonzero(sizes >= 2)
+    if n_resamples == 0 or two.size == 0:
+        return low, high
+    nonempty = np.flatnonzero(sizes > 0)  # (they tile the values: reduceat's ranges are the groups)
+    mins, maxs = np.full(sizes.size, math.nan), np.full(sizes.size, math.nan)
+    mins[nonempty] = np.minimum.reduceat(x, starts[nonempty])
+    maxs[nonempty] = np.maximum.reduceat(x, starts[nonempty])
+    same = two[mins[two] == maxs[two]]
+    low[same] = high[same] = x[starts[same]]
+    todo = two[mins[two] != maxs[two]]
+    from ._accel import kernels
+
+    if kernels is None:  # the numpy fallback's BLAS sums may depend on the columns beside: one group at a time
+        for j in todo.tolist():
+            low[j], high[j] = bootstrap_ci(x[starts[j]:starts[j] + sizes[j]], rng=seed, n_resamples=n_resamples,
+                                           confidence=confidence)
+        return low, high
+    streams = _streams(np.random.default_rng(seed), n_resamples)
+    alpha = 1.0 - confidence
+    finite = np.zeros(sizes.size, dtype=bool)
+    finite[nonempty] = np.logical_and.reduceat(np.isfinite(x), starts[nonempty])
+    for n, group in _by_size(todo, sizes):
+        small = _compositions(streams, n, n_resamples) if n <= _COMPOSED_MAX else None
+        if small is not None:
+            where = _order_positions(n_resamples, confidence)
+            ok = finite[group]
+            if where is not None and ok.any():
+                _composed_intervals(x, starts, group[ok], n, *small, where, mins, maxs, low, high)
+                group = group[~ok]
+        per = max(1, min(_GROUP_CELLS // n_resamples, _GROUP_CELLS // n))
+        width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * n) // 8 * 8)  # as _resampled_means blocks
+        for lo in range(0, group.size, per):
+            cols = group[lo:lo + per]
+            table = x[starts[cols][None, :] + np.arange(n)[:, None]]  # n rows, a column per group
+            blocks = [(b, min(b + width, cols.size)) for b in range(0, cols.size, width)]
+            stacks = [np.ascontiguousarray(table[:, b:e]) for b, e in blocks]
+            means = _resampled_sums(stacks, blocks, *streams, n_resamples, n * n_resamples * cols.size)
+            means /= n
+            q = np.concatenate([np.quantile(means[:, c:c + _QUANTILE_COLUMNS], [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+                                for c in range(0, cols.size, _QUANTILE_COLUMNS)], axis=1)
+            low[cols], high[cols] = _clamp(q[0], mins[cols], maxs[cols]), _clamp(q[1], mins[cols], maxs[cols])
+    return low, high
+
+
+def grouped_randomization_tests(
+    differences: np.ndarray, offsets: Sequence[int] | np.ndarray, *, seed: int, n_resamples: int = 10000,
+) -> np.ndarray:
+    """:func:`randomization_test` of each group of paired differences ``differences[offsets[j]:offsets[j + 1]]``
+    (candidate − baseline over the queries where both apply) with ``rng=seed``, bit for bit, for all
+    groups at once: p per group (NaN for an empty group, 1.0 when no difference is nonzero).
+
+    Groups with the same number of nonzero differences draw the same signs; up to 8 of them a flip's sum
+    is one of 256 (its byte of signs), so each group sums 256 flips and counts how often each byte was
+    drawn; up to 128, the groups of one size are flipped together; larger groups one at a time."""
+    _check("grouped_randomization_tests", n_resamples)
+    d = np.ascontiguousarray(differences, dtype=np.float64).ravel()
+    sizes = _group_sizes(offsets, d.size)
+    p = np.full(sizes.size, math.nan)
+    if n_resamples == 0:
+        return p
+    nonzero = d != 0.0
+    group_of = np.repeat(np.arange(sizes.size), sizes)
+    counts = np.bincount(group_of[nonzero], minlength=sizes.size)
+    dz = d[nonzero]
+    zstart = np.concatenate(([0], np.cumsum(counts)))[:-1]
+    p[(sizes > 0) & (counts == 0)] = 1.0
+    for n, group in _by_size(np.flatnonzero(counts > 0), counts):
+        if n > _BATCH_FLIPS or (n > _TABLE_FLIPS and _block_rows(n) < n_resamples):
+            for j in group.tolist():
+                p[j] = _sign_flip_p(dz[zstart[j]:zstart[j] + n], np.random.default_rng(seed), n_resamples)
+            continue
+        gen = np.random.default_rng(seed)
+        raw = np.concatenate(list(_flip_blocks(gen, n, n_resamples)))
+        if n <= _TABLE_FLIPS:
+            keep = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, count=n).astype(np.float64)
+            drawn = np.bincount(raw[:, 0], minlength=256)  # how often each byte of signs was drawn
+        else:
+            keep = np.unpackbits(raw, axis=1, count=n).astype(np.float64)
+        per = max(1, _GROUP_CELLS // (keep.shape[0] * n))
+        for lo in range(0, group.size, per):
+            rows = group[lo:lo + per]
+            table = dz[zstart[rows][:, None] + np.arange(n)[None, :]]  # a row of differences per group
+            total = table.sum(axis=1)
+            reach = np.abs(total) - 1e-9 * np.abs(table).sum(axis=1)
+            flipped = 2.0 * (keep[None, :, :] * table[:, None, :]).sum(axis=2) - total[:, None]
+            hits = np.abs(flipped) >= reach[:, None]
+            reached = hits.astype(np.int64) @ drawn if n <= _TABLE_FLIPS else hits.sum(axis=1)
+            p[rows] = (reached + 1) / (n_resamples + 1)
+    return p
+
+
+def _compositions(streams: tuple[list[int], list[np.ndarray]], n: int, n_resamples: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct per-query draw counts of the resamples of a group of ``n`` values, as the compiled kernel
+    draws them from ``streams``, and how many resamples drew each; None when there are too many of them to
+    be worth it (more than a quarter of the resamples) or the kernels are not compiled.
+
+    Every group of ``n`` values is resampled with these counts, so its resampled means are the means of
+    these few compositions, each repeated as often as it was drawn (3 of them for two values, 35 for four)."""
+    from ._accel import kernels
+
+    if kernels is None:
+        return None
+    starts, states = streams
+    drawn = []
+    for i, start in enumerate(starts):
+        idx = np.empty((min(start + _STREAM_RESAMPLES, n_resamples) - start) * n, dtype=np.uint32)
+        kernels.draw_indices(states[i], n, idx)  # (the state is read, not advanced)
+        drawn.append(idx)
+    cells = np.concatenate(drawn).astype(np.int64).reshape(n_resamples, n) + (np.arange(n_resamples) * n)[:, None]
+    counts = np.bincount(cells.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+    distinct, times = np.unique(counts, axis=0, return_counts=True)
+    return (distinct.astype(np.float64), times) if 4 * distinct.shape[0] <= n_resamples else None
+
+
+_POSITIONS: dict[tuple[int, float], Any] = {}
+
+
+def _order_positions(n_resamples: int, confidence: float) -> tuple[list[int], list[int], list[float]] | None:
+    """Where np.quantile's linear interpolation reads the sorted resampled means for each end of the
+    interval (the lower and upper of two neighbours) and its weight between them; None when a probe finds
+    that np.quantile computes them otherwise (a numpy release may), and the caller then asks np.quantile."""
+    key = (n_resamples, confidence)
+    if key not in _POSITIONS:
+        alpha = 1.0 - confidence
+        qs = np.asarray([alpha / 2.0, 1.0 - alpha / 2.0])
+        virtual = (n_resamples - 1) * qs
+        below = np.floor(virtual)
+        gamma = virtual - below
+        lower = np.minimum(below.astype(np.int64), n_resamples - 1)
+        upper = np.minimum(lower + 1, n_resamples - 1)
+        found = (lower.tolist(), upper.tolist(), gamma.tolist())
+        probe = np.random.default_rng(20261201).random((n_resamples, 4))
+        ordered = np.sort(probe, axis=0)
+        same = np.quantile(probe, qs, axis=0).tobytes() == np.stack(
+            [_between(ordered[a], ordered[b], g) for a, b, g in zip(*found)]).tobytes()
+        _POSITIONS[key] = found if same else None
+    return _POSITIONS[key]
+
+
+def _between(a: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:
+    """np.quantile's linear interpolation from ``a`` to ``b`` (a <= b) at ``gamma``, computed by np.quantile
+    itself: the quantile ``gamma`` of the two values has them as its neighbours and ``gamma`` as its weight."""
+    return np.quantile(np.stack([a, b]), gamma, axis=0)
+
+
+def _composed_intervals(x: np.ndarray, starts: np.ndarray, cols: np.ndarray, n: int, compositions: np.ndarray,
+                        times: np.ndarray, where: tuple[list[int], list[int], list[float]], mins: np.ndarray,
+                        maxs: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+    """The intervals of the groups ``cols`` of ``n`` finite values from their resampled means, each the mean
+    of a composition (:func:`_compositions`): the same chain of products and sums in query order as the
+    compiled kernel takes (so the same floats), then the order statistics np.quantile reads, weighted by
+    how often each composition was drawn, and its interpolation between them."""
+    m = compositions.shape[0]
+    per = max(1, _GROUP_CELLS // m)
+    for lo in range(0, cols.size, per):
+        part = cols[lo:lo + per]
+        table = x[starts[part][:, None] + np.arange(n)[None, :]]  # a row of values per group
+        means = np.zeros((part.size, m))
+        for i in range(n):  # ((0.0 + x0 * c0) + x1 * c1) + ..., as the kernel sums a column
+            means = means + table[:, i:i + 1] * compositions[None, :, i]
+        means /= n
+        order = np.argsort(means, axis=1, kind="stable")
+        ordered = np.take_along_axis(means, order, axis=1)
+        reached = np.cumsum(times[order], axis=1)  # resamples at or below each ordered mean
+        rows = np.arange(part.size)
+        # the resampled mean of rank a (and b) among all resamples, then np.quantile's step between them
+        ends = [_between(ordered[rows, (reached <= a).sum(axis=1)], ordered[rows, (reached <= b).sum(axis=1)], g)
+                for a, b, g in zip(*where)]
+        low[part], high[part] = _clamp(ends[0], mins[part], maxs[part]), _clamp(ends[1], mins[part], maxs[part])
+
+
+def _clamp(q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``min(max(q, lo), hi)`` element by element as Python's min and max give it (:func:`_interval`: sums of
+    resampled values can stray an ulp outside the data's range): a bound replaces q only when strictly
+    beyond it, so an equal zero keeps q's sign (numpy's maximum may return either)."""
+    above = np.where(lo > q, lo, q)
+    return np.where(hi < above, hi, above)
+
+
+def _by_size(groups: np.ndarray, sizes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """``(size, the groups of that size)`` for the groups given, smallest size first."""
+    order = groups[np.argsort(sizes[groups], kind="stable")]
+    for part in np.split(order, np.flatnonzero(np.diff(sizes[order])) + 1):
+        if part.size:
+            yield int(sizes[part[0]]), part
 
 
 # --- intervals of a proportion ------------------------------------------------------------------------

@@ -186,7 +186,10 @@ def k_sweep(
     from .engine import evaluate
 
     opts = dict(evaluate_kwargs or {})
-    loaded = load_run(run, format=opts.get("run_format"), columns=opts.get("columns"))
+    from .data.trec import trec_eval_lines
+
+    with trec_eval_lines(bool(opts.get("trec"))):  # (trec: a TREC run's lines as trec_eval reads them)
+        loaded = load_run(run, format=opts.get("run_format"), columns=opts.get("columns"))
     ks_t = within_depth(parse_ks(ks), run_depth(loaded))
     result = evaluate(gold, loaded, sweep_specs(metrics, ks_t), **dict(evaluate_kwargs or {}))
     sweep = sweep_from_result(result, metrics, ks_t, seed=seed, n_resamples=n_resamples, confidence=confidence)

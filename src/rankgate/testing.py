@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .constraints import CONFIDENCE, COUNT, EVALUATE_OPTIONS, RESAMPLES, SEED, Param, check, check_options
 from .errors import UsageError
 from .metrics.display import fmt_confidence, fmt_score
 from .results import EvaluationResult
@@ -35,6 +36,7 @@ __all__ = ["Expectation", "assert_retrieval", "parse_expectation"]
 _EXPR = re.compile(r"^\s*(?P<metric>.+?)\s*(?P<op>>=|<=|>|<)\s*(?P<num>[-+]?(?:\d+\.?\d*|\.\d+))\s*(?P<pct>%)?\s*$")
 _OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _SLACK = 1e-9
+_ON = Param("on", str, "mean", choices=("mean", "ci_lower", "ci_upper"), help="the value each expectation checks")
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,12 @@ def assert_retrieval(
     __tracebackhide__ = True  # pytest: show the test's line and the message, not this function's source
     if not expectations:
         raise UsageError("assert_retrieval needs at least one expectation, e.g. 'recall@5 >= 0.85'")
-    if on not in ("mean", "ci_lower", "ci_upper"):
-        raise UsageError(f"on must be 'mean', 'ci_lower' or 'ci_upper'; got {on!r}")
+    on = check(_ON, on, caller="assert_retrieval")
+    seed = check(SEED, seed, caller="assert_retrieval")
+    n_resamples = check(RESAMPLES, n_resamples, caller="assert_retrieval", name="n_resamples")
+    confidence = check(CONFIDENCE, confidence, caller="assert_retrieval")
+    worst = check(COUNT, worst, caller="assert_retrieval", name="worst")
+    check_options(evaluate_kwargs, EVALUATE_OPTIONS, caller="assert_retrieval", target="rankgate.evaluate")
     parsed = [parse_expectation(e) for e in expectations]
     metrics = list(dict.fromkeys(e.metric for e in parsed))
     if isinstance(run, EvaluationResult):

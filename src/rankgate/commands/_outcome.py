@@ -10,11 +10,12 @@ __all__ = ["print_outcome"]
 
 
 def print_outcome(outcome: Any) -> None:
-    """The gate outcome as a terminal table, its sentences and the verdict (``rankgate gate``, ``answers --config``)."""
+    """The gate outcome as a terminal table, its sentences (at most ``SHOWN_SENTENCES``, then a line counting
+    the rest) and the verdict (``rankgate gate``, ``answers --config``)."""
     from rich.console import Console
     from rich.table import Table
 
-    from ..report.comment import gate_sentences
+    from ..report.comment import SHOWN_SENTENCES, gate_sentences
 
     tty = sys.stdout.isatty()
     # a terminal's width, or COLUMNS when set (rich reads it); 100 in a log or a pipe
@@ -38,7 +39,11 @@ def print_outcome(outcome: Any) -> None:
         shown = "no --corpus" if st.status == "not_checked" else f"{st.stale} of {st.labels} gold ids (max {st.limit})"
         table.add_row(word, "stale labels", "max_stale_labels", shown)
     console.print(table)
-    for line in gate_sentences(outcome, markdown=False):
+    sentences = gate_sentences(outcome, markdown=False)
+    for line in sentences[:SHOWN_SENTENCES]:
         console.print(line, markup=False)
+    if len(sentences) > SHOWN_SENTENCES:
+        console.print(f"… and {len(sentences) - SHOWN_SENTENCES:,} more (every check is in the JSON outcome: --json)",
+                      markup=False, highlight=False)
     verdict = "PASS: every blocking gate passed" if outcome.passed else "FAIL: a blocking gate failed"
     console.print(f"[bold]{verdict}[/] (exit {outcome.exit_code})")

@@ -114,25 +114,30 @@ def run(args: argparse.Namespace) -> int:
 
     evaluation = run_evaluation(req, on_warning=say("evaluate"), meanwhile=write_csv)
     warm.join()
-    from ..report.exports import summary_dict, summary_json
+    from ..report.exports import segments_json, summary_dict, summary_json
     from ..report.sections import summary_parts
 
     summary: dict[str, Any] = {}
+    written: dict[str, str] = {}  # parts written as JSON text from their columns (segments: no dict per segment)
+    if wants_summary and evaluation.segments is not None:
+        text = segments_json(evaluation.segments)
+        if text is not None:
+            written["segments"] = text
     if wants_summary and v0:
         from ..report.layout_v0 import v0_summary
 
-        summary = v0_summary(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation))
+        summary = v0_summary(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation, skip=tuple(written)))
     elif wants_summary:
-        summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation),
+        summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation, skip=tuple(written)),
                                per_query=per_query[0] if per_query else None)
     if args.out:
         from ..atomic import write_files
 
         # Both files or neither: a summary.json beside another run's metrics.csv would mislead.
         write_files({os.path.join(args.out, "metrics.csv"): csv[0] if csv else "",
-                     os.path.join(args.out, "summary.json"): summary_json(summary)})
+                     os.path.join(args.out, "summary.json"): summary_json(summary, written=written)})
     if args.json:
-        sys.stdout.write(summary_json(summary))
+        sys.stdout.write(summary_json(summary, written=written))
     elif args.markdown:
         sys.stdout.write(_markdown(evaluation))
     else:

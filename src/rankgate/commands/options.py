@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..constraints import CONFIDENCE, RESAMPLES, SEED, Param
+from ..constraints import CONFIDENCE, RESAMPLES, SEED, TIMEOUT, Param
 from ..flows.evaluate import DEFAULT_METRICS  # the evaluate flow's default, shown in --help
 
 __all__ = [
@@ -168,8 +168,7 @@ def add_judge(p: argparse.ArgumentParser, *, seed: str = "--seed", retries: bool
                    help="environment variable holding the API key; none for a local server (env RANKGATE_JUDGE_KEY_ENV)")
     g.add_argument("--workers", type=int, default=8, metavar="N",
                    help=f"judge calls in flight at once (default 8, at most {MAX_WORKERS})")
-    g.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="seconds one request may take in all, from connecting to the reply's last byte (default 60)")
+    add_param(g, TIMEOUT, metavar="SECONDS")  # checked by the flow's JudgeSpec
     g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
                    help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
     if retries:

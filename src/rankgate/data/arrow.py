@@ -74,6 +74,8 @@ def none_contains(column: pa.Array | pa.ChunkedArray, text: str) -> bool:
         if data is None:
             continue
         hay = np.frombuffer(data, dtype=np.uint8)[int(bounds[0]) : int(bounds[1])]
+        if hay.size < needle.size:
+            continue  # (too short to hold it; a negative window end would count from the far end)
         at = np.flatnonzero(hay[: hay.size - needle.size + 1] == needle[0])  # candidates, then each next byte
         for j in range(1, needle.size):
             at = at[hay[at + j] == needle[j]]

@@ -21,11 +21,14 @@ Outputs (the run), the system's output per sample, keyed by the sample's ``id``;
 
 Every record becomes the record rankgate's JSON reader validates (:mod:`rankgate.data.jsonl`), so
 errors name the file, the line of the sample (YAML, JSON lines) and the field. A YAML document may
-stand for at most :data:`MAX_VALUES` values once its aliases are expanded.
+stand for at most :data:`MAX_VALUES` values once its aliases are expanded. In YAML, ids (and texts and
+segment values) are the text written, never YAML 1.1's reading of it (``0012`` is "0012", not 10), and
+``k``, grades, scores and ranks are numbers in decimal digits (``k: 010`` is refused): see ``_yaml``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -56,10 +59,66 @@ def is_yaml(path: str) -> bool:
 
 
 # -- reading the document --------------------------------------------------------------------------
-def _yaml(path: str, text: str) -> tuple[Any, list[int | None]]:
+# Ids are text as written. PyYAML follows YAML 1.1, which reads a plain 0012 as 10, 0x1F as 31, 12:30
+# as 750 and yes as True; so each scalar is read by where it stands in the contract: as the text
+# written (ids, id lists, texts, metadata and other segment values, mapping keys), as a number in
+# decimal digits (k, grades, score, rank), or as YAML's value (no_answer, a run's own fields such as
+# latency_ms). A plain null (~, null, nothing) is null everywhere; a quoted scalar is always text.
+_TEXT, _NUMBER, _VALUE = "text", "number", "value"  # how a scalar is read
+
+
+@functools.cache
+def _fields() -> tuple[frozenset[str], ...]:
+    """The contract's fields by how they are read (the JSON reader's names, imported when first needed)."""
+    from .jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
+
+    sample_text = frozenset(QUERY_ID_KEYS) | {"input", "query", "question", "text", "intent", "segment",
+                                              "source_of_query", "created", "corpus_version", "as_of",
+                                              "expected_answer", "tags"}
+    id_lists = frozenset(RELEVANT_KEYS) | frozenset(RUN_LIST_KEYS) | {"must_not_retrieve", "entities"}
+    item_text = frozenset(ITEM_ID_KEYS) | {"text", "content", "note", "doc_version", "version", "source"}
+    item_numbers = frozenset(GRADE_KEYS) | {"score", "rank"}
+    return sample_text, id_lists, item_text, item_numbers, frozenset(RUN_LIST_KEYS), frozenset(QUERY_ID_KEYS)
+
+
+def _child(ctx: str, key: str, what: str) -> str:
+    """How the value under ``key`` of a mapping read as ``ctx`` is read (a context or a scalar rule)."""
+    sample_text, id_lists, item_text, item_numbers, run_lists, query_ids = _fields()
+    if ctx == "sample":
+        if key in sample_text:
+            return _TEXT
+        if key in id_lists:
+            return "ids"
+        if key in ("output", "outputs"):
+            return "output"
+        if key == "metadata":
+            return "metadata"
+        if key == "k":
+            return _NUMBER
+        # other fields: segments of the gold set (text), or the run's own fields (latency_ms …)
+        return _VALUE if key == "no_answer" or what == "run" else _TEXT
+    if ctx == "output":  # {retrieved: [...], latency_ms: ...}
+        return "ids" if key in run_lists else _TEXT if key in query_ids else _VALUE
+    if ctx == "ids":  # an {id: gain} map
+        return _NUMBER
+    if ctx == "item":  # {id, grade, note} or {id, text, score, rank}
+        return _TEXT if key in item_text else _NUMBER if key in item_numbers else _VALUE
+    if ctx == "metadata":
+        return _NUMBER if key == "k" else _TEXT
+    if ctx == "doc":  # a document with a samples: list
+        return "samples" if key == "samples" else _VALUE
+    if ctx == "outputs":  # a mapping of sample id to output
+        return "output"
+    return _VALUE if ctx == _NUMBER else ctx
+
+
+def _yaml(path: str, text: str, what: str = "gold") -> tuple[Any, list[int | None]]:
     """The document as plain values, and the line of each top-level item (of ``samples:`` or of
-    the mapping); aliases are expanded under a budget of :data:`MAX_VALUES` values."""
+    the mapping); aliases are expanded under a budget of :data:`MAX_VALUES` values. ``what``: read
+    for the gold set or the run (a sample's other fields are segments, or the run's own fields)."""
     import yaml
+
+    from ..configfile import DECIMAL_HINT, decimal_problem, scalar_text, written
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
@@ -72,8 +131,28 @@ def _yaml(path: str, text: str) -> tuple[Any, list[int | None]]:
         raise InputError("is empty", path=path, hint=SHAPE_HINT)
     left = [MAX_VALUES]
     constructor = yaml.constructor.SafeConstructor()
+    trail: list[str | int] = []  # where the builder is, for messages: samples[0].metadata.k
 
-    def build(node: Any, depth: int) -> Any:
+    def where() -> str | None:
+        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in trail).lstrip(".") or None
+
+    def scalar(node: Any, how: str) -> Any:
+        if how == _TEXT or how in ("ids", "output", "item"):  # an id, or a text; in a list of ids, an id
+            return scalar_text(node)
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            return node.value  # a date as the text written
+        try:
+            value = constructor.construct_object(node)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            raise InputError(f"has a value that cannot be read: {getattr(exc, 'problem', None) or exc}", path=path,
+                             line=node.start_mark.line + 1) from None
+        if how == _NUMBER:
+            problem = decimal_problem(written(node), value)
+            if problem:
+                raise InputError(problem, path=path, line=node.start_mark.line + 1, field=where(), hint=DECIMAL_HINT)
+        return value
+
+    def build(node: Any, depth: int, ctx: str) -> Any:
         left[0] -= 1
         if left[0] < 0:
             raise InputError(f"stands for more than {MAX_VALUES:,} values once its aliases (*name) are expanded",
@@ -82,28 +161,33 @@ def _yaml(path: str, text: str) -> tuple[Any, list[int | None]]:
             raise InputError("nests blocks more than 100 deep", path=path, line=node.start_mark.line + 1,
                              hint=SHAPE_HINT)
         if isinstance(node, yaml.MappingNode):
+            within = "item" if ctx in ("ids", "output") and depth and isinstance(trail[-1], int) else ctx
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                key = build(key_node, depth + 1)
-                if isinstance(key, (dict, list)) or key is None:
+                left[0] -= 1
+                key = scalar_text(key_node) if isinstance(key_node, yaml.ScalarNode) else None  # keys as written
+                if key is None:
                     raise InputError("has a key that is not a name", path=path, line=key_node.start_mark.line + 1)
-                out[str(key)] = build(value_node, depth + 1)
+                trail.append(key)
+                out[key] = build(value_node, depth + 1, _child(within, key, what))
+                trail.pop()
             return out
         if isinstance(node, yaml.SequenceNode):
-            return [build(n, depth + 1) for n in node.value]
-        try:
-            value = constructor.construct_object(node)
-        except (yaml.YAMLError, ValueError, OverflowError) as exc:
-            raise InputError(f"has a value that cannot be read: {getattr(exc, 'problem', None) or exc}", path=path,
-                             line=node.start_mark.line + 1) from None
-        return value.isoformat() if hasattr(value, "isoformat") else value  # dates as the text written
+            items = []
+            for i, n in enumerate(node.value):
+                trail.append(i)
+                items.append(build(n, depth + 1, "sample" if ctx == "samples" else ctx))
+                trail.pop()
+            return items
+        return scalar(node, ctx)
 
-    value = build(root, 0)
     body = root
     if isinstance(root, yaml.MappingNode):
         wrapped = next((v for k, v in root.value if isinstance(k, yaml.ScalarNode) and k.value == "samples"), None)
         if isinstance(wrapped, yaml.SequenceNode):
             body = wrapped
+    top = "samples" if isinstance(root, yaml.SequenceNode) else "doc" if body is not root else "outputs"
+    value = build(root, 0, top)
     if isinstance(body, yaml.SequenceNode):
         lines: list[int | None] = [n.start_mark.line + 1 for n in body.value]
     elif isinstance(body, yaml.MappingNode):
@@ -113,7 +197,7 @@ def _yaml(path: str, text: str) -> tuple[Any, list[int | None]]:
     return value, lines
 
 
-def _document(path: str) -> tuple[Any, list[int | None]]:
+def _document(path: str, what: str = "gold") -> tuple[Any, list[int | None]]:
     """The file's content: one YAML or JSON document, or JSON lines (a list of their objects)."""
     from .jsonl import iter_json_lines, json_lines, read_text
 
@@ -121,7 +205,7 @@ def _document(path: str) -> tuple[Any, list[int | None]]:
     if not text.strip():
         raise InputError("is empty", path=path, hint=SHAPE_HINT)
     if is_yaml(path):
-        return _yaml(path, text)
+        return _yaml(path, text, what)
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:
@@ -231,7 +315,7 @@ def _run_record(sid: str, output: Any, path: str, line: int | None, where: str) 
 
 def read_contract_run(path: str) -> Run:
     """The run of an outputs file, or of a samples file whose samples carry their output."""
-    value, lines = _document(path)
+    value, lines = _document(path, "run")
     return run_from_value(value, path, lines)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..constraints import plain
 from ..errors import InputError
 from .ranking import MAX_RANK
 from .arrow import strings_of
@@ -62,25 +63,36 @@ def _require(records: Records, found: dict[str, str], names: tuple[str, ...], ki
     missing = [n for n in names if n not in found]
     if missing:
         example = ",".join(f"{n}=COLUMN" for n in missing)
+        flag = "--columns "
+        if records.container == "objects":  # (a table in memory: the Python argument)
+            example, flag = "{" + ", ".join(f"{n!r}: COLUMN" for n in missing) + "}", "columns="
+            example += "; a DataFrame's index is not read: reset_index() first"
         raise fail(records.path, None, f"has no {' or '.join(missing)} column for a {kind}; columns: {', '.join(records.columns)}",
-                   hint=f"name the columns {', '.join(names)}, or map yours with --columns {example}")
+                   hint=f"name the columns {', '.join(names)}, or map yours with {flag}{example}")
     if not records.items:
-        raise fail(records.path, None, "has a header but no rows", hint=f"a {kind} needs at least one row")
+        raise fail(records.path, None, "has no rows" if records.container == "objects" else "has a header but no rows",
+                   hint=f"a {kind} needs at least one row")
 
 
 def _text(records: Records, rec: Record, col: str, field: str) -> str:
     value = rec.data.get(col)
     if value is None or isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
-        raise fail(records.path, rec, f"must be a non-empty id; got {value!r}"[:120], field=col,
-                   hint=f"every row needs its {field}")
+        value = plain(value)  # (a table in memory: numpy's integer or string is an id)
+        if value is None or isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
+            raise fail(records.path, rec, f"must be a non-empty id; got {value!r}"[:120], field=col,
+                       hint=f"every row needs its {field}")
     return str(value).strip()
 
 
 def _number(records: Records, rec: Record, col: str) -> float:
     value = rec.data.get(col)
     try:
-        x = math.nan if isinstance(value, bool) else float(value.strip() if isinstance(value, str) else value)  # type: ignore[arg-type]
-        ok = not isinstance(value, bool)
+        if isinstance(value, str):  # (a CSV cell)
+            x, ok = float(value.strip()), True
+        else:
+            value = plain(value)  # (a table in memory: numpy's float32 0.9 is 0.9)
+            x = math.nan if isinstance(value, bool) else float(value)
+            ok = not isinstance(value, bool)
     except (TypeError, ValueError):
         ok = False
     if not ok:
@@ -91,20 +103,38 @@ def _number(records: Records, rec: Record, col: str) -> float:
     return x
 
 
+def _whole(value: Any) -> int:
+    """A cell's integer grade: an integer, a whole float (2.0; a column with a gap is a float column) or
+    their text, a numpy integer; never a cut one (2.5) nor True. ValueError (or TypeError) otherwise."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)  # exactly, however many digits
+        except ValueError:
+            x = float(text)  # "2.0"
+            if not x.is_integer():
+                raise ValueError from None
+            return int(x)
+    if isinstance(value, bool):  # (Python counts True as 1; it is not a grade)
+        raise ValueError
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError
+        return int(value)
+    if plain(value) is not value:  # a numpy scalar
+        return _whole(plain(value))
+    raise TypeError
+
+
 def _grade(records: Records, rec: Record, col: str) -> int:
     value = rec.data.get(col)
     try:
-        if isinstance(value, int) and not isinstance(value, bool):
-            grade = value
-        else:
-            text = value.strip() if isinstance(value, str) else value
-            try:
-                grade = int(text)  # type: ignore[arg-type]  # exactly, however many digits
-            except (TypeError, ValueError):
-                x = float(text)  # type: ignore[arg-type]  # "2.0"
-                if isinstance(value, bool) or not x.is_integer():
-                    raise ValueError from None
-                grade = int(x)
+        try:
+            grade = int(value.strip()) if isinstance(value, str) else _whole(value)  # (a CSV cell: at once)
+        except ValueError:
+            grade = _whole(value)  # ("2.0")
     except (TypeError, ValueError, OverflowError):
         raise fail(records.path, rec, f"must be an integer grade; got {value!r}"[:120], field=col,
                    hint="grades are integers; 0 or less means judged not relevant") from None
@@ -114,14 +144,33 @@ def _grade(records: Records, rec: Record, col: str) -> int:
     return grade
 
 
+def _missing(value: Any) -> bool:
+    """No value: None, an empty string, or a table's gap (NaN; pandas' NA and NaT, known by their type's
+    name: pandas is not imported)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, str):
+        return value == ""
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
 def _opt(rec: Record, col: str | None) -> str | None:
     if col is None:
         return None
     value = rec.data.get(col)
-    return None if value is None or value == "" else str(value)
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    value = plain(value)  # (a table's gap, NaN, is no value: never the text "nan")
+    return None if _missing(value) else str(value)
 
 
-def read_table_gold(records: Records, columns: Mapping[str, str] | None = None) -> Gold:
+def read_table_gold(records: Records, columns: Mapping[str, str] | None = None, *, query_fields: bool = False) -> Gold:
+    """A gold set from a long table's records. ``query_fields`` (a table in memory, such as a pandas
+    DataFrame): the other columns are per-query fields, as a JSONL gold line's (see :func:`_query_fields`)."""
     found = _resolve(records, GOLD_USES, columns)
     _require(records, found, ("query_id", "chunk_id", "grade"), "gold set")
     q, d, g = found["query_id"], found["chunk_id"], found["grade"]
@@ -132,6 +181,9 @@ def read_table_gold(records: Records, columns: Mapping[str, str] | None = None) 
     jg: list[int] = []
     notes: list[str | None] = []
     texts: list[str | None] = []
+    # (the names a JSONL line's query text goes by are the table's query column, or the rows' texts)
+    others = [c for c in records.columns if c not in found.values() and c not in _QUERY_TEXT] if query_fields else []
+    per_query: list[dict[str, tuple[Any, Record]]] = []
     for rec in records.items:
         qid = _text(records, rec, q, "query id")
         doc = _text(records, rec, d, "item id")
@@ -140,6 +192,9 @@ def read_table_gold(records: Records, columns: Mapping[str, str] | None = None) 
         if qi is None:
             qi = index[qid] = len(index)
             texts.append(None)
+            per_query.append({})
+        if others:
+            _collect(records, rec, others, per_query[qi], qid)
         if (qi, doc) in seen:
             first = seen[(qi, doc)]
             where = f"line {first.line}" if first.line else f"row {first.row}"
@@ -155,8 +210,71 @@ def read_table_gold(records: Records, columns: Mapping[str, str] | None = None) 
     fields: dict[str, list[Any]] = {}
     if any(t is not None for t in texts):
         fields["query"] = texts
+    if others:
+        relevant = np.zeros(len(index), dtype=bool)
+        relevant[np.asarray(jq, dtype=np.int64)[np.asarray(jg, dtype=np.int64) >= 1]] = True
+        _query_fields(records, per_query, relevant.tolist(), fields)
     return Gold(list(index), np.asarray(jq, dtype=np.int64), strings_of(jd), np.asarray(jg, dtype=np.int64),
                 fields=fields, notes=notes if any(n is not None for n in notes) else None, source=records.path)
+
+
+# Per-query fields of a table in memory: the JSONL gold line's own (k, intent, segment, as_of, tags, …),
+# which must hold one value per query; any other column whose value is the same on every row of its
+# query is kept, as a JSONL line's other scalar fields are (a segment, ``by=``), and one whose values
+# differ within a query is about the rows (a chunk's text, a doc id beside the chunk id) and is left out.
+_ONE_PER_QUERY = frozenset({"k", "no_answer", "metadata", "tags", "intent", "segment", "source_of_query", "created",
+                            "corpus_version", "as_of", "expected_answer", "must_not_retrieve", "entities"})
+_VARIES = object()  # a column whose values differ within a query
+_QUERY_TEXT = ("query", "question", "text", "input", "query_text")
+
+
+def _collect(records: Records, rec: Record, columns: list[str], kept: dict[str, tuple[Any, Record]], qid: str) -> None:
+    """The values of ``rec``'s other columns into ``kept`` (its query's: column -> (value, first row));
+    a named per-query field with two values in one query is an error naming both rows."""
+    for col in columns:
+        value = plain(rec.data.get(col))
+        if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+            value = value.tolist()  # a list cell that pandas holds as a numpy array
+        if not isinstance(value, (list, dict)) and _missing(value):
+            continue
+        first = kept.get(col)
+        if first is None:
+            kept[col] = (value, rec)
+        elif first[0] is not _VARIES and first[0] != value:
+            if col in _ONE_PER_QUERY:
+                raise fail(records.path, rec, f"is {value!r} for query {qid!r}, but row {first[1].row} gives "
+                           f"{first[0]!r}"[:200], field=col, hint=f"{col} is a per-query field: give one value per query")
+            kept[col] = (_VARIES, rec)
+
+
+def _query_fields(records: Records, per_query: list[dict[str, tuple[Any, Record]]], relevant: list[bool],
+                  fields: dict[str, list[Any]]) -> None:
+    """Each query's fields, checked and kept by the JSONL gold's rules (:func:`~rankgate.data.jsonl.gold_query_fields`)."""
+    from .jsonl import gold_query_fields
+
+    varies = {col for kept in per_query for col, (value, _) in kept.items() if value is _VARIES}
+    n = len(per_query)
+
+    def put(name: str, qi: int, value: Any) -> None:
+        fields.setdefault(name, [None] * n)[qi] = value
+
+    for qi, kept in enumerate(per_query):
+        obj = {col: value for col, (value, _) in kept.items() if col not in varies}
+        if not obj:
+            continue
+        rec = next(iter(kept.values()))[1]
+        if isinstance(obj.get("k"), float) and obj["k"].is_integer():
+            obj["k"] = int(obj["k"])  # (an integer column with a gap is a float column)
+        no_answer = obj.get("no_answer", False)
+        if not isinstance(no_answer, bool):
+            raise fail(records.path, kept["no_answer"][1], f"must be true or false; got {no_answer!r}"[:120], field="no_answer")
+        if no_answer and relevant[qi]:
+            raise fail(records.path, kept["no_answer"][1], "is true but the query has a row with grade >= 1",
+                       field="no_answer", hint="a no-answer query has no item with grade >= 1")
+        try:
+            gold_query_fields(obj, qi, no_answer, put, records.path, rec.row)  # type: ignore[arg-type]
+        except InputError as exc:  # (named by the query's first row, not a line)
+            raise fail(records.path, rec, exc.detail, field=exc.field, hint=exc.hint) from None
 
 
 def read_table_run(records: Records, columns: Mapping[str, str] | None = None) -> Run:

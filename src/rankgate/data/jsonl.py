@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..constraints import plain
 from ..errors import InputError
 from .ranking import MAX_RANK
 from .arrow import strings_of
@@ -214,6 +215,8 @@ def _number(value: Any, path: str, lineno: int, field: str) -> float | None:
             f"must be a finite number; got {shown}", path=path, line=lineno, field=field,
             hint=NON_FINITE_HINT,
         )
+    if plain(value) is not value:  # a numpy scalar (in-memory data): its Python value
+        return _number(plain(value), path, lineno, field)
     raise InputError(f"must be a number; got {value!r}"[:200], path=path, line=lineno, field=field)
 
 
@@ -228,11 +231,19 @@ def _query_id(obj: Any, path: str, lineno: int) -> str:
     for key in QUERY_ID_KEYS:
         if key in obj:
             value = obj[key]
-            if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-                raise InputError(
-                    f"must be a non-empty string; got {value!r}"[:200], path=path, line=lineno, field=key
-                )
-            return _text(value, path, lineno, key) if isinstance(value, str) else str(value)
+            if type(value) is not str:  # (an integer; in-memory data: a numpy integer or string)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return str(value)
+                value = plain(value)
+                if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+                    raise InputError(
+                        f"must be a non-empty string; got {value!r}"[:200], path=path, line=lineno, field=key
+                    )
+                if not isinstance(value, str):
+                    return str(value)
+            elif value == "":
+                raise InputError(f"must be a non-empty string; got {value!r}", path=path, line=lineno, field=key)
+            return _text(value, path, lineno, key)
     raise InputError(
         "is missing",
         path=path,
@@ -246,6 +257,8 @@ def _grade(value: Any, path: str, lineno: int, field: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
+        if plain(value) is not value:  # a numpy scalar (in-memory data): its Python value
+            return _grade(plain(value), path, lineno, field)
         raise InputError(
             f"must be an integer grade; got {value!r}"[:200],
             path=path,
@@ -267,7 +280,10 @@ def _item_id(item: dict[str, Any], path: str, lineno: int, field: str) -> str:
         if key in item:
             value = item[key]
             if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-                raise InputError(f"must be a non-empty string; got {value!r}"[:200], path=path, line=lineno, field=f"{field}.{key}")
+                value = plain(value)  # (in-memory data: a numpy integer is an id)
+                if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+                    raise InputError(f"must be a non-empty string; got {value!r}"[:200], path=path, line=lineno,
+                                     field=f"{field}.{key}")
             return _text(value, path, lineno, f"{field}.{key}") if isinstance(value, str) else str(value)
     raise InputError(
         f"item {json.dumps(item)[:80]} has no id",
@@ -286,6 +302,8 @@ def _judgements(obj: dict[str, Any], path: str, lineno: int) -> tuple[list[tuple
     out: list[tuple[str, int, str | None]] = []
     if isinstance(value, dict):
         for doc, gain in value.items():
+            if not isinstance(doc, str):  # (in-memory data: an integer key is an id)
+                doc = _id_key(doc, path, lineno, key)
             out.append((_text(doc, path, lineno, key), _grade(gain, path, lineno, f"{key}.{doc}"), None))
     elif isinstance(value, list):
         for i, item in enumerate(value):
@@ -297,6 +315,8 @@ def _judgements(obj: dict[str, Any], path: str, lineno: int) -> tuple[list[tuple
                 grade = 1 if gk is None else _grade(item[gk], path, lineno, f"{key}[{i}].{gk}")
                 note = item.get("note")
                 out.append((doc, grade, None if note is None else str(note)))
+            elif type(item).__module__ == "numpy" and isinstance(plain(item), (str, int)) and not isinstance(plain(item), bool):
+                out.append((str(plain(item)), 1, None))  # (in-memory data: a numpy integer or string is an id)
             else:
                 raise InputError(
                     f"items must be ids or objects; item {i} is {item!r}", path=path, line=lineno, field=key
@@ -318,11 +338,21 @@ def _judgements(obj: dict[str, Any], path: str, lineno: int) -> tuple[list[tuple
     return out, key
 
 
+def _id_key(value: Any, path: str, lineno: int, field: str) -> str:
+    """An id given as a mapping's key that is not a string (in-memory data): an integer's digits."""
+    value = plain(value)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise InputError(f"keys must be ids (strings); got {value!r}"[:200], path=path, line=lineno, field=field)
+    return str(value)
+
+
 def _str_list(value: Any, path: str, lineno: int, field: str) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
-        raise InputError(f"must be a list of strings; got {value!r}"[:200], path=path, line=lineno, field=field)
+        value = [plain(v) for v in value] if isinstance(value, list) else value  # (in-memory data: numpy's ids)
+        if not isinstance(value, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
+            raise InputError(f"must be a list of strings; got {value!r}"[:200], path=path, line=lineno, field=field)
     return [str(v) for v in value]
 
 
@@ -337,6 +367,8 @@ def _opt_str(value: Any, path: str, lineno: int, field: str) -> str | None:
 def gold_no_answer(obj: dict[str, Any], has_relevant: bool, rel_key: str | None, path: str, lineno: int) -> bool:
     """A gold line's ``no_answer``, checked against whether it lists a relevant item."""
     no_answer = obj.get("no_answer", False)
+    if not isinstance(no_answer, bool):
+        no_answer = plain(no_answer)  # (in-memory data: numpy's bool)
     if not isinstance(no_answer, bool):
         raise InputError(f"must be true or false; got {no_answer!r}", path=path, line=lineno, field="no_answer")
     if no_answer and has_relevant:
@@ -367,6 +399,8 @@ def gold_query_fields(obj: dict[str, Any], qi: int, no_answer: bool, put: Callab
         raise InputError(f"must be an object; got {meta!r}"[:120], path=path, line=lineno, field="metadata")
     k = obj.get("k", (meta or {}).get("k"))
     if k is not None:
+        if not isinstance(k, int):
+            k = plain(k)  # (in-memory data: a numpy integer)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             shown = repr(k)[:40] if len(repr(k)) <= 40 else f"a number of {len(repr(k))} digits"
             raise InputError(f"must be a positive integer up to {MAX_K:,}; got {shown}", path=path, line=lineno, field="k")
@@ -389,11 +423,17 @@ def gold_query_fields(obj: dict[str, Any], qi: int, no_answer: bool, put: Callab
             )
         put("tags", qi, {str(k2): (None if v is None else str(v)) for k2, v in tags.items()})
     for name, value in (meta or {}).items():
+        if not isinstance(value, (str, int, float, bool)):
+            value = plain(value)  # (in-memory data: numpy scalars are scalars too)
         if name != "k" and isinstance(value, (str, int, float, bool)):
             put(f"metadata.{name}", qi, str(value))
     for name, value in obj.items():
         # Other scalar fields (difficulty, owner, …) are kept so they can be used as segments.
-        if name not in _HANDLED and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        if name in _HANDLED:
+            continue
+        if not isinstance(value, (str, int, float)):
+            value = plain(value)  # (in-memory data: numpy scalars are scalars too)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             put(name, qi, str(value))
 
 
@@ -509,6 +549,9 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
             elif isinstance(item, (str, int)) and not isinstance(item, bool):
                 doc = _text(item, path, lineno, f"{key}[{pos - 1}]") if isinstance(item, str) else str(item)
                 s, r, version, text, source = None, None, None, None, None
+            elif type(item).__module__ == "numpy" and isinstance(plain(item), (str, int)) and not isinstance(plain(item), bool):
+                doc = str(plain(item))  # (in-memory data: a numpy integer or string is an id)
+                s, r, version, text, source = None, None, None, None, None
             else:
                 raise InputError(
                     f"items must be objects or ids; item {pos - 1} is {item!r}"[:160], path=path, line=lineno, field=key
@@ -539,7 +582,7 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
             column = fields.get(name)
             if column is None:
                 column = fields[name] = [None] * len(qids)
-            column[qi] = value
+            column[qi] = plain(value)  # (in-memory data: a numpy scalar as its Python value)
     if not qids:
         raise InputError("has no queries", path=path, hint="a run needs at least one JSON line")
     items_cols: dict[str, list[Any]] = {}

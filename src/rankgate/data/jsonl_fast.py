@@ -13,7 +13,7 @@ the scanner passes over their values and :func:`_other_fields` decodes them with
 one call. Strings must be printable ASCII without escapes (so each is its bytes) and numbers are
 converted exactly as Python converts them (correctly rounded; ``-0`` is the integer 0, ``-0.0`` stays
 -0.0); anything else, down to one byte, makes it decline, silently, and pyarrow's path below takes the
-file. It reads the file on two threads over a memory map, in about a fifth of the CPU time of
+file. It reads the file on two threads, in pieces read into buffers, in about a fifth of the CPU time of
 pyarrow's path.
 
 **Else, pyarrow's JSON reader.** It never changes a result or an error message, by construction:
@@ -61,7 +61,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
+from ..errors import FileChangedError, InputError
 from .ranking import MAX_RANK
 from .arrow import np_of
 from .jsonl import (
@@ -75,7 +75,7 @@ from .jsonl import (
     json_depth,
 )
 from .models import Gold, Run, joined_fields
-from .source import is_gzip, open_binary
+from .source import Buffers, Pread, changed_error, is_gzip, open_binary, read_hook
 
 __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
@@ -95,15 +95,19 @@ _SAFE_DEPTH = 2048  # nesting pyarrow's reader takes without a crash (measured: 
 
 
 def _file_bytes(path: str, min_bytes: int | None) -> pa.Buffer | None:
-    """The file's bytes (memory-mapped, or decompressed; without a BOM) when it is large enough."""
+    """The file's bytes (read whole, or decompressed; without a BOM) when it is large enough."""
     try:
         if not os.path.isfile(path) or os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes):
             return None  # small, or a pipe: the validating reader reads it as a stream
         if is_gzip(path):
             with open_binary(path) as fh:
                 data = pa.py_buffer(fh.read())
-        else:
-            data = pa.memory_map(path).read_buffer()
+        else:  # (read, not mapped: a map of a file cut short meanwhile would end the process)
+            with Pread(path) as f:
+                data = pa.py_buffer(f.read_whole())
+                f.check()
+    except FileChangedError:
+        raise
     except (InputError, OSError, ValueError, pa.ArrowException):  # the validating reader explains
         return None
     if data.size >= 3 and data.slice(0, 3).to_pybytes() == _BOM:
@@ -225,9 +229,9 @@ SURROGATE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
 def _surrogate_escape(data: pa.Buffer, mapped: Any) -> bool:
-    """Whether :data:`SURROGATE_BYTES` occurs in ``data`` (the whole of ``mapped``, a memory map, when
-    that is not None). Every match starts with a backslash, and most files have none: the map's
-    ``find`` skips to the first one far faster than the pattern's own scan."""
+    """Whether :data:`SURROGATE_BYTES` occurs in ``data`` (the whole of ``mapped``, an ``mmap`` holding
+    the bytes read, when that is not None). Every match starts with a backslash, and most files have
+    none: the map's ``find`` skips to the first one far faster than the pattern's own scan."""
     start = 0
     if mapped is not None:
         start = mapped.find(b"\\")
@@ -279,39 +283,138 @@ class _File(NamedTuple):
     numbers: np.ndarray | None  # the line number of each row, when blank lines were skipped
 
 
-def _mapped(path: str, min_bytes: int | None) -> tuple[pa.Buffer, Any] | None:
-    """The file's bytes as :func:`_file_bytes` gives them, and its memory map when they are the whole
-    plain file (else None): a map whose pages the checks have read can be let go before the parse."""
+def reader_scans() -> bool:
+    """Whether the compiled scanner is there (it alone reads a file through a map)."""
+    from .._accel import reader
+
+    return reader is not None and hasattr(reader, "read_jsonl")
+
+
+class _Source:
+    """A JSONL file's bytes (a byte-order mark left out) for the fast readers. A plain file is mapped
+    for the compiled scanner alone, whose scans are guarded (a page past the end of a file another
+    program cut short meanwhile is a FileCut, not the end of the process); Python code reads it by
+    offset, and whole (into anonymous memory) only when the checks and pyarrow's parse need it; a gzip
+    file is decompressed whole. A file shorter than when it was opened is a FileChangedError "changed
+    while it was read"; :meth:`check` says the same of a file changed in any way once it is read."""
+
+    def __init__(self, path: str, f: Pread | None, data: pa.Buffer | None, base: int, size: int) -> None:
+        self.path, self.f, self.base, self.size = path, f, base, size
+        self._data, self._whole = data, None
+        self.buffers = Buffers()
+        self.mm = f.mapped() if f is not None and reader_scans() else None
+
+    def let_go(self, a: int, b: int) -> None:
+        """The map's pages of bytes ``[a, b)`` let go (they come back from the page cache if read again)."""
+        import mmap
+
+        if self.mm is not None and hasattr(mmap, "MADV_DONTNEED"):
+            lo = a + self.base - (a + self.base) % mmap.PAGESIZE
+            self.mm.madvise(mmap.MADV_DONTNEED, lo, b + self.base - lo)
+
+    def cut(self) -> FileChangedError:
+        """The error for a file the compiled scanner found cut short while it was mapped."""
+        if self.f is not None:
+            try:
+                self.f.check()
+            except FileChangedError as exc:
+                return exc
+        return changed_error(self.path, "it is shorter than when it was opened")
+
+    @property
+    def plain(self) -> bool:
+        """Whether the bytes are the file's own (not decompressed): offsets into them are the file's, less
+        the byte-order mark."""
+        return self.f is not None
+
+    def whole(self) -> tuple[pa.Buffer, Any]:
+        """(the bytes, the anonymous map holding them, or None): read whole on the first call."""
+        if self._data is None:
+            assert self.f is not None
+            self._whole = self.f.read_whole()
+            data = pa.py_buffer(self._whole)
+            self._data = data.slice(self.base, self.size) if self.base or data.size != self.size else data
+        return self._data, (self._whole if not self.base else None)
+
+    def piece(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(bytes ``[a, b)``, the buffer to give back to :attr:`buffers` once they are read, or None)."""
+        if self._data is not None:
+            return np.frombuffer(self._data, dtype=np.uint8)[a:b], None
+        assert self.f is not None
+        buf = self.buffers.take(b - a)
+        try:
+            self.f.read_into(buf[: b - a], self.base + a)
+        except BaseException:
+            self.buffers.give(buf)
+            raise
+        return buf[: b - a], buf
+
+    def line_end(self, at: int) -> int:
+        """The offset just past the first line break at or after ``at`` (the size if none)."""
+        if self._data is not None:
+            return _line_end(np.frombuffer(self._data, dtype=np.uint8), at)
+        assert self.f is not None
+        step = 1 << 16
+        while at < self.size:
+            chunk = self.f.read(self.base + at, min(step, self.size - at))
+            k = chunk.find(b"\n")
+            if k >= 0:
+                return at + k + 1
+            at += len(chunk)
+            step *= 2
+        return self.size
+
+    def check(self) -> None:
+        if self.f is not None:
+            self.f.check()
+
+    def close(self) -> None:
+        self.buffers.clear()
+        if self.mm is not None:
+            self.mm.close()
+            self.mm = None
+        if self.f is not None:
+            self.f.close()
+
+
+def _opened(path: str, min_bytes: int | None) -> _Source | None:
+    """The file as a :class:`_Source` when it is large enough (at least ``min_bytes``, default
+    :data:`MIN_BYTES`) and a regular file; None for a small file or a pipe (the validating reader reads
+    it as a stream) or one that cannot be opened (it says why)."""
     try:
         plain = os.path.isfile(path) and not is_gzip(path)
     except (InputError, OSError, ValueError):
         plain = False
     if not plain:
         data = _file_bytes(path, min_bytes)
-        return None if data is None else (data, None)
-    import mmap
-
+        return None if data is None else _Source(path, None, data, 0, data.size)
     try:
-        if os.path.getsize(path) < (MIN_BYTES if min_bytes is None else min_bytes) or os.path.getsize(path) == 0:
-            return None
-        with open(path, "rb") as fh:
-            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):  # the validating reader explains
+        f = Pread(path)
+    except OSError:  # the validating reader explains
         return None
-    data = pa.py_buffer(mapped)
-    if data.size >= 3 and data.slice(0, 3).to_pybytes() == _BOM:
-        return data.slice(3), None
-    return data, mapped
+    if f.size < (MIN_BYTES if min_bytes is None else min_bytes) or f.size == 0 or not f.regular:
+        f.close()
+        return None
+    try:
+        base = 3 if f.size >= 3 and f.read(0, 3) == _BOM else 0
+    except BaseException:
+        f.close()
+        raise
+    return _Source(path, f, None, base, f.size - base)
 
 
-def _read_table(path: str, min_bytes: int | None, schema: Any,
-                found: tuple[pa.Buffer, Any] | None = None) -> _File | None:
+def _read_table(path: str, min_bytes: int | None, schema: Any, found: _Source | None = None) -> _File | None:
     """The whole file as a table, or None when it is small, irregular or not exactly readable.
-    ``found``: the file as :func:`_mapped` gives it, when the caller has it already."""
-    found = found or _mapped(path, min_bytes)
+    ``found``: the file as :func:`_opened` gives it, when the caller has it already (and closes it)."""
     if found is None:
-        return None
-    data, mapped = found
+        found = _opened(path, min_bytes)
+        if found is None:
+            return None
+        try:
+            return _read_table(path, min_bytes, schema, found)
+        finally:
+            found.close()
+    data, mapped = found.whole()
     bounds = _line_bounds(data, blank_ok=True)
     if bounds is None:
         return _no("a line holds something other than one JSON object (an object over two lines, two on one line)")
@@ -324,14 +427,8 @@ def _read_table(path: str, min_bytes: int | None, schema: Any,
         return _no("its first line is not a JSON object")
     import pyarrow.json as pj
 
+    # pyarrow parses the bytes already read (they stay for the values the table does not hold).
     source: Any = pa.BufferReader(data)
-    if mapped is not None and hasattr(mapped, "madvise"):
-        # The checks have read every page of the map: let them go, and let pyarrow read the file
-        # block by block, so the file's size is not held in memory beside the table being built.
-        import mmap
-
-        mapped.madvise(mmap.MADV_DONTNEED)
-        source = pa.OSFile(path)  # (as a file: a path ending in .gz would be taken for gzip)
     try:
         explicit = schema(sample)
         table = pj.read_json(
@@ -510,9 +607,9 @@ def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, 
     return fields
 
 
-def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: tuple[str, ...],
+def _scan(found: _Source, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
           value_kind: int, *, ranks: bool = False, extras: bool = False, items: bool | str = True) -> _Scanned | None:
-    """The file (as :func:`_mapped` gives it) read by the compiled scanner (``_reader.read_jsonl``), or
+    """The file (as :func:`_opened` gives it) read by the compiled scanner (``_reader.read_jsonl``), or
     None when it is not built or any line is not exactly of the common shape: one object of a query
     id (a string) and a list (``list_keys``) of objects of an item id (a string) and a number
     (``value_keys``; ``value_kind`` 0: any number, as float64; 1: an integer, as int64), each key
@@ -530,21 +627,19 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
 
     if reader is None or not hasattr(reader, "read_jsonl"):
         return None
-    data, mapped = found
-    size = data.size
+    size = found.size
     pieces = max(-(-size // _PIECE), 2 if size > _SPLIT else 1)
-    arr = np.frombuffer(data, dtype=np.uint8)
     cuts = [0]
     for i in range(1, pieces):
-        cuts.append(_line_end(arr, max(cuts[-1], size * i // pieces)))
+        cuts.append(found.line_end(max(cuts[-1], size * i // pieces)))
     cuts.append(size)
     spans = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
     if not spans:
         return None
 
     def read(span: tuple[int, int]) -> tuple[_Scanned, int] | None:  # (a piece, and how many lines it has)
-        return _scan_span(data, span[0], span[1], list_keys, value_keys, value_kind, ranks=ranks, extras=extras,
-                          items=items)
+        return _scan_piece(found, span[0], span[1], list_keys, value_keys, value_kind, ranks=ranks, extras=extras,
+                           items=items)
 
     if len(spans) == 1:
         got = [read(spans[0])]
@@ -556,10 +651,7 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
     parts = [part for part in got if part is not None]
     if len(parts) < len(got):
         return None
-    if mapped is not None and hasattr(mapped, "madvise"):  # read and copied: let the pages go before joining the pieces
-        import mmap
-
-        mapped.madvise(mmap.MADV_DONTNEED)
+    found.let_go(0, size)  # (read and copied: let the pages go before joining the pieces)
     qids = [q for part, _ in parts for q in part.query_ids]
     if not qids or len(set(qids)) != len(qids):
         return None  # no query, or one on two lines: the parser names the file or the line
@@ -578,7 +670,40 @@ def _scan(found: tuple[pa.Buffer, Any], list_keys: tuple[str, ...], value_keys: 
                     np.concatenate([cast(np.ndarray, part.spans) for part, _ in parts]))
 
 
-def _scan_span(data: pa.Buffer, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
+def _scan_piece(found: _Source, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
+                value_kind: int, *, ranks: bool = False, extras: bool = False,
+                items: bool | str = True) -> tuple[_Scanned, int] | None:
+    """:func:`_scan_span` on the bytes ``[a, b)`` of the file (whole lines), read into a buffer that is
+    given back once scanned; the queries' line spans are offsets in the file's data, as a whole read
+    gives them."""
+    from .._accel import reader
+
+    assert reader is not None
+    if found.mm is not None:  # the map, under the scanner's guard
+        try:
+            got = _scan_span(found.mm, found.base + a, found.base + b, list_keys, value_keys, value_kind, ranks=ranks,
+                             extras=extras, items=items)
+        except reader.FileCut:
+            raise found.cut() from None
+        read_hook(found.path, found.base + a, b - a)
+        shift = -found.base  # (offsets in the map: in the data, less the byte-order mark)
+    else:
+        piece, buf = found.piece(a, b)
+        try:
+            got = _scan_span(piece, 0, b - a, list_keys, value_keys, value_kind, ranks=ranks, extras=extras,
+                             items=items)
+        finally:
+            if buf is not None:
+                found.buffers.give(buf)
+        shift = a
+    if got is None or not shift:
+        return got
+    part, newlines = got
+    assert part.spans is not None
+    return part._replace(spans=part.spans + shift), newlines
+
+
+def _scan_span(data: Any, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
                value_kind: int, *, ranks: bool = False, extras: bool = False,
                items: bool | str = True) -> tuple[_Scanned, int] | None:
     """The bytes ``[a, b)`` of ``data`` (whole lines) by the compiled scanner (see :func:`_scan`): the
@@ -631,7 +756,7 @@ def _line_end(arr: np.ndarray, at: int) -> int:
     return int(arr.size)
 
 
-def _scan_run(found: tuple[pa.Buffer, Any], path: str) -> Run | None:
+def _scan_run(found: _Source, path: str) -> Run | None:
     """A run of the common shape (``{"query_id": ..., "topk": [{"chunk_id": ..., "score": ...}]}``) by
     the compiled scanner, exactly as :func:`~.jsonl.parse_run_records` builds it; else None."""
     got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True)
@@ -648,17 +773,26 @@ class LineTexts(Sequence[Any]):
     where it has neither or null). A report shows the texts of a few rows; reading every text of a large
     run into Python strings cost more than the rest of its reading. A line is read (``read(start, end)``:
     its bytes) and decoded by ``json.loads`` when one of its rows is asked for, and kept (the last
-    :data:`LINES_KEPT` lines). A line that is no longer the one scanned (the file was changed since)
-    is an :class:`~rankgate.errors.InputError` naming the file."""
+    :data:`LINES_KEPT` lines).
+
+    A line that is no longer the one scanned (the file was changed since) is an
+    :class:`~rankgate.errors.InputError` naming the file: its items must be the scanned ones, id for id
+    (``ids``: the run's item ids, row for row), and ``read`` gives None when the file's size or
+    modification time (``os.fstat`` of the file opened) is no longer the one recorded before the scan.
+    The ids cannot tell a rewrite that keeps every line's ids with other texts; the size and time tell
+    it unless it also keeps the size and lands within the file system's timestamp granularity (that
+    would take a digest of every line at the scan). A file renamed over the one read does not matter:
+    the lines come from the file opened (a gzip file's from the bytes decompressed)."""
 
     LINES_KEPT = 4096
 
-    def __init__(self, read: Callable[[int, int], bytes], line_starts: np.ndarray, line_ends: np.ndarray,
-                 row_starts: np.ndarray, path: str) -> None:
+    def __init__(self, read: Callable[[int, int], bytes | None], line_starts: np.ndarray,
+                 line_ends: np.ndarray, row_starts: np.ndarray, path: str, ids: pa.Array | pa.ChunkedArray) -> None:
         self._read = read
         self._starts, self._ends = line_starts, line_ends  # each query's line, as byte offsets for read
         self._rows = row_starts  # first row of each query, and the number of rows last
         self._path = path
+        self._ids = ids
         self._lines: dict[int, list[str | None]] = {}
 
     def __len__(self) -> int:
@@ -684,20 +818,49 @@ class LineTexts(Sequence[Any]):
     def _line(self, q: int) -> list[str | None]:
         got = self._lines.get(q)
         if got is None:
+            first, n = int(self._rows[q]), int(self._rows[q + 1] - self._rows[q])
+            line = self._read(int(self._starts[q]), int(self._ends[q]))
             try:
-                obj = json.loads(self._read(int(self._starts[q]), int(self._ends[q])))
-                items = obj[next(k for k in RUN_LIST_KEYS if k in obj)]
-                got = [None if (v := item.get(_TEXT_KEYS[0], item.get(_TEXT_KEYS[1]))) is None else str(v)
-                       for item in items]
+                obj = json.loads(line) if line is not None else None
+                items = obj[next(k for k in RUN_LIST_KEYS if k in obj)] if obj is not None else None
+                scanned = self._ids.slice(first, n)
+                if items is not None and len(items) == n and _ids_are(items, scanned.to_pylist()):
+                    got = [None if (v := item.get(_TEXT_KEYS[0], item.get(_TEXT_KEYS[1]))) is None else str(v)
+                           for item in items]
             except (ValueError, TypeError, KeyError, AttributeError, StopIteration, RecursionError):
                 got = None
-            if got is None or len(got) != int(self._rows[q + 1] - self._rows[q]):
-                raise InputError("changed while it was read: a line's items are not those read before", path=self._path,
-                                 hint="evaluate a file that no other program is writing")
+            if got is None:
+                from .source import changed_error
+
+                raise changed_error(self._path, "its size or modification time is not the one it had when read"
+                                    if line is None else "a line's items are not those read before")
             if len(self._lines) >= self.LINES_KEPT:
                 self._lines.clear()
             self._lines[q] = got
         return got
+
+
+def _ids_are(items: list[Any], ids: list[str]) -> bool:
+    """Whether a line's items have the ids ``ids``, in order, as the parser reads them (an item's first
+    id key; an integer as its digits)."""
+    try:
+        if [item[ITEM_ID_KEYS[0]] for item in items] == ids:  # (the usual line: one lookup an item)
+            return True
+    except (KeyError, TypeError):
+        pass
+    return [_item_id(item) for item in items] == ids
+
+
+def _item_id(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    for key in ITEM_ID_KEYS:
+        if key in item:
+            value = item[key]
+            if isinstance(value, str):
+                return value
+            return str(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    return None
 
 
 def read_run_lazy_texts(path: str, *, min_bytes: int | None = None) -> Run | None:
@@ -710,10 +873,14 @@ def read_run_lazy_texts(path: str, *, min_bytes: int | None = None) -> Run | Non
         key = _file_key(path)
     except OSError:
         return None
-    found = None if key in _declined_files else _mapped(path, min_bytes)  # (the flag is the whole read's to take)
+    found = None if key in _declined_files else _opened(path, min_bytes)  # (the flag is the whole read's to take)
     if found is None:
         return None
-    got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items="lazy")
+    try:
+        got = _scan(found, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items="lazy")
+        found.check()
+    finally:
+        found.close()
     if got is None:
         _declined_files.add(key)
     if got is None or got.values.size == 0:
@@ -722,28 +889,28 @@ def read_run_lazy_texts(path: str, *, min_bytes: int | None = None) -> Run | Non
     if got.texts:
         assert got.spans is not None
         rows = np.concatenate(([0], np.cumsum(got.counts))).astype(np.int64)
-        items["text"] = LineTexts(_line_reader(path, found[0]), got.spans[:, 0].copy(), got.spans[:, 1].copy(),
-                                  rows, path)
+        items["text"] = LineTexts(_line_reader(path, found, key[1:]),
+                                  got.spans[:, 0].copy(), got.spans[:, 1].copy(), rows, path, got.ids)
     return Run(query_ids=got.query_ids, r_query=np.repeat(np.arange(len(got.query_ids), dtype=np.int64), got.counts),
                r_doc=got.ids, r_score=got.values, r_order=got.ranks, items=items, fields=got.fields or {}, source=path,
                query_lines=got.lines)
 
 
-def _line_reader(path: str, data: pa.Buffer) -> Callable[[int, int], bytes]:
+def _line_reader(path: str, found: _Source, stamp: tuple[int, int]) -> Callable[[int, int], bytes | None]:
     """Bytes ``[a, b)`` of the file's data: read from the file itself (kept open; a map held for the
     whole report would end the process if the file were cut short meanwhile), or from the bytes
-    read when they are not the file's own (a gzip file's)."""
-    try:
-        plain = not is_gzip(path)
-        fh = open(path, "rb") if plain else None  # noqa: SIM115 (open while the run lives)
-    except (InputError, OSError):
-        fh = None
-    if fh is None:
+    read when they are not the file's own (a gzip file's). None when the file read is no longer the
+    one scanned: its size and modification time (``os.fstat`` after the read) are not ``stamp``."""
+    if not found.plain:
+        data = found.whole()[0]
         return lambda a, b: data.slice(a, b - a).to_pybytes()
-    skip = os.fstat(fh.fileno()).st_size - data.size  # (a byte-order mark before the data)
+    fh = open(path, "rb")  # noqa: SIM115 (open while the run lives)
+    skip = found.base  # (a byte-order mark before the data)
 
-    def read(a: int, b: int) -> bytes:
-        return os.pread(fh.fileno(), b - a, skip + a)
+    def read(a: int, b: int) -> bytes | None:
+        got = os.pread(fh.fileno(), b - a, skip + a)
+        info = os.fstat(fh.fileno())
+        return got if (info.st_size, info.st_mtime_ns) == stamp else None
 
     return read
 
@@ -777,39 +944,37 @@ def jsonl_run_blocks(path: str, block_bytes: int, *, items: bool = True) -> Iter
     plain file; the iterator yields None for a block the scanner declines (the caller then reads the
     file whole, and the readers there name a bad line). The pages of a block read are let go.
     ``items=False``: the caller reads no item column, so items whose text or version is a string are
-    taken too (the strings are checked, not kept: each block's ``items`` is empty)."""
-    import mmap
-
+    taken too (the strings are checked, not kept: each block's ``items`` is empty). Each block is
+    read into reused buffers (never mapped); a file changed meanwhile is an InputError."""
     from .._accel import reader
 
-    if reader is None or not hasattr(reader, "read_jsonl") or not hasattr(mmap, "MADV_DONTNEED"):
+    if reader is None or not hasattr(reader, "read_jsonl"):
         return None
-    found = _mapped(path, 1)
-    if found is None or found[1] is None:  # (compressed: read whole)
+    found = _opened(path, 1)
+    if found is None:
         return None
-    data, mapped = found
-    arr = np.frombuffer(data, dtype=np.uint8)
-    cuts = [0]
-    while cuts[-1] < data.size:
-        cuts.append(_line_end(arr, cuts[-1] + max(block_bytes, 1) - 1))
-    return _jsonl_blocks(data, mapped, path, list(zip(cuts, cuts[1:])), items)
+    if not found.plain:  # (compressed: read whole)
+        found.close()
+        return None
+    try:
+        cuts = [0]
+        while cuts[-1] < found.size:
+            cuts.append(found.line_end(cuts[-1] + max(block_bytes, 1) - 1))
+    except BaseException:
+        found.close()
+        raise
+    return _jsonl_blocks(found, path, list(zip(cuts, cuts[1:])), items)
 
 
-def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int, int]],
-                  items: bool) -> Iterator[Run | None]:
-    import mmap
+def _jsonl_blocks(found: _Source, path: str, spans: list[tuple[int, int]], items: bool) -> Iterator[Run | None]:
     from contextlib import closing
 
     from .source import read_ahead
 
-    page = mmap.PAGESIZE
-    base = mapped.size() - data.size  # (a byte-order mark before the data)
-
     def read(i: int) -> tuple[_Scanned, int] | None:
         a, b = spans[i]
-        got = _scan_span(data, a, b, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items=items)
-        lo = a + base - (a + base) % page
-        mapped.madvise(mmap.MADV_DONTNEED, lo, b + base - lo)
+        got = _scan_piece(found, a, b, RUN_LIST_KEYS, ("score",), 0, ranks=True, extras=True, items=items)
+        found.let_go(a, b)
         return got
 
     def good(got: tuple[_Scanned, int] | None) -> bool:  # (no item, or a query on two lines: read whole)
@@ -817,24 +982,28 @@ def _jsonl_blocks(data: pa.Buffer, mapped: Any, path: str, spans: list[tuple[int
                                                             and len(set(got[0].query_ids)) == len(got[0].query_ids)))
 
     lines_before = 0
-    with closing(read_ahead(len(spans), read, good)) as parts:  # (the map closes with its last view)
-        for got, ok in parts:
-            if not ok:
-                if got is None:  # the scanner declined: the whole read goes straight to pyarrow's parse
-                    _declined_files.add(_file_key(path))
-                yield None
-                return
-            assert got is not None
-            part, newlines = got
-            if part.query_ids:  # (else blank lines only)
-                yield Run(query_ids=part.query_ids,
-                          r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
-                          r_doc=part.ids, r_score=part.values, r_order=part.ranks, fields=part.fields or {},
-                          source=path, query_lines=part.lines + lines_before)
-            lines_before += newlines
+    try:
+        with closing(read_ahead(len(spans), read, good)) as parts:
+            for got, ok in parts:
+                if not ok:
+                    if got is None:  # the scanner declined: the whole read goes straight to pyarrow's parse
+                        _declined_files.add(_file_key(path))
+                    yield None
+                    return
+                assert got is not None
+                part, newlines = got
+                if part.query_ids:  # (else blank lines only)
+                    yield Run(query_ids=part.query_ids,
+                              r_query=np.repeat(np.arange(len(part.query_ids), dtype=np.int64), part.counts),
+                              r_doc=part.ids, r_score=part.values, r_order=part.ranks, fields=part.fields or {},
+                              source=path, query_lines=part.lines + lines_before)
+                lines_before += newlines
+        found.check()
+    finally:
+        found.close()
 
 
-def _scan_gold(found: tuple[pa.Buffer, Any], path: str) -> Gold | None:
+def _scan_gold(found: _Source, path: str) -> Gold | None:
     """A gold set of the common shape (``{"query_id": ..., "relevant_chunks": [{"chunk_id": ..., "grade":
     <integer>}]}``) by the compiled scanner, exactly as :func:`~.jsonl.parse_gold_records` builds it;
     else None (also when a query lists no relevant item or one item twice: the parser names it)."""
@@ -896,14 +1065,19 @@ def _fast(path: str, min_bytes: int | None, schema: Any, convert: Any, why: list
     pyarrow's JSON reader and ``convert`` the table; or None (the decline's reason appended to
     ``why``). The parse's buffers are given back before the caller goes on."""
     _declined.reason = None
-    found = _mapped(path, min_bytes)
+    found = _opened(path, min_bytes)
     if found is None:
         return None
-    if scan is not None and not _was_declined(path):
-        out = scan(found, path)
-        if out is not None:
-            return out
-    read = _read_table(path, min_bytes, schema, found)
+    try:
+        if scan is not None and not _was_declined(path):
+            out = scan(found, path)
+            if out is not None:
+                found.check()
+                return out
+        read = _read_table(path, min_bytes, schema, found)
+        found.check()
+    finally:
+        found.close()
     del found
     try:
         out = None if read is None else convert(read, path)

@@ -17,15 +17,16 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from ..errors import InputError, RankgateError, UsageError
+from ..constraints import Param, plain
+from ..errors import FileChangedError, InputError, RankgateError, UsageError
 from .detect import call, check_format, detect
 from .formats import split_list_sep
 from .jsonl import iter_json_lines, json_lines, parse_gold_records, parse_run_records, read_text, summary_error
 from .models import Gold, Run
-from .source import check_file, is_pipe, local_copy
+from .source import check_file, check_unchanged, file_stamp, is_pipe, local_copy
 
-GoldLike = Any  # path, Gold, {qid: {doc: grade}}, or an iterable of gold records
-RunLike = Any  # path, Run, {qid: {doc: score}} / {qid: [ids]}, or an iterable of run records
+GoldLike = Any  # path, Gold, {qid: {doc: grade}}, an iterable of gold records, or a long table (a DataFrame)
+RunLike = Any  # path, Run, {qid: {doc: score}} / {qid: [ids]}, an iterable of run records, or a long table
 
 
 def _json_records(path: str, what: str = "run") -> list[tuple[int, Any]]:
@@ -62,6 +63,13 @@ def _refuse_summary(text: str, path: str, what: str) -> None:
         raise error
 
 
+def _gain(value: Any) -> float:
+    """A grade of a ``{qid: {doc: grade}}`` map as a number (numpy's and whole floats too), to tell a query
+    with a relevant item from a no-answer one; anything else is 0 here and refused by the parser."""
+    value = plain(value)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else 0
+
+
 def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, Any]]:
     """{qid: {doc: value}} or {qid: [ids]} -> records."""
     out = []
@@ -69,7 +77,7 @@ def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, A
         if kind == "gold":
             rel = {str(d): g for d, g in value.items()} if isinstance(value, Mapping) else {str(d): 1 for d in value}
             rec: dict[str, Any] = {"query_id": str(qid), "relevant": rel}
-            if not any(isinstance(g, int) and g >= 1 for g in rel.values()):
+            if not any(_gain(g) >= 1 for g in rel.values()):
                 rec["no_answer"] = True
         else:
             if isinstance(value, Mapping):
@@ -81,6 +89,7 @@ def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, A
 
 
 _NOUNS = {"gold": "gold set", "run": "run"}
+_LABEL = Param("label", str, "<gold>", help="the name messages give in-memory data")
 
 
 def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gold>",
@@ -88,7 +97,7 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
     """Load a gold set from a path or Python data (see module docs for what is accepted).
 
     ``columns``: for a table with a header, which column holds each field (``{"query_id": "qid"}``)."""
-    return _load(source, "gold", format, label, columns)
+    return _load(source, "gold", *_checked("load_gold", format, label, columns))
 
 
 def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>",
@@ -96,7 +105,15 @@ def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>"
     """Load a run from a path or Python data (see module docs for what is accepted).
 
     ``columns``: for a table with a header, which column holds each field (``{"score": "s"}``)."""
-    return _load(source, "run", format, label, columns)
+    return _load(source, "run", *_checked("load_run", format, label, columns))
+
+
+def _checked(caller: str, format: Any, label: Any, columns: Any) -> tuple[str | None, str, Mapping[str, str] | None]:
+    """The options of :func:`load_gold` and :func:`load_run`, checked (a UsageError naming the parameter)."""
+    from ..constraints import COLUMNS, TEXT, check
+
+    return (check(TEXT, format, caller=caller, name="format"), check(_LABEL, label, caller=caller),
+            check(COLUMNS, columns, caller=caller))
 
 
 def load_run_lazy_texts(source: Any, *, format: str | None = None,
@@ -110,12 +127,18 @@ def load_run_lazy_texts(source: Any, *, format: str | None = None,
     from .jsonl_fast import read_run_lazy_texts
 
     path = os.fspath(source)
+    stamp = file_stamp(path)
     try:
         if is_pipe(path) or not os.path.isfile(path) or detect(path, "run", format).name != "jsonl":
             return None
-        return read_run_lazy_texts(path)
+        got = read_run_lazy_texts(path)
+    except FileChangedError:
+        raise
     except (OSError, RankgateError):  # (read as usual: its reader names the error)
+        check_unchanged(path, stamp)
         return None
+    check_unchanged(path, stamp)
+    return got
 
 
 STREAM_FROM_BYTES = 1 << 27
@@ -162,12 +185,17 @@ def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, 
         return None
     from . import trec
 
-    if name == "trec":
-        return trec.trec_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES)
-    if name == "jsonl":
-        from .jsonl_fast import jsonl_run_blocks
+    try:  # (an error the first look finds, such as a first line that is not UTF-8: the whole read names it)
+        if name == "trec":
+            return trec.trec_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES)
+        if name == "jsonl":
+            from .jsonl_fast import jsonl_run_blocks
 
-        return jsonl_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES, items=items)
+            return jsonl_run_blocks(path, block_bytes or trec.STREAM_BLOCK_BYTES, items=items)
+    except FileChangedError:
+        raise
+    except RankgateError:
+        return None
     return None
 
 
@@ -199,6 +227,8 @@ def _load(source: Any, noun: str, format: str | None, label: str, columns: Mappi
     if isinstance(source, Iterable) or hasattr(source, "to_list") or hasattr(source, "to_dict"):
         rows = tools.rows_of(source)
         tool = from_objects(rows, label, format)
+        if tool is None:  # a long table (a DataFrame with query_id, chunk_id, grade or score columns)
+            tool = tools.table_from_objects(source, rows, label, noun, format, columns)
         return tool if tool is not None else parse(list(enumerate(rows, start=1)), label)
     raise UsageError(f"cannot read a {_NOUNS[noun]} from {type(source).__name__}; pass a path, a dict or a list of records")
 
@@ -228,14 +258,20 @@ def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, s
         other = "run" if noun == "gold" else "gold"
         raise InputError(f"{row.description} holds a {_NOUNS[other]}, not a {_NOUNS[noun]}", path=path,
                          hint=f"pass it as --{other}")
-    if format is None or not row.explain:
-        return call(reader, path, row.name, columns, list_sep)
+    # Every reader: a file cut short or rewritten while it was read is never a result, and its read's
+    # error (a line cut in two, a damaged page) is reported as what it is.
+    stamp = file_stamp(path)
     try:
-        return call(reader, path, row.name, columns, list_sep)
+        loaded = call(reader, path, row.name, columns, list_sep)
     except InputError as exc:
+        check_unchanged(path, stamp)
+        if format is None or not row.explain:
+            raise
         from . import tools
 
         raise tools.explain(path, noun, row.name, exc) from None
+    check_unchanged(path, stamp)
+    return loaded
 
 
 def _pandas_rows(path: str) -> list[tuple[int, Any]] | None:

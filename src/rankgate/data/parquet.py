@@ -33,13 +33,14 @@ def _read(path: str) -> pa.Table:
 
     try:
         if os.path.isdir(path):  # a partitioned dataset
-            return pq.read_table(path, memory_map=True, page_checksum_verification=True)
+            return pq.read_table(path, memory_map=False, page_checksum_verification=True)
         # One file through ParquetFile: pq.read_table goes through pyarrow.dataset, which imports
-        # pandas where it is installed (0.3 s). Memory-mapped: from the page cache, no copy.
-        schema = pq.read_schema(path, memory_map=True)
+        # pandas where it is installed (0.3 s). Read, not memory-mapped: a map of a file that another
+        # program cuts short meanwhile ends the process (the loader checks the file did not change).
+        schema = pq.read_schema(path, memory_map=False)
         q = next((n for n in QUERY if n in schema.names), None)
         text = q is not None and (pa.types.is_string(schema.field(q).type) or pa.types.is_large_string(schema.field(q).type))
-        return pq.ParquetFile(path, memory_map=True, read_dictionary=[q] if text else None,
+        return pq.ParquetFile(path, memory_map=False, read_dictionary=[q] if text else None,
                               page_checksum_verification=True).read()
     except (pa.ArrowException, OSError) as exc:
         from .source import DAMAGED, DAMAGED_HINT, is_damaged_parquet, is_gzip
@@ -153,7 +154,7 @@ def _row_group(path: str, row: int) -> int | None:
     import pyarrow.parquet as pq
 
     try:
-        meta = pq.ParquetFile(path, memory_map=True).metadata
+        meta = pq.ParquetFile(path, memory_map=False).metadata
     except (pa.ArrowException, OSError):
         return None
     start = 0

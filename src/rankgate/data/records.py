@@ -338,7 +338,7 @@ def _hf(path: str) -> Records:
     tables = []
     for full in hf_data_files(path):
         try:
-            with pa.memory_map(full) as source:
+            with pa.OSFile(full) as source:  # (read, not mapped: see data.source.Pread)
                 try:
                     tables.append(pa.ipc.open_stream(source).read_all())
                 except pa.ArrowInvalid:

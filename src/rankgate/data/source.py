@@ -6,6 +6,7 @@ The rules every text reader shares (TREC, BEIR, JSONL, doc maps, corpora):
 * **Compression is recognised by content.** A file that starts with gzip's magic bytes is
   decompressed whatever its name (so ``--run <(cat run.gz)`` works); a file *named* ``*.gz`` that is
   not gzip data is refused. A truncated or damaged gzip stream is an error, never a shorter dataset.
+  zstd-compressed content is named as such (not read: decompress it first).
 * **Text is UTF-8.** A UTF-8 byte-order mark at the start is skipped (it is never part of the first
   id); a byte that is not UTF-8 is an error naming its line and byte; UTF-16 is named as such.
 * **Lines end at ``\\n``** (``\\r\\n`` too); no other character splits a line.
@@ -27,11 +28,12 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import IO, Any, TypeVar
 
-from ..errors import InputError
+from ..errors import FileChangedError, InputError
 
 _T = TypeVar("_T")
 
 GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 PARQUET_MAGIC = b"PAR1"
 UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -80,6 +82,14 @@ def _not_gzip(path: str) -> InputError:
     return InputError(
         "is named *.gz but is not gzip-compressed", path=path,
         hint="rename it without .gz, or compress it with gzip",
+    )
+
+
+def zstd_error(path: str) -> InputError:
+    """The InputError for zstd-compressed content (recognised by its magic bytes), which is not read."""
+    return InputError(
+        "is zstd-compressed; rankgate reads plain and gzip-compressed files", path=path,
+        hint="decompress it first, e.g. with zstd -d, or compress it with gzip instead",
     )
 
 
@@ -134,10 +144,14 @@ def open_binary(path: str) -> IO[bytes]:
     except OSError as exc:
         raise InputError(f"cannot be opened: {exc.strerror or exc}", path=path) from None
     try:
-        head = raw.peek(2)[:2]  # peek: a pipe's bytes are not consumed
+        head = raw.peek(4)[:4]  # peek: a pipe's bytes are not consumed
     except OSError as exc:
         raw.close()
         raise InputError(f"cannot be read: {exc.strerror or exc}", path=path) from None
+    if head == ZSTD_MAGIC:
+        raw.close()
+        raise zstd_error(path)
+    head = head[:2]
     if head == GZIP_MAGIC:
         return io.BufferedReader(_Gunzip(raw, path), 1 << 16)
     if path.endswith(".gz") and head:
@@ -228,6 +242,179 @@ def _file_key(info: os.stat_result) -> tuple[int, ...]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+CHANGED_HINT = "evaluate a file no other program is writing: copy it first, or have its producer write a new file and rename it when done"
+
+
+def changed_error(path: str, detail: str) -> FileChangedError:
+    """The one error for a file that another program shortened or rewrote while rankgate read it."""
+    return FileChangedError(f"changed while it was read: {detail}", path=path, hint=CHANGED_HINT)
+
+
+def file_stamp(path: str) -> tuple[int, ...] | None:
+    """What names this version of a regular file (None for anything else: a folder, a pipe)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return _file_key(info) if stat.S_ISREG(info.st_mode) else None
+
+
+def check_unchanged(path: str, stamp: tuple[int, ...] | None) -> None:
+    """An InputError when the regular file ``stamp`` (:func:`file_stamp`, taken before a read) named
+    is not the one at ``path`` now: whatever reader read it, a result of two versions is never given."""
+    if stamp is None:
+        return
+    now = file_stamp(path)
+    if now != stamp:
+        size = stamp[2]
+        detail = (f"{size:,} bytes when opened, {now[2]:,} now" if now is not None and now[2] != size
+                  else "it was written to or replaced meanwhile")
+        raise changed_error(path, detail)
+
+
+after_read: Callable[[str, int, int], None] | None = None
+"""Tests only: called as ``after_read(path, offset, nbytes)`` after each piece a :class:`Pread` reads
+or the compiled reader scans, so that a test can change the file between two pieces (no timing)."""
+
+
+def read_hook(path: str, offset: int, nbytes: int) -> None:
+    """Say that a piece of ``path`` was read (see :data:`after_read`)."""
+    if after_read is not None:
+        after_read(path, offset, nbytes)
+
+
+class Pread:
+    """A regular file read by offset into the caller's buffers (``os.preadv``), never memory-mapped:
+    touching a page of a map past the end of a file that another process has since cut short ends
+    the process with SIGBUS, whatever the code that touches it. Here a piece that comes back short
+    (the file is shorter than when it was opened) is an :class:`~rankgate.errors.InputError` "changed
+    while it was read", and so is a file whose size, modification or change time differ at
+    :meth:`check` (call it once everything is read): the result of a read never mixes two versions of a
+    file without saying so."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            info = os.fstat(self.fd)
+        except OSError:
+            os.close(self.fd)
+            raise
+        self.size = info.st_size
+        self.regular = stat.S_ISREG(info.st_mode)
+        self._key = _file_key(info)
+
+    def read_into(self, buf: Any, offset: int) -> None:
+        """Fill the writable buffer ``buf`` (all of it) with the file's bytes from ``offset``."""
+        view = memoryview(buf).cast("B")
+        want, got = view.nbytes, 0
+        while got < want:
+            n = _pread_into(self.fd, view[got:], offset + got)
+            if n <= 0:
+                raise changed_error(self.path, f"{self.size:,} bytes when opened, none at byte {offset + got:,}")
+            got += n
+        read_hook(self.path, offset, want)
+
+    def read(self, offset: int, n: int) -> bytes:
+        """The file's bytes ``[offset, offset + n)`` (fewer only where the file ends at its size when opened)."""
+        n = max(0, min(n, self.size - offset))
+        buf = bytearray(n)
+        self.read_into(buf, offset)
+        return bytes(buf)
+
+    def mapped(self, *, populate: bool = False) -> Any:
+        """The file mapped read-only, for the compiled reader alone (None where it cannot be mapped).
+        Only the compiled reader's scans touch it, under a guard that turns the SIGBUS of a page past
+        the end of a file cut short meanwhile into an error (``_reader.FileCut``); Python code reads
+        the file by offset (:meth:`read`), never through the map. ``populate``: every page mapped in
+        one call where the system offers it, rather than a page fault per page."""
+        import mmap
+
+        try:
+            if hasattr(mmap, "MAP_SHARED"):  # POSIX
+                flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+                return mmap.mmap(self.fd, self.size, flags=flags, prot=mmap.PROT_READ)
+            return mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
+
+    def read_whole(self) -> Any:
+        """The whole file in anonymous memory (a writable ``mmap`` with ``find`` and ``madvise``, no file
+        behind it: no one else can shorten it)."""
+        import mmap
+
+        whole = mmap.mmap(-1, max(self.size, 1))
+        try:
+            # Pieces of at most 256 MiB: one pread of the whole is capped by the kernel anyway.
+            for at in range(0, self.size, 1 << 28):
+                self.read_into(memoryview(whole)[at:min(self.size, at + (1 << 28))], at)
+        except BaseException:
+            whole.close()
+            raise
+        return whole
+
+    def check(self) -> None:
+        """An InputError when the file is no longer the one opened (size, modification or change time)."""
+        info = os.fstat(self.fd)
+        if _file_key(info) != self._key:
+            detail = (f"{self.size:,} bytes when opened, {info.st_size:,} now" if info.st_size != self.size
+                      else "it was written to meanwhile")
+            raise changed_error(self.path, detail)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Pread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _pread_into(fd: int, view: memoryview, offset: int) -> int:
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [view], offset)
+    data = os.pread(fd, view.nbytes, offset)  # (no preadv: one copy more)
+    view[: len(data)] = data
+    return len(data)
+
+
+class Buffers:
+    """Byte buffers (numpy ``uint8``) handed out and given back, so that pieces read one after another
+    reuse memory whose pages are already there instead of faulting in new pages for every piece."""
+
+    def __init__(self) -> None:
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> Any:
+        """A buffer of at least ``n`` bytes: a free one, or a new one (the free ones, all too small, are
+        then let go: memory holds no buffer that is never used again)."""
+        import numpy as np
+
+        with self._lock:
+            for i, buf in enumerate(self._free):
+                if buf.size >= n:
+                    return self._free.pop(i)
+            self._free.clear()
+        import mmap
+
+        # Anonymous memory of its own, outside the heap: a long-lived buffer there would split the
+        # heap that the arrays of every block are made from and given back to.
+        return np.frombuffer(mmap.mmap(-1, max(n, 1)), dtype=np.uint8)
+
+    def give(self, buf: Any) -> None:
+        with self._lock:
+            self._free.append(buf)
+
+    def clear(self) -> None:
+        """Let every free buffer go (once no more pieces are to be read)."""
+        with self._lock:
+            self._free.clear()
+
+
 def hash_ahead(paths: list[Any]) -> None:
     """Start hashing the large regular files among ``paths`` now, each on a thread of its own, for
     :func:`sha256_file` to take up later. A command calls it before its heavy imports, which keep
@@ -280,42 +467,29 @@ def _taken_ahead(path: str) -> Any:
         return _ahead.pop(_file_key(info), None)
 
 
-_HASH_MAPPED_FROM = 1 << 24  # bytes from which a regular file is hashed from maps of it
-_HASH_WINDOW = 1 << 24  # bytes mapped at a time (a multiple of any page size)
+_HASH_PIECE = 1 << 21
+"""Bytes read at a time into one reused buffer for the input hash (small enough to stay in the cache
+between the read and the hash)."""
 
 
 def hash_file_into(h: Any, path: str) -> None:
-    """Feed a file's bytes to ``h``. A large regular file is hashed from read-only maps of it, a
-    window at a time (so that its pages never count as this process's memory all at once), not
-    copied into buffers first: the copy cost a seventh of hashing a 360 MB run."""
-    with open(path, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if info.st_size >= _HASH_MAPPED_FROM and stat.S_ISREG(info.st_mode) and \
-                _hash_mapped(h, fh.fileno(), info.st_size, path):
-            return
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
-
-
-def _hash_mapped(h: Any, fd: int, size: int, path: str) -> bool:
-    """``size`` bytes of ``fd`` into ``h`` from maps of it; False, with nothing fed, when the file
-    system cannot map the file (it is then read). A file that gets shorter while it is hashed is an
+    """Feed a file's bytes to ``h``, read into one reused buffer (a new buffer per piece cost a
+    seventh of hashing a 360 MB run in page faults; a memory map would end the process if another
+    program cut the file short meanwhile). A regular file that changes while it is hashed is an
     InputError naming it."""
-    import mmap
-
-    at = 0
-    while at < size:
-        try:
-            window = mmap.mmap(fd, min(_HASH_WINDOW, size - at), access=mmap.ACCESS_READ, offset=at)
-        except (OSError, ValueError):
-            if at:
-                raise InputError(f"changed while it was read: {size:,} bytes when opened, fewer at byte {at:,}",
-                                 path=path, hint="evaluate a file that no other program is writing") from None
-            return False
-        with window:
-            h.update(window)
-        at += _HASH_WINDOW
-    return True
+    with Pread(path) as f:
+        if not f.regular:
+            with os.fdopen(os.dup(f.fd), "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+            return
+        buf = bytearray(min(_HASH_PIECE, max(f.size, 1)))
+        view = memoryview(buf)
+        for at in range(0, f.size, len(buf)):
+            piece = view[: min(len(buf), f.size - at)]
+            f.read_into(piece, at)
+            h.update(piece)
+        f.check()
 
 
 @contextmanager
@@ -397,7 +571,7 @@ class Resumed(Iterator[_T]):
     """The parts of an iterator whose first part was taken ahead (:meth:`take_first`), for a caller
     that reads the first part beside other work: the first part, or the error taking it raised, comes
     out of the first ``next()``, where it would have come out without the head start. ``close()``
-    closes the iterator (a generator's map and read-ahead go then), as closing it itself would."""
+    closes the iterator (a generator's file and read-ahead go then), as closing it itself would."""
 
     def __init__(self, parts: Iterator[_T]) -> None:
         self._parts = parts
@@ -439,7 +613,7 @@ def read_ahead(n: int, read: Callable[[int], _T],
     """``(read(i), good(read(i)))`` for i = 0 … n - 1 in order, each next part read on a thread while
     the caller works on the one before, as long as ``good`` says so of it: after a part that is not
     good (the caller gives up there) nothing more is read. Closed early (``contextlib.closing``), it
-    waits for a read still going on, so that what the reads use (a memory map) may be closed after it."""
+    waits for a read still going on, so that what the reads use (an open file, buffers) may be closed after it."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
     if n < 1:

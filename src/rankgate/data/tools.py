@@ -16,7 +16,7 @@ from .records import Records, container_of, read_records
 from .shapes import describe_shape, shape_of
 
 __all__ = ["explain", "first_line", "gold_from_objects", "json_shape", "read_gold", "read_run", "rows_of", "run_from_objects",
-           "table_shape"]
+           "table_from_objects", "table_shape"]
 
 TOOL_SHAPES = ("ragas", "deepeval", "llamaindex")
 BEIR_HEADER = ("query-id", "corpus-id", "score")
@@ -253,6 +253,28 @@ def _object_records(source: object, label: str, fmt: str | None) -> Records | No
     columns = list(dict.fromkeys(k for r in rows for k in r))
     shape = fmt if fmt in TOOL_SHAPES else shape_of(columns)
     return Records(label, items, columns, "objects") if shape in TOOL_SHAPES else None
+
+
+def table_from_objects(source: object, rows: list, label: str, noun: str, fmt: str | None,
+                       columns: Mapping[str, str] | None) -> Gold | Run | None:
+    """A long table in memory, one row per query and item (a pandas DataFrame, or a list of dicts with
+    ``query_id``, ``chunk_id`` or ``doc_id``, and ``grade``, or ``score``/``rank``), read by the rules of
+    the CSV and Parquet long tables, rows counted from 1; a gold set's other columns are per-query fields
+    (:func:`rankgate.data.csvtable.read_table_gold`). None for data of another shape."""
+    from .csvtable import read_table_gold, read_table_run
+    from .records import Record
+
+    if fmt not in (None, "csv") or not all(isinstance(r, dict) for r in rows):
+        return None
+    frame_columns = getattr(source, "columns", None) if hasattr(source, "to_dict") else None  # (a DataFrame's)
+    frame = frame_columns is not None
+    names = [str(c) for c in frame_columns] if frame_columns is not None else list(dict.fromkeys(str(k) for r in rows for k in r))
+    shape = shape_of(names)
+    # (a DataFrame of a table's columns lacking one, e.g. query_id moved to the index: the table's message)
+    if shape != "table" and not (shape is None and (columns or frame and TABLE_WORDS.intersection(names))):
+        return None
+    recs = Records(label, [Record(r, row=i) for i, r in enumerate(rows, start=1)], names, "objects")
+    return read_table_gold(recs, columns, query_fields=True) if noun == "gold" else read_table_run(recs, columns)
 
 
 def gold_from_objects(source: object, label: str, fmt: str | None) -> Gold | None:

@@ -36,7 +36,7 @@ import numpy as np
 from ..configfile import SEVERITIES, ConfigItem, ConfigReader, show_value
 from ..metrics.display import fmt_confidence, fmt_ms, fmt_score, fmt_sig
 from ..results import EvaluationResult
-from ..segments import display_field, ordered_labels, segment_labels
+from ..segments import display_field, members_of, ordered_labels, segment_labels
 from ..stats import exact_quantile_ci, paired_quantile_change_ci
 
 __all__ = ["STATS", "LatencyCheck", "LatencyGate", "LatencyGateResult", "LatencyRow", "LatencySummary",
@@ -115,8 +115,8 @@ def _groups(result: EvaluationResult, by: Sequence[str]) -> list[tuple[str | Non
     groups: list[tuple[str | None, np.ndarray]] = [(None, np.ones(len(result.query_ids), dtype=bool))]
     for name in by:
         key, labels = segment_labels(result, name)
-        arr = np.asarray(labels, dtype=object)
-        groups += [(f"{display_field(key)}={label}", arr == label) for label in ordered_labels(labels)]
+        values = ordered_labels(labels)
+        groups += [(f"{display_field(key)}={label}", idx) for label, idx in zip(values, members_of(labels, values))]
     return groups
 
 
@@ -193,7 +193,7 @@ def read_latency_gates(r: ConfigReader, item: ConfigItem, taken: set[str]) -> tu
         segments: tuple[str, ...] = ()
         if "segments" in g:
             s = g["segments"]
-            raw = [s.value] if isinstance(s.value, str) else s.value
+            raw = [s] if isinstance(s.value, str) or s.written is not None else s.value
             if not isinstance(raw, list) or not raw:
                 raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {show_value(s.value)}")
             segments = tuple(dict.fromkeys(r.text(x if isinstance(x, ConfigItem) else ConfigItem(x, s.line), f"{at}.segments")

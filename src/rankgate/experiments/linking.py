@@ -25,7 +25,7 @@ import numpy as np
 from ..data.models import Gold, Run
 from ..errors import InputError
 from ..results import EvaluationResult
-from ..segments import display_field, ordered_labels, segment_labels
+from ..segments import display_field, members_of, ordered_labels, segment_labels
 from ..stats import bootstrap_ci
 from .paired import nan_to_none
 
@@ -115,8 +115,9 @@ def linking_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, 
     pos = recall.query_index()
     for name in by:
         key, labels = segment_labels(recall, name)
-        mine = np.asarray([labels[pos[q]] if q in pos else None for q in ids], dtype=object)
-        groups += [(f"{display_field(key)}={lab}", mine == lab) for lab in ordered_labels(labels)]
+        mine = [labels[pos[q]] if q in pos else None for q in ids]
+        values = ordered_labels(labels)
+        groups += [(f"{display_field(key)}={lab}", idx) for lab, idx in zip(values, members_of(mine, values))]
     rows = []
     for metric, x in cols.items():
         for label, mask in groups:

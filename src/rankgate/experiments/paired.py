@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..results import EvaluationResult
-from ..segments import display_field, ordered_labels, segment_labels
+from ..segments import display_field, members_of, ordered_labels, segment_labels
 from ..stats import paired_bootstrap_ci, paired_values
 
 __all__ = ["PairedRow", "nan_to_none", "paired_rows"]
@@ -68,9 +68,8 @@ def paired_rows(before: EvaluationResult, after: EvaluationResult, *, metrics: S
     groups: list[tuple[str | None, np.ndarray]] = [(None, np.ones(len(before.query_ids), dtype=bool))]
     for field in by:
         key, labels = segment_labels(before, field)
-        arr = np.asarray(labels, dtype=object)
-        for value in ordered_labels(labels):
-            groups.append((f"{display_field(key)}={value}", arr == value))
+        values = ordered_labels(labels)
+        groups += [(f"{display_field(key)}={value}", idx) for value, idx in zip(values, members_of(labels, values))]
     rows = []
     for name in names:
         b, a = np.asarray(before.values[name], dtype=np.float64), np.asarray(after.values[name], dtype=np.float64)

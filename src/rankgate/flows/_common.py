@@ -58,11 +58,13 @@ class JudgeSpec:
     progress: bool = False
 
     def __post_init__(self) -> None:
+        from ..constraints import TIMEOUT, check
         from ..errors import UsageError
         from ..judges import MAX_RETRIES, MAX_STATEMENTS, MAX_WORKERS
 
         check_counts(workers=(self.workers, 1, MAX_WORKERS, ""), retries=(self.retries, 0, MAX_RETRIES, ""),
                      max_statements=(self.max_statements, 1, MAX_STATEMENTS, ""), max_calls=(self.max_calls, 0, None, ""))
+        check(TIMEOUT, self.timeout, option="--timeout", caller="JudgeSpec")
         if not self.use_cache and self.refresh:
             raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
 

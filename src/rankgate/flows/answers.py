@@ -48,13 +48,35 @@ class AnswersRequest:
     shown: Mapping[str, str] | None = None  # an input's path -> the name summary.json gives it
 
     def __post_init__(self) -> None:
+        from ..constraints import BY, CONFIDENCE, COUNT, FILE, FLAG, NAME_MAP, PATH, RESAMPLES, SEED, TEXT, Param, check
         from ..errors import UsageError
         from ..judges import MAX_REPEATS
 
-        object.__setattr__(self, "by", tuple(self.by))
+        def put(attr: str, value: Any) -> None:
+            object.__setattr__(self, attr, value)
+
+        # Each field's type checked here (a UsageError naming it; numpy scalars made plain); a bound of an
+        # option the command line has is named by the option.
+        for attr in ("answers", "gold"):
+            put(attr, check(Param(attr, PATH, None), getattr(self, attr), caller="AnswersRequest"))
+        for attr in ("corpus", "human", "config", "baseline"):
+            put(attr, check(FILE, getattr(self, attr), caller="AnswersRequest", name=attr))
+        for attr in ("answers_format", "metrics"):
+            put(attr, check(Param(attr, str, None), getattr(self, attr), caller="AnswersRequest"))
+        for attr in ("columns", "gold_format", "ties"):
+            put(attr, check(TEXT, getattr(self, attr), caller="AnswersRequest", name=attr))
+        for attr in ("faithful_min", "contradiction_max", "correct_min"):
+            put(attr, check(Param(attr, float, None), getattr(self, attr), caller="AnswersRequest"))
+        put("by", check(BY, self.by, caller="AnswersRequest"))
+        put("examples", check(COUNT, self.examples, caller="AnswersRequest", option="--examples", name="examples"))
+        put("repeats", check(Param("repeats", int, 1), self.repeats, caller="AnswersRequest"))
+        put("calibration", check(FLAG, self.calibration, caller="AnswersRequest", name="calibration"))
+        put("judge", check(Param("judge", JudgeSpec, None), self.judge, caller="AnswersRequest"))
+        put("shown", check(Param("shown", NAME_MAP, None, optional=True), self.shown, caller="AnswersRequest"))
+        for param in (SEED, RESAMPLES, CONFIDENCE):  # their types here; their bounds by check_stats, with the cost
+            put(param.name, check(Param(param.name, param.type, param.default), getattr(self, param.name),
+                                  caller="AnswersRequest"))
         check_stats(self.seed, self.resamples, self.confidence)
-        if self.examples < 0:
-            raise UsageError(f"--examples must be >= 0; got {self.examples}")
         if self.calibration and not self.human:
             raise UsageError("--calibration-out needs --human (the human verdicts the judge is measured against)")
         if self.baseline and not self.config:

@@ -21,8 +21,11 @@ class AbstentionRequest:
     delta: float = 0.05                 # allowed chance that the true precision is below the target
 
     def __post_init__(self) -> None:
+        from ..constraints import TEXT, check_fields, typed
         from ..errors import UsageError
 
+        check_fields(self, "AbstentionRequest", gold_format=TEXT, run_format=TEXT, target_precision=typed(float),
+                     k=typed(int), delta=typed(float))
         if not 1 <= self.k <= MAX_K:
             raise UsageError(f"--k must be between 1 and {MAX_K}; got {self.k}")
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from .evaluate import EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, _strings, freshness_of
+from ..constraints import BY, COUNT, FLAG, PATHS, PERMUTATIONS, TEXT, Param, check
+from .evaluate import SCORING, STATISTICS, EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, freshness_of
 
 __all__ = ["CompareRequest", "CompareResult", "run_comparison", "run_labels"]
 
@@ -22,6 +23,9 @@ def run_labels(paths: list[str]) -> list[str]:
     """File names, or the paths as given where two runs share a file name."""
     names = [os.path.basename(p) or p for p in paths]
     return names if len(set(names)) == len(names) else list(paths)
+
+
+_RUNS = Param("runs", PATHS, (), help="the runs compared (paths)")
 
 
 @dataclass(frozen=True)
@@ -47,14 +51,20 @@ class CompareRequest:
     fused_run: bool = False  # the fused run is wanted as JSONL (to write), with or without gold
 
     def __post_init__(self) -> None:
-        from ..stats import MAX_RESAMPLES
+        def put(attr: str, value: Any) -> None:
+            object.__setattr__(self, attr, value)
 
-        object.__setattr__(self, "runs", _strings(self.runs))
-        object.__setattr__(self, "by", _strings(self.by))
-        if not 0 <= self.permutations <= MAX_RESAMPLES:
-            raise UsageError(f"--permutations must be between 0 and {MAX_RESAMPLES:,}; got {self.permutations:,}")
-        if self.top < 0:
-            raise UsageError(f"--top must be >= 0; got {self.top}")
+        # Every field but the gold set checked here (a UsageError naming it; numpy scalars made plain).
+        put("runs", check(_RUNS, self.runs, caller="CompareRequest"))
+        put("scoring", check(SCORING, self.scoring, caller="CompareRequest"))
+        put("statistics", check(STATISTICS, self.statistics, caller="CompareRequest"))
+        put("by", check(BY, self.by, caller="CompareRequest"))
+        for attr in ("baseline", "fuse"):
+            put(attr, check(TEXT, getattr(self, attr), caller="CompareRequest", name=attr))
+        for attr in ("enforce_as_of", "rewrite", "fused_run"):
+            put(attr, check(FLAG, getattr(self, attr), caller="CompareRequest", name=attr))
+        put("permutations", check(PERMUTATIONS, self.permutations, caller="CompareRequest", option="--permutations"))
+        put("top", check(COUNT, self.top, caller="CompareRequest", option="--top", name="top"))
 
     def check(self) -> None:
         """The combinations of options that cannot run (said before anything is read)."""
@@ -263,7 +273,10 @@ def _fuse(req: CompareRequest, scorer: Scorer) -> CompareResult:
         raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
     labels = run_labels(list(req.runs))
     s = req.scoring
-    loaded = [load_run(path, format=s.run_format, columns=s.column_map()) for path in req.runs]
+    from ..data.trec import trec_eval_lines
+
+    with trec_eval_lines(s.trec):  # (--trec: a TREC run's lines as trec_eval reads them)
+        loaded = [load_run(path, format=s.run_format, columns=s.column_map()) for path in req.runs]
     fused = fuse(loaded, method, labels=labels, ties=s.ties)
     name = str(method)
     if req.gold is None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..constraints import BY, DEDUPE, FILE, FLAG, K, LEVEL, PATH, TEXT, Param, Shape, check, plain
 from ..errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,9 +44,12 @@ class Statistics:
         if isinstance(self.resamples, int) and self.resamples > RESAMPLES.maximum:  # type: ignore[operator]
             note = (f"the intervals would need about {_memory(self.resamples)} per metric; 2,000 to 10,000 resamples "
                     "are plenty")
-        check(RESAMPLES, self.resamples, option="--resamples", note=note)
-        check(CONFIDENCE, self.confidence, option="--confidence")
-        check(SEED, self.seed, option="--seed")
+        # (a wrong type is named as the parameter of Statistics, a bound by its option; numpy scalars made plain)
+        for param, attr, option in ((RESAMPLES, "resamples", "--resamples"), (CONFIDENCE, "confidence", "--confidence"),
+                                    (SEED, "seed", "--seed")):
+            value = check(param, getattr(self, attr), caller="Statistics", option=option,
+                          note=note if attr == "resamples" else "")
+            object.__setattr__(self, attr, value)
 
     def kwargs(self) -> dict[str, Any]:
         """As the statistics functions take them: ``seed``, ``n_resamples``, ``confidence``."""
@@ -60,6 +64,14 @@ def _memory(resamples: int) -> str:
     """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
     size = resamples * 16
     return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
+
+
+#: :class:`Scoring`'s ``doc_map`` (a file) and ``columns`` (the ``--columns`` text).
+_DOC_MAP_FILE = Param("doc_map", Shape("a path to a doc map file (TSV chunk_id<TAB>doc_id, or one JSON object)",
+                                       PATH.read), None, optional=True)
+_COLUMNS_TEXT = Param("columns", Shape("the --columns text, e.g. 'query_id=qid,chunk_id=doc' (rankgate.evaluate "
+                                       "takes a mapping)", lambda v: v if isinstance(v, str) else None),
+                      None, optional=True)
 
 
 @dataclass(frozen=True)
@@ -81,10 +93,27 @@ class Scoring:
     columns: str | None = None
 
     def __post_init__(self) -> None:
-        from ..metrics.spec import MAX_K
+        from ..data.ranking import check_ties
+        from ..metrics.spec import METRICS
 
-        if self.k is not None and not 1 <= self.k <= MAX_K:
-            raise UsageError(f"--k must be a positive integer up to {MAX_K:,}; got {self.k}")
+        def put(attr: str, value: Any) -> None:
+            object.__setattr__(self, attr, value)
+
+        # Every field checked here, once (a UsageError naming it; numpy scalars made plain): the metrics are
+        # specs, ``doc_map`` a file and ``columns`` the --columns text (rankgate.evaluate takes mappings).
+        put("metrics", check(METRICS, self.metrics, caller="Scoring"))
+        if self.k is not None:
+            put("k", check(K, self.k, caller="Scoring", option="--k"))
+        for attr in ("trec", "complete"):
+            put(attr, check(FLAG, getattr(self, attr), caller="Scoring", name=attr))
+        put("level", check(LEVEL, self.level, caller="Scoring"))
+        put("dedupe", check(DEDUPE, self.dedupe, caller="Scoring"))
+        for attr in ("doc_sep", "gold_format", "run_format"):
+            put(attr, check(TEXT, getattr(self, attr), caller="Scoring", name=attr))
+        put("doc_map", check(_DOC_MAP_FILE, self.doc_map, caller="Scoring"))
+        put("columns", check(_COLUMNS_TEXT, self.columns, caller="Scoring"))
+        if self.ties is not None:
+            put("ties", check_ties(check(TEXT, self.ties, caller="Scoring", name="ties")))
 
     def column_map(self) -> dict[str, str] | None:
         from ..data.formats import parse_columns
@@ -123,10 +152,12 @@ class Scorer:
         """The gold set and run loaded (each left as it is when already loaded)."""
         from ..data.load import load_gold, load_run
         from ..data.models import Gold, Run
+        from ..data.trec import trec_eval_lines
 
         s, columns = self.scoring, self.scoring.column_map()
         g = gold if isinstance(gold, Gold) else load_gold(gold, format=s.gold_format, columns=columns)
-        r = run if isinstance(run, Run) else load_run(run, format=s.run_format, columns=columns)
+        with trec_eval_lines(s.trec):  # (--trec: a TREC run's lines as trec_eval reads them)
+            r = run if isinstance(run, Run) else load_run(run, format=s.run_format, columns=columns)
         return g, r
 
     def score(self, gold: Any, run: Any, *, metrics: str | Sequence[str] | None = None, level: str | None = None,
@@ -221,10 +252,13 @@ def read_pipes_once(scoring: Scoring, gold: Any, run: Any, again: bool) -> tuple
         from ..data.source import is_pipe
 
         columns = scoring.column_map()
-        if is_pipe(gold):
+        if isinstance(gold, (str, os.PathLike)) and is_pipe(os.fspath(gold)):  # (not in-memory data)
             gold = load_gold(gold, format=scoring.gold_format, columns=columns)
-        if is_pipe(run):
-            run = load_run(run, format=scoring.run_format, columns=columns)
+        if isinstance(run, (str, os.PathLike)) and is_pipe(os.fspath(run)):
+            from ..data.trec import trec_eval_lines
+
+            with trec_eval_lines(scoring.trec):
+                run = load_run(run, format=scoring.run_format, columns=columns)
     return gold, run
 
 
@@ -268,9 +302,20 @@ def judged_bounds(scorer: Scorer, stats: Statistics, gold: Any, run: Any, judged
     return bounds(g, r, labels, k=s.k or 10, calibration=cal, judge_failed=failed, ties=s.ties, **stats.kwargs())
 
 
-def _strings(value: Any) -> tuple[Any, ...]:
-    """A list option as a tuple: one string is one item (``by="intent"``), not its characters."""
-    return (value,) if isinstance(value, (str, os.PathLike)) else tuple(value)
+def _cutoffs(value: Any) -> str | tuple[Any, ...] | None:
+    """``ks`` as :func:`rankgate.sweep.parse_ks` reads it: one string, or a tuple of integers (or their
+    text); None when it is neither."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (Mapping, bytes, bytearray)) or not hasattr(value, "__iter__"):
+        return None
+    items = tuple(plain(v) for v in value)
+    return items if all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in items) else None
+
+
+SCORING = Param("scoring", Scoring, None, help="how runs are scored (Scoring(metrics=..., k=...))")
+STATISTICS = Param("statistics", Statistics, None, help="the bootstrap's seed, resamples and confidence")
+_KS = Param("ks", Shape("cutoffs: a string such as '1,3,5,10' or a list of integers", _cutoffs), "1,3,5,10,20")
 
 
 @dataclass(frozen=True)
@@ -298,9 +343,24 @@ class EvaluateRequest:
     latency: bool = True
 
     def __post_init__(self) -> None:
+        # Every field but the inputs checked here (a UsageError naming it); ``by`` as a tuple of names.
+        def put(attr: str, value: Any) -> None:
+            object.__setattr__(self, attr, value)
+
+        put("scoring", check(SCORING, self.scoring, caller="EvaluateRequest"))
+        put("statistics", check(STATISTICS, self.statistics, caller="EvaluateRequest"))
+        put("by", check(BY, self.by, caller="EvaluateRequest"))
+        if self.sweep is not None:  # metric families written without @k ("recall,ndcg")
+            from ..metrics.spec import METRICS
+
+            put("sweep", check(METRICS, self.sweep, caller="EvaluateRequest", name="sweep"))
+        put("ks", check(_KS, self.ks, caller="EvaluateRequest"))
+        for attr in ("enforce_as_of", "routing", "entity_linking", "latency"):
+            put(attr, check(FLAG, getattr(self, attr), caller="EvaluateRequest", name=attr))
+        for attr in ("judged", "calibration"):
+            put(attr, check(FILE, getattr(self, attr), caller="EvaluateRequest", name=attr))
         if self.calibration and not self.judged:
             raise UsageError("--calibration needs --judged (the labels it corrects)")
-        object.__setattr__(self, "by", _strings(self.by))
 
     @property
     def reads_twice(self) -> bool:

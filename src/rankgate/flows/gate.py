@@ -43,12 +43,25 @@ class GateRequest:
     corpus: Any = None
     evaluate: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        from ..constraints import EVALUATE_OPTIONS, FILE, TEXT, check, check_options
+
+        # The fields checked here (a UsageError naming each); the inputs and the config when they are read.
+        for attr in ("baseline_label", "candidate_label"):
+            object.__setattr__(self, attr, check(TEXT, getattr(self, attr), caller="GateRequest", name=attr))
+        object.__setattr__(self, "queries", check(FILE, self.queries, caller="GateRequest", name="queries"))
+        object.__setattr__(self, "evaluate", check_options(self.evaluate, EVALUATE_OPTIONS, caller="GateRequest",
+                                                           target="rankgate.evaluate", name="evaluate"))
+
 
 def gate(config: Any, gold: Any, candidate: Any, baseline: Any = None, *, baseline_label: str | None = None,
          candidate_label: str | None = None, queries: str | os.PathLike[str] | None = None, corpus: Any = None,
          **evaluate_kwargs: Any) -> GateOutcome:
     """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate (the fields of
     :class:`GateRequest`; ``evaluate_kwargs`` override the config's ``evaluate`` options)."""
+    from ..constraints import EVALUATE_OPTIONS, check_options
+
+    check_options(evaluate_kwargs, EVALUATE_OPTIONS, caller="gate", target="rankgate.evaluate")
     return run_gate(GateRequest(config, gold, candidate, baseline, baseline_label, candidate_label, queries, corpus,
                                 evaluate_kwargs))
 

@@ -17,8 +17,10 @@ class ValidateRequest:
     as_of: dt.date | None = None        # date label ages are counted to (None: today, UTC)
 
     def __post_init__(self) -> None:
+        from ..constraints import FILE, check_fields, typed
         from ..errors import UsageError
 
+        check_fields(self, "ValidateRequest", corpus=FILE, config=FILE, baseline=FILE, as_of=typed(dt.date, optional=True))
         if self.baseline and not self.config:
             raise UsageError("--baseline needs --config: the ship criteria say which metrics and segments to size")
 
@@ -132,8 +134,10 @@ class RemapRequest:
     min_confidence: float = 0.8         # mappings applied at or above it; the rest are for review
 
     def __post_init__(self) -> None:
+        from ..constraints import check_fields, typed
         from ..errors import UsageError
 
+        check_fields(self, "RemapRequest", min_confidence=typed(float))
         if not 0.0 <= self.min_confidence <= 1.0:
             raise UsageError(f"--min-confidence must be a number from 0 to 1; got {self.min_confidence}")
         if str(self.gold).endswith((".parquet", ".pq")):

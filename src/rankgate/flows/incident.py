@@ -34,8 +34,10 @@ class IncidentNewRequest:
     date: str | None = None             # YYYY-MM-DD; default: the trace's, else today (UTC)
 
     def __post_init__(self) -> None:
+        from ..constraints import FILE, TEXT, check_fields
         from ..errors import UsageError
 
+        check_fields(self, "IncidentNewRequest", request_id=TEXT, gold=FILE, id=TEXT, date=TEXT)
         if self.date is not None:
             try:
                 dt.date.fromisoformat(self.date)

@@ -42,9 +42,12 @@ class RelevanceRequest:
     price_out: float | None = None
 
     def __post_init__(self) -> None:
+        from ..constraints import check_fields, typed
         from ..errors import UsageError
         from ..judges import MAX_REPEATS
 
+        check_fields(self, "RelevanceRequest", judge=typed(JudgeSpec), repeats=typed(int),
+                     price_in=typed(float, optional=True), price_out=typed(float, optional=True))
         check_counts(repeats=(self.repeats, 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"))
         for name in ("price_in", "price_out"):
             value = getattr(self, name)
@@ -143,9 +146,11 @@ class CalibrationRequest:
     def __post_init__(self) -> None:
         from dataclasses import replace
 
-        from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
+        from ..constraints import CONFIDENCE, RESAMPLES, SEED, check, check_fields, typed
         from ..errors import UsageError
 
+        check_fields(self, "CalibrationRequest", task=typed(str), relevant_at=typed(int), weights=typed(str),
+                     confidence=typed(float), resamples=typed(int), seed=typed(int))
         check(CONFIDENCE, self.confidence, option="--confidence")
         check(replace(RESAMPLES, minimum=1), self.resamples, option="--resamples")  # kappa's interval needs one
         check(SEED, self.seed, option="--seed")

@@ -16,9 +16,11 @@ class PoolRequest:
     ties: str | None = None
 
     def __post_init__(self) -> None:
+        from ..constraints import FILE, PATHS, TEXT, check_fields, typed
         from ..errors import UsageError
 
-        object.__setattr__(self, "runs", tuple(self.runs))
+        # the types here (a UsageError naming the field; one path is one run, not its letters), the bounds below
+        check_fields(self, "PoolRequest", runs=typed(PATHS), depth=typed(int), corpus=FILE, ties=TEXT)
         if self.depth < 1:
             raise UsageError(f"--depth must be a positive integer; got {self.depth}")
 

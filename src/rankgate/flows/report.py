@@ -78,6 +78,9 @@ def k_raw(run: Run, raw: Run) -> int:
     return int(code_counts(raw.r_query, len(raw.query_ids)).max())
 
 
+_OWN_OPTIONS = ("k", "level", "doc_sep", "doc_map")
+
+
 @dataclass(frozen=True)
 class ReportRequest:
     """The options of one report, resolved: ``k``, ``level`` and ``doc_sep`` already take the ship
@@ -129,8 +132,41 @@ class ReportRequest:
     judged_k: int | None = None
 
     def __post_init__(self) -> None:
-        if self.top_misses < 0:
-            raise UsageError(f"--top-misses must be >= 0; got {self.top_misses}")
+        from ..constraints import (
+            COLUMNS, CONFIDENCE, COUNT, DOC_MAP, EVALUATE_OPTIONS, FILE, FLAG, K, LEVEL, NAMES, RESAMPLES, SEED, TEXT,
+            Param, check, check_options)
+        from .evaluate import SCORING
+
+        def put(attr: str, value: Any) -> None:
+            object.__setattr__(self, attr, value)
+
+        # Every field but the inputs, the config and the layer-two parts checked here (a UsageError naming
+        # it; numpy scalars made plain); a bound of an option the command line has is named by the option.
+        put("k", check(K, self.k, caller="ReportRequest", option="--k"))
+        put("level", check(LEVEL, self.level, caller="ReportRequest"))
+        put("doc_sep", check(TEXT, self.doc_sep, caller="ReportRequest", name="doc_sep"))
+        put("doc_map", check(DOC_MAP, self.doc_map, caller="ReportRequest"))
+        put("by", check(Param("by", NAMES, None, optional=True), self.by, caller="ReportRequest"))
+        put("min_score", check(Param("min_score", float, None, optional=True), self.min_score, caller="ReportRequest"))
+        put("metrics", check(Param("metrics", NAMES, ()), self.metrics, caller="ReportRequest"))
+        put("top_misses", check(COUNT, self.top_misses, caller="ReportRequest", option="--top-misses", name="top_misses"))
+        put("seed", check(SEED, self.seed, caller="ReportRequest", option="--seed"))
+        put("n_resamples", check(RESAMPLES, self.n_resamples, caller="ReportRequest", option="--resamples",
+                                 name="n_resamples"))
+        put("confidence", check(CONFIDENCE, self.confidence, caller="ReportRequest", option="--confidence"))
+        for attr in ("title", "generated_at", "gold_format", "run_format", "ties"):
+            put(attr, check(TEXT, getattr(self, attr), caller="ReportRequest", name=attr))
+        for attr in ("queries", "sources_dir", "rewrite", "judged", "calibration"):
+            put(attr, check(FILE, getattr(self, attr), caller="ReportRequest", name=attr))
+        put("columns", check(COLUMNS, self.columns, caller="ReportRequest"))
+        # (k, level, doc_sep and doc_map are fields of their own)
+        put("evaluate", check_options(self.evaluate, tuple(o for o in EVALUATE_OPTIONS if o not in _OWN_OPTIONS),
+                                      caller="ReportRequest", target="rankgate.evaluate", name="evaluate"))
+        put("scoring", check(Param("scoring", SCORING.type, None, optional=True), self.scoring, caller="ReportRequest"))
+        for attr in ("enforce_as_of", "routing", "entity_linking"):
+            put(attr, check(FLAG, getattr(self, attr), caller="ReportRequest", name=attr))
+        if self.judged_k is not None:
+            put("judged_k", check(K, self.judged_k, caller="ReportRequest", name="judged_k"))
         if self.calibration and not self.judged:
             raise UsageError("--calibration needs --judged (the labels it corrects)")
 
@@ -346,6 +382,11 @@ def _default_evaluator(req: ReportRequest) -> Evaluator:
     return evaluator
 
 
+def _trec_lines(req: ReportRequest) -> bool:
+    """Whether the report's runs are read with trec_eval's rule for TREC lines (``--trec``)."""
+    return req.scoring.trec if req.scoring is not None else bool(req.evaluate.get("trec"))
+
+
 def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     """Load the gold set and the run; list the files read (sha256) and find the query texts."""
     from ..data import load_gold, load_run
@@ -360,9 +401,16 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     # The gold set is read while the run is; the files are hashed on threads while the run is scored.
     pool = ThreadPoolExecutor(max_workers=2)
 
+    from ..data.trec import trec_eval_lines
+
+    trec_lines = _trec_lines(req)
+
     def read_run() -> Run:
         lazy = _run_with_lazy_texts(run, req)
-        return lazy if lazy is not None else load_run(run, format=req.run_format, columns=req.columns)
+        if lazy is not None:
+            return lazy
+        with trec_eval_lines(trec_lines):  # (--trec: a TREC run's lines as trec_eval reads them)
+            return load_run(run, format=req.run_format, columns=req.columns)
 
     try:
         g, r = gold_first(pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns), read_run)
@@ -370,7 +418,8 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
             from ..data.nearmiss import compares_texts
 
             if compares_texts(g):  # (the near-miss check compares every text: read them all now)
-                r = load_run(run, format=req.run_format, columns=req.columns)
+                with trec_eval_lines(trec_lines):
+                    r = load_run(run, format=req.run_format, columns=req.columns)
         read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
         files: list[tuple[str, str, Any]] = [
             ("gold", g.source, pool.submit(sha256_files, read) if read else None),
@@ -462,8 +511,11 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: R
     from ..data import load_run
     from ..sweep import sweep_specs
 
+    from ..data.trec import trec_eval_lines
+
     def run_and_sha(path: str) -> tuple[Run, str | None]:
-        br = load_run(path, format=req.run_format, columns=req.columns)
+        with trec_eval_lines(_trec_lines(req)):
+            br = load_run(path, format=req.run_format, columns=req.columns)
         return br, _sha(req.on_disk(path, br))
 
     loaded: BaselineSummary | tuple[Run, str | None]
@@ -472,7 +524,8 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: R
     elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
         loaded = summary_or_run(os.fspath(baseline), run_and_sha)
     else:
-        base_run = load_run(baseline, format=req.run_format, columns=req.columns)
+        with trec_eval_lines(_trec_lines(req)):
+            base_run = load_run(baseline, format=req.run_format, columns=req.columns)
         loaded = (base_run, _sha(req.on_disk(baseline, base_run)))
     if isinstance(loaded, BaselineSummary):
         return Baseline(summary=loaded, label=os.path.basename(loaded.source))
@@ -496,7 +549,10 @@ def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator:
     from ..data import load_run
 
     k = req.k
-    lr = load_run(lexical, format=req.run_format, columns=req.columns)
+    from ..data.trec import trec_eval_lines
+
+    with trec_eval_lines(_trec_lines(req)):
+        lr = load_run(lexical, format=req.run_format, columns=req.columns)
     label = _label(lexical, lr, _path(run, inputs.run), *([_path(base.run)] if base.result is not None else []))
     lres = evaluator(inputs.gold, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), req.level)
     return Lexical(label, tuple((m, lres.summary(m).mean) for m in lres.metric_names), lres, lr,

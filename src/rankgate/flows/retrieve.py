@@ -30,10 +30,17 @@ class RetrieveRequest:
     latency: bool = True                # False: no timings, so the same inputs give the same bytes
 
     def __post_init__(self) -> None:
+        from collections.abc import Mapping as _Mapping
+
+        from ..constraints import FILE, FLAG, TEXT, check_fields, typed
         from ..errors import UsageError
         from ..metrics.spec import MAX_K
         from ..retrieval.api import MAX_REPEAT
 
+        # the types here (a UsageError naming the field), the bounds below in the command's words
+        check_fields(self, "RetrieveRequest", corpus=FILE, beir=FILE, gold=FILE, split=TEXT, retriever=typed(str),
+                     options=typed(_Mapping), k=typed(int), texts=typed(int, optional=True), reranker=TEXT,
+                     rerank_depth=typed(int), repeat=typed(int), latency=FLAG)
         if not 1 <= self.k <= MAX_K:  # as every other cutoff: a run's depth, not a number to allocate blindly
             raise UsageError(f"--k must be between 1 and {MAX_K:,}; got {self.k}"[:120])
         if not 1 <= self.repeat <= MAX_REPEAT:

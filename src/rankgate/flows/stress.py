@@ -32,10 +32,18 @@ class StressRequest:
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
+        from collections.abc import Mapping as _Mapping
+
+        from ..constraints import BY, FILE, TEXT, Shape, check_fields, plain, typed
         from ..errors import UsageError
 
-        object.__setattr__(self, "by", tuple(self.by))
-        object.__setattr__(self, "ranks", tuple(self.ranks))
+        ranks = Shape("a list of ranks (integers)", lambda v: None if isinstance(v, (str, bytes, _Mapping)) or not hasattr(
+            v, "__iter__") else tuple(plain(r) for r in v))
+        # the types here (a UsageError naming the field), the bounds below in the command's words
+        check_fields(self, "StressRequest", corpus=FILE, reranker=typed(str), reranker_options=typed(_Mapping),
+                     negatives=typed(str), ranks=typed(ranks), n=typed(int), depth=typed(int, optional=True),
+                     max_drop=typed(float), by=BY, ties=TEXT, seed=typed(int), resamples=typed(int),
+                     confidence=typed(float))
         check_stats(self.seed, self.resamples, self.confidence)
         if not all(isinstance(r, int) and r >= 1 for r in self.ranks) or len(set(self.ranks)) != len(self.ranks):
             raise UsageError("--ranks must be distinct ranks >= 1 separated by commas, e.g. 1,2,3; "

@@ -36,12 +36,16 @@ class TracesRequest:
     signals: str | Iterable[str] | None = None  # analyze: headline, all or groups (None: all); kept as a frozenset
 
     def __post_init__(self) -> None:
+        from ..constraints import BY, FILE, NAMES, PATHS, TEXT, check, check_fields, typed
         from ..errors import UsageError
         from ..traces.signals import SEGMENT_FIELDS, parse_signals, parse_window
 
+        # the types here (a UsageError naming the field; one path is one export, not its letters)
+        check_fields(self, "TracesRequest", traces=typed(PATHS), format=TEXT, on_error=typed(str), field_map=FILE,
+                     window=TEXT, by=BY, engine=typed(str), spark_master=TEXT, abstention=FILE,
+                     abstention_threshold=typed(float, optional=True), corpus=FILE, k=typed(int), monitors=FILE)
+        check(typed(NAMES, optional=True), self.signals, caller="TracesRequest", name="signals")
         object.__setattr__(self, "signals", parse_signals(self.signals))
-        object.__setattr__(self, "traces", tuple(self.traces))
-        object.__setattr__(self, "by", tuple(self.by))
         for f in self.by:
             if f not in SEGMENT_FIELDS:
                 raise UsageError(f"--by {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
@@ -124,8 +128,11 @@ class SampleRequest:
     by: tuple[str, ...] = ("tenant",)   # request fields to stratify by besides reason and source
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "traces", tuple(self.traces))
-        object.__setattr__(self, "by", tuple(self.by))
+        from ..constraints import BY, FILE, PATHS, TEXT, check_fields, typed
+
+        check_fields(self, "SampleRequest", traces=typed(PATHS), format=TEXT, field_map=FILE, on_error=typed(str),
+                     abstention=FILE, abstention_threshold=typed(float, optional=True), corpus=FILE, n=typed(int),
+                     seed=typed(int), by=BY)
         _check_threshold(self.abstention, self.abstention_threshold)
 
 

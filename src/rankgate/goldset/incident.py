@@ -6,7 +6,7 @@ is rendered by :mod:`rankgate.report.incident`.
 rankgate's trace JSONL can be saved as a file and used as is):
 
 ``request_id``        required
-``query``             required (the text the user sent; ``query_text`` is accepted too)
+``query``             required, not empty (the text the user sent; ``query_text`` is accepted too)
 ``timestamp``, ``tenant``, ``trace_id``, ``rewritten_query``, ``corpus_version``, ``index_version``  optional
 ``retrieved``         list of items: ``stage`` (``candidate``, ``reranked`` or ``packed``), ``rank``,
                       ``id`` (chunk id), ``doc_id``, ``doc_version``, ``score``, ``status``, ``source``,
@@ -206,7 +206,7 @@ def read_trace(path: str, request_id: str | None = None) -> Trace:
                          hint="a trace is one JSON object: one request") from None
     except RecursionError:
         raise InputError("is nested too deeply to be a trace", path=path) from None
-    trace = _own_trace(obj, path)
+    trace = _own_trace(obj, path, text)
     if request_id is not None and request_id != trace.request_id:
         raise InputError(f"holds request {trace.request_id!r}, not {request_id!r}", path=path,
                          hint="drop --request-id, or give the file of that request")
@@ -244,12 +244,40 @@ def _is_export(path: str) -> bool:
         return False
 
 
-def _own_trace(obj: Any, path: str) -> Trace:
+def _query_key(obj: dict[str, Any]) -> str:
+    """Which of a request's two query fields the trace reader takes: ``query``, else ``query_text``."""
+    return "query" if obj.get("query") is not None or "query_text" not in obj else "query_text"
+
+
+def _query(obj: dict[str, Any], path: str, line: int | None) -> str:
+    """A request's query as the trace reader takes it (:func:`_query_key`); an InputError naming the
+    field as written, and ``line``, when it is missing, null, empty or only whitespace."""
+    key = _query_key(obj)
+    raw = obj.get(key)
+    if raw is None:
+        raise InputError("is missing" if key not in obj else "is null", path=path, line=line, field=key,
+                         hint='the regression case needs the query the user sent: give it as "query" or '
+                              '"query_text", or take the trace of a request that logged it')
+    if isinstance(raw, str) and not raw.strip():
+        raise InputError("is empty" if not raw else "is only whitespace", path=path, line=line, field=key,
+                         hint=f'the regression case needs the query the user sent: write it in "{key}", or '
+                              "take the trace of a request that logged it")
+    return str(_str(obj, key, path, ""))
+
+
+def _key_line(text: str, key: str) -> int | None:
+    """The line of the first ``"key":`` in a request's JSON text (None when it has none)."""
+    found = re.search(rf'"{re.escape(key)}"\s*:', text)
+    return None if found is None else text.count("\n", 0, found.start()) + 1
+
+
+def _own_trace(obj: Any, path: str, text: str = "") -> Trace:
     if not isinstance(obj, dict):
         raise InputError(f"must be a JSON object; got {type(obj).__name__}", path=path,
                          hint="a trace is one request; take one line of a trace JSONL")
     rid = _str(obj, "request_id", path, "", required=True)
-    query = _str(obj, "query", path, "") or _str(obj, "query_text", path, "", required=True)
+    key = _query_key(obj)
+    query = _query(obj, path, _key_line(text, key) if key in obj else None)
     from ..traces.build import Check
     from ..traces.formats.jsonl import parse_request
 
@@ -261,6 +289,23 @@ def _own_trace(obj: Any, path: str) -> Trace:
 
 
 SHOWN_IDS = 5
+
+
+def _request_line(path: str, line: int | None) -> dict[str, Any] | None:
+    """Line ``line`` of a text file as a request of rankgate's trace JSONL (an object with a
+    ``request_id``), or None (another format, a binary file, no such line)."""
+    from ..data.source import text_lines
+
+    if line is None:
+        return None
+    try:
+        for n, text in text_lines(path):
+            if n == line:
+                obj = json.loads(text)
+                return obj if isinstance(obj, dict) and "request_id" in obj else None
+    except (InputError, OSError, ValueError, RecursionError):
+        return None
+    return None
 
 
 def trace_from_tables(tables: Any, request_id: str | None, path: str) -> Trace:
@@ -287,9 +332,15 @@ def trace_from_tables(tables: Any, request_id: str | None, path: str) -> Trace:
         raise InputError(f"holds no request {request_id!r}", path=path, hint=f"requests in it: {some()}")
     row = requests.filter(pc.equal(requests.column("request_id"), request_id)).to_pylist()[0]
     query = row.get("query_text")
-    if not query:
-        raise InputError(f"request {request_id!r} carries no query text", path=path, field="query_text",
-                         hint="the regression case needs the query the user sent")
+    if not query or not str(query).strip():
+        source, line = row.get("source_file") or path, row.get("source_line")
+        written = _request_line(source, line)
+        if written is not None:  # rankgate's trace JSONL: the field as the user wrote it
+            _query(written, source, line)
+        raise InputError(f"request {request_id!r} has no query: its query text is empty or missing",
+                         path=source, line=line,
+                         hint="the regression case needs the query the user sent: take the trace of a request "
+                              "that logged it (where an export keeps the query: docs/traces.md)")
 
     def rows(table: Any) -> list[dict[str, Any]]:
         return table.filter(pc.equal(table.column("request_id"), request_id)).to_pylist()

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..constraints import TIMEOUT, check
 from ..errors import UsageError
 from ..redact import register_url
 from .base import TASK_FIELDS, TASKS, Judge, JudgeCallError, JudgeItem, Judgement, Label, Plan
@@ -75,8 +76,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
     """
     register_url(url)  # a password in the URL is a secret whichever judge gets it
     check_count(workers, "judge workers", 1, MAX_WORKERS)
-    if not (timeout_s > 0):
-        raise UsageError(f"judge timeout must be > 0 seconds; got {timeout_s!r}")
+    timeout_s = check(TIMEOUT, timeout_s, caller="open_judge", name="timeout_s")
     check_count(retries, "judge retries", 0, MAX_RETRIES)
     check_count(max_statements, "max_statements", 1, MAX_STATEMENTS)
     if max_calls is not None:

@@ -3,10 +3,10 @@
 :meth:`JudgeClient.run` returns one :class:`Judgement` per (item, sample), in item order with
 samples inner, whatever order the calls finish in. It never raises for a failed call: a backend's
 :class:`JudgeCallError` (or any exception from a user's judge) becomes a Judgement with ``error``
-set and ``label`` None, and is never cached. Sample ``i`` is sent with ``seed + i``. Answers are
-looked up in the cache in batches before any call, and written to it from the calling thread every
-few hundred answers (and when the run ends or is interrupted), so an interrupted run keeps what it
-paid for.
+set (redacted, and one line whatever the server's message held) and ``label`` None, and is never
+cached. Sample ``i`` is sent with ``seed + i``. Answers are looked up in the cache in batches before
+any call, and written to it from the calling thread every few hundred answers (and when the run ends
+or is interrupted), so an interrupted run keeps what it paid for.
 
 Bounds, so that no input and no reply can make the run's cost grow without end:
 
@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import UsageError
-from ..redact import redact
+from ..redact import redact_line
 from .base import TASK_FIELDS, TASKS, CallResult, JudgeCallError, JudgeItem, Judgement, Plan, check_label, is_problem
 from .cache import JudgeCache, request_key
 
@@ -223,7 +223,7 @@ class JudgeClient:
             except BaseException as exc:  # noqa: BLE001 - a bug in a built-in backend: re-raised below
                 results.put((index, exc, "\x00crash"))
                 return
-            results.put((index, result, None if error is None else redact(error)))
+            results.put((index, result, None if error is None else redact_line(error)))  # one line, whatever a server sent
 
         finished = False
         pool = None if inline else ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rankgate-judge")

@@ -23,6 +23,12 @@ Retries
     waits the same). ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date) replaces the
     backoff, capped at ``max_retry_after_s``. Other statuses fail at once, naming the status and the
     server's message.
+Redirects
+    None is followed: a 301, 302, 303, 307 or 308 is a failed call, not retried, that says where the
+    server points. One to another origin (scheme, host or port) names both origins: the request, and
+    the key in it, never reach the other server. One on the same origin is not followed either, since
+    the chat-completions API has no redirects to follow (a proxy's trailing-slash or login redirect
+    would make every call twice, or answer with a page): give ``--judge-url`` the address it names.
 Replies
     Every reply body, error bodies included, is read as a stream and decompressed here (gzip and
     deflate are asked for; another encoding is refused) in pieces, with at most ``max_reply_bytes``
@@ -71,7 +77,7 @@ from functools import cache
 from typing import Any
 
 from ..errors import UsageError
-from ..redact import redact, register, register_url
+from ..redact import origin, redact, register, register_url
 from .base import TASKS, CallResult, JudgeCallError, check_label, is_problem
 from .extract import extract_json
 from .prompts import answer_schema, max_tokens, prompt
@@ -81,6 +87,7 @@ from .transport import client as http_client
 __all__ = ["OpenAIJudge", "chat_endpoint", "failure"]
 
 RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})  # never followed (module docstring, "Redirects")
 MODES = ("json_schema", "json_object", "none")
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
 
@@ -359,6 +366,8 @@ class OpenAIJudge:
                     if too_large:
                         raise JudgeCallError(self._too_large())
                     return self._read(raw)
+                if status in REDIRECT_STATUSES:
+                    raise JudgeCallError(self._redirect(status, headers))
                 message = self._too_large() if too_large else _server_message(raw)
                 if status == 400 and mode != MODES[-1] and any(w in message.lower() for w in _FORMAT_WORDS):
                     self._downgrade(mode)
@@ -374,6 +383,19 @@ class OpenAIJudge:
             if attempt > self.retries:
                 raise JudgeCallError(f"{reason} after {attempt} attempt{'s' if attempt > 1 else ''}")
             time.sleep(wait if wait is not None else self._delay(attempt - 1, messages, seed))
+
+    def _redirect(self, status: int, headers: Mapping[str, str]) -> str:
+        """The error of a redirect, which is never followed (module docstring, "Redirects")."""
+        location = headers.get("location", "").strip()
+        if not location:
+            return f"HTTP {status}: a redirect with no Location; not followed"
+        target = urllib.parse.urljoin(self.endpoint, location)
+        here, there = origin(self.endpoint), origin(target)
+        if there != here:
+            return (f"HTTP {status}: the server redirects from {here} to {there}; not followed, so no request and "
+                    f"no key goes to {there} (if it is your judge's server, give its URL as --judge-url)")
+        return (f"HTTP {status}: the server redirects to {urllib.parse.urlsplit(target).path or '/'} on {here}; not "
+                f"followed, as the chat-completions API has no redirects (give that URL as --judge-url)")
 
     def _too_large(self) -> str:
         return (f"reply larger than {self.max_reply_bytes:,} bytes (--max-reply-bytes; a chat completion is a "

@@ -111,7 +111,9 @@ def client(timeout_s: float, connections: int, transport: Any = None) -> Any:
     """
     import httpx
 
-    http = httpx.Client(timeout=httpx.Timeout(timeout_s), transport=transport,
+    # follow_redirects=False (httpx's default, said here because the key depends on it): a redirect is
+    # the judge's to refuse (openai.py, "Redirects"), never a request with the key to another server
+    http = httpx.Client(timeout=httpx.Timeout(timeout_s), transport=transport, follow_redirects=False,
                         limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
     # httpx has no hook for the network layer: put the deadline under each transport's connection pool
     # (the default one and any proxy mounted from the environment). tests/test_judge_limits.py checks

@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..constraints import MAX_K
+from ..constraints import MAX_K, Param, Shape, check, plain
 from ..errors import MetricSpecError
 
-__all__ = ["MAX_K", "Metric", "parse_metric", "parse_metrics"]
+__all__ = ["MAX_K", "METRICS", "Metric", "parse_metric", "parse_metrics"]
 
 _SPEC = re.compile(
     r"""^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.-]*?)\s*
@@ -82,7 +82,11 @@ def parse_metric(text: str | Metric) -> Metric:
         return text
     from .registry import get_metric, resolve_name
 
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
+        raise MetricSpecError(f"a metric spec is a string such as 'recall@5' or 'ndcg@10'; got "
+                              f"{type(text).__name__} {text!r}"[:160])
+    text = str(text)  # (numpy's string as Python's)
+    if not text.strip():
         raise MetricSpecError(f"empty metric spec {text!r}; expected e.g. 'recall@5' or 'ndcg@10'")
     m = _SPEC.match(text)
     if m is None:
@@ -153,8 +157,29 @@ def _checked(param: Any, value: Any, raw: str, spec: str) -> Any:
     return value
 
 
-def parse_metrics(texts: str | Sequence[str | Metric]) -> list[Metric]:
-    """Parse a comma-separated string (commas inside parentheses are kept) or a list of specs."""
+def _specs(value: Any) -> str | tuple[str | Metric, ...] | None:
+    """The metrics argument as :func:`parse_metrics` reads it: one string (comma-separated specs), or a
+    tuple of specs and :class:`Metric` objects; None when it is neither."""
+    if isinstance(value, str):
+        return plain(value)
+    if isinstance(value, Metric):
+        return (value,)
+    if isinstance(value, (Mapping, bytes, bytearray)) or not hasattr(value, "__iter__"):
+        return None
+    items = tuple(plain(v) if isinstance(v, str) else v for v in value)
+    return items if all(isinstance(v, (str, Metric)) for v in items) else None
+
+
+#: The ``metrics`` argument of :func:`rankgate.evaluate` and the requests.
+METRICS = Param("metrics", Shape("metric specs: one string ('recall@5,mrr') or a list of specs", _specs), None,
+                help="the metrics to compute")
+
+
+def parse_metrics(texts: str | Sequence[str | Metric], *, caller: str | None = None) -> list[Metric]:
+    """Parse a comma-separated string (commas inside parentheses are kept) or a list of specs.
+
+    Anything else is a UsageError naming the ``metrics`` parameter of ``caller``."""
+    texts = check(METRICS, texts, caller=caller)
     if isinstance(texts, str):
         parts: list[str] = []
         depth, current = 0, ""

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..metrics.info import higher_is_better
-from ..segments import display_field
+from ..segments import display_field, looks_like_id, shown_segments
+from .lines import id_like_line, left_out_line
 from .numbers import (
     fmt_apart,
     fmt_confidence,
@@ -34,10 +35,13 @@ from .numbers import (
     shorten,
 )
 
-__all__ = ["MARKER", "MAX_BYTES", "comment_markdown", "gate_sentences"]
+__all__ = ["MARKER", "MAX_BYTES", "SHOWN_SENTENCES", "comment_markdown", "gate_sentences"]
 
 MARKER = "<!-- rankgate:gate -->"
 MAX_BYTES = 60_000
+SHOWN_SENTENCES = 20
+"""Sentences about failing and noisy checks shown at most (the comment and the terminal): a field of 50,000
+segments can fail thousands of checks; a line counts the rest, which the JSON outcome holds."""
 ICON = {"fail": "❌", "warn": "⚠️", "pass": "✅", "skipped": "➖", "note": "ℹ️"}
 
 
@@ -180,17 +184,48 @@ def _row_scopes(g: Mapping[str, Any]):
             yield f, seg, checks
 
 
+def _bounded_scopes(g: Mapping[str, Any]):
+    """:func:`_row_scopes` with at most :data:`~rankgate.segments.MAX_SHOWN_SEGMENTS` failing segments of each
+    field (the largest), each field's followed by ``(field, ShownSegments)`` when some were left out."""
+    scopes = list(_row_scopes(g))
+    sizes: dict[str, dict[str, int]] = {}
+    for f, seg, checks in scopes:
+        if f is not None:
+            sizes.setdefault(f, {})[seg] = max(int(c.get("n") or 0) for c in checks)
+    shown = {f: shown_segments(of) for f, of in sizes.items()}
+    if not any(sh.left_out for sh in shown.values()):
+        yield from scopes
+        return
+    at = {(f, seg): checks for f, seg, checks in scopes}
+    yield from (scope for scope in scopes if scope[0] is None)
+    for f, sh in shown.items():
+        yield from ((f, seg, at[(f, seg)]) for seg in sh.labels)
+        if sh.left_out:
+            yield f, sh, None
+
+
 def _gate_rows(o: Mapping[str, Any], gates: list[Mapping[str, Any]], cap: int) -> list[str]:
     rows: list[str] = []
     total = 0
     for g in gates:
-        for f, seg, checks in _row_scopes(g):
+        for f, seg, checks in _bounded_scopes(g):
             total += 1
             if len(rows) < cap:
-                rows.append(_gate_row(o, g, f, seg, checks))
+                rows.append(_gate_row(o, g, f, seg, checks) if checks is not None else
+                            f"| | … {md_escape(left_out_line(f, seg, 'the JSON outcome', 'failing segments'), 300)} |" + " |" * 6)
     if total > cap:
         rows.append(f"| | … {total - cap} more rows not shown (see the JSON outcome) |" + " |" * 6)
     return rows
+
+
+def _id_like_notes(o: Mapping[str, Any]) -> list[str]:
+    """A note on each gated segment field with more distinct values than half the queries."""
+    queries = (o.get("counts") or {}).get("evaluated")
+    fields = dict.fromkeys(c["field"] for g in o["gates"] for c in g["checks"] if c.get("field") is not None)
+    if not isinstance(queries, int):
+        return []
+    return [f"{ICON['note']} {md_escape(id_like_line(f, len(labels), queries), 300)}"
+            for f in fields for labels in [(o.get("segments") or {}).get(f) or {}] if looks_like_id(len(labels), queries)]
 
 
 def _gate_row(o: Mapping[str, Any], g: Mapping[str, Any], f: str | None, seg: str | None, checks) -> str:
@@ -386,6 +421,9 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     stale_row = _stale_row(o)
     if stale_row:
         out.append(stale_row)
+    id_notes = _id_like_notes(o)
+    if id_notes:
+        out += ["", *id_notes]
     if o.get("latency"):
         from .experiments import latency_gate_markdown
 
@@ -441,7 +479,7 @@ def comment_markdown(outcome: Any, *, max_bytes: int = MAX_BYTES, answers: Mappi
     data = outcome.to_dict() if hasattr(outcome, "to_dict") else outcome
     if answers:
         data = {**data, "answers": answers}
-    caps = {"sentences": 20, "table": 200, "movers": 5, "queries": 5}
+    caps = {"sentences": SHOWN_SENTENCES, "table": 200, "movers": 5, "queries": 5}
     text = _render(data, caps)
     while len(text.encode("utf-8")) > max_bytes and any(v > 1 for v in caps.values()):
         for key, cap in caps.items():

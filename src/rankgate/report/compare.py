@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..compare import Comparison, DeltaRow, MultiComparison
-from ..segments import display_field
+from ..segments import display_field, shown_segments
+from .lines import segment_lines
 from .numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
 
 __all__ = [
@@ -30,7 +31,29 @@ def _queries(n: int) -> str:
     return f"{n} query" if n == 1 else f"{n} queries"
 
 
-def _coverage(cmp: Comparison, limit: int = 5) -> list[str]:
+def _shown(cmp: Comparison) -> tuple[list[DeltaRow], list[str]]:
+    """The rows the table shows: under each metric all queries, then at most
+    :data:`~rankgate.segments.MAX_SHOWN_SEGMENTS` segments of each field (the largest: most queries where
+    the metrics apply in both runs), and the sentences on what was left out (every row is in ``--json``)."""
+    sizes: dict[str, dict[str, int]] = {}
+    for r in cmp.rows:
+        if r.field is not None:
+            of = sizes.setdefault(r.field, {})
+            of[str(r.segment)] = max(of.get(str(r.segment), 0), r.n)
+    shown = {f: shown_segments(of, cmp.paired) for f, of in sizes.items()}
+    lines = [line for f, sh in shown.items() for line in segment_lines(f, sh, "the --json output")]
+    if all(not sh.left_out for sh in shown.values()):
+        return list(cmp.rows), lines
+    at = {(r.metric, r.field, r.segment): r for r in cmp.rows}
+    rows = []
+    for m in dict.fromkeys(r.metric for r in cmp.rows):
+        rows += [r for r in [at.get((m, None, None))] if r is not None]
+        for f, sh in shown.items():
+            rows += [r for label in sh.labels for r in [at.get((m, f, label))] if r is not None]
+    return rows, lines
+
+
+def _coverage(cmp: Comparison, limit: int = 5, segments: list[str] | None = None) -> list[str]:
     def ids(qs: tuple[str, ...]) -> str:
         return ", ".join(shorten(q, 40) for q in qs[:limit]) + (" …" if len(qs) > limit else "")
 
@@ -45,7 +68,7 @@ def _coverage(cmp: Comparison, limit: int = 5) -> list[str]:
         lines.append(f"{_queries(len(cmp.only_in_candidate))} only in the candidate result, not compared: {ids(cmp.only_in_candidate)}")
     if cmp.not_compared:
         lines.append(f"metrics evaluated in one result only, not compared: {', '.join(cmp.not_compared)}")
-    return lines
+    return lines + (_shown(cmp)[1] if segments is None else segments)
 
 
 def _method(cmp: Comparison) -> str:
@@ -64,36 +87,37 @@ def comparison_renderable(cmp: Comparison):
 class _ComparisonView:
     def __init__(self, cmp: Comparison) -> None:
         self.cmp = cmp
+        self.rows, self.lines = _shown(cmp)
 
     def __rich_console__(self, console: Any, options: Any):
         from rich.measure import Measurement
 
-        table = _delta_table(self.cmp, pad=1)
+        table = _delta_table(self.cmp, pad=1, rows=self.rows)
         natural = Measurement.get(console, options.update_width(10_000), table).maximum
         if natural > options.max_width:
-            table = _delta_table(self.cmp, pad=0)  # the box's own space still separates the columns
+            table = _delta_table(self.cmp, pad=0, rows=self.rows)  # the box's own space still separates the columns
             natural = Measurement.get(console, options.update_width(10_000), table).maximum
             if natural > options.max_width:
                 # Still too wide: the first column gives way (a long segment label wraps, metric names
                 # stay whole), never a number column.
-                widest = max((len(_label(r)) for r in self.cmp.rows), default=6)
-                verdicts = [r.verdict(self.cmp.confidence) for r in self.cmp.rows]
+                widest = max((len(_label(r)) for r in self.rows), default=6)
+                verdicts = [r.verdict(self.cmp.confidence) for r in self.rows]
                 slack = max(map(len, verdicts), default=0) - max(len(w) for w in ["verdict", *" ".join(verdicts).split()])
                 excess = max(0, natural - options.max_width - max(0, slack))  # what the verdict's wrap cannot take
-                table = _delta_table(self.cmp, pad=0, label_width=widest - excess)
-        yield from _parts(self.cmp, table, pad=0 if options.max_width < 100 else 1)
+                table = _delta_table(self.cmp, pad=0, label_width=widest - excess, rows=self.rows)
+        yield from _parts(self.cmp, table, pad=0 if options.max_width < 100 else 1, lines=self.lines)
 
     def __rich_measure__(self, console: Any, options: Any):
         from rich.measure import Measurement
 
-        return Measurement.get(console, options, _delta_table(self.cmp, pad=1))
+        return Measurement.get(console, options, _delta_table(self.cmp, pad=1, rows=self.rows))
 
 
 def _label(r: Any) -> str:
     return r.metric if r.field is None else f"  {shorten(_scope(r), 40)}"
 
 
-def _delta_table(cmp: Comparison, pad: int, label_width: int | None = None):
+def _delta_table(cmp: Comparison, pad: int, label_width: int | None = None, rows: list[DeltaRow] | None = None):
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -102,19 +126,20 @@ def _delta_table(cmp: Comparison, pad: int, label_width: int | None = None):
     # In a narrow terminal the first column keeps its names whole (never "metri"/"c"); the verdict
     # wraps at its space instead ("within" / "noise"). With ``label_width`` (a terminal too narrow
     # even so) a segment label wraps within that width, but never below the longest metric name.
-    labels = [_label(r) for r in cmp.rows]
+    rows = _shown(cmp)[0] if rows is None else rows
+    labels = [_label(r) for r in rows]
     if label_width is None:
         table.add_column("metric", no_wrap=True, min_width=max(map(len, labels), default=6))
     else:
-        names = max((len(r.metric) for r in cmp.rows), default=6)
+        names = max((len(r.metric) for r in rows), default=6)
         width = max(label_width, names, len("metric"))
         table.add_column("metric", overflow="fold", width=width)
     for name in ("n", "baseline", "candidate", "change", f"{fmt_confidence(cmp.confidence)} CI", "Holm p"):
         table.add_column(name, justify="right", no_wrap=True)
-    words = [w for r in cmp.rows for w in r.verdict(cmp.confidence).split()]
+    words = [w for r in rows for w in r.verdict(cmp.confidence).split()]
     table.add_column("verdict", min_width=max(map(len, [*words, "verdict"])))
     current = None
-    for r, label in zip(cmp.rows, labels):
+    for r, label in zip(rows, labels):
         if current is not None and r.metric != current:
             table.add_section()
         current = r.metric
@@ -128,7 +153,7 @@ def _delta_table(cmp: Comparison, pad: int, label_width: int | None = None):
     return table
 
 
-def _parts(cmp: Comparison, table: Any, pad: int) -> list[Any]:
+def _parts(cmp: Comparison, table: Any, pad: int, lines: list[str] | None = None) -> list[Any]:
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -148,7 +173,7 @@ def _parts(cmp: Comparison, table: Any, pad: int) -> list[Any]:
                       fmt_delta(c.metric, c.delta), f"{fmt_rank(c.baseline_rank)} → {fmt_rank(c.candidate_rank)}", c.note)
         parts.extend([Text(""), q])
     parts.append(Text(""))
-    parts.extend(Text(line) for line in _coverage(cmp))
+    parts.extend(Text(line) for line in _coverage(cmp, segments=lines))
     parts.append(Text(_method(cmp), style="dim"))
     return parts
 
@@ -159,7 +184,8 @@ def comparison_markdown(cmp: Comparison) -> str:
     out = [f"**{md_escape(cmp.candidate_label)}** (candidate) vs **{md_escape(cmp.baseline_label)}** (baseline)", ""]
     out.append(f"| metric / segment | n | baseline | candidate | change | {ci} | Holm p | verdict |")
     out.append("|:--|--:|--:|--:|--:|--:|--:|:--|")
-    for r in cmp.rows:
+    rows, lines = _shown(cmp)
+    for r in rows:
         label = md_escape(r.metric) if r.field is None else "↳ " + md_escape(_scope(r))
         out.append(
             f"| {label} | {r.n} | {fmt_value(r.metric, r.baseline)} | {fmt_value(r.metric, r.candidate)} | "
@@ -178,7 +204,7 @@ def comparison_markdown(cmp: Comparison) -> str:
                 f"{fmt_delta(c.metric, c.delta)} | {fmt_rank(c.baseline_rank)} → {fmt_rank(c.candidate_rank)} | {md_escape(c.note)} |"
             )
     out.append("")
-    out.extend(f"- {md_escape(line, 400)}" for line in _coverage(cmp))
+    out.extend(f"- {md_escape(line, 400)}" for line in _coverage(cmp, segments=lines))
     out += ["", f"<sub>{md_escape(_method(cmp), 400)}</sub>", ""]
     return "\n".join(out)
 

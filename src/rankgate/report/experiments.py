@@ -28,7 +28,30 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..experiments.freshness import FreshnessWhatIf
     from ..experiments.paired import PairedRow
 
-__all__ = ["freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness"]
+EXPERIMENT_WHERE = "the --json output (and summary.json)"
+"""Where the segments an experiment's table leaves out are."""
+
+
+def bounded_rows(rows: Sequence[Any]) -> tuple[list[Any], list[str]]:
+    """An experiment's rows (each with ``segment``: ``"lang=de"``, or None for all queries, and ``n``) with at most
+    :data:`~rankgate.segments.MAX_SHOWN_SEGMENTS` segments of each field, the largest (most ``n``), in their
+    order; and a line per field saying how many were left out."""
+    from ..segments import shown_segments
+    from .lines import left_out_line
+
+    sizes: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if r.segment is not None:
+            of = sizes.setdefault(r.segment.partition("=")[0], {})
+            of[r.segment] = max(of.get(r.segment, 0), int(r.n))
+    shown = {f: shown_segments(of) for f, of in sizes.items()}
+    if not any(sh.left_out for sh in shown.values()):
+        return list(rows), []
+    keep = {segment for sh in shown.values() for segment in sh.labels}
+    return ([r for r in rows if r.segment is None or r.segment in keep],
+            [left_out_line(f, sh, EXPERIMENT_WHERE) for f, sh in shown.items() if sh.left_out])
+
+__all__ = ["bounded_rows", "freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -39,10 +62,12 @@ def paired_markdown(rows: Sequence[PairedRow], *, before: str, after: str, confi
     """A markdown table: metric, queries, before, after, change and its paired interval."""
     out = [f"| metric | scope | n | {before} | {after} | change | {fmt_confidence_exact(confidence)} CI |",
            "|---|---|---:|---:|---:|---:|---|"]
-    for r in rows:
+    shown, lines = bounded_rows(rows)
+    for r in shown:
         out.append(f"| {r.metric} | {md_escape(_scope(r))} | {r.n} | {fmt_value(r.metric, r.before)} | "
                    f"{fmt_value(r.metric, r.after)} | {fmt_delta(r.metric, r.delta)} | "
                    f"{fmt_delta_ci(r.metric, *r.ci)} |")
+    out += [""] + [md_escape(line, 400) for line in lines] if lines else []
     return "\n".join(out) + "\n"
 
 
@@ -54,10 +79,21 @@ def paired_renderable(rows: Sequence[PairedRow], *, title: str, before: str, aft
     for name, justify in (("metric", "left"), ("scope", "left"), ("n", "right"), (before, "right"),
                           (after, "right"), ("change", "right"), (f"{fmt_confidence_exact(confidence)} CI", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in rows:
+    shown, lines = bounded_rows(rows)
+    for r in shown:
         table.add_row(r.metric, _scope(r), str(r.n), fmt_value(r.metric, r.before), fmt_value(r.metric, r.after),
                       fmt_delta(r.metric, r.delta), fmt_delta_ci(r.metric, *r.ci))
-    return table
+    return _with_lines(table, lines)
+
+
+def _with_lines(table: Any, lines: list[str]) -> Any:
+    """A table, and under it the lines saying which segments it left out (none: the table alone)."""
+    if not lines:
+        return table
+    from rich.console import Group
+    from rich.text import Text
+
+    return Group(table, *(Text(line) for line in lines))
 
 
 def freshness_lines(w: FreshnessWhatIf) -> list[str]:
@@ -146,9 +182,11 @@ def latency_markdown(summary: Any) -> str:
     conf = fmt_confidence_exact(summary.confidence)
     out = ["### Latency", "", f"| stage | scope | timed queries | median ({conf} CI) | p90 | p95 | p99 |",
            "|---|---|---:|---:|---:|---:|---:|"]
-    for (stage, seg), rows in _by_scope(summary.rows).items():
+    shown, lines = bounded_rows(summary.rows)
+    for (stage, seg), rows in _by_scope(shown).items():
         cells = [f"{fmt_ms(r.value)} ({fmt_ms(r.ci[0])}–{fmt_ms(r.ci[1])})" if not math.isnan(r.value) else "—" for r in rows]
         out.append(f"| {md_escape(stage, 40)} | {md_escape(seg or 'all queries', 60)} | {rows[0].n} | " + " | ".join(cells) + " |")
+    out += [""] + [md_escape(line, 400) for line in lines] if lines else []
     return "\n".join(out) + "\n"
 
 
@@ -184,11 +222,12 @@ def _latency_table(summary: Any, narrow: bool) -> Any:
         else:
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
     sep = "\n" if narrow else " "
-    for (stage, seg), rows in _by_scope(summary.rows).items():
+    shown, lines = bounded_rows(summary.rows)
+    for (stage, seg), rows in _by_scope(shown).items():
         table.add_row(stage, seg or "all queries", str(rows[0].n),
                       *(f"{fmt_ms(r.value)[:-3]}{sep}({fmt_ms(r.ci[0])[:-3]}–{fmt_ms(r.ci[1])[:-3]})" if not math.isnan(r.value) else "—"
                         for r in rows))
-    return table
+    return _with_lines(table, lines)
 
 
 def _stress_lines(res: Any) -> list[str]:
@@ -340,9 +379,11 @@ def linking_markdown(el: Any, confidence: float, *, limit: int = 20) -> str:
            f"{el.queries} queries have gold entities" + (f"; {el.unlinked} records logged no linked_entities (nothing "
                                                          "linked)" if el.unlinked else "") + ".", "",
            f"| metric | scope | n | mean | {conf} CI |", "|---|---|---:|---:|---|"]
-    for r in el.rows:
+    shown, lines = bounded_rows(el.rows)
+    for r in shown:
         out.append(f"| {r.metric} | {md_escape(r.segment or 'all queries', 60)} | {r.n} | {fmt_share(r.mean)} | "
                    f"{fmt_share_range(*r.ci)} |")
+    out += [""] + [md_escape(line, 400) for line in lines] if lines else []
     if el.missed:
         out += ["", f"Queries whose linking missed a gold entity, with their chunk recall@{el.k} (a miss in both "
                     "points at the query, in linking only at the linker):", "",
@@ -360,9 +401,10 @@ def linking_renderable(el: Any, confidence: float) -> Any:
               title_justify="left")
     for name in ("metric", "scope", "n", "mean", "CI"):
         t.add_column(name)
-    for r in el.rows:
+    shown, lines = bounded_rows(el.rows)
+    for r in shown:
         t.add_row(r.metric, r.segment or "all queries", str(r.n), fmt_share(r.mean), fmt_share_range(*r.ci))
-    return t
+    return _with_lines(t, lines)
 
 
 def _inline_html(text: str) -> str:

@@ -164,8 +164,71 @@ def summary_dict(
     return data
 
 
-def summary_json(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+def summary_json(data: Mapping[str, Any], *, written: Mapping[str, str] | None = None) -> str:
+    """``summary.json``'s text: ``data`` as indented JSON with sorted keys. ``written``: top-level keys whose
+    value is given as its JSON text already (:func:`segments_json`), spliced in where ``data`` would have it;
+    the text is the same as with the value in ``data``."""
+    if not written:
+        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    import uuid
+
+    marks = {key: f"rankgate-{uuid.uuid4().hex}" for key in written}  # (a string no input can hold)
+    text = json.dumps({**data, **marks}, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    for key, mark in marks.items():
+        text = text.replace(f'"{mark}"', written[key], 1)
+    return text
+
+
+def segments_json(summary: Any) -> str | None:
+    """The ``segments`` part of ``summary.json`` (a :class:`~rankgate.segments.SegmentSummary`'s ``to_dict()``) as
+    :func:`summary_json` writes it at the top level, made from the summary's columns: the same text without a
+    dict per segment (a field of 50,000 segments). None when the summary has no columns, or a number JSON
+    cannot hold (then ``to_dict()`` and ``summary_json`` say so as before)."""
+    from json.encoder import encode_basestring
+
+    columns = summary.columns()
+    if columns is None:
+        return None
+    out: list[str] = []
+    # indent 2 per level: "segments" at 1, a field at 2, a label at 3, a metric at 4, its numbers at 5
+    p2, p3, p4, p5 = ("\n" + " " * (2 * level) for level in (2, 3, 4, 5))
+    fields = sorted(columns, key=lambda c: c.field)
+    if not fields:
+        return "{}"
+    for f, col in enumerate(fields):
+        out.append(("{" if f == 0 else ",") + p2 + encode_basestring(col.field) + ": ")
+        k = len(col.labels)
+        if not k:
+            out.append("{}")
+            continue
+        metrics = sorted(range(len(col.metrics)), key=lambda j: col.metrics[j])
+        names = [p4 + encode_basestring(col.metrics[j]) + ": {" for j in metrics]
+        for i, label in enumerate(sorted(range(k), key=lambda i: col.labels[i])):
+            out.append(("{" if i == 0 else ",") + p3 + encode_basestring(col.labels[label]) + ": ")
+            if not metrics:
+                out.append("{}")
+                continue
+            cells = []
+            for name, j in zip(names, metrics):
+                g = j * k + label
+                numbers = [_number(col.ci_high[g]), _number(col.ci_low[g]), _number(col.mean[g])]
+                if None in numbers:
+                    return None
+                cells.append(f'{name}{p5}"ci_high": {numbers[0]},{p5}"ci_low": {numbers[1]},{p5}"mean": {numbers[2]},'
+                             f'{p5}"n": {int.__repr__(col.n[g])}{p4}}}')
+            out.append("{" + ",".join(cells) + p3 + "}")
+        out.append(p2 + "}")
+    out.append("\n  }")
+    return "".join(out)
+
+
+def _number(x: float) -> str | None:
+    """A float as JSON writes it (NaN as null); None for one it cannot hold (infinite)."""
+    if x != x:
+        return "null"
+    if x in (math.inf, -math.inf):
+        return None
+    return float.__repr__(x)
 
 
 def answers_csv(result: EvaluationResult, rows: Any) -> str:

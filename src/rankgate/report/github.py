@@ -20,6 +20,16 @@ longer than :data:`MAX_PAGES` pages, ends the attempt with a warning and nothing
 posted again beside itself). The token and a password in ``GITHUB_API_URL`` are registered with
 :mod:`rankgate.redact` and every message passes :func:`~rankgate.redact.redact`.
 
+The token goes to ``GITHUB_API_URL``'s origin (scheme, host and port) only. A ``Link`` to another
+origin is not followed, and neither is a redirect to one: urllib's own redirect handling, which would
+resend the ``Authorization`` header to wherever a reply points, is replaced by :meth:`_Client.follow`.
+On the same origin it follows what GitHub's REST API documents (a renamed or transferred repository
+answers 301 or 302 for a GET and 307 for other requests, each to be repeated at the new address): a
+GET follows 301, 302 and 307, a POST or PATCH only 307 (resent with its body, where urllib would
+turn a POST into a GET and drop the comment). Any other redirect, more than :data:`MAX_REDIRECTS` of
+them, or one to another origin ends the attempt with a warning naming both origins; the whole chain
+keeps to the one request's :data:`TIMEOUT`.
+
 Run it on a file: ``python -m rankgate.report.github pr-comment.md``.
 """
 
@@ -38,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..redact import redact, register, register_url
+from ..redact import origin, redact, register, register_url
 from .comment import MARKER
 from .numbers import fmt_sig
 
@@ -50,6 +60,8 @@ PER_PAGE = 100
 MAX_PAGES = 100  # 10,000 comments: enough for any pull request, and a bound on a broken Link chain
 TIMEOUT = 30.0  # seconds one request may take in all, from connecting to the reply's last byte
 MAX_REPLY_BYTES = 1_000_000  # a page of 100 comments is a few hundred KB; GitHub does not compress for urllib
+MAX_REDIRECTS = 3  # same-origin redirects one request follows (a renamed or transferred repository takes one)
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _READ = 64 * 1024
 
 
@@ -69,6 +81,14 @@ class _ApiError(Exception):
     def __init__(self, status: int | None, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class _Redirect(Exception):
+    """A 3xx reply, for :meth:`_Client.follow` to follow or refuse."""
+
+    def __init__(self, status: int, location: str | None) -> None:
+        super().__init__(status)
+        self.status, self.location = status, location
 
 
 def fit_body(body: str, limit: int = MAX_CHARS) -> str:
@@ -147,7 +167,8 @@ class _Watchdog:
             pass
 
     def opener(self) -> urllib.request.OpenerDirector:
-        """urllib's usual opener (proxies from the environment included) whose connections report here."""
+        """urllib's usual opener (proxies from the environment included) whose connections report here,
+        and which follows no redirect: a 3xx comes back as an HTTPError (:meth:`_Client.follow` decides)."""
         dog = self
 
         class HTTPConnection(http.client.HTTPConnection):
@@ -168,36 +189,40 @@ class _Watchdog:
             def https_open(self, req: Any) -> Any:
                 return self.do_open(HTTPSConnection, req, context=getattr(self, "_context", None))
 
-        return urllib.request.build_opener(HTTPHandler, HTTPSHandler)
+        class NoRedirects(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+        return urllib.request.build_opener(HTTPHandler, HTTPSHandler, NoRedirects)
 
 
 class _Client:
     def __init__(self, api: str, token: str, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         self.api = api.rstrip("/")
-        self.origin = urllib.parse.urlsplit(self.api)[:2]
+        self.origin = origin(self.api)
         self.token = token
         self.max_reply_bytes = max_reply_bytes
 
     def request(self, method: str, url: str, data: Any = None) -> tuple[Any, Mapping[str, str]]:
         if not url.startswith(("http://", "https://")):
             url = self.api + url
-        if urllib.parse.urlsplit(url)[:2] != self.origin:  # never send the token to another host
+        if origin(url) != self.origin:  # never send the token to another host
             raise _ApiError(None, f"the API returned a link to another host ({url}); not followed")
         body = None if data is None else json.dumps(data).encode("utf-8")
-        req = urllib.request.Request(url, data=body, method=method, headers={
+        headers = {
             "Accept": "application/vnd.github+json",
             "Authorization": f"Bearer {self.token}",
             "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": "rankgate",
             **({"Content-Type": "application/json"} if body is not None else {}),
-        })
+        }
         what = f"{method} {urllib.parse.urlsplit(url).path}"
         dog = _Watchdog()
         timer = threading.Timer(TIMEOUT, dog.fire)
         timer.daemon = True
         timer.start()
         try:
-            result = self._send(req, what, dog)
+            result = self.follow(method, url, body, headers, what, dog)
         except _ApiError:
             if not dog.fired:
                 raise
@@ -208,16 +233,47 @@ class _Client:
             raise _ApiError(None, f"{what}: no whole reply within {fmt_sig(TIMEOUT)} s")
         return result
 
+    def follow(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str], what: str,
+               dog: _Watchdog) -> tuple[Any, Mapping[str, str]]:
+        """The reply to ``method url``, following the same-origin redirects GitHub documents (module docstring)."""
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                return self._send(urllib.request.Request(url, data=body, method=method, headers=dict(headers)), what, dog)
+            except _Redirect as hop:
+                url = self._redirected(hop, url, method, what)
+        raise _ApiError(None, f"{what}: more than {MAX_REDIRECTS} redirects; not followed further")
+
+    @staticmethod
+    def _redirected(hop: _Redirect, url: str, method: str, what: str) -> str:
+        """Where ``hop`` leads, when it may be followed; else an _ApiError saying why not and what to do."""
+        if not hop.location:
+            raise _ApiError(None, f"{what}: HTTP {hop.status} redirect with no Location; nothing to follow")
+        target = urllib.parse.urljoin(url, hop.location.strip())
+        here, there = origin(url), origin(target)
+        if there != here:
+            raise _ApiError(None, f"{what}: the API redirected (HTTP {hop.status}) from {here} to {there}; not "
+                                  f"followed, so the token goes to {here} only (if {there} is your GitHub API, "
+                                  f"set GITHUB_API_URL to it)")
+        if hop.status == 307 or (method == "GET" and hop.status in (301, 302)):
+            return target
+        raise _ApiError(None, f"{what}: HTTP {hop.status} redirect to {urllib.parse.urlsplit(target).path} not "
+                              f"followed (GitHub's API redirects a GET with 301, 302 or 307 and other requests with "
+                              f"307)")
+
     def _send(self, req: urllib.request.Request, what: str, dog: _Watchdog) -> tuple[Any, Mapping[str, str]]:
         try:
             with dog.opener().open(req, timeout=TIMEOUT) as resp:
                 raw = _read_body(resp, self.max_reply_bytes, what)
                 headers = dict(resp.headers.items())
         except urllib.error.HTTPError as exc:
+            if exc.code in _REDIRECTS:
+                location = exc.headers.get("Location") if exc.headers is not None else None
+                exc.close()
+                raise _Redirect(exc.code, location) from None
             detail = ""
             try:
                 message = json.loads(_read_body(exc, self.max_reply_bytes, what).decode("utf-8", "replace"))
-                detail = str(message.get("message", ""))[:300]
+                detail = " ".join(str(message.get("message", "")).split())[:300]  # one line, whatever was sent
             except (ValueError, AttributeError, OSError, RecursionError, _ApiError, http.client.HTTPException):
                 pass
             raise _ApiError(exc.code, f"HTTP {exc.code} from {what}" + (f": {detail}" if detail else "")) from None

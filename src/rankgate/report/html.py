@@ -19,6 +19,7 @@ from typing import Any
 from ..segments import display_field
 from . import charts
 from .assets import CSP, CSS, JS
+from .lines import segment_lines
 from .model import Item, Miss, Offence, Report
 from .numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_exact, fmt_ms, fmt_p, fmt_sig, fmt_value, fmt_value_ci
 
@@ -250,14 +251,15 @@ def _gate_marks(rep: Report) -> tuple[dict[tuple[str, str, str], tuple[str, str]
     return marks, checked
 
 
-def _segment_marks(rep: Report, key: str, lab: str, overall: dict[str, float]) -> dict[str, tuple[str, str]]:
+def _segment_marks(rep: Report, key: str, lab: str, overall: dict[str, float], gate_marks: Any = None) -> dict[str, tuple[str, str]]:
     """metric -> ("fail" | "warn", short note) for one segment. Where the gate checked the segment, its
     verdict is the only colour (a pass is no colour). Elsewhere a warning says the segment may be weak:
     its whole CI lies below a gate floor that only all queries are checked against, or (without a floor)
-    the whole CI of the primary metric lies below all queries."""
+    the whole CI of the primary metric lies below all queries. ``gate_marks``: :func:`_gate_marks` of
+    ``rep``, when the caller has it (one pass over the gate's checks for every segment drawn)."""
     seg = rep.segments
     assert seg is not None  # (asked only for the segments drawn)
-    marks, checked = _gate_marks(rep)
+    marks, checked = gate_marks if gate_marks is not None else _gate_marks(rep)
     primary = f"recall@{rep.k}"
     out: dict[str, tuple[str, str]] = {}
     for m in seg.metrics:
@@ -290,10 +292,11 @@ def _segments(rep: Report) -> str:
               if rep.floors else f", or the whole {conf} of {primary} lies below the mean over all queries")
            + ". " + ("Fields chosen automatically (pass <code>--by</code> to choose)." if rep.segments_auto else "") + "</p>"]
     overall = {r.metric: r.mean for r in rep.panel}
+    gate_marks = _gate_marks(rep)
     for key in seg.by:
-        rows = [r for r in seg.rows if r.field == key]
-        labels = list(dict.fromkeys(r.label for r in rows))
-        marks = {lab: _segment_marks(rep, key, lab, overall) for lab in labels}
+        shown = seg.shown(key)  # at most MAX_SHOWN_SEGMENTS, the largest
+        labels = list(shown.labels)
+        marks = {lab: _segment_marks(rep, key, lab, overall, gate_marks) for lab in labels}
         out.append(f'<h3>by {e(display_field(key))}</h3>')
         prim = [(lab, r.mean, r.ci_low, r.ci_high, r.n) for lab in labels for r in [seg.get(key, lab, primary)] if r is not None]
         if prim and primary in overall and len(prim) <= 40:
@@ -326,6 +329,8 @@ def _segments(rep: Report) -> str:
             out.append(f'<tr{row_cls}><td data-v="{e(lab)}">{e(lab)}</td><td class="n" data-v="{queries}">{queries}</td>'
                        f'{"".join(cells)}{dcell}<td class="flags" data-v="{e("; ".join(t for _, t in notes))}">{tags}</td></tr>')
         out.append("</tbody></table>")
+        where = f"summary.json of rankgate evaluate --by {display_field(key)} --out DIR"
+        out += [f'<p class="muted">{e(line)}</p>' for line in segment_lines(key, shown, where)]
     out.append("</section>")
     return "\n".join(out)
 

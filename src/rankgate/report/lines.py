@@ -1,13 +1,14 @@
 """Plain sentences about an evaluation that every medium shows the same way (the terminal, markdown
-and the panel): what was (not) evaluated, and the latency of each stage. Each medium escapes them
-for itself."""
+and the panel): what was (not) evaluated, the latency of each stage, and the segments a table left out.
+Each medium escapes them for itself."""
 
 from __future__ import annotations
 
 from ..results import EvaluationResult
-from .numbers import fmt_ms
+from ..segments import ShownSegments, display_field
+from .numbers import fmt_count, fmt_ms
 
-__all__ = ["coverage_lines", "latency_lines"]
+__all__ = ["coverage_lines", "id_like_line", "latency_lines", "left_out_line", "segment_lines"]
 
 
 def _short(query_id: str, limit: int = 80) -> str:
@@ -56,3 +57,26 @@ def latency_lines(result: EvaluationResult) -> list[str]:
         if x.size:
             out.append(f"{stage}: median {fmt_ms(np.percentile(x, 50), 1)}, p90 {fmt_ms(np.percentile(x, 90), 1)} ({x.size} queries)")
     return out
+
+
+def segment_lines(field: str, shown: ShownSegments, where: str) -> list[str]:
+    """What a table of ``field``'s segments left out (:func:`left_out_line`) and, when the field hardly groups
+    its queries, a note saying so (:func:`id_like_line`): at most two sentences."""
+    lines = [left_out_line(field, shown, where)] if shown.left_out else []
+    if shown.id_like:
+        lines.append(id_like_line(field, shown.values, shown.queries))
+    return lines
+
+
+def left_out_line(field: str, shown: ShownSegments, where: str, what: str = "segments") -> str:
+    """``lang: 9,762 more segments (9,800 queries) not shown, only the 50 largest; every one is in WHERE.``
+    ``where``: where every segment is (``summary.json (--out) and --json``); ``what``: what the rows are."""
+    queries = "query" if shown.left_out_queries == 1 else "queries"
+    return (f"{display_field(field)}: {fmt_count(shown.left_out)} more {what} ({fmt_count(shown.left_out_queries)} "
+            f"{queries}) not shown, only the {fmt_count(len(shown.labels))} largest; every one is in {where}.")
+
+
+def id_like_line(field: str, values: int, queries: int) -> str:
+    """The note on a field with more distinct values than half its queries (:func:`rankgate.segments.looks_like_id`)."""
+    return (f"{display_field(field)} has {fmt_count(values)} values for {fmt_count(queries)} queries: a segment field "
+            "should group queries; is it an id?")

@@ -119,11 +119,13 @@ def sections_of(parts: Mapping[str, Any]) -> Iterator[tuple[Section, Any]]:
             yield row, part
 
 
-def summary_parts(ev: Evaluation) -> dict[str, Any]:
-    """What ``summary.json`` holds beside the metrics: the statistics, then each section's plain data."""
+def summary_parts(ev: Evaluation, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What ``summary.json`` holds beside the metrics: the statistics, then each section's plain data
+    (except the kinds in ``skip``: written another way, as :func:`rankgate.report.exports.segments_json` does)."""
     out: dict[str, Any] = {"statistics": ev.request.statistics.to_dict()}
     for row, part in sections_of(ev.sections()):
-        out[row.key] = row.to_dict(part)
+        if row.key not in skip:
+            out[row.key] = row.to_dict(part)
     return out
 
 

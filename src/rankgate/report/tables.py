@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import sys
 
-from ..segments import SegmentSummary, display_field
+from ..segments import SegmentRow, SegmentSummary, display_field
 from ..sweep import KSweep
+from .lines import segment_lines
 from .numbers import fmt_confidence, fmt_score, fmt_value, fmt_value_ci, md_escape
 
-__all__ = ["FitToWidth", "segment_markdown", "segment_table", "sweep_markdown", "sweep_table"]
+__all__ = ["FitToWidth", "segment_markdown", "segment_table", "shown_rows", "sweep_markdown", "sweep_table"]
 
 
 class FitToWidth:
@@ -38,13 +39,34 @@ class FitToWidth:
         return Measurement.get(console, options, self._pick(console, options))
 
 
+SEGMENTS_WHERE = "summary.json (--out) and --json"
+"""Where the segments a table leaves out are (``rankgate evaluate``, ``rankgate answers``)."""
+
+
+def shown_rows(summary: SegmentSummary) -> tuple[list[SegmentRow], list[str]]:
+    """The rows a table shows, field by field (at most :data:`~rankgate.segments.MAX_SHOWN_SEGMENTS`
+    segments of a field: the largest), and the sentences saying what was left out and which field hardly
+    groups its queries (:func:`rankgate.report.lines.segment_lines`)."""
+    rows: list[SegmentRow] = []
+    lines: list[str] = []
+    for key in summary.by:
+        shown = summary.shown(key)
+        for label in shown.labels:
+            rows += [r for m in summary.metrics for r in [summary.get(key, label, m)] if r is not None]
+        lines += segment_lines(key, shown, SEGMENTS_WHERE)
+    return rows, lines
+
+
 def segment_table(summary: SegmentSummary, title: str | None = None):
     """A ``rich`` table: one row per segment and metric (values as the panel shows them: 85.7% for a
-    share, 0.726 for a score, so both tables agree).
+    share, 0.726 for a score, so both tables agree), then a line per field that had more segments than
+    a table shows, and a note on a field that hardly groups its queries.
 
     On a narrow terminal only the segment column gives way: its label wraps (at spaces, else inside
     the word), while the metric, ``n``, mean and CI columns keep their full width."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     with_ci = summary.n_resamples > 0
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
@@ -55,7 +77,8 @@ def segment_table(summary: SegmentSummary, title: str | None = None):
     if with_ci:
         table.add_column(f"{fmt_confidence(summary.confidence)} CI", justify="right", no_wrap=True)
     previous = None
-    for r in summary.rows:
+    rows, lines = shown_rows(summary)
+    for r in rows:
         name = f"{display_field(r.field)} = {r.label}"
         cells = [name if name != previous else "", r.metric, str(r.n), fmt_value(r.metric, r.mean)]
         if with_ci:
@@ -64,19 +87,24 @@ def segment_table(summary: SegmentSummary, title: str | None = None):
             table.add_section()
         previous = name
         table.add_row(*cells)
-    return table
+    if not lines:
+        return table
+    return Group(table, *(Text(line) for line in lines))
 
 
 def segment_markdown(summary: SegmentSummary) -> str:
-    """The same rows as a GitHub-flavoured markdown table."""
+    """The same rows as a GitHub-flavoured markdown table, and the same lines after it."""
     with_ci = summary.n_resamples > 0
     head = ["segment", "metric", "n", "mean"] + ([f"{fmt_confidence(summary.confidence)} CI"] if with_ci else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join([":--", ":--", "--:", "--:"] + (["--:"] if with_ci else [])) + "|"]
-    for r in summary.rows:
+    rows, notes = shown_rows(summary)
+    for r in rows:
         cells = [md_escape(f"{display_field(r.field)} = {r.label}"), md_escape(r.metric), str(r.n), fmt_value(r.metric, r.mean)]
         if with_ci:
             cells.append(fmt_value_ci(r.metric, r.ci_low, r.ci_high))
         lines.append("| " + " | ".join(cells) + " |")
+    if notes:
+        lines += [""] + [md_escape(line, 400) for line in notes]
     return "\n".join(lines) + "\n"
 
 

@@ -103,10 +103,16 @@ def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
-        from ..configfile import read_yaml
+        from ..configfile import ConfigReader, plain, read_tree
 
         path = os.fspath(source)
-        data = read_yaml(path, "field map")
+        tree = read_tree(path, "field map")
+        # Paths, row names and labels are text as written (negative_labels: [no, 0] are "no" and "0"
+        # here, not YAML 1.1's False and 0); negative_below alone is a number, in decimal digits.
+        if isinstance(tree.value, dict) and "negative_below" in tree.value:
+            ConfigReader(path).decimal(tree.value["negative_below"], "negative_below")
+        data = ({k: plain(v, as_written=k != "negative_below") for k, v in tree.value.items()}
+                if isinstance(tree.value, dict) else plain(tree))
     if data is None:
         data = {}
     if not isinstance(data, dict):

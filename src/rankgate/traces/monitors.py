@@ -242,12 +242,13 @@ def load_monitors(path: str | None) -> MonitorConfig:
     """Read and check a monitors file; ``None`` gives :data:`DEFAULT_MONITORS`."""
     if path is None:
         return parse_monitors(DEFAULT_MONITORS, path="<default monitors>")
-    return parse_monitors(read_config_text(path, hint="pass the monitors file with --monitors"), path=str(path))
+    text = read_config_text(path, hint="pass the monitors file with --monitors", what="monitors")
+    return parse_monitors(text, path=str(path))
 
 
 def parse_monitors(text: str, *, path: str = "<monitors>") -> MonitorConfig:
     """Parse and check trace monitors (docs/traces.md, "check: monitors"); errors name file:line:key."""
-    root = parse_tree(text, path=path)
+    root = parse_tree(text, path=path, what="monitors")
     r = ConfigReader(path)
     if root.value is None:
         raise r.fail("monitors", 1, "is required: the file has no monitors", "start with 'monitors:' and a list")

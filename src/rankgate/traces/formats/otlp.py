@@ -89,42 +89,90 @@ def _attrs(chk: Check, raw: Any, field: str) -> dict[str, Any]:
     return {_key(chk, kv, field): any_value(chk, kv.get("value", {}), f"{field}.{kv['key']}") for kv in raw}
 
 
+_URLSAFE = str.maketrans("-_", "+/")
+_ID_NAMES = {16: "span id", 32: "trace id"}
+
+
 def _base64_id(v: str, n_bytes: int) -> str | None:
     """The hex of an id written in base64, as protobuf's JSON mapping writes bytes (standard or URL-safe
-    alphabet, padded or not), when it decodes to exactly ``n_bytes``; else None. A base64 id is shorter
-    than the hex one (24 or 22 characters for a trace id, 12 or 11 for a span id), so the two never
-    read the same text."""
-    import base64
+    alphabet, padded or not), when ``v`` is the canonical base64 of exactly ``n_bytes``; else None.
+    Only the length decides that ``v`` is base64 (12 or 11 characters for a span id, 24 or 22 for a
+    trace id, where hex ids have 16 and 32): any characters may appear, hex digits alone included."""
     import binascii
 
-    body = v.rstrip("=")
-    if len(body) != (4 * n_bytes + 2) // 3 or len(v) - len(body) > 2 or not _BASE64.fullmatch(body):
+    unpadded = (4 * n_bytes + 2) // 3
+    padded = -(-n_bytes // 3) * 4
+    if len(v) == padded and v[unpadded:] == "=" * (padded - unpadded):
+        v = v[:unpadded]
+    if len(v) != unpadded or not _BASE64.fullmatch(v):
         return None
-    if _HEX.fullmatch(body):  # hex digits of the wrong length: a cut id, not base64 (random bytes never look so)
+    std = v.translate(_URLSAFE)
+    raw = binascii.a2b_base64(std + "=" * (padded - unpadded))
+    # canonical only: the bits past the last byte are zero, so each id has one spelling (a changed
+    # last character is a damaged id, not the same one)
+    if len(raw) != n_bytes or binascii.b2a_base64(raw, newline=False)[:unpadded] != std.encode():
         return None
-    try:
-        raw = base64.b64decode(body.replace("-", "+").replace("_", "/") + "=" * (-len(body) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return raw.hex() if len(raw) == n_bytes else None
+    return raw.hex()
 
 
-def _hex_id(chk: Check, v: Any, field: str, length: int, *, required: bool) -> str | None:
+def _hex_id(chk: Check, v: Any, field: str, length: int, *, required: bool,
+            binary: bool = False) -> str | None:
+    """An id as lower-case hex: ``length`` hex digits (``0x`` allowed), or base64 of ``length // 2``
+    bytes, told apart by their length. ``binary``: ``v`` is the base64 protobuf's JSON mapping made of
+    the bytes of a binary OTLP message, so a wrong size is named in bytes. An all-zero id is no id
+    (OpenTelemetry's invalid id): None where the id is optional, an error where it is required."""
     if v is None or v == "":
         if required:
             raise chk.fail(field, "is missing")
         return None
     if not isinstance(v, str):
         raise chk.fail(field, f"must be a hex string; got {json.dumps(v)[:40]}")
-    s = v[2:] if v[:2] in ("0x", "0X") else v
-    if len(s) != length or not _HEX.fullmatch(s):
-        s = _base64_id(v, length // 2) or ""
-    if not s:
-        raise chk.fail(field, f"must be {length} hex digits (or the base64 of {length // 2} bytes); got {v[:40]!r}",
-                       hint="OTLP/JSON ids are hex; exporters that use protobuf's JSON mapping write base64")
-    if set(s) == {"0"}:
-        return None if not required else s.lower()
-    return s.lower()
+    n_bytes = length // 2
+    s = v[2:] if len(v) == length + 2 and v[:2] in ("0x", "0X") else v
+    if len(s) == length and _HEX.fullmatch(s):
+        s = s.lower()
+    else:
+        got = None if len(s) == length else _base64_id(v, n_bytes)
+        if got is None:
+            raise _bad_id(chk, v, field, length, binary)
+        s = got
+    if s.count("0") == length:
+        if not required:
+            return None
+        shown = s if binary else v[:40]  # a binary id as its hex, not the base64 the reader made of it
+        what = _ID_NAMES.get(length, "id")
+        raise chk.fail(field, f"is all zeros ({shown!r}): OpenTelemetry's invalid {what}, which no exported "
+                              "span has",
+                       hint="the exporter or the export is damaged; export the spans again")
+    return s
+
+
+def _bad_id(chk: Check, v: str, field: str, length: int, binary: bool) -> InputError:
+    import base64
+    import binascii
+
+    n_bytes = length // 2
+    what = _ID_NAMES.get(length, "id")
+    if binary:  # the reader's own base64 of the id's bytes
+        try:
+            size: int | None = len(base64.b64decode(v, validate=True))
+        except (binascii.Error, ValueError):
+            size = None
+        if size is not None:
+            return chk.fail(field, f"is {size} bytes; a {what} is {n_bytes} bytes",
+                            hint="in binary OTLP a trace id is 16 bytes and a span id 8: the exporter or the "
+                                 "export is damaged")
+    unpadded = (4 * n_bytes + 2) // 3
+    padded = -(-n_bytes // 3) * 4
+    if len(v) == length or (len(v) == length + 2 and v[:2] in ("0x", "0X")):
+        why = f"{len(v)} characters, not all hex digits"
+    elif len(v) in (padded, unpadded):
+        why = f"{len(v)} characters, not the base64 of {n_bytes} bytes"
+    else:
+        why = f"{len(v)} characters"
+    return chk.fail(field, f"must be {length} hex digits or the base64 of {n_bytes} bytes ({padded} "
+                           f"characters, {unpadded} without padding); got {v[:40]!r} ({why})",
+                    hint="OTLP/JSON ids are hex; exporters that use protobuf's JSON mapping write base64")
 
 
 def _nanos(chk: Check, v: Any, field: str, *, required: bool) -> int | None:
@@ -157,8 +205,11 @@ def _events(chk: Check, raw: Any, flat: bool) -> list[tuple[str, dict[str, Any]]
     return out
 
 
-def otlp_spans(obj: Any, chk: Check) -> list[Span]:
-    """The spans of one ExportTraceServiceRequest."""
+def otlp_spans(obj: Any, chk: Check, *, binary: bool = False) -> list[Span]:
+    """The spans of one ExportTraceServiceRequest. ``binary``: ``obj`` is a binary OTLP message in
+    protobuf's JSON mapping (:mod:`.otlp_proto`), made for this call alone: its ids are named in
+    bytes, and each span object is dropped from ``obj`` once read (a message of a million spans is
+    not held twice)."""
     if not isinstance(obj, dict):
         raise chk.fail(None, f"must be an ExportTraceServiceRequest object; got {type(obj).__name__}")
     out = []
@@ -168,14 +219,20 @@ def otlp_spans(obj: Any, chk: Check) -> list[Span]:
     for rs in rs_list:
         resource = _attrs(chk, (_g(rs, "resource") or {}).get("attributes"), "resource.attributes")
         for ss in _g(rs, "scopeSpans") or _g(rs, "instrumentationLibrarySpans") or []:
-            for sp in _g(ss, "spans") or []:
+            sps = _g(ss, "spans") or []
+            for i, sp in enumerate(sps):
+                if binary:
+                    sps[i] = None
                 if not isinstance(sp, dict):
                     raise chk.fail("spans", "must be a list of span objects")
                 st = _g(sp, "status") or {}
                 span = Span(
-                    trace_id=_hex_id(chk, _g(sp, "traceId"), "traceId", 32, required=True),  # type: ignore[arg-type]
-                    span_id=_hex_id(chk, _g(sp, "spanId"), "spanId", 16, required=True),  # type: ignore[arg-type]
-                    parent_id=_hex_id(chk, _g(sp, "parentSpanId"), "parentSpanId", 16, required=False),
+                    trace_id=_hex_id(chk, _g(sp, "traceId"), "traceId", 32,  # type: ignore[arg-type]
+                                     required=True, binary=binary),
+                    span_id=_hex_id(chk, _g(sp, "spanId"), "spanId", 16,  # type: ignore[arg-type]
+                                    required=True, binary=binary),
+                    parent_id=_hex_id(chk, _g(sp, "parentSpanId"), "parentSpanId", 16, required=False,
+                                      binary=binary),
                     name=str(sp.get("name") or ""),
                     kind=_enum(sp.get("kind"), _KINDS, "SPAN_KIND_"),
                     start_us=_nanos(chk, _g(sp, "startTimeUnixNano"), "startTimeUnixNano", required=True),  # type: ignore[arg-type]
@@ -222,18 +279,20 @@ def _read(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any
     spans: list[Span] = []
     for path, label in files:
         values = json_values(path, label, builder)
+        binary = False
         if parse is otlp_spans:
             from .otlp_proto import is_otlp_proto, proto_messages
 
             if is_otlp_proto(path, label):
-                values = proto_messages(path, label, builder)
+                values, binary = proto_messages(path, label, builder), True
         for n, obj in values:
             try:
-                got = parse(obj, Check(label, n))
+                got = otlp_spans(obj, Check(label, n), binary=True) if binary else parse(obj, Check(label, n))
             except InputError as exc:
                 builder.reject(exc)
                 continue
             spans.extend(got if isinstance(got, list) else [got])
+        obj = got = None  # the last message is not kept while the spans are joined
     assemble_all(spans, builder, options, id_field)
 
 
