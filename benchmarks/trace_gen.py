@@ -310,7 +310,8 @@ def records_table(L: dict[str, Any], *, iso: bool = False) -> pa.Table:
     fb = pa.ListArray.from_arrays(
         pa.array(np.concatenate([[0], np.cumsum(nfb)]).astype(np.int32)),
         pa.StructArray.from_arrays([pa.array(fbv.astype(np.float64)),
-                                    pa.array(np.where(fbv == 0, "not helpful", None))], names=["value", "reason"]))
+                                    pa.array(np.where(fbv == 0, "not helpful", None), pa.string())],
+                                   names=["value", "reason"]))  # (typed: a block may have no negative feedback)
     t = L["timings"]
     ts = _iso(L["ts"]) if iso else pa.array(L["ts"], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
     trace_ids = [f"{a:016x}{b:016x}" for a, b in L["trace_hex"].tolist()]

@@ -343,7 +343,13 @@ class Pread:
         behind it: no one else can shorten it)."""
         import mmap
 
-        whole = mmap.mmap(-1, max(self.size, 1))
+        # Every page made at once where the system offers it (faulting in fresh zero pages one by one
+        # took as long as the copy itself).
+        populate = getattr(mmap, "MAP_POPULATE", 0)
+        if populate and hasattr(mmap, "MAP_ANONYMOUS"):
+            whole = mmap.mmap(-1, max(self.size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+        else:
+            whole = mmap.mmap(-1, max(self.size, 1))
         try:
             # Pieces of at most 256 MiB: one pread of the whole is capped by the kernel anyway.
             for at in range(0, self.size, 1 << 28):
