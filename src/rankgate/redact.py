@@ -36,6 +36,7 @@ import base64
 import re
 import threading
 import urllib.parse
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = ["MASK", "MIN_RUN", "origin", "redact", "redact_line", "register", "register_url", "registered", "restore"]
@@ -191,14 +192,7 @@ def _mask_runs(text: str, runs: frozenset[str]) -> str:
     while end < len(text) and text[end] in _WORD:
         end += 1
     spans.append((start, end))
-    out: list[str] = []
-    last = 0
-    for a, b in spans:
-        out.append(text[last:a])
-        out.append(MASK)
-        last = b
-    out.append(text[last:])
-    return "".join(out)
+    return _masked(text, spans)
 
 
 def _unescaped(escapes: str, at: int) -> list[tuple[str, int, int]]:
@@ -277,6 +271,11 @@ def _mask_folded(text: str, runs: frozenset[str]) -> str:
             spans[-1][1] = max(spans[-1][1], b)
         else:
             spans.append([a, b])
+    return _masked(text, spans)
+
+
+def _masked(text: str, spans: Iterable[Sequence[int]]) -> str:
+    """``text`` with each of ``spans`` (ordered, apart: ``(start, end)`` pairs) written as :data:`MASK`."""
     out: list[str] = []
     last = 0
     for a, b in spans:
