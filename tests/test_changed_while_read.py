@@ -220,13 +220,23 @@ def test_a_run_cut_short_under_the_compiled_reader_is_exit_2(tmp_path, monkeypat
     if fmt == "jsonl" and path == "whole":
         monkeypatch.setattr(load, "STREAM_FROM_BYTES", 1 << 62)
     monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 1)
+    import threading
+
     calls: list[int] = []
+    cut, lock = threading.Event(), threading.Lock()
 
     def cut_after_first_piece(name: str, offset: int, nbytes: int) -> None:
+        # The first piece scanned cuts the file; a piece scanned on the other thread meanwhile waits
+        # here for the cut, so that the pieces after these two are scanned from pages past the end.
         if name == run:
-            calls.append(offset)
-            if len(calls) == 1:
+            with lock:
+                first = not calls
+                calls.append(offset)
+            if first:
                 os.truncate(run, 100)
+                cut.set()
+            else:
+                cut.wait(10)
 
     monkeypatch.setattr(trec if fmt == "trec" else jsonl_fast, "read_hook", cut_after_first_piece)
     if fmt == "jsonl" and path == "whole":

@@ -449,5 +449,5 @@ def test_null_texts_and_versions_read_as_the_parser_reads_them(value, key, tmp_p
     path = _file(tmp_path, "run.jsonl", lines)
     slow = _outcome(load_run, path, fast=False)
     assert _outcome(load_run, path, fast=True) == slow
-    if value in (b"null", b"null "):  # (the scanner's own read)
+    if value in (b"null", b"null ") and accel.reader is not None:  # (the scanner's own read; none without it)
         assert jsonl_fast._scan_run(jsonl_fast._opened(path, 0), path) is not None

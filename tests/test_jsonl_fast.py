@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from rankgate import _accel as accel
 from rankgate.data import jsonl_fast
 from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
 from rankgate.data.load import load_run
@@ -84,6 +85,8 @@ def write(tmp_path, rows):
 def test_same_run_as_the_validating_parser(case, tmp_path):
     path = write(tmp_path, CASES[case])
     fast = jsonl_fast.read_run_fast(path)
+    if fast is None and accel.reader is None:
+        pytest.skip("only the compiled scanner takes this file (pyarrow's path declines it); rankgate._reader is not loaded")
     assert fast is not None, "expected the fast path to take this file"
     slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
     assert fast.query_ids == slow.query_ids

@@ -303,28 +303,26 @@ static void weighted_sums(const uint32_t *c0, const uint32_t *c1, const double *
  * additions as weighted_sums, one vector lane per column. Four columns
  * of four resamples are sixteen sums from one pass over the values, with four independent vector
  * accumulators to hide the adder's latency. Lane-wise vector multiplies and adds are the same IEEE
- * operations as the scalar ones (no fused multiply-add: -ffp-contract=off, and the AVX2 clone has no
+ * operations as the scalar ones (no fused multiply-add: -ffp-contract=off, and the AVX2 variant has no
  * FMA), so every result is bit for bit that of weighted_sums. On x86-64 Linux with GCC the function
- * is also built for AVX2 and the loader picks the clone the CPU runs. */
+ * is also built for AVX2 (and weighted_sums8 for AVX-512), and the module picks one variant at import
+ * (pick_variant below). */
 #if defined(__GNUC__)
 #define RG_VECTORS 1
 #define ROW_TILE 1024 /* rows per tile: a group's counts (32 resamples) and 8 columns of values stay in L2 while the other column groups of a wide bootstrap (a report's 49) go through */
 typedef double v4d __attribute__((vector_size(32)));
-#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
-#define RG_CLONES __attribute__((target_clones("avx2", "default")))
-#define RG_CLONES8 __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define RG_CLONES
-#define RG_CLONES8
-#endif
-
 typedef double v8d __attribute__((vector_size(64)));
+#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define RG_DISPATCH 1 /* variants for AVX2 and AVX-512 beside the plain one, chosen at run time */
+#define RG_AVX2 __attribute__((target("avx2")))
+#define RG_AVX512 __attribute__((target("avx512f")))
+#endif
 
 /* The body of weighted_sums4 / weighted_sums8 (vector type VT): columns col .. col+width-1 of rows
  * `stride` apart, four resamples' chains, each going on from where the previous row tile left it in
  * out. A vector times a scalar multiplies every lane by it: the same IEEE product as the scalar one. */
-#define WEIGHTED_SUMS(NAME, VT, CLONES)                                                                  \
-    CLONES static void NAME(const double *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t stride, \
+#define WEIGHTED_SUMS(NAME, VT, TARGET)                                                                  \
+    TARGET static void NAME(const double *const *c, int nr, const double *v, Py_ssize_t n, Py_ssize_t stride, \
                             Py_ssize_t col, double *const *out) {                                        \
         VT a0, a1, a2, a3;                                                                               \
         memcpy(&a0, out[0], sizeof a0);                                                                  \
@@ -346,20 +344,82 @@ typedef double v8d __attribute__((vector_size(64)));
         for (int r = 0; r < nr; r++) memcpy(out[r], &acc[r], sizeof acc[r]);                             \
     }
 
-WEIGHTED_SUMS(weighted_sums4, v4d, RG_CLONES)
+/* The counts of a row tile as doubles (exact). */
+#define BYTES_TO_DOUBLES(NAME, TARGET)                                                                   \
+    TARGET static void NAME(const uint8_t *src, double *dst, Py_ssize_t n) {                            \
+        for (Py_ssize_t i = 0; i < n; i++) dst[i] = (double)src[i];                                     \
+    }
 
-/* weighted_sums4 eight columns wide (a block's own rows, or a tile copied into rows of eight with the
- * columns past the last ignored), into out[r][0..7]. Where the CPU has 512-bit vectors (the AVX-512
- * clone) a row's four chains take four vector adds instead of eight, and the adds' latency, not their
- * number, bounds weighted_sums4. */
-WEIGHTED_SUMS(weighted_sums8, v8d, RG_CLONES8)
+typedef void (*weighted_sums_fn)(const double *const *, int, const double *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                 double *const *);
+typedef void (*bytes_to_doubles_fn)(const uint8_t *, double *, Py_ssize_t);
 
-/* The counts of a row tile as doubles (exact), built for the widest vectors the CPU has. */
-RG_CLONES8 static void bytes_to_doubles(const uint8_t *src, double *dst, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) dst[i] = (double)src[i];
+/* weighted_sums8 is weighted_sums4 eight columns wide (a block's own rows, or a tile copied into rows
+ * of eight with the columns past the last ignored), into out[r][0..7]. Where the CPU has 512-bit
+ * vectors (the AVX-512 variant) a row's four chains take four vector adds instead of eight, and the
+ * adds' latency, not their number, bounds weighted_sums4. */
+WEIGHTED_SUMS(weighted_sums4_plain, v4d, )
+WEIGHTED_SUMS(weighted_sums8_plain, v8d, )
+BYTES_TO_DOUBLES(bytes_to_doubles_plain, )
+#ifdef RG_DISPATCH
+WEIGHTED_SUMS(weighted_sums4_avx2, v4d, RG_AVX2)
+WEIGHTED_SUMS(weighted_sums8_avx2, v8d, RG_AVX2)
+BYTES_TO_DOUBLES(bytes_to_doubles_avx2, RG_AVX2)
+WEIGHTED_SUMS(weighted_sums8_avx512, v8d, RG_AVX512)
+BYTES_TO_DOUBLES(bytes_to_doubles_avx512, RG_AVX512)
+#endif
+
+/* The variants in use: the plain ones until pick_variant chooses (at import, and set_baseline). Every
+ * variant computes the same IEEE operations in the same order, so they give the same bits. */
+static weighted_sums_fn weighted_sums4 = weighted_sums4_plain;
+static weighted_sums_fn weighted_sums8 = weighted_sums8_plain;
+static bytes_to_doubles_fn bytes_to_doubles = bytes_to_doubles_plain;
+#endif
+
+static const char *variant_name = "plain"; /* "avx512f", "avx2" or "plain": what bootstrap_sums_blocks runs */
+
+/* The widest variants the CPU runs, or the plain ones when `baseline` (RANKGATE_NATIVE=baseline). */
+static void pick_variant(int baseline) {
+    variant_name = "plain";
+#ifdef RG_VECTORS
+    weighted_sums4 = weighted_sums4_plain;
+    weighted_sums8 = weighted_sums8_plain;
+    bytes_to_doubles = bytes_to_doubles_plain;
+#ifdef RG_DISPATCH
+    if (baseline) return;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        weighted_sums4 = weighted_sums4_avx2;
+        weighted_sums8 = weighted_sums8_avx512;
+        bytes_to_doubles = bytes_to_doubles_avx512;
+        variant_name = "avx512f";
+    } else if (__builtin_cpu_supports("avx2")) {
+        weighted_sums4 = weighted_sums4_avx2;
+        weighted_sums8 = weighted_sums8_avx2;
+        bytes_to_doubles = bytes_to_doubles_avx2;
+        variant_name = "avx2";
+    }
+#endif
+#endif
+    (void)baseline;
 }
 
-#endif
+/* set_baseline(on) -> whether it was on: the plain variants only (on), or the widest the CPU runs. */
+static int baseline_on = 0;
+
+static PyObject *set_baseline(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    const int before = baseline_on;
+    baseline_on = on;
+    pick_variant(on);
+    return PyBool_FromLong(before);
+}
+
+static PyObject *variant(PyObject *self, PyObject *noargs) {
+    return PyUnicode_FromString(variant_name);
+}
+
 
 /* bootstrap_sums(state, values, m, n_resamples, out): for each resample, n indices from the stream
  * become per-query counts; out[r, j] = sum over queries i, in order, of counts[i] * values[i, j]
@@ -2242,6 +2302,10 @@ static PyMethodDef methods[] = {
     {"rank_permutation", rank_permutation, METH_VARARGS,
      "rank_permutation(query, n_queries, score, id_offsets, id_data, out): the ranking rule as a permutation"},
     {"draw_indices", draw_indices, METH_VARARGS, "draw_indices(sfc64_state, n, out): the stream's first indices"},
+    {"set_baseline", set_baseline, METH_VARARGS,
+     "set_baseline(on) -> previous: the bootstrap's plain variants only (RANKGATE_NATIVE=baseline), or the widest the "
+     "CPU runs"},
+    {"variant", variant, METH_NOARGS, "variant() -> 'avx512f', 'avx2' or 'plain': the bootstrap's variant in use"},
     {"narrow_limit", set_narrow_limit, METH_VARARGS,
      "narrow_limit(v) -> previous: the largest byte count of bootstrap_sums_blocks before it draws again (tests)"},
     {"ascii_tokens", ascii_tokens, METH_VARARGS,
@@ -2262,5 +2326,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1,
 
 PyMODINIT_FUNC PyInit__kernels(void) {
     init_tok_class();
+    pick_variant(0);
     return PyModule_Create(&module);
 }

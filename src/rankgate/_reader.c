@@ -28,7 +28,8 @@
  * longer by Python's own PyOS_string_to_double. The GIL is released while the text is scanned, so two
  * threads can read two halves of one file. Where the CPU has AVX-512 BW, a line is first split from one
  * 64-byte vector compare (split64); a line that does not settle goes through the byte-wise split, so
- * the results are the same (wide_lines(False) turns it off, for tests that compare the two).
+ * the results are the same (wide_lines(False) turns it off, for tests that compare the two; set_baseline(True)
+ * keeps it off, with the 64-byte newline count: RANKGATE_NATIVE=baseline).
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
  *              data[, rank_keys, ranks, extras, null_keys])
@@ -1653,22 +1654,57 @@ done:
     return result;
 }
 
+/* Whether the CPU (and the system) runs split64 and newlines_wide: asked once. */
+static int wide_supported(void) {
+#ifdef RG_SPLIT64
+    static int supported = -1;
+    if (supported < 0) {
+        __builtin_cpu_init();
+        supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    }
+    return supported;
+#else
+    return 0;
+#endif
+}
+
+static int baseline_on = 0; /* set_baseline(True): no CPU-specific path, whatever wide_lines asks */
+
 /* wide_lines(on) -> whether it was on: read_lines splits a line from one 64-byte window, and count_lines
- * counts newlines 64 bytes at a time, where the CPU can (on by default there); off: byte-wise and a word
- * at a time (tests compare the two). */
+ * counts newlines 64 bytes at a time, where the CPU can (on by default there, off under set_baseline);
+ * off: byte-wise and a word at a time (tests compare the two). */
 static PyObject *wide_lines(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
 #ifdef RG_SPLIT64
-    static int supported = -1;
-    if (supported < 0) supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
     const int before = has_split64;
-    has_split64 = on && supported;
+    has_split64 = on && !baseline_on && wide_supported();
     return PyBool_FromLong(before);
 #else
     (void)on;
     Py_RETURN_FALSE;
 #endif
+}
+
+/* set_baseline(on) -> whether it was on: no CPU-specific path (RANKGATE_NATIVE=baseline: split64 and
+ * newlines_wide off), or the widest the CPU runs. */
+static PyObject *set_baseline(PyObject *self, PyObject *args) {
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    const int before = baseline_on;
+    baseline_on = on;
+#ifdef RG_SPLIT64
+    has_split64 = !on && wide_supported();
+#endif
+    return PyBool_FromLong(before);
+}
+
+/* variant() -> "avx512bw" while split64 and newlines_wide are in use, else "plain". */
+static PyObject *variant(PyObject *self, PyObject *noargs) {
+#ifdef RG_SPLIT64
+    if (has_split64) return PyUnicode_FromString("avx512bw");
+#endif
+    return PyUnicode_FromString("plain");
 }
 
 /* item_shapes(on) -> whether it was on: read_jsonl reads an item written as the scan's first one by
@@ -1699,6 +1735,9 @@ static PyMethodDef methods[] = {
      "item_shapes(on) -> previous: read an item written as the first one by its values alone (tests)"},
     {"wide_lines", wide_lines, METH_VARARGS,
      "wide_lines(on) -> previous: split lines from one 64-byte window where the CPU can (tests)"},
+    {"set_baseline", set_baseline, METH_VARARGS,
+     "set_baseline(on) -> previous: no AVX-512 path (RANKGATE_NATIVE=baseline), or the widest the CPU runs"},
+    {"variant", variant, METH_NOARGS, "variant() -> 'avx512bw' or 'plain': the line splitter and counter in use"},
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end) -> number of newlines"},
     {"read_lines", read_lines, METH_VARARGS,
      "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
@@ -1722,8 +1761,7 @@ PyMODINIT_FUNC PyInit__reader(void) {
     for (int i = 1; i < 20; i++) pow10_u64[i] = pow10_u64[i - 1] * 10;
 #endif
 #ifdef RG_SPLIT64
-    __builtin_cpu_init();
-    has_split64 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    has_split64 = wide_supported();
 #endif
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

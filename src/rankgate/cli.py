@@ -48,6 +48,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"rankgate: error: {message}\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version and the active native build (``RANKGATE_NATIVE``), e.g.
+    ``rankgate 0.2.0 (native: auto, kernels avx512f, reader avx512bw)``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> NoReturn:
+        from ._accel import describe
+
+        sys.stdout.write(f"rankgate {__version__} ({describe()})\n")
+        parser.exit()
+
+
+def _warn_unknown_native() -> None:
+    """One line on stderr when RANKGATE_NATIVE holds none of its values (the library runs as auto)."""
+    from ._accel import ENV, MODES, unknown_value
+
+    if unknown_value is not None:
+        print(f"rankgate: warning: {ENV}={unknown_value!r} is not one of {', '.join(MODES)}; running as auto",
+              file=sys.stderr)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; with ``only`` (a command's module name), just that command's sub-parser:
     every command's takes ~0.1 s to import and build, paid by each run of one command."""
@@ -57,7 +81,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 a blocking gate failed, 2 usage/input/output error, 3 internal error "
                "(or out of memory), 130 interrupted, 143 terminated.",
     )
-    parser.add_argument("--version", action="version", version=f"rankgate {__version__}")
+    parser.add_argument("--version", action=_Version, help="show the version and the native build, and exit")
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     # Sub-parsers are added by each command module; aliases must map back to the module name.
@@ -101,6 +125,7 @@ def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_from_env() or "--debug" in argv
     command = "" if not argv else next((a for a in argv if a in COMMANDS), "")
+    _warn_unknown_native()
     with _terminate_as_interrupt():
         try:
             parser = build_parser(_named_command(argv))
