@@ -48,22 +48,27 @@ def test_baseline_takes_the_plain_variants_and_off_loads_nothing() -> None:
     assert _python(_WHAT, "off").stdout.split() == ["off", "None", "None"]
     assert _python(_WHAT, None, RANKGATE_PURE_PYTHON="1").stdout.split() == ["off", "None", "None"]  # the alias
     mode, kernels, reader = _python(_WHAT, "auto").stdout.split()
-    assert mode == "auto" and kernels in ("avx512f", "avx2", "plain") and reader in ("avx512bw", "plain")
+    assert mode == "auto" and kernels in ("avx512f", "avx2", "plain") and reader == "plain"  # (no CPU-specific reader path)
     unknown = _python(_WHAT + "; print(a.unknown_value)", "fast")
     assert unknown.returncode == 0 and unknown.stdout.split() == ["auto", kernels, reader, "fast"]
 
 
 @needs_loaded
-def test_set_baseline_switches_both_extensions_and_wide_lines_cannot_undo_it() -> None:
+def test_set_baseline_switches_both_extensions() -> None:
+    """Both extensions take the switch and say what it was; the reader has no CPU-specific path (its
+    AVX-512 line splitter and newline count saved under 2% end to end: issue 33), so it stays plain."""
     assert accel.kernels is not None and accel.reader is not None
+    assert not hasattr(accel.reader, "wide_lines")
     was_k, was_r = accel.kernels.set_baseline(True), accel.reader.set_baseline(True)
     try:
-        assert accel.reader.wide_lines(True) is False  # baseline holds the AVX-512 split off
         assert (accel.kernels.variant(), accel.reader.variant()) == ("plain", "plain")
+        assert accel.reader.set_baseline(False) is True
+        assert accel.reader.variant() == "plain"
     finally:
         accel.kernels.set_baseline(was_k)
         accel.reader.set_baseline(was_r)
     assert accel.kernels.set_baseline(was_k) is was_k
+    assert accel.reader.set_baseline(was_r) is was_r
 
 
 def _state(seed: int) -> np.ndarray:
@@ -148,3 +153,39 @@ def test_an_unknown_value_runs_as_auto_with_one_line_on_stderr() -> None:
     assert out.returncode == 0 and "(native: auto" in out.stdout
     assert out.stderr == ("rankgate: warning: RANKGATE_NATIVE='fast' is not one of auto, baseline, off; "
                           "running as auto\n")
+
+
+def test_a_large_run_without_the_compiled_code_is_said_once(tmp_path, monkeypatch, capsys):
+    """From LARGE_ROWS rows, a run read or scored without the compiled code says so in one line (the
+    same numbers, slower, and how to get the compiled build); with it, or below, nothing is said."""
+    import json
+
+    import rankgate._accel as accel
+    from rankgate.cli import main
+
+    gold, run = tmp_path / "gold.jsonl", tmp_path / "run.trec"
+    gold.write_text("".join(json.dumps({"query_id": f"q{q}", "relevant_chunks": [{"chunk_id": f"d{q}-1", "grade": 1}]})
+                            + "\n" for q in range(40)))
+    run.write_text("".join(f"q{q} Q0 d{q}-{d} {d + 1} {1 - d / 100} sys\n" for q in range(40) for d in range(10)))
+    monkeypatch.setattr(accel, "LARGE_ROWS", 400)
+    args = ["evaluate", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--resamples", "0"]
+
+    def said() -> str:
+        got = capsys.readouterr()
+        return " ".join((got.out + got.err).split())  # (the terminal wraps long lines)
+
+    assert main(args) == 0
+    assert "without the compiled code" not in said() or accel.kernels is None
+    monkeypatch.setattr(accel, "kernels", None)
+    monkeypatch.setattr(accel, "mode", "auto")  # (not built)
+    assert main(args) == 0
+    text = said()
+    assert text.count("400 rows without the compiled code (rankgate._kernels") == 1, text
+    assert "not built: no C compiler at install time" in text
+    assert "reinstall rankgate" in text
+    monkeypatch.setattr(accel, "mode", "off")  # (switched off)
+    assert main(args) == 0
+    assert "RANKGATE_NATIVE=off or RANKGATE_PURE_PYTHON is set" in said()
+    monkeypatch.setattr(accel, "LARGE_ROWS", 401)
+    assert main(args) == 0
+    assert "without the compiled code" not in said()

@@ -1,7 +1,7 @@
 """The readers' fuzz tier (slow): thousands of generated hostile files, each read by every path a build
 or a file's size can take, which must give the same rows or the same error.
 
-TREC runs and qrels: the compiled reader (its 64-byte window split on and off, one piece and many),
+TREC runs and qrels: the compiled reader (one piece and many),
 pyarrow's CSV reader (no compiled reader), the line-by-line reader (neither), and for runs the block
 reader (:func:`rankgate.data.trec.trec_run_blocks`, whose blocks, when it takes the file, hold the whole
 read's rows in order) and ``--trec``'s reading (trec_eval's rule for text after the sixth field, which
@@ -369,7 +369,7 @@ def test_evaluate_answers_alike_with_and_without_the_compiled_reader(which: str,
     for seed in list(_seeds(which))[::FILES[which] // CLI_SAMPLE][:CLI_SAMPLE]:
         bad.write_bytes(trec_file(seed, qrels=which == "qrels"))
         said = []
-        for name in ("wide", "lines") if READER is not None else ("arrow", "lines"):
+        for name in ("compiled", "lines") if READER is not None else ("arrow", "lines"):
             with _path(name):
                 capsys.readouterr()
                 code = main(["evaluate", "--gold", str(gold), "--run", str(run), "--resamples", "0", "--json",

@@ -7,6 +7,7 @@ general readers (which name a bad line) take the file. Numbers must equal Python
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -288,18 +289,12 @@ def test_inconsistent_buffers_are_refused() -> None:
 @settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=200).map(lambda b: b.replace(b"x", b"\n")), st.integers(0, 199), st.integers(0, 199))
 def test_count_lines_counts_every_newline_in_any_range(body: bytes, a: int, b: int) -> None:
-    """The count (64 bytes at a time where the CPU has AVX-512, else eight) is bytes.count's, at every
-    alignment and length, bytes >= 0x80 and neighbours of a newline (0x09, 0x0b, 0x8a) included."""
+    """The count (eight bytes at a time) is bytes.count's, at every alignment and length, bytes >= 0x80
+    and neighbours of a newline (0x09, 0x0b, 0x8a) included."""
     assert reader is not None
     body += b"\x0b\n\x8a\x09\n\xff" * (a % 3)
     lo, hi = sorted((min(a, len(body)), min(b, len(body))))
-    before = reader.wide_lines(True)
-    try:
-        wide = reader.count_lines(body, lo, hi)
-        reader.wide_lines(False)
-        assert wide == reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n")
-    finally:
-        reader.wide_lines(before)
+    assert reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n")
 
 
 @pytest.mark.parametrize("kind", ["run", "qrels", "beir"])
@@ -350,16 +345,43 @@ def _read_direct(text: bytes, ncols: int, value_col: int, value_kind: int, delim
     return n, qids, codes[:n].tolist(), values[:n].view(np.int64).tolist(), offsets[: n + 1].tolist(), bytes(data[:nbytes])
 
 
-def _both_ways(text: bytes, ncols: int, value_col: int, value_kind: int, delim: bytes) -> tuple[object, object]:
-    """:func:`_read_direct` with lines split from a 64-byte window where the CPU can, then byte by byte."""
-    assert reader is not None
-    before = reader.wide_lines(True)
-    try:
-        wide = _read_direct(text, ncols, value_col, value_kind, delim)
-        reader.wide_lines(False)
-        return wide, _read_direct(text, ncols, value_col, value_kind, delim)
-    finally:
-        reader.wide_lines(before)
+def _read_model(text: bytes, ncols: int, value_col: int, value_kind: int, delim: bytes) -> object:
+    """What :func:`_read_direct` gives, from the rule the reader states (for the numbers this file's
+    lines hold: digits, a point, a sign): lines end in \\n, \\r\\n or a lone \\r, empty ones are skipped,
+    each of exactly ``ncols`` non-empty fields of bytes 0x21-0x7f (ids 0x21-0x7e) split by one ``delim``;
+    a comment line, or more lines than newlines + 1 (the outputs' room), is None."""
+    lines = [line for line in text.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n") if line]
+    if len(lines) > text.count(b"\n") + 1:
+        return None
+    qids: list[str] = []
+    codes, values, offsets, data = [], [], [0], b""
+    for line in lines:
+        fields = line.split(delim)
+        if line.startswith(b"#") or len(fields) != ncols:
+            return None
+        for c, field in enumerate(fields):
+            if not field or any(not 0x21 <= byte <= (0x7e if c in (0, 2) else 0x7f) for byte in field):
+                return None
+        number = fields[value_col]
+        if value_kind == 0:
+            if number.strip(b"0123456789.-+eE"):
+                return None
+            try:
+                value = struct.unpack("<q", struct.pack("<d", float(number)))[0]
+            except ValueError:
+                return None
+        else:
+            if re.fullmatch(rb"-?[0-9]{1,18}", number) is None:
+                return None
+            value = int(number)
+        qid = fields[0].decode()
+        if qid not in qids:
+            qids.append(qid)
+        codes.append(qids.index(qid))
+        values.append(value)
+        data += fields[2]
+        offsets.append(len(data))
+    return len(lines), qids, codes, values, offsets, data
 
 
 # One flaw at most in a file of regular lines (a file with one bad line anywhere is declined whole):
@@ -397,28 +419,28 @@ def _flawed_line(lens: list[int], ncols: int, crlf: bool, delim: bytes, i: int, 
     delim=st.sampled_from([b" ", b"\t"]),
     flaw=st.none() | st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from(_FLAWS)),
 )
-def test_lines_split_from_a_64_byte_window_as_byte_by_byte(lines, qrels, delim, flaw) -> None:
-    """Where the CPU has AVX-512, a line with 64 readable bytes is split from one vector compare; any
-    line that window does not settle is split byte by byte. Lines of every length around the window's
-    64 bytes (a field's end, a separator or the \\r of a \\r\\n on its last bytes), an empty field, a
-    doubled or wrong separator, an odd line end or a byte outside printable ASCII in any field: the
-    two ways give the same rows, ids, numbers and verdicts."""
+def test_lines_read_as_the_stated_rule_reads_them(lines, qrels, delim, flaw) -> None:
+    """The compiled split (fields' ends found eight bytes at a time) against :func:`_read_model`.
+    Fields of every length across the word boundaries, an empty field, a doubled or wrong separator, an
+    odd line end or a byte outside printable ASCII in any field: the same rows, ids, numbers and
+    verdicts."""
     ncols, value_col, value_kind = (4, 3, 1) if qrels else (6, 4, 0)
     text = b"".join(_flawed_line(lens, ncols, crlf, delim, i, flaw[1:] if flaw and flaw[0] % len(lines) == i else None)
                     for i, (lens, crlf) in enumerate(lines))
-    text += (delim.join([b"q", b"0", b"d", b"1", b"2.5", b"t"][:ncols]) + b"\n") * 8  # (64 bytes past every line above)
-    wide, narrow = _both_ways(text, ncols, value_col, value_kind, delim)
-    assert wide == narrow
+    text += (delim.join([b"q", b"0", b"d", b"1", b"2.5", b"t"][:ncols]) + b"\n") * 8  # (a regular tail)
+    got = _read_direct(text, ncols, value_col, value_kind, delim)
+    assert got == _read_model(text, ncols, value_col, value_kind, delim)
     if flaw is None:
-        assert wide is not None
+        assert got is not None
 
 
 @needs_reader
 @pytest.mark.parametrize("qrels", [False, True])
 @pytest.mark.parametrize("delim", [b" ", b"\t"])
-def test_every_flaw_in_every_field_at_every_place_of_the_window(qrels: bool, delim: bytes) -> None:
-    """Each flaw of the property test above, in each field, with the line's end swept across the
-    window's last bytes (and past them), after a regular line and before the regular tail."""
+def test_every_flaw_in_every_field_at_every_length_of_the_line(qrels: bool, delim: bytes) -> None:
+    """Each flaw of the property test above, in each field, with the line's length swept over 32 bytes
+    (every alignment of its fields to the eight-byte words), after a regular line and before the regular
+    tail: the compiled reader gives :func:`_read_model`'s answer."""
     ncols, value_col, value_kind = (4, 3, 1) if qrels else (6, 4, 0)
     regular = (delim.join([b"q", b"0", b"d", b"1", b"2.5", b"t"][:ncols]) + b"\n")
     checked = read = 0
@@ -430,10 +452,10 @@ def test_every_flaw_in_every_field_at_every_place_of_the_window(qrels: bool, del
                     line = _flawed_line(lens + [1] * (6 - len(lens)), ncols, crlf, delim, 1,
                                         None if kind is None else (field, kind))
                     text = regular + line + regular * 8
-                    wide, narrow = _both_ways(text, ncols, value_col, value_kind, delim)
-                    assert wide == narrow, (kind, field, pad, crlf)
-                    assert kind is not None or wide is not None
-                    read += wide is not None
+                    got = _read_direct(text, ncols, value_col, value_kind, delim)
+                    assert got == _read_model(text, ncols, value_col, value_kind, delim), (kind, field, pad, crlf)
+                    assert kind is not None or got is not None
+                    read += got is not None
                     checked += 1
     assert checked > 1000 and 0 < read < checked
 
@@ -441,36 +463,28 @@ def test_every_flaw_in_every_field_at_every_place_of_the_window(qrels: bool, del
 @needs_reader
 def test_count_lines_at_every_start_and_end_of_a_dense_text() -> None:
     """Newlines on a third of 300 bytes, counted over every range that starts in the first 70 bytes:
-    each 64-byte block's first and last byte, and the bytes left after the last block, are counted."""
+    each eight-byte word's first and last byte, and the bytes left after the last word, are counted."""
     assert reader is not None
     rng = np.random.default_rng(11)
     body = bytes(np.where(rng.random(300) < 0.33, 10, rng.integers(11, 256, 300)).astype(np.uint8))
-    before = reader.wide_lines(True)
-    try:
-        for lo in range(70):
-            for hi in range(lo, len(body) + 1):
-                assert reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n"), (lo, hi)
-    finally:
-        reader.wide_lines(before)
+    for lo in range(70):
+        for hi in range(lo, len(body) + 1):
+            assert reader.count_lines(body, lo, hi) == body[lo:hi].count(b"\n"), (lo, hi)
 
 
 # ------------------------------------------------------------------ every reading path, one answer
 
 @contextmanager
 def reading_path(name: str) -> Iterator[None]:
-    """Force one reading path of the TREC readers: ``wide``/``narrow`` (the compiled reader with its
-    64-byte window split on or off), ``pieces`` (the compiled reader in pieces of ~40 bytes, on two
-    threads), ``arrow`` (no compiled reader: pyarrow's), ``lines`` (neither: the line-by-line reader)."""
+    """Force one reading path of the TREC readers: ``compiled`` (the compiled reader), ``pieces`` (the
+    compiled reader in pieces of ~40 bytes, on two threads), ``arrow`` (no compiled reader: pyarrow's),
+    ``lines`` (neither: the line-by-line reader)."""
     with pytest.MonkeyPatch.context() as m:
-        if name in ("wide", "narrow", "pieces"):
+        if name in ("compiled", "pieces"):
             assert reader is not None
-            before = reader.wide_lines(name != "narrow")
             if name == "pieces":
                 m.setattr(trec, "_PIECE", 40)
-            try:
-                yield
-            finally:
-                reader.wide_lines(before)
+            yield
             return
         m.setattr(accel, "reader", None)
         if name == "lines":
@@ -478,7 +492,7 @@ def reading_path(name: str) -> Iterator[None]:
         yield
 
 
-READING_PATHS = (["wide", "narrow", "pieces"] if reader is not None else []) + ["arrow", "lines"]
+READING_PATHS = (["compiled", "pieces"] if reader is not None else []) + ["arrow", "lines"]
 
 
 def _every_path(path: Path, kind: str) -> object:

@@ -7,7 +7,7 @@ which gives the same results (the tests run both).
 ``RANKGATE_NATIVE`` chooses the build at import:
 
 * ``auto`` (the default): the compiled code, with the widest CPU-specific variant the CPU runs
-  (AVX-512 or AVX2 for the bootstrap's sums, AVX-512 BW for the TREC line splitter);
+  (AVX-512 or AVX2 for the bootstrap's sums; the TREC and JSONL reader has no CPU-specific path);
 * ``baseline``: the compiled code with no CPU-specific path (the plain variants), so one machine can
   test every path;
 * ``off``: no compiled code, every caller takes its fallback. ``RANKGATE_PURE_PYTHON=1`` (the older
@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-__all__ = ["ENV", "MODES", "describe", "kernels", "mode", "reader", "unknown_value"]
+__all__ = ["ENV", "LARGE_ROWS", "MODES", "describe", "kernels", "mode", "reader", "slow_notice", "unknown_value"]
 
 ENV = "RANKGATE_NATIVE"
 MODES = ("auto", "baseline", "off")
@@ -71,7 +71,7 @@ reader: ModuleType | None = _load("_reader")
 
 def describe() -> str:
     """The active native build in a few words, as ``rankgate --version`` shows it: ``native: off``,
-    ``native: baseline``, ``native: auto, kernels avx512f, reader avx512bw``, or which extension is not built."""
+    ``native: baseline``, ``native: auto, kernels avx512f, reader plain``, or which extension is not built."""
     if mode == "off":
         return "native: off"
     missing = [f"{name} not built" for name, module in (("kernels", kernels), ("reader", reader)) if module is None]
@@ -79,3 +79,22 @@ def describe() -> str:
         return ", ".join(["native: baseline", *missing])
     parts = [f"{name} {getattr(module, 'variant', lambda: 'unknown')()}" for name, module in (("kernels", kernels), ("reader", reader)) if module]
     return ", ".join(["native: auto", *parts, *missing])
+
+
+LARGE_ROWS = 1_000_000
+"""Rows of a run from which running without the compiled code is said (:func:`slow_notice`)."""
+
+
+def slow_notice(rows: int) -> str | None:
+    """One line for a run of ``rows`` rows (from :data:`LARGE_ROWS`) read or scored without the compiled
+    code, saying that it runs slower and how to get the compiled build; None otherwise."""
+    missing = [name for name, module in (("kernels", kernels), ("reader", reader)) if module is None]
+    if rows < LARGE_ROWS or not missing:
+        return None
+    what = " and ".join(f"rankgate.{'_kernels' if n == 'kernels' else '_reader'}" for n in missing)
+    if mode == "off":
+        return (f"{rows:,} rows without the compiled code ({what}: {ENV}=off or {PURE_PYTHON_ENV} is set): the same "
+                f"numbers, several times slower; unset it to use the compiled code")
+    return (f"{rows:,} rows without the compiled code ({what} not built: no C compiler at install time): the same "
+            f"numbers, several times slower; install gcc and the Python headers (e.g. apt-get install gcc "
+            f"python3-dev) and reinstall rankgate")

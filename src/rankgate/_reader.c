@@ -26,10 +26,9 @@
  * within 10^+-22) with one IEEE division or product of exact operands; up to 19 significant digits
  * (Python's repr of a float has at most 17) with 128-bit integer division and round-half-even; anything
  * longer by Python's own PyOS_string_to_double. The GIL is released while the text is scanned, so two
- * threads can read two halves of one file. Where the CPU has AVX-512 BW, a line is first split from one
- * 64-byte vector compare (split64); a line that does not settle goes through the byte-wise split, so
- * the results are the same (wide_lines(False) turns it off, for tests that compare the two; set_baseline(True)
- * keeps it off, with the 64-byte newline count: RANKGATE_NATIVE=baseline).
+ * threads can read two halves of one file. The scans are plain C, the same on every CPU: there is no
+ * CPU-specific path (variant() says "plain"; set_baseline, which RANKGATE_NATIVE=baseline calls, changes
+ * nothing here).
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
  *              data[, rank_keys, ranks, extras, null_keys])
@@ -486,54 +485,10 @@ static inline const unsigned char *id_end(const unsigned char *p, const unsigned
     return p;
 }
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#include <immintrin.h>
-#define RG_SPLIT64 1
-/* The fields of the line at p from one 64-byte window (p has 64 readable bytes): fields[c] and
- * lens[c] as the scalar split in scan finds them, and the bytes the line takes with its line break;
- * 0 when the window does not settle the line as a regular one (longer than the window, an empty
- * field, a byte outside printable ASCII in a field, another byte <= 0x20 where a separator belongs, a
- * \r on the window's last byte): the scalar split then reads it, and finds what it finds. One compare
- * of the whole window gives every byte <= 0x20 (the field ends) and every byte > 0x7e (not allowed in
- * a field), so the fields' ends come from a bit mask instead of a chain of loads, one field after
- * another. */
-__attribute__((target("avx512f,avx512bw"))) static inline int split64(const unsigned char *p, int ncols,
-                                                                     unsigned char delim,
-                                                                     const unsigned char **fields, int32_t *lens) {
-    const __m512i w = _mm512_loadu_si512((const void *)p);
-    uint64_t ends = _mm512_cmple_epu8_mask(w, _mm512_set1_epi8(0x20));
-    const uint64_t high = _mm512_cmpgt_epu8_mask(w, _mm512_set1_epi8(0x7e));
-    int start = 0;
-    for (int c = 0; c < ncols; c++) {
-        if (!ends) return 0;
-        const int e = __builtin_ctzll(ends);
-        ends &= ends - 1;
-        if (e == start) return 0; /* an empty field */
-        if ((high >> start) & ((1ULL << (e - start)) - 1)) return 0; /* (0x7f outside an id: scalar) */
-        fields[c] = p + start;
-        lens[c] = e - start;
-        if (c + 1 < ncols) {
-            if (p[e] != delim) return 0;
-            start = e + 1;
-        } else if (p[e] == '\n') {
-            return e + 1;
-        } else if (p[e] == '\r' && e < 63) { /* \r\n or a lone \r (on the last byte: the scalar split's) */
-            return p[e + 1] == '\n' ? e + 2 : e + 1;
-        }
-    }
-    return 0;
-}
-
-static int has_split64 = 0; /* set at import where the CPU (and the system) runs AVX-512 BW */
-#endif
-
 /* Lines of [p, end), which ends in '\n': every scan below stops at a byte <= 0x20 before `end`, so the
  * inner loops need no bounds checks. Continues the job's rows (it is called again for a last line
- * without a newline, copied out with one added). `wide`: a line with 64 readable bytes is first
- * split by split64 (scan_wide below); a line it does not settle is split here, as every line is
- * without it, so both give the same rows and the same verdicts. */
-__attribute__((always_inline)) static inline int scan_lines(job_t *job, const unsigned char *p,
-                                                           const unsigned char *const end, const int wide) {
+ * without a newline, copied out with one added). */
+static int scan(job_t *job, const unsigned char *p, const unsigned char *const end) {
     const unsigned char delim = job->delim;
     const int ncols = job->ncols, vcol = job->value_col;
     const unsigned char *fields[8];
@@ -550,16 +505,7 @@ __attribute__((always_inline)) static inline int scan_lines(job_t *job, const un
             continue;
         }
         if (*p == '#' || rows == job->max_rows) return IRREGULAR;
-        int split = 0;
-#ifdef RG_SPLIT64
-        if (wide && text_end - p >= 64) {
-            split = split64(p, ncols, delim, fields, lens);
-            p += split;
-        }
-#else
-        (void)wide;
-#endif
-        for (int c = 0; c < ncols && !split; c++) {
+        for (int c = 0; c < ncols; c++) {
             const unsigned char *s = p;
             if (c == 0 || c == 2) { /* ids: printable ASCII */
                 p = id_end(p, text_end);
@@ -617,24 +563,6 @@ __attribute__((always_inline)) static inline int scan_lines(job_t *job, const un
     job->rows = rows;
     job->data_len = dl;
     return OK;
-}
-
-static int scan_plain(job_t *job, const unsigned char *p, const unsigned char *const end) {
-    return scan_lines(job, p, end, 0);
-}
-
-#ifdef RG_SPLIT64
-__attribute__((target("avx512f,avx512bw"))) static int scan_wide(job_t *job, const unsigned char *p,
-                                                                 const unsigned char *const end) {
-    return scan_lines(job, p, end, 1);
-}
-#endif
-
-static int scan(job_t *job, const unsigned char *p, const unsigned char *const end) {
-#ifdef RG_SPLIT64
-    if (has_split64) return scan_wide(job, p, end);
-#endif
-    return scan_plain(job, p, end);
 }
 
 /* Where the complete lines of [p, end) end: a last line without a newline starts there. */
@@ -695,21 +623,6 @@ static Py_ssize_t newlines(const unsigned char *p, const unsigned char *const en
     return count;
 }
 
-#ifdef RG_SPLIT64
-/* newlines() 64 bytes at a time: one compare gives a mask of the newlines, popcount counts them; the
- * last bytes (fewer than 64) go through newlines(). */
-__attribute__((target("avx512f,avx512bw,popcnt"))) static Py_ssize_t newlines_wide(const unsigned char *p,
-                                                                                  const unsigned char *const end) {
-    const __m512i nl = _mm512_set1_epi8('\n');
-    Py_ssize_t count = 0;
-    for (; end - p >= 64; p += 64) {
-        const __m512i w = _mm512_loadu_si512((const void *)p);
-        count += (Py_ssize_t)__builtin_popcountll(_mm512_cmpeq_epi8_mask(w, nl));
-    }
-    return count + newlines(p, end);
-}
-#endif
-
 typedef struct {
     const unsigned char *from, *to;
     Py_ssize_t count;
@@ -717,11 +630,7 @@ typedef struct {
 
 static int count_scan(void *arg) {
     count_job_t *job = (count_job_t *)arg;
-#ifdef RG_SPLIT64
-    job->count = has_split64 ? newlines_wide(job->from, job->to) : newlines(job->from, job->to);
-#else
     job->count = newlines(job->from, job->to);
-#endif
     return 0;
 }
 
@@ -1654,56 +1563,21 @@ done:
     return result;
 }
 
-/* Whether the CPU (and the system) runs split64 and newlines_wide: asked once. */
-static int wide_supported(void) {
-#ifdef RG_SPLIT64
-    static int supported = -1;
-    if (supported < 0) {
-        __builtin_cpu_init();
-        supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-    }
-    return supported;
-#else
-    return 0;
-#endif
-}
+static int baseline_on = 0; /* set_baseline(True): RANKGATE_NATIVE=baseline */
 
-static int baseline_on = 0; /* set_baseline(True): no CPU-specific path, whatever wide_lines asks */
-
-/* wide_lines(on) -> whether it was on: read_lines splits a line from one 64-byte window, and count_lines
- * counts newlines 64 bytes at a time, where the CPU can (on by default there, off under set_baseline);
- * off: byte-wise and a word at a time (tests compare the two). */
-static PyObject *wide_lines(PyObject *self, PyObject *args) {
-    int on;
-    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
-#ifdef RG_SPLIT64
-    const int before = has_split64;
-    has_split64 = on && !baseline_on && wide_supported();
-    return PyBool_FromLong(before);
-#else
-    (void)on;
-    Py_RETURN_FALSE;
-#endif
-}
-
-/* set_baseline(on) -> whether it was on: no CPU-specific path (RANKGATE_NATIVE=baseline: split64 and
- * newlines_wide off), or the widest the CPU runs. */
+/* set_baseline(on) -> whether it was on: no CPU-specific path (RANKGATE_NATIVE=baseline). The reader has
+ * none, so this only records the request; it is here because the switch calls set_baseline on both
+ * extensions (an extension without it is taken as one built from an older source). */
 static PyObject *set_baseline(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
     const int before = baseline_on;
     baseline_on = on;
-#ifdef RG_SPLIT64
-    has_split64 = !on && wide_supported();
-#endif
     return PyBool_FromLong(before);
 }
 
-/* variant() -> "avx512bw" while split64 and newlines_wide are in use, else "plain". */
+/* variant() -> "plain": the reader has no CPU-specific path. */
 static PyObject *variant(PyObject *self, PyObject *noargs) {
-#ifdef RG_SPLIT64
-    if (has_split64) return PyUnicode_FromString("avx512bw");
-#endif
     return PyUnicode_FromString("plain");
 }
 
@@ -1733,11 +1607,9 @@ static PyMethodDef methods[] = {
     {"shaped_items", shaped_items, METH_NOARGS, "shaped_items() -> items read by their values alone since the last call (tests)"},
     {"item_shapes", item_shapes, METH_VARARGS,
      "item_shapes(on) -> previous: read an item written as the first one by its values alone (tests)"},
-    {"wide_lines", wide_lines, METH_VARARGS,
-     "wide_lines(on) -> previous: split lines from one 64-byte window where the CPU can (tests)"},
     {"set_baseline", set_baseline, METH_VARARGS,
-     "set_baseline(on) -> previous: no AVX-512 path (RANKGATE_NATIVE=baseline), or the widest the CPU runs"},
-    {"variant", variant, METH_NOARGS, "variant() -> 'avx512bw' or 'plain': the line splitter and counter in use"},
+     "set_baseline(on) -> previous: no CPU-specific path (RANKGATE_NATIVE=baseline; the reader has none)"},
+    {"variant", variant, METH_NOARGS, "variant() -> 'plain': the reader has no CPU-specific path"},
     {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end) -> number of newlines"},
     {"read_lines", read_lines, METH_VARARGS,
      "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
@@ -1759,9 +1631,6 @@ PyMODINIT_FUNC PyInit__reader(void) {
     for (int i = 1; i < 28; i++) pow5_u64[i] = pow5_u64[i - 1] * 5;
     pow10_u64[0] = 1;
     for (int i = 1; i < 20; i++) pow10_u64[i] = pow10_u64[i - 1] * 10;
-#endif
-#ifdef RG_SPLIT64
-    has_split64 = wide_supported();
 #endif
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

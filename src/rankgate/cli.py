@@ -50,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
 
 class _Version(argparse.Action):
     """``--version``: the version and the active native build (``RANKGATE_NATIVE``), e.g.
-    ``rankgate 0.2.0 (native: auto, kernels avx512f, reader avx512bw)``."""
+    ``rankgate 0.2.0 (native: auto, kernels avx512f, reader plain)``."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)

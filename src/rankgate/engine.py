@@ -163,6 +163,13 @@ def evaluate(
             g, r = gold_first(gold_future, lambda: _read_run(run, run_format, load_opts, keep_items, trec=trec))
             hash_inputs()
         notices = input_notices(g, r)
+        from ._accel import slow_notice
+
+        # (once, with how the inputs were read; a run read in blocks: its rows, counted as they were scored)
+        rows = streamed.result.info["run"]["rows"] if streamed is not None and streamed.result is not None else len(r)
+        slow = slow_notice(rows)
+        if slow is not None:
+            notices.append(slow)
         texts = query_texts(g)
         from .data.nearmiss import near_misses
 
