@@ -75,7 +75,7 @@ from .jsonl import (
     json_depth,
 )
 from .models import Gold, Run, joined_fields
-from .source import Buffers, Pread, changed_error, is_gzip, open_binary, read_hook
+from .source import Pread, changed_error, is_gzip, open_binary, read_hook
 
 __all__ = ["MIN_BYTES", "read_gold_fast", "read_run_fast"]
 
@@ -301,7 +301,6 @@ class _Source:
     def __init__(self, path: str, f: Pread | None, data: pa.Buffer | None, base: int, size: int) -> None:
         self.path, self.f, self.base, self.size = path, f, base, size
         self._data, self._whole = data, None
-        self.buffers = Buffers()
         self.mm = f.mapped() if f is not None and reader_scans() else None
 
     def let_go(self, a: int, b: int) -> None:
@@ -336,19 +335,6 @@ class _Source:
             self._data = data.slice(self.base, self.size) if self.base or data.size != self.size else data
         return self._data, (self._whole if not self.base else None)
 
-    def piece(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """(bytes ``[a, b)``, the buffer to give back to :attr:`buffers` once they are read, or None)."""
-        if self._data is not None:
-            return np.frombuffer(self._data, dtype=np.uint8)[a:b], None
-        assert self.f is not None
-        buf = self.buffers.take(b - a)
-        try:
-            self.f.read_into(buf[: b - a], self.base + a)
-        except BaseException:
-            self.buffers.give(buf)
-            raise
-        return buf[: b - a], buf
-
     def line_end(self, at: int) -> int:
         """The offset just past the first line break at or after ``at`` (the size if none)."""
         if self._data is not None:
@@ -369,7 +355,6 @@ class _Source:
             self.f.check()
 
     def close(self) -> None:
-        self.buffers.clear()
         if self.mm is not None:
             self.mm.close()
             self.mm = None
@@ -673,9 +658,9 @@ def _scan(found: _Source, list_keys: tuple[str, ...], value_keys: tuple[str, ...
 def _scan_piece(found: _Source, a: int, b: int, list_keys: tuple[str, ...], value_keys: tuple[str, ...],
                 value_kind: int, *, ranks: bool = False, extras: bool = False,
                 items: bool | str = True) -> tuple[_Scanned, int] | None:
-    """:func:`_scan_span` on the bytes ``[a, b)`` of the file (whole lines), read into a buffer that is
-    given back once scanned; the queries' line spans are offsets in the file's data, as a whole read
-    gives them."""
+    """:func:`_scan_span` on the bytes ``[a, b)`` of the file's data (whole lines): from the map, under
+    the scanner's guard, or from the bytes read whole (a gzip file's, or a file the system would not
+    map); the queries' line spans are offsets in the file's data, as a whole read gives them."""
     from .._accel import reader
 
     assert reader is not None
@@ -688,14 +673,9 @@ def _scan_piece(found: _Source, a: int, b: int, list_keys: tuple[str, ...], valu
         read_hook(found.path, found.base + a, b - a)
         shift = -found.base  # (offsets in the map: in the data, less the byte-order mark)
     else:
-        piece, buf = found.piece(a, b)
-        try:
-            got = _scan_span(piece, 0, b - a, list_keys, value_keys, value_kind, ranks=ranks, extras=extras,
-                             items=items)
-        finally:
-            if buf is not None:
-                found.buffers.give(buf)
-        shift = a
+        got = _scan_span(found.whole()[0], a, b, list_keys, value_keys, value_kind, ranks=ranks, extras=extras,
+                         items=items)
+        shift = 0
     if got is None or not shift:
         return got
     part, newlines = got
@@ -953,7 +933,7 @@ def jsonl_run_blocks(path: str, block_bytes: int, *, items: bool = True) -> Iter
     found = _opened(path, 1)
     if found is None:
         return None
-    if not found.plain:  # (compressed: read whole)
+    if found.mm is None:  # (compressed, or a file the system would not map: read whole)
         found.close()
         return None
     try:

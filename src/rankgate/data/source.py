@@ -284,9 +284,10 @@ def read_hook(path: str, offset: int, nbytes: int) -> None:
 
 
 class Pread:
-    """A regular file read by offset into the caller's buffers (``os.preadv``), never memory-mapped:
-    touching a page of a map past the end of a file that another process has since cut short ends
-    the process with SIGBUS, whatever the code that touches it. Here a piece that comes back short
+    """A regular file read by offset into the caller's buffers (``os.preadv``): touching a page of a
+    memory map past the end of a file that another process has since cut short ends the process with
+    SIGBUS, whatever the code that touches it, so only the compiled reader's guarded scans read through
+    a map (:meth:`mapped`). Here a piece that comes back short
     (the file is shorter than when it was opened) is an :class:`~rankgate.errors.InputError` "changed
     while it was read", and so is a file whose size, modification or change time differ at
     :meth:`check` (call it once everything is read): the result of a read never mixes two versions of a
@@ -385,40 +386,6 @@ def _pread_into(fd: int, view: memoryview, offset: int) -> int:
     data = os.pread(fd, view.nbytes, offset)  # (no preadv: one copy more)
     view[: len(data)] = data
     return len(data)
-
-
-class Buffers:
-    """Byte buffers (numpy ``uint8``) handed out and given back, so that pieces read one after another
-    reuse memory whose pages are already there instead of faulting in new pages for every piece."""
-
-    def __init__(self) -> None:
-        self._free: list[Any] = []
-        self._lock = threading.Lock()
-
-    def take(self, n: int) -> Any:
-        """A buffer of at least ``n`` bytes: a free one, or a new one (the free ones, all too small, are
-        then let go: memory holds no buffer that is never used again)."""
-        import numpy as np
-
-        with self._lock:
-            for i, buf in enumerate(self._free):
-                if buf.size >= n:
-                    return self._free.pop(i)
-            self._free.clear()
-        import mmap
-
-        # Anonymous memory of its own, outside the heap: a long-lived buffer there would split the
-        # heap that the arrays of every block are made from and given back to.
-        return np.frombuffer(mmap.mmap(-1, max(n, 1)), dtype=np.uint8)
-
-    def give(self, buf: Any) -> None:
-        with self._lock:
-            self._free.append(buf)
-
-    def clear(self) -> None:
-        """Let every free buffer go (once no more pieces are to be read)."""
-        with self._lock:
-            self._free.clear()
 
 
 def hash_ahead(paths: list[Any]) -> None:

@@ -351,8 +351,8 @@ def trec_run_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterato
     empty, a comment first) or a query runs on past the scan limit; the iterator yields None when a
     block is not regular (the caller then reads the file whole, as :func:`read_trec_run`, whose
     readers name a bad line). Whether the blocks share queries (a file not grouped by query) is for
-    the caller to check. Each block is read into reused buffers, so memory holds a block or two at a
-    time; a file changed meanwhile is an InputError (at the block that finds it, or at the end)."""
+    the caller to check. The pages of a block read are let go, so memory holds one block at a time; a
+    file changed meanwhile is a FileChangedError (at the block that finds it, or at the end)."""
     import mmap
 
     if not hasattr(mmap, "MADV_DONTNEED"):  # (pages are let go block by block)
@@ -366,7 +366,10 @@ def trec_run_blocks(path: str, block_bytes: int = STREAM_BLOCK_BYTES) -> Iterato
         cuts: list[int] | None = [0] if _grouped_head(f, delim) else None  # (shuffled: read whole at once)
         while cuts is not None and cuts[-1] < size:
             at = _query_cut(f, max(cuts[-1], cuts[-1] + block_bytes - 1), size, delim)
-            cuts = None if at < 0 else [*cuts, at]
+            if at < 0:  # (a query longer than the scan limit: read whole)
+                cuts = None
+            else:
+                cuts.append(at)
     except BaseException:
         mm.close()
         f.close()
