@@ -189,3 +189,35 @@ def test_a_large_run_without_the_compiled_code_is_said_once(tmp_path, monkeypatc
     monkeypatch.setattr(accel, "LARGE_ROWS", 401)
     assert main(args) == 0
     assert "without the compiled code" not in said()
+
+
+@pytest.mark.parametrize("name", ["_reader", "_kernels"])
+def test_each_compiled_module_has_a_stub_naming_exactly_its_entry_points(name):
+    """The .pyi beside each extension names every entry point the built module has and nothing else,
+    with the same number of positional parameters as the entry point's docstring gives: a function
+    added, removed or given another argument in the C fails here until its stub follows."""
+    import ast
+    import importlib
+    import inspect
+    import re
+    from pathlib import Path
+
+    import rankgate
+
+    stub = ast.parse((Path(rankgate.__file__).parent / f"{name}.pyi").read_text())
+    stubbed = {node.name: node for node in stub.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    try:
+        module = importlib.import_module(f"rankgate.{name}")
+    except ImportError:
+        pytest.skip(f"rankgate.{name} is not built in this installation: nothing to compare its stub with")
+    built = {n for n, v in vars(module).items() if not n.startswith("_") and (callable(v) or inspect.isclass(v))}
+    assert set(stubbed) == built
+    for fname, node in stubbed.items():
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        doc = getattr(module, fname).__doc__ or ""
+        head = re.match(rf"{fname}\(([^)]*)\)", doc)
+        assert head is not None, f"{fname}'s docstring gives no signature"
+        wanted = [a for a in re.split(r"[,\[\]]", head.group(1)) if a.strip()]
+        args = node.args.posonlyargs + node.args.args
+        assert len(args) == len(wanted), f"{name}.{fname}: stub has {len(args)} parameters, the C {len(wanted)}"
