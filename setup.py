@@ -1,6 +1,6 @@
 """Build step for the optional compiled extensions (metadata lives in pyproject.toml).
 
-``rankgate._kernels`` (inner loops) and ``rankgate._reader`` (the TREC line reader) are plain C against
+``rankgate._native._kernels`` (inner loops) and ``rankgate._native._reader`` (the TREC line reader) are plain C against
 the Python API (no numpy headers). Both are optional: where no C compiler is available the build skips
 them with a warning and rankgate runs its fallbacks (numpy, pyarrow), which give the same numbers
 (see docs/architecture.md).
@@ -25,8 +25,8 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension("rankgate._kernels", ["src/rankgate/_kernels.c"], optional=True),
-        Extension("rankgate._reader", ["src/rankgate/_reader.c"], optional=True),
+        Extension("rankgate._native._kernels", ["src/rankgate/_native/_kernels.c"], optional=True),
+        Extension("rankgate._native._reader", ["src/rankgate/_native/_reader.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},
 )

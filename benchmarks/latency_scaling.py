@@ -14,7 +14,7 @@ import time
 
 def _time(n: int) -> float:
     from rankgate import evaluate
-    from rankgate.data import load_run
+    from rankgate.io import load_run
 
     gold = {f"q{i}": {f"d{i}": 1} for i in range(n)}
     run = load_run([{"query_id": f"q{i}", "topk": [f"d{i}"], "latency_ms": {"retrieve": 1.0, "rerank": 2.0}}

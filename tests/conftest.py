@@ -34,7 +34,7 @@ def shared_path(*parts: str) -> Path:
 def _secrets_stay_in_their_test():
     """A secret registered for redaction by one test (a judge key, a token) is not masked in the next:
     in-process CLI runs share the registry that one real process would hold alone."""
-    from rankgate import redact
+    from rankgate._util import redact
 
     before = redact.registered()
     yield

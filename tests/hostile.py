@@ -56,7 +56,7 @@ def assert_refused(
     ``contains``: further substrings the line must hold. ``capsys`` is pytest's fixture (needed to read
     stderr). An exception escaping ``main`` fails the test with the exception's text.
     """
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     before = snapshot(out_dir)
     if capsys is not None:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from scipy import stats as sps
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.traces.abstention import calibrate, top_scores
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 from .test_abstention import _files
 from .test_report_browser import browser  # noqa: F401 - the shared Chromium fixture

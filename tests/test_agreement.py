@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.agreement import binary_rates, calibrate, cohen_kappa, kappa_ci, ppi_mean, spearman
+from rankgate.stats.agreement import binary_rates, calibrate, cohen_kappa, kappa_ci, ppi_mean, spearman
 
 from .conftest import examples
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankgate.answers import GridThresholds, diagnosis_grid, evaluate_answers, grid_counts
-from rankgate.data import load_gold
-from rankgate.data.answers import ANSWER_FIELDS, read_answers
-from rankgate.data.formats import parse_columns
+from rankgate.answers.score import GridThresholds, diagnosis_grid, evaluate_answers, grid_counts
+from rankgate.io import load_gold
+from rankgate.io.answers import ANSWER_FIELDS, read_answers
+from rankgate.io.formats import parse_columns
 from rankgate.errors import InputError, UsageError
 from rankgate.metrics import get_metric, parse_metric
-from rankgate.metrics.answer import AnswerLabels, status
+from rankgate.metrics.answers import AnswerLabels, status
 from rankgate.metrics.context import QueryView
 
 from .helpers import write_jsonl
@@ -91,7 +91,7 @@ def test_answer_metric_outside_answers_is_a_usage_error(tmp_path):
 
 
 def test_metrics_listing_has_answer_metrics(capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     assert main(["metrics"]) == 0
     out = capsys.readouterr().out
@@ -315,7 +315,7 @@ def cli_files(tmp_path):
 
 
 def test_cli_writes_csv_and_summary_byte_identical(cli_files, tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold, answers, cache = cli_files
     out1, out2 = tmp_path / "o1", tmp_path / "o2"
@@ -360,7 +360,7 @@ class FlakyJudge:
 
 
 def test_cli_judge_errors_are_rows_not_zeros(cli_files, tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold, answers, _ = cli_files
     out = tmp_path / "o"
@@ -376,7 +376,7 @@ def test_cli_judge_errors_are_rows_not_zeros(cli_files, tmp_path, capsys):
 
 
 def test_cli_by_segment(tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     data = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
     assert main(["answers", "--answers", str(data / "answers.jsonl"), "--gold", str(data / "gold.jsonl"), "--corpus",
@@ -386,7 +386,7 @@ def test_cli_by_segment(tmp_path, capsys):
 
 
 def test_cli_dry_run_calls_nothing(cli_files, tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold, answers, cache = cli_files
     assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--cache", str(cache), "--dry-run"]) == 0
@@ -396,7 +396,7 @@ def test_cli_dry_run_calls_nothing(cli_files, tmp_path, capsys):
 
 
 def test_cli_judge_from_environment(cli_files, monkeypatch, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold, answers, _ = cli_files
     monkeypatch.setenv("RANKGATE_JUDGE", "openai")
@@ -459,7 +459,7 @@ def _cal(path: Path, n: int = 140, agreement: float = 0.86, task: str = "support
 ])
 def test_gate_config_refuses_uncalibrated_judge_metrics(tmp_path, gate, cal_args, words):
     from rankgate.errors import ConfigError
-    from rankgate.gates import load_config
+    from rankgate.gating.decide import load_config
 
     if cal_args is not None:
         _cal(tmp_path / "cal.json", **cal_args)
@@ -473,7 +473,7 @@ def test_gate_config_refuses_uncalibrated_judge_metrics(tmp_path, gate, cal_args
 
 
 def test_gate_config_accepts_calibrated_judge_metric(tmp_path):
-    from rankgate.gates import load_config
+    from rankgate.gating.decide import load_config
 
     _cal(tmp_path / "cal.json", n=60)
     cfg = tmp_path / "ship.yaml"
@@ -485,7 +485,7 @@ def test_gate_config_accepts_calibrated_judge_metric(tmp_path):
 
 
 def test_cli_answers_with_gate(cli_files, tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold, answers, cache = cli_files
     _cal(tmp_path / "cal.json")
@@ -506,7 +506,7 @@ def test_cli_answers_with_gate(cli_files, tmp_path, capsys):
 
 
 def test_report_shows_answers_and_bounds(cli_files, tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold, answers, cache = cli_files
     out = tmp_path / "o"
@@ -523,7 +523,7 @@ def test_report_shows_answers_and_bounds(cli_files, tmp_path, capsys):
 
 
 def test_agreement_with_human_hand_computed():
-    from rankgate.answers import GridRow, agreement_with_human, grid_cell
+    from rankgate.answers.score import GridRow, agreement_with_human, grid_cell
 
     rows = [GridRow("a", "hit", "faithful", "ok", "", True, None),
             GridRow("b", "hit", "unfaithful", "generation problem", "", False, None),
@@ -552,7 +552,7 @@ def test_agreement_with_human_hand_computed():
 
 
 def test_cli_calibration_out_feeds_the_gate(tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     data = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
     cal = tmp_path / "cal.json"
@@ -573,7 +573,7 @@ def test_cli_calibration_out_feeds_the_gate(tmp_path, capsys):
 
 def test_cli_on_a_ragas_file_as_answers_and_gold(tmp_path, capsys):
     """One RAGAS export holds the gold set (reference_context_ids) and the answers (response)."""
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     ragas = write_jsonl(tmp_path / "ragas.jsonl", [
         {"user_input": "When was Taskfolio founded?", "response": "Taskfolio was founded in 2019 in Berlin.",
@@ -616,7 +616,7 @@ def test_report_refuses_a_summary_without_answers(cli_files, tmp_path, capsys):
 
 def test_text_contexts_against_chunk_ids_warn(tmp_path, capsys):
     """Contexts logged as texts never meet a gold set of chunk ids: said, not shown as retrieval problems only."""
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold = write_jsonl(tmp_path / "g.jsonl", [{"query_id": "q1", "relevant_chunks": ["c1"]}])
     ans = write_jsonl(tmp_path / "a.jsonl", [{"query_id": "q1", "question": "Who repaired the boiler?",
@@ -644,7 +644,7 @@ class MoodyJudge(FlakyJudge):
 
 
 def test_cli_repeats_measure_the_judges_variance(cli_files, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold, answers, _ = cli_files
     assert main(["answers", "--answers", str(answers), "--gold", str(gold), "--no-cache", "--judge",

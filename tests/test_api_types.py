@@ -214,8 +214,8 @@ def test_every_field_of_every_request_is_checked_when_built(cls):
 
 
 def test_evaluate_options_are_the_ones_evaluate_takes():
-    from rankgate.constraints import EVALUATE_OPTIONS
-    from rankgate.engine import evaluate
+    from rankgate._util.constraints import EVALUATE_OPTIONS
+    from rankgate.scoring.engine import evaluate
 
     params = inspect.signature(evaluate).parameters
     assert list(EVALUATE_OPTIONS) == [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
@@ -443,7 +443,7 @@ def test_a_float_grade_column_of_a_mapped_parquet_table_is_never_cut(tmp_path, c
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold = tmp_path / "gold.parquet"
     pq.write_table(pa.table({"qid": ["q1", "q1"], "chunk_id": ["a", "b"], "rel": [2.0, 2.5]}), gold)

@@ -1,4 +1,4 @@
-"""The numpy/arrow helpers the readers and the report share (rankgate.data.arrow), and exact means."""
+"""The numpy/arrow helpers the readers and the report share (rankgate._util.arrow), and exact means."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rankgate.data.arrow import code_counts, none_contains, take_rows
+from rankgate._util.arrow import code_counts, none_contains, take_rows
 
 from .conftest import examples
 
@@ -55,7 +55,7 @@ def test_exact_mean_of_an_array_is_fsums_mean(pool: list[float], repeat: int, se
     fsum's own error: values of every size and sign, subnormals, signed zeros, near overflow."""
     import math
 
-    from rankgate._jsonable import _EXACT_SUM_FROM, exact_mean
+    from rankgate._util.jsonable import _EXACT_SUM_FROM, exact_mean
 
     rng = np.random.default_rng(seed)
     x = np.asarray(pool * (_EXACT_SUM_FROM // len(pool) + repeat), dtype=np.float64)
@@ -78,7 +78,7 @@ def test_exact_mean_sees_a_tiny_value_that_breaks_a_tie() -> None:
     value far below decides the rounding. It must be counted, or left to fsum."""
     import math
 
-    from rankgate._jsonable import exact_mean
+    from rankgate._util.jsonable import exact_mean
 
     for values in ([2.0**1000, 2.0**947, 2.0**-899], [1.0, 2.0**-53, 2.0**-300], [1.0, 2.0**-53, -(2.0**-300)],
                    [2.0**40, 2.0**-13, 2.0**-250]):

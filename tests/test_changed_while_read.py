@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-import rankgate._accel as accel
-from rankgate.cli import main
-from rankgate.data import jsonl_fast, load, source, trec
+import rankgate._native as accel
+from rankgate.cli.main import main
+from rankgate.io import jsonl_fast, load, source, trec
 
 QUERIES = 300
 DOCS = 20
@@ -175,7 +175,7 @@ def test_each_scan_of_a_map_cut_short_raises_filecut_not_sigbus(tmp_path):
 
     import numpy as np
 
-    from rankgate.data.jsonl_fast import ITEM_ID_KEYS, QUERY_ID_KEYS, RUN_LIST_KEYS
+    from rankgate.io.jsonl_fast import ITEM_ID_KEYS, QUERY_ID_KEYS, RUN_LIST_KEYS
 
     reader = accel.reader
     path = tmp_path / "run.trec"

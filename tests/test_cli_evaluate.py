@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 from .conftest import shared_path
 from .helpers import write_jsonl

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 from .fake_openai import FakeOpenAI, status
 from .hostile import assert_refused

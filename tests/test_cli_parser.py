@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rankgate.cli import COMMANDS, _named_command, build_parser
+from rankgate.cli.main import COMMANDS, _named_command, build_parser
 
 from .conftest import ROOT
 
@@ -35,14 +35,14 @@ def test_one_command_parser_parses_like_the_full_one():
 
 
 def test_running_one_command_imports_no_other_command():
-    code = ("import sys\nfrom rankgate.cli import main\ntry:\n    main(['traces', 'analyze', '--help'])\n"
+    code = ("import sys\nfrom rankgate.cli.main import main\ntry:\n    main(['traces', 'analyze', '--help'])\n"
             "except SystemExit:\n    pass\n"
-            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('rankgate.commands.', 'rankgate.judges'))"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('rankgate.cli.', 'rankgate.judges'))"
             ")))\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src")})
     assert res.returncode == 0, res.stderr[-2000:]
     loaded = res.stdout.strip().splitlines()[-1].split()
-    assert "rankgate.commands.traces" in loaded
-    others = {f"rankgate.commands.{n}" for n in COMMANDS} - {"rankgate.commands.traces"}
+    assert "rankgate.cli.traces" in loaded
+    others = {f"rankgate.cli.{n}" for n in COMMANDS} - {"rankgate.cli.traces"}
     assert not others & set(loaded) and not any(m.startswith("rankgate.judges") for m in loaded), loaded

@@ -1,10 +1,10 @@
 """Command modules do not import each other: what two commands share lives in a helper.
 
-Every file under src/rankgate/commands is parsed (not imported). A command module is one that
+Every file under src/rankgate/cli is parsed (not imported). A command module is one that
 ``rankgate`` runs (``evaluate.py``, ``gold.py``, …); files named ``_*.py`` and ``options.py`` are
 helpers. An import of a command module from any other file of the package (helpers included), at
 the top or inside a function, is a second place a command's code is reached from: move what is
-shared into ``commands/options.py`` (options and their checks) or a ``_*.py`` helper.
+shared into ``cli/options.py`` (options and their checks) or a ``_*.py`` helper.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-COMMANDS = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "commands"
-HELPERS = ("__init__", "options")
+COMMANDS = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "cli"
+HELPERS = ("__init__", "options", "main")  # main: the entry point that registers every command
 
 # Edges that break the rule, each named so that no new one slips in beside it: (importing module,
 # imported command module).
@@ -26,7 +26,7 @@ def is_command(name: str) -> bool:
     return not name.startswith("_") and name not in HELPERS
 
 
-def command_imports(source: str, package: str = "rankgate.commands") -> list[tuple[int, str]]:
+def command_imports(source: str, package: str = "rankgate.cli") -> list[tuple[int, str]]:
     """``(line, command module)`` for every import of a command module in ``source``."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
@@ -39,7 +39,7 @@ def command_imports(source: str, package: str = "rankgate.commands") -> list[tup
                 base = None
             else:
                 continue
-            if base:  # from .evaluate import x / from rankgate.commands.evaluate import x
+            if base:  # from .evaluate import x / from rankgate.cli.evaluate import x
                 found.append((node.lineno, base.split(".")[0]))
             else:  # from . import evaluate
                 found.extend((node.lineno, a.name) for a in node.names)
@@ -61,9 +61,9 @@ def _edges() -> dict[tuple[str, str], list[int]]:
 
 def test_no_command_module_imports_another() -> None:
     wrong = {edge: lines for edge, lines in _edges().items() if edge not in KNOWN}
-    assert not wrong, "a command module is imported by another module of commands/ (move what they share into " \
-        "commands/options.py or a _*.py helper):\n" + "\n".join(
-            f"src/rankgate/commands/{src}.py:{', '.join(map(str, lines))} imports {dst}" for (src, dst), lines in wrong.items())
+    assert not wrong, "a command module is imported by another module of cli/ (move what they share into " \
+        "cli/options.py or a _*.py helper):\n" + "\n".join(
+            f"src/rankgate/cli/{src}.py:{', '.join(map(str, lines))} imports {dst}" for (src, dst), lines in wrong.items())
 
 
 def test_known_edges_still_exist() -> None:
@@ -72,7 +72,7 @@ def test_known_edges_still_exist() -> None:
 
 
 def test_every_command_of_the_cli_is_a_command_module() -> None:
-    from rankgate.cli import COMMANDS as NAMES
+    from rankgate.cli.main import COMMANDS as NAMES
 
     modules = {name.replace("-", "_") for name in NAMES}
     assert all(is_command(m) and (COMMANDS / f"{m}.py").is_file() for m in modules)
@@ -83,9 +83,9 @@ def test_every_command_of_the_cli_is_a_command_module() -> None:
     ("from .evaluate import add_input_options\n", [(1, "evaluate")]),
     ("def f():\n    from .judge import check_judge_counts\n", [(2, "judge")]),
     ("from . import gold, options\n", [(1, "gold")]),
-    ("from rankgate.commands.gate import run\n", [(1, "gate")]),
-    ("import rankgate.commands.report\n", [(1, "report")]),
-    ("from rankgate.commands import answers\n", [(1, "answers")]),
+    ("from rankgate.cli.gate import run\n", [(1, "gate")]),
+    ("import rankgate.cli.report\n", [(1, "report")]),
+    ("from rankgate.cli import answers\n", [(1, "answers")]),
     ("from .options import add_gold\nfrom ._whatif import components_for\nfrom ..stats import x\n", []),
 ])
 def test_the_scan_sees_every_spelling(source: str, found: list[tuple[int, str]]) -> None:

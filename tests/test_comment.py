@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rankgate.gates import decide, parse_config
-from rankgate.report.comment import MARKER, MAX_BYTES, comment_markdown, gate_sentences
-from rankgate.report.compare import comparison_markdown
-from rankgate.results import EvaluationResult
+from rankgate.gating.decide import decide, parse_config
+from rankgate.render.comment import MARKER, MAX_BYTES, comment_markdown, gate_sentences
+from rankgate.render.compare import comparison_markdown
+from rankgate.model.results import EvaluationResult
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -224,7 +224,7 @@ def test_mentions_and_bidi_controls_from_user_text_are_neutralised():
 def test_other_markdown_renderers_neutralise_mentions_too():
     import re
 
-    from rankgate.compare import compare
+    from rankgate.stats.paired import compare
 
     ids = ("@alice", "q2", "q3", "q4")
     lang = ("@org/team", "@org/team", "en", "en")

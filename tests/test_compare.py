@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankgate.compare import compare
+from rankgate.stats.paired import compare
 from rankgate.errors import UsageError
 from rankgate.metrics import higher_is_better, is_share
-from rankgate.report.compare import comparison_markdown, comparison_renderable
-from rankgate.results import EvaluationResult
+from rankgate.render.compare import comparison_markdown, comparison_renderable
+from rankgate.model.results import EvaluationResult
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
@@ -167,7 +167,7 @@ def test_markdown_golden():
 
 # -- the command, end to end ----------------------------------------------------------------------
 def test_compare_command_end_to_end(capsys, tmp_path):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     args = ["compare", "--gold", str(DATA / "gold.jsonl"), str(DATA / "base.jsonl"), str(DATA / "cand.jsonl"),
             "--metrics", "recall@5,mrr", "--by", "lang", "--resamples", "300", "--permutations", "300"]
@@ -188,7 +188,7 @@ def test_compare_command_end_to_end(capsys, tmp_path):
 
 
 def test_compare_command_rejects_bad_options(capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     args = ["compare", "--gold", str(DATA / "gold.jsonl"), str(DATA / "base.jsonl"), str(DATA / "cand.jsonl")]
     assert main(args + ["--by", "tier"]) == 2

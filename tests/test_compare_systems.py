@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankgate.compare import compare, compare_systems
+from rankgate.stats.paired import compare, compare_systems
 from rankgate.errors import UsageError
-from rankgate.report.compare import (
+from rankgate.render.compare import (
     multi_comparison_dict,
     multi_comparison_markdown,
     multi_comparison_renderable,
 )
-from rankgate.results import EvaluationResult
-from rankgate.stats import holm, paired_bootstrap_ci, randomization_test
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.bootstrap import holm, paired_bootstrap_ci, randomization_test
 
 from .test_compare import DATA, check_golden, make_pair
 
@@ -146,7 +146,7 @@ def test_markdown_golden() -> None:
 
 # -- the command ------------------------------------------------------------------------------------
 def test_three_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     third = tmp_path / "copy.jsonl"
     shutil.copy(DATA / "base.jsonl", third)
@@ -169,7 +169,7 @@ def test_three_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 
 
 def test_two_runs_on_the_command_line_keep_the_two_run_output(capsys: pytest.CaptureFixture[str]) -> None:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     args = ["compare", "--gold", str(DATA / "gold.jsonl"), str(DATA / "base.jsonl"), str(DATA / "cand.jsonl"),
             "--metrics", "recall@5", "--resamples", "200", "--permutations", "200"]

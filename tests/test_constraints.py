@@ -1,4 +1,4 @@
-"""Parameters declared once (rankgate.constraints): one sentence per bound, at every boundary."""
+"""Parameters declared once (rankgate._util.constraints): one sentence per bound, at every boundary."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.constraints import CONFIDENCE, K, MAX_RESAMPLES, RESAMPLES, SEED, Param, check, describe
+from rankgate._util.constraints import CONFIDENCE, K, MAX_RESAMPLES, RESAMPLES, SEED, Param, check, describe
 from rankgate.errors import UsageError
 
 from .conftest import examples
@@ -62,9 +62,9 @@ def test_integers_accept_numpy_integers_and_refuse_bools_and_floats() -> None:
 
 
 def _library_calls():
-    from rankgate.agreement import kappa_ci, ppi_mean
-    from rankgate.goldset.power import min_detectable_drop, min_detectable_drop_bootstrap
-    from rankgate.stats import (
+    from rankgate.stats.agreement import kappa_ci, ppi_mean
+    from rankgate.stats.power import min_detectable_drop, min_detectable_drop_bootstrap
+    from rankgate.stats.bootstrap import (
         bootstrap_ci,
         bootstrap_quantile_ci,
         clopper_pearson,
@@ -99,14 +99,14 @@ def test_every_library_check_of_confidence_says_the_same_sentence(caller) -> Non
 
 
 def test_resamples_and_seed_are_checked_where_they_were_not() -> None:
-    from rankgate.agreement import kappa_ci
+    from rankgate.stats.agreement import kappa_ci
 
     assert "'seed' parameter of kappa_ci" in _refusal(lambda: kappa_ci([0, 1], [0, 1], seed=-1))
     assert "'n_resamples' parameter of kappa_ci" in _refusal(lambda: kappa_ci([0, 1], [0, 1], n_resamples=-5))
 
 
 def test_engine_k_uses_the_declared_bound() -> None:
-    from rankgate.engine import evaluate
+    from rankgate.scoring.engine import evaluate
 
     msg = _refusal(lambda: evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, "recall", k=0))
     assert msg == "The 'k' parameter of evaluate must be an integer between 1 and 1,000,000,000; got 0."
@@ -126,7 +126,7 @@ def test_metric_parameters_are_the_same_declaration() -> None:
     (["--seed", "-1"], "--seed"),
 ])
 def test_cli_options_use_the_same_sentence(tmp_path, capsys, argv, option) -> None:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     gold = tmp_path / "gold.jsonl"
     gold.write_text('{"query_id": "q1", "relevant_chunks": ["a"]}\n', encoding="utf-8")

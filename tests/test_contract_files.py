@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rankgate
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.errors import InputError, MetricSpecError
 
 from .conftest import examples
@@ -135,7 +135,7 @@ def test_bad_output_names_the_sample(tmp_path, capsys):
 
 
 def test_yaml_aliases_are_bounded(tmp_path, monkeypatch):
-    from rankgate.data import contract
+    from rankgate.io.tools import contract
 
     monkeypatch.setattr(contract, "MAX_VALUES", 50)
     bomb = "a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"
@@ -176,7 +176,7 @@ def test_ship_criteria_as_written_gate_and_comment(tmp_path, capsys):
 
 
 def test_ship_criteria_with_metric_say_nothing_of_names(tmp_path):
-    from rankgate.gate_config import load_config
+    from rankgate.gating.config import load_config
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("gates:\n- name: retrieval_recall_at_5\n  metric: recall@10\n  threshold: 0.5\n")
@@ -188,7 +188,7 @@ def test_ship_criteria_with_metric_say_nothing_of_names(tmp_path):
                                          ("retrieval_recall_at_k", "retrieval_recall_at_k"),
                                          ("retrieval_false_evidence_at_3", "false_evidence@3"), ("recall@5", "recall@5")])
 def test_metric_read_from_gate_name(tmp_path, name, metric):
-    from rankgate.gate_config import load_config
+    from rankgate.gating.config import load_config
 
     cfg = tmp_path / "c.yaml"
     limit = "max: 0.1" if "false" in name else "threshold: 0.5"

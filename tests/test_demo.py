@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.demo import run_demo
 from rankgate.demo.pipeline import DEMO_METRICS, MARKER
 from rankgate.demo.story import render
@@ -381,7 +381,7 @@ def test_bad_seed_is_a_usage_error(tmp_path: Path, seed) -> None:
 
 
 def test_the_command_module_imports_nothing_heavy() -> None:
-    code = ("import sys, rankgate.commands.demo, rankgate.demo; "
+    code = ("import sys, rankgate.cli.demo, rankgate.demo; "
             "heavy = [m for m in ('numpy', 'pyarrow', 'bm25s', 'yaml', 'rich') if m in sys.modules]; "
             "print(','.join(heavy))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

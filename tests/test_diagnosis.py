@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from rankgate.diagnosis import RULES, Signals, Thresholds, diagnose
-from rankgate.report.build import build_report, knee
+from rankgate.gating.diagnosis import RULES, Signals, Thresholds, diagnose
+from rankgate.render.build import build_report, knee
 
 
 def gold(qid, rel, **kw):
@@ -230,7 +230,7 @@ def test_knee():
 
 
 def test_weak_segment_groups_metrics_and_needs_a_real_gap_for_a_floor():
-    from rankgate.diagnosis import SegmentSignal
+    from rankgate.gating.diagnosis import SegmentSignal
 
     segs = (SegmentSignal("lang", "de", "recall@5", 40, 0.70, 0.60, 0.80),
             SegmentSignal("lang", "de", "hit@5", 40, 0.72, 0.62, 0.82),
@@ -283,7 +283,7 @@ def test_short_runs__curves_and_histogram_stop_at_the_depth():
     for c in (*rep.curves, *rep.baseline_curves):
         assert max(c.ks) == 5 and (c.knee is None or c.knee <= 5)
     assert [label for label, _ in rep.rank_histogram] == ["1", "2", "3", "4", "5", "not found"]
-    from rankgate.report.html import render_html
+    from rankgate.render.html import render_html
 
     html = render_html(rep)
     assert "@10</th>" not in html and "@20</th>" not in html
@@ -300,7 +300,7 @@ def test_short_runs__distractors_count_only_the_chunks_passed_on():
 
 def test_short_runs__chunk_and_document_recall_stop_at_the_depth():
     rep = _short_run_report()
-    from rankgate.report.html import render_html
+    from rankgate.render.html import render_html
 
     html = render_html(rep)
     assert "recall@10 at chunk level" not in html and "recall@5 at chunk level" in html
@@ -312,7 +312,7 @@ def test_short_runs__chunk_and_document_recall_stop_at_the_depth():
 def test_short_runs__misses_say_how_many_items_came_back():
     g = [gold("q1", [("d1#c1", 1)]), gold("q2", [("d2#c1", 1)])]
     r = [run("q1", filler("q1", 3)), run("q2", ["d2#c1"] + filler("q2", 2))]
-    from rankgate.report.html import render_html
+    from rankgate.render.html import render_html
 
     html = render_html(report(g, r))
     assert "Retrieved instead (all 3)" in html and "Retrieved instead (top 10)" not in html

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.data import load_gold, load_run
-from rankgate.engine import evaluate
+from rankgate.cli.main import main
+from rankgate.io import load_gold, load_run
+from rankgate.scoring.engine import evaluate
 from rankgate.experiments.freshness import as_date, enforce_as_of, freshness_what_if
 
 from .demo_runs import demo_run, gold_records, write_jsonl

@@ -9,12 +9,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from rankgate.cli import main
-from rankgate.engine import evaluate
+from rankgate.cli.main import main
+from rankgate.scoring.engine import evaluate
 from rankgate.experiments.latency import decide_latency, latency_summary
-from rankgate.gate_config import parse_config
+from rankgate.gating.config import parse_config
 from rankgate.retrieval.api import median_latency
-from rankgate.stats import bootstrap_quantile_ci, paired_quantile_change_ci
+from rankgate.stats.bootstrap import bootstrap_quantile_ci, paired_quantile_change_ci
 
 from .demo_runs import CORPUS, GOLD, write_jsonl
 from .hostile import assert_refused
@@ -230,7 +230,7 @@ def test_the_documented_latency_example_parses():
 @pytest.mark.parametrize("n", [50, 400, 3000])
 @pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
 def test_exact_quantile_interval_matches_many_resamples(n, q):
-    from rankgate.stats import exact_quantile_ci
+    from rankgate.stats.bootstrap import exact_quantile_ci
 
     x = np.random.default_rng(n).gamma(2.0, 10.0, n)
     lo, hi = exact_quantile_ci(x, q)
@@ -242,7 +242,7 @@ def test_exact_quantile_interval_matches_many_resamples(n, q):
 
 
 def test_exact_quantile_interval_edge_cases():
-    from rankgate.stats import exact_quantile_ci
+    from rankgate.stats.bootstrap import exact_quantile_ci
 
     assert exact_quantile_ci([3.0, 3.0, 3.0], 0.9) == (3.0, 3.0)
     assert all(math.isnan(v) for v in exact_quantile_ci([3.0], 0.5))
@@ -265,8 +265,8 @@ def test_per_query_latency_allocates_one_column_per_stage(monkeypatch):
 
     Counted, not timed: the columns are built through one helper, which must run once per stage whatever
     the number of queries (the time itself is measured in benchmarks/latency_scaling.py)."""
-    import rankgate.engine as engine
-    from rankgate.data import load_run
+    import rankgate.scoring.engine as engine
+    from rankgate.io import load_run
 
     built: list[int] = []
     original = engine._stage_column

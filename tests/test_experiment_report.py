@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 from .demo_runs import CORPUS, demo_run, gold_records, write_jsonl
 from .hostile import assert_refused

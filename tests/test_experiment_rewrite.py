@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.retrieval import retrieve
 from rankgate.retrieval.base import Chunk, Query
 

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.data import load_gold, load_run
-from rankgate.engine import evaluate
+from rankgate.cli.main import main
+from rankgate.io import load_gold, load_run
+from rankgate.scoring.engine import evaluate
 from rankgate.experiments.linking import linking_analysis
 from rankgate.experiments.routing import routing_analysis
 

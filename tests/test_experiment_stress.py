@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.retrieval.base import Chunk, Query
 from rankgate.retrieval.rerank import BM25Reranker, apply_reranker, get_reranker
 

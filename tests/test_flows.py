@@ -13,10 +13,10 @@ DEMO = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data
 
 
 def test_answers_flow_gives_the_command_bytes(tmp_path):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
     from rankgate.flows.answers import JudgeSpec
     from rankgate.flows.answers import AnswersRequest, run_answers
-    from rankgate.report.exports import answers_csv, answers_summary, summary_json
+    from rankgate.render.exports import answers_csv, answers_summary, summary_json
 
     files = dict(answers=str(DEMO / "answers.jsonl"), gold=str(DEMO / "gold.jsonl"), corpus=str(DEMO / "corpus.jsonl"),
                  human=str(DEMO / "answer-labels.jsonl"))

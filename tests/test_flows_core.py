@@ -16,9 +16,9 @@ REPORT = ROOT / "tests" / "data" / "report"
 
 
 def test_evaluation_gives_the_command_summary(tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
     from rankgate.flows.evaluate import EvaluateRequest, Statistics, run_evaluation
-    from rankgate.report.exports import summary_dict, summary_json
+    from rankgate.render.exports import summary_dict, summary_json
 
     req = EvaluateRequest(str(EXAMPLES / "gold.jsonl"), str(EXAMPLES / "run.jsonl"), by=("intent",),
                           sweep="recall", ks="1,3,5", statistics=Statistics(seed=3, resamples=200))
@@ -74,10 +74,10 @@ def test_a_warning_is_said_once_and_kept(tmp_path, capsys):
 
 
 def test_comparison_scores_each_run_once_and_names_them(capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
     from rankgate.flows.compare import CompareRequest, run_comparison
     from rankgate.flows.evaluate import Statistics
-    from rankgate.report.compare import comparison_dict
+    from rankgate.render.compare import comparison_dict
 
     runs = (str(REPORT / "base.jsonl"), str(REPORT / "run.jsonl"))
     out = run_comparison(CompareRequest(runs, str(REPORT / "gold.jsonl"), statistics=Statistics(resamples=100),
@@ -108,7 +108,7 @@ def test_comparison_requests_refuse_what_cannot_run(kwargs, words):
 
 def test_gate_flow_is_the_python_entry():
     import rankgate
-    import rankgate.gates
+    import rankgate.gating.decide
     from rankgate.flows.gate import GateRequest, gate, run_gate
 
     assert rankgate.gate is gate
@@ -119,10 +119,10 @@ def test_gate_flow_is_the_python_entry():
 
 
 def test_report_flow_and_assembly_give_the_report(tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
     from rankgate.flows.report import ReportRequest, run_report
-    from rankgate.report.build import assemble
-    from rankgate.report.html import render_html
+    from rankgate.render.build import assemble
+    from rankgate.render.html import render_html
 
     req = ReportRequest(k=5, level="chunk", doc_sep="#", n_resamples=100, gold=str(REPORT / "gold.jsonl"),
                         run=str(REPORT / "run.jsonl"), baseline=str(REPORT / "base.jsonl"))
@@ -136,9 +136,9 @@ def test_report_flow_and_assembly_give_the_report(tmp_path, capsys):
 
 
 def test_decide_reuses_the_evaluation_intervals(monkeypatch):
-    import rankgate.gates as gates
-    from rankgate.engine import evaluate
-    from rankgate.stats import metric_cis
+    import rankgate.gating.decide as gates
+    from rankgate.scoring.engine import evaluate
+    from rankgate.stats.bootstrap import metric_cis
 
     config = gates.load_config(str(REPORT / "ship-criteria.yaml"))
     cand, base = (evaluate(str(REPORT / "gold.jsonl"), str(REPORT / n), list(config.metrics))
@@ -169,7 +169,7 @@ def test_one_string_is_one_item():
 
 
 def test_gate_takes_an_evaluation_and_its_intervals(monkeypatch):
-    import rankgate.gates as gates
+    import rankgate.gating.decide as gates
     from rankgate.flows.evaluate import EvaluateRequest, Scoring, run_evaluation
     from rankgate.flows.gate import GateRequest, run_gate
 

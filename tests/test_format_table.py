@@ -1,4 +1,4 @@
-"""The gold/run format table (rankgate.data.formats) and its one detection (rankgate.data.detect).
+"""The gold/run format table (rankgate.io.formats) and its one detection (rankgate.io.detect).
 
 Differential: every file under tests/data and a set of generated edge cases (gzip, byte-order mark, no
 extension, pipes' copies, folders, empty files) get the same format, or the same refusal, from the table
@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rankgate import plugins
-from rankgate.data import GOLD_FORMATS, RUN_FORMATS, load_gold, load_run
-from rankgate.data.detect import detect
-from rankgate.data.formats import FORMATS, formats_for
+from rankgate._util import plugins
+from rankgate.io import GOLD_FORMATS, RUN_FORMATS, load_gold, load_run
+from rankgate.io.detect import detect
+from rankgate.io.formats import FORMATS, formats_for
 from rankgate.errors import InputError, UsageError
 
 DATA = Path(__file__).parent / "data"
@@ -33,12 +33,12 @@ DATA = Path(__file__).parent / "data"
 # --- the detection the table replaced, as it was (data/load.py: _detect, then tools.refine) -----------
 
 def _old_detect(path: str, what: str) -> str:
-    from rankgate.data.source import PARQUET_MAGIC, first_byte, magic
+    from rankgate.io.source import PARQUET_MAGIC, first_byte, magic
 
     p = path.removesuffix(".gz")
     ext = os.path.splitext(p)[1].lower()
     if os.path.isdir(path):
-        from rankgate.data.trec import has_beir_qrels
+        from rankgate.io.trec import has_beir_qrels
 
         if what == "gold" and has_beir_qrels(path):
             return "beir"
@@ -60,9 +60,9 @@ def _old_detect(path: str, what: str) -> str:
 
 
 def _old_refine(path: str, fmt: str, what: str) -> str:
-    from rankgate.data.contract import is_contract_json
-    from rankgate.data.records import is_hf_folder
-    from rankgate.data.tools import BEIR_HEADER, TABLE_WORDS, first_line, json_shape, table_shape
+    from rankgate.io.tools.contract import is_contract_json
+    from rankgate.io.tools.records import is_hf_folder
+    from rankgate.io.tools.read import BEIR_HEADER, TABLE_WORDS, first_line, json_shape, table_shape
 
     tool_shapes = ("ragas", "deepeval", "llamaindex")
     if os.path.isdir(path):
@@ -89,7 +89,7 @@ def _old_refine(path: str, fmt: str, what: str) -> str:
 
 
 def _old(path: str, noun: str) -> str:
-    from rankgate.data.records import is_hf_folder
+    from rankgate.io.tools.records import is_hf_folder
 
     try:
         if os.path.isdir(path) and is_hf_folder(path):
@@ -221,7 +221,7 @@ def test_choices_come_from_the_table():
     assert RUN_FORMATS == ("jsonl", "trec", "parquet", "csv", "ragas", "deepeval", "hf", "samples")
     assert {f.name for f in FORMATS} == set(GOLD_FORMATS)
     for row in FORMATS:  # every name the table gives resolves to a function
-        from rankgate.data.detect import _function
+        from rankgate.io.detect import _function
 
         for spec in (row.sniff, row.gold, row.run):
             if spec is not None:
@@ -248,8 +248,8 @@ def test_a_gold_only_format_read_as_a_run_says_so(tmp_path):
 # --- the rankgate.formats entry-point group ----------------------------------------------------------
 
 PLUGIN = '''
-from rankgate.data import Gold, Run
-from rankgate.data.formats import Format
+from rankgate.io import Gold, Run
+from rankgate.io.formats import Format
 
 
 def sniff(probe):
@@ -262,7 +262,7 @@ def _pairs(path):
 
 
 def read_gold(path, name, columns, list_sep):
-    from rankgate.data import load_gold
+    from rankgate.io import load_gold
 
     rel = {}
     for qid, doc in _pairs(path):
@@ -273,7 +273,7 @@ def read_gold(path, name, columns, list_sep):
 
 
 def read_run(path, name, columns, list_sep):
-    from rankgate.data import load_run
+    from rankgate.io import load_run
 
     ranked = {}
     for qid, doc in _pairs(path):
@@ -339,7 +339,7 @@ def test_a_broken_format_plugin_is_named(tmp_path, plugin_dist):
                                          r"rankgate\.formats\) failed to load: ModuleNotFoundError"):
         load_gold(str(trec))
     plugin_dist("notarow = pairs_format:NOT_A_ROW")
-    with pytest.raises(UsageError, match=r"format plug-in 'notarow' .* gave a dict, not a rankgate\.data\.formats\.Format"):
+    with pytest.raises(UsageError, match=r"format plug-in 'notarow' .* gave a dict, not a rankgate\.io\.formats\.Format"):
         load_gold(str(trec))
     plugin_dist("taken = pairs_format:TAKEN")
     (Path(sys.modules["pairs_format"].__file__)).write_text(textwrap.dedent(PLUGIN) + "\nTAKEN = PAIRS._replace(name='trec')\n")

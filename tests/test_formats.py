@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import rankgate
-from rankgate.cli import main
-from rankgate.data import load_gold, load_run
-from rankgate.data.shapes import normalise_text, text_id
+from rankgate.cli.main import main
+from rankgate.io import load_gold, load_run
+from rankgate.io.shapes import normalise_text, text_id
 from rankgate.errors import InputError
 
 from .hostile import assert_refused
@@ -440,8 +440,8 @@ CELL_NUM = st.sampled_from(["1", "0", "-1", "2.0", "0.5", "nan", "", "high", "1e
 @given(st.lists(st.tuples(CELL_ID, CELL_ID, CELL_NUM), min_size=1, max_size=12), st.sampled_from(["gold", "run"]),
        st.sampled_from([",", "\t"]))
 def test_csv_fast_path_equals_line_by_line(tmp_path_factory, rows, kind, delimiter):
-    from rankgate.data.csvtable import read_table_gold, read_table_run
-    from rankgate.data.records import read_records
+    from rankgate.io.csvtable import read_table_gold, read_table_run
+    from rankgate.io.tools.records import read_records
 
     path = tmp_path_factory.mktemp("csv") / ("t.tsv" if delimiter == "\t" else "t.csv")
     with open(path, "w", newline="", encoding="utf-8") as fh:
@@ -465,7 +465,7 @@ def test_csv_fast_path_equals_line_by_line(tmp_path_factory, rows, kind, delimit
 
 
 def test_csv_fast_path_takes_a_clean_file(tmp_path):
-    from rankgate.data.tools import _csv_fast
+    from rankgate.io.tools.read import _csv_fast
 
     run = tmp_path / "r.csv"
     run.write_text("query_id,chunk_id,score,text\nq1,d1,0.5,hello\nq2,d2,1,\n")

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rankgate
-from rankgate.data import load_run
+from rankgate.io import load_run
 from rankgate.errors import InputError, UsageError
-from rankgate.fusion import fuse, parse_fusion, run_records, write_run_jsonl
+from rankgate.retrieval.fusion import fuse, parse_fusion, run_records, write_run_jsonl
 
 from .test_compare import DATA
 from .conftest import examples
@@ -123,7 +123,7 @@ def test_written_run_reads_back_to_the_same_evaluation(tmp_path: Path) -> None:
 
 # -- the command ------------------------------------------------------------------------------------
 def test_fuse_and_compare_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     out = tmp_path / "fused.jsonl"
     args = ["compare", "--gold", str(DATA / "gold.jsonl"), str(DATA / "base.jsonl"), str(DATA / "cand.jsonl"),
@@ -141,7 +141,7 @@ def test_fuse_and_compare_end_to_end(capsys: pytest.CaptureFixture[str], tmp_pat
 
 
 def test_fuse_without_gold_only_writes_the_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     out = tmp_path / "fused.jsonl"
     assert main(["compare", str(DATA / "base.jsonl"), str(DATA / "cand.jsonl"), "--fuse", "combsum", "--fused-run", str(out)]) == 0

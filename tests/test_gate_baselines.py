@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.baseline import hash_query_id, load_baseline_summary
-from rankgate.cli import main
+from rankgate.gating.baseline import hash_query_id, load_baseline_summary
+from rankgate.cli.main import main
 from rankgate.errors import InputError
 from rankgate.flows.gate import gate
-from rankgate.report.comment import comment_markdown
+from rankgate.render.comment import comment_markdown
 
 from .conftest import examples
 
@@ -176,7 +176,7 @@ def test_the_quick_start_criteria_pass_on_a_gold_set_without_must_not_retrieve(t
 def paired_results(draw):
     import numpy as np
 
-    from rankgate.results import EvaluationResult
+    from rankgate.model.results import EvaluationResult
 
     n = draw(st.integers(2, 40))
     grid = st.sampled_from([0.0, 0.25, 0.5, 1.0, float("nan")])
@@ -208,7 +208,7 @@ defaults: {seed: 3, resamples: 100}
 @settings(max_examples=examples(40), deadline=None)
 @given(paired_results())
 def test_a_summary_of_the_baseline_decides_exactly_as_the_baseline_run(pair):
-    from rankgate.gates import BaselineSummary, decide, parse_config
+    from rankgate.gating.decide import BaselineSummary, decide, parse_config
 
     base, cand = pair
     config = parse_config(PROPERTY_CONFIG)
@@ -251,8 +251,8 @@ def test_a_packed_summary_decides_exactly_as_the_baseline_run(pair, gold_known):
     from dataclasses import replace
     from unittest import mock
 
-    import rankgate.baseline as bl
-    from rankgate.gates import BaselineSummary, decide, parse_config
+    import rankgate.gating.baseline as bl
+    from rankgate.gating.decide import BaselineSummary, decide, parse_config
 
     base, cand = pair
     if not gold_known:
@@ -277,7 +277,7 @@ def test_columns_packed_on_two_threads_are_the_ones_packed_in_turn(monkeypatch):
     """Large per-query blocks are packed two columns at a time: the same texts, in the same order."""
     import numpy as np
 
-    import rankgate.baseline as bl
+    import rankgate.gating.baseline as bl
 
     rng = np.random.default_rng(4)
     columns = [rng.random(3000), np.full(3000, np.nan), rng.integers(0, 11, 3000) / 10, rng.random(1)]
@@ -364,7 +364,7 @@ def test_a_damaged_packed_block_is_an_input_error(tmp_path, capsys, change, fiel
 def test_a_packed_value_that_is_infinite_is_refused(tmp_path):
     import math
 
-    from rankgate.baseline import _pack
+    from rankgate.gating.baseline import _pack
 
     data = {"metrics": {"recall@5": {"mean": 0.5, "n": 2}},
             "per_query": {"id_hash": "sha256/16", "gold_sha256": "ab" * 32, "encoding": "packed/1", "n": 2,

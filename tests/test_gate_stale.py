@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.demo.pipeline import run_demo
 from rankgate.errors import ConfigError
-from rankgate.gate_config import parse_config
+from rankgate.gating.config import parse_config
 
 from .test_gold import DEMO, _lines, _write
 from .test_gold_versions import _gate

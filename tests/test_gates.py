@@ -11,8 +11,8 @@ import pytest
 
 from rankgate.errors import ConfigError, InputError
 from rankgate.flows.gate import gate
-from rankgate.gates import BaselineSummary, config_from_dict, decide, load_config, parse_config
-from rankgate.results import EvaluationResult
+from rankgate.gating.decide import BaselineSummary, config_from_dict, decide, load_config, parse_config
+from rankgate.model.results import EvaluationResult
 
 DATA = Path(__file__).parent / "data" / "gate"
 
@@ -307,7 +307,7 @@ def test_gate_entry_point_evaluates_runs():
 
 
 def test_gate_command_exit_codes_files_and_step_summary(tmp_path, monkeypatch, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     ship = tmp_path / "ship-criteria.yaml"
     ship.write_text(SHIP, encoding="utf-8")

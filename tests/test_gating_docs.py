@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from rankgate.errors import ConfigError
-from rankgate.gates import parse_config
+from rankgate.gating.decide import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "gating.md"

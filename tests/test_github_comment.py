@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.report.comment import MARKER
-from rankgate.report.github import MAX_CHARS, upsert_comment
+from rankgate.render.comment import MARKER
+from rankgate.render.github import MAX_CHARS, upsert_comment
 
 from .fake_github import FakeGitHub
 
@@ -112,7 +112,7 @@ def test_a_connection_cut_mid_answer_is_a_warning(github, tmp_path):
 
 
 def test_outside_a_pull_request_nothing_is_posted(tmp_path):
-    from rankgate.report.github import workflow_command
+    from rankgate.render.github import workflow_command
 
     out = upsert_comment(body(), env={"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": "acme/search"})
     assert out.action == "skipped" and out.level == "notice"
@@ -133,7 +133,7 @@ def test_links_to_another_host_are_not_followed(github, tmp_path):
 
 # -- through the command, as the action runs it -------------------------------------------------
 def run_gate(tmp_path, env, monkeypatch, capsys, *extra):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     for k, v in env.items():
         monkeypatch.setenv(k, v)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from rankgate.report import github as gh_module
-from rankgate.report.comment import MARKER
-from rankgate.report.github import upsert_comment
+from rankgate.render import github as gh_module
+from rankgate.render.comment import MARKER
+from rankgate.render.github import upsert_comment
 
 from .fake_github import FakeGitHub
 from .test_github_comment import body, run_gate

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.corpus import load_manifest, manifest_from_records
 from rankgate.goldset import min_detectable_drop, read_gold_file
 from rankgate.goldset.records import _collect
@@ -349,7 +349,7 @@ def test_manifest_fast_path_on_demo_files(moved: Path) -> None:
 # -- ship criteria: owner and max_stale_labels ------------------------------------------------------
 def test_gate_config_owner_and_max_stale_labels() -> None:
     from rankgate.errors import ConfigError
-    from rankgate.gate_config import config_from_dict
+    from rankgate.gating.config import config_from_dict
 
     gate = {"metric": "recall@5", "threshold": 0.5}
     c = config_from_dict({"gates": [{**gate, "owner": "search-quality"}], "max_stale_labels": "2%"})
@@ -392,7 +392,7 @@ def test_validate_baseline_bootstrap_by_hand(tmp_path: Path, capsys: pytest.Capt
     has no spread: the binomial figure at its level (clipped to 0.99) applies: 2.80158·√(0.99·0.01/2)
     = 0.197, 20 pp. English (values 1 and 0, mean 0.5): δ = 2.80158·0.5/√2 = 0.99, more than the
     whole level: no drop is visible."""
-    from rankgate.goldset.power import bootstrap_se, min_detectable_drop_bootstrap
+    from rankgate.stats.power import bootstrap_se, min_detectable_drop_bootstrap
 
     assert bootstrap_se([1, 0, 1, 1]) == pytest.approx(math.sqrt(0.1875 / 4))
     assert min_detectable_drop_bootstrap([1, 0, 1, 1]) == pytest.approx(2.80158 * 0.216506, abs=1e-4)
@@ -421,9 +421,9 @@ def test_validate_baseline_bootstrap_by_hand(tmp_path: Path, capsys: pytest.Capt
     # the same from a packed summary (as evaluate writes from 1,000 queries on)
     from unittest import mock
 
-    import rankgate.baseline
+    import rankgate.gating.baseline
 
-    with mock.patch.object(rankgate.baseline, "COMPACT_FROM", 1):
+    with mock.patch.object(rankgate.gating.baseline, "COMPACT_FROM", 1):
         assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--metrics", "recall@5", "--out",
                      str(tmp_path / "packed")]) == 0
     assert "encoding" in json.loads((tmp_path / "packed" / "summary.json").read_text(encoding="utf-8"))["per_query"]

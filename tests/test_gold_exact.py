@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.corpus import load_manifest, manifest_from_records
 from rankgate.goldset import GoldFile, GoldQuery, Label
 from rankgate.goldset.stale import stale_labels, stale_labels_reference

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.demo.pipeline import run_demo
 
 from .test_gold import _lines, _write

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankgate import atomic
-from rankgate.cli import main
+from rankgate._util import atomic
+from rankgate.cli.main import main
 from rankgate.errors import OutputError
 
 from .conftest import ROOT
@@ -48,12 +48,12 @@ def _gate(config: Path, *extra: object) -> list[object]:
 def test_out_naming_an_existing_file_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     target = tmp_path / "results.txt"
     target.write_text("keep me\n")
-    import rankgate.engine
+    import rankgate.scoring.engine
 
     def never(*_a, **_k):
         raise AssertionError("evaluated before the output path was checked")
 
-    monkeypatch.setattr(rankgate.engine, "evaluate", never)
+    monkeypatch.setattr(rankgate.scoring.engine, "evaluate", never)
     assert_refused([*EVAL, "--out", target], tmp_path, names=[target], capsys=capsys, contains=["not a folder"])
 
 
@@ -289,7 +289,7 @@ def test_config_resamples_are_bounded(tmp_path, capsys):
 
 def test_stats_api_refuses_huge_resamples():
     from rankgate.errors import UsageError
-    from rankgate.stats import bootstrap_ci
+    from rankgate.stats.bootstrap import bootstrap_ci
 
     with pytest.raises(UsageError, match="between 0 and 1,000,000"):
         bootstrap_ci(np.arange(5.0), rng=0, n_resamples=10**12)
@@ -336,7 +336,7 @@ def test_baseline_summary_negative_n_and_swapped_interval(tmp_path, capsys, summ
 # -- the last-resort guard ---------------------------------------------------------------------------
 @pytest.fixture
 def broken_evaluate(monkeypatch):
-    import rankgate.commands.evaluate as command
+    import rankgate.cli.evaluate as command
 
     def boom(args):
         raise ValueError("injected\nfailure")
@@ -369,7 +369,7 @@ def test_debug_shows_the_traceback(tmp_path, capsys, broken_evaluate, monkeypatc
 
 
 def test_out_of_memory_is_exit_3_with_a_clear_line(tmp_path, capsys, monkeypatch):
-    import rankgate.commands.evaluate as command
+    import rankgate.cli.evaluate as command
 
     def oom(args):
         raise MemoryError
@@ -458,7 +458,7 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, capsys):
 
 
 def test_a_closed_stdout_does_not_turn_a_failed_gate_into_a_pass(tmp_path, monkeypatch):
-    import rankgate.commands.gate as command
+    import rankgate.cli.gate as command
 
     def closed(_outcome):
         raise BrokenPipeError

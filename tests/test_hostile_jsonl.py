@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rankgate.data import jsonl_fast
-from rankgate.data.load import load_gold, load_run
+from rankgate.io import jsonl_fast
+from rankgate.io.load import load_gold, load_run
 
 from .hostile import assert_refused
 
@@ -139,7 +139,7 @@ def test_line_separators_inside_strings_are_text(name, path_taken, tmp_path):
 
 
 def test_line_separator_in_a_doc_map_is_text(tmp_path):
-    from rankgate.commands.evaluate import load_doc_map
+    from rankgate.cli.evaluate import load_doc_map
 
     path = tmp_path / "map.tsv"
     path.write_text("c\u20281\td1\r\nc2\td2\n", encoding="utf-8")
@@ -156,7 +156,7 @@ def test_bom_and_crlf_are_read(kind, path_taken, tmp_path):
 
 
 def test_summary_with_a_malformed_metrics_value_is_read_as_a_summary(tmp_path):
-    from rankgate.baseline import is_summary_file
+    from rankgate.gating.baseline import is_summary_file
 
     path = tmp_path / "summary.json"
     path.write_text('{"metrics": []}\n')
@@ -175,7 +175,7 @@ def test_command_k_beyond_the_cutoff_limit_is_refused(k, tmp_path, capsys):
 
 
 def test_the_two_cutoff_limits_agree():
-    from rankgate.data.jsonl import MAX_K as DATA_MAX_K
+    from rankgate.io.jsonl import MAX_K as DATA_MAX_K
     from rankgate.metrics.spec import MAX_K
 
     assert DATA_MAX_K == MAX_K

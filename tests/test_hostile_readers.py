@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 from .hostile import assert_refused
 from .conftest import examples
@@ -574,7 +574,7 @@ def test_a_missing_split_is_refused_naming_the_splits_there_are(tmp_path, capsys
 def test_text_lines_splits_at_newlines_and_names_the_first_bad_line(tmp_path_factory, data, packed) -> None:
     """Lines end at \\n only (\\r\\n given as \\n); a leading BOM is dropped; the first line that is not
     UTF-8 is named with the byte, whether or not the file is gzip, and no line after it is given."""
-    from rankgate.data.source import text_lines
+    from rankgate.io.source import text_lines
     from rankgate.errors import InputError
 
     path = tmp_path_factory.getbasetemp() / "text-lines-property"
@@ -786,10 +786,10 @@ def test_line_separators_inside_strings_of_sample_jsonl_do_not_split_lines(tmp_p
 @pytest.fixture(params=["compiled", "none"])
 def build(request, monkeypatch) -> str:
     """Each test below runs with the compiled reader and without it (a build without a C compiler)."""
-    import rankgate._accel as accel
+    import rankgate._native as accel
 
     if request.param == "compiled" and accel.reader is None:
-        pytest.skip("rankgate._reader is not built in this installation")
+        pytest.skip("rankgate._native._reader is not built in this installation")
     if request.param == "none":
         monkeypatch.setattr(accel, "reader", None)
     return request.param

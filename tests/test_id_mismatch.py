@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import rankgate
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 RUN_BY_TEXT = [{"user_input": "How do I reset my password?", "retrieved_contexts": ["Go to Settings.", "Passwords."]},
                {"user_input": "What is the refund window?", "retrieved_contexts": ["Refunds: 30 days."]}]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.data.ids import item_codes, segment_duplicates
+from rankgate.model.ids import item_codes, segment_duplicates
 
 from .conftest import examples
 
@@ -63,7 +63,7 @@ def test_segment_duplicates(segments):
 
 
 def test_query_codes_grouped_and_not():
-    from rankgate.data.trec import _codes
+    from rankgate.io.trec import _codes
 
     assert _codes(pa.array(["q1", "q1", "q2", "q2", "q2"]))[0] == ["q1", "q2"]
     assert _codes(pa.array(["q1", "q1", "q2", "q2", "q2"]))[1].tolist() == [0, 0, 1, 1, 1]
@@ -79,8 +79,8 @@ def test_judgement_check_does_not_overflow_with_narrow_query_codes() -> None:
     int32 arithmetic wraps to -1, so (q65535, item 1) would collide with (q0, item 0)."""
     import pyarrow as pa
 
-    from rankgate.data.models import Gold
-    from rankgate.data.trec import check_unique_judgements
+    from rankgate.model.gold_run import Gold
+    from rankgate.io.trec import check_unique_judgements
 
     items = 65_536
     queries = np.ones(items, dtype=np.int32)
@@ -118,8 +118,8 @@ def test_judgement_check_of_unsorted_qrels_with_huge_numeric_ids() -> None:
     """Ids that are numbers up to 10**18 become codes of that size: no (query, code) arithmetic may
     overflow. With the largest id 10**18 - 1, query 18 times 10**18 wraps in int64 onto
     (q0, id 1) + 446744073709551616, the first id below."""
-    from rankgate.data.models import Gold
-    from rankgate.data.trec import check_unique_judgements
+    from rankgate.model.gold_run import Gold
+    from rankgate.io.trec import check_unique_judgements
 
     gold = Gold(
         query_ids=[f"q{i}" for i in range(19)],
@@ -135,8 +135,8 @@ def test_judgement_check_of_unsorted_qrels_with_huge_numeric_ids() -> None:
        st.sampled_from([("d", 3, 1), ("DOC-", 5, 1), ("", 4, 1), ("x", 18, 10**16)]))
 def test_ties_broken_by_fixed_width_numbers_as_by_the_ids(rows, shape) -> None:
     """Parsed fixed-width ids order as the strings do, so either breaks ties the same way."""
-    from rankgate.data.ids import item_codes_ordered
-    from rankgate.data.ranking import rank_order
+    from rankgate.model.ids import item_codes_ordered
+    from rankgate.model.ranking import rank_order
 
     prefix, width, scale = shape  # (a large scale: ids too far apart for one packed sort key)
     rows = sorted(rows, key=lambda r: (r[0], -r[2]))  # grouped by query, scores descending: ties only

@@ -231,7 +231,7 @@ def test_gold_file_is_never_half_written(tmp_path: Path, monkeypatch: pytest.Mon
         monkeypatch.setattr(os, "replace", failing)
         assert_refused(["incident", "add", pm, "--gold", gold], tmp_path / "none", names=[gold], capsys=capsys)
     else:  # killed while the new file is being written: half of it on disk, then Ctrl-C
-        from rankgate import atomic
+        from rankgate._util import atomic
 
         real_fdopen = os.fdopen
 
@@ -252,7 +252,7 @@ def test_gold_file_is_never_half_written(tmp_path: Path, monkeypatch: pytest.Mon
                 raise KeyboardInterrupt
 
         monkeypatch.setattr(atomic.os, "fdopen", lambda fd, mode: Half(real_fdopen(fd, mode)))
-        from rankgate.cli import main
+        from rankgate.cli.main import main
 
         assert main(["incident", "add", str(pm), "--gold", str(gold)]) == 130
     assert gold.read_bytes() == before
@@ -284,7 +284,7 @@ def test_gold_file_is_whole_after_a_process_is_killed_mid_write(tmp_path: Path,
                 self.fh.write(data[: len(data) // 2]); self.fh.flush(); os.fsync(self.fh.fileno())
                 os.kill(os.getpid(), signal.SIGKILL)
         atomic.os.fdopen = lambda fd, mode: Half(real(fd, mode))
-        from rankgate.cli import main
+        from rankgate.cli.main import main
         sys.exit(main(["incident", "add", sys.argv[1], "--gold", sys.argv[2]]))
     """)
     proc = subprocess.run([sys.executable, "-c", script, str(pm), str(gold)], capture_output=True, timeout=120,
@@ -387,8 +387,8 @@ _HOSTILE = st.lists(st.sampled_from(["\n", "\r\n", "|", "-->", "<!--", "- [x] ",
 def test_any_trace_text_round_trips_to_exactly_the_filled_case(tmp_path_factory: pytest.TempPathFactory,
                                                                query: str, rid: str, tenant: str, version: str,
                                                                chunk: str, note: str) -> None:
-    from rankgate.cli import main
-    from rankgate.data.jsonl import parse_gold_records
+    from rankgate.cli.main import main
+    from rankgate.io.jsonl import parse_gold_records
 
     tmp = tmp_path_factory.mktemp("prop")
     trace = {"request_id": rid, "query": query, "tenant": tenant, "corpus_version": version, "rewritten_query": note,
@@ -513,7 +513,7 @@ def test_a_symlinked_gold_file_is_written_where_it_lives(tmp_path: Path, capsys:
     after = real.read_bytes()
     assert after.startswith(before) and json.loads(after.splitlines()[-1])["incident_id"] == "inc-req-7f3a"
     assert not [p for p in [*tmp_path.iterdir(), *(tmp_path / "sets").iterdir()] if p.name.startswith(".rankgate-")]
-    from rankgate.atomic import write_text
+    from rankgate._util.atomic import write_text
 
     chain = tmp_path / "chain"
     chain.symlink_to(link)  # a link to a link: written at the end of the chain

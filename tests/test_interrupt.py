@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from rankgate import atomic
-from rankgate.cli import EXIT_INTERRUPTED, EXIT_TERMINATED, main
+from rankgate._util import atomic
+from rankgate.cli.main import EXIT_INTERRUPTED, EXIT_TERMINATED, main
 
 from .conftest import ROOT
 

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
-from rankgate.data import jsonl_fast
-from rankgate.data.load import load_gold, load_run
+import rankgate._native as accel
+from rankgate.io import jsonl_fast
+from rankgate.io.load import load_gold, load_run
 from rankgate.errors import InputError
 
 from .conftest import examples

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from rankgate import _accel as accel
-from rankgate.data import jsonl_fast
-from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
-from rankgate.data.load import load_run
+from rankgate import _native as accel
+from rankgate.io import jsonl_fast
+from rankgate.io.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
+from rankgate.io.load import load_run
 from rankgate.errors import InputError
 
 CASES = {
@@ -86,7 +86,7 @@ def test_same_run_as_the_validating_parser(case, tmp_path):
     path = write(tmp_path, CASES[case])
     fast = jsonl_fast.read_run_fast(path)
     if fast is None and accel.reader is None:
-        pytest.skip("only the compiled scanner takes this file (pyarrow's path declines it); rankgate._reader is not loaded")
+        pytest.skip("only the compiled scanner takes this file (pyarrow's path declines it); rankgate._native._reader is not loaded")
     assert fast is not None, "expected the fast path to take this file"
     slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
     assert fast.query_ids == slow.query_ids
@@ -104,10 +104,10 @@ def test_same_run_as_the_validating_parser(case, tmp_path):
 @pytest.mark.parametrize("case", sorted(SCANNED))
 def test_ranks_and_logged_fields_are_read_by_the_compiled_scanner(case, tmp_path):
     """Not left to pyarrow's parse (five times the CPU): the scanner's own read is the parser's."""
-    from rankgate._accel import reader
+    from rankgate._native import reader
 
     if reader is None:
-        pytest.skip("rankgate._reader is not built in this installation")
+        pytest.skip("rankgate._native._reader is not built in this installation")
     path = write(tmp_path, SCANNED[case])
     scanned = jsonl_fast._scan_run(jsonl_fast._opened(path, 0), path)
     assert scanned is not None
@@ -153,7 +153,7 @@ BROKEN_GOLDS = {
 
 
 def test_gold_fast_path_matches(tmp_path):
-    from rankgate.data.jsonl import parse_gold_records
+    from rankgate.io.jsonl import parse_gold_records
 
     path = write(tmp_path, GOLDS["graded"])
     fast = jsonl_fast.read_gold_fast(path)
@@ -167,7 +167,7 @@ def test_gold_fast_path_matches(tmp_path):
 
 @pytest.mark.parametrize("case", sorted(BROKEN_GOLDS))
 def test_irregular_gold_falls_back_to_the_precise_error(case, tmp_path):
-    from rankgate.data.load import load_gold
+    from rankgate.io.load import load_gold
 
     path = write(tmp_path, BROKEN_GOLDS[case])
     assert jsonl_fast.read_gold_fast(path) is None
@@ -265,7 +265,7 @@ TRICKY_GOLD = [
 @pytest.mark.parametrize("where", ["first", "last"])
 @pytest.mark.parametrize("kind,line", [("run", t) for t in TRICKY_RUN] + [("gold", t) for t in TRICKY_GOLD])
 def test_tricky_lines_give_the_same_outcome(kind, line, where, tmp_path):
-    from rankgate.data.load import load_gold
+    from rankgate.io.load import load_gold
 
     from .test_jsonl_differential import _outcome
 
@@ -289,7 +289,7 @@ def test_nesting_limit_is_measured_as_the_parser_measures_it(line, tmp_path, mon
     and by counting brackets outside strings before the parse for lines with very many brackets."""
     import pyarrow as pa
 
-    from rankgate.data.jsonl import MAX_DEPTH, json_depth
+    from rankgate.io.jsonl import MAX_DEPTH, json_depth
 
     too_deep = json_depth(json.loads(line)) > MAX_DEPTH
     path = tmp_path / "x.jsonl"
@@ -302,10 +302,10 @@ def test_nesting_limit_is_measured_as_the_parser_measures_it(line, tmp_path, mon
 def test_integer_literals_of_every_length_read_as_python_reads_them(tmp_path):
     """Integer scores and ranks of up to 15 digits are taken from their digits (exact as a double);
     longer ones, -0 and decimals go through the correctly rounded parse: each as float(json.loads)."""
-    from rankgate._accel import reader
+    from rankgate._native import reader
 
     if reader is None:
-        pytest.skip("rankgate._reader is not built in this installation")
+        pytest.skip("rankgate._native._reader is not built in this installation")
     rng = np.random.default_rng(5)
     values = [("-" if rng.random() < 0.5 else "") + str(int(rng.integers(10 ** (d - 1) if d > 1 else 0, 10**d)))
               for d in range(1, 19) for _ in range(20)]
@@ -334,13 +334,13 @@ def test_a_run_written_by_rankgate_retrieve_is_read_by_the_scanner(tmp_path):
     """The real producer: `rankgate retrieve` on the Cranfield collection (BEIR layout) writes ranks,
     `"doc_version": null` on every item and what it logs per query. The scanner reads it, exactly as
     the parser does."""
-    from rankgate._accel import reader
-    from rankgate.cli import main
+    from rankgate._native import reader
+    from rankgate.cli.main import main
 
     from .conftest import shared_path
 
     if reader is None:
-        pytest.skip("rankgate._reader is not built in this installation")
+        pytest.skip("rankgate._native._reader is not built in this installation")
     beir = shared_path("datasets", "cranfield", "beir")
     out = tmp_path / "run.jsonl"
     assert main(["retrieve", "--beir", str(beir), "-o", str(out), "--k", "20", "--texts", "none"]) == 0

@@ -23,16 +23,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
-from rankgate.data import jsonl_fast
-from rankgate.data.jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
-from rankgate.data.load import load_gold, load_run
+import rankgate._native as accel
+from rankgate.io import jsonl_fast
+from rankgate.io.jsonl import GRADE_KEYS, ITEM_ID_KEYS, QUERY_ID_KEYS, RELEVANT_KEYS, RUN_LIST_KEYS
+from rankgate.io.load import load_gold, load_run
 from rankgate.errors import InputError
 
 from .conftest import examples
 from .test_jsonl_differential import _outcome
 
-pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._reader is not built in this installation")
+pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._native._reader is not built in this installation")
 
 SETTINGS = settings(max_examples=examples(150), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

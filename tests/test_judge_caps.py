@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.errors import UsageError
 from rankgate.judges import (BUDGET_REACHED, DEFAULT_MAX_STATEMENTS, MAX_REPEATS, TASK_FIELDS, TASKS, JudgeCallError,
                              JudgeClient, JudgeItem, open_judge)
@@ -228,8 +228,8 @@ def test_library_bounds_are_usage_errors(files, tmp_path):
             judge.run("context_relevance", items, repeats=MAX_REPEATS + 1)
         with pytest.raises(UsageError, match="repeats"):
             judge.plan("context_relevance", items, repeats=10**9)
-        from rankgate.answers import judge_answers
-        from rankgate.data.answers import read_answers
+        from rankgate.answers.score import judge_answers
+        from rankgate.io.answers import read_answers
 
         recs = read_answers(str(files[1]))
         with pytest.raises(UsageError, match="repeats"):

@@ -16,8 +16,8 @@ import zlib
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.data.jsonl import MAX_DEPTH
+from rankgate.cli.main import main
+from rankgate.io.jsonl import MAX_DEPTH
 from rankgate.judges import JudgeItem, open_judge
 from rankgate.judges import transport
 
@@ -211,7 +211,7 @@ def test_timeout_out_of_its_range_is_a_usage_error_naming_the_flag_and_the_range
 
 
 def test_the_longest_timeout_is_a_working_one(fake, tmp_path, capsys):
-    from rankgate.constraints import MAX_TIMEOUT_S
+    from rankgate._util.constraints import MAX_TIMEOUT_S
 
     assert main([str(a) for a in timeout_argv("judge", tmp_path, f"{MAX_TIMEOUT_S:g}", fake.url)]) == 0, \
         capsys.readouterr().err

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.errors import InputError, JudgeError, RankgateError, UsageError
 from rankgate.judges import TASK_FIELDS, TASKS, JudgeCallError, JudgeItem, open_judge
 from rankgate.judges import base as judges_base
@@ -344,7 +344,7 @@ def test_judge_call_error_is_in_the_tree_and_still_importable_from_base():
 
 
 def test_an_escaped_judge_error_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
-    import rankgate.commands.judge as command
+    import rankgate.cli.judge as command
 
     def run(args):
         raise JudgeCallError("HTTP 401: invalid api key")

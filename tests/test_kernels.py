@@ -9,20 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
-from rankgate import stats
-from rankgate.engine import _join_grades_numpy
+import rankgate._native as accel
+from rankgate.stats import bootstrap as stats
+from rankgate.scoring.engine import _join_grades_numpy
 
 from .conftest import examples
 
 kernels = accel.kernels
-needs_kernels = pytest.mark.skipif(kernels is None, reason="rankgate._kernels is not built in this installation")
+needs_kernels = pytest.mark.skipif(kernels is None, reason="rankgate._native._kernels is not built in this installation")
 
 
 def test_ci_builds_the_kernels() -> None:
     """CI installs with a compiler: a silent fallback there would hide a build break (and be slower)."""
     if os.environ.get("CI") and accel.mode != "off":
-        assert kernels is not None, "rankgate._kernels did not build; see the pip install log"
+        assert kernels is not None, "rankgate._native._kernels did not build; see the pip install log"
 
 
 def _state(seed: int) -> np.ndarray:
@@ -224,7 +224,7 @@ def test_compiled_pass_gives_each_metrics_own_values_bit_for_bit(case) -> None:
     """The one-pass kernel against each metric's numpy compute on the joined grades: every value's bits
     (NaN and 0.0 included), and the first relevant ranks, for any cutoff (per-query k too), rel, gain,
     grade range, trec or not, ids judged but never ranked (-1) and queries with no rows or judgements."""
-    from rankgate.engine import _first_relevant
+    from rankgate.scoring.engine import _first_relevant
     from rankgate.metrics import parse_metrics
     from rankgate.metrics.ranking import compiled_values
 
@@ -312,7 +312,7 @@ def test_compiled_kernel_refuses_inconsistent_inputs() -> None:
 def test_fixed_width_ids_parse_the_same_with_and_without_kernels(ids, numbers, monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow as pa
 
-    from rankgate.data.ids import _fixed_width
+    from rankgate.model.ids import _fixed_width
 
     arr = pa.array(ids, type=pa.string()).slice(0)
     got = _fixed_width(arr)
@@ -379,7 +379,7 @@ def unsorted_runs(draw):
 def test_rank_permutation_matches_arrows_sort(case) -> None:
     import pyarrow as pa
 
-    from rankgate.data.ranking import _full_sort, _full_sort_arrow
+    from rankgate.model.ranking import _full_sort, _full_sort_arrow
 
     query, score, doc = case
     arr = pa.array(doc, type=pa.string())
@@ -439,8 +439,8 @@ def test_csv_rows_refuses_columns_it_cannot_write() -> None:
 def test_metrics_csv_is_the_same_with_and_without_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     """Large enough for every column form: mostly distinct (nDCG), few values (hit@k), segment
     fields that need quoting or defusing, and NaN cells (a metric not applicable)."""
-    from rankgate.report import exports
-    from rankgate.results import EvaluationResult
+    from rankgate.render import exports
+    from rankgate.model.results import EvaluationResult
 
     rng = np.random.default_rng(5)
     n = 3000
@@ -467,7 +467,7 @@ def test_metrics_csv_is_the_same_with_and_without_the_kernel(monkeypatch: pytest
 def test_segments_distinct_says_what_the_sort_finds(segments, shift) -> None:
     """The kernel (a bit table for codes below 2^26, else a hash) against the numpy search for repeats,
     which it short-cuts: True exactly when no segment holds a code twice."""
-    from rankgate.data.ids import segment_duplicates
+    from rankgate.model.ids import segment_duplicates
 
     codes = np.asarray([c + shift for seg in segments for c in seg], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum([len(seg) for seg in segments]))).astype(np.int64)
@@ -491,7 +491,7 @@ def test_segments_distinct_refuses_offsets_past_the_codes() -> None:
 def test_the_distinct_count_that_picks_the_csv_way_is_uniques(values: list[float]) -> None:
     """metrics.csv's choice of writing a column's distinct values once counts a sample's distinct
     values from a sort (-0.0 equal to 0.0, NaN counted once), as ``np.unique`` counts them."""
-    from rankgate.report.exports import _distinct
+    from rankgate.render.exports import _distinct
 
     x = np.array(values, dtype=np.float64)
     assert _distinct(x) == np.unique(x).size

@@ -14,17 +14,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
-from rankgate import engine
-from rankgate.cli import main
-from rankgate.data import jsonl_fast, load
-from rankgate.data.jsonl_fast import LineTexts, read_run_lazy_texts
+import rankgate._native as accel
+from rankgate.scoring import engine
+from rankgate.cli.main import main
+from rankgate.io import jsonl_fast, load
+from rankgate.io.jsonl_fast import LineTexts, read_run_lazy_texts
 from rankgate.errors import InputError
 from rankgate.flows import report as flow
 
 from .conftest import examples
 
-pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._reader is not built in this installation")
+pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._native._reader is not built in this installation")
 
 TEXTS = st.one_of(st.none(), st.text(max_size=30), st.sampled_from(["", "a \"quote\"", "tab\there", "é 中文 😀",
                                                                         "line\nbreak", "back\\slash"]))
@@ -350,7 +350,7 @@ def test_a_run_rankgate_retrieve_writes_with_its_texts(tmp_path, monkeypatch) ->
     monkeypatch.setattr(load, "STREAM_FROM_BYTES", 0)
     monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
     monkeypatch.setattr(engine, "FULL_DEPTH_ROWS", 3)
-    import rankgate.data.trec as trec
+    import rankgate.io.trec as trec
 
     monkeypatch.setattr(trec, "STREAM_BLOCK_BYTES", 1 << 16)
     calls = _spy(monkeypatch, engine, "_evaluate_blocks")

@@ -1,6 +1,6 @@
 """Every markdown writer keeps user and production text inert.
 
-The writers are found, not listed: every function of ``rankgate.report`` whose name ends in
+The writers are found, not listed: every function of ``rankgate.render`` whose name ends in
 ``_markdown``. Each is wrapped to record that it ran and to check what it returned; the commands
 that write markdown then run on files whose query ids, chunk ids, segment values, gate labels,
 owners and trace values are hostile (a heading, raw HTML with ``onerror``, an ``@mention``, ``|``,
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 EVIL = "x\n## Approved\n<img src=x onerror=alert(1)> @octocat | y \u202e `z` [l](u) *b*"
 EVIL_ID = "c|<img/src=x/onerror=alert(1)>@octocat`[l](u)`#"  # no spaces: ids
@@ -67,12 +67,12 @@ def assert_inert(md: str, where: str) -> None:
 
 
 def writers() -> dict[str, tuple[Any, str]]:
-    """``module.name`` -> (module, name) of every markdown writer in rankgate.report."""
-    import rankgate.report as pkg
+    """``module.name`` -> (module, name) of every markdown writer in rankgate.render."""
+    import rankgate.render as pkg
 
     found = {}
     for info in pkgutil.iter_modules(pkg.__path__):
-        module = importlib.import_module(f"rankgate.report.{info.name}")
+        module = importlib.import_module(f"rankgate.render.{info.name}")
         for name, obj in vars(module).items():
             if name.endswith("_markdown") and callable(obj) and getattr(obj, "__module__", "") == module.__name__:
                 found[f"{info.name}.{name}"] = (module, name)
@@ -199,7 +199,7 @@ def _scenarios(f: dict[str, Path], out: Path) -> Iterator[tuple[str, list[Any], 
     yield "answers", ["answers", "--answers", f["answers"], "--gold", f["gold"], "--config", f["answer_criteria"],
                       "--comment", out / "answers.md", "--no-cache", "--by", "tenant", "--resamples", "200"], \
         out / "answers.md"
-    # bounds_markdown renders a summary.json's bounds (python -m rankgate.report.bounds SUMMARY): a
+    # bounds_markdown renders a summary.json's bounds (python -m rankgate.render.bounds SUMMARY): a
     # hostile file's metric names are the values here
     bounds = {"lower": {EVIL: 0.5}, "upper": {EVIL: 0.7}, "corrected": None, "queries": 3, "judged_items": 4,
               "above_upper": [EVIL], "k": 10}
@@ -207,7 +207,7 @@ def _scenarios(f: dict[str, Path], out: Path) -> Iterator[tuple[str, list[Any], 
 
 
 def _bounds(b: dict) -> int:
-    from rankgate.report import bounds as module
+    from rankgate.render import bounds as module
 
     print(module.bounds_markdown(b), end="")
     return 0

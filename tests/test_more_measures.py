@@ -233,7 +233,7 @@ def test_bad_parameters(bad: str, message: str) -> None:
 
 
 def test_listed_by_the_metrics_command(capsys: pytest.CaptureFixture[str]) -> None:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     assert main(["metrics"]) == 0
     out = capsys.readouterr().out

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankgate import _accel as accel
+from rankgate import _native as accel
 
-BUILT = importlib.util.find_spec("rankgate._kernels") is not None and importlib.util.find_spec("rankgate._reader") is not None
+BUILT = importlib.util.find_spec("rankgate._native._kernels") is not None and importlib.util.find_spec("rankgate._native._reader") is not None
 needs_build = pytest.mark.skipif(not BUILT, reason="the compiled extensions are not built in this installation")
 needs_loaded = pytest.mark.skipif(accel.kernels is None or accel.reader is None,
                                   reason="the compiled extensions are not loaded (RANKGATE_NATIVE=off, or not built)")
@@ -160,8 +160,8 @@ def test_a_large_run_without_the_compiled_code_is_said_once(tmp_path, monkeypatc
     same numbers, slower, and how to get the compiled build); with it, or below, nothing is said."""
     import json
 
-    import rankgate._accel as accel
-    from rankgate.cli import main
+    import rankgate._native as accel
+    from rankgate.cli.main import main
 
     gold, run = tmp_path / "gold.jsonl", tmp_path / "run.trec"
     gold.write_text("".join(json.dumps({"query_id": f"q{q}", "relevant_chunks": [{"chunk_id": f"d{q}-1", "grade": 1}]})
@@ -180,7 +180,7 @@ def test_a_large_run_without_the_compiled_code_is_said_once(tmp_path, monkeypatc
     monkeypatch.setattr(accel, "mode", "auto")  # (not built)
     assert main(args) == 0
     text = said()
-    assert text.count("400 rows without the compiled code (rankgate._kernels") == 1, text
+    assert text.count("400 rows without the compiled code (rankgate._native._kernels") == 1, text
     assert "not built: no C compiler at install time" in text
     assert "reinstall rankgate" in text
     monkeypatch.setattr(accel, "mode", "off")  # (switched off)
@@ -204,12 +204,12 @@ def test_each_compiled_module_has_a_stub_naming_exactly_its_entry_points(name):
 
     import rankgate
 
-    stub = ast.parse((Path(rankgate.__file__).parent / f"{name}.pyi").read_text())
+    stub = ast.parse((Path(rankgate.__file__).parent / "_native" / f"{name}.pyi").read_text())
     stubbed = {node.name: node for node in stub.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     try:
-        module = importlib.import_module(f"rankgate.{name}")
+        module = importlib.import_module(f"rankgate._native.{name}")
     except ImportError:
-        pytest.skip(f"rankgate.{name} is not built in this installation: nothing to compare its stub with")
+        pytest.skip(f"rankgate._native.{name} is not built in this installation: nothing to compare its stub with")
     built = {n for n, v in vars(module).items() if not n.startswith("_") and (callable(v) or inspect.isclass(v))}
     assert set(stubbed) == built
     for fname, node in stubbed.items():

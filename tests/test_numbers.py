@@ -1,5 +1,5 @@
 """Numbers are written for people in one module: rankgate.metrics.display (re-exported by
-rankgate.report.numbers).
+rankgate.render.numbers).
 
 Two rules, checked on the source (parsed, not imported):
 
@@ -37,12 +37,12 @@ FORMATTER_NAME = re.compile(r"^_(pct|percent|num|ms|share|signed|fmt)(_\w+|\d+)?
 FLOAT_SPEC = re.compile(r"\.|[eEfFgG%]$")
 
 # modules (or folders, ending in /) under rankgate/ that rule 2 reads
-RENDERERS = ("report/", "diagnosis.py", "gates.py", "demo/story.py", "testing.py", "experiments/latency.py",
+RENDERERS = ("render/", "gating/diagnosis.py", "gating/decide.py", "demo/story.py", "testing.py", "experiments/latency.py",
              "traces/monitors.py")
 
 # (module under rankgate/, enclosing function) -> why its format specs are not numbers for people
 ALLOWED: dict[tuple[str, str], str] = {
-    ("report/traces_html.py", "series_svg"): "SVG coordinates of the inline chart (geometry, one decimal)",
+    ("render/traces_html.py", "series_svg"): "SVG coordinates of the inline chart (geometry, one decimal)",
 }
 
 

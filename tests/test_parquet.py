@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rankgate.data.parquet import _query_codes, read_parquet_gold, read_parquet_run
+from rankgate.io.parquet import _query_codes, read_parquet_gold, read_parquet_run
 
 
 def _dictionary_column(chunks: list[tuple[list[int], list[str]]]) -> pa.Table:
@@ -60,7 +60,7 @@ def test_parquet_files_read_as_their_trec_copies(tmp_path: Path) -> None:
 
 def test_reading_parquet_keeps_pandas_out(tmp_path: Path) -> None:
     pq.write_table(pa.table({"query_id": ["q1"], "chunk_id": ["d1"], "score": [1.0]}), tmp_path / "run.parquet")
-    code = (f"import sys\nfrom rankgate.data.parquet import read_parquet_run\nread_parquet_run({str(tmp_path / 'run.parquet')!r})\n"
+    code = (f"import sys\nfrom rankgate.io.parquet import read_parquet_run\nread_parquet_run({str(tmp_path / 'run.parquet')!r})\n"
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankgate.data import load_gold, load_run
-from rankgate.pooling import Calibration, bounds, pool_queue, read_judged, rogan_gladen
+from rankgate.io import load_gold, load_run
+from rankgate.stats.pooling import Calibration, bounds, pool_queue, read_judged, rogan_gladen
 
 from .hostile import assert_refused
 
@@ -130,7 +130,7 @@ def test_pool_order_and_texts(tmp_path):
 
 
 def test_pool_cli_and_evaluate_judged(tmp_path, capsys):
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     g = jl(tmp_path / "g.jsonl", [{"query_id": "q1", "query": "Q1", "relevant_chunks": ["a"]},
                                   {"query_id": "q2", "query": "Q2", "relevant_chunks": ["b"]}])
@@ -195,7 +195,7 @@ def test_read_judged_duplicates(tmp_path):
 
 def test_corrected_table_matches_the_per_query_formula():
     """The vectorised corrected scores equal the plain per-query formula for any weights."""
-    from rankgate.pooling import _CorrectedTable, _query_scores
+    from rankgate.stats.pooling import _CorrectedTable, _query_scores
 
     rng = np.random.default_rng(5)
     qids, tops, gold, judge = [], {}, {}, {}

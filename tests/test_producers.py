@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rankgate
-from rankgate.cli import main
-from rankgate.data import load_gold, load_run, nearmiss
-from rankgate.data.nearmiss import near_distance
-from rankgate.data.shapes import text_id
+from rankgate.cli.main import main
+from rankgate.io import load_gold, load_run, nearmiss
+from rankgate.io.nearmiss import near_distance
+from rankgate.io.shapes import text_id
 from rankgate.metrics import parse_metric
 from rankgate.metrics.compat import compat_rows
 
@@ -307,7 +307,7 @@ def test_pandas_default_to_json_of_rankgate_records(tmp_path):
 
 
 def test_list_sep_option_words_and_limits():
-    from rankgate.data.formats import parse_columns, split_list_sep
+    from rankgate.io.formats import parse_columns, split_list_sep
     from rankgate.errors import UsageError
 
     assert parse_columns("list_sep=comma") == {"list_sep": ","}

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankgate.errors import UsageError
-from rankgate.stats import clopper_pearson, normal_quantile, wilson_interval
+from rankgate.stats.bootstrap import clopper_pearson, normal_quantile, wilson_interval
 
 from .conftest import examples
 

@@ -47,9 +47,9 @@ def _modules_after(code: str) -> set[str]:
 
 def test_import_and_help_load_nothing_heavy():
     for code in ("import rankgate",
-                 "import contextlib, io\nfrom rankgate.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+                 "import contextlib, io\nfrom rankgate.cli.main import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
                  "    try: main(['--help'])\n    except SystemExit: pass",
-                 "import contextlib, io\nfrom rankgate.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+                 "import contextlib, io\nfrom rankgate.cli.main import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
                  "    try: main(['evaluate', '--help'])\n    except SystemExit: pass"):
         loaded = _modules_after(code)
         heavy = sorted(m for m in HEAVY if m in loaded)

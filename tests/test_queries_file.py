@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.data.inputs import read_query_texts
+from rankgate.cli.main import main
+from rankgate.io.inputs import read_query_texts
 from rankgate.errors import InputError
 
 from .hostile import assert_refused

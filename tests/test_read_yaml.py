@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankgate.configfile import MAX_BYTES, read_yaml
+from rankgate._util.configfile import MAX_BYTES, read_yaml
 from rankgate.errors import ConfigError
 from rankgate.traces.abstention import read_abstention, read_threshold
 
@@ -68,7 +68,7 @@ def test_the_threshold_is_a_finite_number(tmp_path, value, message) -> None:
 
 
 def test_report_and_traces_sample_refuse_a_bad_file_with_the_same_line(tmp_path, capsys) -> None:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     bad = tmp_path / "a.yaml"
     bad.write_text("abstention: [1,\n", encoding="utf-8")

@@ -3,7 +3,7 @@ or a file's size can take, which must give the same rows or the same error.
 
 TREC runs and qrels: the compiled reader (one piece and many),
 pyarrow's CSV reader (no compiled reader), the line-by-line reader (neither), and for runs the block
-reader (:func:`rankgate.data.trec.trec_run_blocks`, whose blocks, when it takes the file, hold the whole
+reader (:func:`rankgate.io.trec.trec_run_blocks`, whose blocks, when it takes the file, hold the whole
 read's rows in order) and ``--trec``'s reading (trec_eval's rule for text after the sixth field, which
 changes nothing else). JSONL runs and gold sets: the compiled scanner (item shapes on and off), pyarrow's
 path alone, and the validating parser. A sample of each goes through ``rankgate evaluate`` with and
@@ -28,10 +28,10 @@ from typing import Any
 
 import pytest
 
-import rankgate._accel as accel
-from rankgate.cli import main
-from rankgate.data import jsonl_fast, trec
-from rankgate.data.load import load_gold, load_run
+import rankgate._native as accel
+from rankgate.cli.main import main
+from rankgate.io import jsonl_fast, trec
+from rankgate.io.load import load_gold, load_run
 from rankgate.errors import InputError
 
 from .test_jsonl_differential import (BAD_VALUES, EXTRA_FIELDS, ITEM_EXTRAS, STRUCTURAL, _apply, _canonical,

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rankgate import redact as redaction
-from rankgate.cli import main
-from rankgate.redact import MASK, MIN_RUN, redact, redact_line, register, register_url, registered, restore
-from rankgate.report.github import upsert_comment, workflow_command
+from rankgate._util import redact as redaction
+from rankgate.cli.main import main
+from rankgate._util.redact import MASK, MIN_RUN, redact, redact_line, register, register_url, registered, restore
+from rankgate.render.github import upsert_comment, workflow_command
 
 from .fake_github import FakeGitHub
 from .fake_openai import FakeOpenAI, echo, status
@@ -108,7 +108,7 @@ def test_property_no_run_of_a_secret_or_its_basic_auth_form_survives(secret, use
 # -- a secret echoed in another layout: split across lines, percent-encoded ---------------------------
 def folded(text: str) -> str:
     """``text`` as an echo may hide a secret in it: whitespace out, percent-escapes decoded (written here
-    apart from rankgate.redact's own folding, so the two check each other)."""
+    apart from rankgate._util.redact's own folding, so the two check each other)."""
     return "".join("".join(urllib.parse.unquote(part) for part in text.split()).split())
 
 
@@ -304,7 +304,7 @@ def test_does_not_answer_names_the_url_without_its_password(tmp_path, capsys):
 
 
 def test_debug_tracebacks_are_redacted(capsys):
-    from rankgate.cli import _traceback
+    from rankgate.cli.main import _traceback
 
     register(KEY)
     try:

@@ -18,11 +18,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.judges import JudgeItem, open_judge
-from rankgate.redact import origin, registered, restore
-from rankgate.report.comment import MARKER
-from rankgate.report.github import MAX_REDIRECTS, upsert_comment
+from rankgate._util.redact import origin, registered, restore
+from rankgate.render.comment import MARKER
+from rankgate.render.github import MAX_REDIRECTS, upsert_comment
 
 from .fake_github import FakeGitHub
 from .fake_openai import FakeOpenAI, status

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
+import rankgate._native as accel
 from rankgate.corpus import manifest_from_records
 from rankgate.goldset import remap_gold
 from rankgate.goldset import remap as R
@@ -20,7 +20,7 @@ from .conftest import examples
 
 kernels = accel.kernels
 needs_kernels = pytest.mark.skipif(kernels is None or not hasattr(kernels, "shingle_scan"),
-                                   reason="rankgate._kernels is not built in this installation")
+                                   reason="rankgate._native._kernels is not built in this installation")
 
 # ASCII of every class (letters of both cases, digits, underscore, punctuation, spaces, controls) and
 # characters whose Unicode rules differ from ASCII's: letters and digits outside ASCII, a sign that

@@ -7,9 +7,9 @@ import hashlib
 import json
 import re
 
-from rankgate.cli import main
-from rankgate.report.build import build_report
-from rankgate.report.html import render_html
+from rankgate.cli.main import main
+from rankgate.render.build import build_report
+from rankgate.render.html import render_html
 
 
 def _beir(tmp_path):

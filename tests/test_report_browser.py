@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.report.html import write_report
+from rankgate.render.html import write_report
 
 from .conftest import NO_BROWSER, SAVED
 

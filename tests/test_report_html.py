@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.report.build import build_report, sweep_ks
-from rankgate.report.html import render_html
+from rankgate.cli.main import main
+from rankgate.render.build import build_report, sweep_ks
+from rankgate.render.html import render_html
 
 DATA = Path(__file__).parent / "data" / "report"
 ARGS = {"baseline": str(DATA / "base.jsonl"), "lexical": str(DATA / "bm25.jsonl"), "by": ["lang", "intent"],
@@ -150,7 +150,7 @@ def test_cli_input_error_is_one_line(tmp_path, capsys):
 def test_report_command_imports_nothing_heavy():
     import subprocess
 
-    code = ("import sys; import rankgate.cli as c; c.build_parser(); "
+    code = ("import sys; import rankgate.cli.main as c; c.build_parser(); "
             "print(','.join(m for m in ('matplotlib', 'numpy', 'pyarrow', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert "matplotlib" not in out
@@ -166,8 +166,8 @@ def test_terminal_panel_says_why_a_clear_change_is_within_noise():
 
     from rich.console import Console
 
-    from rankgate.compare import DeltaRow
-    from rankgate.report.panel import retrieval_panel
+    from rankgate.stats.paired import DeltaRow
+    from rankgate.render.panel import retrieval_panel
 
     class Cmp:  # a comparison whose one change has a CI clear of 0 and a Holm p of 0.12
         confidence = 0.95
@@ -177,7 +177,7 @@ def test_terminal_panel_says_why_a_clear_change_is_within_noise():
             return DeltaRow(metric=m, field=None, segment=None, n=13, baseline=0.5, candidate=0.6, delta=0.1,
                                ci_low=0.02, ci_high=0.2, p_value=0.01, p_holm=0.12)
 
-    from rankgate.engine import evaluate
+    from rankgate.scoring.engine import evaluate
 
     res = evaluate(str(DATA / "gold.jsonl"), str(DATA / "run.jsonl"), ["recall@5"])
     console = Console(width=160, record=True, file=io.StringIO(), color_system=None)

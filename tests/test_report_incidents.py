@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.data import load_gold
-from rankgate.engine import evaluate
-from rankgate.report.html import write_report
-from rankgate.report.incidents import incident_view
+from rankgate.io import load_gold
+from rankgate.scoring.engine import evaluate
+from rankgate.render.html import write_report
+from rankgate.render.incidents import incident_view
 
 from .conftest import SAVED
 from .test_gold import DEMO, _lines, _write
@@ -25,7 +25,7 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The demo gold set with the incident of tests/test_incident.py added, a second incident case from
     another month, the baseline run and the fixed run."""
     tmp = tmp_path_factory.mktemp("incidents")
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     rows = _lines(DEMO / "gold.jsonl")
     rows.append({"query_id": "inc-older", "query": "how long do invitations last",

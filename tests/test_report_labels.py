@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from rankgate.report import charts
-from rankgate.report.build import build_report
-from rankgate.report.html import render_html
-from rankgate.report.model import Curve
+from rankgate.render import charts
+from rankgate.render.build import build_report
+from rankgate.render.html import render_html
+from rankgate.render.model import Curve
 
 from .helpers import write_jsonl as _write
 

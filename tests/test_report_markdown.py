@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rankgate.compare import compare
-from rankgate.results import EvaluationResult
-from rankgate.segments import segment_summary
-from rankgate.sweep import KSweep, SweepCurve
+from rankgate.stats.paired import compare
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.segments import segment_summary
+from rankgate.stats.sweep import KSweep, SweepCurve
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = bool(os.environ.get("RANKGATE_UPDATE_GOLDEN"))
@@ -49,7 +49,7 @@ def check(name: str, text: str) -> None:
 
 
 def test_markdown_panel_golden():
-    from rankgate.report.markdown import evaluation_markdown
+    from rankgate.render.markdown import evaluation_markdown
 
     res = fixed_result()
     segs = segment_summary(res, "intent", n_resamples=0)
@@ -59,7 +59,7 @@ def test_markdown_panel_golden():
 
 
 def test_markdown_without_cis():
-    from rankgate.report.markdown import evaluation_markdown
+    from rankgate.render.markdown import evaluation_markdown
 
     text = evaluation_markdown(fixed_result(), None)
     assert "| metric | mean | n |" in text and "CI" not in text.split("\n\n")[1]
@@ -68,7 +68,7 @@ def test_markdown_without_cis():
 def test_terminal_panel_golden():
     from rich.console import Console
 
-    from rankgate.report.panel import retrieval_panel
+    from rankgate.render.panel import retrieval_panel
 
     base, cand = fixed_result(0.5), fixed_result()
     cmp = compare(base, cand, n_resamples=0, n_permutations=0)

@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rankgate
-from rankgate import stats
-from rankgate.data import load_gold, load_run
-from rankgate.engine import doc_mapper
+from rankgate.stats import bootstrap as stats
+from rankgate.io import load_gold, load_run
+from rankgate.scoring.engine import doc_mapper
 from rankgate.metrics.context import EvalContext
-from rankgate.report import details as dt
+from rankgate.render import details as dt
 
 from .conftest import examples
 
@@ -155,8 +155,8 @@ def test_ranked_lists_query_by_query_are_the_whole_rankings(seed, ties, ranks, z
     """A grouped run is ranked query by query as lists are asked for: every query's rows and every
     top score equal those of ranking the whole run (ties, explicit ranks on some queries, zero scores
     of both signs, empty and repeated ids), also past the number of lists ranked one by one."""
-    from rankgate.data import Run
-    from rankgate.data.arrow import strings_of
+    from rankgate.io import Run
+    from rankgate._util.arrow import strings_of
 
     rng = np.random.default_rng(seed)
     nq = int(rng.integers(1, 30))
@@ -186,8 +186,8 @@ def test_ranked_lists_query_by_query_are_the_whole_rankings(seed, ties, ranks, z
 
 def test_a_top_score_of_zero_keeps_the_sign_the_ranking_gives() -> None:
     """-0.0 and 0.0 tie; trec_eval's rule then ranks d5 above d1, so rank 1 holds -0.0 here."""
-    from rankgate.data import Run
-    from rankgate.data.arrow import strings_of
+    from rankgate.io import Run
+    from rankgate._util.arrow import strings_of
 
     run = Run(query_ids=["q"], r_query=np.zeros(2, dtype=np.int64), r_doc=strings_of(["d5", "d1"]),
               r_score=np.array([-0.0, 0.0]), source="run", ties="id")
@@ -199,7 +199,7 @@ def test_a_top_score_of_zero_keeps_the_sign_the_ranking_gives() -> None:
 def test_ranked_lists_read_rows_as_the_whole_permutation_gives_them(shape, tmp_path):
     """RankedLists keeps rank_order's small form (no whole permutation unless rows move between
     queries): every position must map to the row the whole permutation names."""
-    from rankgate.data.ranking import rank_rows
+    from rankgate.model.ranking import rank_rows
 
     rng = np.random.default_rng(3)
     lines = []

@@ -38,7 +38,7 @@ CRANFIELD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cranf
 
 def _retrieve_cli(argv: list[str]) -> int:
     """Run ``rankgate retrieve`` through the CLI (which turns errors into exit 2 and one line)."""
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     return main(["retrieve", *argv])
 
@@ -437,7 +437,7 @@ def test_cli_retrieve_errors_exit_2(
 
 def test_cli_module_imports_nothing_heavy() -> None:
     code = (
-        "import sys, rankgate.commands.retrieve, rankgate.retrieval\n"
+        "import sys, rankgate.cli.retrieve, rankgate.retrieval\n"
         "heavy = {'bm25s', 'Stemmer', 'numpy', 'torch', 'sentence_transformers'} & set(sys.modules)\n"
         "print(sorted(heavy))"
     )

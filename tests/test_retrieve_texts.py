@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.commands.retrieve import DEFAULT_TEXTS
+from rankgate.cli.main import main
+from rankgate.cli.retrieve import DEFAULT_TEXTS
 
 DEMO = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
 
@@ -47,7 +47,7 @@ def test_a_smaller_run_gives_the_same_numbers_and_the_report_still_shows_the_tex
     _retrieve(small)
     _retrieve(full, "--texts", "all")
     assert (small / "run.jsonl").stat().st_size < 0.7 * (full / "run.jsonl").stat().st_size
-    from rankgate.report.build import build_report
+    from rankgate.render.build import build_report
 
     reps = [build_report(str(DEMO / "gold.jsonl"), str(d / "run.jsonl"), n_resamples=0) for d in (small, full)]
     assert [r.mean for r in reps[0].panel] == [r.mean for r in reps[1].panel]

@@ -1,4 +1,4 @@
-"""Sections declared once (rankgate.report.sections): every kind has its data form and a renderer per
+"""Sections declared once (rankgate.render.sections): every kind has its data form and a renderer per
 medium, and evaluate's JSON, markdown and terminal outputs show exactly the sections the Evaluation has."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.report.sections import HTML_EXPERIMENTS, SECTION, SECTIONS, experiment_html, sections_of, summary_parts
+from rankgate.cli.main import main
+from rankgate.render.sections import HTML_EXPERIMENTS, SECTION, SECTIONS, experiment_html, sections_of, summary_parts
 
 LANGS = ("en", "de", "en", "de", "en", "en", "de", "en")
 
@@ -154,8 +154,8 @@ def _title(renderable: object) -> str:
 def test_the_full_terminal_output_is_the_panel_then_each_section(data, full, capsys, monkeypatch):
     from rich.console import Console
 
-    from rankgate.report.sections import sections_renderables
-    from rankgate.report.terminal import print_evaluation
+    from rankgate.render.sections import sections_renderables
+    from rankgate.render.terminal import print_evaluation
 
     gold, run, labels = data
     monkeypatch.setenv("COLUMNS", "150")

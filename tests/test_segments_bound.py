@@ -18,14 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
-from rankgate import segments as seg_mod
-from rankgate import stats
-from rankgate._jsonable import exact_mean
-from rankgate.compare import compare
-from rankgate.results import EvaluationResult
-from rankgate.segments import MAX_SHOWN_SEGMENTS, SegmentRow, looks_like_id, ordered_labels, segment_summary, shown_segments
-from rankgate.stats import (
+import rankgate._native as accel
+from rankgate.stats import segments as seg_mod
+from rankgate.stats import bootstrap as stats
+from rankgate._util.jsonable import exact_mean
+from rankgate.stats.paired import compare
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.segments import MAX_SHOWN_SEGMENTS, SegmentRow, looks_like_id, ordered_labels, segment_summary, shown_segments
+from rankgate.stats.bootstrap import (
     bootstrap_ci,
     grouped_bootstrap_cis,
     grouped_randomization_tests,
@@ -217,7 +217,7 @@ def expected_shown(n: int) -> tuple[list[str], int, int]:
 
 
 def cli(*args: str) -> int:
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     return main(list(args))
 
@@ -396,7 +396,7 @@ def test_p_values_of_thousands_of_segments_need_no_call_per_segment(monkeypatch)
 
 
 def test_tables_read_only_the_rows_they_show(monkeypatch) -> None:
-    from rankgate.report.tables import segment_markdown, segment_table
+    from rankgate.render.tables import segment_markdown, segment_table
 
     res, _ = many_segments()
     s = segment_summary(res, "v", n_resamples=0)
@@ -408,7 +408,7 @@ def test_tables_read_only_the_rows_they_show(monkeypatch) -> None:
 
 
 def test_a_gate_on_thousands_of_segments_looks_each_up_once(monkeypatch) -> None:
-    from rankgate.gates import decide, parse_config
+    from rankgate.gating.decide import decide, parse_config
 
     base, cand = many_segments()
     config = parse_config("gates:\n  - name: r\n    metric: recall@5\n    threshold: 0.5\n    regression_max: 0.1\n"
@@ -423,7 +423,7 @@ def test_a_gate_on_thousands_of_segments_looks_each_up_once(monkeypatch) -> None
 
 def test_experiment_tables_show_the_50_largest_segments_of_a_field(tmp_path, capsys) -> None:
     from rankgate.experiments.paired import paired_rows
-    from rankgate.report.experiments import paired_markdown
+    from rankgate.render.experiments import paired_markdown
 
     # a run that logs latency: evaluate's latency table is broken down by --by as well
     n = len(SHOPS)
@@ -449,7 +449,7 @@ def test_experiment_tables_show_the_50_largest_segments_of_a_field(tmp_path, cap
 @settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.text(max_size=6), min_size=1, max_size=30), st.integers(0, 3))
 def test_summary_json_writes_segments_from_columns_as_from_the_dict(labels, seed) -> None:
-    from rankgate.report.exports import segments_json, summary_json
+    from rankgate.render.exports import segments_json, summary_json
 
     rng = np.random.default_rng(seed)
     n = len(labels)

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from rankgate.errors import MetricSpecError, UsageError
-from rankgate.report.tables import segment_markdown, segment_table, sweep_markdown
-from rankgate.results import EvaluationResult
-from rankgate.segments import segment_summary
-from rankgate.stats import bootstrap_ci
-from rankgate.sweep import auc, k_sweep, parse_ks, sweep_from_result, sweep_specs
+from rankgate.render.tables import segment_markdown, segment_table, sweep_markdown
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.segments import segment_summary
+from rankgate.stats.bootstrap import bootstrap_ci
+from rankgate.stats.sweep import auc, k_sweep, parse_ks, sweep_from_result, sweep_specs
 
 DATA = Path(__file__).parent / "data" / "gate"
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate import stats
+from rankgate.stats import bootstrap as stats
 from rankgate.errors import UsageError
-from rankgate.results import EvaluationResult
-from rankgate.stats import bootstrap_ci, holm, metric_cis, paired_bootstrap_ci, randomization_test
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.bootstrap import bootstrap_ci, holm, metric_cis, paired_bootstrap_ci, randomization_test
 
 from .conftest import examples
 
@@ -198,7 +198,7 @@ def test_large_inputs_run_in_blocks_quickly():
 
 
 def test_newcombe_interval_hand_computed_and_against_statsmodels():
-    from rankgate.stats import newcombe_interval, wilson_interval
+    from rankgate.stats.bootstrap import newcombe_interval, wilson_interval
 
     # by hand from the two Wilson intervals: 11/30 against 18/120
     l1, u1 = wilson_interval(11, 30)

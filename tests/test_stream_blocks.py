@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
-from rankgate import engine
-from rankgate.cli import main
-from rankgate.data import load, trec
+import rankgate._native as accel
+from rankgate.scoring import engine
+from rankgate.cli.main import main
+from rankgate.io import load, trec
 from rankgate.errors import InputError
 
 from .conftest import examples
 
-pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._reader is not built in this installation")
+pytestmark = pytest.mark.skipif(accel.reader is None, reason="rankgate._native._reader is not built in this installation")
 
 METRICS = "ndcg@10,recall@5,precision@3,mrr@10,map,hit@3,err@5,rprec"
 
@@ -281,7 +281,7 @@ def test_a_gold_set_with_per_query_k_closes_the_blocks_before_the_whole_read(tmp
 
 
 def test_resumed_gives_the_first_part_then_the_rest_and_closes_them() -> None:
-    from rankgate.data.source import Resumed
+    from rankgate.io.source import Resumed
 
     def parts(n: int, fail_at: int = -1):
         for i in range(n):
@@ -500,7 +500,7 @@ def test_read_ahead_reads_in_order_and_stops_after_a_part_given_up() -> None:
     import threading
     from contextlib import closing
 
-    from rankgate.data.source import read_ahead
+    from rankgate.io.source import read_ahead
 
     reads: list[int] = []
     lock = threading.Lock()
@@ -528,8 +528,8 @@ def test_recorded_digests_are_the_files_bytes_hashed_mapped_or_read(tmp_path, mo
     order."""
     import hashlib
 
-    from rankgate.data import source
-    from rankgate.data.inputs import sha256_files
+    from rankgate.io import source
+    from rankgate.io.inputs import sha256_files
 
     monkeypatch.setattr(source, "_HASH_PIECE", piece)
     gold, run = _write(tmp_path, 5)
@@ -554,7 +554,7 @@ def test_fixed_width_ids_are_scored_without_importing_pyarrow_compute(tmp_path) 
     gold, run = tmp_path / "qrels.trec", tmp_path / "run.trec"
     gold.write_text("".join(f"q{q} 0 doc_{q * 7 + d:06d} {d % 3}\n" for q in range(30) for d in range(4)))
     run.write_text("".join(f"q{q} Q0 doc_{q * 5 + d:06d} {d + 1} {1 - d / 10} sys\n" for q in range(32) for d in range(9)))
-    code = ("import sys; from rankgate.cli import main; "
+    code = ("import sys; from rankgate.cli.main import main; "
             f"rc = main(['evaluate', '--gold', {str(gold)!r}, '--run', {str(run)!r}, '-m', {METRICS!r}, "
             f"'--out', {str(tmp_path / 'out')!r}]); "
             "print(rc, 'pyarrow.compute' in sys.modules)")
@@ -570,7 +570,7 @@ def test_a_file_hashed_ahead_gives_its_digest_once_and_never_a_stale_one(tmp_pat
     import hashlib
     import os
 
-    from rankgate.data import source
+    from rankgate.io import source
 
     monkeypatch.setattr(source, "_AHEAD_FROM", 10)
     monkeypatch.setattr(source, "_ahead", {})
@@ -601,7 +601,7 @@ def test_a_file_that_gets_shorter_while_it_is_hashed_is_named(tmp_path, monkeypa
     an internal error, not the digest of half a file); so is one rewritten after its last piece."""
     import os
 
-    from rankgate.data import source
+    from rankgate.io import source
 
     path = tmp_path / "run.trec"
     path.write_bytes(b"q1 Q0 d1 1 2.0 x\n" * 1000)  # 17,000 bytes: five 4,096-byte pieces

@@ -11,8 +11,8 @@ from pathlib import Path
 from rich.cells import cell_len
 from rich.console import Console
 
-from rankgate.compare import compare
-from rankgate.report.compare import comparison_renderable
+from rankgate.stats.paired import compare
+from rankgate.render.compare import comparison_renderable
 
 from .test_compare import check_golden, make_pair
 
@@ -52,8 +52,8 @@ def test_compare_command_follows_columns(tmp_path):
 
 
 def test_panel_with_a_comparison_cuts_no_value_at_100_columns():
-    from rankgate.engine import evaluate
-    from rankgate.report.panel import print_panel
+    from rankgate.scoring.engine import evaluate
+    from rankgate.render.panel import print_panel
 
     gold = str(DATA / "gold.jsonl")
     metrics = ["recall@5", "distinct_docs@5", "mrr"]
@@ -85,7 +85,7 @@ def test_gate_command_follows_columns(tmp_path):
 def test_every_help_fits_80_columns(monkeypatch, capsys):
     import pytest
 
-    from rankgate.cli import main
+    from rankgate.cli.main import main
 
     monkeypatch.setenv("COLUMNS", "80")
     for command in ([], ["evaluate"], ["compare"], ["gate"], ["report"], ["retrieve"], ["demo"], ["metrics"], ["gold"]):
@@ -99,7 +99,7 @@ def test_every_help_fits_80_columns(monkeypatch, capsys):
 
 def test_coverage_line_counts_one_query_in_the_singular():
     import rankgate
-    from rankgate.report.terminal import coverage_lines
+    from rankgate.render.terminal import coverage_lines
 
     one = rankgate.evaluate({"q1": {"a": 1}}, {"q1": {"a": 1.0}}, ["mrr"])
     two = rankgate.evaluate({"q1": {"a": 1}, "q2": {"b": 1}}, {"q1": {"a": 1.0}}, ["mrr"])
@@ -113,7 +113,7 @@ LONG = "customer-support-escalations-enterprise-tier-long-segment-name"
 
 
 def _long_segment_result(run_shift: int = 0):
-    from rankgate.engine import evaluate
+    from rankgate.scoring.engine import evaluate
 
     gold = [{"query_id": f"q{i}", "relevant": ["a"], "tags": {"team": LONG if i % 2 else "short"}} for i in range(30)]
     run = [{"query_id": f"q{i}", "topk": ["a"] if (i + run_shift) % 3 else ["b", "c", "a"],
@@ -126,9 +126,9 @@ def _cells(text: str) -> list[str]:
 
 
 def test_segment_table_wraps_a_long_label_and_keeps_every_number_whole():
-    from rankgate.report.numbers import fmt_value, fmt_value_ci
-    from rankgate.report.tables import segment_table
-    from rankgate.segments import segment_summary
+    from rankgate.render.numbers import fmt_value, fmt_value_ci
+    from rankgate.render.tables import segment_table
+    from rankgate.stats.segments import segment_summary
 
     summary = segment_summary(_long_segment_result(), ["tags.team"], n_resamples=200)
     text = _render(segment_table(summary), 80)
@@ -143,7 +143,7 @@ def test_segment_table_wraps_a_long_label_and_keeps_every_number_whole():
 
 
 def test_compare_table_with_a_long_segment_keeps_numbers_whole_at_80_columns():
-    from rankgate.report.numbers import fmt_delta_ci, fmt_value
+    from rankgate.render.numbers import fmt_delta_ci, fmt_value
 
     cmp = compare(_long_segment_result(1), _long_segment_result(0), by=["tags.team"], n_resamples=200,
                   n_permutations=199, top=3)
@@ -160,7 +160,7 @@ def test_compare_table_with_a_long_segment_keeps_numbers_whole_at_80_columns():
 
 def test_latency_table_stacks_intervals_under_values_when_narrow():
     from rankgate.experiments.latency import latency_summary
-    from rankgate.report.experiments import latency_renderable
+    from rankgate.render.experiments import latency_renderable
 
     summary = latency_summary(_long_segment_result(), by=["tags.team"], n_resamples=200)
     text = _render(latency_renderable(summary), 80)

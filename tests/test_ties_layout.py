@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rankgate
-from rankgate.cli import main
-from rankgate.data.ranking import rank_rows
+from rankgate.cli.main import main
+from rankgate.model.ranking import rank_rows
 from rankgate.errors import UsageError
-from rankgate.report.exports import metrics_csv
+from rankgate.render.exports import metrics_csv
 
 from .helpers import write_jsonl
 from .conftest import examples
@@ -95,7 +95,7 @@ def test_cli_ties_recorded_in_summary_and_report(tmp_path, capsys):
 
 
 def test_gate_config_evaluate_ties(tmp_path):
-    from rankgate.gate_config import config_from_dict
+    from rankgate.gating.config import config_from_dict
     from rankgate.flows.gate import gate
 
     cfg = {"evaluate": {"ties": "input"}, "gates": [{"name": "mrr", "metric": "mrr", "threshold": 0.9}]}
@@ -177,7 +177,7 @@ def test_input_ties_follow_the_lines_of_a_trec_run(tmp_path):
     input then keeps among equal scores."""
     import random
 
-    from rankgate.data import load_run
+    from rankgate.io import load_run
 
     rng = random.Random(3)
     lines = [f"q{q} Q0 d{rng.randrange(10**5)}x{r} {r + 1} {rng.choice([1.0, 2.0, 3.0])} tag\n"
@@ -220,8 +220,8 @@ def test_input_ties_follow_a_jsonl_rank_given_beside_scores(tmp_path):
     assert by_input.info["rank_vs_score"] == 1  # z (score 2.0) is ranked below scores of 1.0
     assert rankgate.evaluate(GOLD, str(path), "mrr", ties="id")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
     # The columnar reader (large files) keeps the ranks the same way.
-    from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
-    from rankgate.data.jsonl_fast import read_run_fast
+    from rankgate.io.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
+    from rankgate.io.jsonl_fast import read_run_fast
     slow = parse_run_records(iter_json_lines(json_lines(read_text(str(path))), str(path)), str(path))
     fast = read_run_fast(str(path), min_bytes=0)
     assert fast is not None and fast.r_order.tolist() == slow.r_order.tolist() == [2.0, 1.0, 3.0, 4.0]
@@ -255,8 +255,8 @@ def test_input_ties_follow_a_table_rank_column_beside_scores(tmp_path, kind):
     assert rankgate.evaluate(GOLD, str(path), "mrr")["mrr"].tolist() == [1.0]  # the ranks alone: a, c, b, z
     assert rankgate.evaluate(GOLD, str(path), "mrr", ties="id")["mrr"].tolist() == [0.25]  # z, c, b, a: id rule
     if kind == "csv":  # pyarrow's reader and the line-by-line one keep the same ranks
-        from rankgate.data.csvtable import read_csv_fast, read_table_run
-        from rankgate.data.records import read_records
+        from rankgate.io.csvtable import read_csv_fast, read_table_run
+        from rankgate.io.tools.records import read_records
 
         fast = read_csv_fast(str(path), ["query_id", "chunk_id", "score", "rank"], ",", "run")
         slow = read_table_run(read_records(str(path), "csv"))

@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import rankgate
-from rankgate.cli import main
-from rankgate.data import load_run
-from rankgate.data.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
-from rankgate.data.jsonl_fast import read_run_fast
-from rankgate.data.ranking import rank_rows
+from rankgate.cli.main import main
+from rankgate.io import load_run
+from rankgate.io.jsonl import iter_json_lines, json_lines, parse_run_records, read_text
+from rankgate.io.jsonl_fast import read_run_fast
+from rankgate.model.ranking import rank_rows
 
 from .test_formats import write_hf
 from .conftest import examples
@@ -435,7 +435,7 @@ def test_tie_effect_counts_what_the_two_rules_order_differently(rows, presorted,
     """Against both rankings built in full: queries whose top ``depth`` differ, and fully ranked queries
     whose ranks put a higher score below a lower one. ``presorted`` lays rows out grouped and by score,
     as most runs come, where only runs of tied scores move."""
-    from rankgate.data.ranking import rank_order, tie_effect
+    from rankgate.model.ranking import rank_order, tie_effect
 
     if presorted:
         rows = sorted(rows, key=lambda r: (r[0], -r[1]))

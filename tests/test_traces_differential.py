@@ -221,7 +221,7 @@ def _engine_outcome(path):
 
 
 def _summaries_agree(engine_tables, path, backend=None, manifest=None):
-    from rankgate.report.traces import signals_csv, summary_json
+    from rankgate.render.traces import signals_csv, summary_json
     from rankgate.traces.signals import summarize_traces
 
     arrow = read_traces(path)
@@ -297,7 +297,7 @@ def test_items_in_engine_mixed_with_arrow_items(tmp_path):
     assert len(tables.item_sources) == 1 and tables.items.num_rows > 0
     both = read_traces([a, b])
     assert _sorted(tables.all_items()).equals(_sorted(both.items))
-    from rankgate.report.traces import signals_csv
+    from rankgate.render.traces import signals_csv
     from rankgate.traces.signals import summarize_traces
 
     assert signals_csv(summarize_traces(tables, by=("tenant",))) == signals_csv(summarize_traces(both, by=("tenant",)))
@@ -374,7 +374,7 @@ def _both_ways(source, **kw):
     JSON, byte for byte) and the intermediate tables they were computed from."""
     import duckdb
 
-    from rankgate.report.traces import signals_csv, summary_json
+    from rankgate.render.traces import signals_csv, summary_json
     from rankgate.traces.engines import DuckDBBackend
     from rankgate.traces.signals import summarize_traces
 

@@ -196,7 +196,7 @@ def test_langsmith_retriever_run_and_field_map(tmp_path):
            "extra": {"metadata": {"session_id": "s-1", "team": "acme"}}}
     p = tmp_path / "runs.jsonl"
     p.write_text(json.dumps(run) + "\n")
-    from rankgate.data.shapes import text_id
+    from rankgate.io.shapes import text_id
 
     tt = read_traces(p)  # no id: the id of the document's text, counted
     assert tt.items["item_id"].to_pylist() == [text_id("…")] and tt.reading == {"derived_item_ids": 1}

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.traces import read_traces
 
 from .hostile import assert_refused
@@ -159,7 +159,7 @@ def test_every_reader_refuses_one_id_with_two_contents(fmt, tmp_path, capsys):
 
 @pytest.mark.parametrize("fmt", ["otlp", "otel-sdk", "phoenix", "langfuse", "langsmith"])
 def test_documents_without_an_id_take_their_texts_id(fmt, tmp_path, capsys):
-    from rankgate.data.shapes import text_id
+    from rankgate.io.shapes import text_id
 
     texts = ["Refunds within 30 days.", "Shipping takes 3 days."]
     docs = [{"content": t, "metadata": {"source": "faq"}} for t in texts]

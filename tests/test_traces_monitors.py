@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.errors import ConfigError
-from rankgate.gate_config import parse_monitors
+from rankgate.gating.config import parse_monitors
 from rankgate.traces.monitors import Monitor, MonitorConfig, check_monitors
 from rankgate.traces.signals import SignalValue, TraceSummary
 
@@ -61,7 +61,7 @@ def test_proportion_rule_tests_the_difference_not_overlap_of_intervals():
     """Seed 0's bad source, 11/30 against 18/120: the two Wilson intervals overlap, but Newcombe's
     interval of the difference lies above 0 even at 99% (the default for feedback per source). Seed 1's
     clean day, 8/25 against 36/250: above 0 at 95%, not at 99%."""
-    from rankgate.stats import newcombe_interval, wilson_interval
+    from rankgate.stats.bootstrap import newcombe_interval, wilson_interval
 
     assert wilson_interval(11, 30, confidence=0.99)[0] < wilson_interval(18, 120, confidence=0.99)[1]
     assert newcombe_interval(11, 30, 18, 120, confidence=0.99)[0] > 0
@@ -105,7 +105,7 @@ def test_monitor_file_errors_name_line_and_key(text, line, match):
 
 
 def test_default_monitors_parse():
-    from rankgate.gate_config import load_monitors
+    from rankgate.gating.config import load_monitors
 
     cfg = load_monitors(None)
     assert "instability.rbo" in {m.signal for m in cfg.monitors}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.data.shapes import text_id
+from rankgate.cli.main import main
+from rankgate.io.shapes import text_id
 from rankgate.traces import read_traces
 
 from .hostile import assert_refused

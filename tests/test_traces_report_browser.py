@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rankgate.corpus import load_manifest
-from rankgate.gate_config import load_monitors
-from rankgate.report.traces_html import trace_report_html
+from rankgate.gating.config import load_monitors
+from rankgate.render.traces_html import trace_report_html
 from rankgate.traces import read_traces
 from rankgate.traces.monitors import check_monitors
 from rankgate.traces.signals import summarize_traces

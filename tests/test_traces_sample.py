@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rankgate.cli import main
-from rankgate.data import load_gold
+from rankgate.cli.main import main
+from rankgate.io import load_gold
 from rankgate.traces import read_traces
 from rankgate.traces.sample import sample_candidates
 

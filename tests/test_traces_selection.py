@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import rankgate.traces.formats.jsonl as tj
-from rankgate.cli import main
+from rankgate.cli.main import main
 from rankgate.errors import UsageError
 from rankgate.traces import read_traces
 from rankgate.traces.signals import SIGNAL_GROUPS, SIGNAL_SETS, SIGNALS, parse_signals, summarize_traces
@@ -187,7 +187,7 @@ def report(code):
     real_exit(code)
 os._exit = report
 sys.argv = ["rankgate"] + sys.argv[1:]
-from rankgate.cli import entry
+from rankgate.cli.main import entry
 entry()
 """
 
@@ -223,7 +223,7 @@ def test_rankgate_process_does_not_import_pandas(week, tmp_path):
                     reason="pandas is not installed here: nothing could import it")
 def test_the_guard_leaves_pandas_to_others(tmp_path):
     """Code that is not rankgate's, pyarrow's or DuckDB's still gets pandas in the same process."""
-    code = ("import sys; from rankgate._pandas_guard import install; install(); "
+    code = ("import sys; from rankgate._util.pandas_guard import install; install(); "
             "from rankgate.traces.columnar import _aborts; _aborts(); assert 'pandas' not in sys.modules; "
             "import pandas; print(pandas.__name__)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

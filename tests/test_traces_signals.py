@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rankgate.corpus import manifest_from_records
-from rankgate.stats import wilson_interval
+from rankgate.stats.bootstrap import wilson_interval
 from rankgate.traces.monitors import robust_z
 from rankgate.traces.signals import parse_window, summarize_traces
 from rankgate.traces.similarity import jaccard, rbo, rbo_weight

@@ -18,19 +18,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rankgate._accel as accel
-from rankgate.data import trec
+import rankgate._native as accel
+from rankgate.io import trec
 from rankgate.errors import InputError
 
 from .conftest import examples
 
 reader = accel.reader
-needs_reader = pytest.mark.skipif(reader is None, reason="rankgate._reader is not built in this installation")
+needs_reader = pytest.mark.skipif(reader is None, reason="rankgate._native._reader is not built in this installation")
 
 
 def test_ci_builds_the_reader() -> None:
     if os.environ.get("CI") and accel.mode != "off":
-        assert reader is not None, "rankgate._reader did not build; see the pip install log"
+        assert reader is not None, "rankgate._native._reader did not build; see the pip install log"
 
 
 def _bits(values: np.ndarray) -> list[bytes]:
@@ -310,7 +310,7 @@ def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path: Path, kind: str) ->
         read(str(path))
 
 
-@pytest.mark.skipif(__import__("rankgate._accel", fromlist=["reader"]).reader is None, reason="compiled reader not built")
+@pytest.mark.skipif(__import__("rankgate._native", fromlist=["reader"]).reader is None, reason="compiled reader not built")
 def test_the_compiled_reader_still_takes_regular_files_and_declines_the_rest(tmp_path: Path) -> None:
     """Pipes, gzip (by content, whatever the name) and a byte-order mark go to the other readers, which
     give the same result; a plain regular file is still read by the compiled reader."""

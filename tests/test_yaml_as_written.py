@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankgate.cli import main
+from rankgate.cli.main import main
 
 from .conftest import examples
 
@@ -29,7 +29,7 @@ SPELLINGS = ("0012", "0x1F", "0b101", "1_0", "12:30", "190:20:30.15", "+12", "-0
 
 def _rows(out: Path) -> dict[str, dict[str, str]]:
     """metrics.csv by query id; a text that a spreadsheet would run as a formula (-.Inf) is written with
-    a leading ' (report/exports.py), taken off here."""
+    a leading ' (render/exports.py), taken off here."""
     def cell(text: str) -> str:
         return text[1:] if text[:2] in ("'-", "'+", "'=", "'@") else text
 
@@ -130,7 +130,7 @@ def test_every_spelling_round_trips_as_written(ids):
     """Ids YAML 1.1 reads as numbers, booleans or dates, written plain or quoted, come back as the text."""
     import tempfile
 
-    from rankgate.data.contract import read_contract_gold, read_contract_run
+    from rankgate.io.tools.contract import read_contract_gold, read_contract_run
 
     def w(text: str, quoted: bool) -> str:
         return f"'{text}'" if quoted else text
@@ -202,7 +202,7 @@ def test_grades_scores_and_ranks_are_decimal_numbers(tmp_path, capsys):
 
 # -- the ship criteria -----------------------------------------------------------------------------------
 def test_ship_criteria_names_are_text_and_counts_decimal(tmp_path, capsys):
-    from rankgate.gate_config import load_config
+    from rankgate.gating.config import load_config
 
     gold = _jsonl(tmp_path / "gold.jsonl", [{"query_id": "0012", "relevant": ["0x1F"], "0012": "yes"},
                                             {"query_id": "b", "relevant": ["x"], "0012": "no"}])

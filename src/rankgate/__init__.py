@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rankgate._util import moved as _moved
+
+_moved.install()  # rankgate 0.1's module paths, for one release
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -30,11 +34,11 @@ __all__ = [
 ]
 
 _LAZY = {
-    "evaluate": ("rankgate.engine", "evaluate"),
+    "evaluate": ("rankgate.scoring.engine", "evaluate"),
     "gate": ("rankgate.flows.gate", "gate"),
-    "EvaluationResult": ("rankgate.results", "EvaluationResult"),
-    "load_gold": ("rankgate.data", "load_gold"),
-    "load_run": ("rankgate.data", "load_run"),
+    "EvaluationResult": ("rankgate.model.results", "EvaluationResult"),
+    "load_gold": ("rankgate.io", "load_gold"),
+    "load_run": ("rankgate.io", "load_run"),
     "Metric": ("rankgate.metrics.spec", "Metric"),
     "MetricDefinition": ("rankgate.metrics.registry", "MetricDefinition"),
     "parse_metric": ("rankgate.metrics.spec", "parse_metric"),
@@ -42,13 +46,13 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .data import load_gold, load_run
-    from .engine import evaluate
-    from .flows.gate import gate
-    from .metrics.registry import MetricDefinition
-    from .metrics.registry import register as register_metric
-    from .metrics.spec import Metric, parse_metric
-    from .results import EvaluationResult
+    from rankgate.io import load_gold, load_run
+    from rankgate.scoring.engine import evaluate
+    from rankgate.flows.gate import gate
+    from rankgate.metrics.registry import MetricDefinition
+    from rankgate.metrics.registry import register as register_metric
+    from rankgate.metrics.spec import Metric, parse_metric
+    from rankgate.model.results import EvaluationResult
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """``python -m rankgate`` runs the command line."""
 
-from rankgate.cli import entry
+from rankgate.cli.main import entry
 
 entry()

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .constraints import CONFIDENCE, COUNT, EVALUATE_OPTIONS, RESAMPLES, SEED, Param, check, check_options
-from .errors import UsageError
-from .metrics.display import fmt_confidence, fmt_score
-from .results import EvaluationResult
+from rankgate._util.constraints import CONFIDENCE, COUNT, EVALUATE_OPTIONS, RESAMPLES, SEED, Param, check, check_options
+from rankgate.errors import UsageError
+from rankgate.metrics.display import fmt_confidence, fmt_score
+from rankgate.model.results import EvaluationResult
 
 __all__ = ["Expectation", "assert_retrieval", "parse_expectation"]
 
@@ -49,7 +49,7 @@ class Expectation:
 
 def parse_expectation(text: str) -> Expectation:
     """``"recall@5 >= 0.85"`` -> Expectation (the metric spec is checked and made canonical)."""
-    from .metrics import parse_metric
+    from rankgate.metrics import parse_metric
 
     m = _EXPR.match(text) if isinstance(text, str) else None
     if m is None:
@@ -96,10 +96,10 @@ def assert_retrieval(
     if isinstance(run, EvaluationResult):
         result = run
     else:
-        from .engine import evaluate
+        from rankgate.scoring.engine import evaluate
 
         result = evaluate(gold, run, metrics, **evaluate_kwargs)
-    from .stats import metric_cis
+    from rankgate.stats.bootstrap import metric_cis
 
     cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=metrics)
     lines, failed = [], 0
@@ -131,7 +131,7 @@ def assert_retrieval(
 
 
 def _worst_lines(result: EvaluationResult, metric: str, worst: int) -> list[str]:
-    from .gates import worst_queries
+    from rankgate.gating.decide import worst_queries
 
     out = []
     for q in worst_queries(result, metric, worst):

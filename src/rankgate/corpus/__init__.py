@@ -3,6 +3,6 @@ status and content hashes (:class:`CorpusManifest`), and how two versions differ
 
 from __future__ import annotations
 
-from .manifest import STATUSES, ChunkRecord, CorpusDiff, CorpusManifest, load_manifest, manifest_from_records
+from rankgate.corpus.manifest import STATUSES, ChunkRecord, CorpusDiff, CorpusManifest, load_manifest, manifest_from_records
 
 __all__ = ["STATUSES", "ChunkRecord", "CorpusDiff", "CorpusManifest", "load_manifest", "manifest_from_records"]

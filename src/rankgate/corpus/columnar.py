@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import CorpusManifest
-from .schema import EITHER_COLUMNS, ID_KEYS, STATUS_SYNONYMS, STRING_COLUMNS
+from rankgate.corpus.model import CorpusManifest
+from rankgate.corpus.schema import EITHER_COLUMNS, ID_KEYS, STATUS_SYNONYMS, STRING_COLUMNS
 
 __all__ = ["columns_fast", "jsonl_fast"]
 

@@ -28,9 +28,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import InputError
-from .model import ChunkRecord, CorpusDiff, CorpusManifest, version_key
-from .schema import ID_KEYS, STATUS_SYNONYMS, STATUSES, STRING_COLUMNS
+from rankgate.errors import InputError
+from rankgate.corpus.model import ChunkRecord, CorpusDiff, CorpusManifest, version_key
+from rankgate.corpus.schema import ID_KEYS, STATUS_SYNONYMS, STATUSES, STRING_COLUMNS
 
 # the model and the status words are re-exported: this module was their home
 __all__ = ["STATUSES", "ChunkRecord", "CorpusDiff", "CorpusManifest", "load_manifest",
@@ -82,8 +82,8 @@ def manifest_from_records(records: Iterable[Mapping[str, Any]], *, source: str =
 
 
 def _jsonl_rows(path: str) -> Iterator[ChunkRecord]:
-    from ..data.jsonl import iter_json_lines
-    from ..data.source import text_lines
+    from rankgate.io.jsonl import iter_json_lines
+    from rankgate.io.source import text_lines
 
     lines = (line for _, line in text_lines(path))
     for lineno, obj in iter_json_lines(lines, path):
@@ -97,7 +97,7 @@ def _parquet_table(path: str) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..data.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
+    from rankgate.io.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
 
     try:
         return pq.read_table(path, page_checksum_verification=True)
@@ -121,7 +121,7 @@ def _parquet_rows(path: str) -> Iterator[ChunkRecord]:
 
 
 def _read_file(path: str) -> CorpusManifest:
-    from .columnar import columns_fast, jsonl_fast
+    from rankgate.corpus.columnar import columns_fast, jsonl_fast
 
     if path.endswith(".parquet"):
         fast = columns_fast(_parquet_table(path), path)
@@ -145,7 +145,7 @@ def _files(path: str) -> list[str]:
 
 def load_manifest(path: str | os.PathLike[str]) -> CorpusManifest:
     """Read a corpus manifest from a JSONL or Parquet file, or a folder of them (see module docs)."""
-    from ..data.source import check_file
+    from rankgate.io.source import check_file
 
     path = os.fspath(path)
     check_file(path, "corpus")

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
-from .schema import STATUSES
+from rankgate.errors import InputError
+from rankgate.corpus.schema import STATUSES
 
 __all__ = ["ChunkRecord", "CorpusDiff", "CorpusManifest", "content_hash", "version_key"]
 

@@ -14,6 +14,6 @@ Importing this package is cheap; the heavy libraries load when the demo runs.
 
 from __future__ import annotations
 
-from .pipeline import DemoResult, Output, SystemRun, run_demo
+from rankgate.demo.pipeline import DemoResult, Output, SystemRun, run_demo
 
 __all__ = ["DemoResult", "Output", "SystemRun", "run_demo"]

@@ -44,16 +44,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from rankgate.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..compare import Comparison
-    from ..data import Gold
-    from ..flows.evaluate import Evaluation
-    from ..gates import GateConfig, GateOutcome
-    from ..results import EvaluationResult
-    from ..retrieval import Chunk, RetrieverConfig
-    from ..segments import SegmentSummary
+    from rankgate.stats.paired import Comparison
+    from rankgate.io import Gold
+    from rankgate.flows.evaluate import Evaluation
+    from rankgate.gating.decide import GateConfig, GateOutcome
+    from rankgate.model.results import EvaluationResult
+    from rankgate.retrieval import Chunk, RetrieverConfig
+    from rankgate.stats.segments import SegmentSummary
 
 __all__ = [
     "DEMO_METRICS",
@@ -180,7 +180,7 @@ class DemoResult:
         raise KeyError(key)
 
     def change(self, metric: str, segment: str | None = None):
-        """The comparison row (:class:`rankgate.compare.DeltaRow`) of ``metric``, overall or per language."""
+        """The comparison row (:class:`rankgate.stats.paired.DeltaRow`) of ``metric``, overall or per language."""
         field_key = None if segment is None else _segment_key()
         row = self.comparison.row(self.baseline.result.resolve_metric(metric), field_key, segment)
         if row is None:
@@ -240,7 +240,7 @@ def run_demo(out_dir: str | os.PathLike[str], *, seed: int = 0) -> DemoResult:
     import shutil
     import tempfile
 
-    from ..atomic import write_files
+    from rankgate._util.atomic import write_files
 
     out = _check_out(Path(out_dir))
     # Everything is built in a private folder first, then written into ``out`` as one unit: the
@@ -282,7 +282,7 @@ def _run(out: Path, seed: int) -> DemoResult:
         return path
 
     # 1. The built-in data, copied so every file the demo mentions can be opened and reused.
-    from ..atomic import write_bytes
+    from rankgate._util.atomic import write_bytes
 
     what = {
         "corpus.jsonl": "the built-in corpus (copy)",
@@ -294,9 +294,9 @@ def _run(out: Path, seed: int) -> DemoResult:
     for name in _DATA:
         write_bytes(str(wrote(f"data:{name}", f"data/{name}", what[name])), _packaged(name))
 
-    from ..data import load_gold
-    from ..gates import load_config
-    from ..retrieval import demo_configs, load_corpus, load_gold_queries
+    from rankgate.io import load_gold
+    from rankgate.gating.decide import load_config
+    from rankgate.retrieval import demo_configs, load_corpus, load_gold_queries
 
     chunks = load_corpus(out / "data/corpus.jsonl")
     queries = load_gold_queries(out / "data/gold.jsonl")
@@ -327,16 +327,16 @@ def _run(out: Path, seed: int) -> DemoResult:
                                _forbidden_hits(gold, result, run_paths[role], chunks))
 
     # 4. The gate, as a pull request's CI job would run it; and the same criteria without segments.
-    from ..compare import compare
-    from ..gates import decide
-    from ..report.comment import comment_markdown
-    from ..report.compare import comparison_markdown
+    from rankgate.stats.paired import compare
+    from rankgate.gating.decide import decide
+    from rankgate.render.comment import comment_markdown
+    from rankgate.render.compare import comparison_markdown
 
     blabel, clabel = LABELS["baseline"], LABELS["candidate"]
     base_result, cand_result = runs["baseline"].result, runs["candidate"].result
     texts = {q: t for q, t in zip(gold.query_ids, gold.field("query")) if isinstance(t, str)}  # as `gate` shows them
     # the candidate's intervals are the evaluation's when drawn with the criteria's statistics
-    from ..flows.evaluate import Statistics
+    from rankgate.flows.evaluate import Statistics
 
     st = Statistics(seed=seed)  # as _evaluate drew them
     same = (config.seed, config.resamples, config.confidence) == (st.seed, st.resamples, st.confidence)
@@ -401,7 +401,7 @@ def _packaged(name: str) -> bytes:
 
 
 def _check_out(out: Path) -> Path:
-    from ..atomic import check_folder
+    from rankgate._util.atomic import check_folder
 
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder; choose a folder for the demo's output")
@@ -415,7 +415,7 @@ def _check_out(out: Path) -> Path:
 
 
 def _retrieve(config: RetrieverConfig, chunks: Sequence[Chunk], queries, path: Path) -> None:
-    from ..retrieval import retrieve, write_run
+    from rankgate.retrieval import retrieve, write_run
 
     records = retrieve(chunks, queries, config.build(), k=DEPTH, latency=False)
     write_run(records, path)
@@ -424,8 +424,8 @@ def _retrieve(config: RetrieverConfig, chunks: Sequence[Chunk], queries, path: P
 def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str], seed: int) -> Evaluation:
     """The run file scored as ``rankgate evaluate --by lang`` scores it (intervals and per-language segments
     at the command's defaults), its inputs named relative to the demo folder."""
-    from ..data.source import sha256_file
-    from ..flows.evaluate import EvaluateRequest, Scoring, Statistics, run_evaluation
+    from rankgate.io.source import sha256_file
+    from rankgate.flows.evaluate import EvaluateRequest, Scoring, Statistics, run_evaluation
 
     evaluation = run_evaluation(EvaluateRequest(gold, str(run_path), Scoring(metrics=list(metrics)), Statistics(seed=seed),
                                                 by=(SEGMENT_FIELD,)))
@@ -439,9 +439,9 @@ def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str], see
 
 def _write_evaluation(evaluation: Evaluation, csv_path: Path, summary_path: Path) -> None:
     """metrics.csv and summary.json exactly as ``rankgate evaluate --by lang --out DIR`` writes them."""
-    from ..atomic import write_text
-    from ..report.exports import metrics_csv, summary_dict, summary_json
-    from ..report.sections import summary_parts
+    from rankgate._util.atomic import write_text
+    from rankgate.render.exports import metrics_csv, summary_dict, summary_json
+    from rankgate.render.sections import summary_parts
 
     write_text(str(csv_path), metrics_csv(evaluation.result))
     write_text(str(summary_path), summary_json(summary_dict(evaluation.result, cis=evaluation.cis,
@@ -452,10 +452,10 @@ def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
     """answers/answers.csv and answers/summary.json as ``rankgate answers --corpus --human --out`` writes them."""
     import sys
 
-    from ..atomic import write_text
-    from ..flows.answers import JudgeSpec
-    from ..flows.answers import AnswersRequest, run_answers
-    from ..report.exports import answers_csv, answers_summary, summary_json
+    from rankgate._util.atomic import write_text
+    from rankgate.flows.answers import JudgeSpec
+    from rankgate.flows.answers import AnswersRequest, run_answers
+    from rankgate.render.exports import answers_csv, answers_summary, summary_json
 
     data = out / "data"
     # The offline judge needs no cache; a real one (RANKGATE_JUDGE*) uses the user's cache across runs.
@@ -481,10 +481,10 @@ def _write_report(path: Path, out: Path, config: GateConfig, answers: Mapping[st
     no report.html is left in the folder: an install without its dependencies still gets the rest of
     the demo). A missing rankgate module is a bug and is raised.
     """
-    from ..data import load_gold, load_run
+    from rankgate.io import load_gold, load_run
 
     try:
-        from ..report.html import write_report
+        from rankgate.render.html import write_report
 
         gold = replace(load_gold(str(out / "data/gold.jsonl")), source="data/gold.jsonl")
         runs = {role: replace(load_run(str(out / f"runs/{role}.jsonl")), source=f"runs/{role}.jsonl") for role in ROLES}

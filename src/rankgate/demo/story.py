@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..report.comment import gate_sentences
-from ..report.numbers import (
+from rankgate.render.comment import gate_sentences
+from rankgate.render.numbers import (
     fmt_answer_value,
     fmt_delta,
     fmt_delta_ci,
@@ -31,7 +31,7 @@ from ..report.numbers import (
     fmt_value_ci,
     shorten,
 )
-from .pipeline import DEPTH, SEGMENT_FIELD, DemoResult
+from rankgate.demo.pipeline import DEPTH, SEGMENT_FIELD, DemoResult
 
 __all__ = ["render", "terminal_width"]
 
@@ -427,7 +427,7 @@ if __name__ == "__main__":  # pragma: no cover
     import tempfile
     import time
 
-    from .pipeline import run_demo
+    from rankgate.demo.pipeline import run_demo
 
     target = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="rankgate-demo-")
     start = time.perf_counter()

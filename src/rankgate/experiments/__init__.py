@@ -1,7 +1,7 @@
 """Component experiments: what-ifs and stress tests over a retrieval stack.
 
 Each module computes one experiment from loaded data and evaluation results and returns frozen
-values with ``to_dict()``; nothing here renders (see :mod:`rankgate.report.experiments`).
+values with ``to_dict()``; nothing here renders (see :mod:`rankgate.render.experiments`).
 
 ============================  ===================================================================
 module                        question it answers

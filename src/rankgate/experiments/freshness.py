@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..data.models import Gold, Run
-from ..errors import InputError
-from ..results import EvaluationResult
-from .paired import PairedRow, paired_rows
+from rankgate.model.gold_run import Gold, Run
+from rankgate.errors import InputError
+from rankgate.model.results import EvaluationResult
+from rankgate.experiments.paired import PairedRow, paired_rows
 
 __all__ = ["AsOfFilter", "FreshnessWhatIf", "as_date", "enforce_as_of", "freshness_what_if"]
 

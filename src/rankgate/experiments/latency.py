@@ -5,7 +5,7 @@ A run logs ``latency_ms`` per query: a number (the total) or an object of stages
 stage. :func:`latency_summary` gives, per stage (and ``total``, the sum of the stages, when a run
 logs more than one), the median, p90, p95 and p99 over queries with a percentile-bootstrap interval,
 computed exactly from the bootstrap distribution of the order statistic
-(:func:`rankgate.stats.exact_quantile_ci`: no resampling, so 100,000 queries cost milliseconds),
+(:func:`rankgate.stats.bootstrap.exact_quantile_ci`: no resampling, so 100,000 queries cost milliseconds),
 over all queries and per segment.
 
 Latency gates (the ``latency:`` list of the ship criteria, :class:`LatencyGate`) are decided on those
@@ -18,7 +18,7 @@ intervals, as the quality gates are:
     itself; ``on: ci_upper`` passes only when the whole interval is under the ceiling (strict).
 ``regression_max_ms`` (against a baseline run with timings)
     fail only when the percentile grew by more than the limit **and** the paired interval of the
-    change (:func:`rankgate.stats.paired_quantile_change_ci`) excludes zero.
+    change (:func:`rankgate.stats.bootstrap.paired_quantile_change_ci`) excludes zero.
 
 A stage the run does not log makes the gate's checks warnings (they cannot be checked); segments with
 fewer than ``min_queries`` timed queries are shown, not gated.
@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from ..configfile import SEVERITIES, ConfigItem, ConfigReader, show_value
-from ..metrics.display import fmt_confidence, fmt_ms, fmt_score, fmt_sig
-from ..results import EvaluationResult
-from ..segments import display_field, members_of, ordered_labels, segment_labels
-from ..stats import exact_quantile_ci, paired_quantile_change_ci
+from rankgate._util.configfile import SEVERITIES, ConfigItem, ConfigReader, show_value
+from rankgate.metrics.display import fmt_confidence, fmt_ms, fmt_score, fmt_sig
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.segments import display_field, members_of, ordered_labels, segment_labels
+from rankgate.stats.bootstrap import exact_quantile_ci, paired_quantile_change_ci
 
 __all__ = ["STATS", "LatencyCheck", "LatencyGate", "LatencyGateResult", "LatencyRow", "LatencySummary",
            "decide_latency", "latency_stages", "latency_summary", "read_latency_gates"]

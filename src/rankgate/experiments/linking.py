@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from ..data.models import Gold, Run
-from ..errors import InputError
-from ..results import EvaluationResult
-from ..segments import display_field, members_of, ordered_labels, segment_labels
-from ..stats import bootstrap_ci
-from .paired import nan_to_none
+from rankgate.model.gold_run import Gold, Run
+from rankgate.errors import InputError
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.segments import display_field, members_of, ordered_labels, segment_labels
+from rankgate.stats.bootstrap import bootstrap_ci
+from rankgate.experiments.paired import nan_to_none
 
 __all__ = ["Linking", "LinkingRow", "linking_analysis"]
 

@@ -1,10 +1,10 @@
 """The paired table every experiment reports: a metric before and after, per segment, with CIs.
 
-``before`` and ``after`` are two :class:`~rankgate.results.EvaluationResult` of the same gold set
+``before`` and ``after`` are two :class:`~rankgate.model.results.EvaluationResult` of the same gold set
 (the same queries in the same order): a run as logged and the same run with newer documents removed,
 a reranker's input and its output, the original and the rewritten query. Each row holds both means,
 the mean paired change ``after − before`` over the queries where the metric applies in both, and its
-percentile-bootstrap interval (:func:`rankgate.stats.paired_bootstrap_ci`). Segments (``--by``) add
+percentile-bootstrap interval (:func:`rankgate.stats.bootstrap.paired_bootstrap_ci`). Segments (``--by``) add
 one row per label; the seed of every interval is the one given, so rows are reproducible.
 """
 
@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..results import EvaluationResult
-from ..segments import display_field, members_of, ordered_labels, segment_labels
-from ..stats import paired_bootstrap_ci, paired_values
+from rankgate.errors import UsageError
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.segments import display_field, members_of, ordered_labels, segment_labels
+from rankgate.stats.bootstrap import paired_bootstrap_ci, paired_values
 
 __all__ = ["PairedRow", "nan_to_none", "paired_rows"]
 

@@ -1,7 +1,7 @@
 """Query rewriting: does the rewrite help or hurt, for which queries?
 
 Given the results of the original query and of the rewritten one (a rewrite log,
-:mod:`rankgate.data.rewrite`, or two run files), :func:`rewrite_effect` scores both against the gold
+:mod:`rankgate.io.rewrite`, or two run files), :func:`rewrite_effect` scores both against the gold
 set and reports recall@k and nDCG@k of each with the paired change (rewritten − original) and its
 bootstrap interval, per segment, and the queries the rewrite *broke*: recall@k lower with the rewrite
 than without (ordered by the loss, then query id), with both query texts when logged. Queries it
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ..results import EvaluationResult
-from .paired import PairedRow, nan_to_none, paired_rows
+from rankgate.model.results import EvaluationResult
+from rankgate.experiments.paired import PairedRow, nan_to_none, paired_rows
 
 __all__ = ["BrokenQuery", "RewriteEffect", "rewrite_effect"]
 

@@ -11,7 +11,7 @@ Reported: coverage (the share of queries routed correctly, with a Wilson interva
 of top-k items from the expected source (bootstrap interval), the misroute matrix (expected ×
 chosen, counts), per expected source the queries, coverage and recall@k (bootstrap interval), and
 per source its share of all top-k slots and of the relevant items found, the numbers the diagnosis
-rule ``router_skew`` reads (:func:`rankgate.diagnosis.router_skew`); its findings come along.
+rule ``router_skew`` reads (:func:`rankgate.gating.diagnosis.router_skew`); its findings come along.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from ..data.models import Gold, Run
-from ..diagnosis import Finding, Signals, SourceSignal, Thresholds, router_skew
-from ..errors import InputError
-from ..results import EvaluationResult
-from ..stats import bootstrap_ci, wilson_interval
-from .paired import nan_to_none
-from .stress import ranked_items
+from rankgate.model.gold_run import Gold, Run
+from rankgate.gating.diagnosis import Finding, Signals, SourceSignal, Thresholds, router_skew
+from rankgate.errors import InputError
+from rankgate.model.results import EvaluationResult
+from rankgate.stats.bootstrap import bootstrap_ci, wilson_interval
+from rankgate.experiments.paired import nan_to_none
+from rankgate.experiments.stress import ranked_items
 
 __all__ = ["NONE", "Routing", "SourceRow", "routing_analysis"]
 

@@ -6,7 +6,7 @@ put at the given ranks of the input (*after*; the run's items move down to make 
 that reads the content ranks the negatives low and scores about the same both times; one that leans
 on the input order (or ignores content altogether) lets them through. Reported, per metric and
 segment: the mean before and after and the paired change with its bootstrap interval
-(:func:`rankgate.stats.paired_bootstrap_ci`), and the queries where a negative reached the top 3.
+(:func:`rankgate.stats.bootstrap.paired_bootstrap_ci`), and the queries where a negative reached the top 3.
 
 Negatives, per query (:func:`negatives_from_gold`, :func:`lexical_negatives`, or a file):
 
@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from ..data.models import Gold, Run
-from ..errors import UsageError
-from ..results import EvaluationResult
-from ..retrieval.base import Chunk, Query
-from ..retrieval.rerank import Reranker, apply_reranker
-from .paired import PairedRow, paired_rows
+from rankgate.model.gold_run import Gold, Run
+from rankgate.errors import UsageError
+from rankgate.model.results import EvaluationResult
+from rankgate.retrieval.base import Chunk, Query
+from rankgate.retrieval.rerank import Reranker, apply_reranker
+from rankgate.experiments.paired import PairedRow, paired_rows
 
 __all__ = ["STRESS_METRICS", "Breach", "StressResult", "lexical_negatives", "negatives_from_gold", "ranked_items",
            "stress_test"]
@@ -102,9 +102,9 @@ class StressResult:
 
 
 def ranked_items(run: Run, ties: str | None = None) -> dict[str, list[str]]:
-    """Each run query's item ids in rank order (the ranking rule of :mod:`rankgate.data.ranking`;
+    """Each run query's item ids in rank order (the ranking rule of :mod:`rankgate.model.ranking`;
     ``ties``: ``"id"``, ``"input"`` or None for the rule the run's format asks for)."""
-    from ..data.ranking import rank_rows, resolve_ties
+    from rankgate.model.ranking import rank_rows, resolve_ties
 
     perm = rank_rows(run.r_query, run.r_doc, run.r_score, run.r_order, ties=resolve_ties(ties, run))
     docs = run.r_doc.to_pylist() if hasattr(run.r_doc, "to_pylist") else list(run.r_doc)
@@ -126,7 +126,7 @@ def lexical_negatives(gold: Gold, chunks: Sequence[Chunk], queries: Mapping[str,
 
     Near-misses already in a query's input are taken too (they move up to the given ranks): the
     closest ones usually are, since the first stage found them for the same words."""
-    from ..retrieval.bm25 import BM25Retriever
+    from rankgate.retrieval.bm25 import BM25Retriever
 
     judged = gold.judgements()
     bm25 = BM25Retriever()
@@ -165,7 +165,7 @@ def stress_test(gold: Gold, run: Run, reranker: Reranker, *, chunks: Mapping[str
     if not ranks or any(r < 1 for r in ranks) or len(set(ranks)) != len(ranks):
         raise UsageError(f"ranks must be distinct positive ranks (e.g. 1,2,3); got {list(ranks)}")
     if evaluate is None:
-        from ..engine import evaluate as _evaluate
+        from rankgate.scoring.engine import evaluate as _evaluate
 
         def evaluate(g: Gold, records: Any) -> EvaluationResult:
             return _evaluate(g, records, list(STRESS_METRICS))

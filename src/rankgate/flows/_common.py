@@ -12,8 +12,8 @@ JUDGE_ENV = {"backend": "RANKGATE_JUDGE", "url": "RANKGATE_JUDGE_URL", "model": 
 
 def check_stats(seed: int, resamples: int, confidence: float) -> None:
     """``--seed``, ``--resamples`` and ``--confidence`` within their declared bounds
-    (:mod:`rankgate.constraints`), or a UsageError naming the option."""
-    from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
+    (:mod:`rankgate._util.constraints`), or a UsageError naming the option."""
+    from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check
 
     note = ""
     if isinstance(resamples, int) and RESAMPLES.maximum is not None and resamples > RESAMPLES.maximum:
@@ -28,7 +28,7 @@ def check_stats(seed: int, resamples: int, confidence: float) -> None:
 def check_counts(**counts: tuple[int | None, int, int | None, str]) -> None:
     """Each ``option=(value, low, high, why)`` with a value within its bound (None: not given), or a
     UsageError naming ``--option`` (underscores as dashes)."""
-    from ..judges import check_count
+    from rankgate.judges import check_count
 
     for option, (value, low, high, why) in counts.items():
         if value is not None:
@@ -58,9 +58,9 @@ class JudgeSpec:
     progress: bool = False
 
     def __post_init__(self) -> None:
-        from ..constraints import TIMEOUT, check
-        from ..errors import UsageError
-        from ..judges import MAX_RETRIES, MAX_STATEMENTS, MAX_WORKERS
+        from rankgate._util.constraints import TIMEOUT, check
+        from rankgate.errors import UsageError
+        from rankgate.judges import MAX_RETRIES, MAX_STATEMENTS, MAX_WORKERS
 
         check_counts(workers=(self.workers, 1, MAX_WORKERS, ""), retries=(self.retries, 0, MAX_RETRIES, ""),
                      max_statements=(self.max_statements, 1, MAX_STATEMENTS, ""), max_calls=(self.max_calls, 0, None, ""))
@@ -79,7 +79,7 @@ class JudgeSpec:
 
     def open(self, settings: dict[str, str | None] | None = None) -> Any:
         """The judge client (a UsageError on a bad configuration, before any call)."""
-        from ..judges import open_judge
+        from rankgate.judges import open_judge
 
         s = settings or self.settings()
         extra: dict[str, Any] = {}

@@ -4,7 +4,7 @@
 asks the judge for labels, evaluates every answer metric with its interval, places each query in the
 diagnosis grid, and (when asked) measures the judge against human verdicts, breaks the metrics down by
 segment and checks ship criteria. :func:`plan_answers` says what the judge would be asked and calls
-nothing. Rendering (``summary.json``, ``answers.csv``, the terminal) is :mod:`rankgate.report`'s.
+nothing. Rendering (``summary.json``, ``answers.csv``, the terminal) is :mod:`rankgate.render`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import JudgeSpec, budget_warning, check_counts, check_stats
+from rankgate.flows._common import JudgeSpec, budget_warning, check_counts, check_stats
 
 __all__ = ["AnswersPlan", "AnswersRequest", "AnswersResult", "JudgeSpec", "plan_answers", "run_answers"]
 
@@ -48,9 +48,9 @@ class AnswersRequest:
     shown: Mapping[str, str] | None = None  # an input's path -> the name summary.json gives it
 
     def __post_init__(self) -> None:
-        from ..constraints import BY, CONFIDENCE, COUNT, FILE, FLAG, NAME_MAP, PATH, RESAMPLES, SEED, TEXT, Param, check
-        from ..errors import UsageError
-        from ..judges import MAX_REPEATS
+        from rankgate._util.constraints import BY, CONFIDENCE, COUNT, FILE, FLAG, NAME_MAP, PATH, RESAMPLES, SEED, TEXT, Param, check
+        from rankgate.errors import UsageError
+        from rankgate.judges import MAX_REPEATS
 
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
@@ -129,17 +129,17 @@ class _Loaded:
 
 
 def _load(req: AnswersRequest) -> _Loaded:
-    from ..answers import check_answers_join
-    from ..data import load_gold
-    from ..data.answers import ANSWER_FIELDS, read_answers
-    from ..data.formats import parse_columns
-    from ..data.source import check_file
-    from ..metrics import parse_metric, parse_metrics
+    from rankgate.answers.score import check_answers_join
+    from rankgate.io import load_gold
+    from rankgate.io.answers import ANSWER_FIELDS, read_answers
+    from rankgate.io.formats import parse_columns
+    from rankgate.io.source import check_file
+    from rankgate.metrics import parse_metric, parse_metrics
 
     config = None
     wanted = [m.strip() for m in req.metrics.split(",") if m.strip()]
     if req.config:
-        from ..gates import load_config
+        from rankgate.gating.decide import load_config
 
         config = load_config(req.config)  # a judge metric without calibration is refused here, before any call
         for m in config.metrics:
@@ -148,7 +148,7 @@ def _load(req: AnswersRequest) -> _Loaded:
     gold = load_gold(req.gold, format=req.gold_format)
     corpus = None
     if req.corpus:
-        from ..corpus import load_manifest
+        from rankgate.corpus import load_manifest
 
         corpus = load_manifest(req.corpus)
     check_file(req.answers, "answers")
@@ -157,7 +157,7 @@ def _load(req: AnswersRequest) -> _Loaded:
     check_answers_join(gold, answers)
     human = None
     if req.human:
-        from ..answers import read_human_verdicts
+        from rankgate.answers.score import read_human_verdicts
 
         human = read_human_verdicts(req.human, answers.query_ids)
     metrics = tuple(str(m) for m in parse_metrics(",".join(wanted)))
@@ -170,7 +170,7 @@ def _questions(gold: Any) -> dict[str, str | None]:
 
 def plan_answers(req: AnswersRequest) -> AnswersPlan:
     """What :func:`run_answers` would ask the judge (calls, cache hits, approximate tokens); calls nothing."""
-    from ..answers import plan_answers as plan
+    from rankgate.answers.score import plan_answers as plan
 
     loaded = _load(req)
     client = req.judge.open()
@@ -183,9 +183,9 @@ def plan_answers(req: AnswersRequest) -> AnswersPlan:
 
 def run_answers(req: AnswersRequest) -> AnswersResult:
     """Judge the answers and evaluate them; check the ship criteria when the request names them."""
-    from ..answers import GridThresholds, answers_summary, diagnosis_grid, evaluate_answers, judge_answers
-    from ..data.inputs import sha256_files
-    from ..stats import metric_cis
+    from rankgate.answers.score import GridThresholds, answers_summary, diagnosis_grid, evaluate_answers, judge_answers
+    from rankgate.io.inputs import sha256_files
+    from rankgate.stats.bootstrap import metric_cis
 
     loaded = _load(req)
     gold, answers = loaded.gold, loaded.answers
@@ -209,11 +209,11 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
             layer["warnings"].append(warning)
         calibration = None
         if loaded.human is not None:
-            from ..answers import agreement_with_human
+            from rankgate.answers.score import agreement_with_human
 
             layer["human"] = agreement_with_human(rows, loaded.human, confidence=req.confidence)
             if req.calibration:
-                from ..answers import faithfulness_calibration
+                from rankgate.answers.score import faithfulness_calibration
 
                 calibration = faithfulness_calibration(rows, loaded.human, seed=req.seed, n_resamples=req.resamples,
                                                        confidence=req.confidence).to_dict()
@@ -235,14 +235,14 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
                                                               "confidence": req.confidence}}
     segments = None
     if req.by:
-        from ..segments import segment_summary
+        from rankgate.stats.segments import segment_summary
 
         segments = segment_summary(result, list(req.by), seed=req.seed, n_resamples=req.resamples,
                                    confidence=req.confidence)
         extra["segments"] = segments.to_dict()
     outcome = None
     if loaded.config is not None:
-        from .gate import gate
+        from rankgate.flows.gate import gate
 
         outcome = gate(loaded.config, gold, result, req.baseline, candidate_label=os.path.basename(req.answers))
     return AnswersResult(result=result, cis=cis, rows=tuple(rows), extra=extra, inputs=inputs, segments=segments,

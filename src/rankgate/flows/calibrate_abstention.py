@@ -21,8 +21,8 @@ class AbstentionRequest:
     delta: float = 0.05                 # allowed chance that the true precision is below the target
 
     def __post_init__(self) -> None:
-        from ..constraints import TEXT, check_fields, typed
-        from ..errors import UsageError
+        from rankgate._util.constraints import TEXT, check_fields, typed
+        from rankgate.errors import UsageError
 
         check_fields(self, "AbstentionRequest", gold_format=TEXT, run_format=TEXT, target_precision=typed(float),
                      k=typed(int), delta=typed(float))
@@ -37,10 +37,10 @@ class AbstentionResult:
 
 
 def run_calibrate_abstention(req: AbstentionRequest) -> AbstentionResult:
-    from ..data import load_gold, load_run
-    from ..data.inputs import sha256_files
-    from ..data.source import is_pipe
-    from ..traces.abstention import calibrate, top_scores
+    from rankgate.io import load_gold, load_run
+    from rankgate.io.inputs import sha256_files
+    from rankgate.io.source import is_pipe
+    from rankgate.traces.abstention import calibrate, top_scores
 
     gold = load_gold(req.gold, format=req.gold_format, label=req.gold)
     run_ = load_run(req.run, format=req.run_format, label=req.run)

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
-from ..constraints import BY, COUNT, FLAG, PATHS, PERMUTATIONS, TEXT, Param, check
-from .evaluate import SCORING, STATISTICS, EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, freshness_of
+from rankgate.errors import UsageError
+from rankgate._util.constraints import BY, COUNT, FLAG, PATHS, PERMUTATIONS, TEXT, Param, check
+from rankgate.flows.evaluate import SCORING, STATISTICS, EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, freshness_of
 
 __all__ = ["CompareRequest", "CompareResult", "run_comparison", "run_labels"]
 
@@ -105,8 +105,8 @@ class CompareRequest:
 
 @dataclass(frozen=True)
 class CompareResult:
-    """The comparison (:class:`~rankgate.compare.Comparison` for two runs, else
-    :class:`~rankgate.compare.MultiComparison`; None when ``--fuse`` without a gold set only built the
+    """The comparison (:class:`~rankgate.stats.paired.Comparison` for two runs, else
+    :class:`~rankgate.stats.paired.MultiComparison`; None when ``--fuse`` without a gold set only built the
     fused run), the evaluation of each run, and the parts asked for."""
 
     comparison: Any
@@ -125,7 +125,7 @@ class CompareResult:
 
     @property
     def two_runs(self) -> bool:
-        from ..compare import Comparison
+        from rankgate.stats.paired import Comparison
 
         return isinstance(self.comparison, Comparison)
 
@@ -165,13 +165,13 @@ def _evaluation(req: CompareRequest, gold: Any, run: Any, result: Any, freshness
 
 
 def _load_gold(req: CompareRequest) -> Any:
-    from ..data import load_gold
+    from rankgate.io import load_gold
 
     return load_gold(req.gold, format=req.scoring.gold_format, columns=req.scoring.column_map())
 
 
 def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
-    from ..compare import compare
+    from rankgate.stats.paired import compare
 
     paths = list(req.runs)
     if _baseline_index(req, paths, run_labels(paths)) == 1:
@@ -195,14 +195,14 @@ def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
 
 def _rewrite(req: CompareRequest, scorer: Scorer) -> CompareResult:
     """Original against rewritten query results: the comparison, plus the rewrite's own effect."""
-    from ..compare import compare
-    from ..experiments.rewrite import rewrite_effect
+    from rankgate.stats.paired import compare
+    from rankgate.experiments.rewrite import rewrite_effect
 
     texts: dict[str, dict[str, str]] = {}
     original: Any
     rewritten: Any
     if len(req.runs) == 1:
-        from ..data.rewrite import read_rewrite_runs
+        from rankgate.io.rewrite import read_rewrite_runs
 
         log = read_rewrite_runs(req.runs[0])
         original, rewritten, texts, labels = log.original, log.rewritten, log.texts, ("original", "rewritten")
@@ -225,7 +225,7 @@ def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline:
     """Warn when a run was scored on another version of the gold set than the baseline (runs that carry
     their own references may have been labelled against different gold files), or ranked by another rule
     (a TREC file against a JSONL one: the difference is then partly the rule's)."""
-    from ..baseline import gold_sha256_of, ties_of
+    from rankgate.gating.baseline import gold_sha256_of, ties_of
 
     def differing(key: Any) -> tuple[Any, list[tuple[str, Any]]]:  # the baseline's value, and the runs' that differ
         base = key(results[baseline])
@@ -246,7 +246,7 @@ def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline:
 
 def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str], names: list[str]) -> CompareResult:
     """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for ``baseline`` to match."""
-    from ..compare import compare_systems
+    from rankgate.stats.paired import compare_systems
 
     req._check_many()
     baseline = _baseline_index(req, paths, names)
@@ -263,8 +263,8 @@ def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str]
 def _fuse(req: CompareRequest, scorer: Scorer) -> CompareResult:
     from dataclasses import replace
 
-    from ..data import load_run
-    from ..fusion import fuse, parse_fusion, run_jsonl
+    from rankgate.io import load_run
+    from rankgate.retrieval.fusion import fuse, parse_fusion, run_jsonl
 
     method = parse_fusion(str(req.fuse))
     if len(req.runs) < 2:
@@ -273,7 +273,7 @@ def _fuse(req: CompareRequest, scorer: Scorer) -> CompareResult:
         raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
     labels = run_labels(list(req.runs))
     s = req.scoring
-    from ..data.trec import trec_eval_lines
+    from rankgate.io.trec import trec_eval_lines
 
     with trec_eval_lines(s.trec):  # (--trec: a TREC run's lines as trec_eval reads them)
         loaded = [load_run(path, format=s.run_format, columns=s.column_map()) for path in req.runs]

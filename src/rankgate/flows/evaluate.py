@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..constraints import BY, DEDUPE, FILE, FLAG, K, LEVEL, PATH, TEXT, Param, Shape, check, plain
-from ..errors import UsageError
+from rankgate._util.constraints import BY, DEDUPE, FILE, FLAG, K, LEVEL, PATH, TEXT, Param, Shape, check, plain
+from rankgate.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..results import EvaluationResult
+    from rankgate.model.results import EvaluationResult
 
 __all__ = [
     "DEFAULT_METRICS", "Evaluation", "EvaluateRequest", "Scorer", "Scoring", "Statistics", "load_doc_map",
@@ -38,7 +38,7 @@ class Statistics:
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
-        from ..constraints import CONFIDENCE, RESAMPLES, SEED, check
+        from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check
 
         note = ""
         if isinstance(self.resamples, int) and self.resamples > RESAMPLES.maximum:  # type: ignore[operator]
@@ -93,8 +93,8 @@ class Scoring:
     columns: str | None = None
 
     def __post_init__(self) -> None:
-        from ..data.ranking import check_ties
-        from ..metrics.spec import METRICS
+        from rankgate.model.ranking import check_ties
+        from rankgate.metrics.spec import METRICS
 
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
@@ -116,7 +116,7 @@ class Scoring:
             put("ties", check_ties(check(TEXT, self.ties, caller="Scoring", name="ties")))
 
     def column_map(self) -> dict[str, str] | None:
-        from ..data.formats import parse_columns
+        from rankgate.io.formats import parse_columns
 
         return parse_columns(self.columns)
 
@@ -150,9 +150,9 @@ class Scorer:
 
     def load(self, gold: Any, run: Any) -> tuple[Any, Any]:
         """The gold set and run loaded (each left as it is when already loaded)."""
-        from ..data.load import load_gold, load_run
-        from ..data.models import Gold, Run
-        from ..data.trec import trec_eval_lines
+        from rankgate.io.load import load_gold, load_run
+        from rankgate.model.gold_run import Gold, Run
+        from rankgate.io.trec import trec_eval_lines
 
         s, columns = self.scoring, self.scoring.column_map()
         g = gold if isinstance(gold, Gold) else load_gold(gold, format=s.gold_format, columns=columns)
@@ -164,7 +164,7 @@ class Scorer:
               warn: bool = True) -> EvaluationResult:
         """``run`` scored against ``gold`` (paths or loaded); ``metrics`` and ``level`` override the
         scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read."""
-        from ..engine import evaluate, id_mismatch_line, ties_lines
+        from rankgate.scoring.engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring
         result = evaluate(
@@ -175,7 +175,7 @@ class Scorer:
         name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
         said = []
         if warn:
-            from ..data.nearmiss import near_miss_line
+            from rankgate.io.nearmiss import near_miss_line
 
             # when no id matches, and how the inputs were read (joined lists, near-misses of text matching)
             said = [id_mismatch_line(result), *(result.info.get("notices") or ()),
@@ -186,7 +186,7 @@ class Scorer:
         return result
 
     def sweep_kwargs(self) -> dict[str, Any]:
-        """The scoring as :func:`rankgate.sweep.k_sweep` passes it on to :func:`rankgate.evaluate`."""
+        """The scoring as :func:`rankgate.stats.sweep.k_sweep` passes it on to :func:`rankgate.evaluate`."""
         s = self.scoring
         return {"trec": s.trec, "complete": s.complete, "level": s.level, "doc_sep": s.doc_sep, "doc_map": self.doc_map,
                 "dedupe": s.dedupe, "gold_format": s.gold_format, "run_format": s.run_format, "ties": s.ties,
@@ -199,8 +199,8 @@ def load_doc_map(path: str | None) -> dict[str, str] | None:
         return None
     import json
 
-    from ..data.source import check_file, text_lines
-    from ..errors import InputError
+    from rankgate.io.source import check_file, text_lines
+    from rankgate.errors import InputError
 
     check_file(path, "doc map")
     lines = list(text_lines(path))  # a byte that is not UTF-8 is an error naming its line
@@ -208,7 +208,7 @@ def load_doc_map(path: str | None) -> dict[str, str] | None:
     if not text.strip():  # (a pipe, which check_file cannot size)
         raise InputError("is empty", path=path, hint="the doc map file has no content")
     if text.lstrip().startswith("{"):
-        from ..data.jsonl import check_surrogates
+        from rankgate.io.jsonl import check_surrogates
 
         try:
             data = json.loads(text)
@@ -248,14 +248,14 @@ def read_pipes_once(scoring: Scoring, gold: Any, run: Any, again: bool) -> tuple
     """(gold, run) to evaluate: as given, or loaded where one is a pipe and ``again`` (the flow reads the
     inputs a second time: a pipe delivers its content once)."""
     if again:
-        from ..data.load import load_gold, load_run
-        from ..data.source import is_pipe
+        from rankgate.io.load import load_gold, load_run
+        from rankgate.io.source import is_pipe
 
         columns = scoring.column_map()
         if isinstance(gold, (str, os.PathLike)) and is_pipe(os.fspath(gold)):  # (not in-memory data)
             gold = load_gold(gold, format=scoring.gold_format, columns=columns)
         if isinstance(run, (str, os.PathLike)) and is_pipe(os.fspath(run)):
-            from ..data.trec import trec_eval_lines
+            from rankgate.io.trec import trec_eval_lines
 
             with trec_eval_lines(scoring.trec):
                 run = load_run(run, format=scoring.run_format, columns=columns)
@@ -264,7 +264,7 @@ def read_pipes_once(scoring: Scoring, gold: Any, run: Any, again: bool) -> tuple
 
 def freshness_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, by: Sequence[str] = ()) -> Any:
     """The freshness what-if of ``run`` on ``gold`` (paths or loaded), scored by ``scorer``."""
-    from ..experiments.freshness import freshness_what_if
+    from rankgate.experiments.freshness import freshness_what_if
 
     g, r = scorer.load(gold, run)
     return freshness_what_if(g, r, lambda g_, r_: scorer.score(g_, r_, warn=False), by=list(by), **stats.kwargs())
@@ -280,11 +280,11 @@ def components_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, *, rou
     recall = scorer.score(g, r, metrics=f"recall@{k}", warn=False)
     out: dict[str, Any] = {}
     if routing:
-        from ..experiments.routing import routing_analysis
+        from rankgate.experiments.routing import routing_analysis
 
         out["routing"] = routing_analysis(g, r, recall, k=k, **stats.kwargs())
     if entity_linking:
-        from ..experiments.linking import linking_analysis
+        from rankgate.experiments.linking import linking_analysis
 
         out["entity_linking"] = linking_analysis(g, r, recall, k=k, by=list(by), **stats.kwargs())
     return out
@@ -293,7 +293,7 @@ def components_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, *, rou
 def judged_bounds(scorer: Scorer, stats: Statistics, gold: Any, run: Any, judged: str,
                   calibration: str | None) -> Any:
     """precision@k and ndcg@k with lower/upper bounds and the corrected estimate (k: the scoring's, else 10)."""
-    from ..pooling import bounds, read_calibration, read_judged
+    from rankgate.stats.pooling import bounds, read_calibration, read_judged
 
     s = scorer.scoring
     g, r = scorer.load(gold, run)
@@ -303,7 +303,7 @@ def judged_bounds(scorer: Scorer, stats: Statistics, gold: Any, run: Any, judged
 
 
 def _cutoffs(value: Any) -> str | tuple[Any, ...] | None:
-    """``ks`` as :func:`rankgate.sweep.parse_ks` reads it: one string, or a tuple of integers (or their
+    """``ks`` as :func:`rankgate.stats.sweep.parse_ks` reads it: one string, or a tuple of integers (or their
     text); None when it is neither."""
     if isinstance(value, str):
         return str(value)
@@ -351,7 +351,7 @@ class EvaluateRequest:
         put("statistics", check(STATISTICS, self.statistics, caller="EvaluateRequest"))
         put("by", check(BY, self.by, caller="EvaluateRequest"))
         if self.sweep is not None:  # metric families written without @k ("recall,ndcg")
-            from ..metrics.spec import METRICS
+            from rankgate.metrics.spec import METRICS
 
             put("sweep", check(METRICS, self.sweep, caller="EvaluateRequest", name="sweep"))
         put("ks", check(_KS, self.ks, caller="EvaluateRequest"))
@@ -390,7 +390,7 @@ class Evaluation:
 
     def sections(self) -> dict[str, Any]:
         """The parts computed beside the result, by kind: segments, sweep, routing, entity_linking, latency,
-        freshness, bounds (those computed). :mod:`rankgate.report.sections` declares how each kind is
+        freshness, bounds (those computed). :mod:`rankgate.render.sections` declares how each kind is
         written (its ``summary.json`` data, markdown, terminal, HTML) and in which order."""
         parts = {"segments": self.segments, "sweep": self.sweep, **self.components, "latency": self.latency,
                  "freshness": self.freshness, "bounds": self.bounds}
@@ -427,7 +427,7 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
     if stats.resamples:
         from concurrent.futures import ThreadPoolExecutor
 
-        from ..stats import metric_cis
+        from rankgate.stats.bootstrap import metric_cis
 
         with ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(metric_cis, result, **stats.kwargs())
@@ -438,17 +438,17 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
         meanwhile(result)
     segments = sweep = latency = bounds = None
     if req.by:
-        from ..segments import segment_summary
+        from rankgate.stats.segments import segment_summary
 
         segments = segment_summary(result, list(req.by), **stats.kwargs())
     components = components_of(scorer, stats, gold, run, routing=req.routing, entity_linking=req.entity_linking,
                                by=req.by)
     if req.latency and result.info.get("latency_ms"):
-        from ..experiments.latency import latency_summary
+        from rankgate.experiments.latency import latency_summary
 
         latency = latency_summary(result, by=list(req.by), **stats.kwargs())
     if req.sweep:
-        from ..sweep import k_sweep
+        from rankgate.stats.sweep import k_sweep
 
         sweep = k_sweep(gold, run, req.sweep, req.ks, evaluate_kwargs=scorer.sweep_kwargs())
     if req.judged:

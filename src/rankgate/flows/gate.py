@@ -1,5 +1,5 @@
 """Gate a candidate run: evaluate it (and a baseline run) against the gold set, read the query texts
-and the corpus's stale labels, and let :func:`rankgate.gates.decide` check every gate of the ship
+and the corpus's stale labels, and let :func:`rankgate.gating.decide.decide` check every gate of the ship
 criteria. :func:`gate` is the Python entry (``rankgate.gate``); :func:`run_gate` takes a
 :class:`GateRequest`, as ``rankgate gate`` builds it.
 """
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gates import GateConfig, GateOutcome
-    from ..results import EvaluationResult
+    from rankgate.gating.decide import GateConfig, GateOutcome
+    from rankgate.model.results import EvaluationResult
 
 __all__ = ["GateRequest", "gate", "run_gate"]
 
@@ -23,11 +23,11 @@ __all__ = ["GateRequest", "gate", "run_gate"]
 class GateRequest:
     """One gate run.
 
-    ``config``: a path to the ship criteria (YAML), a :class:`~rankgate.gate_config.GateConfig` or the
+    ``config``: a path to the ship criteria (YAML), a :class:`~rankgate.gating.config.GateConfig` or the
     same content as a dict. ``gold``: a path or a loaded gold set. ``candidate``: a run (path or loaded),
-    an :class:`~rankgate.results.EvaluationResult` or an :class:`~rankgate.flows.evaluate.Evaluation`.
+    an :class:`~rankgate.model.results.EvaluationResult` or an :class:`~rankgate.flows.evaluate.Evaluation`.
     ``baseline``: None; a run, a result or an evaluation (paired comparison); or a ``summary.json`` path,
-    a :class:`~rankgate.baseline.BaselineSummary` or its dict. ``queries``: a queries file whose texts
+    a :class:`~rankgate.gating.baseline.BaselineSummary` or its dict. ``queries``: a queries file whose texts
     show beside query ids when the gold set has none. ``corpus``: a manifest (path or loaded) to check
     ``max_stale_labels`` against. ``evaluate``: options overriding the ship criteria's ``evaluate`` ones,
     passed on to :func:`rankgate.evaluate` (``k``, ``level``, ``ties``, ``gold_format``, ``columns``…).
@@ -44,7 +44,7 @@ class GateRequest:
     evaluate: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from ..constraints import EVALUATE_OPTIONS, FILE, TEXT, check, check_options
+        from rankgate._util.constraints import EVALUATE_OPTIONS, FILE, TEXT, check, check_options
 
         # The fields checked here (a UsageError naming each); the inputs and the config when they are read.
         for attr in ("baseline_label", "candidate_label"):
@@ -59,7 +59,7 @@ def gate(config: Any, gold: Any, candidate: Any, baseline: Any = None, *, baseli
          **evaluate_kwargs: Any) -> GateOutcome:
     """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate (the fields of
     :class:`GateRequest`; ``evaluate_kwargs`` override the config's ``evaluate`` options)."""
-    from ..constraints import EVALUATE_OPTIONS, check_options
+    from rankgate._util.constraints import EVALUATE_OPTIONS, check_options
 
     check_options(evaluate_kwargs, EVALUATE_OPTIONS, caller="gate", target="rankgate.evaluate")
     return run_gate(GateRequest(config, gold, candidate, baseline, baseline_label, candidate_label, queries, corpus,
@@ -67,19 +67,19 @@ def gate(config: Any, gold: Any, candidate: Any, baseline: Any = None, *, baseli
 
 
 def _config(config: Any) -> GateConfig:
-    from ..gate_config import as_config
+    from rankgate.gating.config import as_config
 
     return as_config(config)
 
 
 def run_gate(req: GateRequest) -> GateOutcome:
     """Evaluate the candidate (and a baseline run) once each and decide every gate of ``req.config``."""
-    from ..baseline import BaselineSummary, summary_or_run
-    from ..data import load_gold
-    from ..engine import evaluate
-    from ..gates import decide
-    from ..results import EvaluationResult
-    from .evaluate import Evaluation
+    from rankgate.gating.baseline import BaselineSummary, summary_or_run
+    from rankgate.io import load_gold
+    from rankgate.scoring.engine import evaluate
+    from rankgate.gating.decide import decide
+    from rankgate.model.results import EvaluationResult
+    from rankgate.flows.evaluate import Evaluation
 
     cfg = _config(req.config)
     gold = req.gold
@@ -103,7 +103,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
             # so a summary written from this outcome can tell whether a later gold set is the same
             from dataclasses import replace
 
-            from ..data.source import sha256_file
+            from rankgate.io.source import sha256_file
 
             if "sha" not in gold_hash:
                 gold_hash["sha"] = sha256_file(os.fspath(gold))
@@ -125,7 +125,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
     if loaded_gold is not None and hasattr(loaded_gold, "field"):
         texts = {q: t for q, t in zip(loaded_gold.query_ids, loaded_gold.field("query")) if isinstance(t, str)}
     if req.queries is not None or not texts:
-        from ..data.inputs import beir_folder, beir_query_texts, read_query_texts
+        from rankgate.io.inputs import beir_folder, beir_query_texts, read_query_texts
 
         folder = beir_folder(gold) if req.queries is None else None
         if req.queries is not None:
@@ -141,7 +141,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
 
 def _intervals(cfg: GateConfig, candidate: Any) -> Any:
     """The candidate evaluation's intervals, when drawn with the ship criteria's statistics."""
-    from .evaluate import Evaluation
+    from rankgate.flows.evaluate import Evaluation
 
     if not isinstance(candidate, Evaluation) or candidate.cis is None:
         return None
@@ -152,10 +152,10 @@ def _intervals(cfg: GateConfig, candidate: Any) -> Any:
 def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, gold_format: Any, options: Mapping[str, Any],
                   corpus: Any) -> Any:
     """The gold set's stale labels against ``corpus`` (the gold set as the gate read it, any format)."""
-    from ..corpus import CorpusManifest, load_manifest
-    from ..data import load_gold
-    from ..goldset.records import gold_file_of
-    from ..goldset.stale import stale_labels
+    from rankgate.corpus import CorpusManifest, load_manifest
+    from rankgate.io import load_gold
+    from rankgate.goldset.records import gold_file_of
+    from rankgate.goldset.stale import stale_labels
 
     if loaded is None:
         loaded = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(

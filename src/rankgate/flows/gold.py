@@ -17,8 +17,8 @@ class ValidateRequest:
     as_of: dt.date | None = None        # date label ages are counted to (None: today, UTC)
 
     def __post_init__(self) -> None:
-        from ..constraints import FILE, check_fields, typed
-        from ..errors import UsageError
+        from rankgate._util.constraints import FILE, check_fields, typed
+        from rankgate.errors import UsageError
 
         check_fields(self, "ValidateRequest", corpus=FILE, config=FILE, baseline=FILE, as_of=typed(dt.date, optional=True))
         if self.baseline and not self.config:
@@ -27,9 +27,9 @@ class ValidateRequest:
 
 def run_validate(req: ValidateRequest) -> Any:
     """The :class:`~rankgate.goldset.ValidationReport`: findings, mix, label age, gate power, owners."""
-    from ..corpus import load_manifest
-    from ..gate_config import load_config
-    from ..goldset import read_gold_file, validate_gold
+    from rankgate.corpus import load_manifest
+    from rankgate.gating.config import load_config
+    from rankgate.goldset import read_gold_file, validate_gold
 
     config = load_config(req.config) if req.config else None
     corpus = load_manifest(req.corpus) if req.corpus else None
@@ -46,14 +46,14 @@ def _baseline_values(gold_path: str, path: str, gold: Any, config: Any) -> tuple
     scoring a baseline run on the gold set; and why it could not be used, when it could not."""
     import os
 
-    from ..baseline import summary_or_run
+    from rankgate.gating.baseline import summary_or_run
 
     name = os.path.basename(path)
     if gold.problems:
         return None, [f"the baseline {name} was not used: the gold set has errors to fix first"]
 
     def scored(run_path: str) -> Any:
-        from ..engine import evaluate
+        from rankgate.scoring.engine import evaluate
 
         return evaluate(gold_path, run_path, list(config.metrics), **config.evaluate)
 
@@ -77,7 +77,7 @@ def _baseline_values(gold_path: str, path: str, gold: Any, config: Any) -> tuple
 
 def _read_clean(path: str, kept: list[tuple[str, Any]] | None = None) -> Any:
     """The gold file, or its first problem raised."""
-    from ..goldset import read_gold_file
+    from rankgate.goldset import read_gold_file
 
     gold = read_gold_file(path, kept)
     problem = gold.first_problem()
@@ -96,9 +96,9 @@ class StaleRequest:
 
 def run_stale(req: StaleRequest) -> Any:
     """The :class:`~rankgate.goldset.StaleReport`: labels whose chunk was retired, deprecated, superseded or changed."""
-    from ..corpus import load_manifest
-    from ..gate_config import load_config
-    from ..goldset import stale_labels
+    from rankgate.corpus import load_manifest
+    from rankgate.gating.config import load_config
+    from rankgate.goldset import stale_labels
 
     config = load_config(req.config) if req.config else None
     gold = _read_clean(req.gold)
@@ -116,7 +116,7 @@ class DiffRequest:
 
 def run_diff(req: DiffRequest) -> Any:
     """The :class:`~rankgate.goldset.GoldDiff`: queries added, removed and relabelled."""
-    from ..goldset import diff_gold, read_gold_file
+    from rankgate.goldset import diff_gold, read_gold_file
 
     old, new = read_gold_file(req.old), read_gold_file(req.new)
     for g in (old, new):
@@ -134,8 +134,8 @@ class RemapRequest:
     min_confidence: float = 0.8         # mappings applied at or above it; the rest are for review
 
     def __post_init__(self) -> None:
-        from ..constraints import check_fields, typed
-        from ..errors import UsageError
+        from rankgate._util.constraints import check_fields, typed
+        from rankgate.errors import UsageError
 
         check_fields(self, "RemapRequest", min_confidence=typed(float))
         if not 0.0 <= self.min_confidence <= 1.0:
@@ -155,8 +155,8 @@ class Remapped:
 def run_remap(req: RemapRequest) -> Remapped:
     import json
 
-    from ..corpus import load_manifest
-    from ..goldset.remap import propose, remap_gold
+    from rankgate.corpus import load_manifest
+    from rankgate.goldset.remap import propose, remap_gold
 
     kept: list[tuple[str, Any]] = []  # every line with its object, read once (a pipe cannot be read twice)
     gold = _read_clean(req.gold, kept)

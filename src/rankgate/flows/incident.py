@@ -14,7 +14,7 @@ from typing import Any
 
 
 def _existing(gold_path: str) -> tuple[Any, set[str], set[str]]:
-    from ..goldset import read_gold_file
+    from rankgate.goldset import read_gold_file
 
     gold = read_gold_file(gold_path)
     problem = gold.first_problem()
@@ -34,8 +34,8 @@ class IncidentNewRequest:
     date: str | None = None             # YYYY-MM-DD; default: the trace's, else today (UTC)
 
     def __post_init__(self) -> None:
-        from ..constraints import FILE, TEXT, check_fields
-        from ..errors import UsageError
+        from rankgate._util.constraints import FILE, TEXT, check_fields
+        from rankgate.errors import UsageError
 
         check_fields(self, "IncidentNewRequest", request_id=TEXT, gold=FILE, id=TEXT, date=TEXT)
         if self.date is not None:
@@ -53,8 +53,8 @@ class NewIncident:
 
 
 def run_incident_new(req: IncidentNewRequest) -> NewIncident:
-    from ..errors import UsageError
-    from ..goldset.incident import read_trace
+    from rankgate.errors import UsageError
+    from rankgate.goldset.incident import read_trace
 
     trace = read_trace(req.trace, req.request_id)
     incident_id = req.id or f"inc-{trace.request_id}"
@@ -88,11 +88,11 @@ class AddedIncident:
 def run_incident_add(req: IncidentAddRequest) -> AddedIncident:
     import json
 
-    from ..atomic import write_bytes
-    from ..data.jsonl import parse_gold_records
-    from ..data.source import check_file, sha256_file, text_lines
-    from ..errors import InputError, UsageError
-    from ..goldset.incident import parse_postmortem, pm_value, regression_case
+    from rankgate._util.atomic import write_bytes
+    from rankgate.io.jsonl import parse_gold_records
+    from rankgate.io.source import check_file, sha256_file, text_lines
+    from rankgate.errors import InputError, UsageError
+    from rankgate.goldset.incident import parse_postmortem, pm_value, regression_case
 
     check_file(req.postmortem, "postmortem")
     text = "".join(line for _, line in text_lines(req.postmortem))
@@ -114,7 +114,7 @@ def run_incident_add(req: IncidentAddRequest) -> AddedIncident:
     record = regression_case(pm)
     chunks = [c for c, _, _ in pm.relevant] + list(pm.must_not_retrieve)
     if req.corpus:
-        from ..corpus import load_manifest
+        from rankgate.corpus import load_manifest
 
         corpus = load_manifest(req.corpus)
         absent = [c for c in chunks if c not in corpus]

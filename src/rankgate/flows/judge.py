@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import JudgeSpec, budget_warning, check_counts
+from rankgate.flows._common import JudgeSpec, budget_warning, check_counts
 
 __all__ = ["CalibrationRequest", "JudgeSpec", "RelevancePlan", "RelevanceRequest", "RelevanceResult", "plan_relevance",
            "run_calibration", "run_relevance"]
@@ -22,7 +22,7 @@ __all__ = ["CalibrationRequest", "JudgeSpec", "RelevancePlan", "RelevanceRequest
 def _open(spec: JudgeSpec) -> Any:
     """The judge client, options first and then the RANKGATE_JUDGE* environment; the lexical judge
     takes no url, model or key (the environment's are for another judge)."""
-    from ..errors import UsageError
+    from rankgate.errors import UsageError
 
     settings = spec.settings()
     if settings["backend"] == "lexical":
@@ -42,9 +42,9 @@ class RelevanceRequest:
     price_out: float | None = None
 
     def __post_init__(self) -> None:
-        from ..constraints import check_fields, typed
-        from ..errors import UsageError
-        from ..judges import MAX_REPEATS
+        from rankgate._util.constraints import check_fields, typed
+        from rankgate.errors import UsageError
+        from rankgate.judges import MAX_REPEATS
 
         check_fields(self, "RelevanceRequest", judge=typed(JudgeSpec), repeats=typed(int),
                      price_in=typed(float, optional=True), price_out=typed(float, optional=True))
@@ -71,14 +71,14 @@ class RelevancePlan:
 
 
 def _items(queue: Any) -> list[Any]:
-    from ..judges import JudgeItem
+    from rankgate.judges import JudgeItem
 
     return [JudgeItem(f"{q.query_id}\x1f{q.id}", {"question": q.query, "passage": q.text}) for q in queue]
 
 
 def plan_relevance(req: RelevanceRequest) -> RelevancePlan:
     """What :func:`run_relevance` would ask (calls, cache hits, approximate tokens); calls nothing."""
-    from ..judges.files import read_queue
+    from rankgate.judges.files import read_queue
 
     items = _items(read_queue(req.queue))
     with _open(req.judge) as judge:
@@ -94,8 +94,8 @@ def _majority(labels: list[int]) -> int:
 
 def run_relevance(req: RelevanceRequest) -> RelevanceResult:
     """Grade every queue item 2/1/0; a failed call is a row with ``grade: null`` and ``judge_error``."""
-    from ..judges import coverage, repeat_variance
-    from ..judges.files import read_queue
+    from rankgate.judges import coverage, repeat_variance
+    from rankgate.judges.files import read_queue
 
     queue = read_queue(req.queue)
     items = _items(queue)
@@ -146,8 +146,8 @@ class CalibrationRequest:
     def __post_init__(self) -> None:
         from dataclasses import replace
 
-        from ..constraints import CONFIDENCE, RESAMPLES, SEED, check, check_fields, typed
-        from ..errors import UsageError
+        from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check, check_fields, typed
+        from rankgate.errors import UsageError
 
         check_fields(self, "CalibrationRequest", task=typed(str), relevant_at=typed(int), weights=typed(str),
                      confidence=typed(float), resamples=typed(int), seed=typed(int))
@@ -166,9 +166,9 @@ def run_calibration(req: CalibrationRequest) -> dict[str, Any]:
     import json
     import os
 
-    from ..agreement import calibrate
-    from ..errors import InputError
-    from ..judges.files import file_sha256, read_labels, sidecar_path
+    from rankgate.stats.agreement import calibrate
+    from rankgate.errors import InputError
+    from rankgate.judges.files import file_sha256, read_labels, sidecar_path
 
     human, _ = read_labels(req.human)
     judged, errors = read_labels(req.judge_labels)

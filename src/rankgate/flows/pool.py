@@ -1,4 +1,4 @@
-"""The unjudged items of several runs' top-k, with texts, to be labelled (see :mod:`rankgate.pooling`)."""
+"""The unjudged items of several runs' top-k, with texts, to be labelled (see :mod:`rankgate.stats.pooling`)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ class PoolRequest:
     ties: str | None = None
 
     def __post_init__(self) -> None:
-        from ..constraints import FILE, PATHS, TEXT, check_fields, typed
-        from ..errors import UsageError
+        from rankgate._util.constraints import FILE, PATHS, TEXT, check_fields, typed
+        from rankgate.errors import UsageError
 
         # the types here (a UsageError naming the field; one path is one run, not its letters), the bounds below
         check_fields(self, "PoolRequest", runs=typed(PATHS), depth=typed(int), corpus=FILE, ties=TEXT)
@@ -40,14 +40,14 @@ def run_labels(paths: tuple[str, ...] | list[str]) -> list[str]:
 
 
 def run_pool(req: PoolRequest) -> PoolResult:
-    from ..data import load_gold, load_run
-    from ..pooling import pool_queue
+    from rankgate.io import load_gold, load_run
+    from rankgate.stats.pooling import pool_queue
 
     gold = load_gold(req.gold)
     runs = [load_run(path) for path in req.runs]
     corpus = None
     if req.corpus:
-        from ..corpus import load_manifest
+        from rankgate.corpus import load_manifest
 
         corpus = load_manifest(req.corpus)
     items = pool_queue(gold, runs, run_labels(req.runs), depth=req.depth, corpus=corpus, ties=req.ties)

@@ -1,7 +1,7 @@
 """The report's use case: load the gold set and the runs once, score each on every metric the report
 shows, draw the intervals and segments, compare with a baseline, check the ship criteria, and run the
 component experiments asked for. :func:`run_report` returns a :class:`ReportEvaluation`;
-:func:`rankgate.report.build.assemble` turns it into the :class:`~rankgate.report.model.Report`
+:func:`rankgate.render.build.assemble` turns it into the :class:`~rankgate.render.model.Report`
 (lists, curves, diagnosis) that the HTML renders.
 
 Same inputs and seed ⇒ the same numbers: statistics are seeded and nothing reads the clock.
@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from rankgate.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..data import Gold, Run
-    from ..results import EvaluationResult
-    from .evaluate import Scoring
+    from rankgate.io import Gold, Run
+    from rankgate.model.results import EvaluationResult
+    from rankgate.flows.evaluate import Scoring
 
 __all__ = [
     "AUTO_FIELDS_MAX_LABELS", "SWEEP_FAMILIES", "Baseline", "Inputs", "Lexical", "MainEvaluation", "ReportEvaluation",
@@ -57,7 +57,7 @@ def raw_run(run: Run) -> Run | None:
     col = run.fields.get("raw_topk")
     if not col or not any(col):
         return None
-    from ..data import load_run
+    from rankgate.io import load_run
 
     records = [{"query_id": q, "topk": v} for q, v in zip(run.query_ids, col) if v]
     return load_run(records, label=f"{run.source} (raw_topk)")
@@ -67,7 +67,7 @@ def k_raw(run: Run, raw: Run) -> int:
     """The raw list's cutoff: the most common ``k_raw`` of the records with a raw list, else its depth."""
     from collections import Counter
 
-    from ..data.arrow import code_counts
+    from rankgate._util.arrow import code_counts
 
     col = run.fields.get("k_raw") or []
     raws = run.fields.get("raw_topk") or []
@@ -85,7 +85,7 @@ _OWN_OPTIONS = ("k", "level", "doc_sep", "doc_map")
 class ReportRequest:
     """The options of one report, resolved: ``k``, ``level`` and ``doc_sep`` already take the ship
     criteria's ``evaluate`` options where the caller gave none (see
-    :func:`rankgate.report.build.build_report`), and the inputs it reads.
+    :func:`rankgate.render.build.build_report`), and the inputs it reads.
 
     ``scoring``: score every run through a :class:`~rankgate.flows.evaluate.Scorer` with these options
     (the command line's path: a ``doc_map`` file read once, warning lines said); None: through
@@ -132,10 +132,10 @@ class ReportRequest:
     judged_k: int | None = None
 
     def __post_init__(self) -> None:
-        from ..constraints import (
+        from rankgate._util.constraints import (
             COLUMNS, CONFIDENCE, COUNT, DOC_MAP, EVALUATE_OPTIONS, FILE, FLAG, K, LEVEL, NAMES, RESAMPLES, SEED, TEXT,
             Param, check, check_options)
-        from .evaluate import SCORING
+        from rankgate.flows.evaluate import SCORING
 
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
@@ -250,7 +250,7 @@ class StageScores:
 
 @dataclass(frozen=True)
 class ReportEvaluation:
-    """Everything the report shows, computed: what :func:`rankgate.report.build.assemble` reads."""
+    """Everything the report shows, computed: what :func:`rankgate.render.build.assemble` reads."""
 
     request: ReportRequest
     inputs: Inputs
@@ -270,13 +270,13 @@ class ReportEvaluation:
 
 
 def _dedupe(names: Iterable[str]) -> list[str]:
-    from ..metrics import parse_metric
+    from rankgate.metrics import parse_metric
 
     return list(dict.fromkeys(str(parse_metric(n)) for n in names))
 
 
 def _sha(source: Any) -> str | None:
-    from ..data.source import sha256_file
+    from rankgate.io.source import sha256_file
 
     return sha256_file(os.fspath(source)) if isinstance(source, (str, os.PathLike)) and os.path.isfile(source) else None
 
@@ -310,12 +310,12 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
                evaluator: Evaluator | None = None) -> ReportEvaluation:
     """Load, score and decide everything the report shows (see the module docs). ``evaluator``:
     ``(gold, run, metrics, level) -> EvaluationResult`` in place of the request's scoring."""
-    from .evaluate import Scorer, Statistics, judged_bounds
+    from rankgate.flows.evaluate import Scorer, Statistics, judged_bounds
 
     answers = _answers(req.answers)
     bounds = req.bounds
     if req.judged:
-        from .evaluate import Scoring
+        from rankgate.flows.evaluate import Scoring
 
         s = req.scoring if req.scoring is not None else Scoring(gold_format=req.gold_format, run_format=req.run_format)
         b = judged_bounds(Scorer(replace(s, k=req.judged_k, ties=req.ties)), Statistics(req.seed, req.n_resamples,
@@ -341,7 +341,7 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
     stages = score_stages(inputs, req, evaluator)
     outcome = None
     if cfg is not None:
-        from ..gates import decide
+        from rankgate.gating.decide import decide
 
         same = (cfg.seed, cfg.resamples, cfg.confidence) == (req.seed, req.n_resamples, req.confidence)
         outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
@@ -358,8 +358,8 @@ def _answers(answers: str | Mapping[str, Any] | None) -> Mapping[str, Any] | Non
         return answers
     import json
 
-    from ..data.source import check_file, open_text
-    from ..errors import InputError
+    from rankgate.io.source import check_file, open_text
+    from rankgate.errors import InputError
 
     check_file(answers, "answers summary")
     try:
@@ -373,7 +373,7 @@ def _answers(answers: str | Mapping[str, Any] | None) -> Mapping[str, Any] | Non
 
 
 def _default_evaluator(req: ReportRequest) -> Evaluator:
-    from ..engine import evaluate
+    from rankgate.scoring.engine import evaluate
 
     def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
         return evaluate(g, r, ms, k=req.k, level=lvl, doc_sep=req.doc_sep,
@@ -389,19 +389,19 @@ def _trec_lines(req: ReportRequest) -> bool:
 
 def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     """Load the gold set and the run; list the files read (sha256) and find the query texts."""
-    from ..data import load_gold, load_run
-    from ..data.jsonl_fast import LineTexts
-    from ..data.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
-    from ..data.source import sha256_file
+    from rankgate.io import load_gold, load_run
+    from rankgate.io.jsonl_fast import LineTexts
+    from rankgate.io.inputs import beir_folder, beir_query_texts, gold_files, run_files, sha256_files
+    from rankgate.io.source import sha256_file
 
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..data.load import gold_first
+    from rankgate.io.load import gold_first
 
     # The gold set is read while the run is; the files are hashed on threads while the run is scored.
     pool = ThreadPoolExecutor(max_workers=2)
 
-    from ..data.trec import trec_eval_lines
+    from rankgate.io.trec import trec_eval_lines
 
     trec_lines = _trec_lines(req)
 
@@ -415,7 +415,7 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     try:
         g, r = gold_first(pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns), read_run)
         if isinstance(r.items.get("text"), LineTexts):
-            from ..data.nearmiss import compares_texts
+            from rankgate.io.nearmiss import compares_texts
 
             if compares_texts(g):  # (the near-miss check compares every text: read them all now)
                 with trec_eval_lines(trec_lines):
@@ -429,7 +429,7 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     query_texts: dict[str, str] = {}
     folder = beir_folder(gold) if "query" not in g.fields and req.queries is None else None
     if req.queries is not None:  # --queries: a queries file beside a gold set without texts (TREC qrels, CSV)
-        from ..data.inputs import read_query_texts
+        from rankgate.io.inputs import read_query_texts
 
         query_texts = read_query_texts(os.fspath(req.queries))
         files.insert(1, ("gold queries", os.fspath(req.queries), sha256_file(os.fspath(req.queries))))
@@ -441,15 +441,15 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
 
 def _run_with_lazy_texts(run: Any, req: ReportRequest) -> Run | None:
     """The run with its item texts left in the file until a page shows one
-    (:func:`rankgate.data.load.load_run_lazy_texts`), when nothing else the report computes reads every
+    (:func:`rankgate.io.load.load_run_lazy_texts`), when nothing else the report computes reads every
     text: no component experiment, no asked or gated metric that reads item columns. None: the run is
     read as usual."""
     if req.enforce_as_of or req.routing or req.entity_linking or req.rewrite:
         return None
-    from ..data.load import load_run_lazy_texts
-    from ..engine import reads_items
-    from ..errors import RankgateError
-    from ..metrics import parse_metrics
+    from rankgate.io.load import load_run_lazy_texts
+    from rankgate.scoring.engine import reads_items
+    from rankgate.errors import RankgateError
+    from rankgate.metrics import parse_metrics
 
     asked = [*req.metrics, *(req.config.metrics if req.config is not None else ())]
     try:
@@ -463,10 +463,10 @@ def _run_with_lazy_texts(run: Any, req: ReportRequest) -> Run | None:
 def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:
     """Score the run on the panel, the k-sweep, the diagnosis's metrics and the gated ones; the panel's
     intervals; the segments."""
-    from ..data.arrow import code_counts
-    from ..metrics.display import fmt_sig
-    from ..stats import metric_cis
-    from ..sweep import sweep_specs
+    from rankgate._util.arrow import code_counts
+    from rankgate.metrics.display import fmt_sig
+    from rankgate.stats.bootstrap import metric_cis
+    from rankgate.stats.sweep import sweep_specs
 
     g, r, k = inputs.gold, inputs.run, req.k
     depth = int(code_counts(r.r_query, len(r.query_ids)).max()) if len(r.r_query) else 0  # the longest list
@@ -488,13 +488,13 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
                      metrics=[*panel, *sweep])
     fields = _auto_fields(result) if req.by is None else None
     if req.by is not None:
-        from ..segments import field_key, split_fields
+        from rankgate.stats.segments import field_key, split_fields
 
         fields = [field_key(result, f) for f in split_fields(req.by)]
     seg_metrics = _dedupe([f"recall@{k}", f"ndcg@{k}", f"precision@{k}", "mrr", *[m for m in gated if m in result.values]])
     segments = None
     if fields:
-        from ..segments import segment_summary
+        from rankgate.stats.segments import segment_summary
 
         segments = segment_summary(result, fields, metrics=seg_metrics, seed=req.seed, n_resamples=req.n_resamples,
                                    confidence=req.confidence)
@@ -507,11 +507,11 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: R
     """Same metrics on the baseline run and the paired comparison, or the means of a baseline summary."""
     if baseline is None:
         return Baseline()
-    from ..baseline import BaselineSummary, summary_or_run
-    from ..data import load_run
-    from ..sweep import sweep_specs
+    from rankgate.gating.baseline import BaselineSummary, summary_or_run
+    from rankgate.io import load_run
+    from rankgate.stats.sweep import sweep_specs
 
-    from ..data.trec import trec_eval_lines
+    from rankgate.io.trec import trec_eval_lines
 
     def run_and_sha(path: str) -> tuple[Run, str | None]:
         with trec_eval_lines(_trec_lines(req)):
@@ -533,7 +533,7 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: R
     label = _label(baseline, br, _path(run, inputs.run))
     result = evaluator(inputs.gold, br, _dedupe([*main.panel, *sweep_specs(list(SWEEP_FAMILIES), main.ks), *main.gated]),
                        req.level)
-    from ..compare import compare
+    from rankgate.stats.paired import compare
 
     cmp = compare(result, main.result, metrics=[*main.panel, *[m for m in main.segment_metrics if m not in main.panel]],
                   by=main.fields or (), seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
@@ -546,10 +546,10 @@ def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator:
     """The lexical run's panel and result, shown beside the misses."""
     if lexical is None:
         return Lexical()
-    from ..data import load_run
+    from rankgate.io import load_run
 
     k = req.k
-    from ..data.trec import trec_eval_lines
+    from rankgate.io.trec import trec_eval_lines
 
     with trec_eval_lines(_trec_lines(req)):
         lr = load_run(lexical, format=req.run_format, columns=req.columns)
@@ -592,7 +592,7 @@ def _doc_level(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluat
 
 def _any_contains(ids: Any, text: str) -> bool:
     """Whether any id holds ``text`` (on the arrow array: no Python string per id)."""
-    from ..data.arrow import none_contains
+    from rankgate._util.arrow import none_contains
 
     if len(ids) == 0 or none_contains(ids, text):  # (usual: a search of the bytes, no pyarrow.compute import)
         return False
@@ -607,7 +607,7 @@ def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
     the routing and entity-linking analyses (on the inputs as loaded once, with the report's scoring)."""
     if not (req.enforce_as_of or req.routing or req.entity_linking or req.rewrite):
         return None, None, {}
-    from .evaluate import Scorer, Scoring, Statistics, components_of
+    from rankgate.flows.evaluate import Scorer, Scoring, Statistics, components_of
 
     gold, run = inputs.gold, inputs.run
     stats = Statistics(req.seed, req.n_resamples, req.confidence)
@@ -615,13 +615,13 @@ def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
     metrics = ["recall@5", "ndcg@10", "mrr"]
     freshness = rewrite = None
     if req.enforce_as_of:
-        from ..experiments.freshness import freshness_what_if
+        from rankgate.experiments.freshness import freshness_what_if
 
         freshness = freshness_what_if(gold, run, lambda g, r: evaluator(g, r, metrics, req.level), by=by,
                                       **stats.kwargs())
     if req.rewrite:
-        from ..data.rewrite import read_rewrite_runs
-        from ..experiments.rewrite import rewrite_effect
+        from rankgate.io.rewrite import read_rewrite_runs
+        from rankgate.experiments.rewrite import rewrite_effect
 
         log = read_rewrite_runs(req.rewrite)
         k = req.scoring.k if req.scoring is not None else req.k

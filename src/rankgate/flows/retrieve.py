@@ -32,10 +32,10 @@ class RetrieveRequest:
     def __post_init__(self) -> None:
         from collections.abc import Mapping as _Mapping
 
-        from ..constraints import FILE, FLAG, TEXT, check_fields, typed
-        from ..errors import UsageError
-        from ..metrics.spec import MAX_K
-        from ..retrieval.api import MAX_REPEAT
+        from rankgate._util.constraints import FILE, FLAG, TEXT, check_fields, typed
+        from rankgate.errors import UsageError
+        from rankgate.metrics.spec import MAX_K
+        from rankgate.retrieval.api import MAX_REPEAT
 
         # the types here (a UsageError naming the field), the bounds below in the command's words
         check_fields(self, "RetrieveRequest", corpus=FILE, beir=FILE, gold=FILE, split=TEXT, retriever=typed(str),
@@ -83,7 +83,7 @@ def keep_texts(records: list[dict[str, Any]], limit: int | None) -> list[dict[st
 
 
 def run_retrieve(req: RetrieveRequest) -> RetrieveResult:
-    from ..retrieval import load_beir, load_corpus, load_gold_queries, retrieve
+    from rankgate.retrieval import load_beir, load_corpus, load_gold_queries, retrieve
 
     if req.beir is not None:
         collection = load_beir(req.beir, split=req.split)
@@ -95,7 +95,7 @@ def run_retrieve(req: RetrieveRequest) -> RetrieveResult:
     repeat = req.repeat if req.latency else 1
     reranker = None
     if req.reranker:
-        from ..retrieval.rerank import get_reranker
+        from rankgate.retrieval.rerank import get_reranker
 
         reranker = get_reranker(req.reranker)
     records = retrieve(chunks, queries, req.retriever, k=req.k, options=dict(req.options), latency=req.latency,

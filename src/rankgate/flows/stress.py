@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import check_stats
+from rankgate.flows._common import check_stats
 
 MAX_RANKS = 20
 
@@ -34,8 +34,8 @@ class StressRequest:
     def __post_init__(self) -> None:
         from collections.abc import Mapping as _Mapping
 
-        from ..constraints import BY, FILE, TEXT, Shape, check_fields, plain, typed
-        from ..errors import UsageError
+        from rankgate._util.constraints import BY, FILE, TEXT, Shape, check_fields, plain, typed
+        from rankgate.errors import UsageError
 
         ranks = Shape("a list of ranks (integers)", lambda v: None if isinstance(v, (str, bytes, _Mapping)) or not hasattr(
             v, "__iter__") else tuple(plain(r) for r in v))
@@ -61,8 +61,8 @@ class StressRequest:
 
 
 def _negatives_file(path: str, gold_ids: set[str]) -> dict[str, list[str]]:
-    from ..data.jsonl import json_objects
-    from ..errors import InputError
+    from rankgate.io.jsonl import json_objects
+    from rankgate.errors import InputError
 
     out: dict[str, list[str]] = {}
     for lineno, obj in json_objects(path, "negatives file", '{"query_id", "negatives"}'):
@@ -86,11 +86,11 @@ def _negatives_file(path: str, gold_ids: set[str]) -> dict[str, list[str]]:
 
 def run_stress(req: StressRequest) -> Any:
     """The :class:`~rankgate.experiments.stress.StressResult`: the reranker's nDCG@5 before and after."""
-    from ..data import load_gold, load_run
-    from ..errors import InputError
-    from ..experiments.stress import lexical_negatives, negatives_from_gold, ranked_items, stress_test
-    from ..retrieval.base import Chunk, Query
-    from ..retrieval.rerank import get_reranker
+    from rankgate.io import load_gold, load_run
+    from rankgate.errors import InputError
+    from rankgate.experiments.stress import lexical_negatives, negatives_from_gold, ranked_items, stress_test
+    from rankgate.retrieval.base import Chunk, Query
+    from rankgate.retrieval.rerank import get_reranker
 
     reranker = get_reranker(req.reranker, **dict(req.reranker_options))
     gold = load_gold(req.gold)
@@ -106,7 +106,7 @@ def run_stress(req: StressRequest) -> Any:
                 chunks[cid] = Chunk(cid, text, doc_version=version)
     corpus: list[Chunk] = []
     if req.corpus:
-        from ..retrieval.corpus import load_corpus
+        from rankgate.retrieval.corpus import load_corpus
 
         corpus = load_corpus(req.corpus)
         chunks.update({c.chunk_id: c for c in corpus})

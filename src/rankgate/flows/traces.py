@@ -10,7 +10,7 @@ from typing import Any
 
 
 def _check_threshold(abstention: str | None, threshold: float | None) -> None:
-    from ..errors import UsageError
+    from rankgate.errors import UsageError
 
     if abstention and threshold is not None:
         raise UsageError("give --abstention or --abstention-threshold, not both")
@@ -36,9 +36,9 @@ class TracesRequest:
     signals: str | Iterable[str] | None = None  # analyze: headline, all or groups (None: all); kept as a frozenset
 
     def __post_init__(self) -> None:
-        from ..constraints import BY, FILE, NAMES, PATHS, TEXT, check, check_fields, typed
-        from ..errors import UsageError
-        from ..traces.signals import SEGMENT_FIELDS, parse_signals, parse_window
+        from rankgate._util.constraints import BY, FILE, NAMES, PATHS, TEXT, check, check_fields, typed
+        from rankgate.errors import UsageError
+        from rankgate.traces.signals import SEGMENT_FIELDS, parse_signals, parse_window
 
         # the types here (a UsageError naming the field; one path is one export, not its letters)
         check_fields(self, "TracesRequest", traces=typed(PATHS), format=TEXT, on_error=typed(str), field_map=FILE,
@@ -67,20 +67,20 @@ class TracesResult:
 
 def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str | None = None,
                signals: Any = None) -> Any:
-    from ..traces import read_traces
-    from ..traces.engines import make_backend
-    from ..traces.signals import parse_window, summarize_traces, top1_only
+    from rankgate.traces import read_traces
+    from rankgate.traces.engines import make_backend
+    from rankgate.traces.signals import parse_window, summarize_traces, top1_only
 
     window = req.window or window or "1d"
     parse_window(window)
     threshold = req.abstention_threshold
     if threshold is None and req.abstention:
-        from ..traces.abstention import read_threshold
+        from rankgate.traces.abstention import read_threshold
 
         threshold = read_threshold(req.abstention)
     manifest = None
     if req.corpus:
-        from ..corpus import load_manifest
+        from rankgate.corpus import load_manifest
 
         manifest = load_manifest(req.corpus)
     # on DuckDB, items of large rankgate Parquet files stay in the file (rankgate.traces.native)
@@ -98,7 +98,7 @@ def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str |
 def run_analyze(req: TracesRequest) -> TracesResult:
     """The signals asked for per window and segment; for every signal, also the monitors' flags (which
     the HTML report marks)."""
-    from ..traces.monitors import check_monitors, load_monitors
+    from rankgate.traces.monitors import check_monitors, load_monitors
 
     monitors = load_monitors(req.monitors)
     summary = _summarize(req, window=monitors.window, signals=req.signals)
@@ -107,7 +107,7 @@ def run_analyze(req: TracesRequest) -> TracesResult:
 
 def run_check(req: TracesRequest) -> TracesResult:
     """The monitors run on the signals, with the segments they name."""
-    from ..traces.monitors import check_monitors, load_monitors
+    from rankgate.traces.monitors import check_monitors, load_monitors
 
     monitors = load_monitors(req.monitors)
     summary = _summarize(req, monitors.segment_fields, window=monitors.window)
@@ -128,7 +128,7 @@ class SampleRequest:
     by: tuple[str, ...] = ("tenant",)   # request fields to stratify by besides reason and source
 
     def __post_init__(self) -> None:
-        from ..constraints import BY, FILE, PATHS, TEXT, check_fields, typed
+        from rankgate._util.constraints import BY, FILE, PATHS, TEXT, check_fields, typed
 
         check_fields(self, "SampleRequest", traces=typed(PATHS), format=TEXT, field_map=FILE, on_error=typed(str),
                      abstention=FILE, abstention_threshold=typed(float, optional=True), corpus=FILE, n=typed(int),
@@ -145,25 +145,25 @@ class Sample:
 
 
 def run_sample(req: SampleRequest) -> Sample:
-    from ..traces import read_traces
-    from ..traces.sample import sample_candidates
+    from rankgate.traces import read_traces
+    from rankgate.traces.sample import sample_candidates
 
     threshold = req.abstention_threshold
     if threshold is None and req.abstention:
-        from ..traces.abstention import read_threshold
+        from rankgate.traces.abstention import read_threshold
 
         threshold = read_threshold(req.abstention)
     threshold = None if threshold is None else float(threshold)
     corpus = None
     if req.corpus:
-        from ..corpus import load_manifest
+        from rankgate.corpus import load_manifest
 
         corpus = load_manifest(req.corpus)
     tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map)
     recs = sample_candidates(tables, threshold=threshold, n=req.n, seed=req.seed, by=req.by)
     missing: list[str] = []
     if corpus is not None:
-        from ..traces.sample import add_corpus_texts
+        from rankgate.traces.sample import add_corpus_texts
 
         missing = add_corpus_texts(recs, corpus)
     return Sample(tuple(recs), threshold, tuple(missing), tables.skipped.total)

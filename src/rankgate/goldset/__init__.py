@@ -1,16 +1,16 @@
 """Keeping a gold set alive against a moving corpus: validate it, find labels the corpus has left
 behind, compare two versions of it, and carry its labels across a re-chunking. Every function is
-pure and returns a result object; the renderers are in :mod:`rankgate.report.gold`, the commands in
-:mod:`rankgate.commands.gold`."""
+pure and returns a result object; the renderers are in :mod:`rankgate.render.gold`, the commands in
+:mod:`rankgate.cli.gold`."""
 
 from __future__ import annotations
 
-from .diff import GoldDiff, Relabel, diff_gold
-from .power import min_detectable_drop
-from .records import GoldFile, GoldQuery, Label, Problem, read_gold_file
-from .remap import LabelRemap, Mapping, Remap, propose, remap_gold
-from .stale import REASONS, StaleLabel, StaleReport, stale_labels
-from .validate import Finding, LabelAge, SegmentPower, ValidationReport, validate_gold
+from rankgate.goldset.diff import GoldDiff, Relabel, diff_gold
+from rankgate.stats.power import min_detectable_drop
+from rankgate.goldset.records import GoldFile, GoldQuery, Label, Problem, read_gold_file
+from rankgate.goldset.remap import LabelRemap, Mapping, Remap, propose, remap_gold
+from rankgate.goldset.stale import REASONS, StaleLabel, StaleReport, stale_labels
+from rankgate.goldset.validate import Finding, LabelAge, SegmentPower, ValidationReport, validate_gold
 
 __all__ = [
     "REASONS", "Finding", "GoldDiff", "GoldFile", "GoldQuery", "Label", "LabelAge", "LabelRemap", "Mapping",

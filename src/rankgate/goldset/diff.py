@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .records import GoldFile, GoldQuery
+from rankgate.goldset.records import GoldFile, GoldQuery
 
 __all__ = ["GoldDiff", "Relabel", "diff_gold"]
 

@@ -1,6 +1,6 @@
 """Incidents: a retrieval trace in, a postmortem template out; a filled postmortem in, a regression
 case for the gold set out. Pure: the command reads and writes the files; the template's markdown
-is rendered by :mod:`rankgate.report.incident`.
+is rendered by :mod:`rankgate.render.incident`.
 
 **Trace** (one request, one JSON object; the fields of the trace model of docs/traces.md, so a line of
 rankgate's trace JSONL can be saved as a file and used as is):
@@ -17,7 +17,7 @@ rankgate's trace JSONL can be saved as a file and used as is):
 Any trace the trace readers know (OTLP, Phoenix, Langfuse, LangSmith, rankgate's JSONL) can be
 given too; :func:`read_trace` then picks one request of it (``request_id``), see :func:`trace_from_tables`.
 
-**Postmortem**: the markdown of :func:`rankgate.report.incident.postmortem_markdown`. Its fields are
+**Postmortem**: the markdown of :func:`rankgate.render.incident.postmortem_markdown`. Its fields are
 ``- key: value`` lines and ``- [x]`` boxes under ``## `` headings; a value still reading ``TODO`` is
 unfilled. :func:`parse_postmortem` lists every problem at once; the command refuses the file (exit 2)
 on any. A section heading, a ``- key:`` line or a ``relevant:``/``must_not_retrieve:`` list given twice
@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from rankgate.errors import InputError
 
 __all__ = ["DATA_FENCE", "FAILURE_LINKS", "LIFECYCLE_STAGES", "STAGES", "Postmortem", "Trace", "TraceItem",
            "data_block", "parse_postmortem", "pm_value", "read_pm_value", "read_trace", "regression_case",
@@ -188,8 +188,8 @@ def read_trace(path: str, request_id: str | None = None) -> Trace:
     does not hold, or no id for a file of several requests, lists some that it holds."""
     import os
 
-    from ..data.source import check_file, first_byte, text_lines
-    from ..traces.read import read_traces
+    from rankgate.io.source import check_file, first_byte, text_lines
+    from rankgate.traces.read import read_traces
 
     if os.path.isdir(path):  # a Langfuse export folder
         return trace_from_tables(read_traces(path), request_id, path)
@@ -216,7 +216,7 @@ def read_trace(path: str, request_id: str | None = None) -> Trace:
 def _several_lines(path: str) -> bool:
     """Whether the file is JSONL: its first line is a whole JSON object and another line follows
     (read as far as the second line, so a large export is not read whole here)."""
-    from ..data.source import text_lines
+    from rankgate.io.source import text_lines
 
     first = None
     for _, line in text_lines(path):
@@ -236,7 +236,7 @@ def _several_lines(path: str) -> bool:
 def _is_export(path: str) -> bool:
     """Whether the trace readers take the file for another tool's export (its first record has
     the keys of OTLP, Phoenix, Langfuse, LangSmith…), not rankgate's request shape."""
-    from ..traces.read import detect_format
+    from rankgate.traces.read import detect_format
 
     try:
         return detect_format(path) != "jsonl"
@@ -278,8 +278,8 @@ def _own_trace(obj: Any, path: str, text: str = "") -> Trace:
     rid = _str(obj, "request_id", path, "", required=True)
     key = _query_key(obj)
     query = _query(obj, path, _key_line(text, key) if key in obj else None)
-    from ..traces.build import Check
-    from ..traces.formats.jsonl import parse_request
+    from rankgate.traces.build import Check
+    from rankgate.traces.formats.jsonl import parse_request
 
     parse_request(obj, Check(path, None), require_timestamp=False)  # one line of the trace JSONL, checked by its reader
     fields = {k: v for k in ("timestamp", "tenant", "trace_id", "rewritten_query", "corpus_version", "index_version")
@@ -294,7 +294,7 @@ SHOWN_IDS = 5
 def _request_line(path: str, line: int | None) -> dict[str, Any] | None:
     """Line ``line`` of a text file as a request of rankgate's trace JSONL (an object with a
     ``request_id``), or None (another format, a binary file, no such line)."""
-    from ..data.source import text_lines
+    from rankgate.io.source import text_lines
 
     if line is None:
         return None

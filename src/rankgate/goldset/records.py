@@ -1,7 +1,7 @@
 """Reading a gold file for the gold-set commands: every query with its labels and line, and *every*
 schema problem of the file rather than the first.
 
-The checks are the gold loader's own (:func:`rankgate.data.jsonl.parse_gold_records`): the whole
+The checks are the gold loader's own (:func:`rankgate.io.jsonl.parse_gold_records`): the whole
 file is parsed in one pass first; only when that pass refuses the file is it parsed again line by line
 to collect each bad line's message, so a clean file costs one parse and a dirty one is reported in
 full. Duplicated query ids are reported naming the line of the first occurrence. A query with no
@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
+from rankgate.errors import InputError
 
 __all__ = ["GoldFile", "GoldQuery", "Label", "Problem", "read_gold_file"]
 
@@ -110,7 +110,7 @@ def _message(exc: InputError) -> str:
 
 def _collect(records: list[tuple[int, Any]], json_problems: list[Problem], path: str) -> tuple[list[GoldQuery], list[Problem]]:
     """The slow path: each line on its own, so every bad line is reported."""
-    from ..data.jsonl import parse_gold_records
+    from rankgate.io.jsonl import parse_gold_records
 
     problems = list(json_problems)
     queries: list[GoldQuery] = []
@@ -154,7 +154,7 @@ def read_gold_file(path: str | os.PathLike[str], lines: list[tuple[str, Any]] | 
 
     ``lines``: when given, receives ``(text, object)`` for every line that is valid JSON, in file
     order (the text without its line end), for commands that rewrite the file keeping its lines."""
-    from ..data.source import local_copy
+    from rankgate.io.source import local_copy
 
     path = os.fspath(path)
     with local_copy(path, "gold") as local:
@@ -163,19 +163,19 @@ def read_gold_file(path: str | os.PathLike[str], lines: list[tuple[str, Any]] | 
 
 
 def _read_gold_file(path: str, lines: list[tuple[str, Any]] | None = None) -> GoldFile:
-    from ..data.jsonl import MAX_DEPTH, check_surrogates, json_depth
-    from ..data.source import check_file, sha256_file, text_lines
+    from rankgate.io.jsonl import MAX_DEPTH, check_surrogates, json_depth
+    from rankgate.io.source import check_file, sha256_file, text_lines
 
     check_file(path, "gold")
     if os.path.isdir(path):
         raise InputError("is a folder", path=path, hint="pass the gold JSONL file itself")
     digest = sha256_file(path)
     if path.endswith((".parquet", ".pq")):
-        from ..data.load import load_gold
+        from rankgate.io.load import load_gold
 
         gold = load_gold(path)
         return GoldFile(path, digest, tuple(_queries_of(gold, [None] * len(gold))), ())
-    from ..data.contract import contract_gold_records, is_samples_file
+    from rankgate.io.tools.contract import contract_gold_records, is_samples_file
 
     if is_samples_file(path):  # the sample contract's samples (YAML or JSON): each sample checked on its own
         if lines is not None:
@@ -209,7 +209,7 @@ def _read_gold_file(path: str, lines: list[tuple[str, Any]] | None = None) -> Go
     if not records and not json_problems:
         raise InputError("has no queries", path=path, hint="a gold set needs at least one JSON line")
     if not json_problems:
-        from ..data.jsonl import parse_gold_records
+        from rankgate.io.jsonl import parse_gold_records
 
         try:
             gold = parse_gold_records(records, path)

@@ -41,9 +41,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..corpus import CorpusManifest
-from ..errors import InputError
-from .records import GoldFile
+from rankgate.corpus import CorpusManifest
+from rankgate.errors import InputError
+from rankgate.goldset.records import GoldFile
 
 __all__ = ["MAX_DF", "PIECE", "PURE", "SHINGLE", "LabelRemap", "Mapping", "Remap", "remap_gold", "tokenize"]
 
@@ -129,7 +129,7 @@ def _token_lists(texts: Any) -> Any:
 
 def _kernels() -> Any:
     """The compiled remap kernels (``_kernels.c``), or None: then arrow and numpy do the same work."""
-    from .._accel import kernels
+    from rankgate._native import kernels
 
     return kernels if kernels is not None and hasattr(kernels, "shingle_scan") else None
 
@@ -755,7 +755,7 @@ def propose(records: Sequence[dict[str, Any]], gold: GoldFile, remap: Remap
 
 def _propose(records: Sequence[dict[str, Any]], gold: GoldFile, remap: Remap
              ) -> tuple[list[dict[str, Any]], int, list[tuple[str, str]]]:
-    from ..data.jsonl import QUERY_ID_KEYS, RELEVANT_KEYS
+    from rankgate.io.jsonl import QUERY_ID_KEYS, RELEVANT_KEYS
 
     by_id = {q.query_id: q for q in gold.queries}
     applied = {cid: r.applied(remap.min_confidence) for cid, r in remap.labels.items() if r.kind != "unchanged"}

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..corpus import CorpusManifest
-from .records import GoldFile
+from rankgate.corpus import CorpusManifest
+from rankgate.goldset.records import GoldFile
 
 __all__ = ["REASONS", "StaleLabel", "StaleReport", "stale_labels"]
 

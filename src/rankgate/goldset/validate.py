@@ -1,5 +1,5 @@
 """``rankgate gold validate``: is this gold set fit to gate releases on? Pure: files in, a
-:class:`ValidationReport` out; rendering lives in :mod:`rankgate.report.gold`.
+:class:`ValidationReport` out; rendering lives in :mod:`rankgate.render.gold`.
 
 Findings (``severity`` ``error`` blocks: the command exits 1; ``warning`` is shown only):
 
@@ -24,8 +24,8 @@ Also reported, as facts: the mix of ``source_of_query`` and of tiers (``tier`` o
 age of the labels (``created``, ``corpus_version``), and per segment of each gate's ``segments:`` the
 number of answerable queries and the smallest drop the gate can see at that size: from the bootstrap
 of a baseline run's per-query values in that segment when one is given
-(:func:`rankgate.goldset.power.min_detectable_drop_bootstrap`), else the binomial approximation
-(:func:`rankgate.goldset.power.min_detectable_drop`).
+(:func:`rankgate.stats.power.min_detectable_drop_bootstrap`), else the binomial approximation
+(:func:`rankgate.stats.power.min_detectable_drop`).
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..corpus import CorpusManifest
-from ..metrics.display import fmt_size
-from .power import min_detectable_drop, min_detectable_drop_bootstrap
+from rankgate.corpus import CorpusManifest
+from rankgate.metrics.display import fmt_size
+from rankgate.stats.power import min_detectable_drop, min_detectable_drop_bootstrap
 
 if TYPE_CHECKING:  # the config is only read here; goldset sits below the gate layer
-    from ..gate_config import GateConfig
-from .records import GoldFile
+    from rankgate.gating.config import GateConfig
+from rankgate.goldset.records import GoldFile
 
 __all__ = ["Finding", "LabelAge", "SegmentPower", "ValidationReport", "validate_gold"]
 
@@ -160,7 +160,7 @@ def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
 
 def _segment_power(gold: GoldFile, config: GateConfig,
                    baseline: Mapping[str, Mapping[str, float]] | None = None) -> list[SegmentPower]:
-    from ..segments import ordered_labels
+    from rankgate.stats.segments import ordered_labels
 
     answerable = [q for q in gold.queries if any(label.grade >= 1 for label in q.labels)]
     out = []

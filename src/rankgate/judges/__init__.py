@@ -22,11 +22,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..constraints import TIMEOUT, check
-from ..errors import UsageError
-from ..redact import register_url
-from .base import TASK_FIELDS, TASKS, Judge, JudgeCallError, JudgeItem, Judgement, Label, Plan
-from .client import (BUDGET_REACHED, DEFAULT_MAX_STATEMENTS, MAX_REPEATS, MAX_STATEMENTS, JudgeClient,
+from rankgate._util.constraints import TIMEOUT, check
+from rankgate.errors import UsageError
+from rankgate._util.redact import register_url
+from rankgate.judges.base import TASK_FIELDS, TASKS, Judge, JudgeCallError, JudgeItem, Judgement, Label, Plan
+from rankgate.judges.client import (BUDGET_REACHED, DEFAULT_MAX_STATEMENTS, MAX_REPEATS, MAX_STATEMENTS, JudgeClient,
                      check_count)
 
 __all__ = [
@@ -83,7 +83,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
         check_count(max_calls, "max_calls", 0, None)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise UsageError(f"judge seed must be an integer; got {seed!r}")
-    from .transport import DEFAULT_MAX_REPLY_BYTES, MAX_MAX_REPLY_BYTES
+    from rankgate.judges.transport import DEFAULT_MAX_REPLY_BYTES, MAX_MAX_REPLY_BYTES
 
     if max_reply_bytes is None:
         max_reply_bytes = DEFAULT_MAX_REPLY_BYTES
@@ -96,14 +96,14 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
                          f"judge makes none")
     builtin = True
     if backend == "lexical":
-        from .lexical import LexicalJudge
+        from rankgate.judges.lexical import LexicalJudge
 
         impl: Any = LexicalJudge()
     elif backend == "openai":
         if not url:
             raise UsageError("the openai judge needs a URL: pass --judge-url (e.g. http://localhost:8000/v1 for "
                              "vLLM, http://localhost:11434/v1 for Ollama, https://api.openai.com/v1)")
-        from .openai import OpenAIJudge
+        from rankgate.judges.openai import OpenAIJudge
 
         impl = OpenAIJudge(url, model or "", key_env=key_env, timeout_s=timeout_s, retries=retries,
                            workers=workers, backoff_s=backoff_s, max_retry_after_s=max_retry_after_s,
@@ -120,7 +120,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
                          f"'package.module:ClassName'")
     cache = None
     if use_cache:
-        from .cache import JudgeCache
+        from rankgate.judges.cache import JudgeCache
 
         cache = JudgeCache(cache_dir)
     return JudgeClient(impl, spec=backend, seed=seed, workers=workers, cache=cache, refresh=refresh,
@@ -128,7 +128,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
 
 
 def _user_judge(spec: str, **given: str | None) -> Any:
-    from ..plugins import load_object
+    from rankgate._util.plugins import load_object
 
     factory = load_object(spec, "judge")
     options = {k: v for k, v in given.items() if v is not None}

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import JudgeError
-from ..redact import redact
+from rankgate.errors import JudgeError
+from rankgate._util.redact import redact
 
 __all__ = [
     "GRADES",
@@ -118,7 +118,7 @@ class JudgeCallError(JudgeError):
     A :class:`rankgate.errors.JudgeError`, so a :class:`~rankgate.errors.RankgateError`: one that escapes
     to the CLI is a one-line error with exit code 2 (errors.py says why).
 
-    The message passes :func:`rankgate.redact.redact` here, so no backend's error can carry a
+    The message passes :func:`rankgate._util.redact.redact` here, so no backend's error can carry a
     registered key or URL userinfo into a labels file, ``answers.csv`` or the terminal.
     """
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from rankgate.errors import UsageError
 
 __all__ = ["CACHE_ENV", "CACHE_FILE", "JudgeCache", "default_cache_dir", "request_key"]
 

@@ -31,10 +31,10 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..errors import UsageError
-from ..redact import redact_line
-from .base import TASK_FIELDS, TASKS, CallResult, JudgeCallError, JudgeItem, Judgement, Plan, check_label, is_problem
-from .cache import JudgeCache, request_key
+from rankgate.errors import UsageError
+from rankgate._util.redact import redact_line
+from rankgate.judges.base import TASK_FIELDS, TASKS, CallResult, JudgeCallError, JudgeItem, Judgement, Plan, check_label, is_problem
+from rankgate.judges.cache import JudgeCache, request_key
 
 __all__ = ["BUDGET_REACHED", "DEFAULT_MAX_STATEMENTS", "MAX_REPEATS", "MAX_STATEMENTS", "JudgeClient",
            "check_count"]

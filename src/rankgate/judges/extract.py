@@ -5,7 +5,7 @@ then the first JSON array, that decodes from some ``{`` / ``[`` in the text (pro
 ignored). None when nothing decodes.
 
 A reply is data from outside: when a candidate nests deeper than the readers' limit
-(:data:`rankgate.data.jsonl.MAX_DEPTH`, whatever Python's stack would allow) the reply is refused
+(:data:`rankgate.io.jsonl.MAX_DEPTH`, whatever Python's stack would allow) the reply is refused
 with :class:`~.base.JudgeCallError` naming the limit (nothing is hunted for inside it), so it
 becomes that call's ``judge_error`` and never ends the run.
 """
@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from .base import JudgeCallError
+from rankgate.judges.base import JudgeCallError
 
 __all__ = ["extract_json"]
 
@@ -32,7 +32,7 @@ class _TooDeep(Exception):
 def _decode(text: str, start: int | None = None) -> Any:
     """One candidate decoded (``raw_decode`` from ``start`` when given); ValueError if it does not
     decode, :class:`_TooDeep` if it nests deeper than the limit."""
-    from ..data.jsonl import MAX_DEPTH, json_depth
+    from rankgate.io.jsonl import MAX_DEPTH, json_depth
 
     try:
         value = json.loads(text) if start is None else json.JSONDecoder().raw_decode(text, start)[0]
@@ -63,7 +63,7 @@ def extract_json(text: str | None) -> Any | None:
                 except ValueError:
                     start, tried = text.find(opener, start + 1), tried + 1
     except _TooDeep:  # not a value to hunt inside of: the reply is refused
-        from ..data.jsonl import MAX_DEPTH
+        from rankgate.io.jsonl import MAX_DEPTH
 
         raise JudgeCallError(f"the reply's JSON nests deeper than {MAX_DEPTH} levels") from None
     return None

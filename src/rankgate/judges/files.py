@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from rankgate.errors import InputError
 
 __all__ = ["QueueItem", "read_labels", "read_queue", "sidecar_path"]
 
@@ -32,7 +32,7 @@ class QueueItem:
 
 
 def _objects(path: str, what: str, shape: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    from ..data.jsonl import json_objects
+    from rankgate.io.jsonl import json_objects
 
     return json_objects(path, what, shape)
 

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
-from .base import Label
+from rankgate.judges.base import Label
 
 __all__ = ["LexicalJudge", "LexicalThresholds", "content_tokens", "split_sentences"]
 

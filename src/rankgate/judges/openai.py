@@ -34,7 +34,7 @@ Replies
     deflate are asked for; another encoding is refused) in pieces, with at most ``max_reply_bytes``
     (default 1 MB, ``--max-reply-bytes``) kept after decompression: a larger reply, or a compressed
     one that inflates past the cap, is a failed call "reply larger than …", never retried. A reply
-    nesting deeper than :data:`rankgate.data.jsonl.MAX_DEPTH` levels, or that is not JSON, is a
+    nesting deeper than :data:`rankgate.io.jsonl.MAX_DEPTH` levels, or that is not JSON, is a
     failed call too.
 Deadline
     ``timeout_s`` (``--timeout``) is the whole time one request may take, from connecting to the last
@@ -45,8 +45,8 @@ Key
     Read from the environment variable the user names (``key_env``) and sent as
     ``Authorization: Bearer`` (``api-key`` for Azure hosts); no key for a local server. The key is
     never part of the identity, the cache key or a message: it (and a password in the URL) is
-    registered with :mod:`rankgate.redact`, and every error message and every reply passes
-    :func:`~rankgate.redact.redact` before it is shown or cached.
+    registered with :mod:`rankgate._util.redact`, and every error message and every reply passes
+    :func:`~rankgate._util.redact.redact` before it is shown or cached.
 Transport
     ``transport`` (any ``httpx.BaseTransport``; default: httpx's own, with proxies from the
     environment) carries the requests, as in ``httpx.Client(transport=…)``: an
@@ -76,13 +76,13 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from ..errors import UsageError
-from ..redact import origin, redact, register, register_url
-from .base import TASKS, CallResult, JudgeCallError, check_label, is_problem
-from .extract import extract_json
-from .prompts import answer_schema, max_tokens, prompt
-from .transport import ACCEPT_ENCODING, DEFAULT_MAX_REPLY_BYTES, BadReply, ReplyTooLarge, deadline, read_body
-from .transport import client as http_client
+from rankgate.errors import UsageError
+from rankgate._util.redact import origin, redact, register, register_url
+from rankgate.judges.base import TASKS, CallResult, JudgeCallError, check_label, is_problem
+from rankgate.judges.extract import extract_json
+from rankgate.judges.prompts import answer_schema, max_tokens, prompt
+from rankgate.judges.transport import ACCEPT_ENCODING, DEFAULT_MAX_REPLY_BYTES, BadReply, ReplyTooLarge, deadline, read_body
+from rankgate.judges.transport import client as http_client
 
 __all__ = ["OpenAIJudge", "chat_endpoint", "failure"]
 
@@ -157,7 +157,7 @@ def _loads(raw: bytes) -> Any:
     except RecursionError:
         raise _TooDeep() from None
     if raw.count(b"[") + raw.count(b"{") > 64:  # a completion holds a handful: only then is it measured
-        from ..data.jsonl import json_depth
+        from rankgate.io.jsonl import json_depth
 
         if json_depth(body) > _TooDeep.levels():
             raise _TooDeep()
@@ -165,11 +165,11 @@ def _loads(raw: bytes) -> Any:
 
 
 class _TooDeep(ValueError):
-    """A reply nesting deeper than the JSON readers allow (:data:`rankgate.data.jsonl.MAX_DEPTH`)."""
+    """A reply nesting deeper than the JSON readers allow (:data:`rankgate.io.jsonl.MAX_DEPTH`)."""
 
     @staticmethod
     def levels() -> int:
-        from ..data.jsonl import MAX_DEPTH
+        from rankgate.io.jsonl import MAX_DEPTH
 
         return MAX_DEPTH
 

@@ -22,7 +22,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .base import TASK_FIELDS, TASKS, VERDICTS
+from rankgate.judges.base import TASK_FIELDS, TASKS, VERDICTS
 
 __all__ = ["DATA_RULE", "Prompt", "answer_schema", "max_tokens", "prompt", "prompt_text", "read_messages"]
 

@@ -44,10 +44,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import InputError, UsageError
-from .base import (TASK_FIELDS, TASKS, JudgeCallError, JudgeItem, Judgement, Label, check_label, is_problem,
+from rankgate.errors import InputError, UsageError
+from rankgate.judges.base import (TASK_FIELDS, TASKS, JudgeCallError, JudgeItem, Judgement, Label, check_label, is_problem,
                    label_to_json)
-from .client import DEFAULT_MAX_STATEMENTS, JudgeClient
+from rankgate.judges.client import DEFAULT_MAX_STATEMENTS, JudgeClient
 
 __all__ = ["SUBJECT", "ReplayJudge"]
 
@@ -146,7 +146,7 @@ class ReplayJudge:
     def from_file(cls, path: str, *, handler: Handler | None = None,
                   default: Mapping[str, Any] | None = None) -> ReplayJudge:
         """A replay of the JSON lines :meth:`dumps` writes; a bad row is an InputError naming its line."""
-        from ..data.jsonl import json_objects
+        from rankgate.io.jsonl import json_objects
 
         shape = '{"task", "fields": {...}, "label"}'
         judge = cls(handler=handler, default=default)
@@ -227,7 +227,7 @@ class ReplayJudge:
         """
         import httpx
 
-        from .prompts import read_messages
+        from rankgate.judges.prompts import read_messages
 
         def reply(status: int, payload: Any) -> httpx.Response:
             return httpx.Response(status, json=payload)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .info import MetricInfo, higher_is_better, is_share, metric_family, metric_info
-from .registry import MetricDefinition, Param, all_metrics, get_metric, register
-from .spec import Metric, parse_metric, parse_metrics
+from rankgate.metrics.info import MetricInfo, higher_is_better, is_share, metric_family, metric_info
+from rankgate.metrics.registry import MetricDefinition, Param, all_metrics, get_metric, register
+from rankgate.metrics.spec import Metric, parse_metric, parse_metrics
 
 __all__ = [
     "Metric",

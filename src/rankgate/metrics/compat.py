@@ -23,10 +23,10 @@ import math
 
 import numpy as np
 
-from .context import NO_CUTOFF, EvalContext, QueryView
-from .ranking import GAIN, NDCG, REL, _gain, _gain1, _log2, _rel
-from .registry import MetricDefinition, register
-from .spec import Metric
+from rankgate.metrics.context import NO_CUTOFF, EvalContext, QueryView
+from rankgate.metrics.ranking import GAIN, NDCG, REL, _gain, _gain1, _log2, _rel
+from rankgate.metrics.registry import MetricDefinition, register
+from rankgate.metrics.spec import Metric
 
 __all__ = ["COMPAT", "COMPAT_TOOLS", "compat_rows"]
 
@@ -146,7 +146,7 @@ def compat_rows(tool: str) -> list[tuple[str, str, str]]:
     """(their metric, rankgate spec, condition) for ``tool``; trec_eval's come from the registry's
     ``trec_name`` of every metric that has one."""
     if tool == "trec_eval":
-        from .registry import all_metrics
+        from rankgate.metrics.registry import all_metrics
 
         rows = [("map", "map", "with --trec"), ("ndcg", "ndcg", "with --trec")]  # (their measures without a cutoff)
         for d in all_metrics():
@@ -155,7 +155,7 @@ def compat_rows(tool: str) -> list[tuple[str, str, str]]:
                 rows.append((d.trec_name.replace("{k}", "k"), spec, "with --trec"))
         return sorted(rows, key=lambda r: r[0].lower())
     if tool not in COMPAT:
-        from ..errors import UsageError
+        from rankgate.errors import UsageError
 
         raise UsageError(f"--compat: unknown tool {tool!r}; expected one of: {', '.join(COMPAT_TOOLS)}")
     return list(COMPAT[tool])

@@ -1,7 +1,7 @@
 """What metric kernels read: the ranked, judged rows of every evaluated query.
 
 Rows are grouped by query (CSR: query ``i`` owns rows ``offsets[i]:offsets[i+1]``) and already in
-ranking order (see :mod:`rankgate.data.ranking`); kernels never sort. ``grade`` is NaN for items that
+ranking order (see :mod:`rankgate.model.ranking`); kernels never sort. ``grade`` is NaN for items that
 have no judgement. Per-query helpers sum in a fixed order so results are byte-identical run to run.
 When the context keeps the item codes the grades are joined from (``codes``), the common ranking
 metrics are computed from them in one compiled pass and the grade of every row is never made
@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .spec import Metric
+from rankgate.metrics.spec import Metric
 
 __all__ = ["EvalContext", "JoinCodes", "QueryView"]
 
@@ -379,7 +379,7 @@ class QueryView:
     trec: bool = False
     gold_max_grade: int | None = None
     doc_of: Callable[[str], str] = lambda chunk: chunk
-    answer_labels: Any = None  # rankgate.metrics.answer.AnswerLabels, for the answer metrics
+    answer_labels: Any = None  # rankgate.metrics.answers.AnswerLabels, for the answer metrics
 
     def cutoff(self, metric: Metric, k: int | None) -> int | None:
         if k is not None:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from .registry import MetricDefinition, get_metric, register
-from .spec import Metric
+from rankgate.metrics.registry import MetricDefinition, get_metric, register
+from rankgate.metrics.spec import Metric
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from .context import EvalContext, QueryView
+    from rankgate.metrics.context import EvalContext, QueryView
 
 __all__ = ["CONTRACT_METRICS"]
 

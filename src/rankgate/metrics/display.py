@@ -10,8 +10,8 @@ confidence levels, counts (``fmt_share``, ``fmt_score``, ``fmt_ms``, ``fmt_per_1
 A renderer composes sentences and tables but defines no number format of its own
 (tests/test_numbers.py checks it).
 
-These live beside the metric registry (not in :mod:`rankgate.report`) because findings and gate notes
-are sentences with numbers in them; the renderers re-export them from :mod:`rankgate.report.numbers`.
+These live beside the metric registry (not in :mod:`rankgate.render`) because findings and gate notes
+are sentences with numbers in them; the renderers re-export them from :mod:`rankgate.render.numbers`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import TypeGuard
 
-from .info import is_share
+from rankgate.metrics.info import is_share
 
 __all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
            "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
@@ -99,7 +99,7 @@ def shorten(text: str, width: int = 80) -> str:
 
 
 # -- numbers that are not a metric's value: shares, scores, milliseconds, confidence levels ----------------------
-# Every renderer writes its numbers with these (re-exported by rankgate.report.numbers). Missing numbers
+# Every renderer writes its numbers with these (re-exported by rankgate.render.numbers). Missing numbers
 # (None, NaN) are ``—`` unless the caller names another placeholder.
 
 def fmt_share(x: float | None, digits: int = 1, *, unit: str = "%") -> str:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .context import EvalContext, QueryView
-from .ranking import REL, _rel
-from .registry import MetricDefinition, register
-from .spec import Metric
+from rankgate.metrics.context import EvalContext, QueryView
+from rankgate.metrics.ranking import REL, _rel
+from rankgate.metrics.registry import MetricDefinition, register
+from rankgate.metrics.spec import Metric
 
 INFAP_EPSILON = 0.00001  # trec_eval.h: keeps infAP's ratio defined before any judged item
 

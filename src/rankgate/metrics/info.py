@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MetricSpecError
-from .registry import changes, get_metric
-from .spec import parse_metric
+from rankgate.errors import MetricSpecError
+from rankgate.metrics.registry import changes, get_metric
+from rankgate.metrics.spec import parse_metric
 
 __all__ = ["UNIT_BOUNDS", "MetricInfo", "higher_is_better", "is_share", "metric_family", "metric_info"]
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .context import EvalContext, QueryView
-from .registry import MetricDefinition, Param, register
-from .spec import Metric
+from rankgate.metrics.context import EvalContext, QueryView
+from rankgate.metrics.registry import MetricDefinition, Param, register
+from rankgate.metrics.spec import Metric
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

@@ -1,6 +1,6 @@
 """Ranking metrics over graded judgements: hit, recall, precision, mrr, ndcg, map, rprec, wrecall, judged.
 
-Notation: ``D_k`` is the top k of the ranking (the ranking rule of :mod:`rankgate.data.ranking`),
+Notation: ``D_k`` is the top k of the ranking (the ranking rule of :mod:`rankgate.model.ranking`),
 ``G`` the relevant set (judged grade >= ``rel``, default 1), ``g(d)`` the judged grade of ``d``.
 Unjudged items are not relevant. Where a name matches a trec_eval measure the value equals
 trec_eval v10's (tested against its own test suite and pytrec_eval).
@@ -13,9 +13,9 @@ from typing import cast
 
 import numpy as np
 
-from .context import EvalContext, QueryView
-from .registry import MetricDefinition, Param, register
-from .spec import Metric
+from rankgate.metrics.context import EvalContext, QueryView
+from rankgate.metrics.registry import MetricDefinition, Param, register
+from rankgate.metrics.spec import Metric
 
 REL = Param("rel", int, 1, minimum=1, help="minimum grade that counts as relevant")
 GAIN = Param("gain", str, "linear", choices=("linear", "exp"), help="gain of a grade g: g, or 2^g - 1")
@@ -401,7 +401,7 @@ def compiled_values(ctx: EvalContext, metrics: list[Metric]) -> dict[str, np.nda
     ``ctx.cache["first_relevant"]``. Empty when the kernels are not compiled, the codes are gone, the
     grades are not integers of at most :data:`COMPILED_MAX_GRADE`, or none of the metrics is one of
     these six."""
-    from .._accel import kernels
+    from rankgate._native import kernels
 
     chosen = [m for m in dict.fromkeys(metrics) if m.definition in _COMPILED_KINDS]
     codes = ctx.codes

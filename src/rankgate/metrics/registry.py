@@ -14,14 +14,14 @@ import difflib
 import math
 from typing import TYPE_CHECKING, ClassVar
 
-from ..constraints import Param
-from ..errors import MetricSpecError
+from rankgate._util.constraints import Param
+from rankgate.errors import MetricSpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from .context import EvalContext, QueryView
-    from .spec import Metric
+    from rankgate.metrics.context import EvalContext, QueryView
+    from rankgate.metrics.spec import Metric
 
 __all__ = [
     "MetricDefinition",
@@ -140,8 +140,8 @@ def _load_builtin() -> None:
     global _builtin_loaded
     if not _builtin_loaded:
         _builtin_loaded = True
-        from . import answer, compat, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
-        from . import contract  # noqa: F401  (the sample contract's names for some of the above)
+        from rankgate.metrics import answers as answer, compat, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
+        from rankgate.metrics import contract  # noqa: F401  (the sample contract's names for some of the above)
 
 
 def _load_entry_points() -> None:
@@ -149,7 +149,7 @@ def _load_entry_points() -> None:
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
-    from ..plugins import entry_point_objects
+    from rankgate._util.plugins import entry_point_objects
 
     for obj in entry_point_objects("rankgate.metrics", "metric").values():
         register(obj)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..constraints import MAX_K, Param, Shape, check, plain
-from ..errors import MetricSpecError
+from rankgate._util.constraints import MAX_K, Param, Shape, check, plain
+from rankgate.errors import MetricSpecError
 
 __all__ = ["MAX_K", "METRICS", "Metric", "parse_metric", "parse_metrics"]
 
@@ -56,13 +56,13 @@ class Metric:
         for name, value in self.params:
             if name == key:
                 return value
-        from .registry import get_metric
+        from rankgate.metrics.registry import get_metric
 
         return get_metric(self.name).params[key].default
 
     @property
     def definition(self):  # -> MetricDefinition
-        from .registry import get_metric
+        from rankgate.metrics.registry import get_metric
 
         return get_metric(self.name)
 
@@ -80,7 +80,7 @@ def parse_metric(text: str | Metric) -> Metric:
     """
     if isinstance(text, Metric):
         return text
-    from .registry import get_metric, resolve_name
+    from rankgate.metrics.registry import get_metric, resolve_name
 
     if not isinstance(text, str):
         raise MetricSpecError(f"a metric spec is a string such as 'recall@5' or 'ndcg@10'; got "
@@ -101,7 +101,7 @@ def parse_metric(text: str | Metric) -> Metric:
         raw_name, k_text = trec.group("base"), trec.group("k")
     name = resolve_name(raw_name)
     if name is None:
-        from .registry import suggest
+        from rankgate.metrics.registry import suggest
 
         hint = suggest(raw_name)
         msg = f"unknown metric {raw_name!r} in {text!r}"

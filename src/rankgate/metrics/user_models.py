@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .context import EvalContext, QueryView
-from .registry import MetricDefinition, Param, register
-from .spec import Metric
+from rankgate.metrics.context import EvalContext, QueryView
+from rankgate.metrics.registry import MetricDefinition, Param, register
+from rankgate.metrics.spec import Metric
 
 PERSISTENCE = Param("p", float, 0.9, minimum=0.0, maximum=1.0, exclusive=True,
                     help="persistence: the chance of reading the next item (0 < p < 1)")

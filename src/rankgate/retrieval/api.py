@@ -103,7 +103,7 @@ def _rerank_record(reranker: Any, query: Query, record: dict[str, Any], chunks: 
     """``record`` with its first ``depth`` hits reordered by ``reranker``, the time taken added as ``rerank``."""
     import time
 
-    from .rerank import apply_reranker
+    from rankgate.retrieval.rerank import apply_reranker
 
     hits = list(record.get("topk") or [])
     head, tail = hits[:depth], hits[depth:]
@@ -192,7 +192,7 @@ def write_run(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]
     A path that cannot be written raises :class:`~rankgate.errors.OutputError`; the old file (if
     any) stays as it was.
     """
-    from ..atomic import write_text
+    from rankgate._util.atomic import write_text
 
     target = Path(path)
     lines = [json.dumps(record, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n" for record in records]

@@ -138,7 +138,7 @@ def search_records(
     Shared by the built-in retrievers; ``latency=False`` leaves ``latency_ms`` out so records are
     byte-identical across runs.
     """
-    from ..errors import UsageError
+    from rankgate.errors import UsageError
 
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise UsageError(f"k must be an int >= 1; got {k!r}")

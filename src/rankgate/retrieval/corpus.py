@@ -11,7 +11,7 @@
   query's ``tags`` become :attr:`Query.metadata` (so ``tags.lang`` is the reader's locale).
 * :func:`load_beir` reads a BEIR folder: ``corpus.jsonl`` (``_id``, ``title``, ``text``),
   ``queries.jsonl`` (``_id``, ``text``) and qrels, chosen and read exactly as ``rankgate evaluate
-  --gold FOLDER`` does (:func:`rankgate.data.trec.beir_qrels_file`: ``qrels/<split>.tsv``, split
+  --gold FOLDER`` does (:func:`rankgate.io.trec.beir_qrels_file`: ``qrels/<split>.tsv``, split
   ``test`` by default, else ``qrels.tsv`` when there is no ``qrels/``; tab-separated
   ``query-id  corpus-id  score``, header optional). When qrels are present only the queries they
   judge are returned, as BEIR's own evaluation does.
@@ -47,8 +47,8 @@ class BeirCollection:
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line (``.gz`` too); bad JSON is an InputError."""
-    from ..data.jsonl import iter_json_lines
-    from ..data.source import text_lines
+    from rankgate.io.jsonl import iter_json_lines
+    from rankgate.io.source import text_lines
 
     if not path.exists() or path.is_dir():  # a pipe is fine: text_lines reads it once, in order
         raise InputError(
@@ -179,10 +179,10 @@ def _load_beir_queries(path: Path) -> list[Query]:
 def load_beir_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     """Read a BEIR qrels TSV (``query-id  corpus-id  score``, header optional) as
     ``{query id: {chunk id: grade}}``. The same reader as ``rankgate evaluate --gold``
-    (:func:`rankgate.data.trec.read_beir_qrels`): a pair judged twice or a byte that is not UTF-8
+    (:func:`rankgate.io.trec.read_beir_qrels`): a pair judged twice or a byte that is not UTF-8
     is an InputError naming the line."""
-    from ..data.source import check_file
-    from ..data.trec import read_beir_qrels
+    from rankgate.io.source import check_file
+    from rankgate.io.trec import read_beir_qrels
 
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -206,7 +206,7 @@ def load_beir(folder: str | os.PathLike[str], *, split: str | None = None) -> Be
                 path=str(folder),
                 hint="a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv",
             )
-    from ..data.trec import beir_qrels_file, has_beir_qrels
+    from rankgate.io.trec import beir_qrels_file, has_beir_qrels
 
     qrels: dict[str, dict[str, int]] = {}
     if has_beir_qrels(str(folder)) or split is not None:  # a missing split is said before the corpus is read

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rankgate.errors import UsageError
-from rankgate.plugins import entry_point_names, entry_point_objects, load_object  # load_object re-exported: the shared loader
+from rankgate._util.plugins import entry_point_names, entry_point_objects, load_object  # load_object re-exported: the shared loader
 from rankgate.retrieval.base import Retriever
 
 __all__ = ["available", "check_retriever", "get_retriever", "register"]

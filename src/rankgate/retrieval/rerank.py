@@ -27,8 +27,8 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import UsageError
-from .base import Chunk, Query
+from rankgate.errors import UsageError
+from rankgate.retrieval.base import Chunk, Query
 
 __all__ = ["BM25Reranker", "DenseReranker", "Reranker", "apply_reranker", "get_reranker"]
 
@@ -45,7 +45,7 @@ class BM25Reranker:
     """BM25 scores of the given items; options as :class:`~rankgate.retrieval.bm25.BM25Retriever`."""
 
     def __init__(self, **options: Any) -> None:
-        from .bm25 import BM25Retriever
+        from rankgate.retrieval.bm25 import BM25Retriever
 
         self._bm25 = BM25Retriever(**options)
         self._options = dict(options)
@@ -80,7 +80,7 @@ class DenseReranker:
     """Cosine similarity of embeddings (the dense extra's model); options as the dense retriever."""
 
     def __init__(self, **options: Any) -> None:
-        from .dense import DenseRetriever
+        from rankgate.retrieval.dense import DenseRetriever
 
         self._dense = DenseRetriever(**options)
         self.name = "dense-rerank"
@@ -100,7 +100,7 @@ _BUILT_IN = {"bm25": BM25Reranker, "dense": DenseReranker}
 
 def get_reranker(spec: str, **options: Any) -> Reranker:
     """Build the reranker named ``spec`` (``bm25``, ``dense`` or ``package.module:ClassName``)."""
-    from .registry import _call, _import
+    from rankgate.retrieval.registry import _call, _import
 
     if not isinstance(spec, str) or not spec:
         raise UsageError(f"Reranker must be a name or 'module:Class'; got {spec!r}")

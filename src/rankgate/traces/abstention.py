@@ -17,7 +17,7 @@ Procedure (fixed-sequence testing):
 2. Walk them in that order. A step with fewer than ``min_answered`` (30) answered queries is not
    tested (too few to bound anything) and the walk goes on. A tested step computes the one-sided
    Clopper–Pearson lower bound ``LB`` of precision at confidence ``1 - delta``
-   (:func:`rankgate.stats.clopper_pearson`); ``LB >= target`` passes, and the first failure stops
+   (:func:`rankgate.stats.bootstrap.clopper_pearson`); ``LB >= target`` passes, and the first failure stops
    the walk.
 3. The threshold is the loosest step passed before the first failure (None when none passed).
 
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, InputError, UsageError
+from rankgate.errors import ConfigError, InputError, UsageError
 
 __all__ = ["AbstentionFile", "Calibration", "Step", "calibrate", "read_abstention", "read_threshold", "top_scores"]
 
@@ -90,7 +90,7 @@ def calibrate(scores: np.ndarray, correct: np.ndarray, *, target_precision: floa
               metric: str = "hit@5", min_answered: int = MIN_ANSWERED, levels: int = GRID_LEVELS) -> Calibration:
     """The threshold of the module docs from per-query top scores (NaN = never answered) and 0/1
     correctness."""
-    from ..stats import clopper_pearson
+    from rankgate.stats.bootstrap import clopper_pearson
 
     if not 0 < target_precision < 1:
         raise UsageError(f"--target-precision must be between 0 and 1 (exclusive); got {target_precision}")
@@ -132,8 +132,8 @@ def calibrate(scores: np.ndarray, correct: np.ndarray, *, target_precision: floa
 def top_scores(gold: Any, run: Any, k: int) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """(top-1 score per gold query, NaN when the run has none; hit@k as 0/1, no-answer queries 0;
     query ids) for loaded or on-disk gold and run (one ranking rule: the engine's)."""
-    from ..data import Run, load_run
-    from ..engine import evaluate
+    from rankgate.io import Run, load_run
+    from rankgate.scoring.engine import evaluate
 
     run_obj = run if isinstance(run, Run) else load_run(run)
     if run_obj.r_score is None:
@@ -168,7 +168,7 @@ def read_abstention(path: str, *, curve: bool = False) -> AbstentionFile:
     """The file ``rankgate calibrate-abstention`` writes: the one reader of every command that takes
     ``--abstention``. ``curve``: also check what drawing the risk-coverage curve needs (the curve's
     steps, ``target_precision`` and ``n``). A ConfigError names the file and the field otherwise."""
-    from ..configfile import read_yaml
+    from rankgate._util.configfile import read_yaml
 
     data = read_yaml(path, "abstention")
     block = data.get("abstention") if isinstance(data, dict) else None

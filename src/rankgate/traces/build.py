@@ -18,9 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..corpus.schema import STATUS_SYNONYMS  # the corpus manifest's words for a chunk's status
-from ..errors import InputError
-from .model import (
+from rankgate.corpus.schema import STATUS_SYNONYMS  # the corpus manifest's words for a chunk's status
+from rankgate.errors import InputError
+from rankgate.traces.model import (
     CITATIONS_SCHEMA,
     FEEDBACK_SCHEMA,
     ITEM_STATUSES,
@@ -241,7 +241,7 @@ class Builder:
 
     def __init__(self, on_error: str = "error") -> None:
         if on_error not in ON_ERROR:
-            from ..errors import UsageError
+            from rankgate.errors import UsageError
 
             raise UsageError(f"on_error must be one of {', '.join(ON_ERROR)}; got {on_error!r}")
         self.on_error = on_error

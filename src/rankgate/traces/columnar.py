@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .build import ABORT_ERROR_TYPES, MAX_INT32, NEGATIVE_BELOW
-from .model import (
+from rankgate.traces.build import ABORT_ERROR_TYPES, MAX_INT32, NEGATIVE_BELOW
+from rankgate.traces.model import (
     CITATIONS_SCHEMA,
     FEEDBACK_SCHEMA,
     ITEM_STATUSES,

@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from ..errors import UsageError
-from .queries import DUCKDB, SPARK, Dialect
+from rankgate.errors import UsageError
+from rankgate.traces.queries import DUCKDB, SPARK, Dialect
 
 __all__ = ["DuckDBBackend", "SparkBackend", "TraceBackend", "make_backend"]
 

@@ -35,7 +35,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigError
+from rankgate.errors import ConfigError
 
 __all__ = ["DEFAULTS", "DOCUMENT_FIELDS", "REQUEST_FIELDS", "load_field_map", "resolve", "walk"]
 
@@ -103,7 +103,7 @@ def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
-        from ..configfile import ConfigReader, plain, read_tree
+        from rankgate._util.configfile import ConfigReader, plain, read_tree
 
         path = os.fspath(source)
         tree = read_tree(path, "field map")

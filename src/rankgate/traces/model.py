@@ -30,8 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..corpus.schema import STATUSES
-from ..errors import InputError
+from rankgate.corpus.schema import STATUSES
+from rankgate.errors import InputError
 
 __all__ = [
     "CITATIONS_SCHEMA",
@@ -166,7 +166,7 @@ class TraceTables:
     ``reading``: what the readers did to the input, counted: ``duplicate_spans`` (spans or observations
     delivered twice with the same content, read once), ``duplicate_feedback`` (Langfuse score or
     LangSmith feedback rows with an id, delivered twice) and ``derived_item_ids`` (documents logged
-    without an id, given the id of their text, :func:`rankgate.data.shapes.text_id`). Only non-zero
+    without an id, given the id of their text, :func:`rankgate.io.shapes.text_id`). Only non-zero
     counts are present."""
 
     requests: pa.Table

@@ -27,13 +27,13 @@ just before it that have ``n >= min_n``; fewer than ``min_baseline`` of them: no
   from turning any wobble into an alarm.
 * ``proportion`` (rates, small counts): the window's ``k/n`` against the pooled baseline ``Σk / Σn``
   by Newcombe's hybrid score interval of their difference (built from the two Wilson intervals,
-  :func:`rankgate.stats.newcombe_interval`, at ``confidence``); flagged when the interval lies wholly
+  :func:`rankgate.stats.bootstrap.newcombe_interval`, at ``confidence``); flagged when the interval lies wholly
   above 0 (up) or below 0 (down). (Requiring the two Wilson intervals not to overlap, the rule before,
   is a test at a much smaller α: it missed a source whose feedback turned bad on a day of 84 votes.)
 * ``max`` / ``min``: a fixed threshold, checked with or without a change rule.
 
-Numbers in, findings out: :func:`check_monitors` is pure; rendering is in :mod:`rankgate.report.traces`;
-the file is read by :func:`load_monitors` (with the ship criteria' reader, :mod:`rankgate.configfile`).
+Numbers in, findings out: :func:`check_monitors` is pure; rendering is in :mod:`rankgate.render.traces`;
+the file is read by :func:`load_monitors` (with the ship criteria' reader, :mod:`rankgate._util.configfile`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..configfile import SEVERITIES, ConfigReader, parse_tree, read_config_text
-from ..errors import ConfigError
-from ..metrics.display import fmt_sig, fmt_z
-from .signals import SEGMENT_FIELDS, SIGNAL_INFO, SignalValue, TraceSummary, iso, parse_window
+from rankgate._util.configfile import SEVERITIES, ConfigReader, parse_tree, read_config_text
+from rankgate.errors import ConfigError
+from rankgate.metrics.display import fmt_sig, fmt_z
+from rankgate.traces.signals import SEGMENT_FIELDS, SIGNAL_INFO, SignalValue, TraceSummary, iso, parse_window
 
 __all__ = ["DEFAULT_MONITORS", "Flag", "Monitor", "MonitorConfig", "MonitorOutcome", "check_monitors",
            "robust_z"]
@@ -170,7 +170,7 @@ def _baseline(series: list[SignalValue], i: int, m: Monitor, width: int) -> list
 
 def check_monitors(summary: TraceSummary, config: MonitorConfig) -> MonitorOutcome:
     """Every monitor on every window and segment of ``summary`` (module docs)."""
-    from ..stats import newcombe_interval, wilson_interval
+    from rankgate.stats.bootstrap import newcombe_interval, wilson_interval
 
     series: dict[tuple[str, str], list[SignalValue]] = {}
     for v in summary.values:
@@ -237,7 +237,7 @@ def _flag(m: Monitor, x: SignalValue, rule: str, baseline: float | None, stat: f
     return Flag(m.name, m.signal, x.window, x.segment, x.value, x.n, rule, baseline, stat, m.severity, m.owner, detail)
 
 
-# -- the monitors file, read with the ship criteria' reader (rankgate.configfile) ----------------------------------
+# -- the monitors file, read with the ship criteria' reader (rankgate._util.configfile) ----------------------------------
 def load_monitors(path: str | None) -> MonitorConfig:
     """Read and check a monitors file; ``None`` gives :data:`DEFAULT_MONITORS`."""
     if path is None:

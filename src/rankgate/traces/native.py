@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
-from .model import ITEM_STATUSES, STAGES
+from rankgate.errors import InputError
+from rankgate.traces.model import ITEM_STATUSES, STAGES
 
 __all__ = ["ItemSource", "check", "check_unchanged", "inspect", "item_fields", "items_select", "items_table",
            "items_view"]
@@ -84,7 +84,7 @@ def _field_types(con: Any, path: str) -> dict[str, Any] | None:
     is absent or is not a list of structs of types this path takes."""
     import pyarrow as pa
 
-    from .columnar import RECORD_SCHEMA, _conform, _Decline
+    from rankgate.traces.columnar import RECORD_SCHEMA, _conform, _Decline
 
     schema = con.sql(f"SELECT * FROM read_parquet({_lit(path)}) LIMIT 0").to_arrow_table().schema
     if "retrieved" not in schema.names:
@@ -220,7 +220,7 @@ def items_table(sources: Sequence[ItemSource]) -> Any:
     import duckdb
     import pyarrow as pa
 
-    from .model import ITEMS_SCHEMA
+    from rankgate.traces.model import ITEMS_SCHEMA
 
     check_unchanged(sources)
     con = duckdb.connect()

@@ -3,7 +3,7 @@
 Inputs are files or folders (a folder means every file under it, in sorted order: a Langfuse export
 folder holds ``observations_v2/`` and ``scores/``). Each file's format is sniffed from its content
 (:mod:`.formats.table`) unless ``format`` is given; gzip is recognised by content, pipes are copied
-to a temporary file first, a UTF-8 byte-order mark is skipped (:mod:`rankgate.data.source`). The
+to a temporary file first, a UTF-8 byte-order mark is skipped (:mod:`rankgate.io.source`). The
 files of one format are read together, so a reader can join rows across files (Langfuse scores to
 their traces). Nothing is written.
 """
@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from typing import Any
 
-from ..errors import InputError, UsageError
-from .build import Builder
-from .formats.table import FORMAT_NAMES, FORMATS
-from .model import TraceTables
+from rankgate.errors import InputError, UsageError
+from rankgate.traces.build import Builder
+from rankgate.traces.formats.table import FORMAT_NAMES, FORMATS
+from rankgate.traces.model import TraceTables
 
 __all__ = ["detect_format", "read_traces"]
 
@@ -54,7 +54,7 @@ def _expand(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) ->
 def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
     """The first record's keys source: a Parquet schema, the first JSONL line, or a JSON document's
     first element."""
-    from ..data.source import PARQUET_MAGIC, first_byte, magic, text_lines
+    from rankgate.io.source import PARQUET_MAGIC, first_byte, magic, text_lines
 
     if magic(path) == PARQUET_MAGIC:
         import pyarrow.parquet as pq
@@ -80,7 +80,7 @@ def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
             if isinstance(obj, list):
                 obj = obj[0] if obj and isinstance(obj[0], dict) else None
             return obj if isinstance(obj, dict) else None
-        from ..data.source import open_text
+        from rankgate.io.source import open_text
 
         try:
             with open_text(path) as fh:
@@ -101,7 +101,7 @@ def _first_record(path: str, label: str) -> Mapping[str, Any] | None:
 def detect_format(path: str, label: str | None = None) -> str:
     """The format name of one trace file, from its first record (see :mod:`.formats.table`)."""
     label = label or path
-    from .formats.otlp_proto import is_otlp_proto
+    from rankgate.traces.formats.otlp_proto import is_otlp_proto
 
     if is_otlp_proto(path, label):
         return "otlp"
@@ -126,7 +126,7 @@ _FIELD_MAP_UNUSED: Mapping[str, tuple[str, ...]] = {
 
 
 def _check_field_map(fm: Mapping[str, Any], fmt: str, source: Any) -> None:
-    from ..errors import ConfigError
+    from rankgate.errors import ConfigError
 
     unused = [k for k in fm if k in _FIELD_MAP_UNUSED.get(fmt, ())]
     if unused:
@@ -151,14 +151,14 @@ def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     (``TraceTables.item_sources``, :mod:`.native`); ``TraceTables.all_items()`` reads them. ``rank1``:
     such files also keep each request's rank-1 scores from their check pass (``ItemSource.rank1``:
     what an analysis needing only the top-1 score reads instead of the items)."""
-    from ..data.source import check_file, local_copy
+    from rankgate.io.source import check_file, local_copy
 
     if format is not None and format not in FORMAT_NAMES:
         raise UsageError(f"unknown trace format {format!r}; formats: {', '.join(FORMAT_NAMES)}")
     builder = Builder(on_error)
     options: dict[str, Any] = {"fast": fast, "engine_items": engine_items, "rank1": rank1}
     if field_map is not None:
-        from .fieldmap import load_field_map
+        from rankgate.traces.fieldmap import load_field_map
 
         fm = options["field_map"] = load_field_map(field_map)
         # the span readers (OTLP, SDK, Phoenix) take these three from the map too

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import TraceTables
+from rankgate.traces.model import TraceTables
 
 __all__ = ["REASONS", "add_corpus_texts", "sample_candidates"]
 
@@ -38,7 +38,7 @@ REQUEST_BY = ("tenant", "surface", "data_source", "session", "index_version", "c
 def sample_candidates(tables: TraceTables, *, threshold: float | None = None, n: int = 50, seed: int = 0,
                       by: Sequence[str] = ("tenant",), depth: int = 20) -> list[dict[str, Any]]:
     """The gold-set candidate records (see the module docs)."""
-    from ..errors import UsageError
+    from rankgate.errors import UsageError
 
     for f in by:
         if f not in REQUEST_BY:

@@ -1,7 +1,7 @@
 """The trace signals per time window and segment: :func:`summarize_traces` -> :class:`TraceSummary`.
 
 Numbers in, numbers out; no files are written and nothing is rendered here (renderers live in
-:mod:`rankgate.report.traces`). The tables are the canonical ones of :mod:`.model`; the SQL is in
+:mod:`rankgate.render.traces`). The tables are the canonical ones of :mod:`.model`; the SQL is in
 :mod:`.queries`, run by an engine of :mod:`.engines`. docs/traces.md ("Signals") defines each signal.
 
 Windows are aligned to the UTC epoch (a ``1d`` window starts at 00:00 UTC; ``1w`` on Monday).
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
-from .queries import LATENCY_Q, QUANTILE_COLUMNS, SCORE_Q, STAGES_MS, Plan
+from rankgate.errors import UsageError
+from rankgate.traces.queries import LATENCY_Q, QUANTILE_COLUMNS, SCORE_Q, STAGES_MS, Plan
 
 __all__ = ["SIGNALS", "SIGNAL_GROUPS", "SignalInfo", "SignalValue", "SourceFeedback", "TraceSummary",
            "parse_signals", "parse_window", "summarize_traces"]
@@ -285,11 +285,11 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
     import numpy as np
     import pyarrow as pa
 
-    from .model import TraceTables
-    from .similarity import rbo_weights
+    from rankgate.traces.model import TraceTables
+    from rankgate.traces.similarity import rbo_weights
 
     if not isinstance(source, TraceTables):
-        from .read import read_traces
+        from rankgate.traces.read import read_traces
 
         source = read_traces(source)
     by = tuple(dict.fromkeys(by))
@@ -302,7 +302,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
     groups = parse_signals(signals)
     own = backend is None
     if backend is None:
-        from .engines import DuckDBBackend
+        from rankgate.traces.engines import DuckDBBackend
 
         backend = DuckDBBackend()
     try:
@@ -330,7 +330,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
             backend.register("manifest", _manifest_table(manifest))
         summary = _run(backend, plan, source, facts, width, window, manifest, examples, groups)
         if facts["sources"]:  # every statement read the files the checks saw
-            from .native import check_unchanged
+            from rankgate.traces.native import check_unchanged
 
             check_unchanged(facts["sources"])
         return summary
@@ -351,7 +351,7 @@ def _item_facts(source: Any, backend: Any) -> dict[str, Any]:
     facts: dict[str, Any] = {"rows": n, "scored": n - items.column("score").null_count,
                              "with_status": n - items.column("status").null_count, "stages": {}}
     if sources:
-        from .native import items_view
+        from rankgate.traces.native import items_view
 
         if n:
             backend.register("items_arrow", items)
@@ -587,7 +587,7 @@ def _quantile_rows(rows: list[tuple[Any, ...]], columns: Sequence[tuple[str, str
 def _instability(backend: Any, plan: Plan) -> dict[tuple[int, str, str], dict[str, Any]]:
     """Per window and segment: compared lists, changed lists, and the RBO and Jaccard sums, formed
     with math.fsum from whole-number counts (identical on every engine, in any order)."""
-    from .similarity import rbo_weight
+    from rankgate.traces.similarity import rbo_weight
 
     out: dict[tuple[int, str, str], dict[str, Any]] = {}
     terms: dict[tuple[int, str, str], dict[str, list[float]]] = {}
@@ -723,7 +723,7 @@ def _f(x: Any) -> float | None:
 
 
 def _feedback_by_source(rows: list[tuple[Any, ...]], *, presence_feedback: bool) -> tuple[SourceFeedback, ...]:
-    from ..stats import wilson_interval
+    from rankgate.stats.bootstrap import wilson_interval
 
     if not presence_feedback:
         return ()
@@ -754,7 +754,7 @@ def _unstable_examples(backend: Any, plan: Plan, limit: int) -> tuple[Mapping[st
     lists: dict[str, list[str]] = {}
     for rid, item, _pos in backend.rows(plan.list_items(ids)):
         lists.setdefault(rid, []).append(item)
-    from .similarity import jaccard, rbo
+    from rankgate.traces.similarity import jaccard, rbo
 
     return tuple({"request_id": r[0], "reference_id": r[1], "window": iso(int(r[2])),
                   "rbo": rbo(lists.get(r[0], []), lists.get(r[1], []), plan.p),

@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...errors import InputError
-from ..build import Builder, Check, derive_abort, parse_iso
+from rankgate.errors import InputError
+from rankgate.traces.build import Builder, Check, derive_abort, parse_iso
 
 __all__ = ["parse_request", "read_jsonl"]
 
@@ -124,7 +124,7 @@ def parse_request(obj: Any, chk: Check, *, require_timestamp: bool = True
 
 
 def _loads(line: str, path: str, n: int) -> Any:
-    from ...data.jsonl import MAX_DEPTH, json_depth
+    from rankgate.io.jsonl import MAX_DEPTH, json_depth
 
     try:
         obj = json.loads(line)
@@ -140,7 +140,7 @@ def _loads(line: str, path: str, n: int) -> Any:
 
 def read_jsonl(path: str, builder: Builder, *, label: str | None = None) -> None:
     """Read every line of ``path`` into ``builder`` (``label`` names the file in messages)."""
-    from ...data.source import text_lines
+    from rankgate.io.source import text_lines
 
     name = label or path
     try:
@@ -155,7 +155,7 @@ def read_jsonl(path: str, builder: Builder, *, label: str | None = None) -> None
             builder.guard(one)
     except InputError as exc:
         if label is not None and exc.path == path:
-            from ...data.source import relabel
+            from rankgate.io.source import relabel
 
             raise relabel(exc, path, label) from None
         raise
@@ -166,7 +166,7 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
 
     Large files take the columnar path (:mod:`rankgate.traces.columnar`) when it can reproduce the
     row reader's result exactly; otherwise the row reader runs (and, in skip mode, skips)."""
-    from ...data.source import PARQUET_MAGIC, magic
+    from rankgate.io.source import PARQUET_MAGIC, magic
 
     for path, label in files:
         parquet = magic(path) == PARQUET_MAGIC
@@ -190,14 +190,14 @@ MIN_BYTES = 4 << 20  # smaller files go straight to the row reader
 
 def _jsonl_fast(path: str, label: str, min_bytes: int) -> Any:
     """The file through pyarrow's JSON reader, batch by batch, then :func:`columnar.convert`; None
-    when the file is small or the row reader must decide (see :mod:`rankgate.data.jsonl_fast` for
+    when the file is small or the row reader must decide (see :mod:`rankgate.io.jsonl_fast` for
     the line-structure checks shared with the gold/run readers)."""
     import pyarrow as pa
     import pyarrow.json as pj
 
-    from ...data.jsonl import MAX_DEPTH
-    from ...data.jsonl_fast import BLOCK, SURROGATE_BYTES, _file_bytes, _line_count, _type_depth, _valid_utf8
-    from ..columnar import RECORD_SCHEMA, convert
+    from rankgate.io.jsonl import MAX_DEPTH
+    from rankgate.io.jsonl_fast import BLOCK, SURROGATE_BYTES, _file_bytes, _line_count, _type_depth, _valid_utf8
+    from rankgate.traces.columnar import RECORD_SCHEMA, convert
 
     data = _file_bytes(path, min_bytes)
     if data is None:
@@ -232,7 +232,7 @@ def _jsonl_fast(path: str, label: str, min_bytes: int) -> Any:
 def _concat(parts: list[Any]) -> Any:
     import pyarrow as pa
 
-    from ..model import TraceTables, empty_tables
+    from rankgate.traces.model import TraceTables, empty_tables
 
     if not parts:
         return empty_tables()
@@ -246,7 +246,7 @@ def _parquet_batches(path: str, label: str) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ...data.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
+    from rankgate.io.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
 
     try:
         pf = pq.ParquetFile(path, page_checksum_verification=True)
@@ -271,8 +271,8 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
     import duckdb
     import pyarrow as pa
 
-    from ..columnar import convert
-    from ..model import TraceTables
+    from rankgate.traces.columnar import convert
+    from rankgate.traces.model import TraceTables
 
     literal = "'" + path.replace("'", "''") + "'"
 
@@ -294,7 +294,7 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
         con.execute("SET enable_progress_bar = false")
         source = parts = fields = None
         if engine_items and path == label:  # (a temporary copy would be gone by the time of the analysis)
-            from .. import native
+            from rankgate.traces import native
 
             fields = native.item_fields(con, path)
         if fields is None:

@@ -8,8 +8,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import InputError
-from ..build import Builder
+from rankgate.errors import InputError
+from rankgate.traces.build import Builder
 
 __all__ = ["json_values"]
 
@@ -22,7 +22,7 @@ def _bad(label: str, line: int, exc: json.JSONDecodeError) -> InputError:
 def json_values(path: str, label: str, builder: Builder) -> Iterator[tuple[int, Any]]:
     """(line, value) of each top-level record. A line that is not JSON in a JSON-lines file is an
     error naming it (in skip mode it is counted and skipped). Arrays are unpacked into their elements."""
-    from ...data.source import text_lines
+    from rankgate.io.source import text_lines
 
     it = text_lines(path)
     first: tuple[int, str] | None = None
@@ -65,7 +65,7 @@ def _unpack(line: int, obj: Any) -> Iterator[tuple[int, Any]]:
 
 
 def _documents(path: str, label: str) -> Iterator[tuple[int, Any]]:
-    from ...data.source import text_lines
+    from rankgate.io.source import text_lines
 
     text = "".join(line for _, line in text_lines(path))
     dec = json.JSONDecoder()

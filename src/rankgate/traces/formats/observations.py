@@ -31,9 +31,9 @@ from functools import partial
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import InputError
-from ..build import ABORT_ERROR_TYPES, Builder, Check, check_end, parse_iso
-from ..fieldmap import resolve, walk
+from rankgate.errors import InputError
+from rankgate.traces.build import ABORT_ERROR_TYPES, Builder, Check, check_end, parse_iso
+from rankgate.traces.fieldmap import resolve, walk
 
 __all__ = ["read_langfuse", "read_langsmith"]
 
@@ -66,7 +66,7 @@ class Fb:
 
 
 def _rows(path: str, label: str, builder: Builder) -> Any:
-    from .phoenix import _rows as rows
+    from rankgate.traces.formats.phoenix import _rows as rows
 
     yield from rows(path, label, builder)
 
@@ -147,7 +147,7 @@ def _docs(o: Obs, fm: dict[str, Any], stage: str) -> list[dict[str, Any]]:
                 raise chk.fail(w + dm["id"], "is missing",
                                hint="a document needs an id or its text (page_content); a field map can name "
                                     "where the id is (document: {id: metadata.chunk_id})")
-            from ...data.shapes import text_id
+            from rankgate.io.shapes import text_id
 
             item_id, derived = text_id(str(chk.string(text, w + (tpath or "text"), required=True))), True
         out.append({

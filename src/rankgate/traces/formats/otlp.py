@@ -28,10 +28,10 @@ import json
 import re
 from typing import Any
 
-from ...errors import InputError
-from ..build import Builder, Check, check_end, parse_iso
-from .jsontext import json_values
-from .spans import Span, assemble_all
+from rankgate.errors import InputError
+from rankgate.traces.build import Builder, Check, check_end, parse_iso
+from rankgate.traces.formats.jsontext import json_values
+from rankgate.traces.formats.spans import Span, assemble_all
 
 __all__ = ["read_files", "read_sdk_files"]
 
@@ -281,7 +281,7 @@ def _read(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any
         values = json_values(path, label, builder)
         binary = False
         if parse is otlp_spans:
-            from .otlp_proto import is_otlp_proto, proto_messages
+            from rankgate.traces.formats.otlp_proto import is_otlp_proto, proto_messages
 
             if is_otlp_proto(path, label):
                 values, binary = proto_messages(path, label, builder), True

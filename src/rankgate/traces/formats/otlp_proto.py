@@ -7,8 +7,8 @@ Two layouts are read:
 * **length-prefixed messages**: the OpenTelemetry Collector's ``file`` exporter with ``format: proto``
   writes each message after its length as a 4-byte big-endian unsigned integer.
 
-gzip is decompressed (:mod:`rankgate.data.source`); zstd is not read but named: a file compressed
-whole is refused by :func:`~rankgate.data.source.open_binary` ("decompress it first"), and the file
+gzip is decompressed (:mod:`rankgate.io.source`); zstd is not read but named: a file compressed
+whole is refused by :func:`~rankgate.io.source.open_binary` ("decompress it first"), and the file
 exporter's ``compression: zstd``, each message compressed after its length, here. The framing is
 checked before anything is parsed: a length beyond what the file holds, or beyond
 :data:`MAX_MESSAGE_BYTES`, is an error naming the message, not an allocation; a length too short for
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ...errors import InputError
-from ..build import Builder
+from rankgate.errors import InputError
+from rankgate.traces.build import Builder
 
 __all__ = ["MAX_MESSAGE_BYTES", "is_otlp_proto", "proto_messages"]
 
@@ -85,7 +85,7 @@ def _layout(head: bytes, size: int | None) -> str | None:
 def _head(path: str) -> tuple[bytes, int]:
     """The first 64 KiB of the (decompressed) content, and its size when that is all (else a bound
     no message length reaches)."""
-    from ...data.source import open_binary
+    from rankgate.io.source import open_binary
 
     with open_binary(path) as fh:
         head = fh.read(1 << 16)
@@ -114,7 +114,7 @@ def is_otlp_proto(path: str, label: str | None = None) -> bool:
     JSON starts with ``{``, ``[`` or whitespace, and a leading newline is not followed by a valid
     message header. Content that opens like one binary request but was cut short is an InputError
     naming the sizes (not "not UTF-8 text", which is what a text reader would say of it)."""
-    from ...data.source import ZSTD_MAGIC
+    from rankgate.io.source import ZSTD_MAGIC
 
     head, size = _head(path)
     first = int.from_bytes(head[:_PREFIX], "big")
@@ -181,7 +181,7 @@ def _read_exact(fh: Any, n: int) -> bytes:
 def _raw_messages(path: str, label: str, builder: Builder) -> Iterator[tuple[int, int | None, bytes]]:
     """(number, byte offset of its length or None for a one-message file, bytes) of each message. A
     framing error ends the file: an error, or in skip mode one counted skip."""
-    from ...data.source import open_binary
+    from rankgate.io.source import open_binary
 
     layout = _layout(*_head(path))
     with open_binary(path) as fh:

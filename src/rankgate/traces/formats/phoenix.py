@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...errors import InputError
-from ..build import Builder, Check, check_end, parse_iso
-from .jsontext import json_values
-from .spans import Span, assemble_all, flatten_attrs
+from rankgate.errors import InputError
+from rankgate.traces.build import Builder, Check, check_end, parse_iso
+from rankgate.traces.formats.jsontext import json_values
+from rankgate.traces.formats.spans import Span, assemble_all, flatten_attrs
 
 __all__ = ["phoenix_span", "read_files"]
 
 
 def _rows(path: str, label: str, builder: Builder) -> Any:
-    from ...data.source import PARQUET_MAGIC, magic
+    from rankgate.io.source import PARQUET_MAGIC, magic
 
     if magic(path) != PARQUET_MAGIC:
         yield from json_values(path, label, builder)
@@ -47,7 +47,7 @@ def _rows(path: str, label: str, builder: Builder) -> Any:
                 row += 1
                 yield row, rec
     except (pa.ArrowException, OSError) as exc:
-        from ...data.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
+        from rankgate.io.source import DAMAGED, DAMAGED_HINT, is_damaged_parquet
 
         if is_damaged_parquet(exc):
             raise InputError(DAMAGED, path=label, hint=DAMAGED_HINT) from None
@@ -61,7 +61,7 @@ def _time(chk: Check, v: Any, field: str) -> int | None:
 
 
 def phoenix_span(rec: Any, chk: Check) -> Span:
-    from .otlp import _hex_id
+    from rankgate.traces.formats.otlp import _hex_id
 
     if not isinstance(rec, dict):
         raise chk.fail(None, f"must be a span object; got {type(rec).__name__}")

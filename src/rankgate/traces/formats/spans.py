@@ -44,9 +44,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...corpus.schema import STATUS_SYNONYMS
-from ...errors import InputError
-from ..build import ABORT_ERROR_TYPES, Builder, Check
+from rankgate.corpus.schema import STATUS_SYNONYMS
+from rankgate.errors import InputError
+from rankgate.traces.build import ABORT_ERROR_TYPES, Builder, Check
 
 __all__ = ["Span", "assemble", "documents", "flatten_attrs"]
 
@@ -101,7 +101,7 @@ def documents(attrs: dict[str, Any], prefix: str, chk: Check,
     ``prefix.N.document.field`` keys; None when the span has none. ``document_map``: the field map's
     ``document`` paths (canonical field -> key in the flattened document). A document without an id
     but with its text (``content``, ``page_content`` or ``text``) gets the id of its text
-    (:func:`rankgate.data.shapes.text_id`) and ``derived: True``."""
+    (:func:`rankgate.io.shapes.text_id`) and ``derived: True``."""
     if prefix in attrs and attrs[prefix] is not None:
         raw = _json_value(chk, attrs[prefix], prefix)
         if not isinstance(raw, list):
@@ -154,7 +154,7 @@ def _doc(chk: Check, d: Any, where: str, dm: dict[str, str] | None = None) -> di
         for k in [k for k in flat if k.startswith("metadata.")]:
             flat.setdefault(k[9:], flat[k])
     if dm:  # the field map's document paths, looked up as flattened keys, then walked in the document
-        from ..fieldmap import walk
+        from rankgate.traces.fieldmap import walk
 
         flat = dict(flat)
         for f, path in dm.items():
@@ -186,7 +186,7 @@ def _doc(chk: Check, d: Any, where: str, dm: dict[str, str] | None = None) -> di
             raise chk.fail(where_of["id"], "is missing",
                            hint="a document needs an id or its text (content); a field map can name "
                                 "where the id is (document: {id: metadata.chunk_id})")
-        from ...data.shapes import text_id
+        from rankgate.io.shapes import text_id
 
         item_id, derived = text_id(str(chk.string(text, where_of["text"], required=True))), True
     return {

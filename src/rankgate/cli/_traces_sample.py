@@ -1,0 +1,83 @@
+"""``rankgate traces sample`` and ``rankgate gold sample``: production queries worth labelling, written
+as gold-set candidates (see :mod:`rankgate.traces.sample` and docs/traces.md, "sample"). Exit 0;
+2 bad input or options.
+
+``add_arguments(parser)`` and ``run(args)`` are shared by both commands; ``rankgate traces`` wires
+the ``sample`` action with :func:`add_parser`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rankgate._util.constraints import SEED
+from rankgate.cli.options import add_param
+
+HELP = "write production queries worth labelling (low confidence, fallback, negative feedback) as gold candidates"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from rankgate.traces.formats.table import FORMAT_NAMES
+
+    p.add_argument("--traces", required=True, nargs="+", metavar="PATH",
+                   help="trace exports: files or folders (see docs/traces.md)")
+    p.add_argument("--format", choices=FORMAT_NAMES, help="override format detection")
+    p.add_argument("--field-map", metavar="YAML", help="where Langfuse/LangSmith rows keep each field")
+    p.add_argument("--on-error", choices=("error", "skip"), default="error",
+                   help="a trace row that cannot be used: stop (default) or skip it and count it")
+    p.add_argument("--abstention", metavar="YAML",
+                   help="the calibrate-abstention file: requests whose top score is under its threshold are candidates")
+    p.add_argument("--abstention-threshold", type=float, metavar="SCORE",
+                   help="top-1 score under which a request is a low-confidence candidate (instead of --abstention)")
+    p.add_argument("--corpus", metavar="PATH",
+                   help="corpus manifest (JSONL, Parquet or a folder): each candidate chunk gets its text and "
+                        "corpus status; chunks it lacks are marked \"in_corpus\": false and listed")
+    p.add_argument("--n", type=int, default=50, help="how many candidates (default 50)")
+    add_param(p, SEED, help="the sampling seed (default 0)")
+    p.add_argument("--by", default="tenant", metavar="FIELDS",
+                   help="request fields to stratify by besides reason and source (default: tenant)")
+    p.add_argument("-o", "--out", required=True, metavar="JSONL", help="the candidates file to write")
+
+
+def add_parser(verbs: Any) -> None:
+    """The ``sample`` action under a command's sub-parsers."""
+    add_arguments(verbs.add_parser("sample", help=HELP, description=HELP + ". Exit 0; 2 bad input."))
+
+
+def request(args: argparse.Namespace) -> Any:
+    from rankgate.flows.traces import SampleRequest
+
+    return SampleRequest(tuple(args.traces), format=args.format, field_map=args.field_map, on_error=args.on_error,
+                         abstention=args.abstention, abstention_threshold=args.abstention_threshold,
+                         corpus=args.corpus, n=args.n, seed=args.seed,
+                         by=tuple(f.strip() for f in args.by.split(",") if f.strip()))
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from rankgate._util.atomic import check_file, check_not_input, write_text
+    from rankgate.flows.traces import run_sample
+
+    check_file(args.out, option="-o")
+    check_not_input(args.out, [*args.traces, args.abstention, args.field_map, args.corpus], option="-o")
+    sampled = run_sample(request(args))
+    recs = sampled.records
+    write_text(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+    counts: dict[str, int] = {}
+    for r in recs:
+        counts[r["sample_reason"]] = counts.get(r["sample_reason"], 0) + 1
+    detail = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none found"
+    skipped = f"; {sampled.skipped} unusable rows skipped" if sampled.skipped else ""
+    note = ("" if sampled.threshold is not None else
+            " (no --abstention or --abstention-threshold: low-confidence requests not sampled)")
+    sys.stdout.write(f"wrote {len(recs)} candidates to {args.out} ({detail}){note}{skipped}; "
+                     f"fill each grade, then rankgate gold validate\n")
+    missing = sampled.missing
+    if missing:
+        shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        sys.stdout.write(f"{len(missing)} candidate chunks are not in the corpus {args.corpus} (marked "
+                         f"\"in_corpus\": false): {shown}\n")
+    return 0

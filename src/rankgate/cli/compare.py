@@ -1,0 +1,134 @@
+"""``rankgate compare``: runs on the same gold set, paired by query: what changed, and is it real.
+
+Two runs give the detailed two-run comparison (segments, most-changed queries); three or more give
+one table of every run against a baseline. ``--fuse`` builds a fused run from the runs given, writes
+it (``--fused-run``) and compares it with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from typing import Any
+
+from rankgate._util.constraints import PERMUTATIONS
+from rankgate.cli.options import add_enforce_as_of, add_input_options, add_param, add_stats
+
+HELP = "compare runs: paired change per metric (and segment) with CI and p-value, most-changed queries; fuse runs"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("compare", help=HELP, description=HELP + ".")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="runs to compare; the first is the baseline (e.g. main's retriever) unless --baseline names another")
+    add_input_options(p, gold_required=False)
+    p.add_argument("--baseline", metavar="NAME", help="the run to compare against: its file name or path as given")
+    p.add_argument("--by", action="append", default=[], metavar="FIELD",
+                   help="also compare per segment of a gold field or tag (intent, lang, intent+lang…); two runs only; repeatable")
+    add_enforce_as_of(p)
+    p.add_argument("--rewrite", action="store_true",
+                   help="query rewriting: RUN is a rewrite log (records with 'original' and 'rewritten' results), or two "
+                        "runs ORIGINAL REWRITTEN; adds recall@k and nDCG@k of each (k: --k, default 10), the paired "
+                        "change per segment and the queries the rewrite broke")
+    add_stats(p)
+    add_param(p, PERMUTATIONS, metavar="N")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="most-regressed and most-improved queries to list (two runs; default 10)")
+    p.add_argument("--fuse", metavar="METHOD",
+                   help="fuse the runs into one and compare it too: rrf (k=60), rrf(k=N), combsum, combmnz")
+    p.add_argument("--fused-run", metavar="PATH", help="with --fuse: write the fused run to PATH as JSONL (atomically)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the comparison as JSON instead of the table")
+    fmt.add_argument("--markdown", action="store_true", help="print the comparison as markdown")
+    p.add_argument("--output", "-o", metavar="PATH", help="write the output to PATH (atomically) instead of stdout")
+
+
+def request(args: argparse.Namespace) -> Any:
+    """The comparison the options ask for."""
+    from rankgate.flows.compare import CompareRequest
+    from rankgate.cli._requests import scoring, statistics
+
+    stats = statistics(args)
+    return CompareRequest(tuple(args.runs), args.gold, scoring(args), stats, baseline=args.baseline, by=tuple(args.by),
+                          enforce_as_of=args.enforce_as_of, rewrite=args.rewrite, permutations=args.permutations,
+                          top=args.top, fuse=args.fuse, fused_run=bool(args.fused_run))
+
+
+def run(args: argparse.Namespace) -> int:
+    from rankgate.errors import UsageError
+    from rankgate.flows.compare import run_comparison
+    from rankgate.cli._requests import say
+
+    req = request(args)
+    for option, path in (("--output", args.output), ("--fused-run", args.fused_run)):
+        if path:
+            from rankgate._util.atomic import check_file, check_not_input
+
+            check_file(path, option=option)
+            check_not_input(path, (args.gold, args.doc_map, *args.runs), option=option)
+    if args.output and args.fused_run and os.path.abspath(args.output) == os.path.abspath(args.fused_run):
+        raise UsageError(f"--output and --fused-run name the same file {args.output}; give each its own file")
+    result = run_comparison(req, on_warning=say("compare"))
+    if result.comparison is None:  # --fuse without --gold: the fused run only
+        from rankgate._util.atomic import write_text
+
+        write_text(args.fused_run, result.fused_jsonl or "")
+        sys.stderr.write(f"wrote the {result.fusion} fusion of {result.runs_fused} runs to {args.fused_run}\n")
+        return 0
+    from rankgate.render import compare as rc
+
+    if not result.two_runs:
+        extra = {args.fused_run: result.fused_jsonl or ""} if args.fused_run else None
+        return _emit(args, result.comparison, rc.multi_comparison_dict, rc.multi_comparison_markdown,
+                     rc.multi_comparison_renderable, extra)
+    renderers = (rc.comparison_dict, rc.comparison_markdown, rc.comparison_renderable)
+    if result.freshness:
+        from rankgate.render.experiments import with_freshness
+
+        renderers = with_freshness(*renderers, dict(result.freshness), result.confidence)
+    elif result.rewrite is not None:
+        from rankgate.render.sections import with_section
+
+        renderers = with_section(*renderers, "rewrite", result.rewrite, result.confidence)
+    return _emit(args, result.comparison, *renderers)
+
+
+def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any,
+          extra_files: dict[str, str] | None = None) -> int:
+    """Print or write the comparison; every file of the command (``extra_files`` too) as one unit."""
+    from rankgate._util.atomic import write_files
+
+    if args.json:
+        import json
+
+        text = json.dumps(as_dict(result), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    elif args.markdown:
+        text = as_markdown(result)
+    else:
+        text = None
+    files = dict(extra_files or {})
+    if args.output:
+        files[args.output] = text if text is not None else _plain_table(as_renderable(result))
+    if files:
+        write_files(files)
+    if args.output:
+        return 0
+    if text is not None:
+        sys.stdout.write(text)
+        return 0
+    from rich.console import Console
+
+    tty = sys.stdout.isatty()
+    # a terminal's width, or COLUMNS when set (rich reads it); 100 in a log or a pipe
+    wide = tty or bool(os.environ.get("COLUMNS"))
+    Console(width=None if wide else 100, color_system="auto" if tty else None, highlight=False).print(as_renderable(result))
+    return 0
+
+
+def _plain_table(renderable: Any) -> str:
+    from rich.console import Console
+
+    console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()

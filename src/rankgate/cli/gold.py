@@ -1,0 +1,188 @@
+"""``rankgate gold validate|stale|diff|remap``: keep a gold set fit to gate on as the corpus moves.
+
+Exit codes: ``validate`` 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input;
+``stale`` 0, or 1 when ``max_stale_labels`` of the ship criteria is exceeded, 2 unreadable input;
+``diff`` 0, 2 unreadable input; ``remap`` 0, 2 unreadable input. Reports go to stdout (markdown by
+default); ``stale -o DIR`` also writes ``DIR/stale.csv`` atomically; ``remap -o FILE`` writes the
+proposed gold set and its review list as one unit, never over the gold file. See docs/gold.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from typing import Any
+
+from rankgate.cli.options import GOLD_FILE_HELP, add_gold
+
+HELP = ("check a gold set (validate), find labels the corpus left behind (stale), compare two versions (diff), "
+        "carry labels across a re-chunking (remap)")
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD; got {text!r}") from None
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("gold", help=HELP, description=HELP + ". See docs/gold.md.")
+    verbs = p.add_subparsers(dest="gold_command", metavar="ACTION", required=True, parser_class=type(p))
+    fmt: dict[str, Any] = {"choices": ("auto", "markdown", "text"), "default": "auto",
+                           "help": "report format on stdout: text fitted to the terminal's width, or markdown "
+                                   "(default auto: text on a terminal, markdown into a pipe or file)"}
+
+    v = verbs.add_parser("validate", help="schema, duplicates, ids against the corpus, mix, label age, gate power, owners",
+                         description="Check a gold set. Exit 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input.")
+    add_gold(v, help=GOLD_FILE_HELP, metavar="JSONL")
+    v.add_argument("--corpus", metavar="PATH", help="corpus manifest: JSONL, Parquet or a folder of them")
+    v.add_argument("--config", metavar="YAML", help="ship criteria: segment sizes and owners of its gates")
+    v.add_argument("--baseline", metavar="RUN|SUMMARY",
+                   help="a baseline run or its summary.json (with per-query values): the smallest drop each gated "
+                        "segment can see is then the bootstrap of its values, not the binomial approximation "
+                        "(needs --config)")
+    v.add_argument("--as-of", type=_date, metavar="YYYY-MM-DD", help="date label ages are counted to (default: today, UTC)")
+    v.add_argument("--format", **fmt)
+
+    s = verbs.add_parser("stale", help="labels whose chunk was retired, deprecated, superseded or changed",
+                         description="List stale labels. Exit 0, or 1 above max_stale_labels of --config; 2 unreadable input.")
+    add_gold(s, help=GOLD_FILE_HELP, metavar="JSONL")
+    s.add_argument("--corpus", required=True, metavar="PATH", help="the new corpus manifest")
+    s.add_argument("--since", metavar="PATH", help="the corpus the labels were made against (finds changed text and retired chunks)")
+    s.add_argument("--config", metavar="YAML", help="ship criteria with max_stale_labels")
+    s.add_argument("-o", "--out", metavar="DIR", help="write DIR/stale.csv (query_id, chunk_id, reason, …)")
+    s.add_argument("--format", **fmt)
+
+    d = verbs.add_parser("diff", help="queries added, removed and relabelled between two gold files",
+                         description="Compare two versions of a gold set. Exit 0; 2 unreadable input.")
+    d.add_argument("old", metavar="OLD", help="the earlier gold file")
+    d.add_argument("new", metavar="NEW", help="the later gold file")
+    d.add_argument("--format", **fmt)
+
+    r = verbs.add_parser("remap", help="propose the new chunks that carry each labelled chunk's text after a re-chunking",
+                         description="Propose a remapped gold set after a re-chunking. Never rewrites --gold. "
+                                     "Exit 0; 2 unreadable input.")
+    add_gold(r, help=GOLD_FILE_HELP, metavar="JSONL")
+    r.add_argument("--old-corpus", required=True, metavar="PATH", help="the corpus the labels were made on (with text)")
+    r.add_argument("--new-corpus", required=True, metavar="PATH", help="the re-chunked corpus (with text)")
+    r.add_argument("-o", "--out", required=True, metavar="JSONL", help="the proposed gold set (not the --gold file)")
+    r.add_argument("--review", metavar="MD", help="the review list (default: OUT with .review.md in place of .jsonl)")
+    r.add_argument("--min-confidence", type=_share, default=0.8, metavar="X",
+                   help="apply mappings with at least this confidence (0-1, default 0.8); the rest are listed for review")
+
+
+    from rankgate.cli._traces_sample import add_parser as add_sample
+
+    add_sample(verbs)  # gold sample: the same as traces sample
+
+
+def _share(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = -1.0
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1; got {text!r}")
+    return x
+
+
+def _text_width() -> int | None:
+    """The width of text output, or None for markdown (``--format auto`` into a pipe or file).
+    A terminal's own width, else ``COLUMNS``, else 80."""
+    import os
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "") or 80)
+
+
+def _render(args: argparse.Namespace, markdown: Any, text: Any, report: Any) -> str:
+    fmt = args.format
+    if fmt == "auto":
+        fmt = "text" if sys.stdout.isatty() else "markdown"
+    if fmt == "markdown":
+        return str(markdown(report))
+    try:
+        width = max(40, _text_width() or 80)
+    except ValueError:
+        width = 80
+    return str(text(report, width=width))
+
+
+def request(args: argparse.Namespace) -> Any:
+    from rankgate.flows.gold import DiffRequest, RemapRequest, StaleRequest, ValidateRequest
+
+    if args.gold_command == "validate":
+        return ValidateRequest(args.gold, corpus=args.corpus, config=args.config, baseline=args.baseline,
+                               as_of=args.as_of)
+    if args.gold_command == "stale":
+        return StaleRequest(args.gold, args.corpus, since=args.since, config=args.config)
+    if args.gold_command == "diff":
+        return DiffRequest(args.old, args.new)
+    return RemapRequest(args.gold, args.old_corpus, args.new_corpus, min_confidence=args.min_confidence)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rankgate.cli._traces_sample import run as _sample
+
+    return {"validate": _validate, "stale": _stale, "diff": _diff, "remap": _remap,
+            "sample": _sample}[args.gold_command](args)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from rankgate.flows.gold import run_validate
+    from rankgate.render.gold import validate_markdown, validate_text
+
+    report = run_validate(request(args))
+    sys.stdout.write(_render(args, validate_markdown, validate_text, report))
+    return int(report.exit_code)
+
+
+def _stale(args: argparse.Namespace) -> int:
+    import os
+
+    from rankgate._util.atomic import check_folder, write_text
+    from rankgate.flows.gold import run_stale
+    from rankgate.render.gold import stale_csv, stale_markdown, stale_text
+
+    if args.out:
+        check_folder(args.out, ["stale.csv"], option="-o")  # before any work
+    report = run_stale(request(args))
+    if args.out:
+        write_text(os.path.join(args.out, "stale.csv"), stale_csv(report))
+    sys.stdout.write(_render(args, stale_markdown, stale_text, report))
+    return int(report.exit_code)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from rankgate.flows.gold import run_diff
+    from rankgate.render.gold import diff_markdown, diff_text
+
+    sys.stdout.write(_render(args, diff_markdown, diff_text, run_diff(request(args))))
+    return 0
+
+
+def _review_path(out: str) -> str:
+    return out.removesuffix(".jsonl") + ".review.md"
+
+
+def _remap(args: argparse.Namespace) -> int:
+    import os
+
+    from rankgate._util.atomic import check_file, check_not_input, write_files
+    from rankgate.errors import UsageError
+    from rankgate.flows.gold import run_remap
+    from rankgate.render.gold import remap_review_markdown, remap_summary
+
+    review = args.review or _review_path(args.out)
+    inputs = (args.gold, args.old_corpus, args.new_corpus)
+    for path, option in ((args.out, "-o"), (review, "--review")):
+        check_file(path, option=option)
+        check_not_input(path, inputs, option=option)  # never over the gold set or a corpus
+    if os.path.abspath(args.out) == os.path.abspath(review):
+        raise UsageError(f"-o and --review name the same file ({args.out}); give the review list another name")
+    done = run_remap(request(args))
+    write_files({args.out: done.text, review: remap_review_markdown(done.result, done.changed, done.conflicts)})
+    sys.stdout.write(remap_summary(done.result, done.changed, args.out, review))
+    return 0

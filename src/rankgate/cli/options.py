@@ -1,0 +1,235 @@
+"""The command-line options every command shares, each defined once.
+
+Commands build their parsers from these helpers rather than from each other: ``--gold``, ``--run``,
+``--out``, the format overrides, ``--ties``, the statistics options and the judge options have one
+spelling, one help text and one default here. Numeric options come from the declarations in
+:mod:`rankgate._util.constraints`, so the bound a command checks (:func:`check_stats_args`) is the bound the
+library checks. Nothing heavy is imported at module level: the CLI builds its parser on every start.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, TIMEOUT, Param
+from rankgate.flows.evaluate import DEFAULT_METRICS  # the evaluate flow's default, shown in --help
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "GOLD_FILE_HELP",
+    "GOLD_HELP",
+    "RUN_HELP",
+    "TIES_HELP",
+    "add_columns",
+    "add_component_options",
+    "add_enforce_as_of",
+    "add_formats",
+    "add_gold",
+    "add_input_options",
+    "add_judge",
+    "add_out",
+    "add_param",
+    "add_run",
+    "add_stats",
+    "add_ties",
+    "check_judge_counts",
+    "check_stats_args",
+    "parse_key_values",
+]
+
+
+#: ``--gold`` of every command that reads a gold set with the readers (any format).
+GOLD_HELP = ("gold set: JSONL, TREC qrels, BEIR qrels .tsv or folder, Parquet, CSV/TSV with a header, "
+             "a RAGAS/DeepEval dataset, a LlamaIndex EmbeddingQAFinetuneDataset JSON, a Hugging Face save_to_disk folder")
+#: ``--gold`` of the gold set's own lifecycle commands, which read and keep every line of a JSONL file.
+GOLD_FILE_HELP = "the gold set"
+RUN_HELP = ("run: JSONL, TREC run file, Parquet, CSV/TSV with a header, a RAGAS/DeepEval dataset "
+            "(the same file as --gold works), a Hugging Face save_to_disk folder")
+FORMAT_HELP = "override format detection: %(choices)s"
+COLUMNS_HELP = ("CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=doc,score=s "
+                "(fields: query_id, chunk_id, grade, score, rank, query, doc_version, text, note)")
+TIES_HELP = ("the ranking rule: input (the file's order: ranks when every item has one, else score with equal "
+             "scores in list/row order; the default, except for TREC runs and --trec) or id (trec_eval's: score, "
+             "then id descending)")
+
+
+def add_param(p: Any, param: Param, *, flag: str | None = None, help: str | None = None,
+              metavar: str | None = None) -> None:
+    """``--name`` for a declared parameter: its type and default from ``param`` (``flag`` renames it)."""
+    kwargs: dict[str, Any] = {"type": param.type, "default": param.default, "help": help or param.help}
+    if metavar is not None:
+        kwargs["metavar"] = metavar
+    p.add_argument(flag or "--" + param.name.replace("_", "-"), **kwargs)
+
+
+def add_gold(p: Any, *, required: bool = True, help: str = GOLD_HELP, metavar: str = "PATH") -> None:
+    """``--gold``: a gold set in any format the readers know (the lifecycle commands pass ``GOLD_FILE_HELP``)."""
+    p.add_argument("--gold", required=required, metavar=metavar, help=help)
+
+
+def add_run(p: Any, *, required: bool = True, help: str = RUN_HELP) -> None:
+    """``--run``: one run in any format the readers know; ``help`` says which run when a command has several."""
+    p.add_argument("--run", required=required, metavar="PATH", help=help)
+
+
+def add_out(p: Any, help: str, *, required: bool = False, metavar: str = "DIR") -> None:
+    """``--out``/``-o``: where the command writes (a folder, or a file for the commands that write one)."""
+    p.add_argument("--out", "-o", required=required, metavar=metavar, help=help)
+
+
+def add_formats(p: Any, *, gold: bool = True, run: bool = True) -> None:
+    """``--gold-format`` and ``--run-format``: override format detection."""
+    from rankgate.io.formats import GOLD_FORMATS, RUN_FORMATS
+
+    if gold:
+        p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help=FORMAT_HELP)
+    if run:
+        p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help=FORMAT_HELP)
+
+
+def add_columns(p: Any) -> None:
+    p.add_argument("--columns", metavar="MAP", help=COLUMNS_HELP)
+
+
+def add_ties(p: Any, help: str = TIES_HELP) -> None:
+    """``--ties id|input``: every command that ranks a run takes it."""
+    p.add_argument("--ties", choices=("id", "input"), default=None, help=help)
+
+
+def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_required: bool = True) -> None:
+    """Options shared by every command that reads a gold set (and runs) and scores them."""
+    add_gold(p, required=gold_required)
+    add_formats(p, run=run)
+    add_columns(p)
+    add_ties(p)
+    p.add_argument("--metrics", "-m", default=DEFAULT_METRICS, metavar="SPECS",
+                   help=f"comma-separated metric specs (default: {DEFAULT_METRICS}); see 'rankgate metrics'")
+    p.add_argument("--k", type=int, default=None, metavar="K",
+                   help="cutoff for metrics written without @k that need one, unless the gold query sets its own k (default 5)")
+    p.add_argument("--level", choices=("chunk", "doc"), default="chunk",
+                   help="evaluate chunk ids as given, or map them to parent documents (a document counts once, at its best rank)")
+    p.add_argument("--doc-sep", default="#", metavar="SEP", help="separator between document id and chunk part (default '#')")
+    p.add_argument("--doc-map", metavar="PATH", help="chunk→document mapping file (TSV 'chunk_id<TAB>doc_id' or JSON object); overrides --doc-sep")
+    p.add_argument("--dedupe", choices=("error", "first"), default="error",
+                   help="a repeated id in one query's ranking: error (default), or keep its best rank and report the count")
+    p.add_argument("--trec", action="store_true", help="trec_eval v10 semantics: queries in both files; all-non-relevant queries score 0")
+    p.add_argument("-c", "--complete", action="store_true", help="with --trec: average over all gold queries (trec_eval -c)")
+
+
+def add_stats(p: Any, *, seed_help: str | None = None) -> None:
+    """``--seed``, ``--resamples``, ``--confidence`` of the bootstrap intervals (checked by :func:`check_stats_args`)."""
+    add_param(p, SEED, help=seed_help)
+    add_param(p, RESAMPLES)
+    add_param(p, CONFIDENCE)
+
+
+def check_stats_args(args: argparse.Namespace) -> None:
+    """The statistics options within their declared bounds, or a UsageError naming the option."""
+    from rankgate.flows._common import check_stats
+
+    check_stats(args.seed, args.resamples, args.confidence)
+
+
+def add_enforce_as_of(p: Any) -> None:
+    p.add_argument("--enforce-as-of", action="store_true",
+                   help="freshness what-if: drop retrieved items whose doc_version is newer than the query's as_of "
+                        "(gold field), score what is left, and show the change from the run as logged")
+
+
+def add_component_options(p: Any) -> None:
+    p.add_argument("--routing", action="store_true",
+                   help="routing: coverage of each query's expected_source (gold) by the items' source (run), the "
+                        "misroute matrix and per-source recall@k (k: --k, default 5)")
+    p.add_argument("--entity-linking", action="store_true",
+                   help="entity linking: precision, recall and F1 of the run's linked_entities against the gold "
+                        "entities, per query, beside chunk recall@k")
+
+
+def add_judge(p: argparse.ArgumentParser, *, seed: str = "--seed", retries: bool = True, statements: bool = False,
+              repeats: str | None = None, price: str = "run") -> None:
+    """The judge options (see docs/judges.md), as one "judge" group.
+
+    ``seed`` is the option naming the seed sent with every call (``--judge-seed`` where ``--seed``
+    is the bootstrap's); ``retries``/``statements`` add ``--retries``/``--max-statements``;
+    ``repeats`` is the help of ``--repeats`` (None: no such option); ``price`` is ``"run"`` when a
+    run reports its cost from the server's usage, ``"dry-run"`` when only ``--dry-run`` estimates it.
+    """
+    from rankgate.judges import DEFAULT_MAX_STATEMENTS, MAX_REPEATS, MAX_RETRIES, MAX_STATEMENTS, MAX_WORKERS
+
+    g = p.add_argument_group("judge")
+    g.add_argument("--judge", default=None, metavar="BACKEND",
+                   help="lexical (offline token-overlap baseline; the default), openai (any OpenAI-compatible "
+                        "server) or package.module:Class (env RANKGATE_JUDGE)")
+    g.add_argument("--judge-url", metavar="URL", help="base URL of the OpenAI-compatible server, e.g. "
+                                                      "http://localhost:8000/v1 (env RANKGATE_JUDGE_URL)")
+    g.add_argument("--judge-model", metavar="NAME", help="model name the server serves (env RANKGATE_JUDGE_MODEL)")
+    g.add_argument("--judge-key-env", metavar="VAR",
+                   help="environment variable holding the API key; none for a local server (env RANKGATE_JUDGE_KEY_ENV)")
+    g.add_argument("--workers", type=int, default=8, metavar="N",
+                   help=f"judge calls in flight at once (default 8, at most {MAX_WORKERS})")
+    add_param(g, TIMEOUT, metavar="SECONDS")  # checked by the flow's JudgeSpec
+    g.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
+                   help="largest reply body read, after decompression (default 1000000); a larger one is a judge_error")
+    if retries:
+        g.add_argument("--retries", type=int, default=4, metavar="N",
+                       help=f"retries of a failed call (default 4, at most {MAX_RETRIES})")
+    add_param(g, SEED, flag=seed, help="seed sent with every judge call; sample i uses seed+i (default 0)")
+    g.add_argument("--cache", metavar="DIR", help="judge cache folder (default $RANKGATE_CACHE_DIR or $XDG_CACHE_HOME/rankgate)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the judge cache")
+    g.add_argument("--refresh", action="store_true", help="call the judge again and overwrite cached labels")
+    if repeats is not None:
+        g.add_argument("--repeats", type=int, default=1, metavar="N",
+                       help=f"judge each item N times (seeds seed..seed+N-1) {repeats} (at most {MAX_REPEATS})")
+    if statements:
+        g.add_argument("--max-statements", type=int, default=DEFAULT_MAX_STATEMENTS, metavar="N",
+                       help=f"statements per answer the judge may find (default {DEFAULT_MAX_STATEMENTS}, at most "
+                            f"{MAX_STATEMENTS:,}); an answer with more is a judge_error and none of its statements is "
+                            "checked")
+    g.add_argument("--max-calls", type=int, default=None, metavar="N",
+                   help="call budget of the run (default: none): once N calls were sent, every item left is a "
+                        "judge_error 'call budget reached'; cache hits are free")
+    g.add_argument("--dry-run", action="store_true",
+                   help="print the calls, cache hits, approximate tokens and cost, and call nothing")
+    if price == "run":
+        g.add_argument("--price-in", type=float, metavar="PRICE",
+                       help="price per 1M input tokens: --dry-run estimates the cost, a run reports it from the server's usage")
+        g.add_argument("--price-out", type=float, metavar="PRICE", help="price per 1M output tokens (see --price-in)")
+    else:
+        g.add_argument("--price-in", type=float, metavar="PRICE", help="with --dry-run: price per 1M input tokens")
+        g.add_argument("--price-out", type=float, metavar="PRICE", help="with --dry-run: price per 1M output tokens")
+
+
+def check_judge_counts(args: argparse.Namespace) -> None:
+    """Every count option of the judge within its bound, or a UsageError naming the option (exit 2)."""
+    from rankgate.judges import MAX_REPEATS, MAX_RETRIES, MAX_STATEMENTS, MAX_WORKERS, check_count
+
+    for option, low, high, why in (("repeats", 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"),
+                                   ("workers", 1, MAX_WORKERS, ""), ("retries", 0, MAX_RETRIES, ""),
+                                   ("max_statements", 1, MAX_STATEMENTS, ""), ("max_calls", 0, None, "")):
+        value = getattr(args, option, None)
+        if value is not None:
+            check_count(value, "--" + option.replace("_", "-"), low, high, why)
+
+
+def parse_key_values(pairs: list[str]) -> dict[str, Any]:
+    """``-O KEY=VALUE`` options of a retriever or reranker: VALUE read as JSON when it parses, ``none`` as null."""
+    import json
+
+    from rankgate.errors import UsageError
+
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--option must look like KEY=VALUE; got {pair!r}")
+        value: Any
+        if raw.lower() == "none":
+            value = None
+        else:
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = raw
+        options[key.strip()] = value
+    return options

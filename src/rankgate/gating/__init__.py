@@ -1,0 +1,1 @@
+"""Decisions: the ship criteria (:mod:`.config`), the gate's verdict (:mod:`.decide`), baselines and the diagnosis."""

@@ -1,0 +1,426 @@
+"""The gate config file (``ship-criteria.yaml``): its model, and a loader whose errors point at
+``file:line`` and the key.
+
+::
+
+    gates:
+      - name: retrieval_recall_at_5   # optional; defaults to the metric
+        metric: recall@5              # optional when the name is retrieval_<metric>[_at_<k>]
+        threshold: 0.85               # floor: mean (or CI lower bound) must be >= 0.85; "85%" works too
+        regression_max: 0.03          # may not drop more than 0.03 (3 pp) below the baseline
+        severity: error               # error blocks the merge (exit 1); warning only comments
+        on: mean                      # mean | ci_lower (with threshold) | ci_upper (with max)
+        segments: [lang]              # also check each segment of these fields
+        min_queries: 20               # segments with fewer applicable queries are shown, not gated
+        label: answers found in the top 5   # optional wording for the PR comment
+        owner: search-team            # optional: who answers for this gate (shown by 'rankgate gold validate')
+        not_applicable: warning       # the metric applies to no query: warn (default) or error (blocks)
+      - metric: faithfulness          # a judge metric (layer two) ...
+        threshold: 0.8
+        calibration: judge-support.json   # ... needs the judge's calibration file (rankgate judge calibrate),
+                                          # relative to this file, of >= 100 human-labelled items
+      - metric: forbidden@5
+        max: 0                        # ceiling, for lower-is-better metrics (forbidden, redundancy, false_evidence)
+    defaults: {seed: 0, resamples: 2000, confidence: 0.95}
+    evaluate: {k: 5, level: chunk, doc_sep: "#", ties: id}   # how to score the runs (optional)
+    max_stale_labels: 2%              # optional: 'rankgate gold stale' and 'rankgate gate --corpus' fail above this
+                                      # share ("2%", 0.02) or count (10); or {max: 2%, owner: docs-team, severity: error}
+    latency:                          # optional: latency gates on the run's latency_ms (docs/experiments.md)
+      - stage: retrieve               # a stage the run logs, or total
+        median_ms: 60                 # ceilings on percentiles: median_ms, p90_ms, p95_ms, p99_ms
+        regression_max_ms: 10         # may not grow more than 10 ms over the baseline run (paired CI excludes 0)
+        on: ci_lower                  # ci_lower (default: clearly over budget) | estimate | ci_upper (strict)
+    judge: {min_calibration_items: 100, min_agreement: 0.8}   # what a judge metric's calibration must show
+
+See ``docs/gating.md`` for what each check means.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankgate._util.configfile import (  # noqa: F401 - the MAX_* limits were defined here first: still importable from here
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    SEVERITIES,
+    ConfigItem,
+    ConfigReader,
+    parse_tree,
+    read_config_text,
+    show_value,
+    tree_from_plain,
+)
+from rankgate.errors import RankgateError
+
+__all__ = ["READERS", "Gate", "GateConfig", "as_config", "config_from_dict", "load_config", "load_monitors", "parse_config",
+           "parse_monitors"]
+
+#: What a config names that another area reads, and where its reader lives ("module:function"),
+#: looked up when a config uses it: the area owns its keys, rules and messages, and this module
+#: imports none of them (the way diagnosis.RULES lists its rules in one place).
+READERS: dict[str, str] = {
+    "latency": "rankgate.experiments.latency:read_latency_gates",  # the 'latency:' list (ceilings in ms)
+    "calibration": "rankgate.stats.pooling:read_calibration",  # a judge metric's calibration file
+    "monitors": "rankgate.traces.monitors:parse_monitors",  # the trace monitors file (rankgate traces check)
+    "monitors file": "rankgate.traces.monitors:load_monitors",
+}
+
+TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency", "judge")
+GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
+             "not_applicable", "calibration")
+JUDGE_KEYS = ("min_calibration_items", "min_agreement")
+#: A gate on a judge metric needs a calibration of at least this many human-labelled items …
+MIN_CALIBRATION_ITEMS = 100
+#: … on which judge and humans agree at least this often.
+MIN_AGREEMENT = 0.8
+DEFAULT_KEYS = ("seed", "resamples", "confidence")
+EVALUATE_KEYS = ("k", "level", "doc_sep", "ties")
+ON = ("mean", "ci_lower", "ci_upper")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One ship criterion. ``threshold`` is a floor, ``max`` a ceiling, ``regression_max`` the
+    largest allowed worsening from the baseline, in the metric's units (0.03 = 3 pp for shares)."""
+
+    name: str
+    metric: str
+    threshold: float | None = None
+    max: float | None = None
+    regression_max: float | None = None
+    severity: str = "error"
+    on: str = "mean"
+    segments: tuple[str, ...] = ()
+    min_queries: int = 1
+    label: str | None = None
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    owner: str | None = None
+    not_applicable: str = "warning"  # when the metric applies to no query: warning, or error (fails the gate)
+    calibration: Mapping[str, Any] | None = field(default=None, compare=False)  # a judge metric's: path, n, agreement, kappa
+    metric_from_name: bool = field(default=False, compare=False)  # no metric: given; read from the name
+
+    @property
+    def title(self) -> str:
+        """How the PR comment names the gate's metric: the label, else ``retrieval <metric>``."""
+        return self.label or f"{'answers' if self.calibration else 'retrieval'} {self.metric}"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    gates: tuple[Gate, ...]
+    seed: int = 0
+    resamples: int = 2000
+    confidence: float = 0.95
+    evaluate: Mapping[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    max_stale_labels: int | None = None  # a count of stale labels ('rankgate gold stale')
+    max_stale_share: float | None = None  # or a share of all labels
+    latency: tuple[Any, ...] = ()  # LatencyGate values (rankgate.experiments.latency), from the 'latency:' list
+    stale_owner: str | None = None  # who answers for the stale-label limit (shown when it fails)
+    stale_severity: str = "error"  # error: the gate fails above the limit; warning: it only says so
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Every metric a gate needs, once, in config order."""
+        return tuple(dict.fromkeys(g.metric for g in self.gates))
+
+    @property
+    def segment_fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f for g in self.gates for f in g.segments))
+
+
+NAME_SHAPE_TEXT = "retrieval_<metric>[_at_<k>]"
+_NAME_SHAPE = re.compile(r"^retrieval_(?P<metric>[a-z][a-z0-9_]*?)(?:_at_(?P<k>[0-9]+))?$")
+
+
+def _metric_of_name(r: ConfigReader, name: str, key: str, line: int | None) -> str:
+    """The metric a gate's name carries when the gate gives no ``metric:``: ``retrieval_recall_at_5``
+    is ``recall@5``, ``retrieval_mrr`` is ``mrr``; a name that is itself a metric (``recall@5``,
+    ``retrieval_recall_at_k``, the sample contract's name) is that metric."""
+    from rankgate.metrics import parse_metric
+
+    m = _NAME_SHAPE.match(name.strip().lower())
+    candidates = []
+    if m:
+        candidates.append(m.group("metric") + (f"@{m.group('k')}" if m.group("k") else ""))
+    candidates.append(name)
+    for spec in candidates:
+        try:
+            return str(parse_metric(spec))
+        except RankgateError:
+            continue
+    raise r.fail(key, line, f"{name!r} does not name a metric, and the gate has no metric:",
+                 f"add metric: (e.g. metric: recall@5), or name the gate {NAME_SHAPE_TEXT}, e.g. retrieval_recall_at_5, "
+                 "retrieval_mrr, retrieval_ndcg_at_10")
+
+
+def _range_text(low: float, high: float) -> str:
+    def num(x: float) -> str:
+        return f"{x:g}"
+
+    if math.isinf(low) and math.isinf(high):
+        return "a finite number"
+    if math.isinf(high):
+        return f"at least {num(low)}"
+    if math.isinf(low):
+        return f"at most {num(high)}"
+    return f"between {num(low)} and {num(high)}"
+
+
+def _build(root: ConfigItem, path: str) -> GateConfig:
+    from rankgate.metrics import metric_info, parse_metric
+    from rankgate.metrics.spec import MAX_K
+    from rankgate.stats.bootstrap import MAX_RESAMPLES
+
+    r = ConfigReader(path)
+    if root.value is None:
+        raise r.fail("gates", 1, "is required: the config has no gates", "start with 'gates:' and a list of gates")
+    top = r.mapping(root, "", TOP_KEYS)
+    if "gates" not in top:
+        raise r.fail("gates", root.line, "is required", "add 'gates:' with a list of gates")
+    gates_item = top["gates"]
+    if not isinstance(gates_item.value, list):
+        raise r.fail("gates", gates_item.line, f"must be a list of gates; got {show_value(gates_item.value)}",
+                     "each gate starts with '- metric: …'")
+    if not gates_item.value:
+        raise r.fail("gates", gates_item.line, "must list at least one gate")
+
+    min_items, min_agreement = MIN_CALIBRATION_ITEMS, MIN_AGREEMENT
+    if "judge" in top:
+        j = r.mapping(top["judge"], "judge", JUDGE_KEYS)
+        if "min_calibration_items" in j:
+            min_items = r.integer(j["min_calibration_items"], "judge.min_calibration_items", 1)
+        if "min_agreement" in j:
+            min_agreement = r.number(j["min_agreement"], "judge.min_agreement", share=True)
+            if not 0.0 <= min_agreement <= 1.0:
+                raise r.fail("judge.min_agreement", j["min_agreement"].line, f"must be between 0 and 1; got {min_agreement!r}")
+    gates: list[Gate] = []
+    names: dict[str, int] = {}
+    for i, item in enumerate(gates_item.value):
+        at = f"gates[{i}]"
+        g = r.mapping(item, at, GATE_KEYS)
+        lines = {k: v.line for k, v in g.items() if v.line is not None}
+        if item.line is not None:
+            lines.setdefault("", item.line)
+        from_name = "metric" not in g
+        if from_name:
+            if "name" not in g:
+                raise r.fail(f"{at}.metric", item.line, "is required",
+                             f"e.g. metric: recall@5, or a name of the shape {NAME_SHAPE_TEXT} (retrieval_recall_at_5)")
+            metric = _metric_of_name(r, r.text(g["name"], f"{at}.name"), f"{at}.name", g["name"].line)
+        else:
+            spec = r.text(g["metric"], f"{at}.metric")
+            try:
+                metric = str(parse_metric(spec))
+            except RankgateError as exc:
+                raise r.fail(f"{at}.metric", g["metric"].line, str(exc)) from None
+        info = metric_info(metric)  # the metric's own declaration: unit, direction, bounds
+        share = info.is_share
+        name = r.text(g["name"], f"{at}.name") if "name" in g else metric
+        if name in names:
+            raise r.fail(f"{at}.name", lines.get("name", item.line), f"repeats the name {name!r} of gates[{names[name]}]",
+                         "give each gate its own name")
+        names[name] = i
+
+        values: dict[str, float | None] = {"threshold": None, "max": None, "regression_max": None}
+        for key in values:
+            if key in g:
+                v = r.number(g[key], f"{at}.{key}", share=share, pp=key == "regression_max")
+                # A floor or ceiling lies within the metric's values; a regression limit within their span.
+                low, high = info.bounds if key != "regression_max" else (0.0, info.span)
+                if not low <= v <= high:
+                    raise r.fail(f"{at}.{key}", g[key].line, f"must be {_range_text(low, high)} for {metric}; got {v!r}",
+                                 "shares are fractions: write 0.85 (or '85%') for 85%" if share else None)
+                values[key] = v
+        if values["threshold"] is not None and values["max"] is not None:
+            raise r.fail(f"{at}.max", g["max"].line, "cannot be combined with threshold in one gate",
+                         "threshold is a floor, max a ceiling; write two gates if you need both")
+        if all(v is None for v in values.values()):
+            raise r.fail(f"{at}", item.line, f"checks nothing for {metric}", "give threshold, max or regression_max")
+        hib = info.higher_is_better
+        if values["threshold"] is not None and not hib:
+            raise r.fail(f"{at}.threshold", g["threshold"].line, f"is a floor, but lower is better for {metric}",
+                         "use max: to set a ceiling; max: 0 demands it never happens")
+        if values["max"] is not None and hib:
+            raise r.fail(f"{at}.max", g["max"].line, f"is a ceiling, but higher is better for {metric}",
+                         "use threshold: to set a floor")
+
+        severity = r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error"
+        on = r.choice(g["on"], f"{at}.on", ON) if "on" in g else "mean"
+        if on == "ci_lower" and values["max"] is not None:
+            raise r.fail(f"{at}.on", g["on"].line, "ci_lower goes with threshold (a floor)",
+                         "a ceiling (max) is checked against the upper bound: write on: ci_upper")
+        if on == "ci_upper" and values["threshold"] is not None:
+            raise r.fail(f"{at}.on", g["on"].line, "ci_upper goes with max (a ceiling)",
+                         "a floor (threshold) is checked against the lower bound: write on: ci_lower")
+        segments: tuple[str, ...] = ()
+        if "segments" in g:
+            s = g["segments"]
+            raw = [s] if isinstance(s.value, str) or s.written is not None else s.value
+            if not isinstance(raw, list) or not all(isinstance(x, (str, ConfigItem)) for x in raw):
+                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {show_value(s.value)}")
+            segments = tuple(dict.fromkeys(
+                r.text(x if isinstance(x, ConfigItem) else ConfigItem(x, s.line), f"{at}.segments") for x in raw
+            ))
+        min_queries = r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1
+        label = r.text(g["label"], f"{at}.label") if "label" in g else None
+        owner = r.text(g["owner"], f"{at}.owner") if "owner" in g else None
+        not_applicable = (r.choice(g["not_applicable"], f"{at}.not_applicable", SEVERITIES)
+                          if "not_applicable" in g else "warning")
+        calibration = _calibration(r, g, at, metric, item.line, min_items, min_agreement)
+        gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
+                          segments, min_queries, label, lines, owner=owner, not_applicable=not_applicable,
+                          calibration=calibration, metric_from_name=from_name))
+
+    seed, resamples, confidence = 0, 2000, 0.95
+    if "defaults" in top:
+        d = r.mapping(top["defaults"], "defaults", DEFAULT_KEYS)
+        if "seed" in d:
+            seed = r.integer(d["seed"], "defaults.seed", 0)
+        if "resamples" in d:
+            resamples = r.integer(d["resamples"], "defaults.resamples", 100, maximum=MAX_RESAMPLES)
+        if "confidence" in d:
+            confidence = r.number(d["confidence"], "defaults.confidence", share=True)
+            if not 0.5 <= confidence < 1.0:
+                raise r.fail("defaults.confidence", d["confidence"].line, f"must be at least 0.5 and below 1; got {confidence!r}",
+                             "e.g. 0.95 for 95% intervals")
+    evaluate: dict[str, Any] = {}
+    if "evaluate" in top:
+        e = r.mapping(top["evaluate"], "evaluate", EVALUATE_KEYS)
+        if "k" in e:
+            evaluate["k"] = r.integer(e["k"], "evaluate.k", 1, maximum=MAX_K)
+        if "level" in e:
+            evaluate["level"] = r.choice(e["level"], "evaluate.level", ("chunk", "doc"))
+        if "doc_sep" in e:
+            evaluate["doc_sep"] = r.text(e["doc_sep"], "evaluate.doc_sep")
+        if "ties" in e:
+            evaluate["ties"] = r.choice(e["ties"], "evaluate.ties", ("id", "input"))
+    stale_count, stale_share, stale_owner, stale_severity = None, None, None, "error"
+    if "max_stale_labels" in top:
+        item = top["max_stale_labels"]
+        if isinstance(item.value, dict):  # {max: 2%, owner: docs-team, severity: error}
+            m = r.mapping(item, "max_stale_labels", ("max", "owner", "severity"))
+            if "max" not in m:
+                raise r.fail("max_stale_labels.max", item.line, "is required",
+                             "write the limit as 'max: 2%' (a share) or 'max: 10' (a count of labels)")
+            item = m["max"]
+            if "owner" in m:
+                stale_owner = r.text(m["owner"], "max_stale_labels.owner")
+            if "severity" in m:
+                stale_severity = r.choice(m["severity"], "max_stale_labels.severity", SEVERITIES)
+        stale_count, stale_share = _stale_limit(r, item)
+    latency = _reader("latency")(r, top["latency"], set(names)) if "latency" in top else ()
+    return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share,
+                      latency=latency, stale_owner=stale_owner, stale_severity=stale_severity)
+
+
+def _calibration(r: ConfigReader, g: Mapping[str, ConfigItem], at: str, metric: str, line: int | None, min_items: int,
+                 min_agreement: float) -> dict[str, Any] | None:
+    """A judge metric's calibration facts; a judge metric without an adequate calibration file is an
+    error saying why (an uncalibrated judge looks rigorous while it may mislead)."""
+    import os
+
+    from rankgate.metrics import parse_metric
+
+    task = getattr(parse_metric(metric).definition, "judge_task", None)
+    if task is None:
+        if "calibration" in g:
+            raise r.fail(f"{at}.calibration", g["calibration"].line, f"applies to judge metrics only; {metric} is "
+                         "computed from the gold set", "remove the key")
+        return None
+    if "calibration" not in g:
+        raise r.fail(f"{at}.metric", line, f"{metric} is scored by a judge, and a judge metric may gate a release only "
+                     f"with a calibration file of at least {min_items} human-labelled items",
+                     f"measure the judge against human labels of the {task} task (`rankgate judge calibrate`, or "
+                     "`rankgate answers --human H --calibration-out FILE` for faithfulness) and add "
+                     "'calibration: FILE' to this gate (docs/answers.md)")
+    given = r.text(g["calibration"], f"{at}.calibration")
+    path = given if os.path.isabs(given) or r.path.startswith("<") else os.path.join(os.path.dirname(r.path), given)
+    try:
+        cal = _reader("calibration")(path)
+    except RankgateError as exc:
+        raise r.fail(f"{at}.calibration", g["calibration"].line, f"cannot be used: {exc}") from None
+    where = g["calibration"].line
+    # statement-level labels of the task, or answer-level verdicts (rankgate answers --calibration-out)
+    accepted = {task, {"support": "faithfulness", "correctness": "answer_correctness"}.get(task, task)}
+    if cal.task and cal.task not in accepted:
+        raise r.fail(f"{at}.calibration", where, f"{given} calibrates the {cal.task} task; {metric} counts {task} labels",
+                     f"calibrate the judge on human labels of the {' or '.join(sorted(accepted))} task")
+    if cal.n < min_items:
+        raise r.fail(f"{at}.calibration", where, f"{given} has {cal.n} human-labelled items; a gate on {metric} needs at "
+                     f"least {min_items}", "label more items (or lower judge.min_calibration_items, knowingly)")
+    if cal.agreement is None or cal.agreement < min_agreement:
+        shown = "no agreement" if cal.agreement is None else f"agreement {cal.agreement:.2f}"
+        raise r.fail(f"{at}.calibration", where, f"{given} shows {shown} between judge and humans; a gate on {metric} "
+                     f"needs at least {min_agreement:.2f}", "improve the judge (model, prompt) and calibrate again")
+    return {"path": given, "task": task, "n": cal.n, "agreement": cal.agreement}
+
+
+def _stale_limit(r: ConfigReader, item: ConfigItem) -> tuple[int | None, float | None]:
+    """``max_stale_labels``: an integer is a count of labels, a fraction below 1 or ``"2%"`` a share."""
+    v = item.value
+    hint = "write a count of labels (10) or a share ('2%' or 0.02)"
+    r.decimal(item, "max_stale_labels")
+    if isinstance(v, int) and not isinstance(v, bool):
+        if v < 0:
+            raise r.fail("max_stale_labels", item.line, f"must not be negative; got {v!r}", hint)
+        return v, None
+    share = r.number(item, "max_stale_labels", share=True)
+    if not 0.0 <= share < 1.0:
+        raise r.fail("max_stale_labels", item.line, f"must be a share below 1 or a whole count; got {show_value(v)}", hint)
+    return None, share
+
+
+def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
+    """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
+    return _build(parse_tree(text, path=path), path)
+
+
+def load_config(path: str) -> GateConfig:
+    """Read and validate a gate config file (YAML)."""
+    text = read_config_text(path)
+    return parse_config(text, path=str(path))
+
+
+def config_from_dict(data: Mapping[str, Any], *, path: str = "<config>") -> GateConfig:
+    """Validate a config given as plain Python data (same rules, no line numbers)."""
+    return _build(tree_from_plain(data), path)
+
+
+def _reader(what: str) -> Any:
+    """The function :data:`READERS` names for ``what``, imported when first needed."""
+    import importlib
+
+    module, name = READERS[what].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+# -- the trace monitors file (rankgate traces check --monitors): rankgate.traces.monitors reads it; kept here too ------
+def load_monitors(path: str | None) -> Any:
+    """Read and check a monitors file; ``None`` gives the default monitors (docs/traces.md)."""
+    return _reader("monitors file")(path)
+
+
+def parse_monitors(text: str, *, path: str = "<monitors>") -> Any:
+    """Parse and check trace monitors (docs/traces.md, "check: monitors"); errors name file:line:key."""
+    return _reader("monitors")(text, path=path)
+
+
+def as_config(config: Any) -> GateConfig:
+    """Ship criteria given as a path, a :class:`GateConfig` or a dict (the form of the YAML file)."""
+    import os
+
+    from rankgate.errors import UsageError
+
+    if isinstance(config, GateConfig):
+        return config
+    if isinstance(config, Mapping):
+        return config_from_dict(config)
+    if isinstance(config, (str, os.PathLike)):
+        return load_config(os.fspath(config))
+    raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")

@@ -1,0 +1,559 @@
+"""Paired comparison of two runs scored on the same gold set: what changed, and is it real.
+
+:func:`compare` pairs queries by ``query_id``. For each metric, over all queries and over each
+segment of the ``by`` fields, it reports the baseline and candidate means over the queries where the
+metric applies in both runs, the change, a paired bootstrap interval of the change, a paired
+randomisation p-value, and that p-value Holm-corrected across the whole table (every metric and
+segment row), so a table of many rows does not produce "significant" changes by chance.
+
+:func:`compare_systems` does the same for several runs against one baseline (ranx's comparison
+table): one row per metric and run, each with the paired numbers above against the baseline, and
+Holm's correction across every (run, metric) row.
+
+Nothing is dropped silently: queries present in only one of the two results are listed (and left
+out of the paired numbers); gold queries a run did not answer score 0 there, as in any evaluation,
+and are listed per run.
+
+A row's *verdict* is ``better`` or ``worse`` when its Holm-corrected p-value is below
+``1 − confidence``, else ``within noise`` (when p-values are off, the interval decides), or
+``unchanged`` when no query's value changed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from rankgate.errors import UsageError
+from rankgate._util.jsonable import exact_mean, exact_means, nan_to_none
+# metric facts live in the registry; re-exported here for code written against earlier releases
+from rankgate.metrics.info import higher_is_better, is_share, metric_family
+from rankgate.model.results import EvaluationResult, run_label
+from rankgate.stats.segments import label_groups, segment_labels, split_fields
+from rankgate.stats.bootstrap import grouped_bootstrap_cis, grouped_randomization_tests, holm, paired_bootstrap_ci, randomization_test
+
+__all__ = [
+    "Comparison", "DeltaRow", "MultiComparison", "QueryChange", "SystemPairing", "SystemRow", "change_dict",
+    "change_stats", "compare", "compare_systems", "higher_is_better", "is_share", "metric_family",
+]
+
+@dataclass(frozen=True)
+class DeltaRow:
+    """One metric, over all queries (``field is None``) or one segment."""
+
+    metric: str
+    field: str | None
+    segment: str | None
+    n: int
+    baseline: float
+    candidate: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_holm: float
+    higher_is_better: bool = True
+
+    def verdict(self, confidence: float = 0.95) -> str:
+        """``better``, ``worse``, ``within noise``, ``unchanged`` (no query changed; known when
+        intervals are on), or ``n/a`` when no query applies."""
+        if self.n == 0 or math.isnan(self.delta):
+            return "n/a"
+        if self.delta == 0 and self.ci_low == 0 and self.ci_high == 0:
+            return "unchanged"
+        if not math.isnan(self.p_holm):
+            real = self.p_holm < 1.0 - confidence
+        else:
+            real = not math.isnan(self.ci_low) and (self.ci_low > 0 or self.ci_high < 0)
+        if not real or self.delta == 0:
+            return "within noise"
+        return "better" if (self.delta > 0) == self.higher_is_better else "worse"
+
+
+@dataclass(frozen=True)
+class QueryChange:
+    """How one query's value of the primary metric changed; ranks are the first relevant item's."""
+
+    query_id: str
+    metric: str
+    baseline: float
+    candidate: float
+    delta: float
+    baseline_rank: int | None  # 0: no relevant item retrieved; None: unknown
+    candidate_rank: int | None
+    note: str = ""
+
+
+def change_dict(c: QueryChange) -> dict[str, Any]:
+    return {
+        "query_id": c.query_id,
+        "metric": c.metric,
+        "baseline": nan_to_none(c.baseline),
+        "candidate": nan_to_none(c.candidate),
+        "delta": nan_to_none(c.delta),
+        "first_relevant_rank": {"baseline": c.baseline_rank, "candidate": c.candidate_rank},
+        "note": c.note,
+    }
+
+
+def change_stats(r: Any, confidence: float) -> dict[str, Any]:
+    """The paired statistics of one comparison row, as both the two-run and the several-runs dicts give them."""
+    return {
+        "delta": nan_to_none(r.delta),
+        "ci_low": nan_to_none(r.ci_low),
+        "ci_high": nan_to_none(r.ci_high),
+        "p_value": nan_to_none(r.p_value),
+        "p_holm": nan_to_none(r.p_holm),
+        "higher_is_better": r.higher_is_better,
+        "verdict": r.verdict(confidence),
+    }
+
+
+def _statistics(cmp: Any, correction: str) -> dict[str, Any]:
+    """How a comparison's numbers were made, as both comparison dicts give it."""
+    return {
+        "seed": cmp.seed,
+        "resamples": cmp.n_resamples,
+        "permutations": cmp.n_permutations,
+        "confidence": cmp.confidence,
+        "interval": "paired percentile bootstrap of the mean change over queries",
+        "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
+        "correction": correction,
+    }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`; :meth:`to_dict` for JSON, renderers in :mod:`rankgate.render.compare`."""
+
+    metrics: tuple[str, ...]
+    by: tuple[str, ...]
+    rows: tuple[DeltaRow, ...]
+    primary: str
+    regressions: tuple[QueryChange, ...]
+    improvements: tuple[QueryChange, ...]
+    changed: int
+    paired: int
+    only_in_baseline: tuple[str, ...] = ()
+    only_in_candidate: tuple[str, ...] = ()
+    missing_from_baseline_run: tuple[str, ...] = ()
+    missing_from_candidate_run: tuple[str, ...] = ()
+    not_compared: tuple[str, ...] = ()
+    baseline_label: str = "baseline"
+    candidate_label: str = "candidate"
+    seed: int = 0
+    n_resamples: int = 2000
+    n_permutations: int = 10000
+    confidence: float = 0.95
+    notes: tuple[str, ...] = field(default=())
+
+    def row(self, metric: str, field: str | None = None, segment: str | None = None) -> DeltaRow | None:
+        return self._index.get((metric, field, segment))
+
+    @cached_property
+    def _index(self) -> dict[tuple[str, str | None, str | None], DeltaRow]:
+        """(metric, field, segment) -> the first such row, built on the first look-up (a gate looks up every
+        segment of a field, which may have 50,000)."""
+        index: dict[tuple[str, str | None, str | None], DeltaRow] = {}
+        for r in self.rows:
+            index.setdefault((r.metric, r.field, r.segment), r)
+        return index
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
+        return {
+            "baseline": self.baseline_label,
+            "candidate": self.candidate_label,
+            "metrics": list(self.metrics),
+            "by": list(self.by),
+            "rows": [
+                {
+                    "metric": r.metric,
+                    "field": r.field,
+                    "segment": r.segment,
+                    "n": r.n,
+                    "baseline": nan_to_none(r.baseline),
+                    "candidate": nan_to_none(r.candidate),
+                    **change_stats(r, self.confidence),
+                }
+                for r in self.rows
+            ],
+            "queries": {
+                "paired": self.paired,
+                "changed": self.changed,
+                "only_in_baseline": list(self.only_in_baseline),
+                "only_in_candidate": list(self.only_in_candidate),
+                "missing_from_baseline_run": list(self.missing_from_baseline_run),
+                "missing_from_candidate_run": list(self.missing_from_candidate_run),
+            },
+            "primary": self.primary,
+            "most_regressed": [change_dict(c) for c in self.regressions],
+            "most_improved": [change_dict(c) for c in self.improvements],
+            "not_compared": list(self.not_compared),
+            "statistics": _statistics(self, "Holm across every row of the table"),
+        }
+
+
+def compare(
+    base: EvaluationResult,
+    cand: EvaluationResult,
+    *,
+    metrics: Sequence[str] | None = None,
+    by: str | Iterable[str] = (),
+    seed: int = 0,
+    n_resamples: int = 2000,
+    n_permutations: int = 10000,
+    confidence: float = 0.95,
+    primary: str | None = None,
+    top: int = 10,
+    baseline_label: str | None = None,
+    candidate_label: str | None = None,
+) -> Comparison:
+    """Compare ``cand`` to ``base`` query by query (see the module docs for every number).
+
+    Args:
+        metrics: metrics to compare (default: those evaluated in both results, in ``base``'s order).
+        by: segment fields (``"intent"``, ``["intent", "lang"]``, ``"intent+lang"``).
+        seed: seed of the bootstrap and the randomisation test; every row uses a fresh generator
+            seeded with it, so a row's numbers do not depend on the rest of the table.
+        n_resamples: bootstrap resamples (0 turns intervals off).
+        n_permutations: sign flips of the randomisation test (0 turns p-values off).
+        primary: metric whose per-query changes are listed (default: the first metric).
+        top: how many most-regressed and most-improved queries to keep.
+    """
+    if not isinstance(base, EvaluationResult) or not isinstance(cand, EvaluationResult):
+        raise UsageError("compare() takes two EvaluationResult objects (from rankgate.evaluate)")
+    if metrics is None:
+        names = [m for m in base.metric_names if m in cand.values]
+        not_compared = tuple(m for m in (*base.metric_names, *cand.metric_names) if not (m in base.values and m in cand.values))
+    else:
+        names = [base.resolve_metric(m) for m in metrics]
+        for m in names:
+            cand.resolve_metric(m)
+        not_compared = ()
+    if not names:
+        raise UsageError("the two results share no metric; evaluate both runs with the same metrics")
+    prim = names[0] if primary is None else base.resolve_metric(primary)
+    if prim not in names:
+        names.append(prim)
+
+    cidx = cand.query_index()
+    pairs = [(i, cidx[q]) for i, q in enumerate(base.query_ids) if q in cidx]
+    bi = np.array([p[0] for p in pairs], dtype=np.int64)
+    ci = np.array([p[1] for p in pairs], dtype=np.int64)
+    paired_ids = [base.query_ids[i] for i in bi.tolist()]
+    bset = set(base.query_ids)
+    only_base = tuple(q for q in base.query_ids if q not in cidx)
+    only_cand = tuple(q for q in cand.query_ids if q not in bset)
+
+    scopes: list[tuple[str | None, str | None]] = [(None, None)]
+    members = [np.arange(bi.size)]  # each scope's paired queries, in query order
+    keys: list[str] = []
+    for name in split_fields(by):
+        source = base
+        try:
+            key, labels = segment_labels(base, name)
+        except UsageError:
+            source = cand
+            key, labels = segment_labels(cand, name)
+        if key in keys:
+            continue
+        keys.append(key)
+        sel = bi if source is base else ci
+        distinct, codes, order = label_groups([labels[i] for i in sel.tolist()])
+        scopes += [(key, label) for label in distinct]
+        if distinct:
+            members += np.split(order, np.cumsum(np.bincount(codes, minlength=len(distinct)))[:-1])
+    rows = _delta_rows(base, cand, bi, ci, names, scopes, np.concatenate(members), [m.size for m in members],
+                       seed=seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence)
+
+    regressions, improvements, changed = _query_changes(base, cand, bi, ci, paired_ids, prim, top)
+    bmiss, cmiss = set(base.missing_from_run), set(cand.missing_from_run)
+    return Comparison(
+        metrics=tuple(names),
+        by=tuple(keys),
+        rows=rows,
+        primary=prim,
+        regressions=regressions,
+        improvements=improvements,
+        changed=changed,
+        paired=int(bi.size),
+        only_in_baseline=only_base,
+        only_in_candidate=only_cand,
+        missing_from_baseline_run=tuple(q for q in paired_ids if q in bmiss),
+        missing_from_candidate_run=tuple(q for q in paired_ids if q in cmiss),
+        not_compared=tuple(dict.fromkeys(not_compared)),
+        baseline_label=run_label(base, baseline_label, "baseline"),
+        candidate_label=run_label(cand, candidate_label, "candidate"),
+        seed=seed,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        confidence=confidence,
+    )
+
+
+def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray, names: list[str],
+                scopes: list[tuple[str | None, str | None]], members: np.ndarray, sizes: list[int], *, seed: int,
+                n_resamples: int, n_permutations: int, confidence: float) -> tuple[DeltaRow, ...]:
+    """A row per metric and scope (metric by metric, scopes in order), Holm-corrected across all of them.
+
+    ``members``: the paired positions of every scope one after the other (``sizes`` each). Every scope of
+    every metric is one group of :func:`rankgate.stats.bootstrap.grouped_bootstrap_cis` and
+    :func:`rankgate.stats.bootstrap.grouped_randomization_tests`: the numbers :func:`paired_bootstrap_ci` and
+    :func:`randomization_test` give each scope alone, without a call per segment."""
+    scope_of = np.repeat(np.arange(len(scopes)), sizes)
+    bs, cs, counts = [], [], []
+    for m in names:
+        vb = np.asarray(base.values[m], dtype=np.float64)[bi][members]
+        vc = np.asarray(cand.values[m], dtype=np.float64)[ci][members]
+        ok = ~(np.isnan(vb) | np.isnan(vc))
+        bs.append(vb[ok])
+        cs.append(vc[ok])
+        counts.append(np.bincount(scope_of[ok], minlength=len(scopes)))
+    b, c = np.concatenate(bs), np.concatenate(cs)
+    n = np.concatenate(counts)
+    offsets = np.concatenate(([0], np.cumsum(n)))
+    d = c - b
+    # paired_bootstrap_ci resamples the differences that are numbers (as bootstrap_ci takes them)
+    dok = ~np.isnan(d)
+    group = np.repeat(np.arange(n.size), n)
+    d_offsets = np.concatenate(([0], np.cumsum(np.bincount(group[dok], minlength=n.size))))
+    low, high = grouped_bootstrap_cis(d[dok], d_offsets, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    p = grouped_randomization_tests(d, offsets, seed=seed, n_resamples=n_permutations)
+    adjusted = holm(p).tolist()
+    mb, mc = exact_means(b, offsets), exact_means(c, offsets)
+    n_of, low_of, high_of, p_of = n.tolist(), low.tolist(), high.tolist(), p.tolist()
+    rows = []
+    for j, m in enumerate(names):
+        hib = higher_is_better(m)
+        for s, (scope, label) in enumerate(scopes):
+            g = j * len(scopes) + s
+            rows.append(DeltaRow(m, scope, label, n_of[g], mb[g], mc[g], mc[g] - mb[g], low_of[g], high_of[g], p_of[g],
+                                 float(adjusted[g]), hib))
+    return tuple(rows)
+
+
+def _query_changes(
+    base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray,
+    paired_ids: list[str], metric: str, top: int,
+) -> tuple[tuple[QueryChange, ...], tuple[QueryChange, ...], int]:
+    vb = base.values[metric][bi]
+    vc = cand.values[metric][ci]
+    ok = ~(np.isnan(vb) | np.isnan(vc))
+    delta = np.where(ok, vc - vb, 0.0)
+    sign = 1.0 if higher_is_better(metric) else -1.0
+    gain = sign * delta  # > 0: the query got better
+    rb = base.first_relevant_rank[bi] if base.first_relevant_rank is not None else None
+    rc = cand.first_relevant_rank[ci] if cand.first_relevant_rank is not None else None
+    bmiss, cmiss = set(base.missing_from_run), set(cand.missing_from_run)
+
+    def rank_loss(j: int) -> int:
+        # a relevant item moving down (or out: rank 0) breaks ties between equal metric changes
+        if rb is None or rc is None:
+            return 0
+        before = int(rb[j]) or 10**9
+        after = int(rc[j]) or 10**9
+        return after - before
+
+    def change(j: int) -> QueryChange:
+        q = paired_ids[j]
+        notes = []
+        if q in cmiss:
+            notes.append("missing from candidate run")
+        if q in bmiss:
+            notes.append("missing from baseline run")
+        return QueryChange(
+            q, metric, float(vb[j]), float(vc[j]), float(delta[j]),
+            None if rb is None else int(rb[j]), None if rc is None else int(rc[j]), "; ".join(notes),
+        )
+
+    worse = np.flatnonzero(gain < 0).tolist()
+    better = np.flatnonzero(gain > 0).tolist()
+    worse.sort(key=lambda j: (float(gain[j]), -rank_loss(j), paired_ids[j]))
+    better.sort(key=lambda j: (-float(gain[j]), rank_loss(j), paired_ids[j]))
+    top = max(0, int(top))
+    return (
+        tuple(change(j) for j in worse[:top]),
+        tuple(change(j) for j in better[:top]),
+        len(worse) + len(better),
+    )
+
+
+# -- several runs against one baseline ----------------------------------------------------------
+@dataclass(frozen=True)
+class SystemRow(DeltaRow):
+    """One metric for one run against the baseline (``candidate`` is that run's mean)."""
+
+    system: str = ""
+
+
+@dataclass(frozen=True)
+class SystemPairing:
+    """How one run's queries paired with the baseline's."""
+
+    system: str
+    paired: int
+    only_in_baseline: tuple[str, ...] = ()
+    only_in_system: tuple[str, ...] = ()
+    missing_from_run: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MultiComparison:
+    """The result of :func:`compare_systems`: rows metric by metric, runs in the order given."""
+
+    baseline: str
+    systems: tuple[str, ...]
+    metrics: tuple[str, ...]
+    rows: tuple[SystemRow, ...]
+    pairings: tuple[SystemPairing, ...]
+    missing_from_baseline_run: tuple[str, ...] = ()
+    not_compared: tuple[str, ...] = ()
+    seed: int = 0
+    n_resamples: int = 2000
+    n_permutations: int = 10000
+    confidence: float = 0.95
+
+    def row(self, metric: str, system: str) -> SystemRow | None:
+        for r in self.rows:
+            if r.metric == metric and r.system == system:
+                return r
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (NaN as null); same comparison ⇒ same dict."""
+        return {
+            "baseline": self.baseline,
+            "runs": list(self.systems),
+            "metrics": list(self.metrics),
+            "rows": [
+                {
+                    "metric": r.metric,
+                    "run": r.system,
+                    "n": r.n,
+                    "baseline": nan_to_none(r.baseline),
+                    "mean": nan_to_none(r.candidate),
+                    **change_stats(r, self.confidence),
+                }
+                for r in self.rows
+            ],
+            "queries": {
+                p.system: {
+                    "paired": p.paired,
+                    "only_in_baseline": list(p.only_in_baseline),
+                    "only_in_run": list(p.only_in_system),
+                    "missing_from_run": list(p.missing_from_run),
+                }
+                for p in self.pairings
+            },
+            "missing_from_baseline_run": list(self.missing_from_baseline_run),
+            "not_compared": list(self.not_compared),
+            "statistics": _statistics(self, "Holm across every (run, metric) row"),
+        }
+
+
+def compare_systems(
+    results: Sequence[EvaluationResult],
+    *,
+    labels: Sequence[str] | None = None,
+    baseline: int | str = 0,
+    metrics: Sequence[str] | None = None,
+    seed: int = 0,
+    n_resamples: int = 2000,
+    n_permutations: int = 10000,
+    confidence: float = 0.95,
+) -> MultiComparison:
+    """Compare every result with one baseline, paired by query (see the module docs for each number).
+
+    Args:
+        labels: a name per result (default: the run file's name, else ``run 1``, ``run 2`` …).
+        baseline: index or label of the baseline (default: the first result).
+        metrics: metrics to compare (default: those evaluated in every result, in the baseline's order).
+        seed: every row uses a fresh generator seeded with it, as :func:`compare` does.
+    """
+    results = list(results)
+    if len(results) < 2 or not all(isinstance(r, EvaluationResult) for r in results):
+        raise UsageError("compare_systems() takes two or more EvaluationResult objects (from rankgate.evaluate)")
+    names = [run_label(r, None, f"run {i + 1}") for i, r in enumerate(results)] if labels is None else [str(x) for x in labels]
+    if len(names) != len(results):
+        raise UsageError(f"got {len(names)} labels for {len(results)} results")
+    if len(set(names)) != len(names):
+        raise UsageError(f"run labels must differ; got {', '.join(names)}")
+    if isinstance(baseline, str):
+        if baseline not in names:
+            raise UsageError(f"no run is named {baseline!r}; the runs are: {', '.join(names)}")
+        b = names.index(baseline)
+    elif isinstance(baseline, int) and not isinstance(baseline, bool) and 0 <= baseline < len(results):
+        b = baseline
+    else:
+        raise UsageError(f"baseline must be a run label or an index below {len(results)}; got {baseline!r}")
+    base = results[b]
+    others = [i for i in range(len(results)) if i != b]
+    if metrics is None:
+        shared = [m for m in base.metric_names if all(m in r.values for r in results)]
+        every = [m for r in results for m in r.metric_names]
+        not_compared = tuple(dict.fromkeys(m for m in every if m not in shared))
+    else:
+        shared = [base.resolve_metric(m) for m in metrics]
+        for r in results:
+            for m in shared:
+                r.resolve_metric(m)
+        not_compared = ()
+    if not shared:
+        raise UsageError("the results share no metric; evaluate every run with the same metrics")
+
+    pairings, pairs = [], {}
+    bset = set(base.query_ids)
+    for i in others:
+        other = results[i]
+        oidx = other.query_index()
+        pair = [(j, oidx[q]) for j, q in enumerate(base.query_ids) if q in oidx]
+        bi = np.array([p[0] for p in pair], dtype=np.int64)
+        oi = np.array([p[1] for p in pair], dtype=np.int64)
+        pairs[i] = (bi, oi)
+        paired_ids = {base.query_ids[j] for j in bi.tolist()}
+        omiss = set(other.missing_from_run)
+        pairings.append(SystemPairing(
+            names[i], int(bi.size),
+            only_in_baseline=tuple(q for q in base.query_ids if q not in oidx),
+            only_in_system=tuple(q for q in other.query_ids if q not in bset),
+            missing_from_run=tuple(q for q in other.query_ids if q in omiss and q in paired_ids),
+        ))
+
+    raw: list[SystemRow] = []
+    for m in shared:
+        hib = higher_is_better(m)
+        for i in others:
+            bi, oi = pairs[i]
+            vb, vo = base.values[m][bi], results[i].values[m][oi]
+            ok = ~(np.isnan(vb) | np.isnan(vo))
+            x, y = vb[ok], vo[ok]
+            mb, mo = exact_mean(x), exact_mean(y)
+            low, high = paired_bootstrap_ci(x, y, rng=seed, n_resamples=n_resamples, confidence=confidence)
+            p = randomization_test(x, y, rng=seed, n_resamples=n_permutations)
+            raw.append(SystemRow(m, None, None, int(ok.sum()), mb, mo, mo - mb, low, high, p, math.nan, hib,
+                                 system=names[i]))
+    adjusted = holm([r.p_value for r in raw])
+    rows = tuple(
+        SystemRow(r.metric, None, None, r.n, r.baseline, r.candidate, r.delta, r.ci_low, r.ci_high, r.p_value,
+                  float(a), r.higher_is_better, system=r.system)
+        for r, a in zip(raw, adjusted.tolist())
+    )
+    return MultiComparison(
+        baseline=names[b],
+        systems=tuple(names[i] for i in others),
+        metrics=tuple(shared),
+        rows=rows,
+        pairings=tuple(pairings),
+        missing_from_baseline_run=tuple(base.missing_from_run),
+        not_compared=not_compared,
+        seed=seed,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        confidence=confidence,
+    )

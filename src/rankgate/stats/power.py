@@ -1,0 +1,87 @@
+"""How small a regression a gate can see with the queries it has: a binomial approximation.
+
+For a share metric (hit@k, recall@k, success@k: a proportion over queries) at level ``p`` measured on
+``n`` queries, the standard error of the mean is ``sqrt(p (1 - p) / n)``. A one-sided drop of size
+``δ`` is detected at two-sided significance ``α`` with power ``1 - β`` when
+
+    δ  =  (z_{1-α/2} + z_{1-β}) · sqrt(p (1 - p) / n)
+
+(the minimum detectable effect of a test of one proportion against a known baseline). At 95 %
+confidence and 80 % power ``z_{1-α/2} + z_{1-β} = 1.95996 + 0.84162 = 2.80158``; with ``p = 0.5``
+(the widest case) and ``n = 39`` this gives ``δ = 2.80158 · 0.0801 = 0.224``, 22 pp.
+
+This is an approximation, and says so in every report that uses it: the gate compares paired runs on
+the same queries, which sees less (when runs disagree on many queries) or more (when they agree on
+most) than this; metrics that are not shares (nDCG, MRR) have a variance at most that of a share with
+the same mean, so the figure is an upper bound for them. ``p`` is the gate's threshold when it has
+one (the level it is meant to hold), else 0.5.
+
+
+**From a baseline run** (``gold validate --baseline``), the standard error comes from the
+baseline's own per-query values in the segment instead of from ``p``: the ideal bootstrap standard
+error of their mean (the limit resampling approaches as resamples grow, computed exactly, so the
+figure has no resampling noise),
+
+    SE  =  σ̂ / √n,    σ̂² = (1/n) Σ (x_i − x̄)²
+
+and ``δ = (z_{1-α/2} + z_{1-β}) · SE``. The gate tests the *paired* change c − b of a candidate
+against the baseline; for a candidate whose per-query values spread like the baseline's and
+correlate with them at ρ, ``SE(c̄ − b̄) = SE · √(2(1 − ρ))``. The figure takes ρ = ½, where the two
+are equal (the same footing as the binomial figure); candidates that agree with the baseline more
+closely see smaller drops, unrelated ones (ρ = 0) need √2 times larger. Worked example: values
+1, 0, 1, 1 give x̄ = 0.75, σ̂² = 0.1875, SE = 0.2165 and δ = 2.80158 · 0.2165 = 0.607 (61 pp).
+With fewer than 2 values nothing is visible (``inf``); values without spread (all equal) say
+nothing about noise, and the binomial figure at the baseline's mean is used instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["bootstrap_se", "min_detectable_drop", "min_detectable_drop_bootstrap"]
+
+
+def min_detectable_drop(n: int, p: float = 0.5, *, confidence: float = 0.95, power: float = 0.8) -> float:
+    """The smallest drop of a share at level ``p`` that ``n`` queries detect (see module docs);
+    ``inf`` when ``n`` is 0. ``p`` is clipped to [0.01, 0.99] so a 100 % threshold does not claim
+    that any drop at all is visible."""
+    z = _z(confidence, power, "min_detectable_drop")
+    if n <= 0:
+        return math.inf
+    p = min(max(p, 0.01), 0.99)
+    return z * math.sqrt(p * (1 - p) / n)
+
+
+def _z(confidence: float, power: float, caller: str) -> float:
+    from rankgate._util.constraints import CONFIDENCE, POWER, check
+    from rankgate.stats.bootstrap import normal_quantile
+
+    check(CONFIDENCE, confidence, caller=caller)
+    check(POWER, power, caller=caller)
+
+    return normal_quantile(1 - (1 - confidence) / 2) + normal_quantile(power)
+
+
+def bootstrap_se(values: Sequence[float]) -> float:
+    """The ideal bootstrap standard error of the mean of ``values``: σ̂/√n with the 1/n variance
+    (``nan`` for no values)."""
+    n = len(values)
+    if n == 0:
+        return math.nan
+    mean = math.fsum(values) / n
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / n) / math.sqrt(n)
+
+
+def min_detectable_drop_bootstrap(values: Sequence[float], *, confidence: float = 0.95,
+                                  power: float = 0.8) -> float | None:
+    """The smallest drop a gate sees on a segment whose baseline per-query values are ``values``
+    (see module docs): ``inf`` for fewer than 2 values, ``None`` when they have no spread (the
+    caller then uses :func:`min_detectable_drop` at their mean)."""
+    z = _z(confidence, power, "min_detectable_drop_bootstrap")
+    if len(values) < 2:
+        return math.inf
+    se = bootstrap_se(values)
+    if se <= 1e-15:
+        return None
+    return z * se
