@@ -103,7 +103,7 @@ def test_ppi_by_hand():
 
 def test_calibrate_summary():
     keys = [("q1", f"d{i}") for i in range(6)]
-    cal = calibrate(keys, [2, 1, 0, 0, 2, 1], [2, 0, 0, 2, 2, 1], seed=1, n_resamples=500)
+    cal = calibrate(keys, [2, 1, 0, 0, 2, 1], [2, 0, 0, 2, 2, 1], seed=1, resamples=500)
     d = cal.to_dict()
     assert d["n"] == 6 and d["agreement"] == pytest.approx(4 / 6, abs=1e-6)
     assert d["weights"] == "linear" and d["relevant_at"] == 1

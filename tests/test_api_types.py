@@ -103,7 +103,7 @@ CASES = {
     "load_run(format=5)": (lambda: rankgate.load_run(RUN, format=5), "'format' parameter of load_run"),
     "assert_retrieval(worst='1')": (lambda: _assert(worst="1"), "'worst' parameter of assert_retrieval"),
     "assert_retrieval(seed=None)": (lambda: _assert(seed=None), "'seed' parameter of assert_retrieval"),
-    "assert_retrieval(n_resamples='9')": (lambda: _assert(n_resamples="9"), "'n_resamples' parameter of assert_retrieval"),
+    "assert_retrieval(resamples='9')": (lambda: _assert(resamples="9"), "'resamples' parameter of assert_retrieval"),
     "assert_retrieval(kk=1)": (lambda: _assert(kk=1), "assert_retrieval was given the option 'kk'"),
     "AnswersRequest(by=None)": (lambda: _answers(by=None), "'by' parameter of AnswersRequest"),
     "AnswersRequest(judge=dict)": (lambda: _answers(judge={}), "'judge' parameter of AnswersRequest"),

@@ -232,7 +232,7 @@ def test_other_markdown_renderers_neutralise_mentions_too():
                          np.array([1, 1, 1, 0]), inputs={"run": {"path": "@bob.jsonl"}})
     c = EvaluationResult(ids, ("recall@5",), {"recall@5": np.array([0.0, 1.0, 1.0, 1.0])}, {"tags.lang": lang},
                          np.array([0, 1, 1, 1]), inputs={"run": {"path": "@carol\u202e.jsonl"}})
-    md = comparison_markdown(compare(b, c, by="lang", n_resamples=100, n_permutations=100))
+    md = comparison_markdown(compare(b, c, by="lang", resamples=100, n_permutations=100))
     assert "alice" in md and "org/team" in md and "bob" in md
     assert not re.search(r"(?<![A-Za-z0-9])@[A-Za-z0-9]", md) and "\u202e" not in md
 

@@ -65,7 +65,7 @@ def make_pair() -> tuple[EvaluationResult, EvaluationResult]:
 def test_rows_pair_queries_and_use_only_queries_where_the_metric_applies():
     base, cand = make_pair()
     # 2,000 resamples: the upper end sits near 0 on a grid of 1/23, where 300 resamples are seed luck
-    cmp = compare(base, cand, metrics=["recall@5"], by=["lang"], n_resamples=2000, n_permutations=999)
+    cmp = compare(base, cand, metrics=["recall@5"], by=["lang"], resamples=2000, n_permutations=999)
     row = cmp.row("recall@5")
     # 23 answerable paired queries; base misses q04 and q16; candidate loses the 8 German ones, gains q04, q16
     assert row.n == 23
@@ -83,7 +83,7 @@ def test_rows_pair_queries_and_use_only_queries_where_the_metric_applies():
 
 def test_holm_runs_across_the_whole_table():
     base, cand = make_pair()
-    cmp = compare(base, cand, by=["lang", "intent"], n_resamples=0, n_permutations=999)
+    cmp = compare(base, cand, by=["lang", "intent"], resamples=0, n_permutations=999)
     ps = [r.p_value for r in cmp.rows]
     assert len(cmp.rows) == 2 * (1 + 2 + 2)
     assert all(r.p_holm >= r.p_value for r in cmp.rows)
@@ -94,7 +94,7 @@ def test_holm_runs_across_the_whole_table():
 
 def test_unpaired_and_missing_queries_are_reported_never_dropped_silently():
     base, cand = make_pair()
-    cmp = compare(base, cand, n_resamples=0, n_permutations=0)
+    cmp = compare(base, cand, resamples=0, n_permutations=0)
     assert cmp.only_in_baseline == ("q25",)
     assert cmp.only_in_candidate == ("q26",)
     assert cmp.missing_from_candidate_run == ("q21",)
@@ -106,14 +106,14 @@ def test_unpaired_and_missing_queries_are_reported_never_dropped_silently():
 
 def test_most_regressed_queries_come_first_with_their_ranks():
     base, cand = make_pair()
-    cmp = compare(base, cand, n_resamples=0, n_permutations=0, top=3)
+    cmp = compare(base, cand, resamples=0, n_permutations=0, top=3)
     assert cmp.changed == 10
     # equal drops (1 -> 0): the one whose relevant item fell furthest first, then by query id
     assert [(c.query_id, c.baseline_rank, c.candidate_rank) for c in cmp.regressions] == [
         ("q03", 1, 0), ("q06", 1, 0), ("q09", 1, 0)]
     assert [c.query_id for c in cmp.improvements] == ["q04", "q16"]
     assert cmp.improvements[0].delta == 1.0
-    q21 = compare(base, cand, n_resamples=0, n_permutations=0, top=20).regressions
+    q21 = compare(base, cand, resamples=0, n_permutations=0, top=20).regressions
     assert any(c.query_id == "q21" and c.note == "missing from candidate run" for c in q21)
 
 
@@ -127,7 +127,7 @@ def test_lower_is_better_metrics_regress_upwards():
     ids = tuple(f"q{i}" for i in range(10))
     base = EvaluationResult(ids, ("forbidden@5",), {"forbidden@5": np.zeros(10)})
     cand = EvaluationResult(ids, ("forbidden@5",), {"forbidden@5": np.array([1.0] * 8 + [0.0] * 2)})
-    cmp = compare(base, cand, n_resamples=200, n_permutations=200)
+    cmp = compare(base, cand, resamples=200, n_permutations=200)
     assert cmp.row("forbidden@5").verdict() == "worse"
     assert len(cmp.regressions) == 8 and not cmp.improvements
 
@@ -144,7 +144,7 @@ def test_bad_use_is_a_usage_error():
 
 def test_json_is_byte_identical_run_to_run():
     base, cand = make_pair()
-    texts = {json.dumps(compare(base, cand, by=["intent"], seed=3, n_resamples=200, n_permutations=200).to_dict(),
+    texts = {json.dumps(compare(base, cand, by=["intent"], seed=3, resamples=200, n_permutations=200).to_dict(),
                         sort_keys=True) for _ in range(2)}
     assert len(texts) == 1
 
@@ -153,7 +153,7 @@ def test_terminal_table_golden():
     from rich.console import Console
 
     base, cand = make_pair()
-    cmp = compare(base, cand, by=["lang"], n_resamples=500, n_permutations=999, top=5)
+    cmp = compare(base, cand, by=["lang"], resamples=500, n_permutations=999, top=5)
     console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
     console.print(comparison_renderable(cmp))
     check_golden("compare_table.txt", console.export_text())
@@ -161,7 +161,7 @@ def test_terminal_table_golden():
 
 def test_markdown_golden():
     base, cand = make_pair()
-    cmp = compare(base, cand, by=["lang"], n_resamples=500, n_permutations=999, top=5)
+    cmp = compare(base, cand, by=["lang"], resamples=500, n_permutations=999, top=5)
     check_golden("compare.md", comparison_markdown(cmp))
 
 

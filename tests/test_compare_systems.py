@@ -42,15 +42,15 @@ def three_runs() -> list[EvaluationResult]:
 
 def test_rows_by_hand() -> None:
     runs = three_runs()
-    cmp = compare_systems(runs, n_resamples=400, n_permutations=999, seed=5)
+    cmp = compare_systems(runs, resamples=400, n_permutations=999, seed=5)
     assert (cmp.baseline, cmp.systems, cmp.metrics) == ("base.jsonl", ("up.jsonl", "same.jsonl"), ("recall@5", "mrr"))
     assert [(r.metric, r.system) for r in cmp.rows] == [
         ("recall@5", "up.jsonl"), ("recall@5", "same.jsonl"), ("mrr", "up.jsonl"), ("mrr", "same.jsonl")]
     up = cmp.row("recall@5", "up.jsonl")
     assert (up.n, up.baseline, up.candidate, up.delta) == (7, 4 / 7, 1.0, 1.0 - 4 / 7)  # q8 applies nowhere
     b, c = runs[0]["recall@5"][:7], runs[1]["recall@5"][:7]
-    assert (up.ci_low, up.ci_high) == paired_bootstrap_ci(b, c, rng=5, n_resamples=400)
-    assert up.p_value == randomization_test(b, c, rng=5, n_resamples=999)
+    assert (up.ci_low, up.ci_high) == paired_bootstrap_ci(b, c, rng=5, resamples=400)
+    assert up.p_value == randomization_test(b, c, rng=5, resamples=999)
     same = cmp.row("mrr", "same.jsonl")
     assert (same.delta, same.p_value, same.verdict()) == (0.0, 1.0, "unchanged")
     # Holm over the four rows, by hand: p-values sorted ascending, scaled by 4, 3, 2, 1, running maximum
@@ -77,8 +77,8 @@ def test_holm_by_hand_and_against_statsmodels() -> None:
 
 def test_two_runs_give_the_same_numbers_as_compare() -> None:
     base, cand = make_pair()
-    pair = compare(base, cand, metrics=["recall@5", "ndcg@10"], n_resamples=300, n_permutations=300)
-    many = compare_systems([base, cand], metrics=["recall@5", "ndcg@10"], n_resamples=300, n_permutations=300)
+    pair = compare(base, cand, metrics=["recall@5", "ndcg@10"], resamples=300, n_permutations=300)
+    many = compare_systems([base, cand], metrics=["recall@5", "ndcg@10"], resamples=300, n_permutations=300)
     for m in ("recall@5", "ndcg@10"):
         a, b = pair.row(m), many.row(m, "cand.jsonl")
         assert (a.n, a.baseline, a.candidate, a.ci_low, a.ci_high, a.p_value, a.p_holm) == \
@@ -91,8 +91,8 @@ def test_two_runs_give_the_same_numbers_as_compare() -> None:
 def test_a_rows_numbers_do_not_depend_on_the_other_runs() -> None:
     """Each row draws from its own generator seeded with the seed: adding a run changes only Holm."""
     runs = three_runs()
-    all3 = compare_systems(runs, n_resamples=300, n_permutations=300, seed=2)
-    two = compare_systems(runs[:2], n_resamples=300, n_permutations=300, seed=2)
+    all3 = compare_systems(runs, resamples=300, n_permutations=300, seed=2)
+    two = compare_systems(runs[:2], resamples=300, n_permutations=300, seed=2)
     for m in ("recall@5", "mrr"):
         a, b = all3.row(m, "up.jsonl"), two.row(m, "up.jsonl")
         assert (a.ci_low, a.ci_high, a.p_value) == (b.ci_low, b.ci_high, b.p_value)
@@ -101,8 +101,8 @@ def test_a_rows_numbers_do_not_depend_on_the_other_runs() -> None:
 
 def test_baseline_by_name_or_index_and_bad_use() -> None:
     runs = three_runs()
-    by_name = compare_systems(runs, baseline="up.jsonl", n_resamples=0, n_permutations=0)
-    by_index = compare_systems(runs, baseline=1, n_resamples=0, n_permutations=0)
+    by_name = compare_systems(runs, baseline="up.jsonl", resamples=0, n_permutations=0)
+    by_index = compare_systems(runs, baseline=1, resamples=0, n_permutations=0)
     assert json.dumps(multi_comparison_dict(by_name)) == json.dumps(multi_comparison_dict(by_index))
     assert by_name.systems == ("base.jsonl", "same.jsonl")
     assert by_name.row("recall@5", "base.jsonl").delta == pytest.approx(-3 / 7)
@@ -117,7 +117,7 @@ def test_baseline_by_name_or_index_and_bad_use() -> None:
 
 
 def test_json_is_byte_identical_and_names_every_number() -> None:
-    texts = {json.dumps(multi_comparison_dict(compare_systems(three_runs(), n_resamples=200, n_permutations=200)),
+    texts = {json.dumps(multi_comparison_dict(compare_systems(three_runs(), resamples=200, n_permutations=200)),
                         sort_keys=True, allow_nan=False) for _ in range(2)}
     assert len(texts) == 1
     data = json.loads(texts.pop())
@@ -131,7 +131,7 @@ def test_json_is_byte_identical_and_names_every_number() -> None:
 def test_terminal_golden_fits_80_columns() -> None:
     from rich.console import Console
 
-    cmp = compare_systems(three_runs(), n_resamples=500, n_permutations=999)
+    cmp = compare_systems(three_runs(), resamples=500, n_permutations=999)
     console = Console(width=80, color_system=None, force_terminal=False, record=True, file=io.StringIO())
     console.print(multi_comparison_renderable(cmp))
     text = console.export_text()
@@ -141,7 +141,7 @@ def test_terminal_golden_fits_80_columns() -> None:
 
 
 def test_markdown_golden() -> None:
-    check_golden("systems_vs_baseline.md", multi_comparison_markdown(compare_systems(three_runs(), n_resamples=500, n_permutations=999)))
+    check_golden("systems_vs_baseline.md", multi_comparison_markdown(compare_systems(three_runs(), resamples=500, n_permutations=999)))
 
 
 # -- the command ------------------------------------------------------------------------------------

@@ -26,8 +26,8 @@ def test_the_message_shape() -> None:
         "The 'confidence' parameter of metric_cis must be a float in the range (0, 1); got 1.5.")
     assert _refusal(lambda: check(CONFIDENCE, 0, option="--confidence")) == (
         "--confidence must be a float in the range (0, 1); got 0.")
-    assert _refusal(lambda: check(RESAMPLES, -1, caller="bootstrap_ci", name="n_resamples")) == (
-        "The 'n_resamples' parameter of bootstrap_ci must be an integer between 0 and 1,000,000; got -1.")
+    assert _refusal(lambda: check(RESAMPLES, -1, caller="bootstrap_ci", name="resamples")) == (
+        "The 'resamples' parameter of bootstrap_ci must be an integer between 0 and 1,000,000; got -1.")
     assert _refusal(lambda: check(SEED, -3)) == "The 'seed' parameter must be an integer >= 0; got -3."
     assert _refusal(lambda: check(RESAMPLES, 10**7, option="--resamples", note="too much")) == (
         "--resamples must be an integer between 0 and 1,000,000; got 10,000,000 (too much).")
@@ -75,13 +75,13 @@ def _library_calls():
     )
 
     return {
-        "bootstrap_ci": lambda c: bootstrap_ci([1.0, 2.0], rng=0, n_resamples=10, confidence=c),
+        "bootstrap_ci": lambda c: bootstrap_ci([1.0, 2.0], rng=0, resamples=10, confidence=c),
         "wilson_interval": lambda c: wilson_interval(1, 2, confidence=c),
         "newcombe_interval": lambda c: newcombe_interval(1, 2, 1, 3, confidence=c),
         "clopper_pearson": lambda c: clopper_pearson(1, 2, confidence=c),
-        "bootstrap_quantile_ci": lambda c: bootstrap_quantile_ci([1.0, 2.0], 0.5, rng=0, n_resamples=10, confidence=c),
+        "bootstrap_quantile_ci": lambda c: bootstrap_quantile_ci([1.0, 2.0], 0.5, rng=0, resamples=10, confidence=c),
         "paired_quantile_change_ci": lambda c: paired_quantile_change_ci([1.0, 2.0], [1.0, 3.0], 0.5, rng=0,
-                                                                         n_resamples=10, confidence=c),
+                                                                         resamples=10, confidence=c),
         "exact_quantile_ci": lambda c: exact_quantile_ci([1.0, 2.0], 0.5, confidence=c),
         "kappa_ci": lambda c: kappa_ci([0, 1, 1], [0, 1, 0], confidence=c),
         "ppi_mean": lambda c: ppi_mean([0.5], [0.5], [1.0], confidence=c),
@@ -102,7 +102,7 @@ def test_resamples_and_seed_are_checked_where_they_were_not() -> None:
     from rankgate.stats.agreement import kappa_ci
 
     assert "'seed' parameter of kappa_ci" in _refusal(lambda: kappa_ci([0, 1], [0, 1], seed=-1))
-    assert "'n_resamples' parameter of kappa_ci" in _refusal(lambda: kappa_ci([0, 1], [0, 1], n_resamples=-5))
+    assert "'resamples' parameter of kappa_ci" in _refusal(lambda: kappa_ci([0, 1], [0, 1], resamples=-5))
 
 
 def test_engine_k_uses_the_declared_bound() -> None:

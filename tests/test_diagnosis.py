@@ -25,7 +25,7 @@ def filler(qid, n, start=0):
 
 
 def report(g, r, **kw):
-    kw.setdefault("n_resamples", 200)
+    kw.setdefault("resamples", 200)
     kw.setdefault("by", ())
     return build_report(g, r, **kw)
 

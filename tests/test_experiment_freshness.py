@@ -37,7 +37,7 @@ def _score(g, r):
 
 def test_a_run_using_newer_documents_loses_score():
     g, r = load_gold(GOLD), load_run(RUN)
-    w = freshness_what_if(g, r, _score, by=["lang"], n_resamples=200)
+    w = freshness_what_if(g, r, _score, by=["lang"], resamples=200)
     assert w.filter.dropped == 2 and w.filter.unversioned == 1 and w.filter.queries_with_as_of == 2
     assert dict(w.filter.dropped_by_query) == {"q1": 1, "q2": 1}
     # By hand: recall@1 logged (1, 0, 1) -> enforced (0, 1, 1); mrr logged (1, 1/2, 1) -> (0, 1, 1).

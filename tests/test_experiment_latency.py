@@ -55,17 +55,17 @@ def _result(ms, **kw):
 
 def test_quantile_interval_brackets_the_percentile_and_is_seeded():
     x = _timings(3, 50.0)
-    lo, hi = bootstrap_quantile_ci(x, 0.9, rng=7, n_resamples=500)
+    lo, hi = bootstrap_quantile_ci(x, 0.9, rng=7, resamples=500)
     assert lo <= np.quantile(x, 0.9) <= hi
-    assert (lo, hi) == bootstrap_quantile_ci(x, 0.9, rng=7, n_resamples=500)
+    assert (lo, hi) == bootstrap_quantile_ci(x, 0.9, rng=7, resamples=500)
     assert bootstrap_quantile_ci([5.0] * 10, 0.5, rng=0) == (5.0, 5.0)
-    lo, hi = paired_quantile_change_ci(BASE, SLOWER, 0.5, rng=0, n_resamples=500)
+    lo, hi = paired_quantile_change_ci(BASE, SLOWER, 0.5, rng=0, resamples=500)
     assert lo == pytest.approx(25.0) and hi == pytest.approx(25.0)  # every query moved by the same amount
 
 
 def test_summary_gives_median_p90_p95_p99_per_stage_and_segment():
     res = _result(BASE, rerank=BASE / 2)
-    s = latency_summary(res, by=["lang"], n_resamples=300)
+    s = latency_summary(res, by=["lang"], resamples=300)
     stages = {r.stage for r in s.rows}
     assert stages == {"retrieve", "rerank", "total"}
     row = s.get("retrieve", "p90")
@@ -88,9 +88,9 @@ def test_regression_gate_fails_a_clear_slowdown_and_passes_noise():
     (lat,) = cfg.latency
     assert lat.ceilings == {"median": 60.0, "p90": 80.0} and lat.on == "ci_lower"
     base = _result(BASE)
-    noise = decide_latency(cfg.latency, _result(NOISE), base, n_resamples=500)[0]
+    noise = decide_latency(cfg.latency, _result(NOISE), base, resamples=500)[0]
     assert noise.status == "pass", [c for c in noise.checks if c.status != "pass"]
-    slow = decide_latency(cfg.latency, _result(SLOWER), base, n_resamples=500)[0]
+    slow = decide_latency(cfg.latency, _result(SLOWER), base, resamples=500)[0]
     failed = {(c.kind, c.stat) for c in slow.checks if c.status == "fail"}
     assert ("regression", "median") in failed and ("regression", "p90") in failed
     assert ("max", "median") in failed  # 65 ms median, its whole interval over 60
@@ -104,9 +104,9 @@ def test_a_ceiling_within_noise_passes_on_ci_lower_and_fails_on_estimate():
     assert est > 60
     loose = _config("gates: [{metric: recall@1, threshold: 0}]\nlatency: [{stage: retrieve, median_ms: 60}]")
     strict = _config("gates: [{metric: recall@1, threshold: 0}]\nlatency: [{stage: retrieve, median_ms: 60, on: estimate}]")
-    (c,) = decide_latency(loose.latency, res, n_resamples=500)[0].checks
+    (c,) = decide_latency(loose.latency, res, resamples=500)[0].checks
     assert c.status == "pass" and "within noise" in c.note
-    assert decide_latency(strict.latency, res, n_resamples=500)[0].status == "fail"
+    assert decide_latency(strict.latency, res, resamples=500)[0].status == "fail"
 
 
 def test_gate_cli_fails_on_latency_and_the_comment_shows_it(tmp_path, capsys):
@@ -213,7 +213,7 @@ def test_retrieve_with_a_reranker_times_the_rerank_stage(tmp_path):
     scores = [h["rerank_score"] for h in hits[:10]]
     assert scores == sorted(scores, reverse=True)
     res = evaluate(GOLD, out, "ndcg@10")
-    assert set(latency_summary(res, n_resamples=0).to_dict()["rows"][0]) >= {"stage", "ms"}
+    assert set(latency_summary(res, resamples=0).to_dict()["rows"][0]) >= {"stage", "ms"}
 
 
 def test_the_documented_latency_example_parses():
@@ -234,7 +234,7 @@ def test_exact_quantile_interval_matches_many_resamples(n, q):
 
     x = np.random.default_rng(n).gamma(2.0, 10.0, n)
     lo, hi = exact_quantile_ci(x, q)
-    mlo, mhi = bootstrap_quantile_ci(x, q, rng=1, n_resamples=4000)
+    mlo, mhi = bootstrap_quantile_ci(x, q, rng=1, resamples=4000)
     spread = float(np.quantile(x, 0.99) - np.quantile(x, 0.01))
     # The same bootstrap distribution, one exact and one sampled (and interpolated): close, not equal.
     assert abs(lo - mlo) <= 0.05 * spread and abs(hi - mhi) <= 0.05 * spread
@@ -249,7 +249,7 @@ def test_exact_quantile_interval_edge_cases():
     assert exact_quantile_ci([1.0, 2.0, float("nan"), 3.0], [0.5, 0.9])[0][0] >= 1.0
     with pytest.raises(Exception, match="quantile"):
         exact_quantile_ci([1.0, 2.0], 1.5)
-    assert bootstrap_quantile_ci([1.0, 5.0, 9.0], [0.5, 0.9], rng=0, n_resamples=50)[1][1] <= 9.0
+    assert bootstrap_quantile_ci([1.0, 5.0, 9.0], [0.5, 0.9], rng=0, resamples=50)[1][1] <= 9.0
 
 
 def test_retrieve_refuses_bad_reranker_options(tmp_path, capsys):

@@ -36,7 +36,7 @@ def _routing_case():
 def test_german_queries_sent_to_the_english_index_show_in_the_matrix():
     gold, run = _routing_case()
     g, r = load_gold(gold), load_run(run)
-    rt = routing_analysis(g, r, evaluate(g, r, "recall@5"), k=5, n_resamples=200)
+    rt = routing_analysis(g, r, evaluate(g, r, "recall@5"), k=5, resamples=200)
     assert {(e, c): n for e, c, n in rt.matrix} == {("de", "en"): 4, ("en", "en"): 6}
     assert rt.routed == 6 and rt.coverage == 0.6
     by = {s.source: s for s in rt.per_source}
@@ -77,7 +77,7 @@ def test_entity_linking_by_hand():
                   {"query_id": "q2", "topk": ["x"], "linked_entities": ["JSON", "ZIP", "Team"]},
                   {"query_id": "q3", "topk": ["c"]},
                   {"query_id": "q4", "topk": ["d"], "linked_entities": ["Other"]}])
-    el = linking_analysis(g, r, evaluate(g, r, "recall@1"), k=1, n_resamples=100)
+    el = linking_analysis(g, r, evaluate(g, r, "recall@1"), k=1, resamples=100)
     per = {q: (p, rr, f, rc) for q, p, rr, f, rc in el.per_query}
     assert per["q1"][:3] == (1.0, 0.5, pytest.approx(2 / 3)) and per["q1"][3] == 1.0
     assert per["q2"][:3] == (pytest.approx(2 / 3), 1.0, pytest.approx(0.8)) and per["q2"][3] == 0.0

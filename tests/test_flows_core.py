@@ -124,7 +124,7 @@ def test_report_flow_and_assembly_give_the_report(tmp_path, capsys):
     from rankgate.render.build import assemble
     from rankgate.render.html import render_html
 
-    req = ReportRequest(k=5, level="chunk", doc_sep="#", n_resamples=100, gold=str(REPORT / "gold.jsonl"),
+    req = ReportRequest(k=5, level="chunk", doc_sep="#", resamples=100, gold=str(REPORT / "gold.jsonl"),
                         run=str(REPORT / "run.jsonl"), baseline=str(REPORT / "base.jsonl"))
     ev = run_report(req)
     assert ev.baseline.comparison is not None and ev.outcome is None and ev.run_label == "run.jsonl"
@@ -143,7 +143,7 @@ def test_decide_reuses_the_evaluation_intervals(monkeypatch):
     config = gates.load_config(str(REPORT / "ship-criteria.yaml"))
     cand, base = (evaluate(str(REPORT / "gold.jsonl"), str(REPORT / n), list(config.metrics))
                   for n in ("run.jsonl", "base.jsonl"))
-    drawn = metric_cis(cand, seed=config.seed, n_resamples=config.resamples, confidence=config.confidence)
+    drawn = metric_cis(cand, seed=config.seed, resamples=config.resamples, confidence=config.confidence)
     expected = gates.decide(config, cand, base).to_json()
     asked: list[list[str]] = []
 

@@ -292,7 +292,7 @@ def test_stats_api_refuses_huge_resamples():
     from rankgate.stats.bootstrap import bootstrap_ci
 
     with pytest.raises(UsageError, match="between 0 and 1,000,000"):
-        bootstrap_ci(np.arange(5.0), rng=0, n_resamples=10**12)
+        bootstrap_ci(np.arange(5.0), rng=0, resamples=10**12)
 
 
 # -- baseline summaries with impossible values ---------------------------------------------------

@@ -54,7 +54,7 @@ def small(tmp_path):
 def test_bounds_hand_computed(small):
     gold, run = small
     judged = {("q1", "c"): 2, ("q1", "d"): 0}
-    b = bounds(gold, run, judged, k=3, calibration=cal(0.9, 0.8), n_resamples=0)
+    b = bounds(gold, run, judged, k=3, calibration=cal(0.9, 0.8), resamples=0)
     assert b.lower["precision@3"] == pytest.approx(1 / 3)  # only a
     assert b.upper["precision@3"] == pytest.approx(2 / 3)  # a and c
     # p = 1/2, pi = (0.5 + 0.8 - 1)/(0.9 + 0.8 - 1) = 3/7; c counts 0.9*(3/7)/0.5, d counts 0.1*(3/7)/0.5
@@ -71,7 +71,7 @@ def test_bounds_hand_computed(small):
 
 def test_low_sensitivity_is_flagged(small):
     gold, run = small
-    b = bounds(gold, run, {("q1", "c"): 2, ("q1", "d"): 0}, k=3, calibration=cal(0.8, 0.9), n_resamples=0)
+    b = bounds(gold, run, {("q1", "c"): 2, ("q1", "d"): 0}, k=3, calibration=cal(0.8, 0.9), resamples=0)
     assert b.corrected["precision@3"] > b.upper["precision@3"]
     assert "precision@3" in b.above_upper
 
@@ -95,7 +95,7 @@ def test_lower_and_upper_match_the_engine(tmp_path):
         judged.update({(qid, d): g for d, g in extra.items()})
         merged.append({"query_id": qid, "relevant_chunks": [{"chunk_id": d, "grade": g} for d, g in {**rel, **extra}.items()]})
     gp, rp, mp = jl(tmp_path / "g.jsonl", gold_rows), jl(tmp_path / "r.jsonl", run_rows), jl(tmp_path / "m.jsonl", merged)
-    b = bounds(load_gold(str(gp)), load_run(str(rp)), judged, k=5, n_resamples=0)
+    b = bounds(load_gold(str(gp)), load_run(str(rp)), judged, k=5, resamples=0)
     low = evaluate(gp, rp, ["precision@5", "ndcg@5"])
     up = evaluate(mp, rp, ["precision@5", "ndcg@5"])
     assert b.lower["precision@5"] == pytest.approx(low.summary("precision@5").mean)
@@ -103,11 +103,11 @@ def test_lower_and_upper_match_the_engine(tmp_path):
     assert b.upper["precision@5"] == pytest.approx(up.summary("precision@5").mean)
     assert b.upper["ndcg@5"] == pytest.approx(up.summary("ndcg@5").mean)
     with_cal = bounds(load_gold(str(gp)), load_run(str(rp)), judged, k=5, calibration=cal(0.95, 0.9, pos=60, neg=140),
-                      n_resamples=200, seed=1)
+                      resamples=200, seed=1)
     lo, hi = with_cal.corrected_ci["precision@5"]
     assert lo <= with_cal.corrected["precision@5"] <= hi
     again = bounds(load_gold(str(gp)), load_run(str(rp)), judged, k=5, calibration=cal(0.95, 0.9, pos=60, neg=140),
-                   n_resamples=200, seed=1)
+                   resamples=200, seed=1)
     assert again.to_dict() == with_cal.to_dict()
 
 

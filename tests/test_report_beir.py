@@ -43,7 +43,7 @@ def test_summary_json_hashes_the_qrels_file_read_from_a_beir_folder(tmp_path):
 
 def test_report_hashes_qrels_and_queries_and_shows_query_text(tmp_path):
     folder, run = _beir(tmp_path)
-    rep = build_report(str(folder), str(run), n_resamples=0)
+    rep = build_report(str(folder), str(run), resamples=0)
     assert [(role, path, sha) for role, path, sha in rep.inputs] == [
         ("gold", str(folder / "qrels" / "test.tsv"), _sha(folder / "qrels" / "test.tsv")),
         ("gold queries", str(folder / "queries.jsonl"), _sha(folder / "queries.jsonl")),
@@ -52,7 +52,7 @@ def test_report_hashes_qrels_and_queries_and_shows_query_text(tmp_path):
     html = render_html(rep)
     assert re.search(r"<code>7</code> <span class=\"q\">what is topic 7</span>", html)
     # the qrels file given directly finds the folder's queries too
-    direct = build_report(str(folder / "qrels" / "test.tsv"), str(run), n_resamples=0)
+    direct = build_report(str(folder / "qrels" / "test.tsv"), str(run), resamples=0)
     assert direct.misses[0].query == "what is topic 7"
 
 

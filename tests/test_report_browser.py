@@ -51,7 +51,7 @@ def report_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "report.html"
     write_report(str(path), str(DATA / "gold.jsonl"), str(DATA / "run.jsonl"), baseline=str(DATA / "base.jsonl"),
                  lexical=str(DATA / "bm25.jsonl"), by=["lang", "intent"], config=str(DATA / "ship-criteria.yaml"),
-                 n_resamples=300)
+                 resamples=300)
     return path
 
 

@@ -14,7 +14,7 @@ from rankgate.render.html import render_html
 
 DATA = Path(__file__).parent / "data" / "report"
 ARGS = {"baseline": str(DATA / "base.jsonl"), "lexical": str(DATA / "bm25.jsonl"), "by": ["lang", "intent"],
-        "config": str(DATA / "ship-criteria.yaml"), "n_resamples": 300}
+        "config": str(DATA / "ship-criteria.yaml"), "resamples": 300}
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_findings_are_rendered_with_their_evidence(full, html):
 def test_user_text_is_escaped():
     gold = [{"query_id": "q<1>", "query": "<script>alert(1)</script>", "relevant_chunks": ["a#c1"]}]
     run = [{"query_id": "q<1>", "topk": [{"chunk_id": "b#c1", "score": 1.0, "text": "</table><b>x</b>"}]}]
-    html = render_html(build_report(gold, run, n_resamples=0))
+    html = render_html(build_report(gold, run, resamples=0))
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<b>x</b>" not in html
 
@@ -157,7 +157,7 @@ def test_report_command_imports_nothing_heavy():
 
 
 def test_trec_mode_does_not_list_no_answer_queries_as_misses():
-    rep = build_report(str(DATA / "gold.jsonl"), str(DATA / "run.jsonl"), trec=True, n_resamples=0)
+    rep = build_report(str(DATA / "gold.jsonl"), str(DATA / "run.jsonl"), trec=True, resamples=0)
     assert [m.query_id for m in rep.misses] == ["q03", "q09", "q10"]
 
 
@@ -190,6 +190,6 @@ def test_an_empty_list_without_a_title_reads_as_a_sentence():
     gold = [{"query_id": "q1", "query": "anything", "relevant_chunks": ["a#c1"]},
             {"query_id": "q2", "query": "no answer here", "relevant_chunks": [], "no_answer": True}]
     run = [{"query_id": "q1", "topk": ["a#c1"]}, {"query_id": "q2", "topk": []}]
-    html = render_html(build_report(gold, run, n_resamples=0))
+    html = render_html(build_report(gold, run, resamples=0))
     assert ": nothing retrieved." not in html
     assert '<p class="muted">Nothing retrieved.</p>' in html

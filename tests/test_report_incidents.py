@@ -83,7 +83,7 @@ def test_report_section_for_baseline_and_fixed_runs(case: dict[str, Path]) -> No
     html = {}
     for name in ("baseline", "fixed"):
         path = case["dir"] / f"report-{name}.html"
-        write_report(str(path), str(case["gold"]), str(case[name]), n_resamples=200)
+        write_report(str(path), str(case["gold"]), str(case[name]), resamples=200)
         html[name] = path.read_text(encoding="utf-8")
     for text in html.values():
         assert '<section id="incidents"><h2>Incidents</h2>' in text and '<a href="#incidents">Incidents</a>' in text
@@ -97,7 +97,7 @@ def test_report_section_for_baseline_and_fixed_runs(case: dict[str, Path]) -> No
     rows = [r for r in _lines(DEMO / "gold.jsonl") if r.get("source_of_query") != "incident"]
     gold = _write(case["dir"] / "plain.jsonl", rows)
     path = case["dir"] / "plain.html"
-    write_report(str(path), str(gold), str(case["fixed"]), n_resamples=100)
+    write_report(str(path), str(gold), str(case["fixed"]), resamples=100)
     assert 'id="incidents"' not in path.read_text(encoding="utf-8")
 
 
@@ -117,7 +117,7 @@ def test_incidents_section_in_chromium(case: dict[str, Path], width: int) -> Non
         _unavailable(f"Chromium is not at {CHROMIUM} (apt-get install -y chromium)")
     path = case["dir"] / "report-shot.html"
     if not path.exists():
-        write_report(str(path), str(case["gold"]), str(case["baseline"]), n_resamples=200)
+        write_report(str(path), str(case["gold"]), str(case["baseline"]), resamples=200)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:

@@ -49,7 +49,7 @@ def test_each_chart_draws_a_hostile_label_as_text(label):
 
 def test_report_with_dollar_signs_in_segments_and_file_names(tmp_path):
     gold, run, base = _files(tmp_path, name="$\\alpha$x")
-    rep = build_report(str(gold), str(run), baseline=str(base), by=["intent"], n_resamples=50)
+    rep = build_report(str(gold), str(run), baseline=str(base), by=["intent"], resamples=50)
     html = render_html(rep)
     assert "$x^$  (n=" in html and "$\\foo$  (n=" in html and "two lines  (n=" in html
     assert "$\\alpha$x.jsonl" in html

@@ -52,7 +52,7 @@ def test_markdown_panel_golden():
     from rankgate.render.markdown import evaluation_markdown
 
     res = fixed_result()
-    segs = segment_summary(res, "intent", n_resamples=0)
+    segs = segment_summary(res, "intent", resamples=0)
     sweep = KSweep((1, 5), (SweepCurve("recall", ("recall@1", "recall@5"), (0.5, 0.625), (4, 4), (np.nan,) * 2,
                                        (np.nan,) * 2, 0.5625),))
     check("report_markdown.md", evaluation_markdown(res, CIS, 0.95, segments=segs, sweep=sweep))
@@ -71,7 +71,7 @@ def test_terminal_panel_golden():
     from rankgate.render.panel import retrieval_panel
 
     base, cand = fixed_result(0.5), fixed_result()
-    cmp = compare(base, cand, n_resamples=0, n_permutations=0)
+    cmp = compare(base, cand, resamples=0, n_permutations=0)
     console = Console(width=130, record=True, color_system=None, force_terminal=False)
     console.print(retrieval_panel(cand, CIS, comparison=cmp))
     check("report_panel.txt", console.export_text())

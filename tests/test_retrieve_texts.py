@@ -49,7 +49,7 @@ def test_a_smaller_run_gives_the_same_numbers_and_the_report_still_shows_the_tex
     assert (small / "run.jsonl").stat().st_size < 0.7 * (full / "run.jsonl").stat().st_size
     from rankgate.render.build import build_report
 
-    reps = [build_report(str(DEMO / "gold.jsonl"), str(d / "run.jsonl"), n_resamples=0) for d in (small, full)]
+    reps = [build_report(str(DEMO / "gold.jsonl"), str(d / "run.jsonl"), resamples=0) for d in (small, full)]
     assert [r.mean for r in reps[0].panel] == [r.mean for r in reps[1].panel]
     assert reps[0].misses == reps[1].misses and reps[0].misses  # top-10 lists with their snippets
 

@@ -57,9 +57,9 @@ def tiled(groups: list[list[float]]) -> tuple[np.ndarray, np.ndarray]:
 @given(GROUPS, st.integers(0, 4), st.sampled_from([0, 1, 7, 250, 251, 600]), st.sampled_from([0.8, 0.95]))
 def test_grouped_intervals_are_those_of_each_group_alone(groups, seed, resamples, confidence) -> None:
     values, offsets = tiled(groups)
-    low, high = grouped_bootstrap_cis(values, offsets, seed=seed, n_resamples=resamples, confidence=confidence)
+    low, high = grouped_bootstrap_cis(values, offsets, seed=seed, resamples=resamples, confidence=confidence)
     for j, g in enumerate(groups):
-        want = bootstrap_ci(g, rng=seed, n_resamples=resamples, confidence=confidence)
+        want = bootstrap_ci(g, rng=seed, resamples=resamples, confidence=confidence)
         assert same(low[j], want[0]) and same(high[j], want[1]), (j, g, want, low[j], high[j])
 
 
@@ -68,9 +68,9 @@ def test_grouped_intervals_without_the_compiled_kernels(monkeypatch) -> None:
     groups = [list(np.round(rng.random(int(n)), 2)) for n in rng.integers(0, 9, size=40)]
     values, offsets = tiled(groups)
     monkeypatch.setattr(accel, "kernels", None)
-    low, high = grouped_bootstrap_cis(values, offsets, seed=1, n_resamples=120)
+    low, high = grouped_bootstrap_cis(values, offsets, seed=1, resamples=120)
     for j, g in enumerate(groups):
-        want = bootstrap_ci(g, rng=1, n_resamples=120)
+        want = bootstrap_ci(g, rng=1, resamples=120)
         assert same(low[j], want[0]) and same(high[j], want[1])
 
 
@@ -83,9 +83,9 @@ def test_grouped_intervals_without_the_compiled_kernels(monkeypatch) -> None:
 def test_grouped_p_values_are_those_of_each_group_alone(groups, seed, permutations) -> None:
     # sizes around the three paths: up to 8 nonzero differences, up to 128, more
     d, offsets = tiled(groups)
-    p = grouped_randomization_tests(d, offsets, seed=seed, n_resamples=permutations)
+    p = grouped_randomization_tests(d, offsets, seed=seed, resamples=permutations)
     for j, g in enumerate(groups):
-        want = randomization_test(np.zeros(len(g)), np.asarray(g), rng=seed, n_resamples=permutations)
+        want = randomization_test(np.zeros(len(g)), np.asarray(g), rng=seed, resamples=permutations)
         assert same(p[j], want), (j, g, want, p[j])
 
 
@@ -123,7 +123,7 @@ def field_result(n: int = 400, seed: int = 0, labels: int = 60) -> tuple[Evaluat
 
 def test_segment_summary_gives_each_segment_the_numbers_it_has_alone() -> None:
     res, _ = field_result()
-    s = segment_summary(res, ["lang", "shop", "lang+shop"], seed=3, n_resamples=300)
+    s = segment_summary(res, ["lang", "shop", "lang+shop"], seed=3, resamples=300)
     want = []
     for field in s.by:
         key, labels = seg_mod.segment_labels(res, field)
@@ -142,7 +142,7 @@ def test_segment_summary_gives_each_segment_the_numbers_it_has_alone() -> None:
 
 def test_compare_gives_each_segment_the_numbers_it_has_alone() -> None:
     base, cand = field_result(seed=7)
-    cmp = compare(base, cand, by=["lang", "shop"], seed=2, n_resamples=200, n_permutations=500)
+    cmp = compare(base, cand, by=["lang", "shop"], seed=2, resamples=200, n_permutations=500)
     raw = []
     for metric in base.metric_names:
         scopes = [(None, None, np.arange(len(base.query_ids)))]
@@ -154,8 +154,8 @@ def test_compare_gives_each_segment_the_numbers_it_has_alone() -> None:
             ok = ~(np.isnan(vb) | np.isnan(vc))
             b, c = vb[ok], vc[ok]
             raw.append((metric, key, lab, int(ok.sum()), exact_mean(b), exact_mean(c),
-                        *paired_bootstrap_ci(b, c, rng=2, n_resamples=200),
-                        randomization_test(b, c, rng=2, n_resamples=500)))
+                        *paired_bootstrap_ci(b, c, rng=2, resamples=200),
+                        randomization_test(b, c, rng=2, resamples=500)))
     adjusted = holm([r[-1] for r in raw])
     assert len(cmp.rows) == len(raw)
     for r, w, a in zip(cmp.rows, raw, adjusted):
@@ -376,7 +376,7 @@ def test_intervals_of_thousands_of_segments_are_drawn_a_size_at_a_time(monkeypat
     res, _ = many_segments()
     sums = counting(monkeypatch, stats, "_resampled_sums")
     one_at_a_time = counting(monkeypatch, stats, "bootstrap_ci")
-    s = segment_summary(res, "v", n_resamples=200)
+    s = segment_summary(res, "v", resamples=200)
     sizes = {r.n for r in s.rows if r.n >= 2}
     assert len(s.by) == 1 and len(s.sizes("tags.v")) > 2000
     assert len(sums) <= len(sizes) and not one_at_a_time  # one table per size (was: one per segment)
@@ -388,7 +388,7 @@ def test_p_values_of_thousands_of_segments_need_no_call_per_segment(monkeypatch)
     base, cand = many_segments()
     flips = counting(monkeypatch, stats, "_sign_flip_p")
     sums = counting(monkeypatch, stats, "_resampled_sums")
-    cmp = compare(base, cand, by="v", n_resamples=100, n_permutations=200)
+    cmp = compare(base, cand, by="v", resamples=100, n_permutations=200)
     assert len(cmp.rows) > 2 * 2000
     assert len(flips) == 2  # all queries, for each metric: the only scopes of more than 128 queries
     sizes = {r.n for r in cmp.rows if r.field is not None and r.n >= 2}
@@ -399,7 +399,7 @@ def test_tables_read_only_the_rows_they_show(monkeypatch) -> None:
     from rankgate.render.tables import segment_markdown, segment_table
 
     res, _ = many_segments()
-    s = segment_summary(res, "v", n_resamples=0)
+    s = segment_summary(res, "v", resamples=0)
     made = counting(monkeypatch, seg_mod._FieldRows, "row")
     segment_markdown(s)
     segment_table(s)
@@ -440,7 +440,7 @@ def test_experiment_tables_show_the_50_largest_segments_of_a_field(tmp_path, cap
     assert f"shop: {left} more segments ({left_queries} queries) not shown" in latency
 
     res, other = field_result(n=600)
-    rows = paired_rows(res, other, by=["shop"], n_resamples=50)
+    rows = paired_rows(res, other, by=["shop"], resamples=50)
     text = paired_markdown(rows, before="a", after="b", confidence=0.95)
     assert len(set(re.findall(r"\| shop=(s\d{3}) \|", text))) == 50
     assert len({r.segment for r in rows if r.segment}) == len(set(res.fields["tags.shop"]))  # every one computed
@@ -458,6 +458,6 @@ def test_summary_json_writes_segments_from_columns_as_from_the_dict(labels, seed
     res = EvaluationResult(tuple(f"q{i}" for i in range(n)), ("recall@5", "mrr"),
                            {"recall@5": recall, "mrr": np.where(rng.random(n) < 0.5, 1.0, 0.25)},
                            {"tags.weird": tuple(labels), "tags.empty": (None,) * n})
-    s = segment_summary(res, ["weird", "empty", "weird+empty"], n_resamples=30)
+    s = segment_summary(res, ["weird", "empty", "weird+empty"], resamples=30)
     data = {"metrics": {"recall@5": {"mean": 0.5}}, "zz": [1, None]}
     assert summary_json(data, written={"segments": segments_json(s)}) == summary_json({**data, "segments": s.to_dict()})

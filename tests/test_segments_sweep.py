@@ -29,11 +29,11 @@ def make_result() -> EvaluationResult:
 
 def test_segment_rows_have_n_means_and_intervals_of_their_own_queries():
     res = make_result()
-    s = segment_summary(res, ["intent", "lang"], seed=2, n_resamples=300)
+    s = segment_summary(res, ["intent", "lang"], seed=2, resamples=300)
     assert s.by == ("intent", "tags.lang")
     a = s.get("intent", "a", "recall@5")
     assert (a.queries, a.n, a.mean) == (3, 3, pytest.approx(2 / 3))
-    assert (a.ci_low, a.ci_high) == bootstrap_ci([1.0, 0.0, 1.0], rng=2, n_resamples=300)
+    assert (a.ci_low, a.ci_high) == bootstrap_ci([1.0, 0.0, 1.0], rng=2, resamples=300)
     b = s.get("intent", "b", "recall@5")
     assert (b.queries, b.n) == (4, 3)  # q4 is a no-answer query: not counted
     labels = [r.label for r in s.rows if r.field == "intent"]
@@ -44,7 +44,7 @@ def test_segment_rows_have_n_means_and_intervals_of_their_own_queries():
 
 def test_segment_fields_cross_and_resolve_tags():
     res = make_result()
-    s = segment_summary(res, "intent+lang", n_resamples=0)
+    s = segment_summary(res, "intent+lang", resamples=0)
     assert s.by == ("intent+tags.lang",)
     assert {r.label for r in s.rows} == {"a / en", "a / de", "b / en", "b / de", "b / (none)", "(none) / de"}
     d = s.to_dict()
@@ -60,7 +60,7 @@ def test_unknown_segment_field_lists_what_exists():
 def test_segment_renderers():
     from rich.console import Console
 
-    s = segment_summary(make_result(), "intent", n_resamples=200)
+    s = segment_summary(make_result(), "intent", resamples=200)
     console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
     console.print(segment_table(s))
     text = console.export_text()
@@ -108,7 +108,7 @@ def test_sweep_from_result_with_intervals():
     from rankgate import evaluate
 
     res = evaluate(str(DATA / "gold.jsonl"), str(DATA / "base.jsonl"), sweep_specs("recall", "1,5"))
-    sweep = sweep_from_result(res, "recall", "1,5", n_resamples=200)
+    sweep = sweep_from_result(res, "recall", "1,5", resamples=200)
     c = sweep.curves[0]
     assert all(lo <= m <= hi for lo, m, hi in zip(c.ci_low, c.means, c.ci_high))
 

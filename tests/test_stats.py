@@ -30,7 +30,7 @@ def test_bootstrap_interval_covers_the_true_mean_about_95_percent_of_the_time(dr
     trials, covered = 300, 0
     for t in range(trials):
         x = draw(data_rng, 150)
-        low, high = bootstrap_ci(x, rng=t, n_resamples=400)
+        low, high = bootstrap_ci(x, rng=t, resamples=400)
         covered += low <= true_mean <= high
     # Percentile intervals run slightly narrow at n=150; 300 trials give a standard error of ~1.3 pp.
     assert 0.89 <= covered / trials <= 0.99
@@ -42,7 +42,7 @@ def test_paired_interval_covers_the_true_change():
     for t in range(trials):
         base = data_rng.random(120)
         cand = base + data_rng.normal(0.05, 0.2, 120)
-        low, high = paired_bootstrap_ci(base, cand, rng=t, n_resamples=400)
+        low, high = paired_bootstrap_ci(base, cand, rng=t, resamples=400)
         covered += low <= 0.05 <= high
     assert 0.89 <= covered / trials <= 0.99
 
@@ -54,7 +54,7 @@ def test_randomization_test_is_calibrated_under_no_change():
     for t in range(trials):
         base = data_rng.random(60)
         cand = base + data_rng.normal(0.0, 0.1, 60)  # symmetric differences: no change
-        pvalues.append(randomization_test(base, cand, rng=t, n_resamples=500))
+        pvalues.append(randomization_test(base, cand, rng=t, resamples=500))
     rejected = np.mean(np.array(pvalues) < 0.05)
     assert 0.01 <= rejected <= 0.10
 
@@ -62,7 +62,7 @@ def test_randomization_test_is_calibrated_under_no_change():
 def test_randomization_test_finds_a_clear_change():
     base = np.zeros(50)
     cand = np.full(50, 0.2)
-    p = randomization_test(base, cand, rng=0, n_resamples=999)
+    p = randomization_test(base, cand, rng=0, resamples=999)
     assert p == pytest.approx(1 / 1000)  # no flip reaches it: (0 + 1) / (999 + 1)
 
 
@@ -76,13 +76,13 @@ def test_randomization_test_finds_a_clear_change():
 def test_p_values_lie_in_their_bounds_and_intervals_in_the_data_range(pairs, seed):
     base = np.array([p[0] for p in pairs])
     cand = np.array([p[1] for p in pairs])
-    p = randomization_test(base, cand, rng=seed, n_resamples=200)
+    p = randomization_test(base, cand, rng=seed, resamples=200)
     both = ~(np.isnan(base) | np.isnan(cand))
     if not both.any():
         assert math.isnan(p)
     else:
         assert 1 / 201 <= p <= 1.0
-    low, high = paired_bootstrap_ci(base, cand, rng=seed, n_resamples=200)
+    low, high = paired_bootstrap_ci(base, cand, rng=seed, resamples=200)
     if both.sum() >= 2:
         d = cand[both] - base[both]
         assert d.min() <= low <= high <= d.max()
@@ -104,8 +104,8 @@ def test_same_seed_gives_identical_floats_and_a_generator_equals_its_seed():
 def test_results_do_not_depend_on_block_boundaries_being_reproducible(monkeypatch):
     x = np.random.default_rng(3).random(1000)
     monkeypatch.setattr(stats, "_BLOCK_ELEMENTS", 2500)  # several blocks of 2 resamples
-    a = bootstrap_ci(x, rng=9, n_resamples=101)
-    assert a == bootstrap_ci(x, rng=9, n_resamples=101)
+    a = bootstrap_ci(x, rng=9, resamples=101)
+    assert a == bootstrap_ci(x, rng=9, resamples=101)
     lo, hi = a
     assert lo < x.mean() < hi
 
@@ -122,10 +122,10 @@ def test_metric_cis_match_bootstrap_ci_and_ignore_which_other_metrics_were_asked
         tuple(f"q{i}" for i in range(n)), ("recall@5", "mrr", "forbidden@5"),
         {"recall@5": recall, "mrr": mrr, "forbidden@5": forbidden},
     )
-    cis = metric_cis(result, seed=4, n_resamples=300)
-    assert cis["recall@5"] == bootstrap_ci(recall, rng=4, n_resamples=300)
-    assert cis["forbidden@5"] == bootstrap_ci(forbidden, rng=4, n_resamples=300)
-    only = metric_cis(result, seed=4, n_resamples=300, metrics=["mrr"])
+    cis = metric_cis(result, seed=4, resamples=300)
+    assert cis["recall@5"] == bootstrap_ci(recall, rng=4, resamples=300)
+    assert cis["forbidden@5"] == bootstrap_ci(forbidden, rng=4, resamples=300)
+    only = metric_cis(result, seed=4, resamples=300, metrics=["mrr"])
     assert only == {"mrr": cis["mrr"]}
 
 
@@ -158,11 +158,11 @@ def test_holm_never_lowers_a_p_value_and_keeps_their_order(ps):
 # -- NaN and degenerate inputs --------------------------------------------------------------------
 def test_nan_values_are_left_out_not_counted_as_zero():
     x = np.array([1.0, np.nan, 0.0, 1.0, np.nan, 1.0])
-    assert bootstrap_ci(x, rng=0, n_resamples=300) == bootstrap_ci(x[~np.isnan(x)], rng=0, n_resamples=300)
+    assert bootstrap_ci(x, rng=0, resamples=300) == bootstrap_ci(x[~np.isnan(x)], rng=0, resamples=300)
     base = np.array([0.0, np.nan, 0.5, 1.0])
     cand = np.array([1.0, 1.0, np.nan, 1.0])
     # only queries 0 and 3 apply in both: differences 1 and 0
-    low, high = paired_bootstrap_ci(base, cand, rng=0, n_resamples=300)
+    low, high = paired_bootstrap_ci(base, cand, rng=0, resamples=300)
     assert 0.0 <= low <= high <= 1.0
 
 
@@ -172,18 +172,18 @@ def test_degenerate_inputs():
     assert all(math.isnan(v) for v in bootstrap_ci([0.7], rng=0))  # one query says nothing about spread
     assert all(math.isnan(v) for v in bootstrap_ci([np.nan, np.nan], rng=0))
     assert bootstrap_ci([0.1] * 30, rng=0) == (0.1, 0.1)  # no spread in the data: exactly the value
-    assert all(math.isnan(v) for v in bootstrap_ci([0.1, 0.9], rng=0, n_resamples=0))  # intervals off
+    assert all(math.isnan(v) for v in bootstrap_ci([0.1, 0.9], rng=0, resamples=0))  # intervals off
     assert math.isnan(randomization_test([], [], rng=0))
     assert randomization_test([0.3, 0.5], [0.3, 0.5], rng=0) == 1.0  # nothing changed
-    assert randomization_test([0.0], [1.0], rng=0, n_resamples=99) == 1.0  # one flip matches it either way
+    assert randomization_test([0.0], [1.0], rng=0, resamples=99) == 1.0  # one flip matches it either way
     assert paired_bootstrap_ci([0.2, 0.4, 0.6], [0.3, 0.5, 0.7], rng=0) == pytest.approx((0.1, 0.1))
 
 
 def test_bad_arguments_are_usage_errors():
     with pytest.raises(UsageError, match="confidence"):
         bootstrap_ci([0.1, 0.2], rng=0, confidence=95)
-    with pytest.raises(UsageError, match="n_resamples"):
-        bootstrap_ci([0.1, 0.2], rng=0, n_resamples=-1)
+    with pytest.raises(UsageError, match="resamples"):
+        bootstrap_ci([0.1, 0.2], rng=0, resamples=-1)
     with pytest.raises(UsageError, match="Generator or an integer seed"):
         bootstrap_ci([0.1, 0.2], rng=None)
     with pytest.raises(UsageError, match="same length"):
@@ -192,7 +192,7 @@ def test_bad_arguments_are_usage_errors():
 
 def test_large_inputs_run_in_blocks_quickly():
     x = (np.random.default_rng(1).random(100_000) < 0.8).astype(float)
-    low, high = bootstrap_ci(x, rng=0, n_resamples=60)
+    low, high = bootstrap_ci(x, rng=0, resamples=60)
     assert low <= x.mean() <= high
     assert high - low < 0.01
 

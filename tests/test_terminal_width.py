@@ -27,7 +27,7 @@ def _render(renderable, width: int) -> str:
 
 def test_compare_table_at_80_columns_keeps_metric_names_whole():
     base, cand = make_pair()
-    cmp = compare(base, cand, by=["lang"], n_resamples=500, n_permutations=999, top=5)
+    cmp = compare(base, cand, by=["lang"], resamples=500, n_permutations=999, top=5)
     text = _render(comparison_renderable(cmp), 80)
     check_golden("compare_table_80.txt", text)
     lines = text.splitlines()
@@ -58,7 +58,7 @@ def test_panel_with_a_comparison_cuts_no_value_at_100_columns():
     gold = str(DATA / "gold.jsonl")
     metrics = ["recall@5", "distinct_docs@5", "mrr"]
     base, cand = evaluate(gold, str(DATA / "base.jsonl"), metrics), evaluate(gold, str(DATA / "run.jsonl"), metrics)
-    cmp = compare(base, cand, n_resamples=200, n_permutations=199)
+    cmp = compare(base, cand, resamples=200, n_permutations=199)
     console = Console(width=100, color_system=None, force_terminal=False, record=True, file=io.StringIO())
     print_panel(cand, {m: (0.1, 0.9) for m in metrics}, comparison=cmp, console=console)
     text = console.export_text()
@@ -130,7 +130,7 @@ def test_segment_table_wraps_a_long_label_and_keeps_every_number_whole():
     from rankgate.render.tables import segment_table
     from rankgate.stats.segments import segment_summary
 
-    summary = segment_summary(_long_segment_result(), ["tags.team"], n_resamples=200)
+    summary = segment_summary(_long_segment_result(), ["tags.team"], resamples=200)
     text = _render(segment_table(summary), 80)
     assert max(cell_len(line) for line in text.splitlines()) <= 80
     cells = _cells(text)
@@ -145,7 +145,7 @@ def test_segment_table_wraps_a_long_label_and_keeps_every_number_whole():
 def test_compare_table_with_a_long_segment_keeps_numbers_whole_at_80_columns():
     from rankgate.render.numbers import fmt_delta_ci, fmt_value
 
-    cmp = compare(_long_segment_result(1), _long_segment_result(0), by=["tags.team"], n_resamples=200,
+    cmp = compare(_long_segment_result(1), _long_segment_result(0), by=["tags.team"], resamples=200,
                   n_permutations=199, top=3)
     text = _render(comparison_renderable(cmp), 80)
     assert max(cell_len(line) for line in text.splitlines()) <= 80
@@ -162,11 +162,11 @@ def test_latency_table_stacks_intervals_under_values_when_narrow():
     from rankgate.experiments.latency import latency_summary
     from rankgate.render.experiments import latency_renderable
 
-    summary = latency_summary(_long_segment_result(), by=["tags.team"], n_resamples=200)
+    summary = latency_summary(_long_segment_result(), by=["tags.team"], resamples=200)
     text = _render(latency_renderable(summary), 80)
     assert max(cell_len(line) for line in text.splitlines()) <= 80
     assert "…" not in text and "CI under each value" in text
     intervals = [w for line in text.splitlines()[1:] for w in line.split() if w.startswith("(")]
     assert len(intervals) == 4 * 3 * 3 and all(w.endswith(")") for w in intervals)  # 4 stats, 3 stages, 3 scopes
-    wide = _render(latency_renderable(latency_summary(_long_segment_result(), n_resamples=200)), 120)
+    wide = _render(latency_renderable(latency_summary(_long_segment_result(), resamples=200)), 120)
     assert "CI under each value" not in wide and "│ retrieve │ all queries │" in wide

@@ -14,13 +14,13 @@ GOLD, BASE, CAND = (str(DATA / n) for n in ("gold.jsonl", "base.jsonl", "cand.js
 
 
 def test_passing_expectations_return_the_result():
-    result = assert_retrieval(GOLD, BASE, "recall@5 >= 0.85", "mrr > 50%", "hit@5 <= 100%", n_resamples=200)
+    result = assert_retrieval(GOLD, BASE, "recall@5 >= 0.85", "mrr > 50%", "hit@5 <= 100%", resamples=200)
     assert result.summary("recall@5").mean == pytest.approx(0.9)
 
 
 def test_a_failure_says_which_metric_value_interval_limit_and_worst_queries():
     with pytest.raises(AssertionError) as err:
-        assert_retrieval(GOLD, CAND, "recall@5 >= 0.85", "mrr > 0.3", n_resamples=200)
+        assert_retrieval(GOLD, CAND, "recall@5 >= 0.85", "mrr > 0.3", resamples=200)
     lines = str(err.value).splitlines()
     assert lines[0] == ("rankgate: 1 of 2 retrieval expectations failed "
                         "(42 gold queries evaluated, 1 missing from the run and scored 0)")
@@ -33,9 +33,9 @@ def test_a_failure_says_which_metric_value_interval_limit_and_worst_queries():
 
 
 def test_on_ci_lower_demands_convincing_evidence():
-    assert_retrieval(GOLD, BASE, "recall@5 >= 0.75", n_resamples=300)
+    assert_retrieval(GOLD, BASE, "recall@5 >= 0.75", resamples=300)
     with pytest.raises(AssertionError, match="95% CI lower end"):
-        assert_retrieval(GOLD, BASE, "recall@5 >= 0.85", on="ci_lower", n_resamples=300)
+        assert_retrieval(GOLD, BASE, "recall@5 >= 0.85", on="ci_lower", resamples=300)
 
 
 def test_expectations_are_validated():
@@ -57,7 +57,7 @@ def test_a_failure_in_pytest_shows_the_message_not_the_helpers_source(tmp_path):
     (tmp_path / "test_user.py").write_text(
         "from rankgate.testing import assert_retrieval\n\n"
         "def test_retriever():\n"
-        f"    assert_retrieval({GOLD!r}, {CAND!r}, 'recall@5 >= 0.85', n_resamples=50)\n")
+        f"    assert_retrieval({GOLD!r}, {CAND!r}, 'recall@5 >= 0.85', resamples=50)\n")
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_user.py")],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
     text = out.stdout

@@ -64,7 +64,7 @@ def assert_retrieval(
     *expectations: str,
     on: str = "mean",
     seed: int = 0,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
     worst: int = 5,
     **evaluate_kwargs: Any,
@@ -87,7 +87,7 @@ def assert_retrieval(
         raise UsageError("assert_retrieval needs at least one expectation, e.g. 'recall@5 >= 0.85'")
     on = check(_ON, on, caller="assert_retrieval")
     seed = check(SEED, seed, caller="assert_retrieval")
-    n_resamples = check(RESAMPLES, n_resamples, caller="assert_retrieval", name="n_resamples")
+    resamples = check(RESAMPLES, resamples, caller="assert_retrieval", name="resamples")
     confidence = check(CONFIDENCE, confidence, caller="assert_retrieval")
     worst = check(COUNT, worst, caller="assert_retrieval", name="worst")
     check_options(evaluate_kwargs, EVALUATE_OPTIONS, caller="assert_retrieval", target="rankgate.evaluate")
@@ -101,7 +101,7 @@ def assert_retrieval(
         result = evaluate(gold, run, metrics, **evaluate_kwargs)
     from rankgate.stats.bootstrap import metric_cis
 
-    cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=metrics)
+    cis = metric_cis(result, seed=seed, resamples=resamples, confidence=confidence, metrics=metrics)
     lines, failed = [], 0
     conf = f"{fmt_confidence(confidence)} CI"
     for e in parsed:

@@ -303,7 +303,7 @@ def check(param: Param, value: Any, *, caller: str | None = None, option: str | 
     ``caller`` names the function (or request class) whose argument it is (``The 'confidence' parameter
     of metric_cis must be …``); ``option`` names a command-line option instead (``--confidence must
     be …``); ``name`` is the argument's own name where it differs from the parameter's
-    (``n_resamples``); ``note`` is added in parentheses (e.g. what the value would cost). With both
+    (``resamples``); ``note`` is added in parentheses (e.g. what the value would cost). With both
     ``option`` and ``caller`` (a request the command line and Python code both build), a value of the
     wrong type is named as the caller's parameter: only Python code can give one, as the command line
     converts each option's text first; a value out of bounds is named by the option.

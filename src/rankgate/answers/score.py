@@ -579,7 +579,7 @@ def agreement_with_human(rows: Sequence[GridRow], human: Mapping[str, Mapping[st
 
 
 def faithfulness_calibration(rows: Sequence[GridRow], human: Mapping[str, Mapping[str, Any]], *, seed: int = 0,
-                             n_resamples: int = 2000, confidence: float = 0.95) -> Any:
+                             resamples: int = 2000, confidence: float = 0.95) -> Any:
     """The judge's faithful verdicts against human ones, as a calibration (task ``faithfulness``:
     1 = faithful, 0 = not; answers that are refusals on either side are left out), in the format
     ``rankgate judge calibrate`` writes, so a gate on faithfulness or contradiction_rate can cite it."""
@@ -594,4 +594,4 @@ def faithfulness_calibration(rows: Sequence[GridRow], human: Mapping[str, Mappin
         h.append(int(bool(hv["faithful"])))
         j.append(int(bool(r.faithful)))
     return calibrate(keys, h, j, task="faithfulness", relevant_at=1, weights=None, confidence=confidence,
-                     n_resamples=n_resamples, seed=seed)
+                     resamples=resamples, seed=seed)

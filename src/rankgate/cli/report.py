@@ -88,7 +88,7 @@ def request(args: argparse.Namespace) -> Any:
     extra = tuple(m.strip() for m in (args.metrics or "").split(",") if m.strip())
     return ReportRequest(
         k=k or DEFAULT_K, level=level, doc_sep=doc_sep, by=args.by, min_score=args.min_score, metrics=extra,
-        top_misses=args.top_misses, seed=stats.seed, n_resamples=stats.resamples, confidence=stats.confidence,
+        top_misses=args.top_misses, seed=stats.seed, resamples=stats.resamples, confidence=stats.confidence,
         title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
         queries=args.queries, ties=ties, columns=parse_columns(args.columns), gold=args.gold, run=args.run,
         baseline=args.baseline, lexical=args.lexical, config=config,

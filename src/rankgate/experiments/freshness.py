@@ -141,10 +141,10 @@ class FreshnessWhatIf:
 
 
 def freshness_what_if(gold: Gold, run: Run, evaluate: Any, *, by: Sequence[str] = (), seed: int = 0,
-                      n_resamples: int = 2000, confidence: float = 0.95) -> FreshnessWhatIf:
+                      resamples: int = 2000, confidence: float = 0.95) -> FreshnessWhatIf:
     """Evaluate ``run`` as logged and with :func:`enforce_as_of`; ``evaluate(gold, run)`` scores one run."""
     enforced_run, info = enforce_as_of(gold, run)
     logged = evaluate(gold, run)
     enforced = evaluate(gold, enforced_run)
-    rows = paired_rows(logged, enforced, by=by, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    rows = paired_rows(logged, enforced, by=by, seed=seed, resamples=resamples, confidence=confidence)
     return FreshnessWhatIf(info, logged, enforced, rows)

@@ -62,9 +62,9 @@ def latency_stages(result: EvaluationResult) -> dict[str, np.ndarray]:
     return out
 
 
-def _cis(x: np.ndarray, qs: list[float], n_resamples: int, confidence: float) -> list[tuple[float, float]]:
-    """Intervals of the percentiles: the exact bootstrap (no resampling; ``n_resamples=0`` turns them off)."""
-    if n_resamples == 0:
+def _cis(x: np.ndarray, qs: list[float], resamples: int, confidence: float) -> list[tuple[float, float]]:
+    """Intervals of the percentiles: the exact bootstrap (no resampling; ``resamples=0`` turns them off)."""
+    if resamples == 0:
         return [(math.nan, math.nan)] * len(qs)
     return exact_quantile_ci(x, qs, confidence=confidence)  # type: ignore[return-value]
 
@@ -98,7 +98,7 @@ def _num(x: float) -> float | None:
 class LatencySummary:
     rows: tuple[LatencyRow, ...]
     confidence: float
-    n_resamples: int
+    resamples: int
     seed: int
 
     def get(self, stage: str, stat: str, segment: str | None = None) -> LatencyRow | None:
@@ -108,7 +108,7 @@ class LatencySummary:
         return {"rows": [r.to_dict() for r in self.rows],
                 "method": "percentiles by numpy's linear interpolation; intervals: the exact percentile-bootstrap "
                           "interval of the nearest order statistic (binomial, no resampling)",
-                "statistics": {"seed": self.seed, "resamples": self.n_resamples, "confidence": self.confidence}}
+                "statistics": {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}}
 
 
 def _groups(result: EvaluationResult, by: Sequence[str]) -> list[tuple[str | None, np.ndarray]]:
@@ -120,7 +120,7 @@ def _groups(result: EvaluationResult, by: Sequence[str]) -> list[tuple[str | Non
     return groups
 
 
-def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (), seed: int = 0, n_resamples: int = 2000,
+def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (), seed: int = 0, resamples: int = 2000,
                     confidence: float = 0.95) -> LatencySummary:
     """Median, p90, p95, p99 of every stage, with intervals, over all queries and each segment of ``by``."""
     rows = []
@@ -128,10 +128,10 @@ def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (), seed: i
         for label, mask in _groups(result, by):
             xs = x[mask]
             n = int((~np.isnan(xs)).sum())
-            cis = _cis(xs, list(STATS.values()), n_resamples, confidence)
+            cis = _cis(xs, list(STATS.values()), resamples, confidence)
             for (stat, q), ci in zip(STATS.items(), cis):
                 rows.append(LatencyRow(stage, stat, label, n, _quantile(xs, q), ci))
-    return LatencySummary(tuple(rows), confidence, n_resamples, seed)
+    return LatencySummary(tuple(rows), confidence, resamples, seed)
 
 
 # -- gates ---------------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def _ceiling_check(g: LatencyGate, stat: str, limit: float, base: dict[str, Any]
 
 
 def _regression_check(g: LatencyGate, stat: str, cur: np.ndarray, old: np.ndarray | None, base: dict[str, Any],
-                      small: bool, conf: str, seed: int, n_resamples: int, confidence: float) -> LatencyCheck:
+                      small: bool, conf: str, seed: int, resamples: int, confidence: float) -> LatencyCheck:
     from dataclasses import replace
 
     limit = float(g.regression_max_ms)  # type: ignore[arg-type]
@@ -283,7 +283,7 @@ def _regression_check(g: LatencyGate, stat: str, cur: np.ndarray, old: np.ndarra
                        note=f"no query timed in both runs for {g.stage}")
     q = STATS[stat]
     b, a = _quantile(old[ok], q), _quantile(cur[ok], q)
-    lo, hi = paired_quantile_change_ci(old, cur, q, rng=seed, n_resamples=n_resamples, confidence=confidence)
+    lo, hi = paired_quantile_change_ci(old, cur, q, rng=seed, resamples=resamples, confidence=confidence)
     c = replace(c, n=int(ok.sum()), value=a - b, baseline=b, estimate=a, ci_low=lo, ci_high=hi)
     if a - b <= limit + EPS:
         return c
@@ -295,7 +295,7 @@ def _regression_check(g: LatencyGate, stat: str, cur: np.ndarray, old: np.ndarra
 
 
 def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
-                   baseline: EvaluationResult | None = None, *, seed: int = 0, n_resamples: int = 2000,
+                   baseline: EvaluationResult | None = None, *, seed: int = 0, resamples: int = 2000,
                    confidence: float = 0.95, baseline_summary: bool = False) -> tuple[LatencyGateResult, ...]:
     """Check every latency gate on ``current`` (and against ``baseline`` when it is a run).
 
@@ -319,14 +319,14 @@ def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
             small = label is not None and n < g.min_queries
             for stat in g.stats:
                 q = STATS[stat]
-                lo, hi = _cis(xs, [q], n_resamples, confidence)[0]
+                lo, hi = _cis(xs, [q], resamples, confidence)[0]
                 base: dict[str, Any] = {"gate": g.name, "stage": g.stage, "segment": label, "n": n, "estimate": _quantile(xs, q),
                         "ci_low": lo, "ci_high": hi}
                 if stat in g.ceilings:
                     checks.append(_ceiling_check(g, stat, g.ceilings[stat], base, small, conf))
                 if g.regression_max_ms is not None and isinstance(baseline, EvaluationResult):
                     checks.append(_regression_check(g, stat, xs, None if old is None else old[mask], base, small,
-                                                    conf, seed, n_resamples, confidence))
+                                                    conf, seed, resamples, confidence))
                 elif g.regression_max_ms is not None and baseline_summary and label is None:
                     checks.append(LatencyCheck(kind="regression", status="skipped", stat=stat, value=math.nan,
                                                limit=float(g.regression_max_ms),

@@ -76,7 +76,7 @@ class Linking:
 
 
 def linking_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, by: Sequence[str] = (),
-                     seed: int = 0, n_resamples: int = 2000, confidence: float = 0.95) -> Linking:
+                     seed: int = 0, resamples: int = 2000, confidence: float = 0.95) -> Linking:
     """Entity-linking precision, recall and F1 per query and their means (see the module docs)."""
     if "linked_entities" not in run.fields:
         raise InputError("has no 'linked_entities' on any record, so entity linking cannot be measured",
@@ -124,5 +124,5 @@ def linking_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, 
             xs = x[mask]
             ok = xs[~np.isnan(xs)]
             rows.append(LinkingRow(metric, label, int(ok.size), math.fsum(ok.tolist()) / ok.size if ok.size else math.nan,
-                                   bootstrap_ci(xs, rng=seed, n_resamples=n_resamples, confidence=confidence)))
+                                   bootstrap_ci(xs, rng=seed, resamples=resamples, confidence=confidence)))
     return Linking(k, len(ids), unlinked, tuple(rows), tuple(zip(ids, p, r, f, rc)), tuple(missed))

@@ -51,15 +51,15 @@ def _mean(x: np.ndarray) -> float:
     return math.fsum(x.tolist()) / x.size if x.size else math.nan
 
 
-def _row(metric: str, segment: str | None, b: np.ndarray, a: np.ndarray, *, seed: int, n_resamples: int,
+def _row(metric: str, segment: str | None, b: np.ndarray, a: np.ndarray, *, seed: int, resamples: int,
          confidence: float) -> PairedRow:
     pb, pa_ = paired_values(b, a)
-    ci = paired_bootstrap_ci(b, a, rng=seed, n_resamples=n_resamples, confidence=confidence)
+    ci = paired_bootstrap_ci(b, a, rng=seed, resamples=resamples, confidence=confidence)
     return PairedRow(metric, segment, int(pb.size), _mean(pb), _mean(pa_), _mean(pa_ - pb), ci)
 
 
 def paired_rows(before: EvaluationResult, after: EvaluationResult, *, metrics: Sequence[str] | None = None,
-                by: Sequence[str] = (), seed: int = 0, n_resamples: int = 2000,
+                by: Sequence[str] = (), seed: int = 0, resamples: int = 2000,
                 confidence: float = 0.95) -> tuple[PairedRow, ...]:
     """Rows for every metric (all queries first, then each ``by`` field's labels in sorted order)."""
     if tuple(before.query_ids) != tuple(after.query_ids):
@@ -74,6 +74,6 @@ def paired_rows(before: EvaluationResult, after: EvaluationResult, *, metrics: S
     for name in names:
         b, a = np.asarray(before.values[name], dtype=np.float64), np.asarray(after.values[name], dtype=np.float64)
         for label, mask in groups:
-            rows.append(_row(name, label, b[mask], a[mask], seed=seed, n_resamples=n_resamples,
+            rows.append(_row(name, label, b[mask], a[mask], seed=seed, resamples=resamples,
                              confidence=confidence))
     return tuple(rows)

@@ -55,13 +55,13 @@ class RewriteEffect:
 
 
 def rewrite_effect(original: Any, rewritten: Any, evaluate: Callable[[Any, Sequence[str]], EvaluationResult], *,
-                   k: int = 10, by: Sequence[str] = (), seed: int = 0, n_resamples: int = 2000,
+                   k: int = 10, by: Sequence[str] = (), seed: int = 0, resamples: int = 2000,
                    confidence: float = 0.95, texts: Mapping[str, Mapping[str, str]] | None = None,
                    labels: tuple[str, str] = ("original", "rewritten")) -> RewriteEffect:
     """Score both sides with ``evaluate(run, metrics)`` and compare them (see the module docs)."""
     metrics = [f"recall@{k}", f"ndcg@{k}"]
     a, b = evaluate(original, metrics), evaluate(rewritten, metrics)
-    rows = paired_rows(a, b, by=by, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    rows = paired_rows(a, b, by=by, seed=seed, resamples=resamples, confidence=confidence)
     ra, rb = a[metrics[0]], b[metrics[0]]
     na, nb = a[metrics[1]], b[metrics[1]]
     with np.errstate(invalid="ignore"):

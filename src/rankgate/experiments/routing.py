@@ -98,7 +98,7 @@ def _chosen(sources: Sequence[str | None]) -> str:
 
 
 def routing_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, seed: int = 0,
-                     n_resamples: int = 2000, confidence: float = 0.95,
+                     resamples: int = 2000, confidence: float = 0.95,
                      thresholds: Thresholds | None = None) -> Routing:
     """The routing numbers of the module docs. ``recall``: ``run`` evaluated with ``recall@k``."""
     expected = gold.field("expected_source")
@@ -146,7 +146,7 @@ def routing_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, 
         valid = recs[~np.isnan(recs)]
         per_source.append(SourceRow(src, len(mine), ok, ok / len(mine), wilson_interval(ok, len(mine), confidence=confidence),
                                     math.fsum(valid.tolist()) / valid.size if valid.size else math.nan,
-                                    bootstrap_ci(recs, rng=seed, n_resamples=n_resamples, confidence=confidence),
+                                    bootstrap_ci(recs, rng=seed, resamples=resamples, confidence=confidence),
                                     int(valid.size)))
     total_slots, total_found = sum(slots.values()), sum(found.values())
     signals = tuple(SourceSignal(s, slots[s] / total_slots, (found[s] / total_found) if total_found else 0.0, slots[s])
@@ -154,7 +154,7 @@ def routing_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, 
     shares = np.asarray([r[3] for r in rows], dtype=np.float64)
     return Routing(
         k, n, routed, routed / n, wilson_interval(routed, n, confidence=confidence),
-        math.fsum(shares.tolist()) / n, bootstrap_ci(shares, rng=seed, n_resamples=n_resamples, confidence=confidence),
+        math.fsum(shares.tolist()) / n, bootstrap_ci(shares, rng=seed, resamples=resamples, confidence=confidence),
         tuple(sorted((e, c, m) for (e, c), m in matrix.items())), tuple(per_source), signals,
         tuple(router_skew(Signals(sources=signals), thresholds or Thresholds())),
         tuple((q, e, c) for q, e, c, _, _ in rows if e != c))

@@ -156,7 +156,7 @@ def _insert(items: list[str], negatives: Sequence[str], ranks: Sequence[int]) ->
 def stress_test(gold: Gold, run: Run, reranker: Reranker, *, chunks: Mapping[str, Chunk], queries: Mapping[str, Query],
                 negatives: Mapping[str, Sequence[str]], negatives_name: str, ranks: Sequence[int], n: int | None = 100,
                 depth: int | None = None, seed: int = 0, max_drop: float = 0.05, by: Sequence[str] = (),
-                n_resamples: int = 2000, confidence: float = 0.95, reranker_name: str = "reranker",
+                resamples: int = 2000, confidence: float = 0.95, reranker_name: str = "reranker",
                 evaluate: Callable[[Gold, Any], EvaluationResult] | None = None,
                 ties: str | None = None) -> StressResult:
     """Run the stress test (see the module docs). ``chunks``: id -> chunk with its text, for every item
@@ -218,7 +218,7 @@ def stress_test(gold: Gold, run: Run, reranker: Reranker, *, chunks: Mapping[str
     keep = set(sampled)
     sub = _gold_subset(gold, keep)
     before, after = evaluate(sub, before_records), evaluate(sub, after_records)
-    rows = paired_rows(before, after, by=by, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    rows = paired_rows(before, after, by=by, seed=seed, resamples=resamples, confidence=confidence)
     return StressResult(reranker_name, negatives_name, tuple(ranks), depth or 0, seed, max_drop,
                         tuple(q for q in gold.query_ids if q in keep), skipped, before, after, rows, tuple(breaches),
                         tuple(before_records), tuple(after_records))

@@ -194,7 +194,7 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
     try:
         judged = judge_answers(client, answers, _questions(gold), metrics=list(loaded.metrics), repeats=req.repeats)
         result = evaluate_answers(gold, answers, list(loaded.metrics), judgements=judged.labels, ties=req.ties)
-        cis = metric_cis(result, seed=req.seed, n_resamples=req.resamples, confidence=req.confidence)
+        cis = metric_cis(result, seed=req.seed, resamples=req.resamples, confidence=req.confidence)
         rows = diagnosis_grid(result, thresholds)
         # (cache hits are not in the summary: a second run must give the same bytes)
         cache_hits = (sum(judged.cached.values()), sum(judged.calls.values()))
@@ -215,7 +215,7 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
             if req.calibration:
                 from rankgate.answers.score import faithfulness_calibration
 
-                calibration = faithfulness_calibration(rows, loaded.human, seed=req.seed, n_resamples=req.resamples,
+                calibration = faithfulness_calibration(rows, loaded.human, seed=req.seed, resamples=req.resamples,
                                                        confidence=req.confidence).to_dict()
                 calibration.update({"judge": client.identity(), "human": f"sha256:{sha256_files([str(req.human)])}"})
     finally:
@@ -237,7 +237,7 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
     if req.by:
         from rankgate.stats.segments import segment_summary
 
-        segments = segment_summary(result, list(req.by), seed=req.seed, n_resamples=req.resamples,
+        segments = segment_summary(result, list(req.by), seed=req.seed, resamples=req.resamples,
                                    confidence=req.confidence)
         extra["segments"] = segments.to_dict()
     outcome = None

@@ -99,7 +99,7 @@ class CompareRequest:
     @property
     def stats(self) -> dict[str, Any]:
         st = self.statistics
-        return {"seed": st.seed, "n_resamples": st.resamples, "n_permutations": self.permutations,
+        return {"seed": st.seed, "resamples": st.resamples, "n_permutations": self.permutations,
                 "confidence": st.confidence}
 
 
@@ -188,7 +188,7 @@ def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
     base, cand = (e.result for e in evaluations)
     _check_alike(scorer, [base, cand], labels, 0)
     st = req.statistics
-    result = compare(base, cand, by=req.by, seed=st.seed, n_resamples=st.resamples, n_permutations=req.permutations,
+    result = compare(base, cand, by=req.by, seed=st.seed, resamples=st.resamples, n_permutations=req.permutations,
                      confidence=st.confidence, top=req.top)
     return CompareResult(result, tuple(labels), tuple(evaluations), freshness)
 
@@ -212,10 +212,10 @@ def _rewrite(req: CompareRequest, scorer: Scorer) -> CompareResult:
     gold = _load_gold(req)
     st = req.statistics
     effect = rewrite_effect(original, rewritten, lambda run, metrics: scorer.score(gold, run, metrics=",".join(metrics)),
-                            k=req.scoring.k or 10, by=req.by, seed=st.seed, n_resamples=st.resamples,
+                            k=req.scoring.k or 10, by=req.by, seed=st.seed, resamples=st.resamples,
                             confidence=st.confidence, texts=texts, labels=labels)
     evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in (original, rewritten)]
-    result = compare(evaluations[0].result, evaluations[1].result, by=req.by, seed=st.seed, n_resamples=st.resamples,
+    result = compare(evaluations[0].result, evaluations[1].result, by=req.by, seed=st.seed, resamples=st.resamples,
                      n_permutations=req.permutations, confidence=st.confidence, top=req.top,
                      baseline_label=labels[0], candidate_label=labels[1])
     return CompareResult(result, tuple(labels), tuple(evaluations), rewrite=effect)
@@ -255,7 +255,7 @@ def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str]
     results = [e.result for e in evaluations]
     _check_alike(scorer, results, names, baseline)
     st = req.statistics
-    result = compare_systems(results, labels=names, baseline=baseline, seed=st.seed, n_resamples=st.resamples,
+    result = compare_systems(results, labels=names, baseline=baseline, seed=st.seed, resamples=st.resamples,
                              n_permutations=req.permutations, confidence=st.confidence)
     return CompareResult(result, tuple(names), tuple(evaluations))
 

@@ -52,8 +52,8 @@ class Statistics:
             object.__setattr__(self, attr, value)
 
     def kwargs(self) -> dict[str, Any]:
-        """As the statistics functions take them: ``seed``, ``n_resamples``, ``confidence``."""
-        return {"seed": self.seed, "n_resamples": self.resamples, "confidence": self.confidence}
+        """As the statistics functions take them: ``seed``, ``resamples``, ``confidence``."""
+        return {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}
 
     def to_dict(self) -> dict[str, Any]:
         """As ``summary.json`` records them under ``statistics``."""

@@ -187,7 +187,7 @@ def run_calibration(req: CalibrationRequest) -> dict[str, Any]:
             raise InputError("is not the judge sidecar JSON rankgate judge relevance writes", path=side) from None
     cal = calibrate(keys, [human[k] for k in keys], [judged[k] for k in keys], task=req.task,
                     relevant_at=req.relevant_at, weights=None if req.weights == "none" else req.weights,
-                    confidence=req.confidence, n_resamples=req.resamples, seed=req.seed)
+                    confidence=req.confidence, resamples=req.resamples, seed=req.seed)
     body = cal.to_dict()
     body.update({"judge": identity, "human": f"sha256:{file_sha256(req.human)}",
                  "judge_labels": f"sha256:{file_sha256(req.judge_labels)}",

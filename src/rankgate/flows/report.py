@@ -104,7 +104,7 @@ class ReportRequest:
     metrics: tuple[str, ...] = ()
     top_misses: int = 50
     seed: int = 0
-    n_resamples: int = 2000
+    resamples: int = 2000
     confidence: float = 0.95
     title: str | None = None
     generated_at: str | None = None
@@ -151,8 +151,8 @@ class ReportRequest:
         put("metrics", check(Param("metrics", NAMES, ()), self.metrics, caller="ReportRequest"))
         put("top_misses", check(COUNT, self.top_misses, caller="ReportRequest", option="--top-misses", name="top_misses"))
         put("seed", check(SEED, self.seed, caller="ReportRequest", option="--seed"))
-        put("n_resamples", check(RESAMPLES, self.n_resamples, caller="ReportRequest", option="--resamples",
-                                 name="n_resamples"))
+        put("resamples", check(RESAMPLES, self.resamples, caller="ReportRequest", option="--resamples",
+                                 name="resamples"))
         put("confidence", check(CONFIDENCE, self.confidence, caller="ReportRequest", option="--confidence"))
         for attr in ("title", "generated_at", "gold_format", "run_format", "ties"):
             put(attr, check(TEXT, getattr(self, attr), caller="ReportRequest", name=attr))
@@ -318,7 +318,7 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
         from rankgate.flows.evaluate import Scoring
 
         s = req.scoring if req.scoring is not None else Scoring(gold_format=req.gold_format, run_format=req.run_format)
-        b = judged_bounds(Scorer(replace(s, k=req.judged_k, ties=req.ties)), Statistics(req.seed, req.n_resamples,
+        b = judged_bounds(Scorer(replace(s, k=req.judged_k, ties=req.ties)), Statistics(req.seed, req.resamples,
                           req.confidence), req.gold, req.run, req.judged, req.calibration)
         bounds = b.to_dict()
     scorer = Scorer(req.scoring, on_warning) if req.scoring is not None else None
@@ -343,7 +343,7 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
     if cfg is not None:
         from rankgate.gating.decide import decide
 
-        same = (cfg.seed, cfg.resamples, cfg.confidence) == (req.seed, req.n_resamples, req.confidence)
+        same = (cfg.seed, cfg.resamples, cfg.confidence) == (req.seed, req.resamples, req.confidence)
         outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
                          baseline_label=base.label, candidate_label=run_label, intervals=main.cis if same else None)
     doc_level = _doc_level(inputs, main, req, evaluator)
@@ -484,7 +484,7 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
     # The panel's intervals and the k-sweep's in one call: a metric's interval does not depend on the
     # others drawn with it, and queries are drawn once for all of them.
     sweep = [m for m in sweep_specs(list(SWEEP_FAMILIES), ks) if m not in panel]
-    cis = metric_cis(result, seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
+    cis = metric_cis(result, seed=req.seed, resamples=req.resamples, confidence=req.confidence,
                      metrics=[*panel, *sweep])
     fields = _auto_fields(result) if req.by is None else None
     if req.by is not None:
@@ -496,7 +496,7 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
     if fields:
         from rankgate.stats.segments import segment_summary
 
-        segments = segment_summary(result, fields, metrics=seg_metrics, seed=req.seed, n_resamples=req.n_resamples,
+        segments = segment_summary(result, fields, metrics=seg_metrics, seed=req.seed, resamples=req.resamples,
                                    confidence=req.confidence)
     return MainEvaluation(result, depth, ks, tuple(panel), tuple(gated), cis, fe,
                           None if fields is None else tuple(fields), tuple(seg_metrics), segments)
@@ -536,7 +536,7 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: R
     from rankgate.stats.paired import compare
 
     cmp = compare(result, main.result, metrics=[*main.panel, *[m for m in main.segment_metrics if m not in main.panel]],
-                  by=main.fields or (), seed=req.seed, n_resamples=req.n_resamples, confidence=req.confidence,
+                  by=main.fields or (), seed=req.seed, resamples=req.resamples, confidence=req.confidence,
                   baseline_label=label, candidate_label=run_label)
     return Baseline(result, None, cmp, label, ("baseline", br.source, base_sha), br)
 
@@ -610,7 +610,7 @@ def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
     from rankgate.flows.evaluate import Scorer, Scoring, Statistics, components_of
 
     gold, run = inputs.gold, inputs.run
-    stats = Statistics(req.seed, req.n_resamples, req.confidence)
+    stats = Statistics(req.seed, req.resamples, req.confidence)
     by = list(req.by or [])
     metrics = ["recall@5", "ndcg@10", "mrr"]
     freshness = rewrite = None
@@ -626,7 +626,7 @@ def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
         log = read_rewrite_runs(req.rewrite)
         k = req.scoring.k if req.scoring is not None else req.k
         rewrite = rewrite_effect(log.original, log.rewritten, lambda r, m: evaluator(gold, r, list(m), req.level),
-                                 k=k or 10, by=by, seed=req.seed, n_resamples=req.n_resamples,
+                                 k=k or 10, by=by, seed=req.seed, resamples=req.resamples,
                                  confidence=req.confidence, texts=log.texts)
     components: dict[str, Any] = {}
     if req.routing or req.entity_linking:

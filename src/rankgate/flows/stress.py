@@ -132,5 +132,5 @@ def run_stress(req: StressRequest) -> Any:
     return stress_test(gold, run_, reranker, chunks=chunks, queries=queries, negatives=negatives,
                        negatives_name=mode if mode in ("must-not", "lexical") else os.path.basename(mode),
                        ranks=req.ranks, n=req.n or None, depth=req.depth, seed=req.seed, max_drop=req.max_drop,
-                       by=list(req.by), n_resamples=req.resamples, confidence=req.confidence,
+                       by=list(req.by), resamples=req.resamples, confidence=req.confidence,
                        reranker_name=req.reranker, ties=req.ties)

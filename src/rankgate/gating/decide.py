@@ -177,7 +177,7 @@ class GateOutcome:
     baseline_label: str
     candidate_label: str
     seed: int
-    n_resamples: int
+    resamples: int
     confidence: float
     summary: Mapping[str, Any]
     movers: tuple[SegmentMove, ...] = ()
@@ -217,7 +217,7 @@ class GateOutcome:
             "exit_code": self.exit_code,
             "baseline": {"kind": self.baseline_kind, "label": self.baseline_label, "rule": self.rule},
             "candidate": self.candidate_label,
-            "statistics": {"seed": self.seed, "resamples": self.n_resamples, "confidence": self.confidence},
+            "statistics": {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence},
             "gates": [
                 {
                     "name": r.gate.name,
@@ -282,9 +282,9 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     cis = {m: intervals[m] for m in config.metrics if m in intervals} if intervals else {}
     missing = [m for m in config.metrics if m not in cis]
     if missing:
-        cis.update(metric_cis(current, seed=seed, n_resamples=B, confidence=conf, metrics=missing))
+        cis.update(metric_cis(current, seed=seed, resamples=B, confidence=conf, metrics=missing))
     segs = (segment_summary(current, list(dict.fromkeys(fields.values())), metrics=config.metrics, seed=seed,
-                            n_resamples=B, confidence=conf) if fields else None)
+                            resamples=B, confidence=conf) if fields else None)
     cmp: Comparison | None = None
     notes: list[str] = []
     from rankgate.scoring.engine import id_mismatch_line, ties_lines
@@ -331,7 +331,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
         raise UsageError(f"baseline must be an EvaluationResult, a BaselineSummary or None; got {type(baseline).__name__}")
     if paired is not None:
         cmp = compare(paired, current, metrics=[m for m in config.metrics if m in paired.metric_names], by=list(dict.fromkeys(fields.values())), seed=seed,
-                      n_resamples=B, n_permutations=0, confidence=conf, primary=next((g.metric for g in config.gates if g.metric not in means_metrics), paired.metric_names[0]),
+                      resamples=B, n_permutations=0, confidence=conf, primary=next((g.metric for g in config.gates if g.metric not in means_metrics), paired.metric_names[0]),
                       baseline_label=baseline_label if kind == "run" else blabel, candidate_label=candidate_label)
         if kind == "run":
             blabel = cmp.baseline_label
@@ -358,7 +358,7 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     if cmp is not None and paired is not None:
         queries, qkind = cmp.regressions, "regressed"
         if primary != cmp.primary and primary in paired.metric_names:  # list the queries of the metric that failed
-            queries = compare(paired, current, metrics=[primary], n_resamples=0, n_permutations=0).regressions
+            queries = compare(paired, current, metrics=[primary], resamples=0, n_permutations=0).regressions
     else:
         queries, qkind = worst_queries(current, primary), "lowest"
     counts = {
@@ -389,7 +389,7 @@ def _latency_results(config: GateConfig, current: EvaluationResult, baseline: An
                 raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"),
                                   field=f"latency[{i}].segments") from None
     return decide_latency(config.latency, current, baseline if isinstance(baseline, EvaluationResult) else None,
-                          seed=config.seed, n_resamples=config.resamples, confidence=config.confidence,
+                          seed=config.seed, resamples=config.resamples, confidence=config.confidence,
                           baseline_summary=isinstance(baseline, BaselineSummary))
 
 

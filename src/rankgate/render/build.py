@@ -98,7 +98,7 @@ def _curves(result: EvaluationResult, ks: tuple[int, ...], cis: Mapping[str, tup
     """The k-sweep's curves; the interval of each point from ``cis`` (the panel's, drawn together), none without."""
     from rankgate.stats.sweep import sweep_from_result
 
-    sw = sweep_from_result(result, list(SWEEP_FAMILIES), ks, n_resamples=0)
+    sw = sweep_from_result(result, list(SWEEP_FAMILIES), ks, resamples=0)
     nan = (math.nan, math.nan)
     return tuple(Curve(c.metric, sw.ks, c.means, tuple((cis or {}).get(s, nan)[0] for s in c.specs),
                        tuple((cis or {}).get(s, nan)[1] for s in c.specs), knee(sw.ks, c.means)) for c in sw.curves)
@@ -146,7 +146,7 @@ def build_report(
     metrics: Sequence[str] = (),
     top_misses: int = 50,
     seed: int = 0,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
     title: str | None = None,
     generated_at: str | None = None,
@@ -188,7 +188,7 @@ def build_report(
     req = ReportRequest(
         k=k or opts.get("k") or DEFAULT_K, level=level or opts.get("level") or "chunk",
         doc_sep=doc_sep if doc_sep is not None else opts.get("doc_sep", "#"), doc_map=doc_map, by=by,
-        min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, n_resamples=n_resamples,
+        min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, resamples=resamples,
         confidence=confidence, title=title, generated_at=generated_at, gold_format=gold_format,
         run_format=run_format, queries=queries, sources_dir=sources_dir, ties=ties,
         columns=evaluate_kwargs.get("columns"), gold=gold, run=run, baseline=baseline, lexical=lexical, config=cfg,
@@ -315,7 +315,7 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
         k=k,
         level=req.level,
         seed=req.seed,
-        n_resamples=req.n_resamples,
+        resamples=req.resamples,
         confidence=req.confidence,
         panel=_panel_rows(main, base, req.confidence),
         latency=_latency(result, base_result),

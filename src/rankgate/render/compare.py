@@ -72,7 +72,7 @@ def _coverage(cmp: Comparison, limit: int = 5, segments: list[str] | None = None
 
 
 def _method(cmp: Comparison) -> str:
-    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
+    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.resamples} resamples, seed {cmp.seed})"
     p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across {len(cmp.rows)} rows"
     return f"{ci}; {p}."
 
@@ -240,7 +240,7 @@ def _multi_coverage(cmp: MultiComparison, limit: int = 5) -> list[str]:
 
 
 def _multi_method(cmp: MultiComparison) -> str:
-    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.n_resamples} resamples, seed {cmp.seed})"
+    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.resamples} resamples, seed {cmp.seed})"
     p = (f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across "
          f"{len(cmp.rows)} rows ({len(cmp.systems)} runs × {len(cmp.metrics)} metrics)")
     return f"{ci}; {p}."

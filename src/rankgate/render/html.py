@@ -493,7 +493,7 @@ def _method(rep: Report) -> str:
     if c["duplicates_dropped"]:
         notes.append(f"{c['duplicates_dropped']} repeated ids dropped (each id kept at its best rank).")
     notes.extend(rep.input_notes)  # (escaped below, as every note)
-    notes.append(f"{fmt_confidence(rep.confidence)} CIs: percentile bootstrap over queries, {rep.n_resamples} resamples, seed {rep.seed}; "
+    notes.append(f"{fmt_confidence(rep.confidence)} CIs: percentile bootstrap over queries, {rep.resamples} resamples, seed {rep.seed}; "
                  "changes use a paired bootstrap and a paired randomisation test (Holm-corrected).")
     notes.append("Shares read as percentages and their changes as percentage points (pp); scores keep three decimals.")
     return ('<section id="method"><h2>Method</h2><ul>' + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>"

@@ -154,7 +154,7 @@ class Report:
     k: int
     level: str
     seed: int
-    n_resamples: int
+    resamples: int
     confidence: float
     panel: tuple[PanelRow, ...]
     latency: tuple[Latency, ...] = ()

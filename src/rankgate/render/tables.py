@@ -68,7 +68,7 @@ def segment_table(summary: SegmentSummary, title: str | None = None):
     from rich.table import Table
     from rich.text import Text
 
-    with_ci = summary.n_resamples > 0
+    with_ci = summary.resamples > 0
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("segment", overflow="fold")
     table.add_column("metric", no_wrap=True)
@@ -94,7 +94,7 @@ def segment_table(summary: SegmentSummary, title: str | None = None):
 
 def segment_markdown(summary: SegmentSummary) -> str:
     """The same rows as a GitHub-flavoured markdown table, and the same lines after it."""
-    with_ci = summary.n_resamples > 0
+    with_ci = summary.resamples > 0
     head = ["segment", "metric", "n", "mean"] + ([f"{fmt_confidence(summary.confidence)} CI"] if with_ci else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join([":--", ":--", "--:", "--:"] + (["--:"] if with_ci else [])) + "|"]
     rows, notes = shown_rows(summary)

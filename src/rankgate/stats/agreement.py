@@ -9,7 +9,7 @@ Cohen's κ (:func:`cohen_kappa`)
     ``w_ij = 1 − |i − j| / (K − 1)``, so a 2-vs-1 disagreement counts half; ``"quadratic"``:
     ``1 − (i − j)² / (K − 1)²``; ``None``: unweighted. NaN when ``p_e = 1`` (one category only).
 κ interval (:func:`kappa_ci`)
-    Percentile bootstrap over items (resampled with replacement, ``n_resamples`` = 2000, numpy
+    Percentile bootstrap over items (resampled with replacement, ``resamples`` = 2000, numpy
     ``default_rng(seed)``): the ``(1 ∓ c)/2`` quantiles of the resampled κ, NaN resamples dropped.
 Sensitivity and specificity (:func:`binary_rates`)
     For the cut ``grade >= relevant_at`` with the human label as the truth: sensitivity = judge
@@ -88,12 +88,12 @@ def cohen_kappa(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.nda
 
 
 def kappa_ci(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarray, *, weights: str | None = "linear",
-             confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
+             confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
              categories: int | None = None) -> tuple[float, float]:
     """Percentile-bootstrap interval of κ over items (module docstring); NaN with fewer than 2 items."""
     h, j = _pair(human, judge)
     check(CONFIDENCE, confidence, caller="kappa_ci")
-    check(RESAMPLES, n_resamples, caller="kappa_ci", name="n_resamples")
+    check(RESAMPLES, resamples, caller="kappa_ci", name="resamples")
     check(SEED, seed, caller="kappa_ci")
     if h.size < 2:
         return (math.nan, math.nan)
@@ -102,8 +102,8 @@ def kappa_ci(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarra
     rng = np.random.default_rng(seed)
     w = _weight_matrix(k, weights)
     values = []
-    for start in range(0, n_resamples, 500):
-        rows = min(500, n_resamples - start)
+    for start in range(0, resamples, 500):
+        rows = min(500, resamples - start)
         picked = codes[rng.integers(0, h.size, size=(rows, h.size))]
         flat = (np.arange(rows)[:, None] * (k * k) + picked).ravel()
         tables = np.bincount(flat, minlength=rows * k * k).reshape(rows, k, k)
@@ -210,7 +210,7 @@ class Calibration:
     confusion: list[list[int]]       # rows: human grade, columns: judge grade
     worst: list[dict[str, object]]   # the largest disagreements first
     confidence: float
-    n_resamples: int
+    resamples: int
     seed: int
 
     def to_dict(self) -> dict[str, object]:
@@ -225,7 +225,7 @@ class Calibration:
             "task": self.task, "n": self.n,
             "agreement": num(self.agreement), "agreement_ci": pair(self.agreement_ci),
             "kappa": num(self.kappa), "kappa_ci": pair(self.kappa_ci), "weights": self.weights,
-            "kappa_ci_method": f"percentile bootstrap over items, {self.n_resamples} resamples, seed {self.seed}",
+            "kappa_ci_method": f"percentile bootstrap over items, {self.resamples} resamples, seed {self.seed}",
             "confidence": self.confidence,
             "sensitivity": num(r.sensitivity), "sensitivity_ci": pair(r.sensitivity_ci),
             "specificity": num(r.specificity), "specificity_ci": pair(r.specificity_ci),
@@ -236,7 +236,7 @@ class Calibration:
 
 def calibrate(keys: Sequence[tuple[str, str]], human: Sequence[int], judge: Sequence[int], *,
               task: str = "context_relevance", relevant_at: int = 1, weights: str | None = "linear",
-              confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, worst: int = 10) -> Calibration:
+              confidence: float = 0.95, resamples: int = 2000, seed: int = 0, worst: int = 10) -> Calibration:
     """Agreement, weighted κ with its bootstrap interval, sensitivity/specificity with Wilson
     intervals, Spearman's ρ, the confusion table and the ``worst`` largest disagreements (by
     ``|human − judge|``, then key) of grades given for the same ``keys``."""
@@ -254,8 +254,8 @@ def calibrate(keys: Sequence[tuple[str, str]], human: Sequence[int], judge: Sequ
         task=task, n=int(h.size), agreement=same / h.size if h.size else math.nan,
         agreement_ci=wilson_interval(same, int(h.size), confidence=confidence),
         kappa=cohen_kappa(h, j, weights=weights, categories=k),
-        kappa_ci=kappa_ci(h, j, weights=weights, confidence=confidence, n_resamples=n_resamples, seed=seed,
+        kappa_ci=kappa_ci(h, j, weights=weights, confidence=confidence, resamples=resamples, seed=seed,
                           categories=k),
         weights=weights, rates=binary_rates(h, j, relevant_at=relevant_at, confidence=confidence),
         spearman=spearman(h, j), confusion=table.tolist(), worst=worst_rows, confidence=confidence,
-        n_resamples=n_resamples, seed=seed)
+        resamples=resamples, seed=seed)

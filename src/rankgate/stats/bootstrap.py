@@ -8,15 +8,15 @@ Methods
 -------
 Confidence interval of a mean (:func:`bootstrap_ci`)
     Percentile bootstrap over queries: draw ``n`` queries with replacement from the ``n`` that apply,
-    take the mean, repeat ``n_resamples`` times; the interval is the ``(1 - c)/2`` and
+    take the mean, repeat ``resamples`` times; the interval is the ``(1 - c)/2`` and
     ``(1 + c)/2`` quantiles of those means (numpy's default linear interpolation).
 Confidence interval of a paired change (:func:`paired_bootstrap_ci`)
     The same, on the per-query differences ``candidate − baseline``: the resampled unit is the query,
     so both runs move together and query difficulty cancels out.
 p-value of a paired change (:func:`randomization_test`)
     Two-sided sign-flip test: under "no difference" each query's difference is as likely to have the
-    opposite sign. Flip signs at random ``n_resamples`` times and count the ``b`` flips whose
-    ``|mean|`` is at least the observed one; ``p = (b + 1) / (n_resamples + 1)``, never 0.
+    opposite sign. Flip signs at random ``resamples`` times and count the ``b`` flips whose
+    ``|mean|`` is at least the observed one; ``p = (b + 1) / (resamples + 1)``, never 0.
 Several comparisons at once (:func:`holm`)
     Holm's step-down correction, which controls the chance of any false "changed" in the table.
 Interval of a proportion ``k / n`` (:func:`wilson_interval`, :func:`clopper_pearson`)
@@ -95,8 +95,8 @@ def _generator(rng: RandomSource) -> np.random.Generator:
     raise UsageError(f"rng must be a numpy.random.Generator or an integer seed (>= 0); got {rng!r}")
 
 
-def _check(caller: str, n_resamples: int, confidence: float | None = None) -> None:
-    check(RESAMPLES, n_resamples, caller=caller, name="n_resamples")
+def _check(caller: str, resamples: int, confidence: float | None = None) -> None:
+    check(RESAMPLES, resamples, caller=caller, name="resamples")
     if confidence is not None:
         check(CONFIDENCE, confidence, caller=caller)
 
@@ -125,16 +125,16 @@ def _count_group(n: int) -> int:
     return max(2, min(_STREAM_RESAMPLES, _MAX_COUNT_GROUP, _COUNTS_BYTES // max(n, 1)) // 2 * 2)
 
 
-def _streams(gen: np.random.Generator, n_resamples: int) -> tuple[list[int], list[np.ndarray]]:
+def _streams(gen: np.random.Generator, resamples: int) -> tuple[list[int], list[np.ndarray]]:
     """The first resample of each chunk and the SFC64 state of its stream (see the module docs): four
     words from ``gen``, so every bootstrap that starts from the same seed draws from the same streams."""
     entropy = [int(w) for w in gen.integers(0, 2**63, size=4, dtype=np.int64)]
-    starts = list(range(0, n_resamples, _STREAM_RESAMPLES))
+    starts = list(range(0, resamples, _STREAM_RESAMPLES))
     seeds = np.random.SeedSequence(entropy).spawn(len(starts))
     return starts, [np.asarray(np.random.SFC64(s).state["state"]["state"], dtype=np.uint64) for s in seeds]
 
 
-def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_resamples: int) -> list[np.ndarray]:
+def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, resamples: int) -> list[np.ndarray]:
     """Bootstrap means of each column, all columns resampled with the same query indices.
 
     Each resample's indices become per-query draw counts; each column's resampled sum is the
@@ -143,31 +143,31 @@ def _resampled_means(columns: Sequence[np.ndarray], gen: np.random.Generator, n_
     """
     n = columns[0].size
     m = len(columns)
-    starts, states = _streams(gen, n_resamples)
+    starts, states = _streams(gen, resamples)
     # Columns go through in blocks whose values stay in the cache while every resample reads them: a
     # block's sums are those of the whole (a column's sums do not depend on the others), and re-drawing
     # the same streams per block costs less than reading a large table from memory once per resample.
     width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * max(n, 1)) // 8 * 8)  # (the kernel sums eight at a time)
     blocks = [(lo, min(lo + width, m)) for lo in range(0, m, width)]
     stacks = [np.ascontiguousarray(np.column_stack(columns[lo:hi]), dtype=np.float64) for lo, hi in blocks]
-    out = _resampled_sums(stacks, blocks, starts, states, n_resamples, n * n_resamples)
+    out = _resampled_sums(stacks, blocks, starts, states, resamples, n * resamples)
     out /= n
     return [out[:, j].copy() for j in range(m)]
 
 
 def _resampled_sums(stacks: Sequence[np.ndarray], blocks: Sequence[tuple[int, int]], starts: Sequence[int],
-                    states: Sequence[np.ndarray], n_resamples: int, draws: int) -> np.ndarray:
-    """``(n_resamples, columns)`` resampled sums of the column blocks ``stacks`` (``n`` rows each; block
+                    states: Sequence[np.ndarray], resamples: int, draws: int) -> np.ndarray:
+    """``(resamples, columns)`` resampled sums of the column blocks ``stacks`` (``n`` rows each; block
     ``b`` holds columns ``blocks[b]``), drawn from the streams ``states``; ``draws`` (the work) decides
     whether the chunks go to both cores."""
     n = stacks[0].shape[0]
-    out = np.empty((n_resamples, blocks[-1][1]))
+    out = np.empty((resamples, blocks[-1][1]))
 
     from rankgate._native import kernels
 
     def chunk(i: int) -> None:
         start = starts[i]
-        stop = min(start + _STREAM_RESAMPLES, n_resamples)
+        stop = min(start + _STREAM_RESAMPLES, resamples)
         if kernels is not None and n < 2**32:
             # One draw of each resample's queries serves every column block (the same sums as one
             # bootstrap_sums call per block, each of which re-draws the stream).
@@ -254,18 +254,18 @@ def bootstrap_ci(
     values: Sequence[float] | np.ndarray,
     *,
     rng: RandomSource,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval ``(low, high)`` of the mean of ``values`` (NaN entries skipped).
 
-    ``n_resamples=0`` turns the interval off (NaN, NaN). See the module docs for the method.
+    ``resamples=0`` turns the interval off (NaN, NaN). See the module docs for the method.
     """
-    _check("bootstrap_ci", n_resamples, confidence)
+    _check("bootstrap_ci", resamples, confidence)
     x = _applicable(values)
-    if x.size < 2 or n_resamples == 0:
+    if x.size < 2 or resamples == 0:
         return (math.nan, math.nan)
-    (means,) = _resampled_means([x], _generator(rng), n_resamples)
+    (means,) = _resampled_means([x], _generator(rng), resamples)
     return _interval(x, means, confidence)
 
 
@@ -274,7 +274,7 @@ def paired_bootstrap_ci(
     cand: Sequence[float] | np.ndarray,
     *,
     rng: RandomSource,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval of the mean change ``cand − base`` over paired queries.
@@ -282,7 +282,7 @@ def paired_bootstrap_ci(
     Only queries where both values apply count. Queries are resampled as pairs.
     """
     b, c = paired_values(base, cand)
-    return bootstrap_ci(c - b, rng=rng, n_resamples=n_resamples, confidence=confidence)
+    return bootstrap_ci(c - b, rng=rng, resamples=resamples, confidence=confidence)
 
 
 def randomization_test(
@@ -290,26 +290,26 @@ def randomization_test(
     cand: Sequence[float] | np.ndarray,
     *,
     rng: RandomSource,
-    n_resamples: int = 10000,
+    resamples: int = 10000,
 ) -> float:
     """Two-sided paired sign-flip randomisation test of "no change in the mean"; returns p.
 
-    ``p = (b + 1) / (n_resamples + 1)`` where ``b`` counts sign flips whose ``|mean difference|``
-    reaches the observed one. NaN when no query applies in both runs (or ``n_resamples=0``);
+    ``p = (b + 1) / (resamples + 1)`` where ``b`` counts sign flips whose ``|mean difference|``
+    reaches the observed one. NaN when no query applies in both runs (or ``resamples=0``);
     1.0 when no query changed.
     """
-    _check("randomization_test", n_resamples)
+    _check("randomization_test", resamples)
     b, c = paired_values(base, cand)
-    if b.size == 0 or n_resamples == 0:
+    if b.size == 0 or resamples == 0:
         return math.nan
     d = c - b
     d = d[d != 0.0]  # unchanged queries add nothing to either side of the comparison
     if d.size == 0:
         return 1.0
-    return _sign_flip_p(d, _generator(rng), n_resamples)
+    return _sign_flip_p(d, _generator(rng), resamples)
 
 
-def _sign_flip_p(d: np.ndarray, gen: np.random.Generator, n_resamples: int) -> float:
+def _sign_flip_p(d: np.ndarray, gen: np.random.Generator, resamples: int) -> float:
     """:func:`randomization_test`'s p of the nonzero differences ``d`` (at least one)."""
     n = d.size
     total = float(d.sum())
@@ -317,20 +317,20 @@ def _sign_flip_p(d: np.ndarray, gen: np.random.Generator, n_resamples: int) -> f
     # Sums equal in exact arithmetic can differ in the last bits; count those as reaching it.
     tol = 1e-9 * float(np.abs(d).sum())
     reached = 0
-    for raw in _flip_blocks(gen, n, n_resamples):
+    for raw in _flip_blocks(gen, n, resamples):
         keep = np.unpackbits(raw, axis=1, count=n).astype(np.float64)
         # With signs s = 2·keep − 1: Σ s·d = 2·Σ keep·d − Σ d.
         flipped = 2.0 * (keep * d).sum(axis=1) - total
         reached += int((np.abs(flipped) >= observed - tol).sum())
-    return (reached + 1) / (n_resamples + 1)
+    return (reached + 1) / (resamples + 1)
 
 
-def _flip_blocks(gen: np.random.Generator, n: int, n_resamples: int) -> Iterator[np.ndarray]:
+def _flip_blocks(gen: np.random.Generator, n: int, resamples: int) -> Iterator[np.ndarray]:
     """The random signs of :func:`randomization_test` for ``n`` differences, a bit each, in blocks of rows."""
     nbytes = (n + 7) // 8
     rows = _block_rows(n)
-    for start in range(0, n_resamples, rows):
-        stop = min(start + rows, n_resamples)
+    for start in range(0, resamples, rows):
+        stop = min(start + rows, resamples)
         yield gen.integers(0, 256, size=(stop - start, nbytes), dtype=np.uint8)
 
 
@@ -358,7 +358,7 @@ def metric_cis(
     result,  # EvaluationResult (not imported: keeps this module free of the result type's imports)
     *,
     seed: int = 0,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
     metrics: Sequence[str] | None = None,
 ) -> dict[str, tuple[float, float]]:
@@ -367,15 +367,15 @@ def metric_cis(
     Each metric is resampled over the queries where it applies, from a generator seeded with
     ``seed``; so a metric's interval does not depend on which other metrics were evaluated, and
     metrics that apply to the same queries (e.g. all ranking metrics) share the same resampled query
-    sets. ``n_resamples=0`` gives NaN intervals.
+    sets. ``resamples=0`` gives NaN intervals.
     """
-    _check("metric_cis", n_resamples, confidence)
+    _check("metric_cis", resamples, confidence)
     names = list(result.metric_names) if metrics is None else [result.resolve_metric(m) for m in metrics]
-    return values_cis({name: result.values[name] for name in names}, seed, n_resamples, confidence)
+    return values_cis({name: result.values[name] for name in names}, seed, resamples, confidence)
 
 
 def values_cis(
-    values: Mapping[str, np.ndarray], seed: int, n_resamples: int, confidence: float
+    values: Mapping[str, np.ndarray], seed: int, resamples: int, confidence: float
 ) -> dict[str, tuple[float, float]]:
     """:func:`metric_cis` on per-query value arrays (name -> values, NaN = not applicable): the
     intervals of any subset of queries (a segment) with the same resampling rule. Inputs are trusted."""
@@ -386,11 +386,11 @@ def values_cis(
         groups.setdefault(np.packbits(mask).tobytes() + mask.size.to_bytes(8, "little"), []).append(name)
     for names in groups.values():
         cols = [_applicable(values[name]) for name in names]
-        if cols[0].size < 2 or n_resamples == 0:
+        if cols[0].size < 2 or resamples == 0:
             for name in names:
                 out[name] = (math.nan, math.nan)
             continue
-        means = _resampled_means(cols, np.random.default_rng(seed), n_resamples)
+        means = _resampled_means(cols, np.random.default_rng(seed), resamples)
         for name, x, m in zip(names, cols, means):
             out[name] = _interval(x, m, confidence)
     return {name: out[name] for name in values}
@@ -420,7 +420,7 @@ def _group_sizes(offsets: Any, n_values: int) -> np.ndarray:
 
 
 def grouped_bootstrap_cis(
-    values: np.ndarray, offsets: Sequence[int] | np.ndarray, *, seed: int, n_resamples: int = 2000,
+    values: np.ndarray, offsets: Sequence[int] | np.ndarray, *, seed: int, resamples: int = 2000,
     confidence: float = 0.95,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`bootstrap_ci` of each group ``values[offsets[j]:offsets[j + 1]]`` with ``rng=seed``, bit for
@@ -430,13 +430,13 @@ def grouped_bootstrap_cis(
     from the streams of ``seed``, and a column's resampled sums depend only on its own values, so the
     groups of one size are summed as the columns of one table. A group whose values are all equal has
     that value as its interval, as :func:`bootstrap_ci` gives it, without resampling."""
-    _check("grouped_bootstrap_cis", n_resamples, confidence)
+    _check("grouped_bootstrap_cis", resamples, confidence)
     x = np.ascontiguousarray(values, dtype=np.float64).ravel()
     sizes = _group_sizes(offsets, x.size)
     starts = np.asarray(offsets, dtype=np.int64).ravel()[:-1]
     low, high = np.full(sizes.size, math.nan), np.full(sizes.size, math.nan)
     two = np.flatnonzero(sizes >= 2)
-    if n_resamples == 0 or two.size == 0:
+    if resamples == 0 or two.size == 0:
         return low, high
     nonempty = np.flatnonzero(sizes > 0)  # (they tile the values: reduceat's ranges are the groups)
     mins, maxs = np.full(sizes.size, math.nan), np.full(sizes.size, math.nan)
@@ -449,29 +449,29 @@ def grouped_bootstrap_cis(
 
     if kernels is None:  # the numpy fallback's BLAS sums may depend on the columns beside: one group at a time
         for j in todo.tolist():
-            low[j], high[j] = bootstrap_ci(x[starts[j]:starts[j] + sizes[j]], rng=seed, n_resamples=n_resamples,
+            low[j], high[j] = bootstrap_ci(x[starts[j]:starts[j] + sizes[j]], rng=seed, resamples=resamples,
                                            confidence=confidence)
         return low, high
-    streams = _streams(np.random.default_rng(seed), n_resamples)
+    streams = _streams(np.random.default_rng(seed), resamples)
     alpha = 1.0 - confidence
     finite = np.zeros(sizes.size, dtype=bool)
     finite[nonempty] = np.logical_and.reduceat(np.isfinite(x), starts[nonempty])
     for n, group in _by_size(todo, sizes):
-        small = _compositions(streams, n, n_resamples) if n <= _COMPOSED_MAX else None
+        small = _compositions(streams, n, resamples) if n <= _COMPOSED_MAX else None
         if small is not None:
-            where = _order_positions(n_resamples, confidence)
+            where = _order_positions(resamples, confidence)
             ok = finite[group]
             if where is not None and ok.any():
                 _composed_intervals(x, starts, group[ok], n, *small, where, mins, maxs, low, high)
                 group = group[~ok]
-        per = max(1, min(_GROUP_CELLS // n_resamples, _GROUP_CELLS // n))
+        per = max(1, min(_GROUP_CELLS // resamples, _GROUP_CELLS // n))
         width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * n) // 8 * 8)  # as _resampled_means blocks
         for lo in range(0, group.size, per):
             cols = group[lo:lo + per]
             table = x[starts[cols][None, :] + np.arange(n)[:, None]]  # n rows, a column per group
             blocks = [(b, min(b + width, cols.size)) for b in range(0, cols.size, width)]
             stacks = [np.ascontiguousarray(table[:, b:e]) for b, e in blocks]
-            means = _resampled_sums(stacks, blocks, *streams, n_resamples, n * n_resamples * cols.size)
+            means = _resampled_sums(stacks, blocks, *streams, resamples, n * resamples * cols.size)
             means /= n
             q = np.concatenate([np.quantile(means[:, c:c + _QUANTILE_COLUMNS], [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
                                 for c in range(0, cols.size, _QUANTILE_COLUMNS)], axis=1)
@@ -480,7 +480,7 @@ def grouped_bootstrap_cis(
 
 
 def grouped_randomization_tests(
-    differences: np.ndarray, offsets: Sequence[int] | np.ndarray, *, seed: int, n_resamples: int = 10000,
+    differences: np.ndarray, offsets: Sequence[int] | np.ndarray, *, seed: int, resamples: int = 10000,
 ) -> np.ndarray:
     """:func:`randomization_test` of each group of paired differences ``differences[offsets[j]:offsets[j + 1]]``
     (candidate − baseline over the queries where both apply) with ``rng=seed``, bit for bit, for all
@@ -489,11 +489,11 @@ def grouped_randomization_tests(
     Groups with the same number of nonzero differences draw the same signs; up to 8 of them a flip's sum
     is one of 256 (its byte of signs), so each group sums 256 flips and counts how often each byte was
     drawn; up to 128, the groups of one size are flipped together; larger groups one at a time."""
-    _check("grouped_randomization_tests", n_resamples)
+    _check("grouped_randomization_tests", resamples)
     d = np.ascontiguousarray(differences, dtype=np.float64).ravel()
     sizes = _group_sizes(offsets, d.size)
     p = np.full(sizes.size, math.nan)
-    if n_resamples == 0:
+    if resamples == 0:
         return p
     nonzero = d != 0.0
     group_of = np.repeat(np.arange(sizes.size), sizes)
@@ -502,12 +502,12 @@ def grouped_randomization_tests(
     zstart = np.concatenate(([0], np.cumsum(counts)))[:-1]
     p[(sizes > 0) & (counts == 0)] = 1.0
     for n, group in _by_size(np.flatnonzero(counts > 0), counts):
-        if n > _BATCH_FLIPS or (n > _TABLE_FLIPS and _block_rows(n) < n_resamples):
+        if n > _BATCH_FLIPS or (n > _TABLE_FLIPS and _block_rows(n) < resamples):
             for j in group.tolist():
-                p[j] = _sign_flip_p(dz[zstart[j]:zstart[j] + n], np.random.default_rng(seed), n_resamples)
+                p[j] = _sign_flip_p(dz[zstart[j]:zstart[j] + n], np.random.default_rng(seed), resamples)
             continue
         gen = np.random.default_rng(seed)
-        raw = np.concatenate(list(_flip_blocks(gen, n, n_resamples)))
+        raw = np.concatenate(list(_flip_blocks(gen, n, resamples)))
         if n <= _TABLE_FLIPS:
             keep = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, count=n).astype(np.float64)
             drawn = np.bincount(raw[:, 0], minlength=256)  # how often each byte of signs was drawn
@@ -522,11 +522,11 @@ def grouped_randomization_tests(
             flipped = 2.0 * (keep[None, :, :] * table[:, None, :]).sum(axis=2) - total[:, None]
             hits = np.abs(flipped) >= reach[:, None]
             reached = hits.astype(np.int64) @ drawn if n <= _TABLE_FLIPS else hits.sum(axis=1)
-            p[rows] = (reached + 1) / (n_resamples + 1)
+            p[rows] = (reached + 1) / (resamples + 1)
     return p
 
 
-def _compositions(streams: tuple[list[int], list[np.ndarray]], n: int, n_resamples: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _compositions(streams: tuple[list[int], list[np.ndarray]], n: int, resamples: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The distinct per-query draw counts of the resamples of a group of ``n`` values, as the compiled kernel
     draws them from ``streams``, and how many resamples drew each; None when there are too many of them to
     be worth it (more than a quarter of the resamples) or the kernels are not compiled.
@@ -540,33 +540,33 @@ def _compositions(streams: tuple[list[int], list[np.ndarray]], n: int, n_resampl
     starts, states = streams
     drawn = []
     for i, start in enumerate(starts):
-        idx = np.empty((min(start + _STREAM_RESAMPLES, n_resamples) - start) * n, dtype=np.uint32)
+        idx = np.empty((min(start + _STREAM_RESAMPLES, resamples) - start) * n, dtype=np.uint32)
         kernels.draw_indices(states[i], n, idx)  # (the state is read, not advanced)
         drawn.append(idx)
-    cells = np.concatenate(drawn).astype(np.int64).reshape(n_resamples, n) + (np.arange(n_resamples) * n)[:, None]
-    counts = np.bincount(cells.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+    cells = np.concatenate(drawn).astype(np.int64).reshape(resamples, n) + (np.arange(resamples) * n)[:, None]
+    counts = np.bincount(cells.ravel(), minlength=resamples * n).reshape(resamples, n)
     distinct, times = np.unique(counts, axis=0, return_counts=True)
-    return (distinct.astype(np.float64), times) if 4 * distinct.shape[0] <= n_resamples else None
+    return (distinct.astype(np.float64), times) if 4 * distinct.shape[0] <= resamples else None
 
 
 _POSITIONS: dict[tuple[int, float], Any] = {}
 
 
-def _order_positions(n_resamples: int, confidence: float) -> tuple[list[int], list[int], list[float]] | None:
+def _order_positions(resamples: int, confidence: float) -> tuple[list[int], list[int], list[float]] | None:
     """Where np.quantile's linear interpolation reads the sorted resampled means for each end of the
     interval (the lower and upper of two neighbours) and its weight between them; None when a probe finds
     that np.quantile computes them otherwise (a numpy release may), and the caller then asks np.quantile."""
-    key = (n_resamples, confidence)
+    key = (resamples, confidence)
     if key not in _POSITIONS:
         alpha = 1.0 - confidence
         qs = np.asarray([alpha / 2.0, 1.0 - alpha / 2.0])
-        virtual = (n_resamples - 1) * qs
+        virtual = (resamples - 1) * qs
         below = np.floor(virtual)
         gamma = virtual - below
-        lower = np.minimum(below.astype(np.int64), n_resamples - 1)
-        upper = np.minimum(lower + 1, n_resamples - 1)
+        lower = np.minimum(below.astype(np.int64), resamples - 1)
+        upper = np.minimum(lower + 1, resamples - 1)
         found = (lower.tolist(), upper.tolist(), gamma.tolist())
-        probe = np.random.default_rng(20261201).random((n_resamples, 4))
+        probe = np.random.default_rng(20261201).random((resamples, 4))
         ordered = np.sort(probe, axis=0)
         same = np.quantile(probe, qs, axis=0).tobytes() == np.stack(
             [_between(ordered[a], ordered[b], g) for a, b, g in zip(*found)]).tobytes()
@@ -738,15 +738,15 @@ def clopper_pearson(k: int, n: int, *, confidence: float = 0.95, side: str = "tw
 
 
 def _resampled_quantiles(columns: Sequence[np.ndarray], qs: Sequence[float], gen: np.random.Generator,
-                         n_resamples: int) -> list[np.ndarray]:
-    """Bootstrap quantiles (numpy's linear interpolation) of each column: one ``(n_resamples, len(qs))``
+                         resamples: int) -> list[np.ndarray]:
+    """Bootstrap quantiles (numpy's linear interpolation) of each column: one ``(resamples, len(qs))``
     array per column; every column is resampled with the same query indices, drawn a block of
     resamples at a time from ``gen``, and all ``qs`` come from the same resamples."""
     n = columns[0].size
-    out = [np.empty((n_resamples, len(qs))) for _ in columns]
+    out = [np.empty((resamples, len(qs))) for _ in columns]
     rows = _block_rows(n)
-    for start in range(0, n_resamples, rows):
-        stop = min(start + rows, n_resamples)
+    for start in range(0, resamples, rows):
+        stop = min(start + rows, resamples)
         idx = gen.integers(0, n, size=(stop - start, n))
         for j, col in enumerate(columns):
             out[j][start:stop] = np.quantile(col[idx], list(qs), axis=1).T
@@ -769,31 +769,31 @@ def bootstrap_quantile_ci(
     q: float | Sequence[float],
     *,
     rng: RandomSource,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
 ) -> tuple[float, float] | list[tuple[float, float]]:
     """Percentile-bootstrap interval of the ``q``-quantile of ``values`` (NaN entries skipped).
 
     For latency percentiles (median, p90, p99): queries are resampled with replacement and the
     quantile (numpy's linear interpolation, as ``np.percentile``) is taken of each resample. The same
-    degenerate answers as :func:`bootstrap_ci`: NaN with fewer than 2 values or ``n_resamples=0``,
+    degenerate answers as :func:`bootstrap_ci`: NaN with fewer than 2 values or ``resamples=0``,
     the value itself when every value is equal. Tail quantiles of few queries are only as wide as
     the data allow: the p99 of 20 queries moves with its largest values, so read its interval as such.
 
     ``q`` may be a list (``[0.5, 0.9, 0.99]``): then a list of intervals, all from the same resamples
     (one pass over the data instead of one per quantile).
     """
-    _check("bootstrap_quantile_ci", n_resamples, confidence)
+    _check("bootstrap_quantile_ci", resamples, confidence)
     qs = [q] if isinstance(q, (int, float)) else list(q)
     for one in qs:
         _check_q(one)
     x = _applicable(values)
-    if x.size < 2 or n_resamples == 0:
+    if x.size < 2 or resamples == 0:
         cis = [(math.nan, math.nan)] * len(qs)
     elif bool((x == x[0]).all()):
         cis = [(float(x[0]), float(x[0]))] * len(qs)
     else:
-        (est,) = _resampled_quantiles([x], [float(v) for v in qs], _generator(rng), n_resamples)
+        (est,) = _resampled_quantiles([x], [float(v) for v in qs], _generator(rng), resamples)
         cis = [_quantile_interval(est[:, i], confidence) for i in range(len(qs))]
     return cis[0] if isinstance(q, (int, float)) else cis
 
@@ -804,7 +804,7 @@ def paired_quantile_change_ci(
     q: float,
     *,
     rng: RandomSource,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
 ) -> tuple[float, float]:
     """Interval of ``quantile_q(cand) − quantile_q(base)`` over paired queries (both not NaN).
@@ -812,12 +812,12 @@ def paired_quantile_change_ci(
     Each resample draws queries with replacement and takes the quantile of both runs over the same
     drawn queries, so query difficulty cancels as in :func:`paired_bootstrap_ci`.
     """
-    _check("paired_quantile_change_ci", n_resamples, confidence)
+    _check("paired_quantile_change_ci", resamples, confidence)
     _check_q(q)
     b, c = paired_values(base, cand)
-    if b.size < 2 or n_resamples == 0:
+    if b.size < 2 or resamples == 0:
         return (math.nan, math.nan)
-    qb, qc = _resampled_quantiles([b, c], [float(q)], _generator(rng), n_resamples)
+    qb, qc = _resampled_quantiles([b, c], [float(q)], _generator(rng), resamples)
     d = (qc - qb)[:, 0]
     if bool((d == d[0]).all()):
         return (float(d[0]), float(d[0]))

@@ -118,7 +118,7 @@ def _statistics(cmp: Any, correction: str) -> dict[str, Any]:
     """How a comparison's numbers were made, as both comparison dicts give it."""
     return {
         "seed": cmp.seed,
-        "resamples": cmp.n_resamples,
+        "resamples": cmp.resamples,
         "permutations": cmp.n_permutations,
         "confidence": cmp.confidence,
         "interval": "paired percentile bootstrap of the mean change over queries",
@@ -147,7 +147,7 @@ class Comparison:
     baseline_label: str = "baseline"
     candidate_label: str = "candidate"
     seed: int = 0
-    n_resamples: int = 2000
+    resamples: int = 2000
     n_permutations: int = 10000
     confidence: float = 0.95
     notes: tuple[str, ...] = field(default=())
@@ -206,7 +206,7 @@ def compare(
     metrics: Sequence[str] | None = None,
     by: str | Iterable[str] = (),
     seed: int = 0,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     n_permutations: int = 10000,
     confidence: float = 0.95,
     primary: str | None = None,
@@ -221,7 +221,7 @@ def compare(
         by: segment fields (``"intent"``, ``["intent", "lang"]``, ``"intent+lang"``).
         seed: seed of the bootstrap and the randomisation test; every row uses a fresh generator
             seeded with it, so a row's numbers do not depend on the rest of the table.
-        n_resamples: bootstrap resamples (0 turns intervals off).
+        resamples: bootstrap resamples (0 turns intervals off).
         n_permutations: sign flips of the randomisation test (0 turns p-values off).
         primary: metric whose per-query changes are listed (default: the first metric).
         top: how many most-regressed and most-improved queries to keep.
@@ -270,7 +270,7 @@ def compare(
         if distinct:
             members += np.split(order, np.cumsum(np.bincount(codes, minlength=len(distinct)))[:-1])
     rows = _delta_rows(base, cand, bi, ci, names, scopes, np.concatenate(members), [m.size for m in members],
-                       seed=seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence)
+                       seed=seed, resamples=resamples, n_permutations=n_permutations, confidence=confidence)
 
     regressions, improvements, changed = _query_changes(base, cand, bi, ci, paired_ids, prim, top)
     bmiss, cmiss = set(base.missing_from_run), set(cand.missing_from_run)
@@ -291,7 +291,7 @@ def compare(
         baseline_label=run_label(base, baseline_label, "baseline"),
         candidate_label=run_label(cand, candidate_label, "candidate"),
         seed=seed,
-        n_resamples=n_resamples,
+        resamples=resamples,
         n_permutations=n_permutations,
         confidence=confidence,
     )
@@ -299,7 +299,7 @@ def compare(
 
 def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray, names: list[str],
                 scopes: list[tuple[str | None, str | None]], members: np.ndarray, sizes: list[int], *, seed: int,
-                n_resamples: int, n_permutations: int, confidence: float) -> tuple[DeltaRow, ...]:
+                resamples: int, n_permutations: int, confidence: float) -> tuple[DeltaRow, ...]:
     """A row per metric and scope (metric by metric, scopes in order), Holm-corrected across all of them.
 
     ``members``: the paired positions of every scope one after the other (``sizes`` each). Every scope of
@@ -323,8 +323,8 @@ def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, 
     dok = ~np.isnan(d)
     group = np.repeat(np.arange(n.size), n)
     d_offsets = np.concatenate(([0], np.cumsum(np.bincount(group[dok], minlength=n.size))))
-    low, high = grouped_bootstrap_cis(d[dok], d_offsets, seed=seed, n_resamples=n_resamples, confidence=confidence)
-    p = grouped_randomization_tests(d, offsets, seed=seed, n_resamples=n_permutations)
+    low, high = grouped_bootstrap_cis(d[dok], d_offsets, seed=seed, resamples=resamples, confidence=confidence)
+    p = grouped_randomization_tests(d, offsets, seed=seed, resamples=n_permutations)
     adjusted = holm(p).tolist()
     mb, mc = exact_means(b, offsets), exact_means(c, offsets)
     n_of, low_of, high_of, p_of = n.tolist(), low.tolist(), high.tolist(), p.tolist()
@@ -415,7 +415,7 @@ class MultiComparison:
     missing_from_baseline_run: tuple[str, ...] = ()
     not_compared: tuple[str, ...] = ()
     seed: int = 0
-    n_resamples: int = 2000
+    resamples: int = 2000
     n_permutations: int = 10000
     confidence: float = 0.95
 
@@ -464,7 +464,7 @@ def compare_systems(
     baseline: int | str = 0,
     metrics: Sequence[str] | None = None,
     seed: int = 0,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     n_permutations: int = 10000,
     confidence: float = 0.95,
 ) -> MultiComparison:
@@ -534,8 +534,8 @@ def compare_systems(
             ok = ~(np.isnan(vb) | np.isnan(vo))
             x, y = vb[ok], vo[ok]
             mb, mo = exact_mean(x), exact_mean(y)
-            low, high = paired_bootstrap_ci(x, y, rng=seed, n_resamples=n_resamples, confidence=confidence)
-            p = randomization_test(x, y, rng=seed, n_resamples=n_permutations)
+            low, high = paired_bootstrap_ci(x, y, rng=seed, resamples=resamples, confidence=confidence)
+            p = randomization_test(x, y, rng=seed, resamples=n_permutations)
             raw.append(SystemRow(m, None, None, int(ok.sum()), mb, mo, mo - mb, low, high, p, math.nan, hib,
                                  system=names[i]))
     adjusted = holm([r.p_value for r in raw])
@@ -553,7 +553,7 @@ def compare_systems(
         missing_from_baseline_run=tuple(base.missing_from_run),
         not_compared=not_compared,
         seed=seed,
-        n_resamples=n_resamples,
+        resamples=resamples,
         n_permutations=n_permutations,
         confidence=confidence,
     )

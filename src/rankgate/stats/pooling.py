@@ -292,10 +292,10 @@ def _query_scores(top: list[str], gold: dict[str, int], judge: dict[str, int], k
 
 
 def bounds(gold: Any, run: Any, judged: Mapping[tuple[str, str], int], *, k: int, calibration: Calibration | None = None,
-           judge_failed: int = 0, seed: int = 0, n_resamples: int = 2000, confidence: float = 0.95,
+           judge_failed: int = 0, seed: int = 0, resamples: int = 2000, confidence: float = 0.95,
            ties: str | None = None) -> Bounds:
     """precision@k and nDCG@k (linear gain) of ``run``: lower, upper and corrected (see module docs)."""
-    check(RESAMPLES, n_resamples, caller="bounds", name="n_resamples")
+    check(RESAMPLES, resamples, caller="bounds", name="resamples")
     check(CONFIDENCE, confidence, caller="bounds")
     check(SEED, seed, caller="bounds")
     gold_j = gold.judgements()
@@ -347,10 +347,10 @@ def bounds(gold: Any, run: Any, judged: Mapping[tuple[str, str], int], *, k: int
             if corrected[n] > upper[n] + 1e-12:
                 above.append(n)
         corrected_ci = {n: (math.nan, math.nan) for n in names}
-        if n_resamples and len(qids) >= 2 and not math.isnan(pi_hat):
+        if resamples and len(qids) >= 2 and not math.isnan(pi_hat):
             rng = np.random.default_rng(seed)
-            draws = np.empty((n_resamples, 2))
-            for b in range(n_resamples):
+            draws = np.empty((resamples, 2))
+            for b in range(resamples):
                 idx = rng.integers(0, len(qids), len(qids))
                 se_b, sp_b = _redraw(calibration, rng)
                 vals = per_query(se_b, sp_b, idx)

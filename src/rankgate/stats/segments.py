@@ -256,7 +256,7 @@ class SegmentSummary:
     metrics: tuple[str, ...]
     rows: Sequence[SegmentRow]
     seed: int
-    n_resamples: int
+    resamples: int
     confidence: float
 
     def get(self, field: str, label: str, metric: str) -> SegmentRow | None:
@@ -348,7 +348,7 @@ def segment_summary(
     *,
     metrics: Sequence[str] | None = None,
     seed: int = 0,
-    n_resamples: int = 2000,
+    resamples: int = 2000,
     confidence: float = 0.95,
 ) -> SegmentSummary:
     """Per-segment ``n``, mean and interval of each metric, for each field in ``by``.
@@ -381,7 +381,7 @@ def segment_summary(
             counts.append(np.bincount(sorted_codes[ok], minlength=k))
         values = np.concatenate(parts) if parts else np.zeros(0)
         offsets = np.concatenate(([0], np.cumsum(np.concatenate(counts)))) if counts else np.zeros(1, dtype=np.int64)
-        low, high = grouped_bootstrap_cis(values, offsets, seed=seed, n_resamples=n_resamples, confidence=confidence)
+        low, high = grouped_bootstrap_cis(values, offsets, seed=seed, resamples=resamples, confidence=confidence)
         blocks.append(_FieldRows(key, distinct, names, queries, np.diff(offsets).tolist(), exact_means(values, offsets),
                                  low.tolist(), high.tolist()))
-    return SegmentSummary(tuple(keys), tuple(names), SegmentRows(blocks), seed, n_resamples, confidence)
+    return SegmentSummary(tuple(keys), tuple(names), SegmentRows(blocks), seed, resamples, confidence)

@@ -132,12 +132,12 @@ def sweep_from_result(
     ks: str | Iterable[int] = DEFAULT_KS,
     *,
     seed: int = 0,
-    n_resamples: int = 0,
+    resamples: int = 0,
     confidence: float = 0.95,
 ) -> KSweep:
     """Curves from a result that was evaluated with every ``metric@k`` of :func:`sweep_specs`.
 
-    ``n_resamples > 0`` adds bootstrap intervals per point (as :func:`rankgate.stats.bootstrap.metric_cis`).
+    ``resamples > 0`` adds bootstrap intervals per point (as :func:`rankgate.stats.bootstrap.metric_cis`).
     """
     from rankgate.stats.bootstrap import metric_cis
 
@@ -147,7 +147,7 @@ def sweep_from_result(
         specs = tuple(str(dataclasses.replace(family, k=k)) for k in ks_t)
         names = tuple(result.resolve_metric(s) for s in specs)
         summaries = [result.summary(s) for s in names]
-        cis = metric_cis(result, seed=seed, n_resamples=n_resamples, confidence=confidence, metrics=names)
+        cis = metric_cis(result, seed=seed, resamples=resamples, confidence=confidence, metrics=names)
         means = tuple(s.mean for s in summaries)
         curves.append(SweepCurve(
             metric=str(family),
@@ -169,7 +169,7 @@ def k_sweep(
     *,
     evaluate_kwargs: Mapping[str, Any] | None = None,
     seed: int = 0,
-    n_resamples: int = 0,
+    resamples: int = 0,
     confidence: float = 0.95,
 ) -> KSweep:
     """Evaluate ``run`` once with every ``metric@k`` and return the curves.
@@ -180,7 +180,7 @@ def k_sweep(
         ks: cutoffs (``"1,3,5,10,20"`` or a list); those past the run's depth (its longest ranking) are
             replaced by the depth itself, so a top-5 run is swept over 1, 3, 5.
         evaluate_kwargs: passed on to :func:`rankgate.evaluate` (``level``, ``doc_sep``, ``trec``…).
-        n_resamples: bootstrap intervals per point when > 0.
+        resamples: bootstrap intervals per point when > 0.
     """
     from rankgate.io import load_run
     from rankgate.scoring.engine import evaluate
@@ -192,7 +192,7 @@ def k_sweep(
         loaded = load_run(run, format=opts.get("run_format"), columns=opts.get("columns"))
     ks_t = within_depth(parse_ks(ks), run_depth(loaded))
     result = evaluate(gold, loaded, sweep_specs(metrics, ks_t), **dict(evaluate_kwargs or {}))
-    sweep = sweep_from_result(result, metrics, ks_t, seed=seed, n_resamples=n_resamples, confidence=confidence)
+    sweep = sweep_from_result(result, metrics, ks_t, seed=seed, resamples=resamples, confidence=confidence)
     return dataclasses.replace(sweep, depth=run_depth(loaded))
 
 
