@@ -217,8 +217,8 @@ def test_evaluate_options_are_the_ones_evaluate_takes():
     from rankgate._util.constraints import EVALUATE_OPTIONS
     from rankgate.scoring.engine import evaluate
 
-    params = inspect.signature(evaluate).parameters
-    assert list(EVALUATE_OPTIONS) == [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    params = inspect.signature(evaluate).parameters  # (scoring= holds them all as one value)
+    assert list(EVALUATE_OPTIONS) == [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY and n != "scoring"]
 
 
 def test_in_memory_inputs_with_a_sweep_are_not_taken_for_pipes():
@@ -452,3 +452,27 @@ def test_a_float_grade_column_of_a_mapped_parquet_table_is_never_cut(tmp_path, c
     assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--columns", "query_id=qid,grade=rel",
                  "--resamples", "0"]) == 2
     assert "(row 2) must be an integer grade; got 2.5" in capsys.readouterr().err
+
+
+def test_evaluate_takes_a_scoring_whole(tmp_path):
+    """``evaluate(gold, run, scoring=Scoring(...))`` scores as the same options given one by one, and refuses the
+    options given both ways (naming them)."""
+    import rankgate
+    from rankgate.errors import UsageError
+    from rankgate.scoring.options import Scoring
+
+    gold = {"q1": {"d1#1": 1, "d2#1": 1}, "q2": {"d3#2": 2}}
+    run = {"q1": ["d2#4", "d1#1", "d9"], "q2": ["d3#1", "d3#2"]}
+    (tmp_path / "map.tsv").write_text("d2#4\td2\n")
+    whole = rankgate.evaluate(gold, run, scoring=Scoring(metrics="ndcg@3,recall@2", level="doc", k=3, ties="input",
+                                                         doc_map=str(tmp_path / "map.tsv")))
+    loose = rankgate.evaluate(gold, run, ["ndcg@3", "recall@2"], level="doc", k=3, ties="input",
+                              doc_map={"d2#4": "d2"})
+    assert list(whole.metric_names) == list(loose.metric_names) == ["ndcg@3", "recall@2"]
+    for m in loose.metric_names:
+        assert whole[m].tolist() == loose[m].tolist()
+    assert list(rankgate.evaluate(gold, run, ["mrr"], scoring=Scoring(metrics="ndcg@3")).metric_names) == ["mrr"]
+    with pytest.raises(UsageError, match="not both: drop k, level or set them in the Scoring"):
+        rankgate.evaluate(gold, run, scoring=Scoring(), k=3, level="doc")
+    with pytest.raises(UsageError, match="'scoring' parameter of evaluate must be a rankgate Scoring"):
+        rankgate.evaluate(gold, run, scoring={"k": 3})

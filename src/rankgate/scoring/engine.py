@@ -34,10 +34,13 @@ from rankgate.metrics import Metric, parse_metrics
 from rankgate.metrics.context import NO_CUTOFF, EvalContext, JoinCodes
 from rankgate.metrics.ranking import compiled_values
 from rankgate.model.results import EvaluationResult
+from rankgate.scoring.options import Scoring, load_doc_map
 
-__all__ = ["DEFAULT_K", "doc_mapper", "evaluate", "ties_lines"]
+__all__ = ["API_METRICS", "DEFAULT_K", "doc_mapper", "evaluate", "ties_lines"]
 
 DEFAULT_K = 5
+API_METRICS: tuple[str, ...] = ("recall@5", "mrr", "ndcg@10")
+"""The metrics of :func:`evaluate` when none are given (the command line's default is longer: DEFAULT_METRICS)."""
 FULL_DEPTH_ROWS = 2_000_000  # runs up to this many rows are never cut at the deepest cutoff
 # Per-query run fields kept as they were logged, for layouts that report them (--layout v0).
 RUN_VALUE_FIELDS = ("latency_ms", "errors", "retries", "privacy_leak")
@@ -47,8 +50,9 @@ SEGMENT_FIELDS = ("intent", "segment", "source_of_query", "corpus_version", "as_
 def evaluate(
     gold: Any,
     run: Any,
-    metrics: str | Sequence[str | Metric] = ("recall@5", "mrr", "ndcg@10"),
+    metrics: str | Sequence[str | Metric] = API_METRICS,
     *,
+    scoring: Scoring | None = None,
     k: int | None = None,
     trec: bool = False,
     complete: bool = False,
@@ -91,7 +95,29 @@ def evaluate(
             the number of evaluated queries the other rule would order differently up to the deepest cutoff.
         columns: for CSV/TSV files with a header, which column holds each field, e.g.
             ``{"query_id": "qid", "chunk_id": "doc", "score": "s"}``.
+        scoring: all of the above as one value (:class:`rankgate.scoring.options.Scoring`, as the flows and
+            the command line hold them: its ``doc_map`` is a file, its ``columns`` the ``--columns`` text). Its
+            ``metrics`` apply unless ``metrics`` is given; the other keywords must then be left out, except
+            ``doc_map``, a mapping already read, which wins over the scoring's file.
     """
+    if scoring is not None:
+        loose = {"k": (k, None), "trec": (trec, False), "complete": (complete, False), "level": (level, "chunk"),
+                 "doc_sep": (doc_sep, "#"), "dedupe": (dedupe, "error"), "gold_format": (gold_format, None),
+                 "run_format": (run_format, None), "ties": (ties, None), "columns": (columns, None)}
+        both = [name for name, (value, default) in loose.items() if value is not default and value != default]
+        if not isinstance(scoring, Scoring):
+            raise UsageError(f"The 'scoring' parameter of evaluate must be a rankgate Scoring; got "
+                             f"{type(scoring).__name__}")
+        if both:
+            raise UsageError(f"evaluate takes the scoring options as scoring= or as keywords, not both: drop "
+                             f"{', '.join(both)} or set {'it' if len(both) == 1 else 'them'} in the Scoring")
+        metrics = scoring.metrics if metrics is API_METRICS else metrics
+        k, trec, complete, level, doc_sep, dedupe = (scoring.k, scoring.trec, scoring.complete, scoring.level,
+                                                     scoring.doc_sep, scoring.dedupe)
+        gold_format, run_format, ties, columns = (scoring.gold_format, scoring.run_format, scoring.ties,
+                                                  scoring.column_map())
+        if doc_map is None:
+            doc_map = load_doc_map(scoring.doc_map)
     # Every argument checked at the door (a UsageError naming it), numpy scalars taken as their values.
     metric_list = parse_metrics(metrics, caller="evaluate")
     if k is not None:

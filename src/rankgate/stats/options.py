@@ -1,0 +1,49 @@
+"""How every bootstrap interval is drawn: :class:`Statistics` (seed, resamples, confidence), defined once.
+
+The flows' requests hold one, the command line builds one from ``--seed``, ``--resamples`` and ``--confidence``,
+and ``summary.json`` records it under ``statistics``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Statistics"]
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Seed, resamples (0: no intervals) and confidence of every bootstrap interval a flow draws."""
+
+    seed: int = 0
+    resamples: int = 2000
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check
+
+        note = ""
+        if isinstance(self.resamples, int) and self.resamples > RESAMPLES.maximum:  # type: ignore[operator]
+            note = (f"the intervals would need about {_memory(self.resamples)} per metric; 2,000 to 10,000 resamples "
+                    "are plenty")
+        # (a wrong type is named as the parameter of Statistics, a bound by its option; numpy scalars made plain)
+        for param, attr, option in ((RESAMPLES, "resamples", "--resamples"), (CONFIDENCE, "confidence", "--confidence"),
+                                    (SEED, "seed", "--seed")):
+            value = check(param, getattr(self, attr), caller="Statistics", option=option,
+                          note=note if attr == "resamples" else "")
+            object.__setattr__(self, attr, value)
+
+    def kwargs(self) -> dict[str, Any]:
+        """As the statistics functions take them: ``seed``, ``resamples``, ``confidence``."""
+        return {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}
+
+    def to_dict(self) -> dict[str, Any]:
+        """As ``summary.json`` records them under ``statistics``."""
+        return {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}
+
+
+def _memory(resamples: int) -> str:
+    """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
+    size = resamples * 16
+    return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
