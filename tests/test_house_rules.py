@@ -153,3 +153,25 @@ def test_the_checkers(tmp_path: Path, files: dict[str, str], check, expected: in
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     assert len(check(tmp_path)) == expected
+
+
+def test_the_ship_criteria_evaluate_block_is_applied_in_one_function() -> None:
+    """``gating.config.evaluate_options`` merges a config's ``evaluate:`` block with the options given; nothing else
+    reads the block (``cfg.evaluate`` / ``config.evaluate``)."""
+    import re
+
+    found = [f"src/rankgate/{p.relative_to(SRC).as_posix()}:{n}" for p in sorted(SRC.rglob("*.py"))
+             if p.relative_to(SRC).as_posix() != "gating/config.py"
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\b(cfg|config)\.evaluate\b(?!\()", line)]
+    assert not found, "the evaluate: block read outside gating.config.evaluate_options:\n" + "\n".join(found)
+
+
+def test_evaluate_options_given_values_win_and_none_is_not_given() -> None:
+    from rankgate.gating.config import GateConfig, evaluate_options
+
+    cfg = GateConfig(gates=(), evaluate={"k": 10, "level": "doc", "ties": "id"})
+    assert evaluate_options(cfg, {"k": 3, "level": None, "doc_sep": "|"}) == {"k": 3, "level": "doc", "ties": "id",
+                                                                             "doc_sep": "|"}
+    assert evaluate_options(None, {"k": None}) == {}
+    assert evaluate_options(cfg) == {"k": 10, "level": "doc", "ties": "id"}

@@ -76,13 +76,11 @@ def request(args: argparse.Namespace) -> Any:
     config = None
     level, doc_sep, k, ties = args.level, args.doc_sep, args.k, args.ties
     if args.config:
-        from rankgate.gating.config import load_config
+        from rankgate.gating.config import evaluate_options, load_config
 
         config = load_config(args.config)
-        level = level or config.evaluate.get("level")
-        doc_sep = doc_sep if doc_sep is not None else config.evaluate.get("doc_sep")
-        k = k if k is not None else config.evaluate.get("k")
-        ties = ties or config.evaluate.get("ties")
+        options = evaluate_options(config, {"level": level, "doc_sep": doc_sep, "k": k, "ties": ties})
+        level, doc_sep, k, ties = (options.get(name) for name in ("level", "doc_sep", "k", "ties"))
     level = level or "chunk"
     doc_sep = "#" if doc_sep is None else doc_sep
     extra = tuple(m.strip() for m in (args.metrics or "").split(",") if m.strip())

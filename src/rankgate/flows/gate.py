@@ -77,13 +77,14 @@ def run_gate(req: GateRequest) -> GateOutcome:
     from rankgate.gating.baseline import BaselineSummary, summary_or_run
     from rankgate.io import load_gold
     from rankgate.scoring.engine import evaluate
+    from rankgate.gating.config import evaluate_options
     from rankgate.gating.decide import decide
     from rankgate.model.results import EvaluationResult
     from rankgate.flows.evaluate import Evaluation
 
     cfg = _config(req.config)
     gold = req.gold
-    options = {**cfg.evaluate, **req.evaluate}
+    options = evaluate_options(cfg, req.evaluate)
     gold_format = options.pop("gold_format", None)
     loaded_gold = None
     gold_hash: dict[str, str] = {}

@@ -53,9 +53,10 @@ def _baseline_values(gold_path: str, path: str, gold: Any, config: Any) -> tuple
         return None, [f"the baseline {name} was not used: the gold set has errors to fix first"]
 
     def scored(run_path: str) -> Any:
+        from rankgate.gating.config import evaluate_options
         from rankgate.scoring.engine import evaluate
 
-        return evaluate(gold_path, run_path, list(config.metrics), **config.evaluate)
+        return evaluate(gold_path, run_path, list(config.metrics), **evaluate_options(config))
 
     found: Any = summary_or_run(path, scored)
     if hasattr(found, "values") and hasattr(found, "query_ids"):  # a run, scored

@@ -424,3 +424,12 @@ def as_config(config: Any) -> GateConfig:
     if isinstance(config, (str, os.PathLike)):
         return load_config(os.fspath(config))
     raise UsageError(f"config must be a path, a GateConfig or a dict; got {type(config).__name__}")
+
+
+def evaluate_options(config: GateConfig | None, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The scoring options runs are scored with under these ship criteria: the config's ``evaluate:`` block, each
+    option ``given`` (not None: a flag, a request field) winning over it. The one place the block is applied (the
+    gate, the report, the gold set's baseline check and the command line all call this)."""
+    out = dict(config.evaluate) if config is not None else {}
+    out.update({name: value for name, value in (given or {}).items() if value is not None})
+    return out

@@ -179,15 +179,16 @@ def build_report(
         evaluator: ``(gold, run, metrics, level) -> EvaluationResult``; default :func:`rankgate.evaluate`
             with ``k``, ``doc_sep``, ``doc_map`` and ``evaluate_kwargs`` (``dedupe``, ``trec``…).
     """
+    from rankgate.gating.config import evaluate_options
     from rankgate.scoring.engine import DEFAULT_K
 
     cfg = _config(config)
-    opts = dict(cfg.evaluate) if cfg is not None else {}
+    opts = evaluate_options(cfg, {"k": k, "level": level, "doc_sep": doc_sep, "ties": evaluate_kwargs.get("ties")})
     # The report's lists follow the same ranking rule as its numbers (:func:`_lists`).
-    ties = evaluate_kwargs.setdefault("ties", opts.get("ties"))
+    ties = evaluate_kwargs["ties"] = opts.get("ties")
     req = ReportRequest(
-        k=k or opts.get("k") or DEFAULT_K, level=level or opts.get("level") or "chunk",
-        doc_sep=doc_sep if doc_sep is not None else opts.get("doc_sep", "#"), doc_map=doc_map, by=by,
+        k=opts.get("k") or DEFAULT_K, level=opts.get("level") or "chunk", doc_sep=opts.get("doc_sep", "#"),
+        doc_map=doc_map, by=by,
         min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, resamples=resamples,
         confidence=confidence, title=title, generated_at=generated_at, gold_format=gold_format,
         run_format=run_format, queries=queries, sources_dir=sources_dir, ties=ties,
