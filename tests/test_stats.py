@@ -214,3 +214,32 @@ def test_newcombe_interval_hand_computed_and_against_statsmodels():
         ref = sm.confint_proportions_2indep(k1, n1, k2, n2, method="newcomb", compare="diff", alpha=1 - conf)
         assert got == pytest.approx(tuple(float(x) for x in ref), abs=1e-12)
     assert all(math.isnan(x) for x in newcombe_interval(0, 0, 1, 2))
+
+
+def test_statistics_taken_whole_equals_the_loose_keywords():
+    """Interval, comparison, segment and sweep functions take a ``Statistics`` whole (``statistics=``) with the
+    numbers of the same three keywords given loose, and refuse both at once, naming what to drop."""
+    import rankgate
+    from rankgate.errors import UsageError
+    from rankgate.stats.bootstrap import metric_cis
+    from rankgate.stats.options import Statistics
+    from rankgate.stats.paired import compare
+    from rankgate.stats.sweep import k_sweep
+
+    gold = {f"q{i}": {f"d{i}": 1, f"e{i}": 2} for i in range(30)}
+    base = {f"q{i}": [f"x{i}", f"d{i}", f"e{i}"] if i % 3 else [f"e{i}"] for i in range(30)}
+    cand = {f"q{i}": [f"d{i}", f"x{i}"] for i in range(30)}
+    a = rankgate.evaluate(gold, base, ["mrr", "ndcg@3"])
+    b = rankgate.evaluate(gold, cand, ["mrr", "ndcg@3"])
+    st = Statistics(seed=7, resamples=500, confidence=0.9)
+    assert metric_cis(a, statistics=st) == metric_cis(a, seed=7, resamples=500, confidence=0.9)
+    assert metric_cis(a, statistics=st) != metric_cis(a, seed=8, resamples=500, confidence=0.9)
+    whole, loose = compare(a, b, statistics=st), compare(a, b, seed=7, resamples=500, confidence=0.9)
+    assert whole.rows == loose.rows and len(whole.rows) == 2
+    assert repr(k_sweep(gold, base, ["recall"], [1, 2], statistics=st)) == \
+        repr(k_sweep(gold, base, ["recall"], [1, 2], seed=7, resamples=500, confidence=0.9))
+    with pytest.raises(UsageError, match="metric_cis takes the bootstrap's options as statistics= or as keywords, "
+                                         "not both: drop seed or set it in the Statistics"):
+        metric_cis(a, statistics=st, seed=3)
+    with pytest.raises(UsageError, match="'statistics' parameter of compare must be a rankgate Statistics"):
+        compare(a, b, statistics={"seed": 7})

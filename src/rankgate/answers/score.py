@@ -44,6 +44,7 @@ import numpy as np
 
 from rankgate.errors import InputError, UsageError
 from rankgate.metrics.answers import ANSWER_METRICS, JUDGE_ERROR, NOT_APPLICABLE, OK, AnswerLabels, status
+from rankgate.stats.options import Statistics, taken
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankgate.io import Gold
@@ -578,11 +579,14 @@ def agreement_with_human(rows: Sequence[GridRow], human: Mapping[str, Mapping[st
     return out
 
 
-def faithfulness_calibration(rows: Sequence[GridRow], human: Mapping[str, Mapping[str, Any]], *, seed: int = 0,
+def faithfulness_calibration(rows: Sequence[GridRow], human: Mapping[str, Mapping[str, Any]], *,
+                             statistics: Statistics | None = None, seed: int = 0,
                              resamples: int = 2000, confidence: float = 0.95) -> Any:
     """The judge's faithful verdicts against human ones, as a calibration (task ``faithfulness``:
     1 = faithful, 0 = not; answers that are refusals on either side are left out), in the format
     ``rankgate judge calibrate`` writes, so a gate on faithfulness or contradiction_rate can cite it."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="faithfulness_calibration",
+                                         defaults=(0, 2000, 0.95))
     from rankgate.stats.agreement import calibrate
 
     keys, h, j = [], [], []

@@ -28,6 +28,7 @@ from rankgate.model.gold_run import Gold, Run
 from rankgate.errors import InputError
 from rankgate.model.results import EvaluationResult
 from rankgate.experiments.paired import PairedRow, paired_rows
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["AsOfFilter", "FreshnessWhatIf", "as_date", "enforce_as_of", "freshness_what_if"]
 
@@ -140,9 +141,12 @@ class FreshnessWhatIf:
                               "rest move up; delta = enforced - as logged, paired over queries"}
 
 
-def freshness_what_if(gold: Gold, run: Run, evaluate: Any, *, by: Sequence[str] = (), seed: int = 0,
+def freshness_what_if(gold: Gold, run: Run, evaluate: Any, *, by: Sequence[str] = (),
+                      statistics: Statistics | None = None, seed: int = 0,
                       resamples: int = 2000, confidence: float = 0.95) -> FreshnessWhatIf:
     """Evaluate ``run`` as logged and with :func:`enforce_as_of`; ``evaluate(gold, run)`` scores one run."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="freshness_what_if",
+                                         defaults=(0, 2000, 0.95))
     enforced_run, info = enforce_as_of(gold, run)
     logged = evaluate(gold, run)
     enforced = evaluate(gold, enforced_run)

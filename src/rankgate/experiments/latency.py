@@ -38,6 +38,7 @@ from rankgate.metrics.display import fmt_confidence, fmt_ms, fmt_score, fmt_sig
 from rankgate.model.results import EvaluationResult
 from rankgate.stats.segments import display_field, members_of, ordered_labels, segment_labels
 from rankgate.stats.bootstrap import exact_quantile_ci, paired_quantile_change_ci
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["STATS", "LatencyCheck", "LatencyGate", "LatencyGateResult", "LatencyRow", "LatencySummary",
            "decide_latency", "latency_stages", "latency_summary", "read_latency_gates"]
@@ -120,9 +121,12 @@ def _groups(result: EvaluationResult, by: Sequence[str]) -> list[tuple[str | Non
     return groups
 
 
-def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (), seed: int = 0, resamples: int = 2000,
+def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (),
+                    statistics: Statistics | None = None, seed: int = 0, resamples: int = 2000,
                     confidence: float = 0.95) -> LatencySummary:
     """Median, p90, p95, p99 of every stage, with intervals, over all queries and each segment of ``by``."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="latency_summary",
+                                         defaults=(0, 2000, 0.95))
     rows = []
     for stage, x in latency_stages(result).items():
         for label, mask in _groups(result, by):

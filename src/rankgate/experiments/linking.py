@@ -28,6 +28,7 @@ from rankgate.model.results import EvaluationResult
 from rankgate.stats.segments import display_field, members_of, ordered_labels, segment_labels
 from rankgate.stats.bootstrap import bootstrap_ci
 from rankgate.experiments.paired import nan_to_none
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["Linking", "LinkingRow", "linking_analysis"]
 
@@ -76,8 +77,11 @@ class Linking:
 
 
 def linking_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, by: Sequence[str] = (),
+                     statistics: Statistics | None = None,
                      seed: int = 0, resamples: int = 2000, confidence: float = 0.95) -> Linking:
     """Entity-linking precision, recall and F1 per query and their means (see the module docs)."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="linking_analysis",
+                                         defaults=(0, 2000, 0.95))
     if "linked_entities" not in run.fields:
         raise InputError("has no 'linked_entities' on any record, so entity linking cannot be measured",
                          path=run.source, field="linked_entities",

@@ -18,6 +18,7 @@ import numpy as np
 
 from rankgate.model.results import EvaluationResult
 from rankgate.experiments.paired import PairedRow, nan_to_none, paired_rows
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["BrokenQuery", "RewriteEffect", "rewrite_effect"]
 
@@ -55,10 +56,13 @@ class RewriteEffect:
 
 
 def rewrite_effect(original: Any, rewritten: Any, evaluate: Callable[[Any, Sequence[str]], EvaluationResult], *,
-                   k: int = 10, by: Sequence[str] = (), seed: int = 0, resamples: int = 2000,
+                   k: int = 10, by: Sequence[str] = (),
+                   statistics: Statistics | None = None, seed: int = 0, resamples: int = 2000,
                    confidence: float = 0.95, texts: Mapping[str, Mapping[str, str]] | None = None,
                    labels: tuple[str, str] = ("original", "rewritten")) -> RewriteEffect:
     """Score both sides with ``evaluate(run, metrics)`` and compare them (see the module docs)."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="rewrite_effect",
+                                         defaults=(0, 2000, 0.95))
     metrics = [f"recall@{k}", f"ndcg@{k}"]
     a, b = evaluate(original, metrics), evaluate(rewritten, metrics)
     rows = paired_rows(a, b, by=by, seed=seed, resamples=resamples, confidence=confidence)

@@ -31,6 +31,7 @@ from rankgate.model.results import EvaluationResult
 from rankgate.stats.bootstrap import bootstrap_ci, wilson_interval
 from rankgate.experiments.paired import nan_to_none
 from rankgate.experiments.stress import ranked_items
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["NONE", "Routing", "SourceRow", "routing_analysis"]
 
@@ -97,10 +98,13 @@ def _chosen(sources: Sequence[str | None]) -> str:
     return next(s for s in named if counts[s] == best)  # first (best-ranked) among the most frequent
 
 
-def routing_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int, seed: int = 0,
+def routing_analysis(gold: Gold, run: Run, recall: EvaluationResult, *, k: int,
+                     statistics: Statistics | None = None, seed: int = 0,
                      resamples: int = 2000, confidence: float = 0.95,
                      thresholds: Thresholds | None = None) -> Routing:
     """The routing numbers of the module docs. ``recall``: ``run`` evaluated with ``recall@k``."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="routing_analysis",
+                                         defaults=(0, 2000, 0.95))
     expected = gold.field("expected_source")
     for qid, e in zip(gold.query_ids, expected):
         if e is not None and not (isinstance(e, str) and e.strip()):

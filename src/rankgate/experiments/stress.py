@@ -37,6 +37,7 @@ from rankgate.model.results import EvaluationResult
 from rankgate.retrieval.base import Chunk, Query
 from rankgate.retrieval.rerank import Reranker, apply_reranker
 from rankgate.experiments.paired import PairedRow, paired_rows
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["STRESS_METRICS", "Breach", "StressResult", "lexical_negatives", "negatives_from_gold", "ranked_items",
            "stress_test"]
@@ -155,13 +156,16 @@ def _insert(items: list[str], negatives: Sequence[str], ranks: Sequence[int]) ->
 
 def stress_test(gold: Gold, run: Run, reranker: Reranker, *, chunks: Mapping[str, Chunk], queries: Mapping[str, Query],
                 negatives: Mapping[str, Sequence[str]], negatives_name: str, ranks: Sequence[int], n: int | None = 100,
-                depth: int | None = None, seed: int = 0, max_drop: float = 0.05, by: Sequence[str] = (),
+                depth: int | None = None,
+                statistics: Statistics | None = None, seed: int = 0, max_drop: float = 0.05, by: Sequence[str] = (),
                 resamples: int = 2000, confidence: float = 0.95, reranker_name: str = "reranker",
                 evaluate: Callable[[Gold, Any], EvaluationResult] | None = None,
                 ties: str | None = None) -> StressResult:
     """Run the stress test (see the module docs). ``chunks``: id -> chunk with its text, for every item
     of the input and every negative; ``queries``: id -> query text; ``ties``: the rule that ranks
     ``run`` (``"id"``, ``"input"``; default: the one its format asks for)."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="stress_test",
+                                         defaults=(0, 2000, 0.95))
     if not ranks or any(r < 1 for r in ranks) or len(set(ranks)) != len(ranks):
         raise UsageError(f"ranks must be distinct positive ranks (e.g. 1,2,3); got {list(ranks)}")
     if evaluate is None:

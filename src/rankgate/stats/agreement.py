@@ -36,6 +36,7 @@ import numpy as np
 from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check
 from rankgate.errors import UsageError
 from rankgate.stats.bootstrap import normal_quantile, wilson_interval
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["BinaryRates", "Calibration", "PPIEstimate", "binary_rates", "calibrate", "cohen_kappa", "kappa_ci", "ppi_mean",
            "spearman"]
@@ -88,9 +89,12 @@ def cohen_kappa(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.nda
 
 
 def kappa_ci(human: Sequence[int] | np.ndarray, judge: Sequence[int] | np.ndarray, *, weights: str | None = "linear",
+             statistics: Statistics | None = None,
              confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
              categories: int | None = None) -> tuple[float, float]:
     """Percentile-bootstrap interval of κ over items (module docstring); NaN with fewer than 2 items."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="kappa_ci",
+                                         defaults=(0, 2000, 0.95))
     h, j = _pair(human, judge)
     check(CONFIDENCE, confidence, caller="kappa_ci")
     check(RESAMPLES, resamples, caller="kappa_ci", name="resamples")
@@ -236,10 +240,13 @@ class Calibration:
 
 def calibrate(keys: Sequence[tuple[str, str]], human: Sequence[int], judge: Sequence[int], *,
               task: str = "context_relevance", relevant_at: int = 1, weights: str | None = "linear",
+              statistics: Statistics | None = None,
               confidence: float = 0.95, resamples: int = 2000, seed: int = 0, worst: int = 10) -> Calibration:
     """Agreement, weighted κ with its bootstrap interval, sensitivity/specificity with Wilson
     intervals, Spearman's ρ, the confusion table and the ``worst`` largest disagreements (by
     ``|human − judge|``, then key) of grades given for the same ``keys``."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="calibrate",
+                                         defaults=(0, 2000, 0.95))
     h, j = _pair(human, judge)
     k = 3 if h.size == 0 else max(3, int(max(h.max(), j.max())) + 1)
     same = int((h == j).sum())

@@ -53,6 +53,7 @@ import numpy as np
 
 from rankgate._util.constraints import CONFIDENCE, MAX_RESAMPLES, RESAMPLES, check
 from rankgate.errors import UsageError
+from rankgate.stats.options import Statistics, taken
 
 __all__ = [
     "CI_METHOD",
@@ -357,6 +358,7 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
 def metric_cis(
     result,  # EvaluationResult (not imported: keeps this module free of the result type's imports)
     *,
+    statistics: Statistics | None = None,
     seed: int = 0,
     resamples: int = 2000,
     confidence: float = 0.95,
@@ -369,6 +371,8 @@ def metric_cis(
     metrics that apply to the same queries (e.g. all ranking metrics) share the same resampled query
     sets. ``resamples=0`` gives NaN intervals.
     """
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="metric_cis",
+                                         defaults=(0, 2000, 0.95))
     _check("metric_cis", resamples, confidence)
     names = list(result.metric_names) if metrics is None else [result.resolve_metric(m) for m in metrics]
     return values_cis({name: result.values[name] for name in names}, seed, resamples, confidence)

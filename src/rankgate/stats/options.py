@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Statistics"]
+__all__ = ["Statistics", "taken"]
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,6 @@ class Statistics:
                           note=note if attr == "resamples" else "")
             object.__setattr__(self, attr, value)
 
-    def kwargs(self) -> dict[str, Any]:
-        """As the statistics functions take them: ``seed``, ``resamples``, ``confidence``."""
-        return {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}
-
     def to_dict(self) -> dict[str, Any]:
         """As ``summary.json`` records them under ``statistics``."""
         return {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}
@@ -47,3 +43,27 @@ def _memory(resamples: int) -> str:
     """Memory the bootstrap needs per metric for ``resamples`` means (8 bytes each, kept twice)."""
     size = resamples * 16
     return f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
+
+
+def taken(statistics: Statistics | None, seed: int, resamples: int, confidence: float, *, caller: str,
+          defaults: tuple[int, int, float] = (0, 2000, 0.95)) -> tuple[int, int, float]:
+    """The seed, resamples and confidence a statistics function draws with: ``statistics`` whole when it is given
+    (the loose keywords then left at their ``defaults``), else the loose keywords as given.
+
+    Every interval, comparison, segment and sweep function takes ``statistics=`` this way, so a caller holding a
+    :class:`Statistics` (every flow's request does) passes it whole."""
+    if statistics is None:
+        return seed, resamples, confidence
+    if not isinstance(statistics, Statistics):
+        from rankgate.errors import UsageError
+
+        raise UsageError(f"The 'statistics' parameter of {caller} must be a rankgate Statistics; got "
+                         f"{type(statistics).__name__}")
+    both = [name for name, value, default in zip(("seed", "resamples", "confidence"), (seed, resamples, confidence),
+                                                 defaults) if value != default]
+    if both:
+        from rankgate.errors import UsageError
+
+        raise UsageError(f"{caller} takes the bootstrap's options as statistics= or as keywords, not both: drop "
+                         f"{', '.join(both)} or set {'it' if len(both) == 1 else 'them'} in the Statistics")
+    return statistics.seed, statistics.resamples, statistics.confidence

@@ -36,6 +36,7 @@ from rankgate.metrics.info import higher_is_better, is_share, metric_family
 from rankgate.model.results import EvaluationResult, run_label
 from rankgate.stats.segments import label_groups, segment_labels, split_fields
 from rankgate.stats.bootstrap import grouped_bootstrap_cis, grouped_randomization_tests, holm, paired_bootstrap_ci, randomization_test
+from rankgate.stats.options import Statistics, taken
 
 __all__ = [
     "Comparison", "DeltaRow", "MultiComparison", "QueryChange", "SystemPairing", "SystemRow", "change_dict",
@@ -205,6 +206,7 @@ def compare(
     *,
     metrics: Sequence[str] | None = None,
     by: str | Iterable[str] = (),
+    statistics: Statistics | None = None,
     seed: int = 0,
     resamples: int = 2000,
     n_permutations: int = 10000,
@@ -226,6 +228,8 @@ def compare(
         primary: metric whose per-query changes are listed (default: the first metric).
         top: how many most-regressed and most-improved queries to keep.
     """
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="compare",
+                                         defaults=(0, 2000, 0.95))
     if not isinstance(base, EvaluationResult) or not isinstance(cand, EvaluationResult):
         raise UsageError("compare() takes two EvaluationResult objects (from rankgate.evaluate)")
     if metrics is None:
@@ -463,6 +467,7 @@ def compare_systems(
     labels: Sequence[str] | None = None,
     baseline: int | str = 0,
     metrics: Sequence[str] | None = None,
+    statistics: Statistics | None = None,
     seed: int = 0,
     resamples: int = 2000,
     n_permutations: int = 10000,
@@ -476,6 +481,8 @@ def compare_systems(
         metrics: metrics to compare (default: those evaluated in every result, in the baseline's order).
         seed: every row uses a fresh generator seeded with it, as :func:`compare` does.
     """
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="compare_systems",
+                                         defaults=(0, 2000, 0.95))
     results = list(results)
     if len(results) < 2 or not all(isinstance(r, EvaluationResult) for r in results):
         raise UsageError("compare_systems() takes two or more EvaluationResult objects (from rankgate.evaluate)")

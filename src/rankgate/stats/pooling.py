@@ -42,6 +42,7 @@ import numpy as np
 
 from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check
 from rankgate.errors import InputError, UsageError
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["Bounds", "Calibration", "PoolItem", "bounds", "pool_queue", "read_calibration", "read_judged",
            "rogan_gladen"]
@@ -292,9 +293,12 @@ def _query_scores(top: list[str], gold: dict[str, int], judge: dict[str, int], k
 
 
 def bounds(gold: Any, run: Any, judged: Mapping[tuple[str, str], int], *, k: int, calibration: Calibration | None = None,
-           judge_failed: int = 0, seed: int = 0, resamples: int = 2000, confidence: float = 0.95,
+           judge_failed: int = 0,
+           statistics: Statistics | None = None, seed: int = 0, resamples: int = 2000, confidence: float = 0.95,
            ties: str | None = None) -> Bounds:
     """precision@k and nDCG@k (linear gain) of ``run``: lower, upper and corrected (see module docs)."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="bounds",
+                                         defaults=(0, 2000, 0.95))
     check(RESAMPLES, resamples, caller="bounds", name="resamples")
     check(CONFIDENCE, confidence, caller="bounds")
     check(SEED, seed, caller="bounds")

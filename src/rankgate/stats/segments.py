@@ -25,6 +25,7 @@ from rankgate._util.jsonable import exact_means, nan_to_none
 from rankgate.errors import UsageError
 from rankgate.model.results import EvaluationResult
 from rankgate.stats.bootstrap import grouped_bootstrap_cis
+from rankgate.stats.options import Statistics, taken
 
 __all__ = [
     "ID_LIKE_MIN_VALUES", "MAX_SHOWN_SEGMENTS", "NONE_LABEL", "SegmentColumns", "SegmentRow", "SegmentRows",
@@ -347,6 +348,7 @@ def segment_summary(
     by: str | Iterable[str],
     *,
     metrics: Sequence[str] | None = None,
+    statistics: Statistics | None = None,
     seed: int = 0,
     resamples: int = 2000,
     confidence: float = 0.95,
@@ -356,6 +358,8 @@ def segment_summary(
     ``by`` is a field name, a comma-separated string or a list (``["intent", "lang"]``); ``a+b``
     crosses two fields. ``metrics`` defaults to every metric of ``result``.
     """
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="segment_summary",
+                                         defaults=(0, 2000, 0.95))
     fields = split_fields(by)
     if not fields:
         raise UsageError("no segment field given; expected e.g. 'intent' or 'lang'")

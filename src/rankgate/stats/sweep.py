@@ -25,6 +25,7 @@ import numpy as np
 from rankgate._util.jsonable import nan_to_none
 from rankgate.errors import MetricSpecError, UsageError
 from rankgate.model.results import EvaluationResult
+from rankgate.stats.options import Statistics, taken
 
 __all__ = ["KSweep", "SweepCurve", "auc", "k_sweep", "parse_ks", "run_depth", "sweep_from_result", "sweep_specs",
            "within_depth"]
@@ -131,6 +132,7 @@ def sweep_from_result(
     metrics: str | Sequence[str],
     ks: str | Iterable[int] = DEFAULT_KS,
     *,
+    statistics: Statistics | None = None,
     seed: int = 0,
     resamples: int = 0,
     confidence: float = 0.95,
@@ -139,6 +141,8 @@ def sweep_from_result(
 
     ``resamples > 0`` adds bootstrap intervals per point (as :func:`rankgate.stats.bootstrap.metric_cis`).
     """
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="sweep_from_result",
+                                         defaults=(0, 0, 0.95))
     from rankgate.stats.bootstrap import metric_cis
 
     ks_t = parse_ks(ks)
@@ -168,6 +172,7 @@ def k_sweep(
     ks: str | Iterable[int] = DEFAULT_KS,
     *,
     evaluate_kwargs: Mapping[str, Any] | None = None,
+    statistics: Statistics | None = None,
     seed: int = 0,
     resamples: int = 0,
     confidence: float = 0.95,
@@ -182,6 +187,8 @@ def k_sweep(
         evaluate_kwargs: passed on to :func:`rankgate.evaluate` (``level``, ``doc_sep``, ``trec``…).
         resamples: bootstrap intervals per point when > 0.
     """
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="k_sweep",
+                                         defaults=(0, 0, 0.95))
     from rankgate.io import load_run
     from rankgate.scoring.engine import evaluate
 
