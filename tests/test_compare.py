@@ -194,3 +194,16 @@ def test_compare_command_rejects_bad_options(capsys):
     assert main(args + ["--by", "tier"]) == 2
     assert "no field or tag 'tier'" in capsys.readouterr().err
     assert main(args + ["--permutations", "-1"]) == 2
+
+
+def test_runs_are_named_by_one_rule():
+    """compare, report and pool name runs the same way: the file name, or the path as given for the runs whose
+    file name another run (another path) shares; the same path twice keeps its file name."""
+    from rankgate.flows.compare import run_labels
+    from rankgate.flows.pool import run_labels as pool_labels
+    from rankgate.model.results import run_names
+
+    paths = ["a/run.jsonl", "b/run.jsonl", "c/other.jsonl", "./d/x.trec", "./d/x.trec"]
+    assert run_names(paths) == ["a/run.jsonl", "b/run.jsonl", "other.jsonl", "x.trec", "x.trec"]
+    assert run_labels(paths) == pool_labels(paths) == run_names(paths)
+    assert run_names(["runs/main.jsonl", "pr.jsonl"]) == ["main.jsonl", "pr.jsonl"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +31,10 @@ class PoolResult:
 
 
 def run_labels(paths: tuple[str, ...] | list[str]) -> list[str]:
-    """Short names of the runs: file names, with the folder when two share a name."""
-    names = [os.path.basename(p) for p in paths]
-    if len(set(names)) < len(names):
-        names = [os.path.normpath(p) for p in paths]
-    return names
+    """The runs' names (:func:`rankgate.model.results.run_names`: file names, the path where two share one)."""
+    from rankgate.model.results import run_names
+
+    return run_names(list(paths))
 
 
 def run_pool(req: PoolRequest) -> PoolResult:

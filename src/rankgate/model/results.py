@@ -11,7 +11,7 @@ queries where the metric applies, and ``n`` says how many those are.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -153,6 +153,14 @@ class EvaluationResult:
             "definitions": dict(self.definitions),
             "inputs": dict(self.inputs),
         }
+
+
+def run_names(paths: Sequence[str]) -> list[str]:
+    """How runs are named, the one rule of every flow that shows several (compare, report, pool): a run's file
+    name, or its path as given when another run (another path) has the same file name."""
+    names = [os.path.basename(p) or p for p in paths]
+    return [p if any(other != p and os.path.basename(other) == name for other in paths) else name
+            for p, name in zip(paths, names)]
 
 
 def run_label(result: EvaluationResult, given: str | None = None, default: str = "candidate") -> str:
