@@ -265,17 +265,17 @@ def test_per_query_latency_allocates_one_column_per_stage(monkeypatch):
 
     Counted, not timed: the columns are built through one helper, which must run once per stage whatever
     the number of queries (the time itself is measured in benchmarks/latency_scaling.py)."""
-    import rankgate.scoring.engine as engine
+    import rankgate.scoring.facts as facts
     from rankgate.io import load_run
 
     built: list[int] = []
-    original = engine._stage_column
+    original = facts._stage_column
 
     def counting(n: int) -> list[float | None]:
         built.append(n)
         return original(n)
 
-    monkeypatch.setattr(engine, "_stage_column", counting)
+    monkeypatch.setattr(facts, "_stage_column", counting)  # (where the latency columns are built)
     n = 2_000
     gold = {f"q{i}": {f"d{i}": 1} for i in range(n)}
     run = load_run([{"query_id": f"q{i}", "topk": [f"d{i}"], "latency_ms": {"retrieve": 1.0, "rerank": 2.0}}

@@ -1,8 +1,11 @@
-"""A large TREC run grouped by query is read and scored block by block (engine._evaluate_blocks):
-the result must be the one of reading the run whole, value for value and note for note.
+"""A large TREC run grouped by query is read and scored block by block (scoring.blocks._evaluate_blocks,
+called by engine.evaluate): the result must be the one of reading the run whole, value for value and
+note for note.
 
-The thresholds are lowered so that small files take the block path in blocks of a few queries, and
-both paths cut rows at the deepest cutoff as a large run is; a spy checks which path ran.
+The thresholds are lowered (engine.FULL_DEPTH_ROWS and engine.MEMORY_BLOCK_ROWS, which evaluate reads
+on each call and passes down) so that small files take the block path in blocks of a few queries, and
+both paths cut rows at the deepest cutoff as a large run is; a spy checks which path ran, and that the
+blocks scored the run (a block evaluation gives no result for a run short enough to be scored whole).
 """
 
 from __future__ import annotations
@@ -91,6 +94,25 @@ def _spied(mp, *, block_bytes: int = 300) -> list[object]:
     return calls
 
 
+def _scored_in_blocks(calls, at: int = 0) -> bool:
+    """Whether block evaluation ``at`` scored the run (not: gave up, or gave back a run short enough to
+    be scored whole, as every test run would be without the lowered FULL_DEPTH_ROWS)."""
+    return len(calls) > at and calls[at] is not None and calls[at].result is not None
+
+
+def _whole_reads(mp) -> list[int]:
+    """Count the whole reads of a run (engine._read_run, the one way evaluate reads a run whole)."""
+    reads: list[int] = []
+    inner = engine._read_run
+
+    def counting(*args, **kwargs):
+        reads.append(1)
+        return inner(*args, **kwargs)
+
+    mp.setattr(engine, "_read_run", counting)
+    return reads
+
+
 def _whole(monkeypatch, gold, run, **kw):
     with monkeypatch.context() as m:
         m.setattr(load, "STREAM_FROM_BYTES", 1 << 62)
@@ -143,13 +165,13 @@ def test_blocks_give_the_whole_runs_result(tmp_path_factory, seed, trec_mode, ti
     if calls[0] is None:  # read whole: only when nothing relevant was retrieved anywhere
         assert not whole.first_relevant_rank.any()
     else:
-        assert run.stat().st_size > 600  # several blocks
+        assert _scored_in_blocks(calls) and run.stat().st_size > 600  # several blocks
 
 
 def test_fixed_case_takes_the_block_path_and_matches(tmp_path, monkeypatch, small_blocks) -> None:
     gold, run = _write(tmp_path, 7)
     streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
-    assert small_blocks and small_blocks[0] is not None
+    assert _scored_in_blocks(small_blocks)
     whole = _whole(monkeypatch, gold, run, metrics=METRICS)
     _same(streamed, whole)
     assert streamed.missing_from_run and streamed.not_in_gold and streamed.no_answer
@@ -166,7 +188,7 @@ def test_depth_cut_and_duplicates_dropped(tmp_path, monkeypatch, small_blocks) -
     gold, run = _write(tmp_path, 11, dupes=True)
     kw = {"metrics": "ndcg@10,recall@5,hit@3", "dedupe": "first"}
     streamed = engine.evaluate(str(gold), str(run), **kw)
-    assert small_blocks[0] is not None
+    assert _scored_in_blocks(small_blocks)
     whole = _whole(monkeypatch, gold, run, **kw)
     _same(streamed, whole)
     assert streamed.info["duplicates_dropped"] > 0 and streamed.info["evaluated_depth"] == 10
@@ -260,7 +282,7 @@ def test_a_gold_set_with_per_query_k_closes_the_blocks_before_the_whole_read(tmp
                     **({} if any(x["grade"] >= 1 for x in j) else {"no_answer": True})}) + "\n"
         for i, (q, j) in enumerate(records.items())))
     closed: list[bool] = []
-    real_blocks, real_load = trec._blocks, engine.load_run
+    real_blocks, real_read = trec._blocks, engine._read_run
 
     def spy_blocks(*args, **kwargs):
         try:
@@ -268,15 +290,17 @@ def test_a_gold_set_with_per_query_k_closes_the_blocks_before_the_whole_read(tmp
         finally:
             closed.append(True)
 
-    def spy_load(*args, **kwargs):
-        assert closed == [True]  # (before the whole read)
-        return real_load(*args, **kwargs)
+    reads: list[list[bool]] = []
+
+    def spy_read(*args, **kwargs):
+        reads.append(list(closed))  # (the blocks were closed before the whole read)
+        return real_read(*args, **kwargs)
 
     monkeypatch.setattr(trec, "_blocks", spy_blocks)
-    monkeypatch.setattr(engine, "load_run", spy_load)
+    monkeypatch.setattr(engine, "_read_run", spy_read)
     streamed = engine.evaluate(str(gold_jsonl), str(run), metrics="ndcg,recall")
-    assert small_blocks == [None] and closed == [True]
-    monkeypatch.setattr(engine, "load_run", real_load)
+    assert small_blocks == [None] and closed == [True] and reads == [[True]]
+    monkeypatch.setattr(engine, "_read_run", real_read)
     _same(streamed, _whole(monkeypatch, gold_jsonl, run, metrics="ndcg,recall"))
 
 
@@ -320,7 +344,7 @@ def _cli_outputs(tmp_path, monkeypatch, gold, run) -> list[tuple[bytes, bytes]]:
 def test_cli_outputs_are_byte_identical(tmp_path, monkeypatch, small_blocks) -> None:
     gold, run = _write(tmp_path, 7)
     outs = _cli_outputs(tmp_path, monkeypatch, gold, run)
-    assert small_blocks and small_blocks[0] is not None
+    assert _scored_in_blocks(small_blocks)
     assert outs[0] == outs[1]
     assert json.loads(outs[0][1])["queries"]["not_in_gold"]
 
@@ -329,7 +353,7 @@ def test_doc_level(tmp_path, monkeypatch, small_blocks) -> None:
     gold, run = _write(tmp_path, 13, chunks=True)
     kw = {"metrics": "ndcg@10,recall@5,map,err@5", "level": "doc"}
     streamed = engine.evaluate(str(gold), str(run), **kw)
-    assert small_blocks[0] is not None
+    assert _scored_in_blocks(small_blocks)
     _same(streamed, _whole(monkeypatch, gold, run, **kw))
 
 
@@ -347,7 +371,7 @@ def test_run_in_gold_order_and_a_long_query(tmp_path, monkeypatch, small_blocks)
     gold.write_text("".join(qrels))
     run.write_text("".join(lines))
     streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
-    assert small_blocks[-1] is not None and not streamed.missing_from_run and not streamed.not_in_gold
+    assert _scored_in_blocks(small_blocks, -1) and not streamed.missing_from_run and not streamed.not_in_gold
     _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))
     monkeypatch.setattr(trec, "_CUT_LINES", 5)  # a query of 12 lines now runs past the scan
     assert trec.trec_run_blocks(str(run), 300) is None
@@ -439,7 +463,7 @@ def test_jsonl_blocks_cli_outputs_are_byte_identical(tmp_path, monkeypatch, smal
     gold, trec_run = _write(tmp_path, 7)
     run = _as_jsonl(trec_run)
     outs = _cli_outputs(tmp_path, monkeypatch, gold, run)
-    assert small_blocks and small_blocks[0] is not None
+    assert _scored_in_blocks(small_blocks)
     assert outs[0] == outs[1]
     blocks = list(load.run_blocks(str(run), block_bytes=300, from_bytes=0))
     assert len(blocks) >= 4 and all(b is not None for b in blocks)
@@ -490,8 +514,8 @@ def test_a_loaded_run_in_blocks_gives_the_whole_result(tmp_path_factory, seed, t
         assert blocked == whole
         return
     _same(blocked, whole)
-    if not dupes:  # (the blocks' path ran, unless nothing relevant was retrieved anywhere)
-        assert calls and (calls[0] is not None or not whole.first_relevant_rank.any())
+    if not dupes:  # (the blocks' path ran and scored the run, unless nothing relevant was retrieved anywhere)
+        assert calls and (_scored_in_blocks(calls) or calls[0] is None and not whole.first_relevant_rank.any())
 
 
 def test_read_ahead_reads_in_order_and_stops_after_a_part_given_up() -> None:
@@ -659,9 +683,9 @@ def test_texts_no_metric_reads_are_left_out_with_the_same_result(tmp_path_factor
     run = _with_texts(_as_jsonl(trec_run, seed=seed), seed)
     with pytest.MonkeyPatch.context() as mp:
         calls = _spied(mp)
+        reads = _whole_reads(mp)
         if short:
             mp.setattr(engine, "FULL_DEPTH_ROWS", 10**9)
-            mp.setattr(engine, "load_run", lambda *a, **k: pytest.fail("the run was read again"))
         try:
             streamed = engine.evaluate(str(gold), str(run), metrics=METRICS, ties=ties)
         except InputError as exc:
@@ -669,11 +693,18 @@ def test_texts_no_metric_reads_are_left_out_with_the_same_result(tmp_path_factor
                 _whole(mp, gold, run, metrics=METRICS, ties=ties)
             assert str(whole_exc.value) == str(exc)
             return
-    whole = _whole(pytest.MonkeyPatch(), gold, run, metrics=METRICS, ties=ties)
+        assert not reads  # (scored from its blocks, or short: not read again)
+        if short:
+            whole = _whole(mp, gold, run, metrics=METRICS, ties=ties)
+            assert reads == [1]  # (the count sees a whole read)
+    if not short:
+        whole = _whole(pytest.MonkeyPatch(), gold, run, metrics=METRICS, ties=ties)
     _same(streamed, whole)
     assert calls and calls[0] is not None
     if short:
         assert calls[0].result is None and len(calls[0].run) == sum(1 for _ in trec_run.open())
+    else:
+        assert _scored_in_blocks(calls)
 
 
 def test_a_metric_that_reads_texts_gets_them(tmp_path, monkeypatch, small_blocks) -> None:
@@ -717,8 +748,10 @@ def test_reference_texts_in_the_gold_set_keep_the_runs_texts(tmp_path, monkeypat
 def test_a_short_trec_run_is_scored_whole_from_its_blocks(tmp_path, monkeypatch, small_blocks) -> None:
     gold, run = _write(tmp_path, 8)
     monkeypatch.setattr(engine, "FULL_DEPTH_ROWS", 10**9)
-    monkeypatch.setattr(engine, "load_run", lambda *a, **k: pytest.fail("the run was read again"))
+    reads = _whole_reads(monkeypatch)
     streamed = engine.evaluate(str(gold), str(run), metrics=METRICS)
-    assert len(small_blocks) == 1 and small_blocks[0].result is None
+    assert len(small_blocks) == 1 and small_blocks[0].result is None and not reads  # (not read again)
+    _whole(monkeypatch, gold, run, metrics=METRICS)
+    assert reads == [1]  # (the count sees a whole read)
     monkeypatch.undo()
     _same(streamed, _whole(monkeypatch, gold, run, metrics=METRICS))

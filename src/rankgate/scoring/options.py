@@ -55,7 +55,7 @@ class Scoring:
         # specs, ``doc_map`` a file and ``columns`` the --columns text (rankgate.evaluate takes mappings).
         put("metrics", check(METRICS, self.metrics, caller="Scoring"))
         if self.k is not None:
-            put("k", check(K, self.k, caller="Scoring", option="--k"))
+            put("k", check(K, self.k, caller="Scoring", field="k"))
         for attr in ("trec", "complete"):
             put(attr, check(FLAG, getattr(self, attr), caller="Scoring", name=attr))
         put("level", check(LEVEL, self.level, caller="Scoring"))
