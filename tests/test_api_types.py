@@ -156,8 +156,8 @@ def test_the_refusal_says_what_was_expected_and_what_was_given():
         "The 'columns' parameter of evaluate must be a mapping of strings to strings, or None; got list ['qid'].")
     assert _refusal(lambda: _m().Scoring(k="5")) == (
         "The 'k' parameter of Scoring must be an integer between 1 and 1,000,000,000; got '5'.")
-    # a bound the command line also checks is named by its option, as the command says it
-    assert _refusal(lambda: _m().Scoring(k=0)).startswith("--k must be an integer between 1 and")
+    # a bound is named as the field (the command line says the option: --k must be …)
+    assert _refusal(lambda: _m().Scoring(k=0)).startswith("k must be an integer between 1 and")
 
 
 class _Nothing:

@@ -1,8 +1,8 @@
 """Command modules do not import each other: what two commands share lives in a helper.
 
 Every file under src/rankgate/cli is parsed (not imported). A command module is one that
-``rankgate`` runs (``evaluate.py``, ``gold.py``, …); files named ``_*.py`` and ``options.py`` are
-helpers. An import of a command module from any other file of the package (helpers included), at
+``rankgate`` runs (``evaluate.py``, ``gold.py``, …); files named ``_*.py``, ``options.py`` and
+``outputs.py`` are helpers. An import of a command module from any other file of the package (helpers included), at
 the top or inside a function, is a second place a command's code is reached from: move what is
 shared into ``cli/options.py`` (options and their checks) or a ``_*.py`` helper.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 COMMANDS = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "cli"
-HELPERS = ("__init__", "options", "main")  # main: the entry point that registers every command
+HELPERS = ("__init__", "options", "outputs", "main")  # main: the entry point that registers every command
 
 # Edges that break the rule, each named so that no new one slips in beside it: (importing module,
 # imported command module).

@@ -24,13 +24,16 @@ def _refusal(fn) -> str:
 def test_the_message_shape() -> None:
     assert _refusal(lambda: check(CONFIDENCE, 1.5, caller="metric_cis")) == (
         "The 'confidence' parameter of metric_cis must be a float in the range (0, 1); got 1.5.")
-    assert _refusal(lambda: check(CONFIDENCE, 0, option="--confidence")) == (
-        "--confidence must be a float in the range (0, 1); got 0.")
+    # a request's field: named as the field (the command line names it by its option, rankgate.cli.options.FLAGS)
+    assert _refusal(lambda: check(CONFIDENCE, 0, field="confidence")) == (
+        "confidence must be a float in the range (0, 1); got 0.")
+    assert _refusal(lambda: check(CONFIDENCE, "0.5", caller="Statistics", field="confidence")) == (
+        "The 'confidence' parameter of Statistics must be a float in the range (0, 1); got '0.5'.")
     assert _refusal(lambda: check(RESAMPLES, -1, caller="bootstrap_ci", name="resamples")) == (
         "The 'resamples' parameter of bootstrap_ci must be an integer between 0 and 1,000,000; got -1.")
     assert _refusal(lambda: check(SEED, -3)) == "The 'seed' parameter must be an integer >= 0; got -3."
-    assert _refusal(lambda: check(RESAMPLES, 10**7, option="--resamples", note="too much")) == (
-        "--resamples must be an integer between 0 and 1,000,000; got 10,000,000 (too much).")
+    assert _refusal(lambda: check(RESAMPLES, 10**7, field="resamples", note="too much")) == (
+        "resamples must be an integer between 0 and 1,000,000; got 10,000,000 (too much).")
 
 
 def test_describe_covers_every_kind_of_bound() -> None:

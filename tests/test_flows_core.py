@@ -47,11 +47,11 @@ def test_evaluation_computes_only_what_is_asked(capsys):
 
 
 @pytest.mark.parametrize("make, words", [
-    (lambda m: m.Statistics(resamples=-1), "--resamples"),
-    (lambda m: m.Statistics(confidence=1.0), "--confidence"),
-    (lambda m: m.Statistics(seed=-2), "--seed"),
-    (lambda m: m.Scoring(k=0), "--k must be an integer between 1 and"),
-    (lambda m: m.EvaluateRequest("g", "r", calibration="c.json"), "--calibration needs --judged"),
+    (lambda m: m.Statistics(resamples=-1), "^resamples must be"),
+    (lambda m: m.Statistics(confidence=1.0), "^confidence must be"),
+    (lambda m: m.Statistics(seed=-2), "^seed must be"),
+    (lambda m: m.Scoring(k=0), "^k must be an integer between 1 and"),
+    (lambda m: m.EvaluateRequest("g", "r", calibration="c.json"), "^calibration needs judged"),
 ])
 def test_requests_are_checked_when_built(make, words):
     import rankgate.flows.evaluate as m
@@ -93,11 +93,11 @@ def test_comparison_scores_each_run_once_and_names_them(capsys):
 
 @pytest.mark.parametrize("kwargs, words", [
     ({"runs": ("a",), "gold": "g"}, "at least two runs"),
-    ({"runs": ("a", "b"), "gold": None}, "--gold"),
-    ({"runs": ("a", "b", "c"), "gold": "g", "by": ("intent",)}, "--by compares segments of two runs"),
-    ({"runs": ("a", "b"), "gold": "g", "rewrite": True, "fuse": "rrf"}, "--rewrite cannot be combined with --fuse"),
-    ({"runs": ("a", "b"), "gold": "g", "fused_run": True}, "--fused-run needs --fuse"),
-    ({"runs": ("a", "b"), "gold": "g", "top": -1}, "--top must be an integer >= 0"),
+    ({"runs": ("a", "b"), "gold": None}, "arguments are required: gold$"),
+    ({"runs": ("a", "b", "c"), "gold": "g", "by": ("intent",)}, "^by compares segments of two runs"),
+    ({"runs": ("a", "b"), "gold": "g", "rewrite": True, "fuse": "rrf"}, "^rewrite cannot be combined with fuse:"),
+    ({"runs": ("a", "b"), "gold": "g", "fused_run": True}, "^fused_run needs fuse"),
+    ({"runs": ("a", "b"), "gold": "g", "top": -1}, "^top must be an integer >= 0"),
 ])
 def test_comparison_requests_refuse_what_cannot_run(kwargs, words):
     from rankgate.flows.compare import CompareRequest, run_comparison

@@ -228,7 +228,7 @@ def test_the_python_api_refuses_a_timeout_out_of_range_naming_the_parameter(valu
     with pytest.raises(UsageError, match=r"The 'timeout_s' parameter of open_judge must be a float in the range "
                                          r"\[0\.001, 86,400\]; got "):
         open_judge("lexical", timeout_s=value)
-    with pytest.raises(UsageError, match=r"(--timeout|The 'timeout' parameter of JudgeSpec) must be a float"):
+    with pytest.raises(UsageError, match=r"^(timeout|The 'timeout' parameter of JudgeSpec) must be a float"):
         JudgeSpec(timeout=value)
 
 

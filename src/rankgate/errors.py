@@ -7,7 +7,7 @@ prints one line naming it and exits 3 (the traceback only with ``--debug`` or ``
 ::
 
     RankgateError                 base class; never raised itself
-    ├── UsageError                bad arguments or API use (unknown option value, conflicting flags)
+    ├── UsageError                bad arguments or API use (a value out of bounds, fields that conflict)
     │   └── MetricSpecError       a metric spec that does not parse, or an unknown metric name
     ├── InputError                bad content in a file or in-memory record: knows path, line, field
     │   └── ConfigError           bad gate/config file: knows path, line, key
@@ -24,10 +24,16 @@ judge setup (a server down, a wrong key, a model that answers nonsense), which t
 bug in rankgate (exit 3).
 
 Messages follow one shape: *where* (``path:line``), *what* (the field and what was given),
-*expected* (what would have been accepted) and, when there is one, a *hint* saying what to do.
+*expected* (what would have been accepted) and, when there is one, a *hint* saying what to do. A
+request's refusal names its fields as Python code writes them (``calibration needs human``); the command
+line says the same with its flags (``--calibration-out needs --human``): see :class:`UsageError`.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["ConfigError", "InputError", "JudgeError", "MetricSpecError", "OutputError", "RankgateError", "UsageError"]
 
@@ -36,8 +42,55 @@ class RankgateError(Exception):
     """Base class of every error a user of rankgate can cause."""
 
 
+# A field in a message is its text between two NULs: no argument, path or repr() of a value holds one, so a
+# field is never read out of what a user gave.
+_MARK = "\x00"
+_FIELD = re.compile(f"{_MARK}([^{_MARK}]*){_MARK}")
+
+
+class FieldNames:
+    """Fields of a request as a :class:`UsageError`'s message names them: ``F.human`` is the field ``human``,
+    ``F("price_in")`` a field named at run time, ``F(negatives="lexical")`` the field given that value
+    (``negatives='lexical'``, as Python code writes it)."""
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return f"{_MARK}{name}{_MARK}"
+
+    def __call__(self, name: str | None = None, /, **given: Any) -> str:
+        if (name is None) == (len(given) != 1):
+            raise TypeError("F(name) or F(field=value)")
+        text = name if name is not None else "".join(f"{k}={v!r}" for k, v in given.items())
+        return f"{_MARK}{text}{_MARK}"
+
+
+#: ``F.human``: see :class:`FieldNames`.
+F = FieldNames()
+
+
 class UsageError(RankgateError):
-    """Arguments or API use that cannot work (e.g. an unknown format name)."""
+    """Arguments or API use that cannot work (e.g. an unknown format name).
+
+    A refusal of a request names the request's fields, each marked with :data:`F`::
+
+        UsageError(f"{F.calibration} needs {F.human} (the human verdicts the judge is measured against)")
+
+    ``str()`` gives the message as Python code names them (``calibration needs human (…)``); ``fields`` lists
+    their names in order. :meth:`naming` gives it with each field named another way: the command line names
+    each by its option (``--calibration-out needs --human (…)``, from ``rankgate.cli.options.FLAGS``), so one
+    check speaks to both of the flows' callers.
+    """
+
+    def __init__(self, message: str) -> None:
+        self.detail = message
+        self.fields = tuple(m.group(1).partition("=")[0] for m in _FIELD.finditer(message))
+        super().__init__(self.naming(lambda field: field))
+
+    def naming(self, name: Callable[[str], str]) -> str:
+        """The message with each field said as ``name(field)``; ``field`` is as marked: ``human``, or
+        ``negatives='lexical'`` for a field given a value."""
+        return _FIELD.sub(lambda m: name(m.group(1)), self.detail) if _MARK in self.detail else self.detail
 
 
 class MetricSpecError(UsageError):

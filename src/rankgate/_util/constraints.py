@@ -6,7 +6,9 @@ builds its options from the same objects (:mod:`rankgate.cli.options`), so a bou
 sentence that states it are written in one place. Every refusal has one shape::
 
     The 'confidence' parameter of metric_cis must be a float in the range (0, 1); got 1.5.
-    --resamples must be an integer between 0 and 1,000,000; got -1.
+    resamples must be an integer between 0 and 1,000,000; got -1.
+
+(the second names a request's field: the command line says ``--resamples must be …``).
 
 Metric parameters (``ndcg(gain=exp)``) are ``Param`` objects too; their text form is converted by
 :meth:`Param.convert`, whose messages name the metric spec.
@@ -28,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rankgate.errors import MetricSpecError, UsageError
+from rankgate.errors import F, MetricSpecError, UsageError
 
 __all__ = [
     "BY",
@@ -284,7 +286,7 @@ def check_options(options: Any, allowed: tuple[str, ...], *, caller: str, target
 
 def typed(kind: Any, *, optional: bool = False) -> Param:
     """A parameter of ``kind`` (a type or a :class:`Shape`) with no bounds: the type check at a request's door,
-    its bounds left to the checks that name the command-line option."""
+    its bounds left to the request's own checks, which name the field."""
     return Param("value", kind, None, optional=optional)
 
 
@@ -295,30 +297,31 @@ def check_fields(obj: Any, caller: str, **params: Param) -> None:
         object.__setattr__(obj, name, check(param, getattr(obj, name), caller=caller, name=name))
 
 
-def check(param: Param, value: Any, *, caller: str | None = None, option: str | None = None,
+def check(param: Param, value: Any, *, caller: str | None = None, field: str | None = None,
           name: str | None = None, note: str = "") -> Any:
     """``value`` as the library uses it when ``param`` allows it (a numpy scalar as its Python value,
     a :class:`Shape` as it reads), else a :class:`~rankgate.errors.UsageError` in one shape.
 
     ``caller`` names the function (or request class) whose argument it is (``The 'confidence' parameter
-    of metric_cis must be …``); ``option`` names a command-line option instead (``--confidence must
-    be …``); ``name`` is the argument's own name where it differs from the parameter's
-    (``resamples``); ``note`` is added in parentheses (e.g. what the value would cost). With both
-    ``option`` and ``caller`` (a request the command line and Python code both build), a value of the
+    of metric_cis must be …``); ``field`` is the request field it is, which a refusal names as
+    :class:`~rankgate.errors.UsageError` marks fields (``confidence must be …``; the command line says
+    ``--confidence must be …``); ``name`` is the argument's own name where it differs from the parameter's
+    and the field's (``resamples``); ``note`` is added in parentheses (e.g. what the value would cost). With
+    both ``field`` and ``caller`` (a request the command line and Python code both build), a value of the
     wrong type is named as the caller's parameter: only Python code can give one, as the command line
-    converts each option's text first; a value out of bounds is named by the option.
+    converts each option's text first; a value out of bounds is named as the field.
     """
     if value is None and param.optional:
         return None
     got = _read(param, value)
     if got is not None and param.allows(got):
         return got
-    if option is not None and (caller is None or got is not None):
-        subject = option
+    if field is not None and (caller is None or got is not None):
+        subject = F(field)
     elif caller is not None:
-        subject = f"The {name or param.name!r} parameter of {caller}"
+        subject = f"The {name or field or param.name!r} parameter of {caller}"
     else:
-        subject = f"The {name or param.name!r} parameter"
+        subject = f"The {name or field or param.name!r} parameter"
     extra = f" ({note})" if note else ""
     raise UsageError(f"{subject} must be {describe(param)}; got {_shown(value)}{extra}.")
 

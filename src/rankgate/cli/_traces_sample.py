@@ -14,7 +14,10 @@ from typing import Any
 
 from rankgate._util.constraints import SEED
 from rankgate.cli.options import add_param
+from rankgate.cli.outputs import Output
 
+#: What the action writes (:mod:`rankgate.cli.outputs`).
+OUTPUTS = {"out": Output("-o", required=True)}
 HELP = "write production queries worth labelling (low confidence, fallback, negative feedback) as gold candidates"
 
 
@@ -58,14 +61,14 @@ def request(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from rankgate._util.atomic import check_file, check_not_input, write_text
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.traces import run_sample
 
-    check_file(args.out, option="-o")
-    check_not_input(args.out, [*args.traces, args.abstention, args.field_map, args.corpus], option="-o")
-    sampled = run_sample(request(args))
+    req = request(args)
+    planned = check_outputs(args, OUTPUTS, req)
+    sampled = run_sample(req)
     recs = sampled.records
-    write_text(args.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+    planned.write({args.out: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)})
     counts: dict[str, int] = {}
     for r in recs:
         counts[r["sample_reason"]] = counts.get(r["sample_reason"], 0) + 1

@@ -20,9 +20,15 @@ import sys
 from typing import Any
 
 from rankgate.cli.options import TIES_HELP, add_formats, add_gold, add_judge, add_out, add_stats, add_ties
+from rankgate.cli.outputs import Output
 
 HELP = "score generated answers with a judge (faithfulness, relevance, correctness) and diagnose each query"
 OUT_FILES = ("answers.csv", "summary.json")
+#: What the command writes (:mod:`rankgate.cli.outputs`), all of it or none. --out may replace the --baseline
+#: summary it compares against (an earlier run's summary.json, rolled forward).
+OUTPUTS = {"out": Output("--out", files=OUT_FILES, replaces=("baseline",)),
+           "calibration_out": Output("--calibration-out"),
+           "comment": Output("--comment")}
 
 
 def add_parser(sub: Any) -> None:
@@ -73,7 +79,7 @@ def request(args: argparse.Namespace) -> Any:
     from rankgate.flows.answers import JudgeSpec
     from rankgate.flows.answers import AnswersRequest
 
-    if args.comment and not args.config:
+    if (args.comment or args.baseline) and not args.config:  # (--comment is the command's own)
         raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
     judge = JudgeSpec(backend=args.judge, url=args.judge_url, model=args.judge_model, key_env=args.judge_key_env,
                       cache=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
@@ -89,22 +95,11 @@ def request(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankgate._util.atomic import check_file, check_folder, check_not_input
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.answers import plan_answers, run_answers
 
     req = request(args)
-    if args.out:
-        check_folder(args.out, OUT_FILES, option="--out")
-        for name in OUT_FILES:
-            check_not_input(os.path.join(args.out, name), (args.gold, args.answers, args.corpus, args.human),
-                            option="--out")
-    if args.calibration_out:
-        check_file(args.calibration_out, option="--calibration-out")
-        check_not_input(args.calibration_out, (args.gold, args.answers, args.corpus, args.human), option="--calibration-out")
-    if args.comment:
-        check_file(args.comment, option="--comment")
-        check_not_input(args.comment, (args.gold, args.answers, args.corpus, args.config, args.baseline),
-                        option="--comment")
+    planned = check_outputs(args, OUTPUTS, req)
     if args.dry_run:
         _print_plan(plan_answers(req), price_in=args.price_in, price_out=args.price_out)
         return 0
@@ -125,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
         files[os.path.join(args.out, "answers.csv")] = answers_csv(scored.result, scored.rows)
         files[os.path.join(args.out, "summary.json")] = summary_json(summary)
     if files:
-        from rankgate._util.atomic import write_files
-
-        write_files(files)  # all or none
+        planned.write(files)  # all or none
     for warning in scored.warnings:
         print(f"rankgate answers: {warning}", file=sys.stderr)
     code = 0 if scored.outcome is None else scored.outcome.exit_code

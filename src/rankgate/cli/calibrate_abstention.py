@@ -13,8 +13,13 @@ import sys
 from typing import Any
 
 from rankgate.cli.options import add_formats, add_gold, add_out, add_run
+from rankgate.cli.outputs import Output
 
 HELP = "learn the top-score threshold under which retrieval should abstain, for a target precision (gold set + run)"
+
+
+#: What the command writes (:mod:`rankgate.cli.outputs`).
+OUTPUTS = {"out": Output("-o", required=True)}
 
 
 def add_parser(sub: Any) -> None:
@@ -42,15 +47,14 @@ def request(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     import yaml
 
-    from rankgate._util.atomic import check_file, check_not_input, write_text
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.calibrate_abstention import run_calibrate_abstention
 
     req = request(args)
-    check_file(args.out, option="-o")
-    check_not_input(args.out, (args.gold, args.run), option="-o")
+    planned = check_outputs(args, OUTPUTS, req)
     found = run_calibrate_abstention(req)
     cal, data = found.calibration, found.data
-    write_text(args.out, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    planned.write({args.out: yaml.safe_dump(data, sort_keys=False, allow_unicode=True)})
     a = data["abstention"]
     if cal.threshold is None:
         tested = [s for s in cal.curve if s.lower_bound is not None]

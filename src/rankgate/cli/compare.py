@@ -15,8 +15,11 @@ from typing import Any
 
 from rankgate._util.constraints import PERMUTATIONS
 from rankgate.cli.options import add_enforce_as_of, add_input_options, add_param, add_stats
+from rankgate.cli.outputs import Output, Planned
 
 HELP = "compare runs: paired change per metric (and segment) with CI and p-value, most-changed queries; fuse runs"
+#: What the command writes (:mod:`rankgate.cli.outputs`), both files or neither.
+OUTPUTS = {"output": Output("--output"), "fused_run": Output("--fused-run")}
 
 
 def add_parser(sub: Any) -> None:
@@ -56,31 +59,22 @@ def request(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankgate.errors import UsageError
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.compare import run_comparison
     from rankgate.cli._requests import say
 
     req = request(args)
-    for option, path in (("--output", args.output), ("--fused-run", args.fused_run)):
-        if path:
-            from rankgate._util.atomic import check_file, check_not_input
-
-            check_file(path, option=option)
-            check_not_input(path, (args.gold, args.doc_map, *args.runs), option=option)
-    if args.output and args.fused_run and os.path.abspath(args.output) == os.path.abspath(args.fused_run):
-        raise UsageError(f"--output and --fused-run name the same file {args.output}; give each its own file")
+    planned = check_outputs(args, OUTPUTS, req)
     result = run_comparison(req, on_warning=say("compare"))
     if result.comparison is None:  # --fuse without --gold: the fused run only
-        from rankgate._util.atomic import write_text
-
-        write_text(args.fused_run, result.fused_jsonl or "")
+        planned.write({args.fused_run: result.fused_jsonl or ""})
         sys.stderr.write(f"wrote the {result.fusion} fusion of {result.runs_fused} runs to {args.fused_run}\n")
         return 0
     from rankgate.render import compare as rc
 
     if not result.two_runs:
         extra = {args.fused_run: result.fused_jsonl or ""} if args.fused_run else None
-        return _emit(args, result.comparison, rc.multi_comparison_dict, rc.multi_comparison_markdown,
+        return _emit(args, planned, result.comparison, rc.multi_comparison_dict, rc.multi_comparison_markdown,
                      rc.multi_comparison_renderable, extra)
     renderers = (rc.comparison_dict, rc.comparison_markdown, rc.comparison_renderable)
     if result.freshness:
@@ -91,14 +85,12 @@ def run(args: argparse.Namespace) -> int:
         from rankgate.render.sections import with_section
 
         renderers = with_section(*renderers, "rewrite", result.rewrite, result.confidence)
-    return _emit(args, result.comparison, *renderers)
+    return _emit(args, planned, result.comparison, *renderers)
 
 
-def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any,
+def _emit(args: argparse.Namespace, planned: Planned, result: Any, as_dict: Any, as_markdown: Any, as_renderable: Any,
           extra_files: dict[str, str] | None = None) -> int:
     """Print or write the comparison; every file of the command (``extra_files`` too) as one unit."""
-    from rankgate._util.atomic import write_files
-
     if args.json:
         import json
 
@@ -111,7 +103,7 @@ def _emit(args: argparse.Namespace, result: Any, as_dict: Any, as_markdown: Any,
     if args.output:
         files[args.output] = text if text is not None else _plain_table(as_renderable(result))
     if files:
-        write_files(files)
+        planned.write(files)
     if args.output:
         return 0
     if text is not None:

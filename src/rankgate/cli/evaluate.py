@@ -16,6 +16,7 @@ from rankgate.cli.options import (
     add_run,
     add_stats,
 )
+from rankgate.cli.outputs import Output
 
 HELP = "score a run against a gold set: terminal table, metrics.csv, summary.json"
 
@@ -56,6 +57,8 @@ def _import_reporting() -> None:
 
 
 OUT_FILES = ("metrics.csv", "summary.json")
+#: What the command writes (:mod:`rankgate.cli.outputs`): both files into --out, or neither.
+OUTPUTS = {"out": Output("--out", files=OUT_FILES)}
 
 
 def request(args: argparse.Namespace) -> Any:
@@ -82,12 +85,9 @@ def run(args: argparse.Namespace) -> int:
     hash_ahead([args.gold, args.run])  # on the core the imports below leave free
     req = request(args)
     v0 = args.layout == "v0"
-    if args.out:
-        from rankgate._util.atomic import check_folder, check_not_input
+    from rankgate.cli.outputs import check_outputs
 
-        check_folder(args.out, OUT_FILES, option="--out")
-        for name in OUT_FILES:
-            check_not_input(os.path.join(args.out, name), (args.gold, args.run, args.doc_map), option="--out")
+    planned = check_outputs(args, OUTPUTS, req)
     import threading
 
     warm = threading.Thread(target=_import_reporting, daemon=True)
@@ -131,11 +131,9 @@ def run(args: argparse.Namespace) -> int:
         summary = summary_dict(evaluation.result, cis=evaluation.cis, extra=summary_parts(evaluation, skip=tuple(written)),
                                per_query=per_query[0] if per_query else None)
     if args.out:
-        from rankgate._util.atomic import write_files
-
         # Both files or neither: a summary.json beside another run's metrics.csv would mislead.
-        write_files({os.path.join(args.out, "metrics.csv"): csv[0] if csv else "",
-                     os.path.join(args.out, "summary.json"): summary_json(summary, written=written)})
+        planned.write({os.path.join(args.out, "metrics.csv"): csv[0] if csv else "",
+                       os.path.join(args.out, "summary.json"): summary_json(summary, written=written)})
     if args.json:
         sys.stdout.write(summary_json(summary, written=written))
     elif args.markdown:

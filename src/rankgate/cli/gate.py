@@ -14,6 +14,7 @@ from typing import Any
 
 from rankgate.cli._outcome import print_outcome as _print
 from rankgate.cli.options import TIES_HELP, add_columns, add_formats, add_gold, add_ties
+from rankgate.cli.outputs import Output
 
 HELP = "check ship criteria (YAML) on a candidate run, optionally against a baseline; exit 1 if a blocking gate fails"
 
@@ -46,10 +47,14 @@ def add_parser(sub: Any) -> None:
                         "warning and nothing is posted")
 
 
+#: What the command writes (:mod:`rankgate.cli.outputs`), both files or neither. --json may replace the --baseline
+#: summary it read: rolling a baseline forward is fine.
+OUTPUTS = {"comment": Output("--comment"), "json": Output("--json", replaces=("baseline",))}
+
+
 def request(args: argparse.Namespace) -> Any:
-    """The gate run the options ask for (the ship criteria read here, so a bad file is said first)."""
+    """The gate run the options ask for (the ship criteria as a path: the flow reads them first)."""
     from rankgate.flows.gate import GateRequest
-    from rankgate.gating.config import load_config
 
     given = {"gold_format": args.gold_format, "run_format": args.run_format, "ties": args.ties}
     overrides: dict[str, Any] = {name: value for name, value in given.items() if value}
@@ -57,28 +62,17 @@ def request(args: argparse.Namespace) -> Any:
         from rankgate.io.formats import parse_columns
 
         overrides["columns"] = parse_columns(args.columns)
-    return GateRequest(load_config(args.config), args.gold, args.candidate, args.baseline,
+    return GateRequest(args.config, args.gold, args.candidate, args.baseline,
                        baseline_label=args.baseline_label, candidate_label=args.candidate_label, queries=args.queries,
                        corpus=args.corpus, evaluate=overrides)
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankgate._util.atomic import check_file, check_not_input, write_files
+    from rankgate.cli.outputs import check_outputs
 
     reply_cap = _reply_cap(args.max_reply_bytes)
-
-    outputs = {"--comment": args.comment, "--json": args.json}
-    for option, path in outputs.items():
-        if path:
-            check_file(path, option=option)
-            # (--json may replace the --baseline summary it read: rolling a baseline forward is fine)
-            check_not_input(path, (args.config, args.gold, args.candidate, args.queries, args.corpus) + (() if option == "--json" else
-                                                                                (args.baseline,)), option=option)
-    if args.comment and args.json and os.path.abspath(args.comment) == os.path.abspath(args.json):
-        from rankgate.errors import UsageError
-
-        raise UsageError(f"--comment and --json name the same file {args.comment}; give each its own file")
     req = request(args)
+    planned = check_outputs(args, OUTPUTS, req)
     # The gate flow's Python entry (rankgate.gate), looked up when the command runs: what stands in for it
     # there stands in for the command's too.
     from rankgate.flows import gate as flow
@@ -104,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     files = {path: text for path, text in ((args.comment, markdown), (args.json, data)) if path}
     if files:
-        write_files(files)  # both or neither
+        planned.write(files)  # both or neither
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and not args.no_step_summary:
         _append_step_summary(summary_path, markdown)

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from rankgate.cli.options import GOLD_FILE_HELP, add_gold
+from rankgate.cli.outputs import Output
 
 HELP = ("check a gold set (validate), find labels the corpus left behind (stale), compare two versions (diff), "
         "carry labels across a re-chunking (remap)")
@@ -142,15 +143,15 @@ def _validate(args: argparse.Namespace) -> int:
 def _stale(args: argparse.Namespace) -> int:
     import os
 
-    from rankgate._util.atomic import check_folder, write_text
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.gold import run_stale
     from rankgate.render.gold import stale_csv, stale_markdown, stale_text
 
+    req = request(args)
+    planned = check_outputs(args, OUTPUTS["stale"], req)  # before any work
+    report = run_stale(req)
     if args.out:
-        check_folder(args.out, ["stale.csv"], option="-o")  # before any work
-    report = run_stale(request(args))
-    if args.out:
-        write_text(os.path.join(args.out, "stale.csv"), stale_csv(report))
+        planned.write({os.path.join(args.out, "stale.csv"): stale_csv(report)})
     sys.stdout.write(_render(args, stale_markdown, stale_text, report))
     return int(report.exit_code)
 
@@ -167,22 +168,23 @@ def _review_path(out: str) -> str:
     return out.removesuffix(".jsonl") + ".review.md"
 
 
-def _remap(args: argparse.Namespace) -> int:
-    import os
+#: What each action writes (:mod:`rankgate.cli.outputs`): ``stale`` its CSV into -o, ``remap`` the proposed gold set
+#: and its review list (by default beside it), both or neither and never over the gold set or a corpus (``sample``:
+#: rankgate.cli._traces_sample).
+OUTPUTS = {"stale": {"out": Output("-o", files=("stale.csv",))},
+           "remap": {"out": Output("-o", required=True),
+                     "review": Output("--review", default=lambda args: _review_path(args.out))}}
 
-    from rankgate._util.atomic import check_file, check_not_input, write_files
-    from rankgate.errors import UsageError
+
+def _remap(args: argparse.Namespace) -> int:
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.gold import run_remap
     from rankgate.render.gold import remap_review_markdown, remap_summary
 
-    review = args.review or _review_path(args.out)
-    inputs = (args.gold, args.old_corpus, args.new_corpus)
-    for path, option in ((args.out, "-o"), (review, "--review")):
-        check_file(path, option=option)
-        check_not_input(path, inputs, option=option)  # never over the gold set or a corpus
-    if os.path.abspath(args.out) == os.path.abspath(review):
-        raise UsageError(f"-o and --review name the same file ({args.out}); give the review list another name")
-    done = run_remap(request(args))
-    write_files({args.out: done.text, review: remap_review_markdown(done.result, done.changed, done.conflicts)})
+    req = request(args)
+    planned = check_outputs(args, OUTPUTS["remap"], req)  # never over the gold set or a corpus
+    review = planned.paths["review"]
+    done = run_remap(req)
+    planned.write({args.out: done.text, review: remap_review_markdown(done.result, done.changed, done.conflicts)})
     sys.stdout.write(remap_summary(done.result, done.changed, args.out, review))
     return 0

@@ -14,8 +14,14 @@ import sys
 from typing import Any
 
 from rankgate.cli.options import GOLD_FILE_HELP, add_gold
+from rankgate.cli.outputs import Output
 
 HELP = "turn an incident into a regression case: write a postmortem from a trace (new), add it to the gold set (add)"
+
+
+#: What each action writes (:mod:`rankgate.cli.outputs`): ``new`` the postmortem. (``add`` appends to the --gold
+#: file it reads, by design: :func:`rankgate.flows.incident.run_incident_add` writes it, atomically.)
+OUTPUTS = {"new": {"out": Output("-o", required=True)}}
 
 
 def add_parser(sub: Any) -> None:
@@ -54,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _new(args: argparse.Namespace) -> int:
-    from rankgate._util.atomic import check_file, check_not_input, write_text
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.incident import run_incident_new
     from rankgate.render.incident import postmortem_markdown
 
-    check_file(args.out, option="-o")
-    check_not_input(args.out, (args.trace, args.gold), option="-o")
-    found = run_incident_new(request(args))
-    write_text(args.out, postmortem_markdown(found.trace, incident_id=found.incident_id, date=found.date))
+    req = request(args)
+    planned = check_outputs(args, OUTPUTS["new"], req)
+    found = run_incident_new(req)
+    planned.write({args.out: postmortem_markdown(found.trace, incident_id=found.incident_id, date=found.date)})
     sys.stdout.write(f"wrote {args.out}: fill every TODO, tick the failure-chain link and the lifecycle gap, then\n"
                      f"  rankgate incident add {args.out} --gold {args.gold or 'GOLD'}\n")
     return 0

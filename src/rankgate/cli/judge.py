@@ -20,8 +20,20 @@ from typing import Any
 
 from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED
 from rankgate.cli.options import add_judge, add_out, add_param
+from rankgate.cli.outputs import Output
 
 HELP = "label a pooling queue with a judge (relevance), or measure a judge against human labels (calibrate)"
+
+
+def _sidecar(labels: str) -> str:
+    from rankgate.judges.files import sidecar_path
+
+    return sidecar_path(labels)
+
+
+#: What each action writes (:mod:`rankgate.cli.outputs`): ``relevance`` the labels and their sidecar beside them,
+#: both or neither; ``calibrate`` the calibration file.
+OUTPUTS = {"relevance": {"out": Output("--out", beside=_sidecar)}, "calibrate": {"out": Output("--out")}}
 
 
 def add_parser(sub: Any) -> None:
@@ -71,19 +83,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _relevance(args: argparse.Namespace, req: Any) -> int:
-    from rankgate._util.atomic import check_file, check_not_input, write_files
+    from rankgate.cli.outputs import check_outputs
     from rankgate.errors import UsageError
     from rankgate.flows.judge import plan_relevance, run_relevance
     from rankgate.judges import BUDGET_REACHED
-    from rankgate.judges.files import sidecar_path
     from rankgate.render.judge import render_plan
 
     if not args.out and not args.dry_run:
         raise UsageError("give -o/--out FILE for the labels (or --dry-run to see what it would cost)")
-    if args.out:
-        check_file(args.out, option="--out")
-        check_not_input(args.out, (args.queue,), option="--out")
-        check_file(sidecar_path(args.out), option="--out")
+    outputs = check_outputs(args, OUTPUTS["relevance"], req)
     if args.dry_run:
         planned = plan_relevance(req)
         sys.stdout.write(render_plan([planned.plan], planned.identity, price_in=req.price_in, price_out=req.price_out,
@@ -91,8 +99,8 @@ def _relevance(args: argparse.Namespace, req: Any) -> int:
         return 0
     done = run_relevance(req)
     rows, meta = done.rows, done.meta
-    write_files({args.out: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                 sidecar_path(args.out): json.dumps(meta, indent=2, ensure_ascii=False) + "\n"})
+    outputs.write({args.out: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                   _sidecar(args.out): json.dumps(meta, indent=2, ensure_ascii=False) + "\n"})
     print(f"wrote {args.out}: {meta['labelled']} of {len(rows)} items labelled by {meta['judge']['model']}"
           f" ({meta['cache_hits']} from the cache)", file=sys.stderr)
     if "cost" in meta:
@@ -113,19 +121,17 @@ def _relevance(args: argparse.Namespace, req: Any) -> int:
 
 
 def _calibrate(args: argparse.Namespace, req: Any) -> int:
-    from rankgate._util.atomic import check_file, check_not_input, write_text
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.judge import run_calibration
     from rankgate.render.judge import render_calibration
 
-    if args.out:
-        check_file(args.out, option="--out")
-        check_not_input(args.out, (args.human, args.judge_labels), option="--out")
+    planned = check_outputs(args, OUTPUTS["calibrate"], req)
     body = run_calibration(req)
     sys.stdout.write(render_calibration(body, minimum=args.minimum))
     if body["not_judged"]:
         print(f"{body['not_judged']} human-labelled items have no judge label ({body['judge_errors']} judge errors); "
               f"they are left out", file=sys.stderr)
     if args.out:
-        write_text(args.out, json.dumps({"calibration": body}, indent=2, ensure_ascii=False) + "\n")
+        planned.write({args.out: json.dumps({"calibration": body}, indent=2, ensure_ascii=False) + "\n"})
         print(f"wrote {args.out}", file=sys.stderr)
     return 0

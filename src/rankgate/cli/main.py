@@ -145,7 +145,9 @@ def _main(argv: Sequence[str] | None) -> int:
                 code = int(module.run(args))
                 sys.stdout.flush()  # a full disk shows here, while the error can still be reported
             except RankgateError as exc:
-                print(f"rankgate {command}: error: {_one_line(str(exc))}", file=sys.stderr)
+                from rankgate.cli.options import said_with_flags  # a flow names fields; the command, its options
+
+                print(f"rankgate {command}: error: {_one_line(said_with_flags(exc, command))}", file=sys.stderr)
                 return EXIT_USAGE
             finally:
                 if isinstance(sys.stdout, _GuardedStdout):

@@ -16,7 +16,9 @@ from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, TIMEOUT, Par
 from rankgate.flows.evaluate import DEFAULT_METRICS  # the evaluate flow's default, shown in --help
 
 __all__ = [
+    "COMMAND_FLAGS",
     "DEFAULT_METRICS",
+    "FLAGS",
     "GOLD_FILE_HELP",
     "GOLD_HELP",
     "RUN_HELP",
@@ -35,7 +37,9 @@ __all__ = [
     "add_ties",
     "check_judge_counts",
     "check_stats_args",
+    "flag",
     "parse_key_values",
+    "said_with_flags",
 ]
 
 
@@ -52,6 +56,57 @@ COLUMNS_HELP = ("CSV/TSV columns holding each field, e.g. query_id=qid,chunk_id=
 TIES_HELP = ("the ranking rule: input (the file's order: ranks when every item has one, else score with equal "
              "scores in list/row order; the default, except for TREC runs and --trec) or id (trec_eval's: score, "
              "then id descending)")
+
+#: The option that sets each field a flow's refusal can name (the fields of the requests, and of the JudgeSpec and
+#: Statistics they hold): a flow speaks Python (``calibration needs judged``), the command line says the same with
+#: these (``--calibration needs --judged``, :func:`said_with_flags`). A key ``field=value`` is the option that gives
+#: the field that value where it is not the field's own option followed by the value.
+FLAGS: dict[str, str] = {
+    "abstention": "--abstention", "abstention_threshold": "--abstention-threshold", "backend": "--judge",
+    "baseline": "--baseline", "beir": "--beir", "by": "--by", "calibration": "--calibration", "confidence": "--confidence",
+    "config": "--config", "corpus": "--corpus", "date": "--date", "depth": "--depth", "engine": "--engine",
+    "enforce_as_of": "--enforce-as-of", "examples": "--examples", "fuse": "--fuse", "fused_run": "--fused-run",
+    "fused_run=True": "--fused-run PATH", "gold": "--gold", "human": "--human", "id": "--id", "judged": "--judged",
+    "k": "--k", "max_calls": "--max-calls", "max_drop": "--max-drop", "max_statements": "--max-statements",
+    "min_confidence": "--min-confidence", "model": "--judge-model", "n": "--n", "negatives": "--negatives",
+    "permutations": "--permutations", "price_in": "--price-in", "price_out": "--price-out", "ranks": "--ranks",
+    "refresh": "--refresh", "relevant_at": "--relevant-at", "repeat": "--repeat", "repeats": "--repeats",
+    "rerank_depth": "--rerank-depth", "resamples": "--resamples", "retries": "--retries", "rewrite": "--rewrite",
+    "seed": "--seed", "spark_master": "--spark-master", "texts": "--texts", "timeout": "--timeout", "top": "--top",
+    "top_misses": "--top-misses", "url": "--judge-url", "use_cache=False": "--no-cache", "weights": "--weights",
+    "workers": "--workers",
+}
+#: Per command, the fields another option sets there (``answers`` asks for the calibration by naming its file).
+COMMAND_FLAGS: dict[str, dict[str, str]] = {
+    "answers": {"calibration": "--calibration-out"},
+}
+
+
+def flag(field: str, command: str = "") -> str:
+    """The option of ``command`` that sets ``field`` (a field's name, or ``field=value`` as a flow's refusal marks
+    it: ``negatives='lexical'`` is ``--negatives lexical``, ``refresh=True`` is ``--refresh``); a field no option
+    sets keeps its name."""
+    flags = COMMAND_FLAGS.get(command, {})
+    for table in (flags, FLAGS):
+        if field in table:
+            return table[field]
+    name, _, value = field.partition("=")
+    option = flags.get(name) or FLAGS.get(name)
+    if option is None:
+        return field
+    if not value or value == "True":
+        return option
+    return f"{option} {value.strip(chr(39) + chr(34))}"
+
+
+def said_with_flags(error: BaseException, command: str) -> str:
+    """The message of an error a command met, with each field a flow's refusal names said as ``command``'s option
+    (:data:`FLAGS`): the one place the command line turns a request's words into its own."""
+    from rankgate.errors import UsageError
+
+    if isinstance(error, UsageError):
+        return error.naming(lambda field: flag(field, command))
+    return str(error)
 
 
 def add_param(p: Any, param: Param, *, flag: str | None = None, help: str | None = None,
@@ -125,10 +180,11 @@ def add_stats(p: Any, *, seed_help: str | None = None) -> None:
 
 
 def check_stats_args(args: argparse.Namespace) -> None:
-    """The statistics options within their declared bounds, or a UsageError naming the option."""
-    from rankgate.flows._common import check_stats
+    """The statistics options within the bounds :class:`~rankgate.stats.options.Statistics` holds them to, or a
+    UsageError naming the field (said as the option when the command line reports it)."""
+    from rankgate.stats.options import Statistics
 
-    check_stats(args.seed, args.resamples, args.confidence)
+    Statistics(seed=args.seed, resamples=args.resamples, confidence=args.confidence)
 
 
 def add_enforce_as_of(p: Any) -> None:

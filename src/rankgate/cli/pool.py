@@ -14,8 +14,11 @@ import sys
 from typing import Any
 
 from rankgate.cli.options import add_gold, add_out, add_ties
+from rankgate.cli.outputs import Output
 
 HELP = "write the unjudged items of several runs' top-k (with texts) for a judge or humans to label"
+#: What the command writes (:mod:`rankgate.cli.outputs`).
+OUTPUTS = {"out": Output("--out", required=True)}
 
 
 def add_parser(sub: Any) -> None:
@@ -35,14 +38,14 @@ def request(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankgate._util.atomic import check_file, check_not_input, write_text
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.pool import run_pool
 
-    check_file(args.out, option="--out")
-    check_not_input(args.out, (args.gold, *args.runs, args.corpus), option="--out")
-    pooled = run_pool(request(args))
-    write_text(args.out, "".join(json.dumps(i.to_dict(), ensure_ascii=False, sort_keys=False) + "\n"
-                                 for i in pooled.items))
+    req = request(args)
+    planned = check_outputs(args, OUTPUTS, req)
+    pooled = run_pool(req)
+    planned.write({args.out: "".join(json.dumps(i.to_dict(), ensure_ascii=False, sort_keys=False) + "\n"
+                                   for i in pooled.items)})
     print(f"wrote {args.out}: {len(pooled.items)} unjudged items of {pooled.queries} queries "
           f"(top {args.depth} of {len(args.runs)} runs)", file=sys.stderr)
     return 0

@@ -14,8 +14,12 @@ import argparse
 from typing import Any
 
 from rankgate.cli.options import add_component_options, add_enforce_as_of, add_input_options, add_run, add_stats
+from rankgate.cli.outputs import Output
 
-__all__ = ["add_parser", "run"]
+__all__ = ["OUTPUTS", "add_parser", "run"]
+
+#: What the command writes (:mod:`rankgate.cli.outputs`).
+OUTPUTS = {"output": Output("--output", required=True)}
 
 HELP = "write a self-contained HTML report: retrieval panel, k-sweep, segments, top misses, diagnosis"
 EPILOG = """\
@@ -101,15 +105,13 @@ def run(args: argparse.Namespace) -> int:
     from rankgate.io.source import hash_ahead
 
     hash_ahead([args.gold, args.run])  # on the core the imports below leave free
-    from rankgate._util.atomic import check_file, check_not_input, write_text
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.report import run_report
     from rankgate.render.abstention import load_abstention
     from rankgate.cli._requests import say
 
     req = request(args)
-    check_file(args.output, option="--output")
-    check_not_input(args.output, (args.gold, args.run, args.baseline, args.lexical, args.config, args.doc_map, args.queries,
-                                  args.abstention, args.answers, args.judged, args.calibration), option="--output")
+    planned = check_outputs(args, OUTPUTS, req, also_reads=[args.abstention])  # (the command reads --abstention)
     abstention = load_abstention(args.abstention)  # checked before the evaluation, not after
     import threading
 
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         report = replace(report, abstention=abstention)
-    write_text(args.output, render_html(report))
+    planned.write({args.output: render_html(report)})
     gate = "" if report.gate is None else f"; gate {'passed' if report.gate.passed else 'failed'}"
     print(f"wrote {args.output}: {len(report.findings)} findings, {report.misses_total} queries with no relevant "
           f"chunk in the {'top 10' if report.depth >= 10 else f'list (top {report.depth})'}{gate}")

@@ -18,10 +18,14 @@ from typing import Any
 
 from rankgate.cli.options import add_gold
 from rankgate.cli.options import parse_key_values as _parse_options
+from rankgate.cli.outputs import Output
 
-__all__ = ["add_parser", "parse_texts", "request", "run"]
+__all__ = ["OUTPUTS", "add_parser", "parse_texts", "request", "run"]
 
 from rankgate.flows.retrieve import DEFAULT_TEXTS
+
+#: What the command writes (:mod:`rankgate.cli.outputs`; the run is written by rankgate.retrieval.write_run).
+OUTPUTS = {"output": Output("--output", required=True)}
 
 _DESCRIPTION = """\
 Index a corpus with a retriever, run the queries, and write a run JSONL file
@@ -128,13 +132,12 @@ def request(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Do the work of ``rankgate retrieve``; return the exit code (errors are raised for the CLI)."""
-    from rankgate._util.atomic import check_file, check_not_input
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.retrieve import run_retrieve
     from rankgate.retrieval import write_run
 
     req = request(args)
-    check_file(args.output, option="--output")
-    check_not_input(args.output, (args.corpus, args.gold), option="--output")
+    check_outputs(args, OUTPUTS, req)
     done = run_retrieve(req)
     path = write_run(done.records, args.output)
     print(

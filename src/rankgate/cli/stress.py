@@ -17,9 +17,12 @@ import sys
 from typing import Any
 
 from rankgate.cli.options import add_gold, add_out, add_run, add_stats, add_ties
+from rankgate.cli.outputs import Output
 
 HELP = "reranker stress test: put hard negatives at given ranks of the reranker's input and measure the damage"
 OUT_FILES = ("stress.json", "stress.md", "before.jsonl", "after.jsonl")
+#: What the command writes (:mod:`rankgate.cli.outputs`): the four files into --out, or none.
+OUTPUTS = {"out": Output("--out", files=OUT_FILES, required=True)}
 
 
 def add_parser(sub: Any) -> None:
@@ -69,11 +72,11 @@ def request(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rankgate._util.atomic import check_folder, write_files
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.stress import run_stress
 
     req = request(args)
-    check_folder(args.out, OUT_FILES, option="--out")
+    planned = check_outputs(args, OUTPUTS, req)
     result = run_stress(req)
     import json
 
@@ -82,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     def jsonl(records: Any) -> str:
         return "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in records)
 
-    write_files({
+    planned.write({
         os.path.join(args.out, "stress.json"): json.dumps(result.to_dict(), indent=2, sort_keys=True,
                                                           ensure_ascii=False, allow_nan=False) + "\n",
         os.path.join(args.out, "stress.md"): stress_markdown(result, req.confidence),

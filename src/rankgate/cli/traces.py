@@ -13,8 +13,13 @@ import os
 import sys
 from typing import Any
 
+from rankgate.cli.outputs import Output
+
 HELP = "production retrieval traces: compute the signals (analyze), alert on them (check)"
 OUT_FILES = ("signals.csv", "summary.json", "trace_report.html")
+#: What each action writes (:mod:`rankgate.cli.outputs`), all of it or none (``sample``: rankgate.cli._traces_sample).
+OUTPUTS = {"analyze": {"out": Output("--out", files=OUT_FILES, required=True)},
+           "check": {"summary": Output("--summary"), "json": Output("--json")}}
 
 
 def _inputs(p: argparse.ArgumentParser) -> None:
@@ -92,12 +97,12 @@ def _print(renderable: Any) -> None:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from rankgate._util.atomic import check_folder, write_files
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.traces import run_analyze
     from rankgate.render.traces import signals_csv, summary_json, trace_panel
 
     req = request(args)
-    check_folder(args.out, OUT_FILES, option="--out")
+    planned = check_outputs(args, OUTPUTS["analyze"], req)
     done = run_analyze(req)
     files = {os.path.join(args.out, "signals.csv"): signals_csv(done.summary),
              os.path.join(args.out, "summary.json"): summary_json(done.summary)}
@@ -105,7 +110,7 @@ def _analyze(args: argparse.Namespace) -> int:
         from rankgate.render.traces_html import trace_report_html
 
         files[os.path.join(args.out, "trace_report.html")] = trace_report_html(done.summary, done.outcome, done.monitors)
-    write_files(files)
+    planned.write(files)
     _print(trace_panel(done.summary))
     sys.stdout.write(f"\nwrote {', '.join(os.path.basename(f) for f in files)} to {args.out}\n")
     return 0
@@ -114,16 +119,15 @@ def _analyze(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     import json
 
-    from rankgate._util.atomic import check_file, check_not_input, write_files
+    from rankgate.cli.outputs import check_outputs
     from rankgate.flows.traces import run_check
     from rankgate.render.traces import check_markdown
 
-    for option, path in (("--summary", args.summary), ("--json", args.json)):
-        if path:
-            check_file(path, option=option)
-            check_not_input(path, list(args.traces) + [args.monitors, args.corpus, args.abstention], option=option)
-    done = run_check(request(args))
+    req = request(args)
+    planned = check_outputs(args, OUTPUTS["check"], req)
+    done = run_check(req)
     outcome = done.outcome
+    assert outcome is not None  # (check always runs the monitors)
     md = check_markdown(outcome, done.summary, done.monitors)
     files: dict[str, str] = {}
     if args.summary:
@@ -137,7 +141,7 @@ def _check(args: argparse.Namespace) -> int:
                        "severity": f.severity, "owner": f.owner, "detail": f.detail} for f in outcome.flags],
         }, indent=2, allow_nan=False) + "\n"
     if files:
-        write_files(files)
+        planned.write(files)
     sys.stdout.write(md)
     return int(outcome.exit_code)
 

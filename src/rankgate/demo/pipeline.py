@@ -323,6 +323,7 @@ def _run(out: Path, seed: int) -> DemoResult:
                           wrote(f"summary:{role}", f"{role}/summary.json",
                                 "means, 95% CIs, per-language means, definitions, input hashes"))
         result = evaluation.result
+        assert evaluation.segments is not None  # (asked for: by language)
         runs[role] = SystemRun(role, configs[role], run_paths[role], result, evaluation.cis or {}, evaluation.segments,
                                _forbidden_hits(gold, result, run_paths[role], chunks))
 

@@ -1,4 +1,4 @@
-"""Checks and helpers the flows share: the statistics options and the judge a flow talks to."""
+"""Checks and helpers the flows share: the bounds of a judge's counts and the judge a flow talks to."""
 
 from __future__ import annotations
 
@@ -6,33 +6,20 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from rankgate.errors import F
+
 JUDGE_ENV = {"backend": "RANKGATE_JUDGE", "url": "RANKGATE_JUDGE_URL", "model": "RANKGATE_JUDGE_MODEL",
              "key_env": "RANKGATE_JUDGE_KEY_ENV"}
 
 
-def check_stats(seed: int, resamples: int, confidence: float) -> None:
-    """``--seed``, ``--resamples`` and ``--confidence`` within their declared bounds
-    (:mod:`rankgate._util.constraints`), or a UsageError naming the option."""
-    from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check
-
-    note = ""
-    if isinstance(resamples, int) and RESAMPLES.maximum is not None and resamples > RESAMPLES.maximum:
-        size = resamples * 16  # 8 bytes a mean, kept twice
-        memory = f"{size / 2**30:,.0f} GiB" if size >= 2**30 else f"{size / 2**20:,.0f} MiB"
-        note = f"the intervals would need about {memory} per metric; 2,000 to 10,000 resamples are plenty"
-    check(RESAMPLES, resamples, option="--resamples", note=note)
-    check(CONFIDENCE, confidence, option="--confidence")
-    check(SEED, seed, option="--seed")
-
-
 def check_counts(**counts: tuple[int | None, int, int | None, str]) -> None:
-    """Each ``option=(value, low, high, why)`` with a value within its bound (None: not given), or a
-    UsageError naming ``--option`` (underscores as dashes)."""
+    """Each ``field=(value, low, high, why)`` with a value within its bound (None: not given), or a
+    UsageError naming the field."""
     from rankgate.judges import check_count
 
-    for option, (value, low, high, why) in counts.items():
+    for name, (value, low, high, why) in counts.items():
         if value is not None:
-            check_count(value, "--" + option.replace("_", "-"), low, high, why)
+            check_count(value, F(name), low, high, why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +51,9 @@ class JudgeSpec:
 
         check_counts(workers=(self.workers, 1, MAX_WORKERS, ""), retries=(self.retries, 0, MAX_RETRIES, ""),
                      max_statements=(self.max_statements, 1, MAX_STATEMENTS, ""), max_calls=(self.max_calls, 0, None, ""))
-        check(TIMEOUT, self.timeout, option="--timeout", caller="JudgeSpec")
+        check(TIMEOUT, self.timeout, caller="JudgeSpec", field="timeout")
         if not self.use_cache and self.refresh:
-            raise UsageError("--no-cache and --refresh contradict each other: --refresh writes the cache")
+            raise UsageError(f"{F(use_cache=False)} and {F.refresh} contradict each other: {F.refresh} writes the cache")
 
     def settings(self) -> dict[str, str | None]:
         """Backend, url, model and key variable: the spec's first, then the RANKGATE_JUDGE* environment."""

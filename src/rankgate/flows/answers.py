@@ -12,9 +12,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rankgate.flows._common import JudgeSpec, budget_warning, check_counts, check_stats
+from rankgate.flows._common import JudgeSpec, budget_warning, check_counts
+from rankgate.stats.options import Statistics
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.gating.decide import GateOutcome
+    from rankgate.model.results import EvaluationResult
+    from rankgate.stats.segments import SegmentSummary
 
 __all__ = ["AnswersPlan", "AnswersRequest", "AnswersResult", "JudgeSpec", "plan_answers", "run_answers"]
 
@@ -49,14 +55,14 @@ class AnswersRequest:
 
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, CONFIDENCE, COUNT, FILE, FLAG, NAME_MAP, PATH, RESAMPLES, SEED, TEXT, Param, check
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
         from rankgate.judges import MAX_REPEATS
 
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
 
-        # Each field's type checked here (a UsageError naming it; numpy scalars made plain); a bound of an
-        # option the command line has is named by the option.
+        # Each field's type checked here (a UsageError naming it; numpy scalars made plain), then its bounds
+        # (a UsageError naming the field, which the command line names by its option).
         for attr in ("answers", "gold"):
             put(attr, check(Param(attr, PATH, None), getattr(self, attr), caller="AnswersRequest"))
         for attr in ("corpus", "human", "config", "baseline"):
@@ -68,19 +74,19 @@ class AnswersRequest:
         for attr in ("faithful_min", "contradiction_max", "correct_min"):
             put(attr, check(Param(attr, float, None), getattr(self, attr), caller="AnswersRequest"))
         put("by", check(BY, self.by, caller="AnswersRequest"))
-        put("examples", check(COUNT, self.examples, caller="AnswersRequest", option="--examples", name="examples"))
+        put("examples", check(COUNT, self.examples, caller="AnswersRequest", field="examples"))
         put("repeats", check(Param("repeats", int, 1), self.repeats, caller="AnswersRequest"))
         put("calibration", check(FLAG, self.calibration, caller="AnswersRequest", name="calibration"))
         put("judge", check(Param("judge", JudgeSpec, None), self.judge, caller="AnswersRequest"))
         put("shown", check(Param("shown", NAME_MAP, None, optional=True), self.shown, caller="AnswersRequest"))
-        for param in (SEED, RESAMPLES, CONFIDENCE):  # their types here; their bounds by check_stats, with the cost
+        for param in (SEED, RESAMPLES, CONFIDENCE):  # their types here; their bounds by Statistics, with the cost
             put(param.name, check(Param(param.name, param.type, param.default), getattr(self, param.name),
                                   caller="AnswersRequest"))
-        check_stats(self.seed, self.resamples, self.confidence)
+        Statistics(seed=self.seed, resamples=self.resamples, confidence=self.confidence)
         if self.calibration and not self.human:
-            raise UsageError("--calibration-out needs --human (the human verdicts the judge is measured against)")
+            raise UsageError(f"{F.calibration} needs {F.human} (the human verdicts the judge is measured against)")
         if self.baseline and not self.config:
-            raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
+            raise UsageError(f"{F.baseline} goes with {F.config} (the ship criteria that compare against it)")
         check_counts(repeats=(self.repeats, 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"))
 
     def inputs(self) -> tuple[str, ...]:
@@ -90,14 +96,14 @@ class AnswersRequest:
 
 @dataclass(frozen=True, slots=True)
 class AnswersResult:
-    result: Any                          # the EvaluationResult: retrieval and answer metrics per query
+    result: EvaluationResult             # retrieval and answer metrics per query
     cis: Mapping[str, tuple[float, float]]
     rows: tuple[Any, ...]                # the diagnosis grid, one row per query
     extra: Mapping[str, Any]             # summary.json's answers, statistics (and segments) parts
     inputs: Mapping[str, Any]            # summary.json's inputs part
-    segments: Any = None                 # SegmentSummary with ``by``
+    segments: SegmentSummary | None = None  # with ``by``
     calibration: Mapping[str, Any] | None = None  # with ``calibration``: the body of the calibration file
-    outcome: Any = None                  # GateOutcome with ``config``
+    outcome: GateOutcome | None = None   # with ``config``
     cache_hits: tuple[int, int] = (0, 0)  # (labels from the cache, labels asked for)
 
     @property

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from rankgate.flows._inputs import FilePath, paths
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.traces.abstention import Calibration
 
 MAX_K = 1_000_000
 
@@ -20,19 +25,23 @@ class AbstentionRequest:
     k: int = 5
     delta: float = 0.05                 # allowed chance that the true precision is below the target
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set and the run."""
+        return paths(self.gold, self.run)
+
     def __post_init__(self) -> None:
         from rankgate._util.constraints import TEXT, check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
 
         check_fields(self, "AbstentionRequest", gold_format=TEXT, run_format=TEXT, target_precision=typed(float),
                      k=typed(int), delta=typed(float))
         if not 1 <= self.k <= MAX_K:
-            raise UsageError(f"--k must be between 1 and {MAX_K}; got {self.k}")
+            raise UsageError(f"{F.k} must be between 1 and {MAX_K}; got {self.k}")
 
 
 @dataclass(frozen=True, slots=True)
 class AbstentionResult:
-    calibration: Any                    # the Calibration: threshold (or None), curve
+    calibration: Calibration            # threshold (or None), curve
     data: Mapping[str, Any]             # the abstention file's content, with the inputs' hashes
 
 

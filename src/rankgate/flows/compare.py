@@ -7,22 +7,29 @@ those. Runs are named by :func:`run_labels`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 from rankgate._util.constraints import BY, COUNT, FLAG, PATHS, PERMUTATIONS, TEXT, Param, check
+from rankgate.flows._inputs import FilePath, paths
 from rankgate.flows.evaluate import SCORING, STATISTICS, EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, freshness_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.experiments.rewrite import RewriteEffect
+    from rankgate.io.load import GoldInput
+    from rankgate.model.gold_run import Gold
+    from rankgate.stats.paired import Comparison, MultiComparison
 
 __all__ = ["CompareRequest", "CompareResult", "run_comparison", "run_labels"]
 
 
 def run_labels(paths: list[str]) -> list[str]:
-    """File names, or the paths as given where two runs share a file name."""
-    names = [os.path.basename(p) or p for p in paths]
-    return names if len(set(names)) == len(names) else list(paths)
+    """The runs' names (:func:`rankgate.model.results.run_names`: file names, the path where two share one)."""
+    from rankgate.model.results import run_names
+
+    return run_names(paths)
 
 
 _RUNS = Param("runs", PATHS, (), help="the runs compared (paths)")
@@ -38,7 +45,7 @@ class CompareRequest:
     ``top``: most-changed queries listed (two runs)."""
 
     runs: tuple[str, ...]
-    gold: Any = None
+    gold: GoldInput | None = None
     scoring: Scoring = field(default_factory=Scoring)
     statistics: Statistics = field(default_factory=Statistics)
     baseline: str | None = None
@@ -63,28 +70,27 @@ class CompareRequest:
             put(attr, check(TEXT, getattr(self, attr), caller="CompareRequest", name=attr))
         for attr in ("enforce_as_of", "rewrite", "fused_run"):
             put(attr, check(FLAG, getattr(self, attr), caller="CompareRequest", name=attr))
-        put("permutations", check(PERMUTATIONS, self.permutations, caller="CompareRequest", option="--permutations"))
-        put("top", check(COUNT, self.top, caller="CompareRequest", option="--top", name="top"))
+        put("permutations", check(PERMUTATIONS, self.permutations, caller="CompareRequest", field="permutations"))
+        put("top", check(COUNT, self.top, caller="CompareRequest", field="top"))
 
     def check(self) -> None:
         """The combinations of options that cannot run (said before anything is read)."""
         if self.fused_run and not self.fuse:
-            raise UsageError("--fused-run needs --fuse METHOD (rrf, combsum or combmnz)")
+            raise UsageError(f"{F.fused_run} needs {F.fuse} METHOD (rrf, combsum or combmnz)")
         if self.rewrite:
-            for flag, given in (("--fuse", self.fuse), ("--enforce-as-of", self.enforce_as_of),
-                                ("--baseline", self.baseline)):
+            for name, given in (("fuse", self.fuse), ("enforce_as_of", self.enforce_as_of), ("baseline", self.baseline)):
                 if given:
-                    raise UsageError(f"--rewrite cannot be combined with {flag}: the original query's results are the "
+                    raise UsageError(f"{F.rewrite} cannot be combined with {F(name)}: the original query's results are the "
                                      "baseline")
             if self.gold is None:
-                raise UsageError("the following arguments are required: --gold")
+                raise UsageError(f"the following arguments are required: {F.gold}")
             if len(self.runs) > 2:
-                raise UsageError(f"--rewrite takes one rewrite log or two runs (ORIGINAL REWRITTEN); got {len(self.runs)}")
+                raise UsageError(f"{F.rewrite} takes one rewrite log or two runs (ORIGINAL REWRITTEN); got {len(self.runs)}")
             return
         if self.fuse:
             return  # checked with the method (run_comparison)
         if self.gold is None:
-            raise UsageError("the following arguments are required: --gold")
+            raise UsageError(f"the following arguments are required: {F.gold}")
         if len(self.runs) < 2:
             raise UsageError(f"compare needs at least two runs; got {len(self.runs)}")
         if len(self.runs) > 2:
@@ -92,9 +98,14 @@ class CompareRequest:
 
     def _check_many(self) -> None:
         if self.by:
-            raise UsageError("--by compares segments of two runs; with more runs, compare two at a time for segments")
+            raise UsageError(f"{F.by} compares segments of two runs; with more runs, compare two at a time for segments")
         if self.enforce_as_of:
-            raise UsageError("--enforce-as-of compares two runs; with more runs (or --fuse), compare two at a time")
+            raise UsageError(f"{F.enforce_as_of} compares two runs; with more runs (or {F.fuse}), compare two at a time")
+
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set when a path, the doc
+        map, the runs (or the rewrite log)."""
+        return paths(self.gold, self.scoring.doc_map, *self.runs)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -109,11 +120,11 @@ class CompareResult:
     :class:`~rankgate.stats.paired.MultiComparison`; None when ``--fuse`` without a gold set only built the
     fused run), the evaluation of each run, and the parts asked for."""
 
-    comparison: Any
+    comparison: Comparison | MultiComparison | None
     labels: tuple[str, ...]
     evaluations: tuple[Evaluation, ...] = ()
     freshness: Mapping[str, Any] | None = None  # label -> FreshnessWhatIf (enforce_as_of)
-    rewrite: Any = None  # RewriteEffect
+    rewrite: RewriteEffect | None = None
     fusion: str | None = None  # the method, as named
     fused_jsonl: str | None = None  # the fused run, when asked for
     runs_fused: int = 0
@@ -153,7 +164,7 @@ def _baseline_index(req: CompareRequest, paths: list[str], labels: list[str]) ->
     for i, (path, label) in enumerate(zip(paths, labels)):
         if req.baseline in (path, label):
             return i
-    raise UsageError(f"--baseline {req.baseline!r} names none of the runs: {', '.join(labels)}")
+    raise UsageError(f"{F.baseline} {req.baseline!r} names none of the runs: {', '.join(labels)}")
 
 
 def _evaluation(req: CompareRequest, gold: Any, run: Any, result: Any, freshness: Any = None) -> Evaluation:
@@ -164,9 +175,10 @@ def _evaluation(req: CompareRequest, gold: Any, run: Any, result: Any, freshness
     return Evaluation(sub, result, freshness=freshness)
 
 
-def _load_gold(req: CompareRequest) -> Any:
+def _load_gold(req: CompareRequest) -> Gold:
     from rankgate.io import load_gold
 
+    assert req.gold is not None  # (CompareRequest.check asks for it before anything is compared)
     return load_gold(req.gold, format=req.scoring.gold_format, columns=req.scoring.column_map())
 
 
@@ -188,8 +200,7 @@ def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
     base, cand = (e.result for e in evaluations)
     _check_alike(scorer, [base, cand], labels, 0)
     st = req.statistics
-    result = compare(base, cand, by=req.by, seed=st.seed, resamples=st.resamples, n_permutations=req.permutations,
-                     confidence=st.confidence, top=req.top)
+    result = compare(base, cand, by=req.by, statistics=st, n_permutations=req.permutations, top=req.top)
     return CompareResult(result, tuple(labels), tuple(evaluations), freshness)
 
 
@@ -212,12 +223,10 @@ def _rewrite(req: CompareRequest, scorer: Scorer) -> CompareResult:
     gold = _load_gold(req)
     st = req.statistics
     effect = rewrite_effect(original, rewritten, lambda run, metrics: scorer.score(gold, run, metrics=",".join(metrics)),
-                            k=req.scoring.k or 10, by=req.by, seed=st.seed, resamples=st.resamples,
-                            confidence=st.confidence, texts=texts, labels=labels)
+                            k=req.scoring.k or 10, by=req.by, statistics=st, texts=texts, labels=labels)
     evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in (original, rewritten)]
-    result = compare(evaluations[0].result, evaluations[1].result, by=req.by, seed=st.seed, resamples=st.resamples,
-                     n_permutations=req.permutations, confidence=st.confidence, top=req.top,
-                     baseline_label=labels[0], candidate_label=labels[1])
+    result = compare(evaluations[0].result, evaluations[1].result, by=req.by, statistics=st,
+                     n_permutations=req.permutations, top=req.top, baseline_label=labels[0], candidate_label=labels[1])
     return CompareResult(result, tuple(labels), tuple(evaluations), rewrite=effect)
 
 
@@ -255,8 +264,7 @@ def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str]
     results = [e.result for e in evaluations]
     _check_alike(scorer, results, names, baseline)
     st = req.statistics
-    result = compare_systems(results, labels=names, baseline=baseline, seed=st.seed, resamples=st.resamples,
-                             n_permutations=req.permutations, confidence=st.confidence)
+    result = compare_systems(results, labels=names, baseline=baseline, statistics=st, n_permutations=req.permutations)
     return CompareResult(result, tuple(names), tuple(evaluations))
 
 
@@ -268,9 +276,9 @@ def _fuse(req: CompareRequest, scorer: Scorer) -> CompareResult:
 
     method = parse_fusion(str(req.fuse))
     if len(req.runs) < 2:
-        raise UsageError(f"--fuse needs at least two runs; got {len(req.runs)}")
+        raise UsageError(f"{F.fuse} needs at least two runs; got {len(req.runs)}")
     if req.gold is None and not req.fused_run:
-        raise UsageError("--fuse without --gold only builds the fused run: give --fused-run PATH (or --gold to compare)")
+        raise UsageError(f"{F.fuse} without {F.gold} only builds the fused run: give {F(fused_run=True)} (or {F.gold} to compare)")
     labels = run_labels(list(req.runs))
     s = req.scoring
     from rankgate.io.trec import trec_eval_lines

@@ -14,12 +14,19 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rankgate._util.constraints import BY, FILE, FLAG, Param, Shape, check, plain
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
+from rankgate.flows._inputs import FilePath, paths
 from rankgate.scoring.options import DEFAULT_METRICS, Scoring, load_doc_map
 from rankgate.stats.options import Statistics
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.experiments.freshness import FreshnessWhatIf
+    from rankgate.experiments.latency import LatencySummary
+    from rankgate.io.load import GoldInput, RunInput
     from rankgate.model.results import EvaluationResult
+    from rankgate.stats.pooling import Bounds
+    from rankgate.stats.segments import SegmentSummary
+    from rankgate.stats.sweep import KSweep
 
 __all__ = [
     "DEFAULT_METRICS", "Evaluation", "EvaluateRequest", "Scorer", "Scoring", "Statistics", "load_doc_map",
@@ -121,7 +128,7 @@ def freshness_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, by: Seq
     from rankgate.experiments.freshness import freshness_what_if
 
     g, r = scorer.load(gold, run)
-    return freshness_what_if(g, r, lambda g_, r_: scorer.score(g_, r_, warn=False), by=list(by), **stats.kwargs())
+    return freshness_what_if(g, r, lambda g_, r_: scorer.score(g_, r_, warn=False), by=list(by), statistics=stats)
 
 
 def components_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, *, routing: bool, entity_linking: bool,
@@ -136,11 +143,11 @@ def components_of(scorer: Scorer, stats: Statistics, gold: Any, run: Any, *, rou
     if routing:
         from rankgate.experiments.routing import routing_analysis
 
-        out["routing"] = routing_analysis(g, r, recall, k=k, **stats.kwargs())
+        out["routing"] = routing_analysis(g, r, recall, k=k, statistics=stats)
     if entity_linking:
         from rankgate.experiments.linking import linking_analysis
 
-        out["entity_linking"] = linking_analysis(g, r, recall, k=k, by=list(by), **stats.kwargs())
+        out["entity_linking"] = linking_analysis(g, r, recall, k=k, by=list(by), statistics=stats)
     return out
 
 
@@ -153,7 +160,7 @@ def judged_bounds(scorer: Scorer, stats: Statistics, gold: Any, run: Any, judged
     g, r = scorer.load(gold, run)
     labels, failed = read_judged(judged, g)
     cal = read_calibration(calibration) if calibration else None
-    return bounds(g, r, labels, k=s.k or 10, calibration=cal, judge_failed=failed, ties=s.ties, **stats.kwargs())
+    return bounds(g, r, labels, k=s.k or 10, calibration=cal, judge_failed=failed, ties=s.ties, statistics=stats)
 
 
 def _cutoffs(value: Any) -> str | tuple[Any, ...] | None:
@@ -182,8 +189,8 @@ class EvaluateRequest:
     ``latency``: per-stage latency when the run logs it. ``statistics.resamples`` 0: no intervals.
     """
 
-    gold: Any
-    run: Any
+    gold: GoldInput
+    run: RunInput
     scoring: Scoring = field(default_factory=Scoring)
     statistics: Statistics = field(default_factory=Statistics)
     by: tuple[str, ...] = ()
@@ -214,7 +221,12 @@ class EvaluateRequest:
         for attr in ("judged", "calibration"):
             put(attr, check(FILE, getattr(self, attr), caller="EvaluateRequest", name=attr))
         if self.calibration and not self.judged:
-            raise UsageError("--calibration needs --judged (the labels it corrects)")
+            raise UsageError(f"{F.calibration} needs {F.judged} (the labels it corrects)")
+
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set and the run when given
+        as paths, the doc map, the judged labels and their calibration."""
+        return paths(self.gold, self.run, self.scoring.doc_map, self.judged, self.calibration)
 
     @property
     def reads_twice(self) -> bool:
@@ -230,12 +242,12 @@ class Evaluation:
     request: EvaluateRequest
     result: EvaluationResult
     cis: Mapping[str, tuple[float, float]] | None = None
-    segments: Any = None  # SegmentSummary
-    sweep: Any = None  # KSweep
-    latency: Any = None  # LatencySummary
+    segments: SegmentSummary | None = None
+    sweep: KSweep | None = None
+    latency: LatencySummary | None = None
     components: Mapping[str, Any] = field(default_factory=dict)  # routing, entity_linking
-    freshness: Any = None  # FreshnessWhatIf
-    bounds: Any = None  # pooling.Bounds
+    freshness: FreshnessWhatIf | None = None
+    bounds: Bounds | None = None
     warnings: tuple[str, ...] = ()
 
     @property
@@ -284,7 +296,7 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
         from rankgate.stats.bootstrap import metric_cis
 
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(metric_cis, result, **stats.kwargs())
+            pending = pool.submit(metric_cis, result, statistics=stats)
             if meanwhile is not None:
                 meanwhile(result)
             cis = pending.result()
@@ -294,13 +306,13 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
     if req.by:
         from rankgate.stats.segments import segment_summary
 
-        segments = segment_summary(result, list(req.by), **stats.kwargs())
+        segments = segment_summary(result, list(req.by), statistics=stats)
     components = components_of(scorer, stats, gold, run, routing=req.routing, entity_linking=req.entity_linking,
                                by=req.by)
     if req.latency and result.info.get("latency_ms"):
         from rankgate.experiments.latency import latency_summary
 
-        latency = latency_summary(result, by=list(req.by), **stats.kwargs())
+        latency = latency_summary(result, by=list(req.by), statistics=stats)
     if req.sweep:
         from rankgate.stats.sweep import k_sweep
 

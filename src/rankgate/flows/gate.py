@@ -11,10 +11,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rankgate.flows._inputs import FilePath, config_file, paths
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rankgate.gating.decide import GateConfig, GateOutcome
+    from typing import TypeAlias
+
+    from rankgate.corpus import CorpusManifest
+    from rankgate.flows.evaluate import Evaluation
+    from rankgate.gating.baseline import BaselineSummary
+    from rankgate.gating.config import ConfigInput, GateConfig
+    from rankgate.gating.decide import GateOutcome
+    from rankgate.io.load import GoldInput, RunInput
     from rankgate.model.results import EvaluationResult
+
+    #: A run the gate scores (a path or loaded, as :func:`rankgate.io.load.load_run` reads it), or one
+    #: already scored: an :class:`EvaluationResult` or an :class:`Evaluation`.
+    RunOrResult: TypeAlias = RunInput | EvaluationResult | Evaluation
+    #: A baseline: a run or a result (compared query by query), or the means of one: a ``summary.json`` path
+    #: (a path is read as a summary when it is one), a :class:`BaselineSummary` or its dict.
+    BaselineInput: TypeAlias = RunOrResult | BaselineSummary
+    #: A corpus manifest: its path, or loaded.
+    ManifestInput: TypeAlias = str | os.PathLike[str] | CorpusManifest
 
 __all__ = ["GateRequest", "gate", "run_gate"]
 
@@ -33,14 +50,14 @@ class GateRequest:
     passed on to :func:`rankgate.evaluate` (``k``, ``level``, ``ties``, ``gold_format``, ``columns``…).
     """
 
-    config: Any
-    gold: Any
-    candidate: Any
-    baseline: Any = None
+    config: ConfigInput
+    gold: GoldInput
+    candidate: RunOrResult
+    baseline: BaselineInput | None = None
     baseline_label: str | None = None
     candidate_label: str | None = None
     queries: str | os.PathLike[str] | None = None
-    corpus: Any = None
+    corpus: ManifestInput | None = None
     evaluate: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -53,9 +70,15 @@ class GateRequest:
         object.__setattr__(self, "evaluate", check_options(self.evaluate, EVALUATE_OPTIONS, caller="GateRequest",
                                                            target="rankgate.evaluate", name="evaluate"))
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the ship criteria, and the gold set,
+        candidate, queries, corpus and baseline given as paths."""
+        return paths(config_file(self.config), self.gold, self.candidate, self.queries, self.corpus, self.baseline)
 
-def gate(config: Any, gold: Any, candidate: Any, baseline: Any = None, *, baseline_label: str | None = None,
-         candidate_label: str | None = None, queries: str | os.PathLike[str] | None = None, corpus: Any = None,
+
+def gate(config: ConfigInput, gold: GoldInput, candidate: RunOrResult, baseline: BaselineInput | None = None, *,
+         baseline_label: str | None = None, candidate_label: str | None = None,
+         queries: str | os.PathLike[str] | None = None, corpus: ManifestInput | None = None,
          **evaluate_kwargs: Any) -> GateOutcome:
     """Evaluate ``candidate`` (and a baseline run) against ``gold`` and decide every gate (the fields of
     :class:`GateRequest`; ``evaluate_kwargs`` override the config's ``evaluate`` options)."""
@@ -66,7 +89,7 @@ def gate(config: Any, gold: Any, candidate: Any, baseline: Any = None, *, baseli
                                 evaluate_kwargs))
 
 
-def _config(config: Any) -> GateConfig:
+def _config(config: ConfigInput) -> GateConfig:
     from rankgate.gating.config import as_config
 
     return as_config(config)
@@ -79,6 +102,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
     from rankgate.scoring.engine import evaluate
     from rankgate.gating.config import evaluate_options
     from rankgate.gating.decide import decide
+    from rankgate.model.gold_run import Gold
     from rankgate.model.results import EvaluationResult
     from rankgate.flows.evaluate import Evaluation
 
@@ -89,7 +113,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
     loaded_gold = None
     gold_hash: dict[str, str] = {}
 
-    def result_of(run: Any) -> EvaluationResult:
+    def result_of(run: RunOrResult) -> EvaluationResult:
         nonlocal loaded_gold
         if isinstance(run, Evaluation):
             return run.result
@@ -123,7 +147,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
         base_obj = result_of(baseline)
     current = result_of(req.candidate)
     texts: dict[str, str] | None = None
-    if loaded_gold is not None and hasattr(loaded_gold, "field"):
+    if isinstance(loaded_gold, Gold):
         texts = {q: t for q, t in zip(loaded_gold.query_ids, loaded_gold.field("query")) if isinstance(t, str)}
     if req.queries is not None or not texts:
         from rankgate.io.inputs import beir_folder, beir_query_texts, read_query_texts

@@ -7,6 +7,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from rankgate.flows._inputs import FilePath, paths
+
 
 @dataclass(frozen=True, slots=True)
 class ValidateRequest:
@@ -16,13 +18,18 @@ class ValidateRequest:
     baseline: str | None = None         # a run or its summary.json: the drop each gated segment can see
     as_of: dt.date | None = None        # date label ages are counted to (None: today, UTC)
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set, the corpus manifest, the
+        ship criteria and the baseline."""
+        return paths(self.gold, self.corpus, self.config, self.baseline)
+
     def __post_init__(self) -> None:
         from rankgate._util.constraints import FILE, check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
 
         check_fields(self, "ValidateRequest", corpus=FILE, config=FILE, baseline=FILE, as_of=typed(dt.date, optional=True))
         if self.baseline and not self.config:
-            raise UsageError("--baseline needs --config: the ship criteria say which metrics and segments to size")
+            raise UsageError(f"{F.baseline} needs {F.config}: the ship criteria say which metrics and segments to size")
 
 
 def run_validate(req: ValidateRequest) -> Any:
@@ -94,6 +101,11 @@ class StaleRequest:
     since: str | None = None            # the corpus the labels were made against
     config: str | None = None           # ship criteria with max_stale_labels
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set, both corpus manifests
+        and the ship criteria."""
+        return paths(self.gold, self.corpus, self.since, self.config)
+
 
 def run_stale(req: StaleRequest) -> Any:
     """The :class:`~rankgate.goldset.StaleReport`: labels whose chunk was retired, deprecated, superseded or changed."""
@@ -113,6 +125,10 @@ def run_stale(req: StaleRequest) -> Any:
 class DiffRequest:
     old: str                            # the earlier gold file
     new: str                            # the later one
+
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): both gold files."""
+        return paths(self.old, self.new)
 
 
 def run_diff(req: DiffRequest) -> Any:
@@ -134,13 +150,17 @@ class RemapRequest:
     new_corpus: str                     # the re-chunked corpus (with text)
     min_confidence: float = 0.8         # mappings applied at or above it; the rest are for review
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set and both corpora."""
+        return paths(self.gold, self.old_corpus, self.new_corpus)
+
     def __post_init__(self) -> None:
         from rankgate._util.constraints import check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
 
         check_fields(self, "RemapRequest", min_confidence=typed(float))
         if not 0.0 <= self.min_confidence <= 1.0:
-            raise UsageError(f"--min-confidence must be a number from 0 to 1; got {self.min_confidence}")
+            raise UsageError(f"{F.min_confidence} must be a number from 0 to 1; got {self.min_confidence}")
         if str(self.gold).endswith((".parquet", ".pq")):
             raise UsageError(f"{self.gold}: remap reads a JSONL gold set (it keeps every field of each line)")
 

@@ -12,6 +12,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from rankgate.flows._inputs import FilePath, paths
+
 
 def _existing(gold_path: str) -> tuple[Any, set[str], set[str]]:
     from rankgate.goldset import read_gold_file
@@ -33,16 +35,20 @@ class IncidentNewRequest:
     id: str | None = None               # default: inc-<request_id>
     date: str | None = None             # YYYY-MM-DD; default: the trace's, else today (UTC)
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the trace and the gold set."""
+        return paths(self.trace, self.gold)
+
     def __post_init__(self) -> None:
         from rankgate._util.constraints import FILE, TEXT, check_fields
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
 
         check_fields(self, "IncidentNewRequest", request_id=TEXT, gold=FILE, id=TEXT, date=TEXT)
         if self.date is not None:
             try:
                 dt.date.fromisoformat(self.date)
             except ValueError:
-                raise UsageError(f"--date must be YYYY-MM-DD; got {self.date!r}") from None
+                raise UsageError(f"{F.date} must be YYYY-MM-DD; got {self.date!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +59,7 @@ class NewIncident:
 
 
 def run_incident_new(req: IncidentNewRequest) -> NewIncident:
-    from rankgate.errors import UsageError
+    from rankgate.errors import F, UsageError
     from rankgate.goldset.incident import read_trace
 
     trace = read_trace(req.trace, req.request_id)
@@ -66,7 +72,7 @@ def run_incident_new(req: IncidentNewRequest) -> NewIncident:
     if req.gold:
         _, ids, incidents = _existing(req.gold)
         if incident_id in ids or incident_id in incidents:
-            raise UsageError(f"{req.gold} already holds incident {incident_id!r}; give --id another id")
+            raise UsageError(f"{req.gold} already holds incident {incident_id!r}; give {F.id} another id")
     return NewIncident(trace, incident_id, date)
 
 
@@ -75,6 +81,11 @@ class IncidentAddRequest:
     postmortem: str                     # the filled postmortem (markdown)
     gold: str                           # the JSONL gold set to append to
     corpus: str | None = None           # manifest: the case's chunk ids must be in it
+
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the postmortem, the gold set (which
+        :func:`run_incident_add` appends to) and the corpus manifest."""
+        return paths(self.postmortem, self.gold, self.corpus)
 
 
 @dataclass(frozen=True, slots=True)

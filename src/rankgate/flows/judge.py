@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankgate.flows._common import JudgeSpec, budget_warning, check_counts
+from rankgate.flows._inputs import FilePath, paths
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.judges import RepeatVariance
 
 __all__ = ["CalibrationRequest", "JudgeSpec", "RelevancePlan", "RelevanceRequest", "RelevanceResult", "plan_relevance",
            "run_calibration", "run_relevance"]
@@ -22,12 +26,12 @@ __all__ = ["CalibrationRequest", "JudgeSpec", "RelevancePlan", "RelevanceRequest
 def _open(spec: JudgeSpec) -> Any:
     """The judge client, options first and then the RANKGATE_JUDGE* environment; the lexical judge
     takes no url, model or key (the environment's are for another judge)."""
-    from rankgate.errors import UsageError
+    from rankgate.errors import F, UsageError
 
     settings = spec.settings()
     if settings["backend"] == "lexical":
         if spec.url or spec.model:
-            raise UsageError("--judge-url/--judge-model are for --judge openai (or your own judge); "
+            raise UsageError(f"{F.url}/{F.model} are for {F(backend='openai')} (or your own judge); "
                              "the lexical judge calls no model")
         settings.update(url=None, model=None, key_env=None)
     return spec.open(settings)
@@ -41,9 +45,13 @@ class RelevanceRequest:
     price_in: float | None = None       # per 1M input tokens: the cost from the server's usage
     price_out: float | None = None
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the queue."""
+        return paths(self.queue)
+
     def __post_init__(self) -> None:
         from rankgate._util.constraints import check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
         from rankgate.judges import MAX_REPEATS
 
         check_fields(self, "RelevanceRequest", judge=typed(JudgeSpec), repeats=typed(int),
@@ -52,14 +60,14 @@ class RelevanceRequest:
         for name in ("price_in", "price_out"):
             value = getattr(self, name)
             if value is not None and not value >= 0:
-                raise UsageError(f"--{name.replace('_', '-')} must be a price >= 0 per 1M tokens; got {value}")
+                raise UsageError(f"{F(name)} must be a price >= 0 per 1M tokens; got {value}")
 
 
 @dataclass(frozen=True, slots=True)
 class RelevanceResult:
     rows: tuple[Mapping[str, Any], ...]  # one {query_id, id, grade[, judge_error][, grades]} per queue item
     meta: Mapping[str, Any]              # the sidecar: identity, coverage, calls, variance, tokens (cost)
-    variance: Any                        # RepeatVariance of the samples
+    variance: RepeatVariance             # of the samples
     warnings: tuple[str, ...] = ()       # the call budget ran out
 
 
@@ -143,21 +151,28 @@ class CalibrationRequest:
     resamples: int = 2000
     seed: int = 0
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the human labels, the judge's labels
+        and their sidecar (the judge's identity)."""
+        from rankgate.judges.files import sidecar_path
+
+        return paths(self.human, self.judge_labels, sidecar_path(self.judge_labels))
+
     def __post_init__(self) -> None:
         from dataclasses import replace
 
         from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check, check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
 
         check_fields(self, "CalibrationRequest", task=typed(str), relevant_at=typed(int), weights=typed(str),
                      confidence=typed(float), resamples=typed(int), seed=typed(int))
-        check(CONFIDENCE, self.confidence, option="--confidence")
-        check(replace(RESAMPLES, minimum=1), self.resamples, option="--resamples")  # kappa's interval needs one
-        check(SEED, self.seed, option="--seed")
+        check(CONFIDENCE, self.confidence, field="confidence")
+        check(replace(RESAMPLES, minimum=1), self.resamples, field="resamples")  # kappa's interval needs one
+        check(SEED, self.seed, field="seed")
         if self.relevant_at not in (1, 2):
-            raise UsageError(f"--relevant-at must be 1 or 2; got {self.relevant_at}")
+            raise UsageError(f"{F.relevant_at} must be 1 or 2; got {self.relevant_at}")
         if self.weights not in ("linear", "quadratic", "none"):
-            raise UsageError(f"--weights must be linear, quadratic or none; got {self.weights!r}")
+            raise UsageError(f"{F.weights} must be linear, quadratic or none; got {self.weights!r}")
 
 
 def run_calibration(req: CalibrationRequest) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rankgate.flows._inputs import FilePath, paths
+
 
 @dataclass(frozen=True, slots=True)
 class PoolRequest:
@@ -14,14 +16,19 @@ class PoolRequest:
     corpus: str | None = None           # manifest: texts of items the runs did not log
     ties: str | None = None
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set, the runs and the corpus
+        manifest."""
+        return paths(self.gold, *self.runs, self.corpus)
+
     def __post_init__(self) -> None:
         from rankgate._util.constraints import FILE, PATHS, TEXT, check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
 
         # the types here (a UsageError naming the field; one path is one run, not its letters), the bounds below
         check_fields(self, "PoolRequest", runs=typed(PATHS), depth=typed(int), corpus=FILE, ties=TEXT)
         if self.depth < 1:
-            raise UsageError(f"--depth must be a positive integer; got {self.depth}")
+            raise UsageError(f"{F.depth} must be a positive integer; got {self.depth}")
 
 
 @dataclass(frozen=True, slots=True)

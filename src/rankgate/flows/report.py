@@ -14,12 +14,20 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
+from rankgate.flows._inputs import FilePath, config_file, paths
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.experiments.freshness import FreshnessWhatIf
+    from rankgate.experiments.rewrite import RewriteEffect
+    from rankgate.gating.baseline import BaselineSummary
+    from rankgate.gating.config import GateConfig
+    from rankgate.gating.decide import GateOutcome
     from rankgate.io import Gold, Run
+    from rankgate.io.load import GoldInput, RunInput
     from rankgate.model.results import EvaluationResult
     from rankgate.flows.evaluate import Scoring
+    from rankgate.stats.segments import SegmentSummary
 
 __all__ = [
     "AUTO_FIELDS_MAX_LABELS", "SWEEP_FAMILIES", "Baseline", "Inputs", "Lexical", "MainEvaluation", "ReportEvaluation",
@@ -113,12 +121,12 @@ class ReportRequest:
     queries: str | None = None
     sources_dir: str | None = None
     ties: str | None = None  # None: the rule each run's format asks for
-    columns: Any = None
-    gold: Any = None
-    run: Any = None
-    baseline: Any = None
-    lexical: Any = None
-    config: Any = None  # GateConfig | None
+    columns: Mapping[str, str] | None = None
+    gold: GoldInput | None = None
+    run: RunInput | None = None
+    baseline: RunInput | BaselineSummary | None = None  # a run, or the means of one (a summary.json path)
+    lexical: RunInput | None = None
+    config: GateConfig | None = None
     evaluate: Mapping[str, Any] = field(default_factory=dict)
     scoring: Scoring | None = None
     enforce_as_of: bool = False
@@ -136,24 +144,25 @@ class ReportRequest:
             COLUMNS, CONFIDENCE, COUNT, DOC_MAP, EVALUATE_OPTIONS, FILE, FLAG, K, LEVEL, NAMES, RESAMPLES, SEED, TEXT,
             Param, check, check_options)
         from rankgate.flows.evaluate import SCORING
+        from rankgate.stats.options import Statistics
 
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
 
         # Every field but the inputs, the config and the layer-two parts checked here (a UsageError naming
-        # it; numpy scalars made plain); a bound of an option the command line has is named by the option.
-        put("k", check(K, self.k, caller="ReportRequest", option="--k"))
+        # it; numpy scalars made plain); a bound is named as the field, which the command line names by its option.
+        put("k", check(K, self.k, caller="ReportRequest", field="k"))
         put("level", check(LEVEL, self.level, caller="ReportRequest"))
         put("doc_sep", check(TEXT, self.doc_sep, caller="ReportRequest", name="doc_sep"))
         put("doc_map", check(DOC_MAP, self.doc_map, caller="ReportRequest"))
         put("by", check(Param("by", NAMES, None, optional=True), self.by, caller="ReportRequest"))
         put("min_score", check(Param("min_score", float, None, optional=True), self.min_score, caller="ReportRequest"))
         put("metrics", check(Param("metrics", NAMES, ()), self.metrics, caller="ReportRequest"))
-        put("top_misses", check(COUNT, self.top_misses, caller="ReportRequest", option="--top-misses", name="top_misses"))
-        put("seed", check(SEED, self.seed, caller="ReportRequest", option="--seed"))
-        put("resamples", check(RESAMPLES, self.resamples, caller="ReportRequest", option="--resamples",
-                                 name="resamples"))
-        put("confidence", check(CONFIDENCE, self.confidence, caller="ReportRequest", option="--confidence"))
+        put("top_misses", check(COUNT, self.top_misses, caller="ReportRequest", field="top_misses"))
+        for param in (SEED, RESAMPLES, CONFIDENCE):  # their types here; their bounds by Statistics, with the cost
+            put(param.name, check(Param(param.name, param.type, param.default), getattr(self, param.name),
+                                  caller="ReportRequest"))
+        Statistics(seed=self.seed, resamples=self.resamples, confidence=self.confidence)
         for attr in ("title", "generated_at", "gold_format", "run_format", "ties"):
             put(attr, check(TEXT, getattr(self, attr), caller="ReportRequest", name=attr))
         for attr in ("queries", "sources_dir", "rewrite", "judged", "calibration"):
@@ -168,7 +177,15 @@ class ReportRequest:
         if self.judged_k is not None:
             put("judged_k", check(K, self.judged_k, caller="ReportRequest", name="judged_k"))
         if self.calibration and not self.judged:
-            raise UsageError("--calibration needs --judged (the labels it corrects)")
+            raise UsageError(f"{F.calibration} needs {F.judged} (the labels it corrects)")
+
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set, run, baseline and
+        lexical run given as paths, the ship criteria, the doc map, the queries, the answers summary, the
+        judged labels and their calibration, the rewrite log."""
+        doc_map = self.scoring.doc_map if self.scoring is not None else None
+        return paths(self.gold, self.run, self.baseline, self.lexical, config_file(self.config), doc_map, self.queries,
+                     self.answers, self.judged, self.calibration, self.rewrite)
 
     def on_disk(self, arg: Any, loaded: Any) -> Any:
         """A loaded input's file, when ``sources_dir`` says where it is (else ``arg`` itself)."""
@@ -210,7 +227,7 @@ class MainEvaluation:
     false_evidence: str
     fields: tuple[str, ...] | None
     segment_metrics: tuple[str, ...]
-    segments: Any  # SegmentSummary | None
+    segments: SegmentSummary | None
 
 
 @dataclass(frozen=True)
@@ -218,7 +235,7 @@ class Baseline:
     """The baseline: a run (scored and compared query by query) or a summary of means."""
 
     result: EvaluationResult | None = None
-    summary: Any = None  # BaselineSummary | None
+    summary: BaselineSummary | None = None
     comparison: Any = None  # Comparison | None
     label: str | None = None
     file: tuple[str, str, str | None] | None = None
@@ -259,10 +276,10 @@ class ReportEvaluation:
     lexical: Lexical
     stages: StageScores
     doc_level: Mapping[str, float]
-    outcome: Any  # GateOutcome | None
+    outcome: GateOutcome | None
     run_label: str
-    freshness: Any = None  # FreshnessWhatIf
-    rewrite: Any = None  # RewriteEffect
+    freshness: FreshnessWhatIf | None = None
+    rewrite: RewriteEffect | None = None
     components: Mapping[str, Any] = field(default_factory=dict)
     answers: Mapping[str, Any] | None = None
     bounds: Mapping[str, Any] | None = None
@@ -290,9 +307,9 @@ def _path(source: Any, loaded: Run | None = None) -> str:
 def _label(source: Any, loaded: Run, *others: str) -> str:
     """How the report names a run: its file name, or its whole path when another run shares the file name
     (``others``: the paths of the other runs). One rule for legends, tables, the gate and the title."""
-    path = _path(source, loaded)
-    name = os.path.basename(path) or path
-    return path if any(os.path.basename(o) == name and o != path for o in others) else name
+    from rankgate.model.results import run_names
+
+    return run_names([_path(source, loaded), *others])[0]
 
 
 def _auto_fields(result: EvaluationResult) -> list[str]:
@@ -618,7 +635,7 @@ def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
         from rankgate.experiments.freshness import freshness_what_if
 
         freshness = freshness_what_if(gold, run, lambda g, r: evaluator(g, r, metrics, req.level), by=by,
-                                      **stats.kwargs())
+                                      statistics=stats)
     if req.rewrite:
         from rankgate.io.rewrite import read_rewrite_runs
         from rankgate.experiments.rewrite import rewrite_effect

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankgate.flows._inputs import FilePath, paths
+
 # The report lists the top 10 of each missed query with its text, and containment@k and
 # coverage_entities@k read the text of the top k; 10 covers both at the usual cut-offs.
 DEFAULT_TEXTS = 10
@@ -29,33 +31,38 @@ class RetrieveRequest:
     repeat: int = 3                     # timings per query, the median written
     latency: bool = True                # False: no timings, so the same inputs give the same bytes
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the corpus, the gold set and the BEIR
+        folder."""
+        return paths(self.corpus, self.gold, self.beir)
+
     def __post_init__(self) -> None:
         from collections.abc import Mapping as _Mapping
 
         from rankgate._util.constraints import FILE, FLAG, TEXT, check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
         from rankgate.metrics.spec import MAX_K
         from rankgate.retrieval.api import MAX_REPEAT
 
-        # the types here (a UsageError naming the field), the bounds below in the command's words
+        # the types here (a UsageError naming the field), the bounds below (naming the field too)
         check_fields(self, "RetrieveRequest", corpus=FILE, beir=FILE, gold=FILE, split=TEXT, retriever=typed(str),
                      options=typed(_Mapping), k=typed(int), texts=typed(int, optional=True), reranker=TEXT,
                      rerank_depth=typed(int), repeat=typed(int), latency=FLAG)
         if not 1 <= self.k <= MAX_K:  # as every other cutoff: a run's depth, not a number to allocate blindly
-            raise UsageError(f"--k must be between 1 and {MAX_K:,}; got {self.k}"[:120])
+            raise UsageError(f"{F.k} must be between 1 and {MAX_K:,}; got {self.k}"[:120])
         if not 1 <= self.repeat <= MAX_REPEAT:
-            raise UsageError(f"--repeat must be between 1 and {MAX_REPEAT}; got {self.repeat} "
+            raise UsageError(f"{F.repeat} must be between 1 and {MAX_REPEAT}; got {self.repeat} "
                              "(3 to 5 timings give a steady median)")
         if self.texts is not None and self.texts < 0:
-            raise UsageError(f"--texts must be none, all or top-N with N >= 1 (e.g. top-10); got {self.texts!r}")
+            raise UsageError(f"{F.texts} must be none, all or top-N with N >= 1 (e.g. top-10); got {self.texts!r}")
         if (self.corpus is None) == (self.beir is None):
-            raise UsageError("give --corpus (with --gold) or --beir (a BEIR folder), one of them")
+            raise UsageError(f"give {F.corpus} (with {F.gold}) or {F.beir} (a BEIR folder), one of them")
         if self.beir is not None and self.gold is not None:
-            raise UsageError("--gold cannot be combined with --beir: a BEIR folder brings its own queries")
+            raise UsageError(f"{F.gold} cannot be combined with {F.beir}: a BEIR folder brings its own queries")
         if self.beir is None and self.gold is None:
-            raise UsageError("--corpus needs --gold: the gold set whose queries to run")
+            raise UsageError(f"{F.corpus} needs {F.gold}: the gold set whose queries to run")
         if self.reranker and self.rerank_depth < 1:
-            raise UsageError(f"--rerank-depth must be >= 1; got {self.rerank_depth}")
+            raise UsageError(f"{F.rerank_depth} must be >= 1; got {self.rerank_depth}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankgate.flows._common import check_stats
+from rankgate.flows._inputs import FilePath, paths
+from rankgate.stats.options import Statistics
 
 MAX_RANKS = 20
 
@@ -31,33 +32,39 @@ class StressRequest:
     resamples: int = 2000
     confidence: float = 0.95
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the gold set, the run, the corpus and
+        the negatives file (``negatives`` other than must-not and lexical)."""
+        return paths(self.gold, self.run, self.corpus,
+                     None if self.negatives in ("must-not", "lexical") else self.negatives)
+
     def __post_init__(self) -> None:
         from collections.abc import Mapping as _Mapping
 
         from rankgate._util.constraints import BY, FILE, TEXT, Shape, check_fields, plain, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
 
         ranks = Shape("a list of ranks (integers)", lambda v: None if isinstance(v, (str, bytes, _Mapping)) or not hasattr(
             v, "__iter__") else tuple(plain(r) for r in v))
-        # the types here (a UsageError naming the field), the bounds below in the command's words
+        # the types here (a UsageError naming the field), the bounds below (naming the field too)
         check_fields(self, "StressRequest", corpus=FILE, reranker=typed(str), reranker_options=typed(_Mapping),
                      negatives=typed(str), ranks=typed(ranks), n=typed(int), depth=typed(int, optional=True),
                      max_drop=typed(float), by=BY, ties=TEXT, seed=typed(int), resamples=typed(int),
                      confidence=typed(float))
-        check_stats(self.seed, self.resamples, self.confidence)
+        Statistics(seed=self.seed, resamples=self.resamples, confidence=self.confidence)  # their bounds, with the cost
         if not all(isinstance(r, int) and r >= 1 for r in self.ranks) or len(set(self.ranks)) != len(self.ranks):
-            raise UsageError("--ranks must be distinct ranks >= 1 separated by commas, e.g. 1,2,3; "
+            raise UsageError(f"{F.ranks} must be distinct ranks >= 1 separated by commas, e.g. 1,2,3; "
                              f"got {','.join(map(str, self.ranks))!r}")
         if len(self.ranks) > MAX_RANKS:
-            raise UsageError(f"--ranks takes at most {MAX_RANKS} ranks; got {len(self.ranks)}")
+            raise UsageError(f"{F.ranks} takes at most {MAX_RANKS} ranks; got {len(self.ranks)}")
         if self.n < 0:
-            raise UsageError(f"--n must be >= 0 (0 stresses every query); got {self.n}")
+            raise UsageError(f"{F.n} must be >= 0 (0 stresses every query); got {self.n}")
         if self.depth is not None and self.depth < 1:
-            raise UsageError(f"--depth must be >= 1; got {self.depth}")
+            raise UsageError(f"{F.depth} must be >= 1; got {self.depth}")
         if not 0.0 <= self.max_drop <= 1.0:
-            raise UsageError(f"--max-drop must be between 0 and 1 (an nDCG@5 difference); got {self.max_drop}")
+            raise UsageError(f"{F.max_drop} must be between 0 and 1 (an nDCG@5 difference); got {self.max_drop}")
         if self.negatives == "lexical" and not self.corpus:
-            raise UsageError("--negatives lexical needs --corpus: near-misses are found in the corpus")
+            raise UsageError(f"{F(negatives='lexical')} needs {F.corpus}: near-misses are found in the corpus")
 
 
 def _negatives_file(path: str, gold_ids: set[str]) -> dict[str, list[str]]:

@@ -6,16 +6,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from rankgate.flows._inputs import FilePath, paths
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.traces.monitors import MonitorConfig, MonitorOutcome
+    from rankgate.traces.signals import TraceSummary
 
 
 def _check_threshold(abstention: str | None, threshold: float | None) -> None:
-    from rankgate.errors import UsageError
+    from rankgate.errors import F, UsageError
 
     if abstention and threshold is not None:
-        raise UsageError("give --abstention or --abstention-threshold, not both")
+        raise UsageError(f"give {F.abstention} or {F.abstention_threshold}, not both")
     if threshold is not None and not math.isfinite(threshold):
-        raise UsageError(f"--abstention-threshold must be a finite number; got {threshold}")
+        raise UsageError(f"{F.abstention_threshold} must be a finite number; got {threshold}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,9 +41,14 @@ class TracesRequest:
     monitors: str | None = None         # YAML (None: the defaults)
     signals: str | Iterable[str] | None = None  # analyze: headline, all or groups (None: all); kept as a frozenset
 
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the trace exports, the monitors, the
+        corpus manifest, the abstention file and the field map."""
+        return paths(*self.traces, self.monitors, self.corpus, self.abstention, self.field_map)
+
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, FILE, NAMES, PATHS, TEXT, check, check_fields, typed
-        from rankgate.errors import UsageError
+        from rankgate.errors import F, UsageError
         from rankgate.traces.signals import SEGMENT_FIELDS, parse_signals, parse_window
 
         # the types here (a UsageError naming the field; one path is one export, not its letters)
@@ -48,21 +59,21 @@ class TracesRequest:
         object.__setattr__(self, "signals", parse_signals(self.signals))
         for f in self.by:
             if f not in SEGMENT_FIELDS:
-                raise UsageError(f"--by {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
+                raise UsageError(f"{F.by} {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
         if self.window:
             parse_window(self.window)
         if self.k < 1 or self.k > 100:
-            raise UsageError(f"--k must be between 1 and 100; got {self.k}")
+            raise UsageError(f"{F.k} must be between 1 and 100; got {self.k}")
         if self.spark_master and self.engine != "spark":
-            raise UsageError("--spark-master needs --engine spark")
+            raise UsageError(f"{F.spark_master} needs {F(engine='spark')}")
         _check_threshold(self.abstention, self.abstention_threshold)
 
 
 @dataclass(frozen=True, slots=True)
 class TracesResult:
-    summary: Any                        # TraceSummary: the signals asked for, per window and segment
-    outcome: Any                        # the monitors' MonitorOutcome (analyze: only for every signal)
-    monitors: Any                       # the Monitors checked
+    summary: TraceSummary               # the signals asked for, per window and segment
+    outcome: MonitorOutcome | None      # the monitors' flags (analyze: only for every signal)
+    monitors: MonitorConfig             # the monitors checked
 
 
 def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str | None = None,
@@ -126,6 +137,11 @@ class SampleRequest:
     n: int = 50                         # how many candidates
     seed: int = 0
     by: tuple[str, ...] = ("tenant",)   # request fields to stratify by besides reason and source
+
+    def inputs(self) -> tuple[FilePath, ...]:
+        """The files the request reads (an output may be none of them): the trace exports, the abstention
+        file, the field map and the corpus manifest."""
+        return paths(*self.traces, self.abstention, self.field_map, self.corpus)
 
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, FILE, PATHS, TEXT, check_fields, typed

@@ -38,6 +38,7 @@ See ``docs/gating.md`` for what each check means.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ from rankgate._util.configfile import (  # noqa: F401 - the MAX_* limits were de
 )
 from rankgate.errors import RankgateError
 
-__all__ = ["READERS", "Gate", "GateConfig", "as_config", "config_from_dict", "load_config", "load_monitors", "parse_config",
+__all__ = ["READERS", "ConfigInput", "Gate", "GateConfig", "as_config", "config_from_dict", "load_config", "load_monitors", "parse_config",
            "parse_monitors"]
 
 #: What a config names that another area reads, and where its reader lives ("module:function"),
@@ -411,10 +412,13 @@ def parse_monitors(text: str, *, path: str = "<monitors>") -> Any:
     return _reader("monitors")(text, path=path)
 
 
-def as_config(config: Any) -> GateConfig:
-    """Ship criteria given as a path, a :class:`GateConfig` or a dict (the form of the YAML file)."""
-    import os
+#: Ship criteria as :func:`as_config` takes them: a path to the YAML file, a :class:`GateConfig`, or the
+#: file's content as a dict.
+ConfigInput = str | os.PathLike[str] | GateConfig | Mapping[str, Any]
 
+
+def as_config(config: ConfigInput) -> GateConfig:
+    """Ship criteria given as a path, a :class:`GateConfig` or a dict (the form of the YAML file)."""
     from rankgate.errors import UsageError
 
     if isinstance(config, GateConfig):

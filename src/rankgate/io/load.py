@@ -25,8 +25,13 @@ from rankgate.io.jsonl import iter_json_lines, json_lines, parse_gold_records, p
 from rankgate.model.gold_run import Gold, Run
 from rankgate.io.source import check_file, check_unchanged, file_stamp, is_pipe, local_copy
 
-GoldLike = Any  # path, Gold, {qid: {doc: grade}}, an iterable of gold records, or a long table (a DataFrame)
-RunLike = Any  # path, Run, {qid: {doc: score}} / {qid: [ids]}, an iterable of run records, or a long table
+#: What :func:`load_gold` reads: a path (file, folder or pipe), a loaded :class:`Gold` (kept as it is),
+#: ``{query_id: {doc_id: grade}}`` or the sample contract's mapping, an iterable of gold records, or a long
+#: table or dataset object (a DataFrame, a RAGAS or Hugging Face dataset: iterable, read by its rows).
+GoldInput = str | os.PathLike[str] | Gold | Mapping[str, Any] | Iterable[Any]
+#: What :func:`load_run` reads: a path, a loaded :class:`Run`, ``{query_id: {doc_id: score}}`` or
+#: ``{query_id: [doc_id, …]}``, an iterable of run records, or a long table or dataset object.
+RunInput = str | os.PathLike[str] | Run | Mapping[str, Any] | Iterable[Any]
 
 
 def _json_records(path: str, what: str = "run") -> list[tuple[int, Any]]:
@@ -92,7 +97,7 @@ _NOUNS = {"gold": "gold set", "run": "run"}
 _LABEL = Param("label", str, "<gold>", help="the name messages give in-memory data")
 
 
-def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gold>",
+def load_gold(source: GoldInput, *, format: str | None = None, label: str = "<gold>",
               columns: Mapping[str, str] | None = None) -> Gold:
     """Load a gold set from a path or Python data (see module docs for what is accepted).
 
@@ -100,7 +105,7 @@ def load_gold(source: GoldLike, *, format: str | None = None, label: str = "<gol
     return _load(source, "gold", *_checked("load_gold", format, label, columns))
 
 
-def load_run(source: RunLike, *, format: str | None = None, label: str = "<run>",
+def load_run(source: RunInput, *, format: str | None = None, label: str = "<run>",
              columns: Mapping[str, str] | None = None) -> Run:
     """Load a run from a path or Python data (see module docs for what is accepted).
 

@@ -27,10 +27,10 @@ class Statistics:
         if isinstance(self.resamples, int) and self.resamples > RESAMPLES.maximum:  # type: ignore[operator]
             note = (f"the intervals would need about {_memory(self.resamples)} per metric; 2,000 to 10,000 resamples "
                     "are plenty")
-        # (a wrong type is named as the parameter of Statistics, a bound by its option; numpy scalars made plain)
-        for param, attr, option in ((RESAMPLES, "resamples", "--resamples"), (CONFIDENCE, "confidence", "--confidence"),
-                                    (SEED, "seed", "--seed")):
-            value = check(param, getattr(self, attr), caller="Statistics", option=option,
+        # (a wrong type is named as the parameter of Statistics, a bound as the field, which the command line
+        # names by its option; numpy scalars made plain)
+        for param, attr in ((RESAMPLES, "resamples"), (CONFIDENCE, "confidence"), (SEED, "seed")):
+            value = check(param, getattr(self, attr), caller="Statistics", field=attr,
                           note=note if attr == "resamples" else "")
             object.__setattr__(self, attr, value)
 
