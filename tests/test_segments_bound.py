@@ -370,8 +370,6 @@ def many_segments(n: int = 6000) -> tuple[EvaluationResult, EvaluationResult]:
             EvaluationResult(ids, ("recall@5", "mrr"), values(), fields))
 
 
-@pytest.mark.skipif(accel.kernels is None, reason="without the compiled kernels each segment is drawn on its own "
-                    "(the fallback's BLAS sums may depend on the columns beside)")
 def test_intervals_of_thousands_of_segments_are_drawn_a_size_at_a_time(monkeypatch) -> None:
     res, _ = many_segments()
     sums = counting(monkeypatch, stats, "_resampled_sums")
@@ -382,8 +380,6 @@ def test_intervals_of_thousands_of_segments_are_drawn_a_size_at_a_time(monkeypat
     assert len(sums) <= len(sizes) and not one_at_a_time  # one table per size (was: one per segment)
 
 
-@pytest.mark.skipif(accel.kernels is None, reason="without the compiled kernels each segment is drawn on its own "
-                    "(the fallback's BLAS sums may depend on the columns beside)")
 def test_p_values_of_thousands_of_segments_need_no_call_per_segment(monkeypatch) -> None:
     base, cand = many_segments()
     flips = counting(monkeypatch, stats, "_sign_flip_p")

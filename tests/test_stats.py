@@ -101,6 +101,37 @@ def test_same_seed_gives_identical_floats_and_a_generator_equals_its_seed():
     assert randomization_test(x, y, rng=1) == randomization_test(x, y, rng=1)
 
 
+def test_intervals_are_the_same_floats_with_and_without_the_compiled_code(monkeypatch):
+    """Bounds pinned bit for bit, which every build gives (RANKGATE_NATIVE=auto, baseline and off; .ci/run runs
+    this file under each): the fallback adds count times value in query order as the compiled kernel does.
+    Queries past a row tile of the kernel's vector path and several chunks of resamples; groups of sizes the
+    compositions serve and sizes summed as tables. Then the same in-process without the kernels."""
+    from rankgate import _native
+    from rankgate.stats.bootstrap import grouped_bootstrap_cis, values_cis
+
+    rng = np.random.default_rng(21)
+    x = rng.random(3001) * 10.0 ** rng.integers(-3, 3, 3001)
+    sizes = [2, 3, 5, 9, 40, 2, 9]
+    grouped = np.round(rng.random(sum(sizes)), 3)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+
+    def bounds() -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]]]:
+        cis = values_cis({"a": x, "b": np.round(x, 2), "c": -x}, 8, 600, 0.95)
+        low, high = grouped_bootstrap_cis(grouped, offsets, seed=3, resamples=500)
+        return ({k: (lo.hex(), hi.hex()) for k, (lo, hi) in cis.items()},
+                [(lo.hex(), hi.hex()) for lo, hi in zip(low.tolist(), high.tolist())])
+
+    want = ({"a": ("0x1.1d3c6be599ec0p+3", "0x1.54934a49a4a8cp+3"), "b": ("0x1.1d3b530e67231p+3", "0x1.5492323b4b5ebp+3"),
+             "c": ("-0x1.54934a49a4a8cp+3", "-0x1.1d3c6be599ec0p+3")},
+            [("0x1.eb851eb851eb8p-5", "0x1.3851eb851eb85p-1"), ("0x1.4cccccccccccdp-2", "0x1.a76c8b4395810p-1"),
+             ("0x1.0c154c985f070p-2", "0x1.8a2339c0ebee0p-1"), ("0x1.cbe0ded288ce7p-2", "0x1.8aadf187080e3p-1"),
+             ("0x1.8ddaa4fca42b0p-2", "0x1.2a5a5b9628cbcp-1"), ("0x1.a1cac083126e9p-5", "0x1.ba5e353f7ced9p-5"),
+             ("0x1.95e1df24171eap-2", "0x1.694b5225c6337p-1")])
+    assert bounds() == want
+    monkeypatch.setattr(_native, "kernels", None)
+    assert bounds() == want
+
+
 def test_results_do_not_depend_on_block_boundaries_being_reproducible(monkeypatch):
     x = np.random.default_rng(3).random(1000)
     monkeypatch.setattr(stats, "_BLOCK_ELEMENTS", 2500)  # several blocks of 2 resamples

@@ -92,7 +92,8 @@ class Scorer:
             # when no id matches, and how the inputs were read (joined lists, near-misses of text matching)
             said = [id_mismatch_line(result), *(result.info.get("notices") or ()),
                     near_miss_line(result.info.get("near_misses"))]
-        for line in said + ties_lines(result):
+        # (a large run scored without the compiled code: said here, never written into a file)
+        for line in [*said, result.info.get("build_notice"), *ties_lines(result)]:
             if line:
                 self.warn(f"{name}: {line}")
         return result

@@ -213,9 +213,8 @@ def evaluate(
 
         # (once, with how the inputs were read; a run read in blocks: its rows, counted as they were scored)
         rows = streamed.result.info["run"]["rows"] if streamed is not None and streamed.result is not None else len(r)
+        # (kept apart from the notices, which summary.json and the report write: every build writes the same files)
         slow = slow_notice(rows)
-        if slow is not None:
-            notices.append(slow)
         texts = query_texts(g)
         from rankgate.io.nearmiss import near_misses
 
@@ -230,7 +229,8 @@ def evaluate(
             got = None if in_blocks is None else _evaluate_blocks(g, in_blocks, metric_list, **opts)
             result = got.result if got is not None and got.result is not None else \
                 _evaluate_loaded(g, r, metric_list, **opts)
-        read = {"notices": notices, "near_misses": near, "query_texts": texts}  # what reading the inputs found
+        read = {"notices": notices, "near_misses": near, "query_texts": texts,  # what reading the inputs found
+                "build_notice": slow}
         if any(read.values()):
             result = replace(result, info={**result.info, **{key: v for key, v in read.items() if v}})
         for name, obj in (("gold", g), ("run", r)):

@@ -37,15 +37,17 @@ a :class:`numpy.random.SeedSequence`, which spawns one SFC64 stream per chunk of
 chunks can run on both cores without changing a number). Each stream's 64-bit words give two 32-bit
 values, low half first; a value ``x`` picks query ``(x · n) >> 32``, and is skipped when
 ``(x · n) mod 2³² < 2³² mod n`` (Lemire's rejection), so every query is exactly equally likely.
-The compiled kernels (``rankgate._native._kernels``) and the numpy fallback draw the same queries; the
-kernels sum each metric in query order without fused multiply-add, so the same values and seed
-give the same floats on every machine (the fallback's BLAS sums can differ in the last bit).
+The compiled kernels (``rankgate._native._kernels``) and the numpy fallback draw the same queries and
+sum each metric the same way, count times value added in query order with every step rounded (no
+fused multiply-add), so the same values and seed give the same floats on every machine, with or
+without the compiled code (``RANKGATE_NATIVE``).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -86,6 +88,11 @@ _CACHE_BYTES = 4 << 20  # values of one column block of the bootstrap: small eno
 _COUNTS_BYTES = 16 << 20  # per-query counts (a byte each) of the resamples drawn at once, shared by every column block
 _MAX_COUNT_GROUP = 32  # resamples drawn at once at most: their counts of a row tile stay in the cache
 _MIN_BLOCK_COLUMNS = 8  # the compiled kernel sums up to eight columns of a block per pass
+_FALLBACK_COUNTS_BYTES = 64 << 20  # the numpy fallback's counts (a byte each) of the resamples it sums together
+_FALLBACK_MIN_GROUP = 256  # resamples the numpy fallback sums together at least (more counts past 250,000 queries)
+_FALLBACK_SUMS = 1 << 15  # sums the numpy fallback adds to at once (256 KB): they stay in the cache
+_FALLBACK_TILE = 1 << 15  # counts the numpy fallback turns into floats at once
+_FALLBACK_DRAWS = 1 << 18  # draws the numpy fallback takes from a stream at once: its arrays stay in the cache
 
 
 def _generator(rng: RandomSource) -> np.random.Generator:
@@ -166,26 +173,24 @@ def _resampled_sums(stacks: Sequence[np.ndarray], blocks: Sequence[tuple[int, in
 
     from rankgate._native import kernels
 
+    if kernels is None or n >= 2**32:
+        values = stacks[0] if len(stacks) == 1 else np.hstack(stacks)
+        segments = [(_Stream(state, n), min(start + _STREAM_RESAMPLES, resamples) - start)
+                    for start, state in zip(starts, states)]
+        _chained_sums(values, segments, out)
+        return out
+
     def chunk(i: int) -> None:
         start = starts[i]
         stop = min(start + _STREAM_RESAMPLES, resamples)
-        if kernels is not None and n < 2**32:
-            # One draw of each resample's queries serves every column block (the same sums as one
-            # bootstrap_sums call per block, each of which re-draws the stream).
-            parts = [np.empty((stop - start, hi - lo)) for lo, hi in blocks]
-            kernels.bootstrap_sums_blocks(states[i], stacks, stop - start, parts, _count_group(n))
-            for (lo, hi), part in zip(blocks, parts):
-                out[start:stop, lo:hi] = part
-            return
-        for (lo, hi), stack in zip(blocks, stacks):
-            part = np.empty((stop - start, hi - lo))
-            if kernels is not None and n < 2**32:
-                kernels.bootstrap_sums(states[i], stack, hi - lo, stop - start, part)
-            else:
-                _numpy_sums(states[i], stack, stop - start, part)
+        # One draw of each resample's queries serves every column block (the same sums as one
+        # bootstrap_sums call per block, each of which re-draws the stream).
+        parts = [np.empty((stop - start, hi - lo)) for lo, hi in blocks]
+        kernels.bootstrap_sums_blocks(states[i], stacks, stop - start, parts, _count_group(n))
+        for (lo, hi), part in zip(blocks, parts):
             out[start:stop, lo:hi] = part
 
-    if len(starts) > 1 and draws >= _PARALLEL_DRAWS and kernels is not None:
+    if len(starts) > 1 and draws >= _PARALLEL_DRAWS:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1, 4)) as pool:
@@ -207,35 +212,95 @@ class _Stream:
         self.left = np.zeros(0, dtype=np.int64)  # accepted indices not handed out yet
 
     def take(self, count: int) -> np.ndarray:
+        """The next ``count`` indices (``int64``, a fresh array the caller may write to)."""
         parts, have = [self.left], self.left.size
         lo32 = np.uint64(0xFFFFFFFF)
         while have < count:
             words = self.bits.random_raw(max(1, (count - have + 1) // 2))
-            halves = np.empty(words.size * 2, dtype=np.uint64)
-            halves[0::2] = words & lo32  # low half first, on any byte order
-            halves[1::2] = words >> np.uint64(32)
+            if sys.byteorder == "little":
+                halves = words.view(np.uint32).astype(np.uint64)  # each word's low half, then its high half
+            else:
+                halves = np.empty(words.size * 2, dtype=np.uint64)
+                halves[0::2] = words & lo32  # low half first, on any byte order
+                halves[1::2] = words >> np.uint64(32)
             halves *= np.uint64(self.n)
-            idx = (halves[(halves & lo32) >= self.threshold] >> np.uint64(32)).astype(np.int64)
-            parts.append(idx)
-            have += idx.size
-        drawn = np.concatenate(parts)
-        self.left = drawn[count:]
+            if self.threshold:
+                keep = (halves & lo32) >= self.threshold
+                if not keep.all():
+                    halves = halves[keep]
+            halves >>= np.uint64(32)
+            parts.append(halves.view(np.int64))  # (below 2**32)
+            have += halves.size
+        drawn = parts[1] if len(parts) == 2 and parts[0].size == 0 else np.concatenate(parts)
+        self.left = drawn[count:].copy()
         return drawn[:count]
 
 
 def _numpy_sums(state: np.ndarray, stack: np.ndarray, rows: int, out: np.ndarray) -> None:
-    """Fallback of the compiled ``bootstrap_sums``: the same draws; sums by BLAS (last bits may differ)."""
-    n = stack.shape[0]
-    stream = _Stream(state, n)
-    block = _block_rows(n)
-    counts = np.empty((min(block, rows), n))
-    for start in range(0, rows, block):
-        stop = min(start + block, rows)
-        idx = stream.take((stop - start) * n).reshape(stop - start, n)
-        for r in range(stop - start):
-            counts[r] = np.bincount(idx[r], minlength=n)
-        for j in range(stack.shape[1]):
-            out[start:stop, j] = counts[: stop - start] @ stack[:, j]
+    """Fallback of the compiled ``bootstrap_sums``: the same draws and the same sums, bit for bit
+    (:func:`_chained_sums`)."""
+    _chained_sums(stack, [(_Stream(state, stack.shape[0]), rows)], out)
+
+
+def _draw_counts(segments: Sequence[tuple[_Stream, int]], n: int) -> Iterator[np.ndarray]:
+    """Each resample's per-query draw counts (``int64``, a row of ``n`` per resample), in resample order, a
+    block of rows at a time: ``segments`` gives the streams in order and how many resamples each draws."""
+    block = max(1, _FALLBACK_DRAWS // max(n, 1))
+    for stream, rows in segments:
+        for lo in range(0, rows, block):
+            k = min(block, rows - lo)
+            cells = stream.take(k * n).reshape(k, n)
+            cells += (np.arange(k, dtype=np.int64) * n)[:, None]  # resample r's counts at r·n
+            yield np.bincount(cells.ravel(), minlength=k * n).reshape(k, n)
+
+
+def _chained_sums(values: np.ndarray, segments: Sequence[tuple[_Stream, int]], out: np.ndarray) -> None:
+    """Fallback of the compiled ``bootstrap_sums_blocks``: ``out[r, j]``, the sum over queries of resample
+    ``r``'s draw count of the query times its value in column ``j`` of ``values`` (``n`` rows), with the
+    resamples drawn from ``segments`` (see :func:`_draw_counts`).
+
+    Each sum is the compiled kernel's chain of IEEE operations, so the floats are the same bit for bit:
+    ``((0.0 + c0·x0) + c1·x1) + …`` in query order, every product and every sum rounded on its own (the
+    kernel is built without fused multiply-add), every query included, drawn or not, as the kernel adds
+    them. numpy's element-wise multiply and add are those same operations; the chain goes one query at
+    a time, each step one multiply and one add over the sums of many resamples and every column at once
+    (as many as stay in the cache). The counts of the resamples summed together are kept a byte each
+    while they fit."""
+    n, width = values.shape
+    at_once = max(1, min(out.shape[0], max(_FALLBACK_COUNTS_BYTES // max(n, 1), _FALLBACK_MIN_GROUP)))
+    per = max(1, min(at_once, _FALLBACK_SUMS // width))  # resamples whose sums are kept at once
+    wide = n > 255  # (a count never exceeds n)
+
+    def flush(counts: np.ndarray, r0: int) -> None:  # counts: a row per resample
+        for a in range(0, counts.shape[0], per):
+            b = min(a + per, counts.shape[0])
+            acc, term = np.zeros((width, b - a)), np.empty((width, b - a))
+            tile = max(1, min(n, _FALLBACK_TILE // (b - a)))
+            weights = np.empty((tile, b - a))  # a tile of queries' counts, as floats (exact)
+            for lo in range(0, n, tile):
+                k = min(tile, n - lo)
+                weights[:k] = counts[a:b, lo:lo + k].T
+                column = values[lo:lo + k, :, None]
+                for i in range(k):  # query by query: one rounded product and one rounded add per sum
+                    np.multiply(column[i], weights[i], out=term)
+                    np.add(acc, term, out=acc)
+            out[r0 + a:r0 + b] = acc.T
+
+    group = np.empty((at_once, n), dtype=np.uint8)
+    filled = r0 = 0
+    for counts in _draw_counts(segments, n):
+        if wide and group.dtype == np.uint8 and int(counts.max()) > 255:
+            group = group.astype(np.uint32)
+        taken = 0
+        while taken < counts.shape[0]:
+            k = min(at_once - filled, counts.shape[0] - taken)
+            group[filled:filled + k] = counts[taken:taken + k]
+            filled, taken = filled + k, taken + k
+            if filled == at_once:
+                flush(group, r0)
+                r0, filled = r0 + at_once, 0
+    if filled:
+        flush(group[:filled], r0)
 
 
 def _interval(x: np.ndarray, means: np.ndarray | None, confidence: float) -> tuple[float, float]:
@@ -449,13 +514,6 @@ def grouped_bootstrap_cis(
     same = two[mins[two] == maxs[two]]
     low[same] = high[same] = x[starts[same]]
     todo = two[mins[two] != maxs[two]]
-    from rankgate._native import kernels
-
-    if kernels is None:  # the numpy fallback's BLAS sums may depend on the columns beside: one group at a time
-        for j in todo.tolist():
-            low[j], high[j] = bootstrap_ci(x[starts[j]:starts[j] + sizes[j]], rng=seed, resamples=resamples,
-                                           confidence=confidence)
-        return low, high
     streams = _streams(np.random.default_rng(seed), resamples)
     alpha = 1.0 - confidence
     finite = np.zeros(sizes.size, dtype=bool)
@@ -533,18 +591,20 @@ def grouped_randomization_tests(
 def _compositions(streams: tuple[list[int], list[np.ndarray]], n: int, resamples: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The distinct per-query draw counts of the resamples of a group of ``n`` values, as the compiled kernel
     draws them from ``streams``, and how many resamples drew each; None when there are too many of them to
-    be worth it (more than a quarter of the resamples) or the kernels are not compiled.
+    be worth it (more than a quarter of the resamples).
 
     Every group of ``n`` values is resampled with these counts, so its resampled means are the means of
     these few compositions, each repeated as often as it was drawn (3 of them for two values, 35 for four)."""
     from rankgate._native import kernels
 
-    if kernels is None:
-        return None
     starts, states = streams
     drawn = []
     for i, start in enumerate(starts):
-        idx = np.empty((min(start + _STREAM_RESAMPLES, resamples) - start) * n, dtype=np.uint32)
+        rows = min(start + _STREAM_RESAMPLES, resamples) - start
+        if kernels is None:
+            drawn.append(_Stream(states[i], n).take(rows * n))  # (the same draws)
+            continue
+        idx = np.empty(rows * n, dtype=np.uint32)
         kernels.draw_indices(states[i], n, idx)  # (the state is read, not advanced)
         drawn.append(idx)
     cells = np.concatenate(drawn).astype(np.int64).reshape(resamples, n) + (np.arange(resamples) * n)[:, None]
