@@ -145,5 +145,5 @@ def test_traces_request_keeps_the_signal_groups_it_was_given():
     assert TracesRequest(("t.jsonl",)).signals is None and TracesRequest(("t.jsonl",), signals="all").signals is None
     headline = TracesRequest(("t.jsonl",), signals="headline").signals
     assert isinstance(headline, frozenset) and "latency" in headline
-    with pytest.raises(UsageError, match="--signals 'nope' is not a signal group"):
+    with pytest.raises(UsageError, match="^signals 'nope' is not a signal group"):
         TracesRequest(("t.jsonl",), signals="nope")

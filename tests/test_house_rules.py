@@ -175,3 +175,71 @@ def test_evaluate_options_given_values_win_and_none_is_not_given() -> None:
                                                                              "doc_sep": "|"}
     assert evaluate_options(None, {"k": None}) == {}
     assert evaluate_options(cfg) == {"k": 10, "level": "doc", "ties": "id"}
+
+
+# -- below the flows, too: an error a Python caller can get names the field, not the flag ---------------------
+
+#: Errors outside cli/ whose message may start with a flag, each with why (none: every one names a field).
+FLAG_MESSAGES_KEPT: dict[str, str] = {}
+
+
+def _error_classes(under: Path) -> set[str]:
+    """RankgateError and every class that derives from it (by the names of its bases), anywhere under ``under``."""
+    bases = {cls.name: {b.id if isinstance(b, ast.Name) else b.attr for b in cls.bases
+                        if isinstance(b, (ast.Name, ast.Attribute))}
+             for _, tree in _trees(under) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)}
+    found = {"RankgateError"}
+    while grown := {name for name, of in bases.items() if of & found} - found:
+        found |= grown
+    return found
+
+
+def _starts_with_flag(message: ast.expr) -> bool:
+    """The message literal starts with ``--``: a string, an f-string, or the left end of ``"…" + …``."""
+    while isinstance(message, ast.BinOp) and isinstance(message.op, ast.Add):
+        message = message.left
+    if isinstance(message, ast.JoinedStr) and message.values:
+        message = message.values[0]
+    return isinstance(message, ast.Constant) and isinstance(message.value, str) and message.value.startswith("--")
+
+
+def error_flag_messages(under: Path = SRC) -> list[str]:
+    """Where a module outside cli/ builds a rankgate error (UsageError, InputError, …) whose message starts
+    with a flag. The command line says a field as its flag (rankgate.cli.options.FLAGS, via errors.F)."""
+    classes = _error_classes(under)
+    found = []
+    for p, tree in _trees(under):
+        if p.relative_to(under).parts[0] == "cli":
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name in classes and _starts_with_flag(node.args[0]):
+                where = _where(p, node)
+                if where.partition(":")[0] not in FLAG_MESSAGES_KEPT:
+                    found.append(f"{where} {name}({ast.unparse(node.args[0])[:60]}…)")
+    return found
+
+
+def test_errors_below_the_command_line_name_fields_not_flags() -> None:
+    found = error_flag_messages()
+    assert not found, ("errors outside cli/ whose message starts with a flag (mark the field with "
+                       "rankgate.errors.F; rankgate.cli.options.FLAGS gives the flag):\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("class RankgateError(Exception): ...\nclass UsageError(RankgateError): ...\nclass MyError(UsageError): ...\n"
+     "raise MyError(f'--n must be at least 1; got {n}')\n", 1),
+    ("from rankgate.errors import InputError\nraise errors.InputError('--gold' + ' is empty', path='g')\n", 1),
+    ("raise UsageError(f'{F.n} must be at least 1; got {n}')\n", 0),
+    ("raise UsageError('n must be at least 1', hint='--n 5')\n", 0),  # (a hint is not the message)
+    ("raise ValueError('--n must be at least 1')\n", 0),  # (not a rankgate error)
+])
+def test_the_error_flag_checker(tmp_path: Path, text: str, expected: int) -> None:
+    (tmp_path / "a.py").write_text("class RankgateError(Exception): ...\nclass UsageError(RankgateError): ...\n"
+                                   "class InputError(RankgateError): ...\n" + text, encoding="utf-8")
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "cli" / "b.py").write_text(text, encoding="utf-8")  # (the command line's own words are its own)
+    assert len(error_flag_messages(tmp_path)) == expected

@@ -115,7 +115,7 @@ def test_prompts_are_versioned_files():
     ("openai", {"model": "m"}, "needs a URL"),
     ("openai", {"url": "http://127.0.0.1:1/v1"}, "needs a model name"),
     ("openai", {"url": "ftp://x/v1", "model": "m"}, "must be an http"),
-    ("openai", {"url": "https://api.openai.com/v1", "model": "m"}, "--judge-key-env"),
+    ("openai", {"url": "https://api.openai.com/v1", "model": "m"}, r"with key_env \(e.g. key_env='OPENAI_API_KEY'\)"),
     ("openai", {"url": "http://127.0.0.1:1/v1", "model": "m", "key_env": "RANKGATE_TEST_UNSET_KEY"}, "is not set"),
     ("no_such_module_xyz:Judge", {}, "Cannot import module"),
     ("tests.judge_plugins:Missing", {}, "has no attribute"),
@@ -187,7 +187,7 @@ def test_cache_folder_resolution(monkeypatch, tmp_path):
     assert cache.get_many(["k", "missing"]) == {"k": "2"}
     cache.close()
     (tmp_path / "file").write_text("")
-    with pytest.raises(UsageError, match="--no-cache"):
+    with pytest.raises(UsageError, match="use_cache=False"):
         JudgeCache(tmp_path / "file" / "sub")
 
 

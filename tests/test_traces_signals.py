@@ -74,7 +74,7 @@ def test_parse_window():
     from rankgate.errors import UsageError
 
     for bad in ("0d", "1y", "h", "1.5h"):
-        with pytest.raises(UsageError, match="--window"):
+        with pytest.raises(UsageError, match="^window must be"):
             parse_window(bad)
 
 

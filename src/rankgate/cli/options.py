@@ -63,22 +63,25 @@ TIES_HELP = ("the ranking rule: input (the file's order: ranks when every item h
 #: the field that value where it is not the field's own option followed by the value.
 FLAGS: dict[str, str] = {
     "abstention": "--abstention", "abstention_threshold": "--abstention-threshold", "backend": "--judge",
-    "baseline": "--baseline", "beir": "--beir", "by": "--by", "calibration": "--calibration", "confidence": "--confidence",
-    "config": "--config", "corpus": "--corpus", "date": "--date", "depth": "--depth", "engine": "--engine",
+    "baseline": "--baseline", "beir": "--beir", "by": "--by", "cache": "--cache", "calibration": "--calibration",
+    "columns": "--columns", "confidence": "--confidence", "config": "--config", "corpus": "--corpus", "date": "--date",
+    "delta": "--delta", "depth": "--depth", "engine": "--engine",
     "enforce_as_of": "--enforce-as-of", "examples": "--examples", "fuse": "--fuse", "fused_run": "--fused-run",
     "fused_run=True": "--fused-run PATH", "gold": "--gold", "human": "--human", "id": "--id", "judged": "--judged",
-    "k": "--k", "max_calls": "--max-calls", "max_drop": "--max-drop", "max_statements": "--max-statements",
+    "k": "--k", "key_env": "--judge-key-env", "max_calls": "--max-calls", "max_drop": "--max-drop",
+    "max_reply_bytes": "--max-reply-bytes", "max_statements": "--max-statements",
     "min_confidence": "--min-confidence", "model": "--judge-model", "n": "--n", "negatives": "--negatives",
     "permutations": "--permutations", "price_in": "--price-in", "price_out": "--price-out", "ranks": "--ranks",
     "refresh": "--refresh", "relevant_at": "--relevant-at", "repeat": "--repeat", "repeats": "--repeats",
     "rerank_depth": "--rerank-depth", "resamples": "--resamples", "retries": "--retries", "rewrite": "--rewrite",
-    "seed": "--seed", "spark_master": "--spark-master", "texts": "--texts", "timeout": "--timeout", "top": "--top",
-    "top_misses": "--top-misses", "url": "--judge-url", "use_cache=False": "--no-cache", "weights": "--weights",
-    "workers": "--workers",
+    "seed": "--seed", "signals": "--signals", "spark_master": "--spark-master", "target_precision": "--target-precision",
+    "texts": "--texts", "timeout": "--timeout", "top": "--top", "top_misses": "--top-misses", "url": "--judge-url",
+    "use_cache=False": "--no-cache", "weights": "--weights", "window": "--window", "workers": "--workers",
 }
 #: Per command, the fields another option sets there (``answers`` asks for the calibration by naming its file).
 COMMAND_FLAGS: dict[str, dict[str, str]] = {
     "answers": {"calibration": "--calibration-out"},
+    "demo": {"out_dir": "--out"},  # (rankgate.demo.run_demo's folder)
 }
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankgate.stats.paired import Comparison
@@ -405,11 +405,11 @@ def _check_out(out: Path) -> Path:
     from rankgate._util.atomic import check_folder
 
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder; choose a folder for the demo's output")
+        raise UsageError(f"{F.out_dir} {out} exists and is not a folder; choose a folder for the demo's output")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
         raise UsageError(
             f"{out} is not empty and was not written by rankgate demo; "
-            "choose a new or empty folder with --out, so none of your files is overwritten"
+            f"choose a new or empty folder with {F.out_dir}, so none of your files is overwritten"
         )
     check_folder(out, option="--out")
     return out

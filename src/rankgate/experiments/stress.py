@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from rankgate.model.gold_run import Gold, Run
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 from rankgate.model.results import EvaluationResult
 from rankgate.retrieval.base import Chunk, Query
 from rankgate.retrieval.rerank import Reranker, apply_reranker
@@ -208,7 +208,7 @@ def stress_test(gold: Gold, run: Run, reranker: Reranker, *, chunks: Mapping[str
         stressed, placed = _insert(items, negs, list(ranks)[: len(negs)])
         for cid in {*items, *stressed}:
             if cid not in chunks:
-                raise UsageError(f"no text for item {cid!r} of query {qid!r}: give --corpus with every chunk, or a run "
+                raise UsageError(f"no text for item {cid!r} of query {qid!r}: give {F.corpus} with every chunk, or a run "
                                  "that logs each item's text")
         query = queries[qid]
         clean = apply_reranker(reranker, query, [chunks[c] for c in items])

@@ -81,7 +81,11 @@ class JudgeSpec:
 
 
 def budget_warning(client: Any, command: str) -> str | None:
-    """The one line saying the call budget ran out, or None."""
+    """The one line saying the call budget ran out, or None.
+
+    It names the command line's option and ``command`` (not the request's ``max_calls``) because it is data, not a
+    refusal: ``answers`` writes it into summary.json, whose bytes must not depend on who asked for the run, and the
+    same line is said by ``judge relevance``."""
     skipped = client.stats.get("over_budget", 0) if isinstance(getattr(client, "stats", None), dict) else 0
     if not skipped:
         return None

@@ -136,7 +136,7 @@ def parse_columns(spec: str | None, fields: tuple[str, ...] = COLUMN_FIELDS) -> 
     answers reader passes its own, :data:`rankgate.io.answers.ANSWER_FIELDS`)."""
     if spec is None:
         return None
-    from rankgate.errors import UsageError
+    from rankgate.errors import F, UsageError
 
     out: dict[str, str] = {}
     for part in spec.split(","):
@@ -145,19 +145,19 @@ def parse_columns(spec: str | None, fields: tuple[str, ...] = COLUMN_FIELDS) -> 
         name, eq, column = part.partition("=")
         name, column = name.strip(), column.strip()
         if not eq or not name or not column:
-            raise UsageError(f"--columns: {part.strip()!r} is not FIELD=COLUMN (e.g. query_id=qid,chunk_id=doc,score=s)")
+            raise UsageError(f"{F.columns}: {part.strip()!r} is not FIELD=COLUMN (e.g. query_id=qid,chunk_id=doc,score=s)")
         if name == LIST_SEP:
             column = LIST_SEP_WORDS.get(column.lower(), column)
             if len(column) > MAX_LIST_SEP:
-                raise UsageError(f"--columns: list_sep must be at most {MAX_LIST_SEP} characters; got {len(column)}")
+                raise UsageError(f"{F.columns}: list_sep must be at most {MAX_LIST_SEP} characters; got {len(column)}")
         elif name not in fields:
-            raise UsageError(f"--columns: unknown field {name!r}; fields: {', '.join(fields)} "
+            raise UsageError(f"{F.columns}: unknown field {name!r}; fields: {', '.join(fields)} "
                              "(and list_sep, the delimiter of lists joined in one cell)")
         if name in out:
-            raise UsageError(f"--columns: field {name!r} is mapped twice")
+            raise UsageError(f"{F.columns}: field {name!r} is mapped twice")
         out[name] = column
     if not out:
-        raise UsageError("--columns is empty; give FIELD=COLUMN pairs, e.g. query_id=qid,chunk_id=doc")
+        raise UsageError(f"{F.columns} is empty; give FIELD=COLUMN pairs, e.g. query_id=qid,chunk_id=doc")
     return out
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankgate._util.constraints import TIMEOUT, check
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 from rankgate._util.redact import register_url
 from rankgate.judges.base import TASK_FIELDS, TASKS, Judge, JudgeCallError, JudgeItem, Judgement, Label, Plan
 from rankgate.judges.client import (BUDGET_REACHED, DEFAULT_MAX_STATEMENTS, MAX_REPEATS, MAX_STATEMENTS, JudgeClient,
@@ -89,7 +89,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
         max_reply_bytes = DEFAULT_MAX_REPLY_BYTES
     if (not isinstance(max_reply_bytes, int) or isinstance(max_reply_bytes, bool)
             or not 1024 <= max_reply_bytes <= MAX_MAX_REPLY_BYTES):
-        raise UsageError(f"--max-reply-bytes must be a whole number of bytes from 1024 to {MAX_MAX_REPLY_BYTES:,} "
+        raise UsageError(f"{F.max_reply_bytes} must be a whole number of bytes from 1024 to {MAX_MAX_REPLY_BYTES:,} "
                          f"(default {DEFAULT_MAX_REPLY_BYTES:,}); got {max_reply_bytes!r}")
     if transport is not None and backend != "openai":
         raise UsageError(f"a transport is for the openai judge (it carries its HTTP requests); the {backend!r} "
@@ -101,7 +101,7 @@ def open_judge(backend: str, *, url: str | None = None, model: str | None = None
         impl: Any = LexicalJudge()
     elif backend == "openai":
         if not url:
-            raise UsageError("the openai judge needs a URL: pass --judge-url (e.g. http://localhost:8000/v1 for "
+            raise UsageError(f"the openai judge needs a URL: pass {F.url} (e.g. http://localhost:8000/v1 for "
                              "vLLM, http://localhost:11434/v1 for Ollama, https://api.openai.com/v1)")
         from rankgate.judges.openai import OpenAIJudge
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 
 __all__ = ["CACHE_ENV", "CACHE_FILE", "JudgeCache", "default_cache_dir", "request_key"]
 
@@ -91,7 +91,7 @@ class JudgeCache:
         except (OSError, sqlite3.Error) as exc:
             raise UsageError(
                 f"cannot open the judge cache {self.path}: {exc} "
-                f"(choose a writable folder with --cache or {CACHE_ENV}, or pass --no-cache)") from None
+                f"(choose a writable folder with {F.cache} or {CACHE_ENV}, or pass {F(use_cache=False)})") from None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, str]:
         """Stored label JSON for each key found."""

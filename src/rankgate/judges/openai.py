@@ -76,7 +76,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 from rankgate._util.redact import origin, redact, register, register_url
 from rankgate.judges.base import TASKS, CallResult, JudgeCallError, check_label, is_problem
 from rankgate.judges.extract import extract_json
@@ -220,7 +220,7 @@ class OpenAIJudge:
                  max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, transport: Any = None) -> None:
         register_url(url)  # before anything can name the URL
         if not model or not isinstance(model, str):
-            raise UsageError("the openai judge needs a model name: pass --judge-model (e.g. gpt-4o-mini, or the "
+            raise UsageError(f"the openai judge needs a model name: pass {F.model} (e.g. gpt-4o-mini, or the "
                              "name your vLLM/Ollama/llama.cpp server serves)")
         self.endpoint = chat_endpoint(url)
         self.model = model
@@ -233,12 +233,13 @@ class OpenAIJudge:
         key = None
         if key_env:
             key = os.environ.get(key_env)
-            if not key:
-                raise UsageError(f"the judge key variable {key_env} is not set (or empty); export it, or leave out "
-                                 f"--judge-key-env for a local server that needs no key")
+            if not key:  # (a name holding a NUL, which no variable has, is shown escaped: a NUL marks a field)
+                shown = str(key_env).replace("\x00", "\\x00")
+                raise UsageError(f"the judge key variable {shown} is not set (or empty); export it, or leave out "
+                                 f"{F.key_env} for a local server that needs no key")
         elif (urllib.parse.urlsplit(self.endpoint).hostname or "").endswith("api.openai.com"):
             raise UsageError("api.openai.com needs an API key: name the variable that holds it with "
-                             "--judge-key-env (e.g. --judge-key-env OPENAI_API_KEY)")
+                             f"{F.key_env} (e.g. {F(key_env='OPENAI_API_KEY')})")
         if key:
             register(key)
             if _is_azure(self.endpoint):

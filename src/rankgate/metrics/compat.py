@@ -157,5 +157,5 @@ def compat_rows(tool: str) -> list[tuple[str, str, str]]:
     if tool not in COMPAT:
         from rankgate.errors import UsageError
 
-        raise UsageError(f"--compat: unknown tool {tool!r}; expected one of: {', '.join(COMPAT_TOOLS)}")
+        raise UsageError(f"unknown tool {tool!r}; expected one of: {', '.join(COMPAT_TOOLS)}")
     return list(COMPAT[tool])

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 from rankgate.retrieval.base import Chunk, Query, Retriever
 from rankgate.retrieval.corpus import load_corpus, load_gold_queries
 from rankgate.retrieval.registry import check_retriever, get_retriever
@@ -144,7 +144,7 @@ def median_latency(passes: Sequence[Sequence[Mapping[str, Any]]], who: str = "th
             if [h.get("chunk_id") for h in other[i].get("topk", [])] != hits:
                 raise UsageError(f"{who}.search() returned other hits for query {record.get('query_id')!r} on repetition "
                                  f"{p + 1} than on the first; timing repetitions needs a deterministic retriever "
-                                 "(use --repeat 1)")
+                                 f"(use {F(repeat=1)})")
             lat = other[i].get("latency_ms")
             parts = lat if isinstance(lat, Mapping) else ({} if lat is None else {"total": lat})
             for stage, ms in parts.items():

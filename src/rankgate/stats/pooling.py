@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED, check
-from rankgate.errors import InputError, UsageError
+from rankgate.errors import F, InputError, UsageError
 from rankgate.stats.options import Statistics, taken
 
 __all__ = ["Bounds", "Calibration", "PoolItem", "bounds", "pool_queue", "read_calibration", "read_judged",
@@ -83,7 +83,7 @@ def pool_queue(gold: Any, runs: Sequence[Any], labels: Sequence[str], *, depth: 
     """The unjudged items of the union of the runs' top ``depth``, per gold query (see module docs).
     A text comes from a run that logged it, else the corpus; an item with neither is an input error."""
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise UsageError(f"--depth must be a positive integer; got {depth!r}")
+        raise UsageError(f"{F.depth} must be a positive integer; got {depth!r}")
     judged = gold.judgements()
     questions = dict(zip(gold.query_ids, gold.field("query")))
     lists = [ranked(r, ties=ties) for r in runs]

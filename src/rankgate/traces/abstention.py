@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from rankgate.errors import ConfigError, InputError, UsageError
+from rankgate.errors import ConfigError, F, InputError, UsageError
 
 __all__ = ["AbstentionFile", "Calibration", "Step", "calibrate", "read_abstention", "read_threshold", "top_scores"]
 
@@ -93,9 +93,9 @@ def calibrate(scores: np.ndarray, correct: np.ndarray, *, target_precision: floa
     from rankgate.stats.bootstrap import clopper_pearson
 
     if not 0 < target_precision < 1:
-        raise UsageError(f"--target-precision must be between 0 and 1 (exclusive); got {target_precision}")
+        raise UsageError(f"{F.target_precision} must be between 0 and 1 (exclusive); got {target_precision}")
     if not 0 < delta < 1:
-        raise UsageError(f"--delta must be between 0 and 1 (exclusive); got {delta}")
+        raise UsageError(f"{F.delta} must be between 0 and 1 (exclusive); got {delta}")
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(correct, dtype=bool)
     n = int(s.size)

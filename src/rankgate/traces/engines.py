@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 from rankgate.traces.queries import DUCKDB, SPARK, Dialect
 
 __all__ = ["DuckDBBackend", "SparkBackend", "TraceBackend", "make_backend"]
@@ -145,9 +145,9 @@ def spark_session(master: str) -> Any:
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise UsageError("--engine spark needs pyspark (pip install 'rankgate[spark]') and Java 17") from None
+        raise UsageError(f"{F(engine='spark')} needs pyspark (pip install 'rankgate[spark]') and Java 17") from None
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
-        raise UsageError("--engine spark needs Java 17 (Debian: apt-get install openjdk-17-jre-headless)")
+        raise UsageError(f"{F(engine='spark')} needs Java 17 (Debian: apt-get install openjdk-17-jre-headless)")
     builder = SparkSession.builder.master(master).appName("rankgate-traces")
     builder = (builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))

@@ -38,13 +38,13 @@ REQUEST_BY = ("tenant", "surface", "data_source", "session", "index_version", "c
 def sample_candidates(tables: TraceTables, *, threshold: float | None = None, n: int = 50, seed: int = 0,
                       by: Sequence[str] = ("tenant",), depth: int = 20) -> list[dict[str, Any]]:
     """The gold-set candidate records (see the module docs)."""
-    from rankgate.errors import UsageError
+    from rankgate.errors import F, UsageError
 
     for f in by:
         if f not in REQUEST_BY:
-            raise UsageError(f"--by: cannot stratify by {f!r}; fields: {', '.join(REQUEST_BY)}")
+            raise UsageError(f"{F.by}: cannot stratify by {f!r}; fields: {', '.join(REQUEST_BY)}")
     if n < 1:
-        raise UsageError(f"--n must be at least 1; got {n}")
+        raise UsageError(f"{F.n} must be at least 1; got {n}")
     import pyarrow.compute as pc
 
     req = tables.requests.to_pydict()

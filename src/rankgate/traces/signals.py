@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rankgate.errors import UsageError
+from rankgate.errors import F, UsageError
 from rankgate.traces.queries import LATENCY_Q, QUANTILE_COLUMNS, SCORE_Q, STAGES_MS, Plan
 
 __all__ = ["SIGNALS", "SIGNAL_GROUPS", "SignalInfo", "SignalValue", "SourceFeedback", "TraceSummary",
@@ -125,7 +125,7 @@ def parse_signals(text: str | Iterable[str] | None) -> frozenset[str] | None:
         return None
     parts = [p.strip() for p in (text.split(",") if isinstance(text, str) else text)]
     if not any(parts):
-        raise UsageError("--signals is empty; give headline, all, or groups: " + ", ".join(SIGNAL_GROUPS))
+        raise UsageError(f"{F.signals} is empty; give headline, all, or groups: " + ", ".join(SIGNAL_GROUPS))
     out: set[str] = set()
     for p in parts:
         if not p:
@@ -135,7 +135,7 @@ def parse_signals(text: str | Iterable[str] | None) -> frozenset[str] | None:
         elif p in SIGNAL_GROUPS:
             out.add(p)
         else:
-            raise UsageError(f"--signals {p!r} is not a signal group; valid: {', '.join(SIGNAL_SETS)}, "
+            raise UsageError(f"{F.signals} {p!r} is not a signal group; valid: {', '.join(SIGNAL_SETS)}, "
                              f"{', '.join(SIGNAL_GROUPS)}")
     return None if out == set(SIGNAL_GROUPS) else frozenset(out)
 
@@ -263,10 +263,10 @@ def parse_window(text: str) -> int:
     :data:`MAX_WINDOW_DAYS`)."""
     m = re.fullmatch(r"\s*(\d{1,15})\s*([mhdw])\s*", str(text)[:100])
     if not m or int(m.group(1)) == 0:
-        raise UsageError(f"--window must be a whole number and a unit m, h, d or w (e.g. 1h, 1d); got {text!r:.60}")
+        raise UsageError(f"{F.window} must be a whole number and a unit m, h, d or w (e.g. 1h, 1d); got {text!r:.60}")
     seconds = int(m.group(1)) * _UNITS[m.group(2)]
     if seconds > MAX_WINDOW_DAYS * 86_400:
-        raise UsageError(f"--window must be at most {MAX_WINDOW_DAYS}d (100 years); got {text!r:.60}")
+        raise UsageError(f"{F.window} must be at most {MAX_WINDOW_DAYS}d (100 years); got {text!r:.60}")
     return seconds * 1_000_000
 
 
@@ -295,7 +295,7 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
     by = tuple(dict.fromkeys(by))
     for f in by:
         if f not in SEGMENT_FIELDS:
-            raise UsageError(f"--by {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
+            raise UsageError(f"{F.by} {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
     if k < 1:
         raise UsageError(f"the instability depth k must be at least 1; got {k}")
     width = parse_window(window)
