@@ -346,3 +346,37 @@ def test_gate_command_exit_codes_files_and_step_summary(tmp_path, monkeypatch, c
     assert err == (f"rankgate gate: error: {bad}:3: field 'gates[0].treshold' is not a known key "
                    "(did you mean 'threshold'?)")
     assert not (tmp_path / "out" / "never.md").exists()
+
+
+def test_gate_scores_through_one_scorer_with_mappings_already_read(tmp_path):
+    """rankgate.gate's ``columns`` and ``doc_map`` are mappings: the gate's Scorer holds them beside its Scoring
+    (made from the ship criteria's evaluate options), and the outcome is the one of scoring each run directly."""
+    from dataclasses import replace
+
+    from rankgate.flows.gate import scorer_of
+    from rankgate.io import load_gold
+    from rankgate.io.source import sha256_file
+    from rankgate.scoring.engine import evaluate
+
+    (tmp_path / "g.csv").write_text("qid,doc,rel\nq1,d1#a,1\nq2,d2#b,1\nq3,d3#a,1\n", encoding="utf-8")
+    (tmp_path / "r.csv").write_text("qid,doc,s\nq1,d1#a,0.9\nq1,d2#a,0.5\nq2,d9#b,0.9\nq2,d2#c,0.4\nq3,d3#z,0.3\n",
+                                    encoding="utf-8")
+    (tmp_path / "b.csv").write_text("qid,doc,s\nq1,d2#a,0.9\nq1,d1#a,0.5\nq2,d2#b,0.9\nq3,d3#a,0.3\n", encoding="utf-8")
+    ship = cfg("evaluate: {k: 3, ties: id}\ngates:\n  - {name: r, metric: recall, threshold: 0.1, regression_max: 0.5}\n")
+    columns = {"query_id": "qid", "chunk_id": "doc", "grade": "rel", "score": "s"}
+    doc_map = {"d1#a": "D1", "d2#a": "D2", "d2#b": "D2", "d2#c": "D2", "d3#a": "D3", "d3#z": "D3", "d9#b": "D9"}
+    gold, run, base = (str(tmp_path / name) for name in ("g.csv", "r.csv", "b.csv"))
+    outcome = gate(ship, gold, run, base, columns=columns, doc_map=doc_map, level="doc")
+
+    scorer = scorer_of(ship, {"columns": columns, "doc_map": doc_map, "level": "doc"})
+    s = scorer.scoring
+    assert (s.k, s.ties, s.level, s.columns, s.doc_map, scorer.doc_map, scorer.column_map()) == (
+        3, "id", "doc", None, None, doc_map, columns)
+    loaded = load_gold(gold, columns=columns)
+
+    def scored(path: str) -> EvaluationResult:
+        res = evaluate(loaded, path, list(ship.metrics), k=3, ties="id", level="doc", doc_map=doc_map, columns=columns)
+        return replace(res, inputs={**res.inputs, "gold": {"path": gold, "sha256": sha256_file(gold)}})
+
+    assert outcome.to_json() == decide(ship, scored(run), scored(base)).to_json()
+    assert outcome.summary["metrics"]["recall"]["mean"] == 1.0  # documents, not chunks: d3#z is D3

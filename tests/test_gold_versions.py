@@ -51,7 +51,7 @@ def test_gate_warns_when_the_baseline_summary_used_another_gold_version(
     base = ["--config", config, "--candidate", demo / "runs" / "candidate.jsonl",
             "--baseline", demo / "baseline" / "summary.json"]
     _, _, err = _gate([*base, "--gold", gold_v2, "--comment", tmp_path / "c.md", "--json", tmp_path / "o.json"], capsys)
-    assert "warning: the baseline was scored on another version of the gold set" in err
+    assert "warning: candidate.jsonl was scored on another version of the gold set than the baseline summary.json" in err
     comment = (tmp_path / "c.md").read_text(encoding="utf-8")
     assert "**Different gold set versions:**" in comment and "gold diff" in comment
     versions = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))["gold_versions"]
@@ -65,6 +65,35 @@ def test_gate_warns_when_the_baseline_summary_used_another_gold_version(
     # a gate outcome used as the next baseline carries its gold version on
     _, _, err = _gate([*base[:-1], tmp_path / "o.json", "--gold", demo / "data" / "gold.jsonl"], capsys)
     assert "another version of the gold set" in err
+
+
+def test_gate_and_compare_say_the_same_sentence_for_two_gold_versions(
+        demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One sentence, written once (rankgate.gating.alike): the gate's on stderr and in the PR comment, and
+    compare's for the same two runs scored on the same two gold files."""
+    import sys
+
+    import rankgate
+    from rankgate.flows.compare import _check_alike
+
+    rows = _lines(demo / "data" / "gold.jsonl")
+    rows[0]["relevant_chunks"] = [{"chunk_id": "doc_export#c2", "grade": 2}]
+    gold_v2 = _write(tmp_path / "gold_v2.jsonl", rows)
+    comment = tmp_path / "c.md"
+    _, _, err = _gate(["--config", _config(demo, tmp_path, owner=False), "--gold", gold_v2, "--candidate",
+                       demo / "runs" / "candidate.jsonl", "--baseline", demo / "baseline" / "summary.json",
+                       "--baseline-label", "baseline.jsonl", "--comment", comment], capsys)
+    said_by_gate = [line.partition("warning: ")[2] for line in err.splitlines() if "warning: " in line]
+    # the summary was written by evaluating baseline.jsonl on the first gold file
+    results = [rankgate.evaluate(str(demo / "data" / "gold.jsonl"), str(demo / "runs" / "baseline.jsonl")),
+               rankgate.evaluate(str(gold_v2), str(demo / "runs" / "candidate.jsonl"))]
+    scorer = SimpleNamespace(warn=lambda line: print(f"rankgate compare: {line}", file=sys.stderr))
+    _check_alike(scorer, results, ["baseline.jsonl", "candidate.jsonl"], 0)
+    said_by_compare = [line.partition("warning: ")[2] for line in capsys.readouterr().err.splitlines()]
+    assert said_by_gate == said_by_compare and len(said_by_gate) == 1
+    assert said_by_gate[0].startswith("candidate.jsonl was scored on another version of the gold set than the "
+                                      "baseline baseline.jsonl (gold sha256 ")
+    assert f"**Different gold set versions:** {said_by_gate[0]}." in comment.read_text(encoding="utf-8").replace("`", "")
 
 
 def test_failing_gate_names_its_owner_in_comment_and_report(demo: Path, tmp_path: Path,

@@ -337,6 +337,12 @@ def test_retrieve_outputs_read_back_the_same_under_both_rules(tmp_path):
 
 # -- comparability: baseline and candidate ranked by different rules ---------------------------------
 
+#: What compare and the gate say when cand.jsonl (the file's order) is compared with base.trec (trec_eval's rule).
+RULES_DIFFER = ("cand.jsonl was ranked by the file's order (--ties input), the baseline base.trec by score, then id "
+                "descending (trec_eval's rule) (--ties id); part of any change may come from how equal scores were "
+                "ordered, not the retriever")
+
+
 def _gate_files(tmp_path):
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps({"query_id": "q1", "relevant": ["a"]}) + "\n")
@@ -356,10 +362,10 @@ def test_gate_says_when_the_rules_differ(tmp_path, capsys):
             "--json", str(outcome)]
     assert main([*argv, "--baseline", str(base)]) == 0
     err = capsys.readouterr().err
-    assert "warning: the baseline was ranked by --ties id, the candidate by --ties input" in err
+    assert "warning: " + RULES_DIFFER in err
     text = comment.read_text()
-    assert "**Different ranking rules:** the baseline ranked equal scores by score, then id descending" in text
-    assert "the candidate by the file's order" in text
+    assert ("**Different ranking rules:** cand.jsonl was ranked by the file's order (`--ties input`), the baseline "
+            "base.trec by score, then id descending (trec\\_eval's rule) (`--ties id`); part of any change") in text
     assert json.loads(outcome.read_text())["tie_rules"] == {"baseline": "id", "candidate": "input", "differ": True}
     # the outcome, as the next baseline, carries its candidate's rule
     rolled = tmp_path / "rolled.json"
@@ -367,7 +373,8 @@ def test_gate_says_when_the_rules_differ(tmp_path, capsys):
     assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(base), "--comment", str(comment),
                  "--baseline", str(rolled)]) == 0
     capsys.readouterr()
-    assert "the baseline ranked equal scores by the file's order, the candidate by score, then id" in comment.read_text()
+    assert ("base.trec was ranked by score, then id descending (trec\\_eval's rule) (`--ties id`), the baseline "
+            "rolled.json by the file's order (`--ties input`)") in comment.read_text()
     # one rule forced on both sides: no note
     assert main([*argv, "--baseline", str(base), "--ties", "id"]) == 0
     capsys.readouterr()
@@ -400,9 +407,23 @@ def test_compare_warns_when_the_rules_differ(tmp_path, capsys):
     gold, cand, base, _ = _gate_files(tmp_path)
     assert main(["compare", "--gold", str(gold), str(base), str(cand), "--resamples", "0"]) == 0
     err = capsys.readouterr().err
-    assert "cand.jsonl was ranked by --ties input, the baseline base.trec by --ties id" in err
+    assert "warning: " + RULES_DIFFER in err
     assert main(["compare", "--gold", str(gold), str(base), str(cand), "--resamples", "0", "--ties", "input"]) == 0
-    assert "ranked by --ties" not in capsys.readouterr().err
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_gate_and_compare_say_the_same_sentence_when_the_rules_differ(tmp_path, capsys):
+    """One sentence, written once (rankgate.gating.alike), whichever command compares the two runs."""
+    gold, cand, base, cfg = _gate_files(tmp_path)
+    assert main(["compare", "--gold", str(gold), str(base), str(cand), "--resamples", "0"]) == 0
+    said_by_compare = [line.partition("warning: ")[2] for line in capsys.readouterr().err.splitlines() if "warning: " in line]
+    assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(cand), "--baseline", str(base),
+                 "--comment", str(tmp_path / "c.md")]) == 0
+    said_by_gate = [line.partition("warning: ")[2] for line in capsys.readouterr().err.splitlines() if "warning: " in line]
+    assert said_by_compare == said_by_gate == [RULES_DIFFER + " (score both with the same --ties to compare like with like)"]
+    # the PR comment says it too (its flags in code spans, markdown escaped)
+    comment = (tmp_path / "c.md").read_text().replace("`", "").replace("\\_", "_")
+    assert f"**Different ranking rules:** {said_by_gate[0]}." in comment
 
 
 def test_html_report_names_the_rule(tmp_path, capsys):
@@ -413,7 +434,8 @@ def test_html_report_names_the_rule(tmp_path, capsys):
     capsys.readouterr()
     text = html.read_text()
     assert "<dt>ranking rule</dt><dd>the file&#x27;s order; 1 query" in text
-    assert "Different ranking rules: the baseline ranked equal scores by score, then id descending" in text
+    assert ("Different ranking rules: cand.jsonl was ranked by the file&#x27;s order (<code>--ties input</code>), "
+            "the baseline base.trec by score, then id descending (trec_eval&#x27;s rule) (<code>--ties id</code>)") in text
 
 
 def test_dict_of_scores_is_trec_eval_shaped():

@@ -86,15 +86,12 @@ def run(args: argparse.Namespace) -> int:
 
     markdown = comment_markdown(outcome)
     data = outcome.to_json() if args.json else ""  # (49 MB for a gate on a field of 50,000 segments: only if asked)
-    if outcome.gold_differs:
-        base, cand = outcome.gold_versions
-        print(f"rankgate gate: warning: the baseline was scored on another version of the gold set (sha256 "
-              f"{str(base)[:12]}, the candidate on {str(cand)[:12]}); changes may come from the relabelling "
-              "(rankgate gold diff shows it)", file=sys.stderr)
-    if outcome.ties_differ:
-        base, cand = outcome.tie_rules
-        print(f"rankgate gate: warning: the baseline was ranked by --ties {base}, the candidate by --ties {cand}; "
-              "changes may come from the ranking rule (score both with the same --ties)", file=sys.stderr)
+    from rankgate.gating.alike import pair_warnings
+
+    # the baseline scored on another gold version, or ranked by another rule: compare's sentences
+    for _, line in pair_warnings(outcome.candidate_label, outcome.baseline_label, outcome.gold_versions,
+                                 outcome.tie_rules):
+        print(f"rankgate gate: warning: {line}", file=sys.stderr)
 
     files = {path: text for path, text in ((args.comment, markdown), (args.json, data)) if path}
     if files:

@@ -233,24 +233,12 @@ def _rewrite(req: CompareRequest, scorer: Scorer) -> CompareResult:
 def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline: int) -> None:
     """Warn when a run was scored on another version of the gold set than the baseline (runs that carry
     their own references may have been labelled against different gold files), or ranked by another rule
-    (a TREC file against a JSONL one: the difference is then partly the rule's)."""
-    from rankgate.gating.baseline import gold_sha256_of, ties_of
+    (a TREC file against a JSONL one: the difference is then partly the rule's); the sentences are
+    :mod:`rankgate.gating.alike`'s, as the gate and the report say them."""
+    from rankgate.gating.alike import alike_warnings
 
-    def differing(key: Any) -> tuple[Any, list[tuple[str, Any]]]:  # the baseline's value, and the runs' that differ
-        base = key(results[baseline])
-        return base, [(name, v) for i, (name, v) in enumerate(zip(names, map(key, results)))
-                      if i != baseline and base and v and v != base]
-
-    base, others = differing(gold_sha256_of)
-    for name, sha in others:
-        scorer.warn(f"warning: {name} was scored on another version of the gold set than the baseline "
-                    f"{names[baseline]} (gold sha256 {sha[:12]} vs {base[:12]}); changes may come from the "
-                    "relabelling, not the retriever")
-    rule0, others = differing(ties_of)
-    for name, rule in others:
-        scorer.warn(f"warning: {name} was ranked by --ties {rule}, the baseline {names[baseline]} by --ties "
-                    f"{rule0}; changes may come from the ranking rule, not the retriever (give --ties to rank "
-                    "both the same way)")
+    for line in alike_warnings(results, names, baseline):
+        scorer.warn(f"warning: {line}")
 
 
 def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str], names: list[str]) -> CompareResult:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing import TypeAlias
 
     from rankgate.corpus import CorpusManifest
-    from rankgate.flows.evaluate import Evaluation
+    from rankgate.flows.evaluate import Evaluation, Scorer
     from rankgate.gating.baseline import BaselineSummary
     from rankgate.gating.config import ConfigInput, GateConfig
     from rankgate.gating.decide import GateOutcome
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     #: A corpus manifest: its path, or loaded.
     ManifestInput: TypeAlias = str | os.PathLike[str] | CorpusManifest
 
-__all__ = ["GateRequest", "gate", "run_gate"]
+__all__ = ["GateRequest", "gate", "run_gate", "scorer_of"]
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,23 @@ def _config(config: ConfigInput) -> GateConfig:
     return as_config(config)
 
 
+def scorer_of(cfg: GateConfig, given: Mapping[str, Any] | None = None) -> Scorer:
+    """The :class:`~rankgate.flows.evaluate.Scorer` of the gate's runs: every metric of the ship criteria, scored
+    with their ``evaluate:`` options, each ``given`` one winning (:func:`rankgate.gating.config.evaluate_options`),
+    as one :class:`~rankgate.scoring.options.Scoring`. ``doc_map`` and ``columns`` are mappings here, as
+    :func:`rankgate.evaluate` takes them, so the scorer holds them beside the scoring."""
+    from rankgate.flows.evaluate import Scorer, Scoring
+    from rankgate.gating.config import evaluate_options
+
+    options = evaluate_options(cfg, given)
+    doc_map, columns = options.pop("doc_map", None), options.pop("columns", None)
+    return Scorer(Scoring(metrics=list(cfg.metrics), **options), doc_map=doc_map, columns=columns)
+
+
 def run_gate(req: GateRequest) -> GateOutcome:
     """Evaluate the candidate (and a baseline run) once each and decide every gate of ``req.config``."""
     from rankgate.gating.baseline import BaselineSummary, summary_or_run
     from rankgate.io import load_gold
-    from rankgate.scoring.engine import evaluate
-    from rankgate.gating.config import evaluate_options
     from rankgate.gating.decide import decide
     from rankgate.model.gold_run import Gold
     from rankgate.model.results import EvaluationResult
@@ -108,8 +119,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
 
     cfg = _config(req.config)
     gold = req.gold
-    options = evaluate_options(cfg, req.evaluate)
-    gold_format = options.pop("gold_format", None)
+    scorer = scorer_of(cfg, req.evaluate)
     loaded_gold = None
     gold_hash: dict[str, str] = {}
 
@@ -121,8 +131,9 @@ def run_gate(req: GateRequest) -> GateOutcome:
             return run
         if loaded_gold is None:
             loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
-                os.fspath(gold), format=gold_format, columns=options.get("columns"))
-        result = evaluate(loaded_gold, run, list(cfg.metrics), **options)
+                os.fspath(gold), format=scorer.scoring.gold_format, columns=scorer.column_map())
+        # (the scorer's warning lines are kept, not said: the decision's notes say them, for each side)
+        result = scorer.score(loaded_gold, run)
         if isinstance(gold, (str, os.PathLike)) and os.path.isfile(gold):
             # the gold set was loaded once for both runs; name its file and hash, as evaluate does for a path,
             # so a summary written from this outcome can tell whether a later gold set is the same
@@ -159,7 +170,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
             texts = beir_query_texts(folder)[1]
     stale = None
     if req.corpus is not None and (cfg.max_stale_labels is not None or cfg.max_stale_share is not None):
-        stale = _stale_report(cfg, gold, loaded_gold, gold_format, options, req.corpus)
+        stale = _stale_report(cfg, gold, loaded_gold, scorer, req.corpus)
     return decide(cfg, current, base_obj, baseline_label=req.baseline_label, candidate_label=req.candidate_label,
                   query_text=texts, stale=stale, intervals=_intervals(cfg, req.candidate))
 
@@ -174,8 +185,7 @@ def _intervals(cfg: GateConfig, candidate: Any) -> Any:
     return candidate.cis if (st.seed, st.resamples, st.confidence) == (cfg.seed, cfg.resamples, cfg.confidence) else None
 
 
-def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, gold_format: Any, options: Mapping[str, Any],
-                  corpus: Any) -> Any:
+def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, scorer: Scorer, corpus: Any) -> Any:
     """The gold set's stale labels against ``corpus`` (the gold set as the gate read it, any format)."""
     from rankgate.corpus import CorpusManifest, load_manifest
     from rankgate.io import load_gold
@@ -184,7 +194,7 @@ def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, gold_format: Any, opt
 
     if loaded is None:
         loaded = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
-            os.fspath(gold), format=gold_format, columns=options.get("columns"))
+            os.fspath(gold), format=scorer.scoring.gold_format, columns=scorer.column_map())
     path = os.fspath(gold) if isinstance(gold, (str, os.PathLike)) else "<gold>"
     manifest = corpus if isinstance(corpus, CorpusManifest) else load_manifest(os.fspath(corpus))
     return stale_labels(gold_file_of(loaded, path), manifest, max_stale_labels=cfg.max_stale_labels,

@@ -122,29 +122,20 @@ def _gate_sentence(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> 
     return text
 
 
-def gold_versions_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
-    """The warning when baseline and candidate were scored on different versions of the gold set."""
-    v = o.get("gold_versions") or {}
-    if not v.get("differ"):
-        return None
-    return (f"{ICON['warn']} **Different gold set versions:** the baseline was scored on gold sha256 "
-            f"`{esc(str(v['baseline'])[:12])}`, the candidate on `{esc(str(v['candidate'])[:12])}`; part of any change "
-            "may come from the relabelling, not the retriever (`rankgate gold diff` shows what changed; re-score "
-            "the baseline on this gold set to compare like with like).")
+def alike_sentences(o: Mapping[str, Any], esc=md_escape) -> list[str]:
+    """The warnings when baseline and candidate were scored on different versions of the gold set, or ranked
+    by different rules (``--ties``): the sentences ``rankgate compare`` and the gate say on stderr
+    (:mod:`rankgate.gating.alike`), each after its title."""
+    from rankgate.gating.alike import pair_warnings
 
+    def pair(key: str) -> tuple[Any, Any]:
+        v = o.get(key) or {}
+        return v.get("baseline"), v.get("candidate")
 
-def tie_rules_sentence(o: Mapping[str, Any], esc=md_escape) -> str | None:
-    """The warning when baseline and candidate were ranked by different rules (``--ties``)."""
-    v = o.get("tie_rules") or {}
-    if not v.get("differ"):
-        return None
-    from rankgate.scoring.engine import RULE_NAMES
-
-    return (f"{ICON['warn']} **Different ranking rules:** the baseline ranked equal scores by "
-            f"{esc(RULE_NAMES.get(str(v['baseline']), str(v['baseline'])))}, the candidate by "
-            f"{esc(RULE_NAMES.get(str(v['candidate']), str(v['candidate'])))}; part of any change may come from the "
-            "rule, not the retriever (score both with the same `--ties`, or `evaluate: {ties: ...}` in the ship "
-            "criteria, to compare like with like).")
+    return [f"{ICON['warn']} **{title}:** {sentence}."
+            for title, sentence in pair_warnings(o["candidate"], o["baseline"]["label"], pair("gold_versions"),
+                                                 pair("tie_rules"), name=lambda text: esc(text, 100),
+                                                 code=lambda text: f"`{esc(text)}`")]
 
 
 def _noise_sentences(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> list[str]:
@@ -388,9 +379,8 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     else:
         out.append(f"Candidate **{cand}**; no baseline given.")
     out.append("")
-    for sentence in (gold_versions_sentence(o), tie_rules_sentence(o)):
-        if sentence:
-            out += [sentence, ""]
+    for sentence in alike_sentences(o):
+        out += [sentence, ""]
     sentences = _sentences(o, md_escape)
     if sentences:
         shown = sentences[: caps["sentences"]]

@@ -36,7 +36,7 @@ from rankgate.scoring.facts import input_notices, query_texts, ties_lines
 from rankgate.scoring.options import Scoring, load_doc_map
 from rankgate.scoring.whole import _evaluate_loaded
 
-# Names of the scoring steps that modules, tests and rankgate 0.1's ``rankgate.engine`` path import from here.
+# Names of the scoring steps that modules, tests and rankgate 0.1's engine module path import from here.
 # (A test that patches one patches the module that reads it: facts._stage_column, say; evaluate reads
 # FULL_DEPTH_ROWS, MEMORY_BLOCK_ROWS, _evaluate_blocks and _read_run from this module.)
 from rankgate.scoring.align import QueryAlignment as QueryAlignment
@@ -117,12 +117,13 @@ def evaluate(
         scoring: all of the above as one value (:class:`rankgate.scoring.options.Scoring`, as the flows and
             the command line hold them: its ``doc_map`` is a file, its ``columns`` the ``--columns`` text). Its
             ``metrics`` apply unless ``metrics`` is given; the other keywords must then be left out, except
-            ``doc_map``, a mapping already read, which wins over the scoring's file.
+            ``doc_map`` and ``columns``, mappings already read (``rankgate.gate``'s), which win over the
+            scoring's file and text.
     """
     if scoring is not None:
         loose = {"k": (k, None), "trec": (trec, False), "complete": (complete, False), "level": (level, "chunk"),
                  "doc_sep": (doc_sep, "#"), "dedupe": (dedupe, "error"), "gold_format": (gold_format, None),
-                 "run_format": (run_format, None), "ties": (ties, None), "columns": (columns, None)}
+                 "run_format": (run_format, None), "ties": (ties, None)}
         both = [name for name, (value, default) in loose.items() if value is not default and value != default]
         if not isinstance(scoring, Scoring):
             raise UsageError(f"The 'scoring' parameter of evaluate must be a rankgate Scoring; got "
@@ -133,8 +134,9 @@ def evaluate(
         metrics = scoring.metrics if metrics is API_METRICS else metrics
         k, trec, complete, level, doc_sep, dedupe = (scoring.k, scoring.trec, scoring.complete, scoring.level,
                                                      scoring.doc_sep, scoring.dedupe)
-        gold_format, run_format, ties, columns = (scoring.gold_format, scoring.run_format, scoring.ties,
-                                                  scoring.column_map())
+        gold_format, run_format, ties = scoring.gold_format, scoring.run_format, scoring.ties
+        if columns is None:
+            columns = scoring.column_map()
         if doc_map is None:
             doc_map = load_doc_map(scoring.doc_map)
     # Every argument checked at the door (a UsageError naming it), numpy scalars taken as their values.
