@@ -94,10 +94,11 @@ CASES = {
     "GateRequest(queries=5)": (lambda: _gate_request(queries=5), "'queries' parameter of GateRequest"),
     "gate(kk=1)": (lambda: rankgate.gate(str(ROOT / "tests/data/report/ship-criteria.yaml"), GOLD, RUN, kk=1),
                    "gate was given the option 'kk'"),
-    "ReportRequest(k='5')": (lambda: _report(k="5"), "'k' parameter of ReportRequest"),
+    "ReportRequest(scoring=dict)": (lambda: _report(scoring={"k": 5}), "'scoring' parameter of ReportRequest"),
+    "ReportRequest(statistics=5)": (lambda: _report(statistics=5), "'statistics' parameter of ReportRequest"),
     "ReportRequest(top_misses='1')": (lambda: _report(top_misses="1"), "'top_misses' parameter of ReportRequest"),
     "ReportRequest(metrics=5)": (lambda: _report(metrics=5), "'metrics' parameter of ReportRequest"),
-    "ReportRequest(evaluate={k})": (lambda: _report(evaluate={"k": 5}), "'evaluate' parameter of ReportRequest names the option 'k'"),
+    "build_report(kk=1)": (lambda: _build_report(kk=1), "build_report was given the option 'kk'"),
     "load_gold(columns=list)": (lambda: rankgate.load_gold(GOLD, columns=["qid"]), "'columns' parameter of load_gold"),
     "load_run(label=5)": (lambda: rankgate.load_run(RUN, label=5), "'label' parameter of load_run"),
     "load_run(format=5)": (lambda: rankgate.load_run(RUN, format=5), "'format' parameter of load_run"),
@@ -126,7 +127,13 @@ def _gate_request(**kw):
 def _report(**kw):
     from rankgate.flows.report import ReportRequest
 
-    return ReportRequest(**{"k": 5, "level": "chunk", "doc_sep": "#", **kw})
+    return ReportRequest(**{"gold": GOLD, "run": RUN, **kw})
+
+
+def _build_report(**kw):
+    from rankgate.render.build import build_report
+
+    return build_report(GOLD, RUN, **kw)
 
 
 def _assert(**kw):
@@ -191,7 +198,7 @@ def _requests():
     return {
         m.Scoring: {}, m.Statistics: {}, m.EvaluateRequest: {"gold": GOLD, "run": RUN},
         CompareRequest: {"runs": ("a", "b"), "gold": "g"}, GateRequest: {"config": "c", "gold": "g", "candidate": "r"},
-        ReportRequest: {"k": 5, "level": "chunk", "doc_sep": "#"}, AnswersRequest: {"answers": "a", "gold": "g"},
+        ReportRequest: {"gold": "g", "run": "r"}, AnswersRequest: {"answers": "a", "gold": "g"},
         # the other commands' requests
         PoolRequest: {"gold": "g", "runs": ("r",)}, RelevanceRequest: {"queue": "q"},
         CalibrationRequest: {"human": "h", "judge_labels": "j"}, AbstentionRequest: {"gold": "g", "run": "r"},

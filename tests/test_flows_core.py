@@ -120,11 +120,12 @@ def test_gate_flow_is_the_python_entry():
 
 def test_report_flow_and_assembly_give_the_report(tmp_path, capsys):
     from rankgate.cli.main import main
+    from rankgate.flows.evaluate import Statistics
     from rankgate.flows.report import ReportRequest, run_report
     from rankgate.render.build import assemble
     from rankgate.render.html import render_html
 
-    req = ReportRequest(k=5, level="chunk", doc_sep="#", resamples=100, gold=str(REPORT / "gold.jsonl"),
+    req = ReportRequest(statistics=Statistics(resamples=100), gold=str(REPORT / "gold.jsonl"),
                         run=str(REPORT / "run.jsonl"), baseline=str(REPORT / "base.jsonl"))
     ev = run_report(req)
     assert ev.baseline.comparison is not None and ev.outcome is None and ev.run_label == "run.jsonl"

@@ -174,11 +174,11 @@ def test_reference_texts_in_the_gold_set_read_every_text(tmp_path, monkeypatch) 
 
 def test_a_metric_that_reads_texts_reads_them_all(tmp_path) -> None:
     gold, run = _texts_case(tmp_path)
-    req = flow.ReportRequest(k=5, level="chunk", doc_sep="#", metrics=("novelty@5",))
+    req = flow.ReportRequest(str(gold), str(run), metrics=("novelty@5",))
     assert flow._run_with_lazy_texts(str(run), req) is None
-    req = flow.ReportRequest(k=5, level="chunk", doc_sep="#", enforce_as_of=True)
+    req = flow.ReportRequest(str(gold), str(run), enforce_as_of=True)
     assert flow._run_with_lazy_texts(str(run), req) is None
-    req = flow.ReportRequest(k=5, level="chunk", doc_sep="#", metrics=("ndcg@5",))
+    req = flow.ReportRequest(str(gold), str(run), metrics=("ndcg@5",))
     assert flow._run_with_lazy_texts(str(run), req) is None  # (a small file: read as usual)
     assert read_run_lazy_texts(str(run), min_bytes=0) is not None
 

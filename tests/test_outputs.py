@@ -48,7 +48,7 @@ def _requests():  # (class name, the request, the paths it was given, in the ord
         (CompareRequest(("a.jsonl", "b.jsonl"), "g.jsonl", Scoring(doc_map="m.tsv")), ("g.jsonl", "m.tsv", "a.jsonl", "b.jsonl")),
         (GateRequest("ship.yaml", "g.jsonl", "r.jsonl", "base.json", queries="q.tsv", corpus="c.jsonl"),
          ("ship.yaml", "g.jsonl", "r.jsonl", "q.tsv", "c.jsonl", "base.json")),
-        (ReportRequest(5, "chunk", "#", gold="g.jsonl", run="r.jsonl", baseline="b.jsonl", lexical="l.jsonl",
+        (ReportRequest("g.jsonl", "r.jsonl", baseline="b.jsonl", lexical="l.jsonl",
                        scoring=Scoring(doc_map="m.tsv"), queries="q.tsv", answers="s.json", judged="j.jsonl",
                        calibration="c.json", rewrite="w.jsonl"),
          ("g.jsonl", "r.jsonl", "b.jsonl", "l.jsonl", "m.tsv", "q.tsv", "s.json", "j.jsonl", "c.json", "w.jsonl")),

@@ -71,8 +71,6 @@ def add_parser(sub: Any) -> None:
 
 def request(args: argparse.Namespace) -> Any:
     """The report the options ask for; the ship criteria's ``evaluate`` options fill in what is not given."""
-    from rankgate.io.formats import parse_columns
-    from rankgate.scoring.engine import DEFAULT_K
     from rankgate.flows.report import ReportRequest
     from rankgate.cli._requests import scoring, statistics
 
@@ -89,13 +87,10 @@ def request(args: argparse.Namespace) -> Any:
     doc_sep = "#" if doc_sep is None else doc_sep
     extra = tuple(m.strip() for m in (args.metrics or "").split(",") if m.strip())
     return ReportRequest(
-        k=k or DEFAULT_K, level=level, doc_sep=doc_sep, by=args.by, min_score=args.min_score, metrics=extra,
-        top_misses=args.top_misses, seed=stats.seed, resamples=stats.resamples, confidence=stats.confidence,
-        title=args.title, generated_at=args.generated_at, gold_format=args.gold_format, run_format=args.run_format,
-        queries=args.queries, ties=ties, columns=parse_columns(args.columns), gold=args.gold, run=args.run,
-        baseline=args.baseline, lexical=args.lexical, config=config,
-        scoring=scoring(args, metrics=args.metrics or "", level=level, doc_sep=doc_sep, k=k, ties=ties),
-        enforce_as_of=args.enforce_as_of, routing=args.routing, entity_linking=args.entity_linking,
+        args.gold, args.run, scoring(args, metrics=args.metrics or "", level=level, doc_sep=doc_sep, k=k, ties=ties),
+        stats, by=args.by, min_score=args.min_score, metrics=extra, top_misses=args.top_misses, title=args.title,
+        generated_at=args.generated_at, queries=args.queries, baseline=args.baseline, lexical=args.lexical,
+        config=config, enforce_as_of=args.enforce_as_of, routing=args.routing, entity_linking=args.entity_linking,
         rewrite=args.rewrite, answers=args.answers, judged=args.judged, calibration=args.calibration, judged_k=args.k,
     )
 

@@ -485,12 +485,13 @@ def _write_report(path: Path, out: Path, config: GateConfig, answers: Mapping[st
     from rankgate.io import load_gold, load_run
 
     try:
+        from rankgate.flows.evaluate import Statistics
         from rankgate.render.html import write_report
 
         gold = replace(load_gold(str(out / "data/gold.jsonl")), source="data/gold.jsonl")
         runs = {role: replace(load_run(str(out / f"runs/{role}.jsonl")), source=f"runs/{role}.jsonl") for role in ROLES}
         write_report(str(path), gold, runs["candidate"], baseline=runs["baseline"], by=[SEGMENT_FIELD], config=config,
-                     seed=config.seed, title=f"rankgate demo: {LABELS['candidate']} against {LABELS['baseline']}",
+                     statistics=Statistics(seed=config.seed), title=f"rankgate demo: {LABELS['candidate']} against {LABELS['baseline']}",
                      sources_dir=str(out), answers=answers)  # the header hashes data/ and runs/ as for files given by path
     except ModuleNotFoundError as exc:
         if not exc.name or exc.name.split(".")[0] == "rankgate":

@@ -41,14 +41,21 @@ class Scorer:
     """Scores runs with one :class:`Scoring`: the ``doc_map`` file is read once (a pipe delivers its
     content once) and each warning line is said once (a flow that scores one run several times, for a
     sweep, a baseline or the stages, says it once). ``on_warning`` hears each line as it is found;
-    :attr:`warnings` keeps them."""
+    :attr:`warnings` keeps them. ``doc_map`` and ``columns``: mappings already read (``rankgate.gate``'s
+    options), used instead of the scoring's file and ``--columns`` text."""
 
-    def __init__(self, scoring: Scoring, on_warning: Warn | None = None) -> None:
+    def __init__(self, scoring: Scoring, on_warning: Warn | None = None, *, doc_map: Mapping[str, str] | None = None,
+                 columns: Mapping[str, str] | None = None) -> None:
         self.scoring = scoring
         self.warnings: list[str] = []
         self._on_warning = on_warning
-        self._doc_map: dict[str, str] | None = None
-        self._doc_map_read = False
+        self._doc_map: Any = doc_map
+        self._doc_map_read = doc_map is not None
+        self._columns = columns
+
+    def column_map(self) -> Mapping[str, str] | None:
+        """Which column holds each field (the mapping given, else the scoring's ``--columns`` text read)."""
+        return self._columns if self._columns is not None else self.scoring.column_map()
 
     @property
     def doc_map(self) -> dict[str, str] | None:
@@ -70,7 +77,7 @@ class Scorer:
         from rankgate.model.gold_run import Gold, Run
         from rankgate.io.trec import trec_eval_lines
 
-        s, columns = self.scoring, self.scoring.column_map()
+        s, columns = self.scoring, self.column_map()
         g = gold if isinstance(gold, Gold) else load_gold(gold, format=s.gold_format, columns=columns)
         with trec_eval_lines(s.trec):  # (--trec: a TREC run's lines as trec_eval reads them)
             r = run if isinstance(run, Run) else load_run(run, format=s.run_format, columns=columns)
@@ -83,7 +90,8 @@ class Scorer:
         from rankgate.scoring.engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring if level is None or level == self.scoring.level else replace(self.scoring, level=level)
-        result = evaluate(gold, run, s.metrics if metrics is None else metrics, scoring=s, doc_map=self.doc_map)
+        result = evaluate(gold, run, s.metrics if metrics is None else metrics, scoring=s, doc_map=self.doc_map,
+                          columns=self._columns)
         name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
         said = []
         if warn:
@@ -103,7 +111,7 @@ class Scorer:
         s = self.scoring
         return {"trec": s.trec, "complete": s.complete, "level": s.level, "doc_sep": s.doc_sep, "doc_map": self.doc_map,
                 "dedupe": s.dedupe, "gold_format": s.gold_format, "run_format": s.run_format, "ties": s.ties,
-                "columns": s.column_map()}
+                "columns": self.column_map()}
 
 
 def read_pipes_once(scoring: Scoring, gold: Any, run: Any, again: bool) -> tuple[Any, Any]:

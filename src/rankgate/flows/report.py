@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from rankgate.errors import F, UsageError
 from rankgate.flows._inputs import FilePath, config_file, paths
+from rankgate.scoring.options import Scoring
+from rankgate.stats.options import Statistics
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankgate.experiments.freshness import FreshnessWhatIf
@@ -24,19 +26,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from rankgate.gating.config import GateConfig
     from rankgate.gating.decide import GateOutcome
     from rankgate.io import Gold, Run
+    from rankgate.flows.evaluate import Evaluation, Scorer
     from rankgate.io.load import GoldInput, RunInput
     from rankgate.model.results import EvaluationResult
-    from rankgate.flows.evaluate import Scoring
-    from rankgate.stats.segments import SegmentSummary
 
 __all__ = [
-    "AUTO_FIELDS_MAX_LABELS", "SWEEP_FAMILIES", "Baseline", "Inputs", "Lexical", "MainEvaluation", "ReportEvaluation",
-    "ReportRequest", "StageScores", "judged_k", "k_raw", "panel_metrics", "raw_run", "run_report", "sweep_ks",
+    "AUTO_FIELDS_MAX_LABELS", "EXPERIMENT_METRICS", "SWEEP_FAMILIES", "Baseline", "Inputs", "Lexical", "ReportEvaluation",
+    "ReportRequest", "Shown", "StageScores", "judged_k", "k_raw", "panel_metrics", "raw_run", "run_report", "sweep_ks",
 ]
 
-Evaluator = Callable[["Gold", "Run", list[str], str], "EvaluationResult"]
 SWEEP_FAMILIES = ("recall", "ndcg")
 AUTO_FIELDS_MAX_LABELS = 20
+#: What the component experiments score (the freshness what-if's runs; the rewrite names its own).
+EXPERIMENT_METRICS = ("recall@5", "ndcg@10", "mrr")
 
 
 def panel_metrics(k: int = 5) -> list[str]:
@@ -86,49 +88,35 @@ def k_raw(run: Run, raw: Run) -> int:
     return int(code_counts(raw.r_query, len(raw.query_ids)).max())
 
 
-_OWN_OPTIONS = ("k", "level", "doc_sep", "doc_map")
-
-
 @dataclass(frozen=True)
 class ReportRequest:
-    """The options of one report, resolved: ``k``, ``level`` and ``doc_sep`` already take the ship
-    criteria's ``evaluate`` options where the caller gave none (see
-    :func:`rankgate.render.build.build_report`), and the inputs it reads.
+    """One report: the inputs it reads, how every run is scored (``scoring``, with the ship criteria's
+    ``evaluate`` options already applied where the caller gave none: see :func:`rankgate.render.build.report`),
+    how every interval is drawn (``statistics``), and what the page shows.
 
-    ``scoring``: score every run through a :class:`~rankgate.flows.evaluate.Scorer` with these options
-    (the command line's path: a ``doc_map`` file read once, warning lines said); None: through
-    :func:`rankgate.evaluate` with ``k``, ``doc_sep``, ``doc_map`` and ``evaluate`` (``dedupe``,
-    ``trec``…). ``enforce_as_of``, ``routing``, ``entity_linking``, ``rewrite`` (a rewrite log): the
-    component experiments; ``answers`` (a summary.json path or its ``answers`` part), ``judged`` and
-    ``calibration``: layer two and the bounds of an incomplete gold set (cutoff ``judged_k``, else 10).
+    ``scoring``'s ``k`` is the page's cutoff (:attr:`k`: 5 when None); its ``metrics`` are not read: the page
+    names the metrics it shows, and ``metrics`` adds some to the panel. ``by``: the segment fields (None: intent,
+    source_of_query and tags with 2–20 labels). ``enforce_as_of``, ``routing``, ``entity_linking``, ``rewrite`` (a
+    rewrite log): the component experiments; ``answers`` (a summary.json path or its ``answers`` part),
+    ``judged`` and ``calibration``: layer two and the bounds of an incomplete gold set, at ``judged_k`` (the
+    command line's ``--k``; None: 10).
     """
 
-    k: int
-    level: str
-    doc_sep: str
-    doc_map: Mapping[str, str] | None = None
+    gold: GoldInput
+    run: RunInput
+    scoring: Scoring = field(default_factory=Scoring)
+    statistics: Statistics = field(default_factory=Statistics)
     by: str | Iterable[str] | None = None
     min_score: float | None = None
     metrics: tuple[str, ...] = ()
     top_misses: int = 50
-    seed: int = 0
-    resamples: int = 2000
-    confidence: float = 0.95
     title: str | None = None
     generated_at: str | None = None
-    gold_format: str | None = None
-    run_format: str | None = None
     queries: str | None = None
     sources_dir: str | None = None
-    ties: str | None = None  # None: the rule each run's format asks for
-    columns: Mapping[str, str] | None = None
-    gold: GoldInput | None = None
-    run: RunInput | None = None
     baseline: RunInput | BaselineSummary | None = None  # a run, or the means of one (a summary.json path)
     lexical: RunInput | None = None
     config: GateConfig | None = None
-    evaluate: Mapping[str, Any] = field(default_factory=dict)
-    scoring: Scoring | None = None
     enforce_as_of: bool = False
     routing: bool = False
     entity_linking: bool = False
@@ -140,38 +128,25 @@ class ReportRequest:
     judged_k: int | None = None
 
     def __post_init__(self) -> None:
-        from rankgate._util.constraints import (
-            COLUMNS, CONFIDENCE, COUNT, DOC_MAP, EVALUATE_OPTIONS, FILE, FLAG, K, LEVEL, NAMES, RESAMPLES, SEED, TEXT,
-            Param, check, check_options)
-        from rankgate.flows.evaluate import SCORING
-        from rankgate.stats.options import Statistics
+        from rankgate._util.constraints import COUNT, FILE, FLAG, K, NAMES, TEXT, Param, check
+        from rankgate.flows.evaluate import SCORING, STATISTICS
 
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
 
         # Every field but the inputs, the config and the layer-two parts checked here (a UsageError naming
         # it; numpy scalars made plain); a bound is named as the field, which the command line names by its option.
-        put("k", check(K, self.k, caller="ReportRequest", field="k"))
-        put("level", check(LEVEL, self.level, caller="ReportRequest"))
-        put("doc_sep", check(TEXT, self.doc_sep, caller="ReportRequest", name="doc_sep"))
-        put("doc_map", check(DOC_MAP, self.doc_map, caller="ReportRequest"))
+        put("scoring", check(SCORING, self.scoring, caller="ReportRequest"))
+        put("statistics", check(STATISTICS, self.statistics, caller="ReportRequest"))
+        self.scoring.column_map()  # (the --columns text read now: a mistake in it stops the report before any work)
         put("by", check(Param("by", NAMES, None, optional=True), self.by, caller="ReportRequest"))
         put("min_score", check(Param("min_score", float, None, optional=True), self.min_score, caller="ReportRequest"))
         put("metrics", check(Param("metrics", NAMES, ()), self.metrics, caller="ReportRequest"))
         put("top_misses", check(COUNT, self.top_misses, caller="ReportRequest", field="top_misses"))
-        for param in (SEED, RESAMPLES, CONFIDENCE):  # their types here; their bounds by Statistics, with the cost
-            put(param.name, check(Param(param.name, param.type, param.default), getattr(self, param.name),
-                                  caller="ReportRequest"))
-        Statistics(seed=self.seed, resamples=self.resamples, confidence=self.confidence)
-        for attr in ("title", "generated_at", "gold_format", "run_format", "ties"):
+        for attr in ("title", "generated_at"):
             put(attr, check(TEXT, getattr(self, attr), caller="ReportRequest", name=attr))
         for attr in ("queries", "sources_dir", "rewrite", "judged", "calibration"):
             put(attr, check(FILE, getattr(self, attr), caller="ReportRequest", name=attr))
-        put("columns", check(COLUMNS, self.columns, caller="ReportRequest"))
-        # (k, level, doc_sep and doc_map are fields of their own)
-        put("evaluate", check_options(self.evaluate, tuple(o for o in EVALUATE_OPTIONS if o not in _OWN_OPTIONS),
-                                      caller="ReportRequest", target="rankgate.evaluate", name="evaluate"))
-        put("scoring", check(Param("scoring", SCORING.type, None, optional=True), self.scoring, caller="ReportRequest"))
         for attr in ("enforce_as_of", "routing", "entity_linking"):
             put(attr, check(FLAG, getattr(self, attr), caller="ReportRequest", name=attr))
         if self.judged_k is not None:
@@ -179,13 +154,19 @@ class ReportRequest:
         if self.calibration and not self.judged:
             raise UsageError(f"{F.calibration} needs {F.judged} (the labels it corrects)")
 
+    @property
+    def k(self) -> int:
+        """The page's cutoff (the panel's @k, the lists, the segments): the scoring's ``k``, else 5."""
+        from rankgate.scoring.engine import DEFAULT_K
+
+        return self.scoring.k or DEFAULT_K
+
     def inputs(self) -> tuple[FilePath, ...]:
         """The files the request reads (an output may be none of them): the gold set, run, baseline and
         lexical run given as paths, the ship criteria, the doc map, the queries, the answers summary, the
         judged labels and their calibration, the rewrite log."""
-        doc_map = self.scoring.doc_map if self.scoring is not None else None
-        return paths(self.gold, self.run, self.baseline, self.lexical, config_file(self.config), doc_map, self.queries,
-                     self.answers, self.judged, self.calibration, self.rewrite)
+        return paths(self.gold, self.run, self.baseline, self.lexical, config_file(self.config), self.scoring.doc_map,
+                     self.queries, self.answers, self.judged, self.calibration, self.rewrite)
 
     def on_disk(self, arg: Any, loaded: Any) -> Any:
         """A loaded input's file, when ``sources_dir`` says where it is (else ``arg`` itself)."""
@@ -215,19 +196,18 @@ class Inputs:
 
 
 @dataclass(frozen=True)
-class MainEvaluation:
-    """The run scored on every metric the report shows, with its intervals and segments."""
+class Shown:
+    """What the page shows of the run beside its :class:`~rankgate.flows.evaluate.Evaluation`: the run's depth
+    (its longest list), the k-sweep's cutoffs, the panel's metrics, the gated ones, the false-evidence metric
+    (empty without no-answer queries), the segment fields (None: none) and the segments' metrics."""
 
-    result: EvaluationResult
     depth: int
     ks: tuple[int, ...]
     panel: tuple[str, ...]
     gated: tuple[str, ...]
-    cis: Mapping[str, tuple[float, float]]
     false_evidence: str
     fields: tuple[str, ...] | None
     segment_metrics: tuple[str, ...]
-    segments: SegmentSummary | None
 
 
 @dataclass(frozen=True)
@@ -267,23 +247,41 @@ class StageScores:
 
 @dataclass(frozen=True)
 class ReportEvaluation:
-    """Everything the report shows, computed: what :func:`rankgate.render.build.assemble` reads."""
+    """Everything the report shows, computed: what :func:`rankgate.render.build.assemble` reads.
+
+    ``main``: the run's :class:`~rankgate.flows.evaluate.Evaluation`, as ``rankgate evaluate`` computes one: the
+    result on every metric the page reads, the intervals of the panel and the k-sweep, the segments, the routing
+    and entity-linking analyses, the freshness what-if (beside the run as logged: ``main.result`` is never the
+    enforced run's) and the judged bounds. The rest is what only the page needs: ``shown`` (which metrics and
+    cutoffs it shows), the baseline, the lexical run, the raw candidates, recall at document level, the gate's
+    verdict, the rewrite's effect, layer two's answers and the bounds as the page shows them; ``doc_map``: the
+    scoring's chunk → document map as read; ``warnings``: the lines the scorer said."""
 
     request: ReportRequest
     inputs: Inputs
-    main: MainEvaluation
+    main: Evaluation
+    shown: Shown
     baseline: Baseline
     lexical: Lexical
     stages: StageScores
     doc_level: Mapping[str, float]
     outcome: GateOutcome | None
     run_label: str
-    freshness: FreshnessWhatIf | None = None
     rewrite: RewriteEffect | None = None
-    components: Mapping[str, Any] = field(default_factory=dict)
     answers: Mapping[str, Any] | None = None
     bounds: Mapping[str, Any] | None = None
+    doc_map: Mapping[str, str] | None = None
     warnings: tuple[str, ...] = ()
+
+    @property
+    def freshness(self) -> FreshnessWhatIf | None:
+        """The freshness what-if (``main.freshness``)."""
+        return self.main.freshness
+
+    @property
+    def components(self) -> Mapping[str, Any]:
+        """The routing and entity-linking analyses (``main.components``)."""
+        return self.main.components
 
 
 def _dedupe(names: Iterable[str]) -> list[str]:
@@ -323,50 +321,42 @@ def _auto_fields(result: EvaluationResult) -> list[str]:
     return out
 
 
-def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None = None,
-               evaluator: Evaluator | None = None) -> ReportEvaluation:
-    """Load, score and decide everything the report shows (see the module docs). ``evaluator``:
-    ``(gold, run, metrics, level) -> EvaluationResult`` in place of the request's scoring."""
-    from rankgate.flows.evaluate import Scorer, Statistics, judged_bounds
+def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None = None) -> ReportEvaluation:
+    """Load, score and decide everything the report shows (see the module docs). Every run (the run, the
+    baseline, the lexical run, the raw candidates, the document level, the experiments' runs) is scored by one
+    :class:`~rankgate.flows.evaluate.Scorer` with the request's scoring: the doc map is read once, and
+    ``on_warning`` hears each warning line once."""
+    from rankgate.flows.evaluate import Scorer, judged_bounds
 
     answers = _answers(req.answers)
-    bounds = req.bounds
-    if req.judged:
-        from rankgate.flows.evaluate import Scoring
-
-        s = req.scoring if req.scoring is not None else Scoring(gold_format=req.gold_format, run_format=req.run_format)
-        b = judged_bounds(Scorer(replace(s, k=req.judged_k, ties=req.ties)), Statistics(req.seed, req.resamples,
-                          req.confidence), req.gold, req.run, req.judged, req.calibration)
-        bounds = b.to_dict()
-    scorer = Scorer(req.scoring, on_warning) if req.scoring is not None else None
-    if scorer is not None:
-        if req.doc_map is None and req.scoring is not None and req.scoring.doc_map is not None:
-            req = replace(req, doc_map=scorer.doc_map)  # read before the inputs, once
-        if evaluator is None:
-            sc = scorer
-
-            def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
-                return sc.score(g, r, metrics=ms, level=lvl)
-    if evaluator is None:
-        evaluator = _default_evaluator(req)
+    bounds, judged = req.bounds, None
+    if req.judged:  # (read before the inputs; at the cutoff --k gives, else 10: the bounds read the inputs only)
+        judged = judged_bounds(Scorer(replace(req.scoring, k=req.judged_k)), req.statistics, req.gold, req.run,
+                               req.judged, req.calibration)
+        bounds = judged.to_dict()
+    # (every scoring names its metrics; the scoring's own are what the experiments score)
+    scorer = Scorer(replace(req.scoring, metrics=EXPERIMENT_METRICS), on_warning)
+    doc_map = scorer.doc_map  # (read before the inputs, once)
     cfg = req.config
     inputs = load_inputs(req.gold, req.run, req)
-    main = evaluate_main(inputs, req, cfg, evaluator)
+    main, shown = evaluate_main(inputs, req, cfg, scorer)
     run_label = _label(req.run, inputs.run, *(_path(x) for x in (req.baseline, req.lexical) if x is not None))
-    base = collect_baseline(req.baseline, inputs, main, req, evaluator, req.run, run_label)
-    lex = collect_lexical(req.lexical, inputs, req, evaluator, req.run, base)
-    stages = score_stages(inputs, req, evaluator)
+    base = collect_baseline(req.baseline, inputs, main, shown, req, scorer, req.run, run_label)
+    lex = collect_lexical(req.lexical, inputs, req, scorer, req.run, base)
+    stages = score_stages(inputs, req, scorer)
     outcome = None
     if cfg is not None:
         from rankgate.gating.decide import decide
 
-        same = (cfg.seed, cfg.resamples, cfg.confidence) == (req.seed, req.resamples, req.confidence)
+        st = req.statistics
+        same = (cfg.seed, cfg.resamples, cfg.confidence) == (st.seed, st.resamples, st.confidence)
         outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
                          baseline_label=base.label, candidate_label=run_label, intervals=main.cis if same else None)
-    doc_level = _doc_level(inputs, main, req, evaluator)
-    freshness, rewrite, components = _experiments(req, inputs, evaluator, scorer)
-    return ReportEvaluation(req, inputs, main, base, lex, stages, doc_level, outcome, run_label, freshness, rewrite,
-                            components, answers, bounds, tuple(scorer.warnings) if scorer is not None else ())
+    doc_level = _doc_level(inputs, main.result, shown, req, scorer)
+    freshness, rewrite, components = _experiments(req, inputs, scorer)
+    main = replace(main, components=components, freshness=freshness, bounds=judged, warnings=tuple(scorer.warnings))
+    return ReportEvaluation(req, inputs, main, shown, base, lex, stages, doc_level, outcome, run_label, rewrite,
+                            answers, bounds, doc_map, main.warnings)
 
 
 def _answers(answers: str | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -389,21 +379,6 @@ def _answers(answers: str | Mapping[str, Any] | None) -> Mapping[str, Any] | Non
     return data["answers"]
 
 
-def _default_evaluator(req: ReportRequest) -> Evaluator:
-    from rankgate.scoring.engine import evaluate
-
-    def evaluator(g: Gold, r: Run, ms: list[str], lvl: str) -> EvaluationResult:
-        return evaluate(g, r, ms, k=req.k, level=lvl, doc_sep=req.doc_sep,
-                        doc_map=dict(req.doc_map) if req.doc_map else None, **req.evaluate)
-
-    return evaluator
-
-
-def _trec_lines(req: ReportRequest) -> bool:
-    """Whether the report's runs are read with trec_eval's rule for TREC lines (``--trec``)."""
-    return req.scoring.trec if req.scoring is not None else bool(req.evaluate.get("trec"))
-
-
 def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     """Load the gold set and the run; list the files read (sha256) and find the query texts."""
     from rankgate.io import load_gold, load_run
@@ -420,23 +395,24 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
 
     from rankgate.io.trec import trec_eval_lines
 
-    trec_lines = _trec_lines(req)
+    trec_lines = req.scoring.trec  # (--trec: TREC lines read as trec_eval reads them)
+    run_format, columns = req.scoring.run_format, req.scoring.column_map()
 
     def read_run() -> Run:
         lazy = _run_with_lazy_texts(run, req)
         if lazy is not None:
             return lazy
         with trec_eval_lines(trec_lines):  # (--trec: a TREC run's lines as trec_eval reads them)
-            return load_run(run, format=req.run_format, columns=req.columns)
+            return load_run(run, format=run_format, columns=columns)
 
     try:
-        g, r = gold_first(pool.submit(load_gold, gold, format=req.gold_format, columns=req.columns), read_run)
+        g, r = gold_first(pool.submit(load_gold, gold, format=req.scoring.gold_format, columns=columns), read_run)
         if isinstance(r.items.get("text"), LineTexts):
             from rankgate.io.nearmiss import compares_texts
 
             if compares_texts(g):  # (the near-miss check compares every text: read them all now)
                 with trec_eval_lines(trec_lines):
-                    r = load_run(run, format=req.run_format, columns=req.columns)
+                    r = load_run(run, format=run_format, columns=columns)
         read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
         files: list[tuple[str, str, Any]] = [
             ("gold", g.source, pool.submit(sha256_files, read) if read else None),
@@ -474,13 +450,15 @@ def _run_with_lazy_texts(run: Any, req: ReportRequest) -> Run | None:
             return None
     except RankgateError:  # (read as usual: the metric's own check names the error)
         return None
-    return load_run_lazy_texts(run, format=req.run_format, columns=req.columns)
+    return load_run_lazy_texts(run, format=req.scoring.run_format, columns=req.scoring.column_map())
 
 
-def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evaluator) -> MainEvaluation:
-    """Score the run on the panel, the k-sweep, the diagnosis's metrics and the gated ones; the panel's
-    intervals; the segments."""
+def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, scorer: Scorer) -> tuple[Evaluation, Shown]:
+    """Score the run on the panel, the k-sweep, the diagnosis's metrics and the gated ones; the intervals of
+    the panel and the k-sweep; the segments. The run's :class:`~rankgate.flows.evaluate.Evaluation` (its
+    experiments and judged bounds added by :func:`run_report`) and what the page shows of it."""
     from rankgate._util.arrow import code_counts
+    from rankgate.flows.evaluate import EvaluateRequest, Evaluation
     from rankgate.metrics.display import fmt_sig
     from rankgate.stats.bootstrap import metric_cis
     from rankgate.stats.sweep import sweep_specs
@@ -496,13 +474,12 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
              *(["fresh"] if has_versions else []), *([fe] if has_no_answer else [])]
     gated = list(cfg.metrics) if cfg is not None else []
     all_metrics = _dedupe([*panel, *sweep_specs(list(SWEEP_FAMILIES), ks), *extra, *gated])
-    result = evaluator(g, r, all_metrics, req.level)
+    result = scorer.score(g, r, metrics=all_metrics)
     fe = str(next((m for m in result.metric_names if m.startswith("false_evidence")), "")) or ""
     # The panel's intervals and the k-sweep's in one call: a metric's interval does not depend on the
     # others drawn with it, and queries are drawn once for all of them.
     sweep = [m for m in sweep_specs(list(SWEEP_FAMILIES), ks) if m not in panel]
-    cis = metric_cis(result, seed=req.seed, resamples=req.resamples, confidence=req.confidence,
-                     metrics=[*panel, *sweep])
+    cis = metric_cis(result, statistics=req.statistics, metrics=[*panel, *sweep])
     fields = _auto_fields(result) if req.by is None else None
     if req.by is not None:
         from rankgate.stats.segments import field_key, split_fields
@@ -513,14 +490,17 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, evaluator: Evalu
     if fields:
         from rankgate.stats.segments import segment_summary
 
-        segments = segment_summary(result, fields, metrics=seg_metrics, seed=req.seed, resamples=req.resamples,
-                                   confidence=req.confidence)
-    return MainEvaluation(result, depth, ks, tuple(panel), tuple(gated), cis, fe,
-                          None if fields is None else tuple(fields), tuple(seg_metrics), segments)
+        segments = segment_summary(result, fields, metrics=seg_metrics, statistics=req.statistics)
+    asked = EvaluateRequest(req.gold, req.run, req.scoring, req.statistics, by=tuple(fields or ()),
+                            enforce_as_of=req.enforce_as_of, routing=req.routing, entity_linking=req.entity_linking,
+                            judged=req.judged, calibration=req.calibration, latency=False)
+    return (Evaluation(asked, result, cis=cis, segments=segments),
+            Shown(depth, ks, tuple(panel), tuple(gated), fe, None if fields is None else tuple(fields),
+                  tuple(seg_metrics)))
 
 
-def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator,
-                     run: Any, run_label: str) -> Baseline:
+def collect_baseline(baseline: Any, inputs: Inputs, main: Evaluation, shown: Shown, req: ReportRequest,
+                     scorer: Scorer, run: Any, run_label: str) -> Baseline:
     """Same metrics on the baseline run and the paired comparison, or the means of a baseline summary."""
     if baseline is None:
         return Baseline()
@@ -531,8 +511,8 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: R
     from rankgate.io.trec import trec_eval_lines
 
     def run_and_sha(path: str) -> tuple[Run, str | None]:
-        with trec_eval_lines(_trec_lines(req)):
-            br = load_run(path, format=req.run_format, columns=req.columns)
+        with trec_eval_lines(req.scoring.trec):
+            br = load_run(path, format=req.scoring.run_format, columns=req.scoring.column_map())
         return br, _sha(req.on_disk(path, br))
 
     loaded: BaselineSummary | tuple[Run, str | None]
@@ -541,24 +521,25 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: MainEvaluation, req: R
     elif isinstance(baseline, (str, os.PathLike)):  # a summary.json or a run (a pipe is read once)
         loaded = summary_or_run(os.fspath(baseline), run_and_sha)
     else:
-        with trec_eval_lines(_trec_lines(req)):
-            base_run = load_run(baseline, format=req.run_format, columns=req.columns)
+        with trec_eval_lines(req.scoring.trec):
+            base_run = load_run(baseline, format=req.scoring.run_format, columns=req.scoring.column_map())
         loaded = (base_run, _sha(req.on_disk(baseline, base_run)))
     if isinstance(loaded, BaselineSummary):
         return Baseline(summary=loaded, label=os.path.basename(loaded.source))
     br, base_sha = loaded
     label = _label(baseline, br, _path(run, inputs.run))
-    result = evaluator(inputs.gold, br, _dedupe([*main.panel, *sweep_specs(list(SWEEP_FAMILIES), main.ks), *main.gated]),
-                       req.level)
+    result = scorer.score(inputs.gold, br,
+                          metrics=_dedupe([*shown.panel, *sweep_specs(list(SWEEP_FAMILIES), shown.ks), *shown.gated]))
     from rankgate.stats.paired import compare
 
-    cmp = compare(result, main.result, metrics=[*main.panel, *[m for m in main.segment_metrics if m not in main.panel]],
-                  by=main.fields or (), seed=req.seed, resamples=req.resamples, confidence=req.confidence,
+    cmp = compare(result, main.result,
+                  metrics=[*shown.panel, *[m for m in shown.segment_metrics if m not in shown.panel]],
+                  by=shown.fields or (), statistics=req.statistics,
                   baseline_label=label, candidate_label=run_label)
     return Baseline(result, None, cmp, label, ("baseline", br.source, base_sha), br)
 
 
-def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator: Evaluator, run: Any,
+def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, scorer: Scorer, run: Any,
                     base: Baseline) -> Lexical:
     """The lexical run's panel and result, shown beside the misses."""
     if lexical is None:
@@ -568,15 +549,15 @@ def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, evaluator:
     k = req.k
     from rankgate.io.trec import trec_eval_lines
 
-    with trec_eval_lines(_trec_lines(req)):
-        lr = load_run(lexical, format=req.run_format, columns=req.columns)
+    with trec_eval_lines(req.scoring.trec):
+        lr = load_run(lexical, format=req.scoring.run_format, columns=req.scoring.column_map())
     label = _label(lexical, lr, _path(run, inputs.run), *([_path(base.run)] if base.result is not None else []))
-    lres = evaluator(inputs.gold, lr, _dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]), req.level)
+    lres = scorer.score(inputs.gold, lr, metrics=_dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]))
     return Lexical(label, tuple((m, lres.summary(m).mean) for m in lres.metric_names), lres, lr,
                    ("lexical baseline", lr.source, _sha(req.on_disk(lexical, lr))))
 
 
-def score_stages(inputs: Inputs, req: ReportRequest, evaluator: Evaluator) -> StageScores:
+def score_stages(inputs: Inputs, req: ReportRequest, scorer: Scorer) -> StageScores:
     """Raw candidates (``raw_topk``) against the final list, on the queries with a raw list."""
     import numpy as np
 
@@ -586,8 +567,8 @@ def score_stages(inputs: Inputs, req: ReportRequest, evaluator: Evaluator) -> St
         return StageScores()
     kr = k_raw(r, raw)
     stage_metrics = _dedupe([f"recall@{kr}", f"mrr@{kr}", f"recall@{k}", f"ndcg@{k}", f"precision@{k}"])
-    raw_result = evaluator(g, raw, stage_metrics, req.level)
-    fin = evaluator(g, r, stage_metrics, req.level)
+    raw_result = scorer.score(g, raw, metrics=stage_metrics)
+    fin = scorer.score(g, r, metrics=stage_metrics)
     have = set(raw.query_ids)
     mask = np.asarray([q in have for q in raw_result.query_ids], dtype=bool)
     rs, fs = raw_result.subset(mask), fin.subset(mask)
@@ -595,15 +576,17 @@ def score_stages(inputs: Inputs, req: ReportRequest, evaluator: Evaluator) -> St
                        tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
 
 
-def _doc_level(inputs: Inputs, main: MainEvaluation, req: ReportRequest, evaluator: Evaluator) -> dict[str, float]:
+def _doc_level(inputs: Inputs, result: EvaluationResult, shown: Shown, req: ReportRequest,
+               scorer: Scorer) -> dict[str, float]:
     """recall@10 at chunk and at document level, when chunk ids name their documents."""
     g, r = inputs.gold, inputs.run
-    if not (req.level == "chunk" and (req.doc_map or (req.doc_sep and _any_contains(g.j_doc, req.doc_sep)))):
+    level, sep = req.scoring.level, req.scoring.doc_sep
+    if not (level == "chunk" and (scorer.doc_map or (sep and _any_contains(g.j_doc, sep)))):
         return {}
-    dk = min(10, main.depth) if main.depth else 10  # never past the run's depth (a top-5 run: recall@5)
+    dk = min(10, shown.depth) if shown.depth else 10  # never past the run's depth (a top-5 run: recall@5)
     m = f"recall@{dk}"
-    doc_result = evaluator(g, r, [m], "doc")
-    chunk = main.result if m in main.result.metric_names else evaluator(g, r, [m], req.level)
+    doc_result = scorer.score(g, r, metrics=[m], level="doc")
+    chunk = result if m in result.metric_names else scorer.score(g, r, metrics=[m])
     return {"chunk": chunk.summary(m).mean, "doc": doc_result.summary(m).mean, "k": float(dk)}
 
 
@@ -618,38 +601,24 @@ def _any_contains(ids: Any, text: str) -> bool:
     return bool(pc.any(pc.match_substring(ids, text, ignore_case=False)).as_py())
 
 
-def _experiments(req: ReportRequest, inputs: Inputs, evaluator: Evaluator,
-                 scorer: Any) -> tuple[Any, Any, dict[str, Any]]:
+def _experiments(req: ReportRequest, inputs: Inputs, scorer: Scorer) -> tuple[Any, Any, dict[str, Any]]:
     """The component experiments the request asks for: the freshness what-if, the rewrite's effect and
-    the routing and entity-linking analyses (on the inputs as loaded once, with the report's scoring)."""
+    the routing and entity-linking analyses (on the inputs as loaded once, scored by the report's scorer, as
+    :func:`rankgate.flows.evaluate.run_evaluation` computes them)."""
     if not (req.enforce_as_of or req.routing or req.entity_linking or req.rewrite):
         return None, None, {}
-    from rankgate.flows.evaluate import Scorer, Scoring, Statistics, components_of
+    from rankgate.flows.evaluate import components_of, freshness_of
 
-    gold, run = inputs.gold, inputs.run
-    stats = Statistics(req.seed, req.resamples, req.confidence)
+    gold, run, stats = inputs.gold, inputs.run, req.statistics
     by = list(req.by or [])
-    metrics = ["recall@5", "ndcg@10", "mrr"]
-    freshness = rewrite = None
-    if req.enforce_as_of:
-        from rankgate.experiments.freshness import freshness_what_if
-
-        freshness = freshness_what_if(gold, run, lambda g, r: evaluator(g, r, metrics, req.level), by=by,
-                                      statistics=stats)
+    freshness = freshness_of(scorer, stats, gold, run, by) if req.enforce_as_of else None
+    rewrite = None
     if req.rewrite:
         from rankgate.io.rewrite import read_rewrite_runs
         from rankgate.experiments.rewrite import rewrite_effect
 
         log = read_rewrite_runs(req.rewrite)
-        k = req.scoring.k if req.scoring is not None else req.k
-        rewrite = rewrite_effect(log.original, log.rewritten, lambda r, m: evaluator(gold, r, list(m), req.level),
-                                 k=k or 10, by=by, seed=req.seed, resamples=req.resamples,
-                                 confidence=req.confidence, texts=log.texts)
-    components: dict[str, Any] = {}
-    if req.routing or req.entity_linking:
-        scoring = req.scoring if req.scoring is not None else Scoring(
-            k=req.k, level=req.level, doc_sep=req.doc_sep, ties=req.ties, **{
-                n: v for n, v in req.evaluate.items() if n in ("trec", "complete", "dedupe")})
-        sc = scorer if scorer is not None else Scorer(scoring)
-        components = components_of(sc, stats, gold, run, routing=req.routing, entity_linking=req.entity_linking, by=by)
+        rewrite = rewrite_effect(log.original, log.rewritten, lambda r, m: scorer.score(gold, r, metrics=list(m)),
+                                 k=req.scoring.k or 10, by=by, statistics=stats, texts=log.texts)
+    components = components_of(scorer, stats, gold, run, routing=req.routing, entity_linking=req.entity_linking, by=by)
     return freshness, rewrite, components

@@ -1,6 +1,7 @@
 """Build the report: the :class:`~rankgate.render.model.Report` the HTML shows, assembled from what the
 report flow (:func:`rankgate.flows.report.run_report`) computed — the lists behind the numbers, the
-curves, the panel and the diagnosis.
+curves, the panel and the diagnosis. :func:`report` is the Python entry (a ``Scoring`` and a ``Statistics``
+as values, like every flow's request); :func:`build_report`, its loose keywords, is kept for one release.
 
 Same inputs and seed ⇒ the same report: statistics are seeded, lists follow the ranking rule and gold
 order, and nothing reads the clock (``generated_at`` is shown only when passed in).
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,18 +22,24 @@ from rankgate import __version__
 from rankgate._util.jsonable import exact_mean
 from rankgate.io import Gold, Run
 from rankgate.gating.diagnosis import SegmentSignal, Signals, SourceSignal, diagnose
+from rankgate.flows.evaluate import Evaluation
 from rankgate.flows.report import (
-    AUTO_FIELDS_MAX_LABELS, SWEEP_FAMILIES, Baseline, Evaluator, MainEvaluation, ReportEvaluation,
-    ReportRequest, collect_baseline, collect_lexical, evaluate_main, judged_k, load_inputs, panel_metrics, run_report,
-    sweep_ks,
+    AUTO_FIELDS_MAX_LABELS, SWEEP_FAMILIES, Baseline, ReportEvaluation, ReportRequest, Shown, collect_baseline,
+    collect_lexical, evaluate_main, judged_k, load_inputs, panel_metrics, run_report, sweep_ks,
 )
 from rankgate.model.results import EvaluationResult
 from rankgate.render import details as dt
 from rankgate.render.model import Curve, Latency, PanelRow, Report, Stages
+from rankgate.scoring.options import Scoring
+from rankgate.stats.options import Statistics
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.gating.config import GateConfig
 
 __all__ = [
     "AUTO_FIELDS_MAX_LABELS", "SWEEP_FAMILIES", "ReportRequest", "assemble", "build_report", "collect_baseline",
-    "collect_lexical", "collect_lists", "evaluate_main", "judged_k", "knee", "load_inputs", "panel_metrics", "sweep_ks",
+    "collect_lexical", "collect_lists", "evaluate_main", "judged_k", "knee", "load_inputs", "panel_metrics", "report",
+    "sweep_ks",
 ]
 
 
@@ -130,6 +138,71 @@ class StageNumbers:
     sources_from: str
 
 
+def report(
+    gold: Any,
+    run: Any,
+    *,
+    scoring: Scoring | None = None,
+    statistics: Statistics | None = None,
+    baseline: Any = None,
+    lexical: Any = None,
+    by: str | Iterable[str] | None = None,
+    config: Any = None,
+    min_score: float | None = None,
+    metrics: Sequence[str] = (),
+    top_misses: int = 50,
+    title: str | None = None,
+    generated_at: str | None = None,
+    queries: str | None = None,
+    sources_dir: str | None = None,
+    answers: Mapping[str, Any] | None = None,
+    bounds: Mapping[str, Any] | None = None,
+) -> Report:
+    """Evaluate ``run`` (and ``baseline``, ``lexical``) against ``gold`` and gather the report: the
+    :class:`~rankgate.render.model.Report` that :func:`rankgate.render.html.render_html` writes.
+
+    Args:
+        gold, run, baseline, lexical: paths or loaded objects, as :func:`rankgate.evaluate` takes.
+            ``baseline`` (a run, or the summary.json of one) adds deltas with paired CIs; ``lexical`` (e.g. a
+            BM25 run) is shown beside the misses.
+        scoring: how every run is scored (:class:`~rankgate.scoring.options.Scoring`: ``k`` is the page's
+            cutoff, 5 when None; its ``metrics`` are not read, see ``metrics``), used as it is. None: the
+            default ``Scoring()`` with the ship criteria's ``evaluate`` options (k, level, doc_sep, ties).
+        statistics: the seed, resamples and confidence of every interval. Default ``Statistics()``.
+        by: segment fields; ``None`` picks intent, source_of_query and tags with 2–20 labels.
+        config: ship criteria (path, :class:`~rankgate.gating.config.GateConfig` or dict): adds the
+            gate verdict and the floors of the segments.
+        min_score: confidence line of ``false_evidence`` on no-answer queries.
+        metrics: extra metrics for the panel.
+        answers, bounds: layer two (the ``answers`` part of a ``rankgate answers`` summary) and the
+            bounds of an incomplete gold set (``evaluate --judged``), shown in their own sections.
+        sources_dir: the folder that relative ``source`` names of inputs given as loaded objects
+            refer to, so that their files are hashed too (the demo shows ``data/gold.jsonl``).
+        queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts show
+            beside query ids when the gold set has none; a BEIR folder's own ``queries.jsonl`` is found.
+    """
+    from rankgate._util.constraints import check
+    from rankgate.flows.evaluate import SCORING, STATISTICS
+
+    cfg = _config(config)
+    if scoring is None:
+        from rankgate.gating.config import evaluate_options
+
+        scoring = Scoring(**evaluate_options(cfg))
+    statistics = check(STATISTICS, statistics, caller="report") if statistics is not None else Statistics()
+    req = ReportRequest(
+        gold, run, check(SCORING, scoring, caller="report"), statistics, by=by, min_score=min_score,
+        metrics=tuple(metrics), top_misses=top_misses, title=title, generated_at=generated_at, queries=queries,
+        sources_dir=sources_dir, baseline=baseline, lexical=lexical, config=cfg, answers=answers, bounds=bounds,
+    )
+    return assemble(run_report(req))
+
+
+#: ``build_report``'s keywords that :func:`report` takes as a ``Scoring`` or a ``Statistics``.
+LOOSE = frozenset({"k", "level", "doc_sep", "doc_map", "seed", "resamples", "confidence", "gold_format", "run_format",
+                   "trec", "complete", "dedupe", "ties", "columns"})
+
+
 def build_report(
     gold: Any,
     run: Any,
@@ -141,7 +214,7 @@ def build_report(
     k: int | None = None,
     level: str | None = None,
     doc_sep: str | None = None,
-    doc_map: Mapping[str, str] | None = None,
+    doc_map: str | os.PathLike[str] | None = None,
     min_score: float | None = None,
     metrics: Sequence[str] = (),
     top_misses: int = 50,
@@ -152,50 +225,66 @@ def build_report(
     generated_at: str | None = None,
     gold_format: str | None = None,
     run_format: str | None = None,
-    evaluator: Evaluator | None = None,
     queries: str | None = None,
     sources_dir: str | None = None,
     answers: Mapping[str, Any] | None = None,
     bounds: Mapping[str, Any] | None = None,
     **evaluate_kwargs: Any,
 ) -> Report:
-    """Evaluate ``run`` (and ``baseline``, ``lexical``) against ``gold`` and gather the report.
-
-    Args:
-        gold, run, baseline, lexical: paths or loaded objects, as :func:`rankgate.evaluate` takes.
-            ``baseline`` adds deltas with paired CIs; ``lexical`` (e.g. a BM25 run) is shown beside
-            the misses.
-        by: segment fields; ``None`` picks intent, source_of_query and tags with 2–20 labels.
-        config: ship criteria (path, :class:`~rankgate.gating.config.GateConfig` or dict): adds the
-            gate verdict; its ``evaluate`` options apply where ``k``/``level``/``doc_sep`` are None.
-        min_score: confidence line of ``false_evidence`` on no-answer queries.
-        metrics: extra metrics for the panel.
-        answers, bounds: layer two (the ``answers`` part of a ``rankgate answers`` summary) and the
-            bounds of an incomplete gold set (``evaluate --judged``), shown in their own sections.
-        sources_dir: the folder that relative ``source`` names of inputs given as loaded objects
-            refer to, so that their files are hashed too (the demo shows ``data/gold.jsonl``).
-        queries: a queries file (BEIR ``queries.jsonl``, ``id<TAB>text``, TREC topics) whose texts show
-            beside query ids when the gold set has none; a BEIR folder's own ``queries.jsonl`` is found.
-        evaluator: ``(gold, run, metrics, level) -> EvaluationResult``; default :func:`rankgate.evaluate`
-            with ``k``, ``doc_sep``, ``doc_map`` and ``evaluate_kwargs`` (``dedupe``, ``trec``…).
-    """
+    """:func:`report` with the scoring and statistics options as loose keywords, kept for one release (rankgate
+    0.3 removes it): ``k``, ``level``, ``doc_sep``, ``doc_map`` (a file), ``gold_format``, ``run_format`` and
+    ``evaluate_kwargs`` (``trec``, ``complete``, ``dedupe``, ``ties``, ``columns``) become ``scoring=Scoring(...)``,
+    ``seed``, ``resamples`` and ``confidence`` become ``statistics=Statistics(...)``. ``k``, ``level``,
+    ``doc_sep`` and ``ties`` left None take the config's ``evaluate`` options. No ``evaluator``: every run is
+    scored with the report's scoring."""
+    from rankgate._util.constraints import check_options
     from rankgate.gating.config import evaluate_options
-    from rankgate.scoring.engine import DEFAULT_K
 
+    if "evaluator" in evaluate_kwargs:
+        from rankgate.errors import UsageError
+
+        raise UsageError("build_report takes no evaluator any more: every run is scored with the report's scoring "
+                         "(report(..., scoring=Scoring(...)))")
     cfg = _config(config)
-    opts = evaluate_options(cfg, {"k": k, "level": level, "doc_sep": doc_sep, "ties": evaluate_kwargs.get("ties")})
-    # The report's lists follow the same ranking rule as its numbers (:func:`_lists`).
-    ties = evaluate_kwargs["ties"] = opts.get("ties")
-    req = ReportRequest(
-        k=opts.get("k") or DEFAULT_K, level=opts.get("level") or "chunk", doc_sep=opts.get("doc_sep", "#"),
-        doc_map=doc_map, by=by,
-        min_score=min_score, metrics=tuple(metrics), top_misses=top_misses, seed=seed, resamples=resamples,
-        confidence=confidence, title=title, generated_at=generated_at, gold_format=gold_format,
-        run_format=run_format, queries=queries, sources_dir=sources_dir, ties=ties,
-        columns=evaluate_kwargs.get("columns"), gold=gold, run=run, baseline=baseline, lexical=lexical, config=cfg,
-        evaluate=evaluate_kwargs, answers=answers, bounds=bounds,
-    )
-    return assemble(run_report(req, evaluator=evaluator))
+    extra = check_options(evaluate_kwargs, ("trec", "complete", "dedupe", "ties", "columns"), caller="build_report",
+                          target="rankgate.evaluate")
+    opts = evaluate_options(cfg, {"k": k, "level": level, "doc_sep": doc_sep, "ties": extra.get("ties")})
+    scoring = Scoring(k=opts.get("k") or None, level=opts.get("level") or "chunk", doc_sep=opts.get("doc_sep", "#"),
+                      ties=opts.get("ties"), doc_map=_doc_map_file(doc_map), gold_format=gold_format,
+                      run_format=run_format, columns=_columns_text(extra.get("columns")),
+                      **{n: extra[n] for n in ("trec", "complete", "dedupe") if n in extra})
+    statistics = Statistics(seed=seed, resamples=resamples, confidence=confidence)
+    return report(gold, run, scoring=scoring, statistics=statistics, baseline=baseline, lexical=lexical, by=by,
+                  config=cfg, min_score=min_score, metrics=metrics, top_misses=top_misses, title=title,
+                  generated_at=generated_at, queries=queries, sources_dir=sources_dir, answers=answers, bounds=bounds)
+
+
+def _doc_map_file(doc_map: Any) -> Any:
+    """``build_report``'s ``doc_map``: a file, as :class:`~rankgate.scoring.options.Scoring` takes it."""
+    if isinstance(doc_map, Mapping):
+        from rankgate.errors import UsageError
+
+        raise UsageError("build_report's doc_map is a file now (TSV chunk_id<TAB>doc_id, or one JSON object), as "
+                         "Scoring(doc_map=PATH) takes it: write the mapping to a file and pass its path")
+    return doc_map
+
+
+def _columns_text(columns: Any) -> str | None:
+    """``build_report``'s ``columns`` (a mapping of fields to column names) as the ``--columns`` text
+    :class:`~rankgate.scoring.options.Scoring` holds."""
+    if columns is None or isinstance(columns, str):
+        return columns
+    from rankgate._util.constraints import COLUMNS, check
+    from rankgate.io.formats import parse_columns
+
+    mapping = check(COLUMNS, columns, caller="build_report")
+    text = ",".join(f"{name}={column}" for name, column in mapping.items())
+    if parse_columns(text) != mapping:
+        from rankgate.errors import UsageError
+
+        raise UsageError(f"build_report's columns {mapping!r} cannot be written as FIELD=COLUMN text (a name holds "
+                         "',' or '=' or spaces at an end); pass Scoring(columns=TEXT) to report()"[:300])
+    return text
 
 
 def _lists(run: Run, result: EvaluationResult | None) -> dt.RankedLists:
@@ -214,9 +303,10 @@ class Views:
 def _views(ev: ReportEvaluation) -> Views:
     from rankgate.scoring.engine import doc_mapper
 
-    req = ev.request
-    doc_of = doc_mapper(req.doc_sep, dict(req.doc_map) if req.doc_map else None)
-    return Views(_lists(ev.inputs.run, ev.main.result), dt.GoldIndex(ev.inputs.gold, req.level, doc_of, ev.inputs.query_texts))
+    scoring = ev.request.scoring
+    doc_of = doc_mapper(scoring.doc_sep, dict(ev.doc_map) if ev.doc_map else None)
+    return Views(_lists(ev.inputs.run, ev.main.result),
+                 dt.GoldIndex(ev.inputs.gold, scoring.level, doc_of, ev.inputs.query_texts))
 
 
 def stage_numbers(ev: ReportEvaluation, views: Views) -> StageNumbers:
@@ -237,28 +327,29 @@ def assemble(ev: ReportEvaluation) -> Report:
     stage = stage_numbers(ev, views)
     lex = ev.lexical
     pair = (lex.result, _lists(lex.run, lex.result)) if lex.result is not None and lex.run is not None else None
-    details = collect_lists(ev.main, views, pair, ev.request)
-    report = _report(ev, views, stage, details)
-    signals = _signals(report, ev.main.result, stage.raw_result, views.gold_index, views.lists, ev.request.min_score,
+    details = collect_lists(ev.main, ev.shown, views, pair, ev.request)
+    page = _report(ev, views, stage, details)
+    signals = _signals(page, ev.main.result, stage.raw_result, views.gold_index, views.lists, ev.request.min_score,
                        details.rescued)
-    report = dataclasses.replace(report, findings=diagnose(signals), answers=ev.answers, bounds=ev.bounds)
+    page = dataclasses.replace(page, findings=diagnose(signals), answers=ev.answers, bounds=ev.bounds)
     sections = experiment_sections(ev)
-    return dataclasses.replace(report, experiments=sections) if sections else report
+    return dataclasses.replace(page, experiments=sections) if sections else page
 
 
 def experiment_sections(ev: ReportEvaluation) -> tuple[tuple[str, str, str], ...]:
     """The component experiments computed, as (anchor, title, HTML section)."""
     from rankgate.render.sections import experiment_html
 
-    return experiment_html({"freshness": ev.freshness, "rewrite": ev.rewrite, **ev.components}, ev.request.confidence)
+    return experiment_html({"freshness": ev.main.freshness, "rewrite": ev.rewrite, **ev.main.components},
+                           ev.request.statistics.confidence)
 
 
-def _panel_rows(main: MainEvaluation, base: Baseline, confidence: float) -> tuple[PanelRow, ...]:
+def _panel_rows(main: Evaluation, shown: Shown, base: Baseline, confidence: float) -> tuple[PanelRow, ...]:
     rows = []
-    result, cmp = main.result, base.comparison
-    for m in main.panel:
+    result, cmp, cis = main.result, base.comparison, main.cis or {}
+    for m in shown.panel:
         s = result.summary(m)
-        row = PanelRow(m, s.mean, s.n, *main.cis[m], definition=result.definitions.get(m, ""))
+        row = PanelRow(m, s.mean, s.n, *cis[m], definition=result.definitions.get(m, ""))
         if cmp is not None:
             d = cmp.row(m)
             row = dataclasses.replace(row, baseline=d.baseline, delta=d.delta, delta_low=d.ci_low, delta_high=d.ci_high,
@@ -271,21 +362,22 @@ def _panel_rows(main: MainEvaluation, base: Baseline, confidence: float) -> tupl
     return tuple(rows)
 
 
-def collect_lists(main: MainEvaluation, views: Views, lexical: tuple[EvaluationResult, dt.RankedLists] | None,
-                  req: ReportRequest) -> DetailLists:
+def collect_lists(main: Evaluation, shown: Shown, views: Views,
+                  lexical: tuple[EvaluationResult, dt.RankedLists] | None, req: ReportRequest) -> DetailLists:
     """The lists behind the numbers: misses, offending items, no-answer queries (up to ``top_misses`` each)."""
     result, gidx, lists, limit = main.result, views.gold_index, views.lists, req.top_misses
-    misses, misses_total, rescued = dt.misses(result, lists, gidx, limit=limit, fields=list(main.fields or []),
+    misses, misses_total, rescued = dt.misses(result, lists, gidx, limit=limit, fields=list(shown.fields or []),
                                               lexical=lexical)
     forb, stale, ftotal, stotal, fchecked, schecked = dt.offences(result, lists, gidx, req.k, limit=limit)
-    no_answer = dt.no_answer_items(result, lists, gidx, main.false_evidence or None, limit=limit)
+    no_answer = dt.no_answer_items(result, lists, gidx, shown.false_evidence or None, limit=limit)
     return DetailLists(tuple(misses), misses_total, rescued, tuple(forb), tuple(stale), ftotal, stotal, fchecked, schecked,
                        tuple(no_answer))
 
 
 def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: DetailLists) -> Report:
     """The report's numbers and lists, from the parts the steps gathered."""
-    inputs, main, base, lex, req, cfg = ev.inputs, ev.main, ev.baseline, ev.lexical, ev.request, ev.request.config
+    inputs, main, shown, base, lex, req = ev.inputs, ev.main, ev.shown, ev.baseline, ev.lexical, ev.request
+    cfg = req.config
     doc_level, outcome, run_label = ev.doc_level, ev.outcome, ev.run_label
     result, k = main.result, req.k
     floors: dict[str, float] = {}
@@ -295,7 +387,7 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
                 floors[gt.metric] = max(floors.get(gt.metric, -math.inf), gt.threshold)
     base_result, cmp = base.result, base.comparison
     files = list(inputs.files) + [f for f in (base.file, lex.file) if f is not None]
-    fe = main.false_evidence
+    fe = shown.false_evidence
     from rankgate.render.incidents import incident_view
 
     return Report(
@@ -314,26 +406,26 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
         },
         input_notes=_input_notes(result),
         k=k,
-        level=req.level,
-        seed=req.seed,
-        resamples=req.resamples,
-        confidence=req.confidence,
-        panel=_panel_rows(main, base, req.confidence),
+        level=req.scoring.level,
+        seed=req.statistics.seed,
+        resamples=req.statistics.resamples,
+        confidence=req.statistics.confidence,
+        panel=_panel_rows(main, shown, base, req.statistics.confidence),
         latency=_latency(result, base_result),
         run_label=run_label,
         baseline_label=base.label,
         changes_tested=len(cmp.rows) if cmp is not None else 0,
         lexical_label=lex.label,
         lexical_panel=lex.panel,
-        curves=_curves(result, main.ks, main.cis),
-        baseline_curves=_curves(base_result, main.ks) if base_result is not None else (),
-        depth=main.depth,
-        rank_histogram=_histogram(result, main.depth),
-        baseline_rank_histogram=_histogram(base_result, main.depth) if base_result is not None else (),
+        curves=_curves(result, shown.ks, main.cis),
+        baseline_curves=_curves(base_result, shown.ks) if base_result is not None else (),
+        depth=shown.depth,
+        rank_histogram=_histogram(result, shown.depth),
+        baseline_rank_histogram=_histogram(base_result, shown.depth) if base_result is not None else (),
         segments=main.segments,
         segment_deltas={(x.field, x.segment, x.metric): x.delta for x in cmp.rows if x.field is not None} if cmp is not None else {},
         floors=floors,
-        segments_auto=req.by is None and bool(main.fields),
+        segments_auto=req.by is None and bool(shown.fields),
         misses=details.misses,
         misses_total=details.misses_total,
         offences_forbidden=details.forbidden,
@@ -353,7 +445,7 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
     )
 
 
-def _config(config: Any):
+def _config(config: Any) -> GateConfig | None:
     if config is None:
         return None
     from rankgate.gating.config import as_config

@@ -85,18 +85,12 @@ def _gate(rep: Report) -> str:
     o = rep.gate
     assert o is not None  # (the section is drawn only for a gate outcome)
     out = ['<section id="gate"><h2>Gate</h2>']
-    if o.gold_differs:
-        base, cand = o.gold_versions
-        out.append(f'<p><span class="tag warn">warning</span> Different gold set versions: the baseline was scored on '
-                   f'gold sha256 <code>{e(str(base)[:12])}</code>, the candidate on <code>{e(str(cand)[:12])}</code>; '
-                   "part of any change may come from the relabelling, not the retriever.</p>")
-    if o.ties_differ:
-        from rankgate.scoring.engine import RULE_NAMES
+    from rankgate.gating.alike import pair_warnings
 
-        base_rule, cand_rule = (RULE_NAMES.get(str(x), str(x)) for x in o.tie_rules)
-        out.append(f'<p><span class="tag warn">warning</span> Different ranking rules: the baseline ranked equal scores '
-                   f"by {e(base_rule)}, the candidate by {e(cand_rule)}; part of any change may come from the rule, "
-                   "not the retriever.</p>")
+    # the sentences compare and the gate say (another gold version, another ranking rule)
+    for title, sentence in pair_warnings(o.candidate_label, o.baseline_label, o.gold_versions, o.tie_rules,
+                                         name=e, code=lambda text: f"<code>{e(text)}</code>"):
+        out.append(f'<p><span class="tag warn">warning</span> {title}: {sentence}.</p>')
     sentences = gate_sentences(o, markdown=False)
     if sentences:
         # the comment's emoji become styled tags: an emoji font is not a given on every machine
@@ -544,12 +538,14 @@ def render_html(rep: Report) -> str:
 
 
 def write_report(path: str, gold: Any, run: Any, **options: Any) -> Any:
-    """Build the report (see :func:`rankgate.render.build.build_report` for ``options``), write it to
-    ``path`` atomically, and return the :class:`~rankgate.render.model.Report`."""
+    """Build the report (:func:`rankgate.render.build.report`'s ``options``: ``scoring=``, ``statistics=``,
+    ``baseline=``, ``by=`` …; for one release also the loose keywords of
+    :func:`~rankgate.render.build.build_report`, such as ``resamples=``), write it to ``path`` atomically, and
+    return the :class:`~rankgate.render.model.Report`."""
     from rankgate._util.atomic import write_text
-    from rankgate.render.build import build_report
+    from rankgate.render.build import LOOSE, build_report, report
 
-    rep = build_report(gold, run, **options)
+    rep = (build_report if LOOSE.intersection(options) else report)(gold, run, **options)
     write_text(path, render_html(rep))
     return rep
 

@@ -1,4 +1,4 @@
-"""The finished report as data: what :func:`rankgate.render.build.build_report` computes and the HTML
+"""The finished report as data: what :func:`rankgate.render.build.report` computes and the HTML
 renderer (:mod:`rankgate.render.html`) shows. Plain frozen dataclasses; no rendering here.
 """
 
