@@ -198,3 +198,47 @@ def test_one_run_or_no_gold_is_a_usage_error(capsys: pytest.CaptureFixture[str],
     assert_refused(["compare", "--gold", DATA / "gold.jsonl", DATA / "base.jsonl"], tmp_path, capsys=capsys,
                    contains=["at least two runs"])
     assert_refused(["compare", DATA / "base.jsonl", DATA / "cand.jsonl"], tmp_path, capsys=capsys, contains=["--gold"])
+
+
+def test_one_compare_for_two_or_more_runs() -> None:
+    """compare() takes a list: two results give the two-run comparison, three or more the several-runs one, and
+    one set of renderers renders both; compare(base, cand) and compare_systems give the same as before."""
+    from rankgate.render.compare import comparison_dict, comparison_markdown, comparison_renderable
+    from rankgate.stats.paired import Comparison, MultiComparison, PairedComparison
+
+    runs = three_runs()
+    kw = {"resamples": 200, "n_permutations": 200, "seed": 3}
+    many = compare(runs, baseline="up.jsonl", **kw)
+    assert isinstance(many, MultiComparison) and isinstance(many, PairedComparison) and not many.detailed
+    old = compare_systems(runs, baseline="up.jsonl", **kw)
+    assert json.dumps(comparison_dict(many)) == json.dumps(multi_comparison_dict(old))
+    assert comparison_markdown(many) == multi_comparison_markdown(old)
+    assert (many.baseline_name, many.run_names) == ("up.jsonl", ("base.jsonl", "same.jsonl"))
+    text = io.StringIO()
+    from rich.console import Console
+
+    Console(file=text, width=80, color_system=None).print(comparison_renderable(many))
+    assert "2 runs vs up.jsonl (baseline)" in text.getvalue()
+
+    base, cand = make_pair()
+    pair = compare([cand, base], baseline=1, by="lang", **kw)
+    assert isinstance(pair, Comparison) and pair.detailed
+    assert json.dumps(comparison_dict(pair)) == json.dumps(compare(base, cand, by="lang", **kw).to_dict())
+    named = compare([base, cand], labels=["old", "new"], **kw)
+    assert (named.baseline_name, named.run_names) == ("old", ("new",))
+    assert comparison_markdown(named) == comparison_markdown(compare(base, cand, baseline_label="old",
+                                                                     candidate_label="new", **kw))
+
+
+def test_one_compare_says_what_it_cannot_do() -> None:
+    runs = three_runs()
+    with pytest.raises(UsageError, match="by= compares segments of two results"):
+        compare(runs, by="lang")
+    with pytest.raises(UsageError, match="two or more EvaluationResult"):
+        compare(runs[:1])
+    with pytest.raises(UsageError, match="labels="):
+        compare(runs[0], runs[1], labels=["a", "b"])
+    with pytest.raises(UsageError, match="labels=, one per result"):
+        compare(runs[:2], baseline_label="a")
+    with pytest.raises(UsageError, match="no run is named"):
+        compare(runs, baseline="nope")

@@ -72,11 +72,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rankgate.render import compare as rc
 
+    renderers = (rc.comparison_dict, rc.comparison_markdown, rc.comparison_renderable)
     if not result.two_runs:
         extra = {args.fused_run: result.fused_jsonl or ""} if args.fused_run else None
-        return _emit(args, planned, result.comparison, rc.multi_comparison_dict, rc.multi_comparison_markdown,
-                     rc.multi_comparison_renderable, extra)
-    renderers = (rc.comparison_dict, rc.comparison_markdown, rc.comparison_renderable)
+        return _emit(args, planned, result.comparison, *renderers, extra)
     if result.freshness:
         from rankgate.render.experiments import with_freshness
 

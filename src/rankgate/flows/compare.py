@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from rankgate.experiments.rewrite import RewriteEffect
     from rankgate.io.load import GoldInput
     from rankgate.model.gold_run import Gold
-    from rankgate.stats.paired import Comparison, MultiComparison
+    from rankgate.stats.paired import PairedComparison
 
 __all__ = ["CompareRequest", "CompareResult", "run_comparison", "run_labels"]
 
@@ -116,11 +116,11 @@ class CompareRequest:
 
 @dataclass(frozen=True)
 class CompareResult:
-    """The comparison (:class:`~rankgate.stats.paired.Comparison` for two runs, else
-    :class:`~rankgate.stats.paired.MultiComparison`; None when ``--fuse`` without a gold set only built the
-    fused run), the evaluation of each run, and the parts asked for."""
+    """The comparison (:func:`rankgate.stats.paired.compare`'s: a :class:`~rankgate.stats.paired.Comparison`
+    for two runs, else a :class:`~rankgate.stats.paired.MultiComparison`; None when ``--fuse`` without a gold
+    set only built the fused run), the evaluation of each run, and the parts asked for."""
 
-    comparison: Comparison | MultiComparison | None
+    comparison: PairedComparison | None
     labels: tuple[str, ...]
     evaluations: tuple[Evaluation, ...] = ()
     freshness: Mapping[str, Any] | None = None  # label -> FreshnessWhatIf (enforce_as_of)
@@ -136,9 +136,8 @@ class CompareResult:
 
     @property
     def two_runs(self) -> bool:
-        from rankgate.stats.paired import Comparison
-
-        return isinstance(self.comparison, Comparison)
+        """The two-run form (segments, most-changed queries)."""
+        return self.comparison is not None and self.comparison.detailed
 
 
 def run_comparison(req: CompareRequest, *, on_warning: Warn | None = None) -> CompareResult:
@@ -200,7 +199,7 @@ def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
     base, cand = (e.result for e in evaluations)
     _check_alike(scorer, [base, cand], labels, 0)
     st = req.statistics
-    result = compare(base, cand, by=req.by, statistics=st, n_permutations=req.permutations, top=req.top)
+    result = compare([base, cand], by=req.by, statistics=st, n_permutations=req.permutations, top=req.top)
     return CompareResult(result, tuple(labels), tuple(evaluations), freshness)
 
 
@@ -225,8 +224,8 @@ def _rewrite(req: CompareRequest, scorer: Scorer) -> CompareResult:
     effect = rewrite_effect(original, rewritten, lambda run, metrics: scorer.score(gold, run, metrics=",".join(metrics)),
                             k=req.scoring.k or 10, by=req.by, statistics=st, texts=texts, labels=labels)
     evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in (original, rewritten)]
-    result = compare(evaluations[0].result, evaluations[1].result, by=req.by, statistics=st,
-                     n_permutations=req.permutations, top=req.top, baseline_label=labels[0], candidate_label=labels[1])
+    result = compare([e.result for e in evaluations], labels=list(labels), by=req.by, statistics=st,
+                     n_permutations=req.permutations, top=req.top)
     return CompareResult(result, tuple(labels), tuple(evaluations), rewrite=effect)
 
 
@@ -243,7 +242,7 @@ def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline:
 
 def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str], names: list[str]) -> CompareResult:
     """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for ``baseline`` to match."""
-    from rankgate.stats.paired import compare_systems
+    from rankgate.stats.paired import compare
 
     req._check_many()
     baseline = _baseline_index(req, paths, names)
@@ -252,7 +251,7 @@ def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str]
     results = [e.result for e in evaluations]
     _check_alike(scorer, results, names, baseline)
     st = req.statistics
-    result = compare_systems(results, labels=names, baseline=baseline, statistics=st, n_permutations=req.permutations)
+    result = compare(results, labels=names, baseline=baseline, statistics=st, n_permutations=req.permutations)
     return CompareResult(result, tuple(names), tuple(evaluations))
 
 

@@ -1,4 +1,7 @@
-"""Renderers of a :class:`rankgate.stats.paired.Comparison`: terminal (rich), markdown, JSON-able dict.
+"""Renderers of a comparison of runs (:class:`rankgate.stats.paired.PairedComparison`): terminal (rich),
+markdown, JSON-able dict. One set for both forms: two runs (:class:`~rankgate.stats.paired.Comparison`, with
+segments and most-changed queries) and several against a baseline
+(:class:`~rankgate.stats.paired.MultiComparison`); the ``multi_comparison_*`` names are kept until 0.3.
 
 Run it to see it: ``python -m rankgate.render.compare gold.jsonl base_run.jsonl cand_run.jsonl``.
 """
@@ -7,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankgate.stats.paired import Comparison, DeltaRow, MultiComparison
+from rankgate.stats.paired import Comparison, DeltaRow, MultiComparison, PairedComparison
 from rankgate.stats.segments import display_field, shown_segments
 from rankgate.render.lines import segment_lines
 from rankgate.render.numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
@@ -22,13 +25,27 @@ def _scope(r: DeltaRow) -> str:
     return "all queries" if r.field is None else f"{display_field(r.field)} = {r.segment}"
 
 
-def comparison_dict(cmp: Comparison) -> dict[str, Any]:
-    """Plain JSON-able data (NaN as null): :meth:`Comparison.to_dict`."""
+def comparison_dict(cmp: PairedComparison) -> dict[str, Any]:
+    """Plain JSON-able data (NaN as null): the comparison's ``to_dict``."""
     return cmp.to_dict()
 
 
 def _queries(n: int) -> str:
     return f"{n} query" if n == 1 else f"{n} queries"
+
+
+def _ids(qs: tuple[str, ...], limit: int = 5) -> str:
+    """The first ``limit`` query ids, shortened, and `…` when there are more."""
+    return ", ".join(shorten(q, 40) for q in qs[:limit]) + (" …" if len(qs) > limit else "")
+
+
+def _method(cmp: PairedComparison) -> str:
+    """How the numbers were made, in one sentence (the several-runs form counts its runs and metrics)."""
+    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.resamples} resamples, seed {cmp.seed})"
+    p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across {len(cmp.rows)} rows"
+    if not cmp.detailed:
+        p += f" ({len(cmp.run_names)} runs × {len(cmp.metrics)} metrics)"
+    return f"{ci}; {p}."
 
 
 def _shown(cmp: Comparison) -> tuple[list[DeltaRow], list[str]]:
@@ -55,7 +72,7 @@ def _shown(cmp: Comparison) -> tuple[list[DeltaRow], list[str]]:
 
 def _coverage(cmp: Comparison, limit: int = 5, segments: list[str] | None = None) -> list[str]:
     def ids(qs: tuple[str, ...]) -> str:
-        return ", ".join(shorten(q, 40) for q in qs[:limit]) + (" …" if len(qs) > limit else "")
+        return _ids(qs, limit)
 
     lines = [f"{_queries(cmp.paired)} paired by query id; {cmp.changed} changed on {cmp.primary}."]
     if cmp.missing_from_baseline_run:
@@ -71,16 +88,13 @@ def _coverage(cmp: Comparison, limit: int = 5, segments: list[str] | None = None
     return lines + (_shown(cmp)[1] if segments is None else segments)
 
 
-def _method(cmp: Comparison) -> str:
-    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.resamples} resamples, seed {cmp.seed})"
-    p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across {len(cmp.rows)} rows"
-    return f"{ci}; {p}."
-
-
-def comparison_renderable(cmp: Comparison):
-    """A ``rich`` renderable: the delta table, the most-changed queries, coverage notes. It fits the
+def comparison_renderable(cmp: PairedComparison):
+    """A ``rich`` renderable. Two runs: the delta table, the most-changed queries, coverage notes; it fits the
     console's width: names stay whole, columns move closer together in a narrow terminal, and the
-    verdict wraps at its space."""
+    verdict wraps at its space. Several runs: per metric, the baseline's mean and each run's change."""
+    if isinstance(cmp, MultiComparison):
+        return _multi_renderable(cmp)
+    assert isinstance(cmp, Comparison)
     return _ComparisonView(cmp)
 
 
@@ -178,8 +192,11 @@ def _parts(cmp: Comparison, table: Any, pad: int, lines: list[str] | None = None
     return parts
 
 
-def comparison_markdown(cmp: Comparison) -> str:
+def comparison_markdown(cmp: PairedComparison) -> str:
     """GitHub-flavoured markdown with the same content as the terminal table."""
+    if isinstance(cmp, MultiComparison):
+        return _multi_markdown(cmp)
+    assert isinstance(cmp, Comparison)
     ci = f"{fmt_confidence(cmp.confidence)} CI"
     out = [f"**{md_escape(cmp.candidate_label)}** (candidate) vs **{md_escape(cmp.baseline_label)}** (baseline)", ""]
     out.append(f"| metric / segment | n | baseline | candidate | change | {ci} | Holm p | verdict |")
@@ -211,13 +228,23 @@ def comparison_markdown(cmp: Comparison) -> str:
 
 # -- several runs against one baseline ------------------------------------------------------------
 def multi_comparison_dict(cmp: MultiComparison) -> dict[str, Any]:
-    """Plain JSON-able data (NaN as null): :meth:`MultiComparison.to_dict`."""
-    return cmp.to_dict()
+    """:func:`comparison_dict` (kept until 0.3)."""
+    return comparison_dict(cmp)
+
+
+def multi_comparison_markdown(cmp: MultiComparison) -> str:
+    """:func:`comparison_markdown` (kept until 0.3)."""
+    return comparison_markdown(cmp)
+
+
+def multi_comparison_renderable(cmp: MultiComparison):
+    """:func:`comparison_renderable` (kept until 0.3)."""
+    return comparison_renderable(cmp)
 
 
 def _multi_coverage(cmp: MultiComparison, limit: int = 5) -> list[str]:
     def ids(qs: tuple[str, ...]) -> str:
-        return ", ".join(shorten(q, 40) for q in qs[:limit]) + (" …" if len(qs) > limit else "")
+        return _ids(qs, limit)
 
     counts = sorted({p.paired for p in cmp.pairings})
     if len(counts) == 1:
@@ -239,14 +266,7 @@ def _multi_coverage(cmp: MultiComparison, limit: int = 5) -> list[str]:
     return lines
 
 
-def _multi_method(cmp: MultiComparison) -> str:
-    ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.resamples} resamples, seed {cmp.seed})"
-    p = (f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across "
-         f"{len(cmp.rows)} rows ({len(cmp.systems)} runs × {len(cmp.metrics)} metrics)")
-    return f"{ci}; {p}."
-
-
-def multi_comparison_renderable(cmp: MultiComparison):
+def _multi_renderable(cmp: MultiComparison):
     """A ``rich`` renderable: per metric, the baseline's mean and each run's change against it."""
     from rich import box
     from rich.console import Group
@@ -274,11 +294,11 @@ def multi_comparison_renderable(cmp: MultiComparison):
             )
     parts.extend([table, Text("")])
     parts.extend(Text(line) for line in _multi_coverage(cmp))
-    parts.append(Text(_multi_method(cmp), style="dim"))
+    parts.append(Text(_method(cmp), style="dim"))
     return Group(*parts)
 
 
-def multi_comparison_markdown(cmp: MultiComparison) -> str:
+def _multi_markdown(cmp: MultiComparison) -> str:
     """GitHub-flavoured markdown with the same content as the terminal table."""
     ci = f"{fmt_confidence(cmp.confidence)} CI"
     out = [f"**{len(cmp.systems)} runs** vs **{md_escape(cmp.baseline)}** (baseline)", ""]
@@ -294,7 +314,7 @@ def multi_comparison_markdown(cmp: MultiComparison) -> str:
             )
     out.append("")
     out.extend(f"- {md_escape(line, 400)}" for line in _multi_coverage(cmp))
-    out += ["", f"<sub>{md_escape(_multi_method(cmp), 400)}</sub>", ""]
+    out += ["", f"<sub>{md_escape(_method(cmp), 400)}</sub>", ""]
     return "\n".join(out)
 
 

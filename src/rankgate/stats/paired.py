@@ -1,14 +1,18 @@
 """Paired comparison of two runs scored on the same gold set: what changed, and is it real.
 
-:func:`compare` pairs queries by ``query_id``. For each metric, over all queries and over each
+:func:`compare` takes two or more results. With two, it pairs queries by ``query_id``. For each metric, over all queries and over each
 segment of the ``by`` fields, it reports the baseline and candidate means over the queries where the
 metric applies in both runs, the change, a paired bootstrap interval of the change, a paired
 randomisation p-value, and that p-value Holm-corrected across the whole table (every metric and
 segment row), so a table of many rows does not produce "significant" changes by chance.
 
-:func:`compare_systems` does the same for several runs against one baseline (ranx's comparison
-table): one row per metric and run, each with the paired numbers above against the baseline, and
-Holm's correction across every (run, metric) row.
+With three or more it compares every run with one baseline (ranx's comparison table): one row per
+metric and run, each with the paired numbers above against the baseline, and Holm's correction
+across every (run, metric) row; segments and most-changed queries are the two-run comparison's.
+Both results are a :class:`PairedComparison` (:class:`Comparison` for two runs, :class:`MultiComparison`
+for more), rendered by one set of renderers in :mod:`rankgate.render.compare`.
+:func:`compare_systems` (the several-runs table for any number of runs, two included) is kept as a
+wrapper until 0.3.
 
 Nothing is dropped silently: queries present in only one of the two results are listed (and left
 out of the paired numbers); gold queries a run did not answer score 0 there, as in any evaluation,
@@ -25,7 +29,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -39,7 +43,8 @@ from rankgate.stats.bootstrap import grouped_bootstrap_cis, grouped_randomizatio
 from rankgate.stats.options import Statistics, taken
 
 __all__ = [
-    "Comparison", "DeltaRow", "MultiComparison", "QueryChange", "SystemPairing", "SystemRow", "change_dict",
+    "Comparison", "DeltaRow", "MultiComparison", "PairedComparison", "QueryChange", "SystemPairing", "SystemRow",
+    "change_dict",
     "change_stats", "compare", "compare_systems", "higher_is_better", "is_share", "metric_family",
 ]
 
@@ -128,9 +133,44 @@ def _statistics(cmp: Any, correction: str) -> dict[str, Any]:
     }
 
 
+class PairedComparison:
+    """What every comparison of runs against a baseline holds: the metrics, a :class:`DeltaRow` per metric and
+    run (and segment), what was not compared, and how the numbers were made. :class:`Comparison` (two runs,
+    with segments and most-changed queries) and :class:`MultiComparison` (several runs) are its two forms;
+    :mod:`rankgate.render.compare` renders either, :meth:`to_dict` gives either as JSON-able data."""
+
+    metrics: tuple[str, ...]
+    rows: tuple[DeltaRow, ...]
+    missing_from_baseline_run: tuple[str, ...]
+    not_compared: tuple[str, ...]
+    seed: int
+    resamples: int
+    n_permutations: int
+    confidence: float
+
+    @property
+    def baseline_name(self) -> str:
+        """The baseline run's label."""
+        raise NotImplementedError
+
+    @property
+    def run_names(self) -> tuple[str, ...]:
+        """The labels of the runs compared with the baseline, in order."""
+        raise NotImplementedError
+
+    @property
+    def detailed(self) -> bool:
+        """True for the two-run form: segment rows (``by``) and the most-changed queries."""
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class Comparison:
-    """The result of :func:`compare`; :meth:`to_dict` for JSON, renderers in :mod:`rankgate.render.compare`."""
+class Comparison(PairedComparison):
+    """Two runs compared by :func:`compare`: rows per metric and segment, and the most-changed queries;
+    :meth:`to_dict` for JSON, renderers in :mod:`rankgate.render.compare`."""
 
     metrics: tuple[str, ...]
     by: tuple[str, ...]
@@ -152,6 +192,18 @@ class Comparison:
     n_permutations: int = 10000
     confidence: float = 0.95
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def baseline_name(self) -> str:
+        return self.baseline_label
+
+    @property
+    def run_names(self) -> tuple[str, ...]:
+        return (self.candidate_label,)
+
+    @property
+    def detailed(self) -> bool:
+        return True
 
     def row(self, metric: str, field: str | None = None, segment: str | None = None) -> DeltaRow | None:
         return self._index.get((metric, field, segment))
@@ -200,10 +252,31 @@ class Comparison:
         }
 
 
+@overload
 def compare(
-    base: EvaluationResult,
-    cand: EvaluationResult,
+    results: EvaluationResult, cand: EvaluationResult, *, labels: Sequence[str] | None = ..., baseline: int | str = ...,
+    metrics: Sequence[str] | None = ..., by: str | Iterable[str] = ..., statistics: Statistics | None = ...,
+    seed: int = ..., resamples: int = ..., n_permutations: int = ..., confidence: float = ...,
+    primary: str | None = ..., top: int = ..., baseline_label: str | None = ..., candidate_label: str | None = ...,
+) -> Comparison: ...
+
+
+@overload
+def compare(
+    results: Sequence[EvaluationResult], cand: None = ..., *, labels: Sequence[str] | None = ...,
+    baseline: int | str = ..., metrics: Sequence[str] | None = ..., by: str | Iterable[str] = ...,
+    statistics: Statistics | None = ..., seed: int = ..., resamples: int = ..., n_permutations: int = ...,
+    confidence: float = ..., primary: str | None = ..., top: int = ..., baseline_label: str | None = ...,
+    candidate_label: str | None = ...,
+) -> PairedComparison: ...
+
+
+def compare(
+    results: Sequence[EvaluationResult] | EvaluationResult,
+    cand: EvaluationResult | None = None,
     *,
+    labels: Sequence[str] | None = None,
+    baseline: int | str = 0,
     metrics: Sequence[str] | None = None,
     by: str | Iterable[str] = (),
     statistics: Statistics | None = None,
@@ -215,23 +288,86 @@ def compare(
     top: int = 10,
     baseline_label: str | None = None,
     candidate_label: str | None = None,
-) -> Comparison:
-    """Compare ``cand`` to ``base`` query by query (see the module docs for every number).
+) -> PairedComparison:
+    """Compare two or more results query by query (see the module docs for every number).
+
+    ``compare([base, cand, ...])`` takes the results in a list: two give a :class:`Comparison` (segments,
+    most-changed queries), three or more a :class:`MultiComparison` (every run against the baseline).
+    ``compare(base, cand)`` (two results, a :class:`Comparison`) is the form of earlier releases, kept until 0.3.
 
     Args:
-        metrics: metrics to compare (default: those evaluated in both results, in ``base``'s order).
-        by: segment fields (``"intent"``, ``["intent", "lang"]``, ``"intent+lang"``).
+        labels: a name per result (default: the run file's name, else ``baseline`` and ``candidate`` for two
+            results, ``run 1``, ``run 2`` … for more).
+        baseline: index or label of the baseline (default: the first result).
+        metrics: metrics to compare (default: those evaluated in every result, in the baseline's order).
+        by: segment fields (``"intent"``, ``["intent", "lang"]``, ``"intent+lang"``); two results only.
         seed: seed of the bootstrap and the randomisation test; every row uses a fresh generator
             seeded with it, so a row's numbers do not depend on the rest of the table.
         resamples: bootstrap resamples (0 turns intervals off).
         n_permutations: sign flips of the randomisation test (0 turns p-values off).
-        primary: metric whose per-query changes are listed (default: the first metric).
-        top: how many most-regressed and most-improved queries to keep.
+        primary: metric whose per-query changes are listed (default: the first metric); two results only.
+        top: how many most-regressed and most-improved queries to keep; two results only.
+        baseline_label, candidate_label: the two runs' names in ``compare(base, cand)`` (``labels`` otherwise).
     """
     seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="compare",
                                          defaults=(0, 2000, 0.95))
-    if not isinstance(base, EvaluationResult) or not isinstance(cand, EvaluationResult):
-        raise UsageError("compare() takes two EvaluationResult objects (from rankgate.evaluate)")
+    draw: dict[str, Any] = {"seed": seed, "resamples": resamples, "n_permutations": n_permutations, "confidence": confidence}
+    if isinstance(results, EvaluationResult) or cand is not None:
+        if labels is not None or baseline != 0:
+            raise UsageError("compare(base, cand) names its runs with baseline_label= and candidate_label=; give "
+                             "the results as a list, compare([base, cand], labels=..., baseline=...), for labels= "
+                             "and baseline=")
+        if not isinstance(results, EvaluationResult) or not isinstance(cand, EvaluationResult):
+            raise UsageError("compare() takes two EvaluationResult objects (from rankgate.evaluate)")
+        return _compare_two(results, cand, metrics=metrics, by=by, primary=primary, top=top,
+                            baseline_label=baseline_label, candidate_label=candidate_label, **draw)
+    if baseline_label is not None or candidate_label is not None:
+        raise UsageError("compare([...]) names its runs with labels=, one per result; baseline_label= and "
+                         "candidate_label= belong to compare(base, cand)")
+    runs = _listed(results, "compare")
+    if len(runs) == 2:
+        names, b = _run_names(runs, labels, baseline, distinct=labels is not None)
+        base_r, cand_r = runs[b], runs[1 - b]
+        given = (None, None) if labels is None else (names[b], names[1 - b])
+        return _compare_two(base_r, cand_r, metrics=metrics, by=by, primary=primary, top=top,
+                            baseline_label=given[0], candidate_label=given[1], **draw)
+    if split_fields(by):
+        raise UsageError("by= compares segments of two results; with more, compare two at a time for segments")
+    names, b = _run_names(runs, labels, baseline)
+    return _compare_many(runs, names, b, metrics=metrics, **draw)
+
+
+def _listed(results: Any, caller: str) -> list[EvaluationResult]:
+    """The results as a list, said wrong when they are fewer than two or not all evaluation results."""
+    runs = list(results) if isinstance(results, Iterable) and not isinstance(results, (str, bytes)) else []
+    if len(runs) < 2 or not all(isinstance(r, EvaluationResult) for r in runs):
+        raise UsageError(f"{caller}() takes two or more EvaluationResult objects (from rankgate.evaluate)")
+    return runs
+
+
+def _run_names(results: list[EvaluationResult], labels: Sequence[str] | None, baseline: int | str,
+               distinct: bool = True) -> tuple[list[str], int]:
+    """The runs' labels (given, else each run file's name, else ``run 1``, ``run 2`` …) and the baseline's index.
+    ``distinct``: two runs may share a file name when no label is given (``compare(base, cand)`` allowed it)."""
+    names = [run_label(r, None, f"run {i + 1}") for i, r in enumerate(results)] if labels is None else [str(x) for x in labels]
+    if len(names) != len(results):
+        raise UsageError(f"got {len(names)} labels for {len(results)} results")
+    if (distinct or isinstance(baseline, str)) and len(set(names)) != len(names):
+        raise UsageError(f"run labels must differ; got {', '.join(names)}")
+    if isinstance(baseline, str):
+        if baseline not in names:
+            raise UsageError(f"no run is named {baseline!r}; the runs are: {', '.join(names)}")
+        return names, names.index(baseline)
+    if isinstance(baseline, int) and not isinstance(baseline, bool) and 0 <= baseline < len(results):
+        return names, baseline
+    raise UsageError(f"baseline must be a run label or an index below {len(results)}; got {baseline!r}")
+
+
+def _compare_two(base: EvaluationResult, cand: EvaluationResult, *, metrics: Sequence[str] | None,
+                 by: str | Iterable[str], primary: str | None, top: int, baseline_label: str | None,
+                 candidate_label: str | None, seed: int, resamples: int, n_permutations: int,
+                 confidence: float) -> Comparison:
+    """Two runs: rows per metric and segment, and the most-changed queries of the primary metric."""
     if metrics is None:
         names = [m for m in base.metric_names if m in cand.values]
         not_compared = tuple(m for m in (*base.metric_names, *cand.metric_names) if not (m in base.values and m in cand.values))
@@ -408,8 +544,9 @@ class SystemPairing:
 
 
 @dataclass(frozen=True)
-class MultiComparison:
-    """The result of :func:`compare_systems`: rows metric by metric, runs in the order given."""
+class MultiComparison(PairedComparison):
+    """Several runs compared with one baseline by :func:`compare` (or :func:`compare_systems`): rows metric by
+    metric, runs in the order given."""
 
     baseline: str
     systems: tuple[str, ...]
@@ -422,6 +559,14 @@ class MultiComparison:
     resamples: int = 2000
     n_permutations: int = 10000
     confidence: float = 0.95
+
+    @property
+    def baseline_name(self) -> str:
+        return self.baseline
+
+    @property
+    def run_names(self) -> tuple[str, ...]:
+        return self.systems
 
     def row(self, metric: str, system: str) -> SystemRow | None:
         for r in self.rows:
@@ -473,7 +618,8 @@ def compare_systems(
     n_permutations: int = 10000,
     confidence: float = 0.95,
 ) -> MultiComparison:
-    """Compare every result with one baseline, paired by query (see the module docs for each number).
+    """Every result against one baseline as a :class:`MultiComparison`, two results included (kept until 0.3:
+    :func:`compare` with a list of three or more gives the same).
 
     Args:
         labels: a name per result (default: the run file's name, else ``run 1``, ``run 2`` …).
@@ -483,22 +629,15 @@ def compare_systems(
     """
     seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="compare_systems",
                                          defaults=(0, 2000, 0.95))
-    results = list(results)
-    if len(results) < 2 or not all(isinstance(r, EvaluationResult) for r in results):
-        raise UsageError("compare_systems() takes two or more EvaluationResult objects (from rankgate.evaluate)")
-    names = [run_label(r, None, f"run {i + 1}") for i, r in enumerate(results)] if labels is None else [str(x) for x in labels]
-    if len(names) != len(results):
-        raise UsageError(f"got {len(names)} labels for {len(results)} results")
-    if len(set(names)) != len(names):
-        raise UsageError(f"run labels must differ; got {', '.join(names)}")
-    if isinstance(baseline, str):
-        if baseline not in names:
-            raise UsageError(f"no run is named {baseline!r}; the runs are: {', '.join(names)}")
-        b = names.index(baseline)
-    elif isinstance(baseline, int) and not isinstance(baseline, bool) and 0 <= baseline < len(results):
-        b = baseline
-    else:
-        raise UsageError(f"baseline must be a run label or an index below {len(results)}; got {baseline!r}")
+    runs = _listed(results, "compare_systems")
+    names, b = _run_names(runs, labels, baseline)
+    return _compare_many(runs, names, b, metrics=metrics, seed=seed, resamples=resamples,
+                         n_permutations=n_permutations, confidence=confidence)
+
+
+def _compare_many(results: list[EvaluationResult], names: list[str], b: int, *, metrics: Sequence[str] | None,
+                  seed: int, resamples: int, n_permutations: int, confidence: float) -> MultiComparison:
+    """Every run against ``results[b]``: a row per metric and run, Holm-corrected across all of them."""
     base = results[b]
     others = [i for i in range(len(results)) if i != b]
     if metrics is None:
