@@ -74,7 +74,8 @@ def writers() -> dict[str, tuple[Any, str]]:
     for info in pkgutil.iter_modules(pkg.__path__):
         module = importlib.import_module(f"rankgate.render.{info.name}")
         for name, obj in vars(module).items():
-            if name.endswith("_markdown") and callable(obj) and getattr(obj, "__module__", "") == module.__name__:
+            if name.endswith("_markdown") and callable(obj) and getattr(obj, "__module__", "") == module.__name__ \
+                    and getattr(obj, "__name__", name) == name:  # (an alias kept for old callers is its function)
                 found[f"{info.name}.{name}"] = (module, name)
     return found
 

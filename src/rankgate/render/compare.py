@@ -227,19 +227,10 @@ def comparison_markdown(cmp: PairedComparison) -> str:
 
 
 # -- several runs against one baseline ------------------------------------------------------------
-def multi_comparison_dict(cmp: MultiComparison) -> dict[str, Any]:
-    """:func:`comparison_dict` (kept until 0.3)."""
-    return comparison_dict(cmp)
-
-
-def multi_comparison_markdown(cmp: MultiComparison) -> str:
-    """:func:`comparison_markdown` (kept until 0.3)."""
-    return comparison_markdown(cmp)
-
-
-def multi_comparison_renderable(cmp: MultiComparison):
-    """:func:`comparison_renderable` (kept until 0.3)."""
-    return comparison_renderable(cmp)
+# rankgate 0.1's names of the renderers of several runs: the same functions, kept until 0.3.
+multi_comparison_dict = comparison_dict
+multi_comparison_markdown = comparison_markdown
+multi_comparison_renderable = comparison_renderable
 
 
 def _multi_coverage(cmp: MultiComparison, limit: int = 5) -> list[str]:
