@@ -122,13 +122,73 @@ def test_blocks_kernel_refuses_inconsistent_shapes() -> None:
 
 
 @needs_kernels
-def test_bootstrap_means_agree_with_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
-    cols = [np.random.default_rng(j).random(30_001) for j in range(3)]
+def test_bootstrap_means_are_the_fallbacks_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+    cols = [rng.random(30_001) * 10.0 ** e for e in (-3, 0, 5)]
     fast = stats._resampled_means(cols, np.random.default_rng(8), 600)  # several chunks, two threads
     monkeypatch.setattr(accel, "kernels", None)
     slow = stats._resampled_means(cols, np.random.default_rng(8), 600)
     for a, b in zip(fast, slow):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+        assert np.array_equal(a.view(np.uint64), b.view(np.uint64))
+
+
+def _chain(counts: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The kernel's sums written out in Python floats: ``((0.0 + c0·x0) + c1·x1) + …`` per resample and column."""
+    out = np.empty((counts.shape[0], values.shape[1]))
+    for r in range(counts.shape[0]):
+        for j in range(values.shape[1]):
+            acc = 0.0
+            for i in range(values.shape[0]):
+                acc += float(counts[r, i]) * float(values[i, j])
+            out[r, j] = acc
+    return out
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(n=st.integers(1, 300), width=st.integers(1, 9), rows=st.lists(st.integers(1, 7), min_size=1, max_size=3),
+       scale=st.integers(-300, 300), seed=st.integers(0, 2**32 - 1),
+       limits=st.tuples(st.integers(1, 2000), st.integers(1, 8), st.integers(1, 40), st.integers(1, 200),
+                        st.integers(1, 900)))
+def test_fallback_sums_are_the_kernels_chain_of_rounded_steps(n, width, rows, scale, seed, limits) -> None:
+    """The fallback's sums, whatever resamples it sums together (group, tile and draw sizes are shrunk here),
+    are the chain of one rounded product and one rounded add per query in query order, and so the kernel's
+    sums bit for bit: streams drawn one after another (one per chunk of resamples), values of mixed signs and
+    magnitudes whose sums round at every step."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((n, width)) * 2.0 ** rng.integers(-40, 40, size=(n, width)) * 2.0 ** scale
+    states = [_state(seed + i) for i in range(len(rows))]
+    got = np.empty((sum(rows), width))
+    with pytest.MonkeyPatch.context() as mp:
+        for name, limit in zip(("_FALLBACK_COUNTS_BYTES", "_FALLBACK_MIN_GROUP", "_FALLBACK_SUMS", "_FALLBACK_TILE",
+                                "_FALLBACK_DRAWS"), limits):
+            mp.setattr(stats, name, limit)
+        stats._chained_sums(values, [(stats._Stream(s, n), k) for s, k in zip(states, rows)], got)
+    counts = np.concatenate([np.stack([np.bincount(stats._Stream(s, n).take(k * n)[r * n:(r + 1) * n], minlength=n)
+                                       for r in range(k)]) for s, k in zip(states, rows)])
+    assert np.array_equal(got.view(np.uint64), _chain(counts, values).view(np.uint64))
+    if kernels is not None:
+        for s, k, at in zip(states, rows, np.cumsum([0, *rows])):
+            part = np.empty((k, width))
+            kernels.bootstrap_sums_blocks(s, [np.ascontiguousarray(values)], k, [part], 2)
+            assert np.array_equal(part.view(np.uint64), got[at:at + k].view(np.uint64))
+
+
+class _Piled:
+    """A stream whose every draw is query 0: counts far past a byte."""
+
+    def take(self, count: int) -> np.ndarray:
+        return np.zeros(count, dtype=np.int64)
+
+
+def test_fallback_counts_past_a_byte_are_kept_whole() -> None:
+    values = np.random.default_rng(3).random((600, 2))
+    got = np.empty((3, 2))
+    stats._chained_sums(values, [(stats._Stream(_state(5), 600), 1), (_Piled(), 1), (stats._Stream(_state(6), 600), 1)],
+                        got)  # (a byte's counts, then 600 on one query, then bytes again: the group widens)
+    assert got[1].tolist() == [600.0 * values[0, 0], 600.0 * values[0, 1]]
+    again = np.empty((1, 2))
+    stats._chained_sums(values, [(stats._Stream(_state(6), 600), 1)], again)
+    assert np.array_equal(got[2], again[0])
 
 
 def test_a_column_does_not_depend_on_its_neighbours() -> None:
@@ -173,6 +233,19 @@ def test_join_grades_rejects_inconsistent_offsets() -> None:
     z = np.zeros(0, dtype=np.int64)
     with pytest.raises(ValueError):
         kernels.join_grades(np.array([0, 5]), z, np.array([0, 0]), z, z, np.empty(0))
+
+
+@needs_kernels
+def test_join_grades_keeps_grades_a_32_bit_word_cannot_hold() -> None:
+    """The id table keeps a grade in a 32-bit word of its slot, and reads one it cannot hold (or INT32_MIN)
+    from the judgements: every int64 grade comes back as the numpy join gives it."""
+    a = lambda v: np.asarray(v, dtype=np.int64)
+    grades = a([2**40, -(2**31), 2**31 - 1, -(2**31) + 1, -3, 2**31, 5, -(2**62)])
+    roff, rcodes = a([0, 9]), a([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    joff, jcodes = a([0, 8]), a([1, 2, 3, 4, 5, 6, 7, 8])
+    got = np.empty(rcodes.size)
+    assert kernels.join_grades(roff, rcodes, joff, jcodes, grades, got) == 8
+    assert np.array_equal(got, _join_grades_numpy(roff, rcodes, joff, jcodes, grades), equal_nan=True)
 
 
 # -- the compiled pass of the common ranking metrics ----------------------------------------------

@@ -1,9 +1,10 @@
 """RANKGATE_NATIVE=auto|baseline|off: which compiled code runs, what ``--version`` says, and that the
-switch changes no result (issue 33, item 5)."""
+switch changes no result (issue 33, item 5): every output byte for byte, off's included (item 6)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import random
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 
 from rankgate import _native as accel
 
-BUILT = importlib.util.find_spec("rankgate._native._kernels") is not None and importlib.util.find_spec("rankgate._native._reader") is not None
+BUILT = all(importlib.util.find_spec(f"rankgate._native.{name}") is not None for name in ("_kernels", "_reader", "_remap"))
 needs_build = pytest.mark.skipif(not BUILT, reason="the compiled extensions are not built in this installation")
 needs_loaded = pytest.mark.skipif(accel.kernels is None or accel.reader is None,
                                   reason="the compiled extensions are not loaded (RANKGATE_NATIVE=off, or not built)")
@@ -51,6 +52,18 @@ def test_baseline_takes_the_plain_variants_and_off_loads_nothing() -> None:
     assert mode == "auto" and kernels in ("avx512f", "avx2", "plain") and reader == "plain"  # (no CPU-specific reader path)
     unknown = _python(_WHAT + "; print(a.unknown_value)", "fast")
     assert unknown.returncode == 0 and unknown.stdout.split() == ["auto", kernels, reader, "fast"]
+
+
+@needs_build
+def test_the_remap_kernels_load_under_auto_and_baseline_and_are_named_only_when_not_built() -> None:
+    """rankgate._native._remap takes the switch as the other two do (without set_baseline it would not load
+    under baseline) and has no CPU-specific path; ``--version`` names it only when it is missing."""
+    what = "from rankgate import _native as a; print(a.mode, a.remap and a.remap.variant(), a.describe())"
+    assert _python(what, "auto").stdout.split()[:2] == ["auto", "plain"]
+    assert _python(what, "baseline").stdout.split() == ["baseline", "plain", "native:", "baseline"]
+    assert _python(what, "off").stdout.split()[:2] == ["off", "None"]
+    missing = "import rankgate._native as a; a.remap = None; print(a.describe())"
+    assert _python(missing, "baseline").stdout == "native: baseline, remap not built\n"
 
 
 @needs_loaded
@@ -101,37 +114,108 @@ def test_every_variant_gives_the_same_bits(n: int, rows: int, group: int, widths
         assert all(np.array_equal(a, b) for a, b in zip(first, other))
 
 
-@pytest.fixture(scope="module")
-def evaluated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """summary.json of one evaluate with intervals under each value of the switch (TREC files large enough
-    for the compiled reader and the bootstrap's vector path)."""
-    root = tmp_path_factory.mktemp("native")
-    rng = random.Random(5)
+def _trec_inputs(root: Path, queries: int, ranked: int, seed: int) -> None:
+    """qrels.txt and run.txt in ``root``: ``queries`` queries of four judged and ``ranked`` ranked documents."""
+    rng = random.Random(seed)
     with open(root / "qrels.txt", "w") as qrels, open(root / "run.txt", "w") as run:
-        for q in range(1500):
+        for q in range(queries):
             for d in rng.sample(range(200), 4):
                 qrels.write(f"q{q} 0 d{d} {rng.randint(0, 3)}\n")
-            for rank, d in enumerate(rng.sample(range(200), 30)):
+            for rank, d in enumerate(rng.sample(range(200), ranked)):
                 run.write(f"q{q} Q0 d{d} {rank + 1} {rng.random() * 10:.6f} sys\n")
-    summaries = {}
-    for mode in ("auto", "baseline", "off"):
-        out = _rankgate(["evaluate", "--gold", "qrels.txt", "--run", "run.txt", "--metrics",
-                         "recall@10,ndcg@10,mrr,map,precision@5", "--resamples", "300", "--out", f"o_{mode}"],
-                        mode, cwd=root)
-        assert out.returncode == 0, out.stderr
-        summaries[mode] = (root / f"o_{mode}" / "summary.json").read_bytes()
-    return summaries
 
 
-def test_baseline_writes_the_summary_auto_writes(evaluated: dict[str, bytes]) -> None:
-    assert evaluated["baseline"] == evaluated["auto"]
+def _segmented_inputs(root: Path, queries: int, seed: int) -> None:
+    """gold.jsonl, base.jsonl and cand.jsonl in ``root``: a ``shop`` tag whose segments run from one query to
+    many (the bootstrap's compositions of small groups, its tables of one size, every sign-flip path) and a
+    ``lang`` tag; the candidate finds a relevant document in its top five more often."""
+    rng = random.Random(seed)
+    with open(root / "gold.jsonl", "w") as gold, open(root / "base.jsonl", "w") as base, \
+            open(root / "cand.jsonl", "w") as cand:
+        for q in range(queries):
+            relevant = rng.sample(range(300), 4)
+            gold.write(json.dumps({"query_id": f"q{q}", "tags": {
+                "shop": f"s{min(int(rng.expovariate(0.02)), 400):03d}", "lang": rng.choice(["de", "en", "fr"])},
+                "relevant_chunks": [{"chunk_id": f"d{d}", "grade": rng.randint(1, 3)} for d in relevant]}) + "\n")
+            for run, hit in ((base, 0.0), (cand, 0.3)):
+                docs = rng.sample([d for d in range(300) if d != relevant[0]], 20)
+                if rng.random() < hit:
+                    docs[rng.randrange(5)] = relevant[0]
+                run.write(json.dumps({"query_id": f"q{q}", "topk": [
+                    {"chunk_id": f"d{d}", "score": round(1 - i / 40, 4)} for i, d in enumerate(docs)]}) + "\n")
 
 
-@needs_build
-@pytest.mark.xfail(strict=True, reason="issue 33 item 6: the fallback's bootstrap sums in BLAS's order, so the "
-                                       "interval bounds differ in the last bits from the compiled code's")
-def test_off_writes_the_summary_auto_writes(evaluated: dict[str, bytes]) -> None:
-    assert evaluated["off"] == evaluated["auto"]
+def _outputs(root: Path, commands: dict[str, list[str]]) -> dict[str, dict[str, str | bytes]]:
+    """Per value of the switch, every output of ``commands`` (a name -> rankgate's arguments), each run in a
+    folder of its own for that value with the inputs one level up (so paths in messages are the same): what
+    each command prints and returns, and every file it writes."""
+    got: dict[str, dict[str, str | bytes]] = {}
+    for mode in accel.MODES:
+        where = root / mode
+        where.mkdir()
+        outputs: dict[str, str | bytes] = {}
+        for name, args in commands.items():
+            out = _rankgate(args, mode, cwd=where)
+            assert out.returncode == 0, f"{mode}: rankgate {' '.join(args)}\n{out.stderr}"
+            outputs[f"{name} (printed)"], outputs[f"{name} (said)"] = out.stdout, out.stderr
+        outputs.update((str(f.relative_to(where)), f.read_bytes()) for f in sorted(where.rglob("*")) if f.is_file())
+        got[mode] = outputs
+    return got
+
+
+def _differing(a: dict[str, str | bytes], b: dict[str, str | bytes]) -> list[str]:
+    return [name for name in sorted(set(a) | set(b)) if a.get(name) != b.get(name)]
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str | bytes]]:
+    """Every output of one evaluate with intervals under each value of the switch (TREC files large enough
+    for the compiled reader and the bootstrap's vector path), and of an evaluate and a compare by a tag whose
+    segments have every size from one query up."""
+    root = tmp_path_factory.mktemp("native")
+    _trec_inputs(root, 1500, 30, seed=5)
+    _segmented_inputs(root, 800, seed=7)
+    return _outputs(root, {
+        "evaluate": ["evaluate", "--gold", "../qrels.txt", "--run", "../run.txt", "--metrics",
+                     "recall@10,ndcg@10,mrr,map,precision@5", "--resamples", "300", "--out", "trec"],
+        "evaluate by shop": ["evaluate", "--gold", "../gold.jsonl", "--run", "../cand.jsonl", "--by", "shop",
+                             "--resamples", "500", "--out", "shop"],
+        "compare by shop": ["compare", "--gold", "../gold.jsonl", "../base.jsonl", "../cand.jsonl", "--by", "shop",
+                            "--resamples", "500", "--permutations", "1000", "--json", "-o", "compare.json"],
+    })
+
+
+def test_baseline_writes_every_output_auto_writes(evaluated: dict[str, dict[str, str | bytes]]) -> None:
+    assert {"trec/summary.json", "trec/metrics.csv", "shop/summary.json", "compare.json"} <= set(evaluated["auto"])
+    assert _differing(evaluated["baseline"], evaluated["auto"]) == []
+
+
+def test_off_writes_every_output_auto_writes(evaluated: dict[str, dict[str, str | bytes]]) -> None:
+    """The fallbacks add the bootstrap's products in the compiled code's order (stats.bootstrap._chained_sums)
+    and read, rank and score as it does: the same bytes, intervals included."""
+    assert _differing(evaluated["off"], evaluated["auto"]) == []
+
+
+@pytest.mark.slow
+def test_every_build_writes_the_same_outputs_on_larger_data(tmp_path: Path) -> None:
+    """The same on more queries (the fallback's sums of many resamples at once, in several groups of them) with
+    the default resamples and permutations, and for report. The run stays under LARGE_ROWS rows: from there
+    the fallback says on stderr that it ran without the compiled code."""
+    _trec_inputs(tmp_path, 30_000, 30, seed=11)
+    _segmented_inputs(tmp_path, 6000, seed=13)
+    got = _outputs(tmp_path, {
+        "evaluate": ["evaluate", "--gold", "../qrels.txt", "--run", "../run.txt", "--metrics",
+                     "hit@5,recall@10,ndcg@10,mrr,map,precision@5", "--out", "trec"],
+        "evaluate by shop": ["evaluate", "--gold", "../gold.jsonl", "--run", "../cand.jsonl", "--by", "shop",
+                             "--out", "shop"],
+        "compare by shop": ["compare", "--gold", "../gold.jsonl", "../base.jsonl", "../cand.jsonl", "--by", "shop",
+                            "--json", "-o", "compare.json"],
+        "report": ["report", "--gold", "../gold.jsonl", "--run", "../cand.jsonl", "--baseline", "../base.jsonl",
+                   "--by", "lang", "-o", "report.html"],
+    })
+    assert {"trec/summary.json", "trec/metrics.csv", "compare.json", "report.html"} <= set(got["auto"])
+    assert _differing(got["baseline"], got["auto"]) == []
+    assert _differing(got["off"], got["auto"]) == []
 
 
 def test_version_names_the_native_build() -> None:
@@ -156,8 +240,9 @@ def test_an_unknown_value_runs_as_auto_with_one_line_on_stderr() -> None:
 
 
 def test_a_large_run_without_the_compiled_code_is_said_once(tmp_path, monkeypatch, capsys):
-    """From LARGE_ROWS rows, a run read or scored without the compiled code says so in one line (the
-    same numbers, slower, and how to get the compiled build); with it, or below, nothing is said."""
+    """From LARGE_ROWS rows, a run read or scored without the compiled code says so in one line on stderr (the
+    same numbers, slower, and how to get the compiled build), not in the files it writes; with it, or below,
+    nothing is said."""
     import json
 
     import rankgate._native as accel
@@ -183,6 +268,10 @@ def test_a_large_run_without_the_compiled_code_is_said_once(tmp_path, monkeypatc
     assert text.count("400 rows without the compiled code (rankgate._native._kernels") == 1, text
     assert "not built: no C compiler at install time" in text
     assert "reinstall rankgate" in text
+    # said on stderr only: the files written are the ones every build writes (issue 33, item 6)
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    assert "400 rows without the compiled code" in said()
+    assert "without the compiled code" not in (tmp_path / "out" / "summary.json").read_text()
     monkeypatch.setattr(accel, "mode", "off")  # (switched off)
     assert main(args) == 0
     assert "RANKGATE_NATIVE=off or RANKGATE_PURE_PYTHON is set" in said()
@@ -191,7 +280,7 @@ def test_a_large_run_without_the_compiled_code_is_said_once(tmp_path, monkeypatc
     assert "without the compiled code" not in said()
 
 
-@pytest.mark.parametrize("name", ["_reader", "_kernels"])
+@pytest.mark.parametrize("name", ["_reader", "_kernels", "_remap"])
 def test_each_compiled_module_has_a_stub_naming_exactly_its_entry_points(name):
     """The .pyi beside each extension names every entry point the built module has and nothing else,
     with the same number of positional parameters as the entry point's docstring gives: a function

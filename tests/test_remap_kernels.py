@@ -1,4 +1,4 @@
-"""The compiled remap kernels (``_kernels.c``: ascii_tokens, shingle_scan, pair_hits, pick_greedy)
+"""The compiled remap kernels (``rankgate._native._remap``: ascii_tokens, shingle_scan, pair_hits, pick_greedy)
 against the arrow/numpy/Python paths they replace: the same tokens, shingle keys, candidates and
 picks on random texts (ASCII and not, punctuation, digits, underscores, case), and the same remap
 with the kernels, without them, and by the plain reference."""
@@ -18,9 +18,9 @@ from rankgate.goldset import remap as R
 
 from .conftest import examples
 
-kernels = accel.kernels
-needs_kernels = pytest.mark.skipif(kernels is None or not hasattr(kernels, "shingle_scan"),
-                                   reason="rankgate._native._kernels is not built in this installation")
+kernels = accel.remap
+needs_kernels = pytest.mark.skipif(kernels is None, reason="rankgate._native._remap is not loaded (not built, or "
+                                                           "RANKGATE_NATIVE=off)")
 
 # ASCII of every class (letters of both cases, digits, underscore, punctuation, spaces, controls) and
 # characters whose Unicode rules differ from ASCII's: letters and digits outside ASCII, a sign that
@@ -122,7 +122,7 @@ def test_candidates_and_picks_with_and_without_kernels(old: list, new: list, rep
 
     gold = GoldFile("<gold>", "0" * 64, (GoldQuery("q1", 1, tuple(Label(r["chunk_id"], 1) for r in rows)),), ())
     compiled = remap_gold(gold, a, b).labels
-    monkeypatch.setattr(accel, "kernels", None)
+    monkeypatch.setattr(accel, "remap", None)
     without = R.candidates_fast(old, pa.array(new, pa.string()), batch=batch)
     assert with_kernels[2] == without[2] == ref[2]
     assert sorted(with_kernels[1]) == sorted(without[1]) == sorted(ref[1])
@@ -153,5 +153,5 @@ def test_picking_on_splits_and_merges_matches_python(monkeypatch: pytest.MonkeyP
     assert [compiled[f"o{i}"].kind for i in range(7)] == ["split", "merged", "merged", "edited", "merged", "moved",
                                                           "moved"]
     assert [m.chunk_id for m in compiled["o6"].mappings] == ["n8"]  # its own document's copy
-    monkeypatch.setattr(accel, "kernels", None)
+    monkeypatch.setattr(accel, "remap", None)
     assert compiled == remap_gold(gold, a, b).labels == remap_gold(gold, a, b, fast=False).labels

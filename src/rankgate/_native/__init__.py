@@ -1,13 +1,14 @@
-"""The compiled kernels (``rankgate._native._kernels``, ``rankgate._native._reader``), when this installation has them.
+"""The compiled extensions (``_kernels``, ``_reader`` and ``_remap`` here), when this installation has them.
 
-They are built from ``_kernels.c`` and ``_reader.c`` at install time where a C compiler is available;
-without one the build skips them and every caller uses its fallback (numpy, pyarrow's CSV reader),
-which gives the same results (the tests run both).
+They are built from the C files in ``c/`` (``setup.py`` lists which file goes into which extension) at
+install time where a C compiler is available; without one the build skips them and every caller uses its
+fallback (numpy, pyarrow's CSV reader, arrow's tokeniser), which gives the same results (the tests run both).
 
 ``RANKGATE_NATIVE`` chooses the build at import:
 
 * ``auto`` (the default): the compiled code, with the widest CPU-specific variant the CPU runs
-  (AVX-512 or AVX2 for the bootstrap's sums; the TREC and JSONL reader has no CPU-specific path);
+  (AVX-512 or AVX2 for the bootstrap's sums; the TREC and JSONL reader and the remap kernels have no
+  CPU-specific path);
 * ``baseline``: the compiled code with no CPU-specific path (the plain variants), so one machine can
   test every path;
 * ``off``: no compiled code, every caller takes its fallback. ``RANKGATE_PURE_PYTHON=1`` (the older
@@ -21,7 +22,8 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-__all__ = ["ENV", "LARGE_ROWS", "MODES", "describe", "kernels", "mode", "reader", "slow_notice", "unknown_value"]
+__all__ = ["ENV", "LARGE_ROWS", "MODES", "describe", "kernels", "mode", "reader", "remap", "slow_notice",
+           "unknown_value"]
 
 ENV = "RANKGATE_NATIVE"
 MODES = ("auto", "baseline", "off")
@@ -64,17 +66,22 @@ def _load(name: str) -> ModuleType | None:
 
 
 kernels: ModuleType | None = _load("_kernels")
-"""Inner loops of the engine and the bootstrap (``_kernels.c``)."""
+"""Inner loops of the engine and the bootstrap (``c/rank.c``, ``c/bootstrap.c``, ``c/csv.c``)."""
 reader: ModuleType | None = _load("_reader")
-"""The TREC line reader (``_reader.c``)."""
+"""The TREC and JSONL readers (``c/lines.c``, ``c/jsonl.c``, ``c/guard.c``)."""
+remap: ModuleType | None = _load("_remap")
+"""Gold remapping's inner loops (``c/remap.c``), for :mod:`rankgate.goldset.remap`."""
 
 
 def describe() -> str:
     """The active native build in a few words, as ``rankgate --version`` shows it: ``native: off``,
-    ``native: baseline``, ``native: auto, kernels avx512f, reader plain``, or which extension is not built."""
+    ``native: baseline``, ``native: auto, kernels avx512f, reader plain``, or which extension is not built.
+    The remap kernels are named only when they are not built: their variant is always ``plain``, and an
+    installation with all three says what it said before they were an extension of their own."""
     if mode == "off":
         return "native: off"
-    missing = [f"{name} not built" for name, module in (("kernels", kernels), ("reader", reader)) if module is None]
+    missing = [f"{name} not built" for name, module in (("kernels", kernels), ("reader", reader), ("remap", remap))
+               if module is None]
     if mode == "baseline":
         return ", ".join(["native: baseline", *missing])
     parts = [f"{name} {getattr(module, 'variant', lambda: 'unknown')()}" for name, module in (("kernels", kernels), ("reader", reader)) if module]

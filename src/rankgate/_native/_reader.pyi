@@ -1,6 +1,6 @@
-# Stub of the compiled reader (_reader.c). Every entry point takes positional arguments only; a buffer
-# is anything with the buffer protocol (an mmap, bytes, a numpy array). tests/test_native_switch.py
-# checks that this file names exactly the module's entry points.
+# Stub of the compiled reader (c/lines.c, c/jsonl.c, c/guard.c). Every entry point takes positional
+# arguments only; a buffer is anything with the buffer protocol (an mmap, bytes, a numpy array).
+# tests/test_native_switch.py checks that this file names exactly the module's entry points.
 from collections.abc import Sequence
 from typing import Any
 

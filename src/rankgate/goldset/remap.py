@@ -128,10 +128,10 @@ def _token_lists(texts: Any) -> Any:
 
 
 def _kernels() -> Any:
-    """The compiled remap kernels (``_kernels.c``), or None: then arrow and numpy do the same work."""
-    from rankgate._native import kernels
+    """The compiled remap kernels (``rankgate._native._remap``), or None: then arrow and numpy do the same work."""
+    from rankgate._native import remap
 
-    return kernels if kernels is not None and hasattr(kernels, "shingle_scan") else None
+    return remap
 
 
 def _buffers(arr: Any) -> tuple[Any, Any]:
@@ -206,8 +206,8 @@ def candidates_reference(old_texts: Sequence[str | None], new_texts: Sequence[st
 
 def _tokens(texts: Any) -> tuple[Any, Any]:
     """The non-empty tokens of ``texts`` (one arrow string array) and each text's number of them.
-    With the kernels, texts that are all ASCII are cut in C (the same tokens: ``_kernels.c``); if any
-    text is not, all of them go through arrow's Unicode rules."""
+    With the kernels, texts that are all ASCII are cut in C (the same tokens: ``_remap.ascii_tokens``); if
+    any text is not, all of them go through arrow's Unicode rules."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -1,38 +1,14 @@
 /*
- * rankgate._native._reader: whitespace-separated TREC lines (runs and qrels), and JSON lines of the common run
- * and gold shape, read straight from a memory map.
+ * jsonl.c (rankgate._native._reader): JSON lines of the common run and gold shape, read straight from a
+ * memory map. Entry points:
  *
- *   read_lines(buf, start, end, ncols, value_col, value_kind, delim,
- *              codes, values, offsets, data) -> (rows, data_bytes, query_ids) | None
- *
- * Parses buf[start:end) as lines of exactly `ncols` non-empty fields of ASCII bytes 0x21-0x7f (ids:
- * printable ASCII, 0x21-0x7e) separated by one `delim` byte (b' ' or b'\t'), ending in \n, \r\n or a
- * lone \r (a line end, as in the other readers); empty lines are skipped. Column 0 is the query id,
- * column 2 the item id, column `value_col` a number: value_kind 0 a decimal float (float64 out), 1 an
- * integer (int64 out). Outputs, caller-allocated: codes (int32, the query's index in the returned
- * list, in order of first appearance), values, offsets (int32, rows + 1; an arrow string array's
- * offsets into data) and data (the item ids' bytes, with 16 bytes of room at the end: short ids are
- * copied 16 bytes at a time). count_lines(buf, start, end) counts newlines, so that callers can size
- * the outputs (lines that end in a lone \r are not counted: a region of more rows than its outputs
- * hold returns None).
- *
- * It is deliberately narrow. Anything it does not accept in full (a comment line, a tab in a
- * space-separated file, a byte >= 0x80 in any field, a number in another notation, too many rows or
- * bytes for the buffers) makes it return None, and the caller reads the file with the general
- * readers, which name the bad line. So on every file this reader accepts, the result is the one the
- * general path gives.
- *
- * Numbers are correctly rounded, like strtod: the usual short decimals (mantissa <= 2^53, exponent
- * within 10^+-22) with one IEEE division or product of exact operands; up to 19 significant digits
- * (Python's repr of a float has at most 17) with 128-bit integer division and round-half-even; anything
- * longer by Python's own PyOS_string_to_double. The GIL is released while the text is scanned, so two
- * threads can read two halves of one file. The scans are plain C, the same on every CPU: there is no
- * CPU-specific path (variant() says "plain"; set_baseline, which RANKGATE_NATIVE=baseline calls, changes
- * nothing here).
+ *   read_jsonl    a region's JSON lines into caller-allocated arrays, or None when a line is not of the shape
+ *   item_shapes   whether read_jsonl reads an item written as one before it by its values alone (tests)
+ *   shaped_items  the items read by their values alone since the last call (tests)
  *
  *   read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets,
- *              data[, rank_keys, ranks, extras, null_keys])
- *       -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others) | None
+ *              data[, rank_keys, ranks, extras, null_keys, unkept_bits, text_bits])
+ *       -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others, texts, line_spans) | None
  *
  * Parses buf[start:end) as JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>":
  * "<id>", "<value key>": <number>}, ...]}, each key one of its tuple (of str), each exactly once in
@@ -43,717 +19,23 @@
  * as read_lines writes them; offsets one longer than values); returned: per query (in line order) its
  * id, its number of items (counts, int64 bytes) and its 1-based line within the region (lines, int64
  * bytes); newlines, the region's line breaks. Anything else returns None: the caller's other readers
- * take the file. Repeated query ids are for the caller to find. With ranks (float64, as long as values),
- * an item may also hold one rank key (rank_keys), any finite number read as value_kind 0 reads it,
- * into ranks; an item without one gets NaN; ranked counts the items with one. With extras, a line's
- * object may hold other keys of any value: each is passed over (json_skip), and others is (records,
- * names, values): per key met, in order, its query and its name's code (int64 bytes, two each), the
- * names by code (in order of first appearance), and the values' text joined by ',' (for the caller to
- * decode with Python's json module as one array). An item may also hold a key of null_keys whose value
- * is null (what a run writes for a chunk without a text or version); another value of such a key
- * returns None. Items of a scan give the bytes around their values (item_shape_t, up to ITEM_SHAPES of
- * them); an item whose bytes around its values are one of those is read by matching them and reading
- * its values alone, any other key by key, with the same result.
+ * (rankgate.io: Python's json module) take the file. Repeated query ids are for the caller to find. With
+ * ranks (float64, as long as values), an item may also hold one rank key (rank_keys), any finite number read
+ * as value_kind 0 reads it, into ranks; an item without one gets NaN; ranked counts the items with one. With
+ * extras, a line's object may hold other keys of any value: each is passed over (json_skip), and others is
+ * (records, names, values): per key met, in order, its query and its name's code (int64 bytes, two each;
+ * idtable.h's iddict_t), the names by code (in order of first appearance), and the values' text joined by
+ * ',' (for the caller to decode with Python's json module as one array). An item may also hold a key of
+ * null_keys whose value is null (what a run writes for a chunk without a text or version); another value of
+ * such a key returns None. Items of a scan give the bytes around their values (item_shape_t, up to
+ * ITEM_SHAPES of them); an item whose bytes around its values are one of those is read by matching them and
+ * reading its values alone, any other key by key, with the same result. Numbers: decimal.h's parse_double.
+ * Every scan runs under the SIGBUS guard (guard.c); the scan is plain C, the same on every CPU.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-/* ---------------------------------------------------------------------------------------------- */
-/* The guard around a scan of a memory map. A file that another process cuts short while it is mapped
- * makes a read of a page past its new end raise SIGBUS, which would end the process. A scan runs
- * under guarded(): a SIGBUS in the thread of a guarded scan jumps back out of the scan, which then
- * reports FileCut (the caller says "changed while it was read"); any other SIGBUS goes to the handler
- * that was there before (by default: the process ends, as it did). The scans only read the map:
- * nothing they hold is left half-written by the jump, and the caller frees what they allocated. */
-
-static PyObject *FileCut; /* rankgate._native._reader.FileCut (an OSError) */
-static unsigned long faults_caught = 0; /* (tests: faults() counts the jumps) */
-
-#if defined(__unix__) || defined(__APPLE__)
-#include <setjmp.h>
-#include <signal.h>
-#define RG_GUARD 1
-
-static _Thread_local sigjmp_buf *guard_jump = NULL;
-static struct sigaction before_bus;
-static int guard_ready = 0;
-
-static void on_bus(int sig, siginfo_t *info, void *context) {
-    sigjmp_buf *jump = guard_jump;
-    if (jump != NULL) { /* (also a SIGBUS re-raised by a handler installed after this one, such as faulthandler's) */
-        guard_jump = NULL;
-        faults_caught++;
-        siglongjmp(*jump, 1);
-    }
-    if (before_bus.sa_flags & SA_SIGINFO) {
-        if (before_bus.sa_sigaction != NULL) before_bus.sa_sigaction(sig, info, context);
-        return;
-    }
-    if (before_bus.sa_handler == SIG_IGN) return;
-    if (before_bus.sa_handler == SIG_DFL) {
-        signal(sig, SIG_DFL); /* (the fault happens again on return, with the default action) */
-        return;
-    }
-    before_bus.sa_handler(sig);
-}
-
-/* Installed once, at the first guarded scan (with the GIL held: no two threads get here at once). */
-static int guard_install(void) {
-    if (guard_ready) return 0;
-    struct sigaction act;
-    memset(&act, 0, sizeof(act));
-    act.sa_sigaction = on_bus;
-    act.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&act.sa_mask);
-    if (sigaction(SIGBUS, &act, &before_bus) != 0) return -1;
-    guard_ready = 1;
-    return 0;
-}
-#endif
-
-typedef int (*scan_fn)(void *);
-
-/* fn(arg) with the guard on; *cut = 1 (and -1 returned) when a SIGBUS ended it. Not inlined: no
- * variable of the caller lives across the jump. */
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((noinline))
-#endif
-static int guarded(scan_fn fn, void *arg, int *cut) {
-    *cut = 0;
-#ifdef RG_GUARD
-    if (!guard_ready) return fn(arg); /* (guard_install failed: unguarded, as before) */
-    sigjmp_buf jump;
-    if (sigsetjmp(jump, 1) != 0) {
-        *cut = 1;
-        return -1;
-    }
-    guard_jump = &jump;
-    const int status = fn(arg);
-    guard_jump = NULL;
-    return status;
-#else
-    return fn(arg);
-#endif
-}
-
-/* Call with the GIL held before a guarded scan; -1 with an exception set if the guard is not there. */
-static int guard_ready_or_error(void) {
-#ifdef RG_GUARD
-    if (guard_install() != 0) {
-        PyErr_SetFromErrno(PyExc_OSError);
-        return -1;
-    }
-#endif
-    return 0;
-}
-
-/* The ids a scan points at (in the buffer, which may be a map) copied into one allocation, the
- * pointers moved to the copies: made under the guard, so that the ids are decoded (with the GIL held,
- * where no jump may land) from memory no other process can take away. */
-static int own_ids(const unsigned char **ids, const int32_t *lens, size_t n, unsigned char **arena) {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) total += (size_t)lens[i];
-    unsigned char *a = (unsigned char *)malloc(total ? total : 1);
-    if (!a) return -1;
-    *arena = a;
-    for (size_t i = 0, at = 0; i < n; i++) {
-        memcpy(a + at, ids[i], (size_t)lens[i]);
-        ids[i] = a + at;
-        at += (size_t)lens[i];
-    }
-    return 0;
-}
-
-static PyObject *file_cut(void) {
-    PyErr_SetString(FileCut, "the mapped file is shorter than when it was mapped (a read past its end raised SIGBUS)");
-    return NULL;
-}
-
-/* ---------------------------------------------------------------------------------------------- */
-/* Query ids: an open-addressing table of (bytes, length) -> code over the mapped text itself. */
-
-typedef struct {
-    const unsigned char *p;
-    int32_t len;
-    int32_t code; /* -1: empty slot */
-} slot_t;
-
-typedef struct {
-    slot_t *slots;
-    size_t mask;
-    const unsigned char **ids; /* by code */
-    int32_t *lens;
-    size_t n, cap;
-} qdict_t;
-
-static uint64_t hash_bytes(const unsigned char *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t w = 0;
-    memcpy(&w, p, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 29);
-}
-
-static int qdict_init(qdict_t *d) {
-    d->mask = 1023;
-    d->slots = (slot_t *)malloc((d->mask + 1) * sizeof(slot_t));
-    d->cap = 512;
-    d->n = 0;
-    d->ids = (const unsigned char **)malloc(d->cap * sizeof(*d->ids));
-    d->lens = (int32_t *)malloc(d->cap * sizeof(*d->lens));
-    if (!d->slots || !d->ids || !d->lens) return -1;
-    for (size_t i = 0; i <= d->mask; i++) d->slots[i].code = -1;
-    return 0;
-}
-
-static void qdict_free(qdict_t *d) {
-    free(d->slots);
-    free(d->ids);
-    free(d->lens);
-}
-
-static int qdict_grow(qdict_t *d) {
-    const size_t size = (d->mask + 1) * 2;
-    slot_t *slots = (slot_t *)malloc(size * sizeof(slot_t));
-    if (!slots) return -1;
-    for (size_t i = 0; i < size; i++) slots[i].code = -1;
-    for (size_t i = 0; i <= d->mask; i++) {
-        const slot_t s = d->slots[i];
-        if (s.code < 0) continue;
-        size_t j = hash_bytes(s.p, (size_t)s.len) & (size - 1);
-        while (slots[j].code >= 0) j = (j + 1) & (size - 1);
-        slots[j] = s;
-    }
-    free(d->slots);
-    d->slots = slots;
-    d->mask = size - 1;
-    return 0;
-}
-
-/* The code of p[0:len), adding it if new; -1 when out of memory or past int32. */
-static int32_t qdict_code(qdict_t *d, const unsigned char *p, int32_t len) {
-    size_t j = hash_bytes(p, (size_t)len) & d->mask;
-    while (d->slots[j].code >= 0) {
-        const slot_t *s = &d->slots[j];
-        if (s->len == len && memcmp(s->p, p, (size_t)len) == 0) return s->code;
-        j = (j + 1) & d->mask;
-    }
-    if (d->n >= (size_t)INT32_MAX) return -1;
-    if (d->n == d->cap) {
-        const size_t cap = d->cap * 2;
-        const unsigned char **ids = (const unsigned char **)realloc(d->ids, cap * sizeof(*ids));
-        if (!ids) return -1;
-        d->ids = ids;
-        int32_t *lens = (int32_t *)realloc(d->lens, cap * sizeof(*lens));
-        if (!lens) return -1;
-        d->lens = lens;
-        d->cap = cap;
-    }
-    const int32_t code = (int32_t)d->n;
-    d->slots[j].p = p;
-    d->slots[j].len = len;
-    d->slots[j].code = code;
-    d->ids[d->n] = p;
-    d->lens[d->n] = len;
-    d->n++;
-    if (d->n * 2 > d->mask + 1 && qdict_grow(d) < 0) return -1;
-    return code;
-}
-
-/* ---------------------------------------------------------------------------------------------- */
-/* Decimal text to double, correctly rounded. */
-
-static const double exact_pow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-#ifdef __SIZEOF_INT128__
-typedef unsigned __int128 u128;
-
-static int bit_length128(u128 q) {
-    const uint64_t hi = (uint64_t)(q >> 64), lo = (uint64_t)q;
-    if (hi) return 128 - __builtin_clzll(hi);
-    return lo ? 64 - __builtin_clzll(lo) : 0;
-}
-
-/* (q + f) * 2^b rounded to the nearest double, ties to even, where 0 <= f < 1 and `sticky` says f > 0.
- * Callers guarantee q has at least 55 bits whenever sticky is set, and a normal result. */
-static double round_scaled(u128 q, int sticky, int b) {
-    const int len = bit_length128(q);
-    if (len <= 53) return ldexp((double)(uint64_t)q, b);
-    const int shift = len - 53;
-    uint64_t top = (uint64_t)(q >> shift);
-    const u128 rest = q & (((u128)1 << shift) - 1);
-    const u128 half = (u128)1 << (shift - 1);
-    if (rest > half || (rest == half && (sticky || (top & 1)))) top++;
-    return ldexp((double)top, b + shift);
-}
-
-static uint64_t pow5_u64[28];
-static uint64_t pow10_u64[20];
-#endif
-
-/* 0: parsed into *out; 1: valid but needs the general conversion; -1: not a number of the accepted
- * form ([+-] digits [. digits] [e [+-] digits], at least one digit). */
-static int parse_double(const unsigned char *s, int32_t n, double *out) {
-    int32_t i = 0;
-    int neg = 0;
-    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-    uint64_t m = 0;
-    int sig = 0, digits = 0, slow = 0;
-    int64_t e10 = 0;
-    for (; i < n && (unsigned)(s[i] - '0') < 10u; i++, digits++) {
-        const unsigned c = (unsigned)(s[i] - '0');
-        if (m == 0 && c == 0) continue;
-        if (sig == 19) {
-            slow = 1;
-            continue;
-        }
-        m = m * 10 + c;
-        sig++;
-    }
-    if (i < n && s[i] == '.') {
-        for (i++; i < n && (unsigned)(s[i] - '0') < 10u; i++, digits++) {
-            const unsigned c = (unsigned)(s[i] - '0');
-            if (m == 0 && c == 0) {
-                e10--;
-                continue;
-            }
-            if (sig == 19) {
-                slow = 1;
-                continue;
-            }
-            m = m * 10 + c;
-            sig++;
-            e10--;
-        }
-    }
-    if (digits == 0) return -1;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        int eneg = 0;
-        if (i < n && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
-        int64_t x = 0;
-        int ed = 0;
-        for (; i < n && (unsigned)(s[i] - '0') < 10u; i++, ed++) {
-            if (x < 100000) x = x * 10 + (s[i] - '0');
-        }
-        if (ed == 0) return -1;
-        e10 += eneg ? -x : x;
-    }
-    if (i != n) return -1;
-    if (slow) return 1;
-    double v;
-    if (m == 0) {
-        v = 0.0;
-    } else if (m <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
-        v = e10 < 0 ? (double)m / exact_pow10[-e10] : (double)m * exact_pow10[e10];
-    }
-#ifdef __SIZEOF_INT128__
-    else if (e10 < 0 && e10 >= -27) {
-        /* m / 10^k = (m << s) / 5^k * 2^-(s+k): a quotient of at least 64 bits and a sticky remainder */
-        const int k = (int)-e10;
-        const int s_ = 127 - (64 - __builtin_clzll(m));
-        const u128 num = (u128)m << s_;
-        const u128 q = num / pow5_u64[k];
-        const int sticky = (num % pow5_u64[k]) != 0;
-        v = round_scaled(q, sticky, -(s_ + k));
-    } else if (e10 >= 0 && e10 <= 19) {
-        v = round_scaled((u128)m * pow10_u64[e10], 0, 0);
-    }
-#endif
-    else {
-        return 1;
-    }
-    *out = neg ? -v : v;
-    return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------- */
-
-typedef struct {
-    const unsigned char *p, *end;
-    int ncols, value_col, value_kind;
-    unsigned char delim;
-    int32_t *codes;
-    void *values;
-    int32_t *offsets;
-    unsigned char *data;
-    Py_ssize_t max_rows, max_data;
-    Py_ssize_t rows, data_len;
-    const unsigned char *text_end; /* reads of the text stay below this */
-    const unsigned char *prev_q;   /* the previous line's query id */
-    int32_t prev_len, prev_code;
-    unsigned char *tail;           /* a copy of a last line that has no newline */
-    qdict_t qd;
-    unsigned char *arena;          /* the query ids, copied out of the buffer once scanned */
-    PyThreadState *thread; /* while the GIL is released */
-} job_t;
-
-enum { OK = 0, IRREGULAR = 1, NO_MEMORY = 2 };
-
-/* The general conversion, for the rare long decimal: takes the GIL for the call. */
-static int slow_double(PyThreadState **thread, const unsigned char *s, int32_t n, double *out) {
-    char text[72];
-    if (n >= (int32_t)sizeof(text)) return -1;
-    memcpy(text, s, (size_t)n);
-    text[n] = 0;
-    PyEval_RestoreThread(*thread);
-    char *endp = NULL;
-    const double v = PyOS_string_to_double(text, &endp, NULL);
-    int rc = 0;
-    if (PyErr_Occurred() || endp != text + n) {
-        PyErr_Clear();
-        rc = -1;
-    }
-    *thread = PyEval_SaveThread();
-    *out = v;
-    return rc;
-}
-
-static int parse_int(const unsigned char *s, int32_t n, int64_t *out) {
-    int32_t i = 0;
-    int neg = 0;
-    if (s[0] == '-') {
-        neg = 1;
-        i = 1;
-    }
-    if (i == n || n - i > 18) return -1;
-    int64_t v = 0;
-    for (; i < n; i++) {
-        const unsigned c = (unsigned)(s[i] - '0');
-        if (c > 9u) return -1;
-        v = v * 10 + (int64_t)c;
-    }
-    *out = neg ? -v : v;
-    return 0;
-}
-
-/* Where a field that starts at p ends, eight bytes at a time while eight can be read before `limit`:
- * field_end at the first byte outside 0x21-0x7f, id_end at the first byte outside printable ASCII
- * (0x21-0x7e). In a word w (its first byte lowest), ((w - 0x21..21) | w) & 0x80..80 flags bytes
- * below 0x21 and from 0x80, and ((w & 0x7f..7f) + 0x01..01 | w) & 0x80..80 bytes above 0x7e; a
- * borrow or carry can only flag a byte after a flagged one, so the lowest flag is exactly the first
- * such byte. The text ends in '\n', so the byte loop for the last few bytes stops by itself. No
- * field holds a byte >= 0x80 (one the general reader refuses as not UTF-8, or splits at): where one
- * ends a field, no separator or line end follows, and the line is irregular. */
-#define RG_ONES 0x0101010101010101ULL
-#define RG_HIGHS 0x8080808080808080ULL
-
-static inline const unsigned char *first_flagged(const unsigned char *p, uint64_t flags) {
-#if defined(__GNUC__)
-    return p + (__builtin_ctzll(flags) >> 3);
-#else
-    while (!(flags & 0x80)) {
-        flags >>= 8;
-        p++;
-    }
-    return p;
-#endif
-}
-
-static inline const unsigned char *field_end(const unsigned char *p, const unsigned char *limit) {
-    for (; limit - p >= 8; p += 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        const uint64_t flags = ((w - RG_ONES * 0x21) | w) & RG_HIGHS;
-        if (flags) return first_flagged(p, flags);
-    }
-    while ((unsigned)(*p - 0x21) < 0x5fu) p++;
-    return p;
-}
-
-static inline const unsigned char *id_end(const unsigned char *p, const unsigned char *limit) {
-    for (; limit - p >= 8; p += 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        const uint64_t flags = (((w - RG_ONES * 0x21) & ~w) | ((w & ~RG_HIGHS) + RG_ONES) | w) & RG_HIGHS;
-        if (flags) return first_flagged(p, flags);
-    }
-    while ((unsigned)(*p - 0x21) < 0x5eu) p++;
-    return p;
-}
-
-/* Lines of [p, end), which ends in '\n': every scan below stops at a byte <= 0x20 before `end`, so the
- * inner loops need no bounds checks. Continues the job's rows (it is called again for a last line
- * without a newline, copied out with one added). */
-static int scan(job_t *job, const unsigned char *p, const unsigned char *const end) {
-    const unsigned char delim = job->delim;
-    const int ncols = job->ncols, vcol = job->value_col;
-    const unsigned char *fields[8];
-    int32_t lens[8];
-    Py_ssize_t rows = job->rows, dl = job->data_len;
-    const unsigned char *const text_end = job->text_end;
-    while (p < end) {
-        if (*p == '\n') {
-            p++;
-            continue;
-        }
-        if (*p == '\r') { /* an empty line ending in \r\n or a lone \r */
-            p += p[1] == '\n' ? 2 : 1;
-            continue;
-        }
-        if (*p == '#' || rows == job->max_rows) return IRREGULAR;
-        for (int c = 0; c < ncols; c++) {
-            const unsigned char *s = p;
-            if (c == 0 || c == 2) { /* ids: printable ASCII */
-                p = id_end(p, text_end);
-            } else { /* the others: no byte >= 0x80 either */
-                p = field_end(p, text_end);
-            }
-            if (p == s || p - s > INT32_MAX) return IRREGULAR;
-            fields[c] = s;
-            lens[c] = (int32_t)(p - s);
-            if (c + 1 < ncols) {
-                if (*p != delim) return IRREGULAR;
-                p++;
-            } else if (*p == '\n') {
-                p++;
-            } else if (*p == '\r') { /* \r\n, or a lone \r (p[1] is readable: the text ends in \n) */
-                p += p[1] == '\n' ? 2 : 1;
-            } else {
-                return IRREGULAR;
-            }
-        }
-        /* query: usually the previous line's */
-        const unsigned char *q = fields[0];
-        const int32_t ql = lens[0];
-        if (!(ql == job->prev_len && memcmp(q, job->prev_q, (size_t)ql) == 0)) {
-            job->prev_code = qdict_code(&job->qd, q, ql);
-            if (job->prev_code < 0) return NO_MEMORY;
-            job->prev_q = q;
-            job->prev_len = ql;
-        }
-        job->codes[rows] = job->prev_code;
-        /* item id: short ids are copied 16 bytes at a time (data has 16 bytes of room past max_data) */
-        const int32_t dlen = lens[2];
-        if (dl + dlen > job->max_data || dl + dlen > INT32_MAX) return IRREGULAR;
-        if (dlen <= 16 && fields[2] + 16 <= job->text_end) {
-            memcpy(job->data + dl, fields[2], 16);
-        } else {
-            memcpy(job->data + dl, fields[2], (size_t)dlen);
-        }
-        dl += dlen;
-        job->offsets[rows + 1] = (int32_t)dl;
-        /* value */
-        if (job->value_kind == 0) {
-            double v;
-            int rc = parse_double(fields[vcol], lens[vcol], &v);
-            if (rc == 1) rc = slow_double(&job->thread, fields[vcol], lens[vcol], &v);
-            if (rc != 0) return IRREGULAR;
-            ((double *)job->values)[rows] = v;
-        } else {
-            int64_t v;
-            if (parse_int(fields[vcol], lens[vcol], &v) != 0) return IRREGULAR;
-            ((int64_t *)job->values)[rows] = v;
-        }
-        rows++;
-    }
-    job->rows = rows;
-    job->data_len = dl;
-    return OK;
-}
-
-/* Where the complete lines of [p, end) end: a last line without a newline starts there. */
-static const unsigned char *lines_end(const unsigned char *p, const unsigned char *end) {
-    while (end > p && end[-1] != '\n') end--;
-    return end;
-}
-
-/* A copy of the n bytes of a last line without a newline, then '\n' and room for a 16-byte read
- * (n + 17 bytes, to be freed), or NULL when out of memory. */
-static unsigned char *tail_copy(const unsigned char *last, size_t n) {
-    unsigned char *tail = (unsigned char *)malloc(n + 17);
-    if (tail) {
-        memcpy(tail, last, n);
-        memset(tail + n, '\n', 17);
-    }
-    return tail;
-}
-
-/* The whole region: all complete lines in place, then a last line without a newline from a copy. */
-static int scan_all(job_t *job);
-
-/* scan_all, then the query ids copied out of the buffer (see own_ids). */
-static int scan_lines_owned(void *arg) {
-    job_t *job = (job_t *)arg;
-    const int status = scan_all(job);
-    if (status != OK) return status;
-    return own_ids(job->qd.ids, job->qd.lens, job->qd.n, &job->arena) < 0 ? NO_MEMORY : OK;
-}
-
-static int scan_all(job_t *job) {
-    const unsigned char *p = job->p, *end = job->end;
-    const unsigned char *last = lines_end(p, end);
-    job->text_end = end;
-    int status = scan(job, p, last);
-    if (status != OK || last == end) return status;
-    const size_t n = (size_t)(end - last);
-    if (!(job->tail = tail_copy(last, n))) return NO_MEMORY;
-    job->text_end = job->tail + n + 17;
-    return scan(job, job->tail, job->tail + n + 1);
-}
-
-/* The number of b'\n' in [p, end), eight bytes at a time: a byte of x = word ^ 0x0a..0a is zero exactly
- * where the word holds a newline, and ((x & 0x7f..7f) + 0x7f..7f) | x has its high bit clear exactly in
- * the zero bytes (the addition carries out of no byte, so the bytes do not disturb one another); one
- * multiply adds up the eight flags. A memchr per line costs more than this on lines of a few dozen bytes. */
-static Py_ssize_t newlines(const unsigned char *p, const unsigned char *const end) {
-    const uint64_t ones7 = 0x7f7f7f7f7f7f7f7fULL, nl = 0x0a0a0a0a0a0a0a0aULL;
-    Py_ssize_t count = 0;
-    for (; end - p >= 8; p += 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        const uint64_t x = w ^ nl;
-        const uint64_t high = ~(((x & ones7) + ones7) | x) & ~ones7; /* 0x80 in each newline byte */
-        count += (Py_ssize_t)(((high >> 7) * 0x0101010101010101ULL) >> 56); /* the bytes' sum: at most 8 */
-    }
-    for (; p < end; p++) count += *p == '\n';
-    return count;
-}
-
-typedef struct {
-    const unsigned char *from, *to;
-    Py_ssize_t count;
-} count_job_t;
-
-static int count_scan(void *arg) {
-    count_job_t *job = (count_job_t *)arg;
-    job->count = newlines(job->from, job->to);
-    return 0;
-}
-
-/* count_lines(buf, start, end) -> number of b'\n' in buf[start:end) */
-static PyObject *count_lines(PyObject *self, PyObject *args) {
-    PyObject *o_buf;
-    Py_ssize_t start, stop;
-    if (!PyArg_ParseTuple(args, "Onn", &o_buf, &start, &stop)) return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(o_buf, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    if (start < 0 || stop < start || stop > view.len) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "count_lines: range outside the buffer");
-        return NULL;
-    }
-    if (guard_ready_or_error() < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    count_job_t job = {(const unsigned char *)view.buf + start, (const unsigned char *)view.buf + stop, 0};
-    int cut;
-    Py_BEGIN_ALLOW_THREADS
-    guarded(count_scan, &job, &cut);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    return cut ? file_cut() : PyLong_FromSsize_t(job.count);
-}
-
-/* The buffers of objs[0..n): the first read-only, the others writable, each a whole number of items
- * of sizes[i] bytes. Returns how many were taken: n, or fewer with an exception set (those taken are
- * views[0..returned), for the caller to release). */
-static int get_buffers(PyObject **objs, Py_buffer *views, const Py_ssize_t *sizes, int n, const char *who) {
-    for (int i = 0; i < n; i++) {
-        const int flags = PyBUF_C_CONTIGUOUS | (i ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objs[i], &views[i], flags) < 0) return i;
-        if (views[i].len % sizes[i] != 0) {
-            PyBuffer_Release(&views[i]);
-            PyErr_Format(PyExc_TypeError, "%s: buffer of the wrong item size", who);
-            return i;
-        }
-    }
-    return n;
-}
-
-static PyObject *read_lines(PyObject *self, PyObject *args) {
-    PyObject *o_buf, *o_codes, *o_values, *o_offsets, *o_data;
-    Py_ssize_t start, stop;
-    int ncols, value_col, value_kind;
-    char delim;
-    if (!PyArg_ParseTuple(args, "OnniiicOOOO", &o_buf, &start, &stop, &ncols, &value_col, &value_kind, &delim,
-                          &o_codes, &o_values, &o_offsets, &o_data))
-        return NULL;
-    if (ncols < 3 || ncols > 8 || value_col < 1 || value_col >= ncols || value_col == 2 || value_kind < 0 ||
-        value_kind > 1 || (delim != ' ' && delim != '\t')) {
-        PyErr_SetString(PyExc_ValueError, "read_lines: unsupported layout");
-        return NULL;
-    }
-    Py_buffer views[5];
-    PyObject *objs[5] = {o_buf, o_codes, o_values, o_offsets, o_data};
-    const Py_ssize_t sizes[5] = {1, 4, 8, 4, 1};
-    PyObject *result = NULL;
-    int got = get_buffers(objs, views, sizes, 5, "read_lines");
-    if (got < 5) goto done;
-    if (start < 0 || stop < start || stop > views[0].len || views[1].len / 4 != views[2].len / 8 ||
-        views[3].len / 4 != views[1].len / 4 + 1 || views[4].len < 16) {
-        PyErr_SetString(PyExc_ValueError, "read_lines: inconsistent shapes");
-        goto done;
-    }
-    job_t job;
-    memset(&job, 0, sizeof(job));
-    job.p = (const unsigned char *)views[0].buf + start;
-    job.end = (const unsigned char *)views[0].buf + stop;
-    job.ncols = ncols;
-    job.value_col = value_col;
-    job.value_kind = value_kind;
-    job.delim = (unsigned char)delim;
-    job.codes = (int32_t *)views[1].buf;
-    job.values = views[2].buf;
-    job.offsets = (int32_t *)views[3].buf;
-    job.data = (unsigned char *)views[4].buf;
-    job.max_rows = views[1].len / 4;
-    job.max_data = views[4].len - 16;
-    job.prev_len = -1;
-    job.offsets[0] = 0;
-    if (qdict_init(&job.qd) < 0) {
-        qdict_free(&job.qd);
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (guard_ready_or_error() < 0) {
-        qdict_free(&job.qd);
-        goto done;
-    }
-    int cut;
-    job.thread = PyEval_SaveThread();
-    const int status = guarded(scan_lines_owned, &job, &cut);
-    PyEval_RestoreThread(job.thread);
-    if (cut) {
-        file_cut();
-    } else if (status == NO_MEMORY) {
-        PyErr_NoMemory();
-    } else if (status == IRREGULAR) {
-        result = Py_None;
-        Py_INCREF(result);
-    } else {
-        PyObject *ids = PyList_New((Py_ssize_t)job.qd.n);
-        for (size_t i = 0; ids && i < job.qd.n; i++) {
-            PyObject *s = PyUnicode_DecodeASCII((const char *)job.qd.ids[i], job.qd.lens[i], NULL);
-            if (!s) {
-                Py_CLEAR(ids);
-                break;
-            }
-            PyList_SET_ITEM(ids, (Py_ssize_t)i, s);
-        }
-        if (ids) result = Py_BuildValue("nnN", job.rows, job.data_len, ids);
-    }
-    free(job.tail);
-    free(job.arena);
-    qdict_free(&job.qd);
-done:
-    while (got > 0) PyBuffer_Release(&views[--got]);
-    return result;
-}
+#include "native.h"
+#include "idtable.h"
+#include "reader.h"
+#include "decimal.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* JSON lines of one shape: {"<id key>": "<id>", "<list key>": [{"<item key>": "<id>", "<value key>": <number>}, ...]} */
@@ -817,7 +99,7 @@ typedef struct {
     int extras;          /* other keys of a line's object taken (recorded), not refused */
     int64_t *ex;         /* per other key met: its query, and the key's code in kd */
     Py_ssize_t nex, excap;
-    qdict_t kd;          /* the other keys' names, coded in order of first appearance (kd.slots NULL: none yet) */
+    iddict_t kd;         /* the other keys' names, coded in order of first appearance (kd.cap 0: none yet) */
     unsigned char *vals; /* the other keys' values as they are written, one ',' between two */
     size_t vlen, vcap;
     int32_t *offsets;
@@ -870,7 +152,7 @@ static int jjob_grow(jjob_t *j) {
 static void jjob_free(jjob_t *j) {
     free(j->ex);
     free(j->vals);
-    if (j->kd.slots) qdict_free(&j->kd);
+    if (j->kd.cap) iddict_free(&j->kd);
     free(j->qids);
     free(j->qlens);
     free(j->counts);
@@ -1331,8 +613,8 @@ static int record_extra(jjob_t *j, Py_ssize_t q, const unsigned char *k, Py_ssiz
         j->ex = ex;
         j->excap = cap;
     }
-    if (!j->kd.slots && qdict_init(&j->kd) < 0) return NO_MEMORY;
-    const int32_t code = kl > INT32_MAX ? -1 : qdict_code(&j->kd, k, (int32_t)kl);
+    if (!j->kd.cap && iddict_init(&j->kd) < 0) return NO_MEMORY;
+    const int32_t code = kl > INT32_MAX ? -1 : iddict_code(&j->kd, k, (int32_t)kl);
     if (code < 0) return NO_MEMORY;
     const size_t n = (size_t)(ve - v), need = j->vlen + n + 1;
     if (need > j->vcap) {
@@ -1421,7 +703,7 @@ static int jscan_owned(void *arg) {
     const int status = jscan_all(j, j->from, j->to);
     if (status != OK) return status;
     if (own_ids(j->qids, j->qlens, (size_t)j->queries, &j->arena) < 0) return NO_MEMORY;
-    if (j->kd.slots && own_ids(j->kd.ids, j->kd.lens, j->kd.n, &j->karena) < 0) return NO_MEMORY;
+    if (j->kd.cap && own_ids(j->kd.ids, j->kd.lens, j->kd.n, &j->karena) < 0) return NO_MEMORY;
     return OK;
 }
 
@@ -1458,7 +740,7 @@ static int parse_keys(PyObject *tuple, keys_t *keys) {
     return 0;
 }
 
-static PyObject *read_jsonl(PyObject *self, PyObject *args) {
+PyObject *rg_read_jsonl(PyObject *self, PyObject *args) {
     PyObject *o_buf, *o_keys[4], *o_values, *o_offsets, *o_data, *o_rkeys = NULL, *o_ranks = Py_None, *o_nkeys = NULL;
     Py_ssize_t start, stop;
     int value_kind, extras = 0;
@@ -1536,7 +818,7 @@ static PyObject *read_jsonl(PyObject *self, PyObject *args) {
             }
             PyList_SET_ITEM(ids, i, s);
         }
-        const Py_ssize_t nk = job.kd.slots ? (Py_ssize_t)job.kd.n : 0;
+        const Py_ssize_t nk = job.kd.cap ? (Py_ssize_t)job.kd.n : 0;
         PyObject *keys = ids ? PyList_New(nk) : NULL;
         for (Py_ssize_t i = 0; keys && i < nk; i++) {
             PyObject *s = PyUnicode_DecodeASCII((const char *)job.kd.ids[i], job.kd.lens[i], NULL);
@@ -1563,27 +845,9 @@ done:
     return result;
 }
 
-static int baseline_on = 0; /* set_baseline(True): RANKGATE_NATIVE=baseline */
-
-/* set_baseline(on) -> whether it was on: no CPU-specific path (RANKGATE_NATIVE=baseline). The reader has
- * none, so this only records the request; it is here because the switch calls set_baseline on both
- * extensions (an extension without it is taken as one built from an older source). */
-static PyObject *set_baseline(PyObject *self, PyObject *args) {
-    int on;
-    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
-    const int before = baseline_on;
-    baseline_on = on;
-    return PyBool_FromLong(before);
-}
-
-/* variant() -> "plain": the reader has no CPU-specific path. */
-static PyObject *variant(PyObject *self, PyObject *noargs) {
-    return PyUnicode_FromString("plain");
-}
-
 /* item_shapes(on) -> whether it was on: read_jsonl reads an item written as the scan's first one by
  * its values alone (on by default); off: every item key by key (tests compare the two). */
-static PyObject *item_shapes(PyObject *self, PyObject *args) {
+PyObject *rg_item_shapes(PyObject *self, PyObject *args) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
     const int before = use_shapes;
@@ -1592,52 +856,12 @@ static PyObject *item_shapes(PyObject *self, PyObject *args) {
 }
 
 /* shaped_items() -> the items read by their values alone since the last call (tests). */
-static PyObject *shaped_items(PyObject *self, PyObject *args) {
+PyObject *rg_shaped_items(PyObject *self, PyObject *args) {
     const Py_ssize_t n = shaped_total;
     shaped_total = 0;
     return PyLong_FromSsize_t(n);
 }
 
-static PyObject *faults(PyObject *self, PyObject *noargs) {
-    return PyLong_FromUnsignedLong(faults_caught);
-}
-
-static PyMethodDef methods[] = {
-    {"faults", faults, METH_NOARGS, "faults() -> SIGBUS faults of guarded scans caught so far (a file cut short while mapped; tests)"},
-    {"shaped_items", shaped_items, METH_NOARGS, "shaped_items() -> items read by their values alone since the last call (tests)"},
-    {"item_shapes", item_shapes, METH_VARARGS,
-     "item_shapes(on) -> previous: read an item written as the first one by its values alone (tests)"},
-    {"set_baseline", set_baseline, METH_VARARGS,
-     "set_baseline(on) -> previous: no CPU-specific path (RANKGATE_NATIVE=baseline; the reader has none)"},
-    {"variant", variant, METH_NOARGS, "variant() -> 'plain': the reader has no CPU-specific path"},
-    {"count_lines", count_lines, METH_VARARGS, "count_lines(buf, start, end) -> number of newlines"},
-    {"read_lines", read_lines, METH_VARARGS,
-     "read_lines(buf, start, end, ncols, value_col, value_kind, delim, codes, values, offsets, data)"
-     " -> (rows, data_bytes, query_ids) or None when the text is not regular"},
-    {"read_jsonl", read_jsonl, METH_VARARGS,
-     "read_jsonl(buf, start, end, id_keys, list_keys, item_keys, value_keys, value_kind, values, offsets, data"
-     "[, rank_keys, ranks, extras, null_keys, unkept_bits, text_bits])"
-     " -> (items, data_bytes, newlines, query_ids, counts, lines, ranked, others, texts, line_spans) or None when a"
-     " line is not of the shape"},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_reader", NULL, -1, methods, NULL, NULL, NULL, NULL};
-
-PyMODINIT_FUNC PyInit__reader(void) {
+void rg_jsonl_init(void) {
     for (int c = 0x20; c < 0x7f; c++) plain[c] = c != '"' && c != '\\';
-#ifdef __SIZEOF_INT128__
-    pow5_u64[0] = 1;
-    for (int i = 1; i < 28; i++) pow5_u64[i] = pow5_u64[i - 1] * 5;
-    pow10_u64[0] = 1;
-    for (int i = 1; i < 20; i++) pow10_u64[i] = pow10_u64[i - 1] * 10;
-#endif
-    PyObject *m = PyModule_Create(&module);
-    if (!m) return NULL;
-    FileCut = PyErr_NewException("rankgate._native._reader.FileCut", PyExc_OSError, NULL);
-    if (!FileCut || PyModule_AddObjectRef(m, "FileCut", FileCut) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
 }
