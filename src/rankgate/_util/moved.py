@@ -10,11 +10,9 @@ module's names itself. This finder goes in 0.3.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import sys
 import warnings
+from importlib.machinery import ModuleSpec
 from types import ModuleType
 
 __all__ = ["MOVED", "install"]
@@ -124,13 +122,16 @@ MOVED: dict[str, str] = {
 """Old module path -> the module it moved to."""
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+class _Finder:
+    """A finder and loader on ``sys.meta_path`` (the protocol, not importlib.abc's classes: those load
+    importlib.resources, which would double the cost of ``import rankgate``)."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if fullname not in MOVED:
             return None
-        return importlib.util.spec_from_loader(fullname, self, is_package=True)
+        return ModuleSpec(fullname, self, is_package=True)  # type: ignore[arg-type]
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return None
 
     def exec_module(self, module: ModuleType) -> None:
