@@ -12,7 +12,7 @@ a control character is part of an id; a line ends at ``\\n``, ``\\r\\n`` or a lo
 first field starts with ``#`` is a comment. Three readers, tried in turn, each giving the same result
 on the files it accepts, or declining the file:
 
-* the compiled line reader (``_reader.c``) for regular, uncompressed files (a pipe is copied to a
+* the compiled line reader (``_native/c/lines.c``) for regular, uncompressed files (a pipe is copied to a
   regular file first, see :func:`~rankgate.io.source.local_copy`) (one delimiter, exactly
   the expected columns, printable ASCII ids, no byte >= 0x80 in any field, plain decimal numbers);
 * pyarrow's multi-threaded CSV reader for other regular files (``.gz``, non-ASCII ids, ...), every
