@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 __all__ = ["ENV", "LARGE_ROWS", "MODES", "describe", "kernels", "mode", "reader", "remap", "slow_notice",
            "unknown_value"]
@@ -65,12 +66,18 @@ def _load(name: str) -> ModuleType | None:
     return module
 
 
-kernels: ModuleType | None = _load("_kernels")
-"""Inner loops of the engine and the bootstrap (``c/rank.c``, ``c/bootstrap.c``, ``c/csv.c``)."""
-reader: ModuleType | None = _load("_reader")
-"""The TREC and JSONL readers (``c/lines.c``, ``c/jsonl.c``, ``c/guard.c``)."""
-remap: ModuleType | None = _load("_remap")
-"""Gold remapping's inner loops (``c/remap.c``), for :mod:`rankgate.goldset.remap`."""
+if TYPE_CHECKING:  # mypy reads the stubs (_kernels.pyi, _reader.pyi, _remap.pyi) and checks every call against them
+    from rankgate._native import _kernels as kernels
+    from rankgate._native import _reader as reader
+    from rankgate._native import _remap as remap
+else:
+    kernels: ModuleType | None = _load("_kernels")
+    """Inner loops of the engine and the bootstrap (``c/rank.c``, ``c/bootstrap.c``, ``c/csv.c``); None when not
+    built or switched off (every caller has its fallback)."""
+    reader: ModuleType | None = _load("_reader")
+    """The TREC and JSONL readers (``c/lines.c``, ``c/jsonl.c``, ``c/guard.c``)."""
+    remap: ModuleType | None = _load("_remap")
+    """Gold remapping's inner loops (``c/remap.c``), for :mod:`rankgate.goldset.remap`."""
 
 
 def describe() -> str:
