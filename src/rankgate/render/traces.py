@@ -94,7 +94,7 @@ def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
         if v is None:
             continue
         if v.note and v.note.startswith("not measurable"):
-            notes.append(f"{name}: {v.note}")
+            notes.append(name)
             continue
         lv = summary.value(name, last) if last is not None else None
         t.add_row(name, fmt_signal(name, v.value), f"{v.n:,}", fmt_signal(name, lv.value if lv else None))
@@ -118,9 +118,11 @@ def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
         for f in bad:
             parts.append(Text(f"  {f.source}: {fmt_share(f.rate)} [{fmt_share(f.low, unit='')}, {fmt_share(f.high, unit='')}] of "
                               f"{f.n:,} vs {fmt_share(f.overall)}"))
-    if notes:
+    if notes:  # one line, however many: the report's "could not use" section says what each one lacks
+        shown = ", ".join(notes[:4]) + (f" and {len(notes) - 4} more" if len(notes) > 4 else "")
         parts.append(Text(""))
-        parts += [Text(n) for n in notes]
+        parts.append(Text(f"{len(notes)} signal{'s' if len(notes) != 1 else ''} not measurable from these traces "
+                          f"({shown}); what each one needs: trace_report.html, \"What this report could not use\""))
     skipped = summary.skipped or {}
     if skipped.get("total"):
         parts.append(Text(""))

@@ -35,6 +35,9 @@ figure.series { margin: 0; border: 1px solid var(--line); border-radius: 8px; pa
 figure.series figcaption { font-weight: 600; font-size: 13px; }
 figure.series .sub { color: var(--muted); font-weight: 400; }
 svg.ts { width: 100%; height: auto; display: block; }
+p.single { margin: 18px 4px; }
+p.single .big { font-size: 22px; font-weight: 600; font-variant-numeric: tabular-nums; }
+p.single.flagged .big { color: var(--red); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.flag td { background: var(--red-bg); }
 ol.ids { margin: 0; padding-left: 22px; font: 12px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
@@ -51,15 +54,31 @@ def e(x: Any) -> str:
 def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: AbstractSet[int] = frozenset(),
                lines: Sequence[tuple[str, float]] = (), width: int = 560, height: int = 170) -> str:
     """A line of the signal's values over the windows; dashed lines at ``lines`` (label, value); red
-    dots on ``flagged`` windows. Windows without a value leave a gap."""
+    dots on ``flagged`` windows. Windows without a value leave a gap.
+
+    The y axis starts at zero for a signal that cannot go below it, so that noise of a few tenths of a
+    millisecond does not fill the box the way a real spike does; a signal that can (a score change)
+    keeps its own range, and when that range is under 5% of the value the chart says so. One window
+    with a value is a number, not a chart."""
     pts = [p for p in points if p.window is not None]
-    vals = [p.value for p in pts if p.value is not None] + [v for _, v in lines]
+    measured = [p for p in pts if p.value is not None]
+    vals = [p.value for p in measured] + [v for _, v in lines]
     left, right, top, bottom = 64, 10, 10, 26
-    if not pts or not vals:
+    if not measured:
         return '<p class="muted">no value in any window</p>'
+    if len(measured) == 1:
+        one = measured[0]
+        cls = "single flagged" if one.window in flagged else "single"
+        return (f'<p class="{cls}"><span class="big">{e(fmt_signal(signal, one.value))}</span> '
+                f'<span class="muted">in the one window with a value ({e(iso(one.window or 0)[:16])}, '
+                f'n={one.n:,})</span></p>')
     lo, hi = min(vals), max(vals)
-    if SIGNAL_INFO[signal].unit in ("share",) and lo >= 0:
+    narrow = ""
+    if lo >= 0 and SIGNAL_INFO[signal].unit in ("share", "per_1k", "ms", "count"):
         lo = 0.0
+    elif hi != lo and (hi - lo) < 0.05 * max(abs(hi), abs(lo)):
+        narrow = (f"axis spans only {fmt_signal(signal, hi - lo)} "
+                  f"({(hi - lo) / max(abs(hi), abs(lo)):.1%} of the value)")
     if hi == lo:
         hi = lo + (abs(lo) * 0.1 or 1.0)
     w0, w1 = pts[0].window or 0, pts[-1].window or 0
@@ -76,6 +95,9 @@ def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: AbstractS
     for v in (lo, hi):
         out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end" fill="#6b7280">'
                    f'{e(fmt_signal(signal, v))}</text>')
+    if narrow:
+        out.append(f'<text x="{width - right}" y="{top + 8}" font-size="10" text-anchor="end" fill="#b45309" '
+                   f'class="narrow">{e(narrow)}</text>')
     out.append(f'<text x="{left}" y="{height - 8}" font-size="10" fill="#6b7280">{e(iso(w0)[:16])}</text>')
     if len(pts) > 1:
         out.append(f'<text x="{width - right}" y="{height - 8}" font-size="10" text-anchor="end" fill="#6b7280">'
