@@ -81,15 +81,24 @@ def test_rows_pair_queries_and_use_only_queries_where_the_metric_applies():
     assert [r.field for r in cmp.rows[:3]] == [None, "tags.lang", "tags.lang"]
 
 
-def test_holm_runs_across_the_whole_table():
+def test_holm_runs_within_each_family_headline_rows_apart_from_each_fields_segments():
     base, cand = make_pair()
     cmp = compare(base, cand, by=["lang", "intent"], resamples=0, n_permutations=999)
-    ps = [r.p_value for r in cmp.rows]
     assert len(cmp.rows) == 2 * (1 + 2 + 2)
     assert all(r.p_holm >= r.p_value for r in cmp.rows)
-    smallest = min(range(len(ps)), key=lambda i: ps[i])
-    assert cmp.rows[smallest].p_holm == pytest.approx(min(1.0, ps[smallest] * len(ps)))
+    assert cmp.holm_families == ((None, 2), ("tags.lang", 4), ("intent", 4))
+    for field, size in cmp.holm_families:
+        family = [r for r in cmp.rows if r.field == field]
+        assert len(family) == size and {r.family for r in family} == {size}
+        smallest = min(family, key=lambda r: r.p_value)
+        assert smallest.p_holm == pytest.approx(min(1.0, smallest.p_value * size))
+    alone = compare(base, cand, resamples=0, n_permutations=999)
+    assert [r.p_holm for r in alone.rows] == [r.p_holm for r in cmp.rows if r.field is None]  # --by changes no headline
     assert all(math.isnan(r.ci_low) for r in cmp.rows)  # intervals were turned off
+    data = cmp.to_dict()
+    assert data["statistics"]["holm_families"] == [{"rows": "headline", "size": 2}, {"rows": "tags.lang", "size": 4},
+                                                   {"rows": "intent", "size": 4}]
+    assert {r["holm_family_size"] for r in data["rows"] if r["field"] is None} == {2}
 
 
 def test_unpaired_and_missing_queries_are_reported_never_dropped_silently():

@@ -124,8 +124,9 @@ def test_json_is_byte_identical_and_names_every_number() -> None:
     assert data["baseline"] == "base.jsonl" and data["runs"] == ["up.jsonl", "same.jsonl"]
     row = data["rows"][0]
     assert set(row) == {"metric", "run", "n", "baseline", "mean", "delta", "ci_low", "ci_high", "p_value", "p_holm",
-                        "higher_is_better", "verdict"}
-    assert data["statistics"]["correction"] == "Holm across every (run, metric) row"
+                        "higher_is_better", "holm_family_size", "verdict"}
+    assert data["statistics"]["correction"] == "Holm across every (run, metric) row (the headline rows)"
+    assert data["statistics"]["holm_families"] == [{"rows": "headline", "size": len(data["rows"])}]
 
 
 def test_terminal_golden_fits_80_columns() -> None:
@@ -155,7 +156,7 @@ def test_three_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "2 runs vs base.jsonl (baseline)" in out and "copy.jsonl" in out and "q39" in out
-    assert "Holm-corrected across 6 rows (2 runs × 3 metrics)" in out.replace("\n", " ")
+    assert "Holm-corrected across the 6 rows (2 runs × 3 metrics)" in out.replace("\n", " ")
 
     assert main(args + ["--json", "--baseline", "cand.jsonl"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -82,7 +82,8 @@ def test_comparison_scores_each_run_once_and_names_them(capsys):
     runs = (str(REPORT / "base.jsonl"), str(REPORT / "run.jsonl"))
     out = run_comparison(CompareRequest(runs, str(REPORT / "gold.jsonl"), statistics=Statistics(resamples=100),
                                         permutations=100, baseline="run.jsonl"))
-    assert out.two_runs and out.labels == ("run.jsonl", "base.jsonl")  # --baseline puts its run first
+    # --baseline puts its run first; each is named by the system its file gives
+    assert out.two_runs and out.labels == ("hybrid-v3 + rerank-base", "hybrid-v2")
     assert [e.result.inputs["run"]["path"] for e in out.evaluations] == list(reversed(runs))
     assert all(e.cis is None for e in out.evaluations)  # the comparison's intervals are paired ones
     capsys.readouterr()

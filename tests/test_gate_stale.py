@@ -49,7 +49,7 @@ def next_release(tmp_path: Path) -> Path:
 
 def _argv(demo: Path, config: Path, tmp_path: Path, *extra: object) -> list[object]:
     return ["--config", config, "--gold", demo / "data" / "gold.jsonl", "--candidate", demo / "runs" / "candidate.jsonl",
-            "--baseline", demo / "runs" / "baseline.jsonl", "--comment", tmp_path / "c.md", "--json",
+            "--baseline", demo / "runs" / "baseline.jsonl", "--comment", tmp_path / "c.md", "--json-out",
             tmp_path / "o.json", *extra]
 
 
@@ -74,7 +74,7 @@ def test_a_corpus_change_without_a_gold_change_is_flagged(demo: Path, tmp_path: 
     line = next(s for s in comment.splitlines() if s.startswith("❌ Stale labels:"))
     assert f"{st['stale']} of {st['labels']} gold ids (" in line and "graded labels and must-not-retrieve ids)" in line and "the limit is 2.0%" in line
     assert line.rstrip().endswith("Owner: docs-team.")
-    assert "| ❌ | stale labels | — |" in comment
+    assert f"| ❌ | stale labels | {st['share'] * 100:.1f}% ({st['stale']} of {st['labels']} gold ids) | — |" in comment
     assert "Retrieval gate failed" in comment.splitlines()[1]
     assert "Stale labels:" in out and "stale labels" in out  # the terminal says so too
     # the same numbers as 'rankgate gold stale' on the same files

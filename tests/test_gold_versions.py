@@ -50,15 +50,15 @@ def test_gate_warns_when_the_baseline_summary_used_another_gold_version(
     config = _config(demo, tmp_path, owner=False)
     base = ["--config", config, "--candidate", demo / "runs" / "candidate.jsonl",
             "--baseline", demo / "baseline" / "summary.json"]
-    _, _, err = _gate([*base, "--gold", gold_v2, "--comment", tmp_path / "c.md", "--json", tmp_path / "o.json"], capsys)
-    assert "warning: candidate.jsonl was scored on another version of the gold set than the baseline summary.json" in err
+    _, _, err = _gate([*base, "--gold", gold_v2, "--comment", tmp_path / "c.md", "--json-out", tmp_path / "o.json"], capsys)
+    assert "warning: bm25-english was scored on another version of the gold set than the baseline summary.json" in err
     comment = (tmp_path / "c.md").read_text(encoding="utf-8")
     assert "**Different gold set versions:**" in comment and "gold diff" in comment
     versions = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))["gold_versions"]
     assert versions["differ"] is True and versions["baseline"] != versions["candidate"]
     # the same gold file: no warning
     _, _, err = _gate([*base, "--gold", demo / "data" / "gold.jsonl", "--comment", tmp_path / "c2.md",
-                          "--json", tmp_path / "o2.json"], capsys)
+                          "--json-out", tmp_path / "o2.json"], capsys)
     assert "another version of the gold set" not in err
     assert "Different gold set versions" not in (tmp_path / "c2.md").read_text(encoding="utf-8")
     assert json.loads((tmp_path / "o2.json").read_text(encoding="utf-8"))["gold_versions"]["differ"] is False
@@ -88,10 +88,10 @@ def test_gate_and_compare_say_the_same_sentence_for_two_gold_versions(
     results = [rankgate.evaluate(str(demo / "data" / "gold.jsonl"), str(demo / "runs" / "baseline.jsonl")),
                rankgate.evaluate(str(gold_v2), str(demo / "runs" / "candidate.jsonl"))]
     scorer = SimpleNamespace(warn=lambda line: print(f"rankgate compare: {line}", file=sys.stderr))
-    _check_alike(scorer, results, ["baseline.jsonl", "candidate.jsonl"], 0)
+    _check_alike(scorer, results, ["baseline.jsonl", "bm25-english"], 0)  # the candidate is named by its system
     said_by_compare = [line.partition("warning: ")[2] for line in capsys.readouterr().err.splitlines()]
     assert said_by_gate == said_by_compare and len(said_by_gate) == 1
-    assert said_by_gate[0].startswith("candidate.jsonl was scored on another version of the gold set than the "
+    assert said_by_gate[0].startswith("bm25-english was scored on another version of the gold set than the "
                                       "baseline baseline.jsonl (gold sha256 ")
     assert f"**Different gold set versions:** {said_by_gate[0]}." in comment.read_text(encoding="utf-8").replace("`", "")
 

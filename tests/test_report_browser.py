@@ -165,7 +165,7 @@ def test_no_table_overflows_the_page(browser, report_file, demo_report, width, w
 
 
 def test_demo_report_reads_right(browser, demo_report):
-    """Colour only what fails, one naming of the runs, and say why a clear change is "within noise"."""
+    """Colour only what fails, one naming of the runs, and say why a clear change is "not significant"."""
     pg = browser.new_page(viewport={"width": 1300, "height": 900})
     try:
         pg.goto(demo_report.as_uri())
@@ -176,7 +176,7 @@ def test_demo_report_reads_right(browser, demo_report):
         assert "candidate.jsonl" in legends and "baseline.jsonl" in legends
         assert not any("runs/" in t for t in legends)
         panel = pg.locator("#panel").inner_text()
-        assert "CI excludes 0; Holm p =" in panel and "Holm-corrected across all" in panel
+        assert "not significant after correcting for" in panel and "Holm-corrected across the" in panel
         assert pg.locator("#gate td.warnword").all_inner_texts() == ["warn"]
         assert ": nothing retrieved." not in pg.locator("body").inner_text()
     finally:

@@ -161,7 +161,7 @@ def test_trec_mode_does_not_list_no_answer_queries_as_misses():
     assert [m.query_id for m in rep.misses] == ["q03", "q09", "q10"]
 
 
-def test_terminal_panel_says_why_a_clear_change_is_within_noise():
+def test_terminal_panel_says_why_a_clear_change_is_not_significant():
     import io
 
     from rich.console import Console
@@ -169,21 +169,25 @@ def test_terminal_panel_says_why_a_clear_change_is_within_noise():
     from rankgate.stats.paired import DeltaRow
     from rankgate.render.panel import retrieval_panel
 
-    class Cmp:  # a comparison whose one change has a CI clear of 0 and a Holm p of 0.12
+    change = DeltaRow(metric="recall@5", field=None, segment=None, n=13, baseline=0.5, candidate=0.6, delta=0.1,
+                   ci_low=0.02, ci_high=0.2, p_value=0.01, p_holm=0.12, family=12)
+
+    class Cmp:  # a comparison whose one change has a CI clear of 0 and a Holm p of 0.12 over 12 metric rows
         confidence = 0.95
-        rows = [None] * 12
+        rows = [change]
+        holm_families = ((None, 12),)
 
         def row(self, m):
-            return DeltaRow(metric=m, field=None, segment=None, n=13, baseline=0.5, candidate=0.6, delta=0.1,
-                               ci_low=0.02, ci_high=0.2, p_value=0.01, p_holm=0.12)
+            return change
 
     from rankgate.scoring.engine import evaluate
 
     res = evaluate(str(DATA / "gold.jsonl"), str(DATA / "run.jsonl"), ["recall@5"])
-    console = Console(width=160, record=True, file=io.StringIO(), color_system=None)
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
     console.print(retrieval_panel(res, {"recall@5": (0.5, 0.9)}, comparison=Cmp()))
     text = console.export_text()
-    assert "within noise*" in text and "Holm-corrected across 12 changes" in text and "recall@5 p = 0.120" in text
+    assert "not significant after correcting for 12 comparisons" in text
+    assert "Holm-corrected across the 12 metric rows" in text and "within noise" not in text
 
 
 def test_an_empty_list_without_a_title_reads_as_a_sentence():

@@ -156,7 +156,11 @@ def test_compare_gives_each_segment_the_numbers_it_has_alone() -> None:
             raw.append((metric, key, lab, int(ok.sum()), exact_mean(b), exact_mean(c),
                         *paired_bootstrap_ci(b, c, rng=2, resamples=200),
                         randomization_test(b, c, rng=2, resamples=500)))
-    adjusted = holm([r[-1] for r in raw])
+    # Holm within each family: the headline rows (field None), and each field's segment rows
+    adjusted = np.full(len(raw), np.nan)
+    for key in dict.fromkeys(r[1] for r in raw):
+        family = [i for i, r in enumerate(raw) if r[1] == key]
+        adjusted[family] = holm([raw[i][-1] for i in family])
     assert len(cmp.rows) == len(raw)
     for r, w, a in zip(cmp.rows, raw, adjusted):
         assert (r.metric, r.field, r.segment, r.n) == w[:4]
@@ -302,7 +306,7 @@ def test_the_pr_comment_lists_50_failing_segments_and_counts_the_rest(tmp_path, 
                       "    segments: [uid]\ndefaults: {seed: 0, resamples: 100}\n")
     comment = tmp_path / "comment.md"
     code = cli("gate", "--config", str(config), "--gold", str(gold), "--candidate", str(cand), "--comment", str(comment),
-               "--json", str(tmp_path / "outcome.json"), "--no-step-summary")
+               "--json-out", str(tmp_path / "outcome.json"), "--no-step-summary")
     assert code == 1
     capsys.readouterr()
     text = comment.read_text()

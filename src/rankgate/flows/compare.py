@@ -7,18 +7,21 @@ those. Runs are named by :func:`run_labels`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rankgate.errors import F, UsageError
-from rankgate._util.constraints import BY, COUNT, FLAG, PATHS, PERMUTATIONS, TEXT, Param, check
+from rankgate._util import progress
+from rankgate._util.constraints import BY, COUNT, FLAG, NAMES, PATH, PATHS, PERMUTATIONS, TEXT, Param, Shape, check
 from rankgate.flows._inputs import FilePath, paths
-from rankgate.flows.evaluate import SCORING, STATISTICS, EvaluateRequest, Evaluation, Scorer, Scoring, Statistics, Warn, freshness_of
+from rankgate.flows.evaluate import SCORING, SCORING_KEYWORDS, STATISTICS, EvaluateRequest, Evaluation, Scorer, Scoring, \
+    Statistics, Warn, freshness_of, input_name, scoring_with
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankgate.experiments.rewrite import RewriteEffect
-    from rankgate.io.load import GoldInput
+    from rankgate.io.load import GoldInput, RunInput
     from rankgate.model.gold_run import Gold
     from rankgate.stats.paired import PairedComparison
 
@@ -32,19 +35,34 @@ def run_labels(paths: list[str]) -> list[str]:
     return run_names(paths)
 
 
-_RUNS = Param("runs", PATHS, (), help="the runs compared (paths)")
+def _run_list(value: Any) -> tuple[Any, ...] | None:
+    """``runs`` as a tuple: paths (a single path is one run), and runs given in memory (a loaded run, a dict,
+    records, a table) as they are; None when it is no list of runs."""
+    paths = PATHS.read(value)
+    if paths is not None:
+        return paths
+    if not isinstance(value, (list, tuple)) or not value or any(v is None for v in value):
+        return None
+    return tuple(PATH.read(v) if isinstance(v, (str, os.PathLike)) else v for v in value)
+
+
+_RUNS = Param("runs", Shape("a path, or a list of runs (paths or runs in memory)", _run_list), (),
+              help="the runs compared")
 
 
 @dataclass(frozen=True)
 class CompareRequest:
-    """Runs (paths) on ``gold``: the first is the baseline unless ``baseline`` names another (file name or
-    path as given). ``by``: segments (two runs); ``enforce_as_of``: each run's freshness what-if (two
+    """Runs on ``gold`` (paths, or loaded or in memory as :func:`rankgate.evaluate` takes them): the first is
+    the baseline unless ``baseline`` names another (file name or path as given, or label). ``labels``: the runs'
+    names, in order (needed for runs given in memory; default for files: their ``system`` or file names).
+    ``by``: segments (two runs); ``enforce_as_of``: each run's freshness what-if (two
     runs); ``rewrite``: one rewrite log, or two runs ORIGINAL REWRITTEN; ``fuse``: a fusion method
     (``rrf``, ``rrf(k=N)``, ``combsum``, ``combmnz``) whose fused run is compared with the runs (without
     ``gold`` only built). ``permutations``: sign flips of the randomisation test (0: no p-values);
-    ``top``: most-changed queries listed (two runs)."""
+    ``top``: most-changed queries listed (two runs). ``metrics``, ``k``, ``level``: the scoring's, given one
+    by one instead of as ``scoring`` (not both; set in :attr:`scoring` when the request is built)."""
 
-    runs: tuple[str, ...]
+    runs: tuple[RunInput, ...]
     gold: GoldInput | None = None
     scoring: Scoring = field(default_factory=Scoring)
     statistics: Statistics = field(default_factory=Statistics)
@@ -56,6 +74,10 @@ class CompareRequest:
     top: int = 10
     fuse: str | None = None
     fused_run: bool = False  # the fused run is wanted as JSONL (to write), with or without gold
+    labels: tuple[str, ...] = ()
+    metrics: str | Sequence[str] | None = None
+    k: int | None = None
+    level: str | None = None
 
     def __post_init__(self) -> None:
         def put(attr: str, value: Any) -> None:
@@ -63,7 +85,18 @@ class CompareRequest:
 
         # Every field but the gold set checked here (a UsageError naming it; numpy scalars made plain).
         put("runs", check(_RUNS, self.runs, caller="CompareRequest"))
-        put("scoring", check(SCORING, self.scoring, caller="CompareRequest"))
+        put("labels", check(Param("labels", NAMES, ()), self.labels, caller="CompareRequest"))
+        if self.labels and len(self.labels) != len(self.runs):
+            raise UsageError(f"labels names {len(self.labels)} runs but {len(self.runs)} are compared: give one label "
+                             "per run, in the order of runs")
+        if not self.labels and not all(isinstance(r, (str, os.PathLike)) for r in self.runs):
+            raise UsageError("runs given in memory need labels: give labels=('baseline', 'candidate'), one per run")
+        if len(set(self.labels)) != len(self.labels):
+            raise UsageError(f"labels must name each run once; got {', '.join(map(repr, self.labels))}"[:300])
+        put("scoring", scoring_with(check(SCORING, self.scoring, caller="CompareRequest"),
+                                    {name: getattr(self, name) for name in SCORING_KEYWORDS}, "CompareRequest"))
+        for name in SCORING_KEYWORDS:  # (now in the scoring: a replace() of the request gives them once)
+            put(name, None)
         put("statistics", check(STATISTICS, self.statistics, caller="CompareRequest"))
         put("by", check(BY, self.by, caller="CompareRequest"))
         for attr in ("baseline", "fuse"):
@@ -106,6 +139,10 @@ class CompareRequest:
         """The files the request reads (an output may be none of them): the gold set when a path, the doc
         map, the runs (or the rewrite log)."""
         return paths(self.gold, self.scoring.doc_map, *self.runs)
+
+    def names(self) -> list[str]:
+        """The runs' names before they are read: ``labels`` when given, else :func:`run_labels` of the paths."""
+        return list(self.labels) if self.labels else run_labels(_files(self.runs))
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -151,17 +188,22 @@ def run_comparison(req: CompareRequest, *, on_warning: Warn | None = None) -> Co
     elif len(req.runs) == 2:
         out = _two(req, scorer)
     else:
-        out = _many(req, scorer, list(req.runs), list(req.runs), run_labels(list(req.runs)))
+        out = _many(req, scorer, list(req.runs), list(req.runs), req.names())
     from dataclasses import replace
 
     return replace(out, warnings=tuple(scorer.warnings))
 
 
-def _baseline_index(req: CompareRequest, paths: list[str], labels: list[str]) -> int:
+def _files(runs: Sequence[object]) -> list[str]:
+    """The paths among ``runs`` (all of them when no labels are given: runs in memory need labels)."""
+    return [os.fspath(r) for r in runs if isinstance(r, (str, os.PathLike))]
+
+
+def _baseline_index(req: CompareRequest, paths: Sequence[object], labels: list[str]) -> int:
     if req.baseline is None:
         return 0
     for i, (path, label) in enumerate(zip(paths, labels)):
-        if req.baseline in (path, label):
+        if req.baseline == label or (isinstance(path, (str, os.PathLike)) and req.baseline == os.fspath(path)):
             return i
     raise UsageError(f"{F.baseline} {req.baseline!r} names none of the runs: {', '.join(labels)}")
 
@@ -178,16 +220,19 @@ def _load_gold(req: CompareRequest) -> Gold:
     from rankgate.io import load_gold
 
     assert req.gold is not None  # (CompareRequest.check asks for it before anything is compared)
-    return load_gold(req.gold, format=req.scoring.gold_format, columns=req.scoring.column_map())
+    with progress.stage(f"reading {input_name(req.gold, 'the gold set')}"):
+        return load_gold(req.gold, format=req.scoring.gold_format, columns=req.scoring.column_map(),
+                         fields=req.scoring.fields)
 
 
 def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
     from rankgate.stats.paired import compare
 
-    paths = list(req.runs)
-    if _baseline_index(req, paths, run_labels(paths)) == 1:
+    paths, given = list(req.runs), list(req.labels)
+    if _baseline_index(req, paths, req.names()) == 1:
         paths.reverse()
-    labels = run_labels(paths)
+        given.reverse()
+    labels = given or run_labels(_files(paths))
     gold = _load_gold(req)
     freshness: dict[str, Any] | None = None
     if req.enforce_as_of:
@@ -197,9 +242,12 @@ def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
     else:
         evaluations = [_evaluation(req, gold, p, scorer.score(gold, p)) for p in paths]
     base, cand = (e.result for e in evaluations)
+    labels = given or _named(_files(paths), evaluations)
     _check_alike(scorer, [base, cand], labels, 0)
     st = req.statistics
-    result = compare([base, cand], by=req.by, statistics=st, n_permutations=req.permutations, top=req.top)
+    with progress.stage(comparing_stage(req, 2)):
+        result = compare([base, cand], labels=given or None, by=req.by, statistics=st, n_permutations=req.permutations,
+                         top=req.top)
     return CompareResult(result, tuple(labels), tuple(evaluations), freshness)
 
 
@@ -214,19 +262,31 @@ def _rewrite(req: CompareRequest, scorer: Scorer) -> CompareResult:
     if len(req.runs) == 1:
         from rankgate.io.rewrite import read_rewrite_runs
 
-        log = read_rewrite_runs(req.runs[0])
+        first = req.runs[0]
+        if not isinstance(first, (str, os.PathLike)):
+            raise UsageError("a rewrite log is a file (records with 'original' and 'rewritten' results): give its path")
+        log = read_rewrite_runs(first)
         original, rewritten, texts, labels = log.original, log.rewritten, log.texts, ("original", "rewritten")
     else:
         original, rewritten = req.runs
-        labels = tuple(run_labels(list(req.runs)))  # type: ignore[assignment]
+        labels = tuple(req.names())  # type: ignore[assignment]
     gold = _load_gold(req)
     st = req.statistics
     effect = rewrite_effect(original, rewritten, lambda run, metrics: scorer.score(gold, run, metrics=",".join(metrics)),
                             k=req.scoring.k or 10, by=req.by, statistics=st, texts=texts, labels=labels)
     evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in (original, rewritten)]
-    result = compare([e.result for e in evaluations], labels=list(labels), by=req.by, statistics=st,
-                     n_permutations=req.permutations, top=req.top)
+    with progress.stage(comparing_stage(req, 2)):
+        result = compare([e.result for e in evaluations], labels=list(labels), by=req.by, statistics=st,
+                         n_permutations=req.permutations, top=req.top)
     return CompareResult(result, tuple(labels), tuple(evaluations), rewrite=effect)
+
+
+def _named(paths: list[str], evaluations: list[Any]) -> list[str]:
+    """The runs' names once they are read: the ``system`` each file gives, where it gives one no other run
+    shares (:func:`rankgate.model.results.run_names`)."""
+    from rankgate.model.results import run_names, run_system
+
+    return run_names(paths, [run_system(e.result) for e in evaluations])
 
 
 def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline: int) -> None:
@@ -240,7 +300,7 @@ def _check_alike(scorer: Scorer, results: list[Any], names: list[str], baseline:
         scorer.warn(f"warning: {line}")
 
 
-def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str], names: list[str]) -> CompareResult:
+def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: Sequence[object], names: list[str]) -> CompareResult:
     """Runs (paths or loaded runs) against a baseline; ``paths`` as given, for ``baseline`` to match."""
     from rankgate.stats.paired import compare
 
@@ -249,10 +309,19 @@ def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: list[str]
     gold = _load_gold(req)
     evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in runs]
     results = [e.result for e in evaluations]
+    if not req.labels and len(paths) == len(evaluations) and all(isinstance(p, (str, os.PathLike)) for p in paths):
+        names = _named(_files(paths), evaluations)
     _check_alike(scorer, results, names, baseline)
     st = req.statistics
-    result = compare(results, labels=names, baseline=baseline, statistics=st, n_permutations=req.permutations)
+    with progress.stage(comparing_stage(req, len(results))):
+        result = compare(results, labels=names, baseline=baseline, statistics=st, n_permutations=req.permutations)
     return CompareResult(result, tuple(names), tuple(evaluations))
+
+
+def comparing_stage(req: CompareRequest, runs: int) -> str:
+    """What the terminal says while the runs are compared (:mod:`rankgate._util.progress`)."""
+    by = f", by {', '.join(req.by)}" if req.by else ""
+    return f"comparing {runs} runs (paired intervals and p-values{by})"
 
 
 def _fuse(req: CompareRequest, scorer: Scorer) -> CompareResult:
@@ -266,13 +335,14 @@ def _fuse(req: CompareRequest, scorer: Scorer) -> CompareResult:
         raise UsageError(f"{F.fuse} needs at least two runs; got {len(req.runs)}")
     if req.gold is None and not req.fused_run:
         raise UsageError(f"{F.fuse} without {F.gold} only builds the fused run: give {F(fused_run=True)} (or {F.gold} to compare)")
-    labels = run_labels(list(req.runs))
+    labels = req.names()
     s = req.scoring
     from rankgate.io.trec import trec_eval_lines
 
-    with trec_eval_lines(s.trec):  # (--trec: a TREC run's lines as trec_eval reads them)
-        loaded = [load_run(path, format=s.run_format, columns=s.column_map()) for path in req.runs]
-    fused = fuse(loaded, method, labels=labels, ties=s.ties)
+    with progress.stage(f"reading {len(req.runs)} runs"), trec_eval_lines(s.trec):  # (--trec: as trec_eval reads them)
+        loaded = [load_run(path, format=s.run_format, columns=s.column_map(), fields=s.fields) for path in req.runs]
+    with progress.stage(f"fusing them ({method})"):
+        fused = fuse(loaded, method, labels=labels, ties=s.ties)
     name = str(method)
     if req.gold is None:
         return CompareResult(None, (), fusion=name, fused_jsonl=run_jsonl(fused), runs_fused=len(loaded))

@@ -71,6 +71,9 @@ __all__ = [
 
 EPS = 1e-9
 NAN = math.nan
+VERDICT_PERMUTATIONS = 10000
+"""Sign flips of the randomisation test behind the verdicts of a paired comparison (``rankgate compare``'s default,
+so the gate and compare word one change alike); the gate's decision does not use them."""
 
 
 # -- outcome ------------------------------------------------------------------------------------
@@ -97,6 +100,7 @@ class Check:
     ci_high: float = NAN
     baseline: float = NAN
     note: str = ""
+    verdict: str = ""  # a regression against per-query values: the change's verdict (rankgate.stats.verdict)
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ class GateOutcome:
     latency: tuple[Any, ...] = ()  # LatencyGateResult of each latency gate (rankgate.experiments.latency)
     stale: StaleCheck | None = None  # max_stale_labels of the ship criteria, when set
     tie_rules: tuple[str | None, str | None] = (None, None)  # ranking rule of (baseline, candidate), when known
+    holm_families: tuple[tuple[str | None, int], ...] = ()  # the paired comparison's (field or None, size) families
 
     @property
     def ties_differ(self) -> bool:
@@ -232,7 +237,8 @@ class GateOutcome:
                     "owner": r.gate.owner,
                     **({"metric_from_name": True} if r.gate.metric_from_name else {}),
                     "status": r.status,
-                    "checks": [{k: nan_to_none(v) for k, v in vars(c).items() if k != "gate"} for c in r.checks],
+                    "checks": [{k: nan_to_none(v) for k, v in vars(c).items() if k != "gate" and (k != "verdict" or v)}
+                               for c in r.checks],
                 }
                 for r in self.results
             ],
@@ -250,6 +256,8 @@ class GateOutcome:
             "tie_rules": {"baseline": self.tie_rules[0], "candidate": self.tie_rules[1], "differ": self.ties_differ},
             **({"latency": [r.to_dict() for r in self.latency]} if self.latency else {}),
             "stale_labels": None if self.stale is None else self.stale.to_dict(),
+            **({"holm_families": [{"rows": "headline" if f is None else f, "size": n} for f, n in self.holm_families]}
+               if self.holm_families else {}),
         }
 
     def to_json(self) -> str:
@@ -329,12 +337,15 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
             notes.append("No baseline given: regression limits were not checked.")
     else:
         raise UsageError(f"baseline must be an EvaluationResult, a BaselineSummary or None; got {type(baseline).__name__}")
+    clabel = run_label(current, candidate_label)
     if paired is not None:
+        # p-values (as rankgate compare draws them) only word the verdicts; the regression rule decides by the interval
         cmp = compare(paired, current, metrics=[m for m in config.metrics if m in paired.metric_names], by=list(dict.fromkeys(fields.values())), seed=seed,
-                      resamples=B, n_permutations=0, confidence=conf, primary=next((g.metric for g in config.gates if g.metric not in means_metrics), paired.metric_names[0]),
+                      resamples=B, n_permutations=VERDICT_PERMUTATIONS, confidence=conf, primary=next((g.metric for g in config.gates if g.metric not in means_metrics), paired.metric_names[0]),
                       baseline_label=baseline_label if kind == "run" else blabel, candidate_label=candidate_label)
         if kind == "run":
             blabel = cmp.baseline_label
+        clabel = cmp.candidate_label  # one naming for both runs (two of the same system go by file)
         if cmp.only_in_baseline or cmp.only_in_candidate:
             notes.append(f"{len(cmp.only_in_baseline)} queries only in the baseline and {len(cmp.only_in_candidate)} "
                          "only in the candidate were left out of the paired comparison")
@@ -370,9 +381,10 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     summary["per_query"] = per_query_dict(current, config.metrics)
     listed = tuple(queries[:10])
     texts = {q.query_id: t for q in listed for t in [(query_text or {}).get(q.query_id)] if isinstance(t, str) and t}
-    return GateOutcome(passed, tuple(results), kind, blabel, run_label(current, candidate_label), seed, B, conf,
+    return GateOutcome(passed, tuple(results), kind, blabel, clabel, seed, B, conf,
                        summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions, latency,
-                       freshness, (ties_of(baseline) if baseline is not None else None, ties_of(current)))
+                       freshness, (ties_of(baseline) if baseline is not None else None, ties_of(current)),
+                       cmp.holm_families if cmp is not None else ())
 
 
 def _latency_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
@@ -442,7 +454,7 @@ def _checks_for(g: Gate, config: GateConfig, current: EvaluationResult, cis, seg
                 ok = value >= limit - EPS if kind == "threshold" else value <= limit + EPS
                 out.append(_with(base, status="pass" if ok else "fail", **c))
         if g.regression_max is not None:
-            out.append(_regression(g, base, hib, small, cmp, summary, conf))
+            out.append(_regression(g, base, hib, small, cmp, summary, conf, config.confidence))
     return out
 
 
@@ -464,7 +476,7 @@ def _with(check: Check, **changes: Any) -> Check:
 
 
 def _regression(g: Gate, base: Check, hib: bool, small: bool, cmp: Comparison | None,
-                summary: BaselineSummary | None, conf: str) -> Check:
+                summary: BaselineSummary | None, conf: str, confidence: float = 0.95) -> Check:
     limit = g.regression_max
     assert limit is not None  # (only gates with a regression limit come here)
     c = _with(base, kind="regression", limit=limit, ci_low=NAN, ci_high=NAN)
@@ -475,7 +487,8 @@ def _regression(g: Gate, base: Check, hib: bool, small: bool, cmp: Comparison | 
         if row is None or row.n == 0:
             return _with(c, status="skipped", note="no query where the metric applies in both runs")
         worse = -row.delta if hib else row.delta
-        c = _with(c, n=row.n, mean=row.candidate, baseline=row.baseline, value=row.delta, ci_low=row.ci_low, ci_high=row.ci_high)
+        c = _with(c, n=row.n, mean=row.candidate, baseline=row.baseline, value=row.delta, ci_low=row.ci_low, ci_high=row.ci_high,
+                  verdict=row.verdict(confidence))
         if worse <= limit + EPS:
             return c
         if math.isnan(row.ci_low):

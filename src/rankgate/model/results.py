@@ -155,20 +155,58 @@ class EvaluationResult:
         }
 
 
-def run_names(paths: Sequence[str]) -> list[str]:
-    """How runs are named, the one rule of every flow that shows several (compare, report, pool): a run's file
-    name, or its path as given when another run (another path) has the same file name."""
+def run_names(paths: Sequence[str], systems: Sequence[str | None] | None = None) -> list[str]:
+    """How runs are named, the one rule of every flow that shows several (compare, report, pool, gate): the
+    ``system`` the run's file gives (one value on its lines, ``systems``) when no other run has the same
+    one; else the run's file name, or its path as given when another run (another path) has the same file
+    name."""
     names = [os.path.basename(p) or p for p in paths]
-    return [p if any(other != p and os.path.basename(other) == name for other in paths) else name
-            for p, name in zip(paths, names)]
+    by_file = [p if any(other != p and os.path.basename(other) == name for other in paths) else name
+               for p, name in zip(paths, names)]
+    if not systems:
+        return by_file
+    return [s if s and sum(1 for t in systems if t == s) == 1 and s not in by_file[:i] + by_file[i + 1:] else f
+            for i, (s, f) in enumerate(zip(systems, by_file))]
+
+
+def run_system(result: EvaluationResult) -> str | None:
+    """The one ``system`` a result's run file gives on its lines, or None (none given, or several)."""
+    info: Any = getattr(result, "info", None)
+    info_run: Any = info.get("run") if isinstance(info, Mapping) else None
+    systems = info_run.get("system") if isinstance(info_run, Mapping) else None
+    if isinstance(systems, list) and len(systems) == 1 and isinstance(systems[0], str) and systems[0].strip():
+        return systems[0]
+    return None
 
 
 def run_label(result: EvaluationResult, given: str | None = None, default: str = "candidate") -> str:
-    """How a result's run is named in comparisons and gates: ``given`` if set, else the run file's
-    name (``inputs["run"]["path"]``), else ``default``."""
+    """How a result's run is named in comparisons and gates: ``given`` if set, else the ``system`` its file
+    gives on its lines (:func:`run_system`), else the run file's name (``inputs["run"]["path"]``), else
+    ``default``. Two results named alike are told apart by :func:`pair_labels`."""
     if given:
         return given
+    system = run_system(result)
+    if system:
+        return system
     run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
     path = run.get("path") if run is not None and hasattr(run, "get") else None
     return os.path.basename(str(path)) if path else default
+
+
+def pair_labels(base: EvaluationResult, cand: EvaluationResult, given_base: str | None = None,
+                given_cand: str | None = None) -> tuple[str, str]:
+    """The names of a baseline and a candidate: :func:`run_label` of each, or, when both runs give the same
+    ``system``, their file names (a candidate of the same system is still another run)."""
+    b, c = run_label(base, given_base, "baseline"), run_label(cand, given_cand, "candidate")
+    if b == c and not (given_base and given_cand):
+        files = run_names([_run_path(base) or "baseline", _run_path(cand) or "candidate"])
+        b = given_base or files[0]
+        c = given_cand or files[1]
+    return b, c
+
+
+def _run_path(result: EvaluationResult) -> str | None:
+    run = result.inputs.get("run") if hasattr(result.inputs, "get") else None
+    path = run.get("path") if run is not None and hasattr(run, "get") else None
+    return str(path) if path else None
 

@@ -414,7 +414,7 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
         latency=_latency(result, base_result),
         run_label=run_label,
         baseline_label=base.label,
-        changes_tested=len(cmp.rows) if cmp is not None else 0,
+        changes_tested=cmp.holm_families[0][1] if cmp is not None else 0,
         lexical_label=lex.label,
         lexical_panel=lex.panel,
         curves=_curves(result, shown.ks, main.cis),

@@ -18,6 +18,7 @@ from typing import Any
 
 from rankgate.metrics.info import higher_is_better
 from rankgate.stats.segments import display_field, looks_like_id, shown_segments
+from rankgate.stats.verdict import correction_line
 from rankgate.render.lines import id_like_line, left_out_line
 from rankgate.render.numbers import (
     fmt_apart,
@@ -147,6 +148,11 @@ def _noise_sentences(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -
     return out
 
 
+def _one_line(text: str) -> str:
+    """``text`` with no-break spaces, so a table cell keeps it on one line however narrow the page."""
+    return text.replace(" ", "\u00a0")
+
+
 def _limits(g: Mapping[str, Any]) -> str:
     m, parts = g["metric"], []
     if g["threshold"] is not None:
@@ -203,9 +209,9 @@ def _gate_rows(o: Mapping[str, Any], gates: list[Mapping[str, Any]], cap: int) -
             total += 1
             if len(rows) < cap:
                 rows.append(_gate_row(o, g, f, seg, checks) if checks is not None else
-                            f"| | … {md_escape(left_out_line(f, seg, 'the JSON outcome', 'failing segments'), 300)} |" + " |" * 6)
+                            f"| | … {md_escape(left_out_line(f, seg, 'the JSON outcome', 'failing segments'), 300)} |" + " |" * 3)
     if total > cap:
-        rows.append(f"| | … {total - cap} more rows not shown (see the JSON outcome) |" + " |" * 6)
+        rows.append(f"| | … {total - cap} more rows not shown (see the JSON outcome) |" + " |" * 3)
     return rows
 
 
@@ -228,22 +234,28 @@ def _gate_row(o: Mapping[str, Any], g: Mapping[str, Any], f: str | None, seg: st
                                                 ("pass" if "pass" in statuses else "skipped"))
     if status == "fail" and g["severity"] == "warning":
         status = "warn"
-    result = {"fail": "fail", "warn": "warning", "pass": "pass", "skipped": "not checked"}[status]
     st = _stat(o, m, f, seg)
     ci = fmt_value_ci(m, st.get("ci_low"), st.get("ci_high"))
     floor = g["threshold"] if g["threshold"] is not None else g["max"]
     mean = _n(st.get("mean", cur["mean"]))
-    candidate = fmt_apart(m, mean, floor if g["on"] == "mean" else None) + (f" ({ci})" if ci != "—" else "")
-    base = change = "—"
+    # Five columns fit GitHub's 800 px: the icon is the result, the metric goes under the gate's name, the
+    # baseline before the candidate; the change and the limit never wrap (no-break spaces), a verdict may.
+    candidate = fmt_apart(m, mean, floor if g["on"] == "mean" else None)
+    change = "—"
     if reg is not None and reg["status"] != "skipped":
-        base = fmt_value(m, _n(reg["baseline"]))
+        candidate = f"{fmt_value(m, _n(reg['baseline']))} → {candidate}"
         change = fmt_apart(m, _n(reg["value"]), g["regression_max"], delta=True)
         dci = fmt_delta_ci_apart(m, reg["ci_low"], reg["ci_high"])
-        change += f" ({dci})" if dci != "—" else ""
-    name = md_escape(g["name"], 60) if f is None else "↳ " + md_escape(f"{display_field(f)} = {seg}", 60)
+        change = _one_line(change + (f" ({dci})" if dci != "—" else ""))
+        if reg.get("verdict"):
+            change += f"<br>{md_escape(reg['verdict'])}"
+    candidate = _one_line(candidate) + (f"<br>({_one_line(ci)})" if ci != "—" else "")
+    if f is None:
+        name = md_escape(g["name"], 60) + (f"<br><sub>{md_escape(m)}</sub>" if g["name"] != m else "")
+    else:
+        name = "↳ " + md_escape(f"{display_field(f)} = {seg}", 60)
     # a segment is held to the same limits as all queries: the column says so on every row
-    return (f"| {ICON[status]} | {name} | {md_escape(m)} | {candidate} | {base} | {change} | "
-            f"{_limits(g)} | {result} |")
+    return f"| {ICON[status]} | {name} | {candidate} | {change} | {_one_line(_limits(g))} |"
 
 
 def _mover_rows(moves: list[Mapping[str, Any]], verdicts: bool = True) -> list[str]:
@@ -312,7 +324,9 @@ def _stale_row(o: Mapping[str, Any]) -> str | None:
     status = {"pass": "pass", "fail": "fail", "warn": "warn", "not_checked": "skipped"}[st["status"]]
     result = {"fail": "fail", "warn": "warning", "pass": "pass", "skipped": "not checked (no `--corpus`)"}[status]
     value = "—" if st["share"] is None else f"{fmt_share(st['share'])} ({st['stale']} of {st['labels']} gold ids)"
-    return f"| {ICON[status]} | stale labels | — | {value} | — | — | ≤ {md_escape(st['limit'])} | {result} |"
+    if status == "skipped":
+        value = result
+    return f"| {ICON[status]} | stale labels | {value} | — | {_one_line('≤ ' + md_escape(st['limit']))} |"
 
 
 def _sentences(o: Mapping[str, Any], esc) -> list[str]:
@@ -399,14 +413,14 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
         if rule == "means" and note.startswith("The baseline is a summary"):
             why = note[note.find("(") + 1: note.rfind("): ")] if "): " in note else ""
             if why:
-                hint = ("; a summary written by this version of rankgate (`gate --json` or `evaluate --out`) keeps "
+                hint = ("; a summary written by this version of rankgate (`gate --json-out` or `evaluate --out`) keeps "
                         "the paired test" if "per-query values" in why else "")
                 out.append(f"It is means only because {md_escape(why, 200)}{hint}.")
             continue
         out.append(f"{md_escape(note, 500)}")
     out += _read_from_name(gates)
-    out += ["", "### Gates", "", f"| | Gate | Metric | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
-            "|:-:|:--|:--|--:|--:|--:|:--|:--|"]
+    out += ["", "### Gates", "", f"| | Gate | Baseline → candidate ({conf}) | Change ({conf}) | Limit |",
+            "|:-:|:--|--:|--:|:--|"]
     out += _gate_rows(o, gates, caps["table"])
     stale_row = _stale_row(o)
     if stale_row:
@@ -426,6 +440,11 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
         out += ["", f"### {title}", "", f"| Segment | Metric | n | {before} | Candidate | {change} |"
                 + (" Verdict |" if verdicts else ""), "|:--|:--|--:|--:|--:|--:|" + (":--|" if verdicts else "")]
         out += _cut(_mover_rows(moves, verdicts), caps["movers"], 7 if verdicts else 6, "segments")
+        families = o.get("holm_families") or []
+        if verdicts and families:
+            segments = [(display_field(fam["rows"]), fam["size"]) for fam in families if fam["rows"] != "headline"]
+            out += ["", f"<sub>Verdicts: paired sign-flip randomisation test, "
+                        f"{md_escape(correction_line(families[0]['size'], segments), 400)}.</sub>"]
     queries = o.get("queries", {})
     items = queries.get("items") or []
     if items:

@@ -12,6 +12,7 @@ from typing import Any
 
 from rankgate.stats.paired import Comparison, DeltaRow, MultiComparison, PairedComparison
 from rankgate.stats.segments import display_field, shown_segments
+from rankgate.stats.verdict import correction_line
 from rankgate.render.lines import segment_lines
 from rankgate.render.numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_p, fmt_rank, fmt_value, md_escape, shorten
 
@@ -40,12 +41,26 @@ def _ids(qs: tuple[str, ...], limit: int = 5) -> str:
 
 
 def _method(cmp: PairedComparison) -> str:
-    """How the numbers were made, in one sentence (the several-runs form counts its runs and metrics)."""
+    """How the numbers were made, in one sentence: the interval, the test and Holm's families (the headline rows;
+    each ``by`` field's segment rows apart); the several-runs form counts its runs and metrics."""
     ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.resamples} resamples, seed {cmp.seed})"
-    p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), Holm-corrected across {len(cmp.rows)} rows"
-    if not cmp.detailed:
-        p += f" ({len(cmp.run_names)} runs × {len(cmp.metrics)} metrics)"
+    families = cmp.holm_families
+    headline = families[0][1]
+    if cmp.detailed:
+        corrected = correction_line(headline, [(display_field(str(f)), n) for f, n in families[1:]])
+    else:
+        corrected = correction_line(headline, [], what="row", detail=f" ({len(cmp.run_names)} runs × {len(cmp.metrics)} metrics)")
+    p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), {corrected}"
     return f"{ci}; {p}."
+
+
+def _changed(cmp: Comparison) -> str:
+    """The footer's first line: queries paired, and how many changed on each metric."""
+    counts = cmp.changed_by_metric or ((cmp.primary, cmp.changed),)
+    if len(counts) == 1:
+        return f"{_queries(cmp.paired)} paired by query id; {counts[0][1]} changed on {counts[0][0]}."
+    return (f"{_queries(cmp.paired)} paired by query id; queries changed: "
+            + ", ".join(f"{m} {n}" for m, n in counts) + ".")
 
 
 def _shown(cmp: Comparison) -> tuple[list[DeltaRow], list[str]]:
@@ -74,7 +89,7 @@ def _coverage(cmp: Comparison, limit: int = 5, segments: list[str] | None = None
     def ids(qs: tuple[str, ...]) -> str:
         return _ids(qs, limit)
 
-    lines = [f"{_queries(cmp.paired)} paired by query id; {cmp.changed} changed on {cmp.primary}."]
+    lines = [_changed(cmp)]
     if cmp.missing_from_baseline_run:
         lines.append(f"{_queries(len(cmp.missing_from_baseline_run))} missing from the baseline run (scored 0 there): {ids(cmp.missing_from_baseline_run)}")
     if cmp.missing_from_candidate_run:
@@ -270,7 +285,7 @@ def _multi_renderable(cmp: MultiComparison):
     table.add_column("metric / run", overflow="fold", min_width=12)
     for name in ("n", "baseline", "run", "change", f"{fmt_confidence(cmp.confidence)} CI", "Holm p"):
         table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True, min_width=12)
+    table.add_column("verdict", min_width=12)  # "not significant after correcting for N comparisons" wraps
     for i, metric in enumerate(cmp.metrics):
         if i:
             table.add_section()

@@ -21,7 +21,7 @@ from rankgate.render import charts
 from rankgate.render.assets import CSP, CSS, JS
 from rankgate.render.lines import segment_lines
 from rankgate.render.model import Item, Miss, Offence, Report
-from rankgate.render.numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_exact, fmt_ms, fmt_p, fmt_sig, fmt_value, fmt_value_ci
+from rankgate.render.numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_exact, fmt_ms, fmt_sig, fmt_value, fmt_value_ci
 
 __all__ = ["render_html", "write_report"]
 
@@ -133,12 +133,6 @@ def _diagnosis(rep: Report) -> str:
     return "\n".join(out)
 
 
-def _noise_despite_ci(r: Any) -> bool:
-    """The change's CI excludes 0 but the Holm-corrected test calls it noise: the page must say why."""
-    return (r.verdict == "within noise" and not math.isnan(r.delta_low) and not math.isnan(r.p_value)
-            and (r.delta_low > 0 or r.delta_high < 0))
-
-
 def _panel(rep: Report) -> str:
     conf = f"{fmt_confidence(rep.confidence)} CI"
     base = rep.baseline_label is not None
@@ -149,7 +143,6 @@ def _panel(rep: Report) -> str:
     if base:
         out.append(f'<th class="n">baseline</th><th class="n">change</th><th class="n">change {conf}</th><th>verdict</th>')
     out.append("</tr></thead><tbody>")
-    holm_notes = 0
     for r in rep.panel:
         m = r.metric
         row = (f'<tr><td class="metric" title="{e(r.definition)}"><code>{e(m)}</code></td>'
@@ -158,19 +151,17 @@ def _panel(rep: Report) -> str:
         if base:
             cls = {"better": "better", "worse": "worse"}.get(r.verdict, "muted")
             verdict = e(r.verdict)
-            if _noise_despite_ci(r):
-                holm_notes += 1
-                verdict += f'<span class="ci">CI excludes 0; Holm p = {e(fmt_p(r.p_value))}</span>'
             row += (f'<td class="n">{e(fmt_value(m, r.baseline))}</td><td class="n {cls}">{e(fmt_delta(m, r.delta))}</td>'
                     f'<td class="n">{e(fmt_delta_ci(m, r.delta_low, r.delta_high))}</td><td class="{cls}">{verdict}</td>')
         out.append(row + "</tr>")
     out.append("</tbody></table>")
-    if holm_notes:
+    if base and rep.changes_tested and any(not math.isnan(r.p_value) for r in rep.panel):
         alpha = fmt_sig(1 - rep.confidence, 2)
-        out.append(f'<p class="muted">Why "within noise" when the change\'s CI excludes 0: the verdict comes from the paired '
-                   f"randomisation test, Holm-corrected across all {rep.changes_tested} changes compared (every panel "
-                   f"and segment row). The interval is for one change on its own; after the correction p is not below "
-                   f"{alpha}, so with this many comparisons the change could still be chance.</p>")
+        out.append(f'<p class="muted">Verdicts: paired sign-flip randomisation test, Holm-corrected across the '
+                   f"{rep.changes_tested} metric rows compared with the baseline (segment rows are corrected apart and "
+                   f"never change these); worse or better when the corrected p is below {alpha}, \"not significant "
+                   f"after correcting\" when the change's CI excludes 0 but the corrected p does not, within noise when "
+                   f"the CI includes 0.</p>")
     if rep.latency:
         out.append('<h3>Latency</h3><table class="compact"><thead><tr><th>stage</th><th class="n">median</th><th class="n">p90</th><th class="n">queries</th>'
                    + ('<th class="n">baseline median</th><th class="n">baseline p90</th>' if base else "") + "</tr></thead><tbody>")

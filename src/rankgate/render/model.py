@@ -161,7 +161,7 @@ class Report:
     experiments: tuple[tuple[str, str, str], ...] = ()  # (anchor, title, HTML section): freshness, rewrite, routing…
     run_label: str = "run"  # how charts and tables name the run (and baseline_label the baseline): the same form
     baseline_label: str | None = None
-    changes_tested: int = 0  # rows of the paired comparison that share one Holm correction
+    changes_tested: int = 0  # the comparison's headline rows (every metric over all queries): one Holm family
     lexical_label: str | None = None
     lexical_panel: tuple[tuple[str, float], ...] = ()
     curves: tuple[Curve, ...] = ()

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from rankgate.model.results import EvaluationResult
 from rankgate.render.lines import latency_lines
-from rankgate.render.numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_p, fmt_sig, fmt_value, fmt_value_ci
+from rankgate.render.numbers import fmt_confidence, fmt_delta, fmt_delta_ci, fmt_sig, fmt_value, fmt_value_ci
+from rankgate.stats.segments import display_field
+from rankgate.stats.verdict import correction_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankgate.stats.paired import Comparison
@@ -29,7 +31,7 @@ __all__ = ["PANEL_METRICS", "print_panel", "retrieval_panel"]
 # The panel's metric set; retrieval_panel shows whichever of them the result holds (else every metric).
 PANEL_METRICS = ("recall@1", "recall@3", "recall@5", "ndcg@5", "precision@5", "distinct_docs@5", "mrr")
 BAR_WIDTH = 20
-VERDICT_STYLE = {"better": "green", "worse": "red", "within noise": "dim", "unchanged": "dim", "n/a": "dim"}
+VERDICT_STYLE = {"better": "green", "worse": "red"}  # every other verdict (rankgate.stats.verdict) is dim
 
 
 def _bar(metric: str, x: float, low: float, high: float) -> Any:
@@ -84,7 +86,6 @@ def retrieval_panel(
         for name in ("baseline", "change", f"change {conf}"):
             table.add_column(name, justify="right", no_wrap=True)
         table.add_column("verdict", min_width=7)  # wraps at its space in a narrow terminal
-    holm: list[str] = []
     for m in names:
         s = result.summary(m)
         low, high = (cis or {}).get(m, (math.nan, math.nan))
@@ -98,11 +99,7 @@ def retrieval_panel(
                 row += ["—", "—", "—", ""]
             else:
                 verdict = d.verdict(comparison.confidence)
-                style = VERDICT_STYLE.get(verdict, "")
-                if (verdict == "within noise" and not math.isnan(d.ci_low) and not math.isnan(d.p_holm)
-                        and (d.ci_low > 0 or d.ci_high < 0)):
-                    verdict += "*"  # the CI excludes 0, the Holm-corrected test does not: the caption says why
-                    holm.append(f"{m} p = {fmt_p(d.p_holm)}")
+                style = VERDICT_STYLE.get(verdict, "dim")
                 row += [fmt_value(m, d.baseline), f"[{style}]{fmt_delta(m, d.delta)}[/]",
                         fmt_delta_ci(m, d.ci_low, d.ci_high), f"[{style}]{verdict}[/]"]
         table.add_row(*row)
@@ -110,10 +107,10 @@ def retrieval_panel(
     lat = latency_lines(result)
     if lat:
         captions.append("latency " + "; ".join(lat))
-    if holm and comparison is not None:
-        captions.append(f"* the change's {conf} excludes 0, but the randomisation test, Holm-corrected across "
-                        f"{len(comparison.rows)} changes, is not below {fmt_sig(1 - comparison.confidence, 2)} "
-                        f"({'; '.join(holm)})")
+    if comparison is not None and any(not math.isnan(r.p_holm) for r in comparison.rows):
+        families = comparison.holm_families
+        captions.append(f"verdicts: {correction_line(families[0][1], [(display_field(str(f)), n) for f, n in families[1:]])}"
+                        f"; α = {fmt_sig(1 - comparison.confidence, 2)}")
     if captions:
         table.caption = "\n".join(captions)
         table.caption_justify = "left"

@@ -3,12 +3,14 @@
 :func:`compare` takes two or more results. With two, it pairs queries by ``query_id``. For each metric, over all queries and over each
 segment of the ``by`` fields, it reports the baseline and candidate means over the queries where the
 metric applies in both runs, the change, a paired bootstrap interval of the change, a paired
-randomisation p-value, and that p-value Holm-corrected across the whole table (every metric and
-segment row), so a table of many rows does not produce "significant" changes by chance.
+randomisation p-value, and that p-value Holm-corrected within its family of rows, so a table of many rows
+does not produce "significant" changes by chance. The headline rows (every metric over all queries) are one
+family; the segment rows of each ``by`` field are a family of their own, so segments never change a
+headline row's numbers or verdict.
 
 With three or more it compares every run with one baseline (ranx's comparison table): one row per
 metric and run, each with the paired numbers above against the baseline, and Holm's correction
-across every (run, metric) row; segments and most-changed queries are the two-run comparison's.
+across every (run, metric) row (the headline family); segments and most-changed queries are the two-run comparison's.
 Both results are a :class:`PairedComparison` (:class:`Comparison` for two runs, :class:`MultiComparison`
 for more), rendered by one set of renderers in :mod:`rankgate.render.compare`.
 :func:`compare_systems` (the several-runs table for any number of runs, two included) is kept as a
@@ -18,9 +20,10 @@ Nothing is dropped silently: queries present in only one of the two results are 
 out of the paired numbers); gold queries a run did not answer score 0 there, as in any evaluation,
 and are listed per run.
 
-A row's *verdict* is ``better`` or ``worse`` when its Holm-corrected p-value is below
-``1 − confidence``, else ``within noise`` (when p-values are off, the interval decides), or
-``unchanged`` when no query's value changed.
+A row's *verdict* is :func:`rankgate.stats.verdict.verdict` of its numbers: ``better`` or ``worse`` when its
+Holm-corrected p-value is below ``1 − confidence``; ``not significant after correcting for N comparisons``
+when its interval excludes 0 but the corrected p-value does not; ``within noise`` when the interval includes 0
+(when p-values are off, the interval decides); ``unchanged`` when no query's value changed.
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ from rankgate.errors import UsageError
 from rankgate._util.jsonable import exact_mean, exact_means, nan_to_none
 # metric facts live in the registry; re-exported here for code written against earlier releases
 from rankgate.metrics.info import higher_is_better, is_share, metric_family
-from rankgate.model.results import EvaluationResult, run_label
+from rankgate.model.results import EvaluationResult, pair_labels, run_label
 from rankgate.stats.segments import label_groups, segment_labels, split_fields
 from rankgate.stats.bootstrap import grouped_bootstrap_cis, grouped_randomization_tests, holm, paired_bootstrap_ci, randomization_test
 from rankgate.stats.options import Statistics, taken
+from rankgate.stats.verdict import verdict
 
 __all__ = [
     "Comparison", "DeltaRow", "MultiComparison", "PairedComparison", "QueryChange", "SystemPairing", "SystemRow",
@@ -64,21 +68,14 @@ class DeltaRow:
     p_value: float
     p_holm: float
     higher_is_better: bool = True
+    family: int = 1  # rows sharing this row's Holm correction: the headline rows, or one field's segment rows
 
     def verdict(self, confidence: float = 0.95) -> str:
-        """``better``, ``worse``, ``within noise``, ``unchanged`` (no query changed; known when
+        """The row's verdict by :func:`rankgate.stats.verdict.verdict`: ``better``, ``worse``, ``not significant
+        after correcting for N comparisons``, ``within noise``, ``unchanged`` (no query changed; known when
         intervals are on), or ``n/a`` when no query applies."""
-        if self.n == 0 or math.isnan(self.delta):
-            return "n/a"
-        if self.delta == 0 and self.ci_low == 0 and self.ci_high == 0:
-            return "unchanged"
-        if not math.isnan(self.p_holm):
-            real = self.p_holm < 1.0 - confidence
-        else:
-            real = not math.isnan(self.ci_low) and (self.ci_low > 0 or self.ci_high < 0)
-        if not real or self.delta == 0:
-            return "within noise"
-        return "better" if (self.delta > 0) == self.higher_is_better else "worse"
+        return verdict(self.delta, self.ci_low, self.ci_high, self.p_value, self.p_holm, self.family,
+                       higher_is_better=self.higher_is_better, confidence=confidence, n=self.n)
 
 
 @dataclass(frozen=True)
@@ -116,12 +113,14 @@ def change_stats(r: Any, confidence: float) -> dict[str, Any]:
         "p_value": nan_to_none(r.p_value),
         "p_holm": nan_to_none(r.p_holm),
         "higher_is_better": r.higher_is_better,
+        "holm_family_size": r.family,
         "verdict": r.verdict(confidence),
     }
 
 
 def _statistics(cmp: Any, correction: str) -> dict[str, Any]:
-    """How a comparison's numbers were made, as both comparison dicts give it."""
+    """How a comparison's numbers were made, as both comparison dicts give it; ``holm_families``: each family's
+    rows (``headline``, or a ``by`` field) and size."""
     return {
         "seed": cmp.seed,
         "resamples": cmp.resamples,
@@ -130,6 +129,7 @@ def _statistics(cmp: Any, correction: str) -> dict[str, Any]:
         "interval": "paired percentile bootstrap of the mean change over queries",
         "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
         "correction": correction,
+        "holm_families": [{"rows": "headline" if f is None else f, "size": size} for f, size in cmp.holm_families],
     }
 
 
@@ -163,6 +163,17 @@ class PairedComparison:
         """True for the two-run form: segment rows (``by``) and the most-changed queries."""
         return False
 
+    @property
+    def holm_families(self) -> tuple[tuple[str | None, int], ...]:
+        """Each family of Holm's correction and its size, headline rows (``None``) first, then each ``by``
+        field's segment rows, in the table's order."""
+        sizes: dict[str | None, int] = {None: 0}
+        for r in self.rows:
+            sizes.setdefault(r.field, r.family)
+            if r.field is None:
+                sizes[None] = r.family
+        return tuple(sizes.items())
+
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -192,6 +203,7 @@ class Comparison(PairedComparison):
     n_permutations: int = 10000
     confidence: float = 0.95
     notes: tuple[str, ...] = field(default=())
+    changed_by_metric: tuple[tuple[str, int], ...] = ()  # (metric, paired queries whose value changed), every metric
 
     @property
     def baseline_name(self) -> str:
@@ -239,6 +251,7 @@ class Comparison(PairedComparison):
             "queries": {
                 "paired": self.paired,
                 "changed": self.changed,
+                "changed_by_metric": dict(self.changed_by_metric),
                 "only_in_baseline": list(self.only_in_baseline),
                 "only_in_candidate": list(self.only_in_candidate),
                 "missing_from_baseline_run": list(self.missing_from_baseline_run),
@@ -248,7 +261,8 @@ class Comparison(PairedComparison):
             "most_regressed": [change_dict(c) for c in self.regressions],
             "most_improved": [change_dict(c) for c in self.improvements],
             "not_compared": list(self.not_compared),
-            "statistics": _statistics(self, "Holm across every row of the table"),
+            "statistics": _statistics(self, "Holm within each family: the headline rows (every metric over all "
+                                            "queries), and separately the segment rows of each by field"),
         }
 
 
@@ -413,6 +427,7 @@ def _compare_two(base: EvaluationResult, cand: EvaluationResult, *, metrics: Seq
                        seed=seed, resamples=resamples, n_permutations=n_permutations, confidence=confidence)
 
     regressions, improvements, changed = _query_changes(base, cand, bi, ci, paired_ids, prim, top)
+    changed_by_metric = tuple((m, _changed_count(base.values[m][bi], cand.values[m][ci])) for m in names)
     bmiss, cmiss = set(base.missing_from_run), set(cand.missing_from_run)
     return Comparison(
         metrics=tuple(names),
@@ -428,19 +443,27 @@ def _compare_two(base: EvaluationResult, cand: EvaluationResult, *, metrics: Seq
         missing_from_baseline_run=tuple(q for q in paired_ids if q in bmiss),
         missing_from_candidate_run=tuple(q for q in paired_ids if q in cmiss),
         not_compared=tuple(dict.fromkeys(not_compared)),
-        baseline_label=run_label(base, baseline_label, "baseline"),
-        candidate_label=run_label(cand, candidate_label, "candidate"),
+        baseline_label=pair_labels(base, cand, baseline_label, candidate_label)[0],
+        candidate_label=pair_labels(base, cand, baseline_label, candidate_label)[1],
         seed=seed,
         resamples=resamples,
         n_permutations=n_permutations,
         confidence=confidence,
+        changed_by_metric=changed_by_metric,
     )
+
+
+def _changed_count(vb: np.ndarray, vc: np.ndarray) -> int:
+    """Paired queries whose value changed (where the metric applies in both runs), as the footer counts them."""
+    ok = ~(np.isnan(vb) | np.isnan(vc))
+    return int(np.count_nonzero(vb[ok] != vc[ok]))
 
 
 def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray, names: list[str],
                 scopes: list[tuple[str | None, str | None]], members: np.ndarray, sizes: list[int], *, seed: int,
                 resamples: int, n_permutations: int, confidence: float) -> tuple[DeltaRow, ...]:
-    """A row per metric and scope (metric by metric, scopes in order), Holm-corrected across all of them.
+    """A row per metric and scope (metric by metric, scopes in order), Holm-corrected within its family: the
+    headline rows (scope ``(None, None)``) of every metric are one, each field's segment rows another.
 
     ``members``: the paired positions of every scope one after the other (``sizes`` each). Every scope of
     every metric is one group of :func:`rankgate.stats.bootstrap.grouped_bootstrap_cis` and
@@ -465,16 +488,27 @@ def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, 
     d_offsets = np.concatenate(([0], np.cumsum(np.bincount(group[dok], minlength=n.size))))
     low, high = grouped_bootstrap_cis(d[dok], d_offsets, seed=seed, resamples=resamples, confidence=confidence)
     p = grouped_randomization_tests(d, offsets, seed=seed, resamples=n_permutations)
-    adjusted = holm(p).tolist()
+    # Holm within each family: the headline rows (every metric over all queries), and each field's segment rows
+    field_of = np.array([f if f is not None else "" for f, _ in scopes] * len(names), dtype=object)
+    headline = np.tile(np.array([f is None for f, _ in scopes]), len(names))
+    adjusted = np.full(p.shape, np.nan)
+    family = np.zeros(p.shape, dtype=np.int64)
+    for f in dict.fromkeys(f for f, _ in scopes):
+        members_of = np.flatnonzero(headline) if f is None else np.flatnonzero(~headline & (field_of == f))
+        adjusted[members_of] = holm(p[members_of])
+        tested = int(np.count_nonzero(~np.isnan(p[members_of])))
+        family[members_of] = tested or members_of.size
     mb, mc = exact_means(b, offsets), exact_means(c, offsets)
     n_of, low_of, high_of, p_of = n.tolist(), low.tolist(), high.tolist(), p.tolist()
+    adj_of: list[float] = adjusted.tolist()
+    family_of = [int(x) for x in family]
     rows = []
     for j, m in enumerate(names):
         hib = higher_is_better(m)
         for s, (scope, label) in enumerate(scopes):
             g = j * len(scopes) + s
             rows.append(DeltaRow(m, scope, label, n_of[g], mb[g], mc[g], mc[g] - mb[g], low_of[g], high_of[g], p_of[g],
-                                 float(adjusted[g]), hib))
+                                 float(adj_of[g]), hib, family_of[g]))
     return tuple(rows)
 
 
@@ -602,7 +636,7 @@ class MultiComparison(PairedComparison):
             },
             "missing_from_baseline_run": list(self.missing_from_baseline_run),
             "not_compared": list(self.not_compared),
-            "statistics": _statistics(self, "Holm across every (run, metric) row"),
+            "statistics": _statistics(self, "Holm across every (run, metric) row (the headline rows)"),
         }
 
 
@@ -685,9 +719,10 @@ def _compare_many(results: list[EvaluationResult], names: list[str], b: int, *, 
             raw.append(SystemRow(m, None, None, int(ok.sum()), mb, mo, mo - mb, low, high, p, math.nan, hib,
                                  system=names[i]))
     adjusted = holm([r.p_value for r in raw])
+    family = int(np.count_nonzero(~np.isnan(adjusted))) or len(raw)  # every row is a headline row
     rows = tuple(
         SystemRow(r.metric, None, None, r.n, r.baseline, r.candidate, r.delta, r.ci_low, r.ci_high, r.p_value,
-                  float(a), r.higher_is_better, system=r.system)
+                  float(a), r.higher_is_better, family, system=r.system)
         for r, a in zip(raw, adjusted.tolist())
     )
     return MultiComparison(
