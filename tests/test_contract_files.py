@@ -162,7 +162,7 @@ def test_ship_criteria_as_written_gate_and_comment(tmp_path, capsys):
     comment = tmp_path / "comment.md"
     code = main(["gate", "--config", str(DATA / "ship-criteria.yaml"), "--gold", str(DATA / "samples.yaml"),
                  "--baseline", str(DATA / "outputs.json"), "--candidate", str(cand), "--comment", str(comment),
-                 "--json", str(tmp_path / "outcome.json"), "--no-step-summary"])
+                 "--json-out", str(tmp_path / "outcome.json"), "--no-step-summary"])
     assert code == 0
     text = comment.read_text()
     assert "Metrics read from gate names (no `metric:` given): retrieval\\_recall\\_at\\_5 as **recall@5**; " \

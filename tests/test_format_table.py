@@ -81,6 +81,8 @@ def _old_refine(path: str, fmt: str, what: str) -> str:
         shape = json_shape(path)
         if shape in tool_shapes:
             return shape
+        if shape == "llamaindex_results":  # (RetrieverEvaluator results, read since issue 34 by the llamaindex row)
+            return "llamaindex"
         return "samples" if is_contract_json(path, what) else fmt
     if fmt == "parquet":
         shape = table_shape(path)
@@ -218,7 +220,7 @@ def test_a_pipe_reads_as_its_file_does(tmp_path):
 
 def test_choices_come_from_the_table():
     assert GOLD_FORMATS == ("jsonl", "trec", "beir", "parquet", "csv", "ragas", "deepeval", "llamaindex", "hf", "samples")
-    assert RUN_FORMATS == ("jsonl", "trec", "parquet", "csv", "ragas", "deepeval", "hf", "samples")
+    assert RUN_FORMATS == ("jsonl", "trec", "parquet", "csv", "ragas", "deepeval", "llamaindex", "hf", "samples")
     assert {f.name for f in FORMATS} == set(GOLD_FORMATS)
     for row in FORMATS:  # every name the table gives resolves to a function
         from rankgate.io.detect import _function

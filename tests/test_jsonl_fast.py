@@ -343,7 +343,7 @@ def test_a_run_written_by_rankgate_retrieve_is_read_by_the_scanner(tmp_path):
         pytest.skip("rankgate._native._reader is not built in this installation")
     beir = shared_path("datasets", "cranfield", "beir")
     out = tmp_path / "run.jsonl"
-    assert main(["retrieve", "--beir", str(beir), "-o", str(out), "--k", "20", "--texts", "none"]) == 0
+    assert main(["retrieve", "--beir", str(beir), "-o", str(out), "--depth", "20", "--texts", "none"]) == 0
     path = str(out)
     scanned = jsonl_fast._scan_run(jsonl_fast._opened(path, 0), path)
     assert scanned is not None

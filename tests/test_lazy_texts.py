@@ -337,7 +337,7 @@ def test_a_run_rankgate_retrieve_writes_with_its_texts(tmp_path, monkeypatch) ->
 
     beir = shared_path("datasets", "cranfield", "beir")
     run = tmp_path / "run.jsonl"
-    assert main(["retrieve", "--beir", str(beir), "-o", str(run), "--k", "20"]) == 0
+    assert main(["retrieve", "--beir", str(beir), "-o", str(run), "--depth", "20"]) == 0
     monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 1 << 62)  # (the parser reads the file)
     parsed = load.load_run(str(run))
     monkeypatch.undo()

@@ -359,7 +359,7 @@ def test_gate_says_when_the_rules_differ(tmp_path, capsys):
     gold, cand, base, cfg = _gate_files(tmp_path)
     comment, outcome = tmp_path / "c.md", tmp_path / "o.json"
     argv = ["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(cand), "--comment", str(comment),
-            "--json", str(outcome)]
+            "--json-out", str(outcome)]
     assert main([*argv, "--baseline", str(base)]) == 0
     err = capsys.readouterr().err
     assert "warning: " + RULES_DIFFER in err

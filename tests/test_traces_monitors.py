@@ -81,7 +81,7 @@ def test_default_feedback_monitor_catches_the_bad_source_without_clean_day_alarm
 
     truth = generate(tmp_path, Spec(days=10, per_day=1000, seed=seed), formats=("parquet",))
     flags_json = tmp_path / "flags.json"
-    main(["traces", "check", "--traces", str(tmp_path / truth["files"]["parquet"][0]), "--json", str(flags_json)])
+    main(["traces", "check", "--traces", str(tmp_path / truth["files"]["parquet"][0]), "--json-out", str(flags_json)])
     flags = [f for f in json.loads(flags_json.read_text())["flags"] if f["signal"] == "negative_feedback_rate"]
     (inc,) = [i for i in truth["incidents"] if i["signal"] == "negative_feedback"]
     seg = "{}={}".format(*next(iter(inc["segment"].items())))
@@ -127,7 +127,7 @@ def test_incidents_flagged_in_their_window_and_segment_no_false_alarm_on_clean_d
     traces = str(out / truth["files"]["parquet"][0])
     summary_md, flags_json = tmp_path / "check.md", tmp_path / "flags.json"
     code = main(["traces", "check", "--traces", traces, "--corpus", str(out / "corpus.jsonl"),
-                 "--summary", str(summary_md), "--json", str(flags_json)])
+                 "--summary", str(summary_md), "--json-out", str(flags_json)])
     assert code == 1
     flags = json.loads(flags_json.read_text())["flags"]
     seen = {(f["window"][:10], f["segment"], f["signal"]) for f in flags}

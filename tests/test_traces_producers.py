@@ -131,7 +131,7 @@ def test_a_damaged_message_is_refused_and_skipped_by_count(tmp_path, capsys):
     assert summary["requests"] == len(expected("langchain")) and summary["skipped"]["total"] == 1
 
 
-@pytest.mark.parametrize("fmt", [[], ["--format", "otlp"]], ids=["detected", "forced"])
+@pytest.mark.parametrize("fmt", [[], ["--traces-format", "otlp"]], ids=["detected", "forced"])
 def test_a_single_request_cut_short_says_so_not_that_it_is_not_utf8(fmt, tmp_path, capsys):
     body = (DATA / "langchain.otlp.pb").read_bytes()
     p = tmp_path / "cut.pb"
@@ -291,7 +291,7 @@ def test_a_length_that_ends_between_two_resource_spans_is_suspected_by_the_next_
 _ZSTD_FRAME = bytes.fromhex("28b52ffd0458b100007b227265736f757263655370616e73223a205b5d7d0a2eb5a7ab")  # zstd of a line
 
 
-@pytest.mark.parametrize("fmt", [[], ["--format", "otlp"]], ids=["detected", "forced"])
+@pytest.mark.parametrize("fmt", [[], ["--traces-format", "otlp"]], ids=["detected", "forced"])
 @pytest.mark.parametrize("layout, contains", [
     ("zstd", ["is zstd-compressed; rankgate reads plain and gzip-compressed files", "zstd -d"]),
     ("collector", ["holds zstd-compressed messages, each after a 4-byte length", "compression off"]),

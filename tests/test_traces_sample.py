@@ -114,7 +114,7 @@ def test_n_must_be_positive(tmp_path, n):
     ("broken.parquet", b"PAR1" + b"\x00" * 64, ["Parquet"]),
     ("otlp.jsonl", json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
         {"traceId": "zz", "spanId": "1" * 16, "startTimeUnixNano": "1"}]}]}]}).encode() + b"\n", ["traceId", ":1"]),
-    ("odd.json", b'{"hello": "world"}\n', ["--format"]),
+    ("odd.json", b'{"hello": "world"}\n', ["--traces-format"]),
     ("deep.jsonl", b'{"request_id": "a", "timestamp": "2026-01-01T00:00:00Z", "x": ' + b"[" * 5000 + b"]" * 5000
      + b"}\n", ["nested too deeply"]),
 ])

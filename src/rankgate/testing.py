@@ -34,6 +34,8 @@ from rankgate.model.results import EvaluationResult
 __all__ = ["Expectation", "assert_retrieval", "parse_expectation"]
 
 _EXPR = re.compile(r"^\s*(?P<metric>.+?)\s*(?P<op>>=|<=|>|<)\s*(?P<num>[-+]?(?:\d+\.?\d*|\.\d+))\s*(?P<pct>%)?\s*$")
+#: A metric and a number with some other operator between them (``=>``, ``==``, ``=``, ``!=``, ``≥``).
+_BAD_OP = re.compile(r"^\s*(?P<metric>.*?[^<>=!≥≤\s])\s*(?P<op>[<>=!≥≤]+)\s*[-+]?(?:\d+\.?\d*|\.\d+)\s*%?\s*$")
 _OPS: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _SLACK = 1e-9
 _ON = Param("on", str, "mean", choices=("mean", "ci_lower", "ci_upper"), help="the value each expectation checks")
@@ -51,6 +53,13 @@ def parse_expectation(text: str) -> Expectation:
     """``"recall@5 >= 0.85"`` -> Expectation (the metric spec is checked and made canonical)."""
     from rankgate.metrics import parse_metric
 
+    bad = _BAD_OP.match(text) if isinstance(text, str) else None
+    if bad is not None and bad.group("op") not in _OPS:  # a metric, a number, and an operator none of the four
+        op = bad.group("op")
+        meant = {"=>": ">=", "=<": "<=", "≥": ">=", "≤": "<="}.get(op)
+        hint = (f"; did you mean {text[:bad.start('op')] + meant + text[bad.end('op'):]!r}?" if meant
+                else " (an expectation is a floor or a ceiling)")
+        raise UsageError(f"the expectation {text!r} has the operator {op!r}; the operators are >=, >, <= and <{hint}")
     m = _EXPR.match(text) if isinstance(text, str) else None
     if m is None:
         raise UsageError(f"cannot read the expectation {text!r}; write e.g. 'recall@5 >= 0.85' or 'mrr > 60%'")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rankgate._util import progress
 from rankgate.flows._common import JudgeSpec, budget_warning, check_counts
 from rankgate.stats.options import Statistics
 
@@ -32,7 +33,7 @@ class AnswersRequest:
     answers: str                        # answers with their packed contexts
     gold: str
     answers_format: str = "auto"
-    columns: str | None = None          # where the answers file keeps each field, e.g. "question=inputs.q"
+    columns: str | None = None          # the old spelling of fields: "question=inputs.q,answer=outputs.a"
     gold_format: str | None = None
     corpus: str | None = None           # manifest: texts of contexts logged as ids only
     human: str | None = None            # human verdicts {query_id, faithful, correct}
@@ -52,6 +53,7 @@ class AnswersRequest:
     config: str | None = None           # ship criteria to check
     baseline: str | None = None         # with config: an earlier answers run's summary.json
     shown: Mapping[str, str] | None = None  # an input's path -> the name summary.json gives it
+    fields: Mapping[str, str] | None = None  # where the answers file keeps each field: {"question": "inputs.q"}
 
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, CONFIDENCE, COUNT, FILE, FLAG, NAME_MAP, PATH, RESAMPLES, SEED, TEXT, Param, check
@@ -79,6 +81,14 @@ class AnswersRequest:
         put("calibration", check(FLAG, self.calibration, caller="AnswersRequest", name="calibration"))
         put("judge", check(Param("judge", JudgeSpec, None), self.judge, caller="AnswersRequest"))
         put("shown", check(Param("shown", NAME_MAP, None, optional=True), self.shown, caller="AnswersRequest"))
+        if self.fields is not None:  # (checked, with the old columns, by the one field syntax)
+            from rankgate.io.answers import answer_fields
+
+            put("fields", answer_fields(self.fields))
+        if self.columns is not None:
+            from rankgate.io.answers import answer_fields
+
+            answer_fields(self.fields, self.columns)
         for param in (SEED, RESAMPLES, CONFIDENCE):  # their types here; their bounds by Statistics, with the cost
             put(param.name, check(Param(param.name, param.type, param.default), getattr(self, param.name),
                                   caller="AnswersRequest"))
@@ -137,8 +147,7 @@ class _Loaded:
 def _load(req: AnswersRequest) -> _Loaded:
     from rankgate.answers.score import check_answers_join
     from rankgate.io import load_gold
-    from rankgate.io.answers import ANSWER_FIELDS, read_answers
-    from rankgate.io.formats import parse_columns
+    from rankgate.io.answers import answer_fields, read_answers
     from rankgate.io.source import check_file
     from rankgate.metrics import parse_metric, parse_metrics
 
@@ -158,7 +167,7 @@ def _load(req: AnswersRequest) -> _Loaded:
 
         corpus = load_manifest(req.corpus)
     check_file(req.answers, "answers")
-    answers = read_answers(req.answers, format=req.answers_format, columns=parse_columns(req.columns, ANSWER_FIELDS),
+    answers = read_answers(req.answers, format=req.answers_format, columns=answer_fields(req.fields, req.columns),
                            corpus=corpus, gold_ids=frozenset(gold.j_doc.to_pylist()))
     check_answers_join(gold, answers)
     human = None
@@ -193,14 +202,17 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
     from rankgate.io.inputs import sha256_files
     from rankgate.stats.bootstrap import metric_cis
 
-    loaded = _load(req)
+    with progress.stage(f"reading {os.path.basename(os.fspath(req.answers))}"):
+        loaded = _load(req)
     gold, answers = loaded.gold, loaded.answers
     thresholds = GridThresholds(req.faithful_min, req.contradiction_max, req.correct_min)
     client = req.judge.open()
-    try:
+    try:  # (the judge's calls: a bar per task, moved on every answer it gives)
         judged = judge_answers(client, answers, _questions(gold), metrics=list(loaded.metrics), repeats=req.repeats)
-        result = evaluate_answers(gold, answers, list(loaded.metrics), judgements=judged.labels, ties=req.ties)
-        cis = metric_cis(result, seed=req.seed, resamples=req.resamples, confidence=req.confidence)
+        with progress.stage(f"scoring {len(answers):,} answers"):
+            result = evaluate_answers(gold, answers, list(loaded.metrics), judgements=judged.labels, ties=req.ties)
+        with progress.stage(f"intervals ({req.resamples:,} resamples)"):
+            cis = metric_cis(result, seed=req.seed, resamples=req.resamples, confidence=req.confidence)
         rows = diagnosis_grid(result, thresholds)
         # (cache hits are not in the summary: a second run must give the same bytes)
         cache_hits = (sum(judged.cached.values()), sum(judged.calls.values()))

@@ -24,11 +24,13 @@ Presets read what the RAG tools write, with no conversion code (``--answers-form
 ``rankgate``       the canonical fields above
 =================  =============================================================================
 
-``--columns FIELD=PATH,...`` maps fields to where a file keeps them, as dotted paths into nested
-records (``question=inputs.question,answer=outputs.answer,contexts=outputs.docs[*].page_content``,
-``[*]`` taking the field of every list item, ``[0]`` one item); a column named with the dots
-themselves (a flattened CSV) is found first. The containers are those of
-:mod:`rankgate.io.tools.records` (JSONL, JSON, CSV, Parquet, Hugging Face folders).
+``--field NAME=PATH`` (repeatable, or comma-separated; ``--columns`` is its old spelling) maps fields
+to where a file keeps them, as dotted paths into nested records (``question=inputs.question``,
+``answer=outputs.answer``, ``contexts=outputs.docs[*].page_content``: ``[*]`` takes the field of every
+list item, ``[0]`` one item), the one syntax of :mod:`rankgate._util.fields`; a column named with the
+dots themselves (a flattened CSV) is found first. ``list_sep=SEP`` is no path: the delimiter of lists
+joined in one cell. The containers are those of :mod:`rankgate.io.tools.records` (JSONL, JSON, CSV,
+Parquet, Hugging Face folders).
 
 Strings in ``contexts`` are ids when they name a chunk of the corpus given with ``--corpus`` (or,
 without one, an item of the gold set); otherwise texts. A text's id is the corpus chunk with the
@@ -39,17 +41,17 @@ get). An id whose text is neither logged nor in the corpus is an input error nam
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rankgate._util.fields import field_path
 from rankgate.io.formats import ANSWER_FIELDS, ANSWER_FORMATS
 from rankgate.io.tools.records import Record, Records, fail, read_records
 from rankgate.io.tools.samples import ID_KEYS, ToolShape, list_field, query_ids
 from rankgate.io.shapes import normalise_text, text_id
 
-__all__ = ["ANSWER_FIELDS", "ANSWER_FORMATS", "AnswerRecord", "Answers", "Context", "read_answers"]
+__all__ = ["ANSWER_FIELDS", "ANSWER_FORMATS", "AnswerRecord", "Answers", "Context", "answer_fields", "read_answers"]
 
 
 # field -> keys a preset looks for, in order
@@ -71,7 +73,6 @@ _LABELS = {"rankgate": "rankgate answers", "ragas": "RAGAS", "ragas_legacy": "RA
 _SEPS = {"deepeval": ("|", "|", "custom_column_key_values")}  # DeepEval 4.x joins every list with "|"
 _ID_OBJ = ("id", "chunk_id", "source", "doc_id")
 _TEXT_OBJ = ("text", "content", "context", "page_content")
-_STEP = re.compile(r"([^.\[\]]+)|\[(\*|\d+)\]")
 
 
 @dataclass(frozen=True)
@@ -120,32 +121,35 @@ def detect_format(keys: set[str] | frozenset[str]) -> str | None:
     return None
 
 
-def _walk(value: Any, steps: list[tuple[str | None, str | None]]) -> Any:
-    """Follow a parsed dotted path; ``[*]`` maps the rest of the path over a list."""
-    for i, (key, index) in enumerate(steps):
-        if value is None:
-            return None
-        if key is not None:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        elif index == "*":
-            if not isinstance(value, list):
-                return None
-            return [_walk(v, steps[i + 1:]) for v in value]
-        else:
-            n = int(index or 0)
-            value = value[n] if isinstance(value, list) and n < len(value) else None
-    return value
-
-
 def _path_getter(path: str) -> Callable[[dict[str, Any]], Any]:
-    steps = [(m.group(1), m.group(2)) for m in _STEP.finditer(path)]
+    """The value at ``path`` of a record (:meth:`rankgate._util.fields.FieldPath.get`)."""
+    return field_path(path).get
 
-    def get(data: dict[str, Any]) -> Any:
-        if path in data:  # a flattened column named with the dots
-            return data[path]
-        return _walk(data, steps)
 
-    return get
+def answer_fields(fields: Any = None, columns: Any = None) -> dict[str, str] | None:
+    """Where the answers file keeps each field: ``fields`` (``--field``: ``{name: path}`` or ``NAME=PATH`` texts)
+    and ``columns`` (``--columns``, its old spelling: ``NAME=PATH,...`` text) read with the one field syntax
+    (:func:`rankgate._util.fields.parse_fields`), as one map; None when neither is given. ``list_sep`` is the
+    delimiter of joined lists (a word such as ``semicolon``, or the characters), not a path."""
+    from rankgate._util.fields import parse_fields
+    from rankgate.errors import F, UsageError
+    from rankgate.io.formats import LIST_SEP, LIST_SEP_WORDS, MAX_LIST_SEP
+
+    names = (*ANSWER_FIELDS, LIST_SEP)
+    out: dict[str, str] = {}
+    for given, subject in ((columns, F.columns), (fields, F.fields)):
+        if given is None:
+            continue
+        for name, path in parse_fields(given, names, command="answers", subject=subject, plain=(LIST_SEP,)).items():
+            if name == LIST_SEP:
+                path = LIST_SEP_WORDS.get(path.lower(), path)
+                if len(path) > MAX_LIST_SEP:
+                    raise UsageError(f"{subject}: list_sep must be at most {MAX_LIST_SEP} characters; got {len(path)}")
+            if out.get(name, path) != path:
+                raise UsageError(f"{F.columns} and {F.fields} map {name} to two places ({out[name]} and {path}); "
+                                 f"give it once, with {F.fields}")
+            out[name] = path
+    return out or None
 
 
 def _getters(recs: Records, fmt: str, columns: Mapping[str, str] | None) -> dict[str, Callable[[dict[str, Any]], Any]]:
@@ -154,10 +158,9 @@ def _getters(recs: Records, fmt: str, columns: Mapping[str, str] | None) -> dict
     for name in ANSWER_FIELDS:
         if columns and name in columns:
             path = columns[name]
-            head = _STEP.match(path)
-            if path not in given and (head is None or head.group(1) not in given):
-                raise fail(recs.path, None, f"has no field {path!r} (mapped to {name} by --columns); "
-                           f"fields: {', '.join(recs.columns[:12])}", hint="check the --columns map")
+            if path not in given and field_path(path).head not in given:
+                raise fail(recs.path, None, f"has no field {path!r} (mapped to {name} by --field); "
+                           f"fields: {', '.join(recs.columns[:12])}", hint="check the --field map")
             out[name] = _path_getter(path)
             continue
         key = next((k for k in PRESETS[fmt][name] if k in given), None)
@@ -169,7 +172,7 @@ def _getters(recs: Records, fmt: str, columns: Mapping[str, str] | None) -> dict
 def _shape(fmt: str, getters: Mapping[str, Any], columns: Mapping[str, str] | None) -> ToolShape:
     """The samples reader's description of this file, for ids and list cells."""
     sep, saved, marker = _SEPS.get(fmt, (None, None, None))
-    if columns and columns.get("list_sep"):  # --columns list_sep=SEP: the user's delimiter, in every file
+    if columns and columns.get("list_sep"):  # --field list_sep=SEP: the user's delimiter, in every file
         sep = saved = columns["list_sep"]
     qkeys = (columns["question"],) if columns and "question" in columns else PRESETS[fmt]["question"]
     ikeys = (columns["query_id"],) if columns and "query_id" in columns else PRESETS[fmt]["query_id"]
@@ -301,16 +304,16 @@ def read_answers(path: str, *, format: str = "auto", columns: Mapping[str, str] 
         if not fmt:
             raise fail(path, None, f"has fields {', '.join(recs.columns[:8])}: no answers shape rankgate knows",
                        hint="rankgate needs query_id, answer, contexts; RAGAS user_input/response/retrieved_contexts; "
-                            "DeepEval input/actual_output/retrieval_context; or map yours with --columns "
+                            "DeepEval input/actual_output/retrieval_context; or map yours with --field "
                             "question=PATH,answer=PATH,contexts=PATH")
     get = _getters(recs, fmt, columns)
     if "answer" not in get:
         raise fail(path, None, f"has no answer field for {_LABELS[fmt]} ({' or '.join(PRESETS[fmt]['answer'])}); "
-                   f"fields: {', '.join(recs.columns[:12])}", hint="map it with --columns answer=PATH")
+                   f"fields: {', '.join(recs.columns[:12])}", hint="map it with --field answer=PATH")
     if "contexts" not in get and "context_ids" not in get:
         raise fail(path, None, f"has no contexts field for {_LABELS[fmt]} "
                    f"({' or '.join(PRESETS[fmt]['contexts'] + PRESETS[fmt]['context_ids'])})",
-                   hint="log the packed context of each answer, or map it with --columns contexts=PATH")
+                   hint="log the packed context of each answer, or map it with --field contexts=PATH")
     shape = _shape(fmt, get, columns)
     view = recs
     if columns and ("query_id" in columns or "question" in columns):  # ids from mapped (possibly nested) fields

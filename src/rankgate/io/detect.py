@@ -125,7 +125,8 @@ def sniff_deepeval(probe: Probe) -> bool:
 
 
 def sniff_llamaindex(probe: Probe) -> bool:
-    return probe.shape == "llamaindex"
+    """An EmbeddingQAFinetuneDataset, or RetrieverEvaluator results (a JSON list or JSON lines)."""
+    return probe.shape in ("llamaindex", "llamaindex_results")
 
 
 def sniff_samples(probe: Probe) -> bool:

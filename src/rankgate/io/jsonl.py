@@ -23,6 +23,7 @@ from typing import Any
 
 from rankgate._util.constraints import plain
 from rankgate.errors import InputError
+from rankgate.io.producers import ITEM_MARKERS, no_id_error, producer_item
 from rankgate.model.ranking import MAX_RANK
 from rankgate._util.arrow import strings_of
 from rankgate.model.gold_run import Gold, Run
@@ -30,7 +31,8 @@ from rankgate.model.gold_run import Gold, Run
 QUERY_ID_KEYS = ("query_id", "qid", "id", "_id", "query-id")
 ITEM_ID_KEYS = ("chunk_id", "doc_id", "id", "docid", "_id", "corpus_id", "corpus-id", "docno")
 RELEVANT_KEYS = ("relevant_chunks", "relevant", "expected_output", "relevant_docs", "qrels")
-RUN_LIST_KEYS = ("topk", "retrieved", "results", "hits", "ranking", "docs", "chunks", "retrieved_chunks")
+RUN_LIST_KEYS = ("topk", "retrieved", "results", "hits", "ranking", "docs", "chunks", "retrieved_chunks", "nodes",
+                 "source_nodes", "documents")
 GRADE_KEYS = ("grade", "relevance", "rel", "gain", "label")
 MAX_DEPTH = 512  # the deepest nesting a line may have (Python's own parser stops near 1000, by stack)
 MAX_K = 1_000_000_000  # the largest cutoff (a per-query k or a metric's @k); the same as metrics/spec.py
@@ -294,6 +296,31 @@ def _item_id(item: dict[str, Any], path: str, lineno: int, field: str) -> str:
     )
 
 
+_KEPT_ITEM_KEYS = frozenset(("chunk_id", "doc_id", "score", "rank", "text", "content", "doc_version", "version", "source",
+                             "note") + GRADE_KEYS)
+"""rankgate's own item keys, kept when given beside a producer's item (a field map's ``chunk_id``, a ``rank``)."""
+
+
+def _producer_item(item: Any, path: str, lineno: int, field: str) -> Any:
+    """A producer's item (:mod:`rankgate.io.producers`: a LlamaIndex node, a LangChain document, their JSON
+    dumps) as rankgate's item object; anything else unchanged, for the caller to read or refuse. An item
+    without an id is an InputError naming what was looked at."""
+    got = producer_item(item)
+    if got is None:
+        return item
+    out: dict[str, Any] = {} if got.id is None else {"id": got.id}
+    if got.score is not None:
+        out["score"] = got.score
+    if got.text is not None:
+        out["text"] = got.text
+    if isinstance(item, dict):
+        out.update((k, v) for k, v in item.items() if k in _KEPT_ITEM_KEYS)
+    if not any(k in out for k in ITEM_ID_KEYS):
+        message, hint = no_id_error(got)
+        raise InputError(message, path=path, line=lineno, field=field, hint=hint)
+    return out
+
+
 def _judgements(obj: dict[str, Any], path: str, lineno: int) -> tuple[list[tuple[str, int, str | None]], str | None]:
     key = next((k for k in RELEVANT_KEYS if k in obj), None)
     if key is None:
@@ -307,6 +334,8 @@ def _judgements(obj: dict[str, Any], path: str, lineno: int) -> tuple[list[tuple
             out.append((_text(doc, path, lineno, key), _grade(gain, path, lineno, f"{key}.{doc}"), None))
     elif isinstance(value, list):
         for i, item in enumerate(value):
+            if not isinstance(item, (str, int)) and (not isinstance(item, dict) or not ITEM_MARKERS.isdisjoint(item)):
+                item = _producer_item(item, path, lineno, f"{key}[{i}]")  # a LlamaIndex node, a LangChain document
             if isinstance(item, (str, int)) and not isinstance(item, bool):
                 out.append((_text(item, path, lineno, f"{key}[{i}]") if isinstance(item, str) else str(item), 1, None))
             elif isinstance(item, dict):
@@ -364,6 +393,40 @@ def _opt_str(value: Any, path: str, lineno: int, field: str) -> str | None:
     return str(value)
 
 
+#: What a line read as gold (or as a run) needs, and what to do when the file is the other kind.
+_SWAP_HINT = ("were --gold and --run swapped? --gold takes the judgements, --run (gate: --candidate, --baseline) the "
+              "retriever's output")
+
+
+def other_kind(obj: dict[str, Any], path: str, lineno: int, want: str) -> InputError | None:
+    """Why a line read as ``want`` ("gold" or "run") lacks the list that kind needs, when the likely cause can be
+    named, or None: the line is of the other kind (a run given as the gold set, or the reverse), or the list sits
+    under a key rankgate does not read (``relevant_ids``), named with the nearest key it does read.
+
+    Called only where the line would be refused anyway, so a file rankgate reads today reads the same."""
+    import difflib
+
+    wanted, other = (RELEVANT_KEYS, RUN_LIST_KEYS) if want == "gold" else (RUN_LIST_KEYS, RELEVANT_KEYS)
+    found = next((k for k in other if k in obj), None)
+    if found is not None:
+        kind, items = ("a run", "retrieved") if want == "gold" else ("a gold set", "relevant")
+        return InputError(f"looks like a line of {kind}, not of a {'gold set' if want == 'gold' else 'run'}: it lists "
+                          f"{items} items under {found!r} and none under {', '.join(wanted[:3])} …", path=path,
+                          line=lineno, hint=_SWAP_HINT)
+    known = _HANDLED | frozenset(RUN_LIST_KEYS) if want == "gold" else frozenset(RUN_LIST_KEYS + QUERY_ID_KEYS)
+    # a list (or map) under a key no reader knows: most likely the items, misnamed
+    unknown = [str(k) for k, v in obj.items() if k not in known and isinstance(v, (list, dict))]
+    if not unknown:
+        return None
+    near = [(key, difflib.get_close_matches(key, wanted, n=1, cutoff=0.6)) for key in unknown]
+    key, close = next(((k, c) for k, c in near if c), near[0])
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    also = '; a query with no relevant item sets "no_answer": true' if want == "gold" else ""
+    return InputError(f"has no {'relevant' if want == 'gold' else 'retrieved'} items: rankgate does not read the key "
+                      f"{key!r}{guess}", path=path, line=lineno,
+                      hint=f"the keys it reads for them: {', '.join(wanted)}{also}")
+
+
 def gold_no_answer(obj: dict[str, Any], has_relevant: bool, rel_key: str | None, path: str, lineno: int) -> bool:
     """A gold line's ``no_answer``, checked against whether it lists a relevant item."""
     no_answer = obj.get("no_answer", False)
@@ -377,6 +440,10 @@ def gold_no_answer(obj: dict[str, Any], has_relevant: bool, rel_key: str | None,
             hint="a no-answer query has no item with grade >= 1",
         )
     if not has_relevant and not no_answer:
+        if rel_key is None:
+            mistake = other_kind(obj, path, lineno, "gold")
+            if mistake is not None:
+                raise mistake
         got = "nothing" if rel_key is None else json.dumps(obj[rel_key])[:60]
         raise InputError(
             f"must list at least one relevant item; got {got}",
@@ -522,6 +589,9 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
             col.append(None)
         key = next((k for k in RUN_LIST_KEYS if k in obj), None)
         if key is None:
+            mistake = other_kind(obj, path, lineno, "run")
+            if mistake is not None:
+                raise mistake
             raise InputError(
                 "has no ranking",
                 path=path,
@@ -533,6 +603,8 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
         if not isinstance(items, list):
             raise InputError(f"must be a list; got {type(items).__name__}", path=path, line=lineno, field=key)
         for pos, item in enumerate(items, start=1):
+            if not isinstance(item, (str, int)) and (not isinstance(item, dict) or not ITEM_MARKERS.isdisjoint(item)):
+                item = _producer_item(item, path, lineno, f"{key}[{pos - 1}]")  # a LlamaIndex node, a LangChain document
             if isinstance(item, dict):
                 doc = _item_id(item, path, lineno, f"{key}[{pos - 1}]")
                 s = _number(item.get("score"), path, lineno, f"{key}[{pos - 1}].score")

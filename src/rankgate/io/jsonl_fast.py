@@ -74,6 +74,7 @@ from rankgate.io.jsonl import (
     SURROGATE_ESCAPE,
     json_depth,
 )
+from rankgate.io.producers import ITEM_MARKERS
 from rankgate.model.gold_run import Gold, Run, joined_fields
 from rankgate.io.source import Pread, changed_error, is_gzip, open_binary, read_hook
 
@@ -1100,6 +1101,8 @@ def _to_run(read: _File, path: str) -> Run | None:
               query_lines=np.arange(1, len(qcol) + 1, dtype=np.int64) if read.numbers is None else read.numbers)
     if pa.types.is_struct(flat.type):
         inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
+        if ITEM_MARKERS.intersection(inner):
+            return _no(_PRODUCER_ITEMS)
         ikey = _first(ITEM_ID_KEYS, inner)
         docs = _ids(pc.struct_field(flat, ikey)) if ikey else None
         if docs is None:
@@ -1151,6 +1154,7 @@ def _to_run(read: _File, path: str) -> Run | None:
 
 _UNREADABLE = object()
 _UNPROVEN = "a value could not be proven to read exactly as the line-by-line reader reads it"
+_PRODUCER_ITEMS = "its items are LlamaIndex nodes or LangChain documents (rankgate.io.producers reads them)"
 _declined = threading.local()  # why the last read on this thread declined (readers run on threads)
 
 
@@ -1308,6 +1312,8 @@ def _to_gold(read: _File, path: str) -> Gold | None:
     notes = None
     if pa.types.is_struct(flat.type):
         inner = [flat.type.field(i).name for i in range(flat.type.num_fields)]
+        if ITEM_MARKERS.intersection(inner):
+            return _no(_PRODUCER_ITEMS)
         ikey, gkey = _first(ITEM_ID_KEYS, inner), _first(GRADE_KEYS, inner)
         docs = _ids(pc.struct_field(flat, ikey)) if ikey else None
         if docs is None:

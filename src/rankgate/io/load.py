@@ -80,6 +80,12 @@ def _as_mapping_records(data: Mapping[str, Any], kind: str) -> list[tuple[int, A
     out = []
     for i, (qid, value) in enumerate(data.items(), start=1):
         if kind == "gold":
+            if not isinstance(value, Mapping):
+                value = list(value)
+                if not all(isinstance(d, (str, int)) for d in value):  # objects (LlamaIndex nodes, LangChain
+                    # documents): the parser reads their ids
+                    out.append((i, {"query_id": str(qid), "relevant": value, **({} if value else {"no_answer": True})}))
+                    continue
             rel = {str(d): g for d, g in value.items()} if isinstance(value, Mapping) else {str(d): 1 for d in value}
             rec: dict[str, Any] = {"query_id": str(qid), "relevant": rel}
             if not any(_gain(g) >= 1 for g in rel.values()):
@@ -98,19 +104,30 @@ _LABEL = Param("label", str, "<gold>", help="the name messages give in-memory da
 
 
 def load_gold(source: GoldInput, *, format: str | None = None, label: str = "<gold>",
-              columns: Mapping[str, str] | None = None) -> Gold:
+              columns: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None) -> Gold:
     """Load a gold set from a path or Python data (see module docs for what is accepted).
 
-    ``columns``: for a table with a header, which column holds each field (``{"query_id": "qid"}``)."""
-    return _load(source, "gold", *_checked("load_gold", format, label, columns))
+    ``columns``: for a table with a header, which column holds each field (``{"query_id": "qid"}``).
+    ``fields``: where each field lives (``{"relevant": "labels[*].doc_id"}``, :mod:`rankgate.io.mapped`)."""
+    return _load(source, "gold", *_checked("load_gold", format, label, columns), _fields("load_gold", fields))
 
 
 def load_run(source: RunInput, *, format: str | None = None, label: str = "<run>",
-             columns: Mapping[str, str] | None = None) -> Run:
+             columns: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None) -> Run:
     """Load a run from a path or Python data (see module docs for what is accepted).
 
-    ``columns``: for a table with a header, which column holds each field (``{"score": "s"}``)."""
-    return _load(source, "run", *_checked("load_run", format, label, columns))
+    ``columns``: for a table with a header, which column holds each field (``{"score": "s"}``).
+    ``fields``: where each field lives (``{"id": "metadata.doc_id"}``, :mod:`rankgate.io.mapped`)."""
+    return _load(source, "run", *_checked("load_run", format, label, columns), _fields("load_run", fields))
+
+
+def _fields(caller: str, fields: Any) -> dict[str, str] | None:
+    """``fields`` checked (names and paths; a UsageError naming the first flaw); None when not given."""
+    if fields is None:
+        return None
+    from rankgate.io.mapped import check_fields
+
+    return check_fields(fields, command=caller)
 
 
 def _checked(caller: str, format: Any, label: Any, columns: Any) -> tuple[str | None, str, Mapping[str, str] | None]:
@@ -122,12 +139,12 @@ def _checked(caller: str, format: Any, label: Any, columns: Any) -> tuple[str | 
 
 
 def load_run_lazy_texts(source: Any, *, format: str | None = None,
-                        columns: Mapping[str, str] | None = None) -> Run | None:
+                        columns: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None) -> Run | None:
     """A JSONL run file of the common shape with its item texts left in the file until something asks
     for one (:func:`rankgate.io.jsonl_fast.read_run_lazy_texts`: the same values, read from their
-    lines); None for anything else (not a regular JSONL file, a column map, a shape the scanner does
-    not take this way), which :func:`load_run` reads as usual, naming any error."""
-    if not isinstance(source, (str, os.PathLike)) or columns or format not in (None, "jsonl"):
+    lines); None for anything else (not a regular JSONL file, a column or field map, a shape the scanner
+    does not take this way), which :func:`load_run` reads as usual, naming any error."""
+    if not isinstance(source, (str, os.PathLike)) or columns or fields or format not in (None, "jsonl"):
         return None
     from rankgate.io.jsonl_fast import read_run_lazy_texts
 
@@ -172,14 +189,14 @@ def gold_first(gold: Any, read_run: Callable[[], _R]) -> tuple[Gold, _R]:
 
 def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, str] | None = None,
                from_bytes: int | None = None, block_bytes: int | None = None,
-               items: bool = True) -> Iterator[Run | None] | None:
+               items: bool = True, fields: Mapping[str, str] | None = None) -> Iterator[Run | None] | None:
     """A large TREC or JSONL run file's rows in blocks of whole queries (see
     :func:`rankgate.io.trec.trec_run_blocks` and :func:`rankgate.io.jsonl_fast.jsonl_run_blocks`),
     or None when ``source`` is not a regular TREC or JSONL run file of at least ``from_bytes`` bytes
     (default :data:`STREAM_FROM_BYTES`) that the compiled readers take: :func:`load_run` then reads it.
     ``items=False``: the caller reads no item column (texts, versions), which a JSONL run's blocks then
-    leave out."""
-    if not isinstance(source, (str, os.PathLike)) or columns or format not in (None, "trec", "jsonl"):
+    leave out. A field map (``fields``) is read line by line: None."""
+    if not isinstance(source, (str, os.PathLike)) or columns or fields or format not in (None, "trec", "jsonl"):
         return None
     path = os.fspath(source)
     try:
@@ -204,13 +221,18 @@ def run_blocks(source: Any, *, format: str | None = None, columns: Mapping[str, 
     return None
 
 
-def _load(source: Any, noun: str, format: str | None, label: str, columns: Mapping[str, str] | None) -> Any:
-    """A gold set (``noun="gold"``) or run from a path or Python data."""
+def _load(source: Any, noun: str, format: str | None, label: str, columns: Mapping[str, str] | None,
+          fields: Mapping[str, str] | None = None) -> Any:
+    """A gold set (``noun="gold"``) or run from a path or Python data (``fields``: the field map)."""
     gold = noun == "gold"
     if isinstance(source, Gold if gold else Run):
         return source
     if isinstance(source, (str, os.PathLike)):
-        return _load_path(os.fspath(source), noun, format, columns)
+        return _load_path(os.fspath(source), noun, format, columns, fields)
+    from rankgate.io.mapped import fields_for
+
+    if fields_for(fields, noun):
+        return _load_mapped_objects(source, noun, format, label, columns, fields_for(fields, noun))
     from rankgate.io.tools import read as tools
 
     check_format(format, noun)
@@ -249,14 +271,28 @@ def _contract_mapping(source: Mapping[str, Any], noun: str) -> bool:
     return is_contract_value(source, "run") and any(isinstance(v, Mapping) for v in source.values())
 
 
-def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, str] | None) -> Any:
+def _load_path(path: str, noun: str, format: str | None, columns: Mapping[str, str] | None,
+               fields: Mapping[str, str] | None = None) -> Any:
     """A gold set (``noun="gold"``) or run from a file, folder or pipe: find its row in the format
-    table (:func:`rankgate.io.detect.detect`), then read it with the row's reader."""
+    table (:func:`rankgate.io.detect.detect`), then read it with the row's reader (with a field map
+    that applies: JSON records mapped, or a table's columns named; any other format refused)."""
     check_format(format, noun)
     check_file(path, noun)
     if is_pipe(path):  # read once into a local copy, then as a file
-        return _from_pipe(path, noun, lambda local: _load_path(local, noun, format, columns))
+        return _from_pipe(path, noun, lambda local: _load_path(local, noun, format, columns, fields))
     row = detect(path, noun, format)
+    from rankgate.io.mapped import TABLE_FORMATS, fields_for, refusal, table_columns
+
+    mine = fields_for(fields, noun)
+    if mine and row.name in TABLE_FORMATS:
+        columns = table_columns(mine, noun, columns)
+    elif mine and (row.name == "jsonl" or (format is None and _json_file(path))):
+        stamp = file_stamp(path)
+        loaded = _read_mapped_json(path, noun, mine)
+        check_unchanged(path, stamp)
+        return loaded
+    elif mine:
+        raise refusal(path, row.description)
     reader = getattr(row, noun)
     columns, list_sep = split_list_sep(dict(columns) if columns else None)
     if reader is None:  # a format that holds the other noun only (a LlamaIndex dataset is a gold set)
@@ -309,6 +345,49 @@ def _json_or_pandas(path: str, read: Any) -> Any:
         if rows is None:
             raise
         return rows
+
+
+def _json_file(path: str) -> bool:
+    """Whether ``path`` is named as JSON or JSON lines (``.json``, ``.jsonl``, ``.ndjson``, gzipped or not)."""
+    from rankgate.io.formats import get_format
+
+    name = path.lower().removesuffix(".gz")
+    return name.endswith(get_format("jsonl").extensions)
+
+
+def _read_mapped_json(path: str, noun: str, fields: Mapping[str, str]) -> Any:
+    """A JSON or JSONL file read record by record with the field map applied (:mod:`rankgate.io.mapped`):
+    the validating parser, never the compiled scanner, which reads fixed names."""
+    from rankgate.io.mapped import map_records
+
+    records = _json_or_pandas(path, lambda p: _json_records(p, _NOUNS[noun]))
+    parse = parse_gold_records if noun == "gold" else parse_run_records
+    return parse(map_records(records, fields, noun, path), path)
+
+
+def _load_mapped_objects(source: Any, noun: str, format: str | None, label: str, columns: Mapping[str, str] | None,
+                         fields: Mapping[str, str]) -> Any:
+    """In-memory records (a list of dicts, a ``{query_id: …}`` mapping) with the field map applied; a DataFrame
+    is a table, each path a column."""
+    from rankgate.io.mapped import map_records, table_columns
+
+    check_format(format, noun)
+    if hasattr(source, "to_dict") and hasattr(source, "columns"):  # (a DataFrame: its columns named)
+        return _load(source, noun, format, label, table_columns(fields, noun, columns))
+    if isinstance(source, Mapping):
+        records = _as_mapping_records(source, noun)
+    elif isinstance(source, Iterable):
+        from rankgate.io.tools import read as tools
+
+        records = list(enumerate(tools.rows_of(source), start=1))
+    else:
+        raise UsageError(f"cannot read a {_NOUNS[noun]} from {type(source).__name__}; pass a path, a dict or a "
+                         "list of records")
+    parse = parse_gold_records if noun == "gold" else parse_run_records
+    loaded: Any = parse(map_records(records, fields, noun, label), label)
+    if noun == "run" and isinstance(source, Mapping) and any(isinstance(v, Mapping) for v in source.values()):
+        loaded.ties = "id"  # ({query_id: {doc_id: score}}: a score map, as _load reads it)
+    return loaded
 
 
 # The built-in readers the format table names ("rankgate.io.load:read_…"), each called as

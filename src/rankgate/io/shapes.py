@@ -6,7 +6,9 @@ Shapes, recognised from the field names of the records (or the columns of a tabl
 ``ragas``       ``user_input`` with ``retrieved_contexts`` / ``reference_contexts`` (or their
                 ``*_context_ids``); legacy: ``question`` with ``contexts``
 ``deepeval``    ``input`` with ``retrieval_context`` / ``context`` / ``actual_output``
-``llamaindex``  one JSON object with ``queries``, ``corpus`` and ``relevant_docs``
+``llamaindex``  one JSON object with ``queries``, ``corpus`` and ``relevant_docs``; and, as the shape
+                ``llamaindex_results``, ``RetrieverEvaluator`` results: records with ``expected_ids``
+                and ``retrieved_ids`` (``RetrievalEvalResult.model_dump()``)
 ``table``       a long table: a query id column and an item id column (CSV, Parquet)
 ``jsonl``       rankgate's own records (``relevant_chunks``, ``topk`` …)
 ==============  ==============================================================================
@@ -28,6 +30,7 @@ SHAPE_NAMES = {
     "ragas": "a RAGAS dataset",
     "deepeval": "a DeepEval dataset",
     "llamaindex": "a LlamaIndex EmbeddingQAFinetuneDataset",
+    "llamaindex_results": "LlamaIndex RetrieverEvaluator results",
     "table": "a long table (one row per query and item)",
     "jsonl": "rankgate JSON records",
 }
@@ -56,6 +59,8 @@ def shape_of(keys: Iterable[str]) -> str | None:
     k = set(keys)
     if {"queries", "corpus", "relevant_docs"} <= k:
         return "llamaindex"
+    if {"expected_ids", "retrieved_ids"} <= k:
+        return "llamaindex_results"
     if k & RANKGATE_KEYS:
         return "jsonl"
     if "user_input" in k and k & (RAGAS_KEYS - {"user_input"}) or {"question", "contexts"} <= k:

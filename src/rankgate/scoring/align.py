@@ -51,9 +51,13 @@ def align_queries(g: Gold, r: Run, *, trec: bool, complete: bool, shared: bool =
     else:
         evaluated = np.arange(len(g.query_ids), dtype=np.int64)
     if shared and not in_run.any():  # every gold query "missing": almost surely ids in two different shapes
+        hashed = r.query_ids[0].startswith("q:") and not g.query_ids[0].startswith("q:")
         raise InputError(
             "shares no query id with the gold set", path=r.source,
-            hint=f"gold ids look like {g.query_ids[0]!r}, run ids like {r.query_ids[0]!r}",
+            hint=f"gold ids look like {g.query_ids[0]!r}, run ids like {r.query_ids[0]!r}"
+            + ("; the run's records carry no query id, so each query is known by a hash of its text (LlamaIndex "
+               "RetrieverEvaluator results, RAGAS): pass the same file as the gold set too (it holds both), or "
+               "add a query_id field to each record" if hashed else ""),
         )
     eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
     eval_pos[evaluated] = np.arange(evaluated.size)

@@ -7,8 +7,8 @@ from its scoring flags.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from rankgate._util.constraints import DEDUPE, FLAG, K, LEVEL, PATH, TEXT, Param, Shape, check
@@ -29,7 +29,8 @@ _COLUMNS_TEXT = Param("columns", Shape("the --columns text, e.g. 'query_id=qid,c
 @dataclass(frozen=True)
 class Scoring:
     """How runs are scored: the options of :func:`rankgate.evaluate`, with ``doc_map`` a file and
-    ``columns`` the ``--columns`` text (``query_id=qid,chunk_id=doc``)."""
+    ``columns`` the ``--columns`` text (``query_id=qid,chunk_id=doc``); ``fields`` says where fields live
+    (``{"id": "metadata.doc_id"}``, the ``--field`` options; :mod:`rankgate.io.mapped`)."""
 
     metrics: str | Sequence[str] = DEFAULT_METRICS
     k: int | None = None
@@ -43,6 +44,7 @@ class Scoring:
     run_format: str | None = None
     ties: str | None = None
     columns: str | None = None
+    fields: Mapping[str, str] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         from rankgate.model.ranking import check_ties
@@ -64,6 +66,10 @@ class Scoring:
             put(attr, check(TEXT, getattr(self, attr), caller="Scoring", name=attr))
         put("doc_map", check(_DOC_MAP_FILE, self.doc_map, caller="Scoring"))
         put("columns", check(_COLUMNS_TEXT, self.columns, caller="Scoring"))
+        if self.fields is not None:
+            from rankgate.io.mapped import check_fields
+
+            put("fields", check_fields(self.fields, command="Scoring"))
         if self.ties is not None:
             put("ties", check_ties(check(TEXT, self.ties, caller="Scoring", name="ties")))
 

@@ -24,20 +24,31 @@ the default of the format being read (the defaults are :data:`DEFAULTS`)::
     negative_labels: [thumbs_down, bad]       # text feedback values that are negative
     abort_error_types: [client_abort, cancelled]   # error types / messages that mean a client abort
 
-A dotted path walks objects (``metadata.tenant``); a JSON string met on the way is parsed (Langfuse
-exports ``input``, ``output`` and ``metadata`` as JSON text). A path that leads nowhere gives null.
+A path is the one field syntax of every command (:mod:`rankgate._util.fields`): keys joined by dots
+(``metadata.tenant``), a key spelled with the dots found first (an OpenTelemetry attribute name); a JSON
+string met on the way is parsed (Langfuse exports ``input``, ``output`` and ``metadata`` as JSON text). A
+path that leads nowhere gives null.
+
+The same map is said on the command line with ``--field NAME=PATH`` (:func:`field_map_of`): a request field
+by its name (``tenant=metadata.tenant``) or as ``request.NAME``; a document field by its name where no request
+field has it (``id=metadata.chunk_id``), else as ``document.NAME`` (``document.tenant``); ``documents`` and
+``query``. A document field may name the list too: ``id=output.documents[*].metadata.chunk_id`` is
+``documents: output.documents`` with ``document: {id: metadata.chunk_id}``. Rules and labels (stages,
+feedback names, thresholds) are not fields: they stay in the file.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
-from rankgate.errors import ConfigError
+from rankgate._util.fields import FieldPath, field_path, parse_fields
+from rankgate.errors import ConfigError, F, UsageError
 
-__all__ = ["DEFAULTS", "DOCUMENT_FIELDS", "REQUEST_FIELDS", "load_field_map", "resolve", "walk"]
+__all__ = ["DEFAULTS", "DOCUMENT_FIELDS", "FIELD_NAMES", "REQUEST_FIELDS", "field_map_of", "load_field_map",
+           "merge_field_maps", "resolve", "walk"]
 
 REQUEST_FIELDS = ("request_id", "tenant", "surface", "session", "data_source", "query_text", "top_k",
                   "rewritten_query", "index_version", "corpus_version", "http_status", "error_type", "fallback",
@@ -74,27 +85,69 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
 }
 
 
+@lru_cache(maxsize=256)
+def _parsed(path: str) -> FieldPath:
+    return field_path(path)
+
+
 def walk(obj: Any, path: str) -> Any:
-    """The value at a dotted path (JSON text on the way is parsed); None when it leads nowhere."""
-    cur = obj
-    for part in path.split("."):
-        if isinstance(cur, str) and cur[:1] in "{[":
-            try:
-                cur = json.loads(cur)
-            except (json.JSONDecodeError, RecursionError):
-                return None
-        if isinstance(cur, dict):
-            if part not in cur:
-                return None
-            cur = cur[part]
+    """The value at a path (JSON text on the way is parsed); None when it leads nowhere."""
+    return _parsed(path).get(obj, json_text=True)
+
+
+_DOCUMENT_ONLY = tuple(f for f in DOCUMENT_FIELDS if f not in REQUEST_FIELDS)
+#: The names ``--field`` takes for traces: every spelling :func:`field_map_of` reads.
+FIELD_NAMES = (*REQUEST_FIELDS, *(f"request.{f}" for f in REQUEST_FIELDS), *_DOCUMENT_ONLY,
+               *(f"document.{f}" for f in DOCUMENT_FIELDS), "documents", "query")
+_NAMES_SAID = (f"request fields ({', '.join(REQUEST_FIELDS)}; also as request.NAME), document fields "
+               f"({', '.join(_DOCUMENT_ONLY)}; any as document.NAME, e.g. document.tenant), documents, query")
+
+
+def field_map_of(fields: Any) -> dict[str, Any]:
+    """``--field`` (``{name: path}`` or ``NAME=PATH`` texts) as a field map (the shape of :func:`load_field_map`'s),
+    read with the one field syntax; a UsageError names the first flaw."""
+    given = parse_fields(fields, FIELD_NAMES, command="traces", described=_NAMES_SAID)
+    out: dict[str, Any] = {}
+    listed: tuple[str, str] | None = None  # (the documents' list, the spec that named it)
+    for name, path in given.items():
+        spec = f"{name}={path}"
+        parsed = field_path(path)
+        section, _, key = name.rpartition(".")
+        if not section:
+            section = "request" if name in REQUEST_FIELDS else "document" if name in DOCUMENT_FIELDS else ""
+        if section == "document":
+            split = parsed.split_star()
+            if split is not None:
+                where, rest = split
+                if not rest.steps or rest.has_star:
+                    raise UsageError(f"{F.fields} {spec}: a document field names the documents' list once, then the "
+                                     f"path in each document (e.g. {key}=output.documents[*].metadata.chunk_id)")
+                if listed is not None and listed[0] != where.text:
+                    raise UsageError(f"{F.fields} {spec} and {listed[1]} name two lists of documents; give one")
+                listed, path = (where.text, spec), rest.text
+            out.setdefault("document", {})[key] = path
+            continue
+        if parsed.has_star:
+            raise UsageError(f"{F.fields} {spec}: {'a request field has one value' if section else name + ' is one path'}"
+                             "; [*] reads a list of documents only (e.g. id=output.documents[*].metadata.chunk_id)")
+        if section == "request":
+            out.setdefault("request", {})[key] = path
         else:
-            return None
-    if isinstance(cur, str) and cur[:1] in "{[":
-        try:
-            return json.loads(cur)
-        except (json.JSONDecodeError, RecursionError):
-            return cur
-    return cur
+            out[name] = [path]
+    if listed is not None:
+        if out.get("documents", [listed[0]]) != [listed[0]]:
+            raise UsageError(f"{F.fields} {listed[1]} and documents={out['documents'][0]} name two lists of documents; "
+                             "give one")
+        out["documents"] = [listed[0]]
+    return out
+
+
+def merge_field_maps(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` applied to ``base`` (``request``/``document``/``stages`` key by key; everything else replaces)."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for k, v in over.items():
+        out[k] = {**out.get(k, {}), **v} if k in ("request", "document", "stages") else v
+    return out
 
 
 def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -129,6 +182,8 @@ def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
                 data[k] = [v]
             elif not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
                 raise ConfigError("must be a dotted path or a list of them", path=path, field=k)
+            for p in data[k]:
+                _syntax(p, path, k)
         elif k == "stages":
             if not isinstance(v, dict) or set(v) - {"reranked", "packed"} or not all(
                     isinstance(x, list) and all(isinstance(y, str) for y in x) for x in v.values()):
@@ -149,15 +204,18 @@ def _paths(v: Any, allowed: tuple[str, ...], path: str, key: str) -> None:
             raise ConfigError(f"is not a canonical field; fields: {', '.join(allowed)}", path=path, field=f"{key}.{f}")
         if not isinstance(p, str) or not p:
             raise ConfigError("must be a dotted path (text)", path=path, field=f"{key}.{f}")
+        _syntax(p, path, f"{key}.{f}")
+
+
+def _syntax(p: str, path: str, field: str) -> None:
+    """A path of the file read with the one field syntax: a ConfigError naming the key when it is not one."""
+    try:
+        field_path(p, where="the path")
+    except UsageError as exc:
+        raise ConfigError(str(exc).removeprefix("the path: "), path=path, field=field) from None
 
 
 def resolve(fmt: str, user: Mapping[str, Any] | None) -> dict[str, Any]:
     """The format's defaults with the user's overrides applied (``request``/``document``/``stages``
     merge key by key; everything else replaces)."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in DEFAULTS[fmt].items()}
-    for k, v in (user or {}).items():
-        if k in ("request", "document", "stages"):
-            out[k] = {**out.get(k, {}), **v}
-        else:
-            out[k] = v
-    return out
+    return merge_field_maps(DEFAULTS[fmt], user or {})

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from typing import Any
 
-from rankgate.errors import InputError, UsageError
+from rankgate._util import progress
+from rankgate.errors import F, InputError, UsageError
 from rankgate.traces.build import Builder
 from rankgate.traces.formats.table import FORMAT_NAMES, FORMATS
 from rankgate.traces.model import TraceTables
@@ -112,7 +113,7 @@ def detect_format(path: str, label: str | None = None) -> str:
                 return fmt.name
     raise InputError(
         "is not a trace export rankgate recognises", path=label,
-        hint=f"pass --format, one of {', '.join(FORMAT_NAMES)} (see docs/traces.md)",
+        hint=f"pass --traces-format, one of {', '.join(FORMAT_NAMES)} (see docs/traces.md)",
     )
 
 
@@ -139,14 +140,16 @@ def _check_field_map(fm: Mapping[str, Any], fmt: str, source: Any) -> None:
 
 def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None,
                 on_error: str = "error", field_map: str | Mapping[str, Any] | None = None,
-                fast: bool = True, engine_items: bool = False, rank1: bool = False) -> TraceTables:
+                fast: bool = True, engine_items: bool = False, rank1: bool = False,
+                fields: Mapping[str, str] | None = None) -> TraceTables:
     """Read trace exports into :class:`TraceTables` (see the module docs).
 
     ``format``: one of :data:`FORMAT_NAMES`, or ``None`` to sniff each file. ``on_error``: ``"error"``
     (a row that cannot be used is an InputError naming file, line and field) or ``"skip"`` (such rows
     are counted by reason in ``TraceTables.skipped``, the first 20 listed). ``field_map``: a YAML file
     or a mapping overriding where the export-row readers find each canonical field (docs/traces.md,
-    "Field map"). ``fast``: let large canonical inputs take the columnar path (same result).
+    "Field map"). ``fields``: the same said as ``{name: path}`` (``--field``: ``{"id": "metadata.chunk_id"}``,
+    :func:`rankgate.traces.fieldmap.field_map_of`), applied over ``field_map``. ``fast``: let large canonical inputs take the columnar path (same result).
     ``engine_items``: items of large rankgate Parquet files may stay in the file for a DuckDB analysis
     (``TraceTables.item_sources``, :mod:`.native`); ``TraceTables.all_items()`` reads them. ``rank1``:
     such files also keep each request's rank-1 scores from their check pass (``ItemSource.rank1``:
@@ -157,10 +160,11 @@ def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
         raise UsageError(f"unknown trace format {format!r}; formats: {', '.join(FORMAT_NAMES)}")
     builder = Builder(on_error)
     options: dict[str, Any] = {"fast": fast, "engine_items": engine_items, "rank1": rank1}
-    if field_map is not None:
-        from rankgate.traces.fieldmap import load_field_map
+    if field_map is not None or fields:
+        from rankgate.traces.fieldmap import field_map_of, load_field_map, merge_field_maps
 
-        fm = options["field_map"] = load_field_map(field_map)
+        fm = load_field_map(field_map) if field_map is not None else {}
+        fm = options["field_map"] = merge_field_maps(fm, field_map_of(fields)) if fields else fm
         # the span readers (OTLP, SDK, Phoenix) take these three from the map too
         if "abort_error_types" in fm:
             options["abort_error_types"] = frozenset(x.strip().lower() for x in fm["abort_error_types"])
@@ -171,16 +175,28 @@ def read_traces(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     files = _expand(paths)
     with ExitStack() as stack:
         groups: dict[str, list[tuple[str, str]]] = {}
-        for label in files:
-            path = stack.enter_context(local_copy(label, "trace"))
-            check_file(path, "trace")
-            fmt = format or detect_format(path, label)
-            groups.setdefault(fmt, []).append((path, label))
-            builder.formats.append(fmt)
+        # (a pipe is copied to a file first: that is the time this stage can take)
+        with progress.stage(f"opening {os.path.basename(files[0]) if len(files) == 1 else f'{len(files):,} files'}"):
+            for label in files:
+                path = stack.enter_context(local_copy(label, "trace"))
+                check_file(path, "trace")
+                fmt = format or detect_format(path, label)
+                groups.setdefault(fmt, []).append((path, label))
+                builder.formats.append(fmt)
         for fmt, group in groups.items():
             if fmt not in _READERS:
                 raise UsageError(f"the {fmt} trace format is not available in this version")
+            if fields and fmt == "jsonl":
+                raise UsageError(f"{F.fields} cannot apply to {group[0][1]}: rankgate's own trace JSONL has fixed "
+                                 "field names (docs/traces.md)")
             if field_map is not None:
                 _check_field_map(options["field_map"], fmt, field_map)
-            _reader(fmt)(group, builder, options)
+            what = os.path.basename(group[0][1]) if len(group) == 1 else f"{len(group):,} {fmt} files"
+            with progress.stage(f"reading {what}", unit=_COUNTED.get(fmt, "records")):  # (the readers count)
+                _reader(fmt)(group, builder, options)
     return builder.finish()
+
+
+# what each format's reader counts as it reads (rankgate._util.progress)
+_COUNTED: Mapping[str, str] = {"jsonl": "requests", "otlp": "spans", "otel-sdk": "spans", "phoenix": "spans",
+                               "langfuse": "rows", "langsmith": "runs"}

@@ -18,7 +18,8 @@ from rankgate.io.shapes import describe_shape, shape_of
 __all__ = ["explain", "first_line", "gold_from_objects", "json_shape", "read_gold", "read_run", "rows_of", "run_from_objects",
            "table_from_objects", "table_shape"]
 
-TOOL_SHAPES = ("ragas", "deepeval", "llamaindex")
+TOOL_SHAPES = ("ragas", "deepeval", "llamaindex", "llamaindex_results")
+_FORMAT_OF_SHAPE = {"table": "csv", "llamaindex_results": "llamaindex"}  # the format that reads a shape, where not its name
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 TABLE_WORDS = frozenset({"query_id", "qid", "chunk_id", "doc_id", "docid", "score", "grade", "rank", "relevance",
                          "query-id", "corpus-id", "user_input", "input", "question", "retrieved_contexts", "retrieval_context"})
@@ -80,6 +81,8 @@ def _check_shape(recs: Records, fmt: str, what: str) -> str:
     shape seen and the format that fits."""
     seen = shape_of(recs.columns if recs.top is None else list(recs.top))
     if fmt in TOOL_SHAPES:
+        if seen is not None and _FORMAT_OF_SHAPE.get(seen) == fmt:
+            return seen  # (the llamaindex format reads RetrieverEvaluator results too)
         if seen not in (fmt, None):
             raise InputError(
                 f"does not look like {describe_shape(fmt)}: its fields are {', '.join(_names(recs))}",
@@ -100,7 +103,7 @@ def _names(recs: Records) -> list[str]:
 
 
 def _flag(what: str, shape: str | None) -> str:
-    fmt = {"table": "csv"}.get(shape or "", shape or "")
+    fmt = _FORMAT_OF_SHAPE.get(shape or "", shape or "")
     return f"--{what}-format {fmt}"
 
 
@@ -143,13 +146,13 @@ def read_gold(path: str, fmt: str, columns: Mapping[str, str] | None = None, lis
 
 
 def read_run(path: str, fmt: str, columns: Mapping[str, str] | None = None, list_sep: str | None = None) -> Run:
-    if fmt == "llamaindex":
-        raise InputError("a LlamaIndex EmbeddingQAFinetuneDataset holds a gold set, not a run", path=path,
-                         hint="pass it as --gold")
     fast = _csv_fast(path, fmt, "run", columns)
     if isinstance(fast, Run):
         return fast
     recs = _records(path, fmt)
+    if fmt == "llamaindex" and (recs.top is not None or shape_of(recs.columns) == "llamaindex"):
+        raise InputError("a LlamaIndex EmbeddingQAFinetuneDataset holds a gold set, not a run", path=path,
+                         hint="pass it as --gold")
     shape = "table" if columns and fmt in ("csv", "hf", "parquet") else _check_shape(recs, fmt, "run")
     return _run_of(recs, shape, columns, list_sep)
 
@@ -167,6 +170,10 @@ def _gold_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None
         from rankgate.io.tools.llamaindex import read_llamaindex_gold
 
         return read_llamaindex_gold(recs)
+    if shape == "llamaindex_results":
+        from rankgate.io.tools.llamaindex import read_results_gold
+
+        return read_results_gold(recs)
     if shape == "jsonl":
         from rankgate.io.jsonl import parse_gold_records
 
@@ -180,6 +187,10 @@ def _run_of(recs: Records, shape: str, columns: Mapping[str, str] | None = None,
     if shape == "llamaindex":
         raise InputError("is a LlamaIndex EmbeddingQAFinetuneDataset: it holds a gold set, not a run", path=recs.path,
                          hint="pass it as --gold, and a retriever's output on its queries as --run")
+    if shape == "llamaindex_results":
+        from rankgate.io.tools.llamaindex import read_results_run
+
+        return read_results_run(recs)
     if shape == "ragas":
         from rankgate.io.tools.ragas import read_ragas_run
 
@@ -216,7 +227,7 @@ def explain(path: str, what: str, fmt: str, exc: InputError) -> InputError:
     if shape == "table" and fmt != "csv" and ext == "csv":
         return InputError(exc.detail, path=exc.path, line=exc.line, field=exc.field,
                           hint=f"this looks like {describe_shape(shape)} with a header: use --{what}-format csv")
-    if shape in TOOL_SHAPES and shape != fmt:
+    if shape in TOOL_SHAPES and _FORMAT_OF_SHAPE.get(shape, shape) != fmt:
         hint = f"this looks like {describe_shape(shape)}: use {_flag(what, shape)}"
         if shape == "llamaindex" and what == "run":
             hint = f"this looks like {describe_shape(shape)}, which holds a gold set: pass it as --gold"
@@ -231,7 +242,13 @@ def rows_of(source: object) -> list:
         return list(source.to_dict(orient="records"))
     if hasattr(source, "to_list") and not isinstance(source, list):
         return list(source.to_list())
-    return list(source)  # type: ignore[call-overload]
+    rows = list(source)  # type: ignore[call-overload]
+    if rows and not isinstance(rows[0], dict):
+        from rankgate.io.producers import result_record
+
+        if result_record(rows[0]) is not None:  # LlamaIndex RetrievalEvalResult objects: as their model_dump()
+            rows = [result_record(r) or r for r in rows]
+    return rows
 
 
 def _object_records(source: object, label: str, fmt: str | None) -> Records | None:

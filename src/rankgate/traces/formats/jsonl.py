@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rankgate._util import progress
 from rankgate.errors import InputError
 from rankgate.traces.build import Builder, Check, derive_abort, parse_iso
 
@@ -143,8 +144,11 @@ def read_jsonl(path: str, builder: Builder, *, label: str | None = None) -> None
     from rankgate.io.source import text_lines
 
     name = label or path
+    n = 0
     try:
         for n, line in text_lines(path):
+            if not n % 1024:
+                progress.advance(1024)  # (lines, as requests: per block of them)
             if not line.strip():
                 continue
 
@@ -153,6 +157,7 @@ def read_jsonl(path: str, builder: Builder, *, label: str | None = None) -> None
                 builder.add(*parse_request(obj, Check(name, n)))
 
             builder.guard(one)
+        progress.advance(n % 1024)
     except InputError as exc:
         if label is not None and exc.path == path:
             from rankgate.io.source import relabel
@@ -168,8 +173,10 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
     row reader's result exactly; otherwise the row reader runs (and, in skip mode, skips)."""
     from rankgate.io.source import PARQUET_MAGIC, magic
 
+    tally = progress.current()  # (requests read: a file the row reader reads after all is counted again from its start)
     for path, label in files:
         parquet = magic(path) == PARQUET_MAGIC
+        counted = tally.done
         if options.get("fast", True):  # (it succeeds only when no row is unusable, so skip mode may use it)
             min_bytes = options.get("min_bytes", MIN_BYTES)
             if parquet:
@@ -179,6 +186,7 @@ def read_files(files: list[tuple[str, str]], builder: Builder, options: dict[str
                 part = _jsonl_fast(path, label, min_bytes)
             if part is not None and builder.add_tables(part):
                 continue
+        tally.set(counted)
         if parquet:
             read_parquet(path, builder, label=label)
         else:
@@ -222,6 +230,7 @@ def _jsonl_fast(path: str, label: str, min_bytes: int) -> Any:
                 return None
             parts.append(part)
             row += batch.num_rows
+            progress.advance(batch.num_rows)
     except (pa.ArrowException, ValueError):  # a value of another type, bad JSON…: the row reader explains
         return None
     if row - 1 != lines:
@@ -276,6 +285,9 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
 
     literal = "'" + path.replace("'", "''") + "'"
 
+    tally = progress.current()
+    counted = tally.done
+
     def read(con: Any, columns: str) -> list[Any] | None:
         parts = []
         row = 1
@@ -287,6 +299,7 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
                 return None
             parts.append(part)
             row += batch.num_rows
+            tally.set(counted + row - 1)  # (a second pass over the file counts from the same start)
         return parts
 
     con = duckdb.connect()
@@ -344,6 +357,7 @@ def read_parquet(path: str, builder: Builder, *, label: str | None = None) -> No
                 col = col.cast(pa.timestamp(col.type.unit)).cast(pa.timestamp("us"), safe=False).cast(
                     pa.timestamp("us", tz="UTC"))
                 batch = batch.set_column(i, "timestamp", col)
+        progress.advance(batch.num_rows)
         for obj in batch.to_pylist():
             row += 1
 

@@ -31,6 +31,7 @@ from functools import partial
 from dataclasses import dataclass
 from typing import Any
 
+from rankgate._util import progress
 from rankgate.errors import InputError
 from rankgate.traces.build import ABORT_ERROR_TYPES, Builder, Check, check_end, parse_iso
 from rankgate.traces.fieldmap import resolve, walk
@@ -302,8 +303,10 @@ def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any]) -
                                       hint="read the export's observations with its scores (the same hours)"))
             continue
         by_trace.setdefault(f.trace_id, []).append(f)
-    for tid, rows in traces.items():
-        builder.guard(partial(_assemble, rows, by_trace.get(tid, []), builder, fm))
+    with progress.stage(f"assembling {len(traces):,} traces", total=len(traces), unit="traces") as tally:
+        for tid, rows in traces.items():
+            builder.guard(partial(_assemble, rows, by_trace.get(tid, []), builder, fm))
+            tally.advance()
 
 
 # -- Langfuse ------------------------------------------------------------------------------------------

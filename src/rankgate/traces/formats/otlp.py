@@ -28,6 +28,7 @@ import json
 import re
 from typing import Any
 
+from rankgate._util import progress
 from rankgate.errors import InputError
 from rankgate.traces.build import Builder, Check, check_end, parse_iso
 from rankgate.traces.formats.jsontext import json_values
@@ -292,6 +293,7 @@ def _read(files: list[tuple[str, str]], builder: Builder, options: dict[str, Any
                 builder.reject(exc)
                 continue
             spans.extend(got if isinstance(got, list) else [got])
+            progress.advance(len(got) if isinstance(got, list) else 1)  # (per message: its spans)
         obj = got = None  # the last message is not kept while the spans are joined
     assemble_all(spans, builder, options, id_field)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rankgate._util import progress
 from rankgate.errors import InputError
 from rankgate.traces.build import Builder, Check, check_end, parse_iso
 from rankgate.traces.formats.jsontext import json_values
@@ -28,7 +29,9 @@ def _rows(path: str, label: str, builder: Builder) -> Any:
     from rankgate.io.source import PARQUET_MAGIC, magic
 
     if magic(path) != PARQUET_MAGIC:
-        yield from json_values(path, label, builder)
+        for value in json_values(path, label, builder):
+            progress.advance()  # (rows read: a span, an observation, a run; each far dearer to read than to count)
+            yield value
         return
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -43,6 +46,7 @@ def _rows(path: str, label: str, builder: Builder) -> Any:
                     col = col.cast(pa.timestamp(f.type.unit)).cast(pa.timestamp("us"), safe=False).cast(
                         pa.timestamp("us", tz="UTC"))
                     batch = batch.set_column(i, f.name, col)
+            progress.advance(batch.num_rows)
             for rec in batch.to_pylist():
                 row += 1
                 yield row, rec

@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankgate._util import progress
 from rankgate.corpus.schema import STATUS_SYNONYMS
 from rankgate.errors import InputError
 from rankgate.traces.build import ABORT_ERROR_TYPES, Builder, Check
@@ -391,6 +392,8 @@ def assemble_all(spans: list[Span], builder: Builder, options: dict[str, Any], i
             continue
         seen[key] = s
         traces.setdefault(s.trace_id, []).append(s)
-    for trace in traces.values():
-        builder.guard(partial(assemble, trace, builder, options))
+    with progress.stage(f"assembling {len(traces):,} traces", total=len(traces), unit="traces") as tally:
+        for trace in traces.values():
+            builder.guard(partial(assemble, trace, builder, options))
+            tally.advance()
 

@@ -1,4 +1,4 @@
-"""The trace export formats by name, with no import cost: the CLI builds ``--format`` choices from
+"""The trace export formats by name, with no import cost: the CLI builds ``--traces-format`` choices from
 this table, and :func:`rankgate.traces.read.detect_format` sniffs with it.
 
 Each entry: the name, the file extensions it is guessed from (``.gz`` is stripped first: compression
