@@ -22,11 +22,13 @@ def statistics(args: argparse.Namespace) -> Any:
 def scoring(args: argparse.Namespace, **overrides: Any) -> Any:
     """The options of :func:`~rankgate.cli.options.add_input_options` as the flows take them
     (``overrides`` replace some)."""
+    from rankgate.cli.options import record_fields
     from rankgate.flows.evaluate import Scoring
 
     options = {"metrics": args.metrics, "k": args.k, "trec": args.trec, "complete": args.complete, "level": args.level,
                "doc_sep": args.doc_sep, "doc_map": args.doc_map, "dedupe": args.dedupe, "gold_format": args.gold_format,
-               "run_format": args.run_format, "ties": args.ties, "columns": args.columns}
+               "run_format": args.run_format, "ties": args.ties, "columns": args.columns,
+               "fields": record_fields(args, args.command)}
     return Scoring(**{**options, **overrides})
 
 

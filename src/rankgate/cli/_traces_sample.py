@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from rankgate._util.constraints import SEED
-from rankgate.cli.options import add_param
+from rankgate.cli.options import add_param, add_renamed, add_trace_field, trace_fields
 from rankgate.cli.outputs import Output
 
 #: What the action writes (:mod:`rankgate.cli.outputs`).
@@ -26,8 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--traces", required=True, nargs="+", metavar="PATH",
                    help="trace exports: files or folders (see docs/traces.md)")
-    p.add_argument("--format", choices=FORMAT_NAMES, help="override format detection")
-    p.add_argument("--field-map", metavar="YAML", help="where Langfuse/LangSmith rows keep each field")
+    add_renamed(p, "--traces-format", old=("--format",), dest="format", choices=FORMAT_NAMES, metavar="FORMAT",
+                help="override format detection: %(choices)s")
+    p.add_argument("--field-map", metavar="YAML", help="where Langfuse/LangSmith rows keep each field, as a file")
+    add_trace_field(p)
     p.add_argument("--on-error", choices=("error", "skip"), default="error",
                    help="a trace row that cannot be used: stop (default) or skip it and count it")
     p.add_argument("--abstention", metavar="YAML",
@@ -53,6 +55,7 @@ def request(args: argparse.Namespace) -> Any:
     from rankgate.flows.traces import SampleRequest
 
     return SampleRequest(tuple(args.traces), format=args.format, field_map=args.field_map, on_error=args.on_error,
+                         fields=trace_fields(args),
                          abstention=args.abstention, abstention_threshold=args.abstention_threshold,
                          corpus=args.corpus, n=args.n, seed=args.seed,
                          by=tuple(f.strip() for f in args.by.split(",") if f.strip()))

@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from rankgate.cli.options import TIES_HELP, add_formats, add_gold, add_judge, add_out, add_stats, add_ties
+from rankgate.cli.options import TIES_HELP, add_field, add_formats, add_gold, add_judge, add_out, add_stats, add_ties
 from rankgate.cli.outputs import Output
 
 HELP = "score generated answers with a judge (faithfulness, relevance, correctness) and diagnose each query"
@@ -38,9 +38,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--answers", required=True, metavar="PATH",
                    help="answers with their packed contexts: rankgate JSONL, a RAGAS or DeepEval dataset, CSV, Parquet")
     p.add_argument("--answers-format", choices=ANSWER_FORMATS, default="auto", help="preset (default: detected)")
-    p.add_argument("--columns", metavar="MAP",
-                   help="where the file keeps each field, as dotted paths: e.g. question=inputs.question,"
-                        f"answer=outputs.answer,contexts=outputs.docs[*].text (fields: {', '.join(ANSWER_FIELDS)})")
+    add_field(p, names=f"{', '.join(ANSWER_FIELDS)}; list_sep=SEP, the delimiter of lists joined in one cell",
+              example="question=inputs.question, contexts=outputs.docs[*].text")
+    p.add_argument("--columns", metavar="MAP", help=argparse.SUPPRESS)  # --field's old spelling, for one release
     add_gold(p)
     add_formats(p, run=False)
     p.add_argument("--corpus", metavar="PATH", help="corpus manifest: texts of contexts logged as ids only")
@@ -81,17 +81,27 @@ def request(args: argparse.Namespace) -> Any:
 
     if (args.comment or args.baseline) and not args.config:  # (--comment is the command's own)
         raise UsageError("--baseline and --comment go with --config (the ship criteria they report on)")
+    if args.columns is not None:
+        print("rankgate answers: note: --columns is deprecated; use --field (the same NAME=PATH pairs)", file=sys.stderr)
     judge = JudgeSpec(backend=args.judge, url=args.judge_url, model=args.judge_model, key_env=args.judge_key_env,
                       cache=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
                       timeout=args.timeout, seed=args.judge_seed, max_statements=args.max_statements,
                       max_calls=args.max_calls, max_reply_bytes=args.max_reply_bytes, progress=sys.stderr.isatty())
     return AnswersRequest(
         answers=args.answers, gold=args.gold, answers_format=args.answers_format, columns=args.columns,
+        fields=_fields(args.field),
         gold_format=args.gold_format, corpus=args.corpus, human=args.human, metrics=args.metrics,
         faithful_min=args.faithful_min, contradiction_max=args.contradiction_max, correct_min=args.correct_min,
         by=tuple(args.by), examples=args.examples, seed=args.seed, resamples=args.resamples,
         confidence=args.confidence, ties=args.ties, judge=judge, repeats=args.repeats,
         calibration=bool(args.calibration_out), config=args.config, baseline=args.baseline)
+
+
+def _fields(given: list[str] | None) -> dict[str, str] | None:
+    """``--field`` as the request's mapping, read with the one field syntax (a UsageError naming the flaw)."""
+    from rankgate.io.answers import answer_fields
+
+    return answer_fields(given) if given else None
 
 
 def run(args: argparse.Namespace) -> int:

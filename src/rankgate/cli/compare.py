@@ -14,12 +14,12 @@ import sys
 from typing import Any
 
 from rankgate._util.constraints import PERMUTATIONS
-from rankgate.cli.options import add_enforce_as_of, add_input_options, add_param, add_stats
+from rankgate.cli.options import Misnamed, add_enforce_as_of, add_input_options, add_out, add_param, add_stats
 from rankgate.cli.outputs import Output, Planned
 
 HELP = "compare runs: paired change per metric (and segment) with CI and p-value, most-changed queries; fuse runs"
 #: What the command writes (:mod:`rankgate.cli.outputs`), both files or neither.
-OUTPUTS = {"output": Output("--output"), "fused_run": Output("--fused-run")}
+OUTPUTS = {"out": Output("--out"), "fused_run": Output("--fused-run")}
 
 
 def add_parser(sub: Any) -> None:
@@ -44,7 +44,9 @@ def add_parser(sub: Any) -> None:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the comparison as JSON instead of the table")
     fmt.add_argument("--markdown", action="store_true", help="print the comparison as markdown")
-    p.add_argument("--output", "-o", metavar="PATH", help="write the output to PATH (atomically) instead of stdout")
+    add_out(p, "write the output to PATH (atomically) instead of stdout", metavar="PATH", old=("--output",))
+    p.add_argument("--run", action=Misnamed, say="compare takes its runs as arguments, the baseline first: "
+                                                 "rankgate compare --gold GOLD BASELINE_RUN CANDIDATE_RUN")
 
 
 def request(args: argparse.Namespace) -> Any:
@@ -99,11 +101,11 @@ def _emit(args: argparse.Namespace, planned: Planned, result: Any, as_dict: Any,
     else:
         text = None
     files = dict(extra_files or {})
-    if args.output:
-        files[args.output] = text if text is not None else _plain_table(as_renderable(result))
+    if args.out:
+        files[args.out] = text if text is not None else _plain_table(as_renderable(result))
     if files:
         planned.write(files)
-    if args.output:
+    if args.out:
         return 0
     if text is not None:
         sys.stdout.write(text)

@@ -1,8 +1,9 @@
 """``rankgate gate``: check ship criteria; exit 0 (all blocking gates pass), 1 (one failed), 2 (bad input
 or an output that cannot be written), 3 (an internal error: never a verdict).
 
-Writes the PR comment (``--comment``) and the machine-readable outcome (``--json``) atomically, and
-appends the comment to ``$GITHUB_STEP_SUMMARY`` when that is set (GitHub Actions' job summary).
+Writes the PR comment (``--comment``) and the machine-readable outcome (``--json-out``) atomically (``--json``
+prints the outcome on stdout instead of the table), and appends the comment to ``$GITHUB_STEP_SUMMARY`` when
+that is set (GitHub Actions' job summary).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from typing import Any
 
 from rankgate.cli._outcome import print_outcome as _print
-from rankgate.cli.options import TIES_HELP, add_columns, add_formats, add_gold, add_ties
+from rankgate.cli.options import TIES_HELP, Misnamed, add_columns, add_field, add_formats, add_gold, add_json, add_ties
 from rankgate.cli.outputs import Output
 
 HELP = "check ship criteria (YAML) on a candidate run, optionally against a baseline; exit 1 if a blocking gate fails"
@@ -28,6 +29,7 @@ def add_parser(sub: Any) -> None:
                    help="a baseline run (paired comparison) or a summary.json of one (means only)")
     add_formats(p)
     add_columns(p)
+    add_field(p)
     add_ties(p, TIES_HELP + "; overrides the ship criteria's evaluate.ties")
     p.add_argument("--queries", metavar="PATH",
                    help="a queries file (BEIR queries.jsonl, id<TAB>text, TREC topics): query texts shown beside ids when the gold set has none")
@@ -35,7 +37,8 @@ def add_parser(sub: Any) -> None:
                    help="corpus manifest (JSONL, Parquet or a folder): checks max_stale_labels of the ship criteria "
                         "(without it that limit is reported as not checked)")
     p.add_argument("--comment", metavar="PATH", help="write the PR comment (markdown) to PATH")
-    p.add_argument("--json", metavar="PATH", help="write the outcome as JSON to PATH (usable later as --baseline)")
+    add_json(p, "print the outcome as JSON on stdout instead of the table",
+             out_help="write the outcome as JSON to PATH (usable later as --baseline)")
     p.add_argument("--candidate-label", metavar="TEXT", help="how the comment names the candidate (default: file name)")
     p.add_argument("--baseline-label", metavar="TEXT", help="how the comment names the baseline (default: file name)")
     p.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY even when set")
@@ -45,11 +48,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-reply-bytes", type=int, default=None, metavar="N",
                    help="with --post-comment: largest GitHub API reply read (default 1000000); a larger one is a "
                         "warning and nothing is posted")
+    p.add_argument("--run", action=Misnamed,
+                   say="gate takes the proposed run as --candidate RUN (and the run or summary.json it is "
+                       "compared with as --baseline)")
 
 
-#: What the command writes (:mod:`rankgate.cli.outputs`), both files or neither. --json may replace the --baseline
-#: summary it read: rolling a baseline forward is fine.
-OUTPUTS = {"comment": Output("--comment"), "json": Output("--json", replaces=("baseline",))}
+#: What the command writes (:mod:`rankgate.cli.outputs`), both files or neither. --json-out may replace the
+#: --baseline summary it read: rolling a baseline forward is fine.
+OUTPUTS = {"comment": Output("--comment"), "json_out": Output("--json-out", replaces=("baseline",))}
 
 
 def request(args: argparse.Namespace) -> Any:
@@ -62,6 +68,10 @@ def request(args: argparse.Namespace) -> Any:
         from rankgate.io.formats import parse_columns
 
         overrides["columns"] = parse_columns(args.columns)
+    if args.field:
+        from rankgate.cli.options import record_fields
+
+        overrides["fields"] = record_fields(args, "gate")
     return GateRequest(args.config, args.gold, args.candidate, args.baseline,
                        baseline_label=args.baseline_label, candidate_label=args.candidate_label, queries=args.queries,
                        corpus=args.corpus, evaluate=overrides)
@@ -85,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from rankgate.render.comment import comment_markdown
 
     markdown = comment_markdown(outcome)
-    data = outcome.to_json() if args.json else ""  # (49 MB for a gate on a field of 50,000 segments: only if asked)
+    data = outcome.to_json() if args.json or args.json_out else ""  # (49 MB for a gate on a field of 50,000 segments: only if asked)
     from rankgate.gating.alike import pair_warnings
 
     # the baseline scored on another gold version, or ranked by another rule: compare's sentences
@@ -93,14 +103,17 @@ def run(args: argparse.Namespace) -> int:
                                  outcome.tie_rules):
         print(f"rankgate gate: warning: {line}", file=sys.stderr)
 
-    files = {path: text for path, text in ((args.comment, markdown), (args.json, data)) if path}
+    files = {path: text for path, text in ((args.comment, markdown), (args.json_out, data)) if path}
     if files:
         planned.write(files)  # both or neither
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path and not args.no_step_summary:
         _append_step_summary(summary_path, markdown)
     try:
-        _print(outcome)
+        if args.json:
+            sys.stdout.write(data)
+        else:
+            _print(outcome)
     except BrokenPipeError:  # e.g. piped into `head`: the verdict still decides the exit code
         pass
     if args.post_comment:
@@ -108,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
 
         # never raises: a failed post is a notice or warning
         line = workflow_command(upsert_comment(markdown, max_reply_bytes=reply_cap))
-        try:
-            print(line, flush=True)
+        try:  # (with --json, stdout holds the JSON alone; the runner reads workflow commands on stderr too)
+            print(line, flush=True, file=sys.stderr if args.json else sys.stdout)
         except BrokenPipeError:
             pass
     return outcome.exit_code

@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -43,6 +43,11 @@ class Terminated(KeyboardInterrupt):
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No prefix matching: `gate --run` once meant --run-format; an option is spelled whole or refused.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:  # argparse's default exit code is 2 too; keep one line
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"rankgate: error: {message}\n")
@@ -96,7 +101,42 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for command in set(sub.choices.values()):
         # SUPPRESS: a sub-command that was not given --debug must not reset the top-level one.
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
+    for name, actions in QUIET.items():
+        if name in sub.choices:
+            _add_quiet(sub.choices[name], actions)
     return parser
+
+
+#: The long commands, which show progress on a terminal and take ``--quiet`` (None: the command itself; else its
+#: actions that take it).
+QUIET: dict[str, tuple[str, ...] | None] = {
+    "evaluate": None, "compare": None, "gate": None, "report": None, "answers": None,
+    "traces": ("analyze", "check", "sample"), "gold": ("stale", "remap"), "judge": ("relevance",),
+}
+
+
+def _add_quiet(command: argparse.ArgumentParser, actions: tuple[str, ...] | None) -> None:
+    from rankgate.cli.options import add_quiet
+
+    if actions is None:
+        add_quiet(command)
+        return
+    verbs = next(a for a in command._actions if isinstance(a, argparse._SubParsersAction))
+    for action in actions:
+        add_quiet(verbs.choices[action])
+
+
+@contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[None]:
+    """While a long command runs, its progress on the terminal (stderr a terminal, no ``--quiet``;
+    :mod:`rankgate._util.progress`); the other commands leave it undecided."""
+    if not hasattr(args, "quiet"):
+        yield
+        return
+    from rankgate._util.progress import for_terminal, showing
+
+    with showing(for_terminal(quiet=args.quiet)):
+        yield
 
 
 def _named_command(argv: Sequence[str]) -> str | None:
@@ -142,7 +182,8 @@ def _main(argv: Sequence[str] | None) -> int:
             module = importlib.import_module(f"rankgate.cli.{command.replace('-', '_')}")
             real_stdout, sys.stdout = sys.stdout, _GuardedStdout(sys.stdout)
             try:
-                code = int(module.run(args))
+                with _progress(args):
+                    code = int(module.run(args))
                 sys.stdout.flush()  # a full disk shows here, while the error can still be reported
             except RankgateError as exc:
                 from rankgate.cli.options import said_with_flags  # a flow names fields; the command, its options

@@ -20,25 +20,36 @@ __all__ = [
     "DEFAULT_METRICS",
     "FLAGS",
     "GOLD_FILE_HELP",
+    "JsonFlag",
+    "Misnamed",
+    "Renamed",
     "GOLD_HELP",
     "RUN_HELP",
     "TIES_HELP",
     "add_columns",
+    "add_field",
+    "add_trace_field",
     "add_component_options",
     "add_enforce_as_of",
     "add_formats",
     "add_gold",
     "add_input_options",
     "add_judge",
+    "add_json",
     "add_out",
     "add_param",
+    "add_quiet",
+    "add_renamed",
     "add_run",
     "add_stats",
     "add_ties",
     "check_judge_counts",
     "check_stats_args",
+    "deprecated",
     "flag",
     "parse_key_values",
+    "record_fields",
+    "trace_fields",
     "said_with_flags",
 ]
 
@@ -65,7 +76,7 @@ FLAGS: dict[str, str] = {
     "abstention": "--abstention", "abstention_threshold": "--abstention-threshold", "backend": "--judge",
     "baseline": "--baseline", "beir": "--beir", "by": "--by", "cache": "--cache", "calibration": "--calibration",
     "columns": "--columns", "confidence": "--confidence", "config": "--config", "corpus": "--corpus", "date": "--date",
-    "delta": "--delta", "depth": "--depth", "engine": "--engine",
+    "delta": "--delta", "depth": "--depth", "engine": "--engine", "fields": "--field",
     "enforce_as_of": "--enforce-as-of", "examples": "--examples", "fuse": "--fuse", "fused_run": "--fused-run",
     "fused_run=True": "--fused-run PATH", "gold": "--gold", "human": "--human", "id": "--id", "judged": "--judged",
     "k": "--k", "key_env": "--judge-key-env", "max_calls": "--max-calls", "max_drop": "--max-drop",
@@ -82,6 +93,9 @@ FLAGS: dict[str, str] = {
 COMMAND_FLAGS: dict[str, dict[str, str]] = {
     "answers": {"calibration": "--calibration-out"},
     "demo": {"out_dir": "--out"},  # (rankgate.demo.run_demo's folder)
+    # --k is a metric's cutoff wherever it appears; these commands' k is how deep a list goes
+    "retrieve": {"k": "--depth"},
+    "traces": {"k": "--instability-depth"},
 }
 
 
@@ -131,9 +145,92 @@ def add_run(p: Any, *, required: bool = True, help: str = RUN_HELP) -> None:
     p.add_argument("--run", required=required, metavar="PATH", help=help)
 
 
-def add_out(p: Any, help: str, *, required: bool = False, metavar: str = "DIR") -> None:
-    """``--out``/``-o``: where the command writes (a folder, or a file for the commands that write one)."""
-    p.add_argument("--out", "-o", required=required, metavar=metavar, help=help)
+def add_out(p: Any, help: str, *, required: bool = False, metavar: str = "DIR", old: tuple[str, ...] = ()) -> None:
+    """``--out``/``-o``: where the command writes (a folder, or a file for the commands that write one); ``old``:
+    spellings the command took before, still read for one release (:class:`Renamed`)."""
+    if old:
+        add_renamed(p, "--out", "-o", old=old, required=required, metavar=metavar, help=help)
+    else:
+        p.add_argument("--out", "-o", required=required, metavar=metavar, help=help)
+
+
+class Renamed(argparse.Action):
+    """An option that had another name: the ``old`` spellings still work for one release, each use saying on
+    stderr that it is deprecated (``rankgate retrieve: note: --k is deprecated; use --depth``).
+
+    The old spellings are parsed as the option itself (a required option given by its old name counts as given)
+    but are left out of ``--help``, the usage line and error messages, which name the option as it is now."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, old: tuple[str, ...], **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.old = old
+
+    def hide_old(self) -> None:
+        """Drop the old spellings from what help and messages show (the parser keeps them for parsing)."""
+        self.option_strings = [s for s in self.option_strings if s not in self.old]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if option_string in self.old:
+            deprecated(parser, option_string or "", self.option_strings[0])
+        setattr(namespace, self.dest, values)
+
+
+def deprecated(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """The one line saying an old spelling still works but will not for long."""
+    import sys
+
+    print(f"{parser.prog}: note: {old} is deprecated; use {new}", file=sys.stderr)
+
+
+def add_renamed(p: Any, *names: str, old: tuple[str, ...], **kwargs: Any) -> None:
+    """``p.add_argument(*names, **kwargs)`` that also reads the ``old`` spellings, with a note (:class:`Renamed`)."""
+    action = p.add_argument(*names, *old, action=Renamed, old=old, **kwargs)
+    action.hide_old()
+
+
+class JsonFlag(argparse.Action):
+    """``--json``: print the JSON on stdout. Where ``--json PATH`` used to write the file (gate, traces check), that
+    spelling still works for one release, as ``--json-out PATH`` with a note.
+
+    It takes an optional value, and this is unambiguous only because every command given it has no positional
+    argument: a word after ``--json`` can only be its value (the old path), never a word of the command."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", const=True, default=False, metavar="PATH", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if values is True:
+            setattr(namespace, self.dest, True)
+            return
+        deprecated(parser, "--json PATH", "--json-out PATH")
+        namespace.json_out = values
+
+
+def add_json(p: Any, help: str, *, out_help: str | None = None) -> None:
+    """``--json``, a flag: print the command's JSON on stdout; with ``out_help``, also ``--json-out PATH`` (write it
+    to a file), and ``--json PATH`` still read as ``--json-out PATH`` (:class:`JsonFlag`)."""
+    if out_help is None:
+        p.add_argument("--json", action="store_true", help=help)
+        return
+    p.add_argument("--json", action=JsonFlag, help=help + " (with a PATH: the old spelling of --json-out PATH, "
+                                                         "read for one release)")
+    p.add_argument("--json-out", metavar="PATH", help=out_help)
+
+
+class Misnamed(argparse.Action):
+    """An option this command does not take but a user may try (another command's name for the thing, which
+    prefix matching once read as a different option): refused at once with the option the command takes."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, say: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs="?", default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS, **kwargs)
+        self.say = say
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is not an option of {parser.prog}: {self.say}")
 
 
 def add_formats(p: Any, *, gold: bool = True, run: bool = True) -> None:
@@ -144,6 +241,50 @@ def add_formats(p: Any, *, gold: bool = True, run: bool = True) -> None:
         p.add_argument("--gold-format", choices=GOLD_FORMATS, metavar="FORMAT", help=FORMAT_HELP)
     if run:
         p.add_argument("--run-format", choices=RUN_FORMATS, metavar="FORMAT", help=FORMAT_HELP)
+
+
+#: ``--field``: the one way every command says where a field lives (:mod:`rankgate._util.fields`).
+FIELD_HELP = ("where a field lives, NAME=PATH: keys joined by dots, [*] for every item of a list (e.g. {example}); "
+              "repeatable, or comma-separated; names: {names}")
+#: The names evaluate, compare, gate and report map (:data:`rankgate.io.mapped.FIELD_NAMES`, not imported here:
+#: the parser is built on every start).
+RECORD_FIELD_NAMES = ("query_id, query (gold and run); id, text, score, rank (a run's items); relevant, grade (a gold "
+                      "set's items)")
+
+
+def add_field(p: Any, names: str = RECORD_FIELD_NAMES, example: str = "id=metadata.doc_id, id=hits[*].doc.id") -> None:
+    """``--field NAME=PATH`` (repeatable): where a field lives in the records a command reads."""
+    p.add_argument("--field", action="append", default=None, metavar="NAME=PATH",
+                   help=FIELD_HELP.format(example=example, names=names))
+
+
+def record_fields(args: argparse.Namespace, command: str) -> dict[str, str] | None:
+    """``--field`` of a command reading gold sets and runs, as the mapping :class:`~rankgate.scoring.options.Scoring`
+    holds (a UsageError naming the first flaw; None when not given)."""
+    given = getattr(args, "field", None)
+    if not given:
+        return None
+    from rankgate.io.mapped import check_fields
+
+    return check_fields(given, command=command)
+
+
+def add_trace_field(p: Any) -> None:
+    """``--field`` of the trace actions: the names a field map takes (docs/traces.md, "Field map")."""
+    add_field(p, names="request fields (tenant, session, …, or request.NAME), document fields (id, score, doc_id, "
+                       "version, status, source, deprecated, text, or document.NAME), documents, query",
+              example="id=metadata.chunk_id, tenant=metadata.tenant, id=output.documents[*].metadata.chunk_id")
+
+
+def trace_fields(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--field`` as the request's mapping (a UsageError naming the first flaw; None when not given)."""
+    if not args.field:
+        return None
+    from rankgate._util.fields import parse_fields
+    from rankgate.traces.fieldmap import FIELD_NAMES, field_map_of
+
+    field_map_of(args.field)
+    return parse_fields(args.field, FIELD_NAMES, command="traces")
 
 
 def add_columns(p: Any) -> None:
@@ -160,6 +301,7 @@ def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_requ
     add_gold(p, required=gold_required)
     add_formats(p, run=run)
     add_columns(p)
+    add_field(p)
     add_ties(p)
     p.add_argument("--metrics", "-m", default=DEFAULT_METRICS, metavar="SPECS",
                    help=f"comma-separated metric specs (default: {DEFAULT_METRICS}); see 'rankgate metrics'")
@@ -173,6 +315,16 @@ def add_input_options(p: argparse.ArgumentParser, *, run: bool = True, gold_requ
                    help="a repeated id in one query's ranking: error (default), or keep its best rank and report the count")
     p.add_argument("--trec", action="store_true", help="trec_eval v10 semantics: queries in both files; all-non-relevant queries score 0")
     p.add_argument("-c", "--complete", action="store_true", help="with --trec: average over all gold queries (trec_eval -c)")
+
+
+#: ``--quiet``: the one meaning it has in every command that takes it.
+QUIET_HELP = ("show no progress; progress (a line per stage, a bar for judge calls) is shown only when stderr is "
+              "a terminal, and never in an output file or on stdout")
+
+
+def add_quiet(p: Any) -> None:
+    """``--quiet``/``-q``: no progress on the terminal (:mod:`rankgate._util.progress`); the long commands take it."""
+    p.add_argument("--quiet", "-q", action="store_true", help=QUIET_HELP)
 
 
 def add_stats(p: Any, *, seed_help: str | None = None) -> None:

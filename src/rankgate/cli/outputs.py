@@ -11,7 +11,7 @@ checks every output the options name, in the table's order:
 * it is none of the request's inputs (its ``inputs()``, and any file the command reads itself): writing it
   would replace data the command reads (:func:`~rankgate._util.atomic.check_not_input`). An output declared
   with ``replaces=("baseline",)`` may replace the file that request field names: a baseline summary
-  rolled forward (``gate --baseline gate.json --json gate.json``);
+  rolled forward (``gate --baseline gate.json --json-out gate.json``);
 * no two outputs name the same file.
 
 Each refusal is an :class:`~rankgate.errors.OutputError` or a :class:`~rankgate.errors.UsageError`

@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rankgate.cli.options import add_component_options, add_enforce_as_of, add_input_options, add_run, add_stats
+from rankgate.cli.options import add_component_options, add_enforce_as_of, add_input_options, add_out, add_run, add_stats
 from rankgate.cli.outputs import Output
 
 __all__ = ["OUTPUTS", "add_parser", "run"]
 
 #: What the command writes (:mod:`rankgate.cli.outputs`).
-OUTPUTS = {"output": Output("--output", required=True)}
+OUTPUTS = {"out": Output("--out", required=True)}
 
 HELP = "write a self-contained HTML report: retrieval panel, k-sweep, segments, top misses, diagnosis"
 EPILOG = """\
@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--judged", metavar="LABELS", help="judge labels of items the gold set lacks: adds precision/nDCG "
                                                       "bounds (as `rankgate evaluate --judged`)")
     p.add_argument("--calibration", metavar="JSON", help="with --judged: the judge's calibration (corrected estimate)")
-    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the HTML file to write")
+    add_out(p, "the HTML file to write", required=True, metavar="HTML", old=("--output",))
     add_enforce_as_of(p)
     add_component_options(p)
     p.add_argument("--rewrite", metavar="LOG",
@@ -112,17 +112,20 @@ def run(args: argparse.Namespace) -> int:
 
     threading.Thread(target=_import_charts, daemon=True).start()
     evaluated = run_report(req, on_warning=say("report"))
-    from rankgate.render.build import assemble
-    from rankgate.render.html import render_html
+    from rankgate._util import progress
 
-    report = assemble(evaluated)
-    if abstention is not None:
-        from dataclasses import replace
+    with progress.stage(f"writing {args.out}"):
+        from rankgate.render.build import assemble
+        from rankgate.render.html import render_html
 
-        report = replace(report, abstention=abstention)
-    planned.write({args.output: render_html(report)})
+        report = assemble(evaluated)
+        if abstention is not None:
+            from dataclasses import replace
+
+            report = replace(report, abstention=abstention)
+        planned.write({args.out: render_html(report)})
     gate = "" if report.gate is None else f"; gate {'passed' if report.gate.passed else 'failed'}"
-    print(f"wrote {args.output}: {len(report.findings)} findings, {report.misses_total} queries with no relevant "
+    print(f"wrote {args.out}: {len(report.findings)} findings, {report.misses_total} queries with no relevant "
           f"chunk in the {'top 10' if report.depth >= 10 else f'list (top {report.depth})'}{gate}")
     return 0
 

@@ -2,7 +2,7 @@
 
 ::
 
-    rankgate retrieve --corpus corpus.jsonl --gold gold.jsonl --retriever bm25 -o run.jsonl [--k 100]
+    rankgate retrieve --corpus corpus.jsonl --gold gold.jsonl --retriever bm25 -o run.jsonl [--depth 100]
     rankgate retrieve --beir path/to/beir_folder --retriever bm25 -o run.jsonl
     rankgate retrieve --corpus corpus.jsonl --gold gold.jsonl --retriever mypkg.search:MyRetriever \\
         -O model=/models/e5 -o run.jsonl
@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rankgate.cli.options import add_gold
+from rankgate.cli.options import add_gold, add_out, add_renamed
 from rankgate.cli.options import parse_key_values as _parse_options
 from rankgate.cli.outputs import Output
 
@@ -25,7 +25,7 @@ __all__ = ["OUTPUTS", "add_parser", "parse_texts", "request", "run"]
 from rankgate.flows.retrieve import DEFAULT_TEXTS
 
 #: What the command writes (:mod:`rankgate.cli.outputs`; the run is written by rankgate.retrieval.write_run).
-OUTPUTS = {"output": Output("--output", required=True)}
+OUTPUTS = {"out": Output("--out", required=True)}
 
 _DESCRIPTION = """\
 Index a corpus with a retriever, run the queries, and write a run JSONL file
@@ -75,8 +75,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="retriever option, repeatable; VALUE is read as JSON when it parses (1.2, true, null), "
         "'none' means null, anything else is a string",
     )
-    parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="run JSONL to write")
-    parser.add_argument("--k", type=int, default=100, metavar="N", help="hits kept per query (default: 100)")
+    add_out(parser, "run JSONL to write", required=True, metavar="FILE", old=("--output",))
+    # (--k is a metric's cutoff in every command; here it was the depth, and still is for one release)
+    add_renamed(parser, "--depth", old=("--k",), type=int, default=100, metavar="N",
+                help="hits kept per query (default: 100)")
     parser.add_argument(
         "--texts",
         default=f"top-{DEFAULT_TEXTS}",
@@ -125,7 +127,7 @@ def request(args: argparse.Namespace) -> Any:
     from rankgate.flows.retrieve import RetrieveRequest
 
     return RetrieveRequest(corpus=args.corpus, beir=args.beir, gold=args.gold, split=args.split,
-                           retriever=args.retriever, options=_parse_options(list(args.option)), k=args.k,
+                           retriever=args.retriever, options=_parse_options(list(args.option)), k=args.depth,
                            texts=parse_texts(args.texts), reranker=args.reranker, rerank_depth=args.rerank_depth,
                            repeat=args.repeat, latency=not args.no_latency)
 
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     req = request(args)
     check_outputs(args, OUTPUTS, req)
     done = run_retrieve(req)
-    path = write_run(done.records, args.output)
+    path = write_run(done.records, args.out)
     print(
         f"{path}: {len(done.records)} queries, up to {req.k} hits each, {done.chunks} chunks indexed "
         f"with {done.system} in {done.seconds:.1f} s"

@@ -13,24 +13,29 @@ import os
 import sys
 from typing import Any
 
+from rankgate.cli.options import add_json, add_out, add_renamed, add_trace_field, trace_fields
 from rankgate.cli.outputs import Output
 
 HELP = "production retrieval traces: compute the signals (analyze), alert on them (check)"
 OUT_FILES = ("signals.csv", "summary.json", "trace_report.html")
 #: What each action writes (:mod:`rankgate.cli.outputs`), all of it or none (``sample``: rankgate.cli._traces_sample).
 OUTPUTS = {"analyze": {"out": Output("--out", files=OUT_FILES, required=True)},
-           "check": {"summary": Output("--summary"), "json": Output("--json")}}
+           "check": {"summary": Output("--summary"), "json_out": Output("--json-out")}}
 
 
 def _inputs(p: argparse.ArgumentParser) -> None:
     from rankgate.traces.formats.table import FORMAT_NAMES
 
     p.add_argument("--traces", required=True, nargs="+", metavar="PATH", help="trace exports: files or folders")
-    p.add_argument("--format", choices=FORMAT_NAMES, help="the export format (default: detected per file)")
+    # (--format is the report's format on stdout elsewhere; an input's format is --<input>-format)
+    add_renamed(p, "--traces-format", old=("--format",), dest="format", choices=FORMAT_NAMES, metavar="FORMAT",
+                help="the export format: %(choices)s (default: detected per file)")
     p.add_argument("--on-error", choices=("error", "skip"), default="error",
                    help="a row that cannot be used: stop with an error naming it (default), or skip it and "
                         "count it by reason in the outputs")
-    p.add_argument("--field-map", metavar="YAML", help="where the export keeps each field (docs/traces.md)")
+    p.add_argument("--field-map", metavar="YAML", help="where the export keeps each field, as a file (docs/traces.md); "
+                                                       "also the stages, feedback and abort rules")
+    add_trace_field(p)
     p.add_argument("--window", default=None, metavar="SPAN", help="window width: 15m, 1h, 1d (default), 1w")
     p.add_argument("--by", default="", metavar="FIELDS",
                    help="segments, comma-separated: tenant, surface, data_source, source, index_version, ...")
@@ -42,7 +47,9 @@ def _inputs(p: argparse.ArgumentParser) -> None:
                    help="top-1 score under which a request counts as low confidence (instead of --abstention)")
     p.add_argument("--corpus", metavar="MANIFEST", help="corpus manifest: item status and each document's current "
                                                         "version (stale citations)")
-    p.add_argument("--k", type=int, default=10, metavar="K", help="list depth compared for instability (default 10)")
+    # (--k is a metric's cutoff in every command; here it was the depth, and still is for one release)
+    add_renamed(p, "--instability-depth", old=("--k",), dest="k", type=int, default=10, metavar="N",
+                help="list depth compared for instability (default 10)")
 
 
 def add_parser(sub: Any) -> None:
@@ -53,7 +60,7 @@ def add_parser(sub: Any) -> None:
                                      "window and segment; write signals.csv, summary.json and trace_report.html "
                                      "(--signals: only some groups, without the report). Exit 0; 2 bad input.")
     _inputs(a)
-    a.add_argument("--out", required=True, metavar="DIR", help="the folder to write into")
+    add_out(a, "the folder to write into", required=True)
     a.add_argument("--monitors", metavar="YAML", help="monitors whose flags the HTML report marks (default: the defaults)")
     a.add_argument("--signals", default="all", metavar="GROUPS",
                    help="what to compute: all (default), headline (latency quantiles, error rate, fallback and "
@@ -65,7 +72,8 @@ def add_parser(sub: Any) -> None:
     _inputs(c)
     c.add_argument("--monitors", metavar="YAML", help="the monitors (default: rankgate's defaults, docs/traces.md)")
     c.add_argument("--summary", metavar="MD", help="write the markdown summary of the flags here")
-    c.add_argument("--json", metavar="PATH", help="write the flags as JSON here")
+    add_json(c, "print the flags as JSON on stdout instead of the markdown summary",
+             out_help="write the flags as JSON to PATH")
     from rankgate.cli import _traces_sample as traces_sample
 
     traces_sample.add_parser(verbs)
@@ -83,6 +91,7 @@ def request(args: argparse.Namespace) -> Any:
     from rankgate.flows.traces import TracesRequest
 
     return TracesRequest(tuple(args.traces), format=args.format, on_error=args.on_error, field_map=args.field_map,
+                         fields=trace_fields(args),
                          window=args.window, by=tuple(f.strip() for f in args.by.split(",") if f.strip()),
                          engine=args.engine, spark_master=args.spark_master, abstention=args.abstention,
                          abstention_threshold=args.abstention_threshold, corpus=args.corpus, k=args.k,
@@ -104,13 +113,17 @@ def _analyze(args: argparse.Namespace) -> int:
     req = request(args)
     planned = check_outputs(args, OUTPUTS["analyze"], req)
     done = run_analyze(req)
-    files = {os.path.join(args.out, "signals.csv"): signals_csv(done.summary),
-             os.path.join(args.out, "summary.json"): summary_json(done.summary)}
-    if done.outcome is not None:  # the report shows every signal and the monitors' flags: only for the whole analysis
-        from rankgate.render.traces_html import trace_report_html
+    from rankgate._util import progress
 
-        files[os.path.join(args.out, "trace_report.html")] = trace_report_html(done.summary, done.outcome, done.monitors)
-    planned.write(files)
+    with progress.stage(f"writing {args.out}"):
+        files = {os.path.join(args.out, "signals.csv"): signals_csv(done.summary),
+                 os.path.join(args.out, "summary.json"): summary_json(done.summary)}
+        if done.outcome is not None:  # the report shows every signal and the monitors' flags: only for the whole analysis
+            from rankgate.render.traces_html import trace_report_html
+
+            files[os.path.join(args.out, "trace_report.html")] = trace_report_html(done.summary, done.outcome,
+                                                                                   done.monitors)
+        planned.write(files)
     _print(trace_panel(done.summary))
     sys.stdout.write(f"\nwrote {', '.join(os.path.basename(f) for f in files)} to {args.out}\n")
     return 0
@@ -132,17 +145,20 @@ def _check(args: argparse.Namespace) -> int:
     files: dict[str, str] = {}
     if args.summary:
         files[args.summary] = md
-    if args.json:
-        files[args.json] = json.dumps({
+    data = ""
+    if args.json or args.json_out:
+        data = json.dumps({
             "exit_code": outcome.exit_code, "checked": outcome.checked, "unchecked": dict(outcome.unchecked),
             "not_measurable": dict(outcome.not_measurable),
             "flags": [{"monitor": f.monitor, "signal": f.signal, "window": f.window_iso, "segment": f.segment,
                        "value": f.value, "n": f.n, "rule": f.rule, "baseline": _finite(f.baseline), "statistic": _finite(f.statistic),
                        "severity": f.severity, "owner": f.owner, "detail": f.detail} for f in outcome.flags],
         }, indent=2, allow_nan=False) + "\n"
+    if args.json_out:
+        files[args.json_out] = data
     if files:
         planned.write(files)
-    sys.stdout.write(md)
+    sys.stdout.write(data if args.json else md)
     return int(outcome.exit_code)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from rankgate._util import progress
 from rankgate._util.constraints import BY, FILE, FLAG, Param, Shape, check, plain
 from rankgate.errors import F, UsageError
 from rankgate.flows._inputs import FilePath, paths
@@ -29,12 +30,35 @@ if TYPE_CHECKING:  # pragma: no cover
     from rankgate.stats.sweep import KSweep
 
 __all__ = [
-    "DEFAULT_METRICS", "Evaluation", "EvaluateRequest", "Scorer", "Scoring", "Statistics", "load_doc_map",
-    "read_pipes_once", "run_evaluation",
+    "DEFAULT_METRICS", "SCORING_KEYWORDS", "Evaluation", "EvaluateRequest", "Scorer", "Scoring", "Statistics",
+    "load_doc_map", "read_pipes_once", "run_evaluation", "scoring_with",
 ]
 
 
 Warn = Callable[[str], None]
+
+
+def input_name(given: Any, default: str = "the run") -> str:
+    """How a progress line names an input: a path's file name, a loaded input's source file, else ``default``."""
+    source = os.fspath(given) if isinstance(given, (str, os.PathLike)) else getattr(given, "source", None)
+    return os.path.basename(source) or source if isinstance(source, str) and source else default
+
+
+def scoring_stage(gold: Any, run: Any, level: str = "chunk") -> str:
+    """What the terminal says while a run is scored (:mod:`rankgate._util.progress`): ``reading and scoring
+    run.jsonl`` (a file still to read), ``scoring run.jsonl`` (loaded), ``… (document level)``."""
+    if isinstance(run, (str, os.PathLike)):
+        head = "reading and scoring"
+    elif isinstance(gold, (str, os.PathLike)):
+        head = f"reading {input_name(gold)}, scoring"
+    else:
+        head = "scoring"
+    return f"{head} {input_name(run)}{' (document level)' if level == 'doc' else ''}"
+
+
+def intervals_stage(stats: Statistics) -> str:
+    """What the terminal says while the bootstrap draws the intervals."""
+    return f"intervals ({stats.resamples:,} resamples)"
 
 
 class Scorer:
@@ -78,9 +102,9 @@ class Scorer:
         from rankgate.io.trec import trec_eval_lines
 
         s, columns = self.scoring, self.column_map()
-        g = gold if isinstance(gold, Gold) else load_gold(gold, format=s.gold_format, columns=columns)
+        g = gold if isinstance(gold, Gold) else load_gold(gold, format=s.gold_format, columns=columns, fields=s.fields)
         with trec_eval_lines(s.trec):  # (--trec: a TREC run's lines as trec_eval reads them)
-            r = run if isinstance(run, Run) else load_run(run, format=s.run_format, columns=columns)
+            r = run if isinstance(run, Run) else load_run(run, format=s.run_format, columns=columns, fields=s.fields)
         return g, r
 
     def score(self, gold: Any, run: Any, *, metrics: str | Sequence[str] | None = None, level: str | None = None,
@@ -90,9 +114,10 @@ class Scorer:
         from rankgate.scoring.engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring if level is None or level == self.scoring.level else replace(self.scoring, level=level)
-        result = evaluate(gold, run, s.metrics if metrics is None else metrics, scoring=s, doc_map=self.doc_map,
-                          columns=self._columns)
         name = os.fspath(run) if isinstance(run, (str, os.PathLike)) else getattr(run, "source", "run")
+        with progress.stage(scoring_stage(gold, run, s.level)):
+            result = evaluate(gold, run, s.metrics if metrics is None else metrics, scoring=s, doc_map=self.doc_map,
+                              columns=self._columns)
         said = []
         if warn:
             from rankgate.io.nearmiss import near_miss_line
@@ -111,7 +136,7 @@ class Scorer:
         s = self.scoring
         return {"trec": s.trec, "complete": s.complete, "level": s.level, "doc_sep": s.doc_sep, "doc_map": self.doc_map,
                 "dedupe": s.dedupe, "gold_format": s.gold_format, "run_format": s.run_format, "ties": s.ties,
-                "columns": self.column_map()}
+                "columns": self.column_map(), "fields": s.fields}
 
 
 def read_pipes_once(scoring: Scoring, gold: Any, run: Any, again: bool) -> tuple[Any, Any]:
@@ -123,12 +148,12 @@ def read_pipes_once(scoring: Scoring, gold: Any, run: Any, again: bool) -> tuple
 
         columns = scoring.column_map()
         if isinstance(gold, (str, os.PathLike)) and is_pipe(os.fspath(gold)):  # (not in-memory data)
-            gold = load_gold(gold, format=scoring.gold_format, columns=columns)
+            gold = load_gold(gold, format=scoring.gold_format, columns=columns, fields=scoring.fields)
         if isinstance(run, (str, os.PathLike)) and is_pipe(os.fspath(run)):
             from rankgate.io.trec import trec_eval_lines
 
             with trec_eval_lines(scoring.trec):
-                run = load_run(run, format=scoring.run_format, columns=columns)
+                run = load_run(run, format=scoring.run_format, columns=columns, fields=scoring.fields)
     return gold, run
 
 
@@ -184,6 +209,29 @@ def _cutoffs(value: Any) -> str | tuple[Any, ...] | None:
 
 
 SCORING = Param("scoring", Scoring, None, help="how runs are scored (Scoring(metrics=..., k=...))")
+#: The scoring options a request also takes one by one, as a convenience that builds its ``scoring``
+#: (``EvaluateRequest(gold, run, metrics="recall@5,mrr", k=10)``): None is "not given".
+SCORING_KEYWORDS = ("metrics", "k", "level")
+
+
+def scoring_with(scoring: Scoring, given: Mapping[str, Any], caller: str) -> Scoring:
+    """``scoring`` with the loose keywords of a request (:data:`SCORING_KEYWORDS` given, not None) set in it,
+    each checked under ``caller``'s name. Said one way only: with a ``scoring`` other than the default, a
+    keyword given too is refused, naming it."""
+    loose = {name: value for name, value in given.items() if value is not None}
+    if not loose:
+        return scoring
+    if scoring != Scoring():
+        names = ", ".join(loose)
+        raise UsageError(f"{caller} takes the scoring options as scoring= or as keywords, not both: drop {names} or "
+                         f"set {'it' if len(loose) == 1 else 'them'} in the Scoring")
+    from rankgate._util.constraints import K, LEVEL
+    from rankgate.metrics.spec import METRICS
+
+    params = {"metrics": METRICS, "k": K, "level": LEVEL}
+    return replace(scoring, **{name: check(params[name], value, caller=caller, name=name) for name, value in loose.items()})
+
+
 STATISTICS = Param("statistics", Statistics, None, help="the bootstrap's seed, resamples and confidence")
 _KS = Param("ks", Shape("cutoffs: a string such as '1,3,5,10' or a list of integers", _cutoffs), "1,3,5,10,20")
 
@@ -196,6 +244,8 @@ class EvaluateRequest:
     freshness what-if (the result is then the enforced run's); ``routing``/``entity_linking``: the
     component analyses; ``judged`` (with ``calibration``): bounds of an incomplete gold set;
     ``latency``: per-stage latency when the run logs it. ``statistics.resamples`` 0: no intervals.
+    ``metrics``, ``k``, ``level``: the scoring's, given one by one instead of as ``scoring`` (not both); they
+    are set in :attr:`scoring` when the request is built, and read None afterwards.
     """
 
     gold: GoldInput
@@ -211,13 +261,19 @@ class EvaluateRequest:
     judged: str | None = None
     calibration: str | None = None
     latency: bool = True
+    metrics: str | Sequence[str] | None = None
+    k: int | None = None
+    level: str | None = None
 
     def __post_init__(self) -> None:
         # Every field but the inputs checked here (a UsageError naming it); ``by`` as a tuple of names.
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
 
-        put("scoring", check(SCORING, self.scoring, caller="EvaluateRequest"))
+        put("scoring", scoring_with(check(SCORING, self.scoring, caller="EvaluateRequest"),
+                                    {name: getattr(self, name) for name in SCORING_KEYWORDS}, "EvaluateRequest"))
+        for name in SCORING_KEYWORDS:  # (now in the scoring: a replace() of the request gives them once)
+            put(name, None)
         put("statistics", check(STATISTICS, self.statistics, caller="EvaluateRequest"))
         put("by", check(BY, self.by, caller="EvaluateRequest"))
         if self.sweep is not None:  # metric families written without @k ("recall,ndcg")
@@ -304,7 +360,7 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
 
         from rankgate.stats.bootstrap import metric_cis
 
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with progress.stage(intervals_stage(stats)), ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(metric_cis, result, statistics=stats)
             if meanwhile is not None:
                 meanwhile(result)
@@ -315,7 +371,8 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
     if req.by:
         from rankgate.stats.segments import segment_summary
 
-        segments = segment_summary(result, list(req.by), statistics=stats)
+        with progress.stage(f"segments by {', '.join(req.by)}"):
+            segments = segment_summary(result, list(req.by), statistics=stats)
     components = components_of(scorer, stats, gold, run, routing=req.routing, entity_linking=req.entity_linking,
                                by=req.by)
     if req.latency and result.info.get("latency_ms"):
@@ -325,7 +382,8 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
     if req.sweep:
         from rankgate.stats.sweep import k_sweep
 
-        sweep = k_sweep(gold, run, req.sweep, req.ks, evaluate_kwargs=scorer.sweep_kwargs())
+        with progress.stage(f"k-sweep of {req.sweep}"):
+            sweep = k_sweep(gold, run, req.sweep, req.ks, evaluate_kwargs=scorer.sweep_kwargs())
     if req.judged:
         bounds = judged_bounds(scorer, stats, gold, run, req.judged, req.calibration)
     return Evaluation(req, result, cis, segments, sweep, latency, components, freshness, bounds,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rankgate._util import progress
 from rankgate.flows._inputs import FilePath, config_file, paths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,7 +116,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
     from rankgate.gating.decide import decide
     from rankgate.model.gold_run import Gold
     from rankgate.model.results import EvaluationResult
-    from rankgate.flows.evaluate import Evaluation
+    from rankgate.flows.evaluate import Evaluation, input_name
 
     cfg = _config(req.config)
     gold = req.gold
@@ -130,8 +131,10 @@ def run_gate(req: GateRequest) -> GateOutcome:
         if isinstance(run, EvaluationResult):
             return run
         if loaded_gold is None:
-            loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
-                os.fspath(gold), format=scorer.scoring.gold_format, columns=scorer.column_map())
+            with progress.stage(f"reading {input_name(gold, 'the gold set')}"):
+                loaded_gold = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
+                    os.fspath(gold), format=scorer.scoring.gold_format, columns=scorer.column_map(),
+                    fields=scorer.scoring.fields)
         # (the scorer's warning lines are kept, not said: the decision's notes say them, for each side)
         result = scorer.score(loaded_gold, run)
         if isinstance(gold, (str, os.PathLike)) and os.path.isfile(gold):
@@ -171,8 +174,9 @@ def run_gate(req: GateRequest) -> GateOutcome:
     stale = None
     if req.corpus is not None and (cfg.max_stale_labels is not None or cfg.max_stale_share is not None):
         stale = _stale_report(cfg, gold, loaded_gold, scorer, req.corpus)
-    return decide(cfg, current, base_obj, baseline_label=req.baseline_label, candidate_label=req.candidate_label,
-                  query_text=texts, stale=stale, intervals=_intervals(cfg, req.candidate))
+    with progress.stage("checking the ship criteria"):
+        return decide(cfg, current, base_obj, baseline_label=req.baseline_label, candidate_label=req.candidate_label,
+                      query_text=texts, stale=stale, intervals=_intervals(cfg, req.candidate))
 
 
 def _intervals(cfg: GateConfig, candidate: Any) -> Any:
@@ -194,7 +198,8 @@ def _stale_report(cfg: GateConfig, gold: Any, loaded: Any, scorer: Scorer, corpu
 
     if loaded is None:
         loaded = gold if not isinstance(gold, (str, os.PathLike)) else load_gold(
-            os.fspath(gold), format=scorer.scoring.gold_format, columns=scorer.column_map())
+            os.fspath(gold), format=scorer.scoring.gold_format, columns=scorer.column_map(),
+                fields=scorer.scoring.fields)
     path = os.fspath(gold) if isinstance(gold, (str, os.PathLike)) else "<gold>"
     manifest = corpus if isinstance(corpus, CorpusManifest) else load_manifest(os.fspath(corpus))
     return stale_labels(gold_file_of(loaded, path), manifest, max_stale_labels=cfg.max_stale_labels,

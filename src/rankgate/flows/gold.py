@@ -7,6 +7,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from rankgate._util import progress
 from rankgate.flows._inputs import FilePath, paths
 
 
@@ -71,7 +72,7 @@ def _baseline_values(gold_path: str, path: str, gold: Any, config: Any) -> tuple
     per_query = found.per_query
     if per_query is None:
         return None, [f"the baseline summary {name} has no per-query values (write it with this version of "
-                      "rankgate: evaluate --out or gate --json); the figures are the binomial approximation"]
+                      "rankgate: evaluate --out or gate --json-out); the figures are the binomial approximation"]
     notes = []
     if per_query.gold_sha256 and per_query.gold_sha256 != gold.sha256:
         notes.append(f"the baseline summary {name} was scored on another version of the gold set; its values are "
@@ -114,11 +115,26 @@ def run_stale(req: StaleRequest) -> Any:
     from rankgate.goldset import stale_labels
 
     config = load_config(req.config) if req.config else None
-    gold = _read_clean(req.gold)
-    since = load_manifest(req.since) if req.since else None
-    corpus = load_manifest(req.corpus)
-    return stale_labels(gold, corpus, since, max_stale_labels=config.max_stale_labels if config else None,
-                        max_stale_share=config.max_stale_share if config else None)
+    with progress.stage(f"reading {_name(req.gold)}"):
+        gold = _read_clean(req.gold)
+    with progress.stage(f"reading {' and '.join(_name(p) for p in (req.corpus, req.since) if p)}"):
+        since = load_manifest(req.since) if req.since else None
+        corpus = load_manifest(req.corpus)
+    with progress.stage(f"checking {_labels(gold)} against the corpus"):
+        return stale_labels(gold, corpus, since, max_stale_labels=config.max_stale_labels if config else None,
+                            max_stale_share=config.max_stale_share if config else None)
+
+
+def _name(path: str) -> str:
+    """A file as a progress line names it."""
+    import os
+
+    return os.path.basename(path) or path
+
+
+def _labels(gold: Any) -> str:
+    """``12,000 labels``: how many graded items a gold file holds, for a progress line."""
+    return f"{sum(len(q.labels) for q in gold.queries):,} labels"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +196,12 @@ def run_remap(req: RemapRequest) -> Remapped:
     from rankgate.goldset.remap import propose, remap_gold
 
     kept: list[tuple[str, Any]] = []  # every line with its object, read once (a pipe cannot be read twice)
-    gold = _read_clean(req.gold, kept)
-    old, new = load_manifest(req.old_corpus), load_manifest(req.new_corpus)
-    result = remap_gold(gold, old, new, min_confidence=req.min_confidence, require_texts=True)
+    with progress.stage(f"reading {_name(req.gold)}"):
+        gold = _read_clean(req.gold, kept)
+    with progress.stage(f"reading {_name(req.old_corpus)} and {_name(req.new_corpus)}"):
+        old, new = load_manifest(req.old_corpus), load_manifest(req.new_corpus)
+    with progress.stage(f"finding the new chunks of {_labels(gold)}"):
+        result = remap_gold(gold, old, new, min_confidence=req.min_confidence, require_texts=True)
     lines = [line for line, _ in kept]
     records = [obj for _, obj in kept]
     rows, changed, conflicts = propose(records, gold, result)

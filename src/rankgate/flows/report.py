@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from rankgate._util import progress
 from rankgate.errors import F, UsageError
 from rankgate.flows._inputs import FilePath, config_file, paths
 from rankgate.scoring.options import Scoring
@@ -326,7 +327,7 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
     baseline, the lexical run, the raw candidates, the document level, the experiments' runs) is scored by one
     :class:`~rankgate.flows.evaluate.Scorer` with the request's scoring: the doc map is read once, and
     ``on_warning`` hears each warning line once."""
-    from rankgate.flows.evaluate import Scorer, judged_bounds
+    from rankgate.flows.evaluate import Scorer, input_name, judged_bounds
 
     answers = _answers(req.answers)
     bounds, judged = req.bounds, None
@@ -338,10 +339,12 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
     scorer = Scorer(replace(req.scoring, metrics=EXPERIMENT_METRICS), on_warning)
     doc_map = scorer.doc_map  # (read before the inputs, once)
     cfg = req.config
-    inputs = load_inputs(req.gold, req.run, req)
+    with progress.stage(f"reading {input_name(req.gold, 'the gold set')} and {input_name(req.run)}"):
+        inputs = load_inputs(req.gold, req.run, req)
     main, shown = evaluate_main(inputs, req, cfg, scorer)
     run_label = _label(req.run, inputs.run, *(_path(x) for x in (req.baseline, req.lexical) if x is not None))
-    base = collect_baseline(req.baseline, inputs, main, shown, req, scorer, req.run, run_label)
+    with progress.stage(f"comparing with {input_name(req.baseline, 'the baseline')}"):
+        base = collect_baseline(req.baseline, inputs, main, shown, req, scorer, req.run, run_label)
     lex = collect_lexical(req.lexical, inputs, req, scorer, req.run, base)
     stages = score_stages(inputs, req, scorer)
     outcome = None
@@ -350,8 +353,9 @@ def run_report(req: ReportRequest, *, on_warning: Callable[[str], None] | None =
 
         st = req.statistics
         same = (cfg.seed, cfg.resamples, cfg.confidence) == (st.seed, st.resamples, st.confidence)
-        outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
-                         baseline_label=base.label, candidate_label=run_label, intervals=main.cis if same else None)
+        with progress.stage("checking the ship criteria"):
+            outcome = decide(cfg, main.result, base.result if base.result is not None else base.summary,
+                             baseline_label=base.label, candidate_label=run_label, intervals=main.cis if same else None)
     doc_level = _doc_level(inputs, main.result, shown, req, scorer)
     freshness, rewrite, components = _experiments(req, inputs, scorer)
     main = replace(main, components=components, freshness=freshness, bounds=judged, warnings=tuple(scorer.warnings))
@@ -396,23 +400,24 @@ def load_inputs(gold: Any, run: Any, req: ReportRequest) -> Inputs:
     from rankgate.io.trec import trec_eval_lines
 
     trec_lines = req.scoring.trec  # (--trec: TREC lines read as trec_eval reads them)
-    run_format, columns = req.scoring.run_format, req.scoring.column_map()
+    run_format, columns, fields = req.scoring.run_format, req.scoring.column_map(), req.scoring.fields
 
     def read_run() -> Run:
         lazy = _run_with_lazy_texts(run, req)
         if lazy is not None:
             return lazy
         with trec_eval_lines(trec_lines):  # (--trec: a TREC run's lines as trec_eval reads them)
-            return load_run(run, format=run_format, columns=columns)
+            return load_run(run, format=run_format, columns=columns, fields=fields)
 
     try:
-        g, r = gold_first(pool.submit(load_gold, gold, format=req.scoring.gold_format, columns=columns), read_run)
+        g, r = gold_first(pool.submit(load_gold, gold, format=req.scoring.gold_format, columns=columns, fields=fields),
+                          read_run)
         if isinstance(r.items.get("text"), LineTexts):
             from rankgate.io.nearmiss import compares_texts
 
             if compares_texts(g):  # (the near-miss check compares every text: read them all now)
                 with trec_eval_lines(trec_lines):
-                    r = load_run(run, format=run_format, columns=columns)
+                    r = load_run(run, format=run_format, columns=columns, fields=fields)
         read, run_read = gold_files(req.on_disk(gold, g)), run_files(req.on_disk(run, r))
         files: list[tuple[str, str, Any]] = [
             ("gold", g.source, pool.submit(sha256_files, read) if read else None),
@@ -450,7 +455,8 @@ def _run_with_lazy_texts(run: Any, req: ReportRequest) -> Run | None:
             return None
     except RankgateError:  # (read as usual: the metric's own check names the error)
         return None
-    return load_run_lazy_texts(run, format=req.scoring.run_format, columns=req.scoring.column_map())
+    return load_run_lazy_texts(run, format=req.scoring.run_format, columns=req.scoring.column_map(),
+                               fields=req.scoring.fields)
 
 
 def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, scorer: Scorer) -> tuple[Evaluation, Shown]:
@@ -458,7 +464,7 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, scorer: Scorer) 
     the panel and the k-sweep; the segments. The run's :class:`~rankgate.flows.evaluate.Evaluation` (its
     experiments and judged bounds added by :func:`run_report`) and what the page shows of it."""
     from rankgate._util.arrow import code_counts
-    from rankgate.flows.evaluate import EvaluateRequest, Evaluation
+    from rankgate.flows.evaluate import EvaluateRequest, Evaluation, intervals_stage
     from rankgate.metrics.display import fmt_sig
     from rankgate.stats.bootstrap import metric_cis
     from rankgate.stats.sweep import sweep_specs
@@ -479,7 +485,8 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, scorer: Scorer) 
     # The panel's intervals and the k-sweep's in one call: a metric's interval does not depend on the
     # others drawn with it, and queries are drawn once for all of them.
     sweep = [m for m in sweep_specs(list(SWEEP_FAMILIES), ks) if m not in panel]
-    cis = metric_cis(result, statistics=req.statistics, metrics=[*panel, *sweep])
+    with progress.stage(intervals_stage(req.statistics)):
+        cis = metric_cis(result, statistics=req.statistics, metrics=[*panel, *sweep])
     fields = _auto_fields(result) if req.by is None else None
     if req.by is not None:
         from rankgate.stats.segments import field_key, split_fields
@@ -490,7 +497,8 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, scorer: Scorer) 
     if fields:
         from rankgate.stats.segments import segment_summary
 
-        segments = segment_summary(result, fields, metrics=seg_metrics, statistics=req.statistics)
+        with progress.stage(f"segments by {', '.join(map(str, fields))}"):
+            segments = segment_summary(result, fields, metrics=seg_metrics, statistics=req.statistics)
     asked = EvaluateRequest(req.gold, req.run, req.scoring, req.statistics, by=tuple(fields or ()),
                             enforce_as_of=req.enforce_as_of, routing=req.routing, entity_linking=req.entity_linking,
                             judged=req.judged, calibration=req.calibration, latency=False)
@@ -512,7 +520,8 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: Evaluation, shown: Sho
 
     def run_and_sha(path: str) -> tuple[Run, str | None]:
         with trec_eval_lines(req.scoring.trec):
-            br = load_run(path, format=req.scoring.run_format, columns=req.scoring.column_map())
+            br = load_run(path, format=req.scoring.run_format, columns=req.scoring.column_map(),
+                          fields=req.scoring.fields)
         return br, _sha(req.on_disk(path, br))
 
     loaded: BaselineSummary | tuple[Run, str | None]
@@ -522,7 +531,8 @@ def collect_baseline(baseline: Any, inputs: Inputs, main: Evaluation, shown: Sho
         loaded = summary_or_run(os.fspath(baseline), run_and_sha)
     else:
         with trec_eval_lines(req.scoring.trec):
-            base_run = load_run(baseline, format=req.scoring.run_format, columns=req.scoring.column_map())
+            base_run = load_run(baseline, format=req.scoring.run_format, columns=req.scoring.column_map(),
+                                fields=req.scoring.fields)
         loaded = (base_run, _sha(req.on_disk(baseline, base_run)))
     if isinstance(loaded, BaselineSummary):
         return Baseline(summary=loaded, label=os.path.basename(loaded.source))
@@ -550,7 +560,7 @@ def collect_lexical(lexical: Any, inputs: Inputs, req: ReportRequest, scorer: Sc
     from rankgate.io.trec import trec_eval_lines
 
     with trec_eval_lines(req.scoring.trec):
-        lr = load_run(lexical, format=req.scoring.run_format, columns=req.scoring.column_map())
+        lr = load_run(lexical, format=req.scoring.run_format, columns=req.scoring.column_map(), fields=req.scoring.fields)
     label = _label(lexical, lr, _path(run, inputs.run), *([_path(base.run)] if base.result is not None else []))
     lres = scorer.score(inputs.gold, lr, metrics=_dedupe([f"recall@{k}", "hit@10", f"ndcg@{k}", "mrr"]))
     return Lexical(label, tuple((m, lres.summary(m).mean) for m in lres.metric_names), lres, lr,

@@ -4,10 +4,11 @@ worth labelling (sample). See :mod:`rankgate.traces` and docs/traces.md."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rankgate._util import progress
 from rankgate.flows._inputs import FilePath, paths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,6 +23,16 @@ def _check_threshold(abstention: str | None, threshold: float | None) -> None:
         raise UsageError(f"give {F.abstention} or {F.abstention_threshold}, not both")
     if threshold is not None and not math.isfinite(threshold):
         raise UsageError(f"{F.abstention_threshold} must be a finite number; got {threshold}")
+
+
+def _check_trace_fields(req: Any) -> None:
+    """``req.fields`` read with the one field syntax (a UsageError naming the first flaw), kept as ``{name: path}``."""
+    if req.fields is not None:
+        from rankgate._util.fields import parse_fields
+        from rankgate.traces.fieldmap import FIELD_NAMES, field_map_of
+
+        field_map_of(req.fields)  # (the names, the paths, and the documents' one list)
+        object.__setattr__(req, "fields", parse_fields(req.fields, FIELD_NAMES, command="traces"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +51,7 @@ class TracesRequest:
     k: int = 10                         # list depth compared for instability
     monitors: str | None = None         # YAML (None: the defaults)
     signals: str | Iterable[str] | None = None  # analyze: headline, all or groups (None: all); kept as a frozenset
+    fields: Mapping[str, str] | None = None  # where the export keeps each field: {"id": "metadata.chunk_id"}
 
     def inputs(self) -> tuple[FilePath, ...]:
         """The files the request reads (an output may be none of them): the trace exports, the monitors, the
@@ -56,6 +68,7 @@ class TracesRequest:
                      window=TEXT, by=BY, engine=typed(str), spark_master=TEXT, abstention=FILE,
                      abstention_threshold=typed(float, optional=True), corpus=FILE, k=typed(int), monitors=FILE)
         check(typed(NAMES, optional=True), self.signals, caller="TracesRequest", name="signals")
+        _check_trace_fields(self)
         object.__setattr__(self, "signals", parse_signals(self.signals))
         for f in self.by:
             if f not in SEGMENT_FIELDS:
@@ -96,12 +109,13 @@ def _summarize(req: TracesRequest, by_extra: tuple[str, ...] = (), window: str |
         manifest = load_manifest(req.corpus)
     # on DuckDB, items of large rankgate Parquet files stay in the file (rankgate.traces.native)
     tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map,
-                         engine_items=req.engine in (None, "duckdb"), rank1=top1_only(signals))
+                         engine_items=req.engine in (None, "duckdb"), rank1=top1_only(signals), fields=req.fields)
     backend = make_backend(req.engine, spark_master=req.spark_master)
     try:
-        return summarize_traces(tables, by=tuple(dict.fromkeys(req.by + by_extra)), backend=backend, window=window,
-                                threshold=None if threshold is None else float(threshold), manifest=manifest, k=req.k,
-                                signals=signals)
+        with progress.stage(f"computing the signals of {tables.requests.num_rows:,} requests"):
+            return summarize_traces(tables, by=tuple(dict.fromkeys(req.by + by_extra)), backend=backend,
+                                    window=window, threshold=None if threshold is None else float(threshold),
+                                    manifest=manifest, k=req.k, signals=signals)
     finally:
         backend.close()
 
@@ -137,6 +151,7 @@ class SampleRequest:
     n: int = 50                         # how many candidates
     seed: int = 0
     by: tuple[str, ...] = ("tenant",)   # request fields to stratify by besides reason and source
+    fields: Mapping[str, str] | None = None  # where the export keeps each field (as TracesRequest's)
 
     def inputs(self) -> tuple[FilePath, ...]:
         """The files the request reads (an output may be none of them): the trace exports, the abstention
@@ -149,6 +164,7 @@ class SampleRequest:
         check_fields(self, "SampleRequest", traces=typed(PATHS), format=TEXT, field_map=FILE, on_error=typed(str),
                      abstention=FILE, abstention_threshold=typed(float, optional=True), corpus=FILE, n=typed(int),
                      seed=typed(int), by=BY)
+        _check_trace_fields(self)
         _check_threshold(self.abstention, self.abstention_threshold)
 
 
@@ -175,7 +191,8 @@ def run_sample(req: SampleRequest) -> Sample:
         from rankgate.corpus import load_manifest
 
         corpus = load_manifest(req.corpus)
-    tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map)
+    tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map,
+                         fields=req.fields)
     recs = sample_candidates(tables, threshold=threshold, n=req.n, seed=req.seed, by=req.by)
     missing: list[str] = []
     if corpus is not None:

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import json
 import queue
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from rankgate.errors import UsageError
@@ -40,7 +40,6 @@ __all__ = ["BUDGET_REACHED", "DEFAULT_MAX_STATEMENTS", "MAX_REPEATS", "MAX_STATE
            "check_count"]
 
 _FLUSH_ROWS, _FLUSH_SECONDS = 256, 2.0
-_PROGRESS_MIN_CALLS = 20
 MAX_REPEATS = 20  # samples per item: 3 to 5 measure a judge's variance
 DEFAULT_MAX_STATEMENTS = 200  # statements per answer; each costs a support (and a correctness) call
 MAX_STATEMENTS = 10_000
@@ -165,7 +164,8 @@ class JudgeClient:
         self.stats["calls"] += len(keys)
         self.stats["cache_hits"] += len(keys) - len(todo)
         if todo:
-            self._dispatch(task, items, repeats, keys, todo, out)
+            with self._progress(len(todo), task) as bar:
+                self._dispatch(task, items, repeats, keys, todo, out, bar)
         self.stats["errors"] += sum(1 for j in out if j is not None and j.error is not None)
         return [j for j in out if j is not None]
 
@@ -202,10 +202,9 @@ class JudgeClient:
         return CallResult(label=label, raw=result.raw, usage=result.usage, fingerprint=result.fingerprint), None  # type: ignore[arg-type]
 
     def _dispatch(self, task: str, items: Sequence[JudgeItem], repeats: int, keys: Sequence[str | None],
-                  todo: Sequence[int], out: list[Judgement | None]) -> None:
+                  todo: Sequence[int], out: list[Judgement | None], bar: Any) -> None:
         pending_rows: list[tuple[str, str, str, str, Mapping[str, int], str | None]] = []
         last_flush = time.monotonic()
-        bar = self._progress_bar(len(todo), task)
 
         def flush() -> None:
             nonlocal last_flush
@@ -235,7 +234,7 @@ class JudgeClient:
                     work(index)
                 else:
                     pool.submit(work, index)
-            for done in range(1, len(todo) + 1):
+            for _ in todo:
                 index, result, error = results.get()
                 if error == "\x00crash":
                     raise result
@@ -254,8 +253,7 @@ class JudgeClient:
                         label = list(result.label) if isinstance(result.label, tuple) else result.label
                         pending_rows.append((key, task, json.dumps(label, ensure_ascii=False), result.raw,
                                              result.usage, result.fingerprint))
-                if bar is not None and (done % 50 == 0 or done == len(todo)):
-                    bar[0].update(bar[1], completed=done)
+                bar.advance()  # (every completion; the terminal is redrawn when due)
                 if len(pending_rows) >= _FLUSH_ROWS or time.monotonic() - last_flush > _FLUSH_SECONDS:
                     flush()
             finished = True
@@ -263,19 +261,18 @@ class JudgeClient:
             if pool is not None:  # interrupted: drop the queued calls, do not wait for those in flight
                 pool.shutdown(wait=finished, cancel_futures=True)
             flush()
-            if bar is not None:
-                bar[0].stop()
 
-    def _progress_bar(self, total: int, task: str) -> Any:
-        if not self.progress or total < _PROGRESS_MIN_CALLS or not sys.stderr.isatty():
-            return None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    @contextmanager
+    def _progress(self, total: int, task: str) -> Iterator[Any]:
+        """The bar of one run's calls, moved on every completion (:mod:`rankgate._util.progress`). The command line
+        decides whether it is shown (a terminal, no ``--quiet``); a library call shows it when the client was opened
+        with ``progress=True`` and stderr is a terminal."""
+        from rankgate._util import progress
 
-        progress = Progress(TextColumn(f"judge {task}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                            console=Console(stderr=True), transient=True)
-        progress.start()
-        return progress, progress.add_task(task, total=total)
+        with ExitStack() as stack:
+            if self.progress and not progress.decided():
+                stack.enter_context(progress.showing(progress.for_terminal()))
+            yield stack.enter_context(progress.stage(f"judge {task}", total=total, unit="calls"))
 
     # -- describing --------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
