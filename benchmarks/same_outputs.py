@@ -46,7 +46,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
                     "tests-data/report/run.jsonl", "tests-data/report/bm25.jsonl", "--markdown", "-o", "out/compare.md"]),
     ("gate", ["gate", "--config", "demo/data/ship-criteria.yaml", "--gold", "demo/data/gold.jsonl",
               "--baseline", "demo/runs/baseline.jsonl", "--candidate", "demo/runs/candidate.jsonl",
-              "--comment", "out/gate-comment.md", "--json", "out/gate.json", "--no-step-summary"]),
+              "--comment", "out/gate-comment.md", "--json-out", "out/gate.json", "--no-step-summary"]),
     ("gate-pass", ["gate", "--config", "tests-data/gate/ship-criteria.yaml", "--gold", "tests-data/gate/gold.jsonl",
                    "--baseline", "tests-data/gate/base.jsonl", "--candidate", "tests-data/gate/base.jsonl"]),
     ("report", ["report", "--gold", "demo/data/gold.jsonl", "--run", "demo/runs/candidate.jsonl",

@@ -123,7 +123,7 @@ def test_gate_cli_fails_on_latency_and_the_comment_shows_it(tmp_path, capsys):
     out = tmp_path / "slow.json"
     comment = tmp_path / "comment.md"
     capsys.readouterr()
-    assert main([*argv, "--candidate", str(slow), "--json", str(out), "--comment", str(comment)]) == 1
+    assert main([*argv, "--candidate", str(slow), "--json-out", str(out), "--comment", str(comment)]) == 1
     printed = capsys.readouterr().out
     assert "latency retrieve (median)" in printed and "FAIL" in printed
     outcome = json.loads(out.read_text())
@@ -163,12 +163,12 @@ def test_retrieve_repeat_3_writes_medians(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "run.jsonl"
     assert main(["retrieve", "--corpus", str(CORPUS), "--gold", str(GOLD), "--retriever", "ticking_retriever:Ticking",
-                 "-o", str(out), "--k", "3"]) == 0
+                 "-o", str(out), "--depth", "3"]) == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["latency_ms"]["retrieve"] for r in records} == {20.0}
     assert {r["latency_repeats"] for r in records} == {3}
     assert main(["retrieve", "--corpus", str(CORPUS), "--gold", str(GOLD), "--retriever", "ticking_retriever:Ticking",
-                 "-o", str(out), "--k", "3", "--repeat", "1"]) == 0
+                 "-o", str(out), "--depth", "3", "--repeat", "1"]) == 0
     assert {json.loads(line)["latency_ms"]["retrieve"] for line in out.read_text().splitlines()} == {10.0}
 
 
@@ -202,7 +202,7 @@ def test_bad_values_are_refused(tmp_path, capsys):
 
 def test_retrieve_with_a_reranker_times_the_rerank_stage(tmp_path):
     out = tmp_path / "run.jsonl"
-    assert main(["retrieve", "--corpus", str(CORPUS), "--gold", str(GOLD), "-o", str(out), "--k", "20",
+    assert main(["retrieve", "--corpus", str(CORPUS), "--gold", str(GOLD), "-o", str(out), "--depth", "20",
                  "--reranker", "bm25", "--rerank-depth", "10", "--repeat", "2"]) == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(set(r["latency_ms"]) == {"retrieve", "rerank"} and r["latency_repeats"] == 2 for r in records)
@@ -293,10 +293,10 @@ def test_a_summary_baseline_says_latency_regressions_were_not_checked(tmp_path):
     cfg.write_text("gates: [{metric: recall@1, threshold: 0.5}]\nlatency: [{stage: retrieve, regression_max_ms: 5}]\n"
                    "defaults: {resamples: 200}\n")
     summary = tmp_path / "base.json"
-    assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(base), "--json", str(summary),
+    assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(base), "--json-out", str(summary),
                  "--no-step-summary"]) == 0
     out = tmp_path / "out.json"
     assert main(["gate", "--config", str(cfg), "--gold", str(gold), "--candidate", str(slow), "--baseline",
-                 str(summary), "--json", str(out), "--no-step-summary"]) == 0
+                 str(summary), "--json-out", str(out), "--no-step-summary"]) == 0
     (check,) = json.loads(out.read_text())["latency"][0]["checks"]
     assert check["status"] == "skipped" and "baseline run" in check["note"]

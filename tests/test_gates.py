@@ -317,12 +317,12 @@ def test_gate_command_exit_codes_files_and_step_summary(tmp_path, monkeypatch, c
     common = ["gate", "--config", str(ship), "--gold", str(DATA / "gold.jsonl")]
 
     # main's run as the baseline summary for later pull requests
-    assert main(common + ["--candidate", str(DATA / "base.jsonl"), "--json", str(tmp_path / "baseline.json")]) == 0
+    assert main(common + ["--candidate", str(DATA / "base.jsonl"), "--json-out", str(tmp_path / "baseline.json")]) == 0
     assert "PASS" in capsys.readouterr().out
 
     comment, outcome = tmp_path / "out" / "pr-comment.md", tmp_path / "out" / "outcome.json"
     code = main(common + ["--candidate", str(DATA / "cand.jsonl"), "--baseline", str(tmp_path / "baseline.json"),
-                          "--comment", str(comment), "--json", str(outcome)])
+                          "--comment", str(comment), "--json-out", str(outcome)])
     assert code == 1
     printed = capsys.readouterr().out
     assert "retrieval recall@5 dropped from 90.0% to 72.5%" in printed and "FAIL" in printed
@@ -335,7 +335,7 @@ def test_gate_command_exit_codes_files_and_step_summary(tmp_path, monkeypatch, c
 
     again = tmp_path / "again.json"  # same inputs and seed: byte-identical outcome, intervals included
     main(common + ["--candidate", str(DATA / "cand.jsonl"), "--baseline", str(tmp_path / "baseline.json"),
-                   "--json", str(again), "--no-step-summary"])
+                   "--json-out", str(again), "--no-step-summary"])
     capsys.readouterr()
     assert again.read_bytes() == outcome.read_bytes()
 

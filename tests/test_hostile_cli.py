@@ -137,7 +137,7 @@ def test_gate_json_unwritable_writes_no_comment_either(tmp_path, capsys):
     out.mkdir()
     (out / "gate.json").mkdir()
     config = _config(tmp_path)
-    assert_refused(_gate(config, "--comment", out / "comment.md", "--json", out / "gate.json"), out,
+    assert_refused(_gate(config, "--comment", out / "comment.md", "--json-out", out / "gate.json"), out,
                    names=["gate.json"], capsys=capsys)
     assert not (out / "comment.md").exists()
 
@@ -145,13 +145,13 @@ def test_gate_json_unwritable_writes_no_comment_either(tmp_path, capsys):
 def test_gate_json_under_a_file_is_exit_2_not_1(tmp_path, capsys):
     (tmp_path / "notadir").write_text("x")
     config = _config(tmp_path)
-    assert_refused(_gate(config, "--json", tmp_path / "notadir" / "x.json"), tmp_path, names=["notadir"], capsys=capsys)
+    assert_refused(_gate(config, "--json-out", tmp_path / "notadir" / "x.json"), tmp_path, names=["notadir"], capsys=capsys)
 
 
 def test_gate_comment_and_json_naming_one_file(tmp_path, capsys):
     config = _config(tmp_path)
     out = tmp_path / "o"
-    assert_refused(_gate(config, "--comment", out / "a", "--json", out / "a"), out, names=["a"], capsys=capsys)
+    assert_refused(_gate(config, "--comment", out / "a", "--json-out", out / "a"), out, names=["a"], capsys=capsys)
 
 
 def test_unwritable_step_summary_is_a_warning_not_a_verdict(tmp_path, capsys, monkeypatch):
@@ -170,7 +170,7 @@ def test_unwritable_step_summary_is_a_warning_not_a_verdict(tmp_path, capsys, mo
 def test_compare_report_and_retrieve_check_their_output_first(tmp_path, capsys):
     folder = tmp_path / "taken"
     folder.mkdir()
-    assert_refused(["compare", RUN, RUN, "--gold", GOLD, "--output", folder], tmp_path, names=["taken"], capsys=capsys)
+    assert_refused(["compare", RUN, RUN, "--gold", GOLD, "--out", folder], tmp_path, names=["taken"], capsys=capsys)
     assert_refused(["report", "--gold", GOLD, "--run", RUN, "-o", folder], tmp_path, names=["taken"], capsys=capsys)
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"chunk_id": "a#c1", "text": "x"}\n')
@@ -317,7 +317,7 @@ def test_baseline_summary_values_must_be_finite_and_in_range(tmp_path, capsys, s
     bad.write_text(json.dumps(data).replace('"@@"', value))
     config = _config(tmp_path, "gates:\n  - metric: hit@5\n    regression_max: 0.1\n")
     out = tmp_path / "o"
-    assert_refused(_gate(config, "--baseline", bad, "--json", out / "g.json"), out, names=["bad-summary.json"],
+    assert_refused(_gate(config, "--baseline", bad, "--json-out", out / "g.json"), out, names=["bad-summary.json"],
                    capsys=capsys, contains=[field])
 
 
@@ -450,7 +450,7 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, capsys):
                    capsys=capsys, contains=["also an input"])
     run = tmp_path / "run.jsonl"
     run.write_bytes(RUN.read_bytes())
-    assert_refused(["compare", run, RUN, "--gold", gold, "--output", run], tmp_path, names=["run.jsonl"], capsys=capsys,
+    assert_refused(["compare", run, RUN, "--gold", gold, "--out", run], tmp_path, names=["run.jsonl"], capsys=capsys,
                    contains=["also an input"])
     config = _config(tmp_path)
     assert_refused(_gate(config, "--comment", config), tmp_path, names=["ship.yaml"], capsys=capsys,
@@ -473,7 +473,7 @@ def test_a_failing_comparison_writes_no_fused_run(tmp_path, capsys):
     out.mkdir()
     missing = tmp_path / "no-such-gold.jsonl"
     assert_refused(["compare", RUN, RUN, "--fuse", "rrf", "--fused-run", out / "fused.jsonl", "--gold", missing,
-                    "--output", out / "cmp.txt"], out, names=["no-such-gold.jsonl"], capsys=capsys)
+                    "--out", out / "cmp.txt"], out, names=["no-such-gold.jsonl"], capsys=capsys)
 
 
 @pytest.mark.parametrize(("text", "contains"), [
@@ -577,7 +577,7 @@ def test_retrieve_k_is_bounded(tmp_path, capsys):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text('{"chunk_id": "a", "text": "free plan"}\n')
     assert_refused(["retrieve", "--corpus", corpus, "--gold", GOLD, "--retriever", "bm25", "-o", tmp_path / "o.jsonl",
-                    "--k", str(10**30)], tmp_path, capsys=capsys, contains=["--k"])
+                    "--depth", str(10**30)], tmp_path, capsys=capsys, contains=["--depth"])
 
 
 def test_stale_csv_defuses_spreadsheet_formulas(tmp_path, capsys):

@@ -149,7 +149,8 @@ def test_no_command_checks_its_outputs_by_hand() -> None:
     src = Path(rankgate.flows.__file__).resolve().parents[1]
     callers = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
                      if "check_not_input(" in p.read_text(encoding="utf-8"))
-    assert callers == ["_util/atomic.py", "cli/outputs.py"]
+    # (and the Python API's report(out=...), which writes its one file outside any command)
+    assert callers == ["_util/atomic.py", "cli/outputs.py", "render/api.py"]
 
 
 # -- an output that is an input is refused, as before ---------------------------------------------------
@@ -185,28 +186,28 @@ def test_report_refuses_an_output_that_is_an_input(tmp_path, capsys) -> None:
     gold, run, config = _copy(tmp_path, GOLD, RUN, CONFIG)
     argv = ["report", "--gold", gold, "--run", run, "--config", config]
     for output in (gold, run, config):
-        _refused_as_input(capsys, [*argv, "-o", output], tmp_path, "report", output, output, "--output")
+        _refused_as_input(capsys, [*argv, "-o", output], tmp_path, "report", output, output, "--out")
     abstention = tmp_path / "abstention.yaml"  # (read by the command itself, not the flow)
     abstention.write_text("abstention: {}\n")
     _refused_as_input(capsys, [*argv, "--abstention", abstention, "-o", abstention], tmp_path, "report", abstention,
-                      abstention, "--output")
+                      abstention, "--out")
 
 
 def test_gate_refuses_an_output_that_is_an_input_but_may_roll_its_baseline_forward(tmp_path, capsys) -> None:
     gold, run, config = _copy(tmp_path, GOLD, RUN, CONFIG)
     argv = ["gate", "--config", config, "--gold", gold, "--candidate", run, "--no-step-summary"]
-    for option in ("--comment", "--json"):
+    for option in ("--comment", "--json-out"):
         for output in (config, gold, run):
             _refused_as_input(capsys, [*argv, option, output], tmp_path, "gate", output, output, option)
     summary = tmp_path / "gate.json"
-    assert main([str(a) for a in [*argv, "--json", summary]]) in (0, 1)
+    assert main([str(a) for a in [*argv, "--json-out", summary]]) in (0, 1)
     _refused_as_input(capsys, [*argv, "--baseline", summary, "--comment", summary], tmp_path, "gate", summary, summary,
                       "--comment")
     os.utime(summary, (0, 0))
-    assert main([str(a) for a in [*argv, "--baseline", summary, "--json", summary]]) in (0, 1)  # rolled forward
+    assert main([str(a) for a in [*argv, "--baseline", summary, "--json-out", summary]]) in (0, 1)  # rolled forward
     assert summary.stat().st_mtime > 0 and json.loads(summary.read_text())["exit_code"] in (0, 1)
-    line = assert_refused([*argv, "--comment", tmp_path / "x.md", "--json", tmp_path / "x.md"], tmp_path, capsys=capsys)
-    assert line == f"rankgate gate: error: --comment and --json name the same file {tmp_path / 'x.md'}; give each its own file"
+    line = assert_refused([*argv, "--comment", tmp_path / "x.md", "--json-out", tmp_path / "x.md"], tmp_path, capsys=capsys)
+    assert line == f"rankgate gate: error: --comment and --json-out name the same file {tmp_path / 'x.md'}; give each its own file"
 
 
 def test_answers_refuses_an_output_that_is_an_input(tmp_path, capsys) -> None:
@@ -234,9 +235,9 @@ def test_the_other_commands_refuse_an_output_that_is_an_input(tmp_path, capsys, 
     other = tmp_path / "other.jsonl"
     other.write_text("{}\n")
     argv, option = {
-        "compare": (["compare", run, RUN, "--gold", gold, "--output", run], "--output"),
+        "compare": (["compare", run, RUN, "--gold", gold, "--out", run], "--out"),
         "pool": (["pool", "--gold", gold, "--runs", other, run, "--out", run], "--out"),
-        "retrieve": (["retrieve", "--corpus", other, "--gold", run, "-o", run], "--output"),
+        "retrieve": (["retrieve", "--corpus", other, "--gold", run, "-o", run], "--out"),
         "calibrate-abstention": (["calibrate-abstention", "--gold", gold, "--run", run, "-o", run], "-o"),
         "traces sample": (["traces", "sample", "--traces", other, run, "-o", run], "-o"),
         "gold remap": (["gold", "remap", "--gold", gold, "--old-corpus", other, "--new-corpus", run, "-o",
@@ -296,7 +297,7 @@ def test_an_empty_path_is_refused_where_the_output_is_required(tmp_path, capsys,
     """``-o ""``: a required output is checked (the current folder is no file), an optional one is not written."""
     monkeypatch.chdir(tmp_path)
     line = assert_refused(["report", "--gold", GOLD, "--run", RUN, "-o", ""], tmp_path, capsys=capsys)
-    assert line == "rankgate report: error: : is a folder; a file is written here (give --output a file name)"
+    assert line == "rankgate report: error: : is a folder; a file is written here (give --out a file name)"
     from rankgate.cli.outputs import Output, check_outputs
 
     assert check_outputs(argparse.Namespace(out=""), {"out": Output("--out", files=("a.txt",))}).paths == {}

@@ -15,8 +15,8 @@ HEAVY = ["numpy", "pyarrow", "duckdb", "pandas", "scipy", "matplotlib", "pyspark
 
 def test_all_is_pinned():
     assert sorted(rankgate.__all__) == sorted([
-        "EvaluationResult", "Metric", "MetricDefinition", "__version__", "evaluate", "gate", "load_gold",
-        "load_run", "parse_metric", "register_metric",
+        "EvaluationResult", "Metric", "MetricDefinition", "__version__", "compare", "evaluate", "gate", "load_gold",
+        "load_run", "parse_metric", "register_metric", "report",
     ])
     for name in rankgate.__all__:
         assert getattr(rankgate, name) is not None

@@ -395,7 +395,7 @@ def test_cli_retrieve_on_demo_data(tmp_path: Path, capsys: pytest.CaptureFixture
         "stemmer=en",
         "-O",
         "k1=0.9",
-        "--k",
+        "--depth",
         "7",
         "--no-latency",
         "-o",

@@ -15,7 +15,7 @@ DEMO = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data
 
 def _retrieve(tmp_path, *extra: str) -> list[dict]:
     out = tmp_path / "run.jsonl"
-    code = main(["retrieve", "--corpus", str(DEMO / "corpus.jsonl"), "--gold", str(DEMO / "gold.jsonl"), "--k", "30",
+    code = main(["retrieve", "--corpus", str(DEMO / "corpus.jsonl"), "--gold", str(DEMO / "gold.jsonl"), "--depth", "30",
                  "--no-latency", "-o", str(out), *extra])
     assert code == 0
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]

@@ -182,9 +182,15 @@ class ConfigReader:
             m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)" + re.escape(suffix), text)
             if m and share:
                 return float(m.group(1)) / 100.0
+            percent = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)%", text)
+            if pp and percent:  # a drop is in points: '5%' could mean 5 points or 5% of the baseline
+                n = float(percent.group(1))
+                raise self.fail(key, item.line, f"must be a drop in points, not a percentage; got {show_value(v)}",
+                                f"write '{n:g}pp' or {n / 100:g} for a drop of {n:g} points" if share else
+                                f"write it in the metric's own units, e.g. {n / 100:g}")
             example = "3pp" if pp else "85%"
             raise self.fail(key, item.line, f"must be a number; got {show_value(v)}",
-                            f"write 0.85 or '{example}'" if share else "write a plain number")
+                            f"write {'0.03' if pp else '0.85'} or '{example}'" if share else "write a plain number")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise self.fail(key, item.line, f"must be a number; got {show_value(v)}")
         return float(v)

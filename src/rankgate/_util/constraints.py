@@ -329,7 +329,7 @@ def check(param: Param, value: Any, *, caller: str | None = None, field: str | N
 #: The keyword options of :func:`rankgate.evaluate` that the gate, the report and ``assert_retrieval`` pass
 #: on (``rankgate.gate(..., ties="id")``); a test holds them to the function's signature.
 EVALUATE_OPTIONS = ("k", "trec", "complete", "level", "doc_sep", "doc_map", "dedupe", "gold_format", "run_format",
-                    "ties", "columns")
+                    "ties", "columns", "fields")
 
 # Arguments several entry points of the Python API share (evaluate, the requests, the report); each is
 # checked under the caller's name: ``check(FLAG, trec, caller="evaluate", name="trec")``.

@@ -121,6 +121,19 @@ MOVED: dict[str, str] = {
 }
 """Old module path -> the module it moved to."""
 
+CALLABLE: dict[str, str] = {"rankgate.compare": "rankgate.flows.api:compare", "rankgate.report": "rankgate.render.api:report"}
+"""Old module paths that are now also functions of the public API (``rankgate.compare(...)``,
+``rankgate.report(...)``) -> the function. Importing the old module puts it on the package under the
+function's name; it is made callable as the function, so both keep working until 0.3."""
+
+
+class _CallableModule(ModuleType):
+    """An old module that is also the name of a function of the public API (:data:`CALLABLE`)."""
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        module, _, name = CALLABLE[self.__name__].partition(":")
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
 
 class _Finder:
     """A finder and loader on ``sys.meta_path`` (the protocol, not importlib.abc's classes: those load
@@ -142,6 +155,8 @@ class _Finder:
         keep = ("__name__", "__spec__", "__loader__", "__path__", "__package__", "__file__", "__cached__")
         module.__dict__.update({k: v for k, v in vars(real).items() if k not in keep})
         module.__getattr__ = lambda name: getattr(real, name)  # type: ignore[method-assign]
+        if module.__name__ in CALLABLE:
+            module.__class__ = _CallableModule
 
 
 def install() -> None:

@@ -14,7 +14,19 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["install"]
+__all__ = ["import_pandas", "install"]
+
+
+def import_pandas(what: str) -> Any:
+    """pandas, for a ``to_pandas()`` a user calls (``what`` names it): rankgate does not depend on pandas, so
+    where it is missing the error says how to install it and what gives the same table without it."""
+    try:
+        import pandas
+    except ImportError as exc:
+        raise ImportError(f"{what} needs pandas, which is not installed: pip install pandas (or call "
+                          f"{what.replace('to_pandas', 'to_arrow')}, which gives the same table as a pyarrow Table)") \
+            from exc
+    return pandas
 
 _OWN = ("rankgate", "pyarrow", "duckdb")
 

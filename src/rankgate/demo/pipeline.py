@@ -15,7 +15,7 @@ Output folder (paths relative to it)::
     baseline/metrics.csv, baseline/summary.json                   as `rankgate evaluate --by lang --out`
     candidate/metrics.csv, candidate/summary.json
     compare.md                                                    as `rankgate compare --by lang --markdown`
-    pr-comment.md, gate.json                                      as `rankgate gate --comment --json`
+    pr-comment.md, gate.json                                      as `rankgate gate --comment --json-out`
     data/answers.jsonl, data/answer-labels.jsonl                  answers to 26 queries, and human verdicts of them
     answers/answers.csv, answers/summary.json                     as `rankgate answers --corpus --human --out`
     report.html                                                   as `rankgate report --baseline --by lang --config --answers`

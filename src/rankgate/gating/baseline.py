@@ -9,7 +9,7 @@ A summary is the ``summary.json`` of ``rankgate evaluate --out`` or the ``--json
 Segment fields may be named as the gold set has them (``tags.lang``) or as given to ``--by``
 (``lang``).
 
-A summary may also carry per-query values (``per_query``, written by ``rankgate gate --json`` and
+A summary may also carry per-query values (``per_query``, written by ``rankgate gate --json-out`` and
 ``rankgate evaluate --out``), so a gate against it keeps the paired rule exactly as against the
 baseline run::
 
@@ -99,7 +99,7 @@ def _ties_of(data: Mapping[str, Any], source: str) -> str | None:
         return None
     if rule not in TIES:
         raise InputError(f"must be one of: {', '.join(TIES)}; got {_short(rule)}", path=source, field=where,
-                         hint="was the file edited by hand? write it with rankgate evaluate --out or gate --json")
+                         hint="was the file edited by hand? write it with rankgate evaluate --out or gate --json-out")
     return str(rule)
 
 
@@ -167,7 +167,7 @@ def _unpack(text: Any, n: int, dtype: str, source: str, key: str) -> Any:
         planes = inflate.decompress(raw, size + 1)  # never more than the n values it must hold
     except (binascii.Error, UnicodeEncodeError, ValueError, zlib.error):
         raise InputError("is not a packed array (base64 of zlib data)", path=source, field=key,
-                         hint="was the file edited by hand? write it with rankgate evaluate --out or gate --json") from None
+                         hint="was the file edited by hand? write it with rankgate evaluate --out or gate --json-out") from None
     if len(planes) != size or not inflate.eof or inflate.unused_data:
         raise InputError(f"must hold {n} values (one per query)", path=source, field=key)
     return np.frombuffer(planes, dtype=np.uint8).reshape(8, n).T.copy().view(dtype).ravel()
@@ -411,11 +411,11 @@ class BaselineSummary:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "<baseline summary>") -> BaselineSummary:
         if not isinstance(data, Mapping) or not isinstance(data.get("metrics"), Mapping):
-            raise InputError("has no 'metrics' object; expected a summary.json from rankgate evaluate or gate --json",
+            raise InputError("has no 'metrics' object; expected a summary.json from rankgate evaluate or gate --json-out",
                              path=source, field="metrics")
         if not data["metrics"]:
             raise InputError("is empty: a baseline summary has the mean of at least one metric", path=source,
-                             field="metrics", hint="write it with rankgate evaluate --out or gate --json")
+                             field="metrics", hint="write it with rankgate evaluate --out or gate --json-out")
 
         def stat(metric: str, entry: Any, where: str) -> Stat:
             if not isinstance(entry, Mapping) or "mean" not in entry:
@@ -432,7 +432,7 @@ class BaselineSummary:
                         f"a number between {low:g} and {high:g}" if math.isfinite(high) else f"a number >= {low:g}"
                     raise InputError(f"must be {expected} (or null) for {metric}; got {_short(v)}", path=source,
                                      field=f"{where}.{key}", hint="was the file edited by hand? write it with "
-                                     "rankgate evaluate --out or gate --json")
+                                     "rankgate evaluate --out or gate --json-out")
                 vals.append(x)
             n = entry.get("n", 0)
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -499,7 +499,7 @@ def _canonical(metric: str) -> str:
 
 
 def load_baseline_summary(path: str) -> BaselineSummary:
-    """Read a ``summary.json`` (from ``rankgate evaluate --out`` or ``rankgate gate --json``)."""
+    """Read a ``summary.json`` (from ``rankgate evaluate --out`` or ``rankgate gate --json-out``)."""
     try:
         with open(path, encoding="utf-8-sig") as fh:
             data = json.load(fh)

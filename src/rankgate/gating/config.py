@@ -160,6 +160,18 @@ def _metric_of_name(r: ConfigReader, name: str, key: str, line: int | None) -> s
                  "retrieval_mrr, retrieval_ndcg_at_10")
 
 
+def _whole_number_advice(key: str, v: float) -> str:
+    """What to write for a share given as a whole number (``85`` for 85%, ``5`` for a 5-point drop)."""
+    from rankgate.metrics.display import fmt_sig
+
+    n = fmt_sig(v) if 1 < v <= 100 else None
+    if key == "regression_max":  # a drop in points: 0.05 is 5 points
+        return f"a drop is in points: write {fmt_sig(v / 100)} (or '{n}pp') for {n} points" if n else \
+            "a drop is in points: write 0.05 (or '5pp') for 5 points"
+    return f"shares are fractions: write {fmt_sig(v / 100)} (or '{n}%') for {n}%" if n else \
+        "shares are fractions: write 0.85 (or '85%') for 85%"
+
+
 def _range_text(low: float, high: float) -> str:
     def num(x: float) -> str:
         return f"{x:g}"
@@ -236,7 +248,7 @@ def _build(root: ConfigItem, path: str) -> GateConfig:
                 low, high = info.bounds if key != "regression_max" else (0.0, info.span)
                 if not low <= v <= high:
                     raise r.fail(f"{at}.{key}", g[key].line, f"must be {_range_text(low, high)} for {metric}; got {v!r}",
-                                 "shares are fractions: write 0.85 (or '85%') for 85%" if share else None)
+                                 _whole_number_advice(key, v) if share else None)
                 values[key] = v
         if values["threshold"] is not None and values["max"] is not None:
             raise r.fail(f"{at}.max", g["max"].line, "cannot be combined with threshold in one gate",

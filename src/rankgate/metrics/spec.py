@@ -104,9 +104,17 @@ def parse_metric(text: str | Metric) -> Metric:
         from rankgate.metrics.registry import suggest
 
         hint = suggest(raw_name)
+        meant = None if hint is None else text.strip().replace(raw_name, hint, 1)
+        glued = re.fullmatch(r"(?P<base>[A-Za-z_]+?)[_-]?(?P<k>\d+)", raw_name)  # recall5: the @ left out
+        if glued and k_text is None:
+            base = glued.group("base")
+            near = resolve_name(base) or suggest(base)
+            cut = None if near is None else get_metric(near)
+            if cut is not None and cut.cutoff != "never" and not getattr(cut, "per_sample_k", False):
+                meant = text.strip().replace(raw_name, base if resolve_name(base) else str(near), 1) + f"@{glued.group('k')}"
         msg = f"unknown metric {raw_name!r} in {text!r}"
-        if hint:
-            msg += f"; did you mean {text.strip().replace(raw_name, hint, 1)!r}?"
+        if meant:
+            msg += f"; did you mean {meant!r}?"
         else:
             msg += "; run 'rankgate metrics' for the list"
         raise MetricSpecError(msg)

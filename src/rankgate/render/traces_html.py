@@ -62,7 +62,7 @@ def series_svg(signal: str, points: Sequence[SignalValue], *, flagged: AbstractS
     with a value is a number, not a chart."""
     pts = [p for p in points if p.window is not None]
     measured = [p for p in pts if p.value is not None]
-    vals = [p.value for p in measured] + [v for _, v in lines]
+    vals: list[float] = [p.value for p in measured if p.value is not None] + [v for _, v in lines]
     left, right, top, bottom = 64, 10, 10, 26
     if not measured:
         return '<p class="muted">no value in any window</p>'

@@ -83,6 +83,7 @@ def evaluate(
     run_format: str | None = None,
     ties: str | None = None,
     columns: Mapping[str, str] | None = None,
+    fields: Mapping[str, str] | None = None,
 ) -> EvaluationResult:
     """Score ``run`` against ``gold`` and return per-query values and means.
 
@@ -114,6 +115,10 @@ def evaluate(
             the number of evaluated queries the other rule would order differently up to the deepest cutoff.
         columns: for CSV/TSV files with a header, which column holds each field, e.g.
             ``{"query_id": "qid", "chunk_id": "doc", "score": "s"}``.
+        fields: where fields live in JSON records (and which column of a table holds them), as dotted
+            paths with ``[*]`` for lists: ``{"id": "metadata.doc_id"}``; the names are ``query_id``,
+            ``query``, ``id``, ``text``, ``score``, ``rank`` (runs) and ``relevant``, ``grade`` (gold sets),
+            see :mod:`rankgate.io.mapped`. A format whose fields no path reaches (TREC) is refused.
         scoring: all of the above as one value (:class:`rankgate.scoring.options.Scoring`, as the flows and
             the command line hold them: its ``doc_map`` is a file, its ``columns`` the ``--columns`` text). Its
             ``metrics`` apply unless ``metrics`` is given; the other keywords must then be left out, except
@@ -137,6 +142,8 @@ def evaluate(
         gold_format, run_format, ties = scoring.gold_format, scoring.run_format, scoring.ties
         if columns is None:
             columns = scoring.column_map()
+        if fields is None:
+            fields = scoring.fields
         if doc_map is None:
             doc_map = load_doc_map(scoring.doc_map)
     # Every argument checked at the door (a UsageError naming it), numpy scalars taken as their values.
@@ -149,6 +156,10 @@ def evaluate(
     doc_sep = check(TEXT, doc_sep, caller="evaluate", name="doc_sep")
     doc_map = check(DOC_MAP, doc_map, caller="evaluate")
     columns = check(COLUMNS, columns, caller="evaluate")
+    if fields is not None:
+        from rankgate.io.mapped import check_fields
+
+        fields = check_fields(fields, command="rankgate.evaluate")
     gold_format, run_format = (check(TEXT, v, caller="evaluate", name=n)
                                for n, v in (("gold_format", gold_format), ("run_format", run_format)))
     if ties is not None:
@@ -158,6 +169,8 @@ def evaluate(
         raise UsageError(f"doc_sep (--doc-sep) must be a non-empty string for level='doc'; got {doc_sep!r} "
                          "(give the separator between document id and chunk part, e.g. '#', or a doc map)")
     load_opts: dict[str, Any] = {"columns": dict(columns)} if columns else {}
+    if fields:
+        load_opts["fields"] = fields
 
     inputs: dict[str, Any] = {}
     hashes: dict[str, Any] = {}
@@ -183,7 +196,7 @@ def evaluate(
 
         # (a JSONL run's item texts and versions are left out of its blocks when nothing reads them)
         keep_items = reads_items(metric_list)
-        blocks = run_blocks(run, format=run_format, columns=columns, items=keep_items)
+        blocks = run_blocks(run, format=run_format, columns=columns, items=keep_items, fields=fields)
         streamed = None
         if blocks is not None:
             from rankgate.io.nearmiss import compares_texts

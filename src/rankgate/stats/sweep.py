@@ -196,7 +196,7 @@ def k_sweep(
     from rankgate.io.trec import trec_eval_lines
 
     with trec_eval_lines(bool(opts.get("trec"))):  # (trec: a TREC run's lines as trec_eval reads them)
-        loaded = load_run(run, format=opts.get("run_format"), columns=opts.get("columns"))
+        loaded = load_run(run, format=opts.get("run_format"), columns=opts.get("columns"), fields=opts.get("fields"))
     ks_t = within_depth(parse_ks(ks), run_depth(loaded))
     result = evaluate(gold, loaded, sweep_specs(metrics, ks_t), **dict(evaluate_kwargs or {}))
     sweep = sweep_from_result(result, metrics, ks_t, seed=seed, resamples=resamples, confidence=confidence)
