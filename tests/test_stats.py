@@ -274,3 +274,22 @@ def test_statistics_taken_whole_equals_the_loose_keywords():
         metric_cis(a, statistics=st, seed=3)
     with pytest.raises(UsageError, match="'statistics' parameter of compare must be a rankgate Statistics"):
         compare(a, b, statistics={"seed": 7})
+
+
+def test_sign_flip_byte_sums_count_what_the_products_count():
+    """Above 128 differences a flip's sum is looked up per byte of signs (:func:`_byte_sums`), 5-10x
+    faster than a product per difference; the p-value is the products' own, on shares with exact ties,
+    on small and on wide values, and on a change that sits exactly on the observed sum."""
+    from rankgate.stats import bootstrap as b
+
+    rng = np.random.default_rng(3)
+    cases = [rng.choice([-1.0, -0.5, 0.25, 0.5, 1 / 3, 1.0, 0.1], size=int(rng.integers(129, 3000))) for _ in range(12)]
+    cases += [rng.normal(size=int(rng.integers(129, 3000))) * 10.0 ** int(rng.integers(-6, 3)) for _ in range(12)]
+    cases.append(np.array([1.0, -1.0] * 100 + [0.5]))  # many flips reach the observed sum exactly
+    for d in cases:
+        total, tol = float(d.sum()), 1e-9 * float(np.abs(d).sum())
+        reached = 0
+        for raw in b._flip_blocks(np.random.default_rng(7), d.size, 1500):
+            keep = np.unpackbits(raw, axis=1, count=d.size).astype(np.float64)
+            reached += int((np.abs(2.0 * (keep * d).sum(axis=1) - total) >= abs(total) - tol).sum())
+        assert b._sign_flip_p(d, np.random.default_rng(7), 1500) == (reached + 1) / 1501
