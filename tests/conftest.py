@@ -49,8 +49,8 @@ def fixtures() -> Path:
 NO_ACTIONLINT = "actionlint not run"  # the skip reason of tests/test_workflows_lint.py
 
 # Two tiers. The default run keeps to a few minutes on two cores: tests marked ``slow`` (lint and type
-# checks, browsers, Spark, interrupt timing, the largest property tests) are left out, and property tests
-# run a fifth of their examples. RANKGATE_FULL_TESTS=1 (what .ci/run sets) runs everything at full counts.
+# checks, browsers, Spark, interrupt timing, the largest property tests, two of every three cases of the long
+# mutation tables: :func:`sampled`) are left out, and property tests run a fifth of their examples. RANKGATE_FULL_TESTS=1 (what .ci/run sets) runs everything at full counts.
 FULL = os.environ.get("RANKGATE_FULL_TESTS", "") not in ("", "0")
 DESELECTED_SLOW: list[str] = []
 
@@ -58,6 +58,13 @@ DESELECTED_SLOW: list[str] = []
 def examples(n: int) -> int:
     """A property test's example count: ``n`` in the full tier, a fifth of it (at least 10) by default."""
     return n if FULL else max(10, n // 5)
+
+
+def sampled(names, every: int = 3) -> list:
+    """A table of cases for ``parametrize``: all of them in the full tier; by default every ``every``-th (in
+    sorted order, the same each run), the others marked ``slow`` (counted in the end-of-run line)."""
+    ordered = sorted(names)
+    return [n if i % every == 0 else pytest.param(n, marks=pytest.mark.slow) for i, n in enumerate(ordered)]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

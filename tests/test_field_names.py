@@ -21,6 +21,8 @@ from rankgate.cli.main import main
 from rankgate.cli.options import COMMAND_FLAGS, FLAGS, flag, said_with_flags
 from rankgate.errors import F, UsageError
 
+from .sources import parsed
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "rankgate"
 DEMO = SRC / "demo" / "data"
@@ -191,7 +193,7 @@ def _marked_fields() -> dict[str, list[str]]:
     for path in sorted(SRC.rglob("*.py")):
         if path.relative_to(SRC).parts[0] == "cli":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         where = f"{path.relative_to(SRC)}"
         for node in ast.walk(tree):
             names: list[str] = []

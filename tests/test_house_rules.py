@@ -19,12 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from .sources import parsed
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 
 
 def _trees(under: Path = SRC) -> Iterator[tuple[Path, ast.Module]]:
     for path in sorted(under.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+        yield path, parsed(path)
 
 
 def _functions(tree: ast.AST) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:

@@ -13,10 +13,11 @@ each import.
 from __future__ import annotations
 
 import ast
-import functools
 from pathlib import Path
 
 import pytest
+
+from .sources import parsed
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 
@@ -88,9 +89,8 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-@functools.cache
 def _parse(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return parsed(path)
 
 
 def imports_of(path: Path, root: Path = SRC) -> list[tuple[int, str]]:

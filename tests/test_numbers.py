@@ -19,7 +19,6 @@ Two rules, checked on the source (parsed, not imported):
 from __future__ import annotations
 
 import ast
-import functools
 import math
 import re
 from pathlib import Path
@@ -29,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from .conftest import examples
+from .sources import parsed
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 HOME = "metrics/display.py"
@@ -98,9 +98,8 @@ def _modules() -> list[Path]:
     return sorted(p for p in SRC.rglob("*.py") if _rel(p) != HOME)
 
 
-@functools.cache
 def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return parsed(path)
 
 
 def test_no_private_number_formatter_outside_display() -> None:

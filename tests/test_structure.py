@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .sources import parsed
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "rankgate"
 
 # Modules allowed to name the Namespace: the command line itself.
@@ -20,10 +22,10 @@ ALLOWED = ("cli/", "__main__.py")
 KNOWN: frozenset[str] = frozenset()
 
 
-def namespace_uses(source: str) -> list[int]:
+def namespace_uses(source: str | ast.Module) -> list[int]:
     """Lines that name ``argparse.Namespace`` or ``Namespace`` (imported, called or annotated)."""
     lines: set[int] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, ast.Attribute) and node.attr == "Namespace":
             lines.add(node.lineno)
         elif isinstance(node, ast.Name) and node.id == "Namespace":
@@ -41,7 +43,7 @@ def _outside_the_command_line() -> dict[str, list[int]]:
         rel = path.relative_to(SRC).as_posix()
         if rel.startswith(ALLOWED):
             continue
-        lines = namespace_uses(path.read_text(encoding="utf-8"))
+        lines = namespace_uses(parsed(path))
         if lines:
             found[rel] = lines
     return found
