@@ -406,6 +406,12 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
         out.append(f"**Rule: paired test.** A regression fails a gate only when the drop is larger than its limit "
                    f"**and** the {conf} of the change (paired by query) excludes zero; smaller or uncertain changes "
                    "are noted, not failed.")
+        apart = [c for g in o.get("gates", []) for c in g.get("checks", [])
+                 if c.get("status") == "fail" and str(c.get("verdict") or "").startswith("not significant")]
+        if apart:  # the gate's rule is each row's own interval; the verdict words are corrected for their family
+            out[-1] += (" The verdict words are Holm-corrected across the rows of their family, the gate's rule "
+                        "is not: a row can fail its gate while its verdict says it is not significant after the "
+                        "correction (a segment among many: look closer before you trust or dismiss it).")
     elif rule == "means":
         out.append("**Rule: means only.** The baseline is a summary of means, so a regression fails a gate when the "
                    "mean dropped by more than its limit; there is no paired confidence interval.")
