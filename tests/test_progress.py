@@ -11,7 +11,7 @@ import io
 import json
 import os
 import re
-import select
+import selectors
 import subprocess
 import sys
 import time
@@ -43,9 +43,12 @@ def on_terminal(argv: list[str], cwd: Path, timeout: float = 120) -> tuple[int, 
     os.close(slave)
     seen: list[tuple[float, str]] = []
     deadline = start + timeout
+    # (a selector, not select.select: in a long test run the descriptor's number can pass select's 1024)
+    waiting = selectors.DefaultSelector()
+    waiting.register(master, selectors.EVENT_READ)
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.05)
+            ready = waiting.select(0.05)
             if ready:
                 try:
                     data = os.read(master, 65536)
@@ -58,6 +61,7 @@ def on_terminal(argv: list[str], cwd: Path, timeout: float = 120) -> tuple[int, 
                 break
         code = proc.wait(timeout=timeout)  # (the process has closed the terminal, or the deadline passed)
     finally:
+        waiting.close()
         os.close(master)
         if proc.poll() is None:
             proc.kill()
