@@ -20,6 +20,7 @@ FIXTURES = SHARED / "fixtures"
 # Markers in skip reasons: the end-of-run summary counts the skips by these.
 NO_SHARED = "shared conformance data not present"
 NO_BROWSER = "browser tests need Chromium and playwright"
+NO_LABEL = "the labelling app needs the 'label' extra"  # (starlette, uvicorn: pip install 'rankgate[label]')
 SAVED: list[Path] = []  # screenshots and other artifacts written by tests, listed at the end of the run
 
 
@@ -89,6 +90,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     shared = sum(1 for reason in skipped if NO_SHARED in reason)
     browser = sum(1 for reason in skipped if NO_BROWSER in reason)
     actionlint = sum(1 for reason in skipped if NO_ACTIONLINT in reason)
+    label = sum(1 for reason in skipped if NO_LABEL in reason)
     if DESELECTED_SLOW:
         terminalreporter.write_line(
             f"rankgate: the slow tier did not run ({len(DESELECTED_SLOW)} tests) and property tests ran a fifth "
@@ -106,6 +108,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             f"rankgate: the HTML report's browser tests did not run ({browser} tests skipped): "
             "apt-get install -y chromium && pip install playwright (or set RANKGATE_CHROMIUM=/path/to/chromium); "
             "see docs/report.md, 'CI setup'.", yellow=True)
+    if label:
+        terminalreporter.write_line(
+            f"rankgate: the labelling app's tests did not run ({label} tests skipped): pip install 'rankgate[label]' "
+            "(starlette, uvicorn); .ci/run does.", yellow=True)
     if actionlint:
         terminalreporter.write_line(
             f"rankgate: actionlint did not check action.yml and the docs' workflows ({actionlint} tests skipped): "

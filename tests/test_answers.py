@@ -440,9 +440,19 @@ def test_hostile_answers(cli_files, tmp_path, capsys, case):
 
 
 # -- the gate rule: a judge metric needs a calibration ----------------------------------------------
+#: The offline lexical judge as its identity reads (the judge the answers tests run).
+LEXICAL = {"backend": "lexical", "model": "lexical (token overlap baseline)", "version": "1"}
+
+
 def _cal(path: Path, n: int = 140, agreement: float = 0.86, task: str = "support") -> Path:
+    """A calibration file as rankgate writes it: bound to the lexical judge, a label set and a date (today)."""
+    import datetime as dt
+
+    made = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     path.write_text(json.dumps({"calibration": {"task": task, "n": n, "agreement": agreement, "kappa": 0.7,
-                                                "sensitivity": 0.9, "specificity": 0.8}}), encoding="utf-8")
+                                                "sensitivity": 0.9, "specificity": 0.8, "judge": LEXICAL,
+                                                "human_labels": {"sha256": "sha256:" + "ab" * 32, "items": n},
+                                                "made": made}}), encoding="utf-8")
     return path
 
 
@@ -480,7 +490,8 @@ def test_gate_config_accepts_calibrated_judge_metric(tmp_path):
     cfg.write_text("judge: {min_calibration_items: 50}\ngates:\n  - metric: faithfulness\n    threshold: 0.8\n"
                    "    calibration: cal.json\n", encoding="utf-8")
     (g,) = load_config(str(cfg)).gates
-    assert g.calibration == {"path": "cal.json", "task": "support", "n": 60, "agreement": 0.86}
+    assert {k: g.calibration[k] for k in ("path", "task", "n", "agreement", "judge")} == {
+        "path": "cal.json", "task": "support", "n": 60, "agreement": 0.86, "judge": LEXICAL}
     assert g.title == "answers faithfulness"
 
 

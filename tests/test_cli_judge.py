@@ -104,7 +104,8 @@ def test_calibrate_writes_the_agreed_file(tmp_path, capsys):
     human.write_text("".join(json.dumps({"query_id": r["query_id"], "id": r["id"], "grade": g}) + "\n"
                              for r, g in zip(lines(labels), grades)))
     cal_path = tmp_path / "cal.json"
-    assert main(["judge", "calibrate", "--human", str(human), "--judge-labels", str(labels), "-o", str(cal_path)]) == 0
+    assert main(["judge", "calibrate", "--human", str(human), "--judge-labels", str(labels), "-o", str(cal_path),
+                 "--when", "2025-05-01"]) == 0
     out = capsys.readouterr().out
     assert "kappa" in out and "q2 / c3: 1 vs 0" in out and "fewer than 100" in out
     cal = json.loads(cal_path.read_text())["calibration"]
@@ -114,8 +115,10 @@ def test_calibrate_writes_the_agreed_file(tmp_path, capsys):
     assert cal["human"].startswith("sha256:") and len(cal["kappa_ci"]) == 2
     for key in ("kappa", "sensitivity_ci", "specificity_ci", "relevant_at", "spearman", "positives", "negatives"):
         assert key in cal
+    assert cal["made"] == "2025-05-01T00:00:00Z" and cal["made_from"] == "given" and cal["human_labels"]["items"] == 10
     first = cal_path.read_bytes()
-    assert main(["judge", "calibrate", "--human", str(human), "--judge-labels", str(labels), "-o", str(cal_path)]) == 0
+    assert main(["judge", "calibrate", "--human", str(human), "--judge-labels", str(labels), "-o", str(cal_path),
+                 "--when", "2025-05-01"]) == 0
     assert cal_path.read_bytes() == first
 
 

@@ -30,7 +30,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     3: ("io",),                                          # the format table, every reader, detection
     4: ("scoring",),                                     # scoring a run against a gold set
     5: ("stats",),                                       # statistics over results
-    6: ("answers", "traces", "goldset", "corpus", "retrieval", "judges"),  # capabilities
+    6: ("answers", "traces", "goldset", "corpus", "retrieval", "judges", "labels"),  # capabilities
     7: ("gating", "experiments", "testing"),             # decisions: gates, component experiments, the pytest helpers
     8: ("flows",),                                       # use cases: request in, result out
     9: ("render",),                                      # renderers

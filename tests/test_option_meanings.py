@@ -96,6 +96,12 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "--price-in": ("float", "price per 1M input tokens"),
     "--price-out": ("float", "price per 1M output tokens"),
     "--id": ("text", "an id"),
+    "--when": ("text", "the date a calibration written bears"),
+    "--task": ("text", "the judge task of the labels"),
+    "--db": ("text", "the labels database (rankgate label)"),
+    "--runs": ("text", "several runs: pooled, or shown side by side"),
+    "--judge-labels": ("text", "a judge's labels (JSONL)"),
+    "--weights": ("text", "kappa weights: linear, quadratic or none"),
 }
 #: Short options: the long option each one is, in every command.
 SHORT = {"-h": "--help", "-o": "--out", "-m": "--metrics", "-c": "--complete", "-O": "--option", "-q": "--quiet"}

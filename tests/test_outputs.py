@@ -35,7 +35,9 @@ def _requests():  # (class name, the request, the paths it was given, in the ord
     from rankgate.flows.gate import GateRequest
     from rankgate.flows.gold import DiffRequest, RemapRequest, StaleRequest, ValidateRequest
     from rankgate.flows.incident import IncidentAddRequest, IncidentNewRequest
-    from rankgate.flows.judge import CalibrationRequest, RelevanceRequest
+    from rankgate.flows.label import AgreementRequest, ExportRequest, ServeRequest
+    from rankgate.flows.judge import CalibrationRequest, DriftRequest, RecalibrateRequest, RelevanceRequest
+    from rankgate.flows.plan import PlanRequest
     from rankgate.flows.pool import PoolRequest
     from rankgate.flows.report import ReportRequest
     from rankgate.flows.retrieve import RetrieveRequest
@@ -68,11 +70,21 @@ def _requests():  # (class name, the request, the paths it was given, in the ord
         (StressRequest("g.jsonl", "r.jsonl", corpus="c.jsonl", negatives="lexical"), ("g.jsonl", "r.jsonl", "c.jsonl")),
         (RelevanceRequest("queue.jsonl"), ("queue.jsonl",)),
         (CalibrationRequest("h.jsonl", "labels.jsonl"), ("h.jsonl", "labels.jsonl", "labels.judge.json")),
+        (RecalibrateRequest(answers="a.jsonl", gold="g.jsonl", corpus="c.jsonl"), ("a.jsonl", "g.jsonl", "c.jsonl")),
+        (RecalibrateRequest(traces=("t.jsonl",), corpus="c.jsonl"), ("t.jsonl", "c.jsonl")),
+        (DriftRequest("old.json", "new.json"), ("old.json", "new.json")),
+        (ServeRequest("l.sqlite", queue="q.jsonl", guide="guide.md"), ("q.jsonl", "guide.md")),
+        (ServeRequest("l.sqlite", gold="g.jsonl", runs=("a.jsonl", "b.jsonl"), corpus="c.jsonl"),
+         ("g.jsonl", "a.jsonl", "b.jsonl", "c.jsonl")),
+        (ExportRequest("l.sqlite", into_gold="g.jsonl"), ("l.sqlite", "g.jsonl")),
+        (AgreementRequest("l.sqlite", judge_labels="j.jsonl"), ("l.sqlite", "j.jsonl")),
         (ValidateRequest("g.jsonl", corpus="c.jsonl", config="ship.yaml", baseline="b.jsonl"),
          ("g.jsonl", "c.jsonl", "ship.yaml", "b.jsonl")),
         (StaleRequest("g.jsonl", "c.jsonl", since="old.jsonl", config="ship.yaml"), ("g.jsonl", "c.jsonl", "old.jsonl", "ship.yaml")),
         (DiffRequest("old.jsonl", "new.jsonl"), ("old.jsonl", "new.jsonl")),
         (RemapRequest("g.jsonl", "old.jsonl", "new.jsonl"), ("g.jsonl", "old.jsonl", "new.jsonl")),
+        (PlanRequest("g.jsonl", "ship.yaml", baseline="b.jsonl", traces=("t.jsonl",), field_map="f.yaml"),
+         ("g.jsonl", "ship.yaml", "b.jsonl", "t.jsonl", "f.yaml")),
     ]
 
 

@@ -39,26 +39,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", metavar="PATH",
                    help="corpus manifest (JSONL, Parquet or a folder): each candidate chunk gets its text and "
                         "corpus status; chunks it lacks are marked \"in_corpus\": false and listed")
-    p.add_argument("--n", type=int, default=50, help="how many candidates (default 50)")
+    p.add_argument("--n", type=int, default=None, help="how many candidates (default 50)")
     add_param(p, SEED, help="the sampling seed (default 0)")
-    p.add_argument("--by", default="tenant", metavar="FIELDS",
+    p.add_argument("--by", default=None, metavar="FIELDS",
                    help="request fields to stratify by besides reason and source (default: tenant)")
     p.add_argument("-o", "--out", required=True, metavar="JSONL", help="the candidates file to write")
 
 
-def add_parser(verbs: Any) -> None:
-    """The ``sample`` action under a command's sub-parsers."""
-    add_arguments(verbs.add_parser("sample", help=HELP, description=HELP + ". Exit 0; 2 bad input."))
+def add_parser(verbs: Any, *, plan: bool = False) -> None:
+    """The ``sample`` action under a command's sub-parsers; ``plan``: with ``--plan`` (``gold sample``)."""
+    p = verbs.add_parser("sample", help=HELP, description=HELP + ". Exit 0; 2 bad input.")
+    add_arguments(p)
+    if plan:
+        p.add_argument("--plan", metavar="CSV",
+                       help="the plan.csv of 'rankgate gold plan -o': sample each segment's labels to add (its budget "
+                            "share when the plan split one) from its production queries, instead of --n, --by and "
+                            "the reasons")
 
 
 def request(args: argparse.Namespace) -> Any:
     from rankgate.flows.traces import SampleRequest
 
+    plan = getattr(args, "plan", None)
+    if plan is not None and (args.n is not None or args.by is not None):
+        from rankgate.errors import UsageError
+
+        raise UsageError("--plan sets how many queries each segment gets; leave out --n and --by")
+    by = "tenant" if args.by is None else args.by
     return SampleRequest(tuple(args.traces), format=args.format, field_map=args.field_map, on_error=args.on_error,
                          fields=trace_fields(args),
                          abstention=args.abstention, abstention_threshold=args.abstention_threshold,
-                         corpus=args.corpus, n=args.n, seed=args.seed,
-                         by=tuple(f.strip() for f in args.by.split(",") if f.strip()))
+                         corpus=args.corpus, n=50 if args.n is None else args.n, seed=args.seed,
+                         by=tuple(f.strip() for f in by.split(",") if f.strip()), plan=plan)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     sampled = run_sample(req)
     recs = sampled.records
     planned.write({args.out: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)})
+    if req.plan is not None:
+        _plan_summary(args.out, sampled)
+        return 0
     counts: dict[str, int] = {}
     for r in recs:
         counts[r["sample_reason"]] = counts.get(r["sample_reason"], 0) + 1
@@ -87,3 +102,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{len(missing)} candidate chunks are not in the corpus {args.corpus} (marked "
                          f"\"in_corpus\": false): {shown}\n")
     return 0
+
+
+def _plan_summary(out: str, sampled: Any) -> None:
+    """What ``gold sample --plan`` wrote, per segment, and the quotas it could not fill."""
+    from rankgate.render.gold_plan import sample_lines
+
+    sys.stdout.write("".join(line + "\n" for line in sample_lines(out, sampled)))

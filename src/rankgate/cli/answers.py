@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from rankgate.cli.options import TIES_HELP, add_field, add_formats, add_gold, add_judge, add_out, add_stats, add_ties
+from rankgate.cli.options import TIES_HELP, add_field, add_formats, add_gold, add_judge, add_out, add_stats, add_ties, add_when
 from rankgate.cli.outputs import Output
 
 HELP = "score generated answers with a judge (faithfulness, relevance, correctness) and diagnose each query"
@@ -56,6 +56,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--calibration-out", metavar="FILE",
                    help="with --human: write the judge's faithful verdicts against the human ones as a calibration "
                         "file (task faithfulness), which a gate on faithfulness or contradiction_rate can cite")
+    add_when(p, help="with --calibration-out: the calibration's date, UTC ISO 8601 (2025-05-01); default: the newest "
+                     "human verdict's own time when the verdicts carry one, else now")
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also break the metrics down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
@@ -94,7 +96,7 @@ def request(args: argparse.Namespace) -> Any:
         faithful_min=args.faithful_min, contradiction_max=args.contradiction_max, correct_min=args.correct_min,
         by=tuple(args.by), examples=args.examples, seed=args.seed, resamples=args.resamples,
         confidence=args.confidence, ties=args.ties, judge=judge, repeats=args.repeats,
-        calibration=bool(args.calibration_out), config=args.config, baseline=args.baseline)
+        calibration=bool(args.calibration_out), when=args.when, config=args.config, baseline=args.baseline)
 
 
 def _fields(given: list[str] | None) -> dict[str, str] | None:

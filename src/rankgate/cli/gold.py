@@ -1,10 +1,12 @@
-"""``rankgate gold validate|stale|diff|remap``: keep a gold set fit to gate on as the corpus moves.
+"""``rankgate gold validate|stale|diff|remap|plan``: keep a gold set fit to gate on as the corpus moves.
 
 Exit codes: ``validate`` 0 clean (warnings allowed), 1 a blocking finding, 2 unreadable input;
 ``stale`` 0, or 1 when ``max_stale_labels`` of the ship criteria is exceeded, 2 unreadable input;
 ``diff`` 0, 2 unreadable input; ``remap`` 0, 2 unreadable input. Reports go to stdout (markdown by
 default); ``stale -o DIR`` also writes ``DIR/stale.csv`` atomically; ``remap -o FILE`` writes the
-proposed gold set and its review list as one unit, never over the gold file. See docs/gold.md.
+proposed gold set and its review list as one unit, never over the gold file. ``plan`` 0, 2 unreadable input or
+ship criteria it cannot plan for (no ``regression_max``, a segment field the gold set lacks); it prints the plan
+in words (``--json``: its JSON) and ``-o`` writes plan.csv. See docs/gold.md.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from rankgate.cli.options import GOLD_FILE_HELP, add_gold
 from rankgate.cli.outputs import Output
 
 HELP = ("check a gold set (validate), find labels the corpus left behind (stale), compare two versions (diff), "
-        "carry labels across a re-chunking (remap)")
+        "carry labels across a re-chunking (remap), size each gated segment (plan)")
 
 
 def _date(text: str) -> dt.date:
@@ -74,9 +76,42 @@ def add_parser(sub: Any) -> None:
                    help="apply mappings with at least this confidence (0-1, default 0.8); the rest are listed for review")
 
 
+    _add_plan(verbs)
+
     from rankgate.cli._traces_sample import add_parser as add_sample
 
-    add_sample(verbs)  # gold sample: the same as traces sample
+    add_sample(verbs, plan=True)  # gold sample: the same as traces sample, and it samples to a plan's quotas
+
+
+def _add_plan(verbs: Any) -> None:
+    from rankgate._util.constraints import POWER
+    from rankgate.cli.options import add_json, add_out, add_param, add_trace_field
+    from rankgate.traces.formats.table import FORMAT_NAMES
+
+    help = "how many labels each gated segment needs for its gate to see regression_max, and where a budget goes"
+    p = verbs.add_parser("plan", help=help, description=help + ". Exit 0; 2 unreadable input or ship criteria "
+                                                                 "without regression_max. See docs/gold.md.")
+    add_gold(p, help=GOLD_FILE_HELP, metavar="JSONL")
+    p.add_argument("--config", required=True, metavar="YAML",
+                   help="ship criteria: the gates, their regression_max, segments, min_queries and confidence")
+    p.add_argument("--baseline", metavar="RUN|SUMMARY",
+                   help="a baseline run or its summary.json: each segment's spread from its per-query values "
+                        "(default: a share at the gate's threshold, the most a metric in [0, 1] can vary)")
+    p.add_argument("--traces", nargs="+", metavar="PATH",
+                   help="trace exports (files or folders): each segment's share of production traffic, for segment "
+                        "fields the traces carry (tenant, surface, data_source, …)")
+    p.add_argument("--traces-format", dest="format", choices=FORMAT_NAMES, metavar="FORMAT",
+                   help="override the traces' format detection: %(choices)s")
+    p.add_argument("--field-map", metavar="YAML", help="where Langfuse/LangSmith rows keep each field, as a file")
+    add_trace_field(p)
+    p.add_argument("--on-error", choices=("error", "skip"), default="error",
+                   help="a trace row that cannot be used: stop (default) or skip it and count it")
+    p.add_argument("--budget", type=int, metavar="N",
+                   help="split N new labels across the segments to make the largest traffic-weighted drop a gate "
+                        "cannot see as small as it can be")
+    add_param(p, POWER, help="the chance the gate sees a drop of its regression_max (default 0.8)")
+    add_out(p, "write plan.csv (one row per gate and segment; gold sample --plan reads it)", metavar="CSV")
+    add_json(p, "print the plan as JSON on stdout instead of in words")
 
 
 def _share(text: str) -> float:
@@ -114,6 +149,13 @@ def _render(args: argparse.Namespace, markdown: Any, text: Any, report: Any) -> 
 def request(args: argparse.Namespace) -> Any:
     from rankgate.flows.gold import DiffRequest, RemapRequest, StaleRequest, ValidateRequest
 
+    if args.gold_command == "plan":
+        from rankgate.cli.options import trace_fields
+        from rankgate.flows.plan import PlanRequest
+
+        return PlanRequest(args.gold, args.config, baseline=args.baseline, traces=tuple(args.traces or ()),
+                           format=args.format, field_map=args.field_map, fields=trace_fields(args),
+                           on_error=args.on_error, budget=args.budget, power=args.power)
     if args.gold_command == "validate":
         return ValidateRequest(args.gold, corpus=args.corpus, config=args.config, baseline=args.baseline,
                                as_of=args.as_of)
@@ -128,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     from rankgate.cli._traces_sample import run as _sample
 
     return {"validate": _validate, "stale": _stale, "diff": _diff, "remap": _remap,
-            "sample": _sample}[args.gold_command](args)
+            "sample": _sample, "plan": _plan}[args.gold_command](args)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -171,7 +213,7 @@ def _review_path(out: str) -> str:
 #: What each action writes (:mod:`rankgate.cli.outputs`): ``stale`` its CSV into -o, ``remap`` the proposed gold set
 #: and its review list (by default beside it), both or neither and never over the gold set or a corpus (``sample``:
 #: rankgate.cli._traces_sample).
-OUTPUTS = {"stale": {"out": Output("-o", files=("stale.csv",))},
+OUTPUTS = {"stale": {"out": Output("-o", files=("stale.csv",))}, "plan": {"out": Output("-o")},
            "remap": {"out": Output("-o", required=True),
                      "review": Output("--review", default=lambda args: _review_path(args.out))}}
 
@@ -187,4 +229,18 @@ def _remap(args: argparse.Namespace) -> int:
     done = run_remap(req)
     planned.write({args.out: done.text, review: remap_review_markdown(done.result, done.changed, done.conflicts)})
     sys.stdout.write(remap_summary(done.result, done.changed, args.out, review))
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from rankgate.cli.outputs import check_outputs
+    from rankgate.flows.plan import run_plan
+    from rankgate.render.gold_plan import plan_csv, plan_json, plan_text
+
+    req = request(args)
+    planned = check_outputs(args, OUTPUTS["plan"], req)  # never over an input
+    plan = run_plan(req)
+    if args.out:
+        planned.write({args.out: plan_csv(plan)})
+    sys.stdout.write(plan_json(plan) if args.json else plan_text(plan))
     return 0

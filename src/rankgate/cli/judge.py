@@ -1,11 +1,16 @@
-"""``rankgate judge relevance|calibrate``: label a pooling queue 2/1/0, and measure a judge against humans.
+"""``rankgate judge relevance|calibrate|recalibrate|drift``: label a pooling queue 2/1/0, measure a judge against
+humans, sample fresh items to measure it again, and say whether its agreement changed.
 
 ``relevance QUEUE -o LABELS`` writes one ``{query_id, id, grade}`` line per queue item, in queue
 order (a failed call: ``grade: null`` and ``judge_error``), and ``LABELS``' sidecar
 ``<name>.judge.json`` (the judge's identity, coverage, repeat variance, tokens); both as one unit.
 ``--dry-run`` prints calls, cache hits, approximate tokens and cost, calls nothing, writes nothing.
 ``calibrate --human H --judge-labels J [-o FILE]`` prints agreement, weighted κ, sensitivity,
-specificity, Spearman and the largest disagreements, and writes the calibration JSON.
+specificity, Spearman and the largest disagreements, and writes the calibration JSON, bound to the judge's
+identity, the human labels' hash and a date (``--when``; else the newest label's time; else now).
+``recalibrate --answers A | --traces T --corpus C [--n 100] [--stratify F,G] [--seed S] -o QUEUE`` samples
+fresh items, stratified, for people to label (docs/judges.md, "Recalibrating"). ``drift OLD NEW [--json]``
+prints the change of agreement and κ between two calibrations with intervals and verdicts (exit 0: it reports).
 Judge options left out come from ``RANKGATE_JUDGE``, ``RANKGATE_JUDGE_URL``, ``RANKGATE_JUDGE_MODEL`` and
 ``RANKGATE_JUDGE_KEY_ENV`` when set (as for ``rankgate answers``).
 Exit codes: 0 done (also with failed calls: they are rows, counted on stderr), 2 bad input or options.
@@ -19,10 +24,11 @@ import sys
 from typing import Any
 
 from rankgate._util.constraints import CONFIDENCE, RESAMPLES, SEED
-from rankgate.cli.options import add_judge, add_out, add_param
+from rankgate.cli.options import add_gold, add_judge, add_json, add_out, add_param, add_stats, add_when
 from rankgate.cli.outputs import Output
 
-HELP = "label a pooling queue with a judge (relevance), or measure a judge against human labels (calibrate)"
+HELP = ("label a pooling queue with a judge (relevance), measure a judge against human labels (calibrate), sample "
+        "fresh items to measure it again (recalibrate), compare two calibrations (drift)")
 
 
 def _sidecar(labels: str) -> str:
@@ -33,7 +39,8 @@ def _sidecar(labels: str) -> str:
 
 #: What each action writes (:mod:`rankgate.cli.outputs`): ``relevance`` the labels and their sidecar beside them,
 #: both or neither; ``calibrate`` the calibration file.
-OUTPUTS = {"relevance": {"out": Output("--out", beside=_sidecar)}, "calibrate": {"out": Output("--out")}}
+OUTPUTS = {"relevance": {"out": Output("--out", beside=_sidecar)}, "calibrate": {"out": Output("--out")},
+           "recalibrate": {"out": Output("--out", required=True)}, "drift": {}}
 
 
 def add_parser(sub: Any) -> None:
@@ -58,6 +65,47 @@ def add_parser(sub: Any) -> None:
     add_param(c, RESAMPLES, help="bootstrap resamples for kappa's interval (default 2000)")
     add_param(c, SEED, help="bootstrap seed (default 0)")
     c.add_argument("--minimum", type=int, default=100, help="items below which a note says the sample is small (default 100)")
+    add_when(c)
+    _add_recalibrate(verbs)
+    d = verbs.add_parser("drift", help="did the judge's agreement with people change between two calibrations?",
+                         description="The change of agreement and kappa from OLD to NEW (two calibration files of one "
+                                     "task), with intervals and a verdict in words. It reports: exit 0; 2 bad input.")
+    d.add_argument("old", metavar="OLD", help="the earlier calibration file (rankgate judge calibrate -o)")
+    d.add_argument("new", metavar="NEW", help="the later calibration file")
+    add_stats(d, seed_help="bootstrap seed (default 0)")
+    add_json(d, "print the drift as JSON on stdout instead of the text")
+
+
+def _add_recalibrate(verbs: Any) -> None:
+    from rankgate.flows.judge import RECALIBRATE_TASKS
+    from rankgate.traces.formats.table import FORMAT_NAMES
+
+    r = verbs.add_parser("recalibrate", help="sample fresh items (answers or recent production) for people to label",
+                         description="Sample fresh items, stratified, into a queue for people to label, to calibrate the "
+                                     "judge again (docs/judges.md). Exit 0; 2 bad input.")
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--answers", metavar="PATH", help="answers with their packed contexts (as rankgate answers reads)")
+    src.add_argument("--traces", nargs="+", metavar="PATH", help="trace exports: recent production requests")
+    r.add_argument("--task", choices=RECALIBRATE_TASKS, default="context_relevance",
+                   help="what people will label: each (question, chunk) 2/1/0 (context_relevance, the default) or "
+                        "each answer faithful/correct (faithfulness; with --answers)")
+    r.add_argument("--n", type=int, default=100, help="how many items (default 100)")
+    r.add_argument("--stratify", metavar="FIELDS", default=None,
+                   help="comma-separated fields whose values split the items into strata, each sampled in proportion "
+                        "(at least one item each): gold fields with --answers (needs --gold); request fields "
+                        "(tenant, surface, data_source, session, index_version, corpus_version) or source with "
+                        "--traces (default there: tenant)")
+    add_param(r, SEED, help="the sampling seed (default 0)")
+    add_gold(r, required=False, help="with --answers: the gold set, for its fields (--stratify) and question texts")
+    r.add_argument("--corpus", metavar="PATH", help="the corpus manifest holding the texts of items logged as ids "
+                                                    "(required with --traces)")
+    r.add_argument("--days", type=int, default=30,
+                   help="with --traces: requests within this many days of the newest request (default 30)")
+    r.add_argument("--depth", type=int, default=5,
+                   help="relevance items taken per answer or request: its first contexts (default 5)")
+    r.add_argument("--traces-format", choices=FORMAT_NAMES, metavar="FORMAT",
+                   help="override the traces' format detection: %(choices)s")
+    add_out(r, "the queue to write (JSONL)", required=True, metavar="JSONL")
 
 
 def request(args: argparse.Namespace) -> Any:
@@ -65,6 +113,17 @@ def request(args: argparse.Namespace) -> Any:
     from rankgate.flows.judge import JudgeSpec
     from rankgate.flows.judge import CalibrationRequest, RelevanceRequest
 
+    if args.judge_command == "recalibrate":
+        from rankgate.flows.judge import RecalibrateRequest
+
+        return RecalibrateRequest(answers=args.answers, traces=tuple(args.traces or ()), n=args.n,
+                                  stratify=tuple(f.strip() for f in (args.stratify or "").split(",") if f.strip()),
+                                  seed=args.seed, task=args.task, gold=args.gold, corpus=args.corpus, days=args.days,
+                                  depth=args.depth, traces_format=args.traces_format)
+    if args.judge_command == "drift":
+        from rankgate.flows.judge import DriftRequest
+
+        return DriftRequest(args.old, args.new, confidence=args.confidence, resamples=args.resamples, seed=args.seed)
     if args.judge_command == "relevance":
         spec = JudgeSpec(backend=args.judge, url=args.judge_url, model=args.judge_model, key_env=args.judge_key_env,
                          cache=args.cache, use_cache=not args.no_cache, refresh=args.refresh, workers=args.workers,
@@ -74,12 +133,37 @@ def request(args: argparse.Namespace) -> Any:
                                 price_out=args.price_out)
     return CalibrationRequest(args.human, args.judge_labels, task=args.task, relevant_at=args.relevant_at,
                               weights=args.weights, confidence=args.confidence, resamples=args.resamples,
-                              seed=args.seed)
+                              seed=args.seed, when=args.when)
 
 
 def run(args: argparse.Namespace) -> int:
     req = request(args)
-    return _relevance(args, req) if args.judge_command == "relevance" else _calibrate(args, req)
+    action = {"relevance": _relevance, "calibrate": _calibrate, "recalibrate": _recalibrate, "drift": _drift}
+    return action[args.judge_command](args, req)
+
+
+def _recalibrate(args: argparse.Namespace, req: Any) -> int:
+    from rankgate.cli.outputs import check_outputs
+    from rankgate.flows.judge import run_recalibrate
+    from rankgate.render.judge import render_recalibrate
+
+    planned = check_outputs(args, OUTPUTS["recalibrate"], req)
+    done = run_recalibrate(req)
+    planned.write({args.out: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.records)})
+    sys.stdout.write(render_recalibrate(done, out=args.out, task=req.task))
+    return 0
+
+
+def _drift(args: argparse.Namespace, req: Any) -> int:
+    from rankgate.flows.judge import run_drift
+    from rankgate.render.judge import render_drift
+
+    found = run_drift(req)
+    if args.json:
+        sys.stdout.write(json.dumps(found.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_drift(found.to_dict()))
+    return 0
 
 
 def _relevance(args: argparse.Namespace, req: Any) -> int:

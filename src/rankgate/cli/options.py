@@ -31,6 +31,7 @@ __all__ = [
     "add_trace_field",
     "add_component_options",
     "add_enforce_as_of",
+    "add_when",
     "add_formats",
     "add_gold",
     "add_input_options",
@@ -88,6 +89,12 @@ FLAGS: dict[str, str] = {
     "seed": "--seed", "signals": "--signals", "spark_master": "--spark-master", "target_precision": "--target-precision",
     "texts": "--texts", "timeout": "--timeout", "top": "--top", "top_misses": "--top-misses", "url": "--judge-url",
     "use_cache=False": "--no-cache", "weights": "--weights", "window": "--window", "workers": "--workers",
+    "when": "--when", "stratify": "--stratify", "days": "--days", "task": "--task", "answers": "--answers",
+    "traces": "--traces",
+    "db": "--db", "runs": "--runs", "scale": "--scale", "overlap": "--overlap", "port": "--port",  # (label)
+    "host": "--host", "allow_remote": "--allow-remote",
+    "into_gold": "--into-gold", "resolve": "--resolve", "every": "--all", "judge_labels": "--judge-labels",
+    "budget": "--budget", "power": "--power", "plan": "--plan", "field_map": "--field-map",  # (gold plan, gold sample)
 }
 #: Per command, the fields another option sets there (``answers`` asks for the calibration by naming its file).
 COMMAND_FLAGS: dict[str, dict[str, str]] = {
@@ -340,6 +347,12 @@ def check_stats_args(args: argparse.Namespace) -> None:
     from rankgate.stats.options import Statistics
 
     Statistics(seed=args.seed, resamples=args.resamples, confidence=args.confidence)
+
+
+def add_when(p: Any, *, help: str = "the calibration's date, UTC ISO 8601 (2025-05-01 or 2025-05-01T09:30:00Z); "
+                                    "default: the newest human label's own time when the labels carry one, else now") -> None:
+    """``--when``: the date a calibration written by the command bears (its age is measured from it)."""
+    p.add_argument("--when", metavar="TIME", help=help)
 
 
 def add_enforce_as_of(p: Any) -> None:

@@ -93,3 +93,17 @@ def budget_warning(client: Any, command: str) -> str | None:
             f"call{'s were' if skipped != 1 else ' was'} not made; those items are judge_error rows "
             f"'call budget reached' (raise --max-calls, or run {command} again: labels in the judge cache "
             f"cost nothing)")
+
+
+def check_when(when: str, caller: str) -> str:
+    """A calibration's date as given (``when``, a field of ``caller``): an ISO 8601 time or date, written back
+    as UTC to the second (``2025-05-01T09:30:00Z``); a UsageError naming the field otherwise."""
+    from rankgate._util.constraints import Param, check
+    from rankgate.errors import UsageError
+    from rankgate.stats.calibration import parse_time, show_time
+
+    when = check(Param("when", str, None), when, caller=caller, field="when")
+    parsed = parse_time(when)
+    if parsed is None:
+        raise UsageError(f"{F.when} must be an ISO 8601 time or date (2025-05-01 or 2025-05-01T09:30:00Z); got {when!r}")
+    return show_time(parsed)

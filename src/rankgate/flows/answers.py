@@ -50,6 +50,7 @@ class AnswersRequest:
     judge: JudgeSpec = field(default_factory=JudgeSpec)
     repeats: int = 1
     calibration: bool = False           # with human: the judge's faithful verdicts as a calibration
+    when: str | None = None             # with calibration: its date (ISO 8601; default: newest label time, else now)
     config: str | None = None           # ship criteria to check
     baseline: str | None = None         # with config: an earlier answers run's summary.json
     shown: Mapping[str, str] | None = None  # an input's path -> the name summary.json gives it
@@ -95,6 +96,12 @@ class AnswersRequest:
         Statistics(seed=self.seed, resamples=self.resamples, confidence=self.confidence)
         if self.calibration and not self.human:
             raise UsageError(f"{F.calibration} needs {F.human} (the human verdicts the judge is measured against)")
+        if self.when is not None:
+            from rankgate.flows._common import check_when
+
+            put("when", check_when(self.when, "AnswersRequest"))
+            if not self.calibration:
+                raise UsageError(f"{F.when} goes with {F.calibration} (it dates the calibration written)")
         if self.baseline and not self.config:
             raise UsageError(f"{F.baseline} goes with {F.config} (the ship criteria that compare against it)")
         check_counts(repeats=(self.repeats, 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"))
@@ -179,6 +186,16 @@ def _load(req: AnswersRequest) -> _Loaded:
     return _Loaded(config, metrics, gold, answers, human)
 
 
+def _binding(rows: Any, human: Any, path: str, when: str | None) -> dict[str, Any]:
+    """What binds the faithfulness calibration to its human verdicts and its date (rankgate.stats.calibration):
+    the verdicts it counts (those faithfulness_calibration keeps), and ``when`` or their newest time."""
+    from rankgate.stats.calibration import binding, label_times, parse_time
+
+    items = [(r.query_id, "answer", int(bool(human[r.query_id]["faithful"]))) for r in rows
+             if r.query_id in human and human[r.query_id]["faithful"] is not None and r.faithful is not None]
+    return binding(items, when=parse_time(when) if when else None, label_times=label_times(path))
+
+
 def _questions(gold: Any) -> dict[str, str | None]:
     return dict(zip(gold.query_ids, gold.field("query")))
 
@@ -208,6 +225,10 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
     thresholds = GridThresholds(req.faithful_min, req.contradiction_max, req.correct_min)
     client = req.judge.open()
     try:  # (the judge's calls: a bar per task, moved on every answer it gives)
+        if loaded.config is not None:  # a judge gate's calibration must be of this judge: refused before any call
+            from rankgate.gating.calibration import check_judge
+
+            check_judge(loaded.config, client.identity())
         judged = judge_answers(client, answers, _questions(gold), metrics=list(loaded.metrics), repeats=req.repeats)
         with progress.stage(f"scoring {len(answers):,} answers"):
             result = evaluate_answers(gold, answers, list(loaded.metrics), judgements=judged.labels, ties=req.ties)
@@ -236,6 +257,7 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
                 calibration = faithfulness_calibration(rows, loaded.human, seed=req.seed, resamples=req.resamples,
                                                        confidence=req.confidence).to_dict()
                 calibration.update({"judge": client.identity(), "human": f"sha256:{sha256_files([str(req.human)])}"})
+                calibration.update(_binding(rows, loaded.human, str(req.human), req.when))
     finally:
         client.close()
 

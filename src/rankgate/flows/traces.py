@@ -152,20 +152,26 @@ class SampleRequest:
     seed: int = 0
     by: tuple[str, ...] = ("tenant",)   # request fields to stratify by besides reason and source
     fields: Mapping[str, str] | None = None  # where the export keeps each field (as TracesRequest's)
+    plan: str | None = None             # a gold plan's plan.csv: each segment's quota replaces n, by and the reasons
 
     def inputs(self) -> tuple[FilePath, ...]:
         """The files the request reads (an output may be none of them): the trace exports, the abstention
-        file, the field map and the corpus manifest."""
-        return paths(*self.traces, self.abstention, self.field_map, self.corpus)
+        file, the field map, the corpus manifest and the plan."""
+        return paths(*self.traces, self.abstention, self.field_map, self.corpus, self.plan)
 
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, FILE, PATHS, TEXT, check_fields, typed
 
         check_fields(self, "SampleRequest", traces=typed(PATHS), format=TEXT, field_map=FILE, on_error=typed(str),
                      abstention=FILE, abstention_threshold=typed(float, optional=True), corpus=FILE, n=typed(int),
-                     seed=typed(int), by=BY)
+                     seed=typed(int), by=BY, plan=FILE)
         _check_trace_fields(self)
         _check_threshold(self.abstention, self.abstention_threshold)
+        if self.plan and (self.abstention or self.abstention_threshold is not None):
+            from rankgate.errors import F, UsageError
+
+            raise UsageError(f"{F.plan} samples each segment's production queries at random; the low-confidence "
+                             f"line ({F.abstention}, {F.abstention_threshold}) is for sampling by reason, without it")
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +180,9 @@ class Sample:
     threshold: float | None              # the low-confidence line used (None: not sampled)
     missing: tuple[str, ...]             # candidate chunks the corpus lacks
     skipped: int                         # unusable rows skipped
+    quotas: tuple[tuple[str, str, int], ...] = ()      # with a plan: (field, value, labels) per segment
+    short: tuple[tuple[str, str, int, int], ...] = ()  # (field, value, quota, found) the traces could not fill
+    untracked: tuple[tuple[str, str, int], ...] = ()   # (field, value, quota) of fields the traces do not carry
 
 
 def run_sample(req: SampleRequest) -> Sample:
@@ -191,8 +200,15 @@ def run_sample(req: SampleRequest) -> Sample:
         from rankgate.corpus import load_manifest
 
         corpus = load_manifest(req.corpus)
+    quotas = None
+    if req.plan:  # read before the traces: a plan that cannot be read stops the command at once
+        from rankgate.goldset.plan import read_plan_quotas
+
+        quotas = read_plan_quotas(req.plan)
     tables = read_traces(list(req.traces), format=req.format, on_error=req.on_error, field_map=req.field_map,
                          fields=req.fields)
+    if quotas is not None:
+        return _sample_to_plan(req, tables, corpus, quotas)
     recs = sample_candidates(tables, threshold=threshold, n=req.n, seed=req.seed, by=req.by)
     missing: list[str] = []
     if corpus is not None:
@@ -200,3 +216,18 @@ def run_sample(req: SampleRequest) -> Sample:
 
         missing = add_corpus_texts(recs, corpus)
     return Sample(tuple(recs), threshold, tuple(missing), tables.skipped.total)
+
+
+def _sample_to_plan(req: SampleRequest, tables: Any, corpus: Any, quotas: Mapping[tuple[str, str], int]) -> Sample:
+    """``gold sample --plan``: each segment's production queries to its quota (:mod:`rankgate.traces.quota`)."""
+    from rankgate.traces.quota import sample_to_quotas
+
+    got = sample_to_quotas(tables, quotas, seed=req.seed)
+    recs = list(got.records)
+    missing: list[str] = []
+    if corpus is not None:
+        from rankgate.traces.sample import add_corpus_texts
+
+        missing = add_corpus_texts(recs, corpus)
+    return Sample(tuple(recs), None, tuple(missing), tables.skipped.total,
+                  tuple((f, v, n) for (f, v), n in quotas.items()), got.short, got.untracked)

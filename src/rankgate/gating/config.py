@@ -30,7 +30,8 @@
         median_ms: 60                 # ceilings on percentiles: median_ms, p90_ms, p95_ms, p99_ms
         regression_max_ms: 10         # may not grow more than 10 ms over the baseline run (paired CI excludes 0)
         on: ci_lower                  # ci_lower (default: clearly over budget) | estimate | ci_upper (strict)
-    judge: {min_calibration_items: 100, min_agreement: 0.8}   # what a judge metric's calibration must show
+    judge: {min_calibration_items: 100, min_agreement: 0.8, max_age_days: 90}   # what a judge metric's calibration
+                                      # must show; it must also name the judge in use and be younger than max_age_days
 
 See ``docs/gating.md`` for what each check means.
 """
@@ -74,7 +75,7 @@ READERS: dict[str, str] = {
 TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency", "judge")
 GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
              "not_applicable", "calibration")
-JUDGE_KEYS = ("min_calibration_items", "min_agreement")
+JUDGE_KEYS = ("min_calibration_items", "min_agreement", "max_age_days")
 #: A gate on a judge metric needs a calibration of at least this many human-labelled items …
 MIN_CALIBRATION_ITEMS = 100
 #: … on which judge and humans agree at least this often.
@@ -185,7 +186,15 @@ def _range_text(low: float, high: float) -> str:
     return f"between {num(low)} and {num(high)}"
 
 
-def _build(root: ConfigItem, path: str) -> GateConfig:
+def clock() -> Any:
+    """The gate's clock: now, in UTC. A calibration's age is measured against it (tests replace it, or pass
+    ``now=`` to :func:`load_config`)."""
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def _build(root: ConfigItem, path: str, now: Any = None) -> GateConfig:
     from rankgate.metrics import metric_info, parse_metric
     from rankgate.metrics.spec import MAX_K
     from rankgate.stats.bootstrap import MAX_RESAMPLES
@@ -203,9 +212,16 @@ def _build(root: ConfigItem, path: str) -> GateConfig:
     if not gates_item.value:
         raise r.fail("gates", gates_item.line, "must list at least one gate")
 
-    min_items, min_agreement = MIN_CALIBRATION_ITEMS, MIN_AGREEMENT
+    from rankgate.gating.calibration import MAX_AGE_DAYS
+
+    min_items, min_agreement, max_age = MIN_CALIBRATION_ITEMS, MIN_AGREEMENT, float(MAX_AGE_DAYS)
     if "judge" in top:
         j = r.mapping(top["judge"], "judge", JUDGE_KEYS)
+        if "max_age_days" in j:
+            max_age = r.number(j["max_age_days"], "judge.max_age_days", share=False)
+            if not 0 < max_age <= 36500:
+                raise r.fail("judge.max_age_days", j["max_age_days"].line, f"must be a number of days above 0; got "
+                             f"{show_value(j['max_age_days'].value)}", "e.g. 90: a calibration older than that is refused")
         if "min_calibration_items" in j:
             min_items = r.integer(j["min_calibration_items"], "judge.min_calibration_items", 1)
         if "min_agreement" in j:
@@ -285,7 +301,7 @@ def _build(root: ConfigItem, path: str) -> GateConfig:
         owner = r.text(g["owner"], f"{at}.owner") if "owner" in g else None
         not_applicable = (r.choice(g["not_applicable"], f"{at}.not_applicable", SEVERITIES)
                           if "not_applicable" in g else "warning")
-        calibration = _calibration(r, g, at, metric, item.line, min_items, min_agreement)
+        calibration = _calibration(r, g, at, metric, item.line, min_items, min_agreement, max_age, now)
         gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
                           segments, min_queries, label, lines, owner=owner, not_applicable=not_applicable,
                           calibration=calibration, metric_from_name=from_name))
@@ -333,9 +349,13 @@ def _build(root: ConfigItem, path: str) -> GateConfig:
 
 
 def _calibration(r: ConfigReader, g: Mapping[str, ConfigItem], at: str, metric: str, line: int | None, min_items: int,
-                 min_agreement: float) -> dict[str, Any] | None:
+                 min_agreement: float, max_age: float = 90.0, now: Any = None) -> dict[str, Any] | None:
     """A judge metric's calibration facts; a judge metric without an adequate calibration file is an
-    error saying why (an uncalibrated judge looks rigorous while it may mislead)."""
+    error saying why (an uncalibrated judge looks rigorous while it may mislead). Adequate: of the metric's
+    task, of enough items, with enough agreement, naming its judge, labels and date, and younger than
+    ``max_age`` days at ``now`` (rankgate.gating.calibration; the judge itself is compared where its labels
+    are made, :func:`rankgate.gating.calibration.check_judge`)."""
+    from rankgate.gating.calibration import binding_problem, recalibrate_hint
     import os
 
     from rankgate.metrics import parse_metric
@@ -371,7 +391,11 @@ def _calibration(r: ConfigReader, g: Mapping[str, ConfigItem], at: str, metric: 
         shown = "no agreement" if cal.agreement is None else f"agreement {cal.agreement:.2f}"
         raise r.fail(f"{at}.calibration", where, f"{given} shows {shown} between judge and humans; a gate on {metric} "
                      f"needs at least {min_agreement:.2f}", "improve the judge (model, prompt) and calibrate again")
-    return {"path": given, "task": task, "n": cal.n, "agreement": cal.agreement}
+    problem = binding_problem(cal, given=given, max_age_days=max_age, now=now if now is not None else clock())
+    if problem:
+        raise r.fail(f"{at}.calibration", where, problem, recalibrate_hint(task))
+    return {"path": given, "task": task, "n": cal.n, "agreement": cal.agreement, "judge": cal.judge, "made": cal.made,
+            "human_labels": cal.labels_sha256}
 
 
 def _stale_limit(r: ConfigReader, item: ConfigItem) -> tuple[int | None, float | None]:
@@ -389,20 +413,21 @@ def _stale_limit(r: ConfigReader, item: ConfigItem) -> tuple[int | None, float |
     return None, share
 
 
-def parse_config(text: str, *, path: str = "<config>") -> GateConfig:
-    """Parse and validate gate config YAML text; errors name ``path:line`` and the key."""
-    return _build(parse_tree(text, path=path), path)
+def parse_config(text: str, *, path: str = "<config>", now: Any = None) -> GateConfig:
+    """Parse and validate gate config YAML text; errors name ``path:line`` and the key. ``now`` (an aware
+    datetime): the clock a judge calibration's age is measured against (default: :func:`clock`)."""
+    return _build(parse_tree(text, path=path), path, now)
 
 
-def load_config(path: str) -> GateConfig:
-    """Read and validate a gate config file (YAML)."""
+def load_config(path: str, *, now: Any = None) -> GateConfig:
+    """Read and validate a gate config file (YAML); ``now`` as :func:`parse_config`'s."""
     text = read_config_text(path)
-    return parse_config(text, path=str(path))
+    return parse_config(text, path=str(path), now=now)
 
 
-def config_from_dict(data: Mapping[str, Any], *, path: str = "<config>") -> GateConfig:
+def config_from_dict(data: Mapping[str, Any], *, path: str = "<config>", now: Any = None) -> GateConfig:
     """Validate a config given as plain Python data (same rules, no line numbers)."""
-    return _build(tree_from_plain(data), path)
+    return _build(tree_from_plain(data), path, now)
 
 
 def _reader(what: str) -> Any:

@@ -73,6 +73,7 @@ class SegmentPower:
     detectable_drop: float
     regression_max: float | None
     method: str = "binomial"  # binomial | bootstrap (of the baseline's per-query values)
+    spread: float = math.nan  # the per-query standard deviation the figure assumes (nan: none, too few values)
 
     @property
     def gated(self) -> bool:
@@ -159,7 +160,10 @@ def _age(gold: GoldFile, as_of: dt.date) -> LabelAge:
 
 
 def _segment_power(gold: GoldFile, config: GateConfig,
-                   baseline: Mapping[str, Mapping[str, float]] | None = None) -> list[SegmentPower]:
+                   baseline: Mapping[str, Mapping[str, float]] | None = None, *, power: float = 0.8) -> list[SegmentPower]:
+    """Each gate's groups (all queries, then each value of each ``segments:`` field) with the smallest drop it can
+    see at ``power``: the figures of ``gold validate`` and of ``gold plan`` (:mod:`rankgate.goldset.plan`)."""
+    from rankgate.stats.power import per_query_sd, share_sd
     from rankgate.stats.segments import ordered_labels
 
     answerable = [q for q in gold.queries if any(label.grade >= 1 for label in q.labels)]
@@ -180,17 +184,20 @@ def _segment_power(gold: GoldFile, config: GateConfig,
         values = None if baseline is None else baseline.get(g.metric)
         for name, value, qs in groups:
             n = len(qs)
-            method, drop = "binomial", min_detectable_drop(n, level, confidence=config.confidence)
+            method, drop = "binomial", min_detectable_drop(n, level, confidence=config.confidence, power=power)
+            spread = share_sd(level)
             xs: list[float] = []
             if values is not None:
                 xs = [x for x in (values.get(q.query_id) for q in qs) if x is not None and not math.isnan(x)]
-                boot = min_detectable_drop_bootstrap(xs, confidence=config.confidence)
+                boot = min_detectable_drop_bootstrap(xs, confidence=config.confidence, power=power)
+                spread = per_query_sd(xs) if len(xs) >= 2 else math.nan
                 if boot is None:  # no spread: the binomial figure at the baseline's level
-                    boot = min_detectable_drop(len(xs), xs[0], confidence=config.confidence)
+                    boot = min_detectable_drop(len(xs), xs[0], confidence=config.confidence, power=power)
+                    spread = share_sd(xs[0])
                 method, drop = "bootstrap", boot
             at = level if method == "binomial" or not xs else math.fsum(xs) / len(xs)  # the baseline's level
             out.append(SegmentPower(g.name, g.metric, name, value, n, g.min_queries if name != "all" else 1,
-                                    at, drop, g.regression_max, method))
+                                    at, drop, g.regression_max, method, spread))
     return out
 
 

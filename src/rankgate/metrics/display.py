@@ -23,7 +23,7 @@ from rankgate.metrics.info import is_share
 
 __all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
            "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
-           "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_share", "fmt_share_range", "fmt_sig", "fmt_size",
+           "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_score_change", "fmt_share", "fmt_share_range", "fmt_sig", "fmt_size",
            "fmt_small_share", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "shorten"]
 
 MINUS = "\u2212"
@@ -131,6 +131,13 @@ def fmt_score(x: float | None, digits: int = 3, *, missing: str = DASH, grouped:
     if not _present(x):
         return missing
     return f"{x:,.{digits}f}" if grouped else f"{x:.{digits}f}"
+
+
+def fmt_score_change(d: float | None, digits: int = 3) -> str:
+    """A change of a score, always signed (U+2212 minus): ``+0.012``, ``−0.080``; ``0.000`` when it rounds to 0."""
+    if not _present(d):
+        return DASH
+    return _signed(d, digits)
 
 
 def fmt_sig(x: float | None, digits: int = 6) -> str:

@@ -1,4 +1,5 @@
-"""Text for the judge: the dry-run plan and the calibration summary (terminal, plain text).
+"""Text for the judge: the dry-run plan, the calibration summary, the recalibration sample and the drift between
+two calibrations (terminal, plain text).
 
 ``render_plan(plan, identity, price_in=, price_out=)`` is what ``--dry-run`` prints, for
 ``rankgate judge relevance`` and ``rankgate answers`` alike (a list of plans, one per task).
@@ -9,15 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rankgate.metrics.display import fmt_score_change
 from rankgate.render.numbers import fmt_confidence_exact, fmt_score, fmt_sig
 
-__all__ = ["render_calibration", "render_plan"]
+__all__ = ["render_calibration", "render_drift", "render_plan", "render_recalibrate"]
+
+#: What a calibration says when its judge labels carry no identity (no sidecar beside them).
+NO_IDENTITY = ("a judge of unknown identity (the judge labels have no <name>.judge.json beside them: the backend, "
+               "model and prompts are not recorded)")
 
 
-def _who(identity: Mapping[str, Any]) -> str:
-    if identity.get("backend") == "openai":
-        return f"openai-compatible model {identity.get('model')} at {identity.get('url')}"
-    return str(identity.get("model") or identity.get("backend"))
+def _who(identity: Mapping[str, Any] | None) -> str:
+    """The judge as a sentence names it; what is missing named instead of ``None``."""
+    if not identity:
+        return NO_IDENTITY
+    model, backend = identity.get("model"), identity.get("backend")
+    if backend == "openai":
+        return (f"openai-compatible model {model or '(model not recorded)'} at "
+                f"{identity.get('url') or '(url not recorded)'}")
+    if model:
+        return str(model)
+    if backend:
+        return f"the {backend} judge (its model is not recorded)"
+    return "a judge whose backend and model are not recorded"
 
 
 def render_plan(plans: Sequence[Any], identity: Mapping[str, Any], *, price_in: float | None = None,
@@ -66,7 +81,7 @@ def _ci(ci: Sequence[Any]) -> str:
 def render_calibration(cal: Mapping[str, Any], *, minimum: int = 100) -> str:
     """The calibration file's numbers as a short text block (what ``rankgate judge calibrate`` prints)."""
     pct = fmt_confidence_exact(cal['confidence'])
-    lines = [f"calibration of {_who(cal.get('judge') or {})} on {cal['n']} human-labelled items ({cal['task']}, "
+    lines = [f"calibration of {_who(cal.get('judge'))} on {cal['n']} human-labelled items ({cal['task']}, "
              f"{pct} intervals)",
              f"  agreement    {_f(cal['agreement'])}{_ci(cal['agreement_ci'])}",
              f"  kappa        {_f(cal['kappa'])}{_ci(cal['kappa_ci'])}  ({cal['weights'] or 'unweighted'} weights, "
@@ -75,6 +90,15 @@ def render_calibration(cal: Mapping[str, Any], *, minimum: int = 100) -> str:
              f"(grade >= {cal['relevant_at']}; {cal['positives']} human positives)",
              f"  specificity  {_f(cal['specificity'])}{_ci(cal['specificity_ci'])}  ({cal['negatives']} human negatives)",
              f"  spearman     {_f(cal['spearman'])}"]
+    labels = cal.get("human_labels") or {}
+    if labels or cal.get("made"):
+        sources = {"given": "--when", "labels": "the newest label's time", "clock": "now"}
+        source = sources.get(str(cal.get("made_from")), "")
+        lines.append(f"  bound to     {labels.get('items', '?')} human labels {_short(labels.get('sha256'))}, made "
+                     f"{cal.get('made') or '(no date)'}" + (f" ({source})" if source else ""))
+    if not cal.get("judge"):
+        lines.append("  note: a judge gate refuses this calibration until the judge is named: label with "
+                     "`rankgate judge relevance`, which writes <labels>.judge.json beside the labels")
     if cal["n"] < minimum:
         lines.append(f"  note: {cal['n']} items is fewer than {minimum}; a gate on judge metrics wants at least "
                      f"{minimum}")
@@ -82,4 +106,58 @@ def render_calibration(cal: Mapping[str, Any], *, minimum: int = 100) -> str:
     if worst:
         lines.append("  largest disagreements (human vs judge):")
         lines += [f"    {w['query_id']} / {w['id']}: {w['human']} vs {w['judge']}" for w in worst]
+    return "\n".join(lines) + "\n"
+
+
+def _short(sha: Any) -> str:
+    """``sha256:0123456789ab…``: a hash cut to 12 digits, enough to tell two apart by eye."""
+    if not isinstance(sha, str):
+        return "(no hash)"
+    head, _, digest = sha.partition(":")
+    return f"{head}:{digest[:12]}…" if len(digest) > 12 else sha
+
+
+def render_recalibrate(done: Any, *, out: str, task: str) -> str:
+    """What ``rankgate judge recalibrate`` prints: how many items were sampled from how many, per stratum, what
+    was left out, and the next steps."""
+    lines = [f"wrote {len(done.records):,} items to {out}, sampled from {done.available:,}"]
+    if len(done.strata) > 1 or next(iter(done.strata), "all") != "all":
+        lines.append("  per stratum (sampled of items):")
+        width = max(len(k) for k in done.strata)
+        lines += [f"    {k:<{width}}  {q:>6,} of {n:,}" for k, (n, q) in done.strata.items()]
+    for reason, count in done.left_out.items():
+        lines.append(f"  left out: {count:,} {reason}")
+    if task == "faithfulness":
+        lines.append("next: add \"faithful\": true/false (null for a refusal) and \"correct\" to each line, save it as "
+                     "human.jsonl, then `rankgate answers --answers ANSWERS --gold GOLD --human human.jsonl "
+                     "--calibration-out calibration.json`")
+    else:
+        lines.append(f"next: have people add \"grade\": 2, 1 or 0 to each line (human.jsonl), let the judge label the "
+                     f"same items (`rankgate judge relevance {out} -o labels.jsonl`), then `rankgate judge calibrate "
+                     "--human human.jsonl --judge-labels labels.jsonl -o calibration.json`")
+    return "\n".join(lines) + "\n"
+
+
+def render_drift(d: Mapping[str, Any]) -> str:
+    """What ``rankgate judge drift`` prints (its ``--json`` form, ``DriftResult.to_dict()``, as text)."""
+    d = d["drift"]
+    old, new = d["old"], d["new"]
+    pct = fmt_confidence_exact(d["confidence"])
+    lines = [f"drift of the judge's agreement with people ({d['task']}): {old['path']} ({old['n']:,} items, made "
+             f"{old['made'] or 'no date'}) -> {new['path']} ({new['n']:,} items, made {new['made'] or 'no date'})"]
+    for name in ("agreement", "kappa"):
+        row = d[name]
+        ci = row["ci"]
+        interval = "" if ci[0] is None else f" [{fmt_score_change(ci[0])}, {fmt_score_change(ci[1])}]"
+        lines.append(f"  {name:<10} {_f(row['old'])} -> {_f(row['new'])}  change {fmt_score_change(row['delta'])}"
+                     f"{interval}  {row['verdict']}")
+    lines.append(f"  ({pct} intervals: {d['method']})")
+    if d.get("judge_changed"):
+        lines.append(f"  the judge changed: {d['judge_changed']}")
+    if d.get("same_labels"):
+        lines.append("  both were computed on the same human labels: a change is the judge's alone")
+    lines += [f"  note: {n}" for n in d.get("notes") or ()]
+    worse = d["agreement"]["verdict"] == "worse" or d["kappa"]["verdict"] == "worse"
+    lines.append("  the judge agrees with people less than it did: look at the new calibration's disagreements before "
+                 "it gates" if worse else "  no drop in agreement beyond noise")
     return "\n".join(lines) + "\n"

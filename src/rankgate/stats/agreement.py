@@ -15,6 +15,9 @@ Sensitivity and specificity (:func:`binary_rates`)
     For the cut ``grade >= relevant_at`` with the human label as the truth: sensitivity = judge
     positive among human positives, specificity = judge negative among human negatives, each with
     its Wilson interval (:func:`rankgate.stats.bootstrap.wilson_interval`).
+Fleiss' κ (:func:`fleiss_kappa`, :func:`fleiss_ci`)
+    Agreement of any number of raters, items rated by two or more each (unweighted), with the same
+    bootstrap over items; ``rankgate label agreement`` reports it over every annotator.
 Spearman's ρ (:func:`spearman`)
     Pearson correlation of the average ranks (ties share their mean rank); NaN when either side
     is constant.
@@ -38,8 +41,8 @@ from rankgate.errors import UsageError
 from rankgate.stats.bootstrap import normal_quantile, wilson_interval
 from rankgate.stats.options import Statistics, taken
 
-__all__ = ["BinaryRates", "Calibration", "PPIEstimate", "binary_rates", "calibrate", "cohen_kappa", "kappa_ci", "ppi_mean",
-           "spearman"]
+__all__ = ["BinaryRates", "Calibration", "PPIEstimate", "binary_rates", "calibrate", "cohen_kappa", "fleiss_ci",
+           "fleiss_kappa", "kappa_ci", "ppi_mean", "spearman"]
 
 WEIGHTS = ("linear", "quadratic", None)
 
@@ -167,6 +170,56 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
     rb -= rb.mean()
     den = math.sqrt(float((ra * ra).sum()) * float((rb * rb).sum()))
     return float((ra * rb).sum() / den) if den > 0 else math.nan
+
+
+def _fleiss_from_counts(counts: np.ndarray) -> np.ndarray:
+    """Fleiss' κ for a stack of item × category count tables (shape (R, N, K)); NaN where chance agreement is 1."""
+    n_i = counts.sum(axis=2).astype(float)                                  # raters per item
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_i = (counts * (counts - 1)).sum(axis=2) / (n_i * (n_i - 1))       # agreeing pairs of raters, per item
+        p_bar = p_i.mean(axis=1)
+        p_j = counts.sum(axis=1) / n_i.sum(axis=1)[:, None]                  # share of all ratings per category
+        p_e = (p_j * p_j).sum(axis=1)
+        kappa = (p_bar - p_e) / (1.0 - p_e)
+    kappa[np.isclose(p_e, 1.0)] = np.nan
+    return kappa
+
+
+def fleiss_kappa(counts: Sequence[Sequence[int]] | np.ndarray) -> float:
+    """Fleiss' κ of items rated by two or more raters each: ``counts[i][k]`` raters put item ``i`` in category ``k``.
+    ``P_i = Σ_k n_ik(n_ik − 1) / (n_i(n_i − 1))``, ``P̄`` their mean, ``p_k`` the share of all ratings in ``k``,
+    ``P_e = Σ p_k²``, ``κ = (P̄ − P_e) / (1 − P_e)`` (the number of raters may differ between items); NaN with
+    no item or one category only."""
+    c = np.asarray(counts, dtype=np.int64)
+    if c.ndim != 2 or c.shape[0] == 0:
+        return math.nan
+    if (c < 0).any() or (c.sum(axis=1) < 2).any():
+        raise UsageError("Fleiss' kappa needs non-negative counts and at least two ratings per item")
+    return float(_fleiss_from_counts(c[None])[0])
+
+
+def fleiss_ci(counts: Sequence[Sequence[int]] | np.ndarray, *, statistics: Statistics | None = None,
+              confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap interval of Fleiss' κ over items (as :func:`kappa_ci`); NaN with fewer than 2 items."""
+    seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="fleiss_ci",
+                                         defaults=(0, 2000, 0.95))
+    check(CONFIDENCE, confidence, caller="fleiss_ci")
+    check(RESAMPLES, resamples, caller="fleiss_ci", name="resamples")
+    check(SEED, seed, caller="fleiss_ci")
+    c = np.asarray(counts, dtype=np.int64)
+    if c.ndim != 2 or c.shape[0] < 2:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    values = []
+    for start in range(0, resamples, 200):
+        rows = min(200, resamples - start)
+        values.append(_fleiss_from_counts(c[rng.integers(0, c.shape[0], size=(rows, c.shape[0]))]))
+    kappas = np.concatenate(values)
+    kappas = kappas[~np.isnan(kappas)]
+    if kappas.size == 0:
+        return (math.nan, math.nan)
+    lo, hi = np.quantile(kappas, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return (float(lo), float(hi))
 
 
 @dataclass(frozen=True)

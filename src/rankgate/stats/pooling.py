@@ -154,6 +154,17 @@ class Calibration:
     agreement: float | None
     task: str
     source: str
+    # What binds it to its judge and its time (rankgate.stats.calibration; None in files written before them),
+    # and what drift between two calibrations reads.
+    judge: Mapping[str, Any] | None = None      # the judge's identity: backend, model, prompts per task
+    labels_sha256: str | None = None            # the canonical hash of the human labels it was computed on
+    labels_n: int | None = None                 # how many there are
+    made: str | None = None                     # its date, UTC ISO 8601
+    kappa: float | None = None
+    kappa_ci: tuple[float, float] | None = None
+    weights: str | None = None
+    confusion: Any = None                       # human grade x judge grade counts
+    confidence: float | None = None
 
 
 def read_calibration(path: str) -> Calibration:
@@ -196,11 +207,48 @@ def read_calibration(path: str) -> Calibration:
     n = count("n")
     if n is None:
         raise InputError("is missing", path=path, field="calibration.n", hint="the number of human-labelled items")
+    judge, labels_sha, labels_n, made = _binding(cal, path)
+    weights = cal.get("weights")
     return Calibration(sensitivity=num("sensitivity") or 0.0, specificity=num("specificity") or 0.0,
                        sensitivity_ci=ci("sensitivity_ci"), specificity_ci=ci("specificity_ci"),
                        positives=count("positives"), negatives=count("negatives"), n=n,
                        relevant_at=int(cal.get("relevant_at") or 1), agreement=num("agreement", required=False),
-                       task=str(cal.get("task") or ""), source=path)
+                       task=str(cal.get("task") or ""), source=path, judge=judge, labels_sha256=labels_sha,
+                       labels_n=labels_n, made=made, kappa=num("kappa", -1.0, 1.0, required=False),
+                       kappa_ci=ci("kappa_ci"), weights=weights if isinstance(weights, str) else None,
+                       confusion=cal.get("confusion"), confidence=num("confidence", required=False))
+
+
+def _binding(cal: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any] | None, str | None, int | None, str | None]:
+    """The judge identity, label-set hash and size, and date of a calibration (rankgate.stats.calibration), each
+    None when the file does not give it; a value of the wrong shape is an input error naming its field."""
+    from rankgate.stats.calibration import parse_time, show_time
+
+    judge = cal.get("judge")
+    if judge is not None and not isinstance(judge, dict):
+        raise InputError(f"must be the judge's identity (an object); got {json.dumps(judge)[:60]}", path=path,
+                         field="calibration.judge")
+    labels = cal.get("human_labels")
+    sha = size = None
+    if labels is not None:
+        if not isinstance(labels, dict):
+            raise InputError(f"must be an object {{sha256, items}}; got {json.dumps(labels)[:60]}", path=path,
+                             field="calibration.human_labels")
+        sha, size = labels.get("sha256"), labels.get("items")
+        if not isinstance(sha, str) or not sha.startswith("sha256:"):
+            raise InputError(f"must be 'sha256:<hex>'; got {json.dumps(sha)[:60]}", path=path,
+                             field="calibration.human_labels.sha256")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise InputError(f"must be a count; got {json.dumps(size)[:60]}", path=path,
+                             field="calibration.human_labels.items")
+    made = cal.get("made")
+    if made is not None:
+        when = parse_time(made)
+        if when is None:
+            raise InputError(f"must be a UTC time in ISO 8601 (2025-05-01T09:30:00Z); got {json.dumps(made)[:60]}",
+                             path=path, field="calibration.made")
+        made = show_time(when)
+    return judge, sha, size, made
 
 
 # -- Rogan–Gladen -----------------------------------------------------------------------------------

@@ -32,6 +32,18 @@ closely see smaller drops, unrelated ones (ρ = 0) need √2 times larger. Worke
 1, 0, 1, 1 give x̄ = 0.75, σ̂² = 0.1875, SE = 0.2165 and δ = 2.80158 · 0.2165 = 0.607 (61 pp).
 With fewer than 2 values nothing is visible (``inf``); values without spread (all equal) say
 nothing about noise, and the binomial figure at the baseline's mean is used instead.
+
+
+**Which test.** The gate fails a regression only when the paired interval of the change, two-sided at the
+ship criteria's confidence ``c``, lies wholly on the side of a drop: a one-sided test of a drop at level
+``α = (1 − c)/2`` (2.5 % at 95 %), whose critical value is ``z_{1-α/2}`` of the two-sided ``α = 1 − c`` used
+above. The figures here are that test's, so ``gold validate``, ``gold plan`` and the gate speak of one test.
+
+**Planning** (``gold plan``, :func:`queries_needed`). Written in the per-query standard deviation ``sd``
+(``sqrt(p (1 - p))`` for a share at level ``p``, :func:`share_sd`; the baseline's ``σ̂``, :func:`per_query_sd`),
+every figure above is ``δ(n) = z · sd / √n`` with ``z = z_{1-α/2} + z_{1-β}`` (:func:`drop_at`), and the fewest
+queries that see a drop of ``d`` are ``n = ⌈(z · sd / d)²⌉``. At 95 % and 80 % a share at 0.5 needs
+``⌈(2.80158 · 0.5 / 0.05)²⌉ = 785`` queries to see 5 pp.
 """
 
 from __future__ import annotations
@@ -39,7 +51,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["bootstrap_se", "min_detectable_drop", "min_detectable_drop_bootstrap"]
+__all__ = ["bootstrap_se", "detection_z", "drop_at", "min_detectable_drop", "min_detectable_drop_bootstrap", "per_query_sd",
+           "queries_needed", "share_sd"]
 
 
 def min_detectable_drop(n: int, p: float = 0.5, *, confidence: float = 0.95, power: float = 0.8) -> float:
@@ -51,6 +64,56 @@ def min_detectable_drop(n: int, p: float = 0.5, *, confidence: float = 0.95, pow
         return math.inf
     p = min(max(p, 0.01), 0.99)
     return z * math.sqrt(p * (1 - p) / n)
+
+
+def share_sd(p: float) -> float:
+    """The per-query standard deviation :func:`min_detectable_drop` assumes for a share at level ``p``:
+    ``sqrt(p (1 - p))``, ``p`` clipped to [0.01, 0.99] as there."""
+    p = min(max(p, 0.01), 0.99)
+    return math.sqrt(p * (1 - p))
+
+
+def per_query_sd(values: Sequence[float]) -> float:
+    """The spread :func:`min_detectable_drop_bootstrap` reads from per-query values: ``σ̂`` with the 1/n
+    variance (``nan`` for no values), so ``bootstrap_se(values) = per_query_sd(values) / √n``."""
+    n = len(values)
+    if n == 0:
+        return math.nan
+    mean = math.fsum(values) / n
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / n)
+
+
+def drop_at(n: int, sd: float, *, confidence: float = 0.95, power: float = 0.8) -> float:
+    """The smallest drop ``n`` queries whose per-query values spread by ``sd`` detect:
+    ``(z_{1-α/2} + z_{1-β}) · sd / √n`` (the figure of both functions above, written in ``sd``);
+    ``inf`` for ``n`` of 0, or an ``sd`` that is not a number."""
+    z = _z(confidence, power, "drop_at")
+    if n <= 0 or math.isnan(sd):
+        return math.inf
+    return z * sd / math.sqrt(n)
+
+
+def queries_needed(drop: float, sd: float, *, confidence: float = 0.95, power: float = 0.8) -> int:
+    """The fewest queries for which :func:`drop_at` is at most ``drop``: ``⌈((z_{1-α/2} + z_{1-β}) · sd / drop)²⌉``,
+    checked against :func:`drop_at` itself so that the two never disagree by a rounding. ``sd`` of 0 needs 1
+    query; a ``drop`` of 0 (or an ``sd`` that is not a number) cannot be planned for and raises ``ValueError``."""
+    z = _z(confidence, power, "queries_needed")
+    if not drop > 0 or math.isnan(sd) or math.isinf(sd):
+        raise ValueError(f"cannot size for a drop of {drop!r} at a spread of {sd!r}")
+    if sd <= 0:
+        return 1
+    n = max(1, math.ceil((z * sd / drop) ** 2))
+    while n > 1 and drop_at(n - 1, sd, confidence=confidence, power=power) <= drop:
+        n -= 1
+    while drop_at(n, sd, confidence=confidence, power=power) > drop:
+        n += 1
+    return n
+
+
+def detection_z(confidence: float = 0.95, power: float = 0.8) -> float:
+    """``z_{1-α/2} + z_{1-β}``: the multiple of the standard error a drop must reach to be seen (2.80158 at
+    95 % confidence and 80 % power)."""
+    return _z(confidence, power, "detection_z")
 
 
 def _z(confidence: float, power: float, caller: str) -> float:
@@ -67,10 +130,7 @@ def bootstrap_se(values: Sequence[float]) -> float:
     """The ideal bootstrap standard error of the mean of ``values``: σ̂/√n with the 1/n variance
     (``nan`` for no values)."""
     n = len(values)
-    if n == 0:
-        return math.nan
-    mean = math.fsum(values) / n
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in values) / n) / math.sqrt(n)
+    return math.nan if n == 0 else per_query_sd(values) / math.sqrt(n)
 
 
 def min_detectable_drop_bootstrap(values: Sequence[float], *, confidence: float = 0.95,
