@@ -173,6 +173,89 @@ class Runner:
         return 0 if ok else 1
 
 
+def _git(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise SystemExit(f"follow_docs: git {' '.join(args)} failed: {proc.stderr.strip()[-300:]}")
+    return proc.stdout.strip()
+
+
+def follow_history(base: Path, checkout: Path, env: dict[str, str], source: Path) -> None:
+    """docs/history.md's workflow on pushes to main, with a local bare repository standing in for GitHub's:
+    the first push creates the history branch; a push rejected because another job pushed first is rebased and
+    pushed again (both entries kept); a branch that refuses every push fails the step after its tries."""
+    doc = ROOT / "docs" / "history.md"
+    (block,) = [b for b in blocks(doc, "yaml") if b.startswith("# .github/workflows/rankgate-history.yml")]
+    (job,) = yaml.safe_load(block)["jobs"].values()
+    root = base / "history-run"
+    origin, work, other = root / "origin.git", root / "work", root / "other"
+    root.mkdir()
+    genv = {**env, "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "dev",
+            "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root)}
+    _git("init", "--quiet", "--bare", "--initial-branch=main", str(origin), env=genv)
+    _git("clone", "--quiet", str(origin), str(work), env=genv)
+    for folder in ("eval", "scripts"):
+        shutil.copytree(source / folder, work / folder)
+    (work / ".gitignore").write_text("run.jsonl\ngate.json\nrankgate-comment.md\n", encoding="utf-8")
+    _git("add", "-A", cwd=work, env=genv)
+
+    def push_main(message: str) -> str:
+        _git("commit", "--quiet", "--allow-empty", "-m", message, cwd=work, env=genv)
+        _git("push", "--quiet", "origin", "HEAD:refs/heads/main", cwd=work, env=genv)
+        return _git("rev-parse", "HEAD", cwd=work, env=genv)
+
+    def run(sha: str) -> tuple[bool, str]:
+        (root / "tmp").mkdir(exist_ok=True)
+        runner = Runner(base, {**genv, "GITHUB_EVENT_NAME": "push", "GITHUB_REF": "refs/heads/main",
+                               "GITHUB_REF_NAME": "main", "GITHUB_SHA": sha, "GITHUB_WORKSPACE": str(work),
+                               "RUNNER_TEMP": str(root / "tmp"), "CI": "true", "GITHUB_ACTIONS": "true"}, checkout, {})
+        ctx = {"github": {"token": "bot-token", "base_ref": "", "event_name": "push", "ref_name": "main", "sha": sha,
+                          "event": {"repository": {"default_branch": "main"}}}}
+        ok = runner.run_steps(job["steps"], work, ctx)
+        return ok, "".join(runner.log)
+
+    def branch_files() -> list[str]:
+        return _git("--git-dir", str(origin), "ls-tree", "-r", "--name-only", "rankgate-history", env=genv).splitlines()
+
+    print("docs/history.md, the history workflow on main:", flush=True)
+    first = push_main("first")
+    ok, log = run(first)
+    files = branch_files() if ok else []
+    entries = [f for f in files if f.startswith("history/entries/")]
+    check(ok and len(entries) == 1 and "index.html" in files and "history/rankgate-history.json" in files,
+          "the first push to main creates the branch with one entry and the dashboard"
+          + ("" if ok else ": " + log[-400:]))
+
+    second = push_main("second")
+    hook = work / ".git" / "hooks" / "pre-push"  # another job pushes its entry to the branch first, once
+    _git("clone", "--quiet", "--branch", "rankgate-history", str(origin), str(other), env=genv)
+    hook.write_text(textwrap.dedent(f"""\
+        #!/bin/bash
+        [ -e {str(root / 'raced')!r} ] && exit 0
+        touch {str(root / 'raced')!r}
+        cd {str(other)!r}
+        rankgate history add {str(source / 'eval' / 'raced-outcome.json')!r} --store history --commit 0123456789abcdef \\
+          --when 2020-01-01 >/dev/null
+        git add -A && git commit --quiet -m "another job" && git push --quiet origin HEAD:refs/heads/rankgate-history
+        """), encoding="utf-8")
+    hook.chmod(0o755)
+    ok, log = run(second)
+    entries = [f for f in branch_files() if f.startswith("history/entries/")]
+    check(ok and (root / "raced").exists() and "was rejected (try 1 of 5)" in log and len(entries) == 3,
+          f"a push rejected because another job pushed first is rebased and pushed: 3 entries ({len(entries)})"
+          + ("" if ok else ": " + log[-400:]))
+    page = _git("--git-dir", str(origin), "show", "rankgate-history:index.html", env=genv)
+    check(page.count("<tr><td>20") >= 3 and second[:12] in page and "0123456789ab" in page,
+          "the dashboard on the branch lists every entry, the other job's too")
+
+    third = push_main("third")
+    hook.write_text("#!/bin/bash\nexit 1\n", encoding="utf-8")
+    ok, log = run(third)
+    said = not ok and "(try 4 of 5)" in log and "(try 5 of 5)" not in log and log.count("::error::") == 1
+    check(said and "::error::rankgate history: could not push to the branch rankgate-history in 5 tries" in log,
+          "a branch that refuses every push fails the step after 5 tries, with one error" + ("" if said else ": " + log[-400:]))
+
+
 def copy_checkout(dest: Path) -> None:
     skip = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", "*.so",
                                   ".pytest_cache", "rankgate-demo", "node_modules", ".mypy_cache", ".ruff_cache")
@@ -308,6 +391,10 @@ def follow(base: Path, venv: Path | None) -> int:
               "the vendored copy installs, gates (paired) and writes its outcome")
     finally:
         fake.close()
+
+    gate0 = json.loads((base / "artifacts" / "rankgate-baseline" / "baseline-summary.json").read_text(encoding="utf-8"))
+    (repo / "eval" / "raced-outcome.json").write_text(json.dumps(gate0), encoding="utf-8")
+    follow_history(base, checkout, env, repo)
 
     print("docs/gating.md, Quick start (the console command, as written):", flush=True)
     quick = base / "quick"

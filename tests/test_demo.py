@@ -28,6 +28,7 @@ FILES = (
     "data/ship-criteria.yaml",
     "data/answers.jsonl",
     "data/answer-labels.jsonl",
+    "data/traces.jsonl",
     "runs/baseline.jsonl",
     "runs/candidate.jsonl",
     "baseline/metrics.csv",
@@ -39,6 +40,8 @@ FILES = (
     "gate.json",
     "answers/answers.csv",
     "answers/summary.json",
+    "validity/summary.json",
+    "validity/validity.md",
     "report.html",
 )
 
@@ -66,7 +69,8 @@ def test_every_output_is_written_and_listed(demo) -> None:
 
 def test_data_copies_are_the_packaged_files(demo) -> None:
     packaged = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
-    for name in ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml", "answers.jsonl", "answer-labels.jsonl"):
+    for name in ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml", "answers.jsonl", "answer-labels.jsonl",
+                 "traces.jsonl"):
         assert (demo.out_dir / "data" / name).read_bytes() == (packaged / name).read_bytes()
 
 
@@ -282,6 +286,10 @@ def test_the_story_tells_what_happened(demo) -> None:
         "rankgate gate --config",
         "6. Answers (layer two): 26 answers",
         "ok 9, generation problem 8",
+        "7. Production (offline <-> online)",
+        "144 of 144 gold queries matched 879 of 879 production requests",
+        "recall@5 × negative_feedback: queries that miss recall@5 offline get negative feedback 3× as",
+        "9. Next",
         "Done in 1.2 s.",
     ):
         assert expected in text, expected
@@ -386,3 +394,17 @@ def test_the_command_module_imports_nothing_heavy() -> None:
             "print(','.join(heavy))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+# -- offline <-> online ------------------------------------------------------------------------------
+def test_the_validity_section_is_what_rankgate_validity_writes(demo, tmp_path, monkeypatch) -> None:
+    a = demo.validity
+    assert a.matching.matched == 144 and a.matching.requests == 879
+    row = a.row("recall@5", "negative_feedback")
+    assert row is not None and row.kind == "link" and row.contrast.rd_low > 0
+    assert a.row("recall@5", "fallback").kind == "link"
+    monkeypatch.chdir(demo.out_dir)
+    assert main(["validity", "--gold", "data/gold.jsonl", "--run", "runs/baseline.jsonl", "--traces",
+                 "data/traces.jsonl", "--out", str(tmp_path)]) == 0
+    for name in ("summary.json", "validity.md"):
+        assert (tmp_path / name).read_bytes() == (demo.out_dir / "validity" / name).read_bytes(), name

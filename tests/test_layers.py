@@ -31,7 +31,7 @@ LAYERS: dict[int, tuple[str, ...]] = {
     4: ("scoring",),                                     # scoring a run against a gold set
     5: ("stats",),                                       # statistics over results
     6: ("answers", "traces", "goldset", "corpus", "retrieval", "judges", "labels"),  # capabilities
-    7: ("gating", "experiments", "testing"),             # decisions: gates, component experiments, the pytest helpers
+    7: ("gating", "experiments", "testing", "history"),  # decisions: gates, component experiments, the pytest helpers, run history
     8: ("flows",),                                       # use cases: request in, result out
     9: ("render",),                                      # renderers
     10: ("cli", "__main__", "demo"),                     # the command line

@@ -102,6 +102,14 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "--runs": ("text", "several runs: pooled, or shown side by side"),
     "--judge-labels": ("text", "a judge's labels (JSONL)"),
     "--weights": ("text", "kappa weights: linear, quadratic or none"),
+    "--store": ("text", "the history store (a folder)"),
+    "--permutations": ("int", "sign flips of the paired randomisation test"),
+    "--top": ("int", "most-changed queries listed"),
+    "--title": ("text", "the page's title"),
+    "--stratify": ("text", "the fields whose values cut a sample into strata"),
+    "--judge-seed": ("int", "the seed sent with every judge call (where --seed is another one)"),
+    "--retries": ("int", "retries of a failed judge call"),
+    "--faithful-min": ("float", "the share of supported statements at which an answer is faithful"),
 }
 #: Short options: the long option each one is, in every command.
 SHORT = {"-h": "--help", "-o": "--out", "-m": "--metrics", "-c": "--complete", "-O": "--option", "-q": "--quiet"}

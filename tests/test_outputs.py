@@ -43,6 +43,9 @@ def _requests():  # (class name, the request, the paths it was given, in the ord
     from rankgate.flows.retrieve import RetrieveRequest
     from rankgate.flows.stress import StressRequest
     from rankgate.flows.traces import SampleRequest, TracesRequest
+    from rankgate.flows._common import JudgeSpec
+    from rankgate.flows.traces_judge import TracesJudgeRequest
+    from rankgate.flows.validity import ValidityRequest
 
     return [
         (EvaluateRequest("g.jsonl", "r.jsonl", Scoring(doc_map="m.tsv"), judged="j.jsonl", calibration="c.json"),
@@ -61,7 +64,13 @@ def _requests():  # (class name, the request, the paths it was given, in the ord
          ("t1.json", "t2", "m.yaml", "c.jsonl", "a.yaml", "f.yaml")),
         (SampleRequest(("t1.json",), field_map="f.yaml", abstention="a.yaml", corpus="c.jsonl"),
          ("t1.json", "a.yaml", "f.yaml", "c.jsonl")),
+        (TracesRequest(("t1.json",), monitors="m.yaml", judge_dir="j"), ("t1.json", "m.yaml", "j")),
+        (TracesJudgeRequest(("t1.json", "t2"), 10, judge=JudgeSpec(max_calls=5), human=("h1.jsonl", "h2.jsonl"),
+                            corpus="c.jsonl", field_map="f.yaml"),
+         ("t1.json", "t2", "h1.jsonl", "h2.jsonl", "c.jsonl", "f.yaml")),
         (PoolRequest("g.jsonl", ("a.jsonl", "b.jsonl"), corpus="c.jsonl"), ("g.jsonl", "a.jsonl", "b.jsonl", "c.jsonl")),
+        (ValidityRequest("g.jsonl", "r.jsonl", ("t1.json", "t2"), abstention="a.yaml", field_map="f.yaml"),
+         ("g.jsonl", "r.jsonl", "t1.json", "t2", "a.yaml", "f.yaml")),
         (IncidentNewRequest("t.json", gold="g.jsonl"), ("t.json", "g.jsonl")),
         (IncidentAddRequest("pm.md", "g.jsonl", corpus="c.jsonl"), ("pm.md", "g.jsonl", "c.jsonl")),
         (RetrieveRequest(corpus=Path("c.jsonl"), gold="g.jsonl"), (Path("c.jsonl"), "g.jsonl")),

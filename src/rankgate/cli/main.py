@@ -30,7 +30,7 @@ from rankgate import __version__
 
 # Order shown in --help. A module that is not present in this build is skipped.
 COMMANDS = ("evaluate", "compare", "gate", "report", "retrieve", "demo", "metrics", "gold", "incident", "traces",
-            "calibrate_abstention", "answers", "judge", "pool", "label", "stress")
+            "calibrate_abstention", "answers", "judge", "pool", "label", "stress", "validity", "history")
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -111,7 +111,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 #: actions that take it).
 QUIET: dict[str, tuple[str, ...] | None] = {
     "evaluate": None, "compare": None, "gate": None, "report": None, "answers": None,
-    "traces": ("analyze", "check", "sample"), "gold": ("stale", "remap", "plan"), "judge": ("relevance",),
+    "traces": ("analyze", "check", "sample", "judge"), "gold": ("stale", "remap", "plan"), "judge": ("relevance",),
+    "validity": None, "history": ("add", "report", "compare"),
 }
 
 

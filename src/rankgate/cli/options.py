@@ -95,6 +95,9 @@ FLAGS: dict[str, str] = {
     "host": "--host", "allow_remote": "--allow-remote",
     "into_gold": "--into-gold", "resolve": "--resolve", "every": "--all", "judge_labels": "--judge-labels",
     "budget": "--budget", "power": "--power", "plan": "--plan", "field_map": "--field-map",  # (gold plan, gold sample)
+    "store": "--store", "commit": "--commit", "branch": "--branch", "metric": "--metric", "last": "--last",  # (history)
+    "kind": "--kind", "files": "FILE", "a": "A", "b": "B",
+    "sample": "--sample", "tasks": "--tasks", "judge_dir": "--judge-dir", "faithful_min": "--faithful-min",  # (traces judge)
 }
 #: Per command, the fields another option sets there (``answers`` asks for the calibration by naming its file).
 COMMAND_FLAGS: dict[str, dict[str, str]] = {
@@ -103,6 +106,8 @@ COMMAND_FLAGS: dict[str, dict[str, str]] = {
     # --k is a metric's cutoff wherever it appears; these commands' k is how deep a list goes
     "retrieve": {"k": "--depth"},
     "traces": {"k": "--instability-depth"},
+    "validity": {"fail_below": "--fail-below", "effect": "--effect", "key": "--key", "outcomes": "--outcomes",
+                 "metrics": "--metrics", "traces_format": "--traces-format", "on_error": "--on-error"},
 }
 
 

@@ -74,9 +74,14 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--summary", metavar="MD", help="write the markdown summary of the flags here")
     add_json(c, "print the flags as JSON on stdout instead of the markdown summary",
              out_help="write the flags as JSON to PATH")
+    c.add_argument("--judge-dir", metavar="DIR", help="the folder 'rankgate traces judge -o' wrote: its "
+                                                       "judge.* signals join the monitors' (docs/traces.md, 'judge')")
     from rankgate.cli import _traces_sample as traces_sample
 
     traces_sample.add_parser(verbs)
+    from rankgate.cli import _traces_judge as traces_judge
+
+    traces_judge.add_parser(verbs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
         from rankgate.cli import _traces_sample as traces_sample
 
         return int(traces_sample.run(args))
+    if args.traces_command == "judge":
+        from rankgate.cli import _traces_judge as traces_judge
+
+        return int(traces_judge.run(args))
     return {"analyze": _analyze, "check": _check}[args.traces_command](args)
 
 
@@ -95,7 +104,8 @@ def request(args: argparse.Namespace) -> Any:
                          window=args.window, by=tuple(f.strip() for f in args.by.split(",") if f.strip()),
                          engine=args.engine, spark_master=args.spark_master, abstention=args.abstention,
                          abstention_threshold=args.abstention_threshold, corpus=args.corpus, k=args.k,
-                         monitors=args.monitors, signals=getattr(args, "signals", None))
+                         monitors=args.monitors, signals=getattr(args, "signals", None),
+                         judge_dir=getattr(args, "judge_dir", None))
 
 
 def _print(renderable: Any) -> None:
@@ -117,7 +127,7 @@ def _analyze(args: argparse.Namespace) -> int:
 
     with progress.stage(f"writing {args.out}"):
         files = {os.path.join(args.out, "signals.csv"): signals_csv(done.summary),
-                 os.path.join(args.out, "summary.json"): summary_json(done.summary)}
+                 os.path.join(args.out, "summary.json"): summary_json(done.summary, done.outcome)}
         if done.outcome is not None:  # the report shows every signal and the monitors' flags: only for the whole analysis
             from rankgate.render.traces_html import trace_report_html
 
@@ -150,6 +160,7 @@ def _check(args: argparse.Namespace) -> int:
         data = json.dumps({
             "exit_code": outcome.exit_code, "checked": outcome.checked, "unchecked": dict(outcome.unchecked),
             "not_measurable": dict(outcome.not_measurable),
+            "power": [p.to_dict() for p in outcome.power],
             "flags": [{"monitor": f.monitor, "signal": f.signal, "window": f.window_iso, "segment": f.segment,
                        "value": f.value, "n": f.n, "rule": f.rule, "baseline": _finite(f.baseline), "statistic": _finite(f.statistic),
                        "severity": f.severity, "owner": f.owner, "detail": f.detail} for f in outcome.flags],

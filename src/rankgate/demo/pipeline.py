@@ -18,6 +18,8 @@ Output folder (paths relative to it)::
     pr-comment.md, gate.json                                      as `rankgate gate --comment --json-out`
     data/answers.jsonl, data/answer-labels.jsonl                  answers to 26 queries, and human verdicts of them
     answers/answers.csv, answers/summary.json                     as `rankgate answers --corpus --human --out`
+    data/traces.jsonl                                             two weeks of production requests for the gold queries
+    validity/summary.json, validity/validity.md                   as `rankgate validity --run runs/baseline.jsonl --out`
     report.html                                                   as `rankgate report --baseline --by lang --config --answers`
 
 Layer two (the answers) is judged by the offline ``lexical`` judge, unless the ``RANKGATE_JUDGE*``
@@ -79,7 +81,7 @@ MARKER = ".rankgate-demo"
 LABELS = {"baseline": "bm25-multilingual (main)", "candidate": "bm25-english (pull request)"}
 ROLES = ("baseline", "candidate")
 
-_DATA = ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml", "answers.jsonl", "answer-labels.jsonl")
+_DATA = ("corpus.jsonl", "gold.jsonl", "ship-criteria.yaml", "answers.jsonl", "answer-labels.jsonl", "traces.jsonl")
 _MARKER_TEXT = (
     "This folder was written by `rankgate demo`. Running the demo again with the same --out\n"
     "overwrites the files it wrote here (see docs/demo.md for the list).\n"
@@ -162,6 +164,7 @@ class DemoResult:
     queries: Mapping[str, str] = field(default_factory=dict)  # query id -> query text
     notes: tuple[str, ...] = ()  # what the demo could not do, and why
     answers: Mapping[str, Any] | None = None  # layer two: the "answers" part of answers/summary.json
+    validity: Any = None  # offline <-> online: rankgate.traces.validity.ValidityAnalysis of the baseline and the traces
 
     @property
     def runs(self) -> tuple[SystemRun, SystemRun]:
@@ -290,6 +293,7 @@ def _run(out: Path, seed: int) -> DemoResult:
         "ship-criteria.yaml": "the ship criteria the gate checked",
         "answers.jsonl": "answers to 26 queries with their packed contexts (chunk ids)",
         "answer-labels.jsonl": "human verdicts of those answers (faithful, correct)",
+        "traces.jsonl": "production traces of the baseline: the gold queries as users asked them, with feedback",
     }
     for name in _DATA:
         write_bytes(str(wrote(f"data:{name}", f"data/{name}", what[name])), _packaged(name))
@@ -363,6 +367,9 @@ def _run(out: Path, seed: int) -> DemoResult:
     # 6. Layer two: the answers, judged, joined per query with the retrieval verdict (the diagnosis grid).
     layer = _answers(out, seed, wrote)
 
+    # 6b. Offline <-> online: does the baseline's metric (the system in production) predict users' feedback?
+    validity = _validity(out, wrote)
+
     # 7. The HTML report, as `rankgate report` writes it.
     notes: list[str] = []
     missing = _write_report(out / "report.html", out, config, answers=layer)
@@ -392,6 +399,7 @@ def _run(out: Path, seed: int) -> DemoResult:
         queries=dict(zip(gold.query_ids, gold.field("query"))),
         notes=tuple(notes),
         answers=layer,
+        validity=validity,
     )
 
 
@@ -473,6 +481,24 @@ def _answers(out: Path, seed: int, wrote: Any) -> dict[str, Any]:
                          "answer metrics with CIs and coverage, the diagnosis grid, the judge, judge vs human")),
                summary_json(summary))
     return summary["answers"]
+
+
+def _validity(out: Path, wrote: Any) -> Any:
+    """validity/summary.json and validity/validity.md as ``rankgate validity --gold data/gold.jsonl --run
+    runs/baseline.jsonl --traces data/traces.jsonl --out validity`` writes them (inputs named relative to the
+    demo folder, whose hashes are the files')."""
+    from rankgate._util.atomic import write_text
+    from rankgate.flows.validity import ValidityRequest, run_validity
+    from rankgate.render.validity import validity_json, validity_markdown
+
+    done = run_validity(ValidityRequest(str(out / "data/gold.jsonl"), str(out / "runs/baseline.jsonl"),
+                                        (str(out / "data/traces.jsonl"),)))
+    write_text(str(wrote("validity:summary", "validity/summary.json",
+                         "offline <-> online: hit@5, recall@5 and mrr against feedback and fallbacks in production")),
+               validity_json(done))
+    write_text(str(wrote("validity:md", "validity/validity.md", "the same as a page: the verdicts and every row")),
+               validity_markdown(done))
+    return done.analysis
 
 
 def _write_report(path: Path, out: Path, config: GateConfig, answers: Mapping[str, Any] | None = None) -> str | None:

@@ -1,8 +1,9 @@
 """The terminal text of ``rankgate demo``: a short story rendered from a finished :class:`DemoResult`.
 
-Seven numbered parts: the data, the two retriever configurations and what the "pull request"
-changes, the scores with their intervals, what changed per language, the gate's verdict, where every
-file is, and what to run next. Plain text (no colour codes) wrapped to the terminal's width (``COLUMNS``
+Nine numbered parts: the data, the two retriever configurations and what the "pull request"
+changes, the scores with their intervals, what changed per language, the gate's verdict, the answers,
+whether the offline metric predicts what users meet in production, where every file is, and what to
+run next. Plain text (no colour codes) wrapped to the terminal's width (``COLUMNS``
 or the terminal itself; 100 columns at most, and when the output is not a terminal), never splitting a
 word, so it reads the same in a terminal, a CI log or a bug report. Tables keep their columns; prose and
 commands wrap. Nothing here computes a number; it only formats.
@@ -94,7 +95,7 @@ def render(result: DemoResult, *, elapsed: float | None = None, strict: bool = F
     lines: list[Line] = [Para("rankgate demo: score two retrievers on a built-in gold set, compare them, gate the change.",
                               "", ""), ""]
     width = max(MIN_WIDTH, width)
-    for part in (_data, _configs, _scores, _changes, _gate, _answers, _files, _next):
+    for part in (_data, _configs, _scores, _changes, _gate, _answers, _validity, _files, _next):
         lines += part(result, strict, width)
         lines.append("")
     if elapsed is not None:
@@ -339,7 +340,7 @@ def _evidence(r: DemoResult) -> list[Line]:
 
 def _files(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     folder = _shown(r.out_dir)
-    out: list[Line] = [f"7. Files, in {folder}{os.sep}"]
+    out: list[Line] = [f"8. Files, in {folder}{os.sep}"]
     width = max(len(o.relative) for o in r.outputs)
     for o in r.outputs:
         out.append(Para(o.what, f"   {o.relative:<{width}}  ", " " * (width + 5)))
@@ -355,7 +356,7 @@ def _next(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     def at(rel: str) -> str:
         return shlex.quote(_shown(r.out_dir / rel))
 
-    out: list[Line] = ["8. Next"]
+    out: list[Line] = ["9. Next"]
     if any(o.key == "report" for o in r.outputs):
         out.append(Para(f"Open {at('report.html')} in a browser: the same story with charts and the missed queries."))
     out += [
@@ -376,6 +377,25 @@ def _next(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
              "(docs/answers.md):"),
         Command("rankgate answers --answers answers.jsonl --gold gold.jsonl --corpus corpus.jsonl --out answers"),
     ]
+    return out
+
+
+def _validity(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
+    """Part 7: offline <-> online, the baseline's metrics against what users of the same queries met."""
+    from rankgate.render.validity import matching_lines
+
+    a = r.validity
+    if a is None:
+        return []
+    out: list[Line] = [Para("7. Production (offline <-> online): does the baseline's offline metric predict what "
+                            "users of the same queries meet? (data/traces.jsonl, two weeks of the baseline in "
+                            "production)", "", "   ")]
+    out += [Para(line, "   ", "   ") for line in matching_lines(a.matching)]
+    shown = "recall@5" if "recall@5" in a.metrics else a.metrics[0]  # the gated metric
+    for row in a.headline():
+        if row.metric == shown:
+            out.append(Para(f"{row.metric} × {row.outcome}: {row.sentence}", "   - ", "     "))
+    out.append(Para("Every row, with intervals, AUC and power: validity/validity.md (docs/validity.md).", "   ", "   "))
     return out
 
 

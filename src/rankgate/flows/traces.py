@@ -52,11 +52,12 @@ class TracesRequest:
     monitors: str | None = None         # YAML (None: the defaults)
     signals: str | Iterable[str] | None = None  # analyze: headline, all or groups (None: all); kept as a frozenset
     fields: Mapping[str, str] | None = None  # where the export keeps each field: {"id": "metadata.chunk_id"}
+    judge_dir: str | None = None        # check: the folder of rankgate traces judge, whose judge.* signals join
 
     def inputs(self) -> tuple[FilePath, ...]:
         """The files the request reads (an output may be none of them): the trace exports, the monitors, the
-        corpus manifest, the abstention file and the field map."""
-        return paths(*self.traces, self.monitors, self.corpus, self.abstention, self.field_map)
+        corpus manifest, the abstention file, the field map and the traces judge's folder."""
+        return paths(*self.traces, self.monitors, self.corpus, self.abstention, self.field_map, self.judge_dir)
 
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, FILE, NAMES, PATHS, TEXT, check, check_fields, typed
@@ -66,7 +67,8 @@ class TracesRequest:
         # the types here (a UsageError naming the field; one path is one export, not its letters)
         check_fields(self, "TracesRequest", traces=typed(PATHS), format=TEXT, on_error=typed(str), field_map=FILE,
                      window=TEXT, by=BY, engine=typed(str), spark_master=TEXT, abstention=FILE,
-                     abstention_threshold=typed(float, optional=True), corpus=FILE, k=typed(int), monitors=FILE)
+                     abstention_threshold=typed(float, optional=True), corpus=FILE, k=typed(int), monitors=FILE,
+                     judge_dir=TEXT)
         check(typed(NAMES, optional=True), self.signals, caller="TracesRequest", name="signals")
         _check_trace_fields(self)
         object.__setattr__(self, "signals", parse_signals(self.signals))
@@ -135,8 +137,18 @@ def run_check(req: TracesRequest) -> TracesResult:
     from rankgate.traces.monitors import check_monitors, load_monitors
 
     monitors = load_monitors(req.monitors)
+    from rankgate.traces.judge import check_judge_monitors, with_judge_signals
+
+    check_judge_monitors(monitors, req.judge_dir is not None)  # (before the traces are read)
     summary = _summarize(req, monitors.segment_fields, window=monitors.window)
-    return TracesResult(summary, check_monitors(summary, monitors), monitors)
+    if req.judge_dir is not None:
+        summary = with_judge_signals(summary, req.judge_dir)
+    outcome = check_monitors(summary, monitors)
+    if monitors.validity is not None:  # the gated metric against production outcomes (docs/validity.md)
+        from rankgate.flows.validity import with_validity_monitor
+
+        outcome = with_validity_monitor(req, monitors.validity, summary, outcome)
+    return TracesResult(summary, outcome, monitors)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,8 @@ from rankgate.metrics.info import is_share
 
 __all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
            "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
-           "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_score_change", "fmt_share", "fmt_share_range", "fmt_sig", "fmt_size",
-           "fmt_small_share", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "shorten"]
+           "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_score_change", "fmt_share", "fmt_share_change", "fmt_share_range", "fmt_sig", "fmt_size",
+           "fmt_small_share", "fmt_times", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "shorten"]
 
 MINUS = "\u2212"
 DASH = "—"
@@ -138,6 +138,23 @@ def fmt_score_change(d: float | None, digits: int = 3) -> str:
     if not _present(d):
         return DASH
     return _signed(d, digits)
+
+
+def fmt_share_change(d: float | None, digits: int = 1) -> str:
+    """A difference of two shares in percentage points, always signed (U+2212 minus): ``+12.0 pp``, ``−3.5 pp``."""
+    if not _present(d):
+        return DASH
+    return f"{_signed(d * 100, digits)} pp"
+
+
+def fmt_times(x: float | None) -> str:
+    """A ratio of two rates: ``3.1×``, ``0.45×``, ``12×`` (two significant digits); ``∞×`` when the
+    rate it divides is 0."""
+    if not _present(x):
+        return DASH
+    if math.isinf(x):
+        return "∞×"
+    return f"{x:.2g}×"
 
 
 def fmt_sig(x: float | None, digits: int = 6) -> str:

@@ -42,12 +42,22 @@ def signals_csv(summary: TraceSummary) -> str:
     return buf.getvalue()
 
 
-def summary_json(summary: TraceSummary) -> str:
-    return json.dumps(summary.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+def summary_json(summary: TraceSummary, outcome: MonitorOutcome | None = None) -> str:
+    """summary.json: the signals (:meth:`TraceSummary.to_dict`) and, when the monitors ran, what each of them
+    could see (``monitor_power``, docs/traces.md "Power")."""
+    data = summary.to_dict()
+    if outcome is not None and outcome.power:
+        data["monitor_power"] = [p.to_dict() for p in outcome.power]
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def fmt_signal(signal: str, value: float | None) -> str:
-    """A signal's value for people: shares as percentages, ms with one decimal, scores with three."""
+    """A signal's value for people: shares as percentages, ms with one decimal, scores with three. The
+    validity monitor's value (``validity``) is a risk difference, a change of a share."""
+    if signal == "validity":
+        from rankgate.render.numbers import fmt_share_change
+
+        return fmt_share_change(value)
     return fmt_unit(SIGNAL_INFO[signal].unit, value)
 
 
@@ -172,6 +182,7 @@ def check_markdown(outcome: MonitorOutcome, summary: TraceSummary, config: Monit
         lines.append("")
     else:
         lines += ["No window was flagged.", ""]
+    lines += power_markdown(outcome)
     if outcome.not_measurable:
         lines.append("Not checked, the traces do not carry the inputs:")
         lines += [f"- {esc(name)}: {esc(note, 200)}" for name, note in sorted(outcome.not_measurable.items())]
@@ -181,6 +192,75 @@ def check_markdown(outcome: MonitorOutcome, summary: TraceSummary, config: Monit
                      + ".")
         lines.append("")
     return "\n".join(lines)
+
+
+#: Monitor series listed one a row in the markdown summary; the JSON output lists them all.
+POWER_ROWS = 30
+
+
+def fmt_change(signal: str, d: float | None) -> str:
+    """A change of a signal, unsigned, in its unit: ``24.2 pp``, ``9.6/1k``, ``17.0 ms``, ``0.104``;
+    ``none`` for a change no count of rows shows."""
+    from rankgate.metrics.display import fmt_score_change
+    from rankgate.render.numbers import fmt_ms_change, fmt_per_1k, fmt_share_change
+
+    if d is not None and d == float("inf"):
+        return "none"
+    unit = SIGNAL_INFO[signal].unit if signal in SIGNAL_INFO else "score"
+    if unit == "share":
+        return fmt_share_change(d).lstrip("+")
+    if unit == "per_1k":
+        return fmt_per_1k(d)
+    return (fmt_ms_change(d) if unit == "ms" else fmt_score_change(d)).lstrip("+")
+
+
+def power_markdown(outcome: MonitorOutcome) -> list[str]:
+    """The power lines of the markdown summary: how many monitor series could see their ``detect:`` size in
+    every window they checked, and a row for each that could not, with what it sees now (docs/traces.md,
+    "Power")."""
+    from rankgate.render.numbers import md_escape as esc
+    from rankgate.traces.power import POWER
+
+    if not outcome.power:
+        return []
+    decided = [p for p in outcome.power if p.decides]
+    warmup = [p for p in outcome.power if not p.windows]
+    short = [p for p in outcome.power if p.windows and not p.decides]
+    lines = [f"Power ({fmt_share(POWER, 0)}): {len(decided)} of {len(outcome.power)} monitor series saw their "
+             "`detect:` size in every window they checked."]
+    if short:
+        lines += ["These could not decide in some windows (a quiet window there says nothing about a change of "
+                  "that size):", "",
+                  "| monitor | segment | not decided | now | it sees | detect: | rows a window needs |",
+                  "|---|---|---|---|---:|---|---:|"]
+        for p in short[:POWER_ROWS]:
+            counts: dict[str, int] = {}
+            for _, status, _ in p.undecided:
+                counts[status] = counts.get(status, 0) + 1
+            why = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            now = p.now
+            assert now is not None
+            base = "" if now.level is None else f", baseline {fmt_signal(p.signal, now.level)}"
+            sees = "—" if now.smallest is None else fmt_change(p.signal, now.smallest)
+            if now.target is None:
+                size = "— (a fixed line)"
+            elif not now.target > 0:
+                size = f"{esc(p.detect)} of this baseline: no change; write a size in the signal's units"
+            else:
+                size = f"{esc(p.detect)}: {fmt_change(p.signal, now.target)}"
+            rows = (f"about {now.rows_needed:,}" if now.rows_needed is not None else
+                    "none at this baseline" if now.status != "decided" and now.target is not None else "—")
+            lines.append(f"| {esc(p.monitor)} | {esc(p.segment, 120)} | {len(p.undecided)} of {p.windows} windows "
+                         f"({why}) | {iso(now.window)}, {now.n:,} rows{base} ({now.status}) | "
+                         f"{sees} | {size} | {rows} |")
+        if len(short) > POWER_ROWS:
+            lines.append(f"| … {len(short) - POWER_ROWS} more (the JSON output lists every one) | | | | | | |")
+    if warmup:
+        names = ", ".join(f"{esc(p.monitor)} {esc(p.segment, 120)}" for p in warmup[:10])
+        lines.append(("" if not short else "\n") + f"{len(warmup)} series have no baseline yet (fewer earlier windows "
+                     f"than min_baseline): {names}{' …' if len(warmup) > 10 else ''}.")
+    lines.append("")
+    return lines
 
 
 def values_for(summary: TraceSummary, signal: str, segment: str = "all") -> list[SignalValue]:

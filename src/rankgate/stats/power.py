@@ -52,7 +52,8 @@ import math
 from collections.abc import Sequence
 
 __all__ = ["bootstrap_se", "detection_z", "drop_at", "min_detectable_drop", "min_detectable_drop_bootstrap", "per_query_sd",
-           "queries_needed", "share_sd"]
+           "queries_needed", "rate_power_above", "rate_power_below", "rate_seen_above", "rate_seen_below", "share_sd",
+           "shift_seen"]
 
 
 def min_detectable_drop(n: int, p: float = 0.5, *, confidence: float = 0.95, power: float = 0.8) -> float:
@@ -145,3 +146,62 @@ def min_detectable_drop_bootstrap(values: Sequence[float], *, confidence: float 
     if se <= 1e-15:
         return None
     return z * se
+
+
+# -- what a monitor on production traces sees (rankgate.traces.power; docs/traces.md, "Power") ---------------
+def rate_seen_above(n: int, k_min: int, *, power: float = 0.8) -> float:
+    """The smallest true rate at which a window of ``n`` rows reaches ``k_min`` events with probability
+    ``power``: ``P(Bin(n, p) ≥ k) = I_p(k, n − k + 1)`` (the regularised incomplete beta) grows with ``p``,
+    so the rate is that beta distribution's ``power`` quantile (as Clopper–Pearson's bounds are). ``0`` for
+    ``k_min ≤ 0`` (every window reaches it); ``inf`` for ``k_min > n`` (none can)."""
+    from rankgate.stats.bootstrap import _beta_ppf
+
+    _z(0.95, power, "rate_seen_above")
+    if k_min <= 0:
+        return 0.0
+    if k_min > n:
+        return math.inf
+    return _beta_ppf(power, k_min, n - k_min + 1)
+
+
+def rate_seen_below(n: int, k_max: int, *, power: float = 0.8) -> float:
+    """The largest true rate at which a window of ``n`` rows stays at or under ``k_max`` events with
+    probability ``power``: ``P(Bin(n, p) ≤ k) = 1 − I_p(k + 1, n − k)``, so ``p`` is the ``1 − power``
+    quantile of that beta. ``1`` for ``k_max ≥ n``; ``−inf`` for ``k_max < 0`` (no window stays under 0)."""
+    from rankgate.stats.bootstrap import _beta_ppf
+
+    _z(0.95, power, "rate_seen_below")
+    if k_max >= n:
+        return 1.0
+    if k_max < 0:
+        return -math.inf
+    return _beta_ppf(1 - power, k_max + 1, n - k_max)
+
+
+def shift_seen(limit: float, sd: float, *, power: float = 0.8) -> float:
+    """The smallest true shift a rule that flags beyond ``limit`` (from its baseline) sees with probability
+    ``power`` when the window's value scatters by ``sd`` (normal): ``limit + z_{power} · sd``; 0.8416 standard
+    deviations beyond the limit at 80 %."""
+    from rankgate.stats.bootstrap import normal_quantile
+
+    _z(0.95, power, "shift_seen")
+    return limit + normal_quantile(power) * sd
+
+
+def rate_power_above(n: int, k_min: int, p: float) -> float:
+    """``P(Bin(n, p) ≥ k_min) = I_p(k_min, n − k_min + 1)``: how often a window of ``n`` rows at true rate ``p``
+    reaches ``k_min`` events (the function :func:`rate_seen_above` inverts)."""
+    from rankgate.stats.bootstrap import _beta_cdf
+
+    if k_min <= 0:
+        return 1.0
+    if k_min > n:
+        return 0.0
+    return _beta_cdf(min(max(p, 0.0), 1.0), k_min, n - k_min + 1)
+
+
+def rate_power_below(n: int, k_max: int, p: float) -> float:
+    """``P(Bin(n, p) ≤ k_max) = 1 − I_p(k_max + 1, n − k_max)`` (the function :func:`rate_seen_below` inverts)."""
+    if k_max < 0:
+        return 0.0
+    return 1.0 - rate_power_above(n, k_max + 1, p)

@@ -84,7 +84,15 @@ def _catalogue() -> tuple[SignalInfo, ...]:
 
 
 SIGNALS: tuple[SignalInfo, ...] = _catalogue()
-SIGNAL_INFO: Mapping[str, SignalInfo] = {s.name: s for s in SIGNALS}
+#: The signals ``rankgate traces judge`` estimates from a judged sample (:mod:`.judge`), not computed here:
+#: ``traces check --judge-dir`` hands them to the monitors (rules robust_z, min, max).
+JUDGE_SIGNALS: tuple[SignalInfo, ...] = (
+    SignalInfo("judge.context_relevance", "retrieval", "share", "down",
+               "context items a judge grades relevant to the query (a sampled estimate)"),
+    SignalInfo("judge.faithfulness", "retrieval", "share", "down",
+               "answers a judge finds faithful to their context (a sampled estimate)"),
+)
+SIGNAL_INFO: Mapping[str, SignalInfo] = {s.name: s for s in SIGNALS + JUDGE_SIGNALS}
 
 
 def _groups() -> dict[str, tuple[str, ...]]:
