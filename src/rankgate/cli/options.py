@@ -96,7 +96,7 @@ FLAGS: dict[str, str] = {
     "into_gold": "--into-gold", "resolve": "--resolve", "every": "--all", "judge_labels": "--judge-labels",
     "budget": "--budget", "power": "--power", "plan": "--plan", "field_map": "--field-map",  # (gold plan, gold sample)
     "store": "--store", "commit": "--commit", "branch": "--branch", "metric": "--metric", "last": "--last",  # (history)
-    "kind": "--kind", "files": "FILE", "a": "A", "b": "B",
+    "kind": "--kind",
     "sample": "--sample", "tasks": "--tasks", "judge_dir": "--judge-dir", "faithful_min": "--faithful-min",  # (traces judge)
 }
 #: Per command, the fields another option sets there (``answers`` asks for the calibration by naming its file).

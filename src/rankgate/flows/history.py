@@ -55,7 +55,7 @@ class HistoryAddRequest:
         if isinstance(self.files, (str, os.PathLike)):
             object.__setattr__(self, "files", (os.fspath(self.files),))
         if not self.files:
-            raise UsageError(f"{F.files} names no summary to record")
+            raise UsageError("nothing to record: give one or more summary files (evaluate, gate, traces or answers)")
         for name in ("commit", "branch"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or any(c.isspace() for c in value) or len(value) > 200):
