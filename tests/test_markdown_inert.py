@@ -149,6 +149,11 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                "query": EVIL, "tenant": EVIL if i % 2 else "acme", "status": "error" if i % 3 == 0 else "ok",
                "retrieved": [{"stage": "packed", "rank": 1, "id": EVIL_ID, "score": 0.5, "status": "deprecated"}]}
               for i in range(60)]
+    # production requests of the gold queries (validity joins them on the query text)
+    asked = [{"request_id": f"v{i}|@octocat", "timestamp": f"2026-05-{1 + i % 9:02d}T00:00:00Z",
+              "query": gold[i % n]["query"], "tenant": EVIL if i % 2 else "acme",
+              "status": "error" if i % 5 == 0 else "ok",
+              "retrieved": [{"stage": "packed", "rank": 1, "id": EVIL_ID, "score": 0.5}]} for i in range(4 * n)]
     monitors = tmp / "monitors.yaml"
     monitors.write_text(json.dumps({"monitors": [
         {"name": "errors " + EVIL, "signal": "error_rate_per_1k", "max": 1, "segments": ["tenant"],
@@ -166,6 +171,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "third": _jsonl(tmp / "third|<b>@octocat`[l](u)`.jsonl", run(2)), "corpus": _jsonl(tmp / "corpus.jsonl", corpus),
             "corpus2": _jsonl(tmp / "corpus2.jsonl", corpus2), "criteria": criteria,
             "traces": _jsonl(tmp / "traces.jsonl", traces), "monitors": monitors,
+            "asked": _jsonl(tmp / "asked.jsonl", asked),
             "trace": _jsonl(tmp / "trace.json", traces[1:2]), "dir": tmp}
 
 
@@ -200,6 +206,8 @@ def _scenarios(f: dict[str, Path], out: Path) -> Iterator[tuple[str, list[Any], 
     yield "answers", ["answers", "--answers", f["answers"], "--gold", f["gold"], "--config", f["answer_criteria"],
                       "--comment", out / "answers.md", "--no-cache", "--by", "tenant", "--resamples", "200"], \
         out / "answers.md"
+    yield "validity", ["validity", "--gold", f["gold"], "--run", f["cand"], "--traces", f["asked"], "--by", "tenant",
+                       "--out", out / "validity"], out / "validity" / "validity.md"
     # bounds_markdown renders a summary.json's bounds (python -m rankgate.render.bounds SUMMARY): a
     # hostile file's metric names are the values here
     bounds = {"lower": {EVIL: 0.5}, "upper": {EVIL: 0.7}, "corrected": None, "queries": 3, "judged_items": 4,

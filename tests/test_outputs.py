@@ -37,6 +37,7 @@ def _requests():  # (class name, the request, the paths it was given, in the ord
     from rankgate.flows.incident import IncidentAddRequest, IncidentNewRequest
     from rankgate.flows.label import AgreementRequest, ExportRequest, ServeRequest
     from rankgate.flows.judge import CalibrationRequest, DriftRequest, RecalibrateRequest, RelevanceRequest
+    from rankgate.flows.history import HistoryAddRequest, HistoryCompareRequest, HistoryReportRequest, HistoryShowRequest
     from rankgate.flows.plan import PlanRequest
     from rankgate.flows.pool import PoolRequest
     from rankgate.flows.report import ReportRequest
@@ -92,6 +93,8 @@ def _requests():  # (class name, the request, the paths it was given, in the ord
         (StaleRequest("g.jsonl", "c.jsonl", since="old.jsonl", config="ship.yaml"), ("g.jsonl", "c.jsonl", "old.jsonl", "ship.yaml")),
         (DiffRequest("old.jsonl", "new.jsonl"), ("old.jsonl", "new.jsonl")),
         (RemapRequest("g.jsonl", "old.jsonl", "new.jsonl"), ("g.jsonl", "old.jsonl", "new.jsonl")),
+        (HistoryAddRequest(("summary.json", "gate.json"), "store"), ("summary.json", "gate.json")),
+        (HistoryShowRequest("store"), ()), (HistoryCompareRequest("store", "a1", "b2"), ()), (HistoryReportRequest("store"), ()),
         (PlanRequest("g.jsonl", "ship.yaml", baseline="b.jsonl", traces=("t.jsonl",), field_map="f.yaml"),
          ("g.jsonl", "ship.yaml", "b.jsonl", "t.jsonl", "f.yaml")),
     ]
