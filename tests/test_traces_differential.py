@@ -458,3 +458,152 @@ def test_items_grouped_once_property():
         _both_ways(tables(reqs, rows, cits), by=("source",), k=k, min_support=1)
 
     check()
+
+
+# -- the items read once (rankgate.traces.item_columns) ----------------------------------------------------
+def _ranked_week(seed=6, per_day=40, drop=()):
+    """A generated week whose items all have a rank (the one pass over the items takes such a file), with
+    what the aggregates must get right: empty sources and statuses, items without a score, an id listed
+    twice in one top-k, ties, two rank-1 items in a stage, items logged out of rank order, ids holding the
+    list separator, non-ASCII ids, requests with no items and with a null list; ``drop``: stages left out."""
+    recs = trace_gen.records_table(trace_gen.logical(trace_gen.Spec(days=7, per_day=per_day, seed=seed)),
+                                   iso=True).to_pylist()
+    for i, r in enumerate(recs):
+        items = [it for it in r["retrieved"] if it["stage"] not in drop]
+        for j, it in enumerate(items):
+            if (i * 7 + j) % 13 == 0:
+                it["source"] = ""
+            if (i + 3 * j) % 17 == 0:
+                it["status"] = ""
+            if (i + j) % 19 == 0:
+                it["score"] = None
+            if (i + 5 * j) % 29 == 0:
+                it["status"] = ("superseded", "retired")[j % 2]
+        reranked = [it for it in items if it["stage"] == "reranked"]
+        candidates = [it for it in items if it["stage"] == "candidate"]
+        if i % 9 == 0 and len(reranked) > 3:
+            reranked[3]["id"] = reranked[0]["id"]  # the same chunk at two ranks
+        if i % 10 == 0 and len(reranked) > 4:
+            reranked[4]["rank"] = reranked[2]["rank"]  # a tie
+        if i % 11 == 0 and len(candidates) > 1:
+            candidates[1]["rank"] = 1  # two rank-1 candidates: the larger score counts
+        listed = reranked or candidates  # (the list stage: the first of these the file has)
+        if i % 23 == 0 and len(listed) > 1:
+            listed[1]["id"] = "a\x1fb" if i % 2 else "é-" + listed[1]["id"]
+        if i % 5 == 0:
+            items.reverse()  # logged out of rank order
+        r["retrieved"] = items
+        if i % 31 == 0:
+            r["retrieved"] = []
+        if i % 37 == 0:
+            r["retrieved"] = None
+    return recs
+
+
+@pytest.mark.parametrize("drop,dictionary", [
+    pytest.param((), True, id="all-stages"), pytest.param(("reranked",), True, id="no-reranked"),
+    pytest.param((), False, id="plain-encoded", marks=pytest.mark.slow),  # (the full tier)
+    pytest.param(("candidate", "packed"), True, id="reranked-only", marks=pytest.mark.slow)])
+def test_items_read_once_give_the_statements_rows(tmp_path, drop, dictionary):
+    """The per-request facts, top-k lists and sources made from the items decoded once are the rows DuckDB's
+    statements give (every signal, example and intermediate table, byte for byte), whichever stages the
+    file has (the plan's stages are chosen after reading), with a corpus manifest, other depths k and
+    signal selections; and the summaries are the Arrow path's."""
+    from rankgate.corpus import load_manifest
+
+    trace_gen.generate(tmp_path / "gen", trace_gen.Spec(days=7, per_day=40, seed=6), formats=())  # its corpus
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(_ranked_week(drop=drop)), p, use_dictionary=dictionary,
+                   row_group_size=97)  # several row groups and parts
+    source = read_traces(p, engine_items=True)
+    (src,) = source.item_sources
+    assert src.columns and len(src.columns) > 1 and not src.positions and source.items.num_rows == 0
+    t = _both_ways(source, by=("tenant", "source"), threshold=0.5)
+    assert t["topk"] and t["req_src"] and t["pairs"]
+    assert any("\x1f" in row[1] for row in t["topk"])
+    manifest = load_manifest(str(tmp_path / "gen" / "corpus.jsonl"))
+    for k in (1, 3):
+        _both_ways(source, by=("source",), threshold=0.5, manifest=manifest, k=k)
+    for signals in ("instability", "feedback", "deprecated,low_confidence", "headline", "scores"):
+        _both_ways(source, by=("source",), threshold=0.5, signals=signals)
+    _summaries_agree(source, p)
+    _summaries_agree(source, p, manifest=manifest)
+
+
+def test_items_read_once_counts_and_rank1_scores(tmp_path):
+    """The one pass counts what DuckDB's check pass counts and keeps the same rank-1 scores; a file with
+    an item without a rank (its input position decides) or with a value the checks refuse is left to
+    DuckDB's pass (then to the Arrow path), with the result it gave before."""
+    import rankgate.traces.item_columns as ic
+    from rankgate.traces import native
+
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(_ranked_week(per_day=20)), p, row_group_size=50)
+    import duckdb
+
+    con = duckdb.connect()
+    fields = native.item_fields(con, str(p))
+    one = native.read_items(con, str(p), str(p), fields, rank1=True)
+    duck = native.check(con, str(p), str(p), fields, rank1=True)
+    assert one.rank1 is not None and one.columns is None  # (only the rank-1 scores are kept when asked)
+    for name in ("fields", "positions", "rows", "scored", "with_status", "stages"):
+        assert getattr(one, name) == getattr(duck, name), name
+    assert _sorted(one.rank1.cast(duck.rank1.schema)).equals(_sorted(duck.rank1))
+    assert native.read_items(con, str(p), str(p), fields).columns
+    # declined: a missing rank, a rank 0, an unknown stage, an empty id, a score that is not finite
+    recs = _ranked_week(per_day=20)
+    for name, edit in (("no rank", ("rank", None)), ("rank 0", ("rank", 0)), ("stage", ("stage", "final")),
+                       ("empty id", ("id", "")), ("status", ("status", "old")), ("nan", ("score", float("nan")))):
+        bad = copy.deepcopy(recs)
+        bad[7]["retrieved"][2][edit[0]] = edit[1]
+        q = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.Table.from_pylist(bad), q)
+        assert ic.scan(str(q), fields) is None, name
+        got, tables = _engine_outcome(q)
+        want = outcome(q, False)
+        if want[0] == "ok":
+            want[1]["items"] = _sorted(want[1]["items"])
+        same(got, want)
+        if tables is not None and tables.item_sources:
+            assert tables.item_sources[0].columns is None
+            _summaries_agree(tables, q)
+
+
+def test_items_read_once_across_files(tmp_path):
+    """Two files read once give the statements' rows; when one file is left to DuckDB's pass (an item
+    without a rank), the analysis reads every file's items with the statements, with the same result."""
+    recs = _ranked_week(per_day=20)
+    schema = pa.Table.from_pylist(recs).schema
+    a, b, c = tmp_path / "a.parquet", tmp_path / "b.parquet", tmp_path / "c.parquet"
+    pq.write_table(pa.Table.from_pylist(recs[:60], schema=schema), a)
+    pq.write_table(pa.Table.from_pylist(recs[60:], schema=schema), b, row_group_size=33)
+    unranked = copy.deepcopy(recs[60:])
+    unranked[5]["retrieved"][1]["rank"] = None
+    pq.write_table(pa.Table.from_pylist(unranked, schema=schema), c)
+    both = read_traces([a, b], engine_items=True)
+    assert all(s.columns for s in both.item_sources) and len(both.item_sources) == 2
+    one = read_traces([a, c], engine_items=True)
+    assert [s.columns is not None for s in one.item_sources] == [True, False]
+    for source in (both, one):
+        t = _both_ways(source, by=("tenant", "source"), threshold=0.5)
+        assert t["topk"] and t["pairs"]
+
+
+def test_one_backend_for_analyses_of_both_kinds(tmp_path):
+    """A DuckDB backend given to several analyses in turn (items read once, then Arrow items, then again)
+    gives each the summary a fresh backend gives: a name that was an Arrow table becomes a kept table or
+    a view and back."""
+    from rankgate.render.traces import signals_csv
+    from rankgate.traces.engines import DuckDBBackend
+    from rankgate.traces.signals import summarize_traces
+
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist(_ranked_week(per_day=10)), p)
+    in_file, arrow = read_traces(p, engine_items=True), read_traces(p)
+    assert in_file.item_sources[0].columns and not arrow.item_sources
+    kw = dict(by=("source",), threshold=0.5)
+    want = signals_csv(summarize_traces(arrow, **kw))
+    backend = DuckDBBackend()
+    for source in (in_file, arrow, in_file, arrow):
+        assert signals_csv(summarize_traces(source, backend=backend, **kw)) == want
+    backend.close()

@@ -66,15 +66,31 @@ class DuckDBBackend:
             self._con.execute(f"SET memory_limit = '{memory_limit}'")
         self._names: list[str] = []
 
+    # A name may be a registered Arrow table in one analysis and a kept table or a view in the next one on
+    # the same connection (the per-request item rows come from the items' columns, or from a statement):
+    # what an earlier analysis left under the name is dropped when DuckDB refuses to replace it.
     def register(self, name: str, table: Any) -> None:
-        self._con.register(name, table)
+        self._replacing(name, lambda: self._con.register(name, table))
         self._names.append(name)
 
     def keep(self, name: str, sql: str) -> None:
-        self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
+        self._replacing(name, lambda: self._con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}"))
 
     def view(self, name: str, sql: str) -> None:
-        self._con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}")
+        self._replacing(name, lambda: self._con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {sql}"))
+
+    def _replacing(self, name: str, make: Any) -> None:
+        import duckdb
+
+        try:
+            make()
+        except duckdb.CatalogException:  # an object of another kind holds the name
+            with contextlib.suppress(Exception):
+                self._con.unregister(name)
+            for kind in ("VIEW", "TABLE"):
+                with contextlib.suppress(duckdb.CatalogException):
+                    self._con.execute(f"DROP {kind} IF EXISTS {name}")
+            make()
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         return self._con.execute(sql).fetchall()

@@ -6,7 +6,9 @@ in about a second; turning it into Arrow strings takes five). When the analysis 
 reader (:func:`rankgate.traces.formats.jsonl.read_files` with ``engine_items``) therefore converts
 only the request-level columns (``requests``, ``citations``, ``feedback``, through
 :func:`rankgate.traces.columnar.convert`, as always) and describes the items with an
-:class:`ItemSource`: the file, and one pass of checks over its items made in DuckDB. The analysis
+:class:`ItemSource`: the file, and one pass of checks over its items (:func:`read_items`: the items
+decoded once with pyarrow and kept as compact columns, :mod:`.item_columns`, from which the analysis
+takes every per-request aggregate; else made in DuckDB, :func:`check`). The analysis
 then reads ``items`` as a view over the file (:func:`items_select`), which gives exactly the rows
 :func:`~rankgate.traces.columnar.convert` would have built.
 
@@ -34,7 +36,7 @@ from rankgate.errors import InputError
 from rankgate.traces.model import ITEM_STATUSES, STAGES
 
 __all__ = ["ItemSource", "check", "check_unchanged", "inspect", "item_fields", "items_select", "items_table",
-           "items_view"]
+           "items_view", "read_items"]
 
 MAX_INT32 = 2**31 - 1
 RANK1_STAGES = ("candidate", "reranked", "packed")  # the stages the top-1 score may come from
@@ -58,6 +60,10 @@ class ItemSource:
     # when asked (``inspect(..., rank1=True)``): Arrow (request_id, one column per RANK1_STAGES stage),
     # the largest score of each request's rank-1 items in that stage, from the check pass (one decoding less)
     rank1: Any = None
+    # the items decoded once by the check pass (item_columns.ItemPart values), from which the analysis takes
+    # every per-request item aggregate without reading the file again; None: DuckDB's pass checked them
+    # (the analysis reads the file), or only the rank-1 scores were asked for
+    columns: Any = None
 
     @staticmethod
     def read_all(sources: Sequence[ItemSource]) -> Any:
@@ -120,7 +126,22 @@ def inspect(con: Any, path: str, label: str, *, rank1: bool = False) -> ItemSour
     must decide. ``con``: a DuckDB connection. ``rank1``: also keep each request's rank-1 scores
     (:attr:`ItemSource.rank1`) from the same decoding of the items, when every item has a rank."""
     fields = item_fields(con, path)
-    return None if fields is None else check(con, path, label, fields, rank1=rank1)
+    return None if fields is None else read_items(con, path, label, fields, rank1=rank1)
+
+
+def read_items(con: Any, path: str, label: str, f: tuple[str, ...], *, rank1: bool = False) -> ItemSource | None:
+    """The one pass over the items of :func:`inspect`, given their fields (:func:`item_fields`): read
+    once into compact columns and checked (:func:`.item_columns.scan`); a file that pass does not take
+    (items without a rank, a type pyarrow reads otherwise) is checked by DuckDB (:func:`check`)."""
+    from rankgate.traces.item_columns import scan
+
+    stat = _stat(path)
+    got = scan(path, f, rank1=rank1)
+    if got is None:
+        return check(con, path, label, f, rank1=rank1)
+    parts, c = got
+    return ItemSource(path, label, f, False, c["rows"], c["scored"], c["with_status"], c["stages"], stat,
+                      c.get("rank1"), None if rank1 else parts)
 
 
 def item_fields(con: Any, path: str) -> tuple[str, ...] | None:

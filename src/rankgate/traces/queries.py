@@ -368,7 +368,18 @@ JOIN lists b ON b.request_id = ref.rep"""
     def common(self) -> str:
         """The items a request shares with its reference, with m = the larger of their two positions,
         for the pairs whose lists differ. (A list equal to its reference shares every item at its own
-        position: m = 1..len, which :meth:`pairs` and :meth:`same_list_terms` use without a join.)"""
+        position: m = 1..len, which :meth:`pairs` and :meth:`same_list_terms` use without a join.)
+        Where the dialect has lists, only the lists of those pairs are unnested (not every request's
+        positions, twice)."""
+        if self.dialect.lists:
+            return """
+WITH d AS (SELECT request_id, ref_id FROM pair_heads WHERE same_list = 0),
+x AS (SELECT d.request_id, unnest(t.ids) AS item_id, generate_subscripts(t.ids, 1) AS pos
+      FROM d JOIN topk_lists t ON t.request_id = d.request_id),
+y AS (SELECT d.request_id, unnest(t.ids) AS item_id, generate_subscripts(t.ids, 1) AS pos
+      FROM d JOIN topk_lists t ON t.request_id = d.ref_id)
+SELECT x.request_id, CAST(CASE WHEN x.pos > y.pos THEN x.pos ELSE y.pos END AS BIGINT) AS m
+FROM x JOIN y ON y.request_id = x.request_id AND y.item_id = x.item_id"""
         return """
 SELECT p.request_id, CASE WHEN x.pos > y.pos THEN x.pos ELSE y.pos END AS m
 FROM pair_heads p JOIN topk x ON x.request_id = p.request_id

@@ -335,7 +335,8 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
             list_stage=_first(stages, ("reranked", "candidate", "packed")),
             by=by, threshold=threshold, manifest=manifest is not None, k=k, min_support=min_support, width_us=width, p=p)
         if manifest is not None:
-            backend.register("manifest", _manifest_table(manifest))
+            facts["manifest"] = _manifest_table(manifest)
+            backend.register("manifest", facts["manifest"])
         summary = _run(backend, plan, source, facts, width, window, manifest, examples, groups)
         if facts["sources"]:  # every statement read the files the checks saw
             from rankgate.traces.native import check_unchanged
@@ -383,6 +384,10 @@ def _item_facts(source: Any, backend: Any) -> dict[str, Any]:
     # without decoding the items again
     facts["rank1"] = bool(sources) and all(s.rank1 is not None for s in sources)
     facts["rank1_arrow"] = bool(n)
+    # every item decoded once by the reader (ItemSource.columns, rankgate.traces.item_columns): the
+    # per-request item facts and lists come from those columns, and the files are not read again
+    facts["columns"] = (tuple(p for s in sources for p in s.columns)
+                        if sources and not n and all(getattr(s, "columns", None) for s in sources) else None)
     if facts["rank1"]:
         import pyarrow as pa
 
@@ -442,12 +447,29 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     item_facts = want("scores", "no_result", "deprecated")
     sources = want("feedback") or "source" in plan.by
     lists = tuple(n for n, on in (("tk", want("instability")), ("ctx", sources)) if on) if plan.dialect.lists else ()
-    if item_facts or lists:
+    # items decoded once by the reader (rankgate.traces.item_columns): the same rows from those columns,
+    # and the files are not read again
+    columns = facts.get("columns") if plan.dialect.lists else None
+    made: dict[str, Any] = {}
+    if (item_facts or lists) and columns:
+        from rankgate.traces.item_columns import req_tables
+
+        made = req_tables(columns, score_stage=plan.score_stage, context_stage=plan.context_stage,
+                          list_stage=plan.list_stage, k=plan.k, facts=item_facts, lists=lists,
+                          manifest=facts.get("manifest") if item_facts else None)
+        backend.register("req_items", made["req_items"])
+    elif item_facts or lists:
         backend.keep("req_items", plan.req_items(facts=item_facts, lists=lists))
     table = "req_items"
     if not item_facts and want("low_confidence"):
         table = "req_top1"
-        backend.keep(table, plan.req_top1(rank1=facts.get("rank1", False), arrow=facts.get("rank1_arrow", True)))
+        rank1 = facts.get("rank1", False)
+        if columns and not rank1:
+            from rankgate.traces.item_columns import rank1_table
+
+            backend.register("rank1_files", rank1_table(columns))
+            rank1 = True
+        backend.keep(table, plan.req_top1(rank1=rank1, arrow=facts.get("rank1_arrow", True)))
     # (kept: every window x segment statement reads it)
     backend.keep("rq", plan.rq(items=want("scores", "no_result", "deprecated", "low_confidence"), facts=table))
     if sources:
@@ -472,11 +494,14 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
         backend.keep("cit", plan.cit())
         tables["citations"] = _keyed(backend.rows(plan.citations()), ["cit_n", "cit_k"])
     if want("instability"):
-        if plan.dialect.lists:
+        if "topk_lists" in made:
+            backend.register("topk_lists", made["topk_lists"])
+        elif plan.dialect.lists:
             backend.keep("topk_lists", plan.topk_lists())
         # (from the lists, the positions are an unnest away: a view, read by few statements)
         (backend.view if plan.dialect.lists else backend.keep)("topk", plan.topk())
-        backend.keep("lists", plan.lists(separator_in_ids=backend.rows(plan.separator_in_ids())[0][0] > 0))
+        separator = made["separator"] if "separator" in made else backend.rows(plan.separator_in_ids())[0][0] > 0
+        backend.keep("lists", plan.lists(separator_in_ids=separator))
         backend.keep("pair_heads", plan.pair_heads())
         backend.keep("common", plan.common())
         backend.keep("pairs", plan.pairs())

@@ -273,8 +273,9 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
 
     ``engine_items``: when the file's items pass :func:`rankgate.traces.native.inspect`, leave them in
     the file for a DuckDB analysis (the tables' ``item_sources``) and convert the rest only; ``rank1``:
-    with each request's rank-1 scores (``ItemSource.rank1``). The pass over the items runs on a
-    second connection while this one converts the request columns (DuckDB leaves Python free while
+    with each request's rank-1 scores (``ItemSource.rank1``). The one pass over the items
+    (:func:`rankgate.traces.native.read_items`: decoded once, checked, kept as compact columns for the
+    analysis) runs on a second thread while this one converts the request columns (DuckDB leaves Python free while
     it works, and a file of one row group is decoded by one thread): the time of the longer of the
     two, not of both. Items the checks refuse send the file through the whole conversion after all."""
     import duckdb
@@ -319,7 +320,7 @@ def _parquet_fast(path: str, label: str, min_bytes: int, *, engine_items: bool =
             try:
                 other.execute("SET enable_progress_bar = false")
                 with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                    checked = pool.submit(native.check, other, path, label, fields, rank1=rank1)
+                    checked = pool.submit(native.read_items, other, path, label, fields, rank1=rank1)
                     try:
                         parts = read(con, "* EXCLUDE (retrieved)")
                     except BaseException:
