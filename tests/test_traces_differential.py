@@ -501,7 +501,7 @@ def _ranked_week(seed=6, per_day=40, drop=()):
 
 
 @pytest.mark.parametrize("drop,dictionary", [
-    pytest.param((), True, id="all-stages"), pytest.param(("reranked",), True, id="no-reranked"),
+    pytest.param((), True, id="all-stages"), pytest.param(("reranked",), True, id="no-reranked", marks=pytest.mark.slow),
     pytest.param((), False, id="plain-encoded", marks=pytest.mark.slow),  # (the full tier)
     pytest.param(("candidate", "packed"), True, id="reranked-only", marks=pytest.mark.slow)])
 def test_items_read_once_give_the_statements_rows(tmp_path, drop, dictionary):
