@@ -116,7 +116,8 @@ def test_gate_cli_fails_on_latency_and_the_comment_shows_it(tmp_path, capsys):
     slow = write_jsonl(tmp_path / "slow.jsonl", _run(SLOWER))
     cfg = tmp_path / "ship.yaml"
     cfg.write_text("gates: [{metric: recall@1, threshold: 0.5}]\n"
-                   "latency: [{stage: retrieve, regression_max_ms: 5, segments: [lang], min_queries: 10}]\n"
+                   "latency: [{stage: retrieve, regression_max_ms: 5, segments: [lang], min_queries: 10,\n"
+                   "            owner: search-infra}]\n"
                    "defaults: {resamples: 300}\n")
     argv = ["gate", "--config", str(cfg), "--gold", str(gold), "--baseline", str(base), "--no-step-summary"]
     assert main([*argv, "--candidate", str(noise)]) == 0
@@ -132,6 +133,8 @@ def test_gate_cli_fails_on_latency_and_the_comment_shows_it(tmp_path, capsys):
     assert segs == {None, "lang=de", "lang=en"}
     text = comment.read_text()
     assert "### Latency gates" in text and "Retrieval gate failed: 1 of 2 blocking gates" in text
+    # a latency gate takes an owner like every gate kind, and names it where it fails
+    assert outcome["latency"][0]["owner"] == "search-infra" and "(owner: search-infra)" in text
 
 
 def test_median_latency_takes_the_median_of_each_stage():

@@ -151,3 +151,20 @@ def test_dense_reranker_reads_content():
     chunks = [Chunk("a", "The cat sat on the mat."), Chunk("b", "Export your invoices as a CSV file.")]
     ranked = apply_reranker(get_reranker("dense"), Query("q", "how do I download invoices to a spreadsheet"), chunks)
     assert ranked[0][0].chunk_id == "b"
+
+
+def test_the_verdict_never_says_held_up_when_negatives_got_through():
+    """nDCG@5 can hold while a negative reaches the top 3: the verdict says both, never "held up"."""
+    from types import SimpleNamespace
+
+    from rankgate.render.experiments import _stress_lines
+
+    def res(passed: bool, breaches: int) -> SimpleNamespace:
+        return SimpleNamespace(ranks=(1, 3), skipped={}, breaches=[SimpleNamespace(query_id=f"q{i}") for i in range(breaches)],
+                               breach_share=breaches / 4, passed=passed, max_drop=0.05, reranker="r", queries=["a", "b", "c", "d"],
+                               negatives="lexical")
+
+    every = _stress_lines(res(True, 4))[-1]
+    assert "held up" not in every and every.startswith("Verdict: passed on nDCG@5 only") and "4 of 4 queries" in every
+    assert _stress_lines(res(True, 0))[-1].startswith("Verdict: held up: no negative reached the top 3")
+    assert _stress_lines(res(False, 2))[-1].startswith("Verdict: FAILED")

@@ -48,7 +48,7 @@ STATS: dict[str, float] = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 EPS = 1e-9
 #: The keys of one gate of the ship criteria' ``latency:`` list, and what ``on:`` may say.
 LATENCY_KEYS = ("name", "stage", "median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms", "on", "segments",
-                "min_queries", "severity", "label")
+                "min_queries", "severity", "label", "owner")
 LATENCY_ON = ("ci_lower", "estimate", "ci_upper")
 
 
@@ -153,6 +153,7 @@ class LatencyGate:
     severity: str = "error"
     label: str | None = None
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    owner: str | None = None  # who answers for the gate (shown when it fails), as on every other gate kind
 
     @property
     def stats(self) -> tuple[str, ...]:
@@ -208,7 +209,8 @@ def read_latency_gates(r: ConfigReader, item: ConfigItem, taken: set[str]) -> tu
             r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1,
             r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error",
             r.text(g["label"], f"{at}.label") if "label" in g else None,
-            {k: v.line for k, v in g.items() if v.line is not None}))
+            {k: v.line for k, v in g.items() if v.line is not None},
+            r.text(g["owner"], f"{at}.owner") if "owner" in g else None))
     return tuple(out)
 
 
@@ -243,7 +245,8 @@ class LatencyGateResult:
         g = self.gate
         return {"name": g.name, "title": g.title, "stage": g.stage, "severity": g.severity, "on": g.on,
                 "ceilings_ms": dict(g.ceilings), "regression_max_ms": g.regression_max_ms,
-                "segments": list(g.segments), "status": self.status, "checks": [c.to_dict() for c in self.checks]}
+                "segments": list(g.segments), "owner": g.owner, "status": self.status,
+                "checks": [c.to_dict() for c in self.checks]}
 
 
 def _ceiling_check(g: LatencyGate, stat: str, limit: float, base: dict[str, Any], small: bool,
