@@ -438,6 +438,20 @@ def test_a_request_without_the_session_token_is_refused(served):
     assert client.get("/", headers={"host": "attacker.example"}).status_code == 400  # no DNS rebinding
 
 
+def test_a_write_over_the_size_cap_is_refused_and_writes_nothing(served):
+    from rankgate.labels.app import MAX_BODY
+
+    client = _client(served)
+    token = served.url.split("token=")[1]
+    client.get(f"/?token={token}&annotator=alice", follow_redirects=False)
+    header = {"X-Rankgate-Token": token}
+    huge = b'{"pos": 1, "grade": 2, "note": "' + b"x" * (MAX_BODY + 1) + b'"}'
+    assert client.post("/api/grade", content=huge, headers=header).status_code == 413
+    streamed = client.post("/api/grade", content=iter([huge[:1000], huge[1000:]]), headers=header)  # no length given
+    assert streamed.status_code == 413
+    assert list(served.store.labels()) == []
+
+
 def test_every_text_is_escaped_and_the_policy_allows_nothing_outside(served):
     client = _client(served)
     token = served.url.split("token=")[1]

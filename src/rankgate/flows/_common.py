@@ -107,3 +107,13 @@ def check_when(when: str, caller: str) -> str:
     if parsed is None:
         raise UsageError(f"{F.when} must be an ISO 8601 time or date (2025-05-01 or 2025-05-01T09:30:00Z); got {when!r}")
     return show_time(parsed)
+
+
+def check_prices(request: Any) -> None:
+    """A judge request's ``price_in`` / ``price_out`` (per 1M tokens): None or a price >= 0 (NaN refused)."""
+    from rankgate.errors import UsageError
+
+    for name in ("price_in", "price_out"):
+        value = getattr(request, name)
+        if value is not None and not value >= 0:
+            raise UsageError(f"{F(name)} must be a price >= 0 per 1M tokens; got {value}")

@@ -56,16 +56,14 @@ class RelevanceRequest:
 
     def __post_init__(self) -> None:
         from rankgate._util.constraints import check_fields, typed
-        from rankgate.errors import F, UsageError
         from rankgate.judges import MAX_REPEATS
 
         check_fields(self, "RelevanceRequest", judge=typed(JudgeSpec), repeats=typed(int),
                      price_in=typed(float, optional=True), price_out=typed(float, optional=True))
         check_counts(repeats=(self.repeats, 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"))
-        for name in ("price_in", "price_out"):
-            value = getattr(self, name)
-            if value is not None and not value >= 0:
-                raise UsageError(f"{F(name)} must be a price >= 0 per 1M tokens; got {value}")
+        from rankgate.flows._common import check_prices
+
+        check_prices(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,10 +93,9 @@ class TracesJudgeRequest:
             raise UsageError(f"{F.spark_master} needs {F(engine='spark')}")
         if self.engine not in ("duckdb", "spark"):
             raise UsageError(f"{F.engine} must be duckdb or spark; got {self.engine!r}")
-        for name in ("price_in", "price_out"):
-            value = getattr(self, name)
-            if value is not None and not value >= 0:
-                raise UsageError(f"{F(name)} must be a price >= 0 per 1M tokens; got {value}")
+        from rankgate.flows._common import check_prices
+
+        check_prices(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,8 +193,8 @@ def build_app(cfg: AppConfig) -> Starlette:
     async def write(request: Request) -> Response:
         if not (authed(request) and hmac.compare_digest(request.headers.get(HEADER, "").encode(), cfg.token.encode())):
             return JSONResponse({"error": "refused: this write carries no session token"}, status_code=403)
-        body = await request.body()
-        if len(body) > MAX_BODY:
+        body = await _capped_body(request)
+        if body is None:
             return JSONResponse({"error": "too large"}, status_code=413)
         try:
             data = json.loads(body or b"{}")
@@ -282,3 +282,17 @@ def _act(cfg: AppConfig, action: str, annotator: str, data: dict[str, Any], frag
         store.give(annotator, pos, grade=grade, note=note, via="browse")
         return {"mine": grade, "said": f"saved: {q.query_id} / {d} = {grade}"}
     raise ValueError(f"no action {action!r}")
+
+
+async def _capped_body(request: Request) -> bytes | None:
+    """The request's body, or None once it passes MAX_BODY: read as it streams in, so a huge body is refused
+    without being held (a Content-Length over the cap is refused before anything is read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        return None
+    got = bytearray()
+    async for chunk in request.stream():
+        got += chunk
+        if len(got) > MAX_BODY:
+            return None
+    return bytes(got)
