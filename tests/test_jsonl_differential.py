@@ -39,7 +39,11 @@ EXTRA_FIELDS = ['"must_not_retrieve": ["evil"]', '"k": 1', '"k": 0', '"k": 99999
                 '"latency_ms": {"rerank": 1.25, "retrieve": 2}', '"latency\\u005fms": {"retrieve": 2.5}',
                 '"latency_ms": null', '"latency_ms" :\t{ "retrieve" : 7.125 }', '"latency_ms": {"retrieve": {"x": 1}}',
                 '"note2": "a, \\"latency_ms\\": 9"', '"latency_ms": [1.5, 2]', '"latency_ms": 12345678901234567890',
-                '"latency_ms": {"retrieve": 1e400}', '"latency_ms": {"retrieve": "\\u00e9"}', '"latency_ms": {}']
+                '"latency_ms": {"retrieve": 1e400}', '"latency_ms": {"retrieve": "\\u00e9"}', '"latency_ms": {}',
+                # the cost object runs log (issue 37): nested numbers, unknown keys, values scoring refuses later
+                '"cost": {"tokens_in": 1840, "usd": 0.0021, "rerank_ms": 41.5}', '"cost": {"usd": -1}',
+                '"cost": {"usd": "0.1"}', '"cost": null', '"cost": {"usd": 1e400}', '"cost": {"gpu_ms": [1, 2]}',
+                '"cost": 0.002', '"conversation_id": "c7", "turn": 2']
 ITEM_EXTRAS = ['"rank": 3', '"rank": NaN', '"rank": "1"', '"rank": 9007199254740993', '"rank": -9007199254740992',
                '"text": "\\udc80"', '"text": "\\ud83d\\ude00"', '"score": null', '"text": "t"', '"text": 5',
                '"doc_version": "2026-01-01"', '"doc_version": 3', '"version": "v2"', '"content": "c"',
@@ -51,10 +55,32 @@ STRUCTURAL = ["blank", "two on one line", "split object", "leading space", "bom"
               "blank spaces", "trailing blank", "blank crlf", "blank formfeed", "duplicate key"]
 
 
+
+def _scan_closed(path) -> object:
+    """What the compiled scanner alone gives for the run file (None: it declines), the file closed after."""
+    found = jsonl_fast._opened(str(path), 0)
+    assert found is not None
+    try:
+        return jsonl_fast._scan_run(found, str(path))
+    finally:
+        found.close()
+
 def _run_line(i: int, n_items: int, shape: str | bool) -> dict:
     """shape: "scored", "ranked" (objects with a rank), "ids" (bare ids), "numbers" (integer ids),
-    "timed" (scored, with the ``latency_ms`` object ``rankgate retrieve`` writes)."""
+    "timed" (scored, with the ``latency_ms`` object ``rankgate retrieve`` writes), "costed" (scored, with a
+    ``cost`` object and a conversation)."""
     shape = {True: "scored", False: "ranked"}.get(shape, shape)  # type: ignore[arg-type]
+    if shape == "turns":  # conversations: ids as text or numbers, turns 1–3
+        line = _run_line(i, n_items, "scored")
+        line["conversation_id"] = f"c{i // 3}" if i % 5 else i // 3
+        line["turn"] = i % 3 + 1
+        return line
+    if shape == "costed":
+        line = _run_line(i, n_items, "scored")
+        line["cost"] = {"tokens_in": 900 + i * 7 % 300, "tokens_out": 120, "usd": round(0.0004 + i % 13 * 1e-5, 7),
+                        **({"rerank_ms": 30.5 + i % 4} if i % 3 else {"embed_ms": 2, "gpu_ms": 0.25})}
+        line["conversation_id"] = f"c{i // 3}"
+        return line
     if shape == "timed":
         line = _run_line(i, n_items, "scored")
         stages = {"retrieve": round(1 + i * 0.37 % 9, 3), "rerank": 3 if i % 5 else 2.5}
@@ -223,7 +249,7 @@ def _file(tmp_path, name: str, lines: list[bytes]) -> str:
 @st.composite
 def run_files(draw):
     n = draw(st.integers(N_MIN, N_MAX))
-    shape = draw(st.sampled_from(["scored", "ranked", "ids", "numbers", "timed"]))
+    shape = draw(st.sampled_from(["scored", "ranked", "ids", "numbers", "timed", "costed", "turns"]))
     lines = [json.dumps(_run_line(i, 1 + i % 4, shape)).encode() for i in range(n)]
     for _ in range(draw(st.integers(0, 3))):
         _apply(lines, min(draw(_position(n)), len(lines) - 1), draw(edit))
@@ -300,7 +326,7 @@ def test_fast_and_validating_gold_readers_agree(lines, tmp_path):
     assert _outcome(load_gold, path, fast=True, scan=False) == slow
 
 
-@pytest.mark.parametrize("kind", ["run", "gold", "timed run"])
+@pytest.mark.parametrize("kind", ["run", "gold", "timed run", "costed run", "conversation run", "conversation gold"])
 @pytest.mark.parametrize("change", [("field", '"system": "bm25"', None), ("item field", '"text": "t"', None),
                                     ("structure", "crlf", None), ("structure", "bom", None),
                                     ("structure", "u2028", None), ("item field", '"rank": 3', None),
@@ -315,8 +341,11 @@ def test_regular_variations_keep_the_fast_path(kind, change, scan, tmp_path, mon
         monkeypatch.setattr(accel, "reader", None)
     n = N_MIN
     make = {"run": lambda i: _run_line(i, 3, True), "timed run": lambda i: _run_line(i, 3, "timed"),
-            "gold": lambda i: _gold_line(i, 2)}[kind]
-    kind = "run" if kind == "timed run" else kind
+            "costed run": lambda i: _run_line(i, 3, "costed"), "gold": lambda i: _gold_line(i, 2),
+            "conversation run": lambda i: _run_line(i, 3, "turns"),
+            "conversation gold": lambda i: {**_gold_line(i, 2), "conversation_id": f"c{i // 3}", "turn": i % 3 + 1,
+                                            **({"depends_on_turns": [1]} if i % 3 else {})}}[kind]
+    kind = {"timed run": "run", "costed run": "run", "conversation run": "run", "conversation gold": "gold"}.get(kind, kind)
     lines = [json.dumps(make(i)).encode() for i in range(n)]
     if kind == "gold" and change[0] == "field" or (kind == "gold" and change[1] in ('"text": "t"', '"rank": 3')):
         change = ("item field", '"note": "n"', None)
@@ -450,4 +479,4 @@ def test_null_texts_and_versions_read_as_the_parser_reads_them(value, key, tmp_p
     slow = _outcome(load_run, path, fast=False)
     assert _outcome(load_run, path, fast=True) == slow
     if value in (b"null", b"null ") and accel.reader is not None:  # (the scanner's own read; none without it)
-        assert jsonl_fast._scan_run(jsonl_fast._opened(path, 0), path) is not None
+        assert _scan_closed(path) is not None

@@ -186,7 +186,10 @@ def _scanned(path: str, kind: str):
     """What the scanner alone gives (None: it declines)."""
     found = jsonl_fast._opened(path, 0)
     assert found is not None
-    return (jsonl_fast._scan_run if kind == "run" else jsonl_fast._scan_gold)(found, path)
+    try:
+        return (jsonl_fast._scan_run if kind == "run" else jsonl_fast._scan_gold)(found, path)
+    finally:
+        found.close()  # (as the readers do: a test left open one file per example, hundreds over the tier)
 
 
 def _three(path: str, kind: str, monkeypatch) -> tuple:
@@ -616,6 +619,7 @@ def test_items_with_texts_are_read_by_shape_as_key_by_key(items, shape, texts, s
         key_by_key = scan()
     finally:
         reader.item_shapes(before)
+        found.close()
     assert by_shape == key_by_key
     if all(t in _TEXTS_PASSED for t in texts) and sum(sizes) > 2 and all(math.isfinite(float(v)) for v in values):
         assert by_shape is not None and shaped >= sum(sizes) - 2  # (two shapes learned: with a text, without)
