@@ -5,7 +5,10 @@ Two weeks of requests for the gold queries (1 + Poisson(5) each, the text as use
 or with a trailing question mark), each with the top score of its candidates, a fallback flag and, for about 70% of
 them, a thumbs up or down. A query the baseline misses at recall@5 gets a thumbs down with probability 0.40 and
 falls back with probability 0.15; one it finds, 0.12 and 0.04: the link `rankgate validity` should find in the
-demo. Seeded, so the file is the same on every run (it is checked in; this script documents how it was made).
+demo. Each request also names the adapter that served it (``llamaindex`` for about two in three, else
+``langchain``: the team is moving between frameworks) and the process's CPU time (``cpu_ms``, log-normal around
+150 ms) and memory (``memory_mb``, about 420 MB), drawn from a second seeded stream so the fields above are
+the same draws as before; neither depends on whether the query is missed. Seeded, so the file is the same on every run (it is checked in; this script documents how it was made).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ def main() -> None:
     recall = dict(zip(ev.result.query_ids, ev.result["recall@5"].tolist()))
     texts = dict(zip(gold.query_ids, gold.field("query")))
     rng = np.random.default_rng(36)
+    ops = np.random.default_rng(37)  # adapter and process samples: a stream of their own
     start = np.datetime64("2026-05-04T00:00:00")
     lines = []
     r = 0
@@ -54,6 +58,9 @@ def main() -> None:
                                       "retrieved": [{"stage": "candidate", "rank": 1, "id": "top",
                                                      "score": round(float(rng.uniform(0.2, 0.6) if miss
                                                                           else rng.uniform(0.4, 0.9)), 3)}]}
+            rec["adapter"] = "llamaindex" if ops.random() < 0.65 else "langchain"
+            rec["cpu_ms"] = round(float(ops.lognormal(np.log(150.0), 0.35)), 1)
+            rec["memory_mb"] = round(float(ops.normal(420.0, 18.0)) + (35.0 if rec["adapter"] == "langchain" else 0.0), 1)
             if rng.random() < 0.7:
                 rec["feedback"] = [{"value": 0 if rng.random() < (0.40 if miss else 0.12) else 1}]
             lines.append(json.dumps(rec, ensure_ascii=False))

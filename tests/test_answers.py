@@ -571,12 +571,12 @@ def test_cli_calibration_out_feeds_the_gate(tmp_path, capsys):
             str(data / "corpus.jsonl"), "--no-cache", "--resamples", "200"]
     assert main(base + ["--human", str(data / "answer-labels.jsonl"), "--calibration-out", str(cal), "--json"]) == 0
     body = json.loads(cal.read_text())["calibration"]
-    assert body["task"] == "faithfulness" and body["n"] == 22 and body["positives"] + body["negatives"] == 22
+    assert body["task"] == "faithfulness" and body["n"] == 23 and body["positives"] + body["negatives"] == 23
     cfg = tmp_path / "ship.yaml"
     cfg.write_text("gates:\n  - metric: faithfulness\n    threshold: 0.6\n    calibration: cal.json\n", encoding="utf-8")
     capsys.readouterr()
-    assert main(base + ["--config", str(cfg)]) == 2  # 22 items < 100
-    assert "22 human-labelled items" in capsys.readouterr().err
+    assert main(base + ["--config", str(cfg)]) == 2  # 23 items < 100
+    assert "23 human-labelled items" in capsys.readouterr().err
     cfg.write_text("judge: {min_calibration_items: 20, min_agreement: 0.7}\n"
                    "gates:\n  - metric: faithfulness\n    threshold: 0.6\n    calibration: cal.json\n", encoding="utf-8")
     assert main(base + ["--config", str(cfg)]) == 0

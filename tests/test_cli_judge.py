@@ -42,6 +42,7 @@ def test_relevance_lexical_labels_and_sidecar(tmp_path, capsys):
     assert "10 of 10 items labelled" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_relevance_openai_with_failures_repeats_and_identical_reruns(tmp_path, capsys):
     fake = FakeOpenAI().start()
     try:

@@ -38,7 +38,7 @@ GOLD_REQUIRED = {
     "entities",
     "no_answer",
 }
-GOLD_OPTIONAL = {"k", "expected_answer"}
+GOLD_OPTIONAL = {"k", "expected_answer", "conversation_id", "turn", "depends_on_turns"}
 
 
 def _lines(name: str) -> list[dict]:
@@ -174,6 +174,24 @@ def test_demo_answers_name_known_queries_and_chunks() -> None:
     chunks = {json.loads(line)["chunk_id"] for line in (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines()}
     answers = [json.loads(line) for line in (DATA / "answers.jsonl").read_text(encoding="utf-8").splitlines()]
     labels = [json.loads(line) for line in (DATA / "answer-labels.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert len(answers) == len({a["query_id"] for a in answers}) == 26
+    assert len(answers) == len({a["query_id"] for a in answers}) == 29
     assert all(a["query_id"] in gold and a["contexts"] and set(a["contexts"]) <= chunks for a in answers)
+    assert all(isinstance(a.get("refused", False), bool) for a in answers)  # (two say refused: true themselves)
+    assert sum(1 for a in answers if a.get("refused") is True) == 2
     assert [x["query_id"] for x in labels] == [a["query_id"] for a in answers]
+
+
+def test_the_demo_has_short_conversations_with_follow_ups(gold: list[dict]) -> None:
+    """A handful of the demo's queries are turns of short conversations (2–3 turns), numbered from 1, and
+    some follow-ups name the earlier turn their retrieval needs."""
+    turns: dict[str, list[int]] = {}
+    for record in gold:
+        if "conversation_id" in record:
+            turns.setdefault(record["conversation_id"], []).append(record["turn"])
+            for earlier in record.get("depends_on_turns", []):
+                assert 1 <= earlier < record["turn"], record["query_id"]
+        else:
+            assert "turn" not in record and "depends_on_turns" not in record, record["query_id"]
+    assert 6 <= len(turns) <= 10
+    assert all(sorted(t) == list(range(1, len(t) + 1)) and 2 <= len(t) <= 3 for t in turns.values()), turns
+    assert sum(1 for record in gold if record.get("depends_on_turns")) >= 6

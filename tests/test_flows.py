@@ -27,7 +27,7 @@ def test_answers_flow_gives_the_command_bytes(tmp_path):
                  "--json"]) == 0
     assert summary_json(answers_summary(scored)) == (tmp_path / "o" / "summary.json").read_text(encoding="utf-8")
     assert answers_csv(scored.result, scored.rows) == (tmp_path / "o" / "answers.csv").read_text(encoding="utf-8")
-    assert scored.calibration is not None and scored.calibration["n"] == 22
+    assert scored.calibration is not None and scored.calibration["n"] == 23
     assert scored.segments is not None and scored.cache_hits[0] == 0 and scored.cache_hits[1] > 0
 
 

@@ -230,7 +230,7 @@ def test_outcome_json_is_byte_identical_and_serves_as_a_baseline():
         ("gates:\n  - metric: recall@5\n    threshold: 0.8\ndefaults:\n  resamples: 10\n",
          "ship.yaml:5: field 'defaults.resamples' must be an integer >= 100; got 10 (int)"),
         ("gates:\n  - metric: recall@5\n    segments: {lang: 1}\n    threshold: 0.8\n",
-         "ship.yaml:3: field 'gates[0].segments' must be a list of field names; got a mapping"),
+         "ship.yaml:3: field 'gates[0].segments.lang' must be 'all', a list of values or a mapping of values"),
         ("gates:\n  - metric: recall@5\n     threshold: 0.8\n", "ship.yaml:3: is not valid YAML"),
         ("gates:\n  - metric: recall@5\n    threshold: 0.8\n  - metric: recall@5\n    threshold: 0.7\n",
          "ship.yaml:4: field 'gates[1].name' repeats the name 'recall@5' of gates[0]"),

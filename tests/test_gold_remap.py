@@ -80,7 +80,9 @@ def test_split_chunks_map_to_their_sentences_with_grades(tmp_path: Path, capsys:
     assert code == 0, out
     assert "unknown\\_chunk" not in out and "| split |" in review
     # other fields kept in place; the original gold set is untouched
-    assert list(q1)[:3] == ["query_id", "query", "relevant_chunks"] and q1["tags"] == {"lang": "en", "tenant": "shared"}
+    original = _by_id([json.loads(x) for x in GOLD.read_text(encoding="utf-8").splitlines() if x.strip()])["q_0001"]
+    assert list(q1)[:5] == list(original)[:5] == ["query_id", "query", "conversation_id", "turn", "relevant_chunks"]
+    assert q1["tags"] == {"lang": "en", "tenant": "shared"} and q1["conversation_id"] == original["conversation_id"]
     assert read_gold_file(GOLD).sha256 == read_gold_file(GOLD).sha256
 
 

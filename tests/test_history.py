@@ -252,6 +252,7 @@ def test_traces_and_answers_summaries_are_recorded_as_written(demo, tmp_path, ca
     assert show_json(capsys, store, "--metric", "latency.total.p95")["series"][0]["points"][0]["mean"] == 1200.5
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_entries_gathered_into_batches_read_as_before(days, store, tmp_path, capsys, monkeypatch):
     from rankgate.history import store as module
 

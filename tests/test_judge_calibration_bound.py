@@ -186,7 +186,7 @@ def test_answers_calibration_out_is_bound_and_feeds_a_gate(tmp_path, capsys, mon
                         "2026-02-27", "--json"]) == 0
     body = json.loads(cal.read_text())["calibration"]
     assert body["made"] == "2026-02-27T00:00:00Z" and body["made_from"] == "given"
-    assert body["judge"]["model"] == LEXICAL["model"] and body["human_labels"]["items"] == body["n"] == 22
+    assert body["judge"]["model"] == LEXICAL["model"] and body["human_labels"]["items"] == body["n"] == 23
     from rankgate.stats.calibration import label_set_sha256
 
     labels = [json.loads(line) for line in (DEMO / "answer-labels.jsonl").read_text().splitlines()]

@@ -64,6 +64,7 @@ def test_request_shape_seed_temperature_schema_and_no_n(fake, tmp_path):
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_llama_cpp_n_error_never_triggered(tmp_path):
     server = FakeOpenAI(llama_cpp=True).start()
     try:
@@ -308,6 +309,7 @@ def test_azure_key_header_and_content_parts(fake, tmp_path, monkeypatch):
         assert judge.run("context_relevance", items("parts"))[0].label == 1
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_processes_share_one_cache(server, tmp_path):
     code = (
         "import sys\nfrom rankgate.judges import open_judge, JudgeItem\n"

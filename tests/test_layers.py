@@ -330,6 +330,7 @@ def test_config_readers_follow_the_layers() -> None:
         assert LAYER_OF[_top(module)] <= LAYER_OF["gating"], f"READERS[{what!r}]: {ref} is above gating"
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_known_exceptions_still_exist() -> None:
     """An exception that is gone (or no longer closes a loop) is taken off the list, so the list never
     hides a new edge."""

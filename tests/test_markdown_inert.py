@@ -121,11 +121,16 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
              "relevant_chunks": [{"chunk_id": _chunk(i, 0), "grade": 2}, {"chunk_id": _chunk(i, 1), "grade": 1}],
              "must_not_retrieve": [_chunk(i, 9)], "tags": {"tenant": EVIL if i % 2 else "acme"},
              "created": "2026-01-0" + str(1 + i % 9), "as_of": "2026-03-01",
-             "expected_source": EVIL_ID if i % 2 else "kb", "entities": [EVIL_ID, f"e{i}"]} for i in range(n)]
+             "expected_source": EVIL_ID if i % 2 else "kb", "entities": [EVIL_ID, f"e{i}"],
+             "conversation_id": f"{EVIL_ID}{i // 3}" if i < 12 else None, "turn": 1 + i % 3 if i < 12 else None}
+            for i in range(n)]
 
     def run(shift: int) -> list[dict]:
         pool = (0, 1, 2, 3, 9)
         return [{"query_id": _qid(i), "latency_ms": {"retrieve": 10.0 + i + shift, "rerank": 5.0 + (i * 7) % 11},
+                 "cost": {"usd": 0.001 + 0.0001 * ((i + shift) % 4), "tokens_in": 900 + 10 * i, EVIL_ID: 1.0 + i % 2},
+                 "cpu_ms": 100.0 + i, "memory_mb": 400.0 + shift, "adapter": EVIL if i % 2 else "llamaindex",
+                 "chunker": {"method": EVIL, "tokens": 512 + shift}, "index_version": EVIL_ID + str(shift),
                  "linked_entities": [EVIL_ID] if (i + shift) % 2 else [f"e{i}"],
                  "topk": [{"chunk_id": _chunk(i, pool[(k + shift + i) % 5]), "score": 1.0 - k / 10,
                            "doc_version": f"2026-0{1 + (k + i) % 6}-01", "source": EVIL_ID if k % 2 else "kb"}
@@ -141,9 +146,14 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     criteria.write_text(json.dumps({"gates": [
         {"name": "recall_at_5", "metric": "recall@5", "threshold": 0.99, "regression_max": 0.01,
          "segments": ["tenant"], "min_queries": 1, "label": EVIL, "owner": "@octocat <img src=x onerror=alert(1)>"},
-        {"name": "forbidden", "metric": "forbidden@5", "max": 0, "severity": "warning", "label": EVIL}],
+        {"name": "forbidden", "metric": "forbidden@5", "max": 0, "severity": "warning", "label": EVIL},
+        {"name": "critical", "metric": "mrr", "threshold": 0.5, "label": EVIL, "min_queries": 30,
+         "segments": {"tenant": {EVIL: {"threshold": 0.99, "owner": "@octocat <img src=x onerror=alert(1)>"},
+                                 "acme": {"regression_max": 0.01}}}}],
         "latency": [{"stage": "retrieve", "median_ms": 5, "regression_max_ms": 1, "segments": ["tenant"],
-                     "min_queries": 1}]}),
+                     "min_queries": 1}],
+        "cost": [{"key": "usd", "mean_max": 0.0001, "regression_max": 0.0002, "segments": ["tenant"], "min_queries": 1,
+                  "owner": "@octocat <img src=x onerror=alert(1)>", "label": EVIL}]}),
         encoding="utf-8")
     traces = [{"request_id": f"r{i}|@octocat", "timestamp": f"2026-05-{1 + i % 9:02d}T00:00:00Z",
                "query": EVIL, "tenant": EVIL if i % 2 else "acme", "status": "error" if i % 3 == 0 else "ok",
@@ -213,6 +223,24 @@ def _scenarios(f: dict[str, Path], out: Path) -> Iterator[tuple[str, list[Any], 
     bounds = {"lower": {EVIL: 0.5}, "upper": {EVIL: 0.7}, "corrected": None, "queries": 3, "judged_items": 4,
               "above_upper": [EVIL], "k": 10}
     yield "bounds", [lambda: _bounds(bounds)], None
+    # the report's follow-up section (HTML from this markdown): metric names and counts, no user text
+    yield "followup", [lambda: _followup(f["gold"], f["cand"])], None
+
+
+#: Scenarios whose markdown holds no user text (checked inert all the same)
+NO_USER_TEXT = {"followup"}
+
+
+def _followup(gold: Path, run: Path) -> int:
+    import rankgate
+    from rankgate.render.conversations import followup_markdown
+    from rankgate.stats.options import Statistics
+
+    result = rankgate.evaluate(str(gold), str(run), metrics=["recall@5", "mrr"])
+    md = followup_markdown(result, ["recall@5", "mrr"], Statistics(resamples=200))
+    assert md is not None
+    print(md, end="")
+    return 0
 
 
 def _bounds(b: dict) -> int:
@@ -232,7 +260,7 @@ def test_every_markdown_writer_keeps_hostile_values_inert(files: dict[str, Path]
         out = capsys.readouterr()
         assert code in (0, 1), (name, out.err)
         text = written.read_text(encoding="utf-8") if written is not None else out.out
-        assert "octocat" in text, name  # the hostile values reached the output
+        assert name in NO_USER_TEXT or "octocat" in text, name  # the hostile values reached the output
         assert_inert(text, name)
     assert len(found) >= 20  # the discovery itself works
     unreached = sorted(found - set(calls))

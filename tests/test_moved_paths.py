@@ -37,6 +37,7 @@ def test_the_api_names_that_were_modules_are_not_old_paths(line: str, old: bool)
     assert any(_old_use(line, m) for m in OLD_PATH.finditer(line)) is old
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_an_old_module_imported_leaves_the_api_function_callable(tmp_path: Path) -> None:
     """``import rankgate.report.html`` (0.1's path) puts the old module on the package as ``rankgate.report``: it
     still writes the report when called, and ``rankgate.compare`` still compares."""

@@ -185,11 +185,13 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, s
     })
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_baseline_writes_every_output_auto_writes(evaluated: dict[str, dict[str, str | bytes]]) -> None:
     assert {"trec/summary.json", "trec/metrics.csv", "shop/summary.json", "compare.json"} <= set(evaluated["auto"])
     assert _differing(evaluated["baseline"], evaluated["auto"]) == []
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_off_writes_every_output_auto_writes(evaluated: dict[str, dict[str, str | bytes]]) -> None:
     """The fallbacks add the bootstrap's products in the compiled code's order (stats.bootstrap._chained_sums)
     and read, rank and score as it does: the same bytes, intervals included."""

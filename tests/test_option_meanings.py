@@ -36,6 +36,7 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "--k": ("int", "a metric's cutoff: the top k a metric looks at"),
     "--depth": ("int", "how deep into a ranked list: hits kept or taken"),
     "--instability-depth": ("int", "list depth compared for instability"),
+    "--ranking": ("text", "which ranking of the run is scored: final (topk), raw (raw_topk) or both"),
     "--gold": ("text", "the gold set"),
     "--run": ("text", "the run scored"),
     "--baseline": ("text", "the run (or summary) compared against"),

@@ -206,6 +206,7 @@ def test_compare_takes_runs_in_memory_and_more_than_two():
     assert table.column("run").to_pylist() == ["pr", "empty"] and three.baseline == "main"
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_report_from_python_writes_the_page_the_command_writes(runs, tmp_path):
     base, cand = runs
     assert main(["report", "--gold", str(GOLD), "--run", str(cand), "--baseline", str(base), "--by", "tags.lang",

@@ -105,6 +105,7 @@ _prose = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta
 _prose_text = st.one_of(st.none(), st.lists(_prose, max_size=9).map(" ".join), st.sampled_from(["", "!!", "a, b"]))
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 @settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(old=st.lists(_prose_text, min_size=1, max_size=6), new=st.lists(_prose_text, min_size=1, max_size=12),
        repeat=st.integers(0, R.MAX_DF + 2), batch=st.sampled_from([None, 1, 3]))

@@ -31,6 +31,7 @@ def test_report_and_build_report_give_the_same_report():
     assert new.k == 10 and new.seed == 3 and new.confidence == 0.9 and new.gate is not None
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_write_report_takes_either_form(tmp_path):
     a, b = tmp_path / "a.html", tmp_path / "b.html"
     write_report(str(a), GOLD, RUN, by=["lang"], statistics=Statistics(resamples=50, seed=1))

@@ -79,6 +79,7 @@ def test_the_view_counts_cases_and_says_which_still_pass(case: dict[str, Path]) 
     assert incident_view(plain, evaluate(plain, str(case["fixed"]), ["recall@5"]), 5) is not None
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_report_section_for_baseline_and_fixed_runs(case: dict[str, Path]) -> None:
     html = {}
     for name in ("baseline", "fixed"):

@@ -407,6 +407,7 @@ def test_tables_read_only_the_rows_they_show(monkeypatch) -> None:
     assert len(s.to_dict()["tags.v"]) == len(s.sizes("tags.v")) and len(made) == 2 * MAX_SHOWN_SEGMENTS * 2
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_a_gate_on_thousands_of_segments_looks_each_up_once(monkeypatch) -> None:
     from rankgate.gating.decide import decide, parse_config
 

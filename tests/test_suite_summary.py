@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import ROOT, shared_path
 
 
@@ -17,6 +19,7 @@ def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_a_run_without_the_shared_data_says_the_conformance_suite_did_not_run(tmp_path):
     out = _pytest("tests/test_trec_conformance.py", RANKGATE_SHARED=str(tmp_path / "no-shared"))
     assert out.returncode == 0, out.stdout
@@ -25,6 +28,7 @@ def test_a_run_without_the_shared_data_says_the_conformance_suite_did_not_run(tm
     assert str(tmp_path / "no-shared") in line[0] and "RANKGATE_SHARED" in line[0]
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_a_run_without_chromium_says_the_browser_tests_did_not_run(tmp_path):
     out = _pytest("tests/test_report_browser.py", RANKGATE_CHROMIUM=str(tmp_path / "no-chromium"))
     assert out.returncode == 0, out.stdout
@@ -33,6 +37,7 @@ def test_a_run_without_chromium_says_the_browser_tests_did_not_run(tmp_path):
     assert "apt-get install -y chromium" in line[0]
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_a_full_run_here_prints_neither_line():
     shared_path("fixtures", "edge_cases")
     out = _pytest("tests/test_trec_conformance.py", "-k", "edge")

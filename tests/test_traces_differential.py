@@ -86,6 +86,22 @@ MUTATIONS = {
     "feedback negative": _set("feedback", [{"value": 1, "negative": True}]),
     "duplicate id": _set("request_id", "r0"),
     "null lists": lambda r: (r.update(retrieved=None, citations=None, feedback=None), r)[1],
+    "conversation_id": lambda r: (r.update(conversation_id=r.pop("session")), r)[1],  # (trace_gen writes session)
+    "conversation_id and session": _set("conversation_id", "c-9"),
+    "int session": _set("session", 7),
+    "cost": _set("cost", {"tokens_in": 1840, "tokens_out": 212, "usd": 0.0021, "embed_ms": 3.1, "rerank_ms": 41.0}),
+    "cost other keys": _set("cost", {"usd": 0.5, "gpu_ms": 3, "a_first": 1.5, "none": None}),
+    "cost empty": _set("cost", {}),
+    "cost null": _set("cost", None),
+    "cost null key": _set("cost", {"usd": None, "tokens_in": 3}),
+    "cost not object": _set("cost", 0.5),
+    "cost list": _set("cost", [1, 2]),
+    "cost negative": _set("cost", {"usd": -0.01}),
+    "cost text": _set("cost", {"tokens_in": "1840"}),
+    "cost bool": _set("cost", {"tokens_out": True}),
+    "cost other text": _set("cost", {"gpu": "fast"}),
+    "cost other negative": _set("cost", {"gpu_ms": -1}),
+    "cost nested": _set("cost", {"usd": {"total": 1}}),
 }
 RAW = {  # whole-line edits of the JSONL text (line 3)
     "blank line": lambda line: line + "\n",
@@ -99,6 +115,11 @@ RAW = {  # whole-line edits of the JSONL text (line 3)
     "garbage": lambda line: line + " x",
     "deep": lambda line: line[:-1] + ', "deep": ' + "[" * 600 + "]" * 600 + "}",
     "array line": lambda line: "[" + line + "]",
+    "cost nan": lambda line: line[:-1] + ', "cost": {"usd": NaN}}',
+    "cost infinity": lambda line: line[:-1] + ', "cost": {"rerank_ms": Infinity}}',
+    "cost huge": lambda line: line[:-1] + ', "cost": {"tokens_in": 1e400}}',
+    "cost duplicate key": lambda line: line[:-1] + ', "cost": {"usd": 1, "usd": -1}}',
+    "cost duplicate key ok": lambda line: line[:-1] + ', "cost": {"usd": -1, "usd": 1}}',
 }
 
 
@@ -233,7 +254,7 @@ def _summaries_agree(engine_tables, path, backend=None, manifest=None):
     assert summary_json(a).replace('"engine": "other"', '"engine": "duckdb"') == summary_json(b)
 
 
-@pytest.mark.parametrize("name", sampled(MUTATIONS))
+@pytest.mark.parametrize("name", sampled(MUTATIONS, every=9))
 def test_mutation_parquet_items_in_engine(tmp_path, name):
     """Items read by DuckDB in place are the rows the Arrow paths build; anything they would refuse
     sends the file to them (same result or same error)."""
@@ -247,6 +268,7 @@ def test_mutation_parquet_items_in_engine(tmp_path, name):
         _summaries_agree(tables, p)
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_items_in_engine_whole_summary(tmp_path):
     """A generated week with incidents, unranked items and empty strings: one file's items stay in
     the file, and every signal, example and count is the Arrow path's, on DuckDB and on an engine
@@ -416,7 +438,7 @@ def _week_with_repeats(seed=5, per_day=40):
     return recs
 
 
-@pytest.mark.parametrize("in_place", [True, False], ids=["items-in-file", "arrow-items"])
+@pytest.mark.parametrize("in_place", [pytest.param(True, marks=pytest.mark.slow), False], ids=["items-in-file", "arrow-items"])
 def test_items_grouped_once_give_the_separate_statements_rows(tmp_path, in_place):
     """Every signal, example and intermediate table (top-k positions, list signatures, sources) is the
     same whether DuckDB groups the items once or runs each statement on its own: items in the file
@@ -436,6 +458,7 @@ def test_items_grouped_once_give_the_separate_statements_rows(tmp_path, in_place
         _both_ways(source, by=("source",), threshold=0.5, signals=signals)
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_items_grouped_once_property():
     """Random small result lists (few ids, so repeats and ties are common; ids with the separator and
     non-ASCII text): the top-k rows and list signatures of both ways are equal for every k."""
@@ -530,6 +553,7 @@ def test_items_read_once_give_the_statements_rows(tmp_path, drop, dictionary):
     _summaries_agree(source, p, manifest=manifest)
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_items_read_once_counts_and_rank1_scores(tmp_path):
     """The one pass counts what DuckDB's check pass counts and keeps the same rank-1 scores; a file with
     an item without a rank (its input position decides) or with a value the checks refuse is left to
@@ -569,6 +593,7 @@ def test_items_read_once_counts_and_rank1_scores(tmp_path):
             _summaries_agree(tables, q)
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_items_read_once_across_files(tmp_path):
     """Two files read once give the statements' rows; when one file is left to DuckDB's pass (an item
     without a rank), the analysis reads every file's items with the statements, with the same result."""
@@ -607,3 +632,51 @@ def test_one_backend_for_analyses_of_both_kinds(tmp_path):
     for source in (in_file, arrow, in_file, arrow):
         assert signals_csv(summarize_traces(source, backend=backend, **kw)) == want
     backend.close()
+
+
+def _with_costs(recs):
+    """Every record with a cost object of its own (named keys, some left out, another key on some)."""
+    out = copy.deepcopy(recs)
+    for i, r in enumerate(out):
+        cost = {"tokens_in": 1000 + i, "tokens_out": 100 + i % 7, "usd": round(0.001 * (i % 11), 6)}
+        if i % 2:
+            cost["rerank_ms"] = 40.0 + i % 5
+        if i % 3 == 0:
+            cost["gpu_ms"] = float(i % 4)
+        r["cost"] = cost
+    return out
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_costs_keep_the_fast_path_and_agree(tmp_path, monkeypatch, kind):
+    """Requests with cost objects are read by the columnar path, with the row reader's tables (the cost
+    columns, the other keys as a sorted map); a bad value there gives the row reader's error (file, line, field)."""
+    recs = _with_costs(BASE)
+    p = tmp_path / f"t.{kind}"
+    if kind == "jsonl":
+        p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    else:
+        pq.write_table(pa.Table.from_pylist(recs), p)
+    calls = []
+    import rankgate.traces.columnar as col
+
+    orig = col.convert
+    monkeypatch.setattr(col, "convert", lambda *a, **k: calls.append(1) or orig(*a, **k))
+    fast = read_traces(p, fast=True)
+    assert calls, "the columnar path was not taken"
+    slow = read_traces(p, fast=False)
+    assert fast.requests.equals(slow.requests)
+    row = slow.requests.slice(3, 1).to_pylist()[0]
+    assert (row["cost_tokens_in"], row["cost_tokens_out"], row["cost_usd"], row["cost_rerank_ms"]) == (1003, 103, 0.003, 43.0)
+    assert row["cost_other"] == [("gpu_ms", 3.0)]
+    assert slow.requests.slice(2, 1).to_pylist()[0]["cost_other"] is None
+
+
+def test_bad_cost_value_named_the_same_by_both_paths(tmp_path):
+    recs = _with_costs(BASE)
+    recs[4]["cost"]["usd"] = -0.5
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    a, b = outcome(p, True), outcome(p, False)
+    same(a, b)
+    assert a[0] == "error" and "t.jsonl:5:" in a[1] and "cost.usd" in a[1] and "must be a number >= 0" in a[1], a

@@ -127,7 +127,7 @@ def test_openinference_retriever_and_reranker_flattened(tmp_path):
     p.write_text(otlp_line([ret, rr]) + "\n")
     tt = read_traces(p)
     (r,) = tt.requests.to_pylist()
-    assert (r["query_text"], r["session"], r["retrieval_ms"], r["rerank_ms"]) == ("refund window?", "s-1", 20.0,
+    assert (r["query_text"], r["conversation_id"], r["retrieval_ms"], r["rerank_ms"]) == ("refund window?", "s-1", 20.0,
                                                                                  10.0)
     assert [(i["stage"], i["item_id"], i["status"], i["source"]) for i in tt.items.to_pylist()] == [
         ("candidate", "kb/policy#v3", None, "policies"), ("candidate", "kb/old#1", "superseded", None),
@@ -182,7 +182,7 @@ def test_langfuse_export_latency_ignored_and_scores(tmp_path):
          "string_value": None, "data_type": "NUMERIC", "comment": None}]), tmp_path / "scores" / "b.parquet")
     tt = read_traces(tmp_path)
     (r,) = tt.requests.to_pylist()
-    assert (r["request_id"], r["session"], r["query_text"], r["retrieval_ms"]) == ("t1", "s-1", "refund window?",
+    assert (r["request_id"], r["conversation_id"], r["query_text"], r["retrieval_ms"]) == ("t1", "s-1", "refund window?",
                                                                                   48.0)
     assert tt.feedback.to_pylist() == [{"request_id": "t1", "value": 0.0, "negative": True, "reason": "wrong policy"}]
 
@@ -210,7 +210,7 @@ def test_langsmith_retriever_run_and_field_map(tmp_path):
     fm.write_text("document:\n  id: metadata.chunk\n  score: metadata.relevance\nrequest:\n  tenant: extra.metadata.team\n")
     tt = read_traces(p, field_map=fm)
     (r,) = tt.requests.to_pylist()
-    assert (r["tenant"], r["session"]) == ("acme", "s-1")
+    assert (r["tenant"], r["conversation_id"]) == ("acme", "s-1")
     assert [(i["item_id"], i["score"], i["doc_version"]) for i in tt.items.to_pylist()] == [("kb/policy", 0.82, "v3")]
     fm.write_text("documnet:\n  id: x\n")
     with pytest.raises(ConfigError, match="documnet"):

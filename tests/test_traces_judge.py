@@ -359,6 +359,7 @@ MONITORS = """monitors:
 """
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_monitor_fires_on_a_drop_in_one_source(tmp_path, capsys, fake_server):
     traces = write_traces(tmp_path / "t.jsonl", days=12, per_day=30, drop="policies", drop_from=9, fake=True)
     out = tmp_path / "judge"

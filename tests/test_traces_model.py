@@ -16,7 +16,7 @@ from rankgate.traces import SCHEMAS, TraceTables, check_tables, normalise_query,
 
 FULL = {
     "request_id": "r1", "timestamp": "2026-05-29T13:46:19.963Z", "query": "Refund window?", "tenant": "acme",
-    "surface": "chat", "session": "s-1", "data_source": "kb-main", "top_k": 5, "trace_id": "5b8e",
+    "surface": "chat", "conversation_id": "c-1", "data_source": "kb-main", "top_k": 5, "trace_id": "5b8e",
     "rewritten_query": "refund period", "corpus_version": "c-42", "index_version": "ix-7", "status": "ok",
     "http_status": 200, "error_type": None, "fallback": False,
     "timings_ms": {"parse": 3.1, "retrieval": 41, "rerank": 12.5, "synthesis": 820.0, "total": 880.2},
@@ -81,6 +81,7 @@ def test_full_request(tmp_path):
     assert (r["parse_ms"], r["retrieval_ms"], r["total_ms"], r["soft_deadline_ms"]) == (3.1, 41.0, 880.2, 1500.0)
     assert (r["retry_attempts"], r["retry_reason"], r["privacy_mode"], r["leaked_tokens"]) == (1, "timeout", "redact", 1)
     assert r["client_abort"] is False and r["fallback"] is False and r["source_line"] == 1
+    assert r["conversation_id"] == "c-1" and "session" not in r
     items = tt.items.to_pylist()
     assert [(i["stage"], i["rank"], i["item_id"], i["status"]) for i in items] == [
         ("candidate", 1, "kb/policy#3", "active"), ("candidate", 2, "kb/old#1", "deprecated"),
@@ -88,6 +89,35 @@ def test_full_request(tmp_path):
     assert tt.citations.to_pylist() == [{"request_id": "r1", "item_id": "kb/policy#3", "doc_id": None, "version": "v3"}]
     assert [(f["value"], f["negative"]) for f in tt.feedback.to_pylist()] == [(0.0, True), (1.0, False), (1.0, True)]
     check_tables(tt)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_session_is_read_as_conversation_id(tmp_path, monkeypatch, fast):
+    """conversation_id's old name still reads, on the row reader and the columnar path (JSONL and Parquet)."""
+    import pyarrow.parquet as pq
+
+    import rankgate.traces.formats.jsonl as tj
+
+    monkeypatch.setattr(tj, "MIN_BYTES", 0)
+    old = {k: v for k, v in FULL.items() if k not in ("conversation_id", "feedback")}
+    lines = [dict(old, session="s-7", conversation_id=None), dict(old, request_id="r2", session="", conversation_id="c-1"),
+             dict(old, request_id="r3", session=None, conversation_id=None)]  # (a null or empty one is not given)
+    p = write(tmp_path, lines)
+    pq.write_table(pa.Table.from_pylist(lines), tmp_path / "t.parquet")
+    for path in (p, tmp_path / "t.parquet"):
+        got = read_traces(path, fast=fast).requests["conversation_id"].to_pylist()
+        assert got == ["s-7", "c-1", None]
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_conversation_id_and_session_together_are_refused(tmp_path, monkeypatch, fast):
+    import rankgate.traces.formats.jsonl as tj
+
+    monkeypatch.setattr(tj, "MIN_BYTES", 0)
+    p = write(tmp_path, [FULL, dict(FULL, request_id="r2", session="s-1")])
+    with pytest.raises(InputError) as e:
+        read_traces(p, fast=fast)
+    assert str(e.value).startswith(f"{p}:2:") and "session" in str(e.value) and "conversation_id" in str(e.value)
 
 
 def test_minimal_request_and_optional_fields_null(tmp_path):

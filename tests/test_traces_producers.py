@@ -19,6 +19,7 @@ from rankgate.io.shapes import text_id
 from rankgate.traces import read_traces
 
 from .hostile import assert_refused
+from .conftest import sampled
 
 DATA = Path(__file__).resolve().parent / "data" / "producers"
 
@@ -68,7 +69,7 @@ def test_langchain_traces_analyse_end_to_end(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", ["langchain", "llamaindex"])
-@pytest.mark.parametrize("binary", ["pb", "bin"])
+@pytest.mark.parametrize("binary", sampled(["pb", "bin"], every=2))
 def test_binary_otlp_gives_the_summary_of_its_json_twin(name, binary, tmp_path):
     pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
     twin = tmp_path / "twin.json"  # a name that says nothing: the content decides

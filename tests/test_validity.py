@@ -276,6 +276,7 @@ def _monitor_outcome(tmp_path: Path, sim: Sim):
     return check_monitor(m, analysis)
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_monitor_flags_a_metric_that_stopped_separating(tmp_path) -> None:
     found = _monitor_outcome(tmp_path, Sim(queries=600, link="none", seed=7))
     assert found.decided and found.flagged

@@ -30,6 +30,11 @@ Three steps, each a function with no I/O:
    "Good" means correct when the query has a reference answer (``answer_correctness >=
    correct_min``), else faithful (``faithfulness >= faithful_min`` and ``contradiction_rate <=
    contradiction_max``). The thresholds are :class:`GridThresholds` (defaults 0.8, 0.0, 0.8).
+
+   A "refusal" is an answer whose record says ``refused: true`` (whatever it also states), else an answer
+   with no statement. The same refusals give the abstention metrics (correct and false abstention,
+   unsupported answers, the abstention rate), which :func:`evaluate_answers` adds whenever the statements
+   are judged: :mod:`rankgate.answers.abstention`.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rankgate.errors import InputError, UsageError
+from rankgate.answers.abstention import abstention_part, is_abstention_metric, refusal_of
+from rankgate.metrics.abstention import ABSTENTION_METRICS
 from rankgate.metrics.answers import ANSWER_METRICS, JUDGE_ERROR, NOT_APPLICABLE, OK, AnswerLabels, status
 from rankgate.stats.options import Statistics, taken
 
@@ -61,7 +68,9 @@ SEP = "\x1f"
 # which judge task each metric needs
 _TASKS = {"faithfulness": ("statements", "support"), "contradiction_rate": ("statements", "support"),
           "answer_correctness": ("statements", "correctness"), "answer_relevance": ("answer_relevance",),
-          "context_relevance": ("context_relevance",)}
+          "context_relevance": ("context_relevance",),
+          # a refusal is an answer with no statement (or refused: true): the abstention metrics need the statements
+          **{m: ("statements",) for m in ABSTENTION_METRICS}}
 
 
 # -- 1. judging -------------------------------------------------------------------------------------
@@ -84,7 +93,7 @@ def question_of(record: AnswerRecord, gold_questions: Mapping[str, str | None]) 
 
 def tasks_for(metrics: Sequence[str]) -> tuple[str, ...]:
     names = {str(m).split("(", 1)[0].split("@", 1)[0] for m in metrics}
-    return tuple(dict.fromkeys(t for m in ANSWER_METRICS if m in names for t in _TASKS[m]))
+    return tuple(dict.fromkeys(t for m in (*ANSWER_METRICS, *ABSTENTION_METRICS) if m in names for t in _TASKS[m]))
 
 
 def judge_items(answers: Answers, gold_questions: Mapping[str, str | None], tasks: Sequence[str],
@@ -289,8 +298,13 @@ def evaluate_answers(gold: Gold, answers: Answers, metrics: Sequence[str] = DEFA
     check_answers_join(gold, answers)
     parsed = parse_metrics(list(metrics))
     for m in parsed:
-        if m.name not in ANSWER_METRICS:
-            raise UsageError(f"{m} is not an answer metric; answer metrics: {', '.join(ANSWER_METRICS)}")
+        if m.name not in ANSWER_METRICS and m.name not in ABSTENTION_METRICS:
+            raise UsageError(f"{m} is not an answer metric; answer metrics: {', '.join(ANSWER_METRICS)}; "
+                             f"abstention metrics: {', '.join(ABSTENTION_METRICS)}")
+    # The abstention metrics come together, after the others, whenever the statements are judged (a refusal
+    # is an answer with no statement, or refused: true): rankgate.answers.abstention.
+    abstaining = "statements" in tasks_for([str(m) for m in parsed])
+    parsed = [m for m in parsed if m.name not in ABSTENTION_METRICS]
     missing = [r.query_id for r in answers.records if r.query_id not in judgements]
     if missing:
         raise UsageError(f"no judge labels for query {missing[0]!r} ({len(missing)} in all)")
@@ -316,6 +330,23 @@ def evaluate_answers(gold: Gold, answers: Answers, metrics: Sequence[str] = DEFA
         rel = m.param("rel") if "rel" in m.definition.params else 1
         statuses[name] = [status(m.name, lab, cut, rel)[0] for lab in labels]
     by_q = {r.query_id: r for r in answers.records}
+    refused = [by_q[q].refused for q in qids]
+    refusals = [refusal_of(f, None if lab.statements is None or not abstaining else len(lab.statements))
+                for f, lab in zip(refused, labels)]
+    names = [str(m) for m in parsed]
+    if abstaining:
+        from rankgate.answers.abstention import facts, statuses as abstention_statuses
+
+        hit_name = retrieval.metric_names[0]
+        no_answer = set(retrieval.no_answer)
+        f = facts([q in no_answer for q in qids], [_value(retrieval, hit_name, i) >= 1.0 for i in range(nq)], refusals)
+        ctx.queries["abstention"] = f  # type: ignore[assignment]  # (the facts of every query, as one value)
+        for m in parse_metrics(",".join(ABSTENTION_METRICS)):
+            name = str(m)
+            values[name] = m.definition.compute(ctx, m, ctx.k_for(m))
+            definitions[name] = m.definition.describe(m)
+            statuses[name] = abstention_statuses(m.name, f)
+            names.append(name)
     info = dict(retrieval.info)
     info["answers"] = {
         "packed_k": k,
@@ -324,11 +355,13 @@ def evaluate_answers(gold: Gold, answers: Answers, metrics: Sequence[str] = DEFA
         "judge_errors": [list(lab.errors) for lab in labels],
         "statements": [None if lab.statements is None else len(lab.statements) for lab in labels],
         "has_reference": [by_q[q].reference is not None for q in qids],
+        "refused": refused,  # the records' own refused: true/false (None: not said)
+        "refusal": refusals,  # refused: true, else no statement (None: unknown; rankgate.answers.abstention)
         "unanswered": [q for q in gold.query_ids if q not in answered],
         "format": answers.format,
     }
     return EvaluationResult(
-        query_ids=qids, metric_names=tuple(retrieval.metric_names) + tuple(str(m) for m in parsed), values=values,
+        query_ids=qids, metric_names=tuple(retrieval.metric_names) + tuple(names), values=values,
         fields=retrieval.fields, first_relevant_rank=retrieval.first_relevant_rank,
         missing_from_run=retrieval.missing_from_run, not_in_gold=(), no_answer=retrieval.no_answer,
         definitions=definitions, inputs=dict(retrieval.inputs), info=info)
@@ -415,11 +448,12 @@ def diagnosis_grid(result: EvaluationResult, thresholds: GridThresholds = GridTh
         has_ref = a["has_reference"][i] and "answer_correctness" in status_of
         retrieval = "no_answer" if q in no_answer else ("hit" if _value(result, hit_name, i) >= 1.0 else "miss")
         needed = ["faithfulness", "contradiction_rate"] + (["answer_correctness"] if has_ref else [])
-        if n_stmt is None or any(status_of[m][i] == JUDGE_ERROR for m in needed):
+        declared = (a.get("refused") or [None] * len(result.query_ids))[i] is True  # refused: true wins
+        if not declared and (n_stmt is None or any(status_of[m][i] == JUDGE_ERROR for m in needed)):
             rows.append(GridRow(q, retrieval, "undetermined", "undetermined",
                                 "a judge call failed: " + "; ".join(a["judge_errors"][i])[:200]))
             continue
-        refusal = n_stmt == 0
+        refusal = declared or n_stmt == 0
         faithful = (not refusal and _value(result, "faithfulness", i) >= t.faithful_min
                     and _value(result, "contradiction_rate", i) <= t.contradiction_max)
         correct = _value(result, "answer_correctness", i) >= t.correct_min if has_ref and not refusal else None
@@ -467,7 +501,8 @@ def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: M
         s = result.summary(name)
         low, high = (cis or {}).get(name, (math.nan, math.nan))
         entry: dict[str, Any] = {"mean": _clean(s.mean), "n": s.n, "ci_low": _clean(low), "ci_high": _clean(high),
-                                 "layer": "answer" if name in answer_names else "retrieval",
+                                 "layer": ("abstention" if is_abstention_metric(name) else "answer") if name in answer_names
+                                 else "retrieval",
                                  "definition": result.definitions.get(name)}
         if name in answer_names:
             cov = coverage(result, name)
@@ -496,12 +531,16 @@ def answers_summary(result: EvaluationResult, rows: Sequence[GridRow], *, cis: M
         "answer_metrics": answer_names,
         "grid": grid,
         "queries": {"answered": len(result.query_ids), "unanswered": list(a["unanswered"]),
-                    "no_answer": list(result.no_answer), "refusals": [q for q, n in zip(result.query_ids, a["statements"]) if n == 0],
+                    "no_answer": list(result.no_answer),
+                    "refusals": [q for q, n, f in zip(result.query_ids, a["statements"], a.get("refused") or [None] * len(
+                        result.query_ids)) if n == 0 or f is True],
                     "with_reference": sum(1 for h in a["has_reference"] if h)},
         "judge_errors": {"queries": len(errors), "by_query": errors},
         "packed_k": a["packed_k"],
         "judge": dict(judge or {}),
     }
+    if any(is_abstention_metric(m) for m in answer_names):  # correct/false abstention, unsupported answers
+        out["abstention"] = abstention_part(result, cis, examples=examples)
     texts = result.info.get("query_texts")
     if texts:  # queries known by a hash of their question: the question of each id listed above
         listed = dict.fromkeys([*result.query_ids, *a["unanswered"]])

@@ -13,9 +13,11 @@ def print_outcome(outcome: Any) -> None:
     """The gate outcome as a terminal table, its sentences (at most ``SHOWN_SENTENCES``, then a line counting
     the rest) and the verdict (``rankgate gate``, ``answers --config``)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from rankgate.render.comment import SHOWN_SENTENCES, gate_sentences
+    from rankgate.stats.segments import display_field
 
     tty = sys.stdout.isatty()
     # a terminal's width, or COLUMNS when set (rich reads it); 100 in a log or a pipe
@@ -29,10 +31,26 @@ def print_outcome(outcome: Any) -> None:
         failed = len(r.failures)
         table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name, r.gate.metric,
                       f"{failed} of {len(r.checks)}")
+        chosen: dict[tuple[Any, Any], list[Any]] = {}
+        for c in r.checks:  # critical segments: a row per chosen value, under its gate
+            if c.critical:
+                chosen.setdefault((c.field, c.segment), []).append(c)
+        for (f, seg), checks in chosen.items():
+            bad = sum(1 for c in checks if c.status == "fail")
+            word = "fail" if bad and (checks[0].critical.get("severity") or r.gate.severity) == "error" else (
+                "warn" if bad or any(c.status == "warn" for c in checks) else "pass")
+            table.add_row(f"[{style[word]}]{word.upper()}[/]", escape(f"  ↳ {display_field(f)} = {seg}"), r.gate.metric,
+                          f"{bad} of {len(checks)}")
     for r in getattr(outcome, "latency", ()):  # latency gates: the stage and its percentiles
         failed = sum(1 for c in r.checks if c.status == "fail")
+        owner = f" (owner: {escape(r.gate.owner)})" if failed and getattr(r.gate, "owner", None) else ""
         table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name,
-                      f"latency {r.gate.stage} ({', '.join(r.gate.stats)})", f"{failed} of {len(r.checks)}")
+                      f"latency {r.gate.stage} ({', '.join(r.gate.stats)})", f"{failed} of {len(r.checks)}{owner}")
+    for r in getattr(outcome, "cost", ()):  # cost gates: the key and its statistics, the owner where one fails
+        failed = sum(1 for c in r.checks if c.status == "fail")
+        owner = f" (owner: {escape(r.gate.owner)})" if failed and r.gate.owner else ""
+        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.name,
+                      f"cost {r.gate.key} ({', '.join(r.gate.stats)})", f"{failed} of {len(r.checks)}{owner}")
     st = outcome.stale
     if st is not None:
         word = {"not_checked": "[yellow]NOT CHECKED[/]"}.get(st.status, f"[{style.get(st.status, '')}]{st.status.upper()}[/]")

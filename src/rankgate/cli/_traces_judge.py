@@ -42,7 +42,7 @@ def add_parser(verbs: Any) -> None:
                         "proportion to the strata's traffic)")
     p.add_argument("--stratify", default="source", metavar="FIELDS",
                    help="fields whose values cut each window's requests into strata, comma-separated: tenant, "
-                        "surface, data_source, session, index_version, corpus_version, source (the source of the "
+                        "surface, data_source, conversation_id, index_version, corpus_version, source (the source of the "
                         "first context item; the default); '' for the window alone")
     p.add_argument("--tasks", default="context_relevance,faithfulness", metavar="TASKS",
                    help="what the judge measures, comma-separated: context_relevance (each context item against the "

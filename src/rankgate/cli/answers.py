@@ -61,7 +61,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also break the metrics down by a gold field or tag (intent, lang, tags.tier…); repeatable")
     p.add_argument("--examples", type=int, default=3, help="example queries listed per grid cell (default 3)")
-    add_judge(p, seed="--judge-seed", retries=False, statements=True, price="dry-run",
+    add_judge(p, seed="--judge-seed", retries=False, statements=True, price="run",
               repeats="and report how often labels change; metrics use the first sample")
     add_stats(p)
     add_ties(p, TIES_HELP + "; packed contexts carry no scores, so both keep the packed order")
@@ -96,7 +96,8 @@ def request(args: argparse.Namespace) -> Any:
         faithful_min=args.faithful_min, contradiction_max=args.contradiction_max, correct_min=args.correct_min,
         by=tuple(args.by), examples=args.examples, seed=args.seed, resamples=args.resamples,
         confidence=args.confidence, ties=args.ties, judge=judge, repeats=args.repeats,
-        calibration=bool(args.calibration_out), when=args.when, config=args.config, baseline=args.baseline)
+        calibration=bool(args.calibration_out), when=args.when, config=args.config, baseline=args.baseline,
+        price_in=args.price_in, price_out=args.price_out)
 
 
 def _fields(given: list[str] | None) -> dict[str, str] | None:
@@ -152,6 +153,11 @@ def run(args: argparse.Namespace) -> int:
         console.print(row.renderable(part, args.confidence))
     hits, calls = scored.cache_hits
     console.print(f"{hits} of {calls} judge labels came from the cache", highlight=False, markup=False)
+    spend = (summary["answers"].get("judge") or {}).get("spend")
+    if spend:
+        from rankgate.render.judge import spend_line
+
+        console.print(spend_line(spend), highlight=False, markup=False)
     if args.out:
         console.print(f"wrote {os.path.join(args.out, 'answers.csv')} and {os.path.join(args.out, 'summary.json')}",
                       highlight=False, markup=False)

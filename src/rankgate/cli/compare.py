@@ -14,7 +14,8 @@ import sys
 from typing import Any
 
 from rankgate._util.constraints import PERMUTATIONS
-from rankgate.cli.options import Misnamed, add_enforce_as_of, add_input_options, add_out, add_param, add_stats
+from rankgate.cli.options import Misnamed, add_enforce_as_of, add_input_options, add_out, add_param, add_ranking, \
+    add_stats
 from rankgate.cli.outputs import Output, Planned
 
 HELP = "compare runs: paired change per metric (and segment) with CI and p-value, most-changed queries; fuse runs"
@@ -31,6 +32,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--by", action="append", default=[], metavar="FIELD",
                    help="also compare per segment of a gold field or tag (intent, lang, intent+lang…); two runs only; repeatable")
     add_enforce_as_of(p)
+    add_ranking(p)
     p.add_argument("--rewrite", action="store_true",
                    help="query rewriting: RUN is a rewrite log (records with 'original' and 'rewritten' results), or two "
                         "runs ORIGINAL REWRITTEN; adds recall@k and nDCG@k of each (k: --k, default 10), the paired "
@@ -57,7 +59,7 @@ def request(args: argparse.Namespace) -> Any:
     stats = statistics(args)
     return CompareRequest(tuple(args.runs), args.gold, scoring(args), stats, baseline=args.baseline, by=tuple(args.by),
                           enforce_as_of=args.enforce_as_of, rewrite=args.rewrite, permutations=args.permutations,
-                          top=args.top, fuse=args.fuse, fused_run=bool(args.fused_run))
+                          top=args.top, fuse=args.fuse, fused_run=bool(args.fused_run), ranking=args.ranking)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
         from rankgate.render.sections import with_section
 
         renderers = with_section(*renderers, "rewrite", result.rewrite, result.confidence)
+    if len(result.evaluations) == 2:  # the runs' recorded artifacts under the markdown, as the report shows them
+        from rankgate.render.artifacts import comparison_artifacts_markdown
+
+        base, cand = (e.result for e in result.evaluations)
+        block = comparison_artifacts_markdown(cand, base, result.labels[1], result.labels[0])
+        as_markdown = renderers[1]
+        renderers = (renderers[0], lambda cmp: as_markdown(cmp) + block, renderers[2])
     return _emit(args, planned, result.comparison, *renderers)
 
 

@@ -13,6 +13,7 @@ from rankgate.cli.options import (
     add_enforce_as_of,
     add_input_options,
     add_out,
+    add_ranking,
     add_run,
     add_stats,
 )
@@ -34,6 +35,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sweep", metavar="METRICS", help="k-sweep of these metrics (e.g. recall,ndcg) over --ks")
     p.add_argument("--ks", default="1,3,5,10,20", metavar="KS", help="cutoffs for --sweep (default 1,3,5,10,20)")
     add_enforce_as_of(p)
+    add_ranking(p)
     add_component_options(p)
     p.add_argument("--judged", metavar="LABELS",
                    help="judge (or human) labels of items the gold set lacks, JSONL {query_id, id, grade} (from "
@@ -76,7 +78,8 @@ def request(args: argparse.Namespace) -> Any:
         metrics = ",".join(wanted + [m for m in v0_metrics(args.k or 5) if m not in wanted])
     return EvaluateRequest(args.gold, args.run, scoring(args, metrics=metrics), stats, by=tuple(args.by),
                            sweep=args.sweep, ks=args.ks, enforce_as_of=args.enforce_as_of, routing=args.routing,
-                           entity_linking=args.entity_linking, judged=args.judged, calibration=args.calibration)
+                           entity_linking=args.entity_linking, judged=args.judged, calibration=args.calibration,
+                           ranking=args.ranking)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -93,7 +93,7 @@ def _add_recalibrate(verbs: Any) -> None:
     r.add_argument("--stratify", metavar="FIELDS", default=None,
                    help="comma-separated fields whose values split the items into strata, each sampled in proportion "
                         "(at least one item each): gold fields with --answers (needs --gold); request fields "
-                        "(tenant, surface, data_source, session, index_version, corpus_version) or source with "
+                        "(tenant, surface, data_source, conversation_id, index_version, corpus_version) or source with "
                         "--traces (default there: tenant)")
     add_param(r, SEED, help="the sampling seed (default 0)")
     add_gold(r, required=False, help="with --answers: the gold set, for its fields (--stratify) and question texts")
@@ -190,6 +190,10 @@ def _relevance(args: argparse.Namespace, req: Any) -> int:
     if "cost" in meta:
         print(f"cost: {meta['cost']:,.4f} for {meta['tokens']['prompt']:,} prompt and "
               f"{meta['tokens']['completion']:,} completion tokens the server reported", file=sys.stderr)
+    if "spend" in meta:
+        from rankgate.render.judge import spend_line
+
+        print(spend_line(meta["spend"]), file=sys.stderr)
     for warning in done.warnings:
         print(f"rankgate judge relevance: {warning}", file=sys.stderr)
     failed = [r for r in rows if r["grade"] is None and r.get("judge_error") != BUDGET_REACHED]

@@ -40,6 +40,7 @@ __all__ = [
     "add_out",
     "add_param",
     "add_quiet",
+    "add_ranking",
     "add_renamed",
     "add_run",
     "add_stats",
@@ -97,6 +98,7 @@ FLAGS: dict[str, str] = {
     "budget": "--budget", "power": "--power", "plan": "--plan", "field_map": "--field-map",  # (gold plan, gold sample)
     "store": "--store", "commit": "--commit", "branch": "--branch", "metric": "--metric", "last": "--last",  # (history)
     "kind": "--kind",
+    "ranking": "--ranking",  # (evaluate, compare)
     "sample": "--sample", "tasks": "--tasks", "judge_dir": "--judge-dir", "faithful_min": "--faithful-min",  # (traces judge)
 }
 #: Per command, the fields another option sets there (``answers`` asks for the calibration by naming its file).
@@ -283,7 +285,7 @@ def record_fields(args: argparse.Namespace, command: str) -> dict[str, str] | No
 
 def add_trace_field(p: Any) -> None:
     """``--field`` of the trace actions: the names a field map takes (docs/traces.md, "Field map")."""
-    add_field(p, names="request fields (tenant, session, …, or request.NAME), document fields (id, score, doc_id, "
+    add_field(p, names="request fields (tenant, conversation_id, …, or request.NAME), document fields (id, score, doc_id, "
                        "version, status, source, deprecated, text, or document.NAME), documents, query",
               example="id=metadata.chunk_id, tenant=metadata.tenant, id=output.documents[*].metadata.chunk_id")
 
@@ -364,6 +366,13 @@ def add_enforce_as_of(p: Any) -> None:
     p.add_argument("--enforce-as-of", action="store_true",
                    help="freshness what-if: drop retrieved items whose doc_version is newer than the query's as_of "
                         "(gold field), score what is left, and show the change from the run as logged")
+
+
+def add_ranking(p: Any) -> None:
+    """``--ranking`` of evaluate and compare: which ranking of each run is scored."""
+    p.add_argument("--ranking", choices=("final", "raw", "both"), default="final",
+                   help="the ranking scored: final (topk, the default), raw (the raw candidates before reranking, "
+                        "raw_topk; rows named like 'recall@50 (raw)') or both (the raw rows after the final ones)")
 
 
 def add_component_options(p: Any) -> None:

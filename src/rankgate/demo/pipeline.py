@@ -16,7 +16,7 @@ Output folder (paths relative to it)::
     candidate/metrics.csv, candidate/summary.json
     compare.md                                                    as `rankgate compare --by lang --markdown`
     pr-comment.md, gate.json                                      as `rankgate gate --comment --json-out`
-    data/answers.jsonl, data/answer-labels.jsonl                  answers to 26 queries, and human verdicts of them
+    data/answers.jsonl, data/answer-labels.jsonl                  answers to 29 queries, and human verdicts of them
     answers/answers.csv, answers/summary.json                     as `rankgate answers --corpus --human --out`
     data/traces.jsonl                                             two weeks of production requests for the gold queries
     validity/summary.json, validity/validity.md                   as `rankgate validity --run runs/baseline.jsonl --out`
@@ -291,7 +291,7 @@ def _run(out: Path, seed: int) -> DemoResult:
         "corpus.jsonl": "the built-in corpus (copy)",
         "gold.jsonl": "the built-in gold set (copy)",
         "ship-criteria.yaml": "the ship criteria the gate checked",
-        "answers.jsonl": "answers to 26 queries with their packed contexts (chunk ids)",
+        "answers.jsonl": "answers to 29 queries with their packed contexts (chunk ids)",
         "answer-labels.jsonl": "human verdicts of those answers (faithful, correct)",
         "traces.jsonl": "production traces of the baseline: the gold queries as users asked them, with feedback",
     }
@@ -336,6 +336,7 @@ def _run(out: Path, seed: int) -> DemoResult:
     from rankgate.gating.decide import decide
     from rankgate.render.comment import comment_markdown
     from rankgate.render.compare import comparison_markdown
+    from rankgate.render.artifacts import comparison_artifacts_markdown
 
     blabel, clabel = LABELS["baseline"], LABELS["candidate"]
     base_result, cand_result = runs["baseline"].result, runs["candidate"].result
@@ -357,7 +358,8 @@ def _run(out: Path, seed: int) -> DemoResult:
                          baseline_label=blabel, candidate_label=clabel)
     write_bytes(str(wrote("compare", "compare.md",
                           "changes per metric and language (paired CIs, p-values), top queries")),
-                comparison_markdown(comparison).encode("utf-8"))
+                (comparison_markdown(comparison)
+                 + comparison_artifacts_markdown(cand_result, base_result, clabel, blabel)).encode("utf-8"))
     write_bytes(str(wrote("comment", "pr-comment.md", "the pull-request comment a CI job would post")),
                 comment_markdown(outcome).encode("utf-8"))
     write_bytes(str(wrote("gate", "gate.json",
@@ -427,7 +429,44 @@ def _retrieve(config: RetrieverConfig, chunks: Sequence[Chunk], queries, path: P
     from rankgate.retrieval import retrieve, write_run
 
     records = retrieve(chunks, queries, config.build(), k=DEPTH, latency=False)
-    write_run(records, path)
+    write_run(_with_artifacts(_with_cost(records, chunks, queries), config, chunks), path)
+
+
+#: How the demo corpus was chunked (docs/formats.md, "Recorded artifacts"): it was written as chunks, one
+#: paragraph each, numbered within their document (``<doc_id>#c<n>``); no splitter ran over it.
+CHUNKER_METHOD = "paragraphs, written as chunks (no splitter run)"
+
+
+def _with_artifacts(records: Sequence[dict[str, Any]], config: RetrieverConfig,
+                    chunks: Sequence[Chunk]) -> list[dict[str, Any]]:
+    """Each run record with what is true of the run's making, for the report's "Run artifacts" block:
+    ``chunker`` (how the corpus was cut, and into how many chunks of how many documents) and ``retriever``
+    (the preset's settings; its name is the record's ``system``). The demo has no embedding model and no
+    reranker, so it records none."""
+    corpus = _corpus_facts(chunks)
+    chunker = {"method": CHUNKER_METHOD, "documents": corpus["documents"], "chunks": corpus["chunks"]}
+    retriever = {"kind": config.retriever, **config.options}  # (not "retriever": a key once per line reads fast)
+    return [{**record, "chunker": chunker, "retriever": retriever} for record in records]
+
+
+#: What the demo's runs log as each query's cost (docs/formats.md, "cost"): the tokens of the context a
+#: generator would be given (the question and the top PACKED chunks, at characters / 4, the judge's own
+#: estimate) and that prompt's price at USD_PER_1M_INPUT. Computed from the texts, so every run writes the
+#: same bytes (no timing is logged).
+PACKED = 5
+USD_PER_1M_INPUT = 0.40
+
+
+def _with_cost(records: Sequence[dict[str, Any]], chunks: Sequence[Chunk], queries: Any) -> list[dict[str, Any]]:
+    """Each run record with its ``cost`` object: ``tokens_in`` of the packed context and its ``usd``."""
+    tokens = {c.chunk_id: -(-len(c.text) // 4) for c in chunks}
+    question = {q.query_id: -(-len(q.text) // 4) for q in queries}
+    out = []
+    for record in records:
+        packed = [item["chunk_id"] if isinstance(item, dict) else item for item in record["topk"][:PACKED]]
+        used = question.get(record["query_id"], 0) + sum(tokens.get(i, 0) for i in packed)
+        out.append({**record, "cost": {"tokens_in": used, "usd": round(used * USD_PER_1M_INPUT / 1e6, 8)}})
+    return out
 
 
 def _evaluate(gold: Gold, out: Path, run_path: Path, metrics: Sequence[str], seed: int) -> Evaluation:

@@ -183,8 +183,11 @@ def _configs(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
 def _scores(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     metrics = r.baseline.result.metric_names
     n = r.gold["answerable"]
-    out: list[Line] = [Para(f"3. Scores (means over the {n} answerable queries, 95% CI by bootstrap over queries, "
-                            f"seed {r.seed}):", "", "   "),
+    from rankgate.stats.clusters import resampling_line
+
+    units = resampling_line(r.baseline.result)  # the gold set's conversations, when it has them
+    how = f"bootstrap over conversations, seed {r.seed}; {units}" if units else f"bootstrap over queries, seed {r.seed}"
+    out: list[Line] = [Para(f"3. Scores (means over the {n} answerable queries, 95% CI by {how}):", "", "   "),
            ]
     rows = []
     for m in metrics:
@@ -411,7 +414,7 @@ def _answers(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     out: list[Line] = [Para(f"6. Answers (layer two): {q['answered']} answers written for the demo, judged by "
                             f"{'the offline lexical judge (token overlap, a baseline, not a model)' if lexical else judge}; "
                             "scored apart from retrieval and never merged with it:", "", "   ")]
-    m = s["metrics"]
+    m = {n: e for n, e in s["metrics"].items() if e.get("layer") != "abstention"}  # (abstention: its own line)
     name_w = max(len(n) for n in m)
     for name, entry in m.items():
         cov = entry.get("coverage")
@@ -432,6 +435,13 @@ def _answers(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
             ex = c["examples"][0]
             text = r.queries.get(ex)
             out.append(Para(f"{cell}: {ex}" + (f" '{text}'" if text else ""), "   - ", "     "))
+    ab = (s.get("abstention") or {}).get("metrics") or {}
+    if ab:  # correct and false abstention, unsupported answers: counted from the refusals, gated like any metric
+        said = {"correct_abstention": "refused", "unsupported_answer": "answered", "false_abstention": "refused"}
+        parts = [f"{name} {fmt_answer_value(name, ab[name]['mean'])} ({ab[name]['count']} of {ab[name]['of']} "
+                 f"{ab[name]['over']} {word})" for name, word in said.items() if name in ab]
+        out.append(Para("Abstention: " + "; ".join(parts) + ". These count refusals, so a gate on them needs no "
+                        "judge calibration (docs/gating.md)."))
     h = s.get("human")
     if h and h.get("items"):
         cell = h["cell"]

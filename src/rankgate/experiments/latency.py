@@ -41,7 +41,7 @@ from rankgate.stats.bootstrap import exact_quantile_ci, paired_quantile_change_c
 from rankgate.stats.options import Statistics, taken
 
 __all__ = ["STATS", "LatencyCheck", "LatencyGate", "LatencyGateResult", "LatencyRow", "LatencySummary",
-           "decide_latency", "latency_stages", "latency_summary", "read_latency_gates"]
+           "decide_latency", "latency_stages", "latency_summary", "percentile_rows", "read_latency_gates"]
 
 #: The percentiles reported and gated, by name.
 STATS: dict[str, float] = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
@@ -127,15 +127,26 @@ def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (),
     """Median, p90, p95, p99 of every stage, with intervals, over all queries and each segment of ``by``."""
     seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="latency_summary",
                                          defaults=(0, 2000, 0.95))
+    rows = percentile_rows(latency_stages(result), result, by, resamples=resamples, confidence=confidence)
+    return LatencySummary(rows, confidence, resamples, seed)
+
+
+def percentile_rows(columns: Mapping[str, np.ndarray], result: EvaluationResult, by: Sequence[str] = (), *,
+                    resamples: int = 2000, confidence: float = 0.95) -> tuple[LatencyRow, ...]:
+    """The percentiles of :data:`STATS` of each column (name -> a value per query of ``result``, NaN where
+    not logged) with their exact intervals, over all queries and each segment of ``by``: the rows of
+    :func:`latency_summary`, and of any other per-query measurement summarised as latency is (the process
+    samples of :mod:`rankgate.experiments.resources`). A row's ``stage`` is the column's name."""
     rows = []
-    for stage, x in latency_stages(result).items():
-        for label, mask in _groups(result, by):
+    groups = _groups(result, by)
+    for stage, x in columns.items():
+        for label, mask in groups:
             xs = x[mask]
             n = int((~np.isnan(xs)).sum())
             cis = _cis(xs, list(STATS.values()), resamples, confidence)
             for (stat, q), ci in zip(STATS.items(), cis):
                 rows.append(LatencyRow(stage, stat, label, n, _quantile(xs, q), ci))
-    return LatencySummary(tuple(rows), confidence, resamples, seed)
+    return tuple(rows)
 
 
 # -- gates ---------------------------------------------------------------------------------------

@@ -109,11 +109,33 @@ def check_when(when: str, caller: str) -> str:
     return show_time(parsed)
 
 
+def judge_spend(sent: Any, estimate: Any, price_in: float | None, price_out: float | None) -> dict[str, Any]:
+    """What a judge run spent, recorded beside its dry run's estimate: ``sent``, the client's counts for this run's
+    calls (``sent``, ``prompt_tokens``, ``completion_tokens``: the usage the server reported; a label from the
+    cache was not sent and cost nothing); ``estimate``, the dry run's plan of the same run (a
+    :class:`~rankgate.judges.base.Plan`, or ``answers``' rows by task, each with ``tokens_in``/``tokens_out``);
+    the prices per 1M tokens. Amounts in the prices' currency, rounded to 6 decimals."""
+    pin, pout = price_in or 0.0, price_out or 0.0
+    if isinstance(estimate, dict):
+        est_in = sum(int(row.get("tokens_in", 0)) for row in estimate.values())
+        est_out = sum(int(row.get("tokens_out", 0)) for row in estimate.values())
+    else:
+        est_in, est_out = int(estimate.approx_tokens_in), int(estimate.approx_tokens_out)
+    prompt, completion = int(sent.get("prompt_tokens", 0)), int(sent.get("completion_tokens", 0))
+    return {"calls_sent": int(sent.get("sent", 0)),
+            "tokens": {"prompt": prompt, "completion": completion},
+            "usd": round((prompt * pin + completion * pout) / 1e6, 6),
+            "estimate": {"tokens_in": est_in, "tokens_out": est_out, "usd": round((est_in * pin + est_out * pout) / 1e6, 6)},
+            "prices_per_1m_tokens": {"in": price_in, "out": price_out},
+            "method": "tokens: the usage the server reported for the calls this run sent (labels from the judge cache "
+                      "are not sent and cost nothing); estimate: the dry run's, characters / 4 for the same calls"}
+
+
 def check_prices(request: Any) -> None:
     """A judge request's ``price_in`` / ``price_out`` (per 1M tokens): None or a price >= 0 (NaN refused)."""
     from rankgate.errors import UsageError
 
     for name in ("price_in", "price_out"):
         value = getattr(request, name)
-        if value is not None and not value >= 0:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
             raise UsageError(f"{F(name)} must be a price >= 0 per 1M tokens; got {value}")

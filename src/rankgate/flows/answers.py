@@ -55,6 +55,8 @@ class AnswersRequest:
     baseline: str | None = None         # with config: an earlier answers run's summary.json
     shown: Mapping[str, str] | None = None  # an input's path -> the name summary.json gives it
     fields: Mapping[str, str] | None = None  # where the answers file keeps each field: {"question": "inputs.q"}
+    price_in: float | None = None       # per 1M input tokens: the spend from the server's usage, beside the estimate
+    price_out: float | None = None      # per 1M output tokens
 
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, CONFIDENCE, COUNT, FILE, FLAG, NAME_MAP, PATH, RESAMPLES, SEED, TEXT, Param, check
@@ -82,6 +84,8 @@ class AnswersRequest:
         put("calibration", check(FLAG, self.calibration, caller="AnswersRequest", name="calibration"))
         put("judge", check(Param("judge", JudgeSpec, None), self.judge, caller="AnswersRequest"))
         put("shown", check(Param("shown", NAME_MAP, None, optional=True), self.shown, caller="AnswersRequest"))
+        for attr in ("price_in", "price_out"):  # (their bounds: check_prices below, as the judge's request)
+            put(attr, check(Param(attr, float, None, optional=True), getattr(self, attr), caller="AnswersRequest"))
         if self.fields is not None:  # (checked, with the old columns, by the one field syntax)
             from rankgate.io.answers import answer_fields
 
@@ -105,6 +109,9 @@ class AnswersRequest:
         if self.baseline and not self.config:
             raise UsageError(f"{F.baseline} goes with {F.config} (the ship criteria that compare against it)")
         check_counts(repeats=(self.repeats, 1, MAX_REPEATS, " (3 to 5 samples measure a judge's variance)"))
+        from rankgate.flows._common import check_prices
+
+        check_prices(self)
 
     def inputs(self) -> tuple[str, ...]:
         """The files the request reads (an output may be none of them)."""
@@ -164,8 +171,10 @@ def _load(req: AnswersRequest) -> _Loaded:
         from rankgate.gating.decide import load_config
 
         config = load_config(req.config)  # a judge metric without calibration is refused here, before any call
-        for m in config.metrics:
-            if hasattr(parse_metric(m).definition, "judge_task") and m not in wanted:
+        from rankgate.answers.abstention import is_abstention_metric
+
+        for m in config.metrics:  # (an abstention metric needs the statements: asking for it judges them)
+            if (hasattr(parse_metric(m).definition, "judge_task") or is_abstention_metric(m)) and m not in wanted:
                 wanted.append(m)
     gold = load_gold(req.gold, format=req.gold_format)
     corpus = None
@@ -229,6 +238,12 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
             from rankgate.gating.calibration import check_judge
 
             check_judge(loaded.config, client.identity())
+        priced = req.price_in is not None or req.price_out is not None
+        if priced:  # the dry run's estimate of the calls this run will send, to record beside what they cost
+            from rankgate.answers.score import plan_answers as plan
+
+            estimate = plan(client, answers, _questions(gold), metrics=list(loaded.metrics), repeats=req.repeats)
+            sent_before = {k: client.stats.get(k, 0) for k in ("sent", "prompt_tokens", "completion_tokens")}
         judged = judge_answers(client, answers, _questions(gold), metrics=list(loaded.metrics), repeats=req.repeats)
         with progress.stage(f"scoring {len(answers):,} answers"):
             result = evaluate_answers(gold, answers, list(loaded.metrics), judgements=judged.labels, ties=req.ties)
@@ -241,6 +256,11 @@ def run_answers(req: AnswersRequest) -> AnswersResult:
                                  "variance": {t: list(v) for t, v in judged.variance.items()}}
         if req.judge.max_calls is not None:  # (only then: the summary of a run without it is unchanged)
             judge["call_budget"] = {"max_calls": req.judge.max_calls, "not_called": client.stats.get("over_budget", 0)}
+        if priced:  # (only with prices: what this run sent depends on the cache, so a run without them keeps its bytes)
+            from rankgate.flows._common import judge_spend
+
+            judge["spend"] = judge_spend({k: client.stats.get(k, 0) - v for k, v in sent_before.items()},
+                                         estimate, req.price_in, req.price_out)
         layer = answers_summary(result, rows, cis=cis, thresholds=thresholds, judge=judge, examples=req.examples,
                                 confidence=req.confidence)
         warning = budget_warning(client, "rankgate answers")

@@ -243,6 +243,7 @@ def evaluate(
     seed: int = 0,
     resamples: int = 2000,
     statistics: Statistics | None = None,
+    ranking: str = "final",
     **options: Any,
 ) -> EvaluatedRun:
     """Score ``run`` against ``gold``: per-query values, means, their intervals and the segments of ``by``.
@@ -257,6 +258,8 @@ def evaluate(
             intervals are in :attr:`EvaluatedRun.segments` and ``to_pandas("segments")``.
         confidence, seed, resamples: the bootstrap of every interval (as ``--confidence``, ``--seed``,
             ``--resamples``), or ``statistics=Statistics(...)`` whole.
+        ranking: ``"final"`` (the run's ranked lists), ``"raw"`` (its raw candidates, ``raw_topk``) or ``"both"``,
+            as ``--ranking``: raw rows are named ``recall@50 (raw)`` (:mod:`rankgate.metrics.rankings`).
         options: the scoring options of :func:`rankgate.scoring.engine.evaluate`: ``k``, ``level``, ``doc_sep``,
             ``doc_map``, ``ties``, ``trec``, ``complete``, ``dedupe``, ``gold_format``, ``run_format``,
             ``columns``, ``fields`` (passed on as they are), or ``scoring=Scoring(...)`` whole.
@@ -269,7 +272,15 @@ def evaluate(
 
     stats = _statistics(statistics, seed, resamples, confidence, "evaluate")
     by = check(BY, by, caller="evaluate")
-    result = score(gold, run, metrics, **options)
+    if ranking == "final":
+        result = score(gold, run, metrics, **options)
+    else:  # (the raw candidates: scored by the flow that reads them, as rankgate evaluate --ranking does)
+        from rankgate.flows.evaluate import EvaluateRequest, run_evaluation
+
+        names = metrics if isinstance(metrics, str) else [str(m) for m in metrics]  # (a Metric by its spec)
+        scoring = options.pop("scoring", None) or Scoring(metrics=names, **options)
+        result = run_evaluation(EvaluateRequest(gold, run, scoring=scoring, statistics=Statistics(resamples=0),
+                                                ranking=ranking)).result
     segments = None
     if by:
         from rankgate.stats.segments import segment_summary
@@ -293,6 +304,7 @@ def compare(
     top: int = 10,
     statistics: Statistics | None = None,
     scoring: Scoring | None = None,
+    ranking: str = "final",
     **options: Any,
 ) -> ComparedRuns | ComparedManyRuns:
     """Compare ``candidate`` (and more ``runs``) with ``baseline`` on ``gold``, query by query, as ``rankgate
@@ -309,6 +321,7 @@ def compare(
         confidence, seed, resamples, permutations: the bootstrap and the randomisation test (``permutations=0``:
             no p-values), or ``statistics=Statistics(...)`` whole (with ``permutations``).
         top: most-changed queries kept (two runs).
+        ranking: ``"final"``, ``"raw"`` or ``"both"``, as :func:`evaluate` takes it.
         scoring, options: how every run is scored: ``scoring=Scoring(...)`` whole, or its fields as keywords
             (``k``, ``level``, ``ties``, ``doc_sep``, ``doc_map`` as a file …).
 
@@ -333,7 +346,7 @@ def compare(
     if labels is None and not all(isinstance(r, (str, os.PathLike)) for r in every):
         labels = _labels(every)
     req = CompareRequest(every, gold, scoring, stats, by=check(BY, by, caller="compare"), permutations=permutations,
-                         top=top, labels=() if labels is None else check(_LABELS, labels, caller="compare"))
+                         top=top, labels=() if labels is None else check(_LABELS, labels, caller="compare"), ranking=ranking)
     out = run_comparison(req)
     comparison = out.comparison
     results = tuple(e.result for e in out.evaluations)

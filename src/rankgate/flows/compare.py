@@ -16,8 +16,8 @@ from rankgate.errors import F, UsageError
 from rankgate._util import progress
 from rankgate._util.constraints import BY, COUNT, FLAG, NAMES, PATH, PATHS, PERMUTATIONS, TEXT, Param, Shape, check
 from rankgate.flows._inputs import FilePath, paths
-from rankgate.flows.evaluate import SCORING, SCORING_KEYWORDS, STATISTICS, EvaluateRequest, Evaluation, Scorer, Scoring, \
-    Statistics, Warn, freshness_of, input_name, scoring_with
+from rankgate.flows.evaluate import RANKING, SCORING, SCORING_KEYWORDS, STATISTICS, EvaluateRequest, Evaluation, Scorer, \
+    Scoring, Statistics, Warn, freshness_of, input_name, ranked, scoring_with
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankgate.experiments.rewrite import RewriteEffect
@@ -78,11 +78,13 @@ class CompareRequest:
     metrics: str | Sequence[str] | None = None
     k: int | None = None
     level: str | None = None
+    ranking: str = "final"  # final, raw or both (rankgate.flows.evaluate.RANKING)
 
     def __post_init__(self) -> None:
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
 
+        put("ranking", check(RANKING, self.ranking, caller="CompareRequest"))
         # Every field but the gold set checked here (a UsageError naming it; numpy scalars made plain).
         put("runs", check(_RUNS, self.runs, caller="CompareRequest"))
         put("labels", check(Param("labels", NAMES, ()), self.labels, caller="CompareRequest"))
@@ -110,6 +112,10 @@ class CompareRequest:
         """The combinations of options that cannot run (said before anything is read)."""
         if self.fused_run and not self.fuse:
             raise UsageError(f"{F.fused_run} needs {F.fuse} METHOD (rrf, combsum or combmnz)")
+        if self.ranking != "final":
+            for name, given in (("rewrite", self.rewrite), ("fuse", self.fuse), ("enforce_as_of", self.enforce_as_of)):
+                if given:
+                    raise UsageError(f"{F(name)} compares the final lists; give it without {F.ranking} {self.ranking}")
         if self.rewrite:
             for name, given in (("fuse", self.fuse), ("enforce_as_of", self.enforce_as_of), ("baseline", self.baseline)):
                 if given:
@@ -212,7 +218,7 @@ def _evaluation(req: CompareRequest, gold: Any, run: Any, result: Any, freshness
     """A run's evaluation as the comparison uses it (no intervals of its own: the comparison's are paired)."""
     st = req.statistics
     sub = EvaluateRequest(gold, run, req.scoring, Statistics(st.seed, 0, st.confidence), by=req.by,
-                          enforce_as_of=freshness is not None)
+                          enforce_as_of=freshness is not None, ranking=req.ranking)
     return Evaluation(sub, result, freshness=freshness)
 
 
@@ -240,7 +246,8 @@ def _two(req: CompareRequest, scorer: Scorer) -> CompareResult:
         evaluations = [_evaluation(req, gold, p, w.enforced, w) for p, w in zip(paths, whatifs)]
         freshness = dict(zip(labels, whatifs))
     else:
-        evaluations = [_evaluation(req, gold, p, scorer.score(gold, p)) for p in paths]
+        metrics = ranked(req.scoring, req.ranking)  # (None: the final list, the scoring's metrics)
+        evaluations = [_evaluation(req, gold, p, scorer.score(gold, p, metrics=metrics)) for p in paths]
     base, cand = (e.result for e in evaluations)
     labels = given or _named(_files(paths), evaluations)
     _check_alike(scorer, [base, cand], labels, 0)
@@ -307,7 +314,8 @@ def _many(req: CompareRequest, scorer: Scorer, runs: list[Any], paths: Sequence[
     req._check_many()
     baseline = _baseline_index(req, paths, names)
     gold = _load_gold(req)
-    evaluations = [_evaluation(req, gold, r, scorer.score(gold, r)) for r in runs]
+    metrics = ranked(req.scoring, req.ranking)  # (None: the final list, the scoring's metrics)
+    evaluations = [_evaluation(req, gold, r, scorer.score(gold, r, metrics=metrics)) for r in runs]
     results = [e.result for e in evaluations]
     if not req.labels and len(paths) == len(evaluations) and all(isinstance(p, (str, os.PathLike)) for p in paths):
         names = _named(_files(paths), evaluations)

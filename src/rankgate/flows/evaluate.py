@@ -21,6 +21,8 @@ from rankgate.scoring.options import DEFAULT_METRICS, Scoring, load_doc_map
 from rankgate.stats.options import Statistics
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rankgate.experiments.cost import CostSummary
+    from rankgate.experiments.resources import ResourceSummary
     from rankgate.experiments.freshness import FreshnessWhatIf
     from rankgate.experiments.latency import LatencySummary
     from rankgate.io.load import GoldInput, RunInput
@@ -110,7 +112,14 @@ class Scorer:
     def score(self, gold: Any, run: Any, *, metrics: str | Sequence[str] | None = None, level: str | None = None,
               warn: bool = True) -> EvaluationResult:
         """``run`` scored against ``gold`` (paths or loaded); ``metrics`` and ``level`` override the
-        scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read."""
+        scoring's; ``warn``: say when no run id meets a gold id, and how the inputs were read. A metric named
+        on the raw candidates (``recall@50 (raw)``, :mod:`rankgate.metrics.rankings`) is scored on the run's
+        ``raw_topk`` lists (:meth:`score_raw`)."""
+        from rankgate.scoring.raw import asks_raw
+
+        if asks_raw(self.scoring.metrics if metrics is None else metrics):
+            return self.score_raw(gold, run, metrics=self.scoring.metrics if metrics is None else metrics,
+                                  level=level, warn=warn)
         from rankgate.scoring.engine import evaluate, id_mismatch_line, ties_lines
 
         s = self.scoring if level is None or level == self.scoring.level else replace(self.scoring, level=level)
@@ -130,6 +139,24 @@ class Scorer:
             if line:
                 self.warn(f"{name}: {line}")
         return result
+
+    def score_raw(self, gold: Any, run: Any, *, metrics: Any, level: str | None = None,
+                  warn: bool = True) -> EvaluationResult:
+        """``metrics`` with raw-ranking rows among them: the final rows scored as :meth:`score` scores them, the raw
+        rows on the run's ``raw_topk`` lists (:mod:`rankgate.scoring.raw`), in one result. A run with no raw list
+        is an input error naming the file and the field; one with raw lists on some records only is said once."""
+        from rankgate.scoring.raw import coverage, metric_names, raw_metrics, require_raw, with_raw
+
+        final, raws = raw_metrics(metric_names(metrics))
+        # the final rows (or, for raw rows alone, the run as scored: its inputs, hashes and facts)
+        frame = self.score(gold, run, metrics=final or raws, level=level, warn=warn)
+        g, r = self.load(gold, run)
+        raw = require_raw(r, "the raw-ranking rows (" + ", ".join(f"{m} (raw)" for m in raws) + ")")
+        cover = coverage(r)
+        if cover.partial:
+            self.warn(f"{r.source}: {cover.notice()}")
+        raw_result = self.score(g, raw, metrics=raws, level=level, warn=False)
+        return with_raw(frame if final else None, raw_result, cover, base=frame)
 
     def sweep_kwargs(self) -> dict[str, Any]:
         """The scoring as :func:`rankgate.stats.sweep.k_sweep` passes it on to :func:`rankgate.evaluate`."""
@@ -234,6 +261,20 @@ def scoring_with(scoring: Scoring, given: Mapping[str, Any], caller: str) -> Sco
 
 STATISTICS = Param("statistics", Statistics, None, help="the bootstrap's seed, resamples and confidence")
 _KS = Param("ks", Shape("cutoffs: a string such as '1,3,5,10' or a list of integers", _cutoffs), "1,3,5,10,20")
+#: Which ranking of the run evaluate and compare score (:mod:`rankgate.metrics.rankings`): the final list
+#: (``topk``), the raw candidates (``raw_topk``, rows named ``<metric> (raw)``), or both.
+RANKING = Param("ranking", str, "final", choices=("final", "raw", "both"),
+                help="the ranking scored: final (topk), raw (the raw candidates, raw_topk) or both")
+
+
+def ranked(scoring: Scoring, ranking: str) -> list[str] | None:
+    """The metrics to score for ``ranking`` (None for the final list: the scoring's own)."""
+    if ranking == "final":
+        return None
+    from rankgate.metrics.rankings import ranked_metrics
+    from rankgate.scoring.raw import metric_names
+
+    return ranked_metrics(metric_names(scoring.metrics), ranking)
 
 
 @dataclass(frozen=True)
@@ -264,9 +305,13 @@ class EvaluateRequest:
     metrics: str | Sequence[str] | None = None
     k: int | None = None
     level: str | None = None
+    ranking: str = "final"
 
     def __post_init__(self) -> None:
         # Every field but the inputs checked here (a UsageError naming it); ``by`` as a tuple of names.
+        object.__setattr__(self, "ranking", check(RANKING, self.ranking, caller="EvaluateRequest"))
+        if self.ranking != "final" and self.enforce_as_of:
+            raise UsageError(f"{F.enforce_as_of} scores the final list; give it without {F.ranking} {self.ranking}")
         def put(attr: str, value: Any) -> None:
             object.__setattr__(self, attr, value)
 
@@ -296,7 +341,8 @@ class EvaluateRequest:
     @property
     def reads_twice(self) -> bool:
         """Whether the inputs are read more than once (a pipe is then loaded first)."""
-        return bool(self.sweep or self.enforce_as_of or self.routing or self.entity_linking or self.judged)
+        return bool(self.sweep or self.enforce_as_of or self.routing or self.entity_linking or self.judged
+                    or self.ranking != "final")
 
 
 @dataclass(frozen=True)
@@ -314,6 +360,8 @@ class Evaluation:
     freshness: FreshnessWhatIf | None = None
     bounds: Bounds | None = None
     warnings: tuple[str, ...] = ()
+    cost: CostSummary | None = None  # cost per query, when the run logs a cost object (cost_of)
+    resources: ResourceSummary | None = None  # cpu_ms / memory_mb percentiles, when the run logs them (never gated)
 
     @property
     def confidence(self) -> float:
@@ -324,6 +372,7 @@ class Evaluation:
         freshness, bounds (those computed). :mod:`rankgate.render.sections` declares how each kind is
         written (its ``summary.json`` data, markdown, terminal, HTML) and in which order."""
         parts = {"segments": self.segments, "sweep": self.sweep, **self.components, "latency": self.latency,
+                 "cost": self.cost, "resources": self.resources,
                  "freshness": self.freshness, "bounds": self.bounds}
         return {kind: part for kind, part in parts.items() if part is not None}
 
@@ -353,20 +402,23 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
         freshness = freshness_of(scorer, stats, gold, run, req.by)
         result = freshness.enforced
     else:
-        result = scorer.score(gold, run, warn=False)  # a renderer says when no id matches, with the numbers
-    cis = None
+        # (a renderer says when no id matches, with the numbers); --ranking raw|both: the raw rows too
+        result = scorer.score(gold, run, metrics=ranked(req.scoring, req.ranking), warn=False)
+    cis = cost = None
     if stats.resamples:
         from concurrent.futures import ThreadPoolExecutor
 
-        from rankgate.stats.bootstrap import metric_cis
-
         with progress.stage(intervals_stage(stats)), ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(metric_cis, result, statistics=stats)
+            pending = pool.submit(intervals_of, result, stats)
             if meanwhile is not None:
                 meanwhile(result)
-            cis = pending.result()
-    elif meanwhile is not None:
-        meanwhile(result)
+            # (the cost summary's other parts while the intervals are drawn; its means over all queries are theirs)
+            cost = cost_of(result, req.by, stats, lambda: pending.result()[1] or {})
+            cis = pending.result()[0]
+    else:
+        if meanwhile is not None:
+            meanwhile(result)
+        cost = cost_of(result, req.by, stats)
     segments = sweep = latency = bounds = None
     if req.by:
         from rankgate.stats.segments import segment_summary
@@ -383,8 +435,45 @@ def run_evaluation(req: EvaluateRequest, *, on_warning: Warn | None = None,
         from rankgate.stats.sweep import k_sweep
 
         with progress.stage(f"k-sweep of {req.sweep}"):
-            sweep = k_sweep(gold, run, req.sweep, req.ks, evaluate_kwargs=scorer.sweep_kwargs())
+            sweep = k_sweep(gold, run, req.sweep, req.ks, evaluate_kwargs=scorer.sweep_kwargs(), by=req.by or None)
     if req.judged:
         bounds = judged_bounds(scorer, stats, gold, run, req.judged, req.calibration)
     return Evaluation(req, result, cis, segments, sweep, latency, components, freshness, bounds,
-                      tuple(scorer.warnings))
+                      tuple(scorer.warnings), cost=cost,
+                      resources=resources_of(result, req.by, stats))
+
+
+def resources_of(result: EvaluationResult, by: Sequence[str], stats: Statistics) -> ResourceSummary | None:
+    """The run's process samples per query (``cpu_ms``, ``memory_mb``: percentiles with intervals, per segment
+    of ``by``, :mod:`rankgate.experiments.resources`), or None when the run logs neither."""
+    if not result.info.get("resources"):
+        return None
+    from rankgate.experiments.resources import resource_summary
+
+    return resource_summary(result, by=list(by), statistics=stats)
+
+
+def intervals_of(result: EvaluationResult, stats: Statistics) -> tuple[dict[str, tuple[float, float]],
+                                                                       dict[str, tuple[float, float]] | None]:
+    """Every metric's interval (:func:`~rankgate.stats.bootstrap.metric_cis`) and, when the run logs a cost, the
+    cost summary's intervals over all queries, drawn in the same pass (:func:`cost_of`'s ``overall``; else None)."""
+    if not result.info.get("cost"):
+        from rankgate.stats.bootstrap import metric_cis
+
+        return metric_cis(result, statistics=stats), None
+    from rankgate.experiments.cost import metric_and_cost_cis
+
+    return metric_and_cost_cis(result, statistics=stats)
+
+
+def cost_of(result: EvaluationResult, by: Sequence[str], stats: Statistics,
+            overall: Callable[[], Mapping[str, tuple[float, float]]] | None = None) -> CostSummary | None:
+    """Cost per query (mean and p95 of each key of the run's ``cost`` objects, with intervals, per segment of
+    ``by``: :mod:`rankgate.experiments.cost`), or None when the run logs no cost. ``overall``: gives its
+    intervals over all queries as :func:`intervals_of` drew them (asked for last: they may be being drawn)."""
+    if not result.info.get("cost"):
+        return None
+    from rankgate.experiments.cost import cost_summary
+
+    with progress.stage("cost per query"):
+        return cost_summary(result, by=list(by), statistics=stats, overall=overall)

@@ -63,7 +63,12 @@ def _baseline_values(gold_path: str, path: str, gold: Any, config: Any) -> tuple
     def scored(run_path: str) -> Any:
         from rankgate.gating.config import evaluate_options
         from rankgate.scoring.engine import evaluate
+        from rankgate.scoring.raw import asks_raw
 
+        if asks_raw(list(config.metrics)):  # a gate on the raw candidates: their rows scored beside the final ones
+            from rankgate.flows.gate import scorer_of
+
+            return scorer_of(config).score(gold_path, run_path)
         return evaluate(gold_path, run_path, list(config.metrics), **evaluate_options(config))
 
     found: Any = summary_or_run(path, scored)

@@ -112,6 +112,8 @@ def run_relevance(req: RelevanceRequest) -> RelevanceResult:
     items = _items(queue)
     with _open(req.judge) as judge:
         judge.check_reachable()
+        priced = req.price_in is not None or req.price_out is not None
+        estimate = judge.plan("context_relevance", items, repeats=req.repeats) if priced else None
         out = judge.run("context_relevance", items, repeats=req.repeats)
         identity, stats = judge.identity(), dict(judge.stats)
         warning = budget_warning(judge, "rankgate judge relevance")
@@ -140,6 +142,9 @@ def run_relevance(req: RelevanceRequest) -> RelevanceResult:
     if req.price_in is not None or req.price_out is not None:  # from the usage the server reported
         meta["cost"] = round((stats["prompt_tokens"] * (req.price_in or 0.0)
                               + stats["completion_tokens"] * (req.price_out or 0.0)) / 1e6, 6)
+        from rankgate.flows._common import judge_spend
+
+        meta["spend"] = judge_spend(stats, estimate, req.price_in, req.price_out)  # (beside the dry run's estimate)
     return RelevanceResult(tuple(rows), meta, variance, (warning,) if warning else ())
 
 

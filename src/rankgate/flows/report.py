@@ -64,29 +64,18 @@ def judged_k(depth: int) -> int:
 
 
 def raw_run(run: Run) -> Run | None:
-    """The raw candidate lists (``raw_topk`` beside ``topk``) as a run of their own, or None."""
-    col = run.fields.get("raw_topk")
-    if not col or not any(col):
-        return None
-    from rankgate.io import load_run
+    """The raw candidate lists (``raw_topk`` beside ``topk``) as a run of their own, or None
+    (:func:`rankgate.scoring.raw.raw_run`, which evaluate, compare and the gate share)."""
+    from rankgate.scoring.raw import raw_run as of_run
 
-    records = [{"query_id": q, "topk": v} for q, v in zip(run.query_ids, col) if v]
-    return load_run(records, label=f"{run.source} (raw_topk)")
+    return of_run(run)
 
 
 def k_raw(run: Run, raw: Run) -> int:
-    """The raw list's cutoff: the most common ``k_raw`` of the records with a raw list, else its depth."""
-    from collections import Counter
+    """The raw list's cutoff (:func:`rankgate.scoring.raw.k_raw`)."""
+    from rankgate.scoring.raw import k_raw as cutoff
 
-    from rankgate._util.arrow import code_counts
-
-    col = run.fields.get("k_raw") or []
-    raws = run.fields.get("raw_topk") or []
-    values = [v for v, r in zip(col, raws) if r and isinstance(v, int) and not isinstance(v, bool) and v > 0]
-    if values:
-        counts = Counter(values)
-        return max(counts, key=lambda v: (counts[v], v))
-    return int(code_counts(raw.r_query, len(raw.query_ids)).max())
+    return cutoff(run, raw)
 
 
 @dataclass(frozen=True)
@@ -244,6 +233,7 @@ class StageScores:
     k_raw: int = 0
     queries: int = 0
     rows: tuple[tuple[str, float, float], ...] = ()
+    change: Any = None  # the paired comparison final − raw on those queries (rankgate.stats.paired.Comparison)
 
 
 @dataclass(frozen=True)
@@ -464,7 +454,7 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, scorer: Scorer) 
     the panel and the k-sweep; the segments. The run's :class:`~rankgate.flows.evaluate.Evaluation` (its
     experiments and judged bounds added by :func:`run_report`) and what the page shows of it."""
     from rankgate._util.arrow import code_counts
-    from rankgate.flows.evaluate import EvaluateRequest, Evaluation, intervals_stage
+    from rankgate.flows.evaluate import EvaluateRequest, Evaluation, cost_of, intervals_stage, resources_of
     from rankgate.metrics.display import fmt_sig
     from rankgate.stats.bootstrap import metric_cis
     from rankgate.stats.sweep import sweep_specs
@@ -502,7 +492,8 @@ def evaluate_main(inputs: Inputs, req: ReportRequest, cfg: Any, scorer: Scorer) 
     asked = EvaluateRequest(req.gold, req.run, req.scoring, req.statistics, by=tuple(fields or ()),
                             enforce_as_of=req.enforce_as_of, routing=req.routing, entity_linking=req.entity_linking,
                             judged=req.judged, calibration=req.calibration, latency=False)
-    return (Evaluation(asked, result, cis=cis, segments=segments),
+    return (Evaluation(asked, result, cis=cis, segments=segments, cost=cost_of(result, fields or (), req.statistics),
+                       resources=resources_of(result, fields or (), req.statistics)),
             Shown(depth, ks, tuple(panel), tuple(gated), fe, None if fields is None else tuple(fields),
                   tuple(seg_metrics)))
 
@@ -582,8 +573,14 @@ def score_stages(inputs: Inputs, req: ReportRequest, scorer: Scorer) -> StageSco
     have = set(raw.query_ids)
     mask = np.asarray([q in have for q in raw_result.query_ids], dtype=bool)
     rs, fs = raw_result.subset(mask), fin.subset(mask)
+    from rankgate.stats.paired import compare
+
+    # final − raw on the same queries: paired intervals and tests, Holm across the stage rows
+    with progress.stage("stages: final list against the raw candidates"):
+        change = compare(rs, fs, metrics=stage_metrics, statistics=req.statistics,
+                         baseline_label="raw candidates", candidate_label="final list")
     return StageScores(raw, raw_result, kr, int(mask.sum()),
-                       tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics))
+                       tuple((m, rs.summary(m).mean, fs.summary(m).mean) for m in stage_metrics), change)
 
 
 def _doc_level(inputs: Inputs, result: EvaluationResult, shown: Shown, req: ReportRequest,

@@ -62,6 +62,7 @@ class TracesRequest:
     def __post_init__(self) -> None:
         from rankgate._util.constraints import BY, FILE, NAMES, PATHS, TEXT, check, check_fields, typed
         from rankgate.errors import F, UsageError
+        from rankgate.traces.model import current_field
         from rankgate.traces.signals import SEGMENT_FIELDS, parse_signals, parse_window
 
         # the types here (a UsageError naming the field; one path is one export, not its letters)
@@ -72,6 +73,7 @@ class TracesRequest:
         check(typed(NAMES, optional=True), self.signals, caller="TracesRequest", name="signals")
         _check_trace_fields(self)
         object.__setattr__(self, "signals", parse_signals(self.signals))
+        object.__setattr__(self, "by", tuple(current_field(f, "segments") for f in self.by))  # (session: old name)
         for f in self.by:
             if f not in SEGMENT_FIELDS:
                 raise UsageError(f"{F.by} {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")

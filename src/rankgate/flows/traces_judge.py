@@ -52,6 +52,7 @@ class TracesJudgeRequest:
         from rankgate._util.constraints import (CONFIDENCE, FILE, PATHS, SEED, TEXT, check, check_fields, typed)
         from rankgate.errors import F, UsageError
         from rankgate.traces.judge import JUDGE_TASKS
+        from rankgate.traces.model import current_field
         from rankgate.traces.recalibrate import STRATIFY_FIELDS
         from rankgate.traces.signals import parse_window
 
@@ -80,6 +81,7 @@ class TracesJudgeRequest:
         for t in self.tasks:
             if t not in JUDGE_TASKS:
                 raise UsageError(f"{F.tasks}: {t!r} is not a task of the traces judge; tasks: {', '.join(JUDGE_TASKS)}")
+        object.__setattr__(self, "stratify", tuple(dict.fromkeys(current_field(f, "stratify") for f in self.stratify)))
         for f in self.stratify:
             if f not in STRATIFY_FIELDS:
                 raise UsageError(f"{F.stratify}: cannot stratify production requests by {f!r}; fields: "

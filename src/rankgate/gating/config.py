@@ -15,6 +15,9 @@
         label: answers found in the top 5   # optional wording for the PR comment
         owner: search-team            # optional: who answers for this gate (shown by 'rankgate gold validate')
         not_applicable: warning       # the metric applies to no query: warn (default) or error (blocks)
+      - metric: recall@50
+        ranking: raw                  # final (topk, the default) | raw (raw_topk: the candidates before reranking)
+        threshold: 0.9                # the row 'recall@50 (raw)'
       - metric: faithfulness          # a judge metric (layer two) ...
         threshold: 0.8
         calibration: judge-support.json   # ... needs the judge's calibration file (rankgate judge calibrate),
@@ -30,6 +33,11 @@
         median_ms: 60                 # ceilings on percentiles: median_ms, p90_ms, p95_ms, p99_ms
         regression_max_ms: 10         # may not grow more than 10 ms over the baseline run (paired CI excludes 0)
         on: ci_lower                  # ci_lower (default: clearly over budget) | estimate | ci_upper (strict)
+    cost:                             # optional: cost gates on the run's per-query cost object (docs/gating.md)
+      - key: usd                      # a key the run logs: usd, tokens_in, tokens_out, embed_ms, rerank_ms …
+        mean_max: 0.002               # ceilings per query: mean_max, p95_max (in the key's unit)
+        regression_max: 0.0005        # may not grow more than this over the baseline run (paired CI excludes 0)
+        owner: platform-team          # shown where the gate fails
     judge: {min_calibration_items: 100, min_agreement: 0.8, max_age_days: 90}   # what a judge metric's calibration
                                       # must show; it must also name the judge in use and be younger than max_age_days
 
@@ -67,14 +75,15 @@ __all__ = ["READERS", "ConfigInput", "Gate", "GateConfig", "as_config", "config_
 #: imports none of them (the way diagnosis.RULES lists its rules in one place).
 READERS: dict[str, str] = {
     "latency": "rankgate.experiments.latency:read_latency_gates",  # the 'latency:' list (ceilings in ms)
+    "cost": "rankgate.experiments.cost:read_cost_gates",  # the 'cost:' list (ceilings per query: usd, tokens, ms)
     "calibration": "rankgate.stats.pooling:read_calibration",  # a judge metric's calibration file
     "monitors": "rankgate.traces.monitors:parse_monitors",  # the trace monitors file (rankgate traces check)
     "monitors file": "rankgate.traces.monitors:load_monitors",
 }
 
-TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency", "judge")
+TOP_KEYS = ("gates", "defaults", "evaluate", "max_stale_labels", "latency", "cost", "judge")
 GATE_KEYS = ("name", "metric", "threshold", "max", "regression_max", "severity", "on", "segments", "min_queries", "label", "owner",
-             "not_applicable", "calibration")
+             "not_applicable", "calibration", "ranking")
 JUDGE_KEYS = ("min_calibration_items", "min_agreement", "max_age_days")
 #: A gate on a judge metric needs a calibration of at least this many human-labelled items …
 MIN_CALIBRATION_ITEMS = 100
@@ -105,11 +114,18 @@ class Gate:
     not_applicable: str = "warning"  # when the metric applies to no query: warning, or error (fails the gate)
     calibration: Mapping[str, Any] | None = field(default=None, compare=False)  # a judge metric's: path, n, agreement, kappa
     metric_from_name: bool = field(default=False, compare=False)  # no metric: given; read from the name
+    critical: tuple[Any, ...] = ()  # chosen segment values with their own limits (CriticalValue, gating/critical.py)
+    # the ranking gated: final (topk) or raw (raw_topk; then ``metric`` is its row name, 'recall@50 (raw)')
+    ranking: str = "final"
 
     @property
     def title(self) -> str:
-        """How the PR comment names the gate's metric: the label, else ``retrieval <metric>``."""
-        return self.label or f"{'answers' if self.calibration else 'retrieval'} {self.metric}"
+        """How the PR comment names the gate's metric: the label, else ``retrieval <metric>`` (``answers <metric>``
+        for a judge metric or an abstention metric, which only ``rankgate answers`` scores)."""
+        from rankgate.metrics.abstention import ABSTENTION_METRICS
+
+        answers = self.calibration or self.metric.split("@", 1)[0] in ABSTENTION_METRICS
+        return self.label or f"{'answers' if answers else 'retrieval'} {self.metric}"
 
 
 @dataclass(frozen=True)
@@ -123,6 +139,7 @@ class GateConfig:
     max_stale_labels: int | None = None  # a count of stale labels ('rankgate gold stale')
     max_stale_share: float | None = None  # or a share of all labels
     latency: tuple[Any, ...] = ()  # LatencyGate values (rankgate.experiments.latency), from the 'latency:' list
+    cost: tuple[Any, ...] = ()  # CostGate values (rankgate.experiments.cost), from the 'cost:' list
     stale_owner: str | None = None  # who answers for the stale-label limit (shown when it fails)
     stale_severity: str = "error"  # error: the gate fails above the limit; warning: it only says so
 
@@ -133,11 +150,25 @@ class GateConfig:
 
     @property
     def segment_fields(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(f for g in self.gates for f in g.segments))
+        return tuple(dict.fromkeys(f for g in self.gates for f in (*g.segments, *(c.field for c in g.critical))))
 
 
 NAME_SHAPE_TEXT = "retrieval_<metric>[_at_<k>]"
 _NAME_SHAPE = re.compile(r"^retrieval_(?P<metric>[a-z][a-z0-9_]*?)(?:_at_(?P<k>[0-9]+))?$")
+
+
+def _ranking(r: ConfigReader, g: Mapping[str, Any], at: str) -> str:
+    """A quality gate's ``ranking:``: ``final`` (the run's ``topk``, the default) or ``raw`` (its ``raw_topk``,
+    the candidates before reranking). A judge metric (``calibration:``) reads answers, not a ranking."""
+    from rankgate.metrics.rankings import FINAL, RANKINGS
+
+    if "ranking" not in g:
+        return FINAL
+    ranking = r.choice(g["ranking"], f"{at}.ranking", RANKINGS)
+    if ranking != FINAL and "calibration" in g:
+        raise r.fail(f"{at}.ranking", g["ranking"].line, "applies to retrieval metrics; a judge metric reads the answers",
+                     "drop ranking: from this gate")
+    return ranking
 
 
 def _metric_of_name(r: ConfigReader, name: str, key: str, line: int | None) -> str:
@@ -196,6 +227,7 @@ def clock() -> Any:
 
 def _build(root: ConfigItem, path: str, now: Any = None) -> GateConfig:
     from rankgate.metrics import metric_info, parse_metric
+    from rankgate.metrics.rankings import ranked_name, split_ranked
     from rankgate.metrics.spec import MAX_K
     from rankgate.stats.bootstrap import MAX_RESAMPLES
 
@@ -248,6 +280,8 @@ def _build(root: ConfigItem, path: str, now: Any = None) -> GateConfig:
                 metric = str(parse_metric(spec))
             except RankgateError as exc:
                 raise r.fail(f"{at}.metric", g["metric"].line, str(exc)) from None
+        ranking = _ranking(r, g, at)
+        metric = ranked_name(metric, ranking)  # a raw gate's row: 'recall@50 (raw)' (rankgate.metrics.rankings)
         info = metric_info(metric)  # the metric's own declaration: unit, direction, bounds
         share = info.is_share
         name = r.text(g["name"], f"{at}.name") if "name" in g else metric
@@ -288,7 +322,12 @@ def _build(root: ConfigItem, path: str, now: Any = None) -> GateConfig:
             raise r.fail(f"{at}.on", g["on"].line, "ci_upper goes with max (a ceiling)",
                          "a floor (threshold) is checked against the lower bound: write on: ci_lower")
         segments: tuple[str, ...] = ()
-        if "segments" in g:
+        critical: tuple[Any, ...] = ()
+        if "segments" in g and isinstance(g["segments"].value, dict):  # chosen values, their own limits
+            from rankgate.gating.critical import read_segments
+
+            segments, critical = read_segments(r, g["segments"], f"{at}.segments", metric, values, on)
+        elif "segments" in g:
             s = g["segments"]
             raw = [s] if isinstance(s.value, str) or s.written is not None else s.value
             if not isinstance(raw, list) or not all(isinstance(x, (str, ConfigItem)) for x in raw):
@@ -301,10 +340,11 @@ def _build(root: ConfigItem, path: str, now: Any = None) -> GateConfig:
         owner = r.text(g["owner"], f"{at}.owner") if "owner" in g else None
         not_applicable = (r.choice(g["not_applicable"], f"{at}.not_applicable", SEVERITIES)
                           if "not_applicable" in g else "warning")
-        calibration = _calibration(r, g, at, metric, item.line, min_items, min_agreement, max_age, now)
+        # (the metric itself: a raw gate's row name is no spec, and a judge metric is never raw)
+        calibration = _calibration(r, g, at, split_ranked(metric)[0], item.line, min_items, min_agreement, max_age, now)
         gates.append(Gate(name, metric, values["threshold"], values["max"], values["regression_max"], severity, on,
                           segments, min_queries, label, lines, owner=owner, not_applicable=not_applicable,
-                          calibration=calibration, metric_from_name=from_name))
+                          calibration=calibration, metric_from_name=from_name, critical=critical, ranking=ranking))
 
     seed, resamples, confidence = 0, 2000, 0.95
     if "defaults" in top:
@@ -344,8 +384,9 @@ def _build(root: ConfigItem, path: str, now: Any = None) -> GateConfig:
                 stale_severity = r.choice(m["severity"], "max_stale_labels.severity", SEVERITIES)
         stale_count, stale_share = _stale_limit(r, item)
     latency = _reader("latency")(r, top["latency"], set(names)) if "latency" in top else ()
+    cost = _reader("cost")(r, top["cost"], {*names, *(g.name for g in latency)}) if "cost" in top else ()
     return GateConfig(tuple(gates), seed, resamples, confidence, evaluate, path, stale_count, stale_share,
-                      latency=latency, stale_owner=stale_owner, stale_severity=stale_severity)
+                      latency=latency, stale_owner=stale_owner, stale_severity=stale_severity, cost=cost)
 
 
 def _calibration(r: ConfigReader, g: Mapping[str, ConfigItem], at: str, metric: str, line: int | None, min_items: int,

@@ -32,6 +32,7 @@ mean was summed.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -48,6 +49,7 @@ from rankgate.errors import ConfigError, UsageError
 from rankgate.metrics.display import fmt_confidence, fmt_share
 from rankgate.metrics.info import higher_is_better
 from rankgate.gating.config import Gate, GateConfig, config_from_dict, load_config, parse_config
+from rankgate.gating.critical import critical_checks, gate_status
 from rankgate.model.results import EvaluationResult, run_label
 from rankgate.stats.segments import SegmentSummary, display_field, field_key, segment_summary
 from rankgate.stats.bootstrap import metric_cis
@@ -101,6 +103,7 @@ class Check:
     baseline: float = NAN
     note: str = ""
     verdict: str = ""  # a regression against per-query values: the change's verdict (rankgate.stats.verdict)
+    critical: Mapping[str, Any] | None = None  # a chosen value's check: its limits, on, severity, owner, warning
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,8 @@ class GateOutcome:
     stale: StaleCheck | None = None  # max_stale_labels of the ship criteria, when set
     tie_rules: tuple[str | None, str | None] = (None, None)  # ranking rule of (baseline, candidate), when known
     holm_families: tuple[tuple[str | None, int], ...] = ()  # the paired comparison's (field or None, size) families
+    cost: tuple[Any, ...] = ()  # CostGateResult of each cost gate (rankgate.experiments.cost)
+    resampling: Mapping[str, Any] | None = None  # conversations resampled (stats/clusters.py), when the queries form them
 
     @property
     def ties_differ(self) -> bool:
@@ -222,7 +227,8 @@ class GateOutcome:
             "exit_code": self.exit_code,
             "baseline": {"kind": self.baseline_kind, "label": self.baseline_label, "rule": self.rule},
             "candidate": self.candidate_label,
-            "statistics": {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence},
+            "statistics": {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence,
+                           **({"resampling": dict(self.resampling)} if self.resampling else {})},
             "gates": [
                 {
                     "name": r.gate.name,
@@ -235,9 +241,11 @@ class GateOutcome:
                     "regression_max": r.gate.regression_max,
                     "segments": list(r.gate.segments),
                     "owner": r.gate.owner,
+                    **({"critical_segments": [c.to_dict() for c in r.gate.critical]} if r.gate.critical else {}),
                     **({"metric_from_name": True} if r.gate.metric_from_name else {}),
+                    **({"ranking": r.gate.ranking} if r.gate.ranking != "final" else {}),
                     "status": r.status,
-                    "checks": [{k: nan_to_none(v) for k, v in vars(c).items() if k != "gate" and (k != "verdict" or v)}
+                    "checks": [{k: nan_to_none(v) for k, v in vars(c).items() if k != "gate" and (k not in ("verdict", "critical") or v)}
                                for c in r.checks],
                 }
                 for r in self.results
@@ -255,6 +263,7 @@ class GateOutcome:
                               "differ": self.gold_differs},
             "tie_rules": {"baseline": self.tie_rules[0], "candidate": self.tie_rules[1], "differ": self.ties_differ},
             **({"latency": [r.to_dict() for r in self.latency]} if self.latency else {}),
+            **({"cost": [r.to_dict() for r in self.cost]} if self.cost else {}),
             "stale_labels": None if self.stale is None else self.stale.to_dict(),
             **({"holm_families": [{"rows": "headline" if f is None else f, "size": n} for f, n in self.holm_families]}
                if self.holm_families else {}),
@@ -324,8 +333,16 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
         if paired is not None:
             rule = "paired"
             means_metrics = {g.metric for g in config.gates if g.metric not in paired.metric_names}
-            if means_metrics:  # only those gates lose the paired test
-                notes.append(f"Gates on {', '.join(sorted(means_metrics))} are judged on the change in means, without "
+            # raw-ranking gates whose rows the summary lacks altogether (an evaluate without --ranking): said once
+            no_raw = sorted(g.metric for g in config.gates if g.ranking != "final" and g.metric not in baseline.metrics)
+            if no_raw:
+                notes.append(f"The baseline summary has no {', '.join(no_raw)} (the raw candidates' values), so "
+                             f"{'that gate checks' if len(no_raw) == 1 else 'those gates check'} no regression: write "
+                             "the baseline's summary with rankgate evaluate --ranking both (its run needs raw_topk), or "
+                             "gate against the baseline run.")
+            if set(means_metrics) - set(no_raw):  # only those gates lose the paired test
+                notes.append(f"Gates on {', '.join(sorted(set(means_metrics) - set(no_raw)))} are judged on the change "
+                             "in means, without "
                              f"a paired confidence interval: the baseline summary {why[3:]}.")
         else:
             rule = "means"
@@ -355,13 +372,15 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
         by_means = rule == "means" or g.metric in means_metrics
         means_only = baseline if by_means else None
         checks = _checks_for(g, config, current, cis, segs, fields, None if by_means else cmp, means_only)
-        failed = any(c.status == "fail" for c in checks)
-        status = ("fail" if g.severity == "error" else "warn") if failed else (
-            "warn" if any(c.status == "warn" for c in checks) else "pass")
-        results.append(GateResult(g, status, tuple(checks)))
+        if g.critical:  # chosen segment values, each by the same checks with its own limits (gating/critical.py)
+            checks += critical_checks(g, config, segs, fields, functools.partial(
+                _checks_for_one, config=config, current=current, cis=cis, fields=fields,
+                cmp=None if by_means else cmp, summary=means_only))
+        results.append(GateResult(g, gate_status(g, checks), tuple(checks)))
     latency = _latency_results(config, current, baseline)
+    cost = _cost_results(config, current, baseline)
     freshness = stale_check(config, stale)
-    passed = (not any(r.status == "fail" for r in (*results, *latency))
+    passed = (not any(r.status == "fail" for r in (*results, *latency, *cost))
               and not (freshness is not None and freshness.status == "fail"))
     primary = _primary_metric(config, results)
     summary = _summary(current, config.metrics, cis, segs)
@@ -384,7 +403,34 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
     return GateOutcome(passed, tuple(results), kind, blabel, clabel, seed, B, conf,
                        summary, movers, listed, qkind, tuple(notes), counts, rule, texts, versions, latency,
                        freshness, (ties_of(baseline) if baseline is not None else None, ties_of(current)),
-                       cmp.holm_families if cmp is not None else ())
+                       cmp.holm_families if cmp is not None else (), cost,
+                       resampling=_resampling_of(current, config.metrics))
+
+
+def _resampling_of(current: EvaluationResult, metrics: Any) -> dict[str, Any] | None:
+    """What the candidate's intervals resample when its queries form conversations (None: queries)."""
+    from rankgate.stats.clusters import resampling
+
+    found = resampling(current, list(metrics))
+    return None if found is None else found.to_dict()
+
+
+def _cost_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
+    """The cost gates of ``config`` (none: no work), decided on their intervals."""
+    if not getattr(config, "cost", ()):
+        return ()
+    from rankgate.experiments.cost import decide_cost
+
+    for i, g in enumerate(config.cost):
+        for name in g.segments:
+            try:
+                field_key(current, name)
+            except UsageError as exc:
+                raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"),
+                                  field=f"cost[{i}].segments") from None
+    return decide_cost(config.cost, current, baseline if isinstance(baseline, EvaluationResult) else None,
+                       seed=config.seed, resamples=config.resamples, confidence=config.confidence,
+                       baseline_summary=isinstance(baseline, BaselineSummary))
 
 
 def _latency_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
@@ -409,9 +455,11 @@ def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:
     try:
         return field_key(current, name)
     except UsageError as exc:
-        g = next(g for g in config.gates if name in g.segments)
+        g = next(g for g in config.gates if name in g.segments or any(c.field == name for c in g.critical))
         i = config.gates.index(g)
-        raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"), field=f"gates[{i}].segments") from None
+        chosen = next((c for c in g.critical if c.field == name and name not in g.segments), None)
+        line = g.lines.get("segments") if chosen is None else chosen.line
+        raise ConfigError(str(exc), path=config.path, line=line, field=f"gates[{i}].segments") from None
 
 
 def _scopes(g: Gate, fields: Mapping[str, str], segs: SegmentSummary | None):
@@ -423,6 +471,12 @@ def _scopes(g: Gate, fields: Mapping[str, str], segs: SegmentSummary | None):
         for label in segs.sizes(key):  # (labels in order; a look-up each, not a pass over every row)
             if segs.get(key, label, g.metric) is not None:
                 yield key, label
+
+
+def _checks_for_one(g: Gate, one: Any, *, config: GateConfig, current: EvaluationResult, cis, fields, cmp,
+                    summary) -> list[Check]:
+    """:func:`_checks_for` over the segments ``one`` holds (a chosen value's, gating/critical.py)."""
+    return _checks_for(g, config, current, cis, one, fields, cmp, summary)
 
 
 def _checks_for(g: Gate, config: GateConfig, current: EvaluationResult, cis, segs, fields, cmp, summary) -> list[Check]:
@@ -501,6 +555,10 @@ def _regression(g: Gate, base: Check, hib: bool, small: bool, cmp: Comparison | 
         st = summary.lookup(g.metric, base.field, base.segment)
         if st is None or math.isnan(st.mean):
             where = "" if base.field is None else f" for {display_field(base.field)} = {base.segment}"
+            if g.ranking != "final" and g.metric not in summary.metrics:  # (rankgate.metrics.rankings)
+                return _with(c, status="skipped", note=(
+                    f"the baseline summary has no {g.metric}, the raw candidates' value: write it with rankgate "
+                    "evaluate --ranking both (on a baseline run with raw_topk), or gate against the baseline run"))
             return _with(c, status="skipped", note=f"the baseline summary has no {g.metric}{where}")
         if math.isnan(base.mean):
             return _with(c, status=_not_applicable(g, base.field), note=NOT_APPLICABLE)

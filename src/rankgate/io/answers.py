@@ -12,6 +12,9 @@ One record per query. Canonical fields (``answers.jsonl``, rankgate's own shape)
 ``context_ids`` optional ids of the contexts, in the same order (when ``contexts`` holds texts)
 ``citations``   optional ids the answer cites
 ``reference``   optional reference (expected) answer
+``refused``     optional ``true``/``false``: the system's own word that it refused (abstained). ``true``
+                makes the answer a refusal whatever it also states; otherwise an answer is a refusal
+                when it makes no statement (docs/answers.md, "Abstention")
 
 Presets read what the RAG tools write, with no conversion code (``--answers-format``):
 
@@ -58,15 +61,16 @@ __all__ = ["ANSWER_FIELDS", "ANSWER_FORMATS", "AnswerRecord", "Answers", "Contex
 PRESETS: dict[str, dict[str, tuple[str, ...]]] = {
     "rankgate": {"query_id": ID_KEYS, "question": ("question", "query"), "answer": ("answer",),
                  "contexts": ("contexts",), "context_ids": ("context_ids",), "citations": ("citations",),
-                 "reference": ("reference",)},
+                 "reference": ("reference",), "refused": ("refused",)},
     "ragas": {"query_id": ID_KEYS, "question": ("user_input",), "answer": ("response",),
               "contexts": ("retrieved_contexts",), "context_ids": ("retrieved_context_ids",), "citations": (),
-              "reference": ("reference",)},
+              "reference": ("reference",), "refused": ("refused",)},
     "ragas_legacy": {"query_id": ID_KEYS, "question": ("question",), "answer": ("answer",), "contexts": ("contexts",),
-                     "context_ids": (), "citations": (), "reference": ("ground_truth", "ground_truths")},
+                     "context_ids": (), "citations": (), "reference": ("ground_truth", "ground_truths"),
+                     "refused": ("refused",)},
     "deepeval": {"query_id": (*ID_KEYS, "name"), "question": ("input",), "answer": ("actual_output",),
                  "contexts": ("retrieval_context",), "context_ids": (), "citations": (),
-                 "reference": ("expected_output",)},
+                 "reference": ("expected_output",), "refused": ("refused",)},
 }
 _LABELS = {"rankgate": "rankgate answers", "ragas": "RAGAS", "ragas_legacy": "RAGAS (legacy columns)",
            "deepeval": "DeepEval"}
@@ -92,6 +96,7 @@ class AnswerRecord:
     citations: tuple[str, ...] = ()
     reference: str | None = None
     line: int | None = None  # line (text files) or row (tables) it came from
+    refused: bool | None = None  # the record's own refused: true/false; None when it does not say
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,23 @@ def _string(recs: Records, rec: Record, value: Any, field: str, *, required: boo
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise fail(recs.path, rec, f"must be a string; got {json.dumps(value, default=str)[:60]}", field=field)
     return str(value)
+
+
+_CELL_BOOLEANS = {"true": True, "false": False, "": None}
+
+
+def _refused(recs: Records, rec: Record, value: Any) -> bool | None:
+    """``refused``: true, false, or absent/null (the record does not say). A table cell (CSV) holds text, so
+    there ``true``/``false`` (any case) or an empty cell; anything else is an input error naming the line."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # a numpy/Arrow scalar of a Parquet column
+        value = value.item()
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and recs.container == "csv" and value.strip().lower() in _CELL_BOOLEANS:
+        return _CELL_BOOLEANS[value.strip().lower()]
+    raise fail(recs.path, rec, f"must be true or false; got {json.dumps(value, default=str)[:60]}", field="refused",
+               hint="refused: true marks the answer as the system's refusal (it wins over any statement it makes); "
+                    "leave the field out when the system does not say")
 
 
 def _raw_list(recs: Records, rec: Record, value: Any, field: str, shape: ToolShape) -> list[Any] | None:
@@ -337,6 +359,8 @@ def read_answers(path: str, *, format: str = "auto", columns: Mapping[str, str] 
         contexts = _contexts(recs, rec, raw, cids, texts)
         cites = _raw_list(recs, rec, get["citations"](d), "citations", shape) if "citations" in get else None
         reference = _string(recs, rec, get["reference"](d), "reference", required=False) if "reference" in get else None
+        refused = _refused(recs, rec, get["refused"](d)) if "refused" in get else None
         out.append(AnswerRecord(qid, question, answer or "", contexts, tuple(str(c) for c in cites or ()),
-                                reference if reference and reference.strip() else None, rec.line or rec.row))
+                                reference if reference and reference.strip() else None, rec.line or rec.row,
+                                refused))
     return Answers(path, tuple(out), fmt)

@@ -223,7 +223,8 @@ def read_table_gold(records: Records, columns: Mapping[str, str] | None = None, 
 # query is kept, as a JSONL line's other scalar fields are (a segment, ``by=``), and one whose values
 # differ within a query is about the rows (a chunk's text, a doc id beside the chunk id) and is left out.
 _ONE_PER_QUERY = frozenset({"k", "no_answer", "metadata", "tags", "intent", "segment", "source_of_query", "created",
-                            "corpus_version", "as_of", "expected_answer", "must_not_retrieve", "entities"})
+                            "corpus_version", "as_of", "expected_answer", "must_not_retrieve", "entities",
+                            "conversation_id", "turn", "depends_on_turns"})
 _VARIES = object()  # a column whose values differ within a query
 _QUERY_TEXT = ("query", "question", "text", "input", "query_text")
 

@@ -127,7 +127,7 @@ LIST_SEP_WORDS = {"comma": ",", "semicolon": ";", "pipe": "|", "tab": "\t", "equ
 MAX_LIST_SEP = 16
 # Answers (rankgate answers): presets, and the fields --columns maps (see rankgate.io.answers)
 ANSWER_FORMATS = ("auto", "rankgate", "ragas", "ragas_legacy", "deepeval")
-ANSWER_FIELDS = ("query_id", "question", "answer", "contexts", "context_ids", "citations", "reference")
+ANSWER_FIELDS = ("query_id", "question", "answer", "contexts", "context_ids", "citations", "reference", "refused")
 
 
 def parse_columns(spec: str | None, fields: tuple[str, ...] = COLUMN_FIELDS) -> dict[str, str] | None:

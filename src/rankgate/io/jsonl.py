@@ -42,6 +42,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _HANDLED = frozenset(QUERY_ID_KEYS + RELEVANT_KEYS) | {
     "no_answer", "metadata", "k", "tags", "query", "question", "text", "input", "intent", "segment",
     "source_of_query", "created", "corpus_version", "as_of", "expected_answer", "must_not_retrieve", "entities",
+    "conversation_id", "turn", "depends_on_turns",
 }
 
 
@@ -482,6 +483,7 @@ def gold_query_fields(obj: dict[str, Any], qi: int, no_answer: bool, put: Callab
     for name in ("must_not_retrieve", "entities"):
         if name in obj:
             put(name, qi, _str_list(obj[name], path, lineno, name))
+    conversation_fields(obj, qi, put, path, lineno)
     tags = obj.get("tags")
     if tags is not None:
         if not isinstance(tags, dict) or any(isinstance(v, (dict, list)) for v in tags.values()):
@@ -504,6 +506,20 @@ def gold_query_fields(obj: dict[str, Any], qi: int, no_answer: bool, put: Callab
             put(name, qi, str(value))
 
 
+def conversation_fields(obj: dict[str, Any], qi: int, put: Callable[[str, int, Any], None], path: str,
+                        lineno: int | None) -> None:
+    """A gold line's or run line's ``conversation_id``, ``turn`` and (gold) ``depends_on_turns``, checked
+    (:mod:`rankgate.model.conversations`) and kept through ``put``."""
+    from rankgate.model.conversations import check_conversation_id, check_depends_on_turns, check_turn
+
+    turn = check_turn(obj.get("turn"), path, lineno)
+    for name, value in (("conversation_id", check_conversation_id(obj.get("conversation_id"), path, lineno)),
+                        ("turn", turn),
+                        ("depends_on_turns", check_depends_on_turns(obj.get("depends_on_turns"), turn, path, lineno))):
+        if value is not None:
+            put(name, qi, value)
+
+
 def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
     """Build a :class:`Gold` from (line, object) pairs, validating each field."""
     import numpy as np
@@ -515,6 +531,7 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
     jg: list[int] = []
     notes: list[str | None] = []
     fields: dict[str, list[Any]] = {}
+    query_lines: list[int] = []
 
     def put(name: str, qi: int, value: Any) -> None:
         col = fields.get(name)
@@ -523,6 +540,7 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
         col[qi] = value
 
     for lineno, obj in records:
+        query_lines.append(lineno)
         qid = _query_id(obj, path, lineno)
         if qid in index:
             raise InputError(
@@ -546,6 +564,10 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
         gold_query_fields(obj, qi, no_answer, put, path, lineno)
     if not qids:
         raise InputError("has no queries", path=path, hint="a gold set needs at least one JSON line")
+    if "turn" in fields:
+        from rankgate.model.conversations import check_unique_turns
+
+        check_unique_turns(fields.get("conversation_id") or [], fields["turn"], qids, path, query_lines)
     return Gold(
         query_ids=qids,
         j_query=np.asarray(jq, dtype=np.int64),
@@ -555,6 +577,24 @@ def parse_gold_records(records: Iterable[tuple[int, Any]], path: str) -> Gold:
         notes=notes if any(n is not None for n in notes) else None,
         source=path,
     )
+
+
+def _run_conversation(value: Any, path: str, line: int | None) -> str | None:
+    from rankgate.model.conversations import check_conversation_id
+
+    return check_conversation_id(value, path, line)
+
+
+def _run_turn(value: Any, path: str, line: int | None) -> int | None:
+    from rankgate.model.conversations import check_turn
+
+    return check_turn(value, path, line)
+
+
+# A run line's conversation fields, checked as the gold set's are (model/conversations.py); every other
+# top-level field is kept as given.
+RUN_CONVERSATION_CHECKS: dict[str, Callable[[Any, str, int | None], Any]] = {
+    "conversation_id": _run_conversation, "turn": _run_turn}
 
 
 def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
@@ -655,6 +695,8 @@ def parse_run_records(records: Iterable[tuple[int, Any]], path: str) -> Run:
             if column is None:
                 column = fields[name] = [None] * len(qids)
             column[qi] = plain(value)  # (in-memory data: a numpy scalar as its Python value)
+            if name in RUN_CONVERSATION_CHECKS:
+                column[qi] = RUN_CONVERSATION_CHECKS[name](column[qi], path, lineno)
     if not qids:
         raise InputError("has no queries", path=path, hint="a run needs at least one JSON line")
     items_cols: dict[str, list[Any]] = {}

@@ -563,22 +563,33 @@ def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, 
     the parser puts them in ``Run.fields``: a column per key in order of first appearance, None where
     a query has no such key, each value as ``json.loads`` gives it (key order, 3 against 3.0). From
     what the scanner recorded (per key met: its query and name's code; the names; the values' text
-    joined by ``,``). None, for the parser to read the file, where that cannot be proven: a key twice
-    in one line (the parser keeps the last value, at the first one's place), a value that is not one
-    JSON value, not UTF-8, or holds a surrogate escape or a number too long (the parser names the
-    line).
+    joined by line breaks, a value a line). None, for the parser to read the file, where that cannot
+    be proven: a key twice in one line (the parser keeps the last value, at the first one's place), a
+    value that is not one JSON value, not UTF-8, or holds a surrogate escape or a number too long (the
+    parser names the line).
 
-    All values are decoded by one ``json.loads`` of ``[v1,v2,…]``: a value the scanner passed over
-    holds no ``,`` outside its strings and brackets, so the array's elements are the values."""
+    A run's ``cost`` objects become columns (:func:`rankgate.io.cost.scanned_fields`) where that is
+    proven the same; otherwise all values are decoded by one ``json.loads`` of ``[v1,v2,…]``: a value
+    the scanner passed over holds no line break, so the array's elements are the values."""
     records, names, joined = others
     met = np.frombuffer(records, dtype=np.int64).reshape(-1, 2)
     if met.shape[0] == 0:
         return {}
-    pairs = met[:, 0] * len(names) + met[:, 1]
-    if np.unique(pairs).size != pairs.size:
+    m = len(names)
+    regular = (met.shape[0] == nq * m and len(set(met[:m, 1].tolist())) == m  # (the usual: every line, one order)
+               and bool((met[:, 1].reshape(nq, m) == met[:m, 1]).all())
+               and bool((met[:, 0].reshape(nq, m) == np.arange(nq)[:, None]).all()))
+    pairs = met[:, 0] * m + met[:, 1]
+    if not regular and np.unique(pairs).size != pairs.size:
         return None  # a key twice on a line
+    if "cost" in names:  # (cost objects as columns, when that is proven the same: io/cost.py)
+        from rankgate.io.cost import scanned_fields
+
+        decoded = scanned_fields(met, names, joined, nq)
+        if decoded is not None:
+            return _checked_conversations(decoded)
     try:
-        text = "[" + joined.decode("utf-8") + "]"
+        text = "[" + joined.decode("utf-8").replace("\n", ",") + "]"  # (a value a line; no value holds a break)
         if "\\u" in text and SURROGATE_ESCAPE.search(text):
             return None
         values = json.loads(text)
@@ -590,6 +601,31 @@ def _other_fields(others: tuple[bytes, list[str], bytes], nq: int) -> dict[str, 
     columns = [fields[name] for name in names]
     for (q, code), value in zip(met.tolist(), values):
         columns[code][q] = value
+    return _checked_conversations(fields)
+
+
+def _checked_conversations(fields: dict[str, list[Any]]) -> dict[str, list[Any]] | None:
+    """A run's ``conversation_id`` and ``turn`` columns checked and kept as the parser keeps them
+    (:data:`~.jsonl.RUN_CONVERSATION_CHECKS`: an id as its text, a turn as an int), the other columns as
+    they are; None, for the parser to name the line, when a value is not valid."""
+    from rankgate.io.jsonl import RUN_CONVERSATION_CHECKS
+    from rankgate.model.conversations import MAX_TURN
+
+    for name, check in RUN_CONVERSATION_CHECKS.items():
+        col = fields.get(name)
+        if col is None:
+            continue
+        # the usual columns, already as the checks keep them (text ids, whole turns), in one pass
+        if name == "conversation_id" and set(map(type, col)) <= {str, type(None)}:
+            texts = [v for v in col if v is not None] if None in col else col
+            if all(texts) and not any(map(str.isspace, texts)):
+                continue
+        if name == "turn" and all(v is None or (type(v) is int and 0 < v <= MAX_TURN) for v in col):
+            continue
+        try:
+            fields[name] = [None if v is None else check(v, "", None) for v in col]
+        except InputError:
+            return None
     return fields
 
 
@@ -1149,6 +1185,8 @@ def _to_run(read: _File, path: str) -> Run | None:
         if values is None:
             return _no(f"its per-query field {name!r} could not be located on every line beyond doubt")
         run.fields[name] = values
+    if _checked_conversations(run.fields) is None:
+        return _no("a conversation_id or turn is not valid (the line-by-line reader names it)")
     return run
 
 
@@ -1413,6 +1451,10 @@ def _gold_fields(read: _File, extra: list[str], has_relevant: np.ndarray, lkey: 
             line = numbers[qi] if numbers is not None else qi + 1
             no_answer = gold_no_answer(obj, relevant[qi], None, path, line)
             gold_query_fields(obj, qi, no_answer, put, path, line)
+        if "turn" in fields:
+            from rankgate.model.conversations import check_unique_turns
+
+            check_unique_turns(fields.get("conversation_id") or [], fields["turn"], [""] * n, path)
     except InputError:
         return _no("a per-query field is not valid (the line-by-line reader names it)")
     return fields

@@ -109,7 +109,12 @@ def load_gold(source: GoldInput, *, format: str | None = None, label: str = "<go
 
     ``columns``: for a table with a header, which column holds each field (``{"query_id": "qid"}``).
     ``fields``: where each field lives (``{"relevant": "labels[*].doc_id"}``, :mod:`rankgate.io.mapped`)."""
-    return _load(source, "gold", *_checked("load_gold", format, label, columns), _fields("load_gold", fields))
+    gold = _load(source, "gold", *_checked("load_gold", format, label, columns), _fields("load_gold", fields))
+    if "turn" in gold.fields:  # (the JSONL parser names the line; other readers the two queries)
+        from rankgate.model.conversations import check_unique_turns
+
+        check_unique_turns(gold.fields.get("conversation_id") or [], gold.fields["turn"], gold.query_ids, gold.source)
+    return gold
 
 
 def load_run(source: RunInput, *, format: str | None = None, label: str = "<run>",

@@ -21,7 +21,8 @@ from typing import TypeGuard
 
 from rankgate.metrics.info import is_share
 
-__all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
+__all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_cost",
+           "fmt_cost_change", "fmt_count",
            "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
            "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_score_change", "fmt_share", "fmt_share_change", "fmt_share_range", "fmt_sig", "fmt_size",
            "fmt_small_share", "fmt_times", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "shorten"]
@@ -206,6 +207,32 @@ def fmt_ms_change(x: float | None) -> str:
     return text if float(f"{abs(x):.1f}") == 0 else ("+" if x > 0 else MINUS) + text
 
 
+def fmt_cost(key: str, x: float | None) -> str:
+    """A value of a run's ``cost`` object, by its key: ``usd`` in dollars to three significant digits
+    (``$0.00215``, ``$1.25``), ``*_ms`` as :func:`fmt_ms`, anything else (tokens, a count of its own) with
+    thousands separated and one decimal (``1,843.5``)."""
+    if not _present(x):
+        return DASH
+    if key.endswith("_ms"):
+        return fmt_ms(x)
+    if key == "usd":
+        a = abs(x)
+        shown = float(f"{a:.3g}")  # (the magnitude of the value as shown: 0.000999996 shows as 0.00100)
+        digits = 2 if shown >= 1 or shown == 0 else max(2, 2 - math.floor(math.log10(shown)))
+        return ("" if x >= 0 else MINUS) + f"${a:,.{digits}f}"
+    return ("" if x >= 0 else MINUS) + f"{abs(x):,.1f}"
+
+
+def fmt_cost_change(key: str, d: float | None) -> str:
+    """A change of a ``cost`` value (:func:`fmt_cost`), signed unless zero: ``+$0.00050``, ``−12.0``."""
+    if not _present(d):
+        return DASH
+    if key.endswith("_ms"):
+        return fmt_ms_change(d)
+    text = fmt_cost(key, abs(d))
+    return text if d == 0 else ("+" if d > 0 else MINUS) + text
+
+
 def fmt_per_1k(x: float | None) -> str:
     """A rate per thousand requests: ``2.4/1k``."""
     if not _present(x):
@@ -214,7 +241,7 @@ def fmt_per_1k(x: float | None) -> str:
 
 
 def fmt_unit(unit: str, x: float | None) -> str:
-    """A value in a declared unit (``share``, ``per_1k``, ``ms``, ``count``; anything else is a score):
+    """A value in a declared unit (``share``, ``per_1k``, ``ms``, ``count``, ``MB``; anything else is a score):
     shares as percentages (:func:`fmt_small_share`), ms with one decimal, counts whole, scores with three."""
     if not _present(x):
         return DASH
@@ -226,6 +253,8 @@ def fmt_unit(unit: str, x: float | None) -> str:
         return fmt_ms(x, 1)
     if unit == "count":
         return f"{x:,.0f}"
+    if unit == "MB":  # a process's memory
+        return f"{x:,.1f} MB"
     return fmt_score(x)
 
 

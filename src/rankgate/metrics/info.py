@@ -77,9 +77,12 @@ def metric_info(spec: Any) -> MetricInfo:
     """The declared facts of a metric spec (a string such as ``"recall@5"`` or a parsed metric).
 
     Everything that treats metrics differently (gate config bounds, comparisons' direction,
-    percentages in reports) asks this, so a plug-in metric's declaration is obeyed everywhere.
+    percentages in reports) asks this, so a plug-in metric's declaration is obeyed everywhere. A row
+    name of the raw candidates (``recall@50 (raw)``, :mod:`rankgate.metrics.rankings`) is its metric's.
     """
-    return _info(str(spec), changes())
+    from rankgate.metrics.rankings import split_ranked
+
+    return _info(split_ranked(str(spec))[0], changes())
 
 
 def metric_family(spec: Any) -> str:

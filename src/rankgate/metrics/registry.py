@@ -142,6 +142,7 @@ def _load_builtin() -> None:
         _builtin_loaded = True
         from rankgate.metrics import answers as answer, compat, incomplete, rag, ranking, user_models  # noqa: F401  (registers on import)
         from rankgate.metrics import contract  # noqa: F401  (the sample contract's names for some of the above)
+        from rankgate.metrics import abstention  # noqa: F401  (the answers' refusals: correct/false abstention …)
 
 
 def _load_entry_points() -> None:

@@ -29,6 +29,9 @@ GOLD_FIELDS = (
     "must_not_retrieve",
     "no_answer",
     "tags",
+    "conversation_id",  # the conversation a query is a turn of (model/conversations.py)
+    "turn",  # its position in the conversation, 1 for the first
+    "depends_on_turns",  # the earlier turns whose context its retrieval needs
 )
 
 
@@ -71,8 +74,17 @@ def joined_fields(parts: list[tuple[dict[str, list[Any]], int]]) -> dict[str, li
     """The per-query ``fields`` of runs read one after another (each with its number of queries) as
     one run's: a column per name in order of first appearance, None for the queries of a part
     without that name (as the JSONL parser builds them for the whole file)."""
+    from rankgate.model.costs import CostColumn
+
     names = list(dict.fromkeys(name for fields, _ in parts for name in fields))
-    return {name: [v for fields, n in parts for v in fields.get(name, [None] * n)] for name in names}
+    out: dict[str, Any] = {}
+    for name in names:
+        cols = [(fields.get(name), n) for fields, n in parts]
+        if all(c is None or isinstance(c, CostColumn) for c, _ in cols):  # (cost objects as columns: kept so)
+            out[name] = CostColumn.joined(cols)  # type: ignore[arg-type]
+        else:
+            out[name] = [v for c, n in cols for v in (c if c is not None else [None] * n)]
+    return out
 
 
 def joined_runs(parts: list[Run]) -> Run | None:

@@ -14,7 +14,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from rankgate.render.numbers import fmt_answer_value, fmt_confidence, fmt_share, fmt_sig, md_escape
+from rankgate.render.numbers import fmt_answer_value, fmt_confidence, fmt_count, fmt_share, fmt_sig, md_escape
 
 CELL_HELP = {
     "ok": "retrieval found a gold chunk; the answer is faithful (and correct)",
@@ -45,11 +45,40 @@ def _coverage(m: Mapping[str, Any]) -> str:
 
 
 def metric_rows(s: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
-    """(layer, metric, mean, CI, coverage) rows: the retrieval verdict first, then the answer metrics."""
+    """(layer, metric, mean, CI, coverage) rows: the retrieval verdict first, then the answer metrics (the
+    abstention metrics have their own table, :func:`abstention_rows`)."""
     rows = []
     for name, m in s["metrics"].items():
+        if m.get("layer") == "abstention":
+            continue
         rows.append((m["layer"], name, fmt_answer_value(name, m["mean"]), _ci(name, m), _coverage(m)))
     return rows
+
+
+ABSTENTION_TITLE = "Abstention (a refusal: the record says refused: true, or the answer makes no statement)"
+ABSTENTION_HELP = {
+    "correct_abstention": "refused a question the corpus cannot answer",
+    "unsupported_answer": "answered a question the corpus cannot answer",
+    "false_abstention": "refused although a gold chunk was in the context (over-refusal)",
+    "abstention_rate": "refused, of every answered query",
+}
+_KIND_OF = {"correct_abstention": "correct", "false_abstention": "false", "unsupported_answer": "unsupported"}
+
+
+def abstention_rows(s: Mapping[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
+    """(metric, share, CI, "k of n", denominator, examples) rows of the abstention metrics; none when the
+    answers were not checked for refusals."""
+    a = s.get("abstention")
+    if not a:
+        return []
+    out = []
+    for name, m in a["metrics"].items():
+        count = f"{fmt_count(m['count'])} of {fmt_count(m['of'])}"
+        over = m["over"] + (f" ({fmt_count(m['unknown'])} unknown)" if m.get("unknown") else "")
+        shown = ", ".join((a.get("examples") or {}).get(_KIND_OF.get(name, ""), []))
+        out.append((name, fmt_answer_value(name, m["mean"]), _ci(name, m), count, over, shown))
+    order = list(ABSTENTION_HELP)
+    return sorted(out, key=lambda r: order.index(r[0]) if r[0] in order else len(order))
 
 
 def _short_question(text: str, limit: int = 50) -> str:
@@ -101,7 +130,12 @@ def notes(s: Mapping[str, Any]) -> list[str]:
         out.append(f"{len(q['unanswered'])} gold queries have no answer in the file (not scored): {shown}")
     if q["refusals"]:
         shown = named(q["refusals"])
-        out.append(f"{len(q['refusals'])} answers make no statement (refusals; faithfulness not_applicable): {shown}")
+        declared = (s.get("abstention") or {}).get("declared_refusals") or 0
+        if declared:  # records that say refused: true are refusals whatever they state
+            out.append(f"{len(q['refusals'])} answers are refusals ({declared} say refused: true; the others make no "
+                       f"statement): {shown}")
+        else:
+            out.append(f"{len(q['refusals'])} answers make no statement (refusals; faithfulness not_applicable): {shown}")
     h = s.get("human")
     if h and h.get("items"):
         def share(k: str) -> str:
@@ -153,6 +187,15 @@ def print_answers(s: Mapping[str, Any], *, confidence: float = 0.95, console: An
         g.add_row(*row)
     console.print(g)
     console.print()
+    if abstention_rows(s):
+        t = Table(title=ABSTENTION_TITLE, title_justify="left")
+        for col, just in (("metric", "left"), ("share", "right"), (f"{pct} CI", "right"), ("queries", "right"),
+                          ("of", "left")):
+            t.add_column(col, justify=just, no_wrap=col == "metric")  # type: ignore[arg-type]
+        for arow in abstention_rows(s):
+            t.add_row(*arow[:5])  # (the examples are in summary.json, the report and the comment)
+        console.print(t)
+        console.print()
     for line in [judge_line(s), *notes(s)]:
         console.print(line, highlight=False, markup=False)
 
@@ -165,6 +208,9 @@ def answers_markdown(s: Mapping[str, Any], *, confidence: float = 0.95, heading:
     lines += [f"| {esc(a)} | `{b.replace('`', '')}` | {c} | {d} | {esc(e, 200)} |" for a, b, c, d, e in metric_rows(s)]
     lines += ["", f"| diagnosis | queries | share | {pct} CI | examples |", "|---|---:|---:|---:|---|"]
     lines += [f"| {esc(a)} | {b} | {c} | {d} | {esc(e, 200)} |" for a, b, c, d, e in grid_rows(s) if b != "0"]
+    if abstention_rows(s):
+        lines += ["", f"| abstention | share | {pct} CI | queries | of | examples |", "|---|---:|---:|---:|---|---|"]
+        lines += [f"| `{a}` | {b} | {c} | {d} | {esc(o)} | {esc(e, 200)} |" for a, b, c, d, o, e in abstention_rows(s)]
     lines += ["", f"<sub>{esc(judge_line(s), 400)}</sub>", ""]
     return "\n".join(lines) + "\n"
 
@@ -189,6 +235,13 @@ def answers_section(s: Mapping[str, Any] | None, *, confidence: float = 0.95) ->
     for row in grid_rows(s):
         out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + f"<td>{e(CELL_HELP.get(row[0], ''))}</td></tr>")
     out.append("</tbody></table>")
+    if abstention_rows(s):
+        out.append(f"<table><caption>{e(ABSTENTION_TITLE)}</caption><thead><tr><th>abstention</th><th>share</th>"
+                   f"<th>{pct} CI</th><th>queries</th><th>of</th><th>examples</th><th>meaning</th></tr></thead><tbody>")
+        for arow in abstention_rows(s):
+            out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in arow)
+                       + f"<td>{e(ABSTENTION_HELP.get(arow[0], ''))}</td></tr>")
+        out.append("</tbody></table>")
     out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in [judge_line(s), *notes(s)]) + "</ul></section>")
     return "\n".join(out) + "\n"
 

@@ -87,6 +87,7 @@ table.offences td[rowspan] { max-width: 260px; background: #fff; }
 table.panel { width: auto; min-width: 640px; }
 table.compact { width: auto; min-width: 480px; }
 table.compact th, table.compact td { padding: 5px 14px 5px 8px; }
+td.differs { background: var(--amber-bg); color: var(--amber); font-weight: 600; }
 h4 { font-size: 13px; margin: 12px 0 4px; }
 table.panel th, table.panel td { padding: 6px 14px; }
 tr.rel td { background: var(--green-bg); }

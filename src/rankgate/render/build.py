@@ -32,6 +32,7 @@ from rankgate.render import details as dt
 from rankgate.render.model import Curve, Latency, PanelRow, Report, Stages
 from rankgate.scoring.options import Scoring
 from rankgate.stats.options import Statistics
+from rankgate.stats.sweep import knee  # (one Kneedle for the report's curves and the segments')
 
 if TYPE_CHECKING:  # pragma: no cover
     from rankgate.gating.config import GateConfig
@@ -43,22 +44,13 @@ __all__ = [
 ]
 
 
-def knee(ks: Sequence[int], means: Sequence[float], k_max: int = 20) -> int | None:
-    """Kneedle over k ≤ ``k_max``: the k where the curve, scaled to the unit square, lies furthest
-    above the straight line from its first to its last point; None for a flat or non-rising curve."""
-    pts = [(k, m) for k, m in zip(ks, means) if k <= k_max and not math.isnan(m)]
-    if len(pts) < 3:
-        return None
-    x0, y0 = pts[0]
-    x1, y1 = pts[-1]
-    if y1 - y0 <= 1e-12:
-        return None
-    best, best_k = 0.0, None
-    for k, m in pts:
-        d = (m - y0) / (y1 - y0) - (k - x0) / (x1 - x0)
-        if d > best + 1e-12:
-            best, best_k = d, k
-    return best_k
+def _artifacts(result: EvaluationResult, base: EvaluationResult | None, run_label: str,
+               baseline_label: str | None) -> Any:
+    """The "Run artifacts" block (:mod:`rankgate.render.artifacts`): each run's recorded index, chunker, models."""
+    from rankgate.render.artifacts import run_artifacts
+
+    return run_artifacts(result.info.get("run") or {}, None if base is None else (base.info.get("run") or {}),
+                         run_label=run_label, baseline_label=baseline_label or "baseline")
 
 
 def _fact(value: Any) -> str:
@@ -110,6 +102,17 @@ def _curves(result: EvaluationResult, ks: tuple[int, ...], cis: Mapping[str, tup
     nan = (math.nan, math.nan)
     return tuple(Curve(c.metric, sw.ks, c.means, tuple((cis or {}).get(s, nan)[0] for s in c.specs),
                        tuple((cis or {}).get(s, nan)[1] for s in c.specs), knee(sw.ks, c.means)) for c in sw.curves)
+
+
+def _segment_knees(result: EvaluationResult, ks: tuple[int, ...], by: Any, fields: Any) -> tuple[Any, ...]:
+    """Each segment value's k-sweep knee, for the fields asked for with ``--by`` (the fields the report picks
+    by itself get none: a knee per value of every field would bury the curves)."""
+    if by is None or not fields:
+        return ()
+    from rankgate.stats.sweep import segment_knees, sweep_from_result
+
+    sw = sweep_from_result(result, list(SWEEP_FAMILIES), ks, resamples=0)
+    return segment_knees(result, sw.curves, sw.ks, fields)
 
 
 @dataclass(frozen=True)
@@ -312,7 +315,12 @@ def _views(ev: ReportEvaluation) -> Views:
 def stage_numbers(ev: ReportEvaluation, views: Views) -> StageNumbers:
     """Raw candidates (``raw_topk``) against the final list, and the source table."""
     st, main = ev.stages, ev.main
-    stages = Stages(st.k_raw, ev.request.k, st.queries, st.rows) if st.raw_result is not None else None
+    stages = None
+    if st.raw_result is not None:
+        conf = ev.request.statistics.confidence
+        changes = tuple((m, row.ci_low, row.ci_high, row.verdict(conf)) for m, _, _ in st.rows
+                        for row in [st.change.row(m)] if row is not None) if st.change is not None else ()
+        stages = Stages(st.k_raw, ev.request.k, st.queries, st.rows, changes, conf)
     raw, raw_result = st.raw, st.raw_result
     src_lists = _lists(raw, raw_result) if raw is not None and "source" in raw.items else views.lists
     sources = dt.source_rows(src_lists, views.gold_index,
@@ -340,8 +348,12 @@ def experiment_sections(ev: ReportEvaluation) -> tuple[tuple[str, str, str], ...
     """The component experiments computed, as (anchor, title, HTML section)."""
     from rankgate.render.sections import experiment_html
 
-    return experiment_html({"freshness": ev.main.freshness, "rewrite": ev.rewrite, **ev.main.components},
-                           ev.request.statistics.confidence)
+    from rankgate.render.conversations import followup_section
+
+    follow = followup_section(ev.main.result, list(ev.shown.panel), ev.request.statistics)  # first turns vs follow-ups
+    return experiment_html({"freshness": ev.main.freshness, "rewrite": ev.rewrite, **ev.main.components,
+                            "cost": ev.main.cost, "resources": ev.main.resources},
+                           ev.request.statistics.confidence) + ((follow,) if follow else ())
 
 
 def _panel_rows(main: Evaluation, shown: Shown, base: Baseline, confidence: float) -> tuple[PanelRow, ...]:
@@ -405,6 +417,7 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
             "duplicates_dropped": int(result.info.get("duplicates_dropped") or 0),
         },
         input_notes=_input_notes(result),
+        resample_unit=_resample_unit(result),
         k=k,
         level=req.scoring.level,
         seed=req.statistics.seed,
@@ -412,6 +425,7 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
         confidence=req.statistics.confidence,
         panel=_panel_rows(main, shown, base, req.statistics.confidence),
         latency=_latency(result, base_result),
+        artifacts=_artifacts(result, base_result, run_label, base.label),
         run_label=run_label,
         baseline_label=base.label,
         changes_tested=cmp.holm_families[0][1] if cmp is not None else 0,
@@ -419,6 +433,7 @@ def _report(ev: ReportEvaluation, views: Views, stage: StageNumbers, details: De
         lexical_panel=lex.panel,
         curves=_curves(result, shown.ks, main.cis),
         baseline_curves=_curves(base_result, shown.ks) if base_result is not None else (),
+        segment_knees=_segment_knees(result, shown.ks, req.by, shown.fields),
         depth=shown.depth,
         rank_histogram=_histogram(result, shown.depth),
         baseline_rank_histogram=_histogram(base_result, shown.depth) if base_result is not None else (),
@@ -542,9 +557,19 @@ def _signals(rep: Report, result: EvaluationResult, raw_result: EvaluationResult
     )
 
 
+def _resample_unit(result: Any) -> str:
+    """What the intervals resample: ``conversations`` when the queries form them (stats/clusters.py), else ``queries``."""
+    from rankgate.stats.clusters import conversation_codes
+
+    return "queries" if conversation_codes(result) is None else "conversations"
+
+
 def _input_notes(result: Any) -> tuple[str, ...]:
     """The readers' notices and the near-misses of text matching, as the terminal says them."""
     from rankgate.io.nearmiss import near_miss_line
 
     near = near_miss_line(result.info.get("near_misses"))
-    return tuple([*(result.info.get("notices") or ()), *([near] if near else [])])
+    from rankgate.stats.clusters import resampling_line
+
+    units = resampling_line(result)  # conversations: the unit the intervals resample (stats/clusters.py)
+    return tuple([*(result.info.get("notices") or ()), *([near] if near else []), *([units] if units else [])])

@@ -19,6 +19,7 @@ from typing import Any
 from rankgate.metrics.info import higher_is_better
 from rankgate.stats.segments import display_field, looks_like_id, shown_segments
 from rankgate.stats.verdict import correction_line
+from rankgate.render import critical
 from rankgate.render.lines import id_like_line, left_out_line
 from rankgate.render.numbers import (
     fmt_apart,
@@ -44,6 +45,13 @@ SHOWN_SENTENCES = 20
 """Sentences about failing and noisy checks shown at most (the comment and the terminal): a field of 50,000
 segments can fail thousands of checks; a line counts the rest, which the JSON outcome holds."""
 ICON = {"fail": "❌", "warn": "⚠️", "pass": "✅", "skipped": "➖", "note": "ℹ️"}
+
+
+def _units_line(resampling: Mapping[str, Any]) -> str:
+    """``intervals resample 8 conversations (20 turns)`` from a gate outcome's ``statistics.resampling``."""
+    from rankgate.stats.clusters import line_of
+
+    return line_of(resampling) or ""
 
 
 def _n(x: Any) -> float:
@@ -98,7 +106,8 @@ def _check_sentence(g: Mapping[str, Any], c: Mapping[str, Any], conf: str, title
 
 
 def _gate_sentence(g: Mapping[str, Any], conf: str, who: str, esc=md_escape) -> str:
-    failing = [c for c in g["checks"] if c["status"] == "fail"] or [c for c in g["checks"] if c["status"] == "warn"]
+    own = [c for c in g["checks"] if not c.get("critical")]  # chosen values speak for themselves (render/critical.py)
+    failing = [c for c in own if c["status"] == "fail"] or [c for c in own if c["status"] == "warn"]
     failing.sort(key=lambda c: (c.get("field") is not None, c["kind"] != "regression"))
     icon = ICON["fail"] if g["status"] == "fail" else ICON["warn"]
     text = f"{icon} {_check_sentence(g, failing[0], conf, who, esc)}."
@@ -174,7 +183,8 @@ def _row_scopes(g: Mapping[str, Any]):
     """The table rows of a gate: all queries, then each failing segment, with their checks."""
     scopes: dict[tuple, list[Mapping[str, Any]]] = {}
     for c in g["checks"]:
-        scopes.setdefault((c.get("field"), c.get("segment")), []).append(c)
+        if not c.get("critical"):  # chosen values have their own table (render/critical.py)
+            scopes.setdefault((c.get("field"), c.get("segment")), []).append(c)
     for (f, seg), checks in scopes.items():
         # segments are listed only when they fail; "segments that moved most" shows the rest
         if f is None or any(c["status"] == "fail" for c in checks):
@@ -338,10 +348,16 @@ def _sentences(o: Mapping[str, Any], esc) -> list[str]:
     titles = [g["title"] for g in bad + [g for g in noisy if g not in bad]]
     who = {id(g): esc(g["title"], 120) + (f" (gate {esc(g['name'], 60)})" if titles.count(g["title"]) > 1 else "")
            for g in gates}
-    out = [_gate_sentence(g, conf, who[id(g)], esc) for g in bad]
+    out = [_gate_sentence(g, conf, who[id(g)], esc) for g in bad
+           if any(c["status"] in ("fail", "warn") and not c.get("critical") for c in g["checks"])]
+    out += critical.critical_sentences(o, conf, lambda g: who[id(g)], esc)
     stale = stale_sentence(o, esc)
     if stale:
         out.append(stale)
+    if o.get("cost"):
+        from rankgate.render.cost import cost_gate_sentences
+
+        out += cost_gate_sentences(o, esc)
     return out + [s for g in gates for s in _noise_sentences(g, conf, who[id(g)], esc)]
 
 
@@ -364,7 +380,7 @@ def gate_sentences(outcome: Any, *, markdown: bool = True) -> list[str]:
 def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     conf = f"{fmt_confidence(o['statistics']['confidence'])} CI"
     gates = o["gates"]
-    every = [*gates, *(o.get("latency") or [])]  # quality and latency gates count alike
+    every = [*gates, *(o.get("latency") or []), *(o.get("cost") or [])]  # quality, latency and cost gates count alike
     failed = [g for g in every if g["status"] == "fail"]
     warned = [g for g in every if g["status"] == "warn"]
     blocking = [g for g in every if g["severity"] == "error"]
@@ -431,6 +447,9 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     stale_row = _stale_row(o)
     if stale_row:
         out.append(stale_row)
+    chosen = critical.critical_markdown(o, conf, caps["table"])
+    if chosen:
+        out += ["", *chosen]
     id_notes = _id_like_notes(o)
     if id_notes:
         out += ["", *id_notes]
@@ -438,6 +457,10 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
         from rankgate.render.experiments import latency_gate_markdown
 
         out += ["", *latency_gate_markdown(o["latency"], conf, caps["table"])]
+    if o.get("cost"):
+        from rankgate.render.cost import cost_gate_markdown
+
+        out += ["", *cost_gate_markdown(o["cost"], conf, caps["table"])]
     moves = o.get("segments_moved") or []
     if moves:
         title = "Segments that moved most" if kind != "none" else "Weakest segments (compared with all queries)"
@@ -482,7 +505,11 @@ def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
              + (f"; {counts['no_answer']} no-answer queries are left out of ranking metrics" if counts.get("no_answer") else "")
              + ")."),
             (f"- {conf}: percentile bootstrap over queries, {st['resamples']} resamples, seed {st['seed']}; "
-             "the change's interval resamples queries in pairs (same query, both runs)."),
+             "the change's interval resamples queries in pairs (same query, both runs)."
+             if not st.get("resampling") else
+             f"- {conf}: percentile bootstrap over conversations, {_units_line(st['resampling'])}, "
+             f"{st['resamples']} resamples, seed {st['seed']}; the change's interval resamples conversations in "
+             "pairs (same conversation, both runs)."),
             "- pp = percentage points.",
             "", "</details>", ""]
     return "\n".join(out)

@@ -44,6 +44,9 @@ def _method(cmp: PairedComparison) -> str:
     """How the numbers were made, in one sentence: the interval, the test and Holm's families (the headline rows;
     each ``by`` field's segment rows apart); the several-runs form counts its runs and metrics."""
     ci = f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over queries ({cmp.resamples} resamples, seed {cmp.seed})"
+    if cmp.resampling is not None:  # (the cluster bootstrap: stats/clusters.py)
+        ci = (f"{fmt_confidence(cmp.confidence)} CI of the change: paired bootstrap over conversations "
+              f"({cmp.resamples} resamples, seed {cmp.seed}); {cmp.resampling.line()}")
     families = cmp.holm_families
     headline = families[0][1]
     if cmp.detailed:
@@ -51,6 +54,8 @@ def _method(cmp: PairedComparison) -> str:
     else:
         corrected = correction_line(headline, [], what="row", detail=f" ({len(cmp.run_names)} runs × {len(cmp.metrics)} metrics)")
     p = f"p: paired sign-flip randomisation test ({cmp.n_permutations} flips), {corrected}"
+    if cmp.resampling is not None:
+        p = f"p: paired sign-flip randomisation test of each conversation's change ({cmp.n_permutations} flips), {corrected}"
     return f"{ci}; {p}."
 
 

@@ -8,7 +8,7 @@ computes a number.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rankgate.render.numbers import (
@@ -17,6 +17,7 @@ from rankgate.render.numbers import (
     fmt_delta_ci,
     fmt_ms,
     fmt_ms_change,
+    fmt_score,
     fmt_share,
     fmt_share_range,
     fmt_sig,
@@ -51,7 +52,7 @@ def bounded_rows(rows: Sequence[Any]) -> tuple[list[Any], list[str]]:
     return ([r for r in rows if r.segment is None or r.segment in keep],
             [left_out_line(f, sh, EXPERIMENT_WHERE) for f, sh in shown.items() if sh.left_out])
 
-__all__ = ["bounded_rows", "freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness"]
+__all__ = ["bounded_rows", "freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "resources_html", "resources_markdown", "resources_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -181,13 +182,45 @@ def latency_gate_markdown(gates: Sequence[dict[str, Any]], conf: str, cap: int =
 
 def latency_markdown(summary: Any) -> str:
     """Percentiles of each stage with their intervals (a :class:`~rankgate.experiments.latency.LatencySummary`)."""
+    return _percentile_markdown(summary, "Latency", ("stage", "timed queries"), str, fmt_ms)
+
+
+def resources_markdown(summary: Any) -> str:
+    """Percentiles of each process sample with their intervals (a
+    :class:`~rankgate.experiments.resources.ResourceSummary`), the unit in the sample's label."""
+    return _percentile_markdown(summary, "Process resources per query", ("sample", "sampled queries"), _resource_label,
+                                _resource_value)
+
+
+def resources_html(summary: Any) -> str:
+    """The report's section of the process samples: the markdown table as HTML."""
+    return section_html(resources_markdown(summary), "resources")
+
+
+def _resource_label(name: str) -> str:
+    from rankgate.render.traces import RESOURCE_LABELS  # (the traces' labels: one wording for one sample)
+
+    return dict(RESOURCE_LABELS).get(name, name)
+
+
+def _resource_value(x: float) -> str:
+    return fmt_score(x, 1)
+
+
+def _percentile_markdown(summary: Any, heading: str, columns: tuple[str, str], label: Callable[[str], str],
+                         value: Callable[[float], str]) -> str:
+    """A table of percentiles with intervals (rows of :func:`rankgate.experiments.latency.percentile_rows`):
+    ``columns`` names the first column (what was measured) and the count; ``label`` writes a row's name,
+    ``value`` a number."""
     conf = fmt_confidence_exact(summary.confidence)
-    out = ["### Latency", "", f"| stage | scope | timed queries | median ({conf} CI) | p90 | p95 | p99 |",
+    first, counted = columns
+    out = [f"### {heading}", "", f"| {first} | scope | {counted} | median ({conf} CI) | p90 | p95 | p99 |",
            "|---|---|---:|---:|---:|---:|---:|"]
     shown, lines = bounded_rows(summary.rows)
     for (stage, seg), rows in _by_scope(shown).items():
-        cells = [f"{fmt_ms(r.value)} ({fmt_ms(r.ci[0])}–{fmt_ms(r.ci[1])})" if not math.isnan(r.value) else "—" for r in rows]
-        out.append(f"| {md_escape(stage, 40)} | {md_escape(seg or 'all queries', 60)} | {rows[0].n} | " + " | ".join(cells) + " |")
+        cells = [f"{value(r.value)} ({value(r.ci[0])}–{value(r.ci[1])})" if not math.isnan(r.value) else "—" for r in rows]
+        out.append(f"| {md_escape(label(stage), 40)} | {md_escape(seg or 'all queries', 60)} | {rows[0].n} | "
+                   + " | ".join(cells) + " |")
     out += [""] + [md_escape(line, 400) for line in lines] if lines else []
     return "\n".join(out) + "\n"
 
@@ -204,30 +237,40 @@ def latency_renderable(summary: Any) -> Any:
     scope label wraps, so no number is cut."""
     from rankgate.render.tables import FitToWidth
 
-    return FitToWidth(lambda narrow: _latency_table(summary, narrow))
+    return FitToWidth(lambda narrow: _percentile_table(summary, narrow, "Latency (ms; ", "stage", str,
+                                                       lambda x: fmt_ms(x)[:-3]))
 
 
-def _latency_table(summary: Any, narrow: bool) -> Any:
+def resources_renderable(summary: Any) -> Any:
+    """The process samples' table, as the latency's (:func:`latency_renderable`)."""
+    from rankgate.render.tables import FitToWidth
+
+    return FitToWidth(lambda narrow: _percentile_table(summary, narrow, "Process resources per query (", "sample",
+                                                       _resource_label, _resource_value))
+
+
+def _percentile_table(summary: Any, narrow: bool, title: str, first: str, label: Callable[[str], str],
+                      value: Callable[[float], str]) -> Any:
     from rich import box
     from rich.table import Table
 
     conf = fmt_confidence_exact(summary.confidence)
     if narrow:
-        table = Table(title=f"Latency (ms; {conf} CI under each value)", title_justify="left", box=box.SIMPLE_HEAD,
+        table = Table(title=f"{title}{conf} CI under each value)", title_justify="left", box=box.SIMPLE_HEAD,
                       show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
     else:
-        table = Table(title=f"Latency (ms; {conf} CI)", title_justify="left")
-    for name, justify in (("stage", "left"), ("scope", "left"), ("n", "right"), ("median", "right"),
+        table = Table(title=f"{title}{conf} CI)", title_justify="left")
+    for name, justify in ((first, "left"), ("scope", "left"), ("n", "right"), ("median", "right"),
                           ("p90", "right"), ("p95", "right"), ("p99", "right")):
         if narrow:
-            table.add_column(name, justify=justify, overflow="fold", no_wrap=name not in ("stage", "scope"))  # type: ignore[arg-type]
+            table.add_column(name, justify=justify, overflow="fold", no_wrap=name not in (first, "scope"))  # type: ignore[arg-type]
         else:
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
     sep = "\n" if narrow else " "
     shown, lines = bounded_rows(summary.rows)
     for (stage, seg), rows in _by_scope(shown).items():
-        table.add_row(stage, seg or "all queries", str(rows[0].n),
-                      *(f"{fmt_ms(r.value)[:-3]}{sep}({fmt_ms(r.ci[0])[:-3]}–{fmt_ms(r.ci[1])[:-3]})" if not math.isnan(r.value) else "—"
+        table.add_row(label(stage), seg or "all queries", str(rows[0].n),
+                      *(f"{value(r.value)}{sep}({value(r.ci[0])}–{value(r.ci[1])})" if not math.isnan(r.value) else "—"
                         for r in rows))
     return _with_lines(table, lines)
 

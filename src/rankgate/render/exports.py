@@ -90,6 +90,25 @@ def _latency_cells(col: list[float | None], compiled: bool) -> Any:
     return ["" if v is None else repr(float(v)) for v in col]
 
 
+def _cost_order(cost: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's cost columns (``info["cost"]``: key -> a value per query, None or NaN where not logged) in the
+    summary's order: the named keys first (:data:`rankgate.io.cost.COST_KEYS`), then the others as logged."""
+    from rankgate.io.cost import COST_KEYS
+
+    return {key: cost[key] for key in [*(k for k in COST_KEYS if k in cost), *(k for k in cost if k not in COST_KEYS)]}
+
+
+def _cost_cells(col: Any, compiled: bool) -> Any:
+    """A ``cost.<key>`` column: ``repr`` of each value as a float, empty where a query logged none (values are
+    numbers >= 0, never NaN: :func:`rankgate.io.cost.check_costs`). For the compiled writer, float64 with NaN."""
+    import numpy as np
+
+    values = np.asarray(col, dtype=np.float64)  # (None becomes NaN)
+    if compiled:
+        return values
+    return ["" if math.isnan(v) else repr(v) for v in values.tolist()]
+
+
 def _text_column(values: Any) -> list[str]:
     values = values if isinstance(values, (list, tuple)) else list(values)
     cells = list(map(str, values)) if None not in values else ["" if v is None else str(v) for v in values]
@@ -105,12 +124,15 @@ def _text_column(values: Any) -> list[str]:
 
 
 def metrics_csv(result: EvaluationResult) -> str:
-    """One row per evaluated query: query_id, every metric, segment fields, latency columns; for
-    queries known by a hash of their question (``q:…``), the question itself in a ``query`` column."""
+    """One row per evaluated query: query_id, every metric, segment fields, latency columns, a ``cost.<key>``
+    column per key of the run's cost objects; for queries known by a hash of their question (``q:…``), the
+    question itself in a ``query`` column."""
     fields = list(result.fields)
     latency: Mapping[str, list[float | None]] = result.info.get("latency_ms", {})
     texts: Mapping[str, str] | None = result.info.get("query_texts")  # ids that are hashes of the question
     header = ["query_id", *(["query"] if texts else []), *result.metric_names, *fields, *(f"latency_ms.{s}" for s in latency)]
+    cost = _cost_order(result.info.get("cost") or {})
+    header += [f"cost.{key}" for key in cost]
     from rankgate._native import kernels
 
     columns: list[Any] = [_text_column(result.query_ids)]
@@ -120,6 +142,7 @@ def metrics_csv(result: EvaluationResult) -> str:
     columns += [floats(result.values[m]) for m in result.metric_names]
     columns += [_text_column(result.fields[f]) for f in fields]
     columns += [_latency_cells(col, kernels is not None) for col in latency.values()]
+    columns += [_cost_cells(col, kernels is not None) for col in cost.values()]
     head = ",".join(_cell(_defused(h)) for h in header) + "\n"
     if kernels is not None:  # the same lines, built without a Python object per cell
         return head + kernels.csv_rows(columns, len(result.query_ids))
@@ -147,7 +170,8 @@ def summary_dict(
     data["options"] = {
         k: result.info[k] for k in ("level", "trec", "complete", "default_k", "duplicates_dropped", "ties") if k in result.info
     }
-    for k in ("ties_differ", "rank_vs_score"):  # only when the ranking rule mattered: other summaries keep their bytes
+    # only when the ranking rule mattered, or raw-ranking rows were scored: other summaries keep their bytes
+    for k in ("ties_differ", "rank_vs_score", "ranking"):
         if result.info.get(k):
             data["options"][k] = result.info[k]
     data["systems"] = {"run": result.info.get("run", {}), "gold": result.info.get("gold", {})}

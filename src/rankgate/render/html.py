@@ -155,6 +155,9 @@ def _panel(rep: Report) -> str:
                     f'<td class="n">{e(fmt_delta_ci(m, r.delta_low, r.delta_high))}</td><td class="{cls}">{verdict}</td>')
         out.append(row + "</tr>")
     out.append("</tbody></table>")
+    from rankgate.render.artifacts import artifacts_html
+
+    out.append(artifacts_html(rep.artifacts, e))  # what each run was: beside the numbers it produced
     if base and rep.changes_tested and any(not math.isnan(r.p_value) for r in rep.panel):
         alpha = fmt_sig(1 - rep.confidence, 2)
         out.append(f'<p class="muted">Verdicts: paired sign-flip randomisation test, Holm-corrected across the '
@@ -198,10 +201,39 @@ def _sweep(rep: Report) -> str:
         cells = "".join(f'<td class="n">{e(fmt_value(c.metric + "@1", c.means[c.ks.index(k)]))}</td>' for k in show)
         out.append(f"<tr><td>{e(c.metric)}</td>{cells}<td class=\"n\">{'—' if c.knee is None else c.knee}</td></tr>")
     out.append("</tbody></table>")
+    if rep.segment_knees:
+        out.append(_segment_knees(rep, show))
     out.append("<h3>Where the first relevant chunk lands</h3>")
     out.append(charts.rank_histogram_svg(rep.rank_histogram, rep.baseline_rank_histogram, run_label=label,
                                          baseline_label=rep.baseline_label or "baseline"))
     out.append("</section>")
+    return "\n".join(out)
+
+
+def _segment_knees(rep: Report, show: list[int]) -> str:
+    """The knee of each segment value of the ``--by`` fields (the largest segments of a field, a line counting
+    the rest): where recall and nDCG stop paying differs between, say, languages."""
+    from rankgate.render.lines import segment_lines
+    from rankgate.stats.segments import display_field, shown_segments
+
+    out = ["<h3>Knee by segment</h3>",
+           '<table><thead><tr><th>segment</th><th>metric</th><th class="n">n</th>'
+           + "".join(f'<th class="n">@{k}</th>' for k in show) + '<th class="n">knee</th></tr></thead><tbody>']
+    ks = list(rep.curves[0].ks)
+    by_field: dict[str, dict[str, list[Any]]] = {}
+    for s in rep.segment_knees:
+        by_field.setdefault(s.field, {}).setdefault(s.label, []).append(s)
+    notes: list[str] = []
+    for key, labels in by_field.items():
+        shown = shown_segments({label: max(s.n for s in of) for label, of in labels.items()})
+        for label in shown.labels:
+            for s in labels[label]:
+                cells = "".join(f'<td class="n">{e(fmt_value(s.metric + "@1", s.means[ks.index(k)]))}</td>' for k in show)
+                out.append(f"<tr><td>{e(display_field(key))} = {e(label)}</td><td>{e(s.metric)}</td>"
+                           f"<td class=\"n\">{s.n}</td>{cells}<td class=\"n\">{'—' if s.knee is None else s.knee}</td></tr>")
+        notes += segment_lines(key, shown, "summary.json of rankgate evaluate --sweep --by")
+    out.append("</tbody></table>")
+    out += [f'<p class="muted">{e(line)}</p>' for line in notes]
     return "\n".join(out)
 
 
@@ -427,12 +459,23 @@ def _stages(rep: Report) -> str:
     if st is not None:
         out.append(f'<p class="lead">The raw candidate list (<code>raw_topk</code>, k_raw = {st.k_raw}) against the final list '
                    f"(<code>topk</code>) on the {st.queries} queries that have both: what retrieval finds, and what "
-                   "reranking makes of it.</p>")
+                   "reranking makes of it."
+                   + (f" The change is final − raw, paired by query, with its {fmt_confidence(st.confidence)} CI "
+                      "(bootstrap over the queries) and verdict (Holm-corrected across these rows)." if st.changes else "")
+                   + "</p>")
+        changes = {m: (low, high, word) for m, low, high, word in st.changes}
+        conf = f"{fmt_confidence(st.confidence)} CI"
         out.append('<table class="compact"><thead><tr><th>metric</th><th class="n">raw candidates</th><th class="n">final list</th>'
-                   '<th class="n">change</th></tr></thead><tbody>')
+                   '<th class="n">change</th>'
+                   + (f'<th class="n">change {conf}</th><th>verdict</th>' if changes else "") + "</tr></thead><tbody>")
         for m, raw, fin in st.rows:
-            out.append(f'<tr><td><code>{e(m)}</code></td><td class="n">{e(fmt_value(m, raw))}</td><td class="n">{e(fmt_value(m, fin))}</td>'
-                       f'<td class="n">{e(fmt_delta(m, fin - raw))}</td></tr>')
+            row = (f'<tr><td><code>{e(m)}</code></td><td class="n">{e(fmt_value(m, raw))}</td><td class="n">{e(fmt_value(m, fin))}</td>'
+                   f'<td class="n">{e(fmt_delta(m, fin - raw))}</td>')
+            if changes:
+                low, high, word = changes.get(m, (math.nan, math.nan, "n/a"))
+                cls = {"better": "better", "worse": "worse"}.get(word, "muted")
+                row += f'<td class="n">{e(fmt_delta_ci(m, low, high))}</td><td class="{cls}">{e(word)}</td>'
+            out.append(row + "</tr>")
         out.append("</tbody></table>")
     if rep.sources:
         out.append(f"<h3>Per source</h3><p class=\"lead\">Where the items of <code>{e(rep.sources_from)}</code> come from "
@@ -478,7 +521,7 @@ def _method(rep: Report) -> str:
     if c["duplicates_dropped"]:
         notes.append(f"{c['duplicates_dropped']} repeated ids dropped (each id kept at its best rank).")
     notes.extend(rep.input_notes)  # (escaped below, as every note)
-    notes.append(f"{fmt_confidence(rep.confidence)} CIs: percentile bootstrap over queries, {rep.resamples} resamples, seed {rep.seed}; "
+    notes.append(f"{fmt_confidence(rep.confidence)} CIs: percentile bootstrap over {rep.resample_unit}, {rep.resamples} resamples, seed {rep.seed}; "
                  "changes use a paired bootstrap and a paired randomisation test (Holm-corrected).")
     notes.append("Shares read as percentages and their changes as percentage points (pp); scores keep three decimals.")
     return ('<section id="method"><h2>Method</h2><ul>' + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>"

@@ -13,7 +13,7 @@ from typing import Any
 from rankgate.metrics.display import fmt_score_change
 from rankgate.render.numbers import fmt_confidence_exact, fmt_score, fmt_sig
 
-__all__ = ["render_calibration", "render_drift", "render_plan", "render_recalibrate"]
+__all__ = ["render_calibration", "render_drift", "render_plan", "render_recalibrate", "spend_line"]
 
 #: What a calibration says when its judge labels carry no identity (no sidecar beside them).
 NO_IDENTITY = ("a judge of unknown identity (the judge labels have no <name>.judge.json beside them: the backend, "
@@ -68,6 +68,16 @@ def render_plan(plans: Sequence[Any], identity: Mapping[str, Any], *, price_in: 
         lines.append(f"  cost (approximate): {fmt_score(cost, 4, grouped=True)} at {fmt_sig(price_in or 0)} in / {fmt_sig(price_out or 0)} out "
                      f"per 1M tokens")
     return "\n".join(lines) + "\n"
+
+
+def spend_line(spend: Mapping[str, Any]) -> str:
+    """One line: what a judged run spent (the usage the server reported, at the given prices) beside its dry
+    run's estimate (``spend``: :func:`rankgate.flows._common.judge_spend`)."""
+    tok, est = spend["tokens"], spend["estimate"]
+    return (f"judge spend: {fmt_score(spend['usd'], 4, grouped=True)} for {spend['calls_sent']:,} calls sent "
+            f"({tok['prompt']:,} prompt and {tok['completion']:,} completion tokens the server reported); "
+            f"the dry run's estimate: {fmt_score(est['usd'], 4, grouped=True)} "
+            f"({est['tokens_in']:,} in, {est['tokens_out']:,} out)")
 
 
 def _f(x: Any) -> str:

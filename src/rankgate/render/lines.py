@@ -22,6 +22,11 @@ def coverage_lines(result: EvaluationResult) -> list[str]:
 
     n = len(result.query_ids)
     lines = [f"{n} gold {'query' if n == 1 else 'queries'} evaluated"]
+    from rankgate.stats.clusters import resampling_line
+
+    units = resampling_line(result)
+    if units:
+        lines.append(units)
     if result.no_answer:
         lines.append(
             f"{len(result.no_answer)} no-answer queries (no relevant item): ranking metrics skip them"

@@ -128,6 +128,9 @@ class Stages:
     k: int
     queries: int  # queries with a raw list
     rows: tuple[tuple[str, float, float], ...]  # (metric, raw, final)
+    # (metric, low, high, verdict): the paired interval of final − raw and its verdict (rankgate.stats.verdict)
+    changes: tuple[tuple[str, float, float, str], ...] = ()
+    confidence: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ class Report:
     confidence: float
     panel: tuple[PanelRow, ...]
     latency: tuple[Latency, ...] = ()
+    artifacts: Any = None  # render.artifacts.RunArtifacts: each run's recorded index version, chunker, models
     experiments: tuple[tuple[str, str, str], ...] = ()  # (anchor, title, HTML section): freshness, rewrite, routing…
     run_label: str = "run"  # how charts and tables name the run (and baseline_label the baseline): the same form
     baseline_label: str | None = None
@@ -166,6 +170,7 @@ class Report:
     lexical_panel: tuple[tuple[str, float], ...] = ()
     curves: tuple[Curve, ...] = ()
     baseline_curves: tuple[Curve, ...] = ()
+    segment_knees: tuple[Any, ...] = ()  # each --by segment value's k-sweep knee (rankgate.stats.sweep.SegmentKnee)
     depth: int = 0
     rank_histogram: tuple[tuple[str, int], ...] = ()
     baseline_rank_histogram: tuple[tuple[str, int], ...] = ()
@@ -196,3 +201,4 @@ class Report:
     answers: Mapping[str, Any] | None = None  # layer two: the "answers" part of a rankgate answers summary
     bounds: Mapping[str, Any] | None = None  # precision/nDCG bounds of an incomplete gold set (evaluate --judged)
     input_notes: tuple[str, ...] = ()  # how the inputs were read (joined lists) and near-misses of text matching
+    resample_unit: str = "queries"  # what the intervals resample: queries, or conversations (stats/clusters.py)

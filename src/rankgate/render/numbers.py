@@ -17,6 +17,8 @@ from rankgate.metrics.display import (
     fmt_apart,
     fmt_confidence,
     fmt_confidence_exact,
+    fmt_cost,
+    fmt_cost_change,
     fmt_count,
     fmt_delta,
     fmt_delta_ci,
@@ -44,8 +46,8 @@ from rankgate.metrics.display import (
     shorten,
 )
 
-__all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_count",
-           "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
+__all__ = ["DASH", "MINUS", "fmt_answer_value", "fmt_apart", "fmt_confidence", "fmt_confidence_exact", "fmt_cost",
+           "fmt_cost_change", "fmt_count", "fmt_delta", "fmt_delta_ci", "fmt_delta_ci_apart", "fmt_exact", "fmt_limit", "fmt_ms", "fmt_ms_change", "fmt_p",
            "fmt_per_1k", "fmt_pp", "fmt_rank", "fmt_score", "fmt_share", "fmt_share_change", "fmt_share_range", "fmt_sig",
            "fmt_size", "fmt_small_share", "fmt_times", "fmt_unit", "fmt_value", "fmt_value_ci", "fmt_z", "md_escape", "neutral", "shorten"]
 

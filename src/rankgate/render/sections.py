@@ -63,6 +63,18 @@ def _call(module: str, name: str, confidence: bool = True) -> Callable[[Any, flo
     return call
 
 
+def _cost(name: str, confidence: bool = False) -> Callable[[Any, float], Any]:
+    """A renderer of :mod:`rankgate.render.cost` (the cost summary carries its own confidence)."""
+
+    def call(part: Any, conf: float) -> Any:
+        from rankgate.render import cost
+
+        render = getattr(cost, name)
+        return render(part, conf) if confidence else render(part)
+
+    return call
+
+
 def _headed(heading: str, body: Callable[[Any, float], Any]) -> Callable[[Any, float], str]:
     """A markdown section: ``### heading`` over the table ``body`` writes."""
     return lambda part, conf: f"### {heading}\n\n" + body(part, conf)
@@ -92,6 +104,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("latency", "Latency", _call("experiments", "latency_markdown", False),
             _call("experiments", "latency_renderable", False),
             html_elsewhere="report/html.py _panel: the latency table under the panel, beside the baseline's"),
+    Section("resources", "Process resources", _call("experiments", "resources_markdown", False),
+            _call("experiments", "resources_renderable", False), _call("experiments", "resources_html", False)),
+    Section("cost", "Cost per query", _cost("cost_markdown"), _cost("cost_renderable"), _cost("cost_html", True)),
     _experiment("freshness", "Freshness", "freshness_markdown", "freshness_renderable"),
     _experiment("rewrite", "Query rewriting", "rewrite_markdown", "rewrite_renderable"),
     Section("bounds", "Incomplete gold set: bounds",
@@ -102,7 +117,7 @@ SECTIONS: tuple[Section, ...] = (
 
 SECTION: Mapping[str, Section] = {s.key: s for s in SECTIONS}
 
-HTML_EXPERIMENTS: tuple[str, ...] = ("freshness", "rewrite", "routing", "entity_linking")
+HTML_EXPERIMENTS: tuple[str, ...] = ("cost", "resources", "freshness", "rewrite", "routing", "entity_linking")
 """The kinds the HTML report shows as experiment sections (after the lists), in page order; ``bounds``
 is drawn with the answer layer's numbers (:func:`rankgate.render.html.layer_two_section`)."""
 
@@ -123,6 +138,11 @@ def summary_parts(ev: Evaluation, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """What ``summary.json`` holds beside the metrics: the statistics, then each section's plain data
     (except the kinds in ``skip``: written another way, as :func:`rankgate.render.exports.segments_json` does)."""
     out: dict[str, Any] = {"statistics": ev.request.statistics.to_dict()}
+    from rankgate.stats.clusters import resampling
+
+    units = resampling(ev.result)
+    if units is not None:  # conversations were resampled (stats/clusters.py)
+        out["statistics"]["resampling"] = units.to_dict()
     for row, part in sections_of(ev.sections()):
         if row.key not in skip:
             out[row.key] = row.to_dict(part)

@@ -119,7 +119,47 @@ def sweep_table(sweep: KSweep, title: str | None = None):
     table.add_column("AUC", justify="right")
     for c in sweep.curves:
         table.add_row(c.metric, *(fmt_score(v, 4) for v in c.means), fmt_score(c.auc, 4))
-    return table
+    if not sweep.segments:
+        return table
+    from rich.console import Group
+    from rich.text import Text
+
+    knees = Table(title="knee by segment", title_justify="left", show_edge=False, pad_edge=False)
+    knees.add_column("segment", overflow="fold")
+    knees.add_column("metric", no_wrap=True)
+    knees.add_column("n", justify="right", no_wrap=True)
+    for k in sweep.ks:
+        knees.add_column(f"@{k}", justify="right")
+    knees.add_column("knee", justify="right", no_wrap=True)
+    rows, lines = _knee_rows(sweep)
+    for name, metric, n, means, at in rows:
+        knees.add_row(name, metric, n, *(fmt_score(v, 4) for v in means), at)
+    return Group(table, Text(""), knees, *(Text(line) for line in lines))
+
+
+def _knee_rows(sweep: KSweep) -> tuple[list[tuple[str, str, str, tuple[float, ...], str]], list[str]]:
+    """The knee table's rows (all queries first, then each shown segment of each field) and the lines saying
+    which segments were left out (:func:`rankgate.render.lines.segment_lines`)."""
+    from rankgate.stats.segments import shown_segments
+
+    overall = sweep.knees()
+    rows = [("all queries", c.metric, str(max(c.n, default=0)), c.means, _knee_cell(overall[c.metric]))
+            for c in sweep.curves]
+    lines: list[str] = []
+    by_field: dict[str, dict[str, list]] = {}
+    for s in sweep.segments:
+        by_field.setdefault(s.field, {}).setdefault(s.label, []).append(s)
+    for key, labels in by_field.items():
+        shown = shown_segments({label: max(s.n for s in of) for label, of in labels.items()})
+        for label in shown.labels:
+            rows += [(f"{display_field(key)} = {label}", s.metric, str(s.n), s.means, _knee_cell(s.knee))
+                     for s in labels[label]]
+        lines += segment_lines(key, shown, SEGMENTS_WHERE)
+    return rows, lines
+
+
+def _knee_cell(k: int | None) -> str:
+    return "—" if k is None else str(k)
 
 
 def sweep_markdown(sweep: KSweep) -> str:
@@ -128,6 +168,14 @@ def sweep_markdown(sweep: KSweep) -> str:
     lines = ["| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
     for c in sweep.curves:
         lines.append("| " + " | ".join([md_escape(c.metric, 60), *(fmt_score(v, 4) for v in c.means), fmt_score(c.auc, 4)]) + " |")
+    if sweep.segments:
+        rows, notes = _knee_rows(sweep)
+        head = ["segment", "metric", "n", *(f"@{k}" for k in sweep.ks), "knee"]
+        lines += ["", "Knee by segment:", "", "| " + " | ".join(head) + " |", "|:--|:--|" + "--:|" * (len(head) - 2)]
+        lines += ["| " + " | ".join([md_escape(name, 60), md_escape(metric, 60), n, *(fmt_score(v, 4) for v in means), at])
+                  + " |" for name, metric, n, means, at in rows]
+        if notes:
+            lines += [""] + [md_escape(line, 400) for line in notes]
     return "\n".join(lines) + "\n"
 
 

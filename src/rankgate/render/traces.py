@@ -58,6 +58,10 @@ def fmt_signal(signal: str, value: float | None) -> str:
         from rankgate.render.numbers import fmt_share_change
 
         return fmt_share_change(value)
+    if signal.startswith("cost."):  # (by its key: dollars, tokens, ms)
+        from rankgate.metrics.display import fmt_cost
+
+        return fmt_cost(signal.split(".")[1], value)
     return fmt_unit(SIGNAL_INFO[signal].unit, value)
 
 
@@ -117,6 +121,23 @@ def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
             continue
         lat.add_row(stage, *[fmt_score(v.value if v else None, 1) for v in vals], f"{vals[0].n:,}")
     parts: list[Any] = [t, Text(""), lat]
+    res = resources_rows(summary)
+    if res:  # the process samples, when the traces carry them
+        rt = Table(title="Process resources per request (exact quantiles)", title_justify="left", show_edge=False,
+                   pad_edge=False)
+        for col in ("sample", "p50", "p95", "p99", "n"):
+            rt.add_column(col, justify="left" if col == "sample" else "right", no_wrap=True)
+        for row in res:
+            rt.add_row(*row)
+        parts += [Text(""), rt]
+    cost = cost_rows(summary)
+    if cost:  # what the requests cost, when the traces log it
+        ct = Table(title="Cost per request (mean, exact p95)", title_justify="left", show_edge=False, pad_edge=False)
+        for col in ("cost", "mean", "p95", "n"):
+            ct.add_column(col, justify="left" if col == "cost" else "right", no_wrap=True)
+        for row in cost:
+            ct.add_row(*row)
+        parts += [Text(""), ct]
     reading = reading_notes(summary)
     if reading:
         parts.append(Text(""))
@@ -145,6 +166,37 @@ def trace_panel(summary: TraceSummary, flags: Sequence[Any] = ()) -> Any:
         for f in flags:
             parts.append(Text(f"  {f.severity:7} {f.window_iso} {f.segment} {f.signal}: {f.detail}"))
     return Group(*parts)
+
+
+#: The process samples and how their rows are labelled (:func:`resources_rows`).
+RESOURCE_LABELS = (("cpu_ms", "CPU time (ms)"), ("memory_mb", "memory, RSS (MB)"))
+
+
+def resources_rows(summary: TraceSummary) -> list[tuple[str, ...]]:
+    """(label, p50, p95, p99, n) of each process sample the traces carry, whole period, all traffic."""
+    rows = []
+    for name, label in RESOURCE_LABELS:
+        vals = [summary.value(f"resources.{name}.{q}") for q in ("p50", "p95", "p99")]
+        if vals[0] is None or vals[0].value is None:
+            continue
+        rows.append((label, *[fmt_score(v.value if v else None, 1) for v in vals], f"{vals[0].n:,}"))
+    return rows
+
+
+def cost_rows(summary: TraceSummary, segment: str = "all") -> list[tuple[str, ...]]:
+    """(label, mean, p95, n) of each cost key the traces log, whole period, for ``segment`` (all traffic)."""
+    from rankgate.io.cost import COST_KEYS
+    from rankgate.metrics.display import fmt_cost
+    from rankgate.traces.signals import COST_LABELS
+
+    rows: list[tuple[str, ...]] = []
+    for key in COST_KEYS:
+        mean, p95 = (summary.value(f"cost.{key}.{q}", segment=segment) for q in ("mean", "p95"))
+        if mean is None or mean.value is None:
+            continue
+        rows.append((COST_LABELS[key], fmt_cost(key, mean.value), fmt_cost(key, p95.value if p95 else None),
+                     f"{mean.n:,}"))
+    return rows
 
 
 def render_text(renderable: Any, width: int = 80) -> str:
@@ -206,6 +258,10 @@ def fmt_change(signal: str, d: float | None) -> str:
 
     if d is not None and d == float("inf"):
         return "none"
+    if signal.startswith("cost."):
+        from rankgate.metrics.display import fmt_cost_change
+
+        return fmt_cost_change(signal.split(".")[1], d).lstrip("+")
     unit = SIGNAL_INFO[signal].unit if signal in SIGNAL_INFO else "score"
     if unit == "share":
         return fmt_share_change(d).lstrip("+")

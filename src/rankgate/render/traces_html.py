@@ -192,6 +192,30 @@ def _latency(summary: TraceSummary) -> str:
                                                                 num=(1, 2, 3, 4)) + "</section>")
 
 
+def _cost(summary: TraceSummary) -> str:
+    """What the requests cost (mean and p95 per key), all traffic then each segment; nothing without costs."""
+    from rankgate.render.traces import cost_rows
+
+    segments = ["all"] + sorted({v.segment for v in summary.period if v.segment != "all" and v.signal.startswith("cost.")})
+    rows = [(e(seg), e(label), *rest) for seg in segments for label, *rest in cost_rows(summary, seg)]
+    if not rows:
+        return ""
+    return ('<section id="cost"><h2>Cost per request</h2><p class="lead">Whole period; the mean and the exact p95 '
+            'with linear interpolation, per segment.</p>' + _table(("segment", "cost", "mean", "p95", "n"), rows,
+                                                                   num=(2, 3, 4)) + "</section>")
+
+
+def _resources(summary: TraceSummary) -> str:
+    from rankgate.render.traces import resources_rows
+
+    rows = [(e(label), *rest) for label, *rest in resources_rows(summary)]
+    if not rows:
+        return ""
+    return ('<section id="resources"><h2>Process resources per request</h2><p class="lead">Whole period; exact '
+            'quantiles with linear interpolation.</p>' + _table(("sample", "p50", "p95", "p99", "n"), rows,
+                                                                num=(1, 2, 3, 4)) + "</section>")
+
+
 def _unstable(summary: TraceSummary) -> str:
     if not summary.unstable:
         return ""
@@ -270,7 +294,8 @@ def trace_report_html(summary: TraceSummary, outcome: MonitorOutcome | None = No
              ("instability", f"top {m.get('instability_k')} of the {m.get('list_stage')} list, RBO p={m.get('rbo_p')}")]
     head = ('<header class="top"><div class="inner"><h1>' + e(title) + '</h1><dl class="facts">'
             + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts) + "</dl></div></header>")
-    sections = [_flags(outcome), _series(summary, outcome, config), _latency(summary), _unstable(summary),
+    sections = [_flags(outcome), _series(summary, outcome, config), _latency(summary), _resources(summary),
+                _cost(summary), _unstable(summary),
                 _sources(summary), _low(summary), _stale(summary), _notes(summary)]
     body = "<main>" + "\n".join(s for s in sections if s) + "</main>"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

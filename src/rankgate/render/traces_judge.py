@@ -106,7 +106,7 @@ def judged_jsonl(result: Any) -> str:
         v = by_id[r.request_id]
         row: dict[str, Any] = {"request_id": r.request_id, "window": iso(r.window),
                                **dict(zip(result.sample.stratify, r.values)), "observed": r.observed,
-                               "contexts": [c[0] for c in r.contexts]}
+                               **_conversation(r), "contexts": [c[0] for c in r.contexts]}
         for task, value in v.values.items():
             row[task] = value
             if task in v.human:
@@ -119,6 +119,12 @@ def judged_jsonl(result: Any) -> str:
             row["statements"], row["supported"] = v.statements, v.supported
         lines.append(json.dumps(row, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
+
+
+def _conversation(r: Any) -> dict[str, Any]:
+    """The request's ``conversation_id`` and ``turn`` where the trace gives them (a gold set built from the
+    labels keeps its conversations)."""
+    return dict(r.conversation())
 
 
 def _segment(sample: Any, r: Any) -> dict[str, str]:
@@ -136,7 +142,7 @@ def relevance_queue_jsonl(result: Any) -> str:
                 continue
             lines.append(json.dumps({"query_id": f"prod-{r.request_id}", "query": r.query, "id": item,
                                      "text": have[item], "rank": rank, "item_source": source,
-                                     "request_id": r.request_id, "observed": r.observed,
+                                     "request_id": r.request_id, "observed": r.observed, **_conversation(r),
                                      "stratum": " · ".join([iso(r.window), *r.values]),
                                      "segment": _segment(result.sample, r), "source": "production_log",
                                      "sample_reason": "traces_judge"}, ensure_ascii=False))
@@ -155,7 +161,8 @@ def answers_queue_jsonl(result: Any) -> str:
             continue
         lines.append(json.dumps({"query_id": f"prod-{r.request_id}", "question": r.query, "answer": answer,
                                  "contexts": [{"id": c[0], "text": have[c[0]]} for c in r.contexts],
-                                 "request_id": r.request_id, "stratum": " · ".join([iso(r.window), *r.values]),
+                                 "request_id": r.request_id, **_conversation(r),
+                                 "stratum": " · ".join([iso(r.window), *r.values]),
                                  "segment": _segment(result.sample, r)}, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
 

@@ -19,6 +19,8 @@ import numpy as np
 from rankgate._util.arrow import arrow_of
 from rankgate.errors import FileChangedError, RankgateError
 from rankgate.io import Gold, Run
+from rankgate.io.cost import check_costs
+from rankgate.io.resources import check_run_resources
 from rankgate.metrics import Metric
 from rankgate.model.gold_run import joined_fields, joined_runs
 from rankgate.model.ranking import TieEffect, resolve_ties
@@ -203,6 +205,11 @@ def _evaluate_blocks(
         return None
     last = scores[-1]
     fields = joined_fields(run_fields)  # (the whole run's per-query fields, as one read gives them)
+    try:  # (a cost refused here is named, with its line, by the whole read)
+        check_costs(fields, first.source if first is not None else "<run>")
+        check_run_resources(fields, first.source if first is not None else "<run>")
+    except RankgateError:
+        return None
     eval_pos = np.full(len(g.query_ids), -1, dtype=np.int64)
     eval_pos[evaluated] = np.arange(evaluated.size, dtype=np.int64)
     effect = TieEffect(differ=sum(s.effect.differ for s in scores),

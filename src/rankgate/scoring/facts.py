@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from rankgate.io import Gold, Run
+from rankgate.io.resources import ADAPTER_FIELD, RESOURCE_FIELDS
 from rankgate.metrics.context import NO_CUTOFF
 from rankgate.model.ranking import TieEffect
 from rankgate.model.results import EvaluationResult
@@ -51,7 +52,22 @@ def result_info(g: Gold, fields: dict[str, list[Any]], *, level: str, trec: bool
     if id_mismatch:
         info["id_mismatch"] = id_mismatch
     _put_run_values(info, fields, run_to_gold, eval_pos, evaluated)
+    _put_conversations(info, g, fields, run_to_gold, eval_pos, evaluated)
     return info
+
+
+def _put_conversations(info: dict[str, Any], g: Gold, fields: dict[str, list[Any]], run_to_gold: np.ndarray,
+                       eval_pos: np.ndarray, n: int) -> None:
+    """The conversations of the evaluated queries, when the gold set (or else the run) gives them: the run's
+    ``conversation_id`` and ``turn`` per evaluated query when the gold set has none (``run_conversations``),
+    and how many follow-ups depend on earlier turns (``conversations``)."""
+    if "conversation_id" not in g.fields and "conversation_id" in fields:
+        at = _evaluated_at(run_to_gold, eval_pos)
+        info["run_conversations"] = {name: _per_query(fields[name], at, n) for name in ("conversation_id", "turn")
+                                     if name in fields}
+    depends = g.fields.get("depends_on_turns")
+    if depends is not None:
+        info["conversations"] = {"depend_on_earlier_turns": sum(1 for d in depends if d)}
 
 
 def scored_result(g: Gold, evaluated: np.ndarray, names: tuple[str, ...], values: dict[str, np.ndarray],
@@ -66,7 +82,7 @@ def scored_result(g: Gold, evaluated: np.ndarray, names: tuple[str, ...], values
         query_ids=qids,
         metric_names=names,
         values=values,
-        fields=_segments(g, sel),
+        fields=_with_run_segments(_with_run_conversations(_segments(g, sel), info), info),
         first_relevant_rank=first_rel,
         missing_from_run=missing,
         not_in_gold=not_in_gold,
@@ -92,6 +108,31 @@ def input_notices(g: Gold, r: Run) -> list[str]:
     return list(dict.fromkeys([*getattr(g, "notices", ()), *getattr(r, "notices", ())]))
 
 
+def _with_run_conversations(fields: dict[str, tuple[str | None, ...]],
+                            info: dict[str, Any]) -> dict[str, tuple[str | None, ...]]:
+    """The segment fields, with the run's conversation ids and turns when the gold set gives none."""
+    found = info.get("run_conversations")
+    if not found:
+        return fields
+    from rankgate.model.conversations import turn_label
+
+    out = dict(fields)
+    out["conversation_id"] = tuple(None if v is None else str(v) for v in found.get("conversation_id", ()))
+    if "turn" in found:
+        out["turn"] = tuple(turn_label(v) for v in found["turn"])
+    return out
+
+
+def _with_run_segments(fields: dict[str, tuple[str | None, ...]],
+                       info: dict[str, Any]) -> dict[str, tuple[str | None, ...]]:
+    """The segment fields, with the run's ``adapter`` per query when the gold set gives no field of that name
+    (``--by adapter`` compares the frameworks that produced the records)."""
+    found = info.get("run_adapter")
+    if not found or ADAPTER_FIELD in fields:
+        return fields
+    return {**fields, ADAPTER_FIELD: tuple(found)}
+
+
 def _segments(g: Gold, sel: list[int]) -> dict[str, tuple[str | None, ...]]:
     out: dict[str, tuple[str | None, ...]] = {}
     for name in SEGMENT_FIELDS:
@@ -102,7 +143,12 @@ def _segments(g: Gold, sel: list[int]) -> dict[str, tuple[str | None, ...]]:
         names = sorted({t for d in tags if d for t in d})
         for t in names:
             out[f"tags.{t}"] = tuple((tags[i] or {}).get(t) for i in sel)
-    not_segments = {"tags", "query", "k", "expected_answer", "entities", "must_not_retrieve", "no_answer"}
+    not_segments = {"tags", "query", "k", "expected_answer", "entities", "must_not_retrieve", "no_answer",
+                    "depends_on_turns"}
+    if "turn" in g.fields:  # the turn segment: first turns and follow-ups (model/conversations.py)
+        from rankgate.model.conversations import turn_label
+
+        out["turn"] = tuple(turn_label(g.fields["turn"][i]) for i in sel)
     for name, col in g.fields.items():  # other scalar fields the gold set carries (difficulty, owner …)
         if name not in out and name not in not_segments:
             out[name] = tuple(None if col[i] is None else str(col[i]) for i in sel)
@@ -183,7 +229,7 @@ def ties_lines(result: EvaluationResult) -> list[str]:
 
 def _run_facts_of(queries: int, rows: int, fields: dict[str, list[Any]]) -> dict[str, Any]:
     facts: dict[str, Any] = {"queries": queries, "rows": rows}
-    for name in ("system", "index_version", "chunker", "embedding_model", "reranker", "corpus_version"):
+    for name in ("system", "index_version", "chunker", "embedding_model", "reranker", "corpus_version", "retriever"):
         if name in fields:
             facts[name] = _distinct(fields[name])
     return facts
@@ -198,6 +244,14 @@ def _put_run_values(info: dict[str, Any], fields: dict[str, list[Any]], run_to_g
     lat = _latency(fields, at, n)
     if lat:
         info["latency_ms"] = lat
+    cost = _cost(fields, at, n)
+    if cost:
+        info["cost"] = cost  # (key -> a value per evaluated query, as latency_ms: rankgate.experiments.cost)
+    resources = {name: _per_query(fields[name], at, n) for name in RESOURCE_FIELDS if fields.get(name)}
+    if resources:  # (process samples per evaluated query, checked by rankgate.io.resources: experiments.resources)
+        info["resources"] = resources
+    if fields.get(ADAPTER_FIELD):  # (a segment, unless the gold set gives one: _with_run_segments)
+        info["run_adapter"] = _per_query(fields[ADAPTER_FIELD], at, n)
     run_values = {name: _per_query(fields[name], at, n) for name in RUN_VALUE_FIELDS if name in fields}
     if run_values:
         info["run_values"] = run_values
@@ -240,6 +294,37 @@ def _latency(fields: dict[str, list[Any]], places: list[int], n: int) -> dict[st
                 if key not in out:  # not setdefault: its default would be built for every query
                     out[key] = _stage_column(n)
                 out[key][at] = float(ms)
+    return out
+
+
+def _cost(fields: dict[str, list[Any]], places: list[int], n: int) -> dict[str, list[float | None]]:
+    """The run's ``cost`` objects as a column per key (checked by :func:`rankgate.io.cost.check_costs`), one
+    slot per evaluated query, None where a query logs no such key; keys in order of first appearance."""
+    col = fields.get("cost")
+    if not col:
+        return {}
+    from rankgate.model.costs import CostColumn
+
+    if isinstance(col, CostColumn):  # (the scanner's columns: a float array per key, NaN where not logged)
+        where = np.asarray(places, dtype=np.int64)
+        kept = where >= 0
+        columns: dict[str, Any] = {}
+        for key in col.columns:
+            x = np.full(n, np.nan)
+            x[where[kept]] = col.as_floats(key)[kept]
+            if not np.isnan(x).all():  # (a key only queries not evaluated log: none, as below)
+                columns[key] = x
+        return columns
+    out: dict[str, list[float | None]] = {}
+    for at, value in zip(places, col):
+        if at < 0 or not value:
+            continue
+        for key, x in value.items():
+            if x is None:
+                continue
+            if key not in out:
+                out[key] = _stage_column(n)
+            out[key][at] = float(x)
     return out
 
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from rankgate.errors import InputError
 from rankgate.io import Gold, Run
+from rankgate.io.cost import check_costs
+from rankgate.io.resources import check_run_resources
 from rankgate.metrics import Metric
 from rankgate.metrics.context import EvalContext
 from rankgate.metrics.ranking import compiled_values
@@ -71,6 +73,8 @@ def _evaluate_loaded(
     """The run scored whole (``g`` already at its level); runs of at most ``full_depth_rows`` rows are
     not cut at the deepest cutoff."""
     _check_exp_gain(g, metric_list)
+    check_costs(r.fields, r.source, r.query_lines)
+    check_run_resources(r.fields, r.source, r.query_lines)
     ties = resolve_ties(ties, r, trec=trec)
     aligned = align_queries(g, r, trec=trec, complete=complete)
     rows = ranked_rows(g, r, aligned, metric_list, k=k, level=level, doc_of=doc_of, dedupe=dedupe, ties=ties,

@@ -17,6 +17,20 @@ p-value of a paired change (:func:`randomization_test`)
     Two-sided sign-flip test: under "no difference" each query's difference is as likely to have the
     opposite sign. Flip signs at random ``resamples`` times and count the ``b`` flips whose
     ``|mean|`` is at least the observed one; ``p = (b + 1) / (resamples + 1)``, never 0.
+Conversations: the cluster bootstrap (``clusters=``; :func:`grouped_cluster_cis`)
+    When queries are turns of conversations (a ``conversation_id``), turns of one conversation are
+    correlated and the unit resampled is the conversation. For the values that apply, conversation
+    ``c`` (of ``K``) has the sum ``S_c`` and the count ``N_c`` of its values. A resample draws ``K``
+    conversations with replacement (the same streams, draws and sums as queries: the two columns ``S``
+    and ``N`` over the ``K`` conversations, conversations in ascending code order, a conversation's
+    values summed in query order) and its mean is ``ΣS* / ΣN*``; the interval is the same two quantiles
+    of those means, kept within the values' range. With one turn per conversation this is the query
+    bootstrap above, bit for bit. NaN below two conversations; the value itself when all values are
+    equal. A paired change is the same on the per-query differences. The paired sign-flip test flips
+    the sign of each conversation's summed difference ``D_c`` (conversations whose ``D_c`` is 0 drop
+    out, as unchanged queries do), ``p = (b + 1)/(resamples + 1)`` as above. Queries without a
+    conversation id are conversations of their own. :mod:`rankgate.stats.clusters` says which queries
+    form each conversation and defines the effective number of units.
 Several comparisons at once (:func:`holm`)
     Holm's step-down correction, which controls the chance of any false "changed" in the table.
 Interval of a proportion ``k / n`` (:func:`wilson_interval`, :func:`clopper_pearson`)
@@ -322,12 +336,21 @@ def bootstrap_ci(
     rng: RandomSource,
     resamples: int = 2000,
     confidence: float = 0.95,
+    clusters: Sequence[Any] | np.ndarray | None = None,
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval ``(low, high)`` of the mean of ``values`` (NaN entries skipped).
 
-    ``resamples=0`` turns the interval off (NaN, NaN). See the module docs for the method.
+    ``resamples=0`` turns the interval off (NaN, NaN). ``clusters``: a conversation per value (integer
+    codes or labels); then conversations are resampled, not values (the cluster bootstrap). See the
+    module docs for the method.
     """
     _check("bootstrap_ci", resamples, confidence)
+    if clusters is not None:
+        v = np.asarray(values, dtype=np.float64).ravel()
+        ok = ~np.isnan(v)
+        low, high = _cluster_intervals(v[ok], np.array([int(ok.sum())]), _cluster_codes(clusters, v.size)[ok],
+                                       _streams(_generator(rng), resamples) if resamples else None, resamples, confidence)
+        return (float(low[0]), float(high[0]))
     x = _applicable(values)
     if x.size < 2 or resamples == 0:
         return (math.nan, math.nan)
@@ -342,13 +365,28 @@ def paired_bootstrap_ci(
     rng: RandomSource,
     resamples: int = 2000,
     confidence: float = 0.95,
+    clusters: Sequence[Any] | np.ndarray | None = None,
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval of the mean change ``cand − base`` over paired queries.
 
-    Only queries where both values apply count. Queries are resampled as pairs.
+    Only queries where both values apply count. Queries are resampled as pairs; with ``clusters`` (a
+    conversation per query), conversations are.
     """
+    if clusters is not None:
+        bb, cc = _paired_arrays(base, cand)
+        ok = ~(np.isnan(bb) | np.isnan(cc))
+        return bootstrap_ci((cc - bb)[ok], rng=rng, resamples=resamples, confidence=confidence,
+                            clusters=_cluster_codes(clusters, bb.size)[ok])
     b, c = paired_values(base, cand)
     return bootstrap_ci(c - b, rng=rng, resamples=resamples, confidence=confidence)
+
+
+def _paired_arrays(base: Sequence[float] | np.ndarray, cand: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    b = np.asarray(base, dtype=np.float64).ravel()
+    c = np.asarray(cand, dtype=np.float64).ravel()
+    if b.shape != c.shape:
+        raise UsageError(f"paired values must have the same length; got {b.size} and {c.size}")
+    return b, c
 
 
 def randomization_test(
@@ -357,14 +395,24 @@ def randomization_test(
     *,
     rng: RandomSource,
     resamples: int = 10000,
+    clusters: Sequence[Any] | np.ndarray | None = None,
 ) -> float:
     """Two-sided paired sign-flip randomisation test of "no change in the mean"; returns p.
 
     ``p = (b + 1) / (resamples + 1)`` where ``b`` counts sign flips whose ``|mean difference|``
     reaches the observed one. NaN when no query applies in both runs (or ``resamples=0``);
-    1.0 when no query changed.
+    1.0 when no query changed. With ``clusters`` (a conversation per query) each conversation's summed
+    difference is flipped as one.
     """
     _check("randomization_test", resamples)
+    if clusters is not None:
+        bb, cc = _paired_arrays(base, cand)
+        ok = ~(np.isnan(bb) | np.isnan(cc))
+        if not ok.any() or resamples == 0:
+            return math.nan
+        sums, _, _k = _cluster_columns((cc - bb)[ok], np.array([int(ok.sum())]), _cluster_codes(clusters, bb.size)[ok])
+        sums = sums[sums != 0.0]
+        return 1.0 if sums.size == 0 else _sign_flip_p(sums, _generator(rng), resamples)
     b, c = paired_values(base, cand)
     if b.size == 0 or resamples == 0:
         return math.nan
@@ -452,26 +500,39 @@ def metric_cis(
     resamples: int = 2000,
     confidence: float = 0.95,
     metrics: Sequence[str] | None = None,
+    clusters: np.ndarray | None | bool = True,
 ) -> dict[str, tuple[float, float]]:
     """Bootstrap interval of every metric's mean in ``result``: canonical name -> ``(low, high)``.
 
     Each metric is resampled over the queries where it applies, from a generator seeded with
     ``seed``; so a metric's interval does not depend on which other metrics were evaluated, and
     metrics that apply to the same queries (e.g. all ranking metrics) share the same resampled query
-    sets. ``resamples=0`` gives NaN intervals.
+    sets. ``resamples=0`` gives NaN intervals. When the result's queries carry a ``conversation_id``,
+    conversations are resampled (the cluster bootstrap, module docs); ``clusters=False`` resamples
+    queries regardless, and an array of codes (one per query) names the conversations.
     """
     seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="metric_cis",
                                          defaults=(0, 2000, 0.95))
     _check("metric_cis", resamples, confidence)
     names = list(result.metric_names) if metrics is None else [result.resolve_metric(m) for m in metrics]
-    return values_cis({name: result.values[name] for name in names}, seed, resamples, confidence)
+    if clusters is True:
+        from rankgate.stats.clusters import conversation_codes
+
+        codes = conversation_codes(result)
+    else:
+        codes = None if clusters is False or clusters is None else np.asarray(clusters)
+    return values_cis({name: result.values[name] for name in names}, seed, resamples, confidence, clusters=codes)
 
 
 def values_cis(
-    values: Mapping[str, np.ndarray], seed: int, resamples: int, confidence: float
+    values: Mapping[str, np.ndarray], seed: int, resamples: int, confidence: float,
+    clusters: np.ndarray | None = None,
 ) -> dict[str, tuple[float, float]]:
     """:func:`metric_cis` on per-query value arrays (name -> values, NaN = not applicable): the
-    intervals of any subset of queries (a segment) with the same resampling rule. Inputs are trusted."""
+    intervals of any subset of queries (a segment) with the same resampling rule. Inputs are trusted.
+    ``clusters``: a conversation code per query (the cluster bootstrap), or None (queries)."""
+    if clusters is not None:
+        return _values_cluster_cis(values, seed, resamples, confidence, clusters)
     out: dict[str, tuple[float, float]] = {}
     groups: dict[bytes, list[str]] = {}
     for name, v in values.items():
@@ -490,6 +551,23 @@ def values_cis(
 
 
 _cis_for = values_cis  # the name earlier releases used
+
+
+def _values_cluster_cis(values: Mapping[str, np.ndarray], seed: int, resamples: int, confidence: float,
+                        clusters: np.ndarray) -> dict[str, tuple[float, float]]:
+    """:func:`values_cis` with conversations resampled: each metric over the queries where it applies, every
+    metric from the streams of ``seed`` (metrics over the same conversations share their draws)."""
+    names = list(values)
+    if not names:
+        return {}
+    arrays = [np.asarray(values[name], dtype=np.float64).ravel() for name in names]
+    codes = _cluster_codes(clusters, arrays[0].size)
+    oks = [~np.isnan(v) for v in arrays]
+    x = np.concatenate([v[ok] for v, ok in zip(arrays, oks)])
+    c = np.concatenate([codes[ok] for ok in oks])
+    offsets = np.concatenate(([0], np.cumsum([int(ok.sum()) for ok in oks])))
+    low, high = grouped_cluster_cis(x, offsets, c, seed=seed, resamples=resamples, confidence=confidence)
+    return {name: (float(lo), float(hi)) for name, lo, hi in zip(names, low.tolist(), high.tolist())}
 
 
 # --- many groups of queries at once (segments) ---------------------------------------------------------
@@ -610,6 +688,110 @@ def grouped_randomization_tests(
             reached = hits.astype(np.int64) @ drawn if n <= _TABLE_FLIPS else hits.sum(axis=1)
             p[rows] = (reached + 1) / (resamples + 1)
     return p
+
+
+# --- conversations: the cluster bootstrap -----------------------------------------------------------
+# When queries carry a conversation id, the unit resampled is the conversation (see the module docs):
+# a group's values become per-conversation sums S_c and counts N_c, the conversations are drawn by the
+# same streams and kernels as queries are (two columns, S and N, over K conversations), and each
+# resample's mean is ΣS*/ΣN*. The sign-flip test flips each conversation's summed difference.
+
+def _cluster_columns(values: np.ndarray, sizes: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (group, conversation) sums ``S`` and counts ``N`` of ``values`` (groups of ``sizes`` one after the
+    other; ``clusters`` a conversation code per value), group by group and, within a group, by ascending code;
+    and the number of conversations of each group. A conversation's sum adds its values in query order."""
+    group_of = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    c = np.asarray(clusters, dtype=np.int64).ravel()
+    if c.size != values.size:
+        raise UsageError(f"clusters must give one conversation per value; got {c.size} for {values.size} values")
+    if values.size == 0:
+        return np.zeros(0), np.zeros(0), np.zeros(sizes.size, dtype=np.int64)
+    order = np.lexsort((c, group_of))  # (stable: a conversation's values stay in query order)
+    g, k = group_of[order], c[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (k[1:] != k[:-1])
+    starts = np.flatnonzero(new)
+    sums = np.add.reduceat(values[order], starts)
+    counts = np.diff(np.append(starts, order.size)).astype(np.float64)
+    return sums, counts, np.bincount(g[starts], minlength=sizes.size)
+
+
+def grouped_cluster_cis(
+    values: np.ndarray, offsets: Sequence[int] | np.ndarray, clusters: np.ndarray, *, seed: int,
+    resamples: int = 2000, confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cluster bootstrap's interval of the mean of each group ``values[offsets[j]:offsets[j + 1]]``, whose
+    values belong to the conversations ``clusters`` (a code per value): ``(low, high)``, an entry per group.
+
+    Conversations are drawn with replacement (as many as the group has), each bringing all its values; a
+    resample's mean is ``ΣS*/ΣN*`` (module docs). NaN below two conversations or with ``resamples=0``; a
+    group whose values are all equal has that value. Every group draws from the streams of ``seed``, so a
+    group's interval is the one it gets alone (:func:`bootstrap_ci` with ``clusters=``), and the groups of
+    one number of conversations are summed together as the columns of one table."""
+    _check("grouped_cluster_cis", resamples, confidence)
+    x = np.ascontiguousarray(values, dtype=np.float64).ravel()
+    sizes = _group_sizes(offsets, x.size)
+    return _cluster_intervals(x, sizes, clusters, _streams(np.random.default_rng(seed), resamples) if resamples else None,
+                              resamples, confidence)
+
+
+def _cluster_intervals(x: np.ndarray, sizes: np.ndarray, clusters: np.ndarray,
+                       streams: tuple[list[int], list[np.ndarray]] | None, resamples: int,
+                       confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    low, high = np.full(sizes.size, math.nan), np.full(sizes.size, math.nan)
+    if streams is None or x.size == 0:
+        return low, high
+    sums, counts, k = _cluster_columns(x, sizes, clusters)
+    cstarts = np.concatenate(([0], np.cumsum(k)))[:-1]
+    starts = np.concatenate(([0], np.cumsum(sizes)))[:-1]
+    nonempty = np.flatnonzero(sizes > 0)
+    mins, maxs = np.full(sizes.size, math.nan), np.full(sizes.size, math.nan)
+    mins[nonempty] = np.minimum.reduceat(x, starts[nonempty])
+    maxs[nonempty] = np.maximum.reduceat(x, starts[nonempty])
+    two = np.flatnonzero(k >= 2)
+    same = two[mins[two] == maxs[two]]
+    low[same] = high[same] = x[starts[same]]
+    todo = two[mins[two] != maxs[two]]
+    alpha = 1.0 - confidence
+    for n, group in _by_size(todo, k):
+        per = max(1, min(_GROUP_CELLS // (2 * resamples), _GROUP_CELLS // (2 * n)))
+        width = max(_MIN_BLOCK_COLUMNS, _CACHE_BYTES // (8 * n) // 8 * 8)
+        for lo in range(0, group.size, per):
+            cols = group[lo:lo + per]
+            rows = cstarts[cols][None, :] + np.arange(n)[:, None]
+            ns = counts[rows]
+            shared = cols.size > 1 and bool((ns == ns[:, :1]).all())  # (groups over the same turns: one N column)
+            table = np.hstack([sums[rows], ns[:, :1] if shared else ns])  # n rows: S of every group, then N
+            blocks = [(b, min(b + width, table.shape[1])) for b in range(0, table.shape[1], width)]
+            stacks = [np.ascontiguousarray(table[:, b:e]) for b, e in blocks]
+            drawn = _resampled_sums(stacks, blocks, *streams, resamples, n * resamples * table.shape[1])
+            means = drawn[:, :cols.size] / drawn[:, cols.size:]  # (a column's sums are its own: the same either way)
+            q = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+            low[cols], high[cols] = _clamp(q[0], mins[cols], maxs[cols]), _clamp(q[1], mins[cols], maxs[cols])
+    return low, high
+
+
+def grouped_cluster_randomization_tests(
+    differences: np.ndarray, offsets: Sequence[int] | np.ndarray, clusters: np.ndarray, *, seed: int,
+    resamples: int = 10000,
+) -> np.ndarray:
+    """The sign-flip test of each group of paired differences with conversations as the unit: each
+    conversation's differences are summed and the sums' signs flipped (:func:`grouped_randomization_tests`
+    over the per-conversation sums); p per group, NaN for an empty group, 1.0 when no sum is nonzero."""
+    _check("grouped_cluster_randomization_tests", resamples)
+    d = np.ascontiguousarray(differences, dtype=np.float64).ravel()
+    sizes = _group_sizes(offsets, d.size)
+    sums, _, k = _cluster_columns(d, sizes, clusters)
+    return grouped_randomization_tests(sums, np.concatenate(([0], np.cumsum(k))), seed=seed, resamples=resamples)
+
+
+def _cluster_codes(clusters: Any, n: int) -> np.ndarray:
+    c = np.asarray(clusters).ravel()
+    if c.size != n:
+        raise UsageError(f"clusters must give one conversation per value; got {c.size} for {n} values")
+    if c.dtype.kind not in "iu":
+        _, c = np.unique(c.astype(str), return_inverse=True)
+    return c.astype(np.int64)
 
 
 def _compositions(streams: tuple[list[int], list[np.ndarray]], n: int, resamples: int) -> tuple[np.ndarray, np.ndarray] | None:

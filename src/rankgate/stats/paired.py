@@ -24,6 +24,11 @@ A row's *verdict* is :func:`rankgate.stats.verdict.verdict` of its numbers: ``be
 Holm-corrected p-value is below ``1 − confidence``; ``not significant after correcting for N comparisons``
 when its interval excludes 0 but the corrected p-value does not; ``within noise`` when the interval includes 0
 (when p-values are off, the interval decides); ``unchanged`` when no query's value changed.
+
+When the queries carry a ``conversation_id`` (the baseline's, else the candidate's), every interval and
+p-value resamples conversations, not queries (the cluster bootstrap and the per-conversation sign flip of
+:mod:`rankgate.stats.bootstrap`), and ``statistics.resampling`` says how many conversations and turns
+were paired and each metric's effective number of units (:mod:`rankgate.stats.clusters`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,9 @@ from rankgate._util.jsonable import exact_mean, exact_means, nan_to_none
 from rankgate.metrics.info import higher_is_better, is_share, metric_family
 from rankgate.model.results import EvaluationResult, pair_labels, run_label
 from rankgate.stats.segments import label_groups, segment_labels, split_fields
-from rankgate.stats.bootstrap import grouped_bootstrap_cis, grouped_randomization_tests, holm, paired_bootstrap_ci, randomization_test
+from rankgate.stats.bootstrap import (grouped_bootstrap_cis, grouped_cluster_cis, grouped_cluster_randomization_tests,
+                                      grouped_randomization_tests, holm, paired_bootstrap_ci, randomization_test)
+from rankgate.stats.clusters import Resampling, conversation_codes, effective_n
 from rankgate.stats.options import Statistics, taken
 from rankgate.stats.verdict import verdict
 
@@ -130,6 +137,11 @@ def _statistics(cmp: Any, correction: str) -> dict[str, Any]:
         "p_value": "paired two-sided sign-flip randomisation test, p = (b+1)/(n+1)",
         "correction": correction,
         "holm_families": [{"rows": "headline" if f is None else f, "size": size} for f, size in cmp.holm_families],
+        **({} if cmp.resampling is None else {"interval": "paired percentile bootstrap of the mean change over "
+                                                          "conversations (cluster bootstrap)",
+                                              "p_value": "paired two-sided sign-flip randomisation test of each "
+                                                         "conversation's summed change, p = (b+1)/(n+1)",
+                                              "resampling": cmp.resampling.to_dict()}),
     }
 
 
@@ -147,6 +159,7 @@ class PairedComparison:
     resamples: int
     n_permutations: int
     confidence: float
+    resampling: Resampling | None = None  # conversations, when the queries carry them (None: queries)
 
     @property
     def baseline_name(self) -> str:
@@ -204,6 +217,7 @@ class Comparison(PairedComparison):
     confidence: float = 0.95
     notes: tuple[str, ...] = field(default=())
     changed_by_metric: tuple[tuple[str, int], ...] = ()  # (metric, paired queries whose value changed), every metric
+    resampling: Resampling | None = None  # conversations, when the queries carry them (None: queries)
 
     @property
     def baseline_name(self) -> str:
@@ -423,8 +437,10 @@ def _compare_two(base: EvaluationResult, cand: EvaluationResult, *, metrics: Seq
         scopes += [(key, label) for label in distinct]
         if distinct:
             members += np.split(order, np.cumsum(np.bincount(codes, minlength=len(distinct)))[:-1])
+    units = _paired_conversations(base, cand, bi, ci)
     rows = _delta_rows(base, cand, bi, ci, names, scopes, np.concatenate(members), [m.size for m in members],
-                       seed=seed, resamples=resamples, n_permutations=n_permutations, confidence=confidence)
+                       seed=seed, resamples=resamples, n_permutations=n_permutations, confidence=confidence,
+                       clusters=units)
 
     regressions, improvements, changed = _query_changes(base, cand, bi, ci, paired_ids, prim, top)
     changed_by_metric = tuple((m, _changed_count(base.values[m][bi], cand.values[m][ci])) for m in names)
@@ -450,7 +466,32 @@ def _compare_two(base: EvaluationResult, cand: EvaluationResult, *, metrics: Seq
         n_permutations=n_permutations,
         confidence=confidence,
         changed_by_metric=changed_by_metric,
+        resampling=_paired_resampling(base, cand, bi, ci, names, units),
     )
+
+
+def _paired_conversations(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray,
+                          ci: np.ndarray) -> np.ndarray | None:
+    """A conversation code per paired query (the baseline's conversation ids, else the candidate's), or None."""
+    codes = conversation_codes(base)
+    if codes is not None:
+        return codes[bi]
+    codes = conversation_codes(cand)
+    return None if codes is None else codes[ci]
+
+
+def _paired_resampling(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray,
+                       names: Sequence[str], units: np.ndarray | None) -> Resampling | None:
+    """What the paired numbers resampled: the paired conversations and turns, and each metric's effective
+    number of units over its paired differences; None when queries were the unit."""
+    if units is None:
+        return None
+    turns = base.fields.get("turn") or ()
+    effective = {m: effective_n(np.asarray(cand.values[m], dtype=np.float64)[ci]
+                                - np.asarray(base.values[m], dtype=np.float64)[bi], units) for m in names}
+    return Resampling(conversations=int(np.unique(units).size), turns=int(units.size),
+                      follow_ups=sum(1 for i in bi.tolist() if i < len(turns) and turns[i] == "follow_up"),
+                      effective_n=effective)
 
 
 def _changed_count(vb: np.ndarray, vc: np.ndarray) -> int:
@@ -461,16 +502,18 @@ def _changed_count(vb: np.ndarray, vc: np.ndarray) -> int:
 
 def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, ci: np.ndarray, names: list[str],
                 scopes: list[tuple[str | None, str | None]], members: np.ndarray, sizes: list[int], *, seed: int,
-                resamples: int, n_permutations: int, confidence: float) -> tuple[DeltaRow, ...]:
+                resamples: int, n_permutations: int, confidence: float,
+                clusters: np.ndarray | None = None) -> tuple[DeltaRow, ...]:
     """A row per metric and scope (metric by metric, scopes in order), Holm-corrected within its family: the
     headline rows (scope ``(None, None)``) of every metric are one, each field's segment rows another.
 
     ``members``: the paired positions of every scope one after the other (``sizes`` each). Every scope of
     every metric is one group of :func:`rankgate.stats.bootstrap.grouped_bootstrap_cis` and
     :func:`rankgate.stats.bootstrap.grouped_randomization_tests`: the numbers :func:`paired_bootstrap_ci` and
-    :func:`randomization_test` give each scope alone, without a call per segment."""
+    :func:`randomization_test` give each scope alone, without a call per segment. ``clusters``: a conversation
+    code per paired query (then conversations are resampled and flipped, :func:`grouped_cluster_cis`)."""
     scope_of = np.repeat(np.arange(len(scopes)), sizes)
-    bs, cs, counts = [], [], []
+    bs, cs, counts, units = [], [], [], []
     for m in names:
         vb = np.asarray(base.values[m], dtype=np.float64)[bi][members]
         vc = np.asarray(cand.values[m], dtype=np.float64)[ci][members]
@@ -478,6 +521,8 @@ def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, 
         bs.append(vb[ok])
         cs.append(vc[ok])
         counts.append(np.bincount(scope_of[ok], minlength=len(scopes)))
+        if clusters is not None:
+            units.append(clusters[members][ok])
     b, c = np.concatenate(bs), np.concatenate(cs)
     n = np.concatenate(counts)
     offsets = np.concatenate(([0], np.cumsum(n)))
@@ -486,8 +531,14 @@ def _delta_rows(base: EvaluationResult, cand: EvaluationResult, bi: np.ndarray, 
     dok = ~np.isnan(d)
     group = np.repeat(np.arange(n.size), n)
     d_offsets = np.concatenate(([0], np.cumsum(np.bincount(group[dok], minlength=n.size))))
-    low, high = grouped_bootstrap_cis(d[dok], d_offsets, seed=seed, resamples=resamples, confidence=confidence)
-    p = grouped_randomization_tests(d, offsets, seed=seed, resamples=n_permutations)
+    if clusters is not None:
+        unit = np.concatenate(units)
+        low, high = grouped_cluster_cis(d[dok], d_offsets, unit[dok], seed=seed, resamples=resamples,
+                                        confidence=confidence)
+        p = grouped_cluster_randomization_tests(d, offsets, unit, seed=seed, resamples=n_permutations)
+    else:
+        low, high = grouped_bootstrap_cis(d[dok], d_offsets, seed=seed, resamples=resamples, confidence=confidence)
+        p = grouped_randomization_tests(d, offsets, seed=seed, resamples=n_permutations)
     # Holm within each family: the headline rows (every metric over all queries), and each field's segment rows
     field_of = np.array([f if f is not None else "" for f, _ in scopes] * len(names), dtype=object)
     headline = np.tile(np.array([f is None for f, _ in scopes]), len(names))
@@ -593,6 +644,7 @@ class MultiComparison(PairedComparison):
     resamples: int = 2000
     n_permutations: int = 10000
     confidence: float = 0.95
+    resampling: Resampling | None = None  # conversations, when the queries carry them (None: queries)
 
     @property
     def baseline_name(self) -> str:
@@ -706,6 +758,7 @@ def _compare_many(results: list[EvaluationResult], names: list[str], b: int, *, 
         ))
 
     raw: list[SystemRow] = []
+    units = {i: _paired_conversations(base, results[i], *pairs[i]) for i in others}
     for m in shared:
         hib = higher_is_better(m)
         for i in others:
@@ -714,8 +767,14 @@ def _compare_many(results: list[EvaluationResult], names: list[str], b: int, *, 
             ok = ~(np.isnan(vb) | np.isnan(vo))
             x, y = vb[ok], vo[ok]
             mb, mo = exact_mean(x), exact_mean(y)
-            low, high = paired_bootstrap_ci(x, y, rng=seed, resamples=resamples, confidence=confidence)
-            p = randomization_test(x, y, rng=seed, resamples=n_permutations)
+            unit = units[i]
+            if unit is None:
+                low, high = paired_bootstrap_ci(x, y, rng=seed, resamples=resamples, confidence=confidence)
+                p = randomization_test(x, y, rng=seed, resamples=n_permutations)
+            else:
+                low, high = paired_bootstrap_ci(x, y, rng=seed, resamples=resamples, confidence=confidence,
+                                                clusters=unit[ok])
+                p = randomization_test(x, y, rng=seed, resamples=n_permutations, clusters=unit[ok])
             raw.append(SystemRow(m, None, None, int(ok.sum()), mb, mo, mo - mb, low, high, p, math.nan, hib,
                                  system=names[i]))
     adjusted = holm([r.p_value for r in raw])
@@ -737,4 +796,6 @@ def _compare_many(results: list[EvaluationResult], names: list[str], b: int, *, 
         resamples=resamples,
         n_permutations=n_permutations,
         confidence=confidence,
+        resampling=next((_paired_resampling(base, results[i], *pairs[i], shared, units[i]) for i in others
+                         if units[i] is not None), None),
     )

@@ -9,7 +9,10 @@ over them, and a bootstrap interval computed as in :func:`rankgate.stats.bootstr
 segment's queries alone (same seed for every segment, so any one segment's numbers reproduce on
 their own). Every segment is computed, however many a field has (the segments of one size are
 resampled together: :func:`rankgate.stats.bootstrap.grouped_bootstrap_cis`); what a person reads is bounded
-by :func:`shown_segments`: at most :data:`MAX_SHOWN_SEGMENTS` of a field, the largest.
+by :func:`shown_segments`: at most :data:`MAX_SHOWN_SEGMENTS` of a field, the largest. When the queries
+carry a ``conversation_id``, each segment's interval resamples the conversations of its queries
+(:func:`rankgate.stats.bootstrap.grouped_cluster_cis`, :mod:`rankgate.stats.clusters`); the ``turn``
+field (``first`` / ``follow_up``) splits first turns from follow-ups.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import numpy as np
 from rankgate._util.jsonable import exact_means, nan_to_none
 from rankgate.errors import UsageError
 from rankgate.model.results import EvaluationResult
-from rankgate.stats.bootstrap import grouped_bootstrap_cis
+from rankgate.stats.bootstrap import grouped_bootstrap_cis, grouped_cluster_cis
+from rankgate.stats.clusters import conversation_codes
 from rankgate.stats.options import Statistics, taken
 
 __all__ = [
@@ -366,6 +370,7 @@ def segment_summary(
     names = list(result.metric_names) if metrics is None else [result.resolve_metric(m) for m in metrics]
     blocks: list[_FieldRows] = []
     keys: list[str] = []
+    conversations = conversation_codes(result)
     for name in fields:
         key, labels = segment_labels(result, name)
         if key in keys:
@@ -376,16 +381,22 @@ def segment_summary(
         queries = np.bincount(codes, minlength=k).tolist()
         # Every (metric, segment)'s applicable values one after the other, metric by metric: one call
         # draws every interval (each the one values_cis gives that segment alone).
-        parts, counts = [], []
+        parts, counts, units = [], [], []
         sorted_codes = codes[order]
         for m in names:
             v = np.asarray(result.values[m], dtype=np.float64)[order]
             ok = ~np.isnan(v)
             parts.append(v[ok])
             counts.append(np.bincount(sorted_codes[ok], minlength=k))
+            if conversations is not None:
+                units.append(conversations[order][ok])
         values = np.concatenate(parts) if parts else np.zeros(0)
         offsets = np.concatenate(([0], np.cumsum(np.concatenate(counts)))) if counts else np.zeros(1, dtype=np.int64)
-        low, high = grouped_bootstrap_cis(values, offsets, seed=seed, resamples=resamples, confidence=confidence)
+        if conversations is not None:
+            low, high = grouped_cluster_cis(values, offsets, np.concatenate(units) if units else np.zeros(0, dtype=np.int64),
+                                            seed=seed, resamples=resamples, confidence=confidence)
+        else:
+            low, high = grouped_bootstrap_cis(values, offsets, seed=seed, resamples=resamples, confidence=confidence)
         blocks.append(_FieldRows(key, distinct, names, queries, np.diff(offsets).tolist(), exact_means(values, offsets),
                                  low.tolist(), high.tolist()))
     return SegmentSummary(tuple(keys), tuple(names), SegmentRows(blocks), seed, resamples, confidence)

@@ -10,6 +10,12 @@ k, in the metric's own units (1.0 = perfect at every k). The measured points are
 lines, so the spacing of the ks matters: with ks 1,3,5,10,20 the stretch from 10 to 20 carries
 10/19 of the weight. Compare areas only between sweeps over the same ks. With a single k the area is
 that k's mean.
+
+Knee (:func:`knee`): Kneedle over k ≤ 20, the k where the curve, scaled to the unit square, lies furthest
+above the straight line from its first to its last point; past it a larger k buys little. With segment
+fields (``by``), :func:`segment_knees` gives each segment value its own curve and knee: the mean at each k
+over the segment's queries where the metric applies (the same values as the overall curve, grouped), so
+two segments whose relevant chunks sit at different depths show different knees.
 """
 
 from __future__ import annotations
@@ -27,10 +33,12 @@ from rankgate.errors import MetricSpecError, UsageError
 from rankgate.model.results import EvaluationResult
 from rankgate.stats.options import Statistics, taken
 
-__all__ = ["KSweep", "SweepCurve", "auc", "k_sweep", "parse_ks", "run_depth", "sweep_from_result", "sweep_specs",
-           "within_depth"]
+__all__ = ["KNEE_K_MAX", "KSweep", "SegmentKnee", "SweepCurve", "auc", "k_sweep", "knee", "parse_ks", "run_depth",
+           "segment_knees", "sweep_from_result", "sweep_specs", "within_depth"]
 
 DEFAULT_KS = (1, 3, 5, 10, 20)
+KNEE_K_MAX = 20
+"""The knee is looked for over k up to this: past 20 chunks a generator's context is rarely the question."""
 
 
 def parse_ks(ks: str | Iterable[int]) -> tuple[int, ...]:
@@ -86,6 +94,61 @@ def auc(ks: Sequence[int], values: Sequence[float]) -> float:
     return area / float(x[-1] - x[0])
 
 
+def knee(ks: Sequence[int], means: Sequence[float], k_max: int = KNEE_K_MAX) -> int | None:
+    """Kneedle over k ≤ ``k_max``: the k where the curve, scaled to the unit square, lies furthest
+    above the straight line from its first to its last point; None for a flat or non-rising curve, or one
+    of fewer than 3 points."""
+    pts = [(k, m) for k, m in zip(ks, means) if k <= k_max and not math.isnan(m)]
+    if len(pts) < 3:
+        return None
+    x0, y0 = pts[0]
+    x1, y1 = pts[-1]
+    if y1 - y0 <= 1e-12:
+        return None
+    best, best_k = 0.0, None
+    for k, m in pts:
+        d = (m - y0) / (y1 - y0) - (k - x0) / (x1 - x0)
+        if d > best + 1e-12:
+            best, best_k = d, k
+    return best_k
+
+
+@dataclass(frozen=True)
+class SegmentKnee:
+    """One segment value's curve of one metric over the sweep's ks, and its knee (None: flat, or too few ks)."""
+
+    field: str  # the field's key in the result (tags.lang)
+    label: str
+    metric: str
+    n: int  # queries of the segment where the metric applies (at the largest k)
+    means: tuple[float, ...]
+    knee: int | None
+
+
+def segment_knees(result: EvaluationResult, curves: Sequence[SweepCurve], ks: Sequence[int],
+                  by: str | Iterable[str]) -> tuple[SegmentKnee, ...]:
+    """Each value of each field of ``by`` (``lang``, ``intent+lang``): its mean at every k of each curve and
+    its knee; fields in ``by`` order, values as :func:`rankgate.stats.segments.ordered_labels` sorts them."""
+    from rankgate.stats.segments import label_groups, segment_labels, split_fields
+
+    out: list[SegmentKnee] = []
+    for name in split_fields(by):
+        key, labels = segment_labels(result, name)
+        distinct, codes, _ = label_groups(labels)
+        size = len(distinct)
+        for c in curves:
+            sums, counts = [], []
+            for spec in c.specs:
+                v = np.asarray(result.values[spec], dtype=np.float64)
+                ok = ~np.isnan(v)
+                sums.append(np.bincount(codes[ok], weights=v[ok], minlength=size))
+                counts.append(np.bincount(codes[ok], minlength=size))
+            for i, label in enumerate(distinct):
+                means = tuple(float(s[i] / n[i]) if n[i] else math.nan for s, n in zip(sums, counts))
+                out.append(SegmentKnee(key, label, c.metric, int(counts[-1][i]) if counts else 0, means, knee(ks, means)))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class SweepCurve:
     """One metric over the ks: means (NaN where it applies to no query), counts, intervals."""
@@ -108,9 +171,19 @@ class KSweep:
     confidence: float = 0.95
     result: EvaluationResult | None = field(default=None, repr=False, compare=False)
     depth: int | None = None  # the run's longest ranking, when known: no k lies past it
+    segments: tuple[SegmentKnee, ...] = ()  # each segment value's curve and knee (k_sweep's ``by``)
+
+    def knees(self) -> dict[str, int | None]:
+        """Each curve's knee over all queries (:func:`knee`)."""
+        return {c.metric: knee(self.ks, c.means) for c in self.curves}
 
     def to_dict(self) -> dict[str, Any]:
+        segments: dict[str, Any] = {}
+        for s in self.segments:
+            segments.setdefault(s.field, {}).setdefault(s.label, {})[s.metric] = {
+                "n": s.n, "means": [nan_to_none(v) for v in s.means], "knee": s.knee}
         return {
+            **({"knees": self.knees(), "segments": segments} if self.segments else {}),
             "ks": list(self.ks),
             **({} if self.depth is None else {"run_depth": self.depth}),
             "auc_method": "trapezoidal area under (k, mean) divided by (k_max - k_min)",
@@ -176,6 +249,7 @@ def k_sweep(
     seed: int = 0,
     resamples: int = 0,
     confidence: float = 0.95,
+    by: str | Iterable[str] | None = None,
 ) -> KSweep:
     """Evaluate ``run`` once with every ``metric@k`` and return the curves.
 
@@ -186,6 +260,7 @@ def k_sweep(
             replaced by the depth itself, so a top-5 run is swept over 1, 3, 5.
         evaluate_kwargs: passed on to :func:`rankgate.evaluate` (``level``, ``doc_sep``, ``trec``…).
         resamples: bootstrap intervals per point when > 0.
+        by: segment fields: each value's curve and knee too (:func:`segment_knees`).
     """
     seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="k_sweep",
                                          defaults=(0, 0, 0.95))
@@ -200,7 +275,8 @@ def k_sweep(
     ks_t = within_depth(parse_ks(ks), run_depth(loaded))
     result = evaluate(gold, loaded, sweep_specs(metrics, ks_t), **dict(evaluate_kwargs or {}))
     sweep = sweep_from_result(result, metrics, ks_t, seed=seed, resamples=resamples, confidence=confidence)
-    return dataclasses.replace(sweep, depth=run_depth(loaded))
+    segments = segment_knees(result, sweep.curves, ks_t, by) if by else ()
+    return dataclasses.replace(sweep, depth=run_depth(loaded), segments=segments)
 
 
 def run_depth(run: Any) -> int:

@@ -34,7 +34,8 @@ from rankgate.traces.model import (
     query_key,
 )
 
-__all__ = ["ABORT_ERROR_TYPES", "NEGATIVE_BELOW", "ON_ERROR", "Builder", "check_end", "parse_iso", "skip_reason"]
+__all__ = ["ABORT_ERROR_TYPES", "NEGATIVE_BELOW", "ON_ERROR", "RESOURCE_FIELDS", "Builder", "check_end", "parse_iso",
+           "skip_reason"]
 
 ON_ERROR = ("error", "skip")
 MAX_SKIPPED_LISTED = 20
@@ -50,6 +51,9 @@ _ISO = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?)?"
 )
 MAX_INT32 = 2**31 - 1
+#: The optional per-request process samples every reader takes (non-negative numbers): the CPU time the
+#: process spent on the request, in ms, and its resident memory (RSS) at the request, in MB.
+RESOURCE_FIELDS = ("cpu_ms", "memory_mb")
 
 
 def skip_reason(exc: InputError) -> str:

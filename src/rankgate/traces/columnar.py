@@ -19,7 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rankgate.traces.build import ABORT_ERROR_TYPES, MAX_INT32, NEGATIVE_BELOW
+from rankgate.io.cost import COST_KEYS
+from rankgate.traces.build import ABORT_ERROR_TYPES, MAX_INT32, NEGATIVE_BELOW, RESOURCE_FIELDS
+from rankgate.traces.cost import COST_COLUMNS, COST_OTHER
 from rankgate.traces.model import (
     CITATIONS_SCHEMA,
     FEEDBACK_SCHEMA,
@@ -38,11 +40,11 @@ _ITEM = pa.struct([("stage", _S), ("rank", _I), ("id", _S), ("doc_id", _S), ("do
                    ("status", _S), ("source", _S), ("tenant", _S)])
 RECORD_SCHEMA = pa.schema([
     ("request_id", _S), ("timestamp", _S), ("query", _S), ("query_text", _S),
-    *((k, _S) for k in ("tenant", "surface", "session", "data_source", "trace_id", "rewritten_query",
-                        "corpus_version", "index_version", "error_type", "status")),
-    ("top_k", _I), ("http_status", _I), ("client_abort", _B), ("fallback", _B),
+    *((k, _S) for k in ("tenant", "surface", "adapter", "conversation_id", "session", "data_source", "trace_id",
+                        "rewritten_query", "corpus_version", "index_version", "error_type", "status")),
+    ("top_k", _I), ("turn", _I), ("http_status", _I), ("client_abort", _B), ("fallback", _B),
     ("timings_ms", pa.struct([(k, _F) for k in ("parse", "retrieval", "rerank", "synthesis", "total")])),
-    ("soft_deadline_ms", _F),
+    ("soft_deadline_ms", _F), ("cpu_ms", _F), ("memory_mb", _F), ("cost", pa.struct([(k, _F) for k in COST_KEYS])),
     ("retry", pa.struct([("attempts", _I), ("reason", _S)])),
     ("privacy", pa.struct([("mode", _S), ("sensitive_tokens", _I), ("leaked_tokens", _I), ("blocked", _B),
                            ("secure_fields", _I), ("bypassed", _I)])),
@@ -228,6 +230,45 @@ def _col(table: pa.Table, name: str) -> pa.Array:
     return _conform(arr, want)
 
 
+_COST_MAP = pa.map_(pa.string(), pa.float64())
+
+
+def _cost(table: pa.Table) -> dict[str, pa.Array]:
+    """The cost columns (:mod:`rankgate.traces.cost`) of the records' ``cost`` objects: the named keys a column
+    each, the others as a map sorted by key (the row reader's order). Anything the row reader would refuse
+    (a value that is not a number >= 0, an object that is not one) declines."""
+    n = table.num_rows
+    out: dict[str, pa.Array] = {c: pa.nulls(n, _F) for c in COST_COLUMNS}
+    out[COST_OTHER] = pa.nulls(n, _COST_MAP)
+    if "cost" not in table.column_names:
+        return out
+    c = table.column("cost")
+    arr = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+    if pa.types.is_null(arr.type):
+        return out
+    _require(pa.types.is_struct(arr.type))
+    names = [f.name for f in arr.type]
+    _require(len(set(names)) == len(names))
+    children = dict(zip(names, arr.flatten()))  # (flatten applies the struct's nulls)
+    for k, col in zip(COST_KEYS, COST_COLUMNS):
+        if k in children:
+            out[col] = _finite(_conform(children[k], _F), nonneg=True)
+    extra = sorted(k for k in names if k not in COST_KEYS)
+    if not extra:
+        return out
+    values = [_finite(_conform(children[k], _F), nonneg=True) for k in extra]
+    valid = np.stack([_np(pc.is_valid(v), bool, False) for v in values], axis=1)
+    if not valid.any():
+        return out
+    numbers = np.stack([_np(v, np.float64, 0.0) for v in values], axis=1)
+    counts = valid.sum(axis=1)
+    offsets = pa.array(np.r_[0, np.cumsum(counts)].astype(np.int32),
+                       mask=np.r_[counts == 0, False])  # (a request with no other key: null, as the row reader)
+    keys = pa.array(np.broadcast_to(np.array(extra, dtype=object), valid.shape)[valid], pa.string())
+    out[COST_OTHER] = pa.MapArray.from_arrays(offsets, keys, pa.array(numbers[valid], _F))
+    return out
+
+
 def _query_keys(parts: list[pa.Array], cache: dict[Any, str]) -> pa.Array:
     encoded = [pc.dictionary_encode(a) for a in parts]
     codes = [_np(e.indices, np.int64, -1) + 1 for e in encoded]  # 0 = null
@@ -265,10 +306,15 @@ def _convert(table: pa.Table, path: str, first_line: int, cache: dict[Any, str])
     query = pc.if_else(pc.is_valid(q), _strings(q), _strings(qt))
     cols: dict[str, Any] = {"request_id": rid, "ts": pa.array(ts, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
                             "query_text": query}
-    for k in ("tenant", "surface", "session", "data_source", "trace_id", "rewritten_query", "corpus_version",
-              "index_version", "error_type"):
+    for k in ("tenant", "surface", "adapter", "conversation_id", "data_source", "trace_id", "rewritten_query",
+              "corpus_version", "index_version", "error_type"):
         cols[k] = _strings(_col(table, k))
+    old = _strings(_col(table, "session"))  # conversation_id's old name; a record with both: the row reader says so
+    if old.null_count != len(old):
+        _require(not pc.any(pc.and_(pc.is_valid(old), pc.is_valid(cols["conversation_id"]))).as_py())
+        cols["conversation_id"] = pc.coalesce(cols["conversation_id"], old)
     cols["top_k"] = _int_range(_col(table, "top_k"), 1, MAX_INT32).cast(pa.int32())
+    cols["turn"] = _int_range(_col(table, "turn"), 1, MAX_INT32).cast(pa.int32())
     status = _strings(_col(table, "status"))
     _require(_all(pc.is_in(status, pa.array(["ok", "error"]))))
     cols["status"] = status
@@ -288,6 +334,9 @@ def _convert(table: pa.Table, path: str, first_line: int, cache: dict[Any, str])
     for k in ("parse", "retrieval", "rerank", "synthesis", "total"):
         cols[k + "_ms"] = _finite(tm.field(k), nonneg=True)
     cols["soft_deadline_ms"] = _finite(_col(table, "soft_deadline_ms"), nonneg=True)
+    for k in RESOURCE_FIELDS:
+        cols[k] = _finite(_col(table, k), nonneg=True)
+    cols.update(_cost(table))
     retry = _col(table, "retry")
     cols["retry_attempts"] = _int_range(retry.field("attempts"), 0, MAX_INT32).cast(pa.int32())
     cols["retry_reason"] = _strings(retry.field("reason"))

@@ -46,22 +46,25 @@ from typing import Any
 
 from rankgate._util.fields import FieldPath, field_path, parse_fields
 from rankgate.errors import ConfigError, F, UsageError
+from rankgate.traces.cost import COST_FIELDS
 
 __all__ = ["DEFAULTS", "DOCUMENT_FIELDS", "FIELD_NAMES", "REQUEST_FIELDS", "field_map_of", "load_field_map",
            "merge_field_maps", "resolve", "walk"]
 
-REQUEST_FIELDS = ("request_id", "tenant", "surface", "session", "data_source", "query_text", "top_k",
+REQUEST_FIELDS = ("request_id", "tenant", "surface", "conversation_id", "turn", "data_source", "query_text", "top_k",
                   "rewritten_query", "index_version", "corpus_version", "http_status", "error_type", "fallback",
                   "soft_deadline_ms", "retry_attempts", "retry_reason", "privacy_mode", "sensitive_tokens",
-                  "leaked_tokens", "blocked", "secure_fields", "bypassed", "citations")
+                  "leaked_tokens", "blocked", "secure_fields", "bypassed", "adapter", "cpu_ms", "memory_mb", "citations",
+                  *COST_FIELDS)
 DOCUMENT_FIELDS = ("id", "score", "doc_id", "version", "status", "source", "tenant", "deprecated", "text")
 _TOP = ("request", "documents", "query", "document", "stages", "feedback_names", "negative_below", "negative_labels",
         "abort_error_types")
 
-_META_REQUEST = {k: f"metadata.{k}" for k in REQUEST_FIELDS if k not in ("request_id", "query_text", "session")}
+_META_REQUEST = {k: f"metadata.{k}" for k in REQUEST_FIELDS if k not in ("request_id", "query_text",
+                                                                          "conversation_id")}
 DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "langfuse": {
-        "request": {"request_id": "metadata.request_id", "session": "session_id", **_META_REQUEST},
+        "request": {"request_id": "metadata.request_id", "conversation_id": "session_id", **_META_REQUEST},
         "query": ["input.query", "input"],
         "documents": ["output.documents", "output"],
         "document": {"id": "id", "score": "score", "doc_id": "doc_id", "version": "version", "status": "status",
@@ -71,7 +74,7 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = {
         "feedback_names": ["user-feedback", "user_feedback", "feedback", "thumbs"],
     },
     "langsmith": {
-        "request": {"request_id": "extra.metadata.request_id", "session": "extra.metadata.session_id",
+        "request": {"request_id": "extra.metadata.request_id", "conversation_id": "extra.metadata.session_id",
                     **{k: f"extra.{v}" for k, v in _META_REQUEST.items()}},
         "query": ["inputs.query", "inputs.question", "inputs.input"],
         "documents": ["outputs.documents", "outputs.output", "outputs"],
@@ -99,6 +102,8 @@ _DOCUMENT_ONLY = tuple(f for f in DOCUMENT_FIELDS if f not in REQUEST_FIELDS)
 #: The names ``--field`` takes for traces: every spelling :func:`field_map_of` reads.
 FIELD_NAMES = (*REQUEST_FIELDS, *(f"request.{f}" for f in REQUEST_FIELDS), *_DOCUMENT_ONLY,
                *(f"document.{f}" for f in DOCUMENT_FIELDS), "documents", "query")
+# conversation_id's old name (rankgate.traces.model.RENAMED_FIELDS) still reads
+_OLD_NAMES = {"session": "conversation_id", "request.session": "request.conversation_id"}
 _NAMES_SAID = (f"request fields ({', '.join(REQUEST_FIELDS)}; also as request.NAME), document fields "
                f"({', '.join(_DOCUMENT_ONLY)}; any as document.NAME, e.g. document.tenant), documents, query")
 
@@ -106,13 +111,15 @@ _NAMES_SAID = (f"request fields ({', '.join(REQUEST_FIELDS)}; also as request.NA
 def field_map_of(fields: Any) -> dict[str, Any]:
     """``--field`` (``{name: path}`` or ``NAME=PATH`` texts) as a field map (the shape of :func:`load_field_map`'s),
     read with the one field syntax; a UsageError names the first flaw."""
-    given = parse_fields(fields, FIELD_NAMES, command="traces", described=_NAMES_SAID)
+    given = parse_fields(fields, FIELD_NAMES, command="traces", described=_NAMES_SAID, aliases=_OLD_NAMES)
     out: dict[str, Any] = {}
     listed: tuple[str, str] | None = None  # (the documents' list, the spec that named it)
     for name, path in given.items():
         spec = f"{name}={path}"
         parsed = field_path(path)
         section, _, key = name.rpartition(".")
+        if name in REQUEST_FIELDS or name.removeprefix("request.") in REQUEST_FIELDS:  # (cost.usd has a dot)
+            section, key = "request", name.removeprefix("request.")
         if not section:
             section = "request" if name in REQUEST_FIELDS else "document" if name in DOCUMENT_FIELDS else ""
         if section == "document":
@@ -174,6 +181,11 @@ def load_field_map(source: str | os.PathLike[str] | Mapping[str, Any]) -> dict[s
         if k not in _TOP:
             raise ConfigError(f"is not a field-map key; keys: {', '.join(_TOP)}", path=path, field=str(k))
         if k == "request":
+            if isinstance(v, dict) and "session" in v:  # conversation_id's old name still reads
+                if "conversation_id" in v:
+                    raise ConfigError("gives both conversation_id and session (its old name)", path=path,
+                                      field="request.session", hint="keep request.conversation_id only")
+                data[k] = v = {("conversation_id" if f == "session" else f): p for f, p in v.items()}
             _paths(v, REQUEST_FIELDS, path, k)
         elif k == "document":
             _paths(v, DOCUMENT_FIELDS, path, k)

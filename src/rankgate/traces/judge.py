@@ -59,7 +59,8 @@ _ANSWER_KEYS = ("answer", "response")
 @dataclass(frozen=True)
 class SampledRequest:
     """One sampled request: its stratum (window start in µs since the epoch, and the stratify fields' values),
-    its query, where it was read, and its context items ``(item_id, rank, source)`` in rank order."""
+    its query, where it was read, its context items ``(item_id, rank, source)`` in rank order, and the
+    conversation it belongs to (``conversation_id`` and ``turn``, when the trace says: the queues carry them)."""
 
     request_id: str
     window: int
@@ -69,6 +70,12 @@ class SampledRequest:
     source_file: str
     source_line: int
     contexts: tuple[tuple[str, int, str | None], ...]
+    conversation_id: str | None = None
+    turn: int | None = None
+
+    def conversation(self) -> dict[str, Any]:
+        """``{conversation_id, turn}`` as given (none of them when the trace has neither)."""
+        return {k: v for k, v in (("conversation_id", self.conversation_id), ("turn", self.turn)) if v is not None}
 
     @property
     def stratum(self) -> tuple[int, tuple[str, ...]]:
@@ -132,9 +139,10 @@ def sample_requests(tables: Any, backend: Any, *, n: int, stratify: Sequence[str
     import pyarrow.compute as pc
 
     from rankgate.stats.stratified import allocate
+    from rankgate.traces.model import current_field
     from rankgate.traces.signals import parse_window
 
-    stratify = tuple(dict.fromkeys(stratify))
+    stratify = tuple(dict.fromkeys(current_field(f, "stratify") for f in stratify))
     for f in stratify:
         if f not in STRATIFY_FIELDS:
             raise UsageError(f"{F.stratify}: cannot stratify production requests by {f!r}; fields: "
@@ -179,7 +187,7 @@ def sample_requests(tables: Any, backend: Any, *, n: int, stratify: Sequence[str
     # the sampled requests' facts and context items, from the Arrow tables (a few rows)
     id_set = pa.array(ids, pa.string())
     rows = req.filter(pc.is_in(req["request_id"], id_set)).select(
-        ["request_id", "ts", "query_text", "source_file", "source_line"]).to_pylist()
+        ["request_id", "ts", "query_text", "source_file", "source_line", "conversation_id", "turn"]).to_pylist()
     by_id = {r["request_id"]: r for r in rows}
     contexts: dict[str, list[tuple[str, int, str | None]]] = {}
     for it in ctx.filter(pc.is_in(ctx["request_id"], id_set)).sort_by(
@@ -193,7 +201,8 @@ def sample_requests(tables: Any, backend: Any, *, n: int, stratify: Sequence[str
         fact = by_id[rid]
         out.append(SampledRequest(rid, int(r[1]), tuple(str(x) for x in r[2:-1]), fact["query_text"],
                                   fact["ts"].strftime("%Y-%m-%dT%H:%M:%S.%fZ"), fact["source_file"],
-                                  int(fact["source_line"]), tuple(contexts.get(rid, ()))))
+                                  int(fact["source_line"]), tuple(contexts.get(rid, ())), fact["conversation_id"],
+                                  fact["turn"]))
     return TraceSample(tuple(out), sizes, quota, stratify, window, width, seed, context_stage, total, left_out,
                        backend.name)
 

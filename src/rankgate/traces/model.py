@@ -39,12 +39,14 @@ __all__ = [
     "ITEMS_SCHEMA",
     "ITEM_STATUSES",
     "REQUESTS_SCHEMA",
+    "RENAMED_FIELDS",
     "REQUEST_STATUSES",
     "SCHEMAS",
     "STAGES",
     "Skipped",
     "TraceTables",
     "check_tables",
+    "current_field",
     "normalise_query",
     "query_key",
 ]
@@ -54,6 +56,28 @@ ITEM_STATUSES = STATUSES  # a retrieved chunk has the statuses of the corpus man
 REQUEST_STATUSES = ("ok", "error")
 
 _TS = pa.timestamp("us", tz="UTC")
+
+
+#: Request fields renamed, old name -> new name: the old name still reads (trace files, field maps, ``by``
+#: and monitor segments) until rankgate 0.3. ``session`` became ``conversation_id`` (issue 37: one field for
+#: the conversation a request belongs to, which gold sets and runs also carry).
+RENAMED_FIELDS: Mapping[str, str] = {"session": "conversation_id"}
+_NOTICED: set[str] = set()
+
+
+def current_field(name: str, where: str) -> str:
+    """``name`` under its current spelling; an old one (:data:`RENAMED_FIELDS`) is mapped, with a one-line
+    notice on standard error (once per process and ``where``, e.g. "by", "monitor segments")."""
+    new = RENAMED_FIELDS.get(name)
+    if new is None:
+        return name
+    if where not in _NOTICED:
+        import sys
+
+        _NOTICED.add(where)
+        print(f"rankgate: note: the field {name!r} ({where}) is now called {new!r}; the old name works until "
+              f"rankgate 0.3", file=sys.stderr)
+    return new
 
 
 def _f(name: str, typ: pa.DataType, nullable: bool = True) -> pa.Field:
@@ -66,7 +90,9 @@ REQUESTS_SCHEMA = pa.schema([
     _f("ts", _TS, False),
     _f("tenant", pa.string()),
     _f("surface", pa.string()),
-    _f("session", pa.string()),
+    _f("adapter", pa.string()),
+    _f("conversation_id", pa.string()),
+    _f("turn", pa.int32()),
     _f("data_source", pa.string()),
     _f("query_text", pa.string()),
     _f("query_key", pa.string(), False),
@@ -85,6 +111,14 @@ REQUESTS_SCHEMA = pa.schema([
     _f("synthesis_ms", pa.float64()),
     _f("total_ms", pa.float64()),
     _f("soft_deadline_ms", pa.float64()),
+    _f("cpu_ms", pa.float64()),
+    _f("memory_mb", pa.float64()),
+    _f("cost_tokens_in", pa.float64()),  # the request's cost object (rankgate.traces.cost): a column per named key
+    _f("cost_tokens_out", pa.float64()),
+    _f("cost_usd", pa.float64()),
+    _f("cost_embed_ms", pa.float64()),
+    _f("cost_rerank_ms", pa.float64()),
+    _f("cost_other", pa.map_(pa.string(), pa.float64())),  # its other keys
     _f("retry_attempts", pa.int32()),
     _f("retry_reason", pa.string()),
     _f("privacy_mode", pa.string()),

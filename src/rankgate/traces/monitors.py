@@ -465,6 +465,9 @@ def _monitor_value(r: Any, key: str, item: Any, where: str) -> Any:
             name = getattr(e, "value", e)
             if not isinstance(name, str):
                 raise r.fail(where, item.line, "must be a list of segment fields, e.g. [tenant, source]")
+            from rankgate.traces.model import current_field  # (pyarrow: only for a segment given)
+
+            name = current_field(name, "monitor segments")
             if name not in SEGMENT_FIELDS:
                 raise r.fail(where, getattr(e, "line", None) or item.line, f"names no segment field: {name!r}",
                              f"fields: {', '.join(SEGMENT_FIELDS)}")

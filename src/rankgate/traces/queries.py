@@ -34,10 +34,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DUCKDB", "SPARK", "Dialect", "Plan"]
+from rankgate.model.conversations import FIRST_TURN, FOLLOW_UP
+from rankgate.traces.cost import COST_COLUMNS
+
+__all__ = ["COSTS", "COST_Q", "DUCKDB", "RESOURCES", "SPARK", "Dialect", "Plan"]
 
 BAD_STATUSES = ("deprecated", "superseded", "retired")
 STAGES_MS = ("parse", "retrieval", "rerank", "synthesis", "total")
+RESOURCES = ("cpu_ms", "memory_mb")  # per-request process samples, summarised as the latency is
+COSTS = COST_COLUMNS  # what each request cost, a column per key (rankgate.traces.cost): mean and p95
+COST_Q = (0.95,)
 LATENCY_Q = (0.5, 0.95, 0.99)
 SCORE_Q = (0.1, 0.5, 0.9)
 MAX_DOUBLE = 1.7976931348623157e308
@@ -68,11 +74,12 @@ SPARK = Dialect("spark", "array_join(transform(array_sort(collect_list(named_str
 # low-confidence examples read
 RQ_COLUMNS = ("request_id", "w", "query_key", "query_text", "status", "http_status", "client_abort", "fallback",
               *(f"{s}_ms" for s in STAGES_MS), "soft_deadline_ms", "retry_attempts", "privacy_mode",
-              "sensitive_tokens", "leaked_tokens", "blocked", "secure_fields", "bypassed")
+              "sensitive_tokens", "leaked_tokens", "blocked", "secure_fields", "bypassed", *RESOURCES, *COSTS)
 
 # the quantile columns of Plan.quantiles: (column, name prefix, levels)
 QUANTILE_COLUMNS = tuple((f"{s}_ms", s, LATENCY_Q) for s in STAGES_MS) + (("top1", "top1", SCORE_Q),
-                                                                          ("margin", "margin", SCORE_Q))
+                                                                          ("margin", "margin", SCORE_Q)) \
+    + tuple((r, r, LATENCY_Q) for r in RESOURCES) + tuple((c, c, COST_Q) for c in COSTS)
 
 
 def _lit(text: str) -> str:
@@ -193,6 +200,9 @@ SELECT DISTINCT x.request_id, x.source FROM ctx x
             if f == "source":
                 parts.append("SELECT r.*, r.w AS win, 'source' AS seg_field, s.source AS seg_value "
                              "FROM rq r JOIN req_src s ON s.request_id = r.request_id")
+            elif f == "turn":  # (derived: a conversation's first turn, or a follow-up)
+                parts.append(f"SELECT r.*, r.w AS win, 'turn' AS seg_field, CASE WHEN r.turn IS NULL THEN '(none)' "
+                             f"WHEN r.turn <= 1 THEN {_lit(FIRST_TURN)} ELSE {_lit(FOLLOW_UP)} END AS seg_value FROM rq r")
             else:
                 parts.append(f"SELECT r.*, r.w AS win, {_lit(f)} AS seg_field, "
                              f"coalesce(CAST(r.{f} AS STRING), '(none)') AS seg_value FROM rq r")
@@ -256,6 +266,13 @@ FROM {seg} GROUP BY win, seg_field, seg_value"""
             cols += [f"{d.quantiles(col, ps)} AS {name}_q", f"count({col}) AS {name}_n"]
         return ("SELECT win, seg_field, seg_value,\n  " + ",\n  ".join(cols)
                 + f"\nFROM {seg} GROUP BY GROUPING SETS ((win, seg_field, seg_value), (seg_field, seg_value))")
+
+    def means(self, columns: tuple[str, ...], seg: str = "seg") -> str:
+        """The mean of each of ``columns`` per window and segment and over the whole period (rows with ``win``
+        NULL), as :meth:`quantiles` groups: ``<column>_mean`` (NULL when the group has no value)."""
+        cols = ",\n  ".join(f"avg({c}) AS {c}_mean" for c in columns)
+        return (f"SELECT win, seg_field, seg_value,\n  {cols}\n"
+                f"FROM {seg} GROUP BY GROUPING SETS ((win, seg_field, seg_value), (seg_field, seg_value))")
 
     def feedback(self, seg: str = "seg") -> str:
         return f"""
@@ -459,5 +476,6 @@ FROM requests WHERE retry_attempts > 0 GROUP BY coalesce(retry_reason, '(none)')
     def presence(self) -> str:
         """Which request columns hold any value at all (a signal on an all-null column is not measurable)."""
         cols = ("fallback", "http_status", "status", "soft_deadline_ms", "total_ms", "retry_attempts",
-                "sensitive_tokens", "privacy_mode", "secure_fields") + tuple(f"{s}_ms" for s in STAGES_MS[:-1])
+                "sensitive_tokens", "privacy_mode", "secure_fields") + tuple(f"{s}_ms" for s in STAGES_MS[:-1]) \
+            + RESOURCES + COSTS
         return "SELECT " + ", ".join(f"count({c}) AS {c}" for c in cols) + " FROM requests"

@@ -2,7 +2,7 @@
 (``rankgate gold plan --traces`` and ``rankgate gold sample --plan``; docs/gold.md, "How many labels").
 
 A gate's segment field matches a trace field when it names one of the request fields rankgate reads
-(:data:`rankgate.traces.sample.REQUEST_BY`: tenant, surface, data_source, session, index_version,
+(:data:`rankgate.traces.sample.REQUEST_BY`: tenant, surface, data_source, conversation_id, index_version,
 corpus_version), as the gold set names it (``tenant``, ``tags.tenant`` or ``metadata.tenant``); a joined field
 ``a+b`` matches when each part does, and its value is the parts joined by `` / `` as segments write it.
 
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rankgate.traces.model import TraceTables
+from rankgate.traces.model import RENAMED_FIELDS, TraceTables
 
 __all__ = ["QuotaSample", "sample_to_quotas", "segment_traffic", "trace_field"]
 
@@ -38,6 +38,7 @@ def trace_field(name: str) -> tuple[str, ...] | None:
         part = part.strip()
         for prefix in ("tags.", "metadata."):
             part = part.removeprefix(prefix)
+        part = RENAMED_FIELDS.get(part, part)  # (a plan's segment may still say session)
         if part not in REQUEST_BY:
             return None
         parts.append(part)

@@ -30,7 +30,7 @@ from rankgate.traces.model import TraceTables
 __all__ = ["STRATIFY_FIELDS", "recent_units"]
 
 #: What a production sample can be stratified by: the request's fields, and the retrieved item's source.
-STRATIFY_FIELDS = ("tenant", "surface", "data_source", "session", "index_version", "corpus_version", "source")
+STRATIFY_FIELDS = ("tenant", "surface", "data_source", "conversation_id", "index_version", "corpus_version", "source")
 
 
 def recent_units(tables: TraceTables, corpus: Any, *, days: int, depth: int,
@@ -38,7 +38,9 @@ def recent_units(tables: TraceTables, corpus: Any, *, days: int, depth: int,
     """``(records, strata, left_out)`` of the recent window (module docs); ``left_out`` counts the requests
     outside the window, failed or without text, and the items without a text in the corpus."""
     from rankgate.errors import F, UsageError
+    from rankgate.traces.model import current_field
 
+    stratify = tuple(current_field(f, "stratify") for f in stratify)
     for f in stratify:
         if f not in STRATIFY_FIELDS:
             raise UsageError(f"{F.stratify}: cannot stratify production items by {f!r}; fields: "
@@ -95,6 +97,9 @@ def recent_units(tables: TraceTables, corpus: Any, *, days: int, depth: int,
         if row.get("source") is not None:
             rec["item_source"] = row["source"]
         rec["request_id"] = req["request_id"][i]
+        for k in ("conversation_id", "turn"):  # (the conversation the request belongs to, when the trace says)
+            if req[k][i] is not None:
+                rec[k] = req[k][i]
         rec["observed"] = req["ts"][i].strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         rec["source"] = "production_log"
         rec["sample_reason"] = "judge_recalibration"

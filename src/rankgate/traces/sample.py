@@ -15,7 +15,8 @@ until ``n`` are taken: rare reasons, sources and tenants are not crowded out by 
 
 Each candidate is a gold-set line with ``source_of_query: production_log``: the query, the retrieved
 items pre-filled in ``relevant_chunks`` with ``"grade": null`` (with their rank, score, version,
-status and source), and the request's facts. A labeller sets each grade (0 = not relevant); until
+status and source), and the request's facts (its ``conversation_id`` and ``turn`` too, the gold set's
+fields of the same names: a gold set built from production keeps its conversations). A labeller sets each grade (0 = not relevant); until
 then ``rankgate gold validate`` lists every unfilled grade.
 """
 
@@ -32,14 +33,16 @@ from rankgate.traces.model import TraceTables
 __all__ = ["REASONS", "add_corpus_texts", "sample_candidates"]
 
 REASONS = ("negative_feedback", "fallback", "low_confidence")
-REQUEST_BY = ("tenant", "surface", "data_source", "session", "index_version", "corpus_version")
+REQUEST_BY = ("tenant", "surface", "adapter", "data_source", "conversation_id", "index_version", "corpus_version")
 
 
 def sample_candidates(tables: TraceTables, *, threshold: float | None = None, n: int = 50, seed: int = 0,
                       by: Sequence[str] = ("tenant",), depth: int = 20) -> list[dict[str, Any]]:
     """The gold-set candidate records (see the module docs)."""
     from rankgate.errors import F, UsageError
+    from rankgate.traces.model import current_field
 
+    by = tuple(current_field(f, "sample by") for f in by)
     for f in by:
         if f not in REQUEST_BY:
             raise UsageError(f"{F.by}: cannot stratify by {f!r}; fields: {', '.join(REQUEST_BY)}")
@@ -166,8 +169,8 @@ def _record(i: int, reason: str, req: dict[str, list[Any]], its: list[dict[str, 
         "request_id": req["request_id"][i],
         "observed": ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
     }
-    for k in ("trace_id", "corpus_version", "index_version"):
-        if req[k][i] is not None:
+    for k in ("trace_id", "corpus_version", "index_version", "conversation_id", "turn"):  # (the gold set's own
+        if req[k][i] is not None:                                                          # conversation fields)
             rec[k] = req[k][i]
     tags = {k: req[k][i] for k in ("tenant", "surface", "data_source") if req[k][i] is not None}
     if tags:

@@ -23,13 +23,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankgate.errors import F, UsageError
-from rankgate.traces.queries import LATENCY_Q, QUANTILE_COLUMNS, SCORE_Q, STAGES_MS, Plan
+from rankgate.io.cost import COST_KEYS
+from rankgate.traces.queries import COST_Q, COSTS, LATENCY_Q, QUANTILE_COLUMNS, RESOURCES, SCORE_Q, STAGES_MS, Plan
+
+#: How the cost keys are named in the signals' labels and the tables (:mod:`rankgate.traces.cost`).
+COST_LABELS = {"tokens_in": "input tokens", "tokens_out": "output tokens", "usd": "spend (USD)",
+               "embed_ms": "embedding compute (ms)", "rerank_ms": "reranking compute (ms)"}
 
 __all__ = ["SIGNALS", "SIGNAL_GROUPS", "SignalInfo", "SignalValue", "SourceFeedback", "TraceSummary",
            "parse_signals", "parse_window", "summarize_traces"]
 
-SEGMENT_FIELDS = ("tenant", "surface", "session", "data_source", "source", "index_version", "corpus_version",
-                  "privacy_mode", "status", "top_k")
+SEGMENT_FIELDS = ("tenant", "surface", "adapter", "conversation_id", "data_source", "source", "index_version", "corpus_version",
+                  "privacy_mode", "status", "top_k", "turn")  # (turn: first or follow_up, from the request's turn)
 _UNITS = {"m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 _MONDAY_US = 4 * 86_400 * 1_000_000  # the epoch was a Thursday
 
@@ -75,6 +80,16 @@ def _catalogue() -> tuple[SignalInfo, ...]:
     for stage in STAGES_MS:
         s += [SignalInfo(f"latency.{stage}.p{round(p * 100)}", "operational", "ms", "up", f"{stage} latency, p{round(p * 100)}")
               for p in LATENCY_Q]
+    for res, unit, what in (("cpu_ms", "ms", "process CPU time per request"),
+                            ("memory_mb", "MB", "process memory (RSS) per request")):
+        s += [SignalInfo(f"resources.{res}.p{round(p * 100)}", "operational", unit, "up",
+                         f"{what}, p{round(p * 100)}") for p in LATENCY_Q]
+    for key in COST_KEYS:  # what a request cost (rankgate.traces.cost): the mean and the p95 per key
+        unit = "usd" if key == "usd" else "ms" if key.endswith("_ms") else "count"
+        what = COST_LABELS[key]
+        s += [SignalInfo(f"cost.{key}.mean", "operational", unit, "up", f"{what} per request, mean"),
+              SignalInfo(f"cost.{key}.p{round(COST_Q[0] * 100)}", "operational", unit, "up",
+                         f"{what} per request, p{round(COST_Q[0] * 100)}")]
     s += [
         SignalInfo("redaction_efficacy", "privacy", "share", "down", "1 - leaked/sensitive tokens"),
         SignalInfo("block_efficacy", "privacy", "share", "down", "block-mode requests with sensitive tokens that were blocked"),
@@ -99,6 +114,8 @@ def _groups() -> dict[str, tuple[str, ...]]:
     names = [s.name for s in SIGNALS]
     return {
         "latency": tuple(n for n in names if n.startswith("latency.")),
+        "resources": tuple(n for n in names if n.startswith("resources.")),
+        "cost": tuple(n for n in names if n.startswith("cost.")),
         "errors": ("error_rate_per_1k", "client_abort_rate"),
         "fallback": ("fallback_rate",),
         "low_confidence": ("low_confidence_rate",),
@@ -225,9 +242,10 @@ class TraceSummary:
             if v.segment != "all":
                 segments.setdefault(v.segment, {})[v.signal] = entry(v)
                 continue
-            if v.signal.startswith("latency."):
-                _, stage, q = v.signal.split(".")
-                slot = groups["operational"]["latency_ms"].setdefault(stage, {})
+            if v.signal.startswith(("latency.", "resources.", "cost.")):
+                kind, stage, q = v.signal.split(".")
+                slot = groups["operational"].setdefault("latency_ms" if kind == "latency" else kind, {}).setdefault(
+                    stage, {})
                 slot[q] = _clean(v.value)
                 slot["n"] = v.n
                 if v.note:
@@ -300,7 +318,9 @@ def summarize_traces(source: Any, *, by: Sequence[str] = (), backend: Any = None
         from rankgate.traces.read import read_traces
 
         source = read_traces(source)
-    by = tuple(dict.fromkeys(by))
+    from rankgate.traces.model import current_field
+
+    by = tuple(dict.fromkeys(current_field(f, "segments") for f in by))
     for f in by:
         if f not in SEGMENT_FIELDS:
             raise UsageError(f"{F.by} {f!r} is not a segment field; fields: {', '.join(SEGMENT_FIELDS)}")
@@ -483,11 +503,26 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     if want("feedback"):
         tables["feedback"] = _keyed(backend.rows(plan.feedback()), _names(plan.feedback()))
     # quantiles per window, and over the whole period (win NULL) in the same pass; counts add up
-    q_cols = tuple(c for c in QUANTILE_COLUMNS if want("scores" if c[0] in ("top1", "margin") else "latency"))
+    # (the process samples only where the traces carry them: a summary of traces without them stays as it was)
+    def quantiled(col: str) -> bool:
+        if col in RESOURCES:
+            return want("resources") and bool(presence[col])
+        if col in COSTS:  # (likewise the cost keys)
+            return want("cost") and bool(presence[col])
+        return want("scores" if col in ("top1", "margin") else "latency")
+
+    q_cols = tuple(c for c in QUANTILE_COLUMNS if quantiled(c[0]))
     q_rows = _quantile_rows(backend.rows(plan.quantiles(columns=q_cols)), q_cols) if q_cols else []
     q_names = [n for _, name, ps in q_cols for n in [f"{name}_p{round(p * 100)}" for p in ps] + [f"{name}_n"]]
     tables["quantiles"] = _keyed([r for r in q_rows if r[0] is not None], q_names)
     period_q = _keyed([(0,) + tuple(r[1:]) for r in q_rows if r[0] is None], q_names)
+    period_m: dict[tuple[int, str, str], dict[str, Any]] = {}
+    costs = tuple(c for c in COSTS if want("cost") and presence[c])
+    if costs:  # the means of the cost keys, grouped as the quantiles are (the period in the same pass)
+        m_rows = backend.rows(plan.means(costs))
+        m_names = [f"{c}_mean" for c in costs]
+        tables["means"] = _keyed([r for r in m_rows if r[0] is not None], m_names)
+        period_m = _keyed([(0,) + tuple(r[1:]) for r in m_rows if r[0] is None], m_names)
     if manifest is not None and want("stale_citations"):
         pairs = backend.rows(plan.citation_pairs())
         backend.register("stale_pairs", _stale_pairs(pairs, manifest))
@@ -539,6 +574,8 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
         if not presence[f"{stage}_ms"]:
             for q in LATENCY_Q:
                 absent[f"latency.{stage}.p{round(q * 100)}"] = f"not measurable (no {stage}_ms)"
+    unsampled = tuple(f"resources.{r}." for r in RESOURCES if not presence[r])  # left out, not "not measurable"
+    unsampled += tuple(f"cost.{k}." for k, c in zip(COST_KEYS, COSTS) if not presence[c])  # (the same for costs)
     if not presence["sensitive_tokens"]:
         absent["redaction_efficacy"] = "not measurable (no sensitive_tokens)"
     if not presence["secure_fields"]:
@@ -557,13 +594,15 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     for wkey in keys:
         slot = sums.setdefault((wkey[1], wkey[2]), {})
         for name, t in tables.items():
-            if name == "quantiles":
+            if name in ("quantiles", "means"):
                 continue
             _add(slot.setdefault(name, {}), t.get(wkey, {}))
     period: list[SignalValue] = []
     for seg in sorted(sums, key=lambda s: _order(plan.by)((0,) + s)):
         facts = dict(sums[seg])
         facts["quantiles"] = period_q.get((0,) + seg, {})
+        if period_m:
+            facts["means"] = period_m.get((0,) + seg, {})
         period += _signals(None, (0,) + seg, facts, absent)
 
     # a rate with no applicable row over the whole period cannot be measured from these traces
@@ -593,6 +632,9 @@ def _run(backend: Any, plan: Plan, source: Any, facts: Mapping[str, Any], width:
     for key, n in sorted((getattr(source, "reading", None) or {}).items()):  # only what happened (non-zero)
         if n:
             meta[key] = int(n)
+    if unsampled:
+        values = [v for v in values if not v.signal.startswith(unsampled)]
+        period = [v for v in period if not v.signal.startswith(unsampled)]
     if groups is not None:
         meta["signals"] = sorted(groups)
         chosen = {n for g in groups for n in SIGNAL_GROUPS[g]}
@@ -739,6 +781,16 @@ def _signals(window: int | None, key: tuple[int, str, str], facts: Mapping[str, 
         for p in LATENCY_Q:
             out.append(SignalValue(window, seg, f"latency.{stage}.p{round(p * 100)}",
                                    _f(q.get(f"{stage}_p{round(p * 100)}")), num(q, f"{stage}_n")))
+    for res in RESOURCES:
+        for p in LATENCY_Q:
+            out.append(SignalValue(window, seg, f"resources.{res}.p{round(p * 100)}",
+                                   _f(q.get(f"{res}_p{round(p * 100)}")), num(q, f"{res}_n")))
+    means = facts.get("means", {})
+    for ck, col in zip(COST_KEYS, COSTS):
+        n = num(q, f"{col}_n")
+        out.append(SignalValue(window, seg, f"cost.{ck}.mean", _f(means.get(f"{col}_mean")), n))
+        for p in COST_Q:
+            out.append(SignalValue(window, seg, f"cost.{ck}.p{round(p * 100)}", _f(q.get(f"{col}_p{round(p * 100)}")), n))
     sens, leaked = num(c, "sensitive"), num(c, "leaked")
     out.append(SignalValue(window, seg, "redaction_efficacy", 1.0 - leaked / sens if sens else None, sens,
                            sens - leaked, None if sens or not num(c, "privacy_n") else "no sensitive tokens"))

@@ -25,7 +25,8 @@
  * extras, a line's object may hold other keys of any value: each is passed over (json_skip), and others is
  * (records, names, values): per key met, in order, its query and its name's code (int64 bytes, two each;
  * idtable.h's iddict_t), the names by code (in order of first appearance), and the values' text joined by
- * ',' (for the caller to decode with Python's json module as one array). An item may also hold a key of
+ * '\n', a value a line (no value holds a line break: the caller cuts them apart there, or decodes them with
+ * Python's json module as one array, ',' for '\n'). An item may also hold a key of
  * null_keys whose value is null (what a run writes for a chunk without a text or version); another value of
  * such a key returns None. Items of a scan give the bytes around their values (item_shape_t, up to
  * ITEM_SHAPES of them); an item whose bytes around its values are one of those is read by matching them and
@@ -100,7 +101,7 @@ typedef struct {
     int64_t *ex;         /* per other key met: its query, and the key's code in kd */
     Py_ssize_t nex, excap;
     iddict_t kd;         /* the other keys' names, coded in order of first appearance (kd.cap 0: none yet) */
-    unsigned char *vals; /* the other keys' values as they are written, one ',' between two */
+    unsigned char *vals; /* the other keys' values as they are written, one '\n' between two */
     size_t vlen, vcap;
     int32_t *offsets;
     unsigned char *data;
@@ -625,7 +626,7 @@ static int record_extra(jjob_t *j, Py_ssize_t q, const unsigned char *k, Py_ssiz
         j->vals = vals;
         j->vcap = cap;
     }
-    if (j->vlen) j->vals[j->vlen++] = ',';
+    if (j->vlen) j->vals[j->vlen++] = '\n'; /* (no value holds one: a value lies within its line) */
     memcpy(j->vals + j->vlen, v, n);
     j->vlen += n;
     int64_t *e = j->ex + 2 * j->nex++;

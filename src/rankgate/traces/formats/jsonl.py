@@ -3,11 +3,12 @@
 ::
 
     {"request_id": "r1", "timestamp": "2026-05-29T13:46:19.963Z", "query": "refund window?",
-     "tenant": "acme", "surface": "chat", "session": "s-1", "data_source": "kb-main", "top_k": 5,
+     "tenant": "acme", "surface": "chat", "conversation_id": "c-1", "data_source": "kb-main", "top_k": 5,
+     "adapter": "llamaindex",
      "trace_id": "5b8e…", "rewritten_query": "…", "corpus_version": "c-42", "index_version": "ix-7",
      "status": "ok", "http_status": 200, "error_type": null, "client_abort": false, "fallback": false,
      "timings_ms": {"parse": 3.1, "retrieval": 41.0, "rerank": 12.5, "synthesis": 820.0, "total": 880.2},
-     "soft_deadline_ms": 1500, "retry": {"attempts": 0, "reason": null},
+     "soft_deadline_ms": 1500, "cpu_ms": 212.0, "memory_mb": 412.5, "retry": {"attempts": 0, "reason": null},
      "privacy": {"mode": "redact", "sensitive_tokens": 4, "leaked_tokens": 0, "blocked": false,
                  "secure_fields": 2, "bypassed": 0},
      "retrieved": [{"stage": "candidate", "rank": 1, "id": "kb/policy#3", "doc_id": "kb/policy",
@@ -19,7 +20,15 @@ Required: ``request_id`` (string or integer) and ``timestamp`` (ISO 8601; no off
 Everything else is optional; ``query`` and ``query_text`` are the same field. ``client_abort``, when
 not logged, is derived: HTTP 499 or an abort ``error_type`` (see :data:`..build.ABORT_ERROR_TYPES`).
 Feedback ``value`` is a number (negative under 0.5) or a label (``thumbs_down``…); ``"negative":
-true/false`` on a feedback entry overrides. Unknown fields are ignored. Blank lines are skipped.
+true/false`` on a feedback entry overrides. ``conversation_id`` names the conversation the request
+belongs to (``session``, its old name, still reads; a record with both is refused) and ``turn`` its
+place in it (1 for the first). ``adapter`` names the framework or integration that
+produced the trace (``llamaindex``, ``langchain``, ``custom``…; a segment: ``--by adapter``);
+``cpu_ms`` (CPU time the process spent on the request) and ``memory_mb`` (the process's resident memory,
+sampled at the request) are optional, non-negative numbers. ``cost`` is what the request cost, an object
+of numbers >= 0 (``{"tokens_in": 1840, "tokens_out": 212, "usd": 0.0021, "embed_ms": 3.1, "rerank_ms":
+41.0}``, other keys kept; see :mod:`rankgate.traces.cost`). Unknown fields are ignored. Blank lines are
+skipped.
 """
 
 from __future__ import annotations
@@ -29,11 +38,12 @@ from typing import Any
 
 from rankgate._util import progress
 from rankgate.errors import InputError
-from rankgate.traces.build import Builder, Check, derive_abort, parse_iso
+from rankgate.traces.build import RESOURCE_FIELDS, Builder, Check, derive_abort, parse_iso
+from rankgate.traces.cost import cost_columns
 
 __all__ = ["parse_request", "read_jsonl"]
 
-_REQ_STRINGS = ("tenant", "surface", "session", "data_source", "trace_id", "rewritten_query", "corpus_version",
+_REQ_STRINGS = ("tenant", "surface", "adapter", "conversation_id", "data_source", "trace_id", "rewritten_query", "corpus_version",
                 "index_version", "error_type")
 _TIMINGS = ("parse", "retrieval", "rerank", "synthesis", "total")
 _PRIVACY_COUNTS = ("sensitive_tokens", "leaked_tokens", "secure_fields", "bypassed")
@@ -76,7 +86,14 @@ def parse_request(obj: Any, chk: Check, *, require_timestamp: bool = True
                                    "query" if q is not None else "query_text")
     for k in _REQ_STRINGS:
         req[k] = chk.string(obj.get(k), k)
+    old = chk.string(obj.get("session"), "session")  # the field's old name (traces.model.RENAMED_FIELDS)
+    if old is not None:
+        if req["conversation_id"] is not None:
+            raise chk.fail("session", "is the old name of conversation_id, which this record gives too",
+                           hint="keep conversation_id and remove session")
+        req["conversation_id"] = old
     req["top_k"] = chk.integer(obj.get("top_k"), "top_k", low=1, high=2**31 - 1)
+    req["turn"] = chk.integer(obj.get("turn"), "turn", low=1, high=2**31 - 1)  # the request's place in its conversation
     status = chk.string(obj.get("status"), "status")
     if status is not None and status not in ("ok", "error"):
         raise chk.fail("status", f"must be ok or error; got {status[:40]!r}")
@@ -89,6 +106,9 @@ def parse_request(obj: Any, chk: Check, *, require_timestamp: bool = True
     for k in _TIMINGS:
         req[k + "_ms"] = chk.number(timings.get(k), "timings_ms." + k, nonneg=True)
     req["soft_deadline_ms"] = chk.number(obj.get("soft_deadline_ms"), "soft_deadline_ms", nonneg=True)
+    for k in RESOURCE_FIELDS:  # the process's CPU time and memory for this request
+        req[k] = chk.number(obj.get(k), k, nonneg=True)
+    req.update(cost_columns(obj.get("cost"), chk))  # what the request cost (rankgate.traces.cost)
     retry = _obj(chk, obj.get("retry"), "retry")
     req["retry_attempts"] = chk.integer(retry.get("attempts"), "retry.attempts", high=2**31 - 1)
     req["retry_reason"] = chk.string(retry.get("reason"), "retry.reason")

@@ -166,16 +166,57 @@ def _docs(o: Obs, fm: dict[str, Any], stage: str) -> list[dict[str, Any]]:
     return out
 
 
-_KINDS = {"string": ("tenant", "surface", "session", "data_source", "rewritten_query", "index_version",
-                     "corpus_version", "error_type", "retry_reason", "privacy_mode", "request_id"),
+_KINDS = {"string": ("tenant", "surface", "conversation_id", "data_source", "rewritten_query", "index_version",
+                     "corpus_version", "error_type", "retry_reason", "privacy_mode", "request_id", "adapter"),
           "bool": ("fallback", "blocked"),
-          "int": ("top_k", "http_status", "retry_attempts", "sensitive_tokens", "leaked_tokens", "secure_fields",
+          "int": ("top_k", "turn", "http_status", "retry_attempts", "sensitive_tokens", "leaked_tokens", "secure_fields",
                   "bypassed"),
-          "float": ("soft_deadline_ms",)}
-_RANGE = {"top_k": (1, 2**31 - 1), "http_status": (100, 599), "retry_attempts": (0, 2**31 - 1)}
+          "float": ("soft_deadline_ms", "cpu_ms", "memory_mb")}
+_RANGE = {"top_k": (1, 2**31 - 1), "turn": (1, 2**31 - 1), "http_status": (100, 599), "retry_attempts": (0, 2**31 - 1)}
 
 
-def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class Usage:
+    """Where a format's rows log what they cost: per cost key, the paths tried in each row (the first
+    present counts), summed over the rows of the kinds ``kinds`` (None: every row)."""
+
+    paths: dict[str, tuple[str, ...]]
+    kinds: frozenset[str] | None = None
+
+
+# Langfuse keeps usage and cost on the generation/embedding observations themselves (parents hold none):
+# the blob-storage export's usage_details/cost_details (maps; total_cost the sum), the API's camelCase names
+LANGFUSE_USAGE = Usage({"tokens_in": ("usage_details.input", "usageDetails.input", "usage.input", "promptTokens"),
+                        "tokens_out": ("usage_details.output", "usageDetails.output", "usage.output",
+                                       "completionTokens"),
+                        "usd": ("cost_details.total", "costDetails.total", "total_cost", "calculatedTotalCost")})
+# LangSmith adds each run's tokens and cost up into its parents: only the llm runs are summed
+LANGSMITH_USAGE = Usage({"tokens_in": ("prompt_tokens",), "tokens_out": ("completion_tokens",),
+                         "usd": ("total_cost",)}, frozenset({"llm"}))
+
+
+def _cost(trace: list[Obs], given: dict[str, list[tuple[Any, Check]]], usage: Usage | None) -> dict[str, Any]:
+    """The request's cost columns: the field map's ``cost.<key>`` paths (``given``), else the rows' usage summed."""
+    from rankgate.traces.cost import summed_cost
+
+    parts = dict(given)
+    for key, paths in (usage.paths.items() if usage is not None else ()):
+        if key in parts:
+            continue
+        found = []
+        for o in trace:
+            if usage.kinds is not None and o.kind not in usage.kinds:  # type: ignore[union-attr]
+                continue
+            v = _first(o.row, list(paths))
+            if v is not None:
+                found.append((v, Check(o.path, o.line)))
+        if found:
+            parts[key] = found
+    return summed_cost(parts)
+
+
+def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[str, Any],
+              usage: Usage | None = None) -> None:
     trace = sorted(trace, key=lambda o: (o.start_us, o.id))
     ids = {o.id for o in trace}
     roots = [o for o in trace if not o.parent or o.parent not in ids]
@@ -192,6 +233,7 @@ def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[s
 
     req: dict[str, Any] = {"source_file": root.path, "source_line": root.line, "ts": root.start_us,
                            "trace_id": root.trace_id}
+    cost_given: dict[str, list[tuple[Any, Check]]] = {}
     for f, path in fm["request"].items():
         if f == "citations":
             continue
@@ -201,8 +243,11 @@ def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[s
             if v is not None:
                 c = Check(o.path, o.line)
                 break
-        if f in _KINDS["string"]:
-            req[f] = c.string(v, path, ids=f in ("request_id", "session"))
+        if f.startswith("cost."):  # (a cost key: checked with the others, rankgate.traces.cost)
+            if v is not None:
+                cost_given[f[5:]] = [(v, c)]
+        elif f in _KINDS["string"]:
+            req[f] = c.string(v, path, ids=f in ("request_id", "conversation_id"))
         elif f in _KINDS["bool"]:
             req[f] = c.boolean(v, path)
         elif f in _KINDS["int"]:
@@ -211,6 +256,7 @@ def _assemble(trace: list[Obs], feedback: list[Fb], builder: Builder, fm: dict[s
         else:
             req[f] = c.number(v, path, nonneg=True, strings=True)
     req["request_id"] = req.get("request_id") or root.trace_id
+    req.update(_cost(ordered, cost_given, usage))
     q = None
     for o in ret + rr:
         q = _first(o.row, fm["query"])
@@ -291,7 +337,7 @@ def _seen_before(row: dict[str, Any], seen: dict[str, tuple[dict[str, Any], str,
                    hint="two different rows cannot share an id; a row delivered twice must be identical")
 
 
-def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any]) -> None:
+def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any], usage: Usage | None = None) -> None:
     traces: dict[str, list[Obs]] = {}
     for o in obs:
         traces.setdefault(o.trace_id, []).append(o)
@@ -305,7 +351,7 @@ def _join(obs: list[Obs], fbs: list[Fb], builder: Builder, fm: dict[str, Any]) -
         by_trace.setdefault(f.trace_id, []).append(f)
     with progress.stage(f"assembling {len(traces):,} traces", total=len(traces), unit="traces") as tally:
         for tid, rows in traces.items():
-            builder.guard(partial(_assemble, rows, by_trace.get(tid, []), builder, fm))
+            builder.guard(partial(_assemble, rows, by_trace.get(tid, []), builder, fm, usage))
             tally.advance()
 
 
@@ -361,7 +407,7 @@ def read_langfuse(files: list[tuple[str, str]], builder: Builder, options: dict[
         if t is not None and not o.parent:
             o.row = {**{k: v for k, v in t.items() if v is not None}, **{k: v for k, v in o.row.items()
                                                                          if v is not None}}
-    _join(obs, fbs, builder, fm)
+    _join(obs, fbs, builder, fm, LANGFUSE_USAGE)
 
 
 # -- LangSmith -----------------------------------------------------------------------------------------
@@ -414,4 +460,4 @@ def read_langsmith(files: list[tuple[str, str]], builder: Builder, options: dict
                                       field="run_id", hint="read the runs with their feedback"))
             continue
         fbs.append(Fb(tid, value, comment if isinstance(comment, str) else None, label, n))
-    _join(obs, fbs, builder, fm)
+    _join(obs, fbs, builder, fm, LANGSMITH_USAGE)

@@ -221,6 +221,8 @@ def otlp_spans(obj: Any, chk: Check, *, binary: bool = False) -> list[Span]:
         resource = _attrs(chk, (_g(rs, "resource") or {}).get("attributes"), "resource.attributes")
         for ss in _g(rs, "scopeSpans") or _g(rs, "instrumentationLibrarySpans") or []:
             sps = _g(ss, "spans") or []
+            scope = (_g(ss, "scope") or _g(ss, "instrumentationLibrary") or {}) if isinstance(ss, dict) else {}
+            scope_name = str(scope.get("name") or "") if isinstance(scope, dict) else ""
             for i, sp in enumerate(sps):
                 if binary:
                     sps[i] = None
@@ -242,7 +244,7 @@ def otlp_spans(obj: Any, chk: Check, *, binary: bool = False) -> list[Span]:
                     status_message=st.get("message") if isinstance(st.get("message"), str) else None,
                     attrs=_attrs(chk, sp.get("attributes"), "attributes"),
                     events=_events(chk, sp.get("events"), False),
-                    resource=resource, path=chk.path, line=chk.line,
+                    resource=resource, path=chk.path, line=chk.line, scope=scope_name,
                 )
                 check_end(chk, span.start_us, span.end_us, "startTimeUnixNano", "endTimeUnixNano")
                 out.append(span)

@@ -26,8 +26,11 @@ One trace (all spans with the same trace id, across every input file of the form
   (root first, then spans in start order; resource attributes last): ``rankgate.packed.documents``
   and ``rankgate.citations`` (JSON lists), feedback as span events named ``feedback`` (attributes
   ``value``, ``reason``, ``negative``), ``rankgate.request_id`` (default: the trace id),
-  ``rankgate.tenant`` (or ``tenant.id``), ``rankgate.surface``, ``session.id`` (or
-  ``gen_ai.conversation.id``), ``rankgate.index_version``, ``rankgate.corpus_version``,
+  ``rankgate.tenant`` (or ``tenant.id``), ``rankgate.surface``, ``rankgate.adapter`` (else the framework
+  an OpenInference or OpenLLMetry instrumentation scope names: ``openinference.instrumentation.llama_index``
+  gives ``llamaindex``), ``rankgate.cpu_ms``, ``rankgate.memory_mb``, the ``conversation_id`` from
+  ``session.id`` (or ``gen_ai.conversation.id``, ``rankgate.conversation_id``; ``rankgate.session`` is its
+  old name), ``rankgate.turn``, ``rankgate.index_version``, ``rankgate.corpus_version``,
   ``rankgate.rewritten_query``, ``rankgate.fallback``, ``rankgate.soft_deadline_ms``,
   ``rankgate.retry.attempts`` (or ``http.request.resend_count``), ``rankgate.retry.reason``,
   ``rankgate.privacy.{mode,sensitive_tokens,leaked_tokens,blocked,secure_fields,bypassed}``.
@@ -47,9 +50,9 @@ from typing import Any
 from rankgate._util import progress
 from rankgate.corpus.schema import STATUS_SYNONYMS
 from rankgate.errors import InputError
-from rankgate.traces.build import ABORT_ERROR_TYPES, Builder, Check
+from rankgate.traces.build import ABORT_ERROR_TYPES, RESOURCE_FIELDS, Builder, Check
 
-__all__ = ["Span", "assemble", "documents", "flatten_attrs"]
+__all__ = ["Span", "adapter_of", "assemble", "documents", "flatten_attrs"]
 
 _LLM_OPS = {"chat", "text_completion", "generate_content", "completion"}
 _FLAT_DOC = re.compile(r"^(?P<prefix>.+?)\.(?P<n>\d+)\.(?P<rest>.+)$")
@@ -73,6 +76,7 @@ class Span:
     resource: dict[str, Any] = field(default_factory=dict)
     path: str = ""
     line: int | None = None
+    scope: str = ""  # the instrumentation scope's name (OTLP), where an instrumentation library names itself
 
 
 def flatten_attrs(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -203,6 +207,22 @@ def _doc(chk: Check, d: Any, where: str, dm: dict[str, str] | None = None) -> di
     }
 
 
+# instrumentation scopes whose name says which framework produced the spans: OpenInference's
+# (openinference.instrumentation.llama_index) and OpenLLMetry's (opentelemetry.instrumentation.langchain)
+_SCOPE_PREFIXES = ("openinference.instrumentation.", "opentelemetry.instrumentation.")
+
+
+def adapter_of(trace: list[Span]) -> str | None:
+    """The framework a trace's instrumentation scope names (``llama_index`` -> ``llamaindex``,
+    ``langchain``, ``haystack``…: lower case, without ``_``/``-``), from the first span (in start order)
+    whose scope is an OpenInference or OpenLLMetry instrumentation; None when none is."""
+    for s in trace:
+        for prefix in _SCOPE_PREFIXES:
+            if s.scope.startswith(prefix) and len(s.scope) > len(prefix):
+                return s.scope[len(prefix):].split(".")[0].lower().replace("_", "").replace("-", "")
+    return None
+
+
 def _wall(spans: list[Span]) -> float | None:
     ends = [s.end_us for s in spans if s.end_us is not None]
     if not spans or len(ends) != len(spans):
@@ -294,7 +314,13 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
                        low=1, high=2**31 - 1, strings=True)
     req["tenant"] = get("string", "rankgate.tenant", "tenant.id", field="tenant")
     req["surface"] = get("string", "rankgate.surface", field="surface")
-    req["session"] = get("string", "session.id", "gen_ai.conversation.id", "rankgate.session", field="session", ids=True)
+    req["adapter"] = get("string", "rankgate.adapter", field="adapter") or adapter_of(trace)
+    for k in RESOURCE_FIELDS:
+        req[k] = get("number", "rankgate." + k, field=k, nonneg=True, strings=True)
+    req.update(span_cost(ordered, llms, user))
+    req["conversation_id"] = get("string", "session.id", "gen_ai.conversation.id", "rankgate.conversation_id",
+                                 "rankgate.session", field="conversation_id", ids=True)
+    req["turn"] = get("integer", "rankgate.turn", field="turn", low=1, high=2**31 - 1, strings=True)
     for k in ("index_version", "corpus_version", "rewritten_query"):
         req[k] = get("string", "rankgate." + k, field=k)
     req["fallback"] = get("boolean", "rankgate.fallback", field="fallback")
@@ -353,6 +379,41 @@ def assemble(trace: list[Span], builder: Builder, options: dict[str, Any]) -> No
     derived = sum(1 for it in items if it.get("derived"))
     if derived:
         builder.reading["derived_item_ids"] += derived
+
+
+#: The token counts of an LLM span, by cost key: the GenAI semantic conventions' names, then their older names,
+#: then OpenInference's (the first present on a span counts).
+TOKEN_ATTRIBUTES = {"tokens_in": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"),
+                    "tokens_out": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                                   "llm.token_count.completion")}
+_COST_PREFIX = "rankgate.cost."
+
+
+def span_cost(ordered: list[Span], llms: list[Span], user: dict[str, Any]) -> dict[str, Any]:
+    """The request's cost columns (:mod:`rankgate.traces.cost`): a field map's ``cost.<key>`` attribute or a
+    ``rankgate.cost.<key>`` attribute (the first span carrying it, root first), else for the token counts the
+    sum over the LLM spans of :data:`TOKEN_ATTRIBUTES`."""
+    from rankgate.traces.cost import COST_FIELDS, summed_cost
+
+    parts: dict[str, list[tuple[Any, Check]]] = {}
+    named = {user[f]: f.split(".", 1)[1] for f in COST_FIELDS if user.get(f)}
+    for by_map in (True, False):  # (the field map's attributes first)
+        for s in ordered:
+            for k, v in s.attrs.items():
+                key = named.get(k) if by_map else (k[len(_COST_PREFIX):] if k.startswith(_COST_PREFIX) else None)
+                if key and v is not None and key not in parts:
+                    parts[key] = [(v, Check(s.path, s.line))]
+    for key, names in TOKEN_ATTRIBUTES.items():
+        if key in parts:
+            continue
+        found = []
+        for s in llms:
+            v = next((s.attrs[n] for n in names if s.attrs.get(n) is not None), None)
+            if v is not None:
+                found.append((v, Check(s.path, s.line)))
+        if found:
+            parts[key] = found
+    return summed_cost(parts)
 
 
 def _fb_opts(options: dict[str, Any]) -> dict[str, Any]:
