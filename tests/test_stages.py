@@ -305,3 +305,41 @@ def test_the_python_api_takes_the_ranking(hand):
     cmp = rankgate.compare(str(gold), str(run), str(run), metrics="mrr", ranking="both", resamples=200,
                            permutations=200)
     assert {r.metric for r in cmp.rows} == {"mrr", "mrr (raw)"}
+
+
+def test_a_reranked_retrieve_on_the_demo_data_is_scored_stage_by_stage(tmp_path, capsys):
+    """rankgate retrieve with a reranker keeps the first stage's list as raw_topk: on the demo corpus and gold
+    set, evaluate --ranking both scores both stages (the raw rows are those of the first stage's list read as a
+    run of its own), and a gate holds the raw recall@50 and the final nDCG@10 together."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "src" / "rankgate" / "demo" / "data"
+    gold, run = data / "gold.jsonl", tmp_path / "reranked.jsonl"
+    assert main(["retrieve", "--corpus", str(data / "corpus.jsonl"), "--gold", str(gold), "-o", str(run),
+                 "--retriever", "bm25-english", "--depth", "50", "--reranker", "bm25", "--rerank-depth", "50",
+                 "--no-latency"]) == 0
+    records = [json.loads(line) for line in run.read_text(encoding="utf-8").splitlines()]
+    first = next(r for r in records if len(r["topk"]) > 5)
+    raw_ids = [h["chunk_id"] for h in first["raw_topk"]]
+    assert sorted(raw_ids) == sorted(h["chunk_id"] for h in first["topk"])  # (all 50 reranked: the same set)
+    assert [h["rank"] for h in first["raw_topk"]] == list(range(1, len(raw_ids) + 1))
+    # the raw rows are the first stage's list scored as a run of its own
+    first_stage = tmp_path / "first_stage.jsonl"
+    write_jsonl(first_stage, [{"query_id": r["query_id"], "topk": r["raw_topk"]} for r in records])
+    capsys.readouterr()
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--ranking", "both", "--metrics",
+                 "recall@50,ndcg@10", "--resamples", "0", "--json"]) == 0
+    both = {m["metric"] if "metric" in m else name: m for name, m in json.loads(capsys.readouterr().out)["metrics"].items()}
+    assert main(["evaluate", "--gold", str(gold), "--run", str(first_stage), "--metrics", "recall@50,ndcg@10",
+                 "--resamples", "0", "--json"]) == 0
+    alone = json.loads(capsys.readouterr().out)["metrics"]
+    assert both["recall@50 (raw)"]["mean"] == alone["recall@50"]["mean"] == both["recall@50"]["mean"]
+    assert both["ndcg@10 (raw)"]["mean"] == alone["ndcg@10"]["mean"] != both["ndcg@10"]["mean"]
+    config = tmp_path / "ship.yaml"
+    config.write_text("gates:\n  - {metric: recall@50, ranking: raw, threshold: 0.85}\n"
+                      "  - {metric: ndcg@10, threshold: 0.95}\n", encoding="utf-8")
+    assert main(["gate", "--config", str(config), "--gold", str(gold), "--candidate", str(run), "--no-step-summary",
+                 "--json"]) == 1
+    outcome = json.loads(capsys.readouterr().out)
+    status = {g["metric"]: g["status"] for g in outcome["gates"]}
+    assert status == {"recall@50 (raw)": "pass", "ndcg@10": "fail"}

@@ -59,7 +59,8 @@ def retrieve(
     ``reranker`` (a :class:`~rankgate.retrieval.rerank.Reranker`) reorders the first ``rerank_depth``
     hits of each query, timed as the ``rerank`` stage; the items then carry ``rank``,
     ``retrieve_score`` and (the reordered ones) ``rerank_score``, and no ``score``, since the two
-    stages' scores are not on one scale.
+    stages' scores are not on one scale. The first stage's list, as it came before reranking, is kept
+    as ``raw_topk`` (ids, ranks and scores), so ``rankgate evaluate --ranking both`` scores the two stages.
     """
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise UsageError(f"k must be an int >= 1; got {k!r}")
@@ -120,7 +121,8 @@ def _rerank_record(reranker: Any, query: Query, record: dict[str, Any], chunks: 
     for rank, h in enumerate(tail, start=len(new_hits) + 1):
         new_hits.append({**{key: v for key, v in h.items() if key not in ("score", "rank")}, "rank": rank,
                          "retrieve_score": h.get("score")})
-    new = {**record, "topk": new_hits, "reranker": getattr(reranker, "name", type(reranker).__name__)}
+    raw = [{"chunk_id": h["chunk_id"], "rank": rank, "score": h.get("score")} for rank, h in enumerate(hits, start=1)]
+    new = {**record, "topk": new_hits, "raw_topk": raw, "reranker": getattr(reranker, "name", type(reranker).__name__)}
     lat = record.get("latency_ms")
     if isinstance(lat, Mapping):
         new["latency_ms"] = {**lat, "rerank": round(elapsed, 3)}
