@@ -233,3 +233,43 @@ def test_every_gate_kind_names_its_owner_where_it_fails(kind, tmp_path):
     assert any(f"Owner: {owner}." in s for s in gate_sentences(out, markdown=False))  # the terminal's sentences
     data = out.to_dict()
     assert owner in ([g["owner"] for g in data["gates"]] + [(data["stale_labels"] or {}).get("owner")])
+
+
+def test_critical_languages_on_the_demo_runs(tmp_path, capsys):
+    """The demo's two retrievers, gated with chosen languages of their own limits (the command line on the demo
+    corpus and gold set): the comment's critical table names each chosen value, its limit and, where it fails,
+    its owner; the gate's headline verdicts are those of the same config without the chosen values."""
+    from .demo_runs import GOLD, demo_run
+
+    base, cand = demo_run(tmp_path, "bm25-multilingual"), demo_run(tmp_path, "bm25-english")
+    criteria = tmp_path / "ship.yaml"
+    criteria.write_text(
+        "gates:\n"
+        "  - metric: recall@5\n"
+        "    threshold: 0.5\n"
+        "    regression_max: 0.05\n"
+        "    min_queries: 30\n"
+        "    segments: {lang: {de: {threshold: 0.99, owner: de-search}, es: {regression_max: 0.5}}}\n",
+        encoding="utf-8")
+    comment = tmp_path / "comment.md"
+    code = main(["gate", "--config", str(criteria), "--gold", str(GOLD), "--candidate", str(cand), "--baseline",
+                 str(base), "--comment", str(comment), "--no-step-summary", "--json"])
+    outcome = json.loads(capsys.readouterr().out)
+    assert code == 1  # de cannot reach 99%
+    text = comment.read_text(encoding="utf-8")
+    assert "Critical segments" in text and "de-search" in text
+    (gate,) = outcome["gates"]
+    chosen = {c["segment"]: c for c in gate["checks"] if c.get("critical")}
+    assert {s for s in chosen} >= {"de", "es"}
+    assert any(c["status"] == "fail" for c in gate["checks"] if c.get("critical") and c["segment"] == "de")
+    # the headline checks are the same without the chosen values
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("gates:\n  - {metric: recall@5, threshold: 0.5, regression_max: 0.05, min_queries: 30}\n",
+                     encoding="utf-8")
+    main(["gate", "--config", str(plain), "--gold", str(GOLD), "--candidate", str(cand), "--baseline", str(base),
+          "--no-step-summary", "--json"])
+    (plain_gate,) = json.loads(capsys.readouterr().out)["gates"]
+    headline = [c for c in gate["checks"] if not c.get("segment")]
+    assert [c["kind"] for c in headline] == ["threshold", "regression"]
+    assert [(c["kind"], c["status"], c.get("verdict")) for c in headline] == \
+        [(c["kind"], c["status"], c.get("verdict")) for c in plain_gate["checks"] if not c.get("segment")]
