@@ -306,7 +306,7 @@ def test_the_story_tells_what_happened(demo) -> None:
         "recall@5       83.1% (",
         "German (39)     −9.0 pp (−23.1 to +3.8 pp)    −0.106 (−0.215 to −0.005)",
         "'kann man jährlich bezahlen'",
-        "FAIL, 1 of 3 blocking gates fail",
+        "FAIL, 1 of 4 blocking gates fail",
         "❌ nDCG@10 (ranking quality) for lang = de dropped from 0.806 to 0.700",
         "without `segments: [lang]`), the gate",
         "15 of 33 queries were shown a chunk they must not get",
@@ -384,7 +384,7 @@ def test_cli_exits_0_writes_identical_files_and_1_with_strict(demo, tmp_path: Pa
     out = tmp_path / "again"
     assert main(["demo", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "FAIL, 1 of 3 blocking gates fail" in text and "exits 0" in text
+    assert "FAIL, 1 of 4 blocking gates fail" in text and "exits 0" in text
     assert _files(out) == _files(demo.out_dir)  # same seed, byte-identical files, in another folder
 
     assert main(["demo", "--out", str(out), "--strict"]) == 1  # a second run may overwrite its own folder

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rankgate.render.comment import gate_sentences
+from rankgate.render.comment import gate_counts, gate_sentences
 from rankgate.render.numbers import (
     fmt_answer_value,
     fmt_delta,
@@ -285,13 +285,12 @@ def _worsening(r: DemoResult, metric: str, lang: str) -> float:
 
 def _gate(r: DemoResult, strict: bool, width: int = MAX_WIDTH) -> list[Line]:
     o = r.gate
-    blocking = [g for g in o.results if g.gate.severity == "error"]
-    failed = [g for g in blocking if g.status == "fail"]
+    failed, blocking, _ = gate_counts(o.to_dict())  # (the comment's count: quality, latency and cost gates alike)
     out: list[Line]
     if o.passed:
-        out = [Para(f"5. Gate (data/ship-criteria.yaml): PASS, all {len(blocking)} blocking gates pass.", "", "   ")]
+        out = [Para(f"5. Gate (data/ship-criteria.yaml): PASS, all {blocking} blocking gates pass.", "", "   ")]
     else:
-        out = [Para(f"5. Gate (data/ship-criteria.yaml): FAIL, {len(failed)} of {len(blocking)} blocking gates fail.",
+        out = [Para(f"5. Gate (data/ship-criteria.yaml): FAIL, {failed} of {blocking} blocking gates fail.",
                     "", "   "),
                "   This pull request would be blocked:"]
     out += [Para(sentence, "   ", "      ") for sentence in gate_sentences(o, markdown=False)]

@@ -37,7 +37,7 @@ from rankgate.render.numbers import (
     shorten,
 )
 
-__all__ = ["MARKER", "MAX_BYTES", "SHOWN_SENTENCES", "comment_markdown", "gate_sentences"]
+__all__ = ["MARKER", "MAX_BYTES", "SHOWN_SENTENCES", "comment_markdown", "gate_counts", "gate_sentences"]
 
 MARKER = "<!-- rankgate:gate -->"
 MAX_BYTES = 60_000
@@ -377,18 +377,24 @@ def gate_sentences(outcome: Any, *, markdown: bool = True) -> list[str]:
     return _sentences(data, md_escape if markdown else _plain)
 
 
+def gate_counts(o: Mapping[str, Any]) -> tuple[int, int, list[Mapping[str, Any]]]:
+    """(failed, blocking, warned) of a gate outcome's JSON: quality, latency and cost gates and the stale-label
+    limit count alike. The one count every output gives (the comment's heading, the demo's story)."""
+    every = [*o["gates"], *(o.get("latency") or []), *(o.get("cost") or [])]
+    warned = [g for g in every if g["status"] == "warn"]
+    st = o.get("stale_labels") or {}
+    n_failed = sum(g["status"] == "fail" for g in every) + (st.get("status") == "fail")
+    n_blocking = sum(g["severity"] == "error" for g in every) + (st.get("severity") == "error"
+                                                                 and st.get("status") != "not_checked")
+    if st.get("status") in ("warn", "not_checked"):
+        warned = warned + [st]
+    return int(n_failed), int(n_blocking), warned
+
+
 def _render(o: Mapping[str, Any], caps: Mapping[str, int]) -> str:
     conf = f"{fmt_confidence(o['statistics']['confidence'])} CI"
     gates = o["gates"]
-    every = [*gates, *(o.get("latency") or []), *(o.get("cost") or [])]  # quality, latency and cost gates count alike
-    failed = [g for g in every if g["status"] == "fail"]
-    warned = [g for g in every if g["status"] == "warn"]
-    blocking = [g for g in every if g["severity"] == "error"]
-    st = o.get("stale_labels") or {}
-    n_failed = len(failed) + (st.get("status") == "fail")
-    n_blocking = len(blocking) + (st.get("severity") == "error" and st.get("status") != "not_checked")
-    if st.get("status") in ("warn", "not_checked"):
-        warned = warned + [st]
+    n_failed, n_blocking, warned = gate_counts(o)
     if n_failed:
         head = f"## ❌ Retrieval gate failed: {n_failed} of {n_blocking} blocking gates"
     else:
