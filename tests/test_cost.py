@@ -394,3 +394,23 @@ def test_cost_intervals_resample_conversations(tmp_path):
     singles = [{**r, "conversation_id": f"s{i}"} for i, r in enumerate(records)]
     alone = cost_summary(evaluate(str(gold), str(write_jsonl(tmp_path / "singles.jsonl", singles))))
     assert not alone.conversations and alone.get("usd", "p95").ci == exact_quantile_ci(x, 0.95)
+
+
+@pytest.mark.parametrize("native", ["auto", "off"])
+def test_a_run_naming_too_many_cost_keys_is_refused_at_the_line_of_the_first_over_the_limit(tmp_path, capsys,
+                                                                                            monkeypatch, native):
+    """Each key is a column, a summary row and a gate's subject: a run writing a new key per query (an id as a
+    key) is refused at the line of the 65th key, the same with and without the compiled scanner."""
+    from rankgate.io.cost import MAX_COST_KEYS
+
+    monkeypatch.setenv("RANKGATE_NATIVE", native)
+    gold = tmp_path / "gold.jsonl"
+    run = tmp_path / "run.jsonl"
+    n = MAX_COST_KEYS + 10
+    gold.write_text("".join(json.dumps({"query_id": f"q{i}", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}) + "\n"
+                            for i in range(n)), encoding="utf-8")
+    run.write_text("".join(json.dumps({"query_id": f"q{i}", "topk": [{"chunk_id": "a", "score": 1.0}],
+                                       "cost": {"usd": 0.1, f"k{i}": 1.0}}) + "\n" for i in range(n)), encoding="utf-8")
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert f"run.jsonl:{MAX_COST_KEYS}: field 'cost.k{MAX_COST_KEYS - 1}' is the {MAX_COST_KEYS + 1}th distinct cost key" in err

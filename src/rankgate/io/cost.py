@@ -23,13 +23,16 @@ import numpy as np
 
 from rankgate.errors import InputError
 
-__all__ = ["COST_FIELD", "COST_KEYS", "check_costs", "scanned_fields"]
+__all__ = ["COST_FIELD", "COST_KEYS", "MAX_COST_KEYS", "check_costs", "scanned_fields"]
 
 COST_FIELD = "cost"
 #: The keys the outputs name and format (tokens as counts, usd as dollars, ``*_ms`` as milliseconds).
 COST_KEYS = ("tokens_in", "tokens_out", "usd", "embed_ms", "rerank_ms")
 _HINT = ("give cost as an object of numbers >= 0, e.g. {\"tokens_in\": 1840, \"usd\": 0.0021, \"rerank_ms\": 41.0}; "
          "leave a key out (or null) where it was not measured")
+#: Distinct keys a run's cost objects may name: each is a column, a summary row with its intervals and a gate's
+#: subject, so a file that writes a new key per query (an id as a key) is refused instead of summarised.
+MAX_COST_KEYS = 64
 
 
 def check_costs(fields: dict[str, list[Any]], source: str, lines: Any = None) -> None:
@@ -43,12 +46,22 @@ def check_costs(fields: dict[str, list[Any]], source: str, lines: Any = None) ->
 
     if isinstance(col, CostColumn):  # (the scanner's columns: checked as they were decoded, scanned_fields)
         return
+    seen: set[str] = set()
     for q, value in enumerate(col):
         if value is None:
             continue
         if type(value) is not dict:
             raise _bad(source, lines, q, COST_FIELD, f"must be an object of numbers; got {_shown(value)}")
         for key, x in value.items():
+            if key not in seen:
+                seen.add(key)
+                if len(seen) > MAX_COST_KEYS:
+                    line = int(lines[q]) if lines is not None and q < len(lines) else None
+                    raise InputError(f"is the {len(seen)}th distinct cost key of the run; at most {MAX_COST_KEYS} are "
+                                     "summarised (each is a column, a summary row and a gate's subject)",
+                                     path=source, line=line, field=f"{COST_FIELD}.{key}",
+                                     hint="name what a query cost with the same few keys on every record (tokens_in, "
+                                          "usd, rerank_ms…); an id or a text belongs in another field")
             t = type(x)
             if t is float:
                 if x >= 0.0 and x != math.inf:
@@ -177,6 +190,8 @@ def scanned_fields(met: np.ndarray, names: list[str], joined: bytes, nq: int) ->
     if table.num_rows != rows.size:
         return None
     queries = met[rows, 0]
+    if table.num_columns > MAX_COST_KEYS:
+        return None  # (too many keys: the per-record check names the line of the first one over the limit)
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for key, col in zip(table.column_names, table.columns):
         if not (pa.types.is_int64(col.type) or pa.types.is_float64(col.type)):
