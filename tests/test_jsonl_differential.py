@@ -23,6 +23,7 @@ from rankgate.io.load import load_gold, load_run
 from rankgate.errors import InputError
 
 from .conftest import examples
+from .helpers import scan_closed
 
 N_MIN, N_MAX = jsonl_fast.SAMPLE_LINES + 20, jsonl_fast.SAMPLE_LINES + 120
 
@@ -59,16 +60,6 @@ STRUCTURAL = ["blank", "two on one line", "split object", "leading space", "bom"
               "bad utf8", "raw cr", "trailing comma", "array line", "truncated", "nul byte", "trailing spaces",
               "blank spaces", "trailing blank", "blank crlf", "blank formfeed", "duplicate key"]
 
-
-
-def _scan_closed(path) -> object:
-    """What the compiled scanner alone gives for the run file (None: it declines), the file closed after."""
-    found = jsonl_fast._opened(str(path), 0)
-    assert found is not None
-    try:
-        return jsonl_fast._scan_run(found, str(path))
-    finally:
-        found.close()
 
 def _run_line(i: int, n_items: int, shape: str | bool) -> dict:
     """shape: "scored", "ranked" (objects with a rank), "ids" (bare ids), "numbers" (integer ids),
@@ -485,4 +476,4 @@ def test_null_texts_and_versions_read_as_the_parser_reads_them(value, key, tmp_p
     slow = _outcome(load_run, path, fast=False)
     assert _outcome(load_run, path, fast=True) == slow
     if value in (b"null", b"null ") and accel.reader is not None:  # (the scanner's own read; none without it)
-        assert _scan_closed(path) is not None
+        assert scan_closed(path) is not None

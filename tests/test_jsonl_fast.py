@@ -14,6 +14,8 @@ from rankgate.io.jsonl import iter_json_lines, json_lines, parse_run_records, re
 from rankgate.io.load import load_run
 from rankgate.errors import InputError
 
+from .helpers import scan_closed
+
 CASES = {
     "scores": [{"query_id": "q1", "topk": [{"chunk_id": "a", "score": 2.5, "text": "x", "doc_version": "2026-01-01"}, {"chunk_id": "b", "score": 1}]},
                {"query_id": "q2", "topk": []}, {"query_id": "7", "topk": [{"chunk_id": "12", "score": 0.5}]}],
@@ -70,16 +72,6 @@ BROKEN = {
 }
 
 
-
-def _scan_closed(path) -> object:
-    """What the compiled scanner alone gives for the run file (None: it declines), the file closed after."""
-    found = jsonl_fast._opened(str(path), 0)
-    assert found is not None
-    try:
-        return jsonl_fast._scan_run(found, str(path))
-    finally:
-        found.close()
-
 @pytest.fixture(autouse=True)
 def small_files_take_the_fast_path(monkeypatch):
     monkeypatch.setattr(jsonl_fast, "MIN_BYTES", 0)
@@ -119,7 +111,7 @@ def test_ranks_and_logged_fields_are_read_by_the_compiled_scanner(case, tmp_path
     if reader is None:
         pytest.skip("rankgate._native._reader is not built in this installation")
     path = write(tmp_path, SCANNED[case])
-    scanned = _scan_closed(path)
+    scanned = scan_closed(path)
     assert scanned is not None
     slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
     assert (scanned.r_order is None) == (slow.r_order is None)
@@ -324,7 +316,7 @@ def test_integer_literals_of_every_length_read_as_python_reads_them(tmp_path):
     path = tmp_path / "run.jsonl"
     path.write_text("".join(f'{{"query_id": "q{i}", "topk": [{{"chunk_id": "d1", "score": {v}, "rank": {r}}}]}}\n'
                             for i, (v, r) in enumerate(zip(values, ranks))))
-    run = _scan_closed(str(path))
+    run = scan_closed(str(path))
     assert run is not None
     assert run.r_score.tobytes() == np.array([float(json.loads(v)) for v in values]).tobytes()
     assert run.r_order.tobytes() == np.array([float(json.loads(r)) for r in ranks]).tobytes()
@@ -334,7 +326,7 @@ def test_a_text_or_version_with_a_value_is_left_to_the_other_readers(tmp_path):
     """Null texts and versions are the scanner's (they make no column); one with a value is not: the
     file is read by pyarrow's parse, with the parser's columns."""
     path = write(tmp_path, TEXT_AFTER_NULLS)
-    assert _scan_closed(path) is None
+    assert scan_closed(path) is None
     fast = jsonl_fast.read_run_fast(path)
     slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
     assert fast is not None and fast.items == slow.items == {"doc_version": [None, "v2"]}
@@ -355,7 +347,7 @@ def test_a_run_written_by_rankgate_retrieve_is_read_by_the_scanner(tmp_path):
     out = tmp_path / "run.jsonl"
     assert main(["retrieve", "--beir", str(beir), "-o", str(out), "--depth", "20", "--texts", "none"]) == 0
     path = str(out)
-    scanned = _scan_closed(path)
+    scanned = scan_closed(path)
     assert scanned is not None
     slow = parse_run_records(iter_json_lines(json_lines(read_text(path)), path), path)
     assert scanned.query_ids == slow.query_ids and scanned.r_doc.to_pylist() == slow.r_doc.to_pylist()

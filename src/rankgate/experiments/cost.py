@@ -36,14 +36,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
-from rankgate._util.configfile import SEVERITIES, ConfigItem, ConfigReader, show_value
+from rankgate._util.configfile import ConfigItem, ConfigReader
+from rankgate.experiments.ceilings import (
+    ON,
+    CeilingCheck,
+    CeilingGate,
+    CeilingGateResult,
+    Quantity,
+    decide_ceilings,
+    query_groups,
+    read_ceiling_gates,
+)
 from rankgate.io.cost import COST_KEYS
-from rankgate.metrics.display import fmt_confidence, fmt_cost, fmt_cost_change
+from rankgate.metrics.display import fmt_cost, fmt_cost_change
 from rankgate.model.results import EvaluationResult
 from rankgate.stats.bootstrap import (
     exact_quantile_ci,
@@ -54,7 +64,6 @@ from rankgate.stats.bootstrap import (
     values_cis,
 )
 from rankgate.stats.options import Statistics, taken
-from rankgate.stats.segments import display_field, members_of, ordered_labels, segment_labels
 
 __all__ = ["COST_STATS", "CostCheck", "CostGate", "CostGateResult", "CostRow", "CostSummary", "cost_columns",
            "cost_summary", "decide_cost", "metric_and_cost_cis", "pass_columns", "read_cost_gates", "woodruff_p95_ci"]
@@ -65,7 +74,7 @@ EPS = 1e-12
 #: The keys of one gate of the ship criteria' ``cost:`` list, and what ``on:`` may say.
 COST_GATE_KEYS = ("name", "key", "mean_max", "p95_max", "regression_max", "on", "segments", "min_queries",
                   "severity", "label", "owner")
-COST_ON = ("ci_lower", "estimate", "ci_upper")
+COST_ON = ON
 
 
 def cost_columns(result: EvaluationResult) -> dict[str, np.ndarray]:
@@ -91,16 +100,6 @@ def _units(result: EvaluationResult) -> np.ndarray | None:
 
 def _num(x: float) -> float | None:
     return None if math.isnan(x) else round(float(x), 9)
-
-
-def _groups(result: EvaluationResult, by: Sequence[str]) -> list[tuple[str | None, np.ndarray]]:
-    """(None, every query), then ("lang=de", the queries of that segment) for each field of ``by``."""
-    groups: list[tuple[str | None, np.ndarray]] = [(None, np.arange(len(result.query_ids)))]
-    for name in by:
-        key, labels = segment_labels(result, name)
-        values = ordered_labels(labels)
-        groups += [(f"{display_field(key)}={label}", idx) for label, idx in zip(values, members_of(labels, values))]
-    return groups
 
 
 def _stat(x: np.ndarray, stat: str) -> float:
@@ -269,7 +268,7 @@ def cost_summary(result: EvaluationResult, *, by: Sequence[str] = (), statistics
     for once everything else is done: they may be being drawn); else they are drawn here."""
     seed, resamples, confidence = taken(statistics, seed, resamples, confidence, caller="cost_summary",
                                          defaults=(0, 2000, 0.95))
-    groups = _groups(result, by)
+    groups = query_groups(result, by)
     columns = cost_columns(result)
     codes = _units(result)
     rows: list[CostRow] = []
@@ -291,169 +290,91 @@ def cost_summary(result: EvaluationResult, *, by: Sequence[str] = (), statistics
 
 
 # -- gates ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CostGate:
+# (the gate, its checks and deciding them are the ceiling gates' of rankgate.experiments.ceilings; here is what
+# makes them cost's: the mean and p95 of a cost key in its unit, with the summary's intervals)
+@dataclass(frozen=True, kw_only=True)
+class CostGate(CeilingGate):
     """One cost criterion: ceilings on the mean and/or p95 of a cost key per query, and/or a regression limit."""
 
-    name: str
+    SECTION: ClassVar[str] = "cost"
+    SUBJECT: ClassVar[str] = "key"
+    REGRESSION: ClassVar[str] = "regression_max"
+    FIRST: ClassVar[str] = "mean"
+
     key: str
-    ceilings: Mapping[str, float]  # stat -> limit in the key's unit, e.g. {"mean": 0.002}
-    regression_max: float | None = None
-    on: str = "ci_lower"  # ci_lower | estimate | ci_upper
-    segments: tuple[str, ...] = ()
-    min_queries: int = 1
-    severity: str = "error"
-    label: str | None = None
-    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
-    owner: str | None = None  # who answers for the gate (shown when it fails)
+    regression_max: float | None = None  # (the ceilings: stat -> limit in the key's unit, e.g. {"mean": 0.002})
 
-    @property
-    def stats(self) -> tuple[str, ...]:
-        """The statistics this gate looks at: those with a ceiling, else the mean."""
-        return tuple(self.ceilings) or ("mean",)
 
-    @property
-    def title(self) -> str:
-        return self.label or f"cost {self.key}"
+@dataclass(frozen=True, kw_only=True)
+class CostCheck(CeilingCheck):
+    SUBJECT: ClassVar[str] = "key"
+    DIGITS: ClassVar[int] = 9
+
+    key: str
+
+
+@dataclass(frozen=True)
+class CostGateResult(CeilingGateResult[CostGate, CostCheck]):
+    pass
+
+
+class _Cost(Quantity[CostGate, CostCheck, CostGateResult]):
+    gate, check, result = CostGate, CostCheck, CostGateResult
+    eps = EPS
+    ceiling_keys = {f"{stat}_max": stat for stat in COST_STATS}
+    list_hint = "each starts with '- key: usd' and gives mean_max, p95_max or regression_max"
+    subject_hint = f"the key of the run's cost object to gate, e.g. {', '.join(COST_KEYS)}"
+    nothing = "cost key"
+    nothing_hint = "give mean_max, p95_max (ceilings) or regression_max"
+    summary_note = "the baseline is a summary without per-query costs: cost regressions need a baseline run"
+    counted = "{n} queries log {subject}"
+    absent = "cost.{subject}"
+    needs = "queries that log {subject}"
+    none_in_both = "no query logs {subject} in both runs"
+    columns, units = staticmethod(cost_columns), staticmethod(_units)
+
+    def limit_problem(self, value: float, subject: str) -> str | None:
+        if value < 0 or not math.isfinite(value):
+            return f"must be a number >= 0 in the unit of {subject}; got {value!r}"
+        return None
+
+    def fmt_value(self, subject: str, x: float) -> str:
+        return fmt_cost(subject, x)
+
+    fmt_limit = fmt_value
+
+    def fmt_range(self, subject: str, low: float, high: float) -> str:
+        return f"{fmt_cost(subject, low)}–{fmt_cost(subject, high)}"
+
+    def fmt_change(self, subject: str, x: float) -> str:
+        return fmt_cost_change(subject, x)
+
+    def group_stats(self, xs: np.ndarray, idx: np.ndarray | None, units: np.ndarray | None, stats: Sequence[str],
+                    seed: int, resamples: int, confidence: float) -> dict[str, tuple[float, float, float]]:
+        # (as the summary draws them: over queries or conversations, all queries as the metrics, a segment alone)
+        cis = dict(zip(("mean", "p95"), _group_intervals(xs, idx, units, seed, resamples, confidence)))
+        return {stat: (_stat(xs, stat), *cis[stat]) for stat in stats}
+
+    def change(self, stat: str, cur: np.ndarray, old: np.ndarray, ok: np.ndarray, units: np.ndarray | None,
+               seed: int, resamples: int, confidence: float) -> tuple[float, float, float, float]:
+        """The mean's paired interval resamples the conversations ``units`` (a code per query) when given, the
+        p95's queries."""
+        q = COST_STATS[stat]
+        if q is None:
+            lo, hi = paired_bootstrap_ci(old[ok], cur[ok], rng=seed, resamples=resamples, confidence=confidence,
+                                         clusters=None if units is None else units[ok])
+        else:
+            lo, hi = paired_quantile_change_ci(old[ok], cur[ok], q, rng=seed, resamples=resamples,
+                                               confidence=confidence)
+        return _stat(old[ok], stat), _stat(cur[ok], stat), lo, hi
+
+
+_COST = _Cost()
 
 
 def read_cost_gates(r: ConfigReader, item: ConfigItem, taken: set[str]) -> tuple[CostGate, ...]:
     """The ``cost:`` list: ceilings on the mean and p95 of a cost key per query, and regression limits."""
-    if not isinstance(item.value, list) or not item.value:
-        raise r.fail("cost", item.line, f"must be a list of cost gates; got {show_value(item.value)}",
-                     "each starts with '- key: usd' and gives mean_max, p95_max or regression_max")
-    out = []
-    for i, sub in enumerate(item.value):
-        at = f"cost[{i}]"
-        g = r.mapping(sub, at, COST_GATE_KEYS)
-        if "key" not in g:
-            raise r.fail(f"{at}.key", sub.line, "is required",
-                         f"the key of the run's cost object to gate, e.g. {', '.join(COST_KEYS)}")
-        key = r.text(g["key"], f"{at}.key")
-        ceilings: dict[str, float] = {}
-        limits = {}
-        for name in ("mean_max", "p95_max", "regression_max"):
-            if name in g:
-                v = r.number(g[name], f"{at}.{name}", share=False)
-                if v < 0 or not math.isfinite(v):
-                    raise r.fail(f"{at}.{name}", g[name].line, f"must be a number >= 0 in the unit of {key}; got {v!r}")
-                limits[name] = v
-                if name != "regression_max":
-                    ceilings[name.removesuffix("_max")] = v
-        if not limits:
-            raise r.fail(at, sub.line, f"checks nothing for cost key {key!r}",
-                         "give mean_max, p95_max (ceilings) or regression_max")
-        name = r.text(g["name"], f"{at}.name") if "name" in g else f"cost_{key}"
-        if name in taken:
-            raise r.fail(f"{at}.name", g["name"].line if "name" in g else sub.line, f"repeats the gate name {name!r}",
-                         "give each gate its own name")
-        taken.add(name)
-        segments: tuple[str, ...] = ()
-        if "segments" in g:
-            s = g["segments"]
-            raw = [s] if isinstance(s.value, str) or s.written is not None else s.value
-            if not isinstance(raw, list) or not raw:
-                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {show_value(s.value)}")
-            segments = tuple(dict.fromkeys(r.text(x if isinstance(x, ConfigItem) else ConfigItem(x, s.line), f"{at}.segments")
-                                           for x in raw))
-        out.append(CostGate(
-            name, key, ceilings, limits.get("regression_max"),
-            r.choice(g["on"], f"{at}.on", COST_ON) if "on" in g else "ci_lower", segments,
-            r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1,
-            r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error",
-            r.text(g["label"], f"{at}.label") if "label" in g else None,
-            {k: v.line for k, v in g.items() if v.line is not None},
-            r.text(g["owner"], f"{at}.owner") if "owner" in g else None))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class CostCheck:
-    gate: str
-    kind: str  # max | regression
-    status: str  # pass | fail | warn | skipped
-    key: str
-    stat: str
-    segment: str | None
-    n: int
-    value: float  # what was compared with the limit: a statistic, a bound, or the change
-    limit: float
-    estimate: float = math.nan  # the candidate's statistic
-    ci_low: float = math.nan
-    ci_high: float = math.nan
-    baseline: float = math.nan
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: (_num(v) if isinstance(v, float) else v) for k, v in vars(self).items() if k != "gate"}
-
-
-@dataclass(frozen=True)
-class CostGateResult:
-    gate: CostGate
-    status: str  # pass | fail (error severity) | warn
-    checks: tuple[CostCheck, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        g = self.gate
-        return {"name": g.name, "title": g.title, "key": g.key, "severity": g.severity, "on": g.on,
-                "ceilings": dict(g.ceilings), "regression_max": g.regression_max, "segments": list(g.segments),
-                "owner": g.owner, "status": self.status, "checks": [c.to_dict() for c in self.checks]}
-
-
-def _ceiling_check(g: CostGate, stat: str, limit: float, base: dict[str, Any], small: bool, conf: str) -> CostCheck:
-    est, lo, hi = base["estimate"], base["ci_low"], base["ci_high"]
-    value = {"ci_lower": lo, "estimate": est, "ci_upper": hi}[g.on]
-    c = CostCheck(kind="max", status="pass", stat=stat, value=value, limit=limit, **base)
-    if small:
-        return replace(c, status="skipped", note=f"only {c.n} queries log {g.key} (min_queries {g.min_queries}): not gated")
-    if c.n == 0:
-        return replace(c, status="warn", note=f"the run logs no cost.{g.key}")
-    if math.isnan(value):
-        if c.segment is not None:
-            return replace(c, status="skipped", note=f"no {conf}: needs at least 2 queries that log {g.key}")
-        return replace(c, status="fail", note=f"no {conf}: needs at least 2 queries that log {g.key} and resamples > 0")
-    if value <= limit + EPS:
-        note = ""
-        if g.on == "ci_lower" and est > limit + EPS:
-            note = (f"{stat} {fmt_cost(g.key, est)} is over {fmt_cost(g.key, limit)}, but within noise "
-                    f"({conf} {fmt_cost(g.key, lo)}–{fmt_cost(g.key, hi)})")
-        return replace(c, note=note)
-    return replace(c, status="fail")
-
-
-def _regression_check(g: CostGate, stat: str, cur: np.ndarray, old: np.ndarray | None, base: dict[str, Any],
-                      small: bool, conf: str, seed: int, resamples: int, confidence: float,
-                      units: np.ndarray | None = None) -> CostCheck:
-    """The change of ``stat`` from ``old`` to ``cur`` (the same queries) against the gate's limit; the mean's
-    paired interval resamples the conversations ``units`` (a code per query) when given, the p95's queries."""
-    limit = float(g.regression_max)  # type: ignore[arg-type]
-    c = CostCheck(kind="regression", status="pass", stat=stat, value=math.nan, limit=limit,
-                  **{**base, "ci_low": math.nan, "ci_high": math.nan})
-    if small:
-        return replace(c, status="skipped", note=f"only {c.n} queries log {g.key} (min_queries {g.min_queries}): not gated")
-    if old is None:
-        return replace(c, status="skipped", note=f"the baseline logs no cost.{g.key} per query")
-    ok = ~(np.isnan(cur) | np.isnan(old))
-    if ok.sum() == 0:
-        return replace(c, status="warn" if c.segment is None else "skipped",
-                       note=f"no query logs {g.key} in both runs")
-    b, a = _stat(old[ok], stat), _stat(cur[ok], stat)
-    q = COST_STATS[stat]
-    if q is None:
-        lo, hi = paired_bootstrap_ci(old[ok], cur[ok], rng=seed, resamples=resamples, confidence=confidence,
-                                     clusters=None if units is None else units[ok])
-    else:
-        lo, hi = paired_quantile_change_ci(old[ok], cur[ok], q, rng=seed, resamples=resamples, confidence=confidence)
-    c = replace(c, n=int(ok.sum()), value=a - b, baseline=b, estimate=a, ci_low=lo, ci_high=hi)
-    if a - b <= limit + EPS:
-        return c
-    if math.isnan(lo):
-        return replace(c, status="fail", note=f"grew by more than the limit; no {conf} to tell it from noise")
-    if lo <= 0.0:
-        return replace(c, note=f"grew by {fmt_cost_change(g.key, a - b)}, beyond {fmt_cost(g.key, limit)}, but within "
-                               f"noise ({conf} includes 0)")
-    return replace(c, status="fail")
+    return read_ceiling_gates(_COST, r, item, taken)
 
 
 def decide_cost(gates: Sequence[CostGate], current: EvaluationResult, baseline: EvaluationResult | None = None, *,
@@ -463,43 +384,5 @@ def decide_cost(gates: Sequence[CostGate], current: EvaluationResult, baseline: 
 
     ``baseline_summary``: the baseline given is a summary (no per-query costs): regression limits are
     then shown as skipped, saying why, rather than left out."""
-    conf = f"{fmt_confidence(confidence)} CI"
-    cols = cost_columns(current)
-    codes = _units(current)
-    old_cols = cost_columns(baseline) if isinstance(baseline, EvaluationResult) else {}
-    old_index = baseline.query_index() if isinstance(baseline, EvaluationResult) else {}
-    results = []
-    for g in gates:
-        x = cols.get(g.key, np.full(len(current.query_ids), math.nan))
-        old: np.ndarray | None = None
-        if g.key in old_cols:  # the baseline's values in the candidate's query order
-            src = old_cols[g.key]
-            old = np.asarray([src[old_index[q]] if q in old_index else math.nan for q in current.query_ids])
-        checks: list[CostCheck] = []
-        for label, idx in _groups(current, g.segments):
-            xs = x[idx]
-            n = int((~np.isnan(xs)).sum())
-            small = label is not None and n < g.min_queries
-            # (as the summary draws them: over queries or conversations, all queries as the metrics, a segment alone)
-            cis = dict(zip(("mean", "p95"), _group_intervals(xs, None if label is None else idx, codes, seed,
-                                                             resamples, confidence)))
-            for stat in g.stats:
-                lo, hi = cis[stat]
-                base: dict[str, Any] = {"gate": g.name, "key": g.key, "segment": label, "n": n,
-                                        "estimate": _stat(xs, stat), "ci_low": lo, "ci_high": hi}
-                if stat in g.ceilings:
-                    checks.append(_ceiling_check(g, stat, g.ceilings[stat], base, small, conf))
-                if g.regression_max is not None and isinstance(baseline, EvaluationResult):
-                    checks.append(_regression_check(g, stat, xs, None if old is None else old[idx], base, small,
-                                                    conf, seed, resamples, confidence,
-                                                    None if codes is None else codes[idx]))
-                elif g.regression_max is not None and baseline_summary and label is None:
-                    checks.append(CostCheck(kind="regression", status="skipped", stat=stat, value=math.nan,
-                                            limit=float(g.regression_max),
-                                            note="the baseline is a summary without per-query costs: cost "
-                                                 "regressions need a baseline run", **base))
-        failed = any(c.status == "fail" for c in checks)
-        status = ("fail" if g.severity == "error" else "warn") if failed else (
-            "warn" if any(c.status == "warn" for c in checks) else "pass")
-        results.append(CostGateResult(g, status, tuple(checks)))
-    return tuple(results)
+    return decide_ceilings(_COST, gates, current, baseline, seed=seed, resamples=resamples, confidence=confidence,
+                           baseline_summary=baseline_summary)

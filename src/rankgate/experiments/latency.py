@@ -28,15 +28,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from rankgate._util.configfile import SEVERITIES, ConfigItem, ConfigReader, show_value
-from rankgate.metrics.display import fmt_confidence, fmt_ms, fmt_score, fmt_sig
+from rankgate._util.configfile import ConfigItem, ConfigReader
+from rankgate.experiments.ceilings import (
+    ON,
+    CeilingCheck,
+    CeilingGate,
+    CeilingGateResult,
+    Quantity,
+    decide_ceilings,
+    query_groups,
+    read_ceiling_gates,
+)
+from rankgate.metrics.display import fmt_ms, fmt_score, fmt_sig
 from rankgate.model.results import EvaluationResult
-from rankgate.stats.segments import display_field, members_of, ordered_labels, segment_labels
 from rankgate.stats.bootstrap import exact_quantile_ci, paired_quantile_change_ci
 from rankgate.stats.options import Statistics, taken
 
@@ -49,7 +58,7 @@ EPS = 1e-9
 #: The keys of one gate of the ship criteria' ``latency:`` list, and what ``on:`` may say.
 LATENCY_KEYS = ("name", "stage", "median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms", "on", "segments",
                 "min_queries", "severity", "label", "owner")
-LATENCY_ON = ("ci_lower", "estimate", "ci_upper")
+LATENCY_ON = ON
 
 
 def latency_stages(result: EvaluationResult) -> dict[str, np.ndarray]:
@@ -112,15 +121,6 @@ class LatencySummary:
                 "statistics": {"seed": self.seed, "resamples": self.resamples, "confidence": self.confidence}}
 
 
-def _groups(result: EvaluationResult, by: Sequence[str]) -> list[tuple[str | None, np.ndarray]]:
-    groups: list[tuple[str | None, np.ndarray]] = [(None, np.ones(len(result.query_ids), dtype=bool))]
-    for name in by:
-        key, labels = segment_labels(result, name)
-        values = ordered_labels(labels)
-        groups += [(f"{display_field(key)}={label}", idx) for label, idx in zip(values, members_of(labels, values))]
-    return groups
-
-
 def latency_summary(result: EvaluationResult, *, by: Sequence[str] = (),
                     statistics: Statistics | None = None, seed: int = 0, resamples: int = 2000,
                     confidence: float = 0.95) -> LatencySummary:
@@ -138,7 +138,7 @@ def percentile_rows(columns: Mapping[str, np.ndarray], result: EvaluationResult,
     :func:`latency_summary`, and of any other per-query measurement summarised as latency is (the process
     samples of :mod:`rankgate.experiments.resources`). A row's ``stage`` is the column's name."""
     rows = []
-    groups = _groups(result, by)
+    groups = query_groups(result, by)
     for stage, x in columns.items():
         for label, mask in groups:
             xs = x[mask]
@@ -150,166 +150,85 @@ def percentile_rows(columns: Mapping[str, np.ndarray], result: EvaluationResult,
 
 
 # -- gates ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LatencyGate:
+# (the gate, its checks and deciding them are the ceiling gates' of rankgate.experiments.ceilings; here is what
+# makes them latency's: percentiles of a stage in milliseconds, with their exact intervals)
+@dataclass(frozen=True, kw_only=True)
+class LatencyGate(CeilingGate):
     """One latency criterion: ceilings on percentiles of a stage (ms) and/or a regression limit."""
 
-    name: str
+    SECTION: ClassVar[str] = "latency"
+    SUBJECT: ClassVar[str] = "stage"
+    REGRESSION: ClassVar[str] = "regression_max_ms"
+    CEILINGS: ClassVar[str] = "ceilings_ms"
+    FIRST: ClassVar[str] = "median"
+
     stage: str
-    ceilings: Mapping[str, float]  # stat -> ms, e.g. {"median": 60.0, "p90": 120.0}
     regression_max_ms: float | None = None
-    on: str = "ci_lower"  # ci_lower | estimate | ci_upper
-    segments: tuple[str, ...] = ()
-    min_queries: int = 1
-    severity: str = "error"
-    label: str | None = None
-    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
-    owner: str | None = None  # who answers for the gate (shown when it fails), as on every other gate kind
 
-    @property
-    def stats(self) -> tuple[str, ...]:
-        """The percentiles this gate looks at: those with a ceiling, else the median."""
-        return tuple(self.ceilings) or ("median",)
 
-    @property
-    def title(self) -> str:
-        return self.label or f"latency {self.stage}"
+@dataclass(frozen=True, kw_only=True)
+class LatencyCheck(CeilingCheck):
+    SUBJECT: ClassVar[str] = "stage"
+
+    stage: str
+
+
+@dataclass(frozen=True)
+class LatencyGateResult(CeilingGateResult[LatencyGate, LatencyCheck]):
+    pass
+
+
+class _Latency(Quantity[LatencyGate, LatencyCheck, LatencyGateResult]):
+    gate, check, result = LatencyGate, LatencyCheck, LatencyGateResult
+    eps = EPS
+    ceiling_keys = {f"{stat}_ms": stat for stat in STATS}
+    list_hint = "each starts with '- stage: retrieve' and gives median_ms, p90_ms, p95_ms, p99_ms or regression_max_ms"
+    subject_hint = "the stage of the run's latency_ms to gate, e.g. retrieve, or total"
+    nothing = "stage"
+    nothing_hint = "give median_ms, p90_ms, p95_ms, p99_ms (ceilings) or regression_max_ms"
+    summary_note = "the baseline is a summary without per-query timings: latency regressions need a baseline run"
+    counted = "{n} timed queries"
+    absent = "{subject} latency"
+    needs = "timed queries"
+    none_in_both = "no query timed in both runs for {subject}"
+    columns = staticmethod(latency_stages)
+
+    def limit_problem(self, value: float, subject: str) -> str | None:
+        return f"must be a number of milliseconds >= 0; got {value!r}" if value < 0 else None
+
+    def fmt_value(self, subject: str, x: float) -> str:
+        return fmt_ms(x, 1)
+
+    def fmt_limit(self, subject: str, x: float) -> str:
+        return f"{fmt_sig(x)} ms"
+
+    def fmt_range(self, subject: str, low: float, high: float) -> str:
+        return f"{fmt_score(low, 1)}–{fmt_ms(high, 1)}"
+
+    def fmt_change(self, subject: str, x: float) -> str:
+        return fmt_ms(x, 1)
+
+    def group_stats(self, xs: np.ndarray, idx: np.ndarray | None, units: np.ndarray | None, stats: Sequence[str],
+                    seed: int, resamples: int, confidence: float) -> dict[str, tuple[float, float, float]]:
+        out = {}
+        for stat in stats:
+            lo, hi = _cis(xs, [STATS[stat]], resamples, confidence)[0]
+            out[stat] = (_quantile(xs, STATS[stat]), lo, hi)
+        return out
+
+    def change(self, stat: str, cur: np.ndarray, old: np.ndarray, ok: np.ndarray, units: np.ndarray | None,
+               seed: int, resamples: int, confidence: float) -> tuple[float, float, float, float]:
+        q = STATS[stat]
+        lo, hi = paired_quantile_change_ci(old, cur, q, rng=seed, resamples=resamples, confidence=confidence)
+        return _quantile(old[ok], q), _quantile(cur[ok], q), lo, hi
+
+
+_LATENCY = _Latency()
 
 
 def read_latency_gates(r: ConfigReader, item: ConfigItem, taken: set[str]) -> tuple[LatencyGate, ...]:
     """The ``latency:`` list: ceilings on percentiles of a stage and regression limits, in ms."""
-    if not isinstance(item.value, list) or not item.value:
-        raise r.fail("latency", item.line, f"must be a list of latency gates; got {show_value(item.value)}",
-                     "each starts with '- stage: retrieve' and gives median_ms, p90_ms, p95_ms, p99_ms or regression_max_ms")
-    out = []
-    for i, sub in enumerate(item.value):
-        at = f"latency[{i}]"
-        g = r.mapping(sub, at, LATENCY_KEYS)
-        if "stage" not in g:
-            raise r.fail(f"{at}.stage", sub.line, "is required", "the stage of the run's latency_ms to gate, e.g. retrieve, or total")
-        stage = r.text(g["stage"], f"{at}.stage")
-        ceilings: dict[str, float] = {}
-        limits = {}
-        for key in ("median_ms", "p90_ms", "p95_ms", "p99_ms", "regression_max_ms"):
-            if key in g:
-                v = r.number(g[key], f"{at}.{key}", share=False)
-                if v < 0:
-                    raise r.fail(f"{at}.{key}", g[key].line, f"must be a number of milliseconds >= 0; got {v!r}")
-                limits[key] = v
-                if key != "regression_max_ms":
-                    ceilings[key.removesuffix("_ms")] = v
-        if not limits:
-            raise r.fail(at, sub.line, f"checks nothing for stage {stage!r}",
-                         "give median_ms, p90_ms, p95_ms, p99_ms (ceilings) or regression_max_ms")
-        name = r.text(g["name"], f"{at}.name") if "name" in g else f"latency_{stage}"
-        if name in taken:
-            raise r.fail(f"{at}.name", g["name"].line if "name" in g else sub.line, f"repeats the gate name {name!r}",
-                         "give each gate its own name")
-        taken.add(name)
-        segments: tuple[str, ...] = ()
-        if "segments" in g:
-            s = g["segments"]
-            raw = [s] if isinstance(s.value, str) or s.written is not None else s.value
-            if not isinstance(raw, list) or not raw:
-                raise r.fail(f"{at}.segments", s.line, f"must be a list of field names; got {show_value(s.value)}")
-            segments = tuple(dict.fromkeys(r.text(x if isinstance(x, ConfigItem) else ConfigItem(x, s.line), f"{at}.segments")
-                                           for x in raw))
-        out.append(LatencyGate(
-            name, stage, ceilings, limits.get("regression_max_ms"),
-            r.choice(g["on"], f"{at}.on", LATENCY_ON) if "on" in g else "ci_lower", segments,
-            r.integer(g["min_queries"], f"{at}.min_queries", 1) if "min_queries" in g else 1,
-            r.choice(g["severity"], f"{at}.severity", SEVERITIES) if "severity" in g else "error",
-            r.text(g["label"], f"{at}.label") if "label" in g else None,
-            {k: v.line for k, v in g.items() if v.line is not None},
-            r.text(g["owner"], f"{at}.owner") if "owner" in g else None))
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class LatencyCheck:
-    gate: str
-    kind: str  # max | regression
-    status: str  # pass | fail | warn | skipped
-    stage: str
-    stat: str
-    segment: str | None
-    n: int
-    value: float  # what was compared with the limit: a percentile, a bound, or the change
-    limit: float
-    estimate: float = math.nan  # the candidate's percentile
-    ci_low: float = math.nan
-    ci_high: float = math.nan
-    baseline: float = math.nan
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: (_num(v) if isinstance(v, float) else v) for k, v in vars(self).items() if k != "gate"}
-
-
-@dataclass(frozen=True)
-class LatencyGateResult:
-    gate: LatencyGate
-    status: str  # pass | fail (error severity) | warn
-    checks: tuple[LatencyCheck, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        g = self.gate
-        return {"name": g.name, "title": g.title, "stage": g.stage, "severity": g.severity, "on": g.on,
-                "ceilings_ms": dict(g.ceilings), "regression_max_ms": g.regression_max_ms,
-                "segments": list(g.segments), "owner": g.owner, "status": self.status,
-                "checks": [c.to_dict() for c in self.checks]}
-
-
-def _ceiling_check(g: LatencyGate, stat: str, limit: float, base: dict[str, Any], small: bool,
-                   conf: str) -> LatencyCheck:
-    est, lo, hi = base["estimate"], base["ci_low"], base["ci_high"]
-    value = {"ci_lower": lo, "estimate": est, "ci_upper": hi}[g.on]
-    c = LatencyCheck(kind="max", status="pass", stat=stat, value=value, limit=limit, **base)
-    from dataclasses import replace
-
-    if small:
-        return replace(c, status="skipped", note=f"only {c.n} timed queries (min_queries {g.min_queries}): not gated")
-    if c.n == 0:
-        return replace(c, status="warn", note=f"the run logs no {g.stage} latency")
-    if math.isnan(value):
-        if c.segment is not None:
-            return replace(c, status="skipped", note=f"no {conf}: needs at least 2 timed queries")
-        return replace(c, status="fail", note=f"no {conf}: needs at least 2 timed queries and resamples > 0")
-    if value <= limit + EPS:
-        note = ""
-        if g.on == "ci_lower" and est > limit + EPS:
-            note = (f"{stat} {fmt_ms(est, 1)} is over {fmt_sig(limit)} ms, but within noise "
-                    f"({conf} {fmt_score(lo, 1)}–{fmt_ms(hi, 1)})")
-        return replace(c, note=note)
-    return replace(c, status="fail")
-
-
-def _regression_check(g: LatencyGate, stat: str, cur: np.ndarray, old: np.ndarray | None, base: dict[str, Any],
-                      small: bool, conf: str, seed: int, resamples: int, confidence: float) -> LatencyCheck:
-    from dataclasses import replace
-
-    limit = float(g.regression_max_ms)  # type: ignore[arg-type]
-    c = LatencyCheck(kind="regression", status="pass", stat=stat, value=math.nan, limit=limit,
-                     **{**base, "ci_low": math.nan, "ci_high": math.nan})
-    if small:
-        return replace(c, status="skipped", note=f"only {c.n} timed queries (min_queries {g.min_queries}): not gated")
-    if old is None:
-        return replace(c, status="skipped", note=f"the baseline logs no {g.stage} latency per query")
-    ok = ~(np.isnan(cur) | np.isnan(old))
-    if ok.sum() == 0:
-        return replace(c, status="warn" if c.segment is None else "skipped",
-                       note=f"no query timed in both runs for {g.stage}")
-    q = STATS[stat]
-    b, a = _quantile(old[ok], q), _quantile(cur[ok], q)
-    lo, hi = paired_quantile_change_ci(old, cur, q, rng=seed, resamples=resamples, confidence=confidence)
-    c = replace(c, n=int(ok.sum()), value=a - b, baseline=b, estimate=a, ci_low=lo, ci_high=hi)
-    if a - b <= limit + EPS:
-        return c
-    if math.isnan(lo):
-        return replace(c, status="fail", note=f"grew by more than the limit; no {conf} to tell it from noise")
-    if lo <= 0.0:
-        return replace(c, note=f"grew by {fmt_ms(a - b, 1)}, beyond {fmt_sig(limit)} ms, but within noise ({conf} includes 0)")
-    return replace(c, status="fail")
+    return read_ceiling_gates(_LATENCY, r, item, taken)
 
 
 def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
@@ -319,39 +238,5 @@ def decide_latency(gates: Sequence[LatencyGate], current: EvaluationResult,
 
     ``baseline_summary``: the baseline given is a summary (no per-query timings): regression limits
     are then shown as skipped, saying why, rather than left out."""
-    conf = f"{fmt_confidence(confidence)} CI"
-    stages = latency_stages(current)
-    old_stages = latency_stages(baseline) if isinstance(baseline, EvaluationResult) else {}
-    old_index = baseline.query_index() if isinstance(baseline, EvaluationResult) else {}
-    results = []
-    for g in gates:
-        x = stages.get(g.stage, np.full(len(current.query_ids), math.nan))
-        old: np.ndarray | None = None
-        if g.stage in old_stages:  # the baseline's timings in the candidate's query order
-            src = old_stages[g.stage]
-            old = np.asarray([src[old_index[q]] if q in old_index else math.nan for q in current.query_ids])
-        checks: list[LatencyCheck] = []
-        for label, mask in _groups(current, g.segments):
-            xs = x[mask]
-            n = int((~np.isnan(xs)).sum())
-            small = label is not None and n < g.min_queries
-            for stat in g.stats:
-                q = STATS[stat]
-                lo, hi = _cis(xs, [q], resamples, confidence)[0]
-                base: dict[str, Any] = {"gate": g.name, "stage": g.stage, "segment": label, "n": n, "estimate": _quantile(xs, q),
-                        "ci_low": lo, "ci_high": hi}
-                if stat in g.ceilings:
-                    checks.append(_ceiling_check(g, stat, g.ceilings[stat], base, small, conf))
-                if g.regression_max_ms is not None and isinstance(baseline, EvaluationResult):
-                    checks.append(_regression_check(g, stat, xs, None if old is None else old[mask], base, small,
-                                                    conf, seed, resamples, confidence))
-                elif g.regression_max_ms is not None and baseline_summary and label is None:
-                    checks.append(LatencyCheck(kind="regression", status="skipped", stat=stat, value=math.nan,
-                                               limit=float(g.regression_max_ms),
-                                               note="the baseline is a summary without per-query timings: latency "
-                                                    "regressions need a baseline run", **base))
-        failed = any(c.status == "fail" for c in checks)
-        status = ("fail" if g.severity == "error" else "warn") if failed else (
-            "warn" if any(c.status == "warn" for c in checks) else "pass")
-        results.append(LatencyGateResult(g, status, tuple(checks)))
-    return tuple(results)
+    return decide_ceilings(_LATENCY, gates, current, baseline, seed=seed, resamples=resamples, confidence=confidence,
+                           baseline_summary=baseline_summary)

@@ -16,9 +16,6 @@ from rankgate.render.numbers import fmt_confidence_exact, fmt_cost, fmt_cost_cha
 
 __all__ = ["cost_gate_markdown", "cost_gate_sentences", "cost_html", "cost_markdown", "cost_renderable"]
 
-_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skipped": "➖"}
-
-
 def _by_scope(rows: Sequence[Any]) -> dict[tuple[str, str | None], dict[str, Any]]:
     out: dict[tuple[str, str | None], dict[str, Any]] = {}
     for r in rows:
@@ -56,17 +53,9 @@ def cost_renderable(summary: Any) -> Any:
 
 
 def _cost_table(summary: Any, narrow: bool) -> Any:
-    from rich import box
-    from rich.table import Table
+    from rankgate.render.experiments import bounded_rows, interval_table, with_lines
 
-    from rankgate.render.experiments import bounded_rows
-
-    conf = fmt_confidence_exact(summary.confidence)
-    if narrow:
-        table = Table(title=f"Cost per query ({conf} CI under each value)", title_justify="left", box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
-    else:
-        table = Table(title=f"Cost per query ({conf} CI)", title_justify="left")
+    table = interval_table("Cost per query (", fmt_confidence_exact(summary.confidence), narrow)
     for name, justify in (("cost", "left"), ("scope", "left"), ("n", "right"), ("mean", "right"), ("p95", "right")):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     shown, lines = bounded_rows(summary.rows)
@@ -74,12 +63,7 @@ def _cost_table(summary: Any, narrow: bool) -> Any:
         n = next(iter(stats.values())).n
         table.add_row(key, seg or "all queries", f"{n:,}", _cell(stats.get("mean"), "\n" if narrow else " "),
                       _cell(stats.get("p95"), "\n" if narrow else " "))
-    if not lines:
-        return table
-    from rich.console import Group
-    from rich.text import Text
-
-    return Group(table, *(Text(line) for line in lines))
+    return with_lines(table, lines)
 
 
 def cost_html(summary: Any, confidence: float) -> str:
@@ -91,34 +75,11 @@ def cost_html(summary: Any, confidence: float) -> str:
 
 def cost_gate_markdown(gates: Sequence[Mapping[str, Any]], conf: str, cap: int = 200) -> list[str]:
     """The PR comment's cost table, from the ``cost`` entries of a gate outcome's JSON."""
-    out = ["### Cost gates", "",
-           ("A ceiling fails only when the cost per query is over budget beyond its noise (by default the lower end "
-            f"of its {conf} is above the limit); a regression fails only when the growth is beyond its limit **and** "
-            f"its paired {conf} excludes zero."), "",
-           f"| | Gate | Cost | Statistic | Queries | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
-           "|:-:|:--|:--|:--|--:|--:|--:|--:|:--|:--|"]
-    rows = 0
-    for g in gates:
-        key = g["key"]
-        for c in g["checks"]:
-            if rows >= cap:
-                out.append("| | … | | | | | | | | more rows in the JSON outcome |")
-                return out
-            rows += 1
-            scope = "all queries" if c["segment"] is None else md_escape(c["segment"], 60)
-            cand = (f"{fmt_cost(key, c['estimate'])} ({fmt_cost(key, c['ci_low'])}–{fmt_cost(key, c['ci_high'])})"
-                    if c["kind"] == "max" else fmt_cost(key, c["estimate"]))
-            change = (f"{fmt_cost_change(key, c['value'])} ({fmt_cost_change(key, c['ci_low'])} to "
-                      f"{fmt_cost_change(key, c['ci_high'])})" if c["kind"] == "regression" and c["value"] is not None else "")
-            limit = (f"≤ {fmt_cost(key, c['limit'])} ({g['on'].replace('_', ' ')})" if c["kind"] == "max"
-                     else f"growth ≤ {fmt_cost(key, c['limit'])}")
-            result = c["status"] + (f": {md_escape(c['note'], 160)}" if c.get("note") else "")
-            if c["status"] == "fail" and g.get("owner"):
-                result += f" (owner: {md_escape(g['owner'], 60)})"
-            out.append(f"| {_ICON.get(c['status'], '')} | {md_escape(g['title'], 60)} | {md_escape(key, 40)} | "
-                       f"{c['stat']} | {scope} ({c['n']:,}) | {cand} | {fmt_cost(key, c['baseline'])} | {change} | "
-                       f"{limit} | {result} |")
-    return out
+    from rankgate.render.ceilings import ceiling_gate_markdown
+
+    return ceiling_gate_markdown(gates, conf, cap, heading="Cost gates", what="the cost per query",
+                                 columns=("Cost", "Statistic"), subject="key", fmt=lambda g, x: fmt_cost(g["key"], x),
+                                 fmt_change=lambda g, x: fmt_cost_change(g["key"], x), count=lambda n: f"{n:,}")
 
 
 def cost_gate_sentences(o: Mapping[str, Any], esc: Callable[..., str]) -> list[str]:

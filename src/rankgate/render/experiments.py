@@ -26,6 +26,8 @@ from rankgate.render.numbers import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rich.table import Table
+
     from rankgate.experiments.freshness import FreshnessWhatIf
     from rankgate.experiments.paired import PairedRow
 
@@ -52,7 +54,7 @@ def bounded_rows(rows: Sequence[Any]) -> tuple[list[Any], list[str]]:
     return ([r for r in rows if r.segment is None or r.segment in keep],
             [left_out_line(f, sh, EXPERIMENT_WHERE) for f, sh in shown.items() if sh.left_out])
 
-__all__ = ["bounded_rows", "freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "resources_html", "resources_markdown", "resources_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness"]
+__all__ = ["bounded_rows", "interval_table", "freshness_lines", "freshness_markdown", "freshness_renderable", "latency_gate_markdown", "latency_markdown", "latency_renderable", "linking_markdown", "linking_renderable", "paired_markdown", "paired_renderable", "resources_html", "resources_markdown", "resources_renderable", "rewrite_markdown", "rewrite_renderable", "routing_markdown", "routing_renderable", "section_html", "stress_markdown", "stress_renderable", "with_freshness", "with_lines"]
 
 
 def _scope(row: PairedRow) -> str:
@@ -84,10 +86,22 @@ def paired_renderable(rows: Sequence[PairedRow], *, title: str, before: str, aft
     for r in shown:
         table.add_row(r.metric, _scope(r), str(r.n), fmt_value(r.metric, r.before), fmt_value(r.metric, r.after),
                       fmt_delta(r.metric, r.delta), fmt_delta_ci(r.metric, *r.ci))
-    return _with_lines(table, lines)
+    return with_lines(table, lines)
 
 
-def _with_lines(table: Any, lines: list[str]) -> Any:
+def interval_table(title: str, conf: str, narrow: bool) -> Table:
+    """An empty rich table of values with intervals, its title ``title`` (ending with an opening parenthesis:
+    ``"Latency (ms; "``) and the intervals' confidence; narrow (each interval under its value): lean, and saying so."""
+    from rich import box
+    from rich.table import Table
+
+    if narrow:
+        return Table(title=f"{title}{conf} CI under each value)", title_justify="left", box=box.SIMPLE_HEAD,
+                     show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    return Table(title=f"{title}{conf} CI)", title_justify="left")
+
+
+def with_lines(table: Any, lines: list[str]) -> Any:
     """A table, and under it the lines saying which segments it left out (none: the table alone)."""
     if not lines:
         return table
@@ -148,36 +162,13 @@ def with_freshness(as_dict: Any, as_markdown: Any, as_renderable: Any, runs: dic
     return to_dict, to_markdown, to_renderable
 
 
-_ICON = {"pass": "✅", "fail": "❌", "warn": "⚠️", "skipped": "➖"}
-
-
 def latency_gate_markdown(gates: Sequence[dict[str, Any]], conf: str, cap: int = 200) -> list[str]:
     """The PR comment's latency table, from the ``latency`` entries of a gate outcome's JSON."""
-    out = ["### Latency gates", "",
-           ("A ceiling fails only when the percentile is over budget beyond its noise (by default the lower end of "
-           f"its {conf} is above the limit); a regression fails only when the growth is beyond its limit **and** its "
-           f"paired {conf} excludes zero."), "",
-           f"| | Gate | Stage | Percentile | Queries | Candidate ({conf}) | Baseline | Change ({conf}) | Limit | Result |",
-           "|:-:|:--|:--|:--|--:|--:|--:|--:|:--|:--|"]
-    rows = 0
-    for g in gates:
-        for c in g["checks"]:
-            if rows >= cap:
-                out.append("| | … | | | | | | | | more rows in the JSON outcome |")
-                return out
-            rows += 1
-            scope = "all queries" if c["segment"] is None else md_escape(c["segment"], 60)
-            cand = f"{fmt_ms(c['estimate'])} ({fmt_ms(c['ci_low'])}–{fmt_ms(c['ci_high'])})" if c["kind"] == "max" else fmt_ms(c["estimate"])
-            change = (f"{fmt_ms_change(c['value'])} ({fmt_ms_change(c['ci_low'])} to {fmt_ms_change(c['ci_high'])})"
-                      if c["kind"] == "regression" and c["value"] is not None else "")
-            limit = (f"≤ {fmt_ms(c['limit'])} ({g['on'].replace('_', ' ')})" if c["kind"] == "max"
-                     else f"growth ≤ {fmt_ms(c['limit'])}")
-            result = c["status"] + (f": {md_escape(c['note'], 160)}" if c.get("note") else "")
-            if c["status"] == "fail" and g.get("owner"):
-                result += f" (owner: {md_escape(g['owner'], 60)})"
-            out.append(f"| {_ICON.get(c['status'], '')} | {md_escape(g['title'], 60)} | {md_escape(c['stage'], 40)} | "
-                       f"{c['stat']} | {scope} ({c['n']}) | {cand} | {fmt_ms(c['baseline'])} | {change} | {limit} | {result} |")
-    return out
+    from rankgate.render.ceilings import ceiling_gate_markdown
+
+    return ceiling_gate_markdown(gates, conf, cap, heading="Latency gates", what="the percentile",
+                                 columns=("Stage", "Percentile"), subject="stage", fmt=lambda g, x: fmt_ms(x),
+                                 fmt_change=lambda g, x: fmt_ms_change(x))
 
 
 def latency_markdown(summary: Any) -> str:
@@ -251,15 +242,7 @@ def resources_renderable(summary: Any) -> Any:
 
 def _percentile_table(summary: Any, narrow: bool, title: str, first: str, label: Callable[[str], str],
                       value: Callable[[float], str]) -> Any:
-    from rich import box
-    from rich.table import Table
-
-    conf = fmt_confidence_exact(summary.confidence)
-    if narrow:
-        table = Table(title=f"{title}{conf} CI under each value)", title_justify="left", box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
-    else:
-        table = Table(title=f"{title}{conf} CI)", title_justify="left")
+    table = interval_table(title, fmt_confidence_exact(summary.confidence), narrow)
     for name, justify in ((first, "left"), ("scope", "left"), ("n", "right"), ("median", "right"),
                           ("p90", "right"), ("p95", "right"), ("p99", "right")):
         if narrow:
@@ -272,7 +255,7 @@ def _percentile_table(summary: Any, narrow: bool, title: str, first: str, label:
         table.add_row(label(stage), seg or "all queries", str(rows[0].n),
                       *(f"{value(r.value)}{sep}({value(r.ci[0])}–{value(r.ci[1])})" if not math.isnan(r.value) else "—"
                         for r in rows))
-    return _with_lines(table, lines)
+    return with_lines(table, lines)
 
 
 def _stress_lines(res: Any) -> list[str]:
@@ -456,7 +439,7 @@ def linking_renderable(el: Any, confidence: float) -> Any:
     shown, lines = bounded_rows(el.rows)
     for r in shown:
         t.add_row(r.metric, r.segment or "all queries", str(r.n), fmt_share(r.mean), fmt_share_range(*r.ci))
-    return _with_lines(t, lines)
+    return with_lines(t, lines)
 
 
 def _inline_html(text: str) -> str:
