@@ -377,8 +377,8 @@ def decide(config: GateConfig, current: EvaluationResult, baseline: EvaluationRe
                 _checks_for_one, config=config, current=current, cis=cis, fields=fields,
                 cmp=None if by_means else cmp, summary=means_only))
         results.append(GateResult(g, gate_status(g, checks), tuple(checks)))
-    latency = _latency_results(config, current, baseline)
-    cost = _cost_results(config, current, baseline)
+    latency = _ceiling_results("latency", config, current, baseline)
+    cost = _ceiling_results("cost", config, current, baseline)
     freshness = stale_check(config, stale)
     passed = (not any(r.status == "fail" for r in (*results, *latency, *cost))
               and not (freshness is not None and freshness.status == "fail"))
@@ -415,40 +415,26 @@ def _resampling_of(current: EvaluationResult, metrics: Any) -> dict[str, Any] | 
     return None if found is None else found.to_dict()
 
 
-def _cost_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
-    """The cost gates of ``config`` (none: no work), decided on their intervals."""
-    if not getattr(config, "cost", ()):
+def _ceiling_results(kind: str, config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
+    """The ``latency`` or ``cost`` gates of ``config`` (none: no work), decided on their intervals
+    (:mod:`rankgate.experiments.ceilings`); a segment field the result lacks is named where the gate writes it."""
+    gates = getattr(config, kind, ())
+    if not gates:
         return ()
     from rankgate.experiments.cost import decide_cost
-
-    for i, g in enumerate(config.cost):
-        for name in g.segments:
-            try:
-                field_key(current, name)
-            except UsageError as exc:
-                raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"),
-                                  field=f"cost[{i}].segments") from None
-    return decide_cost(config.cost, current, baseline if isinstance(baseline, EvaluationResult) else None,
-                       seed=config.seed, resamples=config.resamples, confidence=config.confidence,
-                       baseline_summary=isinstance(baseline, BaselineSummary))
-
-
-def _latency_results(config: GateConfig, current: EvaluationResult, baseline: Any) -> tuple[Any, ...]:
-    """The latency gates of ``config`` (none: no work), decided on their intervals."""
-    if not config.latency:
-        return ()
     from rankgate.experiments.latency import decide_latency
 
-    for i, g in enumerate(config.latency):
+    decide_kind: Any = decide_latency if kind == "latency" else decide_cost
+    for i, g in enumerate(gates):
         for name in g.segments:
             try:
                 field_key(current, name)
             except UsageError as exc:
                 raise ConfigError(str(exc), path=config.path, line=g.lines.get("segments"),
-                                  field=f"latency[{i}].segments") from None
-    return decide_latency(config.latency, current, baseline if isinstance(baseline, EvaluationResult) else None,
-                          seed=config.seed, resamples=config.resamples, confidence=config.confidence,
-                          baseline_summary=isinstance(baseline, BaselineSummary))
+                                  field=f"{kind}[{i}].segments") from None
+    return decide_kind(gates, current, baseline if isinstance(baseline, EvaluationResult) else None,
+                       seed=config.seed, resamples=config.resamples, confidence=config.confidence,
+                       baseline_summary=isinstance(baseline, BaselineSummary))
 
 
 def _field(config: GateConfig, current: EvaluationResult, name: str) -> str:
