@@ -17,6 +17,7 @@ from rankgate.retrieval.api import median_latency
 from rankgate.stats.bootstrap import bootstrap_quantile_ci, paired_quantile_change_ci
 
 from .demo_runs import CORPUS, GOLD, write_jsonl
+from .conftest import sampled
 from .hostile import assert_refused
 
 N = 80
@@ -230,7 +231,7 @@ def test_the_documented_latency_example_parses():
     assert lat.segments == ("lang",) and lat.min_queries == 20
 
 
-@pytest.mark.parametrize("n", [50, 400, 3000])
+@pytest.mark.parametrize("n", sampled([50, 400, 3000]))
 @pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
 def test_exact_quantile_interval_matches_many_resamples(n, q):
     from rankgate.stats.bootstrap import exact_quantile_ci

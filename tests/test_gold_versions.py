@@ -42,6 +42,7 @@ def _config(demo: Path, tmp_path: Path, owner: bool = True, floor: str | None = 
     return path
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_gate_warns_when_the_baseline_summary_used_another_gold_version(
         demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = _lines(demo / "data" / "gold.jsonl")

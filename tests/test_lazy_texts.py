@@ -154,6 +154,7 @@ def _report(tmp_path, gold, run, monkeypatch, *, lazy: bool, name: str, extra: t
     return out.read_bytes(), calls
 
 
+@pytest.mark.slow  # (the full tier: heavy, and what it guards is covered lighter by default)
 def test_the_report_reads_shown_texts_from_their_lines_with_the_same_page(tmp_path, monkeypatch) -> None:
     gold, run = _texts_case(tmp_path)
     lazy, calls = _report(tmp_path, gold, run, monkeypatch, lazy=True, name="lazy")
