@@ -414,3 +414,16 @@ def test_a_run_naming_too_many_cost_keys_is_refused_at_the_line_of_the_first_ove
     assert main(["evaluate", "--gold", str(gold), "--run", str(run)]) == 2
     err = capsys.readouterr().err
     assert f"run.jsonl:{MAX_COST_KEYS}: field 'cost.k{MAX_COST_KEYS - 1}' is the {MAX_COST_KEYS + 1}th distinct cost key" in err
+
+
+def test_an_integer_beyond_the_float_range_is_refused_not_an_internal_error(tmp_path, capsys):
+    """1e400 written out as an integer: json keeps it exact, the summaries would fail converting it."""
+    gold = tmp_path / "gold.jsonl"
+    run = tmp_path / "run.jsonl"
+    gold.write_text(json.dumps({"query_id": "q0", "relevant_chunks": [{"chunk_id": "a", "grade": 1}]}) + "\n",
+                    encoding="utf-8")
+    run.write_text(json.dumps({"query_id": "q0", "topk": [{"chunk_id": "a", "score": 1.0}],
+                               "cost": {"usd": 0.1, "tokens_in": 10**400}}) + "\n", encoding="utf-8")
+    assert main(["evaluate", "--gold", str(gold), "--run", str(run), "--out", str(tmp_path / "out")]) == 2
+    assert "run.jsonl:1: field 'cost.tokens_in' must be a finite number; got 1000" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -81,6 +81,7 @@ def test_traces_without_samples_keep_their_summary(tmp_path):
     ("memory_mb", "lots", "must be a number"),
     ("cpu_ms", True, "must be a number"),
     ("adapter", 7, "must be a string"),
+    ("memory_mb", 10**400, "must be a finite number"),  # (an integer beyond the float range: was an internal error)
 ])
 def test_a_bad_sample_names_file_line_and_field(tmp_path, capsys, field, value, says):
     traces = write_jsonl(tmp_path / "t.jsonl", _requests([{"cpu_ms": 1.0}, {field: value}]))

@@ -130,6 +130,9 @@ def test_the_gold_sets_own_adapter_field_wins(tmp_path, capsys):
     # latency_ms, whose stages are samples of the same kind (a negative or a word was taken, or silently dropped)
     ("latency_ms", -3, "must not be negative; got -3"),
     ("latency_ms", "slow", 'must be a number or an object of stages; got "slow"'),
+    # an integer beyond the float range (1e400 written out) was an internal error where it was converted
+    ("cpu_ms", 10**400, "must be a finite number; got 1000"),
+    ("latency_ms", 10**400, "must be a finite number; got 1000"),
 ])
 def test_a_bad_value_names_file_line_and_field(tmp_path, capsys, field, value, says):
     gold = _gold(tmp_path, 2)

@@ -95,6 +95,7 @@ def test_a_monitor_watches_the_cost(tmp_path, capsys):
     ({"tokens_in": "12"}, "cost.tokens_in", "must be a number"),
     ({"gpu_ms": True}, "cost.gpu_ms", "must be a number"),
     (0.5, "cost", "must be an object of numbers"),
+    ({"tokens_in": 10**400}, "cost.tokens_in", "must be a finite number"),
 ])
 def test_a_bad_cost_names_file_line_and_field(tmp_path, capsys, value, field, says):
     traces = write_jsonl(tmp_path / "t.jsonl", _requests([{"cost": {"usd": 1.0}}, {"cost": value}]))

@@ -17,6 +17,7 @@ def read_lines(
     buf: Any, start: int, end: int, ncols: int, value_col: int, value_kind: int, delim: bytes,
     codes: Any, values: Any, offsets: Any, data: Any, /,
 ) -> tuple[int, int, list[str]] | None: ...
+# read_jsonl's other keys (extras=True): (records, names, values), the values' text a value a line, joined by '\n'.
 def read_jsonl(
     buf: Any, start: int, end: int, id_keys: Sequence[str], list_keys: Sequence[str], item_keys: Sequence[str],
     value_keys: Sequence[str], value_kind: int, values: Any, offsets: Any, data: Any,

@@ -23,12 +23,12 @@ import numpy as np
 
 from rankgate.errors import InputError
 
-__all__ = ["COST_FIELD", "COST_KEYS", "MAX_COST_KEYS", "check_costs", "scanned_fields"]
+__all__ = ["COST_FIELD", "COST_KEYS", "HINT", "MAX_COST_KEYS", "check_costs", "cost_value_problem", "scanned_fields"]
 
 COST_FIELD = "cost"
 #: The keys the outputs name and format (tokens as counts, usd as dollars, ``*_ms`` as milliseconds).
 COST_KEYS = ("tokens_in", "tokens_out", "usd", "embed_ms", "rerank_ms")
-_HINT = ("give cost as an object of numbers >= 0, e.g. {\"tokens_in\": 1840, \"usd\": 0.0021, \"rerank_ms\": 41.0}; "
+HINT = ("give cost as an object of numbers >= 0, e.g. {\"tokens_in\": 1840, \"usd\": 0.0021, \"rerank_ms\": 41.0}; "
          "leave a key out (or null) where it was not measured")
 #: Distinct keys a run's cost objects may name: each is a column, a summary row with its intervals and a gate's
 #: subject, so a file that writes a new key per query (an id as a key) is refused instead of summarised.
@@ -62,21 +62,24 @@ def check_costs(fields: dict[str, list[Any]], source: str, lines: Any = None) ->
                                      path=source, line=line, field=f"{COST_FIELD}.{key}",
                                      hint="name what a query cost with the same few keys on every record (tokens_in, "
                                           "usd, rerank_ms…); an id or a text belongs in another field")
-            t = type(x)
-            if t is float:
-                if x >= 0.0 and x != math.inf:
-                    continue
-            elif t is int:
-                if x >= 0:
-                    continue
-            elif x is None:
-                continue
-            elif t is not bool and isinstance(x, Real):  # (in-memory data: a numpy number)
-                if float(x) >= 0.0 and float(x) != math.inf:
-                    continue
-            else:
-                raise _bad(source, lines, q, f"{COST_FIELD}.{key}", f"must be a number; got {_shown(x)}")
-            raise _bad(source, lines, q, f"{COST_FIELD}.{key}", f"must be a number >= 0; got {_shown(x)}")
+            problem = cost_value_problem(x)
+            if problem is not None:
+                raise _bad(source, lines, q, f"{COST_FIELD}.{key}", problem)
+
+
+def cost_value_problem(x: Any) -> str | None:
+    """What is wrong with one value of a cost object (None: nothing; a null is a key not measured): the one rule
+    of run records and traces alike. A number >= 0 and finite as a float (an integer beyond the float range is
+    refused as not finite, where it would fail the summaries' conversion)."""
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, Real):
+        return f"must be a number; got {_shown(x)}"
+    try:
+        f = float(x)
+    except OverflowError:
+        return f"must be a finite number; got {_shown(x)}"
+    return None if f >= 0.0 and f != math.inf else f"must be a number >= 0; got {_shown(x)}"
 
 
 def _shown(value: Any) -> str:
@@ -87,7 +90,7 @@ def _bad(source: str, lines: Any, q: int, field: str, what: str) -> InputError:
     line = None
     if lines is not None and q < len(lines):
         line = int(lines[q])
-    return InputError(what, path=source, line=line, field=field, hint=_HINT)
+    return InputError(what, path=source, line=line, field=field, hint=HINT)
 
 
 # -- the compiled scanner's cost objects, decoded as columns ------------------------------------------------

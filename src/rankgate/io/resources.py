@@ -46,7 +46,10 @@ def _sample_problem(x: Any) -> str | None:
         return None
     if isinstance(x, bool) or not isinstance(x, Real):
         return f"must be a number; got {_shown(x)}"
-    f = float(x)
+    try:
+        f = float(x)
+    except OverflowError:  # (an integer beyond the float range)
+        return f"must be a finite number; got {_shown(x)}"
     if not math.isfinite(f):
         return f"must be a finite number; got {x!r}"
     return f"must not be negative; got {x!r}" if f < 0 else None

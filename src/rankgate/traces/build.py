@@ -153,9 +153,12 @@ class Check:
                 raise self.fail(field, f"must be a number; got {v[:40]!r}") from None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(field, f"must be a number; got {json.dumps(v)[:40]}")
-        f = float(v)
+        try:
+            f = float(v)
+        except OverflowError:  # (an integer beyond the float range: 1e400 written out)
+            f = math.inf
         if not math.isfinite(f):
-            raise self.fail(field, f"must be a finite number; got {v!r}")
+            raise self.fail(field, f"must be a finite number; got {repr(v)[:40]}")
         if nonneg and f < 0:
             raise self.fail(field, f"must not be negative; got {v!r}")
         return f

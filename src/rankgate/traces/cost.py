@@ -24,11 +24,10 @@ Where each format keeps it:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from rankgate.io.cost import COST_FIELD, COST_KEYS
+from rankgate.io.cost import COST_FIELD, COST_KEYS, HINT, cost_value_problem
 
 __all__ = ["COST_COLUMNS", "COST_FIELDS", "COST_OTHER", "HINT", "cost_columns", "cost_value_problem",
            "empty_cost", "summed_cost"]
@@ -39,23 +38,11 @@ COST_COLUMNS = tuple(f"cost_{k}" for k in COST_KEYS)
 COST_OTHER = "cost_other"
 #: The field-map names of the cost keys (``cost.usd``): request fields of a field map or ``--field``.
 COST_FIELDS = tuple(f"{COST_FIELD}.{k}" for k in COST_KEYS)
-HINT = ("give cost as an object of numbers >= 0, e.g. {\"tokens_in\": 1840, \"usd\": 0.0021, \"rerank_ms\": 41.0}; "
-        "leave a key out (or null) where it was not measured")
-_LARGEST = 1.7976931348623157e308
 
 
 def empty_cost() -> dict[str, Any]:
     """The cost columns of a request that logs no cost."""
     return {**dict.fromkeys(COST_COLUMNS), COST_OTHER: None}
-
-
-def cost_value_problem(x: Any) -> str | None:
-    """What is wrong with one cost value (the run records' wording), or None when it is a number >= 0."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return f"must be a number; got {repr(x)[:80]}"
-    if isinstance(x, int):
-        return None if 0 <= x <= _LARGEST else f"must be a number >= 0; got {repr(x)[:80]}"
-    return None if x >= 0.0 and x != math.inf else f"must be a number >= 0; got {repr(x)[:80]}"
 
 
 def cost_columns(value: Any, chk: Any, field: str = COST_FIELD) -> dict[str, Any]:
