@@ -139,3 +139,18 @@ def check_prices(request: Any) -> None:
         value = getattr(request, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0):
             raise UsageError(f"{F(name)} must be a price >= 0 per 1M tokens; got {value}")
+
+
+def open_judge(spec: Any) -> Any:
+    """The judge client of a request's :class:`~rankgate.judges.JudgeSpec`, options first and then the
+    RANKGATE_JUDGE* environment; the lexical judge takes no url, model or key (the environment's are for another
+    judge). Every flow that judges opens its client here."""
+    from rankgate.errors import F, UsageError
+
+    settings = spec.settings()
+    if settings["backend"] == "lexical":
+        if spec.url or spec.model:
+            raise UsageError(f"{F.url}/{F.model} are for {F(backend='openai')} (or your own judge); "
+                             "the lexical judge calls no model")
+        settings.update(url=None, model=None, key_env=None)
+    return spec.open(settings)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rankgate.flows._common import JudgeSpec, budget_warning, check_counts
+from rankgate.flows._common import JudgeSpec, budget_warning, check_counts, open_judge
 from rankgate.flows._inputs import FilePath, paths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,20 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CalibrationRequest", "DriftRequest", "DriftResult", "JudgeSpec", "RecalibrateRequest", "RecalibrateResult",
            "RelevancePlan", "RelevanceRequest", "RelevanceResult", "plan_relevance", "run_calibration", "run_drift",
            "run_recalibrate", "run_relevance"]
-
-
-def _open(spec: JudgeSpec) -> Any:
-    """The judge client, options first and then the RANKGATE_JUDGE* environment; the lexical judge
-    takes no url, model or key (the environment's are for another judge)."""
-    from rankgate.errors import F, UsageError
-
-    settings = spec.settings()
-    if settings["backend"] == "lexical":
-        if spec.url or spec.model:
-            raise UsageError(f"{F.url}/{F.model} are for {F(backend='openai')} (or your own judge); "
-                             "the lexical judge calls no model")
-        settings.update(url=None, model=None, key_env=None)
-    return spec.open(settings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +78,7 @@ def plan_relevance(req: RelevanceRequest) -> RelevancePlan:
     from rankgate.judges.files import read_queue
 
     items = _items(read_queue(req.queue))
-    with _open(req.judge) as judge:
+    with open_judge(req.judge) as judge:
         return RelevancePlan(judge.plan("context_relevance", items, repeats=req.repeats), judge.identity(),
                              judge.max_calls)
 
@@ -110,7 +96,7 @@ def run_relevance(req: RelevanceRequest) -> RelevanceResult:
 
     queue = read_queue(req.queue)
     items = _items(queue)
-    with _open(req.judge) as judge:
+    with open_judge(req.judge) as judge:
         judge.check_reachable()
         priced = req.price_in is not None or req.price_out is not None
         estimate = judge.plan("context_relevance", items, repeats=req.repeats) if priced else None

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rankgate._util import progress
-from rankgate.flows._common import JudgeSpec, budget_warning
+from rankgate.flows._common import JudgeSpec, budget_warning, open_judge
 from rankgate.flows._inputs import FilePath, paths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -122,20 +122,6 @@ class TracesJudgeResult:
     warnings: tuple[str, ...] = ()
 
 
-def _open(spec: JudgeSpec) -> Any:
-    """The judge client, options first and then the RANKGATE_JUDGE* environment (the lexical judge takes no url,
-    model or key: the environment's are for another judge)."""
-    from rankgate.errors import F, UsageError
-
-    settings = spec.settings()
-    if settings["backend"] == "lexical":
-        if spec.url or spec.model:
-            raise UsageError(f"{F.url}/{F.model} are for {F(backend='openai')} (or your own judge); "
-                             "the lexical judge calls no model")
-        settings.update(url=None, model=None, key_env=None)
-    return spec.open(settings)
-
-
 def _prepare(req: TracesJudgeRequest) -> tuple[Any, Any, Any]:
     """The human labels (read first: a bad file stops the run before the traces are read), the sample drawn on
     the engine, and its texts."""
@@ -176,7 +162,7 @@ def plan_traces_judge(req: TracesJudgeRequest) -> TracesJudgePlan:
     from rankgate.traces.judge import first_round_plan, support_plan
 
     _, sample, texts = _prepare(req)
-    client = _open(req.judge)
+    client = open_judge(req.judge)
     try:
         plans = first_round_plan(client, sample, texts, req.tasks)
         first = sum(p.to_send for p in plans)
@@ -197,7 +183,7 @@ def run_traces_judge(req: TracesJudgeRequest) -> TracesJudgeResult:
 
     human, sample, texts = _prepare(req)
     cap = int(req.judge.max_calls or 0)
-    client = _open(req.judge)
+    client = open_judge(req.judge)
     warnings: list[str] = []
     try:
         first = sum(p.to_send for p in first_round_plan(client, sample, texts, req.tasks))
