@@ -158,6 +158,7 @@ def test_a_grade_off_the_scale_is_refused(tmp_path):
 
 
 def test_a_database_of_another_queue_scale_or_schema_is_refused(tmp_path, capsys):
+    _starlette()  # (the database is opened once the app can run)
     queue = pool_queue(tmp_path / "pool.jsonl", 3)
     _store(tmp_path, queue).close()
     db = tmp_path / "labels.sqlite"

@@ -111,12 +111,6 @@ def prepare_serve(req: ServeRequest) -> LabelServer:
     from rankgate.labels.server import bind, check_host, is_loopback
     from rankgate.labels.store import LabelStore
 
-    try:
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise UsageError(f"the labelling app needs the 'label' extra ({exc.name} is not installed): "
-                         "pip install 'rankgate[label]'") from None
     check_host(req.host, allow_remote=req.allow_remote)
     queue = read_queue(req.queue) if req.queue else None
     if queue is not None and req.scale is not None and (req.scale == "verdict") != (queue.kind == "answer"):
@@ -129,6 +123,12 @@ def prepare_serve(req: ServeRequest) -> LabelServer:
         check_file(req.guide, "guide")
         guide = render_guide("".join(line for _, line in text_lines(req.guide)))
     browse = _browse(req) if req.gold else None
+    try:  # (after the inputs are read: a bad queue or host is named with or without the extra; before the database)
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"the labelling app needs the 'label' extra ({exc.name} is not installed): "
+                         "pip install 'rankgate[label]'") from None
     store = LabelStore.open(req.db, create=True)
     try:
         existing = store.meta.get("scale")
